@@ -1,0 +1,54 @@
+# Cellscope: every target installs what is missing first (scripts/setup.sh), then builds with
+# CMake + Ninja (ccache when available). The binary is build/cellscope.
+
+BUILD_DIR  ?= build
+BUILD_TYPE ?= RelWithDebInfo
+CMAKE_ARGS ?=
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+
+export CCACHE_DIR ?= $(HOME)/.cache/ccache
+export CCACHE_BASEDIR := $(CURDIR)
+
+# Files formatted / linted: our C++ sources, never generated code or build trees.
+CXX_SOURCES = $(shell find graphcore protocol server adapter bench tests -type f \
+                \( -name '*.cpp' -o -name '*.h' -o -name '*.hpp' -o -name '*.cc' \) \
+                -not -path '*/node_modules/*' -not -name '*.pb.*' 2>/dev/null)
+TIDY_SOURCES = $(filter %.cpp %.cc,$(CXX_SOURCES))
+
+.PHONY: all setup configure build test demo bench format format-check tidy clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) >/dev/null \
+	  || cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+
+build: configure
+	@ninja -C $(BUILD_DIR) -j $(JOBS)
+
+# ctest (unit + CLI tests), then every other tier; see scripts/test.sh.
+test: build
+	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash scripts/test.sh
+
+demo: build
+	@BUILD_DIR=$(BUILD_DIR) bash scripts/demo.sh
+
+bench: build
+	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh
+
+format: setup
+	@clang-format -i $(CXX_SOURCES)
+
+format-check: setup
+	@clang-format --dry-run --Werror $(CXX_SOURCES)
+
+# Needs build/compile_commands.json (written by configure).
+tidy: configure
+	@printf '%s\n' $(TIDY_SOURCES) | xargs -r -P $(JOBS) -n 4 \
+	  clang-tidy -p $(BUILD_DIR) --quiet --extra-arg=-Wno-unknown-warning-option
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,66 @@
+// graphcore's entry point: analyse a model file (and the workspace files it imports) into
+// per-Cell graphs and located diagnostics, without executing any user code.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphcore/diagnostic.h"
+#include "graphcore/graph.h"
+#include "graphcore/shape.h"
+#include "graphcore/version.h"
+
+namespace graphcore {
+
+// Where source text comes from: the disk, or an editor's unsaved buffers layered over it.
+class SourceProvider {
+ public:
+  virtual ~SourceProvider() = default;
+  // The text of `path`, or nullopt if it does not exist / cannot be read.
+  virtual std::optional<std::string> read(const std::filesystem::path& path) = 0;
+};
+
+class DiskSourceProvider : public SourceProvider {
+ public:
+  std::optional<std::string> read(const std::filesystem::path& path) override;
+};
+
+struct AnalysisOptions {
+  std::string target = "cpu";  // "cpu", "ascend910", "ascend910b", "ascend310p", "ascend310", "gpu"
+  Version mindspore_version = kDefaultMindSporeVersion;
+  // Restrict the analysis to the root Cell with this class name (or entry name).
+  std::optional<std::string> cell;
+  // Python expressions evaluated in the file's namespace that build the Cells to analyse,
+  // e.g. "resnet50(num_classes=10)". When non-empty, only these are analysed.
+  std::vector<std::string> entries;
+  // Input types for the analysed Cell's construct, overriding call sites found in the file.
+  std::vector<TensorType> inputs;
+  // Workspace root for absolute imports (`from src.resnet import ...`); defaults to the
+  // analysed file's directory and its ancestors.
+  std::optional<std::filesystem::path> workspace_root;
+  // Budgets: evaluation steps per root Cell and Python call depth.
+  size_t step_budget = 5'000'000;
+  size_t max_call_depth = 120;
+  size_t max_file_bytes = 4u << 20;
+  bool include_nodes = true;  // false: reports without node lists (faster for diagnostics-only runs)
+};
+
+struct AnalysisResult {
+  std::string file;                      // the analysed file
+  std::vector<CellReport> cells;         // analysed root Cells
+  std::vector<Diagnostic> diagnostics;   // for the file and, located there, files it imports
+  std::vector<std::string> files;        // every file read (the analysed file first)
+
+  [[nodiscard]] size_t error_count() const;
+};
+
+AnalysisResult analyze_file(const std::filesystem::path& file, const AnalysisOptions& options,
+                            SourceProvider& sources);
+
+// Parses an input spec such as "1,3,224,224", "8,128:int32" or "N,3,224,224:float16".
+std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* error);
+
+}  // namespace graphcore

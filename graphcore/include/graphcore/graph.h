@@ -1,0 +1,86 @@
+// The semantic graph of a Cell's `construct`, and the per-Cell report built around it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graphcore/shape.h"
+#include "graphcore/source.h"
+
+namespace graphcore {
+
+using AttrValue =
+    std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>>;
+
+std::string attr_to_string(const AttrValue& v);
+
+struct Attr {
+  std::string name;
+  AttrValue value;
+};
+
+enum class NodeKind : uint8_t {
+  Input,      // a graph input (an argument of the root construct)
+  Parameter,  // a Parameter read directly in construct (weights owned by layer nodes are listed in `params`)
+  Constant,   // a constant tensor built in construct or captured from __init__
+  Op,         // an operator / layer application
+};
+
+// A tensor flowing along an edge: output `output` of node `node` (an index into Graph::nodes).
+struct ValueRef {
+  uint32_t node = 0;
+  uint32_t output = 0;
+  friend bool operator==(const ValueRef&, const ValueRef&) = default;
+};
+
+struct ParamInfo {
+  std::string name;  // full path, e.g. "layer1.0.conv1.weight"
+  Shape shape;
+  DType dtype = DType::Float32;
+  bool trainable = true;
+};
+
+struct Node {
+  std::string id;     // stable: scope-derived, e.g. "layer1.0.conv1" or "layer1.0/Add_1"
+  NodeKind kind = NodeKind::Op;
+  std::string op;     // graph-level operator, e.g. "Conv2D", "MatMul", "Add"
+  std::string api;    // registry entry that produced it, e.g. "nn.Conv2d", "ops.add", "Tensor.reshape"
+  std::string scope;  // Cell instance path, e.g. "layer1.0.conv1" ("" for the root)
+  std::vector<ValueRef> inputs;
+  std::vector<TensorType> outputs;
+  std::vector<Attr> attrs;
+  std::vector<std::string> params;  // parameter names this node reads (layer weights)
+  std::string file;
+  SourceRange range;  // the expression in construct that produced the node
+  double flops = 0;
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<ValueRef> outputs;
+};
+
+struct NamedTensor {
+  std::string name;
+  TensorType type;
+};
+
+// Everything Cellscope knows about one analysed root Cell.
+struct CellReport {
+  std::string name;        // class name, or the entry expression ("resnet50()")
+  std::string class_name;  // the root Cell's class
+  std::string file;
+  SourceRange range;  // the class definition (or the entry's call site)
+  std::vector<NamedTensor> inputs;
+  std::vector<NamedTensor> outputs;
+  int64_t trainable_params = 0;
+  int64_t total_params = 0;
+  std::vector<ParamInfo> params;
+  double flops = 0;
+  Graph graph;
+  bool compiled = false;  // false when construct could not be compiled (see diagnostics)
+};
+
+}  // namespace graphcore

@@ -1,0 +1,478 @@
+// analyze_file: load the module, find the Cells to analyse, compile each root's construct into a
+// graph, and assemble per-Cell reports and diagnostics.
+#include "graphcore/analysis.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+#include "interp.h"
+
+namespace graphcore {
+
+using namespace eval;
+namespace fs = std::filesystem;
+
+std::optional<std::string> DiskSourceProvider::read(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t AnalysisResult::error_count() const {
+  return static_cast<size_t>(std::count_if(diagnostics.begin(), diagnostics.end(),
+                                           [](const Diagnostic& d) { return d.severity == Severity::Error; }));
+}
+
+std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* error) {
+  TensorType t{Shape{}, DType::Float32};
+  std::string_view dims = spec;
+  if (auto colon = spec.find(':'); colon != std::string_view::npos) {
+    dims = spec.substr(0, colon);
+    auto dt = dtype_from_name(spec.substr(colon + 1));
+    if (!dt) {
+      if (error) *error = "unknown dtype `" + std::string(spec.substr(colon + 1)) + "` (try float32, float16, int32, int64, bool)";
+      return std::nullopt;
+    }
+    t.dtype = *dt;
+  }
+  if (dims.empty() || dims == "()" || dims == "scalar") return t;
+  size_t pos = 0;
+  while (pos <= dims.size()) {
+    size_t comma = dims.find(',', pos);
+    std::string_view part = dims.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (part.empty()) {
+      if (error) *error = "empty dimension in `" + std::string(spec) + "`";
+      return std::nullopt;
+    }
+    if (part == "?" || part == "-1" || part == "None") {
+      t.shape.dims.push_back(Dim::unknown());
+    } else if (std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (part.size() > 15) {
+        if (error) *error = "dimension `" + std::string(part) + "` is too large";
+        return std::nullopt;
+      }
+      t.shape.dims.push_back(Dim::known(std::stoll(std::string(part))));
+    } else if (std::isalpha(static_cast<unsigned char>(part.front())) &&
+               std::all_of(part.begin(), part.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+      t.shape.dims.push_back(Dim::symbol(part));
+    } else {
+      if (error) *error = "bad dimension `" + std::string(part) + "` in `" + std::string(spec) + "` (use e.g. 1,3,224,224 or N,128:int32)";
+      return std::nullopt;
+    }
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return t;
+}
+
+namespace {
+
+struct Root {
+  std::string name;
+  Value cell;
+  Site site;
+};
+
+// Walks a root's Cell tree, giving each instance its path ("layer1.0.conv1").
+void assign_paths(const Value& v, const std::string& path, std::unordered_set<const Object*>& seen,
+                  std::unordered_set<const ClassObj*>* classes) {
+  auto* inst = v.as<InstanceObj>();
+  if (!inst || !inst->cell || seen.count(inst)) return;
+  seen.insert(inst);
+  inst->cell->path = path;
+  if (classes) classes->insert(inst->cls);
+  auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
+  for (auto& [k, child] : inst->cell->children) assign_paths(child, join(k), seen, classes);
+  for (size_t i = 0; i < inst->cell->items.size(); ++i) {
+    std::string k = i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
+    assign_paths(inst->cell->items[i], join(k), seen, classes);
+  }
+}
+
+void collect_params(const Value& v, const std::string& path, std::unordered_set<const Object*>& seen_cells,
+                    std::unordered_set<const Object*>& seen_params, CellReport& report) {
+  auto* inst = v.as<InstanceObj>();
+  if (!inst || !inst->cell || seen_cells.count(inst)) return;
+  seen_cells.insert(inst);
+  auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
+  for (auto& [k, p] : inst->cell->params) {
+    auto* t = p.as<TensorObj>();
+    if (!t || seen_params.count(t)) continue;
+    seen_params.insert(t);
+    report.params.push_back(ParamInfo{join(k), t->type.shape, t->type.dtype, t->requires_grad});
+    Dim n = t->type.shape.num_elements();
+    if (n.is_known()) {
+      report.total_params += n.value();
+      if (t->requires_grad) report.trainable_params += n.value();
+    }
+  }
+  for (auto& [k, child] : inst->cell->children) collect_params(child, join(k), seen_cells, seen_params, report);
+  for (size_t i = 0; i < inst->cell->items.size(); ++i) {
+    std::string k = i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
+    collect_params(inst->cell->items[i], join(k), seen_cells, seen_params, report);
+  }
+}
+
+FunctionObj* construct_of(InstanceObj* inst) {
+  const Value* c = inst->cls->lookup("construct");
+  return c ? c->as<FunctionObj>() : nullptr;
+}
+
+// True when the class can be constructed with no arguments.
+bool constructible_with_defaults(ClassObj* cls) {
+  for (ClassObj* c : cls->mro) {
+    if (Value* init = c->attrs.find(make_str("__init__"))) {
+      auto* fn = init->as<FunctionObj>();
+      if (!fn) return false;
+      const auto& params = fn->def->list;
+      for (size_t i = 1; i < params.size(); ++i) {
+        auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+        if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs) continue;
+        if (!fn->has_default[i]) return false;
+      }
+      return true;
+    }
+    if (c->api) return false;  // subclass of a registry layer without its own __init__
+  }
+  return true;
+}
+
+std::vector<std::string> required_params(ClassObj* cls) {
+  std::vector<std::string> out;
+  for (ClassObj* c : cls->mro) {
+    if (Value* init = c->attrs.find(make_str("__init__"))) {
+      if (auto* fn = init->as<FunctionObj>()) {
+        const auto& params = fn->def->list;
+        for (size_t i = 1; i < params.size(); ++i) {
+          auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+          if (kind == ast::ParamKindAst::Normal || kind == ast::ParamKindAst::KeywordOnly) {
+            if (!fn->has_default[i]) out.emplace_back(params[i]->str);
+          }
+        }
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+class RootCompiler {
+ public:
+  RootCompiler(Interpreter& in, const AnalysisOptions& options, const ModuleLoader& loader)
+      : in_(in), options_(options), loader_(loader) {}
+
+  CellReport compile(const Root& root, uint32_t graph_id) {
+    CellReport rep;
+    auto* inst = root.cell.as<InstanceObj>();
+    rep.name = root.name;
+    rep.class_name = inst->cls->name;
+    rep.file = inst->cls->module ? inst->cls->module->file : root.site.file();
+    rep.range = inst->cls->def ? inst->cls->def->range : root.site.range();
+    std::unordered_set<const Object*> seen;
+    assign_paths(root.cell, "", seen, nullptr);
+    std::unordered_set<const Object*> seen_cells, seen_params;
+    collect_params(root.cell, "", seen_cells, seen_params, rep);
+
+    FunctionObj* fn = construct_of(inst);
+    if (!fn && !inst->cell->api && inst->cls->native_base() != NativeClass::SequentialCell) {
+      // A construct lost to a syntax error is already reported as one.
+      if (inst->cls->def && inst->cls->def->has_error) return rep;
+      in_.report_at(rep.file, rep.range, Severity::Error, "no-construct",
+                    "`" + inst->cls->name + "` has no `construct` method");
+      return rep;
+    }
+    // Inputs: the CLI, then a call site for this instance, then one for its class, else symbolic.
+    std::vector<Value> inputs;
+    std::vector<std::string> names;
+    if (fn) {
+      const auto& params = fn->def->list;
+      for (size_t i = 1; i < params.size(); ++i) {
+        auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+        if (kind != ast::ParamKindAst::Normal) continue;
+        names.emplace_back(params[i]->str);
+      }
+    } else {
+      names.emplace_back("x");
+    }
+    const std::vector<Value>* site_inputs = nullptr;
+    for (auto& cs : in_.call_sites) {
+      if (cs.cell.o == root.cell.o) { site_inputs = &cs.inputs; break; }
+    }
+    if (!site_inputs) {
+      for (auto& cs : in_.call_sites) {
+        auto* other = cs.cell.as<InstanceObj>();
+        if (other && other->cls == inst->cls) { site_inputs = &cs.inputs; break; }
+      }
+    }
+    Graph& g = rep.graph;
+    GraphBuilder gb(g, graph_id);
+    in_.graph = &gb;
+    in_.cell_stack.clear();
+    CallArgs args;
+    for (size_t i = 0; i < names.size(); ++i) {
+      Value v;
+      if (i < options_.inputs.size()) {
+        v = make_tensor(options_.inputs[i]);
+      } else if (options_.inputs.empty() && site_inputs && i < site_inputs->size()) {
+        v = (*site_inputs)[i];
+      } else if (fn && fn->has_default[i + 1]) {
+        break;  // leave defaulted parameters to their defaults
+      } else {
+        v = make_tensor(TensorType{Shape::unranked(), DType::Float32});
+      }
+      if (auto* t = v.as<TensorObj>()) {
+        TensorType type = t->type;  // `v` is replaced below
+        Node n;
+        n.kind = NodeKind::Input;
+        n.op = "Input";
+        n.id = names[i];
+        n.outputs.push_back(type);
+        n.file = rep.file;
+        n.range = fn ? fn->def->list[i + 1]->range : rep.range;
+        auto idx = static_cast<uint32_t>(g.nodes.size());
+        g.nodes.push_back(std::move(n));
+        auto graph_t = std::make_shared<TensorObj>(type);
+        graph_t->graph_id = graph_id;
+        graph_t->ref = ValueRef{idx, 0};
+        v = Value::obj(graph_t);
+        rep.inputs.push_back(NamedTensor{names[i], type});
+      }
+      args.pos.push_back(v);
+      args.pos_ranges.push_back(rep.range);
+    }
+    Site site = root.site;
+    Value out;
+    try {
+      out = in_.call(root.cell, args, site);
+      rep.compiled = true;
+    } catch (const BudgetExceeded& b) {
+      in_.report(b.site, Severity::Error, "budget-exceeded", b.what);
+    } catch (const PyRaise& r) {
+      in_.report(r.site, Severity::Error, "raises",
+                 "compiling `" + inst->cls->name + ".construct` raises " + r.type +
+                     (r.message.empty() ? "" : ": " + r.message));
+    }
+    in_.graph = nullptr;
+    in_.cell_stack.clear();
+    // Outputs (a tensor, or a tuple/list of them).
+    std::vector<Value> outs;
+    if (auto* items = seq_items(out)) outs = *items;
+    else if (!out.is_none()) outs.push_back(out);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto* t = outs[i].as<TensorObj>();
+      if (!t) continue;
+      if (t->graph_id == graph_id) g.outputs.push_back(t->ref);
+      rep.outputs.push_back(NamedTensor{"output" + (outs.size() > 1 ? std::to_string(i) : ""), t->type});
+    }
+    for (const Node& n : g.nodes) rep.flops += n.flops;
+    // With no output at all (no-return), every node would look unused: that is one error, not many.
+    if (!rep.outputs.empty()) report_unused(rep, gb);
+    if (!options_.include_nodes) g.nodes.clear();
+    return rep;
+  }
+
+ private:
+  // A node whose result nobody reads and that is not an output: dead code the user probably
+  // did not mean (only the last node of a dead chain is reported).
+  void report_unused(const CellReport& rep, const GraphBuilder& gb) {
+    const auto& consumed = gb.consumed_by_failed;
+    const Graph& g = rep.graph;
+    std::vector<uint32_t> uses(g.nodes.size(), 0);
+    for (const Node& n : g.nodes) {
+      for (const ValueRef& r : n.inputs) ++uses[r.node];
+    }
+    for (const ValueRef& r : g.outputs) ++uses[r.node];
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (n.kind != NodeKind::Op || uses[i] != 0 || consumed.count(static_cast<uint32_t>(i))) continue;
+      in_.report_at(n.file, n.range, Severity::Warning, "unused-result",
+                    "the result of `" + source_text(n.file, n.range) +
+                        "` is computed but never used" + gb.note_for(static_cast<uint32_t>(i)));
+    }
+  }
+  std::string source_text(const std::string& file, SourceRange r) const {
+    const ast::ParsedFile* p = loader_.parsed(file);
+    if (!p) return "...";
+    LineIndex index(p->text);
+    size_t a = index.offset_of(r.start);
+    size_t b = index.offset_of(r.end);
+    std::string t = b > a ? p->text.substr(a, b - a) : std::string("...");
+    for (char& c : t) {
+      if (c == '\n') c = ' ';
+    }
+    if (t.size() > 60) t = t.substr(0, 57) + "...";
+    return t;
+  }
+  Interpreter& in_;
+  const AnalysisOptions& options_;
+  const ModuleLoader& loader_;
+};
+
+}  // namespace
+
+AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options, SourceProvider& sources) {
+  AnalysisResult result;
+  result.file = file.string();
+  ModuleLoader loader(sources, options);
+  Interpreter in(options, loader);
+  if (!sources.read(file)) {
+    result.diagnostics.push_back(Diagnostic{file.string(), SourceRange{}, Severity::Error, "file-not-found",
+                                            "cannot read `" + file.string() + "`", {}, {}});
+    return result;
+  }
+  ModuleObj* main = loader.load_file(in, file, "__main__");
+  std::vector<Root> roots;
+  std::unordered_set<const ClassObj*> rooted_classes;
+  std::unordered_set<std::string> used_names;
+  auto unique_name = [&](std::string n) {
+    std::string base = n;
+    for (int k = 2; used_names.count(n); ++k) n = base + "#" + std::to_string(k);
+    used_names.insert(n);
+    return n;
+  };
+  auto add_root = [&](const std::string& name, const Value& cell, const Site& site) {
+    auto* inst = cell.as<InstanceObj>();
+    if (!inst || !inst->cell) return false;
+    for (auto& r : roots) {
+      if (r.cell.o == cell.o) return false;
+    }
+    roots.push_back(Root{unique_name(name), cell, site});
+    rooted_classes.insert(inst->cls);
+    return true;
+  };
+  auto guarded = [&](auto&& fn) {
+    try {
+      fn();
+    } catch (const BudgetExceeded& b) {
+      in.report(b.site, Severity::Error, "budget-exceeded", b.what);
+    } catch (const PyRaise& r) {
+      in.report(r.site, Severity::Error, "raises",
+                "constructing the model raises " + r.type + (r.message.empty() ? "" : ": " + r.message));
+    }
+  };
+
+  if (main && main->parsed) {
+    if (!options.entries.empty()) {
+      for (const std::string& expr : options.entries) {
+        ast::ParseLimits limits;
+        auto parsed = ast::parse_python("<entry>", expr, limits);
+        ast::Node* stmt = parsed->module->list.empty() ? nullptr : parsed->module->list[0];
+        if (!stmt || stmt->kind != ast::K::ExprStmt || !parsed->diagnostics.empty()) {
+          in.report_at(result.file, SourceRange{}, Severity::Error, "invalid-entry",
+                       "--entry `" + expr + "` is not a Python expression");
+          continue;
+        }
+        guarded([&] {
+          auto frame = std::make_shared<Frame>();
+          frame->is_module = true;
+          frame->module = main;
+          // Evaluate as module-level code of the analysed file; locations of the expression
+          // itself are reported against the file's first line.
+          Value v = in.eval(stmt->a, *frame);
+          if (!add_root(expr, v, Site{nullptr, main})) {
+            in.report_at(result.file, SourceRange{}, Severity::Error, "invalid-entry",
+                         "--entry `" + expr + "` does not evaluate to a Cell (got `" + type_name(v) + "`)");
+          }
+        });
+        loader.keep(std::move(parsed));
+      }
+    } else {
+      // Factory functions of this file callable with their defaults.
+      for (auto& [k, v] : main->globals.entries) {
+        auto* fn = v.as<FunctionObj>();
+        if (!fn || fn->module != main || fn->def->kind != ast::K::FunctionDef) continue;
+        bool all_default = std::all_of(fn->has_default.begin(), fn->has_default.end(), [](bool b) { return b; });
+        for (size_t i = 0; i < fn->def->list.size(); ++i) {
+          auto kind = static_cast<ast::ParamKindAst>(fn->def->list[i]->op);
+          if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs) all_default = true;
+        }
+        if (!all_default) continue;
+        // Only functions that return a value (factories), not entry points like main().
+        bool returns_value = false;
+        for (ast::Node* s : fn->def->list2) {
+          if (s->kind == ast::K::Return && s->a && s->a->kind != ast::K::None) returns_value = true;
+        }
+        if (!returns_value) continue;
+        guarded([&] {
+          CallArgs none;
+          size_t before = in.module_level_cells.size();
+          Value r = in.call_function(fn, none, Site{fn->def, main}, nullptr, nullptr);
+          in.module_level_cells.resize(before);
+          if (r.as<InstanceObj>() && r.as<InstanceObj>()->cell) add_root(fn->name + "()", r, Site{fn->def, main});
+        });
+      }
+      // Cells constructed by module-level code.
+      for (auto& c : in.module_level_cells) {
+        auto* inst = c.cell.as<InstanceObj>();
+        if (rooted_classes.count(inst->cls)) continue;
+        add_root(inst->cls->name, c.cell, c.site);
+      }
+      // Every Cell class of this file constructible with its defaults.
+      std::unordered_set<const ClassObj*> used_as_sub;
+      {
+        std::unordered_set<const Object*> seen;
+        for (auto& r : roots) assign_paths(r.cell, "", seen, &used_as_sub);
+      }
+      for (auto& [k, v] : main->globals.entries) {
+        auto* cls = v.as<ClassObj>();
+        if (!cls || !cls->is_cell || cls->module != main || !cls->def) continue;
+        if (rooted_classes.count(cls)) continue;
+        // A building block already analysed through the model that uses it.
+        if (used_as_sub.count(cls)) continue;
+        if (!constructible_with_defaults(cls)) {
+          if (!used_as_sub.count(cls)) {
+            auto req = required_params(cls);
+            std::string list;
+            for (size_t i = 0; i < req.size(); ++i) list += (i ? ", " : "") + req[i];
+            SourceRange r = cls->def->range;
+            r.end = Position{r.start.line, r.start.column + 6 + static_cast<uint32_t>(cls->name.size())};
+            in.report_at(main->file, r, Severity::Information, "needs-arguments",
+                         "`" + cls->name + "` is not analysed: its constructor needs " + list +
+                             ", and nothing in this file constructs it. Analyse it with --entry \"" +
+                             cls->name + "(...)\" or construct it at module level");
+          }
+          continue;
+        }
+        guarded([&] {
+          CallArgs none;
+          size_t before = in.module_level_cells.size();
+          Value inst = in.instantiate(cls, v, none, Site{cls->def, main});
+          in.module_level_cells.resize(before);
+          add_root(cls->name, inst, Site{cls->def, main});
+        });
+      }
+    }
+  }
+  uint32_t graph_id = 1;
+  RootCompiler compiler(in, options, loader);
+  for (const Root& r : roots) {
+    auto* inst = r.cell.as<InstanceObj>();
+    if (options.cell && *options.cell != r.name && *options.cell != inst->cls->name) continue;
+    result.cells.push_back(compiler.compile(r, graph_id++));
+  }
+  if (options.cell && result.cells.empty()) {
+    std::string known;
+    for (auto& r : roots) known += (known.empty() ? "" : ", ") + r.name;
+    in.report_at(result.file, SourceRange{}, Severity::Error, "unknown-cell",
+                 "no analysed Cell is named `" + *options.cell + "`" +
+                     (known.empty() ? "" : " (analysed: " + known + ")"));
+  }
+  in.finalize_diagnostics();
+  result.diagnostics = std::move(in.diagnostics);
+  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+    if (a.file != b.file) return a.file == result.file || (b.file != result.file && a.file < b.file);
+    return a.range.start < b.range.start;
+  });
+  result.files = loader.files_read;
+  return result;
+}
+
+}  // namespace graphcore

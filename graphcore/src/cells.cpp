@@ -1,0 +1,486 @@
+// Attribute access, instantiation and the nn.Cell object model (sub-Cell registration,
+// Parameters, SequentialCell/CellList containers, the Cell methods model code calls).
+#include <algorithm>
+#include <unordered_set>
+
+#include "interp.h"
+
+namespace graphcore::eval {
+
+namespace {
+
+// Attributes every nn.Cell has that model code reads; reading them is not an error.
+const std::unordered_set<std::string_view>& cell_plain_attrs() {
+  static const std::unordered_set<std::string_view> kAttrs = {
+      "training", "phase", "cls_name", "requires_grad", "param_prefix", "bprop_debug",
+      "parameter_layout_dict", "parallel_parameter_name_list", "enable_hook", "is_dynamic",
+      "_params", "_cells", "_auto_prefix", "_construct_inputs_names", "__class__", "__name__",
+      "_is_dynamic_name", "jit_config_dict", "recompute_cell", "mixed_precision_type",
+      "__dict__", "_params_list", "_primitives"};
+  return kAttrs;
+}
+
+std::string join_name(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+}  // namespace
+
+Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& site, bool report_missing) {
+  if (obj.is_unknown()) return obj;
+  if (obj.k != VK::Obj || !obj.o) {
+    if (obj.is_number()) {
+      if (name == "real") return obj;
+      if (name == "imag") return Value::integer(0);
+      if (auto m = builtin_method(obj, name)) return *m;
+    }
+    if (report_missing) {
+      report(site, Severity::Error, "unknown-attribute",
+             "`" + type_name(obj) + "` object has no attribute `" + std::string(name) + "`");
+    }
+    return Value::unknown();
+  }
+  switch (obj.o->kind) {
+    case OK::Instance: {
+      auto* inst = obj.as<InstanceObj>();
+      Value key = make_str(std::string(name));
+      if (Value* v = inst->attrs.find(key)) return *v;
+      if (const Value* cv = inst->cls->lookup(name)) {
+        if (auto* fn = cv->as<FunctionObj>()) {
+          if (fn->is_static) return *cv;
+          if (fn->is_classmethod) return Value::obj(std::make_shared<BoundMethodObj>(inst->cls_value, *cv));
+          return Value::obj(std::make_shared<BoundMethodObj>(obj, *cv));
+        }
+        if (auto* p = cv->as<PropertyObj>()) {
+          CallArgs none;
+          if (auto* g = p->getter.as<FunctionObj>()) return call_function(g, none, site, &obj, inst->cls);
+          return Value::unknown();
+        }
+        return *cv;
+      }
+      if (inst->cell) {
+        if (auto m = cell_method(inst, obj, name)) return *m;
+        if (inst->cell->api) {
+          for (auto& [k, a] : inst->cell->init_args) {
+            if (k == name) return from_arg(a);
+          }
+          return Value::unknown();  // private attributes of MindSpore's own classes
+        }
+        if (cell_plain_attrs().count(name)) return Value::unknown();
+      }
+      if (inst->cls->native_base() == NativeClass::Exception || inst->cls->api_base()) return Value::unknown();
+      if (report_missing) {
+        report(site, Severity::Error, "unknown-attribute",
+               "`" + inst->cls->name + "` object has no attribute `" + std::string(name) + "`" +
+                   (inst->cell ? " (it was never assigned in __init__)" : ""));
+      }
+      return Value::unknown();
+    }
+    case OK::Class: {
+      auto* cls = obj.as<ClassObj>();
+      if (const Value* v = cls->lookup(name)) {
+        if (auto* fn = v->as<FunctionObj>(); fn && fn->is_classmethod) {
+          return Value::obj(std::make_shared<BoundMethodObj>(obj, *v));
+        }
+        return *v;
+      }
+      if (name == "__name__") return make_str(cls->name);
+      return Value::unknown();
+    }
+    case OK::Module: {
+      auto* m = obj.as<ModuleObj>();
+      if (m->opaque) return Value::unknown();
+      if (Value* v = m->globals.find(make_str(std::string(name)))) return *v;
+      if (m->name == "numpy" || m->name == "numpy.random") return numpy_function(name);
+      if (report_missing) {
+        report(site, Severity::Error, "unknown-attribute",
+               "module `" + m->name + "` has no attribute `" + std::string(name) + "`");
+      }
+      return Value::unknown();
+    }
+    case OK::Namespace: return namespace_attr(obj.as<NamespaceObj>(), name, site, report_missing);
+    case OK::Tensor: return tensor_attr(obj, name, site, report_missing);
+    case OK::Super: {
+      auto* sup = obj.as<SuperObj>();
+      auto* inst = sup->self.as<InstanceObj>();
+      ClassObj* start_cls = inst ? inst->cls : sup->self.as<ClassObj>();
+      if (!start_cls) return Value::unknown();
+      auto& mro = start_cls->mro;
+      auto it = std::find(mro.begin(), mro.end(), sup->start_after);
+      if (it != mro.end()) ++it;
+      for (; it != mro.end(); ++it) {
+        ClassObj* c = *it;
+        if (Value* v = c->attrs.find(make_str(std::string(name)))) {
+          if (v->as<FunctionObj>()) return Value::obj(std::make_shared<BoundMethodObj>(sup->self, *v));
+          return *v;
+        }
+        if (name == "__init__" && (c->native != NativeClass::None || c->api)) {
+          // The native part of a Cell (nn.Cell, SequentialCell, CellList, nn.Conv2d...).
+          ClassObj* native = c;
+          Value self = sup->self;
+          return Value::obj(std::make_shared<BuiltinObj>(
+              "__init__", [native, self](Interpreter& in, CallArgs& args, const Site& s) -> Value {
+                auto* target = self.as<InstanceObj>();
+                if (!target || !target->cell) return Value::none();
+                if (native->api) {
+                  in.init_api_object(target, native->api, args, s);
+                } else if (native->native == NativeClass::SequentialCell ||
+                           native->native == NativeClass::CellList) {
+                  in.init_container(target, args, s);
+                }
+                return Value::none();
+              }));
+        }
+        if (name == "__init__" && c->native == NativeClass::Object) {
+          return Value::obj(std::make_shared<BuiltinObj>(
+              "__init__", [](Interpreter&, CallArgs&, const Site&) { return Value::none(); }));
+        }
+      }
+      if (inst && inst->cell) {
+        if (auto m = cell_method(inst, sup->self, name)) return *m;
+      }
+      return Value::unknown();
+    }
+    case OK::Opaque: {
+      auto* o = obj.as<OpaqueObj>();
+      if (Value* v = o->attrs.find(make_str(std::string(name)))) return *v;
+      return Value::unknown();
+    }
+    case OK::Str:
+    case OK::List:
+    case OK::Tuple:
+    case OK::Dict:
+    case OK::Set:
+      if (auto m = builtin_method(obj, name)) return *m;
+      break;
+    case OK::Function:
+      if (name == "__name__") return make_str(obj.as<FunctionObj>()->name);
+      return Value::unknown();
+    case OK::DType:
+      return Value::unknown();
+    default:
+      return Value::unknown();
+  }
+  if (report_missing) {
+    report(site, Severity::Error, "unknown-attribute",
+           "`" + type_name(obj) + "` object has no attribute `" + std::string(name) + "`");
+  }
+  return Value::unknown();
+}
+
+bool Interpreter::hasattr(const Value& obj, std::string_view name) {
+  if (auto* inst = obj.as<InstanceObj>()) {
+    if (inst->attrs.find(make_str(std::string(name)))) return true;
+    return inst->cls->lookup(name) != nullptr;
+  }
+  Site none;
+  Value v = getattr(obj, name, none, false);
+  return !v.is_unknown();
+}
+
+void Interpreter::setattr(const Value& obj, const std::string& name, Value v, const Site& site) {
+  if (auto* inst = obj.as<InstanceObj>()) {
+    if (inst->cell) {
+      cell_setattr(inst, name, v);
+    } else {
+      inst->attrs.set(make_str(name), std::move(v));
+    }
+    return;
+  }
+  if (auto* cls = obj.as<ClassObj>()) {
+    cls->attrs.set(make_str(name), std::move(v));
+    return;
+  }
+  if (auto* o = obj.as<OpaqueObj>()) {
+    o->attrs.set(make_str(name), std::move(v));
+    return;
+  }
+  if (obj.is_unknown()) return;
+  if (auto* t = obj.as<TensorObj>()) {
+    if (name == "requires_grad") {
+      bool known = true;
+      t->requires_grad = truthy(v, &known);
+    }
+    return;
+  }
+  report(site, Severity::Error, "unknown-attribute",
+         "cannot set attribute `" + name + "` on `" + type_name(obj) + "`");
+}
+
+void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const Value& v) {
+  CellState& cs = *inst->cell;
+  auto upsert = [&name](std::vector<std::pair<std::string, Value>>& list, const Value& val) {
+    for (auto& [k, x] : list) {
+      if (k == name) {
+        x = val;
+        return;
+      }
+    }
+    list.emplace_back(name, val);
+  };
+  auto erase = [&name](std::vector<std::pair<std::string, Value>>& list) {
+    list.erase(std::remove_if(list.begin(), list.end(), [&](auto& p) { return p.first == name; }),
+               list.end());
+  };
+  if (auto* child = v.as<InstanceObj>(); child && child->cell) {
+    erase(cs.params);
+    upsert(cs.children, v);
+  } else if (auto* t = v.as<TensorObj>(); t && t->is_parameter) {
+    erase(cs.children);
+    upsert(cs.params, v);
+  } else {
+    erase(cs.children);
+    erase(cs.params);
+  }
+  inst->attrs.set(make_str(name), v);
+}
+
+Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& args, const Site& site) {
+  // Native classes: conversions and MindSpore/Python constructors.
+  if (cls->native != NativeClass::None && cls->native != NativeClass::Cell &&
+      cls->native != NativeClass::SequentialCell && cls->native != NativeClass::CellList &&
+      cls->native != NativeClass::CellDict) {
+    Value ctor = builtin(std::string("__new_") + cls->name);
+    if (!ctor.is_unknown()) return call(ctor, args, site);
+    auto o = std::make_shared<OpaqueObj>(cls->name);
+    o->args = args.pos;
+    return Value::obj(o);
+  }
+  auto inst = std::make_shared<InstanceObj>(cls, cls_value);
+  Value self = Value::obj(inst);
+  if (cls->is_cell) {
+    inst->cell = std::make_unique<CellState>();
+    inst->cell->file = site.file();
+    inst->cell->site = site.range();
+  }
+  bool root_candidate = cls->is_cell && cell_init_depth == 0 && graph == nullptr;
+  if (cls->is_cell) ++cell_init_depth;
+  struct DepthRestore {
+    Interpreter* in;
+    bool cell;
+    ~DepthRestore() {
+      if (cell) --in->cell_init_depth;
+    }
+  } restore{this, cls->is_cell};
+
+  // Find __init__ through the MRO: a user method, or the native part.
+  for (ClassObj* c : cls->mro) {
+    if (Value* init = c->attrs.find(make_str("__init__"))) {
+      if (auto* fn = init->as<FunctionObj>()) {
+        Value r = call_function(fn, args, site, &self, c);
+        (void)r;
+        break;
+      }
+    }
+    if (c->api) {
+      init_api_object(inst.get(), c->api, args, site);
+      break;
+    }
+    if (c->native == NativeClass::SequentialCell || c->native == NativeClass::CellList) {
+      init_container(inst.get(), args, site);
+      break;
+    }
+    if (c->native == NativeClass::Cell || c->native == NativeClass::Object) break;
+  }
+  if (root_candidate) module_level_cells.push_back(RootCandidate{self, site});
+  return self;
+}
+
+void Interpreter::init_container(InstanceObj* target, CallArgs& args, const Site& site) {
+  std::vector<Value> items;
+  std::vector<SourceRange> ranges;
+  if (args.pos.size() == 1 && (seq_items(args.pos[0]) || args.pos[0].as<DictObj>())) {
+    if (auto* d = args.pos[0].as<DictObj>()) {
+      for (auto& [k, v] : d->entries) {
+        items.push_back(v);
+        if (auto* ks = str_of(k)) target->cell->item_names.push_back(*ks);
+      }
+    } else {
+      items = *seq_items(args.pos[0]);
+    }
+    ranges.assign(items.size(), args.pos_ranges.empty() ? site.range() : args.pos_ranges[0]);
+  } else {
+    items = args.pos;
+    ranges = args.pos_ranges;
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto* ci = items[i].as<InstanceObj>();
+    if (ci && ci->cell) {
+      target->cell->items.push_back(items[i]);
+    } else if (!items[i].is_unknown()) {
+      report_at(site.file(), i < ranges.size() ? ranges[i] : site.range(), Severity::Error,
+                "type-error",
+                target->cls->name + " takes Cells, but element " + std::to_string(i) + " is `" +
+                    type_name(items[i]) + "`");
+    }
+  }
+}
+
+std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& self, std::string_view name) {
+  auto method = [&](const char* n, BuiltinFn fn) {
+    return Value::obj(std::make_shared<BuiltinObj>(n, std::move(fn), self));
+  };
+  auto returns_self = [&](const char* n) {
+    Value s = self;
+    return method(n, [s](Interpreter&, CallArgs&, const Site&) { return s; });
+  };
+  // Collects (name, cell) pairs depth-first, as MindSpore's cells_and_names does.
+  auto walk = [](const Value& root) {
+    std::vector<std::pair<std::string, Value>> out;
+    std::vector<const Object*> seen;
+    std::function<void(const Value&, const std::string&)> rec = [&](const Value& v, const std::string& prefix) {
+      auto* c = v.as<InstanceObj>();
+      if (!c || !c->cell) return;
+      if (std::find(seen.begin(), seen.end(), c) != seen.end()) return;
+      seen.push_back(c);
+      out.emplace_back(prefix, v);
+      for (auto& [k, child] : c->cell->children) rec(child, join_name(prefix, k));
+      for (size_t i = 0; i < c->cell->items.size(); ++i) {
+        std::string k = i < c->cell->item_names.size() ? c->cell->item_names[i] : std::to_string(i);
+        rec(c->cell->items[i], join_name(prefix, k));
+      }
+    };
+    rec(root, "");
+    return out;
+  };
+  auto params_of = [walk](const Value& root, int which) {  // 0 all, 1 trainable, 2 frozen
+    std::vector<std::pair<std::string, Value>> out;
+    for (auto& [prefix, cellv] : walk(root)) {
+      auto* c = cellv.as<InstanceObj>();
+      auto add = [&](const std::string& n, const Value& p) {
+        auto* t = p.as<TensorObj>();
+        if (!t) return;
+        if (which == 1 && !t->requires_grad) return;
+        if (which == 2 && t->requires_grad) return;
+        out.emplace_back(join_name(prefix, n), p);
+      };
+      for (auto& [n, p] : c->cell->params) add(n, p);
+    }
+    return out;
+  };
+  std::string n(name);
+  if (n == "cells_and_names") {
+    return method("cells_and_names", [self, walk](Interpreter&, CallArgs&, const Site&) {
+      std::vector<Value> out;
+      for (auto& [k, v] : walk(self)) out.push_back(make_tuple({make_str(k), v}));
+      return make_list(std::move(out));
+    });
+  }
+  if (n == "cells" || n == "name_cells") {
+    bool as_dict = n == "name_cells";
+    return method(n == "cells" ? "cells" : "name_cells", [inst, as_dict](Interpreter&, CallArgs&, const Site&) {
+      auto d = std::make_shared<DictObj>();
+      std::vector<Value> out;
+      for (auto& [k, v] : inst->cell->children) {
+        out.push_back(v);
+        d->set(make_str(k), v);
+      }
+      for (size_t i = 0; i < inst->cell->items.size(); ++i) {
+        out.push_back(inst->cell->items[i]);
+        d->set(make_str(std::to_string(i)), inst->cell->items[i]);
+      }
+      return as_dict ? Value::obj(d) : make_list(std::move(out));
+    });
+  }
+  if (n == "trainable_params" || n == "get_parameters" || n == "untrainable_params" ||
+      n == "parameters_and_names" || n == "parameters_dict") {
+    int which = n == "trainable_params" ? 1 : (n == "untrainable_params" ? 2 : 0);
+    bool names = n == "parameters_and_names";
+    bool dict = n == "parameters_dict";
+    return method("parameters", [self, params_of, which, names, dict](Interpreter&, CallArgs&, const Site&) {
+      std::vector<Value> out;
+      auto d = std::make_shared<DictObj>();
+      for (auto& [k, p] : params_of(self, which)) {
+        if (names) out.push_back(make_tuple({make_str(k), p}));
+        else out.push_back(p);
+        d->set(make_str(k), p);
+      }
+      return dict ? Value::obj(d) : make_list(std::move(out));
+    });
+  }
+  if (n == "apply") {
+    return method("apply", [self, walk](Interpreter& in, CallArgs& args, const Site& site) {
+      if (args.pos.empty()) return self;
+      for (auto& [k, v] : walk(self)) {
+        CallArgs a;
+        a.pos.push_back(v);
+        a.pos_ranges.push_back(site.range());
+        in.call(args.pos[0], a, site);
+      }
+      return self;
+    });
+  }
+  if (n == "insert_child_to_cell") {
+    return method("insert_child_to_cell", [inst](Interpreter& in, CallArgs& args, const Site&) {
+      if (args.pos.size() >= 2) {
+        if (auto* s = str_of(args.pos[0])) in.cell_setattr(inst, *s, args.pos[1]);
+      }
+      return Value::none();
+    });
+  }
+  if (n == "append" || n == "extend" || n == "insert") {
+    NativeClass nb = inst->cls->native_base();
+    if (nb != NativeClass::SequentialCell && nb != NativeClass::CellList) return std::nullopt;
+    std::string op = n;
+    return method(n == "append" ? "append" : (n == "extend" ? "extend" : "insert"),
+                  [inst, op](Interpreter& in, CallArgs& args, const Site& site) {
+                    auto& items = inst->cell->items;
+                    if (op == "append" && !args.pos.empty()) items.push_back(args.pos[0]);
+                    if (op == "extend" && !args.pos.empty()) {
+                      if (auto more = in.iterate(args.pos[0], site)) items.insert(items.end(), more->begin(), more->end());
+                    }
+                    if (op == "insert" && args.pos.size() >= 2 && args.pos[0].is_int()) {
+                      int64_t i = std::clamp<int64_t>(args.pos[0].as_int(), 0, static_cast<int64_t>(items.size()));
+                      items.insert(items.begin() + i, args.pos[1]);
+                    }
+                    return Value::none();
+                  });
+  }
+  static const std::unordered_set<std::string_view> kReturnsSelf = {
+      "set_train", "to_float", "set_grad", "add_flags", "add_flags_recursive", "recompute",
+      "set_boost", "set_comm_fusion", "update_parameters_name", "set_inputs", "shard",
+      "set_data_parallel", "set_jit_config", "init_parameters_data", "set_param_ps",
+      "update_cell_prefix", "update_cell_type", "place", "flatten_weights", "set_broadcast_flag",
+      "register_forward_hook", "register_forward_pre_hook", "register_backward_hook", "compile",
+      "load_parameter_slice", "exec_checkpoint_graph", "infer_param_pipeline_stage"};
+  if (kReturnsSelf.count(name)) return returns_self(kReturnsSelf.find(name)->data());
+  return std::nullopt;
+}
+
+Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArgs& args, const Site& site) {
+  const Value* construct = inst->cls->lookup("construct");
+  bool user_construct = construct && construct->as<FunctionObj>();
+  if (graph == nullptr) {
+    // Outside any construct being compiled: a call site that tells us the input types.
+    if (cell_init_depth == 0) {
+      std::vector<Value> inputs = args.pos;
+      call_sites.push_back(CallSite{cell_value, std::move(inputs), site});
+    }
+    return Value::unknown();
+  }
+  if (user_construct) return compile_construct(inst, cell_value, args, site);
+  NativeClass nb = inst->cls->native_base();
+  if (nb == NativeClass::SequentialCell) {
+    if (args.pos.size() != 1) {
+      report(site, Severity::Error, "too-many-arguments",
+             "SequentialCell takes exactly one input, got " + std::to_string(args.pos.size()));
+      return Value::unknown();
+    }
+    Value x = args.pos[0];
+    cell_stack.push_back(inst);
+    for (const Value& item : inst->cell->items) {
+      CallArgs a;
+      a.pos.push_back(x);
+      a.pos_ranges.push_back(site.range());
+      x = call(item, a, site);
+    }
+    cell_stack.pop_back();
+    return x;
+  }
+  if (inst->cell->api) return call_api_function(inst->cell->api, args, site, inst);
+  report(site, Severity::Error, "type-error",
+         "`" + inst->cls->name + "` has no `construct` method, so it cannot be called");
+  return Value::unknown();
+}
+
+}  // namespace graphcore::eval

@@ -1,0 +1,985 @@
+// Core of the static evaluator: statements, expressions, name resolution, calls and binding.
+#include "interp.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace graphcore::eval {
+
+using ast::K;
+using ast::Node;
+
+namespace {
+const std::string kEmpty;
+}
+
+const std::string& Site::file() const { return module ? module->file : kEmpty; }
+
+const Value* CallArgs::find_kw(std::string_view name) const {
+  for (const auto& [k, v] : kw) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+Interpreter::Interpreter(const AnalysisOptions& opts, ModuleLoader& ld) : options(opts), loader(ld) {
+  init_builtins();
+}
+Interpreter::~Interpreter() = default;
+
+void Interpreter::report(const Site& site, Severity sev, std::string code, std::string message,
+                         std::vector<RelatedLocation> related) {
+  report_at(site.file(), site.range(), sev, std::move(code), std::move(message), std::move(related));
+}
+
+void Interpreter::report_at(const std::string& file, SourceRange range, Severity sev,
+                            std::string code, std::string message,
+                            std::vector<RelatedLocation> related) {
+  // A message may end with an instance note (see instance_note()): the same problem hit by
+  // several instances of one Cell class is one diagnostic that names them.
+  std::string note;
+  if (auto p = message.find('\x1f'); p != std::string::npos) {
+    note = message.substr(p + 1);
+    message.resize(p);
+  }
+  auto key = std::make_tuple(file, range.start.line, range.start.column, code, message);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) {
+    auto& notes = notes_[it->second];
+    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+    return;
+  }
+  seen_.emplace(key, diagnostics.size());
+  notes_.push_back(note.empty() ? std::vector<std::string>{} : std::vector<std::string>{note});
+  diagnostics.push_back(Diagnostic{file, range, sev, std::move(code), std::move(message),
+                                   std::move(related), {}});
+}
+
+void Interpreter::finalize_diagnostics() {
+  for (size_t i = 0; i < diagnostics.size() && i < notes_.size(); ++i) {
+    auto& notes = notes_[i];
+    if (notes.empty()) continue;
+    auto sep = notes[0].find('\x1f');
+    std::string path = notes[0].substr(0, sep);
+    std::string cls = sep == std::string::npos ? "" : notes[0].substr(sep + 1);
+    std::string suffix = " (in `" + path + "`";
+    if (notes.size() == 1) {
+      suffix += ", an instance of " + cls + ")";
+    } else {
+      suffix += " and " + std::to_string(notes.size() - 1) + " more instance" +
+                (notes.size() > 2 ? "s" : "") + " of " + cls + ")";
+    }
+    diagnostics[i].message += suffix;
+    notes.clear();
+  }
+}
+
+void Interpreter::step(const Site& site) {
+  if (++steps_ > options.step_budget) {
+    steps_ = 0;
+    throw BudgetExceeded{"evaluation step budget (" + std::to_string(options.step_budget) +
+                             " steps) exhausted; is there an infinite loop?",
+                         site};
+  }
+}
+
+// ---- names ------------------------------------------------------------------------------------
+
+Value Interpreter::lookup_name(std::string_view name, Frame& f, const Site& site) {
+  for (Frame* fr = &f; fr; fr = fr->parent.get()) {
+    auto it = fr->locals.find(name);
+    if (it != fr->locals.end()) return it->second;
+  }
+  if (f.module) {
+    if (Value* v = f.module->globals.find(make_str(std::string(name)))) return *v;
+  }
+  if (has_builtin(name)) return builtin(name);
+  bool opaque_star = false;
+  if (f.module) {
+    if (Value* v = f.module->globals.find(make_str("__cellscope_opaque_star__"))) opaque_star = v->k == VK::Bool;
+  }
+  if (!opaque_star) {
+    report(site, Severity::Error, "undefined-name", "name `" + std::string(name) + "` is not defined");
+  }
+  return Value::unknown();
+}
+
+void Interpreter::store_name(std::string_view name, const Value& v, Frame& f) {
+  bool is_global = f.is_module ||
+                   std::find(f.globals.begin(), f.globals.end(), name) != f.globals.end();
+  if (is_global && f.module) {
+    f.module->globals.set(make_str(std::string(name)), v);
+    return;
+  }
+  f.locals[name] = v;
+}
+
+void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
+  if (!target) return;
+  Site site{target, f.module};
+  switch (target->kind) {
+    case K::Name:
+      store_name(target->str, v, f);
+      return;
+    case K::Attribute: {
+      Value obj = eval(target->a, f);
+      setattr(obj, std::string(target->str), v, site);
+      return;
+    }
+    case K::Subscript: {
+      Value obj = eval(target->a, f);
+      Value idx = eval(target->b, f);
+      if (auto* l = obj.as<ListObj>()) {
+        if (idx.is_int()) {
+          int64_t i = idx.as_int();
+          auto n = static_cast<int64_t>(l->items.size());
+          if (i < 0) i += n;
+          if (i >= 0 && i < n) l->items[static_cast<size_t>(i)] = v;
+          else report(site, Severity::Error, "index-error", "list assignment index out of range");
+        }
+      } else if (auto* d = obj.as<DictObj>()) {
+        d->set(idx, v);
+      } else if (auto* inst = obj.as<InstanceObj>()) {
+        if (inst->cell && idx.is_int()) {
+          int64_t i = idx.as_int();
+          auto n = static_cast<int64_t>(inst->cell->items.size());
+          if (i < 0) i += n;
+          if (i >= 0 && i < n) inst->cell->items[static_cast<size_t>(i)] = v;
+        }
+      }
+      // Tensor item assignment in construct (x[0] = ...) keeps x's type.
+      return;
+    }
+    case K::Tuple:
+    case K::List: {
+      auto items = iterate(v, site);
+      if (!items) {
+        for (Node* t : target->list) assign(t->kind == K::Starred ? t->a : t, Value::unknown(), f);
+        return;
+      }
+      size_t star = target->list.size();
+      for (size_t i = 0; i < target->list.size(); ++i) {
+        if (target->list[i]->kind == K::Starred) star = i;
+      }
+      size_t n = items->size();
+      size_t nt = target->list.size();
+      if (star == nt) {
+        if (n != nt) {
+          report(site, Severity::Error, "unpack-error",
+                 n > nt ? "too many values to unpack (expected " + std::to_string(nt) + ", got " +
+                              std::to_string(n) + ")"
+                        : "not enough values to unpack (expected " + std::to_string(nt) +
+                              ", got " + std::to_string(n) + ")");
+          for (size_t i = 0; i < nt; ++i) assign(target->list[i], i < n ? (*items)[i] : Value::unknown(), f);
+          return;
+        }
+        for (size_t i = 0; i < nt; ++i) assign(target->list[i], (*items)[i], f);
+        return;
+      }
+      size_t after = nt - star - 1;
+      if (n < nt - 1) {
+        report(site, Severity::Error, "unpack-error", "not enough values to unpack");
+        return;
+      }
+      for (size_t i = 0; i < star; ++i) assign(target->list[i], (*items)[i], f);
+      std::vector<Value> rest((*items).begin() + static_cast<long>(star),
+                              (*items).end() - static_cast<long>(after));
+      assign(target->list[star]->a, make_list(std::move(rest)), f);
+      for (size_t i = 0; i < after; ++i) assign(target->list[star + 1 + i], (*items)[n - after + i], f);
+      return;
+    }
+    case K::Starred:
+      assign(target->a, v, f);
+      return;
+    default:
+      return;
+  }
+}
+
+// ---- statements -------------------------------------------------------------------------------
+
+Flow Interpreter::exec_block(std::span<Node*> body, Frame& f) {
+  for (Node* s : body) {
+    Flow fl = exec(s, f);
+    if (fl != Flow::Normal) return fl;
+  }
+  return Flow::Normal;
+}
+
+void Interpreter::check_graph_mode(const Node* s, Frame& f) {
+  if (!f.in_construct) return;
+  Site site{s, f.module};
+  auto unsupported = [&](const char* what, Severity sev) {
+    report(site, sev, "graph-mode-unsupported",
+           std::string(what) +
+               " is not supported in `construct`: MindSpore compiles construct to a static graph "
+               "(GRAPH_MODE)");
+  };
+  switch (s->kind) {
+    case K::ClassDef: unsupported("a class definition", Severity::Error); break;
+    case K::Import:
+    case K::ImportFrom: unsupported("`import`", Severity::Error); break;
+    case K::Global: unsupported("`global`", Severity::Error); break;
+    case K::Nonlocal: unsupported("`nonlocal`", Severity::Error); break;
+    case K::Try: unsupported("`try`/`except`", Severity::Warning); break;
+    case K::Delete: unsupported("`del`", Severity::Warning); break;
+    case K::Unsupported: unsupported("this statement", Severity::Error); break;
+    default: break;
+  }
+}
+
+Flow Interpreter::exec(const Node* s, Frame& f) {
+  Site site{s, f.module};
+  step(site);
+  if (f.in_construct) check_graph_mode(s, f);
+  switch (s->kind) {
+    case K::ExprStmt:
+      eval(s->a, f);
+      return Flow::Normal;
+    case K::Assign: {
+      Value v = eval(s->a, f);
+      for (Node* t : s->list) assign(t, v, f);
+      return Flow::Normal;
+    }
+    case K::AnnAssign:
+      if (s->b) assign(s->a, eval(s->b, f), f);
+      return Flow::Normal;
+    case K::AugAssign: {
+      Value cur = eval(s->a, f);
+      Value rhs = eval(s->b, f);
+      auto op = static_cast<ast::BinOpKind>(s->op);
+      // In-place list extension keeps identity (x += [..]).
+      if (auto* l = cur.as<ListObj>(); l && op == ast::BinOpKind::Add) {
+        if (auto items = iterate(rhs, site)) {
+          l->items.insert(l->items.end(), items->begin(), items->end());
+          return Flow::Normal;
+        }
+      }
+      assign(s->a, binop(op, cur, rhs, site), f);
+      return Flow::Normal;
+    }
+    case K::Return:
+      f.ret = s->a ? eval(s->a, f) : Value::none();
+      return Flow::Return;
+    case K::If: {
+      Value cond = eval(s->a, f);
+      if (cond.as<TensorObj>()) mark_consumed({cond});
+      bool known = true;
+      bool t = truthy(cond, &known);
+      if (!known) return exec_if_unknown(s, f, cond);
+      return exec_block(t ? s->list : s->list2, f);
+    }
+    case K::For: {
+      Value it = eval(s->b, f);
+      auto items = iterate(it, site);
+      if (!items) {
+        if (it.is_unknown() || it.as<OpaqueObj>() || it.as<ModuleObj>()) return Flow::Normal;
+        if (!it.as<TensorObj>()) {
+          report(Site{s->b, f.module}, Severity::Error, "type-error",
+                 "`" + type_name(it) + "` object is not iterable");
+        }
+        return Flow::Normal;
+      }
+      bool broke = false;
+      for (const Value& item : *items) {
+        assign(s->a, item, f);
+        Flow fl = exec_block(s->list, f);
+        if (fl == Flow::Break) { broke = true; break; }
+        if (fl == Flow::Return) return fl;
+      }
+      if (!broke) return exec_block(s->list2, f);
+      return Flow::Normal;
+    }
+    case K::While: {
+      while (true) {
+        Value cond = eval(s->a, f);
+        if (cond.as<TensorObj>()) mark_consumed({cond});
+        bool known = true;
+        bool t = truthy(cond, &known);
+        if (!known) {
+          // A loop on a value only known at run time: compile its body once in construct.
+          if (f.in_construct) {
+            Flow fl = exec_block(s->list, f);
+            if (fl == Flow::Return) return fl;
+          }
+          return Flow::Normal;
+        }
+        if (!t) return exec_block(s->list2, f);
+        Flow fl = exec_block(s->list, f);
+        if (fl == Flow::Break) return Flow::Normal;
+        if (fl == Flow::Return) return fl;
+      }
+    }
+    case K::Break: return Flow::Break;
+    case K::Continue: return Flow::Continue;
+    case K::Pass: return Flow::Normal;
+    case K::FunctionDef: {
+      Value fn = make_function(s, f, std::string(s->str));
+      for (auto it = s->list3.rbegin(); it != s->list3.rend(); ++it) {
+        Value dec = eval(*it, f);
+        if (dec.is_unknown()) continue;
+        CallArgs a;
+        a.pos.push_back(fn);
+        a.pos_ranges.push_back(s->range);
+        Value r = call(dec, a, Site{*it, f.module});
+        if (!r.is_unknown() && !r.is_none()) fn = r;
+      }
+      store_name(s->str, fn, f);
+      return Flow::Normal;
+    }
+    case K::ClassDef: {
+      Value cls = make_class(s, f);
+      for (auto it = s->list3.rbegin(); it != s->list3.rend(); ++it) {
+        Value dec = eval(*it, f);
+        if (dec.is_unknown()) continue;
+        CallArgs a;
+        a.pos.push_back(cls);
+        a.pos_ranges.push_back(s->range);
+        Value r = call(dec, a, Site{*it, f.module});
+        if (r.as<ClassObj>()) cls = r;
+      }
+      store_name(s->str, cls, f);
+      return Flow::Normal;
+    }
+    case K::Import: exec_import(s, f); return Flow::Normal;
+    case K::ImportFrom: exec_import_from(s, f); return Flow::Normal;
+    case K::Global:
+    case K::Nonlocal:
+      for (Node* n : s->list) f.globals.push_back(n->str);
+      return Flow::Normal;
+    case K::Assert: {
+      Value cond = eval(s->a, f);
+      bool known = true;
+      bool t = truthy(cond, &known);
+      if (known && !t) {
+        std::string msg = "assertion fails";
+        if (s->b) {
+          Value m = eval(s->b, f);
+          if (auto* str = str_of(m)) msg += ": " + *str;
+        }
+        report(site, Severity::Error, "assertion-failed", msg);
+      }
+      return Flow::Normal;
+    }
+    case K::Raise: {
+      PyRaise r{"Exception", "", site};
+      if (s->a) {
+        const Node* e = s->a;
+        if (e->kind == K::Call && e->a) {
+          if (e->a->kind == K::Name || e->a->kind == K::Attribute) r.type = std::string(e->a->str);
+          if (!e->list.empty()) {
+            Value m = eval(e->list[0], f);
+            if (auto* str = str_of(m)) r.message = *str;
+          }
+        } else if (e->kind == K::Name) {
+          r.type = std::string(e->str);
+        }
+      }
+      if (f.in_construct) return Flow::Return;  // a runtime check in construct: not a compile error
+      throw r;
+    }
+    case K::Try: {
+      Flow fl = Flow::Normal;
+      bool raised = false;
+      try {
+        fl = exec_block(s->list, f);
+      } catch (const PyRaise&) {
+        raised = true;
+      }
+      if (raised && !s->list2.empty()) {
+        const Node* h = s->list2[0];
+        if (!h->str.empty()) store_name(h->str, Value::obj(std::make_shared<OpaqueObj>("Exception")), f);
+        fl = exec_block(h->list, f);
+      } else if (!raised && s->a) {
+        if (fl == Flow::Normal) fl = exec_block(s->a->list, f);
+      }
+      if (s->b) {
+        Flow fin = exec_block(s->b->list, f);
+        if (fin != Flow::Normal) fl = fin;
+      }
+      return fl;
+    }
+    case K::With: {
+      for (Node* item : s->list) {
+        Value v = eval(item->a, f);
+        if (item->b) assign(item->b, v, f);
+      }
+      return exec_block(s->list2, f);
+    }
+    case K::Delete:
+      for (Node* t : s->list) {
+        if (t->kind == K::Name) f.locals.erase(t->str);
+      }
+      return Flow::Normal;
+    default:
+      return Flow::Normal;
+  }
+}
+
+// An `if` whose condition the evaluator cannot decide. In construct on a tensor condition,
+// GRAPH_MODE compiles both branches; variables they assign must agree in shape.
+Flow Interpreter::exec_if_unknown(const Node* s, Frame& f, const Value& cond) {
+  Site site{s, f.module};
+  bool tensor_cond = cond.as<TensorObj>() != nullptr;
+  if (!(f.in_construct && tensor_cond)) {
+    // A Python value the evaluator cannot know (an opaque config, say): follow the `if` branch.
+    return exec_block(s->list, f);
+  }
+  auto snapshot = f.locals;
+  Value ret_before = f.ret;
+  Flow ft = exec_block(s->list, f);
+  Value ret_then = f.ret;
+  auto then_locals = f.locals;
+  f.locals = snapshot;
+  f.ret = ret_before;
+  Flow fe = exec_block(s->list2, f);
+  Value ret_else = f.ret;
+  auto else_locals = f.locals;
+
+  auto join = [&](const Value& a, const Value& b, const std::string& what) -> Value {
+    auto* ta = a.as<TensorObj>();
+    auto* tb = b.as<TensorObj>();
+    if (!ta || !tb) return a;
+    if (ta == tb) return a;
+    if (ta->poisoned || tb->poisoned) return a;
+    bool same_rank = ta->type.shape.ranked && tb->type.shape.ranked &&
+                     ta->type.shape.rank() == tb->type.shape.rank();
+    bool differs = !same_rank && ta->type.shape.ranked && tb->type.shape.ranked;
+    if (same_rank) {
+      for (size_t i = 0; i < ta->type.shape.rank(); ++i) {
+        if (dims_equal(ta->type.shape.dims[i], tb->type.shape.dims[i]) == Tri::No) differs = true;
+      }
+    }
+    if (differs) {
+      report(site, Severity::Warning, "branch-shape",
+             "the branches of this `if` on a tensor value give " + what + " different shapes: " +
+                 ta->type.shape.str() + " vs " + tb->type.shape.str() +
+                 "; the shape after it is only known at run time (dynamic shape, which static "
+                 "export and Ascend kernels handle poorly)" + instance_note());
+    }
+    return a;
+  };
+  if (ft == Flow::Return && fe == Flow::Return) {
+    f.ret = join(ret_then, ret_else, "the returned value");
+    return Flow::Return;
+  }
+  if (ft == Flow::Return) {
+    f.locals = else_locals;
+    f.ret = ret_then;
+    return Flow::Normal;
+  }
+  if (fe == Flow::Return) {
+    f.locals = then_locals;
+    return Flow::Normal;
+  }
+  f.locals = then_locals;
+  for (auto& [name, v] : else_locals) {
+    auto it = f.locals.find(name);
+    if (it == f.locals.end()) {
+      f.locals[name] = v;
+    } else {
+      it->second = join(it->second, v, "`" + std::string(name) + "`");
+    }
+  }
+  return Flow::Normal;
+}
+
+// ---- expressions ------------------------------------------------------------------------------
+
+Value Interpreter::eval(const Node* e, Frame& f) {
+  if (!e) return Value::unknown();
+  Site site{e, f.module};
+  step(site);
+  switch (e->kind) {
+    case K::Name: return lookup_name(e->str, f, site);
+    case K::Int: return Value::integer(e->ival);
+    case K::Float: return Value::real(e->fval);
+    case K::Bool: return Value::boolean(e->ival != 0);
+    case K::None: return Value::none();
+    case K::Ellipsis: return Value::obj(std::make_shared<EllipsisObj>());
+    case K::Str: return make_str(std::string(e->str));
+    case K::FString: {
+      std::string out;
+      for (Node* p : e->list) {
+        if (p->kind == K::Str) { out += p->str; continue; }
+        Value v = eval(p, f);
+        if (v.is_unknown() || v.as<TensorObj>()) return Value::unknown();
+        if (auto* s = str_of(v)) out += *s;
+        else out += repr(v);
+      }
+      return make_str(std::move(out));
+    }
+    case K::BinOp: {
+      Value a = eval(e->a, f);
+      Value b = eval(e->b, f);
+      return binop(static_cast<ast::BinOpKind>(e->op), a, b, site);
+    }
+    case K::UnaryOp: return unary(static_cast<ast::UnaryKind>(e->op), eval(e->a, f), site);
+    case K::Not: {
+      Value v = eval(e->a, f);
+      bool known = true;
+      bool t = truthy(v, &known);
+      if (!known) return Value::unknown();
+      return Value::boolean(!t);
+    }
+    case K::BoolOp: {
+      Value a = eval(e->a, f);
+      bool known = true;
+      bool t = truthy(a, &known);
+      if (!known) {
+        Value b = eval(e->b, f);
+        if (a.as<TensorObj>() && b.as<TensorObj>()) {
+          return tensor_binop(e->op == 1 ? "ops.logical_or" : "ops.logical_and", a, b, site);
+        }
+        return Value::unknown();
+      }
+      bool is_or = e->op == 1;
+      if (is_or ? t : !t) return a;
+      return eval(e->b, f);
+    }
+    case K::Compare: {
+      Value left = eval(e->list[0], f);
+      Value result = Value::boolean(true);
+      for (size_t i = 0; i < e->cmp_ops.size() && i + 1 < e->list.size(); ++i) {
+        Value right = eval(e->list[i + 1], f);
+        Value r = compare(e->cmp_ops[i], left, right, site);
+        if (e->cmp_ops.size() == 1) return r;
+        bool known = true;
+        bool t = truthy(r, &known);
+        if (!known) return Value::unknown();
+        if (!t) return r;
+        result = r;
+        left = right;
+      }
+      return result;
+    }
+    case K::Call: return eval_call(e, f);
+    case K::Attribute: {
+      Value obj = eval(e->a, f);
+      return getattr(obj, e->str, site);
+    }
+    case K::Subscript: {
+      Value obj = eval(e->a, f);
+      Value idx = eval(e->b, f);
+      return subscript(obj, idx, site);
+    }
+    case K::Slice:
+      return Value::obj(std::make_shared<SliceObj>(e->a ? eval(e->a, f) : Value::none(),
+                                                   e->b ? eval(e->b, f) : Value::none(),
+                                                   e->c ? eval(e->c, f) : Value::none()));
+    case K::Tuple:
+    case K::List:
+    case K::Set: {
+      std::vector<Value> items;
+      items.reserve(e->list.size());
+      for (Node* x : e->list) {
+        if (x->kind == K::Starred) {
+          Value v = eval(x->a, f);
+          auto more = iterate(v, Site{x, f.module});
+          if (!more) return Value::unknown();
+          items.insert(items.end(), more->begin(), more->end());
+        } else {
+          items.push_back(eval(x, f));
+        }
+      }
+      if (e->kind == K::Tuple) return make_tuple(std::move(items));
+      if (e->kind == K::Set) return Value::obj(std::make_shared<SetObj>(std::move(items)));
+      return make_list(std::move(items));
+    }
+    case K::Dict: {
+      auto d = std::make_shared<DictObj>();
+      for (size_t i = 0; i < e->list.size(); ++i) {
+        if (!e->list[i]) {
+          Value other = eval(e->list2[i], f);
+          if (auto* od = other.as<DictObj>()) {
+            for (auto& [k, v] : od->entries) d->set(k, v);
+          }
+          continue;
+        }
+        Value k = eval(e->list[i], f);
+        d->set(k, eval(e->list2[i], f));
+      }
+      return Value::obj(d);
+    }
+    case K::ListComp:
+    case K::SetComp:
+    case K::GenExp:
+    case K::DictComp:
+      return eval_comprehension(e, f);
+    case K::Lambda: return make_function(e, f, "<lambda>");
+    case K::IfExp: {
+      Value cond = eval(e->b, f);
+      if (cond.as<TensorObj>()) mark_consumed({cond});
+      bool known = true;
+      bool t = truthy(cond, &known);
+      if (known) return eval(t ? e->a : e->c, f);
+      Value a = eval(e->a, f);
+      Value b = eval(e->c, f);
+      if (cond.as<TensorObj>() && a.as<TensorObj>() && b.as<TensorObj>()) {
+        auto* ta = a.as<TensorObj>();
+        auto* tb = b.as<TensorObj>();
+        if (ta->type.shape.ranked && tb->type.shape.ranked && !ta->poisoned && !tb->poisoned &&
+            !(ta->type.shape == tb->type.shape)) {
+          std::string why;
+          if (!broadcast_shapes(ta->type.shape, tb->type.shape, &why) ||
+              ta->type.shape.rank() != tb->type.shape.rank()) {
+            report(site, Severity::Warning, "branch-shape",
+                   "the two values of this conditional expression have different shapes: " +
+                       ta->type.shape.str() + " vs " + tb->type.shape.str() + instance_note());
+          }
+        }
+        return a;
+      }
+      return Value::unknown();
+    }
+    case K::Starred:
+      report(site, Severity::Error, "syntax-error", "starred expression is not allowed here");
+      return Value::unknown();
+    case K::NamedExpr: {
+      Value v = eval(e->b, f);
+      assign(e->a, v, f);
+      return v;
+    }
+    case K::Await:
+    case K::Yield:
+      if (f.in_construct) {
+        report(site, Severity::Error, "graph-mode-unsupported",
+               std::string(e->kind == K::Yield ? "`yield`" : "`await`") +
+                   " is not supported in `construct` (GRAPH_MODE)");
+      }
+      return Value::unknown();
+    default:
+      return Value::unknown();
+  }
+}
+
+Value Interpreter::eval_comprehension(const Node* e, Frame& f) {
+  auto frame = std::make_shared<Frame>();
+  // The comprehension scope sees the enclosing locals through its parent chain.
+  frame->parent = f.is_module ? nullptr : f.shared_from_this();
+  frame->module = f.module;
+  frame->in_construct = f.in_construct;
+  std::vector<Value> out;
+  auto dict = e->kind == K::DictComp ? std::make_shared<DictObj>() : nullptr;
+  bool failed = false;
+  std::function<void(size_t)> loop = [&](size_t gi) {
+    if (failed) return;
+    if (gi == e->list.size()) {
+      if (dict) {
+        Value k = eval(e->a, *frame);
+        dict->set(k, eval(e->b, *frame));
+      } else {
+        out.push_back(eval(e->a, *frame));
+      }
+      return;
+    }
+    const Node* g = e->list[gi];
+    Value it = eval(g->b, gi == 0 ? f : *frame);
+    auto items = iterate(it, Site{g->b, f.module});
+    if (!items) { failed = true; return; }
+    for (const Value& item : *items) {
+      assign(g->a, item, *frame);
+      bool pass = true;
+      for (Node* cond : g->list) {
+        bool known = true;
+        bool t = truthy(eval(cond, *frame), &known);
+        if (!known) { failed = true; return; }
+        if (!t) { pass = false; break; }
+      }
+      if (pass) loop(gi + 1);
+      if (failed) return;
+    }
+  };
+  loop(0);
+  if (failed) return Value::unknown();
+  if (dict) return Value::obj(dict);
+  if (e->kind == K::SetComp) return Value::obj(std::make_shared<SetObj>(std::move(out)));
+  if (e->kind == K::GenExp) return make_tuple(std::move(out));
+  return make_list(std::move(out));
+}
+
+Value Interpreter::make_function(const Node* def, Frame& f, std::string name) {
+  auto fn = std::make_shared<FunctionObj>();
+  fn->name = name;
+  fn->def = def;
+  fn->module = f.module;
+  // Methods and nested functions close over the enclosing function frame (not a class body,
+  // not the module, whose names are globals).
+  Frame* enclosing = f.is_class_body ? f.parent.get() : &f;
+  if (enclosing && !enclosing->is_module) fn->closure = enclosing->shared_from_this();
+  for (Node* p : def->list) {
+    fn->has_default.push_back(p->a != nullptr);
+    fn->defaults.push_back(p->a ? eval(p->a, f) : Value::unknown());
+  }
+  return Value::obj(fn);
+}
+
+Value Interpreter::make_class(const Node* def, Frame& f) {
+  auto cls = std::make_shared<ClassObj>();
+  cls->name = std::string(def->str);
+  cls->def = def;
+  cls->module = f.module;
+  for (Node* b : def->list) {
+    if (b->kind == K::Keyword) continue;  // metaclass=...
+    Value base = eval(b, f);
+    if (base.as<ClassObj>()) cls->bases.push_back(base);
+  }
+  // MRO: C3 is overkill for model code; a depth-first left-to-right walk without duplicates.
+  cls->mro.push_back(cls.get());
+  std::function<void(ClassObj*)> add = [&](ClassObj* c) {
+    if (std::find(cls->mro.begin(), cls->mro.end(), c) == cls->mro.end()) cls->mro.push_back(c);
+  };
+  for (const Value& b : cls->bases) {
+    for (ClassObj* c : b.as<ClassObj>()->mro) add(c);
+  }
+  for (ClassObj* c : cls->mro) {
+    if (c->is_cell) cls->is_cell = true;
+  }
+  Value cls_value = Value::obj(cls);
+  auto body = std::make_shared<Frame>();
+  body->module = f.module;
+  body->is_class_body = true;
+  body->parent = f.is_module ? nullptr : f.shared_from_this();
+  body->in_construct = false;
+  bool saved = at_module_level;
+  at_module_level = false;
+  ++call_depth;
+  try {
+    exec_block(def->list2, *body);
+  } catch (...) {
+    --call_depth;
+    at_module_level = saved;
+    throw;
+  }
+  --call_depth;
+  at_module_level = saved;
+  for (auto& [k, v] : body->locals) {
+    Value val = v;
+    if (auto* fn = val.as<FunctionObj>()) fn->qualname = cls->name + "." + fn->name;
+    cls->attrs.set(make_str(std::string(k)), val);
+  }
+  return cls_value;
+}
+
+// ---- calls ------------------------------------------------------------------------------------
+
+Value Interpreter::eval_call(const Node* e, Frame& f) {
+  Site site{e, f.module};
+  // super() without arguments: the method's class and self.
+  if (e->a && e->a->kind == K::Name && e->a->str == "super" && e->list.empty()) {
+    Frame* fr = &f;
+    while (fr && !fr->method_class && fr->parent) fr = fr->parent.get();
+    if (fr && fr->method_class) {
+      return Value::obj(std::make_shared<SuperObj>(fr->method_class, fr->self));
+    }
+    report(site, Severity::Error, "type-error", "super(): no arguments outside a method");
+    return Value::unknown();
+  }
+  Value callee = eval(e->a, f);
+  CallArgs args;
+  args.pos.reserve(e->list.size());
+  for (Node* a : e->list) {
+    if (a->kind == K::Starred) {
+      Value v = eval(a->a, f);
+      auto items = iterate(v, Site{a, f.module});
+      if (!items) return Value::unknown();
+      for (auto& it : *items) {
+        args.pos.push_back(it);
+        args.pos_ranges.push_back(a->range);
+      }
+    } else {
+      args.pos.push_back(eval(a, f));
+      args.pos_ranges.push_back(a->range);
+    }
+  }
+  for (Node* k : e->list2) {
+    if (k->kind == K::DoubleStarred) {
+      Value v = eval(k->a, f);
+      if (auto* d = v.as<DictObj>()) {
+        for (auto& [key, val] : d->entries) {
+          if (auto* s = str_of(key)) {
+            args.kw.emplace_back(*s, val);
+            args.kw_ranges.push_back(k->range);
+          }
+        }
+      } else {
+        return Value::unknown();
+      }
+      continue;
+    }
+    args.kw.emplace_back(std::string(k->str), eval(k->a, f));
+    args.kw_ranges.push_back(k->range);
+  }
+  return call(callee, args, site);
+}
+
+Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
+  step(site);
+  if (callee.is_unknown()) {
+    mark_consumed(args.pos);  // an unresolved callee: its tensor arguments are not "unused"
+    return Value::unknown();
+  }
+  if (callee.k != VK::Obj || !callee.o) {
+    report(site, Severity::Error, "type-error", "`" + type_name(callee) + "` object is not callable");
+    return Value::unknown();
+  }
+  switch (callee.o->kind) {
+    case OK::Function: return call_function(callee.as<FunctionObj>(), args, site, nullptr, nullptr);
+    case OK::BoundMethod: {
+      auto* bm = callee.as<BoundMethodObj>();
+      if (auto* fn = bm->func.as<FunctionObj>()) {
+        ClassObj* owner = nullptr;
+        if (auto* inst = bm->self.as<InstanceObj>()) {
+          for (ClassObj* c : inst->cls->mro) {
+            if (const Value* v = c->attrs.find(make_str(fn->name)); v && v->as<FunctionObj>() == fn) {
+              owner = c;
+              break;
+            }
+          }
+        } else if (auto* c = bm->self.as<ClassObj>()) {
+          owner = c;
+        }
+        return call_function(fn, args, site, &bm->self, owner);
+      }
+      CallArgs with_self;
+      with_self.pos.push_back(bm->self);
+      with_self.pos_ranges.push_back(site.range());
+      with_self.pos.insert(with_self.pos.end(), args.pos.begin(), args.pos.end());
+      with_self.pos_ranges.insert(with_self.pos_ranges.end(), args.pos_ranges.begin(), args.pos_ranges.end());
+      with_self.kw = args.kw;
+      with_self.kw_ranges = args.kw_ranges;
+      return call(bm->func, with_self, site);
+    }
+    case OK::Builtin: {
+      auto* b = callee.as<BuiltinObj>();
+      return b->fn(*this, args, site);
+    }
+    case OK::Class: return instantiate(callee.as<ClassObj>(), callee, args, site);
+    case OK::ApiFunction: return call_api_function(callee.as<ApiFunctionObj>()->entry, args, site, nullptr);
+    case OK::Instance: {
+      auto* inst = callee.as<InstanceObj>();
+      if (inst->cell) return call_cell(inst, callee, args, site);
+      if (const Value* m = inst->cls->lookup("__call__")) {
+        if (auto* fn = m->as<FunctionObj>()) return call_function(fn, args, site, &callee, inst->cls);
+      }
+      report(site, Severity::Error, "type-error", "`" + inst->cls->name + "` object is not callable");
+      return Value::unknown();
+    }
+    case OK::Opaque:
+    case OK::Module:
+      return Value::unknown();
+    default:
+      report(site, Severity::Error, "type-error", "`" + type_name(callee) + "` object is not callable");
+      return Value::unknown();
+  }
+}
+
+Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& site,
+                                 const Value* self, ClassObj* method_class) {
+  if (call_depth >= static_cast<int>(options.max_call_depth)) {
+    throw BudgetExceeded{"call depth limit (" + std::to_string(options.max_call_depth) +
+                             ") reached in `" + fn->name + "`; is there runaway recursion?",
+                         site};
+  }
+  const Node* def = fn->def;
+  auto frame = std::make_shared<Frame>();
+  frame->module = fn->module;
+  frame->parent = fn->closure;
+  frame->method_class = method_class;
+  frame->in_construct = graph != nullptr;
+  if (self) frame->self = *self;
+  // Bind parameters.
+  std::vector<Value> pos = args.pos;
+  if (self && !fn->is_static) pos.insert(pos.begin(), *self);
+  size_t pi = 0;
+  const auto& params = def->list;
+  std::vector<bool> bound(params.size(), false);
+  int varargs_idx = -1;
+  int varkw_idx = -1;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+    if (kind == ast::ParamKindAst::VarArgs) varargs_idx = static_cast<int>(i);
+    if (kind == ast::ParamKindAst::VarKwargs) varkw_idx = static_cast<int>(i);
+  }
+  std::vector<Value> extra_pos;
+  for (size_t i = 0; i < params.size() && pi < pos.size(); ++i) {
+    auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+    if (kind != ast::ParamKindAst::Normal) break;
+    frame->locals[params[i]->str] = pos[pi++];
+    bound[i] = true;
+  }
+  while (pi < pos.size()) extra_pos.push_back(pos[pi++]);
+  if (!extra_pos.empty()) {
+    if (varargs_idx >= 0) {
+      frame->locals[params[static_cast<size_t>(varargs_idx)]->str] = make_tuple(extra_pos);
+      bound[static_cast<size_t>(varargs_idx)] = true;
+    } else {
+      report(site, Severity::Error, "too-many-arguments",
+             "`" + fn->name + "()` takes " + std::to_string(params.size() - (self ? 1 : 0)) +
+                 " positional argument(s) but " + std::to_string(pos.size() - (self ? 1 : 0)) +
+                 " were given");
+    }
+  } else if (varargs_idx >= 0) {
+    frame->locals[params[static_cast<size_t>(varargs_idx)]->str] = make_tuple({});
+    bound[static_cast<size_t>(varargs_idx)] = true;
+  }
+  auto kwdict = std::make_shared<DictObj>();
+  for (size_t k = 0; k < args.kw.size(); ++k) {
+    const auto& [name, v] = args.kw[k];
+    bool found = false;
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+      if ((kind == ast::ParamKindAst::Normal || kind == ast::ParamKindAst::KeywordOnly) &&
+          params[i]->str == name) {
+        if (bound[i]) {
+          report(Site{site.node, site.module}, Severity::Error, "invalid-argument",
+                 "`" + fn->name + "()` got multiple values for argument `" + name + "`");
+        }
+        frame->locals[params[i]->str] = v;
+        bound[i] = true;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      if (varkw_idx >= 0) {
+        kwdict->set(make_str(name), v);
+      } else {
+        report_at(site.file(), k < args.kw_ranges.size() ? args.kw_ranges[k] : site.range(),
+                  Severity::Error, "unknown-keyword",
+                  "`" + fn->name + "()` got an unexpected keyword argument `" + name + "`");
+      }
+    }
+  }
+  if (varkw_idx >= 0) {
+    frame->locals[params[static_cast<size_t>(varkw_idx)]->str] = Value::obj(kwdict);
+    bound[static_cast<size_t>(varkw_idx)] = true;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (bound[i]) continue;
+    if (fn->has_default[i]) {
+      frame->locals[params[i]->str] = fn->defaults[i];
+    } else {
+      report(site, Severity::Error, "missing-argument",
+             "`" + fn->name + "()` missing required argument `" + std::string(params[i]->str) + "`");
+      frame->locals[params[i]->str] = Value::unknown();
+    }
+  }
+  bool saved_module_level = at_module_level;
+  at_module_level = false;
+  ++call_depth;
+  struct Restore {
+    Interpreter* in;
+    bool saved;
+    ~Restore() {
+      --in->call_depth;
+      in->at_module_level = saved;
+    }
+  } restore{this, saved_module_level};
+  if (def->kind == K::Lambda) return eval(def->a, *frame);
+  Flow fl = exec_block(def->list2, *frame);
+  if (fl == Flow::Return) return frame->ret;
+  return Value::none();
+}
+
+}  // namespace graphcore::eval

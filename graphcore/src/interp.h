@@ -1,0 +1,235 @@
+// The static evaluator. It runs model-building code (__init__, helpers, factories, config
+// classes) over abstract values and compiles `construct` as GRAPH_MODE does: Python values fold,
+// tensors are abstract, and every tensor operation becomes a node of the graph being built.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ast.h"
+#include "graphcore/analysis.h"
+#include "graphcore/diagnostic.h"
+#include "graphcore/graph.h"
+#include "value.h"
+
+namespace graphcore::eval {
+
+// Where something happens: a node of a module's AST.
+struct Site {
+  const ast::Node* node = nullptr;
+  ModuleObj* module = nullptr;
+  [[nodiscard]] SourceRange range() const { return node ? node->range : SourceRange{}; }
+  [[nodiscard]] const std::string& file() const;
+};
+
+struct CallArgs {
+  std::vector<Value> pos;
+  std::vector<SourceRange> pos_ranges;
+  std::vector<std::pair<std::string, Value>> kw;
+  std::vector<SourceRange> kw_ranges;
+  const Value* find_kw(std::string_view name) const;
+};
+
+struct Frame : std::enable_shared_from_this<Frame> {
+  std::unordered_map<std::string_view, Value> locals;
+  std::shared_ptr<Frame> parent;  // lexically enclosing function frame
+  ModuleObj* module = nullptr;
+  Value ret;
+  std::vector<std::string_view> globals;  // names declared global
+  ClassObj* method_class = nullptr;       // class whose method this frame runs (for super())
+  Value self;                             // first argument of that method
+  bool is_class_body = false;
+  bool is_module = false;                 // module top level: stores go to globals
+  bool in_construct = false;              // compiling a Cell's construct (GRAPH_MODE rules)
+};
+
+enum class Flow : uint8_t { Normal, Break, Continue, Return };
+
+// Thrown for `raise` in user code and for budget exhaustion; caught by try/except and at roots.
+struct PyRaise {
+  std::string type;  // "ValueError"
+  std::string message;
+  Site site;
+};
+struct BudgetExceeded {
+  std::string what;
+  Site site;
+};
+
+class Interpreter;
+
+// Builds the semantic graph of one root Cell while its construct is compiled.
+class GraphBuilder {
+ public:
+  GraphBuilder(Graph& g, uint32_t id) : graph(g), graph_id(id) {}
+  Graph& graph;
+  uint32_t graph_id;
+  std::unordered_map<const TensorObj*, ValueRef> captured;  // constants/Parameters from __init__
+  std::unordered_map<std::string, uint32_t> id_counts;
+  std::unordered_set<uint32_t> consumed_by_failed;  // nodes feeding an op that failed to compile
+  std::unordered_map<uint32_t, std::string> caller_scope;  // node -> Cell whose construct made it
+  std::unordered_map<std::string, std::string> scope_class;  // Cell path -> class name
+  [[nodiscard]] std::string note_for(uint32_t node) const;  // instance note for diagnostics
+  std::string unique_id(const std::string& base);
+};
+
+// Loads workspace modules for imports.
+class ModuleLoader {
+ public:
+  ModuleLoader(SourceProvider& sources, const AnalysisOptions& options);
+  // A module by dotted name relative to `from` (level = leading dots). nullptr when it is not
+  // part of the workspace (the caller decides whether that is opaque or an error).
+  ModuleObj* load(Interpreter& in, std::string_view dotted, int level, ModuleObj* from,
+                  const Site& site, bool* missing_relative);
+  ModuleObj* load_file(Interpreter& in, const std::filesystem::path& file, const std::string& name);
+  std::vector<std::string> files_read;
+  [[nodiscard]] const ast::ParsedFile* parsed(const std::string& file) const;
+  // True when a directory `top` exists in a search root (an absolute import of the workspace).
+  bool package_dir_exists(std::string_view top, ModuleObj* from);
+  // Keeps the AST of an expression given on the command line alive.
+  void keep(std::unique_ptr<ast::ParsedFile> p) { extra_.push_back(std::move(p)); }
+
+ private:
+  std::optional<std::filesystem::path> resolve(std::string_view dotted, int level, ModuleObj* from);
+  SourceProvider& sources_;
+  const AnalysisOptions& options_;
+  std::map<std::string, Ref> modules_;  // by canonical file path
+  std::map<std::string, std::unique_ptr<ast::ParsedFile>> parsed_;
+  std::vector<std::unique_ptr<ast::ParsedFile>> extra_;
+};
+
+class Interpreter {
+ public:
+  Interpreter(const AnalysisOptions& options, ModuleLoader& loader);
+  ~Interpreter();
+
+  const AnalysisOptions& options;
+  ModuleLoader& loader;
+
+  // ---- evaluation ----
+  Value eval(const ast::Node* e, Frame& f);
+  Flow exec_block(std::span<ast::Node*> body, Frame& f);
+  Flow exec(const ast::Node* s, Frame& f);
+  void run_module(ModuleObj* m);
+
+  Value call(const Value& callee, CallArgs& args, const Site& site);
+  Value call_function(FunctionObj* fn, CallArgs& args, const Site& site, const Value* self,
+                      ClassObj* method_class);
+  Value getattr(const Value& obj, std::string_view name, const Site& site, bool report = true);
+  void setattr(const Value& obj, const std::string& name, Value v, const Site& site);
+  bool hasattr(const Value& obj, std::string_view name);
+  // Truthiness; `known` false when it depends on something the evaluator cannot know.
+  bool truthy(const Value& v, bool* known);
+  // Elements of an iterable, or nullopt when not statically iterable.
+  std::optional<std::vector<Value>> iterate(const Value& v, const Site& site);
+  Value binop(ast::BinOpKind op, const Value& a, const Value& b, const Site& site);
+  Value compare(ast::CmpKind op, const Value& a, const Value& b, const Site& site);
+  Value unary(ast::UnaryKind op, const Value& a, const Site& site);
+  Value subscript(const Value& obj, const Value& index, const Site& site);
+  Value instantiate(ClassObj* cls, const Value& cls_value, CallArgs& args, const Site& site);
+  bool isinstance(const Value& v, const Value& cls);
+
+  // ---- diagnostics ----
+  void report(const Site& site, Severity sev, std::string code, std::string message,
+              std::vector<RelatedLocation> related = {});
+  void report_at(const std::string& file, SourceRange range, Severity sev, std::string code,
+                 std::string message, std::vector<RelatedLocation> related = {});
+  std::vector<Diagnostic> diagnostics;
+  // Appends the "(in `layer1.0`, an instance of Bottleneck)" notes collected while reporting.
+  void finalize_diagnostics();
+  void step(const Site& site);  // counts one evaluation step against the budget
+
+  // ---- MindSpore and Python natives (mindspore.cpp, builtins.cpp) ----
+  Value builtin(std::string_view name);  // Unknown-free lookup; Undefined -> VK::Unknown + flag
+  bool has_builtin(std::string_view name) const;
+  Value mindspore_module(std::string_view dotted);  // "mindspore.nn" ...; Unknown when not MindSpore
+  Value numpy_module();
+  Value numpy_function(std::string_view name);  // a numpy function not modelled explicitly
+  // Marks graph tensors as consumed by an op that failed or has no rule (not "unused").
+  void mark_consumed(const std::vector<Value>& values);
+  Value math_module();
+  Value namespace_attr(NamespaceObj* ns, std::string_view name, const Site& site, bool report,
+                       bool from_import = false);
+  Value native_class(NativeClass which);
+  Value api_class(const ApiEntry* e);
+  Value call_api_function(const ApiEntry* e, CallArgs& args, const Site& site, InstanceObj* self_obj);
+  void init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args, const Site& site);
+  Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
+  std::optional<Value> cell_method(InstanceObj* inst, const Value& self, std::string_view name);
+  std::optional<Value> builtin_method(const Value& obj, std::string_view name);
+  Value tensor_attr(const Value& t, std::string_view name, const Site& site, bool report);
+  Value tensor_binop(std::string_view api, const Value& a, const Value& b, const Site& site);
+  Value tensor_subscript(const Value& t, const Value& index, const Site& site);
+  Value dtype_value(DType t);
+  Value make_parameter(TensorType t, std::string name, bool requires_grad);
+  // Registers `child` under `name` in a Cell's children / params when appropriate.
+  void cell_setattr(InstanceObj* inst, const std::string& name, const Value& v);
+  // SequentialCell/CellList constructor arguments: Cells, a list of Cells or an OrderedDict.
+  void init_container(InstanceObj* target, CallArgs& args, const Site& site);
+
+  // ---- construct compilation (trace.cpp) ----
+  GraphBuilder* graph = nullptr;
+  std::vector<InstanceObj*> cell_stack;  // Cells whose construct is being compiled
+  int cell_init_depth = 0;               // > 0 while a Cell's __init__ runs
+  ValueRef graph_value(const Value& tensor, const Site& site);  // node output feeding an op
+  Value add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
+                    std::vector<TensorType> outputs, std::vector<Attr> attrs, double flops,
+                    const Site& site, bool returns_tuple);
+  std::string current_scope() const;
+  // Output values of an op: one tensor, a tuple, or a nested tuple per a tuple_structure attr.
+  Value pack_outputs(std::vector<Value> outs, const std::vector<Attr>& attrs, bool returns_tuple);
+  std::string instance_note() const;  // " (in `layer1.0`, an instance of Bottleneck)"
+  Value compile_construct(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
+
+  // Cells constructed outside any Cell's __init__, and Cell calls seen at module level.
+  struct RootCandidate {
+    Value cell;
+    Site site;
+  };
+  std::vector<RootCandidate> module_level_cells;
+  struct CallSite {
+    Value cell;
+    std::vector<Value> inputs;
+    Site site;
+  };
+  std::vector<CallSite> call_sites;
+  bool at_module_level = true;  // evaluating module top-level code (not a function body)
+  int call_depth = 0;
+
+  // Default values parsed from registry ParamSpec::default_src, cached.
+  Value default_value(const ParamSpec& p);
+  ArgValue to_arg(const Value& v, SourceRange range, bool explicit_arg);
+  Value from_arg(const ArgValue& a);
+
+  ModuleObj* builtins_module = nullptr;
+
+ private:
+  size_t steps_ = 0;
+  std::map<std::tuple<std::string, uint32_t, uint32_t, std::string, std::string>, size_t> seen_;
+  std::vector<std::vector<std::string>> notes_;  // per diagnostic: the Cell instances that hit it
+  std::unordered_map<const ParamSpec*, Value> default_cache_;
+  std::unordered_map<std::string, Value> natives_;
+  std::unordered_map<const ApiEntry*, Value> api_classes_;
+  Value lookup_name(std::string_view name, Frame& f, const Site& site);
+  void assign(const ast::Node* target, const Value& v, Frame& f);
+  void store_name(std::string_view name, const Value& v, Frame& f);
+  Value eval_call(const ast::Node* e, Frame& f);
+  Value eval_comprehension(const ast::Node* e, Frame& f);
+  Value make_function(const ast::Node* def, Frame& f, std::string name);
+  Value make_class(const ast::Node* def, Frame& f);
+  Flow exec_if_unknown(const ast::Node* s, Frame& f, const Value& cond);
+  void exec_import(const ast::Node* s, Frame& f);
+  void exec_import_from(const ast::Node* s, Frame& f);
+  void check_graph_mode(const ast::Node* s, Frame& f);
+  void init_builtins();
+  friend class Builtins;
+};
+
+}  // namespace graphcore::eval

@@ -1,0 +1,927 @@
+// The MindSpore surface the evaluator understands: namespaces (mindspore, nn, ops, initializer,
+// dtype, context), Tensor/Parameter constructors, and registry-backed API objects and calls.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <unordered_set>
+
+#include "interp.h"
+#include "known_names.h"
+
+namespace graphcore::eval {
+
+namespace {
+
+// Parses the Python literal of a registry default ("'same'", "(1, 1)", "mindspore.float32").
+class LiteralParser {
+ public:
+  explicit LiteralParser(std::string_view s) : s_(s) {}
+  Value parse() {
+    Value v = value();
+    skip();
+    return pos_ == s_.size() ? v : Value::unknown();
+  }
+
+ private:
+  std::string_view s_;
+  size_t pos_ = 0;
+  void skip() {
+    while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
+  }
+  Value value() {
+    skip();
+    if (pos_ >= s_.size()) return Value::unknown();
+    char c = s_[pos_];
+    if (c == '(' || c == '[') return sequence(c == '(' ? ')' : ']', c == '(');
+    if (c == '\'' || c == '"') {
+      size_t end = s_.find(c, pos_ + 1);
+      if (end == std::string_view::npos) return Value::unknown();
+      std::string str(s_.substr(pos_ + 1, end - pos_ - 1));
+      pos_ = end + 1;
+      return make_str(str);
+    }
+    if (c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9')) {
+      size_t start = pos_;
+      ++pos_;
+      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
+                                  ((s_[pos_] == '-' || s_[pos_] == '+') && (s_[pos_ - 1] == 'e' || s_[pos_ - 1] == 'E')))) {
+        ++pos_;
+      }
+      std::string num(s_.substr(start, pos_ - start));
+      if (num.find_first_of(".eE") != std::string::npos) return Value::real(std::strtod(num.c_str(), nullptr));
+      return Value::integer(std::strtoll(num.c_str(), nullptr, 10));
+    }
+    size_t start = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '.')) ++pos_;
+    std::string_view word = s_.substr(start, pos_ - start);
+    if (word == "None") return Value::none();
+    if (word == "True") return Value::boolean(true);
+    if (word == "False") return Value::boolean(false);
+    auto dot = word.rfind('.');
+    std::string_view last = dot == std::string_view::npos ? word : word.substr(dot + 1);
+    if (auto dt = dtype_from_name(last); dt && dot != std::string_view::npos) {
+      return Value::obj(std::make_shared<DTypeObj>(*dt));
+    }
+    return Value::unknown();
+  }
+  Value sequence(char close, bool tuple) {
+    ++pos_;
+    std::vector<Value> items;
+    while (true) {
+      skip();
+      if (pos_ < s_.size() && s_[pos_] == close) {
+        ++pos_;
+        break;
+      }
+      items.push_back(value());
+      skip();
+      if (pos_ < s_.size() && s_[pos_] == ',') ++pos_;
+      else if (pos_ < s_.size() && s_[pos_] == close) continue;
+      else return Value::unknown();
+    }
+    return tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
+  }
+};
+
+std::string target_device_name(std::string_view target) {
+  if (target.rfind("ascend", 0) == 0) return "Ascend";
+  if (target == "gpu") return "GPU";
+  return "CPU";
+}
+
+// Shape and dtype of a nested Python list literal: [[1, 2], [3, 4]] -> (2, 2) int64.
+bool nested_shape(Interpreter& in, const Value& v, std::vector<int64_t>& shape, size_t depth, DType& dt) {
+  if (v.is_number()) {
+    if (v.k == VK::Float) dt = DType::Float32;
+    else if (v.k == VK::Bool && dt == DType::Unknown) dt = DType::Bool;
+    else if (v.k == VK::Int && dt != DType::Float32) dt = DType::Int64;
+    return depth == shape.size();
+  }
+  auto* items = seq_items(v);
+  if (!items) return false;
+  if (depth == shape.size()) shape.push_back(static_cast<int64_t>(items->size()));
+  else if (shape[depth] != static_cast<int64_t>(items->size())) return false;
+  for (const auto& x : *items) {
+    if (!nested_shape(in, x, shape, depth + 1, dt)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Value Interpreter::default_value(const ParamSpec& p) {
+  auto it = default_cache_.find(&p);
+  if (it != default_cache_.end()) return it->second;
+  Value v = p.default_src.empty() ? Value::unknown() : LiteralParser(p.default_src).parse();
+  default_cache_.emplace(&p, v);
+  return v;
+}
+
+ArgValue Interpreter::to_arg(const Value& v, SourceRange range, bool explicit_arg) {
+  ArgValue a;
+  a.range = range;
+  a.explicit_arg = explicit_arg;
+  switch (v.k) {
+    case VK::None: a.kind = ArgValue::Kind::None; return a;
+    case VK::Bool: a.kind = ArgValue::Kind::Bool; a.b = v.b; a.i = v.b ? 1 : 0; a.dim = Dim::known(a.i); return a;
+    case VK::Int: a.kind = ArgValue::Kind::Int; a.i = v.i; a.dim = v.i >= 0 ? Dim::known(v.i) : Dim::unknown(); return a;
+    case VK::Float: a.kind = ArgValue::Kind::Float; a.f = v.f; return a;
+    case VK::Unknown: a.kind = ArgValue::Kind::Unknown; a.dim = Dim::unknown(); return a;
+    case VK::Obj: break;
+  }
+  if (!v.o) { a.kind = ArgValue::Kind::None; return a; }
+  switch (v.o->kind) {
+    case OK::Str: a.kind = ArgValue::Kind::Str; a.s = v.as<StrObj>()->s; return a;
+    case OK::Tuple:
+    case OK::List:
+      a.kind = ArgValue::Kind::Sequence;
+      for (const Value& x : *seq_items(v)) a.items.push_back(to_arg(x, range, explicit_arg));
+      return a;
+    case OK::Tensor: a.kind = ArgValue::Kind::Tensor; a.tensor = v.as<TensorObj>()->type; return a;
+    case OK::DType: a.kind = ArgValue::Kind::DType; a.dtype = v.as<DTypeObj>()->dtype; return a;
+    case OK::SymInt: a.kind = ArgValue::Kind::SymInt; a.dim = v.as<SymIntObj>()->dim; return a;
+    case OK::Instance:
+      a.kind = v.as<InstanceObj>()->is_cell() ? ArgValue::Kind::Cell : ArgValue::Kind::Other;
+      a.s = v.as<InstanceObj>()->cls->name;
+      return a;
+    case OK::Opaque: a.kind = ArgValue::Kind::Other; a.s = v.as<OpaqueObj>()->type_name; return a;
+    default: a.kind = ArgValue::Kind::Other; a.s = type_name(v); return a;
+  }
+}
+
+Value Interpreter::from_arg(const ArgValue& a) {
+  switch (a.kind) {
+    case ArgValue::Kind::None: return Value::none();
+    case ArgValue::Kind::Bool: return Value::boolean(a.b);
+    case ArgValue::Kind::Int: return Value::integer(a.i);
+    case ArgValue::Kind::Float: return Value::real(a.f);
+    case ArgValue::Kind::Str: return make_str(a.s);
+    case ArgValue::Kind::Sequence: {
+      std::vector<Value> items;
+      for (const auto& x : a.items) items.push_back(from_arg(x));
+      return make_tuple(std::move(items));
+    }
+    case ArgValue::Kind::Tensor: return make_tensor(a.tensor);
+    case ArgValue::Kind::DType: return dtype_value(a.dtype);
+    case ArgValue::Kind::SymInt: return Value::obj(std::make_shared<SymIntObj>(a.dim));
+    default: return Value::unknown();
+  }
+}
+
+Value Interpreter::dtype_value(DType t) { return Value::obj(std::make_shared<DTypeObj>(t)); }
+
+Value Interpreter::make_parameter(TensorType t, std::string name, bool requires_grad) {
+  auto p = std::make_shared<TensorObj>(std::move(t));
+  p->is_parameter = true;
+  p->requires_grad = requires_grad;
+  p->param_name = std::move(name);
+  return Value::obj(p);
+}
+
+Value Interpreter::api_class(const ApiEntry* e) {
+  auto it = api_classes_.find(e);
+  if (it != api_classes_.end()) return it->second;
+  auto cls = std::make_shared<ClassObj>();
+  cls->name = e->name;
+  cls->api = e;
+  cls->mro.push_back(cls.get());
+  cls->is_cell = e->kind == ApiKind::CellClass;
+  if (cls->is_cell) {
+    Value cell = native_class(NativeClass::Cell);
+    cls->bases.push_back(cell);
+    cls->mro.push_back(cell.as<ClassObj>());
+  }
+  Value v = Value::obj(cls);
+  api_classes_.emplace(e, v);
+  return v;
+}
+
+Value Interpreter::mindspore_module(std::string_view dotted) {
+  auto ns = [&](std::string name, std::string prefix, bool strict) {
+    std::string key = "ns:" + name;
+    auto it = natives_.find(key);
+    if (it != natives_.end()) return it->second;
+    Value v = Value::obj(std::make_shared<NamespaceObj>(std::move(name), std::move(prefix), strict));
+    natives_.emplace(key, v);
+    return v;
+  };
+  if (dotted == "mindspore" || dotted == "mindspore.common" || dotted == "mindspore.common.tensor" ||
+      dotted == "mindspore.common.parameter" || dotted == "mindspore.common.api") {
+    return ns("mindspore", "", false);
+  }
+  auto starts = [&](std::string_view p) { return dotted == p || dotted.rfind(std::string(p) + ".", 0) == 0; };
+  if (starts("mindspore.nn")) return ns("mindspore.nn", "nn.", true);
+  if (starts("mindspore.ops")) return ns("mindspore.ops", "ops.", true);
+  if (dotted == "mindspore.common.initializer") return ns("mindspore.common.initializer", "init.", false);
+  if (dotted == "mindspore.common.dtype" || dotted == "mindspore.dtype") return ns("mindspore.common.dtype", "dtype.", false);
+  if (dotted == "mindspore.context") return ns("mindspore.context", "context.", false);
+  if (dotted == "mindspore.numpy") return ns("mindspore.numpy", "numpy.", false);
+  if (dotted.rfind("mindspore", 0) == 0) return ns(std::string(dotted), "opaque.", false);
+  return Value::unknown();
+}
+
+Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const Site& site, bool report_missing,
+                                  bool from_import) {
+  Value key = make_str(std::string(name));
+  if (Value* v = ns->cache.find(key)) return *v;
+  Value result = Value::unknown();
+  const Version& ver = options.mindspore_version;
+  const Registry& reg = Registry::instance();
+  std::string n(name);
+  const std::string& p = ns->prefix;
+  auto resolve_api = [&](const std::string& full) -> Value {
+    const ApiEntry* e = reg.find(full, ver);
+    if (!e || !e->replacement.empty()) return Value::unknown();  // kept only to explain a mistake
+    if (e->kind == ApiKind::CellClass || e->kind == ApiKind::PrimitiveClass) return api_class(e);
+    return Value::obj(std::make_shared<ApiFunctionObj>(e));
+  };
+  if (p.empty()) {
+    static const std::unordered_set<std::string_view> kSub = {"nn", "ops", "numpy", "common", "context",
+                                                              "dataset", "train", "amp", "communication",
+                                                              "parallel", "dtype", "nn.probability", "experimental",
+                                                              "mint", "hal", "runtime", "profiler", "rewrite"};
+    if (kSub.count(name)) {
+      result = mindspore_module("mindspore." + n);
+      if (name == "common") result = mindspore_module("mindspore.common");
+      if (name == "dtype") result = mindspore_module("mindspore.common.dtype");
+    } else if (n == "Tensor" || n == "Parameter" || n == "COOTensor" || n == "CSRTensor") {
+      result = native_class(n == "Parameter" ? NativeClass::Parameter : NativeClass::Tensor);
+    } else if (auto dt = dtype_from_name(n); dt && n != "int" && n != "float" && n != "double" && n != "half") {
+      result = dtype_value(*dt);
+    } else if (has_builtin("ms." + n)) {
+      result = builtin("ms." + n);
+    } else if (n == "GRAPH_MODE") {
+      result = Value::integer(0);
+    } else if (n == "PYNATIVE_MODE") {
+      result = Value::integer(1);
+    }
+  } else if (p == "nn.") {
+    if (n == "Cell") result = native_class(NativeClass::Cell);
+    else if (n == "SequentialCell") result = native_class(NativeClass::SequentialCell);
+    else if (n == "CellList") result = native_class(NativeClass::CellList);
+    else if (n == "CellDict") result = native_class(NativeClass::CellDict);
+    else result = resolve_api("nn." + n);
+  } else if (p == "ops.") {
+    static const std::unordered_set<std::string_view> kSub = {"operations", "functional", "composite",
+                                                              "nn_func", "auto_generate", "function", "primitive"};
+    if (kSub.count(name)) return Value::obj(std::make_shared<NamespaceObj>(ns->name + "." + n, "ops.", true));
+    if (has_builtin("ops." + n)) result = builtin("ops." + n);
+    else result = resolve_api("ops." + n);
+  } else if (p == "init." || p == "dtype." || p == "context." || p == "numpy.") {
+    if (has_builtin(p + n)) result = builtin(p + n);
+    else if (auto dt = dtype_from_name(n); dt && p == "dtype.") result = dtype_value(*dt);
+    else if (p == "numpy.") result = resolve_api("ops." + n);
+  }
+  if (result.is_unknown() && ns->strict) {
+    std::string short_ns = p.substr(0, p.size() - 1);
+    if (!known_mindspore_name(short_ns, n)) {
+      // Not a MindSpore API at all: explain, suggest, and continue with the best suggestion.
+      std::vector<std::string> suggestions = reg.suggest(p + n, ver);
+      std::string other = p == "ops." ? "nn." + n : "ops." + n;
+      if (reg.find(other, ver) &&
+          std::find(suggestions.begin(), suggestions.end(), other) == suggestions.end()) {
+        suggestions.insert(suggestions.begin(), other);
+      }
+      for (const auto& e : reg.find_all(p + n)) {
+        if (!e->replacement.empty() &&
+            std::find(suggestions.begin(), suggestions.end(), e->replacement) == suggestions.end()) {
+          suggestions.insert(suggestions.begin(), e->replacement);
+        }
+      }
+      std::string msg = "`" + p + n + "` does not exist in MindSpore " + ver.str();
+      if (!suggestions.empty()) {
+        msg += "; did you mean ";
+        for (size_t i = 0; i < suggestions.size() && i < 3; ++i) {
+          msg += (i ? (i + 1 == std::min<size_t>(suggestions.size(), 3) ? " or `" : ", `") : "`") +
+                 suggestions[i] + "`";
+        }
+        msg += "?";
+      }
+      if (report_missing) {
+        Diagnostic* before = diagnostics.empty() ? nullptr : &diagnostics.back();
+        if (from_import) msg = "cannot import `" + n + "` from `" + ns->name + "`: " + msg;
+        report(site, Severity::Error, from_import ? "import-error" : "unknown-api", msg);
+        if (!diagnostics.empty() && &diagnostics.back() != before && !suggestions.empty() &&
+            site.node && site.node->kind == ast::K::Attribute) {
+          const std::string& best = suggestions.front();
+          // Quick fix: replace the whole dotted reference when the namespace changes, else the name.
+          Diagnostic& d = diagnostics.back();
+          std::string best_ns = best.substr(0, best.find('.'));
+          std::string best_name = best.substr(best.find('.') + 1);
+          SourceRange attr_range = site.range();
+          if (best_ns == short_ns) {
+            attr_range.start = Position{attr_range.end.line,
+                                        attr_range.end.column - static_cast<uint32_t>(n.size())};
+            d.fixes.push_back(Fix{"Replace `" + p + n + "` with `" + best + "`",
+                                  {TextEdit{site.file(), attr_range, best_name}}});
+          } else {
+            d.fixes.push_back(Fix{"Replace `" + p + n + "` with `" + best + "`",
+                                  {TextEdit{site.file(), attr_range, best}}});
+          }
+        }
+      }
+      if (!suggestions.empty()) {
+        const std::string& best = suggestions.front();
+        bool close = best.substr(best.find('.') + 1) == n ||
+                     (best.size() + 2 >= p.size() + n.size() && p.size() + n.size() + 2 >= best.size());
+        if (close) {
+          if (const ApiEntry* e = reg.find(best, ver)) {
+            result = (e->kind == ApiKind::CellClass || e->kind == ApiKind::PrimitiveClass)
+                         ? api_class(e)
+                         : Value::obj(std::make_shared<ApiFunctionObj>(e));
+          }
+        }
+      }
+      return result;
+    }
+    // A real MindSpore API that Cellscope has no rule for: opaque, and said once where it is used.
+    auto cls = std::make_shared<OpaqueObj>("mindspore." + p + n);
+    result = Value::obj(std::make_shared<BuiltinObj>(
+        p + n, [full = p + n](Interpreter& in, CallArgs& args, const Site& s) -> Value {
+          in.mark_consumed(args.pos);
+          bool tensor_in = false;
+          for (auto& a : args.pos) tensor_in |= a.as<TensorObj>() != nullptr;
+          if (tensor_in && in.graph) {
+            in.report(s, Severity::Information, "unmodelled-api",
+                      "Cellscope has no shape rule for `" + full + "`; shapes after this call are unknown");
+            auto t = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
+            t->poisoned = true;
+            return Value::obj(t);
+          }
+          return Value::unknown();
+        }));
+  }
+  ns->cache.set(key, result);
+  return result;
+}
+
+// ---- registry-backed objects and calls ------------------------------------------------------------
+
+namespace {
+
+struct BoundArgs {
+  std::vector<std::pair<std::string, ArgValue>> args;
+  std::vector<std::pair<std::string, Value>> values;
+  std::vector<ArgValue> varargs;
+  std::vector<Value> vararg_values;
+  bool ok = true;
+  const ArgValue* find(std::string_view n) const {
+    for (auto& [k, v] : args) {
+      if (k == n) return &v;
+    }
+    return nullptr;
+  }
+};
+
+const ArgValue& missing_arg() {
+  static const ArgValue kMissing;
+  return kMissing;
+}
+
+std::string closest(std::string_view name, const std::vector<ParamSpec>& specs) {
+  std::string best;
+  size_t best_d = 3;
+  for (const auto& s : specs) {
+    const std::string& c = s.name;
+    std::vector<size_t> prev(c.size() + 1), cur(c.size() + 1);
+    for (size_t j = 0; j <= c.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= name.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= c.size(); ++j) {
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (name[i - 1] == c[j - 1] ? 0 : 1)});
+      }
+      std::swap(prev, cur);
+    }
+    if (prev[c.size()] < best_d) {
+      best_d = prev[c.size()];
+      best = c;
+    }
+  }
+  return best;
+}
+
+// Context implementations over bound arguments.
+class InitCtx final : public InitContext {
+ public:
+  InitCtx(Interpreter& in, const BoundArgs& b, const Site& site, const CallArgs& raw)
+      : in_(in), b_(b), site_(site), raw_(raw) {}
+  const ArgValue& arg(std::string_view name) const override {
+    const ArgValue* a = b_.find(name);
+    return a ? *a : missing_arg();
+  }
+  Version version() const override { return in_.options.mindspore_version; }
+  std::string_view target() const override { return in_.options.target; }
+  void error(std::string_view code, std::string message, std::string_view at_arg) override {
+    failed_ = true;
+    emit(Severity::Error, code, std::move(message), at_arg);
+  }
+  void warning(std::string_view code, std::string message, std::string_view at_arg) override {
+    emit(Severity::Warning, code, std::move(message), at_arg);
+  }
+  bool failed() const override { return failed_; }
+  void add_parameter(std::string name, Shape shape, DType dtype, bool trainable) override {
+    params.push_back(ParamInfo{std::move(name), std::move(shape), dtype, trainable});
+  }
+  void set_attr(std::string name, AttrValue value) override {
+    attrs.push_back(Attr{std::move(name), std::move(value)});
+  }
+  std::vector<ParamInfo> params;
+  std::vector<Attr> attrs;
+
+ private:
+  void emit(Severity sev, std::string_view code, std::string message, std::string_view at_arg) {
+    SourceRange r = site_.range();
+    if (const ArgValue* a = b_.find(at_arg); a && a->explicit_arg) r = a->range;
+    in_.report_at(site_.file(), r, sev, std::string(code), std::move(message) + in_.instance_note());
+    (void)raw_;
+  }
+  Interpreter& in_;
+  const BoundArgs& b_;
+  const Site& site_;
+  const CallArgs& raw_;
+  bool failed_ = false;
+};
+
+class CallCtx final : public CallContext {
+ public:
+  CallCtx(Interpreter& in, const BoundArgs& b, const Site& site, InstanceObj* obj)
+      : in_(in), b_(b), site_(site), obj_(obj) {}
+  const ArgValue& arg(std::string_view name) const override {
+    const ArgValue* a = b_.find(name);
+    return a ? *a : missing_arg();
+  }
+  Version version() const override { return in_.options.mindspore_version; }
+  std::string_view target() const override { return in_.options.target; }
+  void error(std::string_view code, std::string message, std::string_view at_arg) override {
+    failed_ = true;
+    emit(Severity::Error, code, std::move(message), at_arg);
+  }
+  void warning(std::string_view code, std::string message, std::string_view at_arg) override {
+    emit(Severity::Warning, code, std::move(message), at_arg);
+  }
+  bool failed() const override { return failed_; }
+  const ArgValue& init_arg(std::string_view name) const override {
+    if (obj_ && obj_->cell) {
+      for (auto& [k, v] : obj_->cell->init_args) {
+        if (k == name) return v;
+      }
+    }
+    return missing_arg();
+  }
+  const AttrValue* init_attr(std::string_view name) const override {
+    if (obj_ && obj_->cell) {
+      for (auto& a : obj_->cell->attrs) {
+        if (a.name == name) return &a.value;
+      }
+    }
+    return nullptr;
+  }
+  const ParamInfo* param(std::string_view name) const override {
+    if (obj_ && obj_->cell) {
+      for (auto& p : obj_->cell->api_params) {
+        if (p.name == name) return &p;
+      }
+    }
+    return nullptr;
+  }
+  const std::vector<ArgValue>& varargs() const override { return b_.varargs; }
+  void add_output(TensorType t) override { outputs.push_back(std::move(t)); }
+  void set_attr(std::string name, AttrValue value) override {
+    attrs.push_back(Attr{std::move(name), std::move(value)});
+  }
+  void set_flops(double f) override { flops = f; }
+  std::vector<TensorType> outputs;
+  std::vector<Attr> attrs;
+  double flops = 0;
+
+ private:
+  void emit(Severity sev, std::string_view code, std::string message, std::string_view at_arg) {
+    SourceRange r = site_.range();
+    if (const ArgValue* a = b_.find(at_arg); a && a->explicit_arg && !at_arg.empty()) r = a->range;
+    std::vector<RelatedLocation> related;
+    if (obj_ && obj_->cell && !obj_->cell->file.empty()) {
+      std::string who = obj_->cell->path.empty() ? obj_->cls->name : "`" + obj_->cell->path + "`";
+      related.push_back(RelatedLocation{obj_->cell->file, obj_->cell->site,
+                                        who + " (" + obj_->cls->name + ") is defined here"});
+    }
+    in_.report_at(site_.file(), r, sev, std::string(code), std::move(message) + in_.instance_note(),
+                  std::move(related));
+  }
+  Interpreter& in_;
+  const BoundArgs& b_;
+  const Site& site_;
+  InstanceObj* obj_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+// Binds call arguments to registry parameters, reporting unknown/missing/extra/deprecated ones.
+static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs, CallArgs& args,
+                            const Site& site, const std::string& callee) {
+  BoundArgs b;
+  const Version& ver = in.options.mindspore_version;
+  std::vector<const ParamSpec*> active;
+  for (const auto& s : specs) {
+    if (s.versions.contains(ver)) active.push_back(&s);
+  }
+  std::vector<bool> bound(active.size(), false);
+  size_t pi = 0;
+  const ParamSpec* var_pos = nullptr;
+  const ParamSpec* var_kw = nullptr;
+  for (auto* s : active) {
+    if (s->kind == ParamKind::VarPositional) var_pos = s;
+    if (s->kind == ParamKind::VarKeyword) var_kw = s;
+  }
+  auto bind = [&](size_t idx, const Value& v, SourceRange r) {
+    b.args.emplace_back(active[idx]->name, in.to_arg(v, r, true));
+    b.values.emplace_back(active[idx]->name, v);
+    bound[idx] = true;
+    if (!active[idx]->deprecated.empty()) {
+      in.report_at(site.file(), r, Severity::Warning, "deprecated-argument",
+                   "`" + active[idx]->name + "` of `" + callee + "` is deprecated in MindSpore " +
+                       ver.str() + ": " + active[idx]->deprecated);
+      // keep_prob -> p is mechanical: offer the rewrite.
+      if (active[idx]->name == "keep_prob" && v.is_number() && !in.diagnostics.empty()) {
+        double p = 1.0 - v.as_float();
+        std::string text = repr(Value::real(std::round(p * 1e6) / 1e6));
+        in.diagnostics.back().fixes.push_back(
+            Fix{"Use p=" + text + " instead of keep_prob=" + repr(v), {TextEdit{site.file(), r, "p=" + text}}});
+      }
+    }
+  };
+  size_t a = 0;
+  for (; a < args.pos.size(); ++a) {
+    while (pi < active.size() && active[pi]->kind != ParamKind::PositionalOrKeyword) {
+      if (active[pi]->kind == ParamKind::VarPositional) break;
+      ++pi;
+    }
+    if (pi >= active.size() || active[pi]->kind != ParamKind::PositionalOrKeyword) break;
+    bind(pi, args.pos[a], a < args.pos_ranges.size() ? args.pos_ranges[a] : site.range());
+    ++pi;
+  }
+  if (a < args.pos.size()) {
+    if (var_pos) {
+      for (; a < args.pos.size(); ++a) {
+        b.varargs.push_back(in.to_arg(args.pos[a], a < args.pos_ranges.size() ? args.pos_ranges[a] : site.range(), true));
+        b.vararg_values.push_back(args.pos[a]);
+      }
+    } else {
+      size_t npos = 0;
+      for (auto* s : active) npos += s->kind == ParamKind::PositionalOrKeyword ? 1 : 0;
+      in.report_at(site.file(), a < args.pos_ranges.size() ? args.pos_ranges[a] : site.range(),
+                   Severity::Error, "too-many-arguments",
+                   "`" + callee + "` takes " +
+                       (npos == 0 ? std::string("no positional arguments")
+                                  : "at most " + std::to_string(npos) + " positional argument" + (npos > 1 ? "s" : "")) +
+                       ", but " + std::to_string(args.pos.size()) + (args.pos.size() > 1 ? " were" : " was") +
+                       " given" + in.instance_note());
+      b.ok = false;
+    }
+  }
+  for (size_t k = 0; k < args.kw.size(); ++k) {
+    const auto& [name, v] = args.kw[k];
+    SourceRange r = k < args.kw_ranges.size() ? args.kw_ranges[k] : site.range();
+    size_t idx = active.size();
+    for (size_t i = 0; i < active.size(); ++i) {
+      if (active[i]->name == name && (active[i]->kind == ParamKind::PositionalOrKeyword ||
+                                      active[i]->kind == ParamKind::KeywordOnly)) {
+        idx = i;
+      }
+    }
+    if (idx < active.size()) {
+      if (bound[idx]) {
+        in.report_at(site.file(), r, Severity::Error, "invalid-argument",
+                     "`" + callee + "` got multiple values for argument `" + name + "`");
+        b.ok = false;
+        continue;
+      }
+      bind(idx, v, r);
+      continue;
+    }
+    if (var_kw) {
+      b.args.emplace_back(name, in.to_arg(v, r, true));
+      b.values.emplace_back(name, v);
+      continue;
+    }
+    // Unknown keyword: say whether another MindSpore version has it.
+    std::string msg = "`" + callee + "` got an unexpected keyword argument `" + name + "`";
+    for (const auto& s : specs) {
+      if (s.name == name && !s.versions.contains(ver)) {
+        msg += ver < s.versions.since ? " (added in MindSpore " + s.versions.since.str() + ")"
+                                      : " (removed in MindSpore " + s.versions.until.str() + ")";
+      }
+    }
+    std::string near = closest(name, specs);
+    if (!near.empty() && near != name) msg += "; did you mean `" + near + "`?";
+    in.report_at(site.file(), r, Severity::Error, "unknown-keyword", msg + in.instance_note());
+    b.ok = false;
+  }
+  for (size_t i = 0; i < active.size(); ++i) {
+    if (bound[i] || active[i]->kind == ParamKind::VarPositional || active[i]->kind == ParamKind::VarKeyword) continue;
+    if (active[i]->required()) {
+      in.report(site, Severity::Error, "missing-argument",
+                "`" + callee + "` missing required argument `" + active[i]->name + "`" + in.instance_note());
+      b.ok = false;
+      ArgValue m;
+      m.kind = ArgValue::Kind::Unknown;
+      m.dim = Dim::unknown();
+      m.range = site.range();
+      b.args.emplace_back(active[i]->name, m);
+      b.values.emplace_back(active[i]->name, Value::unknown());
+      continue;
+    }
+    Value dv = in.default_value(*active[i]);
+    b.args.emplace_back(active[i]->name, in.to_arg(dv, site.range(), false));
+    b.values.emplace_back(active[i]->name, dv);
+  }
+  return b;
+}
+
+void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args, const Site& site) {
+  if (!inst->cell) {
+    inst->cell = std::make_unique<CellState>();
+    inst->cell->file = site.file();
+    inst->cell->site = site.range();
+  }
+  CellState& cs = *inst->cell;
+  cs.api = e;
+  BoundArgs b = bind_specs(*this, e->init_params, args, site, e->name);
+  InitCtx ctx(*this, b, site, args);
+  if (b.ok && e->init) e->init(ctx);
+  cs.init_failed = !b.ok || ctx.failed();
+  cs.init_args = std::move(b.args);
+  cs.init_values = std::move(b.values);
+  cs.attrs = std::move(ctx.attrs);
+  cs.api_params = std::move(ctx.params);
+  for (const ParamInfo& p : cs.api_params) {
+    Value pv = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
+    cs.params.emplace_back(p.name, pv);
+    inst->attrs.set(make_str(p.name), pv);
+  }
+}
+
+Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Site& site, InstanceObj* self_obj) {
+  if (self_obj && self_obj->cell && self_obj->cell->init_failed) {
+    // The layer itself is broken (reported at its construction): do not pile on.
+    if (graph) {
+      for (const Value& v : args.pos) {
+        auto* in_t = v.as<TensorObj>();
+        if (in_t && in_t->graph_id == graph->graph_id) graph->consumed_by_failed.insert(in_t->ref.node);
+      }
+    }
+    auto t = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
+    t->poisoned = true;
+    return Value::obj(t);
+  }
+  BoundArgs b = bind_specs(*this, e->call_params, args, site, e->name);
+  std::vector<Value> tensor_inputs;
+  bool poisoned = !b.ok;
+  bool any_graph = false;
+  auto consider = [&](const Value& v) {
+    if (auto* t = v.as<TensorObj>()) {
+      tensor_inputs.push_back(v);
+      poisoned |= t->poisoned;
+      any_graph |= t->graph_id != 0 || t->is_parameter;
+    } else if (auto* items = seq_items(v)) {
+      for (const auto& x : *items) {
+        if (auto* t2 = x.as<TensorObj>()) {
+          tensor_inputs.push_back(x);
+          poisoned |= t2->poisoned;
+          any_graph |= t2->graph_id != 0 || t2->is_parameter;
+        }
+      }
+    }
+  };
+  for (auto& [k, v] : b.values) consider(v);
+  for (auto& v : b.vararg_values) consider(v);
+  if (self_obj && self_obj->cell && !self_obj->cell->params.empty()) any_graph |= graph != nullptr;
+  bool unknown_input = false;
+  for (auto& [k, v] : b.values) unknown_input |= v.is_unknown();
+  auto poison = [&]() {
+    auto t = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
+    t->poisoned = true;
+    return Value::obj(t);
+  };
+  auto mark_consumed = [&]() {
+    // Inputs of a failed op are not "unused": the failure is the diagnostic.
+    if (!graph) return;
+    for (const Value& v : tensor_inputs) {
+      auto* t = v.as<TensorObj>();
+      if (t && t->graph_id == graph->graph_id) graph->consumed_by_failed.insert(t->ref.node);
+    }
+  };
+  if (poisoned) {
+    mark_consumed();
+    return poison();
+  }
+  CallCtx ctx(*this, b, site, self_obj);
+  if (e->infer) e->infer(ctx);
+  if (ctx.failed()) {
+    mark_consumed();
+    return poison();
+  }
+  if (ctx.outputs.empty()) {
+    if (unknown_input) return Value::unknown();
+    return Value::none();
+  }
+  if (graph && (any_graph || self_obj)) {
+    std::vector<Attr> attrs;
+    if (self_obj && self_obj->cell) attrs = self_obj->cell->attrs;
+    for (auto& a : ctx.attrs) attrs.push_back(std::move(a));
+    return add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs), std::move(attrs),
+                       ctx.flops, site, e->returns_tuple);
+  }
+  // Constant folding: every input is a constant, so the result is a constant too.
+  std::vector<Value> outs;
+  for (auto& t : ctx.outputs) outs.push_back(make_tensor(std::move(t)));
+  return pack_outputs(std::move(outs), ctx.attrs, e->returns_tuple);
+}
+
+// ---- natives: Tensor, Parameter, initializers, context ---------------------------------------------
+
+void register_mindspore_natives(Interpreter& in, std::unordered_map<std::string, Value>& natives);
+
+void register_mindspore_natives(Interpreter& /*interp*/, std::unordered_map<std::string, Value>& natives) {
+  auto add = [&](const std::string& name, BuiltinFn fn) {
+    natives[name] = Value::obj(std::make_shared<BuiltinObj>(name, std::move(fn)));
+  };
+  auto arg = [](CallArgs& a, size_t i, std::string_view kw) -> const Value* {
+    if (i < a.pos.size()) return &a.pos[i];
+    return a.find_kw(kw);
+  };
+  // Tensor(input_data=None, dtype=None, shape=None, init=None, ...)
+  add("__new_Tensor", [arg](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    const Value* data = arg(a, 0, "input_data");
+    const Value* dt = arg(a, 1, "dtype");
+    const Value* shape = arg(a, 2, "shape");
+    std::optional<DType> want;
+    if (dt) {
+      if (auto* d = dt->as<DTypeObj>()) want = d->dtype;
+    }
+    TensorType t{Shape::unranked(), DType::Unknown};
+    if (data && !data->is_none()) {
+      if (auto* src = data->as<TensorObj>()) {
+        t = src->type;
+      } else if (data->k == VK::Int) {
+        t = TensorType{Shape{}, DType::Int64};
+      } else if (data->k == VK::Bool) {
+        t = TensorType{Shape{}, DType::Bool};
+      } else if (data->k == VK::Float) {
+        t = TensorType{Shape{}, DType::Float32};
+      } else if (seq_items(*data)) {
+        std::vector<int64_t> dims;
+        DType d = DType::Unknown;
+        if (nested_shape(in, *data, dims, 0, d)) t = TensorType{Shape::of(dims), d == DType::Unknown ? DType::Float32 : d};
+      }
+    } else if (shape && !shape->is_none()) {
+      if (auto* items = seq_items(*shape)) {
+        Shape s;
+        for (auto& x : *items) s.dims.push_back(x.is_int() ? Dim::known(x.as_int()) : Dim::unknown());
+        t.shape = s;
+      } else if (shape->is_int()) {
+        t.shape = Shape::of({shape->as_int()});
+      }
+      t.dtype = DType::Float32;
+    }
+    if (want) t.dtype = *want;
+    (void)site;
+    auto obj = std::make_shared<TensorObj>(t);
+    return Value::obj(obj);
+  });
+  // Parameter(default_input, name=None, requires_grad=True, ...)
+  add("__new_Parameter", [arg](Interpreter& in, CallArgs& a, const Site&) -> Value {
+    const Value* data = arg(a, 0, "default_input");
+    const Value* name = arg(a, 1, "name");
+    const Value* rg = arg(a, 2, "requires_grad");
+    TensorType t{Shape{}, DType::Float32};
+    if (data) {
+      if (auto* src = data->as<TensorObj>()) t = src->type;
+      else if (data->k == VK::Int) t = TensorType{Shape{}, DType::Int64};
+      else if (data->is_unknown()) t = TensorType{Shape::unranked(), DType::Float32};
+    }
+    bool requires_grad = true;
+    if (rg) {
+      bool known = true;
+      requires_grad = in.truthy(*rg, &known) || !known;
+    }
+    std::string n;
+    if (name) {
+      if (auto* s = str_of(*name)) n = *s;
+    }
+    return in.make_parameter(t, n, requires_grad);
+  });
+  add("ms.ParameterTuple", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+    if (a.pos.empty()) return make_tuple({});
+    if (auto* items = seq_items(a.pos[0])) return make_tuple(*items);
+    return Value::unknown();
+  });
+  add("ms.get_context", [](Interpreter& in, CallArgs& a, const Site&) -> Value {
+    std::string key;
+    if (!a.pos.empty()) {
+      if (auto* s = str_of(a.pos[0])) key = *s;
+    } else if (const Value* k = a.find_kw("attr_key")) {
+      if (auto* s = str_of(*k)) key = *s;
+    }
+    if (key == "device_target") return make_str(target_device_name(in.options.target));
+    if (key == "mode") return Value::integer(0);
+    if (key == "device_id") return Value::integer(0);
+    return Value::unknown();
+  });
+  natives["context.get_context"] = natives["ms.get_context"];
+  auto none_fn = [](Interpreter&, CallArgs&, const Site&) -> Value { return Value::none(); };
+  for (const char* n : {"ms.set_context", "ms.set_seed", "context.set_context", "ms.set_auto_parallel_context",
+                        "context.set_auto_parallel_context", "ms.set_device", "ms.set_recursion_limit",
+                        "ms.load_param_into_net", "ms.save_checkpoint", "ms.set_dump",
+                        "ms.reset_auto_parallel_context", "context.reset_auto_parallel_context"}) {
+    add(n, none_fn);
+  }
+  auto identity_decorator = [](Interpreter&, CallArgs& a, const Site&) -> Value {
+    if (a.pos.size() == 1 && a.kw.empty()) return a.pos[0];
+    // Used as @jit(...) with arguments: return an identity decorator.
+    return Value::obj(std::make_shared<BuiltinObj>(
+        "decorator", [](Interpreter&, CallArgs& b, const Site&) { return b.pos.empty() ? Value::unknown() : b.pos[0]; }));
+  };
+  for (const char* n : {"ms.jit", "ms.ms_function", "ms.ms_class", "ms.jit_class", "ops.constexpr",
+                        "ops.primitive_attr_register", "ops.prim_attr_register", "ms.lazy_inline"}) {
+    add(n, identity_decorator);
+  }
+  add("ms.load_checkpoint", [](Interpreter&, CallArgs&, const Site&) -> Value { return Value::unknown(); });
+  // ms.export(net, *inputs, file_name=..., file_format=...): a call site with concrete inputs.
+  add("ms.export", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    if (a.pos.empty()) return Value::none();
+    std::vector<Value> inputs(a.pos.begin() + 1, a.pos.end());
+    if (in.graph == nullptr) in.call_sites.push_back(Interpreter::CallSite{a.pos[0], inputs, site});
+    return Value::none();
+  });
+  // Shape/rank/dtype helpers, as functions and as primitive classes.
+  auto shape_fn = [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    if (a.pos.empty()) return Value::unknown();
+    return in.tensor_attr(a.pos[0], "shape", site, true);
+  };
+  add("ops.shape", shape_fn);
+  add("ops.rank", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "ndim", site, true);
+  });
+  add("ops.size", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "size", site, true);
+  });
+  add("ops.dtype", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "dtype", site, true);
+  });
+  add("ops.stop_gradient", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+    return a.pos.empty() ? Value::unknown() : a.pos[0];
+  });
+  auto prim_factory = [&](const std::string& name, BuiltinFn fn) {
+    add(name, [fn](Interpreter&, CallArgs&, const Site&) -> Value {
+      return Value::obj(std::make_shared<BuiltinObj>("primitive", fn));
+    });
+  };
+  prim_factory("ops.Shape", shape_fn);
+  prim_factory("ops.TensorShape", shape_fn);
+  prim_factory("ops.Rank", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "ndim", site, true);
+  });
+  prim_factory("ops.Size", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "size", site, true);
+  });
+  prim_factory("ops.DType", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "dtype", site, true);
+  });
+  // Initializers: objects that only carry their name; initializer(init, shape, dtype) is a tensor.
+  for (const char* n : {"Normal", "TruncatedNormal", "HeUniform", "HeNormal", "XavierUniform",
+                        "XavierNormal", "Uniform", "Zero", "One", "Constant", "Orthogonal", "Dirac",
+                        "Identity", "Sparse", "VarianceScaling", "Initializer"}) {
+    std::string name = n;
+    add(std::string("init.") + n, [name](Interpreter&, CallArgs& a, const Site&) -> Value {
+      auto o = std::make_shared<OpaqueObj>(name);
+      o->args = a.pos;
+      return Value::obj(o);
+    });
+  }
+  add("init.initializer", [arg](Interpreter&, CallArgs& a, const Site&) -> Value {
+    const Value* shape = arg(a, 1, "shape");
+    const Value* dt = arg(a, 2, "dtype");
+    TensorType t{Shape::unranked(), DType::Float32};
+    if (shape) {
+      if (auto* items = seq_items(*shape)) {
+        Shape s;
+        for (auto& x : *items) {
+          if (auto* sym = x.as<SymIntObj>()) s.dims.push_back(sym->dim);
+          else s.dims.push_back(x.is_int() ? Dim::known(x.as_int()) : Dim::unknown());
+        }
+        t.shape = s;
+      } else if (shape->is_int()) {
+        t.shape = Shape::of({shape->as_int()});
+      }
+    } else if (!a.pos.empty()) {
+      if (auto* src = a.pos[0].as<TensorObj>()) t = src->type;
+    }
+    if (dt) {
+      if (auto* d = dt->as<DTypeObj>()) t.dtype = d->dtype;
+    }
+    return make_tensor(t);
+  });
+}
+
+}  // namespace graphcore::eval

@@ -1,0 +1,387 @@
+// Imports: workspace modules (relative and absolute), MindSpore namespaces, numpy/math, and the
+// few standard-library helpers model code relies on; everything else is an opaque module.
+#include <algorithm>
+#include <unordered_set>
+
+#include "interp.h"
+
+namespace graphcore::eval {
+
+namespace fs = std::filesystem;
+
+ModuleLoader::ModuleLoader(SourceProvider& sources, const AnalysisOptions& options)
+    : sources_(sources), options_(options) {}
+
+std::optional<fs::path> ModuleLoader::resolve(std::string_view dotted, int level, ModuleObj* from) {
+  std::vector<fs::path> roots;
+  if (level > 0) {
+    if (!from || from->file.empty()) return std::nullopt;
+    fs::path base = fs::path(from->file).parent_path();
+    for (int i = 1; i < level; ++i) base = base.parent_path();
+    roots.push_back(base);
+  } else {
+    if (options_.workspace_root) roots.push_back(*options_.workspace_root);
+    if (from && !from->file.empty()) {
+      fs::path dir = fs::path(from->file).parent_path();
+      for (int i = 0; i < 4 && !dir.empty(); ++i) {
+        roots.push_back(dir);
+        if (dir == dir.parent_path()) break;
+        dir = dir.parent_path();
+      }
+    }
+  }
+  std::string rel;
+  for (char c : dotted) rel.push_back(c == '.' ? '/' : c);
+  for (const fs::path& root : roots) {
+    fs::path base = rel.empty() ? root : root / rel;
+    for (fs::path candidate : {fs::path(base.string() + ".py"), base / "__init__.py"}) {
+      if (rel.empty() && candidate.filename() != "__init__.py") continue;
+      if (sources_.read(candidate)) return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const std::string& name) {
+  std::error_code ec;
+  fs::path canon = fs::weakly_canonical(file, ec);
+  if (ec) canon = file;
+  std::string key = canon.string();
+  auto it = modules_.find(key);
+  if (it != modules_.end()) return static_cast<ModuleObj*>(it->second.get());
+  auto text = sources_.read(file);
+  if (!text) return nullptr;
+  auto m = std::make_shared<ModuleObj>();
+  m->name = name;
+  m->file = file.string();
+  modules_.emplace(key, m);
+  files_read.push_back(m->file);
+  ast::ParseLimits limits;
+  limits.max_bytes = options_.max_file_bytes;
+  auto parsed = ast::parse_python(m->file, std::move(*text), limits);
+  for (auto& d : parsed->diagnostics) in.diagnostics.push_back(d);
+  m->parsed = parsed.get();
+  parsed_.emplace(key, std::move(parsed));
+  m->globals.set(make_str("__name__"), make_str(name));
+  m->globals.set(make_str("__file__"), make_str(m->file));
+  m->loading = true;
+  in.run_module(m.get());
+  m->loading = false;
+  return m.get();
+}
+
+ModuleObj* ModuleLoader::load(Interpreter& in, std::string_view dotted, int level, ModuleObj* from,
+                              const Site& site, bool* missing_relative) {
+  (void)site;
+  *missing_relative = false;
+  auto path = resolve(dotted, level, from);
+  if (!path) {
+    *missing_relative = level > 0;
+    return nullptr;
+  }
+  std::string name = std::string(dotted);
+  if (level > 0 && from) name = from->name + ":" + std::string(level, '.') + name;
+  return load_file(in, *path, name);
+}
+
+const ast::ParsedFile* ModuleLoader::parsed(const std::string& file) const {
+  std::error_code ec;
+  fs::path canon = fs::weakly_canonical(file, ec);
+  auto it = parsed_.find(ec ? file : canon.string());
+  return it == parsed_.end() ? nullptr : it->second.get();
+}
+
+void Interpreter::run_module(ModuleObj* m) {
+  auto frame = std::make_shared<Frame>();
+  frame->is_module = true;
+  frame->module = m;
+  bool saved_level = at_module_level;
+  int saved_depth = call_depth;
+  at_module_level = true;
+  call_depth = 0;
+  for (ast::Node* s : m->parsed->module->list) {
+    try {
+      exec(s, *frame);
+    } catch (const PyRaise& r) {
+      report(r.site, Severity::Warning, "raises",
+             "module-level code raises " + r.type + (r.message.empty() ? "" : ": " + r.message));
+    } catch (const BudgetExceeded& b) {
+      report(b.site, Severity::Error, "budget-exceeded", b.what);
+    }
+  }
+  at_module_level = saved_level;
+  call_depth = saved_depth;
+}
+
+namespace {
+
+bool is_stdlib_or_known(std::string_view top) {
+  static const std::unordered_set<std::string_view> kKnown = {
+      "os", "sys", "time", "argparse", "typing", "typing_extensions", "collections", "functools",
+      "copy", "json", "logging", "random", "warnings", "re", "pathlib", "abc", "dataclasses",
+      "enum", "itertools", "easydict", "yaml", "ast", "inspect", "shutil", "glob", "pickle",
+      "datetime", "contextlib", "__future__", "operator", "string", "types", "numbers"};
+  return kKnown.count(top) > 0;
+}
+
+// Deep copy of Cells and containers (copy.deepcopy of a layer, as Transformer code does).
+Value deep_copy(const Value& v, std::unordered_map<const Object*, Value>& memo) {
+  if (v.k != VK::Obj || !v.o) return v;
+  auto it = memo.find(v.o.get());
+  if (it != memo.end()) return it->second;
+  switch (v.o->kind) {
+    case OK::List: {
+      auto l = std::make_shared<ListObj>(std::vector<Value>{});
+      Value out = Value::obj(l);
+      memo[v.o.get()] = out;
+      for (auto& x : v.as<ListObj>()->items) l->items.push_back(deep_copy(x, memo));
+      return out;
+    }
+    case OK::Tuple: {
+      std::vector<Value> items;
+      for (auto& x : v.as<TupleObj>()->items) items.push_back(deep_copy(x, memo));
+      return make_tuple(std::move(items));
+    }
+    case OK::Dict: {
+      auto d = std::make_shared<DictObj>();
+      Value out = Value::obj(d);
+      memo[v.o.get()] = out;
+      for (auto& [k, x] : v.as<DictObj>()->entries) d->set(k, deep_copy(x, memo));
+      return out;
+    }
+    case OK::Tensor: {
+      auto* t = v.as<TensorObj>();
+      auto c = std::make_shared<TensorObj>(t->type);
+      c->is_parameter = t->is_parameter;
+      c->requires_grad = t->requires_grad;
+      c->param_name = t->param_name;
+      c->is_numpy = t->is_numpy;
+      Value out = Value::obj(c);
+      memo[v.o.get()] = out;
+      return out;
+    }
+    case OK::Instance: {
+      auto* src = v.as<InstanceObj>();
+      auto c = std::make_shared<InstanceObj>(src->cls, src->cls_value);
+      Value out = Value::obj(c);
+      memo[v.o.get()] = out;
+      for (auto& [k, x] : src->attrs.entries) c->attrs.set(k, deep_copy(x, memo));
+      if (src->cell) {
+        c->cell = std::make_unique<CellState>(*src->cell);
+        for (auto& [k, x] : c->cell->children) x = deep_copy(x, memo);
+        for (auto& [k, x] : c->cell->params) x = deep_copy(x, memo);
+        for (auto& x : c->cell->items) x = deep_copy(x, memo);
+        for (auto& [k, x] : c->cell->init_values) x = deep_copy(x, memo);
+      }
+      return out;
+    }
+    default:
+      return v;
+  }
+}
+
+Value std_module(Interpreter& interp, std::string_view name) {
+  auto m = std::make_shared<ModuleObj>();
+  m->name = std::string(name);
+  auto add = [&](const char* n, BuiltinFn fn) {
+    m->globals.set(make_str(n), Value::obj(std::make_shared<BuiltinObj>(n, std::move(fn))));
+  };
+  if (name == "collections") {
+    m->globals.set(make_str("OrderedDict"), interp.builtin("dict"));
+    m->globals.set(make_str("defaultdict"), interp.builtin("dict"));
+    add("namedtuple", [](Interpreter&, CallArgs&, const Site&) { return Value::unknown(); });
+    return Value::obj(m);
+  }
+  if (name == "copy") {
+    auto copy_fn = [](Interpreter&, CallArgs& a, const Site&) -> Value {
+      if (a.pos.empty()) return Value::unknown();
+      std::unordered_map<const Object*, Value> memo;
+      return deep_copy(a.pos[0], memo);
+    };
+    add("deepcopy", copy_fn);
+    add("copy", copy_fn);
+    return Value::obj(m);
+  }
+  if (name == "functools") {
+    add("partial", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+      if (a.pos.empty()) return Value::unknown();
+      Value fn = a.pos[0];
+      std::vector<Value> bound(a.pos.begin() + 1, a.pos.end());
+      auto kw = a.kw;
+      return Value::obj(std::make_shared<BuiltinObj>(
+          "partial", [fn, bound, kw](Interpreter& in, CallArgs& b, const Site& s) {
+            CallArgs c;
+            c.pos = bound;
+            c.pos_ranges.assign(bound.size(), s.range());
+            c.pos.insert(c.pos.end(), b.pos.begin(), b.pos.end());
+            c.pos_ranges.insert(c.pos_ranges.end(), b.pos_ranges.begin(), b.pos_ranges.end());
+            c.kw = kw;
+            c.kw_ranges.assign(kw.size(), s.range());
+            c.kw.insert(c.kw.end(), b.kw.begin(), b.kw.end());
+            c.kw_ranges.insert(c.kw_ranges.end(), b.kw_ranges.begin(), b.kw_ranges.end());
+            return in.call(fn, c, s);
+          }));
+    });
+    add("reduce", [](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+      if (a.pos.size() < 2) return Value::unknown();
+      auto items = in.iterate(a.pos[1], s);
+      if (!items || items->empty()) return a.pos.size() > 2 ? a.pos[2] : Value::unknown();
+      size_t i = 0;
+      Value acc = a.pos.size() > 2 ? a.pos[2] : (*items)[i++];
+      for (; i < items->size(); ++i) {
+        CallArgs c;
+        c.pos = {acc, (*items)[i]};
+        c.pos_ranges = {s.range(), s.range()};
+        acc = in.call(a.pos[0], c, s);
+      }
+      return acc;
+    });
+    add("wraps", [](Interpreter&, CallArgs&, const Site&) {
+      return Value::obj(std::make_shared<BuiltinObj>(
+          "wraps", [](Interpreter&, CallArgs& b, const Site&) { return b.pos.empty() ? Value::unknown() : b.pos[0]; }));
+    });
+    add("lru_cache", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+      if (a.pos.size() == 1 && a.pos[0].as<FunctionObj>()) return a.pos[0];
+      return Value::obj(std::make_shared<BuiltinObj>(
+          "lru_cache", [](Interpreter&, CallArgs& b, const Site&) { return b.pos.empty() ? Value::unknown() : b.pos[0]; }));
+    });
+    return Value::obj(m);
+  }
+  m->opaque = true;
+  return Value::obj(m);
+}
+
+}  // namespace
+
+void Interpreter::exec_import(const ast::Node* s, Frame& f) {
+  for (ast::Node* al : s->list) {
+    std::string dotted(al->str);
+    std::string_view top = std::string_view(dotted).substr(0, dotted.find('.'));
+    Site site{al, f.module};
+    Value target;    // bound to the as-name
+    Value top_value; // bound to the first component without as-name
+    if (top == "mindspore") {
+      target = mindspore_module(dotted);
+      top_value = mindspore_module("mindspore");
+    } else if (top == "numpy") {
+      Value np = numpy_module();
+      target = dotted == "numpy.random" ? np.as<ModuleObj>()->globals.find(make_str("random"))[0] : np;
+      top_value = np;
+    } else if (top == "math") {
+      target = top_value = math_module();
+    } else {
+      bool missing_rel = false;
+      ModuleObj* m = loader.load(*this, dotted, 0, f.module, site, &missing_rel);
+      if (m) {
+        target = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, m));
+        bool missing_top = false;
+        ModuleObj* tm = dotted.find('.') == std::string::npos
+                            ? m
+                            : loader.load(*this, top, 0, f.module, site, &missing_top);
+        top_value = tm ? Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, tm)) : target;
+      } else {
+        target = top_value = std_module(*this, dotted);
+      }
+    }
+    if (!al->str2.empty()) store_name(al->str2, target, f);
+    else store_name(top, top_value, f);
+  }
+}
+
+void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
+  std::string module(s->str);
+  int level = static_cast<int>(s->ival);
+  std::string_view top = std::string_view(module).substr(0, module.find('.'));
+  Site site{s, f.module};
+  // Resolve the module to import names from.
+  Value source;
+  ModuleObj* ws_module = nullptr;
+  if (level == 0 && top == "mindspore") {
+    source = mindspore_module(module);
+  } else if (level == 0 && top == "numpy") {
+    source = numpy_module();
+    if (module == "numpy.random") source = *source.as<ModuleObj>()->globals.find(make_str("random"));
+  } else if (level == 0 && top == "math") {
+    source = math_module();
+  } else {
+    bool missing_rel = false;
+    ws_module = loader.load(*this, module, level, f.module, site, &missing_rel);
+    if (ws_module) {
+      source = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, ws_module));
+    } else if (missing_rel) {
+      report(site, Severity::Error, "import-error",
+             "cannot resolve `" + std::string(static_cast<size_t>(level), '.') + module +
+                 "`: no such module next to this file");
+      source = Value::unknown();
+    } else if (level == 0 && !is_stdlib_or_known(top) && loader.package_dir_exists(top, f.module)) {
+      report(site, Severity::Error, "import-error",
+             "cannot resolve `" + module + "`: package `" + std::string(top) +
+                 "` is in the workspace, but this module is not");
+      source = Value::unknown();
+    } else {
+      source = std_module(*this, module);
+    }
+  }
+  if (s->list.empty()) {  // from x import *
+    if (auto* m = source.as<ModuleObj>(); m && !m->opaque) {
+      for (auto& [k, v] : m->globals.entries) {
+        auto* name = str_of(k);
+        if (name && !name->empty() && (*name)[0] != '_') f.module->globals.set(k, v);
+      }
+    } else {
+      f.module->globals.set(make_str("__cellscope_opaque_star__"), Value::boolean(true));
+    }
+    return;
+  }
+  for (ast::Node* al : s->list) {
+    std::string name(al->str);
+    Site name_site{al, f.module};
+    Value v;
+    if (source.is_unknown()) {
+      v = Value::unknown();
+    } else if (auto* ns = source.as<NamespaceObj>()) {
+      v = namespace_attr(ns, name, name_site, true, /*from_import=*/true);
+    } else if (auto* m = source.as<ModuleObj>()) {
+      if (m->opaque) {
+        v = Value::unknown();
+      } else if (Value* found = m->globals.find(make_str(name))) {
+        v = *found;
+      } else if (ws_module) {
+        // A submodule of a package: from pkg import mod.
+        bool missing_rel = false;
+        std::string sub = module.empty() ? name : module + "." + name;
+        ModuleObj* sm = loader.load(*this, sub, level, f.module, name_site, &missing_rel);
+        if (sm) {
+          v = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, sm));
+        } else if (ws_module->loading) {
+          report(name_site, Severity::Error, "cyclic-import",
+                 "cannot import `" + name + "` from `" + std::string(static_cast<size_t>(level), '.') + module +
+                     "`: the modules import each other (cyclic import) and it is not defined yet");
+          v = Value::unknown();
+        } else {
+          report(name_site, Severity::Error, "import-error",
+                 "cannot import name `" + name + "` from `" + std::string(static_cast<size_t>(level), '.') + module + "`");
+          v = Value::unknown();
+        }
+      } else {
+        v = getattr(source, name, name_site, true);
+      }
+    } else {
+      v = Value::unknown();
+    }
+    store_name(al->str2.empty() ? al->str : al->str2, v, f);
+  }
+}
+
+bool ModuleLoader::package_dir_exists(std::string_view top, ModuleObj* from) {
+  std::vector<fs::path> roots;
+  if (options_.workspace_root) roots.push_back(*options_.workspace_root);
+  if (from && !from->file.empty()) roots.push_back(fs::path(from->file).parent_path());
+  for (auto& r : roots) {
+    std::error_code ec;
+    if (fs::is_directory(r / std::string(top), ec)) return true;
+  }
+  return false;
+}
+
+}  // namespace graphcore::eval

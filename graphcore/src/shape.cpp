@@ -1,0 +1,340 @@
+#include "graphcore/shape.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+namespace graphcore {
+
+// ---- dtypes -------------------------------------------------------------------------------
+
+namespace {
+struct DTypeInfo {
+  DType type;
+  std::string_view name;
+  std::string_view short_name;
+  size_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::Unknown, "unknown", "?", 0},     {DType::Bool, "bool", "bool", 1},
+    {DType::Int8, "int8", "i8", 1},          {DType::Int16, "int16", "i16", 2},
+    {DType::Int32, "int32", "i32", 4},       {DType::Int64, "int64", "i64", 8},
+    {DType::UInt8, "uint8", "u8", 1},        {DType::Float16, "float16", "f16", 2},
+    {DType::BFloat16, "bfloat16", "bf16", 2}, {DType::Float32, "float32", "f32", 4},
+    {DType::Float64, "float64", "f64", 8},   {DType::Complex64, "complex64", "c64", 8},
+};
+const DTypeInfo& info(DType t) { return kDTypes[static_cast<size_t>(t)]; }
+
+// Promotion rank: bool < unsigned/int widths < float widths.
+int rank_of(DType t) {
+  switch (t) {
+    case DType::Bool: return 0;
+    case DType::UInt8: return 1;
+    case DType::Int8: return 2;
+    case DType::Int16: return 3;
+    case DType::Int32: return 4;
+    case DType::Int64: return 5;
+    case DType::Float16: return 6;
+    case DType::BFloat16: return 7;
+    case DType::Float32: return 8;
+    case DType::Float64: return 9;
+    case DType::Complex64: return 10;
+    case DType::Unknown: return -1;
+  }
+  return -1;
+}
+}  // namespace
+
+std::string_view dtype_name(DType t) { return info(t).name; }
+std::string_view dtype_short_name(DType t) { return info(t).short_name; }
+size_t dtype_size(DType t) { return info(t).size; }
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  static const std::unordered_map<std::string_view, DType> kAliases = {
+      {"bool", DType::Bool},        {"bool_", DType::Bool},         {"int8", DType::Int8},
+      {"int16", DType::Int16},      {"short", DType::Int16},        {"int32", DType::Int32},
+      {"int", DType::Int32},        {"int64", DType::Int64},        {"long", DType::Int64},
+      {"uint8", DType::UInt8},      {"float16", DType::Float16},    {"half", DType::Float16},
+      {"fp16", DType::Float16},     {"bfloat16", DType::BFloat16},  {"float32", DType::Float32},
+      {"float", DType::Float32},    {"single", DType::Float32},     {"fp32", DType::Float32},
+      {"float64", DType::Float64},  {"double", DType::Float64},     {"fp64", DType::Float64},
+      {"complex64", DType::Complex64}, {"f32", DType::Float32},     {"f16", DType::Float16},
+      {"i32", DType::Int32},        {"i64", DType::Int64},
+  };
+  auto it = kAliases.find(name);
+  if (it == kAliases.end()) return std::nullopt;
+  return it->second;
+}
+
+bool is_floating(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 ||
+         t == DType::Float64 || t == DType::Complex64;
+}
+bool is_integral(DType t) {
+  return t == DType::Bool || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 ||
+         t == DType::Int64 || t == DType::UInt8;
+}
+
+DType promote(DType a, DType b) {
+  if (a == DType::Unknown) return b;
+  if (b == DType::Unknown) return a;
+  if (a == b) return a;
+  if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+    return DType::Float32;
+  return rank_of(a) >= rank_of(b) ? a : b;
+}
+
+// ---- symbolic dimensions --------------------------------------------------------------------
+
+// Process-wide table of symbols. An atom is a named symbol ("N", or an expression that is not a
+// monomial, e.g. "H-2"); a product is a sorted multiset of atoms. Entry 0 is unused.
+struct DimBuilder {
+  struct Entry {
+    std::string name;
+    std::vector<uint32_t> atoms;  // sorted; an atom lists itself
+    bool compound = false;        // an expression that needs parentheses inside a product
+  };
+  std::mutex mu;
+  std::vector<Entry> entries{Entry{}};
+  std::unordered_map<std::string, uint32_t> atoms_by_name;
+  std::map<std::vector<uint32_t>, uint32_t> products;
+
+  static DimBuilder& get() {
+    static DimBuilder b;
+    return b;
+  }
+
+  uint32_t atom(const std::string& name, bool compound) {
+    std::lock_guard lock(mu);
+    auto it = atoms_by_name.find(name);
+    if (it != atoms_by_name.end()) return it->second;
+    auto id = static_cast<uint32_t>(entries.size());
+    entries.push_back(Entry{name, {id}, compound});
+    atoms_by_name.emplace(name, id);
+    products.emplace(std::vector<uint32_t>{id}, id);
+    return id;
+  }
+
+  uint32_t product(std::vector<uint32_t> atoms) {
+    std::sort(atoms.begin(), atoms.end());
+    std::lock_guard lock(mu);
+    auto it = products.find(atoms);
+    if (it != products.end()) return it->second;
+    std::string name;
+    for (size_t i = 0; i < atoms.size(); ++i) {
+      if (i) name += "*";
+      const Entry& e = entries[atoms[i]];
+      name += e.compound ? "(" + e.name + ")" : e.name;
+    }
+    auto id = static_cast<uint32_t>(entries.size());
+    entries.push_back(Entry{name, atoms, true});
+    products.emplace(std::move(atoms), id);
+    return id;
+  }
+
+  std::vector<uint32_t> atoms_of(uint32_t sym) {
+    std::lock_guard lock(mu);
+    return entries[sym].atoms;
+  }
+  std::string name_of(uint32_t sym, bool* compound) {
+    std::lock_guard lock(mu);
+    if (compound) *compound = entries[sym].compound;
+    return entries[sym].name;
+  }
+
+  static Dim make(int64_t coef, uint32_t sym) {
+    if (sym != 0 && coef == 0) return Dim::known(0);
+    return Dim(coef, sym);
+  }
+};
+
+Dim Dim::symbol(std::string_view name) {
+  return DimBuilder::make(1, DimBuilder::get().atom(std::string(name), false));
+}
+
+std::string Dim::str() const {
+  if (is_unknown()) return "?";
+  if (is_known()) return std::to_string(coef_);
+  bool compound = false;
+  std::string name = DimBuilder::get().name_of(sym_, &compound);
+  if (coef_ == 1) return name;
+  std::string prefix = coef_ == -1 ? "-" : std::to_string(coef_) + "*";
+  return prefix + (compound ? "(" + name + ")" : name);
+}
+
+namespace {
+Dim expression_atom(const std::string& text) {
+  return DimBuilder::make(1, DimBuilder::get().atom(text, true));
+}
+std::string operand(Dim d) {
+  std::string s = d.str();
+  if (d.is_symbolic() && (s.find_first_of("+-*/") != std::string::npos) && s.front() != '(')
+    return "(" + s + ")";
+  return s;
+}
+}  // namespace
+
+Dim operator+(Dim a, Dim b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
+  if (a.is_known() && b.is_known()) return Dim::known(a.coef_ + b.coef_);
+  if (a.is_known() && a.coef_ == 0) return b;
+  if (b.is_known() && b.coef_ == 0) return a;
+  if (a.sym_ == b.sym_) return DimBuilder::make(a.coef_ + b.coef_, a.sym_);
+  if (b.is_known() && b.coef_ < 0) return expression_atom(a.str() + "-" + std::to_string(-b.coef_));
+  return expression_atom(a.str() + "+" + b.str());
+}
+
+Dim operator-(Dim a, Dim b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
+  if (a.is_known() && b.is_known()) return Dim::known(a.coef_ - b.coef_);
+  if (b.is_known() && b.coef_ == 0) return a;
+  if (a.sym_ == b.sym_) return DimBuilder::make(a.coef_ - b.coef_, a.sym_);
+  if (b.is_known() && b.coef_ < 0) return expression_atom(a.str() + "+" + std::to_string(-b.coef_));
+  return expression_atom(a.str() + "-" + operand(b));
+}
+
+Dim operator*(Dim a, Dim b) {
+  if (a.is_known() && a.coef_ == 0) return a;
+  if (b.is_known() && b.coef_ == 0) return b;
+  if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
+  if (a.is_known() && b.is_known()) return Dim::known(a.coef_ * b.coef_);
+  if (a.is_known()) return DimBuilder::make(a.coef_ * b.coef_, b.sym_);
+  if (b.is_known()) return DimBuilder::make(a.coef_ * b.coef_, a.sym_);
+  auto& tb = DimBuilder::get();
+  std::vector<uint32_t> atoms = tb.atoms_of(a.sym_);
+  auto more = tb.atoms_of(b.sym_);
+  atoms.insert(atoms.end(), more.begin(), more.end());
+  return DimBuilder::make(a.coef_ * b.coef_, tb.product(std::move(atoms)));
+}
+
+std::optional<Dim> Dim::exact_div(Dim a, Dim b) {
+  if (b.is_known() && b.coef_ == 0) return std::nullopt;
+  if (a.is_unknown() || b.is_unknown()) return std::nullopt;
+  if (b.is_known()) {
+    if (a.coef_ % b.coef_ != 0) return std::nullopt;
+    return DimBuilder::make(a.coef_ / b.coef_, a.sym_);
+  }
+  if (a.is_known()) return std::nullopt;
+  if (b.coef_ == 0 || a.coef_ % b.coef_ != 0) return std::nullopt;
+  auto& tb = DimBuilder::get();
+  std::vector<uint32_t> rest = tb.atoms_of(a.sym_);
+  for (uint32_t atom : tb.atoms_of(b.sym_)) {
+    auto it = std::find(rest.begin(), rest.end(), atom);
+    if (it == rest.end()) return std::nullopt;
+    rest.erase(it);
+  }
+  int64_t coef = a.coef_ / b.coef_;
+  if (rest.empty()) return Dim::known(coef);
+  return DimBuilder::make(coef, tb.product(std::move(rest)));
+}
+
+Dim Dim::floor_div(Dim a, Dim b) {
+  if (a.is_unknown() || b.is_unknown() || (b.is_known() && b.coef_ == 0)) return Dim::unknown();
+  if (a.is_known() && b.is_known()) {
+    int64_t q = a.coef_ / b.coef_;
+    if ((a.coef_ % b.coef_ != 0) && ((a.coef_ < 0) != (b.coef_ < 0))) --q;
+    return Dim::known(q);
+  }
+  if (auto exact = exact_div(a, b)) return *exact;
+  return expression_atom(operand(a) + "//" + operand(b));
+}
+
+Dim Dim::ceil_div(Dim a, Dim b) {
+  if (a.is_unknown() || b.is_unknown() || (b.is_known() && b.coef_ == 0)) return Dim::unknown();
+  if (a.is_known() && b.is_known()) return Dim::known(-floor_div(Dim::known(-a.coef_), b).coef_);
+  if (auto exact = exact_div(a, b)) return *exact;
+  return expression_atom("ceil(" + a.str() + "/" + b.str() + ")");
+}
+
+Tri dims_equal(Dim a, Dim b) {
+  if (a.is_unknown() || b.is_unknown()) return Tri::Maybe;
+  if (a.is_known() && b.is_known()) return a.value() == b.value() ? Tri::Yes : Tri::No;
+  if (a == b) return Tri::Yes;
+  return Tri::Maybe;
+}
+
+// ---- shapes ---------------------------------------------------------------------------------
+
+Shape Shape::of(std::initializer_list<int64_t> v) { return of(std::vector<int64_t>(v)); }
+Shape Shape::of(const std::vector<int64_t>& v) {
+  Shape s;
+  s.dims.reserve(v.size());
+  for (int64_t d : v) s.dims.push_back(d < 0 ? Dim::unknown() : Dim::known(d));
+  return s;
+}
+
+bool Shape::fully_known() const {
+  return ranked && std::all_of(dims.begin(), dims.end(), [](Dim d) { return d.is_known(); });
+}
+
+Dim Shape::num_elements() const {
+  if (!ranked) return Dim::unknown();
+  Dim n = Dim::known(1);
+  for (Dim d : dims) n = n * d;
+  return n;
+}
+
+const Dim& Shape::at(int64_t axis) const {
+  auto a = normalize_axis(axis, dims.size());
+  return dims.at(a.value_or(dims.size()));
+}
+
+std::string Shape::str() const {
+  if (!ranked) return "(?)";
+  std::string out = "(";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ", ";
+    out += dims[i].str();
+  }
+  if (dims.size() == 1) out += ",";
+  out += ")";
+  return out;
+}
+
+std::optional<size_t> normalize_axis(int64_t axis, size_t rank) {
+  auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) return std::nullopt;
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+std::string TensorType::str() const {
+  return shape.str() + " " + std::string(dtype_short_name(dtype));
+}
+
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b, std::string* why) {
+  if (!a.ranked || !b.ranked) return Shape::unranked();
+  size_t rank = std::max(a.rank(), b.rank());
+  Shape out;
+  out.dims.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    size_t from_end = rank - 1 - i;
+    Dim da = from_end < a.rank() ? a.dims[a.rank() - 1 - from_end] : Dim::known(1);
+    Dim db = from_end < b.rank() ? b.dims[b.rank() - 1 - from_end] : Dim::known(1);
+    Dim r;
+    if (da.is_known() && da.value() == 1) {
+      r = db;
+    } else if (db.is_known() && db.value() == 1) {
+      r = da;
+    } else {
+      switch (dims_equal(da, db)) {
+        case Tri::Yes: r = da; break;
+        case Tri::No:
+          if (why) {
+            std::ostringstream os;
+            os << "cannot broadcast shapes " << a.str() << " and " << b.str() << ": axis "
+               << (static_cast<int64_t>(i) - static_cast<int64_t>(rank)) << " has size "
+               << da.str() << " vs " << db.str();
+            *why = os.str();
+          }
+          return std::nullopt;
+        case Tri::Maybe: r = da.is_known() ? da : (db.is_known() ? db : da); break;
+      }
+    }
+    out.dims[i] = r;
+  }
+  return out;
+}
+
+}  // namespace graphcore

@@ -1,0 +1,463 @@
+// Compiling `construct`: tensor operations become nodes of the root Cell's graph, sub-Cell calls
+// are compiled recursively under their scope path, and Python values fold away.
+#include <algorithm>
+
+#include "interp.h"
+
+namespace graphcore::eval {
+
+namespace {
+constexpr char kNoteMark = '\x1f';
+}
+
+std::string GraphBuilder::unique_id(const std::string& base) {
+  uint32_t& n = id_counts[base];
+  ++n;
+  if (n == 1) return base;
+  return base + "#" + std::to_string(n);
+}
+
+std::string Interpreter::current_scope() const {
+  if (cell_stack.empty()) return "";
+  return cell_stack.back()->cell->path;
+}
+
+std::string Interpreter::instance_note() const {
+  if (cell_stack.size() < 2) return "";
+  InstanceObj* inst = cell_stack.back();
+  if (inst->cell->path.empty()) return "";
+  return std::string(1, kNoteMark) + inst->cell->path + kNoteMark + inst->cls->name;
+}
+
+std::string GraphBuilder::note_for(uint32_t node) const {
+  auto it = caller_scope.find(node);
+  if (it == caller_scope.end() || it->second.empty()) return "";
+  auto cls = scope_class.find(it->second);
+  return std::string(1, kNoteMark) + it->second + kNoteMark +
+         (cls == scope_class.end() ? std::string("a Cell") : cls->second);
+}
+
+void Interpreter::mark_consumed(const std::vector<Value>& values) {
+  if (!graph) return;
+  for (const Value& v : values) {
+    if (auto* t = v.as<TensorObj>(); t && t->graph_id == graph->graph_id) {
+      graph->consumed_by_failed.insert(t->ref.node);
+    } else if (auto* items = seq_items(v)) {
+      mark_consumed(*items);
+    }
+  }
+}
+
+namespace {
+// Rebuilds nested tuple outputs from a "(0, (1, 2))" structure attribute (LSTM's output, (h, c)).
+Value nest_outputs(const std::vector<Value>& outs, std::string_view spec, size_t& pos) {
+  while (pos < spec.size() && spec[pos] == ' ') ++pos;
+  if (pos < spec.size() && spec[pos] == '(') {
+    ++pos;
+    std::vector<Value> items;
+    while (pos < spec.size() && spec[pos] != ')') {
+      items.push_back(nest_outputs(outs, spec, pos));
+      while (pos < spec.size() && (spec[pos] == ' ' || spec[pos] == ',')) ++pos;
+    }
+    ++pos;
+    return make_tuple(std::move(items));
+  }
+  size_t start = pos;
+  while (pos < spec.size() && std::isdigit(static_cast<unsigned char>(spec[pos]))) ++pos;
+  size_t idx = start < pos ? std::stoul(std::string(spec.substr(start, pos - start))) : outs.size();
+  return idx < outs.size() ? outs[idx] : Value::unknown();
+}
+}  // namespace
+
+Value Interpreter::pack_outputs(std::vector<Value> outs, const std::vector<Attr>& attrs, bool returns_tuple) {
+  for (const Attr& a : attrs) {
+    if (a.name != "tuple_structure") continue;
+    if (auto* spec = std::get_if<std::string>(&a.value)) {
+      size_t pos = 0;
+      return nest_outputs(outs, *spec, pos);
+    }
+  }
+  if (outs.size() == 1 && !returns_tuple) return outs[0];
+  return make_tuple(std::move(outs));
+}
+
+ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
+  auto* t = v.as<TensorObj>();
+  if (t->graph_id == graph->graph_id) return t->ref;
+  auto it = graph->captured.find(t);
+  if (it != graph->captured.end()) return it->second;
+  Node n;
+  n.outputs.push_back(t->type);
+  n.file = site.file();
+  n.range = site.range();
+  if (t->is_parameter) {
+    n.kind = NodeKind::Parameter;
+    n.op = "Parameter";
+    // Name it after the Cell attribute that holds it, searching the Cells being compiled.
+    std::string name;
+    for (auto cit = cell_stack.rbegin(); cit != cell_stack.rend() && name.empty(); ++cit) {
+      for (auto& [k, p] : (*cit)->cell->params) {
+        if (p.o.get() == t) {
+          name = (*cit)->cell->path.empty() ? k : (*cit)->cell->path + "." + k;
+          break;
+        }
+      }
+    }
+    if (name.empty()) name = t->param_name.empty() ? "parameter" : t->param_name;
+    n.id = graph->unique_id(name);
+    n.params.push_back(name);
+    n.scope = current_scope();
+  } else {
+    n.kind = NodeKind::Constant;
+    n.op = "Constant";
+    n.scope = current_scope();
+    n.id = graph->unique_id((n.scope.empty() ? "" : n.scope + "/") + "Constant");
+  }
+  auto idx = static_cast<uint32_t>(graph->graph.nodes.size());
+  graph->graph.nodes.push_back(std::move(n));
+  ValueRef ref{idx, 0};
+  graph->captured.emplace(t, ref);
+  return ref;
+}
+
+Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
+                               std::vector<TensorType> outputs, std::vector<Attr> attrs,
+                               double flops, const Site& site, bool returns_tuple) {
+  Node n;
+  n.kind = NodeKind::Op;
+  n.api = e->name;
+  n.op = e->op.empty() ? e->name.substr(e->name.rfind('.') + 1) : e->op;
+  if (obj && obj->cell && !obj->cell->path.empty()) {
+    n.scope = obj->cell->path;
+    n.id = graph->unique_id(obj->cell->path);
+    for (auto& p : obj->cell->api_params) n.params.push_back(obj->cell->path + "." + p.name);
+  } else {
+    n.scope = current_scope();
+    n.id = graph->unique_id((n.scope.empty() ? "" : n.scope + "/") + n.op);
+  }
+  n.inputs.reserve(inputs.size());
+  for (const Value& in : inputs) n.inputs.push_back(graph_value(in, site));
+  n.outputs = outputs;
+  n.attrs = std::move(attrs);
+  n.file = site.file();
+  n.range = site.range();
+  n.flops = flops;
+  auto idx = static_cast<uint32_t>(graph->graph.nodes.size());
+  graph->graph.nodes.push_back(std::move(n));
+  if (cell_stack.size() > 1) graph->caller_scope[idx] = current_scope();
+  std::vector<Value> outs;
+  for (uint32_t i = 0; i < outputs.size(); ++i) {
+    auto t = std::make_shared<TensorObj>(outputs[i]);
+    t->graph_id = graph->graph_id;
+    t->ref = ValueRef{idx, i};
+    outs.push_back(Value::obj(t));
+  }
+  return pack_outputs(std::move(outs), graph->graph.nodes[idx].attrs, returns_tuple);
+}
+
+Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value, CallArgs& args,
+                                     const Site& site) {
+  if (std::find(cell_stack.begin(), cell_stack.end(), cell) != cell_stack.end()) {
+    report(site, Severity::Error, "recursion", "`" + cell->cls->name + "` calls itself from its own construct");
+    return Value::unknown();
+  }
+  ClassObj* owner = nullptr;
+  FunctionObj* fn = nullptr;
+  for (ClassObj* c : cell->cls->mro) {
+    if (Value* v = c->attrs.find(make_str("construct"))) {
+      fn = v->as<FunctionObj>();
+      owner = c;
+      break;
+    }
+  }
+  if (!fn) return Value::unknown();
+  cell_stack.push_back(cell);
+  if (graph) graph->scope_class[cell->cell->path] = cell->cls->name;
+  Value result;
+  try {
+    result = call_function(fn, args, site, &cell_value, owner);
+  } catch (...) {
+    cell_stack.pop_back();
+    throw;
+  }
+  cell_stack.pop_back();
+  if (result.is_none()) {
+    bool has_return = false;
+    std::function<void(std::span<ast::Node*>)> scan = [&](std::span<ast::Node*> body) {
+      for (ast::Node* s : body) {
+        if (!s || has_return) return;
+        if (s->kind == ast::K::Return && s->a) has_return = true;
+        if (s->kind == ast::K::FunctionDef || s->kind == ast::K::ClassDef) continue;
+        scan(s->list);
+        scan(s->list2);
+        if (s->a && s->a->kind == ast::K::Block) scan(s->a->list);
+        if (s->b && s->b->kind == ast::K::Block) scan(s->b->list);
+      }
+    };
+    scan(fn->def->list2);
+    if (!has_return) {
+      SourceRange r = fn->def->range;
+      r.end = Position{r.start.line, r.start.column + 3 + 1 + static_cast<uint32_t>(fn->def->str.size())};
+      report_at(fn->module ? fn->module->file : site.file(), r, Severity::Warning, "no-return",
+                "`" + cell->cls->name +
+                    ".construct` returns nothing: the compiled graph has no output (MindSpore "
+                    "reports \"No output node found\" when exporting)");
+    }
+  }
+  return result;
+}
+
+Value Interpreter::tensor_binop(std::string_view api, const Value& a, const Value& b, const Site& site) {
+  const ApiEntry* e = Registry::instance().find(api, options.mindspore_version);
+  if (!e) return Value::unknown();
+  CallArgs args;
+  args.pos.push_back(a);
+  args.pos_ranges.push_back(site.node && site.node->a ? site.node->a->range : site.range());
+  if (!b.is_none() || e->call_params.size() > 1) {
+    if (!(b.is_none() && e->call_params.size() > 1 && !e->call_params[1].required())) {
+      args.pos.push_back(b);
+      args.pos_ranges.push_back(site.node && site.node->b ? site.node->b->range : site.range());
+    }
+  }
+  return call_api_function(e, args, site, nullptr);
+}
+
+Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Site& site, bool report_missing) {
+  auto* t = tv.as<TensorObj>();
+  if (!t) return Value::unknown();
+  const Shape& s = t->type.shape;
+  auto dim_value = [](Dim d) -> Value {
+    if (d.is_known()) return Value::integer(d.value());
+    if (d.is_symbolic()) return Value::obj(std::make_shared<SymIntObj>(d));
+    return Value::unknown();
+  };
+  if (name == "shape") {
+    if (!s.ranked) return Value::unknown();
+    std::vector<Value> dims;
+    for (Dim d : s.dims) dims.push_back(dim_value(d));
+    return make_tuple(std::move(dims));
+  }
+  if (name == "ndim") return s.ranked ? Value::integer(static_cast<int64_t>(s.rank())) : Value::unknown();
+  if (name == "dtype") return dtype_value(t->type.dtype);
+  if (name == "size") return dim_value(s.num_elements());
+  if (name == "itemsize") return Value::integer(static_cast<int64_t>(dtype_size(t->type.dtype)));
+  if (name == "nbytes") return dim_value(s.num_elements() * Dim::known(static_cast<int64_t>(dtype_size(t->type.dtype))));
+  if (name == "requires_grad") return Value::boolean(t->requires_grad);
+  if (name == "name") return t->param_name.empty() ? Value::unknown() : make_str(t->param_name);
+  if (name == "data") return tv;
+  if (name == "T" || name == "mT") {
+    if (!s.ranked) return Value::unknown();
+    std::vector<Value> perm;
+    for (size_t i = s.rank(); i-- > 0;) perm.push_back(Value::integer(static_cast<int64_t>(i)));
+    const ApiEntry* e = Registry::instance().find("ops.transpose", options.mindspore_version);
+    if (!e) return Value::unknown();
+    CallArgs a;
+    a.pos = {tv, make_tuple(std::move(perm))};
+    a.pos_ranges = {site.range(), site.range()};
+    return call_api_function(e, a, site, nullptr);
+  }
+  static const char* kSelfReturning[] = {"set_data", "init_data", "set_dtype", "assign_value", "clone",
+                                         "asnumpy", "asnumpy_of_slice_persistent_data", "value",
+                                         "set_param_ps", "contiguous"};
+  for (const char* m : kSelfReturning) {
+    if (name == m) {
+      Value self = tv;
+      return Value::obj(std::make_shared<BuiltinObj>(
+          m, [self](Interpreter&, CallArgs&, const Site&) { return self; }));
+    }
+  }
+  std::string full = "Tensor." + std::string(name);
+  const ApiEntry* e = Registry::instance().find(full, options.mindspore_version);
+  if (!e) {
+    // numpy arrays: astype/reshape/... share the Tensor method rules.
+    if (report_missing && t->is_numpy && name == "tolist") return Value::unknown();
+    return Value::obj(std::make_shared<BuiltinObj>(
+        full, [full](Interpreter& in, CallArgs& args, const Site& call_site) -> Value {
+          in.mark_consumed(args.pos);
+          if (in.graph) {
+            in.report(call_site, Severity::Information, "unmodelled-api",
+                      "Cellscope has no shape rule for `" + full + "`; shapes after this call are unknown");
+            auto out = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
+            out->poisoned = true;
+            return Value::obj(out);
+          }
+          return Value::unknown();
+        }));
+  }
+  Value self = tv;
+  return Value::obj(std::make_shared<BuiltinObj>(
+      full, [e, self](Interpreter& in, CallArgs& args, const Site& cs) -> Value {
+        CallArgs with_self;
+        with_self.pos.push_back(self);
+        with_self.pos_ranges.push_back(cs.node && cs.node->a ? cs.node->a->range : cs.range());
+        with_self.pos.insert(with_self.pos.end(), args.pos.begin(), args.pos.end());
+        with_self.pos_ranges.insert(with_self.pos_ranges.end(), args.pos_ranges.begin(), args.pos_ranges.end());
+        with_self.kw = args.kw;
+        with_self.kw_ranges = args.kw_ranges;
+        Value r = in.call_api_function(e, with_self, cs, nullptr);
+        if (auto* rt = r.as<TensorObj>(); rt && self.as<TensorObj>()->is_numpy && rt->graph_id == 0) rt->is_numpy = true;
+        return r;
+      }));
+}
+
+// Indexing a tensor with ints, slices, None, Ellipsis, lists and integer tensors (GRAPH_MODE
+// semantics): the result shape, plus a StridedSlice/Gather node.
+Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const Site& site) {
+  auto* t = tv.as<TensorObj>();
+  const Shape& s = t->type.shape;
+  std::vector<Value> idx;
+  if (auto* tup = index.as<TupleObj>()) idx = tup->items;
+  else idx.push_back(index);
+  auto poisoned_result = [&]() {
+    auto r = std::make_shared<TensorObj>(TensorType{Shape::unranked(), t->type.dtype});
+    r->poisoned = true;
+    return Value::obj(r);
+  };
+  if (t->poisoned) return poisoned_result();
+  Shape out;
+  bool gather = false;
+  std::string index_text;
+  if (!s.ranked) {
+    out = Shape::unranked();
+  } else {
+    size_t consumed = 0;
+    for (const Value& x : idx) {
+      if (!(x.is_none() || x.as<EllipsisObj>())) ++consumed;
+    }
+    size_t axis = 0;
+    for (const Value& x : idx) {
+      if (!index_text.empty()) index_text += ", ";
+      if (x.is_none()) {
+        out.dims.push_back(Dim::known(1));
+        index_text += "None";
+        continue;
+      }
+      if (x.as<EllipsisObj>()) {
+        size_t fill = s.rank() >= consumed ? s.rank() - consumed : 0;
+        for (size_t k = 0; k < fill && axis < s.rank(); ++k) out.dims.push_back(s.dims[axis++]);
+        index_text += "...";
+        continue;
+      }
+      if (axis >= s.rank()) {
+        report(site, Severity::Error, "index-error",
+               "too many indices for a tensor of shape " + s.str() + " (" +
+                   std::to_string(consumed) + " indices for rank " + std::to_string(s.rank()) + ")" +
+                   instance_note());
+        return poisoned_result();
+      }
+      Dim d = s.dims[axis];
+      if (x.is_int()) {
+        int64_t i = x.as_int();
+        if (d.is_known() && (i >= d.value() || i < -d.value())) {
+          report(site, Severity::Error, "index-error",
+                 "index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
+                     " with size " + std::to_string(d.value()) + instance_note());
+          return poisoned_result();
+        }
+        index_text += std::to_string(i);
+        ++axis;
+        continue;
+      }
+      if (x.as<SymIntObj>() || x.is_unknown()) {
+        index_text += "i";
+        ++axis;
+        continue;
+      }
+      if (auto* sl = x.as<SliceObj>()) {
+        auto part = [](const Value& v) { return v.is_none() ? std::string() : repr(v); };
+        index_text += part(sl->start) + ":" + part(sl->stop) + (sl->step.is_none() ? "" : ":" + part(sl->step));
+        bool full = sl->start.is_none() && sl->stop.is_none() && (sl->step.is_none() || (sl->step.is_int() && sl->step.as_int() == 1));
+        if (full) {
+          out.dims.push_back(d);
+        } else if (d.is_known() && (sl->start.is_none() || sl->start.is_int()) &&
+                   (sl->stop.is_none() || sl->stop.is_int()) && (sl->step.is_none() || sl->step.is_int())) {
+          int64_t n = d.value();
+          int64_t step = sl->step.is_int() ? sl->step.as_int() : 1;
+          if (step == 0) step = 1;
+          auto clampv = [&](const Value& v, int64_t dflt) {
+            if (!v.is_int()) return dflt;
+            int64_t q = v.as_int();
+            if (q < 0) q += n;
+            return step > 0 ? std::clamp<int64_t>(q, 0, n) : std::clamp<int64_t>(q, -1, n - 1);
+          };
+          int64_t a = clampv(sl->start, step > 0 ? 0 : n - 1);
+          int64_t b = clampv(sl->stop, step > 0 ? n : -1);
+          int64_t len = step > 0 ? (b > a ? (b - a + step - 1) / step : 0) : (a > b ? (a - b - step - 1) / (-step) : 0);
+          out.dims.push_back(Dim::known(len));
+        } else if ((sl->start.is_none() || (sl->start.is_int() && sl->start.as_int() >= 0)) &&
+                   sl->stop.is_int() && sl->stop.as_int() >= 0 && (sl->step.is_none())) {
+          int64_t a = sl->start.is_int() ? sl->start.as_int() : 0;
+          out.dims.push_back(Dim::known(std::max<int64_t>(0, sl->stop.as_int() - a)));
+        } else if (sl->stop.as<SymIntObj>() && sl->start.is_none() && sl->step.is_none()) {
+          out.dims.push_back(sl->stop.as<SymIntObj>()->dim);
+        } else {
+          out.dims.push_back(Dim::unknown());
+        }
+        ++axis;
+        continue;
+      }
+      if (auto* it = x.as<TensorObj>()) {
+        gather = true;
+        index_text += "tensor";
+        if (it->type.dtype == DType::Bool) {
+          out.dims.push_back(Dim::unknown());
+        } else if (it->type.shape.ranked) {
+          for (Dim dd : it->type.shape.dims) out.dims.push_back(dd);
+        } else {
+          out = Shape::unranked();
+          break;
+        }
+        ++axis;
+        continue;
+      }
+      if (auto* items = seq_items(x)) {
+        gather = true;
+        index_text += repr(x);
+        out.dims.push_back(Dim::known(static_cast<int64_t>(items->size())));
+        ++axis;
+        continue;
+      }
+      if (x.k == VK::Bool) {
+        out.dims.push_back(Dim::known(x.b ? 1 : 0));
+        continue;
+      }
+      report(site, Severity::Error, "type-error",
+             "a tensor cannot be indexed with `" + type_name(x) + "`" + instance_note());
+      return poisoned_result();
+    }
+    if (out.ranked) {
+      for (; axis < s.rank(); ++axis) out.dims.push_back(s.dims[axis]);
+    }
+  }
+  TensorType rt{out, t->type.dtype};
+  bool in_graph = graph && (t->graph_id != 0 || t->is_parameter);
+  std::vector<Value> inputs{tv};
+  for (const Value& x : idx) {
+    if (auto* it = x.as<TensorObj>()) {
+      in_graph |= graph && it->graph_id != 0;
+      inputs.push_back(x);
+    }
+  }
+  if (!in_graph) {
+    auto r = std::make_shared<TensorObj>(rt);
+    r->is_numpy = t->is_numpy;
+    return Value::obj(r);
+  }
+  static ApiEntry kIndex = [] {
+    ApiEntry e;
+    e.name = "Tensor.__getitem__";
+    e.op = "StridedSlice";
+    return e;
+  }();
+  static ApiEntry kGather = [] {
+    ApiEntry e;
+    e.name = "Tensor.__getitem__";
+    e.op = "Gather";
+    return e;
+  }();
+  std::vector<Attr> attrs{Attr{"index", "[" + index_text + "]"}};
+  return add_op_node(gather ? &kGather : &kIndex, nullptr, std::move(inputs), {rt}, std::move(attrs), 0,
+                     site, false);
+}
+
+}  // namespace graphcore::eval

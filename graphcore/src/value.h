@@ -1,0 +1,306 @@
+// Values of the static evaluator: Python scalars and containers, user functions/classes and
+// instances, Cells, MindSpore namespaces and API objects, and abstract tensors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ast.h"
+#include "graphcore/registry.h"
+#include "graphcore/shape.h"
+
+namespace graphcore::eval {
+
+struct Object;
+using Ref = std::shared_ptr<Object>;
+
+enum class VK : uint8_t { None, Bool, Int, Float, Obj, Unknown };
+
+// A small value: scalars inline, everything else behind a shared object.
+struct Value {
+  VK k = VK::None;
+  union {
+    bool b;
+    int64_t i;
+    double f;
+  };
+  Ref o;
+
+  Value() : i(0) {}
+  static Value none() { return Value(); }
+  static Value boolean(bool v) { Value x; x.k = VK::Bool; x.b = v; return x; }
+  static Value integer(int64_t v) { Value x; x.k = VK::Int; x.i = v; return x; }
+  static Value real(double v) { Value x; x.k = VK::Float; x.f = v; return x; }
+  static Value obj(Ref r) { Value x; x.k = VK::Obj; x.o = std::move(r); return x; }
+  static Value unknown() { Value x; x.k = VK::Unknown; return x; }
+
+  [[nodiscard]] bool is_none() const { return k == VK::None; }
+  [[nodiscard]] bool is_unknown() const { return k == VK::Unknown; }
+  [[nodiscard]] bool is_int() const { return k == VK::Int || k == VK::Bool; }
+  [[nodiscard]] bool is_number() const { return k == VK::Int || k == VK::Bool || k == VK::Float; }
+  [[nodiscard]] int64_t as_int() const { return k == VK::Bool ? (b ? 1 : 0) : i; }
+  [[nodiscard]] double as_float() const { return k == VK::Float ? f : static_cast<double>(as_int()); }
+  template <class T>
+  [[nodiscard]] T* as() const;  // the object as T, or nullptr
+};
+
+enum class OK : uint8_t {
+  Str, Tuple, List, Dict, Set, Range, Slice, Ellipsis, Function, BoundMethod, Builtin, Class,
+  Instance, Module, Namespace, ApiFunction, Tensor, DType, Super, Property, Opaque, SymInt,
+};
+
+struct Object {
+  explicit Object(OK k) : kind(k) {}
+  virtual ~Object() = default;
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+  OK kind;
+};
+
+template <class T>
+T* Value::as() const {
+  if (k != VK::Obj || !o || o->kind != T::kKind) return nullptr;
+  return static_cast<T*>(o.get());
+}
+
+struct StrObj : Object {
+  static constexpr OK kKind = OK::Str;
+  explicit StrObj(std::string v) : Object(kKind), s(std::move(v)) {}
+  std::string s;
+};
+
+struct TupleObj : Object {
+  static constexpr OK kKind = OK::Tuple;
+  explicit TupleObj(std::vector<Value> v) : Object(kKind), items(std::move(v)) {}
+  std::vector<Value> items;
+};
+
+struct ListObj : Object {
+  static constexpr OK kKind = OK::List;
+  explicit ListObj(std::vector<Value> v) : Object(kKind), items(std::move(v)) {}
+  std::vector<Value> items;
+};
+
+struct SetObj : Object {
+  static constexpr OK kKind = OK::Set;
+  explicit SetObj(std::vector<Value> v) : Object(kKind), items(std::move(v)) {}
+  std::vector<Value> items;
+};
+
+// Insertion-ordered dict with hashable keys (str, int, bool, None, tuples of those, objects by identity).
+struct DictObj : Object {
+  static constexpr OK kKind = OK::Dict;
+  DictObj() : Object(kKind) {}
+  std::vector<std::pair<Value, Value>> entries;
+  Value* find(const Value& key);
+  void set(const Value& key, Value v);
+  bool erase(const Value& key);
+};
+
+struct RangeObj : Object {
+  static constexpr OK kKind = OK::Range;
+  RangeObj(int64_t a, int64_t b, int64_t s) : Object(kKind), start(a), stop(b), step(s) {}
+  int64_t start, stop, step;
+  [[nodiscard]] int64_t size() const;
+};
+
+struct SliceObj : Object {
+  static constexpr OK kKind = OK::Slice;
+  SliceObj(Value a, Value b, Value c) : Object(kKind), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
+  Value start, stop, step;
+};
+
+struct EllipsisObj : Object {
+  static constexpr OK kKind = OK::Ellipsis;
+  EllipsisObj() : Object(kKind) {}
+};
+
+struct ModuleObj;
+struct Frame;
+
+struct FunctionObj : Object {
+  static constexpr OK kKind = OK::Function;
+  FunctionObj() : Object(kKind) {}
+  std::string name;
+  const ast::Node* def = nullptr;  // FunctionDef or Lambda
+  std::vector<Value> defaults;      // aligned with def's params (Unknown/None when absent)
+  std::vector<bool> has_default;
+  std::shared_ptr<Frame> closure;   // enclosing function frame (nullptr at module level)
+  ModuleObj* module = nullptr;
+  bool is_static = false;
+  bool is_classmethod = false;
+  std::string qualname;  // "ResNet.__init__"
+};
+
+struct BoundMethodObj : Object {
+  static constexpr OK kKind = OK::BoundMethod;
+  BoundMethodObj(Value s, Value f) : Object(kKind), self(std::move(s)), func(std::move(f)) {}
+  Value self;
+  Value func;  // FunctionObj or BuiltinObj
+};
+
+class Interpreter;
+struct CallArgs;
+struct Site;
+
+using BuiltinFn = std::function<Value(Interpreter&, CallArgs&, const Site&)>;
+
+struct BuiltinObj : Object {
+  static constexpr OK kKind = OK::Builtin;
+  BuiltinObj(std::string n, BuiltinFn f, Value bound_self = {})
+      : Object(kKind), name(std::move(n)), fn(std::move(f)), self(std::move(bound_self)) {}
+  std::string name;
+  BuiltinFn fn;
+  Value self;  // for methods of builtin objects (list.append, Cell.cells_and_names)
+};
+
+// Native classes the interpreter implements itself.
+enum class NativeClass : uint8_t {
+  None, Object, Cell, SequentialCell, CellList, CellDict, Exception, Parameter, Tensor, Int, Float,
+  Str, Bool, List, Tuple, Dict, Set, Type, Initializer,
+};
+
+struct ClassObj : Object {
+  static constexpr OK kKind = OK::Class;
+  ClassObj() : Object(kKind) {}
+  std::string name;
+  const ast::Node* def = nullptr;          // user ClassDef, or nullptr
+  std::vector<Value> bases;
+  std::vector<ClassObj*> mro;              // self first
+  DictObj attrs;                           // class namespace
+  NativeClass native = NativeClass::None;  // for native classes
+  const ApiEntry* api = nullptr;           // registry class (nn.Conv2d, ops.Add)
+  ModuleObj* module = nullptr;
+  bool is_cell = false;  // derives from nn.Cell (directly, through user classes or registry)
+  [[nodiscard]] const Value* lookup(std::string_view name) const;  // through the MRO
+  [[nodiscard]] bool derives_from(const ClassObj* other) const;
+  [[nodiscard]] NativeClass native_base() const;  // first native class in the MRO
+  [[nodiscard]] const ApiEntry* api_base() const;  // first registry class in the MRO
+};
+
+struct TensorObj;
+
+// Cell-specific state of an instance.
+struct CellState {
+  std::vector<std::pair<std::string, Value>> children;  // registered sub-Cells in order
+  std::vector<std::pair<std::string, Value>> params;    // own Parameters (relative names)
+  std::vector<Value> items;                             // SequentialCell / CellList contents
+  std::vector<std::string> item_names;                  // SequentialCell from an OrderedDict
+  // Registry-backed objects (nn.Conv2d instances, ops.Add instances).
+  const ApiEntry* api = nullptr;
+  std::vector<std::pair<std::string, ArgValue>> init_args;
+  std::vector<std::pair<std::string, Value>> init_values;  // the same arguments as values
+  std::vector<Attr> attrs;
+  std::vector<ParamInfo> api_params;
+  bool init_failed = false;
+  // Where it was constructed (the call in the parent's __init__).
+  std::string file;
+  SourceRange site;
+  std::string path;  // instance path within the analysed root, e.g. "layer1.0.conv1"
+};
+
+struct InstanceObj : Object {
+  static constexpr OK kKind = OK::Instance;
+  explicit InstanceObj(ClassObj* c, Value cls_ref) : Object(kKind), cls(c), cls_value(std::move(cls_ref)) {}
+  ClassObj* cls;
+  Value cls_value;  // keeps the class alive
+  DictObj attrs;
+  std::unique_ptr<CellState> cell;  // non-null for Cells and registry objects
+  [[nodiscard]] bool is_cell() const { return cls->is_cell; }
+};
+
+struct ModuleObj : Object {
+  static constexpr OK kKind = OK::Module;
+  ModuleObj() : Object(kKind) {}
+  std::string name;  // dotted
+  std::string file;  // path, empty for synthetic modules
+  DictObj globals;
+  const ast::ParsedFile* parsed = nullptr;
+  bool loading = false;
+  bool opaque = false;  // an unresolved third-party module: every attribute is Unknown
+};
+
+// A MindSpore namespace (mindspore, mindspore.nn, mindspore.ops, ...), resolved lazily.
+struct NamespaceObj : Object {
+  static constexpr OK kKind = OK::Namespace;
+  NamespaceObj(std::string n, std::string p, bool s)
+      : Object(kKind), name(std::move(n)), prefix(std::move(p)), strict(s) {}
+  std::string name;    // "mindspore.nn"
+  std::string prefix;  // registry prefix: "nn.", "ops.", "" for the root
+  bool strict;         // unknown attributes are errors (nn, ops)
+  DictObj cache;
+};
+
+struct ApiFunctionObj : Object {
+  static constexpr OK kKind = OK::ApiFunction;
+  explicit ApiFunctionObj(const ApiEntry* e) : Object(kKind), entry(e) {}
+  const ApiEntry* entry;
+};
+
+// An abstract tensor: type, plus where it comes from in the graph being compiled.
+struct TensorObj : Object {
+  static constexpr OK kKind = OK::Tensor;
+  explicit TensorObj(TensorType t) : Object(kKind), type(std::move(t)) {}
+  TensorType type;
+  uint32_t graph_id = 0;  // 0: not produced inside a graph (constant/Parameter from __init__)
+  ValueRef ref;
+  bool is_parameter = false;
+  bool requires_grad = true;
+  std::string param_name;  // relative name given at creation (Parameter(..., name=...))
+  bool is_numpy = false;   // a numpy ndarray constant
+  bool poisoned = false;   // produced by a failed op: suppress follow-on diagnostics
+};
+
+struct DTypeObj : Object {
+  static constexpr OK kKind = OK::DType;
+  explicit DTypeObj(DType t) : Object(kKind), dtype(t) {}
+  DType dtype;
+};
+
+struct SuperObj : Object {
+  static constexpr OK kKind = OK::Super;
+  SuperObj(ClassObj* after, Value s) : Object(kKind), start_after(after), self(std::move(s)) {}
+  ClassObj* start_after;
+  Value self;
+};
+
+struct PropertyObj : Object {
+  static constexpr OK kKind = OK::Property;
+  explicit PropertyObj(Value g) : Object(kKind), getter(std::move(g)) {}
+  Value getter;
+};
+
+// Something the evaluator tracks by name only: initializers, dataset objects, optimisers...
+struct OpaqueObj : Object {
+  static constexpr OK kKind = OK::Opaque;
+  explicit OpaqueObj(std::string t) : Object(kKind), type_name(std::move(t)) {}
+  std::string type_name;  // "Normal", "mindspore.dataset.MnistDataset"
+  std::vector<Value> args;
+  DictObj attrs;
+};
+
+// A Python int known only symbolically, such as a batch size read from `x.shape`.
+struct SymIntObj : Object {
+  static constexpr OK kKind = OK::SymInt;
+  explicit SymIntObj(Dim d) : Object(kKind), dim(d) {}
+  Dim dim;
+};
+
+// ---- helpers ----
+Value make_str(std::string s);
+Value make_tuple(std::vector<Value> v);
+Value make_list(std::vector<Value> v);
+Value make_tensor(TensorType t);
+std::string type_name(const Value& v);
+std::string repr(const Value& v, int depth = 0);
+bool values_equal(const Value& a, const Value& b);  // Python ==, for hashable/simple values
+const std::string* str_of(const Value& v);           // the string if v is a str
+// The elements if `v` is a tuple or list.
+const std::vector<Value>* seq_items(const Value& v);
+
+}  // namespace graphcore::eval

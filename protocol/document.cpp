@@ -1,0 +1,362 @@
+#include "protocol/document.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace cellscope::protocol {
+
+#ifndef CELLSCOPE_VERSION
+#define CELLSCOPE_VERSION "0.0.0"
+#endif
+
+std::string_view tool_version() { return CELLSCOPE_VERSION; }
+
+// ---------------------------------------------------------------------------------------------
+// PositionMapper
+
+struct PositionMapper::Entry {
+  std::string text;  // owns the bytes the index views
+  std::optional<graphcore::LineIndex> index;
+};
+
+PositionMapper::PositionMapper(TextProvider provider) : provider_(std::move(provider)) {}
+
+PositionMapper::PositionMapper(graphcore::SourceProvider& sources)
+    : provider_([&sources](const std::string& file) { return sources.read(file); }) {}
+
+PositionMapper::~PositionMapper() = default;
+
+PositionMapper::Entry* PositionMapper::entry(const std::string& file) {
+  auto it = cache_.find(file);
+  if (it == cache_.end()) {
+    auto e = std::make_unique<Entry>();
+    if (!file.empty() && provider_) {
+      if (auto text = provider_(file)) {
+        e->text = std::move(*text);
+        // graphcore parses sanitised text (same byte offsets); index the same bytes.
+        graphcore::sanitize_utf8(e->text);
+        e->index.emplace(e->text);
+      }
+    }
+    it = cache_.emplace(file, std::move(e)).first;
+  }
+  return it->second.get();
+}
+
+Position PositionMapper::position(const std::string& file, const graphcore::Position& pos) {
+  Position out;
+  out.set_line(pos.line);
+  out.set_character(pos.column);
+  Entry* e = entry(file);
+  if (e->index && pos.line < e->index->line_count()) {
+    const auto line = e->index->line_text(pos.line);
+    graphcore::Position clamped = pos;
+    if (clamped.column > line.size()) clamped.column = static_cast<uint32_t>(line.size());
+    out.set_character(e->index->utf16_column(clamped));
+  }
+  return out;
+}
+
+Range PositionMapper::range(const std::string& file, const graphcore::SourceRange& range) {
+  Range out;
+  *out.mutable_start() = position(file, range.start);
+  *out.mutable_end() = position(file, range.end);
+  return out;
+}
+
+const std::string* PositionMapper::text(const std::string& file) {
+  Entry* e = entry(file);
+  return e->index ? &e->text : nullptr;
+}
+
+std::string_view PositionMapper::line_text(const std::string& file, uint32_t line) {
+  Entry* e = entry(file);
+  if (!e->index || line >= e->index->line_count()) return {};
+  std::string_view text = e->index->line_text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leaf conversions
+
+google::protobuf::Value dim_value(const graphcore::Dim& dim) {
+  google::protobuf::Value v;
+  if (dim.is_known()) {
+    v.set_number_value(static_cast<double>(dim.value()));
+  } else if (dim.is_symbolic()) {
+    v.set_string_value(dim.str());
+  } else {
+    v.set_null_value(google::protobuf::NULL_VALUE);
+  }
+  return v;
+}
+
+void set_shape(const graphcore::Shape& shape,
+               google::protobuf::RepeatedPtrField<google::protobuf::Value>* out) {
+  out->Clear();
+  if (!shape.ranked) return;
+  out->Reserve(static_cast<int>(shape.dims.size()));
+  for (const auto& d : shape.dims) *out->Add() = dim_value(d);
+}
+
+Tensor tensor(std::string name, const graphcore::TensorType& type) {
+  Tensor t;
+  t.set_name(std::move(name));
+  set_shape(type.shape, t.mutable_shape());
+  t.set_dtype(std::string(graphcore::dtype_name(type.dtype)));
+  if (!type.shape.ranked) t.set_unranked(true);
+  return t;
+}
+
+google::protobuf::Value attr_value(const graphcore::AttrValue& value) {
+  google::protobuf::Value v;
+  std::visit(
+      [&v](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          v.set_null_value(google::protobuf::NULL_VALUE);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          v.set_bool_value(x);
+        } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+          v.set_number_value(static_cast<double>(x));
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          v.set_string_value(x);
+        } else {  // std::vector<int64_t>
+          auto* list = v.mutable_list_value();
+          for (int64_t i : x) list->add_values()->set_number_value(static_cast<double>(i));
+        }
+      },
+      value);
+  return v;
+}
+
+std::string_view node_kind_name(graphcore::NodeKind kind) {
+  switch (kind) {
+    case graphcore::NodeKind::Input:
+      return "input";
+    case graphcore::NodeKind::Parameter:
+      return "parameter";
+    case graphcore::NodeKind::Constant:
+      return "constant";
+    case graphcore::NodeKind::Op:
+      return "op";
+  }
+  return "op";
+}
+
+Diagnostic diagnostic(const graphcore::Diagnostic& diag, PositionMapper& positions) {
+  Diagnostic d;
+  d.set_file(diag.file);
+  *d.mutable_range() = positions.range(diag.file, diag.range);
+  d.set_severity(graphcore::severity_name(diag.severity));
+  d.set_code(diag.code);
+  d.set_message(diag.message);
+  for (const auto& r : diag.related) {
+    auto* out = d.add_related();
+    out->set_file(r.file);
+    *out->mutable_range() = positions.range(r.file, r.range);
+    out->set_message(r.message);
+  }
+  for (const auto& f : diag.fixes) {
+    auto* out = d.add_fixes();
+    out->set_title(f.title);
+    for (const auto& e : f.edits) {
+      auto* edit = out->add_edits();
+      edit->set_file(e.file);
+      *edit->mutable_range() = positions.range(e.file, e.range);
+      edit->set_new_text(e.new_text);
+    }
+  }
+  return d;
+}
+
+namespace {
+
+double element_count(const graphcore::Shape& shape) {
+  if (!shape.ranked) return 0;
+  double n = 1;
+  for (const auto& d : shape.dims) {
+    if (!d.is_known()) return 0;
+    n *= static_cast<double>(d.value());
+  }
+  return n;
+}
+
+}  // namespace
+
+Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool include_nodes) {
+  Cell c;
+  c.set_name(report.name);
+  c.set_class_name(report.class_name);
+  c.set_file(report.file);
+  *c.mutable_range() = positions.range(report.file, report.range);
+  for (const auto& in : report.inputs) *c.add_inputs() = tensor(in.name, in.type);
+  for (const auto& out : report.outputs) *c.add_outputs() = tensor(out.name, out.type);
+  c.set_params(static_cast<double>(report.trainable_params));
+  c.set_total_params(static_cast<double>(report.total_params));
+  c.set_flops(std::isfinite(report.flops) ? report.flops : 0.0);
+  c.set_compiled(report.compiled);
+  for (const auto& p : report.params) {
+    auto* out = c.add_parameters();
+    out->set_name(p.name);
+    set_shape(p.shape, out->mutable_shape());
+    out->set_dtype(std::string(graphcore::dtype_name(p.dtype)));
+    out->set_trainable(p.trainable);
+    out->set_size(element_count(p.shape));
+  }
+
+  const auto& nodes = report.graph.nodes;
+  auto node_id = [&nodes](uint32_t index) -> std::string {
+    return index < nodes.size() ? nodes[index].id : std::string();
+  };
+  for (const auto& ref : report.graph.outputs) {
+    auto* e = c.add_results();
+    e->set_node(node_id(ref.node));
+    e->set_output(ref.output);
+  }
+  if (!include_nodes) return c;
+
+  c.mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
+  for (const auto& n : nodes) {
+    auto* out = c.add_nodes();
+    out->set_id(n.id);
+    out->set_kind(std::string(node_kind_name(n.kind)));
+    out->set_op(n.op);
+    out->set_api(n.api);
+    out->set_scope(n.scope);
+    for (const auto& ref : n.inputs) {
+      auto* e = out->add_inputs();
+      e->set_node(node_id(ref.node));
+      e->set_output(ref.output);
+    }
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      *out->add_outputs() =
+          tensor(n.outputs.size() == 1 ? std::string() : std::to_string(i), n.outputs[i]);
+    }
+    auto* attrs = out->mutable_attrs();
+    for (const auto& a : n.attrs) (*attrs)[a.name] = attr_value(a.value);
+    for (const auto& p : n.params) out->add_params(p);
+    out->set_file(n.file);
+    *out->mutable_range() = positions.range(n.file.empty() ? report.file : n.file, n.range);
+    out->set_flops(std::isfinite(n.flops) ? n.flops : 0.0);
+  }
+  return c;
+}
+
+GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMapper& positions,
+                             const DocumentInfo& info, bool include_nodes) {
+  GraphDocument doc;
+  doc.set_file(result.file);
+  doc.set_target(info.target);
+  doc.set_mindspore_version(info.mindspore_version.empty()
+                                ? graphcore::kDefaultMindSporeVersion.str()
+                                : info.mindspore_version);
+  doc.set_tool_version(std::string(tool_version()));
+  for (const auto& f : result.files) doc.add_files(f);
+  for (const auto& r : result.cells) *doc.add_cells() = cell(r, positions, include_nodes);
+  for (const auto& d : result.diagnostics) *doc.add_diagnostics() = diagnostic(d, positions);
+  return doc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serialisation
+
+namespace {
+
+// Indented JSON (2 spaces) in which arrays of scalars (shapes) and small objects of scalars
+// (positions) stay on one line: [1, 3, 224, 224], {"line": 9, "character": 4}.
+std::string scalar_json(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+bool inline_json(const nlohmann::ordered_json& j) {
+  if (!j.is_structured()) return true;
+  if (j.is_object() && j.size() > 3) return false;
+  for (const auto& v : j) {
+    if (v.is_structured()) return false;
+  }
+  return true;
+}
+
+void write_pretty(const nlohmann::ordered_json& j, int indent, std::string& out) {
+  const auto newline = [&out](int n) {
+    out.push_back('\n');
+    out.append(static_cast<size_t>(n), ' ');
+  };
+  const bool one_line = inline_json(j);
+  if (!j.is_structured()) {
+    out += scalar_json(j);
+    return;
+  }
+  out.push_back(j.is_object() ? '{' : '[');
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!first) out += one_line ? ", " : ",";
+    first = false;
+    if (!one_line) newline(indent + 2);
+    if (j.is_object()) {
+      out += scalar_json(nlohmann::ordered_json(it.key()));
+      out += ": ";
+    }
+    write_pretty(*it, indent + 2, out);
+  }
+  if (!one_line && !j.empty()) newline(indent);
+  out.push_back(j.is_object() ? '}' : ']');
+}
+
+}  // namespace
+
+std::string to_json(const google::protobuf::Message& message, const JsonOptions& options) {
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = false;
+  print.always_print_primitive_fields = true;
+  print.preserve_proto_field_names = false;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, print);
+  if (!status.ok()) {
+    throw std::runtime_error("cannot serialise " + message.GetTypeName() +
+                             " to JSON: " + std::string(status.message()));
+  }
+  if (options.pretty) {
+    // Same document, laid out for people: protobuf's own pretty printer puts every dimension of
+    // every shape on its own line.
+    const auto parsed = nlohmann::ordered_json::parse(out, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) {
+      out.clear();
+      write_pretty(parsed, 0, out);
+    }
+  }
+  out.push_back('\n');
+  return out;
+}
+
+bool from_json(std::string_view json, google::protobuf::Message* message, std::string* error) {
+  google::protobuf::util::JsonParseOptions parse;
+  parse.ignore_unknown_fields = true;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), message, parse);
+  if (!status.ok() && error != nullptr) *error = std::string(status.message());
+  return status.ok();
+}
+
+std::string to_binary(const google::protobuf::Message& message) {
+  std::string out;
+  if (!message.SerializeToString(&out)) {
+    throw std::runtime_error("cannot serialise " + message.GetTypeName());
+  }
+  return out;
+}
+
+bool from_binary(std::string_view bytes, google::protobuf::Message* message) {
+  return message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+}  // namespace cellscope::protocol

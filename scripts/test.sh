@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every test tier after the build: ctest (unit + CLI tests), then the MindSpore ground-truth
+# tier. All tiers run even if one fails; the exit status is non-zero if any failed. In CI
+# (CI=true) a tier that cannot run is a failure, never a silent skip.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-2}
+CI=${CI:-false}
+
+failed=()
+passed=()
+skipped=()
+
+tier() {  # tier NAME COMMAND...
+  local name=$1
+  shift
+  printf '\n==> tier: %s\n' "$name"
+  if "$@"; then
+    passed+=("$name")
+  else
+    failed+=("$name (exit $?)")
+  fi
+}
+
+tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+
+if [[ -f tests/mindspore/run.sh ]]; then
+  tier mindspore env CI="$CI" BUILD_DIR="$BUILD_DIR" bash tests/mindspore/run.sh
+elif [[ "$CI" == true ]]; then
+  printf '\n==> tier: mindspore\ntests/mindspore/run.sh is missing\n'
+  failed+=("mindspore (tests/mindspore/run.sh missing)")
+else
+  printf '\n==> tier: mindspore: SKIPPED (tests/mindspore/run.sh not found)\n'
+  skipped+=("mindspore (tests/mindspore/run.sh not found)")
+fi
+
+printf '\n==> summary\n'
+for t in "${passed[@]+"${passed[@]}"}"; do printf '  passed:  %s\n' "$t"; done
+for t in "${skipped[@]+"${skipped[@]}"}"; do printf '  SKIPPED: %s\n' "$t"; done
+for t in "${failed[@]+"${failed[@]}"}"; do printf '  FAILED:  %s\n' "$t"; done
+((${#failed[@]} == 0))

@@ -1,0 +1,236 @@
+#include "commands.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+
+#include "files.h"
+#include "graphcore/analysis.h"
+#include "protocol/document.h"
+#include "render.h"
+
+namespace cellscope::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Reads each file once: graphcore and the position mapper share the cache.
+class CachingSourceProvider : public graphcore::SourceProvider {
+ public:
+  std::optional<std::string> read(const fs::path& path) override {
+    const std::string key = path.string();
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(key, disk_.read(path)).first;
+    return it->second;
+  }
+
+ private:
+  graphcore::DiskSourceProvider disk_;
+  std::unordered_map<std::string, std::optional<std::string>> cache_;
+};
+
+void usage_error(const std::string& message) {
+  std::cerr << "cellscope: error: " << message << "\n";
+}
+
+// Fills the analysis options shared by check and graph; false (after a message) on bad input.
+bool common_analysis_options(const CommonOptions& common, graphcore::AnalysisOptions* out) {
+  out->target = common.target;
+  if (!common.ms_version.empty()) {
+    auto v = graphcore::Version::parse(common.ms_version);
+    if (!v) {
+      usage_error("invalid --ms-version '" + common.ms_version + "' (expected e.g. 2.10)");
+      return false;
+    }
+    out->mindspore_version = *v;
+  }
+  if (!common.root.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(common.root, ec)) {
+      usage_error("--root: no such directory: " + common.root);
+      return false;
+    }
+    out->workspace_root = fs::path(common.root);
+  }
+  return true;
+}
+
+protocol::DocumentInfo document_info(const graphcore::AnalysisOptions& options) {
+  protocol::DocumentInfo info;
+  info.target = options.target;
+  info.mindspore_version = options.mindspore_version.str();
+  return info;
+}
+
+// graphcore reports problems as diagnostics and is not expected to throw; if it does, the file
+// still gets a located error instead of taking the whole run down.
+graphcore::AnalysisResult analyze_guarded(const fs::path& file,
+                                          const graphcore::AnalysisOptions& options,
+                                          graphcore::SourceProvider& sources) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    auto result = graphcore::analyze_file(file, options, sources);
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
+    spdlog::debug("analysed {} in {:.2f} ms: {} cells, {} diagnostics", file.string(), ms.count(),
+                  result.cells.size(), result.diagnostics.size());
+    return result;
+  } catch (const std::exception& e) {
+    spdlog::error("internal error analysing {}: {}", file.string(), e.what());
+    graphcore::AnalysisResult result;
+    result.file = file.string();
+    graphcore::Diagnostic d;
+    d.file = result.file;
+    d.severity = graphcore::Severity::Error;
+    d.code = "internal-error";
+    d.message = std::string("cellscope failed while analysing this file: ") + e.what();
+    result.diagnostics.push_back(std::move(d));
+    return result;
+  }
+}
+
+bool diagnostic_less(const protocol::Diagnostic& a, const protocol::Diagnostic& b) {
+  return std::forward_as_tuple(a.file(), a.range().start().line(), a.range().start().character(),
+                               a.code()) < std::forward_as_tuple(b.file(), b.range().start().line(),
+                                                                 b.range().start().character(),
+                                                                 b.code());
+}
+
+std::string diagnostic_key(const protocol::Diagnostic& d) {
+  std::ostringstream key;
+  key << d.file() << '\x1f' << d.range().start().line() << ':' << d.range().start().character()
+      << '-' << d.range().end().line() << ':' << d.range().end().character() << '\x1f'
+      << d.severity() << '\x1f' << d.code() << '\x1f' << d.message();
+  return key.str();
+}
+
+// Writes `data` to `path` atomically, or to stdout for "" / "-".
+bool emit(const std::string& path, const std::string& data) {
+  if (path.empty() || path == "-") {
+    std::cout << data;
+    std::cout.flush();
+    return static_cast<bool>(std::cout);
+  }
+  try {
+    write_file_atomic(path, data);
+    spdlog::info("wrote {} ({} bytes)", path, data.size());
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "cellscope: error: " << e.what() << "\n";
+    return false;
+  }
+}
+
+}  // namespace
+
+int run_check(const CheckOptions& options) {
+  graphcore::AnalysisOptions analysis;
+  if (!common_analysis_options(options.common, &analysis)) return kExitUsage;
+  analysis.include_nodes = false;
+
+  std::vector<std::string> missing;
+  const auto files = collect_python_files(options.paths, &missing);
+  if (!missing.empty()) {
+    for (const auto& m : missing) usage_error("no such file or directory: " + m);
+    return kExitUsage;
+  }
+  spdlog::info("checking {} file(s) for target {}", files.size(), analysis.target);
+
+  CachingSourceProvider sources;
+  protocol::PositionMapper positions(sources);
+  std::vector<protocol::Diagnostic> diags;
+  std::set<std::string> seen;  // a file imported by several checked files reports once
+  for (const auto& file : files) {
+    const auto result = analyze_guarded(file, analysis, sources);
+    for (const auto& d : result.diagnostics) {
+      auto pd = protocol::diagnostic(d, positions);
+      if (seen.insert(diagnostic_key(pd)).second) diags.push_back(std::move(pd));
+    }
+  }
+  std::stable_sort(diags.begin(), diags.end(), diagnostic_less);
+  const Counts counts = count_diagnostics(diags);
+
+  std::string out;
+  if (options.format == "json") {
+    protocol::CheckReport report;
+    for (auto& d : diags) *report.add_diagnostics() = d;
+    report.set_files(static_cast<uint32_t>(files.size()));
+    report.set_errors(static_cast<uint32_t>(counts.errors));
+    report.set_warnings(static_cast<uint32_t>(counts.warnings));
+    report.set_target(analysis.target);
+    report.set_mindspore_version(analysis.mindspore_version.str());
+    report.set_tool_version(std::string(protocol::tool_version()));
+    out = protocol::to_json(report);
+  } else if (options.format == "sarif") {
+    out = render_sarif(diags);
+  } else {
+    std::ostringstream text;
+    for (const auto& d : diags)
+      render_diagnostic_text(text, d, options.snippets ? &positions : nullptr);
+    text << summary_line(counts, files.size()) << "\n";
+    out = text.str();
+  }
+  if (!emit("", out)) return kExitUsage;
+  return counts.errors > 0 ? kExitErrors : kExitOk;
+}
+
+int run_graph(const GraphOptions& options) {
+  graphcore::AnalysisOptions analysis;
+  if (!common_analysis_options(options.common, &analysis)) return kExitUsage;
+  std::error_code ec;
+  if (!fs::exists(options.file, ec)) {
+    usage_error("no such file: " + options.file);
+    return kExitUsage;
+  }
+  if (fs::is_directory(options.file, ec)) {
+    usage_error(options.file +
+                " is a directory (graph takes one model file; check takes directories)");
+    return kExitUsage;
+  }
+  analysis.cell = options.cell;
+  analysis.entries = options.entries;
+  for (const auto& spec : options.inputs) {
+    std::string why;
+    auto t = graphcore::parse_input_spec(spec, &why);
+    if (!t) {
+      usage_error("invalid --input '" + spec + "'" + (why.empty() ? "" : ": " + why) +
+                  " (expected e.g. 1,3,224,224 or 8,128:int32)");
+      return kExitUsage;
+    }
+    analysis.inputs.push_back(std::move(*t));
+  }
+
+  CachingSourceProvider sources;
+  protocol::PositionMapper positions(sources);
+  const auto result = analyze_guarded(options.file, analysis, sources);
+  const auto doc = protocol::graph_document(result, positions, document_info(analysis));
+  std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());
+  const Counts counts = count_diagnostics(diags);
+
+  std::string out;
+  if (options.format == "text") {
+    out = render_graph_text(doc, &positions);
+  } else {
+    out = options.format == "dot" ? render_graph_dot(doc)
+                                  : protocol::to_json(doc, {.pretty = !options.compact});
+    // The document carries the diagnostics; repeat them on stderr for the person at the terminal.
+    if (!diags.empty()) {
+      std::ostringstream text;
+      for (const auto& d : diags) render_diagnostic_text(text, d, nullptr);
+      std::cerr << text.str();
+    }
+  }
+  if (!emit(options.output, out)) return kExitUsage;
+  return counts.errors > 0 ? kExitErrors : kExitOk;
+}
+
+}  // namespace cellscope::server

@@ -1,0 +1,42 @@
+// The CLI's subcommands. Each returns the process exit code: 0 no errors, 1 errors found,
+// 2 usage errors (bad arguments, missing files).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cellscope::server {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitErrors = 1;
+inline constexpr int kExitUsage = 2;
+
+struct CommonOptions {
+  std::string target = "cpu";
+  std::string ms_version;  // empty: the registry's default
+  std::string root;        // workspace root for absolute imports; empty: automatic
+};
+
+struct CheckOptions {
+  CommonOptions common;
+  std::vector<std::string> paths;
+  std::string format = "text";  // text | json | sarif
+  bool snippets = true;         // text: show the source line under each diagnostic
+};
+
+struct GraphOptions {
+  CommonOptions common;
+  std::string file;
+  std::optional<std::string> cell;
+  std::vector<std::string> entries;
+  std::vector<std::string> inputs;  // "1,3,224,224", "8,128:int32"
+  std::string format = "json";      // json | text | dot
+  std::string output;               // empty or "-": stdout
+  bool compact = false;             // json: no whitespace
+};
+
+int run_check(const CheckOptions& options);
+int run_graph(const GraphOptions& options);
+
+}  // namespace cellscope::server

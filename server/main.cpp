@@ -1,0 +1,186 @@
+// cellscope: the command-line entry point. Subcommands `check` and `graph` (this issue); the LSP
+// and DAP servers will be further subcommands of the same executable.
+//
+// stdout carries only the requested output; logs go to stderr or --log-file.
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "commands.h"
+#include "graphcore/version.h"
+#include "protocol/document.h"
+
+#ifndef CELLSCOPE_TS_PYTHON_VERSION
+#define CELLSCOPE_TS_PYTHON_VERSION "unknown"
+#endif
+
+namespace {
+
+using cellscope::server::kExitUsage;
+
+const std::vector<std::string> kTargets = {"cpu",        "gpu",        "ascend910",
+                                           "ascend910b", "ascend310p", "ascend310"};
+
+std::string version_text() {
+  return "cellscope " + std::string(cellscope::protocol::tool_version()) + " (MindSpore API " +
+         graphcore::kDefaultMindSporeVersion.str() + " by default; tree-sitter-python " +
+         CELLSCOPE_TS_PYTHON_VERSION + ")";
+}
+
+void add_common(CLI::App* cmd, cellscope::server::CommonOptions* common) {
+  cmd->add_option("--target", common->target, "Backend the graph is compiled for")
+      ->check(CLI::IsMember(kTargets))
+      ->capture_default_str();
+  cmd->add_option("--ms-version", common->ms_version,
+                  "MindSpore API version to check against (default " +
+                      graphcore::kDefaultMindSporeVersion.str() + ")");
+  cmd->add_option("--root", common->root,
+                  "Workspace root for absolute imports (default: the file's directory and its "
+                  "ancestors)");
+}
+
+// The first word that is not an option or a global option's value: the intended subcommand.
+std::optional<std::string> first_command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--log-level" || arg == "--log-file") {
+      ++i;
+      continue;
+    }
+    if (!arg.empty() && arg[0] != '-') return std::string(arg);
+  }
+  return std::nullopt;
+}
+
+bool setup_logging(const std::string& level, const std::string& file) {
+  try {
+    spdlog::sink_ptr sink;
+    if (file.empty()) {
+      sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    } else {
+      sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, /*truncate=*/false);
+    }
+    auto logger = std::make_shared<spdlog::logger>("cellscope", std::move(sink));
+    logger->set_level(spdlog::level::from_str(level));
+    logger->flush_on(spdlog::level::warn);
+    spdlog::set_default_logger(std::move(logger));
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "cellscope: error: cannot open log file " << file << ": " << e.what() << "\n";
+    return false;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Until configured, nothing may log to stdout (spdlog's default logger writes there).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "cellscope", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
+  spdlog::set_level(spdlog::level::warn);
+
+  CLI::App app{
+      "Cellscope: compiles MindSpore nn.Cell model source into shape-checked graphs "
+      "without running it.",
+      "cellscope"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  app.footer(
+      "Exit status: 0 no errors, 1 errors found, 2 usage error (bad arguments, missing files).\n"
+      "Run 'cellscope COMMAND --help' for a command's options.");
+
+  std::string log_level = "warn";
+  std::string log_file;
+  app.add_option("--log-level", log_level, "Log level (logs go to stderr or --log-file)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--log-file", log_file, "Append logs to this file instead of stderr");
+
+  cellscope::server::CheckOptions check;
+  auto* check_cmd = app.add_subcommand(
+      "check", "Report diagnostics for model files (directories are searched for *.py)");
+  check_cmd->fallthrough();
+  check_cmd->add_option("paths", check.paths, "Files or directories")->required();
+  check_cmd->add_option("--format", check.format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "sarif"}))
+      ->capture_default_str();
+  check_cmd->add_flag("--no-snippets{false}", check.snippets,
+                      "text: do not print the source line under each diagnostic");
+  add_common(check_cmd, &check.common);
+
+  cellscope::server::GraphOptions graph;
+  auto* graph_cmd =
+      app.add_subcommand("graph", "Compile a model file and print the graph of its Cells");
+  graph_cmd->fallthrough();
+  graph_cmd->add_option("file", graph.file, "The model file")->required();
+  auto* cell_opt = graph_cmd->add_option("--cell", graph.cell,
+                                         "Analyse only the root Cell with this class name");
+  auto* entry_opt =
+      graph_cmd
+          ->add_option("--entry", graph.entries,
+                       "Python expression that builds the Cell, e.g. \"resnet50(num_classes=10)\" "
+                       "(repeatable)")
+          ->allow_extra_args(false);
+  cell_opt->excludes(entry_opt);
+  graph_cmd
+      ->add_option("--input", graph.inputs,
+                   "Input shape[:dtype] for construct, e.g. 1,3,224,224 or 8,128:int32 "
+                   "(repeat for several inputs)")
+      ->allow_extra_args(false);
+  graph_cmd->add_option("--format", graph.format, "Output format")
+      ->check(CLI::IsMember({"json", "text", "dot"}))
+      ->capture_default_str();
+  graph_cmd->add_option("-o,--output", graph.output,
+                        "Write to this file (atomically) instead of stdout");
+  graph_cmd->add_flag("--compact", graph.compact, "json: no indentation");
+  add_common(graph_cmd, &graph.common);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty()) {
+      auto is_command = [&app](const std::string& word) {
+        try {
+          return app.get_subcommand_ptr(word) != nullptr;
+        } catch (const CLI::OptionNotFound&) {
+          return false;
+        }
+      };
+      if (auto word = first_command_word(argc, argv); word && !is_command(*word)) {
+        std::cerr << "cellscope: error: unknown command '" << *word << "'\n\n" << app.help();
+        return kExitUsage;
+      }
+    }
+    std::cerr << "cellscope: error: " << e.what() << "\n\n";
+    const auto* sub = app.get_subcommands().empty() ? &app : app.get_subcommands().front();
+    std::cerr << sub->help("", CLI::AppFormatMode::Normal);
+    return kExitUsage;
+  }
+
+  if (!setup_logging(log_level, log_file)) return kExitUsage;
+  spdlog::debug("{}", version_text());
+
+  try {
+    if (check_cmd->parsed()) return cellscope::server::run_check(check);
+    if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
+  } catch (const std::exception& e) {
+    spdlog::critical("internal error: {}", e.what());
+    std::cerr << "cellscope: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  std::cerr << app.help();
+  return kExitUsage;
+}

@@ -1,0 +1,599 @@
+#include "render.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "files.h"
+
+namespace cellscope::server {
+
+namespace {
+
+using google::protobuf::Value;
+
+std::string number_string(double v) {
+  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 1e15) {
+    return std::to_string(static_cast<long long>(v));
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string dim_string(const Value& v) {
+  switch (v.kind_case()) {
+    case Value::kNumberValue:
+      return number_string(v.number_value());
+    case Value::kStringValue:
+      return v.string_value();
+    default:
+      return "?";
+  }
+}
+
+std::string_view short_dtype(std::string_view dtype) {
+  static const std::unordered_map<std::string_view, std::string_view> kShort = {
+      {"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}, {"float64", "f64"},
+      {"int8", "i8"},     {"int16", "i16"},   {"int32", "i32"},     {"int64", "i64"},
+      {"uint8", "u8"},    {"bool", "bool"},   {"complex64", "c64"}, {"unknown", "?"}};
+  auto it = kShort.find(dtype);
+  return it == kShort.end() ? dtype : it->second;
+}
+
+// 1,234,567
+std::string grouped(double v) {
+  std::string digits = number_string(std::round(v));
+  const bool negative = !digits.empty() && digits[0] == '-';
+  if (negative) digits.erase(0, 1);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return negative ? "-" + out : out;
+}
+
+std::string flops_string(double flops) {
+  static const char* const kUnits[] = {"", "K", "M", "G", "T", "P"};
+  int unit = 0;
+  double v = flops;
+  while (std::fabs(v) >= 1000 && unit < 5) {
+    v /= 1000;
+    ++unit;
+  }
+  char buf[48];
+  if (unit == 0) {
+    std::snprintf(buf, sizeof buf, "%.0f FLOPs", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f %sFLOPs", v, kUnits[unit]);
+  }
+  return buf;
+}
+
+// Byte offset in `line` of UTF-16 column `col`.
+size_t byte_offset_of_utf16(std::string_view line, uint32_t col) {
+  size_t i = 0;
+  uint32_t units = 0;
+  while (i < line.size() && units < col) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    size_t len = 1;
+    if (c >= 0xF0) {
+      len = 4;
+    } else if (c >= 0xE0) {
+      len = 3;
+    } else if (c >= 0xC0) {
+      len = 2;
+    }
+    units += len == 4 ? 2 : 1;
+    i = std::min(line.size(), i + len);
+  }
+  return i;
+}
+
+// Display width (code points; tabs kept as tabs by the caller) of line[0, bytes).
+std::string caret_prefix(std::string_view line, size_t bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes && i < line.size(); ++i) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c == '\t') {
+      out.push_back('\t');
+    } else if ((c & 0xC0) != 0x80) {
+      out.push_back(' ');
+    }
+  }
+  return out;
+}
+
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+std::string location_string(const std::string& file, const protocol::Range& range) {
+  return display_path(file) + ":" + std::to_string(range.start().line() + 1) + ":" +
+         std::to_string(range.start().character() + 1);
+}
+
+void render_snippet(std::ostream& out, const std::string& file, const protocol::Range& range,
+                    protocol::PositionMapper* positions) {
+  if (positions == nullptr || file.empty()) return;
+  const uint32_t line_no = range.start().line();
+  std::string_view line = positions->line_text(file, line_no);
+  if (line.empty() && positions->text(file) == nullptr) return;
+  const size_t start = byte_offset_of_utf16(line, range.start().character());
+  size_t end = range.end().line() == line_no ? byte_offset_of_utf16(line, range.end().character())
+                                             : line.size();
+  if (end < start) end = start;
+  const std::string gutter = std::to_string(line_no + 1);
+  out << "  " << gutter << " | " << line << "\n";
+  const size_t width = std::max<size_t>(1, code_points(line.substr(start, end - start)));
+  out << "  " << std::string(gutter.size(), ' ') << " | " << caret_prefix(line, start) << '^'
+      << std::string(width - 1, '~') << "\n";
+}
+
+std::string dot_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Percent-encodes a relative path for a URI (keeps unreserved characters and '/').
+std::string uri_encode_path(std::string_view path) {
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+struct RuleInfo {
+  const char* id;
+  const char* description;
+};
+
+// Short descriptions of the documented diagnostic codes (docs/diagnostics.md). Unknown codes
+// still get a rule with a generic description.
+const RuleInfo kRules[] = {
+    {"syntax-error", "Python syntax error (the rest of the file is still analysed)"},
+    {"unknown-api", "The name is not part of the MindSpore API for the selected version"},
+    {"unknown-name", "The name is not defined"},
+    {"unknown-attribute", "The object has no such attribute"},
+    {"wrong-arguments", "Call arguments do not match the signature"},
+    {"unknown-keyword", "Unknown keyword argument"},
+    {"missing-argument", "A required argument is missing"},
+    {"too-many-arguments", "Too many positional arguments"},
+    {"invalid-argument", "An argument value is invalid for this API"},
+    {"deprecated-argument", "The argument is deprecated in the selected MindSpore version"},
+    {"shape-mismatch", "Tensor shape does not match what the layer or operator expects"},
+    {"broadcast-error", "Shapes cannot be broadcast together"},
+    {"matmul-mismatch", "Matrix multiplication inner dimensions differ"},
+    {"reshape-mismatch", "Reshape changes the number of elements"},
+    {"concat-mismatch", "Concatenated tensors differ outside the concatenation axis"},
+    {"rank-mismatch", "Tensor rank does not match what the operator expects"},
+    {"dtype-mismatch", "Tensor dtype does not match what the operator expects"},
+    {"no-output", "construct returns nothing (\"No output node found\")"},
+    {"unused-result", "A computed result is never used"},
+    {"branch-shape-mismatch", "The branches of a tensor-dependent if produce different shapes"},
+    {"graph-mode-unsupported", "Syntax that MindSpore's GRAPH_MODE rejects inside construct"},
+    {"constructor-arguments", "The Cell needs constructor arguments that nothing supplies"},
+    {"import-not-found", "An imported workspace module cannot be found"},
+    {"cyclic-import", "Modules import each other cyclically"},
+    {"budget-exceeded", "Static evaluation exceeded its step or recursion budget"},
+    {"file-too-large", "The file is larger than the analysis limit"},
+    {"invalid-encoding", "The file is not valid UTF-8"},
+    {"unsupported-target", "The operator has no implementation for the selected backend"},
+    {"internal-error", "Cellscope failed internally while analysing the file"},
+};
+
+std::string rule_name(std::string_view id) {
+  std::string out;
+  bool upper = true;
+  for (char c : id) {
+    if (c == '-' || c == '_') {
+      upper = true;
+      continue;
+    }
+    out.push_back(upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c);
+    upper = false;
+  }
+  return out;
+}
+
+const char* sarif_level(std::string_view severity) {
+  if (severity == "error") return "error";
+  if (severity == "warning") return "warning";
+  return "note";
+}
+
+nlohmann::ordered_json sarif_location(const std::string& file, const protocol::Range& r) {
+  nlohmann::ordered_json artifact;
+  std::filesystem::path p(file);
+  const std::string shown = display_path(file);
+  if (!std::filesystem::path(shown).is_absolute()) {
+    artifact["uri"] = uri_encode_path(shown);
+    artifact["uriBaseId"] = "SRCROOT";
+  } else {
+    artifact["uri"] = "file://" + uri_encode_path(p.lexically_normal().generic_string());
+  }
+  nlohmann::ordered_json region = {
+      {"startLine", r.start().line() + 1},
+      {"startColumn", r.start().character() + 1},
+      {"endLine", r.end().line() + 1},
+      {"endColumn", r.end().character() + 1},
+  };
+  return {{"physicalLocation", {{"artifactLocation", artifact}, {"region", region}}}};
+}
+
+}  // namespace
+
+std::string shape_string(const google::protobuf::RepeatedPtrField<Value>& shape, bool compact) {
+  std::string out = "(";
+  for (int i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += compact ? "," : ", ";
+    out += dim_string(shape.Get(i));
+  }
+  if (shape.size() == 1 && !compact) out += ",";
+  out += ")";
+  return out;
+}
+
+std::string tensor_string(const protocol::Tensor& t, bool compact) {
+  std::string shape = t.unranked() ? std::string("(?)") : shape_string(t.shape(), compact);
+  return shape + " " + std::string(compact ? short_dtype(t.dtype()) : t.dtype());
+}
+
+std::string_view compiler_severity(std::string_view s) {
+  if (s == "error" || s == "warning" || s == "hint") return s;
+  if (s == "information") return "info";
+  return s;
+}
+
+void render_diagnostic_text(std::ostream& out, const protocol::Diagnostic& d,
+                            protocol::PositionMapper* positions) {
+  out << location_string(d.file(), d.range()) << ": " << compiler_severity(d.severity()) << ": "
+      << d.message();
+  if (!d.code().empty()) out << " [" << d.code() << "]";
+  out << "\n";
+  render_snippet(out, d.file(), d.range(), positions);
+  for (const auto& r : d.related()) {
+    out << location_string(r.file().empty() ? d.file() : r.file(), r.range())
+        << ": note: " << r.message() << "\n";
+  }
+  for (const auto& f : d.fixes()) out << "  fix: " << f.title() << "\n";
+}
+
+Counts count_diagnostics(const std::vector<protocol::Diagnostic>& diags) {
+  Counts c;
+  for (const auto& d : diags) {
+    if (d.severity() == "error") {
+      ++c.errors;
+    } else if (d.severity() == "warning") {
+      ++c.warnings;
+    } else {
+      ++c.others;
+    }
+  }
+  return c;
+}
+
+std::string summary_line(const Counts& c, size_t files) {
+  auto plural = [](size_t n, const char* word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+  };
+  std::string where = " in " + plural(files, "file");
+  if (c.errors == 0 && c.warnings == 0 && c.others == 0) return "no problems" + where;
+  std::string out = plural(c.errors, "error") + ", " + plural(c.warnings, "warning");
+  if (c.others > 0) out += ", " + plural(c.others, "note");
+  return out + where;
+}
+
+std::string render_sarif(const std::vector<protocol::Diagnostic>& diags) {
+  std::map<std::string, const char*> known;
+  for (const auto& r : kRules) known.emplace(r.id, r.description);
+
+  std::vector<std::string> rule_ids;
+  std::map<std::string, size_t> rule_index;
+  std::map<std::string, std::string> rule_level;
+  for (const auto& d : diags) {
+    const std::string id = d.code().empty() ? "cellscope" : d.code();
+    if (rule_index.emplace(id, rule_ids.size()).second) {
+      rule_ids.push_back(id);
+      rule_level[id] = sarif_level(d.severity());
+    }
+  }
+  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
+  for (const auto& id : rule_ids) {
+    auto it = known.find(id);
+    const std::string text = it != known.end() ? it->second : "Cellscope check '" + id + "'";
+    rules.push_back({{"id", id},
+                     {"name", rule_name(id)},
+                     {"shortDescription", {{"text", text}}},
+                     {"defaultConfiguration", {{"level", rule_level[id]}}}});
+  }
+
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const auto& d : diags) {
+    const std::string id = d.code().empty() ? "cellscope" : d.code();
+    nlohmann::ordered_json result = {
+        {"ruleId", id},
+        {"ruleIndex", rule_index[id]},
+        {"level", sarif_level(d.severity())},
+        {"message", {{"text", d.message()}}},
+        {"locations", nlohmann::ordered_json::array({sarif_location(d.file(), d.range())})},
+    };
+    if (d.related_size() > 0) {
+      nlohmann::ordered_json related = nlohmann::ordered_json::array();
+      int n = 0;
+      for (const auto& r : d.related()) {
+        auto loc = sarif_location(r.file().empty() ? d.file() : r.file(), r.range());
+        loc["id"] = n++;
+        loc["message"] = {{"text", r.message()}};
+        related.push_back(std::move(loc));
+      }
+      result["relatedLocations"] = std::move(related);
+    }
+    if (d.fixes_size() > 0) {
+      nlohmann::ordered_json fixes = nlohmann::ordered_json::array();
+      for (const auto& f : d.fixes()) {
+        // SARIF groups a fix's replacements per artifact.
+        std::map<std::string, std::pair<nlohmann::ordered_json, nlohmann::ordered_json>> by_file;
+        for (const auto& e : f.edits()) {
+          const std::string file = e.file().empty() ? d.file() : e.file();
+          auto loc = sarif_location(file, e.range())["physicalLocation"];
+          auto& [artifact, replacements] = by_file[file];
+          artifact = loc["artifactLocation"];
+          replacements.push_back(
+              {{"deletedRegion", loc["region"]}, {"insertedContent", {{"text", e.new_text()}}}});
+        }
+        nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+        for (const auto& [file, change] : by_file) {
+          changes.push_back({{"artifactLocation", change.first}, {"replacements", change.second}});
+        }
+        fixes.push_back({{"description", {{"text", f.title()}}}, {"artifactChanges", changes}});
+      }
+      result["fixes"] = std::move(fixes);
+    }
+    results.push_back(std::move(result));
+  }
+
+  nlohmann::ordered_json driver = {
+      {"name", "cellscope"},
+      {"version", std::string(protocol::tool_version())},
+      {"semanticVersion", std::string(protocol::tool_version())},
+      {"rules", rules},
+  };
+  std::error_code ec;
+  std::string root = std::filesystem::current_path(ec).generic_string();
+  if (root.empty() || root.back() != '/') root.push_back('/');
+  nlohmann::ordered_json run = {
+      {"tool", {{"driver", driver}}},
+      {"originalUriBaseIds", {{"SRCROOT", {{"uri", "file://" + uri_encode_path(root)}}}}},
+      {"columnKind", "utf16CodeUnits"},
+      {"results", results},
+  };
+  nlohmann::ordered_json log = {
+      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+      {"version", "2.1.0"},
+      {"runs", nlohmann::ordered_json::array({run})},
+  };
+  return log.dump(2) + "\n";
+}
+
+std::string render_graph_text(const protocol::GraphDocument& doc,
+                              protocol::PositionMapper* positions) {
+  std::ostringstream out;
+  out << "file: " << display_path(doc.file()) << "  (target " << doc.target() << ", MindSpore "
+      << doc.mindspore_version() << " API)\n";
+  if (doc.cells_size() == 0) out << "\nno Cell analysed (see the diagnostics below)\n";
+  for (const auto& c : doc.cells()) {
+    out << "\n" << c.name();
+    if (!c.class_name().empty() && c.class_name() != c.name()) out << " (" << c.class_name() << ")";
+    out << "  " << location_string(c.file(), c.range()) << "\n";
+    out << "  compiled  " << (c.compiled() ? "yes" : "no (see diagnostics)") << "\n";
+    out << "  params    " << grouped(c.params()) << " trainable, " << grouped(c.total_params())
+        << " total\n";
+    auto tensors = [&out](const char* label, const auto& list) {
+      out << "  " << label;
+      if (list.empty()) out << "-";
+      for (int i = 0; i < list.size(); ++i) {
+        if (i > 0) out << "\n            ";
+        const auto& t = list.Get(i);
+        if (!t.name().empty()) out << t.name() << ": ";
+        out << tensor_string(t);
+      }
+      out << "\n";
+    };
+    tensors("inputs    ", c.inputs());
+    tensors("outputs   ", c.outputs());
+    out << "  FLOPs     " << flops_string(c.flops()) << "\n";
+    if (c.nodes_size() == 0) continue;
+
+    struct Row {
+      std::string id, op, output, line, inputs;
+    };
+    std::vector<Row> rows;
+    rows.push_back({"ID", "OP", "OUTPUT", "LINE", "INPUTS"});
+    for (const auto& n : c.nodes()) {
+      Row r;
+      r.id = n.id();
+      r.op = n.kind() == "op" ? n.op() : n.kind();
+      for (int i = 0; i < n.outputs_size(); ++i) {
+        if (i > 0) r.output += ", ";
+        r.output += tensor_string(n.outputs(i), true);
+      }
+      if (r.output.empty()) r.output = "-";
+      const bool located = n.range().end().line() > 0 || n.range().end().character() > 0 ||
+                           n.range().start().line() > 0;
+      r.line = located ? std::to_string(n.range().start().line() + 1) : "-";
+      for (int i = 0; i < n.inputs_size(); ++i) {
+        if (i > 0) r.inputs += ", ";
+        r.inputs += n.inputs(i).node();
+        if (n.inputs(i).output() > 0) r.inputs += ":" + std::to_string(n.inputs(i).output());
+      }
+      rows.push_back(std::move(r));
+    }
+    size_t w_id = 0, w_op = 0, w_out = 0, w_line = 0;
+    for (const auto& r : rows) {
+      w_id = std::max(w_id, code_points(r.id));
+      w_op = std::max(w_op, code_points(r.op));
+      w_out = std::max(w_out, code_points(r.output));
+      w_line = std::max(w_line, r.line.size());
+    }
+    auto pad = [](const std::string& s, size_t w) {
+      return s + std::string(w > code_points(s) ? w - code_points(s) : 0, ' ');
+    };
+    out << "  nodes     " << c.nodes_size() << "\n";
+    for (const auto& r : rows) {
+      std::string line = "    " + pad(r.id, w_id) + "  " + pad(r.op, w_op) + "  " +
+                         pad(r.output, w_out) + "  " + std::string(w_line - r.line.size(), ' ') +
+                         r.line + "  " + r.inputs;
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out << line << "\n";
+    }
+  }
+  if (doc.diagnostics_size() > 0) {
+    out << "\n";
+    std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());
+    for (const auto& d : diags) render_diagnostic_text(out, d, positions);
+    out << summary_line(count_diagnostics(diags), 1) << "\n";
+  }
+  return out.str();
+}
+
+std::string render_graph_dot(const protocol::GraphDocument& doc) {
+  std::ostringstream out;
+  out << "digraph cellscope {\n"
+      << "  graph [rankdir=TB, fontname=\"Helvetica\", fontsize=11, compound=true, label=\""
+      << dot_escape(display_path(doc.file()) + " (target " + doc.target() + ")") << "\"];\n"
+      << "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", "
+         "fontname=\"Helvetica\", fontsize=10];\n"
+      << "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\"];\n";
+
+  for (int ci = 0; ci < doc.cells_size(); ++ci) {
+    const auto& c = doc.cells(ci);
+    const std::string prefix = "c" + std::to_string(ci) + "_";
+    std::unordered_map<std::string, int> index;  // node id -> index
+    for (int i = 0; i < c.nodes_size(); ++i) index.emplace(c.nodes(i).id(), i);
+    auto dot_id = [&](int i) { return "\"" + prefix + std::to_string(i) + "\""; };
+
+    // Scope tree: every scope and its ancestors ("layer1.0.conv1" -> "layer1", "layer1.0").
+    auto parent_of = [](const std::string& s) {
+      const auto dot = s.rfind('.');
+      return dot == std::string::npos ? std::string() : s.substr(0, dot);
+    };
+    std::map<std::string, std::vector<int>> direct;  // scope -> node indices
+    std::set<std::string> scopes;
+    for (int i = 0; i < c.nodes_size(); ++i) {
+      const std::string& s = c.nodes(i).scope();
+      direct[s].push_back(i);
+      for (std::string p = s; !p.empty(); p = parent_of(p)) scopes.insert(p);
+    }
+    std::map<std::string, std::vector<std::string>> children;
+    for (const auto& s : scopes) children[parent_of(s)].push_back(s);
+    // A scope holding a single node and nothing else (a leaf layer) is drawn in its parent.
+    std::set<std::string> collapsed;
+    for (const auto& s : scopes) {
+      if (children[s].empty() && direct[s].size() == 1) collapsed.insert(s);
+    }
+    std::map<std::string, std::vector<int>> placed;
+    for (const auto& [s, nodes] : direct) {
+      std::string target = s;
+      if (collapsed.count(s) != 0) target = parent_of(s);
+      auto& v = placed[target];
+      v.insert(v.end(), nodes.begin(), nodes.end());
+    }
+    for (auto& [s, nodes] : placed) std::sort(nodes.begin(), nodes.end());  // program order
+
+    auto node_line = [&](int i, const std::string& indent) {
+      const auto& n = c.nodes(i);
+      std::string label = n.id();
+      if (n.kind() == "op") {
+        label += "\n" + n.op();
+      }
+      if (n.outputs_size() == 1) label += "\n" + tensor_string(n.outputs(0), true);
+      std::string attrs = "label=\"" + dot_escape(label) + "\"";
+      if (n.kind() == "input") {
+        attrs += ", shape=ellipse, fillcolor=\"#e3f4e1\"";
+      } else if (n.kind() == "parameter" || n.kind() == "constant") {
+        attrs += ", shape=note, fillcolor=\"#f7f1e1\"";
+      }
+      if (!n.api().empty()) attrs += ", tooltip=\"" + dot_escape(n.api()) + "\"";
+      out << indent << dot_id(i) << " [" << attrs << "];\n";
+    };
+
+    int cluster_no = 0;
+    std::function<void(const std::string&, const std::string&)> emit =
+        [&](const std::string& scope, const std::string& indent) {
+          for (int i : placed[scope]) node_line(i, indent);
+          for (const auto& child : children[scope]) {
+            if (collapsed.count(child) != 0) continue;
+            out << indent << "subgraph cluster_" << prefix << cluster_no++ << " {\n"
+                << indent << "  label=\"" << dot_escape(child) << "\"; style=\"rounded\"; "
+                << "color=\"#9aa5b1\";\n";
+            emit(child, indent + "  ");
+            out << indent << "}\n";
+          }
+        };
+
+    out << "  subgraph cluster_" << prefix << "cell {\n"
+        << "    label=\"" << dot_escape(c.name() + "  " + grouped(c.params()) + " params")
+        << "\"; style=\"bold\"; color=\"#33415c\";\n";
+    emit("", "    ");
+    if (c.results_size() > 0) {
+      out << "    \"" << prefix << "return\" [label=\"return\", shape=doubleoctagon, "
+          << "fillcolor=\"#fde2e2\"];\n";
+    }
+    out << "  }\n";
+
+    auto edge_label = [&](const protocol::Edge& e) -> std::string {
+      auto it = index.find(e.node());
+      if (it == index.end()) return {};
+      const auto& src = c.nodes(it->second);
+      if (static_cast<int>(e.output()) >= src.outputs_size()) return {};
+      return shape_string(src.outputs(static_cast<int>(e.output())).shape(), true);
+    };
+    for (int i = 0; i < c.nodes_size(); ++i) {
+      for (const auto& e : c.nodes(i).inputs()) {
+        auto it = index.find(e.node());
+        if (it == index.end()) continue;
+        out << "  " << dot_id(it->second) << " -> " << dot_id(i) << " [label=\""
+            << dot_escape(edge_label(e)) << "\"];\n";
+      }
+    }
+    for (const auto& e : c.results()) {
+      auto it = index.find(e.node());
+      if (it == index.end()) continue;
+      out << "  " << dot_id(it->second) << " -> \"" << prefix << "return\" [label=\""
+          << dot_escape(edge_label(e)) << "\"];\n";
+    }
+  }
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace cellscope::server

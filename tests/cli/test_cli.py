@@ -1,0 +1,394 @@
+#!/usr/bin/env python3
+"""CLI tests for the built `cellscope` binary (Python 3 standard library only).
+
+Run by ctest (tests/CMakeLists.txt registers one entry per test class) with CELLSCOPE_BIN set to
+the binary, or by hand:  CELLSCOPE_BIN=build/cellscope python3 tests/cli/test_cli.py -v
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+SOURCE_DIR = Path(os.environ.get("CELLSCOPE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+BIN = Path(os.environ.get("CELLSCOPE_BIN", SOURCE_DIR / "build" / "cellscope")).resolve()
+
+LENET = "tests/corpus/models/lenet5.py"
+BUGGY = "tests/corpus/buggy/mnist_article_bug.py"
+LENET_TRAINABLE = 61684  # LeNet-5 with MindSpore's Conv2d default has_bias=False
+BUGGY_DENSE_LINE = 22  # 1-based: `x = self.relu(self.fc1(x))` in construct
+BUGGY_MAXPOOL_LINE = 12  # 1-based: `self.pool = ops.MaxPool2d(...)`
+
+TEXT_DIAG = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): "
+                       r"(?P<sev>error|warning|info|hint): (?P<msg>.*?)(?: \[(?P<code>[a-z0-9-]+)\])?$")
+SEVERITIES = {"error", "warning", "information", "hint"}
+
+
+def setUpModule():
+    # A missing binary is a failure, never a silent skip.
+    if not BIN.is_file() or not os.access(BIN, os.X_OK):
+        raise RuntimeError(f"cellscope binary not found at {BIN} (build it with `make build`)")
+
+
+def run(*args, cwd=SOURCE_DIR, timeout=120):
+    return subprocess.run([str(BIN), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def check_position(tc, pos):
+    tc.assertIsInstance(pos, dict)
+    for key in ("line", "character"):
+        tc.assertIn(key, pos)
+        tc.assertIsInstance(pos[key], int)
+        tc.assertGreaterEqual(pos[key], 0)
+
+
+def check_diagnostic(tc, d):
+    for key in ("file", "range", "severity", "code", "message"):
+        tc.assertIn(key, d)
+    tc.assertIn(d["severity"], SEVERITIES)
+    tc.assertIsInstance(d["message"], str)
+    tc.assertTrue(d["message"])
+    check_position(tc, d["range"]["start"])
+    check_position(tc, d["range"]["end"])
+    start, end = d["range"]["start"], d["range"]["end"]
+    tc.assertLessEqual((start["line"], start["character"]), (end["line"], end["character"]))
+    for r in d.get("related", []):
+        check_position(tc, r["range"]["start"])
+        tc.assertIn("message", r)
+
+
+def check_tensor(tc, t):
+    tc.assertIn("shape", t)
+    tc.assertIn("dtype", t)
+    tc.assertIsInstance(t["dtype"], str)
+    for dim in t["shape"]:
+        tc.assertTrue(dim is None or isinstance(dim, (int, str)) and not isinstance(dim, bool),
+                      f"bad dim {dim!r} in {t}")
+
+
+def errors_with_code(diags, code):
+    return [d for d in diags if d["severity"] == "error" and d["code"] == code]
+
+
+class GeneralTests(unittest.TestCase):
+    def test_version(self):
+        p = run("--version")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"^cellscope \d+\.\d+\.\d+")
+
+    def test_help(self):
+        p = run("--help")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("check", p.stdout)
+        self.assertIn("graph", p.stdout)
+
+    def test_no_arguments_is_usage_error(self):
+        p = run()
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("cellscope", p.stderr)
+
+    def test_unknown_subcommand_is_usage_error(self):
+        p = run("frobnicate", LENET)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("frobnicate", p.stderr)
+
+    def test_bad_option_values_are_usage_errors(self):
+        for args in (["check", LENET, "--format", "xml"],
+                     ["check", LENET, "--target", "tpu"],
+                     ["check", LENET, "--ms-version", "two"],
+                     ["graph", LENET, "--format", "png"],
+                     ["graph", LENET, "--input", "1,3:nodtype"],
+                     ["graph", LENET, "--cell", "LeNet5", "--entry", "LeNet5()"],
+                     ["--log-level", "loud", "check", LENET]):
+            with self.subTest(args=args):
+                p = run(*args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertEqual(p.stdout, "")
+                self.assertTrue(p.stderr.strip())
+
+    def test_missing_file_is_usage_error_with_clear_message(self):
+        for cmd in ("check", "graph"):
+            with self.subTest(cmd=cmd):
+                p = run(cmd, "no/such/model.py")
+                self.assertEqual(p.returncode, 2)
+                self.assertEqual(p.stdout, "")
+                self.assertIn("no/such/model.py", p.stderr)
+                self.assertIn("no such file", p.stderr)
+
+    def test_logs_never_on_stdout(self):
+        p = run("--log-level", "trace", "check", LENET, "--format", "json")
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        json.loads(p.stdout)  # stdout is exactly the JSON document
+        self.assertIn("checking", p.stderr)  # the info log went to stderr
+
+        p = run("graph", LENET, "--format", "json", "--log-level", "debug")
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        json.loads(p.stdout)
+
+    def test_log_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "cellscope.log"
+            p = run("--log-level", "debug", "--log-file", log, "check", LENET, "--format", "json")
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            json.loads(p.stdout)
+            self.assertNotIn("checking", p.stderr)
+            self.assertIn("checking", log.read_text())
+
+
+class CheckTests(unittest.TestCase):
+    def test_clean_model_text(self):
+        p = run("check", LENET)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        errors = [m for m in map(TEXT_DIAG.match, p.stdout.splitlines()) if m and m["sev"] == "error"]
+        self.assertEqual(errors, [])
+        self.assertIn("1 file", p.stdout.strip().splitlines()[-1])
+
+    def test_article_bug_text(self):
+        p = run("check", BUGGY)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        diags = [m for m in map(TEXT_DIAG.match, p.stdout.splitlines()) if m]
+        self.assertTrue(diags, p.stdout)
+        for m in diags:
+            self.assertEqual(m["file"], BUGGY)
+            self.assertGreaterEqual(int(m["line"]), 1)
+            self.assertGreaterEqual(int(m["col"]), 1)
+        shape = [m for m in diags if m["sev"] == "error" and m["code"] == "shape-mismatch"]
+        self.assertTrue(shape, p.stdout)
+        self.assertTrue(any("1600" in m["msg"] and "9216" in m["msg"] for m in shape), p.stdout)
+        self.assertIn(BUGGY_DENSE_LINE, [int(m["line"]) for m in shape])
+        api = [m for m in diags if m["sev"] == "error" and m["code"] == "unknown-api"]
+        self.assertTrue(any("MaxPool2d" in m["msg"] for m in api), p.stdout)
+        self.assertIn(BUGGY_MAXPOOL_LINE, [int(m["line"]) for m in api])
+        self.assertRegex(p.stdout.strip().splitlines()[-1], r"\d+ errors?, \d+ warnings? in 1 file")
+
+    def test_article_bug_json(self):
+        p = run("check", BUGGY, "--format", "json")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["files"], 1)
+        self.assertIsInstance(doc["diagnostics"], list)
+        for d in doc["diagnostics"]:
+            check_diagnostic(self, d)
+        shape = errors_with_code(doc["diagnostics"], "shape-mismatch")
+        self.assertTrue(any("1600" in d["message"] and "9216" in d["message"] for d in shape))
+        self.assertIn(BUGGY_DENSE_LINE - 1, [d["range"]["start"]["line"] for d in shape])
+        api = errors_with_code(doc["diagnostics"], "unknown-api")
+        self.assertTrue(any("MaxPool2d" in d["message"] for d in api))
+
+    def test_text_and_json_agree(self):
+        text = run("check", BUGGY, "--no-snippets")
+        js = json.loads(run("check", BUGGY, "--format", "json").stdout)
+        from_text = sorted((int(m["line"]), int(m["col"]), m["code"] or "")
+                           for m in map(TEXT_DIAG.match, text.stdout.splitlines()) if m)
+        from_json = sorted((d["range"]["start"]["line"] + 1, d["range"]["start"]["character"] + 1,
+                            d["code"]) for d in js["diagnostics"])
+        self.assertEqual(from_text, from_json)
+
+    def test_clean_model_json(self):
+        p = run("check", LENET, "--format", "json", "--target", "ascend910b")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["files"], 1)
+        self.assertEqual([d for d in doc["diagnostics"] if d["severity"] == "error"], [])
+
+    def test_directory_walk_skips_hidden_venv_node_modules(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            model = (SOURCE_DIR / LENET).read_text()
+            for rel in ("a.py", "sub/b.py", ".hidden/c.py", "venv/lib/d.py",
+                        "node_modules/pkg/e.py", "__pycache__/f.py", "notes.txt"):
+                path = root / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(model)
+            (root / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+            p = run("check", root, "--format", "json")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(json.loads(p.stdout)["files"], 2)
+
+    def test_several_paths(self):
+        p = run("check", LENET, BUGGY, "--format", "json")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["files"], 2)
+        self.assertEqual({d["file"] for d in doc["diagnostics"] if d["severity"] == "error"}
+                         - {BUGGY, str(SOURCE_DIR / BUGGY)}, set())
+
+
+class SarifTests(unittest.TestCase):
+    def validate(self, log):
+        """Structural validation against SARIF 2.1.0's required properties."""
+        self.assertEqual(log["version"], "2.1.0")
+        self.assertIn("sarif", log["$schema"])
+        self.assertEqual(len(log["runs"]), 1)
+        run_ = log["runs"][0]
+        driver = run_["tool"]["driver"]
+        self.assertEqual(driver["name"], "cellscope")
+        self.assertRegex(driver["version"], r"^\d+\.\d+\.\d+")
+        rule_ids = []
+        for rule in driver.get("rules", []):
+            self.assertIsInstance(rule["id"], str)
+            self.assertTrue(rule["shortDescription"]["text"])
+            rule_ids.append(rule["id"])
+        self.assertEqual(len(rule_ids), len(set(rule_ids)))
+        base_ids = set(run_.get("originalUriBaseIds", {}))
+        for r in run_["results"]:
+            self.assertIn(r["ruleId"], rule_ids)
+            if "ruleIndex" in r:
+                self.assertEqual(rule_ids[r["ruleIndex"]], r["ruleId"])
+            self.assertIn(r["level"], ("none", "note", "warning", "error"))
+            self.assertTrue(r["message"]["text"])
+            self.assertGreaterEqual(len(r["locations"]), 1)
+            for loc in r["locations"] + r.get("relatedLocations", []):
+                phys = loc["physicalLocation"]
+                art = phys["artifactLocation"]
+                self.assertFalse(art["uri"].startswith("/"), art)
+                if "uriBaseId" in art:
+                    self.assertIn(art["uriBaseId"], base_ids)
+                else:
+                    self.assertTrue(art["uri"].startswith("file://"))
+                region = phys["region"]
+                self.assertGreaterEqual(region["startLine"], 1)
+                self.assertGreaterEqual(region["startColumn"], 1)
+                self.assertGreaterEqual(region["endLine"], region["startLine"])
+                if region["endLine"] == region["startLine"]:
+                    self.assertGreaterEqual(region["endColumn"], region["startColumn"])
+            for loc in r.get("relatedLocations", []):
+                self.assertTrue(loc["message"]["text"])
+        return run_
+
+    def test_article_bug_sarif(self):
+        p = run("check", BUGGY, "--format", "sarif")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        run_ = self.validate(json.loads(p.stdout))
+        shape = [r for r in run_["results"] if r["ruleId"] == "shape-mismatch"]
+        self.assertTrue(shape)
+        self.assertEqual(shape[0]["level"], "error")
+        uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in shape}
+        self.assertEqual(uris, {BUGGY})
+        lines = [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in shape]
+        self.assertIn(BUGGY_DENSE_LINE, lines)
+
+    def test_sarif_matches_json(self):
+        sarif = json.loads(run("check", BUGGY, "--format", "sarif").stdout)
+        js = json.loads(run("check", BUGGY, "--format", "json").stdout)
+        a = sorted((r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"],
+                    r["locations"][0]["physicalLocation"]["region"]["startColumn"])
+                   for r in sarif["runs"][0]["results"])
+        b = sorted((d["code"], d["range"]["start"]["line"] + 1, d["range"]["start"]["character"] + 1)
+                   for d in js["diagnostics"])
+        self.assertEqual(a, b)
+
+    def test_clean_model_sarif(self):
+        p = run("check", LENET, "--format", "sarif")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run_ = self.validate(json.loads(p.stdout))
+        self.assertEqual([r for r in run_["results"] if r["level"] == "error"], [])
+
+
+class GraphTests(unittest.TestCase):
+    def graph_json(self, *args, expect=0):
+        p = run("graph", *args, "--format", "json")
+        self.assertEqual(p.returncode, expect, p.stderr)
+        return json.loads(p.stdout)
+
+    def lenet_cell(self, doc):
+        cells = [c for c in doc["cells"] if c["name"] == "LeNet5"]
+        self.assertEqual(len(cells), 1, [c["name"] for c in doc["cells"]])
+        return cells[0]
+
+    def test_lenet_json_document(self):
+        doc = self.graph_json(LENET)
+        self.assertIsInstance(doc["diagnostics"], list)
+        for d in doc["diagnostics"]:
+            check_diagnostic(self, d)
+        cell = self.lenet_cell(doc)
+        self.assertIsInstance(cell["params"], int)
+        self.assertEqual(cell["params"], LENET_TRAINABLE)
+        self.assertTrue(cell["compiled"])
+        for t in cell["inputs"] + cell["outputs"]:
+            check_tensor(self, t)
+        self.assertEqual(cell["inputs"][0]["shape"], [1, 1, 32, 32])  # from the __main__ call
+        self.assertEqual(cell["outputs"][0]["shape"], [1, 10])
+        self.assertEqual(cell["outputs"][0]["dtype"], "float32")
+        ids = [n["id"] for n in cell["nodes"]]
+        self.assertTrue(ids)
+        self.assertEqual(len(ids), len(set(ids)), "node ids are unique")
+        for n in cell["nodes"]:
+            self.assertIn(n["kind"], ("input", "parameter", "constant", "op"))
+            for e in n["inputs"]:
+                self.assertIn(e["node"], ids)
+            for t in n["outputs"]:
+                check_tensor(self, t)
+            check_position(self, n["range"]["start"])
+        ops = [n["op"] for n in cell["nodes"] if n["kind"] == "op"]
+        self.assertEqual(ops.count("Conv2D"), 2, ops)
+
+    def test_input_override(self):
+        cell = self.lenet_cell(self.graph_json(LENET, "--input", "32,1,32,32"))
+        self.assertEqual(cell["inputs"][0]["shape"], [32, 1, 32, 32])
+        self.assertEqual(cell["outputs"][0]["shape"], [32, 10])
+        cell = self.lenet_cell(self.graph_json(LENET, "--input", "N,1,32,32"))
+        self.assertEqual(cell["outputs"][0]["shape"], ["N", 10])
+
+    def test_cell_and_entry(self):
+        doc = self.graph_json(LENET, "--cell", "LeNet5")
+        self.assertEqual([c["name"] for c in doc["cells"]], ["LeNet5"])
+        doc = self.graph_json(LENET, "--entry", "LeNet5(num_class=5)", "--input", "2,1,32,32")
+        self.assertEqual(len(doc["cells"]), 1)
+        self.assertEqual(doc["cells"][0]["outputs"][0]["shape"], [2, 5])
+
+    def test_article_bug_graph(self):
+        doc = self.graph_json(BUGGY, expect=1)
+        shape = errors_with_code(doc["diagnostics"], "shape-mismatch")
+        self.assertTrue(any("1600" in d["message"] and "9216" in d["message"] for d in shape))
+
+    def test_text_format(self):
+        p = run("graph", LENET, "--format", "text")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("LeNet5", p.stdout)
+        self.assertIn("61,684 trainable", p.stdout)
+        self.assertIn("Conv2D", p.stdout)
+        self.assertIn("(1, 10)", p.stdout)
+
+    def test_dot_format(self):
+        p = run("graph", LENET, "--format", "dot")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("digraph"))
+        self.assertEqual(p.stdout.count("{"), p.stdout.count("}"))
+        self.assertIn("->", p.stdout)
+        self.assertIn("subgraph cluster_", p.stdout)
+        if shutil.which("dot"):
+            r = subprocess.run(["dot", "-Tsvg"], input=p.stdout, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_output_file_is_written_atomically(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "lenet.json"
+            out.write_text("old contents")
+            p = run("graph", LENET, "-o", out)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, "")
+            self.lenet_cell(json.loads(out.read_text()))
+            self.assertEqual(os.listdir(tmp), ["lenet.json"], "no temporary files left behind")
+            p = run("graph", LENET, "--format", "dot", "--output", Path(tmp) / "lenet.dot")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue((Path(tmp) / "lenet.dot").read_text().startswith("digraph"))
+
+    def test_output_into_missing_directory_fails_cleanly(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            p = run("graph", LENET, "-o", Path(tmp) / "missing" / "out.json")
+            self.assertNotIn(p.returncode, (0, 1))
+            self.assertLess(p.returncode, 128, "no crash")
+            self.assertEqual(p.stdout, "")
+            self.assertIn("cannot", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
