@@ -20,6 +20,7 @@ PACKAGES=(
   libtree-sitter-dev      # parser runtime (the Python grammar comes from npm at configure time)
   libcli11-dev            # command-line parsing
   libeigen3-dev           # kernels (later issues)
+  libmimalloc-dev         # fast malloc for the executables (cmake/Allocator.cmake)
   clang-format
   clang-tidy
   python3                 # CLI tests (stdlib only) and the MindSpore ground-truth tier

@@ -1,5 +1,7 @@
 #include "render.h"
 
+#include "graphcore/diagnostic_codes.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -171,45 +173,6 @@ std::string uri_encode_path(std::string_view path) {
   return out;
 }
 
-struct RuleInfo {
-  const char* id;
-  const char* description;
-};
-
-// Short descriptions of the documented diagnostic codes (docs/diagnostics.md). Unknown codes
-// still get a rule with a generic description.
-const RuleInfo kRules[] = {
-    {"syntax-error", "Python syntax error (the rest of the file is still analysed)"},
-    {"unknown-api", "The name is not part of the MindSpore API for the selected version"},
-    {"unknown-name", "The name is not defined"},
-    {"unknown-attribute", "The object has no such attribute"},
-    {"wrong-arguments", "Call arguments do not match the signature"},
-    {"unknown-keyword", "Unknown keyword argument"},
-    {"missing-argument", "A required argument is missing"},
-    {"too-many-arguments", "Too many positional arguments"},
-    {"invalid-argument", "An argument value is invalid for this API"},
-    {"deprecated-argument", "The argument is deprecated in the selected MindSpore version"},
-    {"shape-mismatch", "Tensor shape does not match what the layer or operator expects"},
-    {"broadcast-error", "Shapes cannot be broadcast together"},
-    {"matmul-mismatch", "Matrix multiplication inner dimensions differ"},
-    {"reshape-mismatch", "Reshape changes the number of elements"},
-    {"concat-mismatch", "Concatenated tensors differ outside the concatenation axis"},
-    {"rank-mismatch", "Tensor rank does not match what the operator expects"},
-    {"dtype-mismatch", "Tensor dtype does not match what the operator expects"},
-    {"no-output", "construct returns nothing (\"No output node found\")"},
-    {"unused-result", "A computed result is never used"},
-    {"branch-shape-mismatch", "The branches of a tensor-dependent if produce different shapes"},
-    {"graph-mode-unsupported", "Syntax that MindSpore's GRAPH_MODE rejects inside construct"},
-    {"constructor-arguments", "The Cell needs constructor arguments that nothing supplies"},
-    {"import-not-found", "An imported workspace module cannot be found"},
-    {"cyclic-import", "Modules import each other cyclically"},
-    {"budget-exceeded", "Static evaluation exceeded its step or recursion budget"},
-    {"file-too-large", "The file is larger than the analysis limit"},
-    {"invalid-encoding", "The file is not valid UTF-8"},
-    {"unsupported-target", "The operator has no implementation for the selected backend"},
-    {"internal-error", "Cellscope failed internally while analysing the file"},
-};
-
 std::string rule_name(std::string_view id) {
   std::string out;
   bool upper = true;
@@ -313,8 +276,9 @@ std::string summary_line(const Counts& c, size_t files) {
 }
 
 std::string render_sarif(const std::vector<protocol::Diagnostic>& diags) {
-  std::map<std::string, const char*> known;
-  for (const auto& r : kRules) known.emplace(r.id, r.description);
+  // Rule descriptions come from graphcore's catalogue of codes (docs/diagnostics.md).
+  std::map<std::string, std::string> known;
+  for (const auto& r : graphcore::diagnostic_codes()) known.emplace(r.code, r.summary);
 
   std::vector<std::string> rule_ids;
   std::map<std::string, size_t> rule_index;

@@ -3,6 +3,7 @@
 #include "graphcore/analysis.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -25,8 +26,9 @@ std::optional<std::string> DiskSourceProvider::read(const fs::path& path) {
 }
 
 size_t AnalysisResult::error_count() const {
-  return static_cast<size_t>(std::count_if(diagnostics.begin(), diagnostics.end(),
-                                           [](const Diagnostic& d) { return d.severity == Severity::Error; }));
+  return static_cast<size_t>(
+      std::count_if(diagnostics.begin(), diagnostics.end(),
+                    [](const Diagnostic& d) { return d.severity == Severity::Error; }));
 }
 
 std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* error) {
@@ -36,7 +38,9 @@ std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* e
     dims = spec.substr(0, colon);
     auto dt = dtype_from_name(spec.substr(colon + 1));
     if (!dt) {
-      if (error) *error = "unknown dtype `" + std::string(spec.substr(colon + 1)) + "` (try float32, float16, int32, int64, bool)";
+      if (error)
+        *error = "unknown dtype `" + std::string(spec.substr(colon + 1)) +
+                 "` (try float32, float16, int32, int64, bool)";
       return std::nullopt;
     }
     t.dtype = *dt;
@@ -45,7 +49,8 @@ std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* e
   size_t pos = 0;
   while (pos <= dims.size()) {
     size_t comma = dims.find(',', pos);
-    std::string_view part = dims.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    std::string_view part =
+        dims.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
     while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
     if (part.empty()) {
@@ -61,10 +66,14 @@ std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* e
       }
       t.shape.dims.push_back(Dim::known(std::stoll(std::string(part))));
     } else if (std::isalpha(static_cast<unsigned char>(part.front())) &&
-               std::all_of(part.begin(), part.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+               std::all_of(part.begin(), part.end(), [](char c) {
+                 return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+               })) {
       t.shape.dims.push_back(Dim::symbol(part));
     } else {
-      if (error) *error = "bad dimension `" + std::string(part) + "` in `" + std::string(spec) + "` (use e.g. 1,3,224,224 or N,128:int32)";
+      if (error)
+        *error = "bad dimension `" + std::string(part) + "` in `" + std::string(spec) +
+                 "` (use e.g. 1,3,224,224 or N,128:int32)";
       return std::nullopt;
     }
     if (comma == std::string_view::npos) break;
@@ -92,12 +101,14 @@ void assign_paths(const Value& v, const std::string& path, std::unordered_set<co
   auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
   for (auto& [k, child] : inst->cell->children) assign_paths(child, join(k), seen, classes);
   for (size_t i = 0; i < inst->cell->items.size(); ++i) {
-    std::string k = i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
+    std::string k =
+        i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
     assign_paths(inst->cell->items[i], join(k), seen, classes);
   }
 }
 
-void collect_params(const Value& v, const std::string& path, std::unordered_set<const Object*>& seen_cells,
+void collect_params(const Value& v, const std::string& path,
+                    std::unordered_set<const Object*>& seen_cells,
                     std::unordered_set<const Object*>& seen_params, CellReport& report) {
   auto* inst = v.as<InstanceObj>();
   if (!inst || !inst->cell || seen_cells.count(inst)) return;
@@ -114,9 +125,11 @@ void collect_params(const Value& v, const std::string& path, std::unordered_set<
       if (t->requires_grad) report.trainable_params += n.value();
     }
   }
-  for (auto& [k, child] : inst->cell->children) collect_params(child, join(k), seen_cells, seen_params, report);
+  for (auto& [k, child] : inst->cell->children)
+    collect_params(child, join(k), seen_cells, seen_params, report);
   for (size_t i = 0; i < inst->cell->items.size(); ++i) {
-    std::string k = i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
+    std::string k =
+        i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
     collect_params(inst->cell->items[i], join(k), seen_cells, seen_params, report);
   }
 }
@@ -169,7 +182,86 @@ class RootCompiler {
   RootCompiler(Interpreter& in, const AnalysisOptions& options, const ModuleLoader& loader)
       : in_(in), options_(options), loader_(loader) {}
 
-  CellReport compile(const Root& root, uint32_t graph_id) {
+  // Compiles a root. Inputs nobody gave a shape for start unranked; if the first layer reading
+  // one tells its rank (a Conv2d wants (N, C, H, W)), the root is compiled again with symbolic
+  // dimensions so that channel and feature checks still work without a concrete input.
+  CellReport compile(const Root& root, uint32_t& next_graph_id) {
+    size_t mark = in_.diagnostics_mark();
+    std::vector<std::optional<TensorType>> refined;
+    CellReport rep = compile_once(root, next_graph_id++, {}, &refined);
+    bool any =
+        std::any_of(refined.begin(), refined.end(), [](const auto& t) { return t.has_value(); });
+    if (!any) return rep;
+    in_.rollback_diagnostics(mark);
+    return compile_once(root, next_graph_id++, refined, nullptr);
+  }
+
+ private:
+  // The type an unshaped input must have for the first layer that reads it, or nullopt.
+  static std::optional<TensorType> infer_input(const Graph& g, uint32_t input_node) {
+    for (const Node& n : g.nodes) {
+      bool reads = std::any_of(n.inputs.begin(), n.inputs.end(),
+                               [&](const ValueRef& r) { return r.node == input_node; });
+      if (!reads || n.kind != NodeKind::Op) continue;
+      auto attr_int = [&](const char* name) -> std::optional<int64_t> {
+        for (const Attr& a : n.attrs) {
+          if (a.name == name) {
+            if (auto* i = std::get_if<int64_t>(&a.value)) return *i;
+          }
+        }
+        return std::nullopt;
+      };
+      auto channel = [&](std::initializer_list<const char*> names) {
+        for (const char* nm : names) {
+          if (auto v = attr_int(nm)) return Dim::known(*v);
+        }
+        return Dim::symbol("C");
+      };
+      const std::string& api = n.api;
+      auto ends = [&](std::string_view suffix) {
+        return api.size() >= suffix.size() &&
+               api.compare(api.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      Dim N = Dim::symbol("N");
+      if (ends("2d") || ends("2dTranspose")) {
+        return TensorType{Shape({N, channel({"in_channels", "num_features", "channel"}),
+                                 Dim::symbol("H"), Dim::symbol("W")}),
+                          DType::Float32};
+      }
+      if (ends("1d") || ends("1dTranspose")) {
+        return TensorType{
+            Shape({N, channel({"in_channels", "num_features", "channel"}), Dim::symbol("L")}),
+            DType::Float32};
+      }
+      if (ends("3d")) {
+        return TensorType{Shape({N, channel({"in_channels", "num_features"}), Dim::symbol("D"),
+                                 Dim::symbol("H"), Dim::symbol("W")}),
+                          DType::Float32};
+      }
+      if (api == "nn.Dense")
+        return TensorType{Shape({N, channel({"in_channels"})}), DType::Float32};
+      if (api == "nn.Embedding") return TensorType{Shape({N, Dim::symbol("L")}), DType::Int32};
+      if (api == "nn.LSTM" || api == "nn.GRU" || api == "nn.RNN") {
+        bool batch_first = false;
+        for (const Attr& a : n.attrs) {
+          if (a.name == "batch_first") {
+            if (auto* b = std::get_if<bool>(&a.value)) batch_first = *b;
+          }
+        }
+        Dim feat = channel({"input_size"});
+        return TensorType{
+            batch_first ? Shape({N, Dim::symbol("L"), feat}) : Shape({Dim::symbol("L"), N, feat}),
+            DType::Float32};
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+ public:
+  CellReport compile_once(const Root& root, uint32_t graph_id,
+                          const std::vector<std::optional<TensorType>>& given,
+                          std::vector<std::optional<TensorType>>* refine) {
     CellReport rep;
     auto* inst = root.cell.as<InstanceObj>();
     rep.name = root.name;
@@ -192,10 +284,16 @@ class RootCompiler {
     // Inputs: the CLI, then a call site for this instance, then one for its class, else symbolic.
     std::vector<Value> inputs;
     std::vector<std::string> names;
+    bool var_inputs = false;  // construct(self, *inputs)
+    std::string var_name;
     if (fn) {
       const auto& params = fn->def->list;
       for (size_t i = 1; i < params.size(); ++i) {
         auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+        if (kind == ast::ParamKindAst::VarArgs) {
+          var_inputs = true;
+          var_name = std::string(params[i]->str);
+        }
         if (kind != ast::ParamKindAst::Normal) continue;
         names.emplace_back(params[i]->str);
       }
@@ -204,29 +302,51 @@ class RootCompiler {
     }
     const std::vector<Value>* site_inputs = nullptr;
     for (auto& cs : in_.call_sites) {
-      if (cs.cell.o == root.cell.o) { site_inputs = &cs.inputs; break; }
+      if (cs.cell.o == root.cell.o) {
+        site_inputs = &cs.inputs;
+        break;
+      }
     }
     if (!site_inputs) {
       for (auto& cs : in_.call_sites) {
         auto* other = cs.cell.as<InstanceObj>();
-        if (other && other->cls == inst->cls) { site_inputs = &cs.inputs; break; }
+        if (other && other->cls == inst->cls) {
+          site_inputs = &cs.inputs;
+          break;
+        }
       }
     }
+    size_t fixed_inputs = names.size();
+    size_t given_count = !given.empty()
+                             ? given.size()
+                             : (!options_.inputs.empty() ? options_.inputs.size()
+                                                         : (site_inputs ? site_inputs->size() : 0));
+    if (var_inputs) {
+      for (size_t i = fixed_inputs; i < given_count; ++i)
+        names.push_back(var_name + "[" + std::to_string(i - fixed_inputs) + "]");
+    }
     Graph& g = rep.graph;
+    g.nodes.reserve(256);
     GraphBuilder gb(g, graph_id);
     in_.graph = &gb;
+    in_.facts = options_.record_facts ? &rep.facts : nullptr;
     in_.cell_stack.clear();
     CallArgs args;
+    std::vector<std::pair<size_t, uint32_t>> unshaped_inputs;  // (argument index, node)
     for (size_t i = 0; i < names.size(); ++i) {
       Value v;
-      if (i < options_.inputs.size()) {
+      bool unshaped = false;
+      if (i < given.size() && given[i]) {
+        v = make_tensor(*given[i]);
+      } else if (i < options_.inputs.size()) {
         v = make_tensor(options_.inputs[i]);
       } else if (options_.inputs.empty() && site_inputs && i < site_inputs->size()) {
         v = (*site_inputs)[i];
-      } else if (fn && fn->has_default[i + 1]) {
+      } else if (fn && i < fixed_inputs && fn->has_default[i + 1]) {
         break;  // leave defaulted parameters to their defaults
       } else {
         v = make_tensor(TensorType{Shape::unranked(), DType::Float32});
+        unshaped = true;
       }
       if (auto* t = v.as<TensorObj>()) {
         TensorType type = t->type;  // `v` is replaced below
@@ -236,7 +356,7 @@ class RootCompiler {
         n.id = names[i];
         n.outputs.push_back(type);
         n.file = rep.file;
-        n.range = fn ? fn->def->list[i + 1]->range : rep.range;
+        n.range = fn && i < fixed_inputs ? fn->def->list[i + 1]->range : rep.range;
         auto idx = static_cast<uint32_t>(g.nodes.size());
         g.nodes.push_back(std::move(n));
         auto graph_t = std::make_shared<TensorObj>(type);
@@ -244,6 +364,7 @@ class RootCompiler {
         graph_t->ref = ValueRef{idx, 0};
         v = Value::obj(graph_t);
         rep.inputs.push_back(NamedTensor{names[i], type});
+        if (unshaped) unshaped_inputs.emplace_back(i, idx);
       }
       args.pos.push_back(v);
       args.pos_ranges.push_back(rep.range);
@@ -261,16 +382,24 @@ class RootCompiler {
                      (r.message.empty() ? "" : ": " + r.message));
     }
     in_.graph = nullptr;
+    in_.facts = nullptr;
     in_.cell_stack.clear();
     // Outputs (a tensor, or a tuple/list of them).
     std::vector<Value> outs;
-    if (auto* items = seq_items(out)) outs = *items;
-    else if (!out.is_none()) outs.push_back(out);
+    if (auto* items = seq_items(out))
+      outs = *items;
+    else if (!out.is_none())
+      outs.push_back(out);
     for (size_t i = 0; i < outs.size(); ++i) {
       auto* t = outs[i].as<TensorObj>();
       if (!t) continue;
       if (t->graph_id == graph_id) g.outputs.push_back(t->ref);
-      rep.outputs.push_back(NamedTensor{"output" + (outs.size() > 1 ? std::to_string(i) : ""), t->type});
+      rep.outputs.push_back(
+          NamedTensor{"output" + (outs.size() > 1 ? std::to_string(i) : ""), t->type});
+    }
+    if (refine && !unshaped_inputs.empty()) {
+      refine->assign(names.size(), std::nullopt);
+      for (auto [arg, node] : unshaped_inputs) (*refine)[arg] = infer_input(g, node);
     }
     for (const Node& n : g.nodes) rep.flops += n.flops;
     // With no output at all (no-return), every node would look unused: that is one error, not many.
@@ -292,7 +421,8 @@ class RootCompiler {
     for (const ValueRef& r : g.outputs) ++uses[r.node];
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
-      if (n.kind != NodeKind::Op || uses[i] != 0 || consumed.count(static_cast<uint32_t>(i))) continue;
+      if (n.kind != NodeKind::Op || uses[i] != 0 || consumed.count(static_cast<uint32_t>(i)))
+        continue;
       in_.report_at(n.file, n.range, Severity::Warning, "unused-result",
                     "the result of `" + source_text(n.file, n.range) +
                         "` is computed but never used" + gb.note_for(static_cast<uint32_t>(i)));
@@ -318,14 +448,25 @@ class RootCompiler {
 
 }  // namespace
 
-AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options, SourceProvider& sources) {
+AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options,
+                            SourceProvider& sources) {
   AnalysisResult result;
   result.file = file.string();
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  auto t_start = Clock::now();
   ModuleLoader loader(sources, options);
   Interpreter in(options, loader);
   if (!sources.read(file)) {
-    result.diagnostics.push_back(Diagnostic{file.string(), SourceRange{}, Severity::Error, "file-not-found",
-                                            "cannot read `" + file.string() + "`", {}, {}});
+    result.diagnostics.push_back(Diagnostic{file.string(),
+                                            SourceRange{},
+                                            Severity::Error,
+                                            "file-not-found",
+                                            "cannot read `" + file.string() + "`",
+                                            {},
+                                            {}});
     return result;
   }
   ModuleObj* main = loader.load_file(in, file, "__main__");
@@ -354,8 +495,9 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
     } catch (const BudgetExceeded& b) {
       in.report(b.site, Severity::Error, "budget-exceeded", b.what);
     } catch (const PyRaise& r) {
-      in.report(r.site, Severity::Error, "raises",
-                "constructing the model raises " + r.type + (r.message.empty() ? "" : ": " + r.message));
+      in.report(
+          r.site, Severity::Error, "raises",
+          "constructing the model raises " + r.type + (r.message.empty() ? "" : ": " + r.message));
     }
   };
 
@@ -378,8 +520,9 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
           // itself are reported against the file's first line.
           Value v = in.eval(stmt->a, *frame);
           if (!add_root(expr, v, Site{nullptr, main})) {
-            in.report_at(result.file, SourceRange{}, Severity::Error, "invalid-entry",
-                         "--entry `" + expr + "` does not evaluate to a Cell (got `" + type_name(v) + "`)");
+            in.report_at(
+                result.file, SourceRange{}, Severity::Error, "invalid-entry",
+                "--entry `" + expr + "` does not evaluate to a Cell (got `" + type_name(v) + "`)");
           }
         });
         loader.keep(std::move(parsed));
@@ -389,10 +532,16 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
       for (auto& [k, v] : main->globals.entries) {
         auto* fn = v.as<FunctionObj>();
         if (!fn || fn->module != main || fn->def->kind != ast::K::FunctionDef) continue;
-        bool all_default = std::all_of(fn->has_default.begin(), fn->has_default.end(), [](bool b) { return b; });
+        // Callable with no arguments, and not a pass-through helper taking *args
+        // (`def conv(*args, **kw)`); `**kwargs` alone is common in model-zoo factories.
+        bool all_default = true;
         for (size_t i = 0; i < fn->def->list.size(); ++i) {
           auto kind = static_cast<ast::ParamKindAst>(fn->def->list[i]->op);
-          if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs) all_default = true;
+          if (kind == ast::ParamKindAst::VarArgs) all_default = false;
+          if (kind != ast::ParamKindAst::VarKwargs && kind != ast::ParamKindAst::VarArgs &&
+              !fn->has_default[i]) {
+            all_default = false;
+          }
         }
         if (!all_default) continue;
         // Only functions that return a value (factories), not entry points like main().
@@ -406,7 +555,8 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
           size_t before = in.module_level_cells.size();
           Value r = in.call_function(fn, none, Site{fn->def, main}, nullptr, nullptr);
           in.module_level_cells.resize(before);
-          if (r.as<InstanceObj>() && r.as<InstanceObj>()->cell) add_root(fn->name + "()", r, Site{fn->def, main});
+          if (r.as<InstanceObj>() && r.as<InstanceObj>()->cell)
+            add_root(fn->name + "()", r, Site{fn->def, main});
         });
       }
       // Cells constructed by module-level code.
@@ -433,11 +583,13 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
             std::string list;
             for (size_t i = 0; i < req.size(); ++i) list += (i ? ", " : "") + req[i];
             SourceRange r = cls->def->range;
-            r.end = Position{r.start.line, r.start.column + 6 + static_cast<uint32_t>(cls->name.size())};
-            in.report_at(main->file, r, Severity::Information, "needs-arguments",
-                         "`" + cls->name + "` is not analysed: its constructor needs " + list +
-                             ", and nothing in this file constructs it. Analyse it with --entry \"" +
-                             cls->name + "(...)\" or construct it at module level");
+            r.end = Position{r.start.line,
+                             r.start.column + 6 + static_cast<uint32_t>(cls->name.size())};
+            in.report_at(
+                main->file, r, Severity::Information, "needs-arguments",
+                "`" + cls->name + "` is not analysed: its constructor needs " + list +
+                    ", and nothing in this file constructs it. Analyse it with --entry \"" +
+                    cls->name + "(...)\" or construct it at module level");
           }
           continue;
         }
@@ -451,13 +603,17 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
       }
     }
   }
-  uint32_t graph_id = 1;
+  result.timings.parse_ms = loader.parse_ms;
+  result.timings.evaluate_ms = ms_since(t_start) - loader.parse_ms;
+  auto t_compile = Clock::now();
+  uint32_t graph_id = 1;  // each compilation gets its own id (tensors remember their graph)
   RootCompiler compiler(in, options, loader);
   for (const Root& r : roots) {
     auto* inst = r.cell.as<InstanceObj>();
     if (options.cell && *options.cell != r.name && *options.cell != inst->cls->name) continue;
-    result.cells.push_back(compiler.compile(r, graph_id++));
+    result.cells.push_back(compiler.compile(r, graph_id));
   }
+  result.timings.compile_ms = ms_since(t_compile);
   if (options.cell && result.cells.empty()) {
     std::string known;
     for (auto& r : roots) known += (known.empty() ? "" : ", ") + r.name;
@@ -467,10 +623,12 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
   }
   in.finalize_diagnostics();
   result.diagnostics = std::move(in.diagnostics);
-  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [&](const Diagnostic& a, const Diagnostic& b) {
-    if (a.file != b.file) return a.file == result.file || (b.file != result.file && a.file < b.file);
-    return a.range.start < b.range.start;
-  });
+  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(),
+                   [&](const Diagnostic& a, const Diagnostic& b) {
+                     if (a.file != b.file)
+                       return a.file == result.file || (b.file != result.file && a.file < b.file);
+                     return a.range.start < b.range.start;
+                   });
   result.files = loader.files_read;
   return result;
 }

@@ -17,17 +17,87 @@ namespace graphcore::ast {
 
 enum class K : uint8_t {
   // expressions
-  Name, Int, Float, Str, Bool, None, Ellipsis, FString,
-  BinOp, UnaryOp, BoolOp, Not, Compare, Call, Keyword, Attribute, Subscript, Slice,
-  Tuple, List, Set, Dict, ListComp, SetComp, DictComp, GenExp, Comprehension, Lambda, IfExp,
-  Starred, DoubleStarred, NamedExpr, Await, Yield, Error,
+  Name,
+  Int,
+  Float,
+  Str,
+  Bool,
+  None,
+  Ellipsis,
+  FString,
+  BinOp,
+  UnaryOp,
+  BoolOp,
+  Not,
+  Compare,
+  Call,
+  Keyword,
+  Attribute,
+  Subscript,
+  Slice,
+  Tuple,
+  List,
+  Set,
+  Dict,
+  ListComp,
+  SetComp,
+  DictComp,
+  GenExp,
+  Comprehension,
+  Lambda,
+  IfExp,
+  Starred,
+  DoubleStarred,
+  NamedExpr,
+  Await,
+  Yield,
+  Error,
   // statements
-  ExprStmt, Assign, AugAssign, AnnAssign, Return, If, For, While, Break, Continue, Pass,
-  FunctionDef, ClassDef, Param, Import, ImportFrom, Alias, Global, Nonlocal, Assert, Raise, Try,
-  ExceptHandler, Block, With, WithItem, Delete, Unsupported,
+  ExprStmt,
+  Assign,
+  AugAssign,
+  AnnAssign,
+  Return,
+  If,
+  For,
+  While,
+  Break,
+  Continue,
+  Pass,
+  FunctionDef,
+  ClassDef,
+  Param,
+  Import,
+  ImportFrom,
+  Alias,
+  Global,
+  Nonlocal,
+  Assert,
+  Raise,
+  Try,
+  ExceptHandler,
+  Block,
+  With,
+  WithItem,
+  Delete,
+  Unsupported,
 };
 
-enum class BinOpKind : uint8_t { Add, Sub, Mul, Div, FloorDiv, Mod, Pow, MatMul, LShift, RShift, BitAnd, BitOr, BitXor };
+enum class BinOpKind : uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  MatMul,
+  LShift,
+  RShift,
+  BitAnd,
+  BitOr,
+  BitXor
+};
 enum class UnaryKind : uint8_t { Neg, Pos, Invert };
 enum class CmpKind : uint8_t { Eq, NotEq, Lt, LtE, Gt, GtE, In, NotIn, Is, IsNot };
 enum class ParamKindAst : uint8_t { Normal, KeywordOnly, VarArgs, VarKwargs };
@@ -37,24 +107,25 @@ const char* binop_symbol(BinOpKind k);
 // Layout per kind (unused members are null/empty):
 //   Name: str | Int: ival | Float: fval | Str: str (decoded) | Bool: ival
 //   FString: list = parts (Str and expressions)
-//   BinOp/AugAssign: op, a = left/target, b = right | UnaryOp: op, a | Not: a | BoolOp: op (0 and, 1 or), a, b
-//   Compare: list = operands, cmp_ops | Call: a = func, list = positional (maybe Starred), list2 = Keyword/DoubleStarred
-//   Keyword: str = name, a = value | Attribute: a = object, str = attr | Subscript: a = value, b = index
-//   Slice: a, b, c (nullable) | Tuple/List/Set: list | Dict: list = keys (null for **), list2 = values
-//   ListComp/SetComp/GenExp: a = elt, list = Comprehension | DictComp: a = key, b = value, list = Comprehension
-//   Comprehension: a = target, b = iter, list = conditions | Lambda: a = body, list = Param
-//   IfExp: a = body, b = test, c = orelse | Starred/DoubleStarred/Await/Yield: a | NamedExpr: a = target, b = value
-//   ExprStmt: a | Assign: list = targets, a = value | AnnAssign: a = target, b = value (nullable)
-//   Return: a (nullable) | If/While: a = test, list = body, list2 = orelse | For: a = target, b = iter, list = body, list2 = orelse
-//   FunctionDef: str = name, list = Param, list2 = body, list3 = decorators
+//   BinOp/AugAssign: op, a = left/target, b = right | UnaryOp: op, a | Not: a | BoolOp: op (0 and,
+//   1 or), a, b Compare: list = operands, cmp_ops | Call: a = func, list = positional (maybe
+//   Starred), list2 = Keyword/DoubleStarred Keyword: str = name, a = value | Attribute: a = object,
+//   str = attr | Subscript: a = value, b = index Slice: a, b, c (nullable) | Tuple/List/Set: list |
+//   Dict: list = keys (null for **), list2 = values ListComp/SetComp/GenExp: a = elt, list =
+//   Comprehension | DictComp: a = key, b = value, list = Comprehension Comprehension: a = target, b
+//   = iter, list = conditions | Lambda: a = body, list = Param IfExp: a = body, b = test, c =
+//   orelse | Starred/DoubleStarred/Await/Yield: a | NamedExpr: a = target, b = value ExprStmt: a |
+//   Assign: list = targets, a = value | AnnAssign: a = target, b = value (nullable) Return: a
+//   (nullable) | If/While: a = test, list = body, list2 = orelse | For: a = target, b = iter, list
+//   = body, list2 = orelse FunctionDef: str = name, list = Param, list2 = body, list3 = decorators
 //   ClassDef: str = name, list = bases (and Keyword), list2 = body, list3 = decorators
 //   Param: str = name, op = ParamKindAst, a = default (nullable)
 //   Import: list = Alias | ImportFrom: str = module, ival = level, list = Alias (empty: wildcard)
-//   Alias: str = dotted name, str2 = as-name | Global/Nonlocal: list = Name | Assert: a = test, b = msg
-//   Raise: a (nullable) | Try: list = body, list2 = ExceptHandler, a = else Block, b = finally Block
-//   ExceptHandler: a = type (nullable), str = name, list = body | Block: list
-//   With: list = WithItem, list2 = body | WithItem: a = expr, b = target | Delete: list
-//   Unsupported: str = construct name (e.g. "match")
+//   Alias: str = dotted name, str2 = as-name | Global/Nonlocal: list = Name | Assert: a = test, b =
+//   msg Raise: a (nullable) | Try: list = body, list2 = ExceptHandler, a = else Block, b = finally
+//   Block ExceptHandler: a = type (nullable), str = name, list = body | Block: list With: list =
+//   WithItem, list2 = body | WithItem: a = expr, b = target | Delete: list Unsupported: str =
+//   construct name (e.g. "match")
 struct Node {
   K kind = K::Error;
   uint8_t op = 0;
@@ -92,7 +163,7 @@ struct ParsedFile {
   std::string path;
   std::string text;  // sanitized source (invalid UTF-8 replaced)
   Arena arena;
-  Node* module = nullptr;  // Block of statements
+  Node* module = nullptr;               // Block of statements
   std::vector<Diagnostic> diagnostics;  // syntax errors, encoding problems, limits
 };
 
@@ -102,6 +173,7 @@ struct ParseLimits {
 };
 
 // Parses and lowers `text`. Never throws on bad input: problems become diagnostics.
-std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text, const ParseLimits& limits);
+std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
+                                         const ParseLimits& limits);
 
 }  // namespace graphcore::ast

@@ -29,9 +29,12 @@ std::optional<Shape> shape_arg(const Value* v) {
   if (auto* items = seq_items(*v)) {
     Shape s;
     for (const Value& x : *items) {
-      if (x.is_int()) s.dims.push_back(Dim::known(x.as_int()));
-      else if (auto* sym = x.as<SymIntObj>()) s.dims.push_back(sym->dim);
-      else s.dims.push_back(Dim::unknown());
+      if (x.is_int())
+        s.dims.push_back(Dim::known(x.as_int()));
+      else if (auto* sym = x.as<SymIntObj>())
+        s.dims.push_back(sym->dim);
+      else
+        s.dims.push_back(Dim::unknown());
     }
     return s;
   }
@@ -83,9 +86,10 @@ bool Interpreter::has_builtin(std::string_view name) const {
 }
 
 Value Interpreter::native_class(NativeClass which) {
-  static const char* kNames[] = {"", "object", "Cell", "SequentialCell", "CellList", "CellDict",
-                                 "Exception", "Parameter", "Tensor", "int", "float", "str", "bool",
-                                 "list", "tuple", "dict", "set", "type", "Initializer"};
+  static const char* kNames[] = {"",         "object",    "Cell",      "SequentialCell", "CellList",
+                                 "CellDict", "Exception", "Parameter", "Tensor",         "int",
+                                 "float",    "str",       "bool",      "list",           "tuple",
+                                 "dict",     "set",       "type",      "Initializer"};
   std::string key = std::string("class:") + kNames[static_cast<size_t>(which)];
   auto it = natives_.find(key);
   if (it != natives_.end()) return it->second;
@@ -132,12 +136,31 @@ void Interpreter::init_builtins() {
   n["set"] = native_class(NativeClass::Set);
   n["frozenset"] = native_class(NativeClass::Set);
   n["type"] = native_class(NativeClass::Type);
-  for (const char* exc : {"Exception", "BaseException", "ValueError", "TypeError", "RuntimeError",
-                          "KeyError", "IndexError", "AttributeError", "NotImplementedError",
-                          "AssertionError", "ImportError", "ModuleNotFoundError", "OSError",
-                          "IOError", "ZeroDivisionError", "StopIteration", "Warning",
-                          "UserWarning", "DeprecationWarning", "FileNotFoundError", "NameError",
-                          "OverflowError", "ArithmeticError", "LookupError", "MemoryError"}) {
+  for (const char* exc : {"Exception",
+                          "BaseException",
+                          "ValueError",
+                          "TypeError",
+                          "RuntimeError",
+                          "KeyError",
+                          "IndexError",
+                          "AttributeError",
+                          "NotImplementedError",
+                          "AssertionError",
+                          "ImportError",
+                          "ModuleNotFoundError",
+                          "OSError",
+                          "IOError",
+                          "ZeroDivisionError",
+                          "StopIteration",
+                          "Warning",
+                          "UserWarning",
+                          "DeprecationWarning",
+                          "FileNotFoundError",
+                          "NameError",
+                          "OverflowError",
+                          "ArithmeticError",
+                          "LookupError",
+                          "MemoryError"}) {
     auto cls = std::make_shared<ClassObj>();
     cls->name = exc;
     cls->native = NativeClass::Exception;
@@ -151,7 +174,8 @@ void Interpreter::init_builtins() {
     if (a.pos.empty()) return Value::integer(0);
     const Value& v = a.pos[0];
     if (v.is_int()) return Value::integer(v.as_int());
-    if (v.k == VK::Float) return std::isfinite(v.f) ? Value::integer(static_cast<int64_t>(v.f)) : Value::unknown();
+    if (v.k == VK::Float)
+      return std::isfinite(v.f) ? Value::integer(static_cast<int64_t>(v.f)) : Value::unknown();
     if (v.as<SymIntObj>()) return v;
     if (auto* s = str_of(v)) {
       char* end = nullptr;
@@ -185,7 +209,8 @@ void Interpreter::init_builtins() {
     if (a.pos[0].is_unknown()) return Value::unknown();
     return make_str(repr(a.pos[0]));
   });
-  auto to_items = [](Interpreter& in, CallArgs& a, const Site& site) -> std::optional<std::vector<Value>> {
+  auto to_items = [](Interpreter& in, CallArgs& a,
+                     const Site& site) -> std::optional<std::vector<Value>> {
     if (a.pos.empty()) return std::vector<Value>{};
     return in.iterate(a.pos[0], site);
   };
@@ -202,7 +227,9 @@ void Interpreter::init_builtins() {
     if (!items) return Value::unknown();
     std::vector<Value> uniq;
     for (auto& x : *items) {
-      if (std::none_of(uniq.begin(), uniq.end(), [&](const Value& y) { return values_equal(x, y); })) uniq.push_back(x);
+      if (std::none_of(uniq.begin(), uniq.end(),
+                       [&](const Value& y) { return values_equal(x, y); }))
+        uniq.push_back(x);
     }
     return Value::obj(std::make_shared<SetObj>(std::move(uniq)));
   });
@@ -246,7 +273,8 @@ void Interpreter::init_builtins() {
     for (auto& v : a.pos) {
       if (!v.is_int()) {
         if (!v.is_unknown() && !v.as<SymIntObj>() && !v.as<TensorObj>()) {
-          in.report(site, Severity::Error, "type-error", "range() takes integers, not `" + type_name(v) + "`");
+          in.report(site, Severity::Error, "type-error",
+                    "range() takes integers, not `" + type_name(v) + "`");
         }
         return Value::unknown();
       }
@@ -280,7 +308,8 @@ void Interpreter::init_builtins() {
       return Value::obj(std::make_shared<SymIntObj>(d));
     }
     if (v.is_unknown() || v.as<OpaqueObj>()) return Value::unknown();
-    in.report(site, Severity::Error, "type-error", "object of type `" + type_name(v) + "` has no len()");
+    in.report(site, Severity::Error, "type-error",
+              "object of type `" + type_name(v) + "` has no len()");
     return Value::unknown();
   });
   add("zip", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
@@ -336,7 +365,8 @@ void Interpreter::init_builtins() {
       }
       if (items.empty()) {
         if (const Value* d = a.find_kw("default")) return *d;
-        in.report(site, Severity::Error, "invalid-argument", std::string(is_max ? "max" : "min") + "() arg is an empty sequence");
+        in.report(site, Severity::Error, "invalid-argument",
+                  std::string(is_max ? "max" : "min") + "() arg is an empty sequence");
         return Value::unknown();
       }
       Value best = items[0];
@@ -386,11 +416,15 @@ void Interpreter::init_builtins() {
     bool ok = true;
     std::stable_sort(items->begin(), items->end(), [&](const Value& x, const Value& y) {
       Value c = in.compare(ast::CmpKind::Lt, x, y, site);
-      if (c.k != VK::Bool) { ok = false; return false; }
+      if (c.k != VK::Bool) {
+        ok = false;
+        return false;
+      }
       return c.b;
     });
     if (!ok) return Value::unknown();
-    if (const Value* r = a.find_kw("reverse"); r && r->k == VK::Bool && r->b) std::reverse(items->begin(), items->end());
+    if (const Value* r = a.find_kw("reverse"); r && r->k == VK::Bool && r->b)
+      std::reverse(items->begin(), items->end());
     return make_list(std::move(*items));
   });
   add("reversed", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
@@ -477,7 +511,8 @@ void Interpreter::init_builtins() {
   });
   add("super", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.size() == 2) {
-      if (auto* c = a.pos[0].as<ClassObj>()) return Value::obj(std::make_shared<SuperObj>(c, a.pos[1]));
+      if (auto* c = a.pos[0].as<ClassObj>())
+        return Value::obj(std::make_shared<SuperObj>(c, a.pos[1]));
     }
     return Value::unknown();
   });
@@ -513,9 +548,10 @@ void Interpreter::init_builtins() {
     if (a.pos.empty()) return Value::unknown();
     return Value::obj(std::make_shared<PropertyObj>(a.pos[0]));
   });
-  for (const char* name : {"id", "hash", "open", "input", "exit", "quit", "vars", "globals",
-                           "locals", "iter", "next", "format", "chr", "ord", "bytes", "memoryview",
-                           "eval", "exec", "compile", "dir", "help", "__import__", "breakpoint"}) {
+  for (const char* name :
+       {"id",     "hash", "open",    "input",  "exit", "quit",       "vars",      "globals",
+        "locals", "iter", "next",    "format", "chr",  "ord",        "bytes",     "memoryview",
+        "eval",   "exec", "compile", "dir",    "help", "__import__", "breakpoint"}) {
     add(name, [](Interpreter&, CallArgs&, const Site&) { return Value::unknown(); });
   }
   add("slice", [](Interpreter&, CallArgs& a, const Site&) -> Value {
@@ -526,18 +562,54 @@ void Interpreter::init_builtins() {
   });
 
   // ---- math ----
-  add("math.sqrt", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::sqrt(x); }, false); });
-  add("math.floor", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::floor(x); }, true); });
-  add("math.ceil", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::ceil(x); }, true); });
-  add("math.trunc", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::trunc(x); }, true); });
-  add("math.exp", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::exp(x); }, false); });
-  add("math.log2", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::log2(x); }, false); });
-  add("math.log10", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::log10(x); }, false); });
-  add("math.fabs", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::fabs(x); }, false); });
-  add("math.sin", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::sin(x); }, false); });
-  add("math.cos", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::cos(x); }, false); });
-  add("math.tanh", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::tanh(x); }, false); });
-  add("math.erf", [](Interpreter&, CallArgs& a, const Site&) { return math_fn1(a, [](double x) { return std::erf(x); }, false); });
+  add("math.sqrt", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::sqrt(x); }, false);
+  });
+  add("math.floor", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::floor(x); }, true);
+  });
+  add("math.ceil", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::ceil(x); }, true);
+  });
+  add("math.trunc", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::trunc(x); }, true);
+  });
+  add("math.exp", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::exp(x); }, false);
+  });
+  add("math.log2", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::log2(x); }, false);
+  });
+  add("math.log10", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::log10(x); }, false);
+  });
+  add("math.fabs", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::fabs(x); }, false);
+  });
+  add("math.sin", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::sin(x); }, false);
+  });
+  add("math.cos", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::cos(x); }, false);
+  });
+  add("math.tanh", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::tanh(x); }, false);
+  });
+  add("math.erf", [](Interpreter&, CallArgs& a, const Site&) {
+    return math_fn1(
+        a, [](double x) { return std::erf(x); }, false);
+  });
   add("math.log", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.empty() || !a.pos[0].is_number()) return Value::unknown();
     double x = std::log(a.pos[0].as_float());
@@ -545,7 +617,8 @@ void Interpreter::init_builtins() {
     return Value::real(x);
   });
   add("math.pow", [](Interpreter&, CallArgs& a, const Site&) -> Value {
-    if (a.pos.size() != 2 || !a.pos[0].is_number() || !a.pos[1].is_number()) return Value::unknown();
+    if (a.pos.size() != 2 || !a.pos[0].is_number() || !a.pos[1].is_number())
+      return Value::unknown();
     return Value::real(std::pow(a.pos[0].as_float(), a.pos[1].as_float()));
   });
   add("math.gcd", [](Interpreter&, CallArgs& a, const Site&) -> Value {
@@ -633,7 +706,8 @@ void Interpreter::init_builtins() {
     const Value& v = a.pos[0];
     std::optional<DType> want = dtype_arg(arg_at(a, 1, "dtype"));
     if (auto* t = v.as<TensorObj>()) return ndarray(t->type.shape, want.value_or(t->type.dtype));
-    if (v.is_number()) return ndarray(Shape{}, want.value_or(v.k == VK::Float ? DType::Float64 : DType::Int64));
+    if (v.is_number())
+      return ndarray(Shape{}, want.value_or(v.k == VK::Float ? DType::Float64 : DType::Int64));
     std::vector<int64_t> dims;
     bool any_float = false;
     std::function<bool(const Value&, size_t)> walk = [&](const Value& x, size_t depth) -> bool {
@@ -643,8 +717,10 @@ void Interpreter::init_builtins() {
       }
       auto* items = seq_items(x);
       if (!items) return false;
-      if (depth == dims.size()) dims.push_back(static_cast<int64_t>(items->size()));
-      else if (dims[depth] != static_cast<int64_t>(items->size())) return false;
+      if (depth == dims.size())
+        dims.push_back(static_cast<int64_t>(items->size()));
+      else if (dims[depth] != static_cast<int64_t>(items->size()))
+        return false;
       for (auto& y : *items) {
         if (!walk(y, depth + 1)) return false;
       }
@@ -720,21 +796,37 @@ Value make_module(const std::string& name, const std::string& prefix,
 // rest reuse the MindSpore registry rule of the same operation (constant-folded, no graph node).
 Value Interpreter::numpy_function(std::string_view name) {
   static const std::unordered_map<std::string_view, std::string_view> kViaRegistry = {
-      {"concatenate", "ops.concat"}, {"stack", "ops.stack"}, {"expand_dims", "ops.expand_dims"},
-      {"reshape", "ops.reshape"},    {"transpose", "ops.transpose"}, {"squeeze", "ops.squeeze"},
-      {"tile", "ops.tile"},          {"broadcast_to", "ops.broadcast_to"}, {"where", "ops.where"},
-      {"maximum", "ops.maximum"},    {"minimum", "ops.minimum"}, {"matmul", "ops.matmul"},
-      {"dot", "ops.matmul"},         {"sum", "ops.sum"}, {"mean", "ops.mean"},
-      {"multiply", "ops.mul"},       {"add", "ops.add"}, {"subtract", "ops.sub"},
-      {"divide", "ops.div"},         {"outer", "ops.outer"}};
+      {"concatenate", "ops.concat"},
+      {"stack", "ops.stack"},
+      {"expand_dims", "ops.expand_dims"},
+      {"reshape", "ops.reshape"},
+      {"transpose", "ops.transpose"},
+      {"squeeze", "ops.squeeze"},
+      {"tile", "ops.tile"},
+      {"broadcast_to", "ops.broadcast_to"},
+      {"where", "ops.where"},
+      {"maximum", "ops.maximum"},
+      {"minimum", "ops.minimum"},
+      {"matmul", "ops.matmul"},
+      {"dot", "ops.matmul"},
+      {"sum", "ops.sum"},
+      {"mean", "ops.mean"},
+      {"multiply", "ops.mul"},
+      {"add", "ops.add"},
+      {"subtract", "ops.sub"},
+      {"divide", "ops.div"},
+      {"outer", "ops.outer"}};
   static const std::unordered_set<std::string_view> kElementwise = {
-      "sin", "cos", "tan", "tanh", "exp", "log", "sqrt", "abs", "absolute", "triu", "tril",
-      "clip", "round", "floor", "ceil", "power", "negative", "square", "sign", "log1p", "expm1",
-      "arcsin", "arccos", "arctan", "sinh", "cosh", "copy", "ascontiguousarray", "float32", "nan_to_num"};
+      "sin",     "cos",       "tan",      "tanh",   "exp",  "log",   "sqrt",
+      "abs",     "absolute",  "triu",     "tril",   "clip", "round", "floor",
+      "ceil",    "power",     "negative", "square", "sign", "log1p", "expm1",
+      "arcsin",  "arccos",    "arctan",   "sinh",   "cosh", "copy",  "ascontiguousarray",
+      "float32", "nan_to_num"};
   std::string n(name);
   if (kElementwise.count(name)) {
     bool to_float = n != "abs" && n != "absolute" && n != "triu" && n != "tril" && n != "clip" &&
-                    n != "negative" && n != "square" && n != "sign" && n != "copy" && n != "ascontiguousarray";
+                    n != "negative" && n != "square" && n != "sign" && n != "copy" &&
+                    n != "ascontiguousarray";
     Value math_fn = builtin("math." + n);
     return Value::obj(std::make_shared<BuiltinObj>(
         "numpy." + n, [to_float, math_fn](Interpreter& in, CallArgs& a, const Site& site) -> Value {
@@ -808,148 +900,235 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
   Value self = obj;
   std::string nm(name);
   if (auto* l = obj.as<ListObj>()) {
-    if (nm == "append") return method([l](Interpreter&, CallArgs& a, const Site&) { if (!a.pos.empty()) l->items.push_back(a.pos[0]); return Value::none(); });
-    if (nm == "extend") return method([l](Interpreter& in, CallArgs& a, const Site& s) {
-      if (!a.pos.empty()) { if (auto it = in.iterate(a.pos[0], s)) l->items.insert(l->items.end(), it->begin(), it->end()); }
-      return Value::none(); });
-    if (nm == "insert") return method([l](Interpreter&, CallArgs& a, const Site&) {
-      if (a.pos.size() == 2 && a.pos[0].is_int()) {
+    if (nm == "append")
+      return method([l](Interpreter&, CallArgs& a, const Site&) {
+        if (!a.pos.empty()) l->items.push_back(a.pos[0]);
+        return Value::none();
+      });
+    if (nm == "extend")
+      return method([l](Interpreter& in, CallArgs& a, const Site& s) {
+        if (!a.pos.empty()) {
+          if (auto it = in.iterate(a.pos[0], s))
+            l->items.insert(l->items.end(), it->begin(), it->end());
+        }
+        return Value::none();
+      });
+    if (nm == "insert")
+      return method([l](Interpreter&, CallArgs& a, const Site&) {
+        if (a.pos.size() == 2 && a.pos[0].is_int()) {
+          auto n = static_cast<int64_t>(l->items.size());
+          int64_t i = a.pos[0].as_int();
+          if (i < 0) i = std::max<int64_t>(0, i + n);
+          i = std::min(i, n);
+          l->items.insert(l->items.begin() + i, a.pos[1]);
+        }
+        return Value::none();
+      });
+    if (nm == "pop")
+      return method([l](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+        if (l->items.empty()) {
+          in.report(s, Severity::Error, "index-error", "pop from empty list");
+          return Value::unknown();
+        }
         auto n = static_cast<int64_t>(l->items.size());
-        int64_t i = a.pos[0].as_int();
-        if (i < 0) i = std::max<int64_t>(0, i + n);
-        i = std::min(i, n);
-        l->items.insert(l->items.begin() + i, a.pos[1]);
-      }
-      return Value::none(); });
-    if (nm == "pop") return method([l](Interpreter& in, CallArgs& a, const Site& s) -> Value {
-      if (l->items.empty()) { in.report(s, Severity::Error, "index-error", "pop from empty list"); return Value::unknown(); }
-      auto n = static_cast<int64_t>(l->items.size());
-      int64_t i = a.pos.empty() || !a.pos[0].is_int() ? n - 1 : a.pos[0].as_int();
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::unknown();
-      Value v = l->items[static_cast<size_t>(i)];
-      l->items.erase(l->items.begin() + i);
-      return v; });
-    if (nm == "remove") return method([l](Interpreter&, CallArgs& a, const Site&) {
-      if (!a.pos.empty()) {
-        auto it = std::find_if(l->items.begin(), l->items.end(), [&](const Value& v) { return values_equal(v, a.pos[0]); });
-        if (it != l->items.end()) l->items.erase(it);
-      }
-      return Value::none(); });
-    if (nm == "reverse") return method([l](Interpreter&, CallArgs&, const Site&) { std::reverse(l->items.begin(), l->items.end()); return Value::none(); });
-    if (nm == "copy") return method([l](Interpreter&, CallArgs&, const Site&) { return make_list(l->items); });
-    if (nm == "clear") return method([l](Interpreter&, CallArgs&, const Site&) { l->items.clear(); return Value::none(); });
-    if (nm == "sort") return method([l, self](Interpreter& in, CallArgs& a, const Site& s) {
-      CallArgs c;
-      c.pos.push_back(self);
-      c.kw = a.kw;
-      Value sorted = in.call(in.builtin("sorted"), c, s);
-      if (auto* items = seq_items(sorted)) l->items = *items;
-      return Value::none(); });
+        int64_t i = a.pos.empty() || !a.pos[0].is_int() ? n - 1 : a.pos[0].as_int();
+        if (i < 0) i += n;
+        if (i < 0 || i >= n) return Value::unknown();
+        Value v = l->items[static_cast<size_t>(i)];
+        l->items.erase(l->items.begin() + i);
+        return v;
+      });
+    if (nm == "remove")
+      return method([l](Interpreter&, CallArgs& a, const Site&) {
+        if (!a.pos.empty()) {
+          auto it = std::find_if(l->items.begin(), l->items.end(),
+                                 [&](const Value& v) { return values_equal(v, a.pos[0]); });
+          if (it != l->items.end()) l->items.erase(it);
+        }
+        return Value::none();
+      });
+    if (nm == "reverse")
+      return method([l](Interpreter&, CallArgs&, const Site&) {
+        std::reverse(l->items.begin(), l->items.end());
+        return Value::none();
+      });
+    if (nm == "copy")
+      return method([l](Interpreter&, CallArgs&, const Site&) { return make_list(l->items); });
+    if (nm == "clear")
+      return method([l](Interpreter&, CallArgs&, const Site&) {
+        l->items.clear();
+        return Value::none();
+      });
+    if (nm == "sort")
+      return method([l, self](Interpreter& in, CallArgs& a, const Site& s) {
+        CallArgs c;
+        c.pos.push_back(self);
+        c.kw = a.kw;
+        Value sorted = in.call(in.builtin("sorted"), c, s);
+        if (auto* items = seq_items(sorted)) l->items = *items;
+        return Value::none();
+      });
   }
   if (seq_items(obj)) {
     const auto* items = seq_items(obj);
-    if (nm == "index") return method([items](Interpreter& in, CallArgs& a, const Site& s) -> Value {
-      for (size_t i = 0; i < items->size(); ++i) {
-        if (!a.pos.empty() && values_equal((*items)[i], a.pos[0])) return Value::integer(static_cast<int64_t>(i));
-      }
-      in.report(s, Severity::Error, "value-error", "value is not in the sequence");
-      return Value::unknown(); });
-    if (nm == "count") return method([items](Interpreter&, CallArgs& a, const Site&) -> Value {
-      int64_t c = 0;
-      for (auto& x : *items) c += !a.pos.empty() && values_equal(x, a.pos[0]) ? 1 : 0;
-      return Value::integer(c); });
+    if (nm == "index")
+      return method([items](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+        for (size_t i = 0; i < items->size(); ++i) {
+          if (!a.pos.empty() && values_equal((*items)[i], a.pos[0]))
+            return Value::integer(static_cast<int64_t>(i));
+        }
+        in.report(s, Severity::Error, "value-error", "value is not in the sequence");
+        return Value::unknown();
+      });
+    if (nm == "count")
+      return method([items](Interpreter&, CallArgs& a, const Site&) -> Value {
+        int64_t c = 0;
+        for (auto& x : *items) c += !a.pos.empty() && values_equal(x, a.pos[0]) ? 1 : 0;
+        return Value::integer(c);
+      });
   }
   if (auto* d = obj.as<DictObj>()) {
-    if (nm == "get") return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
-      if (a.pos.empty()) return Value::unknown();
-      if (Value* v = d->find(a.pos[0])) return *v;
-      return a.pos.size() > 1 ? a.pos[1] : Value::none(); });
+    if (nm == "get")
+      return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
+        if (a.pos.empty()) return Value::unknown();
+        if (Value* v = d->find(a.pos[0])) return *v;
+        return a.pos.size() > 1 ? a.pos[1] : Value::none();
+      });
     auto collect = [d](int which) {
       return [d, which](Interpreter&, CallArgs&, const Site&) -> Value {
         std::vector<Value> out;
-        for (auto& [k, v] : d->entries) out.push_back(which == 0 ? k : which == 1 ? v : make_tuple({k, v}));
+        for (auto& [k, v] : d->entries)
+          out.push_back(which == 0 ? k : which == 1 ? v : make_tuple({k, v}));
         return make_list(std::move(out));
       };
     };
     if (nm == "keys") return method(collect(0));
     if (nm == "values") return method(collect(1));
     if (nm == "items") return method(collect(2));
-    if (nm == "update") return method([d](Interpreter&, CallArgs& a, const Site&) {
-      if (!a.pos.empty()) { if (auto* o = a.pos[0].as<DictObj>()) for (auto& [k, v] : o->entries) d->set(k, v); }
-      for (auto& [k, v] : a.kw) d->set(make_str(k), v);
-      return Value::none(); });
-    if (nm == "pop") return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
-      if (a.pos.empty()) return Value::unknown();
-      if (Value* v = d->find(a.pos[0])) { Value r = *v; d->erase(a.pos[0]); return r; }
-      return a.pos.size() > 1 ? a.pos[1] : Value::unknown(); });
-    if (nm == "setdefault") return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
-      if (a.pos.empty()) return Value::unknown();
-      if (Value* v = d->find(a.pos[0])) return *v;
-      Value dv = a.pos.size() > 1 ? a.pos[1] : Value::none();
-      d->set(a.pos[0], dv);
-      return dv; });
-    if (nm == "copy") return method([d](Interpreter&, CallArgs&, const Site&) {
-      auto c = std::make_shared<DictObj>();
-      c->entries = d->entries;
-      return Value::obj(c); });
+    if (nm == "update")
+      return method([d](Interpreter&, CallArgs& a, const Site&) {
+        if (!a.pos.empty()) {
+          if (auto* o = a.pos[0].as<DictObj>())
+            for (auto& [k, v] : o->entries) d->set(k, v);
+        }
+        for (auto& [k, v] : a.kw) d->set(make_str(k), v);
+        return Value::none();
+      });
+    if (nm == "pop")
+      return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
+        if (a.pos.empty()) return Value::unknown();
+        if (Value* v = d->find(a.pos[0])) {
+          Value r = *v;
+          d->erase(a.pos[0]);
+          return r;
+        }
+        return a.pos.size() > 1 ? a.pos[1] : Value::unknown();
+      });
+    if (nm == "setdefault")
+      return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
+        if (a.pos.empty()) return Value::unknown();
+        if (Value* v = d->find(a.pos[0])) return *v;
+        Value dv = a.pos.size() > 1 ? a.pos[1] : Value::none();
+        d->set(a.pos[0], dv);
+        return dv;
+      });
+    if (nm == "copy")
+      return method([d](Interpreter&, CallArgs&, const Site&) {
+        auto c = std::make_shared<DictObj>();
+        c->entries = d->entries;
+        return Value::obj(c);
+      });
   }
   if (auto* st = obj.as<SetObj>()) {
-    if (nm == "add") return method([st](Interpreter&, CallArgs& a, const Site&) {
-      if (!a.pos.empty() && std::none_of(st->items.begin(), st->items.end(), [&](const Value& v) { return values_equal(v, a.pos[0]); })) st->items.push_back(a.pos[0]);
-      return Value::none(); });
+    if (nm == "add")
+      return method([st](Interpreter&, CallArgs& a, const Site&) {
+        if (!a.pos.empty() && std::none_of(st->items.begin(), st->items.end(), [&](const Value& v) {
+              return values_equal(v, a.pos[0]);
+            }))
+          st->items.push_back(a.pos[0]);
+        return Value::none();
+      });
   }
   if (auto* s = str_of(obj)) {
     std::string str = *s;
-    if (nm == "format") return method([str](Interpreter&, CallArgs& a, const Site&) -> Value {
-      std::string out;
-      size_t next = 0;
-      for (size_t i = 0; i < str.size(); ++i) {
-        if (str[i] == '{' && i + 1 < str.size() && str[i + 1] == '{') { out += '{'; ++i; continue; }
-        if (str[i] == '}' && i + 1 < str.size() && str[i + 1] == '}') { out += '}'; ++i; continue; }
-        if (str[i] != '{') { out += str[i]; continue; }
-        size_t end = str.find('}', i);
-        if (end == std::string::npos) return Value::unknown();
-        std::string field = str.substr(i + 1, end - i - 1);
-        if (auto colon = field.find(':'); colon != std::string::npos) field.resize(colon);
-        const Value* v = nullptr;
-        if (field.empty()) v = next < a.pos.size() ? &a.pos[next++] : nullptr;
-        else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-          size_t k = std::stoul(field);
-          v = k < a.pos.size() ? &a.pos[k] : nullptr;
-        } else {
-          v = a.find_kw(field);
+    if (nm == "format")
+      return method([str](Interpreter&, CallArgs& a, const Site&) -> Value {
+        std::string out;
+        size_t next = 0;
+        for (size_t i = 0; i < str.size(); ++i) {
+          if (str[i] == '{' && i + 1 < str.size() && str[i + 1] == '{') {
+            out += '{';
+            ++i;
+            continue;
+          }
+          if (str[i] == '}' && i + 1 < str.size() && str[i + 1] == '}') {
+            out += '}';
+            ++i;
+            continue;
+          }
+          if (str[i] != '{') {
+            out += str[i];
+            continue;
+          }
+          size_t end = str.find('}', i);
+          if (end == std::string::npos) return Value::unknown();
+          std::string field = str.substr(i + 1, end - i - 1);
+          if (auto colon = field.find(':'); colon != std::string::npos) field.resize(colon);
+          const Value* v = nullptr;
+          if (field.empty())
+            v = next < a.pos.size() ? &a.pos[next++] : nullptr;
+          else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+            size_t k = std::stoul(field);
+            v = k < a.pos.size() ? &a.pos[k] : nullptr;
+          } else {
+            v = a.find_kw(field);
+          }
+          if (!v || v->is_unknown()) return Value::unknown();
+          if (auto* vs = str_of(*v))
+            out += *vs;
+          else
+            out += repr(*v);
+          i = end;
         }
-        if (!v || v->is_unknown()) return Value::unknown();
-        if (auto* vs = str_of(*v)) out += *vs;
-        else out += repr(*v);
-        i = end;
-      }
-      return make_str(out); });
-    if (nm == "join") return method([str](Interpreter& in, CallArgs& a, const Site& site) -> Value {
-      if (a.pos.empty()) return Value::unknown();
-      auto items = in.iterate(a.pos[0], site);
-      if (!items) return Value::unknown();
-      std::string out;
-      for (size_t i = 0; i < items->size(); ++i) {
-        auto* p = str_of((*items)[i]);
-        if (!p) return Value::unknown();
-        if (i) out += str;
-        out += *p;
-      }
-      return make_str(out); });
+        return make_str(out);
+      });
+    if (nm == "join")
+      return method([str](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+        if (a.pos.empty()) return Value::unknown();
+        auto items = in.iterate(a.pos[0], site);
+        if (!items) return Value::unknown();
+        std::string out;
+        for (size_t i = 0; i < items->size(); ++i) {
+          auto* p = str_of((*items)[i]);
+          if (!p) return Value::unknown();
+          if (i) out += str;
+          out += *p;
+        }
+        return make_str(out);
+      });
     auto str_fn = [&](std::function<Value(const std::string&, CallArgs&)> fn) {
       return method([str, fn](Interpreter&, CallArgs& a, const Site&) { return fn(str, a); });
     };
-    if (nm == "upper") return str_fn([](const std::string& x, CallArgs&) { std::string r = x; for (auto& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c))); return make_str(r); });
-    if (nm == "lower") return str_fn([](const std::string& x, CallArgs&) { std::string r = x; for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c))); return make_str(r); });
+    if (nm == "upper")
+      return str_fn([](const std::string& x, CallArgs&) {
+        std::string r = x;
+        for (auto& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        return make_str(r);
+      });
+    if (nm == "lower")
+      return str_fn([](const std::string& x, CallArgs&) {
+        std::string r = x;
+        for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return make_str(r);
+      });
     if (nm == "strip" || nm == "lstrip" || nm == "rstrip") {
       bool l = nm != "rstrip", r = nm != "lstrip";
       return str_fn([l, r](const std::string& x, CallArgs&) {
         size_t b = 0, e = x.size();
         while (l && b < e && std::isspace(static_cast<unsigned char>(x[b]))) ++b;
         while (r && e > b && std::isspace(static_cast<unsigned char>(x[e - 1]))) --e;
-        return make_str(x.substr(b, e - b)); });
+        return make_str(x.substr(b, e - b));
+      });
     }
     if (nm == "startswith" || nm == "endswith") {
       bool start = nm == "startswith";
@@ -958,51 +1137,70 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
         auto* p = str_of(a.pos[0]);
         if (!p) return Value::unknown();
         if (p->size() > x.size()) return Value::boolean(false);
-        return Value::boolean(start ? x.compare(0, p->size(), *p) == 0 : x.compare(x.size() - p->size(), p->size(), *p) == 0); });
+        return Value::boolean(start ? x.compare(0, p->size(), *p) == 0
+                                    : x.compare(x.size() - p->size(), p->size(), *p) == 0);
+      });
     }
-    if (nm == "replace") return str_fn([](const std::string& x, CallArgs& a) -> Value {
-      if (a.pos.size() < 2 || !str_of(a.pos[0]) || !str_of(a.pos[1])) return Value::unknown();
-      const std::string& from = *str_of(a.pos[0]);
-      const std::string& to = *str_of(a.pos[1]);
-      if (from.empty()) return make_str(x);
-      std::string r;
-      size_t i = 0;
-      while (true) {
-        size_t j = x.find(from, i);
-        if (j == std::string::npos) { r += x.substr(i); break; }
-        r += x.substr(i, j - i) + to;
-        i = j + from.size();
-      }
-      return make_str(r); });
-    if (nm == "split") return str_fn([](const std::string& x, CallArgs& a) -> Value {
-      std::vector<Value> out;
-      const std::string* sep = a.pos.empty() ? nullptr : str_of(a.pos[0]);
-      if (!sep) {
-        size_t i = 0;
-        while (i < x.size()) {
-          while (i < x.size() && std::isspace(static_cast<unsigned char>(x[i]))) ++i;
-          size_t j = i;
-          while (j < x.size() && !std::isspace(static_cast<unsigned char>(x[j]))) ++j;
-          if (j > i) out.push_back(make_str(x.substr(i, j - i)));
-          i = j;
-        }
-      } else if (!sep->empty()) {
+    if (nm == "replace")
+      return str_fn([](const std::string& x, CallArgs& a) -> Value {
+        if (a.pos.size() < 2 || !str_of(a.pos[0]) || !str_of(a.pos[1])) return Value::unknown();
+        const std::string& from = *str_of(a.pos[0]);
+        const std::string& to = *str_of(a.pos[1]);
+        if (from.empty()) return make_str(x);
+        std::string r;
         size_t i = 0;
         while (true) {
-          size_t j = x.find(*sep, i);
-          if (j == std::string::npos) { out.push_back(make_str(x.substr(i))); break; }
-          out.push_back(make_str(x.substr(i, j - i)));
-          i = j + sep->size();
+          size_t j = x.find(from, i);
+          if (j == std::string::npos) {
+            r += x.substr(i);
+            break;
+          }
+          r += x.substr(i, j - i) + to;
+          i = j + from.size();
         }
-      }
-      return make_list(std::move(out)); });
-    if (nm == "isdigit") return str_fn([](const std::string& x, CallArgs&) {
-      return Value::boolean(!x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })); });
-    if (nm == "find") return str_fn([](const std::string& x, CallArgs& a) -> Value {
-      if (a.pos.empty() || !str_of(a.pos[0])) return Value::unknown();
-      size_t p = x.find(*str_of(a.pos[0]));
-      return Value::integer(p == std::string::npos ? -1 : static_cast<int64_t>(p)); });
-    if (nm == "capitalize" || nm == "title" || nm == "zfill" || nm == "center" || nm == "ljust" || nm == "rjust") {
+        return make_str(r);
+      });
+    if (nm == "split")
+      return str_fn([](const std::string& x, CallArgs& a) -> Value {
+        std::vector<Value> out;
+        const std::string* sep = a.pos.empty() ? nullptr : str_of(a.pos[0]);
+        if (!sep) {
+          size_t i = 0;
+          while (i < x.size()) {
+            while (i < x.size() && std::isspace(static_cast<unsigned char>(x[i]))) ++i;
+            size_t j = i;
+            while (j < x.size() && !std::isspace(static_cast<unsigned char>(x[j]))) ++j;
+            if (j > i) out.push_back(make_str(x.substr(i, j - i)));
+            i = j;
+          }
+        } else if (!sep->empty()) {
+          size_t i = 0;
+          while (true) {
+            size_t j = x.find(*sep, i);
+            if (j == std::string::npos) {
+              out.push_back(make_str(x.substr(i)));
+              break;
+            }
+            out.push_back(make_str(x.substr(i, j - i)));
+            i = j + sep->size();
+          }
+        }
+        return make_list(std::move(out));
+      });
+    if (nm == "isdigit")
+      return str_fn([](const std::string& x, CallArgs&) {
+        return Value::boolean(!x.empty() && std::all_of(x.begin(), x.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c));
+        }));
+      });
+    if (nm == "find")
+      return str_fn([](const std::string& x, CallArgs& a) -> Value {
+        if (a.pos.empty() || !str_of(a.pos[0])) return Value::unknown();
+        size_t p = x.find(*str_of(a.pos[0]));
+        return Value::integer(p == std::string::npos ? -1 : static_cast<int64_t>(p));
+      });
+    if (nm == "capitalize" || nm == "title" || nm == "zfill" || nm == "center" || nm == "ljust" ||
+        nm == "rjust") {
       return method([](Interpreter&, CallArgs&, const Site&) { return Value::unknown(); });
     }
   }

@@ -11,12 +11,29 @@ namespace {
 
 // Attributes every nn.Cell has that model code reads; reading them is not an error.
 const std::unordered_set<std::string_view>& cell_plain_attrs() {
-  static const std::unordered_set<std::string_view> kAttrs = {
-      "training", "phase", "cls_name", "requires_grad", "param_prefix", "bprop_debug",
-      "parameter_layout_dict", "parallel_parameter_name_list", "enable_hook", "is_dynamic",
-      "_params", "_cells", "_auto_prefix", "_construct_inputs_names", "__class__", "__name__",
-      "_is_dynamic_name", "jit_config_dict", "recompute_cell", "mixed_precision_type",
-      "__dict__", "_params_list", "_primitives"};
+  static const std::unordered_set<std::string_view> kAttrs = {"training",
+                                                              "phase",
+                                                              "cls_name",
+                                                              "requires_grad",
+                                                              "param_prefix",
+                                                              "bprop_debug",
+                                                              "parameter_layout_dict",
+                                                              "parallel_parameter_name_list",
+                                                              "enable_hook",
+                                                              "is_dynamic",
+                                                              "_params",
+                                                              "_cells",
+                                                              "_auto_prefix",
+                                                              "_construct_inputs_names",
+                                                              "__class__",
+                                                              "__name__",
+                                                              "_is_dynamic_name",
+                                                              "jit_config_dict",
+                                                              "recompute_cell",
+                                                              "mixed_precision_type",
+                                                              "__dict__",
+                                                              "_params_list",
+                                                              "_primitives"};
   return kAttrs;
 }
 
@@ -26,7 +43,8 @@ std::string join_name(const std::string& prefix, const std::string& name) {
 
 }  // namespace
 
-Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& site, bool report_missing) {
+Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& site,
+                           bool report_missing) {
   if (obj.is_unknown()) return obj;
   if (obj.k != VK::Obj || !obj.o) {
     if (obj.is_number()) {
@@ -48,12 +66,14 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       if (const Value* cv = inst->cls->lookup(name)) {
         if (auto* fn = cv->as<FunctionObj>()) {
           if (fn->is_static) return *cv;
-          if (fn->is_classmethod) return Value::obj(std::make_shared<BoundMethodObj>(inst->cls_value, *cv));
+          if (fn->is_classmethod)
+            return Value::obj(std::make_shared<BoundMethodObj>(inst->cls_value, *cv));
           return Value::obj(std::make_shared<BoundMethodObj>(obj, *cv));
         }
         if (auto* p = cv->as<PropertyObj>()) {
           CallArgs none;
-          if (auto* g = p->getter.as<FunctionObj>()) return call_function(g, none, site, &obj, inst->cls);
+          if (auto* g = p->getter.as<FunctionObj>())
+            return call_function(g, none, site, &obj, inst->cls);
           return Value::unknown();
         }
         return *cv;
@@ -61,14 +81,15 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       if (inst->cell) {
         if (auto m = cell_method(inst, obj, name)) return *m;
         if (inst->cell->api) {
-          for (auto& [k, a] : inst->cell->init_args) {
-            if (k == name) return from_arg(a);
+          for (auto& a : inst->cell->init_args) {
+            if (a.name == name) return a.value;
           }
           return Value::unknown();  // private attributes of MindSpore's own classes
         }
         if (cell_plain_attrs().count(name)) return Value::unknown();
       }
-      if (inst->cls->native_base() == NativeClass::Exception || inst->cls->api_base()) return Value::unknown();
+      if (inst->cls->native_base() == NativeClass::Exception || inst->cls->api_base())
+        return Value::unknown();
       if (report_missing) {
         report(site, Severity::Error, "unknown-attribute",
                "`" + inst->cls->name + "` object has no attribute `" + std::string(name) + "`" +
@@ -98,8 +119,10 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       }
       return Value::unknown();
     }
-    case OK::Namespace: return namespace_attr(obj.as<NamespaceObj>(), name, site, report_missing);
-    case OK::Tensor: return tensor_attr(obj, name, site, report_missing);
+    case OK::Namespace:
+      return namespace_attr(obj.as<NamespaceObj>(), name, site, report_missing);
+    case OK::Tensor:
+      return tensor_attr(obj, name, site, report_missing);
     case OK::Super: {
       auto* sup = obj.as<SuperObj>();
       auto* inst = sup->self.as<InstanceObj>();
@@ -111,7 +134,8 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       for (; it != mro.end(); ++it) {
         ClassObj* c = *it;
         if (Value* v = c->attrs.find(make_str(std::string(name)))) {
-          if (v->as<FunctionObj>()) return Value::obj(std::make_shared<BoundMethodObj>(sup->self, *v));
+          if (v->as<FunctionObj>())
+            return Value::obj(std::make_shared<BoundMethodObj>(sup->self, *v));
           return *v;
         }
         if (name == "__init__" && (c->native != NativeClass::None || c->api)) {
@@ -209,6 +233,16 @@ void Interpreter::setattr(const Value& obj, const std::string& name, Value v, co
 
 void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const Value& v) {
   CellState& cs = *inst->cell;
+  // First assignment of a name (the common case, e.g. thousands of layers in an unrolled
+  // __init__): append without scanning the registration lists.
+  if (!inst->attrs.find_str(name)) {
+    if (auto* child = v.as<InstanceObj>(); child && child->cell)
+      cs.children.emplace_back(name, v);
+    else if (auto* t = v.as<TensorObj>(); t && t->is_parameter)
+      cs.params.emplace_back(name, v);
+    inst->attrs.set(make_str(name), v);
+    return;
+  }
   auto upsert = [&name](std::vector<std::pair<std::string, Value>>& list, const Value& val) {
     for (auto& [k, x] : list) {
       if (k == name) {
@@ -235,7 +269,8 @@ void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const
   inst->attrs.set(make_str(name), v);
 }
 
-Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& args, const Site& site) {
+Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& args,
+                               const Site& site) {
   // Native classes: conversions and MindSpore/Python constructors.
   if (cls->native != NativeClass::None && cls->native != NativeClass::Cell &&
       cls->native != NativeClass::SequentialCell && cls->native != NativeClass::CellList &&
@@ -316,7 +351,8 @@ void Interpreter::init_container(InstanceObj* target, CallArgs& args, const Site
   }
 }
 
-std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& self, std::string_view name) {
+std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& self,
+                                              std::string_view name) {
   auto method = [&](const char* n, BuiltinFn fn) {
     return Value::obj(std::make_shared<BuiltinObj>(n, std::move(fn), self));
   };
@@ -328,7 +364,8 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   auto walk = [](const Value& root) {
     std::vector<std::pair<std::string, Value>> out;
     std::vector<const Object*> seen;
-    std::function<void(const Value&, const std::string&)> rec = [&](const Value& v, const std::string& prefix) {
+    std::function<void(const Value&, const std::string&)> rec = [&](const Value& v,
+                                                                    const std::string& prefix) {
       auto* c = v.as<InstanceObj>();
       if (!c || !c->cell) return;
       if (std::find(seen.begin(), seen.end(), c) != seen.end()) return;
@@ -368,35 +405,39 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   }
   if (n == "cells" || n == "name_cells") {
     bool as_dict = n == "name_cells";
-    return method(n == "cells" ? "cells" : "name_cells", [inst, as_dict](Interpreter&, CallArgs&, const Site&) {
-      auto d = std::make_shared<DictObj>();
-      std::vector<Value> out;
-      for (auto& [k, v] : inst->cell->children) {
-        out.push_back(v);
-        d->set(make_str(k), v);
-      }
-      for (size_t i = 0; i < inst->cell->items.size(); ++i) {
-        out.push_back(inst->cell->items[i]);
-        d->set(make_str(std::to_string(i)), inst->cell->items[i]);
-      }
-      return as_dict ? Value::obj(d) : make_list(std::move(out));
-    });
+    return method(n == "cells" ? "cells" : "name_cells",
+                  [inst, as_dict](Interpreter&, CallArgs&, const Site&) {
+                    auto d = std::make_shared<DictObj>();
+                    std::vector<Value> out;
+                    for (auto& [k, v] : inst->cell->children) {
+                      out.push_back(v);
+                      d->set(make_str(k), v);
+                    }
+                    for (size_t i = 0; i < inst->cell->items.size(); ++i) {
+                      out.push_back(inst->cell->items[i]);
+                      d->set(make_str(std::to_string(i)), inst->cell->items[i]);
+                    }
+                    return as_dict ? Value::obj(d) : make_list(std::move(out));
+                  });
   }
   if (n == "trainable_params" || n == "get_parameters" || n == "untrainable_params" ||
       n == "parameters_and_names" || n == "parameters_dict") {
     int which = n == "trainable_params" ? 1 : (n == "untrainable_params" ? 2 : 0);
     bool names = n == "parameters_and_names";
     bool dict = n == "parameters_dict";
-    return method("parameters", [self, params_of, which, names, dict](Interpreter&, CallArgs&, const Site&) {
-      std::vector<Value> out;
-      auto d = std::make_shared<DictObj>();
-      for (auto& [k, p] : params_of(self, which)) {
-        if (names) out.push_back(make_tuple({make_str(k), p}));
-        else out.push_back(p);
-        d->set(make_str(k), p);
-      }
-      return dict ? Value::obj(d) : make_list(std::move(out));
-    });
+    return method("parameters",
+                  [self, params_of, which, names, dict](Interpreter&, CallArgs&, const Site&) {
+                    std::vector<Value> out;
+                    auto d = std::make_shared<DictObj>();
+                    for (auto& [k, p] : params_of(self, which)) {
+                      if (names)
+                        out.push_back(make_tuple({make_str(k), p}));
+                      else
+                        out.push_back(p);
+                      d->set(make_str(k), p);
+                    }
+                    return dict ? Value::obj(d) : make_list(std::move(out));
+                  });
   }
   if (n == "apply") {
     return method("apply", [self, walk](Interpreter& in, CallArgs& args, const Site& site) {
@@ -427,27 +468,50 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
                     auto& items = inst->cell->items;
                     if (op == "append" && !args.pos.empty()) items.push_back(args.pos[0]);
                     if (op == "extend" && !args.pos.empty()) {
-                      if (auto more = in.iterate(args.pos[0], site)) items.insert(items.end(), more->begin(), more->end());
+                      if (auto more = in.iterate(args.pos[0], site))
+                        items.insert(items.end(), more->begin(), more->end());
                     }
                     if (op == "insert" && args.pos.size() >= 2 && args.pos[0].is_int()) {
-                      int64_t i = std::clamp<int64_t>(args.pos[0].as_int(), 0, static_cast<int64_t>(items.size()));
+                      int64_t i = std::clamp<int64_t>(args.pos[0].as_int(), 0,
+                                                      static_cast<int64_t>(items.size()));
                       items.insert(items.begin() + i, args.pos[1]);
                     }
                     return Value::none();
                   });
   }
-  static const std::unordered_set<std::string_view> kReturnsSelf = {
-      "set_train", "to_float", "set_grad", "add_flags", "add_flags_recursive", "recompute",
-      "set_boost", "set_comm_fusion", "update_parameters_name", "set_inputs", "shard",
-      "set_data_parallel", "set_jit_config", "init_parameters_data", "set_param_ps",
-      "update_cell_prefix", "update_cell_type", "place", "flatten_weights", "set_broadcast_flag",
-      "register_forward_hook", "register_forward_pre_hook", "register_backward_hook", "compile",
-      "load_parameter_slice", "exec_checkpoint_graph", "infer_param_pipeline_stage"};
+  static const std::unordered_set<std::string_view> kReturnsSelf = {"set_train",
+                                                                    "to_float",
+                                                                    "set_grad",
+                                                                    "add_flags",
+                                                                    "add_flags_recursive",
+                                                                    "recompute",
+                                                                    "set_boost",
+                                                                    "set_comm_fusion",
+                                                                    "update_parameters_name",
+                                                                    "set_inputs",
+                                                                    "shard",
+                                                                    "set_data_parallel",
+                                                                    "set_jit_config",
+                                                                    "init_parameters_data",
+                                                                    "set_param_ps",
+                                                                    "update_cell_prefix",
+                                                                    "update_cell_type",
+                                                                    "place",
+                                                                    "flatten_weights",
+                                                                    "set_broadcast_flag",
+                                                                    "register_forward_hook",
+                                                                    "register_forward_pre_hook",
+                                                                    "register_backward_hook",
+                                                                    "compile",
+                                                                    "load_parameter_slice",
+                                                                    "exec_checkpoint_graph",
+                                                                    "infer_param_pipeline_stage"};
   if (kReturnsSelf.count(name)) return returns_self(kReturnsSelf.find(name)->data());
   return std::nullopt;
 }
 
-Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArgs& args, const Site& site) {
+Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArgs& args,
+                             const Site& site) {
   const Value* construct = inst->cls->lookup("construct");
   bool user_construct = construct && construct->as<FunctionObj>();
   if (graph == nullptr) {

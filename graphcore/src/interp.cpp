@@ -22,14 +22,16 @@ const Value* CallArgs::find_kw(std::string_view name) const {
   return nullptr;
 }
 
-Interpreter::Interpreter(const AnalysisOptions& opts, ModuleLoader& ld) : options(opts), loader(ld) {
+Interpreter::Interpreter(const AnalysisOptions& opts, ModuleLoader& ld)
+    : options(opts), loader(ld) {
   init_builtins();
 }
 Interpreter::~Interpreter() = default;
 
 void Interpreter::report(const Site& site, Severity sev, std::string code, std::string message,
                          std::vector<RelatedLocation> related) {
-  report_at(site.file(), site.range(), sev, std::move(code), std::move(message), std::move(related));
+  report_at(site.file(), site.range(), sev, std::move(code), std::move(message),
+            std::move(related));
 }
 
 void Interpreter::report_at(const std::string& file, SourceRange range, Severity sev,
@@ -42,20 +44,35 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
     note = message.substr(p + 1);
     message.resize(p);
   }
+  // Diagnostics may also be appended directly (parse errors of imported files): keep notes aligned.
+  if (notes_.size() < diagnostics.size()) notes_.resize(diagnostics.size());
   auto key = std::make_tuple(file, range.start.line, range.start.column, code, message);
   auto it = seen_.find(key);
   if (it != seen_.end()) {
     auto& notes = notes_[it->second];
-    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end())
+      notes.push_back(note);
     return;
   }
   seen_.emplace(key, diagnostics.size());
   notes_.push_back(note.empty() ? std::vector<std::string>{} : std::vector<std::string>{note});
-  diagnostics.push_back(Diagnostic{file, range, sev, std::move(code), std::move(message),
-                                   std::move(related), {}});
+  diagnostics.push_back(
+      Diagnostic{file, range, sev, std::move(code), std::move(message), std::move(related), {}});
+}
+
+void Interpreter::rollback_diagnostics(size_t mark) {
+  for (auto it = seen_.begin(); it != seen_.end();) {
+    if (it->second >= mark)
+      it = seen_.erase(it);
+    else
+      ++it;
+  }
+  if (diagnostics.size() > mark) diagnostics.resize(mark);
+  if (notes_.size() > mark) notes_.resize(mark);
 }
 
 void Interpreter::finalize_diagnostics() {
+  if (notes_.size() < diagnostics.size()) notes_.resize(diagnostics.size());
   for (size_t i = 0; i < diagnostics.size() && i < notes_.size(); ++i) {
     auto& notes = notes_[i];
     if (notes.empty()) continue;
@@ -72,6 +89,12 @@ void Interpreter::finalize_diagnostics() {
     diagnostics[i].message += suffix;
     notes.clear();
   }
+}
+
+void Interpreter::record_fact(TypeFact::Kind kind, const Site& site, const Value& v) {
+  auto* t = v.as<TensorObj>();
+  if (!t || t->poisoned) return;
+  facts->push_back(TypeFact{kind, site.file(), site.range(), current_scope(), t->type});
 }
 
 void Interpreter::step(const Site& site) {
@@ -96,17 +119,19 @@ Value Interpreter::lookup_name(std::string_view name, Frame& f, const Site& site
   if (has_builtin(name)) return builtin(name);
   bool opaque_star = false;
   if (f.module) {
-    if (Value* v = f.module->globals.find(make_str("__cellscope_opaque_star__"))) opaque_star = v->k == VK::Bool;
+    if (Value* v = f.module->globals.find(make_str("__cellscope_opaque_star__")))
+      opaque_star = v->k == VK::Bool;
   }
   if (!opaque_star) {
-    report(site, Severity::Error, "undefined-name", "name `" + std::string(name) + "` is not defined");
+    report(site, Severity::Error, "undefined-name",
+           "name `" + std::string(name) + "` is not defined");
   }
   return Value::unknown();
 }
 
 void Interpreter::store_name(std::string_view name, const Value& v, Frame& f) {
-  bool is_global = f.is_module ||
-                   std::find(f.globals.begin(), f.globals.end(), name) != f.globals.end();
+  bool is_global =
+      f.is_module || std::find(f.globals.begin(), f.globals.end(), name) != f.globals.end();
   if (is_global && f.module) {
     f.module->globals.set(make_str(std::string(name)), v);
     return;
@@ -119,6 +144,7 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
   Site site{target, f.module};
   switch (target->kind) {
     case K::Name:
+      if (facts && f.in_construct) record_fact(TypeFact::Kind::Assignment, site, v);
       store_name(target->str, v, f);
       return;
     case K::Attribute: {
@@ -134,8 +160,10 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
           int64_t i = idx.as_int();
           auto n = static_cast<int64_t>(l->items.size());
           if (i < 0) i += n;
-          if (i >= 0 && i < n) l->items[static_cast<size_t>(i)] = v;
-          else report(site, Severity::Error, "index-error", "list assignment index out of range");
+          if (i >= 0 && i < n)
+            l->items[static_cast<size_t>(i)] = v;
+          else
+            report(site, Severity::Error, "index-error", "list assignment index out of range");
         }
       } else if (auto* d = obj.as<DictObj>()) {
         d->set(idx, v);
@@ -168,9 +196,10 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
           report(site, Severity::Error, "unpack-error",
                  n > nt ? "too many values to unpack (expected " + std::to_string(nt) + ", got " +
                               std::to_string(n) + ")"
-                        : "not enough values to unpack (expected " + std::to_string(nt) +
-                              ", got " + std::to_string(n) + ")");
-          for (size_t i = 0; i < nt; ++i) assign(target->list[i], i < n ? (*items)[i] : Value::unknown(), f);
+                        : "not enough values to unpack (expected " + std::to_string(nt) + ", got " +
+                              std::to_string(n) + ")");
+          for (size_t i = 0; i < nt; ++i)
+            assign(target->list[i], i < n ? (*items)[i] : Value::unknown(), f);
           return;
         }
         for (size_t i = 0; i < nt; ++i) assign(target->list[i], (*items)[i], f);
@@ -185,7 +214,8 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
       std::vector<Value> rest((*items).begin() + static_cast<long>(star),
                               (*items).end() - static_cast<long>(after));
       assign(target->list[star]->a, make_list(std::move(rest)), f);
-      for (size_t i = 0; i < after; ++i) assign(target->list[star + 1 + i], (*items)[n - after + i], f);
+      for (size_t i = 0; i < after; ++i)
+        assign(target->list[star + 1 + i], (*items)[n - after + i], f);
       return;
     }
     case K::Starred:
@@ -216,15 +246,30 @@ void Interpreter::check_graph_mode(const Node* s, Frame& f) {
                "(GRAPH_MODE)");
   };
   switch (s->kind) {
-    case K::ClassDef: unsupported("a class definition", Severity::Error); break;
+    case K::ClassDef:
+      unsupported("a class definition", Severity::Error);
+      break;
     case K::Import:
-    case K::ImportFrom: unsupported("`import`", Severity::Error); break;
-    case K::Global: unsupported("`global`", Severity::Error); break;
-    case K::Nonlocal: unsupported("`nonlocal`", Severity::Error); break;
-    case K::Try: unsupported("`try`/`except`", Severity::Warning); break;
-    case K::Delete: unsupported("`del`", Severity::Warning); break;
-    case K::Unsupported: unsupported("this statement", Severity::Error); break;
-    default: break;
+    case K::ImportFrom:
+      unsupported("`import`", Severity::Error);
+      break;
+    case K::Global:
+      unsupported("`global` (assignments to the global are ignored)", Severity::Warning);
+      break;
+    case K::Nonlocal:
+      unsupported("`nonlocal`", Severity::Warning);
+      break;
+    case K::Try:
+      unsupported("`try`/`except`", Severity::Error);
+      break;
+    case K::Delete:
+      unsupported("`del`", Severity::Error);
+      break;
+    case K::Unsupported:
+      unsupported("this statement", Severity::Error);
+      break;
+    default:
+      break;
   }
 }
 
@@ -271,6 +316,22 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
     }
     case K::For: {
       Value it = eval(s->b, f);
+      if (auto* live = it.as<ListObj>()) {
+        // A list is iterated live, as Python does: appending inside the loop extends it.
+        bool broke = false;
+        for (size_t i = 0; i < live->items.size(); ++i) {
+          Value item = live->items[i];
+          assign(s->a, item, f);
+          Flow fl = exec_block(s->list, f);
+          if (fl == Flow::Break) {
+            broke = true;
+            break;
+          }
+          if (fl == Flow::Return) return fl;
+        }
+        if (!broke) return exec_block(s->list2, f);
+        return Flow::Normal;
+      }
       auto items = iterate(it, site);
       if (!items) {
         if (it.is_unknown() || it.as<OpaqueObj>() || it.as<ModuleObj>()) return Flow::Normal;
@@ -284,7 +345,10 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       for (const Value& item : *items) {
         assign(s->a, item, f);
         Flow fl = exec_block(s->list, f);
-        if (fl == Flow::Break) { broke = true; break; }
+        if (fl == Flow::Break) {
+          broke = true;
+          break;
+        }
         if (fl == Flow::Return) return fl;
       }
       if (!broke) return exec_block(s->list2, f);
@@ -310,39 +374,24 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
         if (fl == Flow::Return) return fl;
       }
     }
-    case K::Break: return Flow::Break;
-    case K::Continue: return Flow::Continue;
-    case K::Pass: return Flow::Normal;
-    case K::FunctionDef: {
-      Value fn = make_function(s, f, std::string(s->str));
-      for (auto it = s->list3.rbegin(); it != s->list3.rend(); ++it) {
-        Value dec = eval(*it, f);
-        if (dec.is_unknown()) continue;
-        CallArgs a;
-        a.pos.push_back(fn);
-        a.pos_ranges.push_back(s->range);
-        Value r = call(dec, a, Site{*it, f.module});
-        if (!r.is_unknown() && !r.is_none()) fn = r;
-      }
-      store_name(s->str, fn, f);
+    case K::Break:
+      return Flow::Break;
+    case K::Continue:
+      return Flow::Continue;
+    case K::Pass:
       return Flow::Normal;
-    }
-    case K::ClassDef: {
-      Value cls = make_class(s, f);
-      for (auto it = s->list3.rbegin(); it != s->list3.rend(); ++it) {
-        Value dec = eval(*it, f);
-        if (dec.is_unknown()) continue;
-        CallArgs a;
-        a.pos.push_back(cls);
-        a.pos_ranges.push_back(s->range);
-        Value r = call(dec, a, Site{*it, f.module});
-        if (r.as<ClassObj>()) cls = r;
-      }
-      store_name(s->str, cls, f);
+    case K::FunctionDef:
+      store_name(s->str, decorate(make_function(s, f, std::string(s->str)), s, f, false), f);
       return Flow::Normal;
-    }
-    case K::Import: exec_import(s, f); return Flow::Normal;
-    case K::ImportFrom: exec_import_from(s, f); return Flow::Normal;
+    case K::ClassDef:
+      store_name(s->str, decorate(make_class(s, f), s, f, true), f);
+      return Flow::Normal;
+    case K::Import:
+      exec_import(s, f);
+      return Flow::Normal;
+    case K::ImportFrom:
+      exec_import_from(s, f);
+      return Flow::Normal;
     case K::Global:
     case K::Nonlocal:
       for (Node* n : s->list) f.globals.push_back(n->str);
@@ -388,7 +437,8 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       }
       if (raised && !s->list2.empty()) {
         const Node* h = s->list2[0];
-        if (!h->str.empty()) store_name(h->str, Value::obj(std::make_shared<OpaqueObj>("Exception")), f);
+        if (!h->str.empty())
+          store_name(h->str, Value::obj(std::make_shared<OpaqueObj>("Exception")), f);
         fl = exec_block(h->list, f);
       } else if (!raised && s->a) {
         if (fl == Flow::Normal) fl = exec_block(s->a->list, f);
@@ -416,6 +466,21 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
   }
 }
 
+// Applies a definition's decorators, innermost first. A decorator the evaluator cannot follow
+// (a third-party model registry, say) leaves the definition as it is rather than losing it.
+Value Interpreter::decorate(Value def, const Node* s, Frame& f, bool is_class) {
+  for (auto it = s->list3.rbegin(); it != s->list3.rend(); ++it) {
+    Value dec = eval(*it, f);
+    if (dec.is_unknown()) continue;
+    CallArgs a;
+    a.pos.push_back(def);
+    a.pos_ranges.push_back(s->range);
+    Value r = call(dec, a, Site{*it, f.module});
+    if (is_class ? r.as<ClassObj>() != nullptr : (!r.is_unknown() && !r.is_none())) def = r;
+  }
+  return def;
+}
+
 // An `if` whose condition the evaluator cannot decide. In construct on a tensor condition,
 // GRAPH_MODE compiles both branches; variables they assign must agree in shape.
 Flow Interpreter::exec_if_unknown(const Node* s, Frame& f, const Value& cond) {
@@ -439,9 +504,11 @@ Flow Interpreter::exec_if_unknown(const Node* s, Frame& f, const Value& cond) {
   auto join = [&](const Value& a, const Value& b, const std::string& what) -> Value {
     auto* ta = a.as<TensorObj>();
     auto* tb = b.as<TensorObj>();
-    if (!ta || !tb) return a;
-    if (ta == tb) return a;
-    if (ta->poisoned || tb->poisoned) return a;
+    if (!ta || !tb || ta == tb) return a;
+    if (ta->poisoned || tb->poisoned) {
+      mark_consumed({a, b});
+      return ta->poisoned ? a : b;
+    }
     bool same_rank = ta->type.shape.ranked && tb->type.shape.ranked &&
                      ta->type.shape.rank() == tb->type.shape.rank();
     bool differs = !same_rank && ta->type.shape.ranked && tb->type.shape.ranked;
@@ -452,12 +519,13 @@ Flow Interpreter::exec_if_unknown(const Node* s, Frame& f, const Value& cond) {
     }
     if (differs) {
       report(site, Severity::Warning, "branch-shape",
-             "the branches of this `if` on a tensor value give " + what + " different shapes: " +
-                 ta->type.shape.str() + " vs " + tb->type.shape.str() +
+             "the branches of this `if` on a tensor value give " + what +
+                 " different shapes: " + ta->type.shape.str() + " vs " + tb->type.shape.str() +
                  "; the shape after it is only known at run time (dynamic shape, which static "
-                 "export and Ascend kernels handle poorly)" + instance_note());
+                 "export and Ascend kernels handle poorly)" +
+                 instance_note());
     }
-    return a;
+    return merge_branches(cond, a, b, site);
   };
   if (ft == Flow::Return && fe == Flow::Return) {
     f.ret = join(ret_then, ret_else, "the returned value");
@@ -491,21 +559,36 @@ Value Interpreter::eval(const Node* e, Frame& f) {
   Site site{e, f.module};
   step(site);
   switch (e->kind) {
-    case K::Name: return lookup_name(e->str, f, site);
-    case K::Int: return Value::integer(e->ival);
-    case K::Float: return Value::real(e->fval);
-    case K::Bool: return Value::boolean(e->ival != 0);
-    case K::None: return Value::none();
-    case K::Ellipsis: return Value::obj(std::make_shared<EllipsisObj>());
-    case K::Str: return make_str(std::string(e->str));
+    case K::Name: {
+      Value v = lookup_name(e->str, f, site);
+      if (facts && f.in_construct) record_fact(TypeFact::Kind::Name, site, v);
+      return v;
+    }
+    case K::Int:
+      return Value::integer(e->ival);
+    case K::Float:
+      return Value::real(e->fval);
+    case K::Bool:
+      return Value::boolean(e->ival != 0);
+    case K::None:
+      return Value::none();
+    case K::Ellipsis:
+      return Value::obj(std::make_shared<EllipsisObj>());
+    case K::Str:
+      return make_str(std::string(e->str));
     case K::FString: {
       std::string out;
       for (Node* p : e->list) {
-        if (p->kind == K::Str) { out += p->str; continue; }
+        if (p->kind == K::Str) {
+          out += p->str;
+          continue;
+        }
         Value v = eval(p, f);
         if (v.is_unknown() || v.as<TensorObj>()) return Value::unknown();
-        if (auto* s = str_of(v)) out += *s;
-        else out += repr(v);
+        if (auto* s = str_of(v))
+          out += *s;
+        else
+          out += repr(v);
       }
       return make_str(std::move(out));
     }
@@ -514,7 +597,8 @@ Value Interpreter::eval(const Node* e, Frame& f) {
       Value b = eval(e->b, f);
       return binop(static_cast<ast::BinOpKind>(e->op), a, b, site);
     }
-    case K::UnaryOp: return unary(static_cast<ast::UnaryKind>(e->op), eval(e->a, f), site);
+    case K::UnaryOp:
+      return unary(static_cast<ast::UnaryKind>(e->op), eval(e->a, f), site);
     case K::Not: {
       Value v = eval(e->a, f);
       bool known = true;
@@ -553,7 +637,11 @@ Value Interpreter::eval(const Node* e, Frame& f) {
       }
       return result;
     }
-    case K::Call: return eval_call(e, f);
+    case K::Call: {
+      Value v = eval_call(e, f);
+      if (facts && f.in_construct) record_fact(TypeFact::Kind::Call, site, v);
+      return v;
+    }
     case K::Attribute: {
       Value obj = eval(e->a, f);
       return getattr(obj, e->str, site);
@@ -606,7 +694,8 @@ Value Interpreter::eval(const Node* e, Frame& f) {
     case K::GenExp:
     case K::DictComp:
       return eval_comprehension(e, f);
-    case K::Lambda: return make_function(e, f, "<lambda>");
+    case K::Lambda:
+      return make_function(e, f, "<lambda>");
     case K::IfExp: {
       Value cond = eval(e->b, f);
       if (cond.as<TensorObj>()) mark_consumed({cond});
@@ -615,7 +704,7 @@ Value Interpreter::eval(const Node* e, Frame& f) {
       if (known) return eval(t ? e->a : e->c, f);
       Value a = eval(e->a, f);
       Value b = eval(e->c, f);
-      if (cond.as<TensorObj>() && a.as<TensorObj>() && b.as<TensorObj>()) {
+      if (cond.as<TensorObj>() && a.as<TensorObj>() && b.as<TensorObj>() && graph) {
         auto* ta = a.as<TensorObj>();
         auto* tb = b.as<TensorObj>();
         if (ta->type.shape.ranked && tb->type.shape.ranked && !ta->poisoned && !tb->poisoned &&
@@ -628,7 +717,7 @@ Value Interpreter::eval(const Node* e, Frame& f) {
                        ta->type.shape.str() + " vs " + tb->type.shape.str() + instance_note());
           }
         }
-        return a;
+        return merge_branches(cond, a, b, site);
       }
       return Value::unknown();
     }
@@ -676,15 +765,24 @@ Value Interpreter::eval_comprehension(const Node* e, Frame& f) {
     const Node* g = e->list[gi];
     Value it = eval(g->b, gi == 0 ? f : *frame);
     auto items = iterate(it, Site{g->b, f.module});
-    if (!items) { failed = true; return; }
+    if (!items) {
+      failed = true;
+      return;
+    }
     for (const Value& item : *items) {
       assign(g->a, item, *frame);
       bool pass = true;
       for (Node* cond : g->list) {
         bool known = true;
         bool t = truthy(eval(cond, *frame), &known);
-        if (!known) { failed = true; return; }
-        if (!t) { pass = false; break; }
+        if (!known) {
+          failed = true;
+          return;
+        }
+        if (!t) {
+          pass = false;
+          break;
+        }
       }
       if (pass) loop(gi + 1);
       if (failed) return;
@@ -820,18 +918,21 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
     return Value::unknown();
   }
   if (callee.k != VK::Obj || !callee.o) {
-    report(site, Severity::Error, "type-error", "`" + type_name(callee) + "` object is not callable");
+    report(site, Severity::Error, "type-error",
+           "`" + type_name(callee) + "` object is not callable");
     return Value::unknown();
   }
   switch (callee.o->kind) {
-    case OK::Function: return call_function(callee.as<FunctionObj>(), args, site, nullptr, nullptr);
+    case OK::Function:
+      return call_function(callee.as<FunctionObj>(), args, site, nullptr, nullptr);
     case OK::BoundMethod: {
       auto* bm = callee.as<BoundMethodObj>();
       if (auto* fn = bm->func.as<FunctionObj>()) {
         ClassObj* owner = nullptr;
         if (auto* inst = bm->self.as<InstanceObj>()) {
           for (ClassObj* c : inst->cls->mro) {
-            if (const Value* v = c->attrs.find(make_str(fn->name)); v && v->as<FunctionObj>() == fn) {
+            if (const Value* v = c->attrs.find(make_str(fn->name));
+                v && v->as<FunctionObj>() == fn) {
               owner = c;
               break;
             }
@@ -845,7 +946,8 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
       with_self.pos.push_back(bm->self);
       with_self.pos_ranges.push_back(site.range());
       with_self.pos.insert(with_self.pos.end(), args.pos.begin(), args.pos.end());
-      with_self.pos_ranges.insert(with_self.pos_ranges.end(), args.pos_ranges.begin(), args.pos_ranges.end());
+      with_self.pos_ranges.insert(with_self.pos_ranges.end(), args.pos_ranges.begin(),
+                                  args.pos_ranges.end());
       with_self.kw = args.kw;
       with_self.kw_ranges = args.kw_ranges;
       return call(bm->func, with_self, site);
@@ -854,22 +956,27 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
       auto* b = callee.as<BuiltinObj>();
       return b->fn(*this, args, site);
     }
-    case OK::Class: return instantiate(callee.as<ClassObj>(), callee, args, site);
-    case OK::ApiFunction: return call_api_function(callee.as<ApiFunctionObj>()->entry, args, site, nullptr);
+    case OK::Class:
+      return instantiate(callee.as<ClassObj>(), callee, args, site);
+    case OK::ApiFunction:
+      return call_api_function(callee.as<ApiFunctionObj>()->entry, args, site, nullptr);
     case OK::Instance: {
       auto* inst = callee.as<InstanceObj>();
       if (inst->cell) return call_cell(inst, callee, args, site);
       if (const Value* m = inst->cls->lookup("__call__")) {
-        if (auto* fn = m->as<FunctionObj>()) return call_function(fn, args, site, &callee, inst->cls);
+        if (auto* fn = m->as<FunctionObj>())
+          return call_function(fn, args, site, &callee, inst->cls);
       }
-      report(site, Severity::Error, "type-error", "`" + inst->cls->name + "` object is not callable");
+      report(site, Severity::Error, "type-error",
+             "`" + inst->cls->name + "` object is not callable");
       return Value::unknown();
     }
     case OK::Opaque:
     case OK::Module:
       return Value::unknown();
     default:
-      report(site, Severity::Error, "type-error", "`" + type_name(callee) + "` object is not callable");
+      report(site, Severity::Error, "type-error",
+             "`" + type_name(callee) + "` object is not callable");
       return Value::unknown();
   }
 }
@@ -960,8 +1067,9 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
     if (fn->has_default[i]) {
       frame->locals[params[i]->str] = fn->defaults[i];
     } else {
-      report(site, Severity::Error, "missing-argument",
-             "`" + fn->name + "()` missing required argument `" + std::string(params[i]->str) + "`");
+      report(
+          site, Severity::Error, "missing-argument",
+          "`" + fn->name + "()` missing required argument `" + std::string(params[i]->str) + "`");
       frame->locals[params[i]->str] = Value::unknown();
     }
   }

@@ -46,8 +46,8 @@ struct Frame : std::enable_shared_from_this<Frame> {
   ClassObj* method_class = nullptr;       // class whose method this frame runs (for super())
   Value self;                             // first argument of that method
   bool is_class_body = false;
-  bool is_module = false;                 // module top level: stores go to globals
-  bool in_construct = false;              // compiling a Cell's construct (GRAPH_MODE rules)
+  bool is_module = false;     // module top level: stores go to globals
+  bool in_construct = false;  // compiling a Cell's construct (GRAPH_MODE rules)
 };
 
 enum class Flow : uint8_t { Normal, Break, Continue, Return };
@@ -74,9 +74,9 @@ class GraphBuilder {
   std::unordered_map<const TensorObj*, ValueRef> captured;  // constants/Parameters from __init__
   std::unordered_map<std::string, uint32_t> id_counts;
   std::unordered_set<uint32_t> consumed_by_failed;  // nodes feeding an op that failed to compile
-  std::unordered_map<uint32_t, std::string> caller_scope;  // node -> Cell whose construct made it
+  std::unordered_map<uint32_t, std::string> caller_scope;    // node -> Cell whose construct made it
   std::unordered_map<std::string, std::string> scope_class;  // Cell path -> class name
-  [[nodiscard]] std::string note_for(uint32_t node) const;  // instance note for diagnostics
+  [[nodiscard]] std::string note_for(uint32_t node) const;   // instance note for diagnostics
   std::string unique_id(const std::string& base);
 };
 
@@ -90,9 +90,12 @@ class ModuleLoader {
                   const Site& site, bool* missing_relative);
   ModuleObj* load_file(Interpreter& in, const std::filesystem::path& file, const std::string& name);
   std::vector<std::string> files_read;
+  double parse_ms = 0;
   [[nodiscard]] const ast::ParsedFile* parsed(const std::string& file) const;
   // True when a directory `top` exists in a search root (an absolute import of the workspace).
   bool package_dir_exists(std::string_view top, ModuleObj* from);
+  // A synthetic module for a directory without __init__.py (a namespace package).
+  ModuleObj* namespace_package(const std::string& dotted);
   // Keeps the AST of an expression given on the command line alive.
   void keep(std::unique_ptr<ast::ParsedFile> p) { extra_.push_back(std::move(p)); }
 
@@ -144,12 +147,16 @@ class Interpreter {
   std::vector<Diagnostic> diagnostics;
   // Appends the "(in `layer1.0`, an instance of Bottleneck)" notes collected while reporting.
   void finalize_diagnostics();
+  // Discards diagnostics reported since `mark` (a trial compilation that is redone).
+  [[nodiscard]] size_t diagnostics_mark() const { return diagnostics.size(); }
+  void rollback_diagnostics(size_t mark);
   void step(const Site& site);  // counts one evaluation step against the budget
 
   // ---- MindSpore and Python natives (mindspore.cpp, builtins.cpp) ----
   Value builtin(std::string_view name);  // Unknown-free lookup; Undefined -> VK::Unknown + flag
   bool has_builtin(std::string_view name) const;
-  Value mindspore_module(std::string_view dotted);  // "mindspore.nn" ...; Unknown when not MindSpore
+  Value mindspore_module(
+      std::string_view dotted);  // "mindspore.nn" ...; Unknown when not MindSpore
   Value numpy_module();
   Value numpy_function(std::string_view name);  // a numpy function not modelled explicitly
   // Marks graph tensors as consumed by an op that failed or has no rule (not "unused").
@@ -159,7 +166,8 @@ class Interpreter {
                        bool from_import = false);
   Value native_class(NativeClass which);
   Value api_class(const ApiEntry* e);
-  Value call_api_function(const ApiEntry* e, CallArgs& args, const Site& site, InstanceObj* self_obj);
+  Value call_api_function(const ApiEntry* e, CallArgs& args, const Site& site,
+                          InstanceObj* self_obj);
   void init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args, const Site& site);
   Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
   std::optional<Value> cell_method(InstanceObj* inst, const Value& self, std::string_view name);
@@ -176,6 +184,8 @@ class Interpreter {
 
   // ---- construct compilation (trace.cpp) ----
   GraphBuilder* graph = nullptr;
+  std::vector<TypeFact>* facts = nullptr;  // where to record expression types (LSP), or null
+  void record_fact(TypeFact::Kind kind, const Site& site, const Value& v);
   std::vector<InstanceObj*> cell_stack;  // Cells whose construct is being compiled
   int cell_init_depth = 0;               // > 0 while a Cell's __init__ runs
   ValueRef graph_value(const Value& tensor, const Site& site);  // node output feeding an op
@@ -184,9 +194,11 @@ class Interpreter {
                     const Site& site, bool returns_tuple);
   std::string current_scope() const;
   // Output values of an op: one tensor, a tuple, or a nested tuple per a tuple_structure attr.
+  Value merge_branches(const Value& cond, const Value& a, const Value& b, const Site& site);
   Value pack_outputs(std::vector<Value> outs, const std::vector<Attr>& attrs, bool returns_tuple);
   std::string instance_note() const;  // " (in `layer1.0`, an instance of Bottleneck)"
-  Value compile_construct(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
+  Value compile_construct(InstanceObj* cell, const Value& cell_value, CallArgs& args,
+                          const Site& site);
 
   // Cells constructed outside any Cell's __init__, and Cell calls seen at module level.
   struct RootCandidate {
@@ -224,6 +236,7 @@ class Interpreter {
   Value eval_comprehension(const ast::Node* e, Frame& f);
   Value make_function(const ast::Node* def, Frame& f, std::string name);
   Value make_class(const ast::Node* def, Frame& f);
+  Value decorate(Value def, const ast::Node* s, Frame& f, bool is_class);
   Flow exec_if_unknown(const ast::Node* s, Frame& f, const Value& cond);
   void exec_import(const ast::Node* s, Frame& f);
   void exec_import_from(const ast::Node* s, Frame& f);

@@ -1,8 +1,8 @@
 #include "known_names.h"
 
-#include <algorithm>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
+#include <vector>
 
 namespace graphcore {
 
@@ -10,19 +10,25 @@ namespace {
 struct NameEntry {
   const char* ns;
   const char* name;
+  Version since;  // inclusive
+  Version until;  // exclusive
 };
 constexpr NameEntry kNames[] = {
 #include "known_names.inc"
 };
 }  // namespace
 
-bool known_mindspore_name(std::string_view ns, std::string_view name) {
-  static const std::unordered_set<std::string> kSet = [] {
-    std::unordered_set<std::string> s;
-    for (const auto& e : kNames) s.insert(std::string(e.ns) + "." + e.name);
-    return s;
+bool known_mindspore_name(std::string_view ns, std::string_view name, const Version& version) {
+  static const std::unordered_map<std::string, std::vector<VersionRange>> kMap = [] {
+    std::unordered_map<std::string, std::vector<VersionRange>> m;
+    for (const auto& e : kNames) m[std::string(e.ns) + "." + e.name].push_back({e.since, e.until});
+    return m;
   }();
-  return kSet.count(std::string(ns) + "." + std::string(name)) > 0;
+  auto it = kMap.find(std::string(ns) + "." + std::string(name));
+  if (it == kMap.end()) return false;
+  for (const VersionRange& r : it->second)
+    if (r.contains(version)) return true;
+  return false;
 }
 
 }  // namespace graphcore

@@ -13,7 +13,8 @@ extern "C" const TSLanguage* tree_sitter_python(void);
 namespace graphcore::ast {
 
 const char* binop_symbol(BinOpKind k) {
-  static const char* kSyms[] = {"+", "-", "*", "/", "//", "%", "**", "@", "<<", ">>", "&", "|", "^"};
+  static const char* kSyms[] = {"+", "-",  "*",  "/", "//", "%", "**",
+                                "@", "<<", ">>", "&", "|",  "^"};
   return kSyms[static_cast<size_t>(k)];
 }
 
@@ -38,85 +39,228 @@ namespace {
 
 // Node types we dispatch on, mapped from tree-sitter symbols once.
 enum class T : uint8_t {
-  Other, Module, Block, ExpressionStatement, Assignment, AugmentedAssignment, ReturnStatement,
-  IfStatement, ElifClause, ElseClause, ForStatement, WhileStatement, BreakStatement,
-  ContinueStatement, PassStatement, FunctionDefinition, ClassDefinition, DecoratedDefinition,
-  Decorator, ImportStatement, ImportFromStatement, FutureImportStatement, AliasedImport, DottedName,
-  RelativeImport, ImportPrefix, WildcardImport, GlobalStatement, NonlocalStatement,
-  AssertStatement, RaiseStatement, TryStatement, ExceptClause, ExceptGroupClause, FinallyClause,
-  WithStatement, WithClause, WithItem, DeleteStatement, MatchStatement, PrintStatement,
-  ExecStatement, TypeAliasStatement, Identifier, Integer, Float, String, ConcatenatedString,
-  StringStart, StringContent, StringEnd, EscapeSequence, Interpolation, True, False, None,
-  Ellipsis, BinaryOperator, UnaryOperator, BooleanOperator, NotOperator, ComparisonOperator,
-  Call, ArgumentList, KeywordArgument, ListSplat, DictionarySplat, Attribute, Subscript, Slice,
-  Tuple, List, Set, Dictionary, Pair, ListComprehension, SetComprehension, DictionaryComprehension,
-  GeneratorExpression, ForInClause, IfClause, ParenthesizedExpression, ConditionalExpression,
-  Lambda, LambdaParameters, Parameters, DefaultParameter, TypedParameter, TypedDefaultParameter,
-  ListSplatPattern, DictionarySplatPattern, KeywordSeparator, PositionalSeparator, ExpressionList,
-  PatternList, TuplePattern, ListPattern, NamedExpression, Await, Yield, Comment, Error, Type,
-  AsPattern, ParenthesizedListSplat, LineContinuation,
+  Other,
+  Module,
+  Block,
+  ExpressionStatement,
+  Assignment,
+  AugmentedAssignment,
+  ReturnStatement,
+  IfStatement,
+  ElifClause,
+  ElseClause,
+  ForStatement,
+  WhileStatement,
+  BreakStatement,
+  ContinueStatement,
+  PassStatement,
+  FunctionDefinition,
+  ClassDefinition,
+  DecoratedDefinition,
+  Decorator,
+  ImportStatement,
+  ImportFromStatement,
+  FutureImportStatement,
+  AliasedImport,
+  DottedName,
+  RelativeImport,
+  ImportPrefix,
+  WildcardImport,
+  GlobalStatement,
+  NonlocalStatement,
+  AssertStatement,
+  RaiseStatement,
+  TryStatement,
+  ExceptClause,
+  ExceptGroupClause,
+  FinallyClause,
+  WithStatement,
+  WithClause,
+  WithItem,
+  DeleteStatement,
+  MatchStatement,
+  PrintStatement,
+  ExecStatement,
+  TypeAliasStatement,
+  Identifier,
+  Integer,
+  Float,
+  String,
+  ConcatenatedString,
+  StringStart,
+  StringContent,
+  StringEnd,
+  EscapeSequence,
+  Interpolation,
+  True,
+  False,
+  None,
+  Ellipsis,
+  BinaryOperator,
+  UnaryOperator,
+  BooleanOperator,
+  NotOperator,
+  ComparisonOperator,
+  Call,
+  ArgumentList,
+  KeywordArgument,
+  ListSplat,
+  DictionarySplat,
+  Attribute,
+  Subscript,
+  Slice,
+  Tuple,
+  List,
+  Set,
+  Dictionary,
+  Pair,
+  ListComprehension,
+  SetComprehension,
+  DictionaryComprehension,
+  GeneratorExpression,
+  ForInClause,
+  IfClause,
+  ParenthesizedExpression,
+  ConditionalExpression,
+  Lambda,
+  LambdaParameters,
+  Parameters,
+  DefaultParameter,
+  TypedParameter,
+  TypedDefaultParameter,
+  ListSplatPattern,
+  DictionarySplatPattern,
+  KeywordSeparator,
+  PositionalSeparator,
+  ExpressionList,
+  PatternList,
+  TuplePattern,
+  ListPattern,
+  NamedExpression,
+  Await,
+  Yield,
+  Comment,
+  Error,
+  Type,
+  AsPattern,
+  ParenthesizedListSplat,
+  LineContinuation,
 };
 
 struct SymbolTable {
   std::vector<T> by_symbol;
-  TSFieldId f_left, f_right, f_operator, f_argument, f_function, f_arguments, f_object,
-      f_attribute, f_value, f_subscript, f_name, f_body, f_condition, f_consequence,
-      f_alternative, f_parameters, f_superclasses, f_definition, f_module_name, f_alias, f_key,
-      f_type, f_operators, f_expression;
+  TSFieldId f_left, f_right, f_operator, f_argument, f_function, f_arguments, f_object, f_attribute,
+      f_value, f_subscript, f_name, f_body, f_condition, f_consequence, f_alternative, f_parameters,
+      f_superclasses, f_definition, f_module_name, f_alias, f_key, f_type, f_operators,
+      f_expression;
 
   SymbolTable() {
     const TSLanguage* lang = tree_sitter_python();
     static const std::unordered_map<std::string_view, T> kNames = {
-        {"module", T::Module}, {"block", T::Block},
-        {"expression_statement", T::ExpressionStatement}, {"assignment", T::Assignment},
-        {"augmented_assignment", T::AugmentedAssignment}, {"return_statement", T::ReturnStatement},
-        {"if_statement", T::IfStatement}, {"elif_clause", T::ElifClause},
-        {"else_clause", T::ElseClause}, {"for_statement", T::ForStatement},
-        {"while_statement", T::WhileStatement}, {"break_statement", T::BreakStatement},
-        {"continue_statement", T::ContinueStatement}, {"pass_statement", T::PassStatement},
-        {"function_definition", T::FunctionDefinition}, {"class_definition", T::ClassDefinition},
-        {"decorated_definition", T::DecoratedDefinition}, {"decorator", T::Decorator},
-        {"import_statement", T::ImportStatement}, {"import_from_statement", T::ImportFromStatement},
-        {"future_import_statement", T::FutureImportStatement}, {"aliased_import", T::AliasedImport},
-        {"dotted_name", T::DottedName}, {"relative_import", T::RelativeImport},
-        {"import_prefix", T::ImportPrefix}, {"wildcard_import", T::WildcardImport},
-        {"global_statement", T::GlobalStatement}, {"nonlocal_statement", T::NonlocalStatement},
-        {"assert_statement", T::AssertStatement}, {"raise_statement", T::RaiseStatement},
-        {"try_statement", T::TryStatement}, {"except_clause", T::ExceptClause},
-        {"except_group_clause", T::ExceptGroupClause}, {"finally_clause", T::FinallyClause},
-        {"with_statement", T::WithStatement}, {"with_clause", T::WithClause},
-        {"with_item", T::WithItem}, {"delete_statement", T::DeleteStatement},
-        {"match_statement", T::MatchStatement}, {"print_statement", T::PrintStatement},
-        {"exec_statement", T::ExecStatement}, {"type_alias_statement", T::TypeAliasStatement},
-        {"identifier", T::Identifier}, {"integer", T::Integer}, {"float", T::Float},
-        {"string", T::String}, {"concatenated_string", T::ConcatenatedString},
-        {"string_start", T::StringStart}, {"string_content", T::StringContent},
-        {"string_end", T::StringEnd}, {"escape_sequence", T::EscapeSequence},
-        {"interpolation", T::Interpolation}, {"true", T::True}, {"false", T::False},
-        {"none", T::None}, {"ellipsis", T::Ellipsis}, {"binary_operator", T::BinaryOperator},
-        {"unary_operator", T::UnaryOperator}, {"boolean_operator", T::BooleanOperator},
-        {"not_operator", T::NotOperator}, {"comparison_operator", T::ComparisonOperator},
-        {"call", T::Call}, {"argument_list", T::ArgumentList},
-        {"keyword_argument", T::KeywordArgument}, {"list_splat", T::ListSplat},
-        {"dictionary_splat", T::DictionarySplat}, {"attribute", T::Attribute},
-        {"subscript", T::Subscript}, {"slice", T::Slice}, {"tuple", T::Tuple},
-        {"list", T::List}, {"set", T::Set}, {"dictionary", T::Dictionary}, {"pair", T::Pair},
-        {"list_comprehension", T::ListComprehension}, {"set_comprehension", T::SetComprehension},
+        {"module", T::Module},
+        {"block", T::Block},
+        {"expression_statement", T::ExpressionStatement},
+        {"assignment", T::Assignment},
+        {"augmented_assignment", T::AugmentedAssignment},
+        {"return_statement", T::ReturnStatement},
+        {"if_statement", T::IfStatement},
+        {"elif_clause", T::ElifClause},
+        {"else_clause", T::ElseClause},
+        {"for_statement", T::ForStatement},
+        {"while_statement", T::WhileStatement},
+        {"break_statement", T::BreakStatement},
+        {"continue_statement", T::ContinueStatement},
+        {"pass_statement", T::PassStatement},
+        {"function_definition", T::FunctionDefinition},
+        {"class_definition", T::ClassDefinition},
+        {"decorated_definition", T::DecoratedDefinition},
+        {"decorator", T::Decorator},
+        {"import_statement", T::ImportStatement},
+        {"import_from_statement", T::ImportFromStatement},
+        {"future_import_statement", T::FutureImportStatement},
+        {"aliased_import", T::AliasedImport},
+        {"dotted_name", T::DottedName},
+        {"relative_import", T::RelativeImport},
+        {"import_prefix", T::ImportPrefix},
+        {"wildcard_import", T::WildcardImport},
+        {"global_statement", T::GlobalStatement},
+        {"nonlocal_statement", T::NonlocalStatement},
+        {"assert_statement", T::AssertStatement},
+        {"raise_statement", T::RaiseStatement},
+        {"try_statement", T::TryStatement},
+        {"except_clause", T::ExceptClause},
+        {"except_group_clause", T::ExceptGroupClause},
+        {"finally_clause", T::FinallyClause},
+        {"with_statement", T::WithStatement},
+        {"with_clause", T::WithClause},
+        {"with_item", T::WithItem},
+        {"delete_statement", T::DeleteStatement},
+        {"match_statement", T::MatchStatement},
+        {"print_statement", T::PrintStatement},
+        {"exec_statement", T::ExecStatement},
+        {"type_alias_statement", T::TypeAliasStatement},
+        {"identifier", T::Identifier},
+        {"integer", T::Integer},
+        {"float", T::Float},
+        {"string", T::String},
+        {"concatenated_string", T::ConcatenatedString},
+        {"string_start", T::StringStart},
+        {"string_content", T::StringContent},
+        {"string_end", T::StringEnd},
+        {"escape_sequence", T::EscapeSequence},
+        {"interpolation", T::Interpolation},
+        {"true", T::True},
+        {"false", T::False},
+        {"none", T::None},
+        {"ellipsis", T::Ellipsis},
+        {"binary_operator", T::BinaryOperator},
+        {"unary_operator", T::UnaryOperator},
+        {"boolean_operator", T::BooleanOperator},
+        {"not_operator", T::NotOperator},
+        {"comparison_operator", T::ComparisonOperator},
+        {"call", T::Call},
+        {"argument_list", T::ArgumentList},
+        {"keyword_argument", T::KeywordArgument},
+        {"list_splat", T::ListSplat},
+        {"dictionary_splat", T::DictionarySplat},
+        {"attribute", T::Attribute},
+        {"subscript", T::Subscript},
+        {"slice", T::Slice},
+        {"tuple", T::Tuple},
+        {"list", T::List},
+        {"set", T::Set},
+        {"dictionary", T::Dictionary},
+        {"pair", T::Pair},
+        {"list_comprehension", T::ListComprehension},
+        {"set_comprehension", T::SetComprehension},
         {"dictionary_comprehension", T::DictionaryComprehension},
-        {"generator_expression", T::GeneratorExpression}, {"for_in_clause", T::ForInClause},
-        {"if_clause", T::IfClause}, {"parenthesized_expression", T::ParenthesizedExpression},
-        {"conditional_expression", T::ConditionalExpression}, {"lambda", T::Lambda},
-        {"lambda_parameters", T::LambdaParameters}, {"parameters", T::Parameters},
-        {"default_parameter", T::DefaultParameter}, {"typed_parameter", T::TypedParameter},
+        {"generator_expression", T::GeneratorExpression},
+        {"for_in_clause", T::ForInClause},
+        {"if_clause", T::IfClause},
+        {"parenthesized_expression", T::ParenthesizedExpression},
+        {"conditional_expression", T::ConditionalExpression},
+        {"lambda", T::Lambda},
+        {"lambda_parameters", T::LambdaParameters},
+        {"parameters", T::Parameters},
+        {"default_parameter", T::DefaultParameter},
+        {"typed_parameter", T::TypedParameter},
         {"typed_default_parameter", T::TypedDefaultParameter},
         {"list_splat_pattern", T::ListSplatPattern},
         {"dictionary_splat_pattern", T::DictionarySplatPattern},
-        {"keyword_separator", T::KeywordSeparator}, {"positional_separator", T::PositionalSeparator},
-        {"expression_list", T::ExpressionList}, {"pattern_list", T::PatternList},
-        {"tuple_pattern", T::TuplePattern}, {"list_pattern", T::ListPattern},
-        {"named_expression", T::NamedExpression}, {"await", T::Await}, {"yield", T::Yield},
-        {"comment", T::Comment}, {"ERROR", T::Error}, {"type", T::Type},
-        {"as_pattern", T::AsPattern}, {"parenthesized_list_splat", T::ParenthesizedListSplat},
+        {"keyword_separator", T::KeywordSeparator},
+        {"positional_separator", T::PositionalSeparator},
+        {"expression_list", T::ExpressionList},
+        {"pattern_list", T::PatternList},
+        {"tuple_pattern", T::TuplePattern},
+        {"list_pattern", T::ListPattern},
+        {"named_expression", T::NamedExpression},
+        {"await", T::Await},
+        {"yield", T::Yield},
+        {"comment", T::Comment},
+        {"ERROR", T::Error},
+        {"type", T::Type},
+        {"as_pattern", T::AsPattern},
+        {"parenthesized_list_splat", T::ParenthesizedListSplat},
         {"line_continuation", T::LineContinuation},
     };
     uint32_t count = ts_language_symbol_count(lang);
@@ -130,15 +274,30 @@ struct SymbolTable {
     auto field = [lang](const char* n) {
       return ts_language_field_id_for_name(lang, n, static_cast<uint32_t>(std::strlen(n)));
     };
-    f_left = field("left"); f_right = field("right"); f_operator = field("operator");
-    f_argument = field("argument"); f_function = field("function");
-    f_arguments = field("arguments"); f_object = field("object"); f_attribute = field("attribute");
-    f_value = field("value"); f_subscript = field("subscript"); f_name = field("name");
-    f_body = field("body"); f_condition = field("condition"); f_consequence = field("consequence");
-    f_alternative = field("alternative"); f_parameters = field("parameters");
-    f_superclasses = field("superclasses"); f_definition = field("definition");
-    f_module_name = field("module_name"); f_alias = field("alias"); f_key = field("key");
-    f_type = field("type"); f_operators = field("operators"); f_expression = field("expression");
+    f_left = field("left");
+    f_right = field("right");
+    f_operator = field("operator");
+    f_argument = field("argument");
+    f_function = field("function");
+    f_arguments = field("arguments");
+    f_object = field("object");
+    f_attribute = field("attribute");
+    f_value = field("value");
+    f_subscript = field("subscript");
+    f_name = field("name");
+    f_body = field("body");
+    f_condition = field("condition");
+    f_consequence = field("consequence");
+    f_alternative = field("alternative");
+    f_parameters = field("parameters");
+    f_superclasses = field("superclasses");
+    f_definition = field("definition");
+    f_module_name = field("module_name");
+    f_alias = field("alias");
+    f_key = field("key");
+    f_type = field("type");
+    f_operators = field("operators");
+    f_expression = field("expression");
   }
   T type(TSNode n) const {
     TSSymbol s = ts_node_symbol(n);
@@ -228,11 +387,15 @@ class Lowerer {
     if (depth_ < limits_.max_depth) return false;
     if (!depth_reported_) {
       depth_reported_ = true;
-      f_.diagnostics.push_back(Diagnostic{
-          f_.path, range(n), Severity::Error, "nesting-too-deep",
-          "nesting deeper than " + std::to_string(limits_.max_depth) +
-              " levels; Cellscope stops analysing this expression here",
-          {}, {}});
+      f_.diagnostics.push_back(
+          Diagnostic{f_.path,
+                     range(n),
+                     Severity::Error,
+                     "nesting-too-deep",
+                     "nesting deeper than " + std::to_string(limits_.max_depth) +
+                         " levels; Cellscope stops analysing this expression here",
+                     {},
+                     {}});
     }
     return true;
   }
@@ -277,8 +440,14 @@ class Lowerer {
         if (kids.size() == 1) {
           TSNode c = kids[0];
           T t = s_.type(c);
-          if (t == T::Assignment) { out.push_back(assignment(c)); return; }
-          if (t == T::AugmentedAssignment) { out.push_back(aug_assignment(c)); return; }
+          if (t == T::Assignment) {
+            out.push_back(assignment(c));
+            return;
+          }
+          if (t == T::AugmentedAssignment) {
+            out.push_back(aug_assignment(c));
+            return;
+          }
           Node* e = mk(K::ExprStmt, n);
           e->a = expr(c);
           out.push_back(e);
@@ -296,7 +465,9 @@ class Lowerer {
         out.push_back(r);
         return;
       }
-      case T::IfStatement: out.push_back(if_stmt(n)); return;
+      case T::IfStatement:
+        out.push_back(if_stmt(n));
+        return;
       case T::ForStatement: {
         Node* x = mk(K::For, n);
         x->a = target(field(n, s_.f_left));
@@ -316,11 +487,21 @@ class Lowerer {
         out.push_back(x);
         return;
       }
-      case T::BreakStatement: out.push_back(mk(K::Break, n)); return;
-      case T::ContinueStatement: out.push_back(mk(K::Continue, n)); return;
-      case T::PassStatement: out.push_back(mk(K::Pass, n)); return;
-      case T::FunctionDefinition: out.push_back(function_def(n, {})); return;
-      case T::ClassDefinition: out.push_back(class_def(n, {})); return;
+      case T::BreakStatement:
+        out.push_back(mk(K::Break, n));
+        return;
+      case T::ContinueStatement:
+        out.push_back(mk(K::Continue, n));
+        return;
+      case T::PassStatement:
+        out.push_back(mk(K::Pass, n));
+        return;
+      case T::FunctionDefinition:
+        out.push_back(function_def(n, {}));
+        return;
+      case T::ClassDefinition:
+        out.push_back(class_def(n, {}));
+        return;
       case T::DecoratedDefinition: {
         std::vector<Node*> decorators;
         for (TSNode c : children(n)) {
@@ -331,8 +512,10 @@ class Lowerer {
         }
         TSNode def = field(n, s_.f_definition);
         if (ts_node_is_null(def)) return;
-        if (s_.type(def) == T::ClassDefinition) out.push_back(class_def(def, decorators));
-        else if (s_.type(def) == T::FunctionDefinition) out.push_back(function_def(def, decorators));
+        if (s_.type(def) == T::ClassDefinition)
+          out.push_back(class_def(def, decorators));
+        else if (s_.type(def) == T::FunctionDefinition)
+          out.push_back(function_def(def, decorators));
         return;
       }
       case T::ImportStatement: {
@@ -345,7 +528,9 @@ class Lowerer {
         out.push_back(x);
         return;
       }
-      case T::ImportFromStatement: out.push_back(import_from(n)); return;
+      case T::ImportFromStatement:
+        out.push_back(import_from(n));
+        return;
       case T::GlobalStatement:
       case T::NonlocalStatement: {
         Node* x = mk(s_.type(n) == T::GlobalStatement ? K::Global : K::Nonlocal, n);
@@ -372,7 +557,9 @@ class Lowerer {
         out.push_back(x);
         return;
       }
-      case T::TryStatement: out.push_back(try_stmt(n)); return;
+      case T::TryStatement:
+        out.push_back(try_stmt(n));
+        return;
       case T::WithStatement: {
         Node* x = mk(K::With, n);
         std::vector<Node*> items;
@@ -463,9 +650,12 @@ class Lowerer {
         std::vector<Node*> body;
         for (auto& [fid, k] : fielded_children(c)) {
           if (!ts_node_is_named(k)) continue;
-          if (fid == s_.f_value) h->a = expr(k);
-          else if (fid == s_.f_alias) h->str = text(k);
-          else if (s_.type(k) == T::Block) h->list = block(k);
+          if (fid == s_.f_value)
+            h->a = expr(k);
+          else if (fid == s_.f_alias)
+            h->str = text(k);
+          else if (s_.type(k) == T::Block)
+            h->list = block(k);
           else if (s_.type(k) == T::AsPattern) {
             auto parts = children(k);
             if (!parts.empty()) h->a = expr(parts[0]);
@@ -632,8 +822,10 @@ class Lowerer {
     if (!ts_node_is_null(mod)) {
       if (s_.type(mod) == T::RelativeImport) {
         for (TSNode c : children(mod)) {
-          if (s_.type(c) == T::ImportPrefix) x->ival = static_cast<int64_t>(text(c).size());
-          else if (s_.type(c) == T::DottedName) x->str = text(c);
+          if (s_.type(c) == T::ImportPrefix)
+            x->ival = static_cast<int64_t>(text(c).size());
+          else if (s_.type(c) == T::DottedName)
+            x->str = text(c);
         }
       } else {
         x->str = text(mod);
@@ -706,10 +898,10 @@ class Lowerer {
 
   static BinOpKind binop_kind(std::string_view op) {
     static const std::unordered_map<std::string_view, BinOpKind> kOps = {
-        {"+", BinOpKind::Add},      {"-", BinOpKind::Sub},     {"*", BinOpKind::Mul},
-        {"/", BinOpKind::Div},      {"//", BinOpKind::FloorDiv}, {"%", BinOpKind::Mod},
-        {"**", BinOpKind::Pow},     {"@", BinOpKind::MatMul},  {"<<", BinOpKind::LShift},
-        {">>", BinOpKind::RShift},  {"&", BinOpKind::BitAnd},  {"|", BinOpKind::BitOr},
+        {"+", BinOpKind::Add},     {"-", BinOpKind::Sub},       {"*", BinOpKind::Mul},
+        {"/", BinOpKind::Div},     {"//", BinOpKind::FloorDiv}, {"%", BinOpKind::Mod},
+        {"**", BinOpKind::Pow},    {"@", BinOpKind::MatMul},    {"<<", BinOpKind::LShift},
+        {">>", BinOpKind::RShift}, {"&", BinOpKind::BitAnd},    {"|", BinOpKind::BitOr},
         {"^", BinOpKind::BitXor},
     };
     auto it = kOps.find(op);
@@ -751,7 +943,8 @@ class Lowerer {
         x->str = text(n);
         return x;
       }
-      case T::Integer: return integer(n);
+      case T::Integer:
+        return integer(n);
       case T::Float: {
         std::string t;
         for (char ch : text(n)) {
@@ -768,10 +961,14 @@ class Lowerer {
         x->ival = s_.type(n) == T::True ? 1 : 0;
         return x;
       }
-      case T::None: return mk(K::None, n);
-      case T::Ellipsis: return mk(K::Ellipsis, n);
-      case T::String: return string(n);
-      case T::ConcatenatedString: return concatenated(n);
+      case T::None:
+        return mk(K::None, n);
+      case T::Ellipsis:
+        return mk(K::Ellipsis, n);
+      case T::String:
+        return string(n);
+      case T::ConcatenatedString:
+        return concatenated(n);
       case T::ParenthesizedExpression: {
         auto kids = children(n);
         for (TSNode c : kids) {
@@ -789,8 +986,9 @@ class Lowerer {
       case T::UnaryOperator: {
         Node* x = mk(K::UnaryOp, n);
         std::string_view op = text(field(n, s_.f_operator));
-        x->op = static_cast<uint8_t>(op == "-" ? UnaryKind::Neg
-                                               : op == "~" ? UnaryKind::Invert : UnaryKind::Pos);
+        x->op = static_cast<uint8_t>(op == "-"   ? UnaryKind::Neg
+                                     : op == "~" ? UnaryKind::Invert
+                                                 : UnaryKind::Pos);
         x->a = expr(field(n, s_.f_argument));
         return x;
       }
@@ -806,15 +1004,18 @@ class Lowerer {
         x->b = expr(field(n, s_.f_right));
         return x;
       }
-      case T::ComparisonOperator: return compare(n);
+      case T::ComparisonOperator:
+        return compare(n);
       case T::Call: {
         Node* x = mk(K::Call, n);
         x->a = expr(field(n, s_.f_function));
         TSNode args = field(n, s_.f_arguments);
         std::vector<Node*> pos, kw;
         if (!ts_node_is_null(args)) {
-          if (s_.type(args) == T::GeneratorExpression) pos.push_back(expr(args));
-          else call_args(args, pos, kw);
+          if (s_.type(args) == T::GeneratorExpression)
+            pos.push_back(expr(args));
+          else
+            call_args(args, pos, kw);
         }
         x->list = f_.arena.nodes(pos);
         x->list2 = f_.arena.nodes(kw);
@@ -833,11 +1034,14 @@ class Lowerer {
         for (auto& [fid, c] : fielded_children(n)) {
           if (fid == s_.f_subscript) idx.push_back(c);
         }
-        if (idx.size() == 1) x->b = expr(idx[0]);
-        else x->b = seq(K::Tuple, n, idx);
+        if (idx.size() == 1)
+          x->b = expr(idx[0]);
+        else
+          x->b = seq(K::Tuple, n, idx);
         return x;
       }
-      case T::Slice: return slice(n);
+      case T::Slice:
+        return slice(n);
       case T::Tuple:
       case T::ExpressionList:
       case T::PatternList:
@@ -846,7 +1050,8 @@ class Lowerer {
       case T::List:
       case T::ListPattern:
         return seq(K::List, n, children(n));
-      case T::Set: return seq(K::Set, n, children(n));
+      case T::Set:
+        return seq(K::Set, n, children(n));
       case T::Dictionary: {
         Node* x = mk(K::Dict, n);
         std::vector<Node*> keys, values;
@@ -864,10 +1069,14 @@ class Lowerer {
         x->list2 = f_.arena.nodes(values);
         return x;
       }
-      case T::ListComprehension: return comprehension(K::ListComp, n);
-      case T::SetComprehension: return comprehension(K::SetComp, n);
-      case T::GeneratorExpression: return comprehension(K::GenExp, n);
-      case T::DictionaryComprehension: return comprehension(K::DictComp, n);
+      case T::ListComprehension:
+        return comprehension(K::ListComp, n);
+      case T::SetComprehension:
+        return comprehension(K::SetComp, n);
+      case T::GeneratorExpression:
+        return comprehension(K::GenExp, n);
+      case T::DictionaryComprehension:
+        return comprehension(K::DictComp, n);
       case T::ConditionalExpression: {
         auto kids = children(n);
         if (kids.size() < 3) return error_node(n);
@@ -927,9 +1136,12 @@ class Lowerer {
     if (!t.empty() && (t.back() == 'j' || t.back() == 'J')) return error_node(n);
     int base = 10;
     size_t skip = 0;
-    if (t.size() > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) base = 16, skip = 2;
-    else if (t.size() > 1 && t[0] == '0' && (t[1] == 'o' || t[1] == 'O')) base = 8, skip = 2;
-    else if (t.size() > 1 && t[0] == '0' && (t[1] == 'b' || t[1] == 'B')) base = 2, skip = 2;
+    if (t.size() > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X'))
+      base = 16, skip = 2;
+    else if (t.size() > 1 && t[0] == '0' && (t[1] == 'o' || t[1] == 'O'))
+      base = 8, skip = 2;
+    else if (t.size() > 1 && t[0] == '0' && (t[1] == 'b' || t[1] == 'B'))
+      base = 2, skip = 2;
     errno = 0;
     char* end = nullptr;
     long long v = std::strtoll(t.c_str() + skip, &end, base);
@@ -951,10 +1163,10 @@ class Lowerer {
     auto flush = [&]() {
       if (pending.empty()) return;
       static const std::unordered_map<std::string, CmpKind> kOps = {
-          {"==", CmpKind::Eq}, {"!=", CmpKind::NotEq}, {"<>", CmpKind::NotEq},
-          {"<", CmpKind::Lt},  {"<=", CmpKind::LtE},   {">", CmpKind::Gt},
-          {">=", CmpKind::GtE}, {"in", CmpKind::In},   {"notin", CmpKind::NotIn},
-          {"is", CmpKind::Is}, {"isnot", CmpKind::IsNot}};
+          {"==", CmpKind::Eq},  {"!=", CmpKind::NotEq},   {"<>", CmpKind::NotEq},
+          {"<", CmpKind::Lt},   {"<=", CmpKind::LtE},     {">", CmpKind::Gt},
+          {">=", CmpKind::GtE}, {"in", CmpKind::In},      {"notin", CmpKind::NotIn},
+          {"is", CmpKind::Is},  {"isnot", CmpKind::IsNot}};
       auto it = kOps.find(pending);
       ops.push_back(it == kOps.end() ? CmpKind::Eq : it->second);
       pending.clear();
@@ -966,8 +1178,14 @@ class Lowerer {
           if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\\' && ch != '\r') norm.push_back(ch);
         }
         std::string_view t = norm;
-        if (t == "not" && pending == "is") { pending += "not"; continue; }
-        if (t == "in" && pending == "not") { pending += "in"; continue; }
+        if (t == "not" && pending == "is") {
+          pending += "not";
+          continue;
+        }
+        if (t == "in" && pending == "not") {
+          pending += "in";
+          continue;
+        }
         if (!pending.empty() && !(pending == "is" || pending == "not")) flush();
         if (pending == "is" && t != "not") flush();
         pending += std::string(t);
@@ -994,9 +1212,12 @@ class Lowerer {
       }
       if (s_.type(c) == T::Comment) continue;
       Node* e = expr(c);
-      if (part == 0) x->a = e;
-      else if (part == 1) x->b = e;
-      else x->c = e;
+      if (part == 0)
+        x->a = e;
+      else if (part == 1)
+        x->b = e;
+      else
+        x->c = e;
     }
     return x;
   }
@@ -1046,14 +1267,29 @@ class Lowerer {
       }
       char e = s[++i];
       switch (e) {
-        case 'n': out.push_back('\n'); break;
-        case 't': out.push_back('\t'); break;
-        case 'r': out.push_back('\r'); break;
-        case '0': out.push_back('\0'); break;
-        case '\\': out.push_back('\\'); break;
-        case '\'': out.push_back('\''); break;
-        case '"': out.push_back('"'); break;
-        case '\n': break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case '0':
+          out.push_back('\0');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '\'':
+          out.push_back('\'');
+          break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\n':
+          break;
         default:
           out.push_back('\\');
           out.push_back(e);
@@ -1136,10 +1372,14 @@ void collect_syntax_errors(TSNode n, ParsedFile& f, size_t& budget) {
   };
   if (ts_node_is_missing(n)) {
     --budget;
-    f.diagnostics.push_back(Diagnostic{f.path, make_range(n), Severity::Error, "syntax-error",
-                                       std::string("syntax error: expected `") + ts_node_type(n) +
-                                           "`",
-                                       {}, {}});
+    f.diagnostics.push_back(
+        Diagnostic{f.path,
+                   make_range(n),
+                   Severity::Error,
+                   "syntax-error",
+                   std::string("syntax error: expected `") + ts_node_type(n) + "`",
+                   {},
+                   {}});
     return;
   }
   if (symbols().type(n) == T::Error) {
@@ -1152,8 +1392,13 @@ void collect_syntax_errors(TSNode n, ParsedFile& f, size_t& budget) {
     if (r.end.line != r.start.line) {  // keep the squiggle on the first line
       r.end = Position{r.start.line, r.start.column + static_cast<uint32_t>(snippet.size())};
     }
-    f.diagnostics.push_back(Diagnostic{f.path, r, Severity::Error, "syntax-error",
-                                       "syntax error: unexpected `" + snippet + "`", {}, {}});
+    f.diagnostics.push_back(Diagnostic{f.path,
+                                       r,
+                                       Severity::Error,
+                                       "syntax-error",
+                                       "syntax error: unexpected `" + snippet + "`",
+                                       {},
+                                       {}});
     return;
   }
   TSTreeCursor cur = ts_tree_cursor_new(n);
@@ -1165,6 +1410,76 @@ void collect_syntax_errors(TSNode n, ParsedFile& f, size_t& budget) {
   ts_tree_cursor_delete(&cur);
 }
 
+// Python refuses more than 100 levels of indentation, and tree-sitter's indentation scanner gives
+// up on far deeper nesting by failing the whole file. Lines of blocks nested deeper than the limit
+// are emptied (line numbers, and columns of every other line, are kept) and reported once, so the
+// rest of the file still parses — quickly, since no deep indentation reaches the parser.
+void limit_indentation(ParsedFile& f, size_t max_levels) {
+  const std::string& t = f.text;
+  std::string out;
+  bool changed = false;
+  std::vector<size_t> stack{0};
+  int brackets = 0;
+  bool reported = false;
+  size_t line_start = 0;
+  uint32_t line_no = 0;
+  while (line_start < t.size()) {
+    size_t end = t.find('\n', line_start);
+    if (end == std::string::npos) end = t.size();
+    size_t indent = 0;
+    size_t i = line_start;
+    while (i < end && (t[i] == ' ' || t[i] == '\t')) {
+      indent += t[i] == '\t' ? 8 - (indent % 8) : 1;
+      ++i;
+    }
+    bool blank = i == end || t[i] == '#' || t[i] == '\r';
+    if (!blank && brackets == 0) {
+      while (stack.size() > 1 && indent < stack.back()) stack.pop_back();
+      if (indent > stack.back()) stack.push_back(indent);
+      // The grammar's scanner stores indentation widths in a byte: deeper than 248 columns is
+      // treated like too many levels.
+      if (stack.size() > max_levels + 1 || indent > 248) {
+        if (!reported) {
+          reported = true;
+          f.diagnostics.push_back(
+              Diagnostic{f.path,
+                         SourceRange{Position{line_no, 0},
+                                     Position{line_no, static_cast<uint32_t>(end - line_start)}},
+                         Severity::Error,
+                         "nesting-too-deep",
+                         "too many levels of indentation (Python allows at most " +
+                             std::to_string(max_levels) +
+                             " levels; Cellscope at most 248 columns); the block nested this deep "
+                             "is not analysed",
+                         {},
+                         {}});
+        }
+        if (!changed) {
+          out.assign(t, 0, line_start);
+          changed = true;
+        }
+        stack.pop_back();
+        if (end < t.size()) out.push_back('\n');
+        line_start = end + 1;
+        ++line_no;
+        continue;
+      }
+    }
+    if (changed) out.append(t, line_start, end - line_start + (end < t.size() ? 1 : 0));
+    if (!blank) {
+      for (size_t k = i; k < end; ++k) {
+        char c = t[k];
+        if (c == '#') break;
+        if (c == '(' || c == '[' || c == '{') ++brackets;
+        if ((c == ')' || c == ']' || c == '}') && brackets > 0) --brackets;
+      }
+    }
+    line_start = end + 1;
+    ++line_no;
+  }
+  if (changed) f.text = std::move(out);
+}
+
 }  // namespace
 
 std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
@@ -1172,11 +1487,15 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
   auto file = std::make_unique<ParsedFile>();
   file->path = std::move(path);
   if (text.size() > limits.max_bytes) {
-    file->diagnostics.push_back(Diagnostic{
-        file->path, SourceRange{}, Severity::Error, "file-too-large",
-        "file is " + std::to_string(text.size() / 1024) + " KiB; Cellscope analyses model files up to " +
-            std::to_string(limits.max_bytes / 1024) + " KiB",
-        {}, {}});
+    file->diagnostics.push_back(Diagnostic{file->path,
+                                           SourceRange{},
+                                           Severity::Error,
+                                           "file-too-large",
+                                           "file is " + std::to_string(text.size() / 1024) +
+                                               " KiB; Cellscope analyses model files up to " +
+                                               std::to_string(limits.max_bytes / 1024) + " KiB",
+                                           {},
+                                           {}});
     file->text.clear();
     file->module = file->arena.node(K::Block, SourceRange{});
     return file;
@@ -1186,13 +1505,17 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
   if (!bad.empty()) {
     LineIndex index(file->text);
     Position p = index.position_of(bad.front());
-    file->diagnostics.push_back(Diagnostic{
-        file->path, SourceRange{p, Position{p.line, p.column + 1}}, Severity::Error,
-        "invalid-encoding",
-        "file is not valid UTF-8 (" + std::to_string(bad.size()) +
-            " invalid byte(s), first here); Python source must be UTF-8",
-        {}, {}});
+    file->diagnostics.push_back(
+        Diagnostic{file->path,
+                   SourceRange{p, Position{p.line, p.column + 1}},
+                   Severity::Error,
+                   "invalid-encoding",
+                   "file is not valid UTF-8 (" + std::to_string(bad.size()) +
+                       " invalid byte(s), first here); Python source must be UTF-8",
+                   {},
+                   {}});
   }
+  limit_indentation(*file, 100);
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
   TSTree* tree = ts_parser_parse_string(parser, nullptr, file->text.data(),

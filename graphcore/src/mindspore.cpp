@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <unordered_set>
 
 #include "interp.h"
@@ -43,16 +44,21 @@ class LiteralParser {
     if (c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9')) {
       size_t start = pos_;
       ++pos_;
-      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
-                                  ((s_[pos_] == '-' || s_[pos_] == '+') && (s_[pos_ - 1] == 'e' || s_[pos_ - 1] == 'E')))) {
+      while (pos_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
+              ((s_[pos_] == '-' || s_[pos_] == '+') &&
+               (s_[pos_ - 1] == 'e' || s_[pos_ - 1] == 'E')))) {
         ++pos_;
       }
       std::string num(s_.substr(start, pos_ - start));
-      if (num.find_first_of(".eE") != std::string::npos) return Value::real(std::strtod(num.c_str(), nullptr));
+      if (num.find_first_of(".eE") != std::string::npos)
+        return Value::real(std::strtod(num.c_str(), nullptr));
       return Value::integer(std::strtoll(num.c_str(), nullptr, 10));
     }
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '.')) ++pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
+                                s_[pos_] == '_' || s_[pos_] == '.'))
+      ++pos_;
     std::string_view word = s_.substr(start, pos_ - start);
     if (word == "None") return Value::none();
     if (word == "True") return Value::boolean(true);
@@ -75,9 +81,12 @@ class LiteralParser {
       }
       items.push_back(value());
       skip();
-      if (pos_ < s_.size() && s_[pos_] == ',') ++pos_;
-      else if (pos_ < s_.size() && s_[pos_] == close) continue;
-      else return Value::unknown();
+      if (pos_ < s_.size() && s_[pos_] == ',')
+        ++pos_;
+      else if (pos_ < s_.size() && s_[pos_] == close)
+        continue;
+      else
+        return Value::unknown();
     }
     return tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
   }
@@ -90,17 +99,23 @@ std::string target_device_name(std::string_view target) {
 }
 
 // Shape and dtype of a nested Python list literal: [[1, 2], [3, 4]] -> (2, 2) int64.
-bool nested_shape(Interpreter& in, const Value& v, std::vector<int64_t>& shape, size_t depth, DType& dt) {
+bool nested_shape(Interpreter& in, const Value& v, std::vector<int64_t>& shape, size_t depth,
+                  DType& dt) {
   if (v.is_number()) {
-    if (v.k == VK::Float) dt = DType::Float32;
-    else if (v.k == VK::Bool && dt == DType::Unknown) dt = DType::Bool;
-    else if (v.k == VK::Int && dt != DType::Float32) dt = DType::Int64;
+    if (v.k == VK::Float)
+      dt = DType::Float32;
+    else if (v.k == VK::Bool && dt == DType::Unknown)
+      dt = DType::Bool;
+    else if (v.k == VK::Int && dt != DType::Float32)
+      dt = DType::Int64;
     return depth == shape.size();
   }
   auto* items = seq_items(v);
   if (!items) return false;
-  if (depth == shape.size()) shape.push_back(static_cast<int64_t>(items->size()));
-  else if (shape[depth] != static_cast<int64_t>(items->size())) return false;
+  if (depth == shape.size())
+    shape.push_back(static_cast<int64_t>(items->size()));
+  else if (shape[depth] != static_cast<int64_t>(items->size()))
+    return false;
   for (const auto& x : *items) {
     if (!nested_shape(in, x, shape, depth + 1, dt)) return false;
   }
@@ -122,49 +137,97 @@ ArgValue Interpreter::to_arg(const Value& v, SourceRange range, bool explicit_ar
   a.range = range;
   a.explicit_arg = explicit_arg;
   switch (v.k) {
-    case VK::None: a.kind = ArgValue::Kind::None; return a;
-    case VK::Bool: a.kind = ArgValue::Kind::Bool; a.b = v.b; a.i = v.b ? 1 : 0; a.dim = Dim::known(a.i); return a;
-    case VK::Int: a.kind = ArgValue::Kind::Int; a.i = v.i; a.dim = v.i >= 0 ? Dim::known(v.i) : Dim::unknown(); return a;
-    case VK::Float: a.kind = ArgValue::Kind::Float; a.f = v.f; return a;
-    case VK::Unknown: a.kind = ArgValue::Kind::Unknown; a.dim = Dim::unknown(); return a;
-    case VK::Obj: break;
+    case VK::None:
+      a.kind = ArgValue::Kind::None;
+      return a;
+    case VK::Bool:
+      a.kind = ArgValue::Kind::Bool;
+      a.b = v.b;
+      a.i = v.b ? 1 : 0;
+      a.dim = Dim::known(a.i);
+      return a;
+    case VK::Int:
+      a.kind = ArgValue::Kind::Int;
+      a.i = v.i;
+      a.dim = v.i >= 0 ? Dim::known(v.i) : Dim::unknown();
+      return a;
+    case VK::Float:
+      a.kind = ArgValue::Kind::Float;
+      a.f = v.f;
+      return a;
+    case VK::Unknown:
+      a.kind = ArgValue::Kind::Unknown;
+      a.dim = Dim::unknown();
+      return a;
+    case VK::Obj:
+      break;
   }
-  if (!v.o) { a.kind = ArgValue::Kind::None; return a; }
+  if (!v.o) {
+    a.kind = ArgValue::Kind::None;
+    return a;
+  }
   switch (v.o->kind) {
-    case OK::Str: a.kind = ArgValue::Kind::Str; a.s = v.as<StrObj>()->s; return a;
+    case OK::Str:
+      a.kind = ArgValue::Kind::Str;
+      a.s = v.as<StrObj>()->s;
+      return a;
     case OK::Tuple:
     case OK::List:
       a.kind = ArgValue::Kind::Sequence;
       for (const Value& x : *seq_items(v)) a.items.push_back(to_arg(x, range, explicit_arg));
       return a;
-    case OK::Tensor: a.kind = ArgValue::Kind::Tensor; a.tensor = v.as<TensorObj>()->type; return a;
-    case OK::DType: a.kind = ArgValue::Kind::DType; a.dtype = v.as<DTypeObj>()->dtype; return a;
-    case OK::SymInt: a.kind = ArgValue::Kind::SymInt; a.dim = v.as<SymIntObj>()->dim; return a;
+    case OK::Tensor:
+      a.kind = ArgValue::Kind::Tensor;
+      a.tensor = v.as<TensorObj>()->type;
+      return a;
+    case OK::DType:
+      a.kind = ArgValue::Kind::DType;
+      a.dtype = v.as<DTypeObj>()->dtype;
+      return a;
+    case OK::SymInt:
+      a.kind = ArgValue::Kind::SymInt;
+      a.dim = v.as<SymIntObj>()->dim;
+      return a;
     case OK::Instance:
       a.kind = v.as<InstanceObj>()->is_cell() ? ArgValue::Kind::Cell : ArgValue::Kind::Other;
       a.s = v.as<InstanceObj>()->cls->name;
       return a;
-    case OK::Opaque: a.kind = ArgValue::Kind::Other; a.s = v.as<OpaqueObj>()->type_name; return a;
-    default: a.kind = ArgValue::Kind::Other; a.s = type_name(v); return a;
+    case OK::Opaque:
+      a.kind = ArgValue::Kind::Other;
+      a.s = v.as<OpaqueObj>()->type_name;
+      return a;
+    default:
+      a.kind = ArgValue::Kind::Other;
+      a.s = type_name(v);
+      return a;
   }
 }
 
 Value Interpreter::from_arg(const ArgValue& a) {
   switch (a.kind) {
-    case ArgValue::Kind::None: return Value::none();
-    case ArgValue::Kind::Bool: return Value::boolean(a.b);
-    case ArgValue::Kind::Int: return Value::integer(a.i);
-    case ArgValue::Kind::Float: return Value::real(a.f);
-    case ArgValue::Kind::Str: return make_str(a.s);
+    case ArgValue::Kind::None:
+      return Value::none();
+    case ArgValue::Kind::Bool:
+      return Value::boolean(a.b);
+    case ArgValue::Kind::Int:
+      return Value::integer(a.i);
+    case ArgValue::Kind::Float:
+      return Value::real(a.f);
+    case ArgValue::Kind::Str:
+      return make_str(a.s);
     case ArgValue::Kind::Sequence: {
       std::vector<Value> items;
       for (const auto& x : a.items) items.push_back(from_arg(x));
       return make_tuple(std::move(items));
     }
-    case ArgValue::Kind::Tensor: return make_tensor(a.tensor);
-    case ArgValue::Kind::DType: return dtype_value(a.dtype);
-    case ArgValue::Kind::SymInt: return Value::obj(std::make_shared<SymIntObj>(a.dim));
-    default: return Value::unknown();
+    case ArgValue::Kind::Tensor:
+      return make_tensor(a.tensor);
+    case ArgValue::Kind::DType:
+      return dtype_value(a.dtype);
+    case ArgValue::Kind::SymInt:
+      return Value::obj(std::make_shared<SymIntObj>(a.dim));
+    default:
+      return Value::unknown();
   }
 }
 
@@ -201,27 +264,33 @@ Value Interpreter::mindspore_module(std::string_view dotted) {
     std::string key = "ns:" + name;
     auto it = natives_.find(key);
     if (it != natives_.end()) return it->second;
-    Value v = Value::obj(std::make_shared<NamespaceObj>(std::move(name), std::move(prefix), strict));
+    Value v =
+        Value::obj(std::make_shared<NamespaceObj>(std::move(name), std::move(prefix), strict));
     natives_.emplace(key, v);
     return v;
   };
-  if (dotted == "mindspore" || dotted == "mindspore.common" || dotted == "mindspore.common.tensor" ||
-      dotted == "mindspore.common.parameter" || dotted == "mindspore.common.api") {
+  if (dotted == "mindspore" || dotted == "mindspore.common" ||
+      dotted == "mindspore.common.tensor" || dotted == "mindspore.common.parameter" ||
+      dotted == "mindspore.common.api") {
     return ns("mindspore", "", false);
   }
-  auto starts = [&](std::string_view p) { return dotted == p || dotted.rfind(std::string(p) + ".", 0) == 0; };
+  auto starts = [&](std::string_view p) {
+    return dotted == p || dotted.rfind(std::string(p) + ".", 0) == 0;
+  };
   if (starts("mindspore.nn")) return ns("mindspore.nn", "nn.", true);
   if (starts("mindspore.ops")) return ns("mindspore.ops", "ops.", true);
-  if (dotted == "mindspore.common.initializer") return ns("mindspore.common.initializer", "init.", false);
-  if (dotted == "mindspore.common.dtype" || dotted == "mindspore.dtype") return ns("mindspore.common.dtype", "dtype.", false);
+  if (dotted == "mindspore.common.initializer")
+    return ns("mindspore.common.initializer", "init.", false);
+  if (dotted == "mindspore.common.dtype" || dotted == "mindspore.dtype")
+    return ns("mindspore.common.dtype", "dtype.", false);
   if (dotted == "mindspore.context") return ns("mindspore.context", "context.", false);
   if (dotted == "mindspore.numpy") return ns("mindspore.numpy", "numpy.", false);
   if (dotted.rfind("mindspore", 0) == 0) return ns(std::string(dotted), "opaque.", false);
   return Value::unknown();
 }
 
-Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const Site& site, bool report_missing,
-                                  bool from_import) {
+Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const Site& site,
+                                  bool report_missing, bool from_import) {
   Value key = make_str(std::string(name));
   if (Value* v = ns->cache.find(key)) return *v;
   Value result = Value::unknown();
@@ -236,17 +305,18 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
     return Value::obj(std::make_shared<ApiFunctionObj>(e));
   };
   if (p.empty()) {
-    static const std::unordered_set<std::string_view> kSub = {"nn", "ops", "numpy", "common", "context",
-                                                              "dataset", "train", "amp", "communication",
-                                                              "parallel", "dtype", "nn.probability", "experimental",
-                                                              "mint", "hal", "runtime", "profiler", "rewrite"};
+    static const std::unordered_set<std::string_view> kSub = {
+        "nn",           "ops",  "numpy",         "common",   "context",  "dataset",
+        "train",        "amp",  "communication", "parallel", "dtype",    "nn.probability",
+        "experimental", "mint", "hal",           "runtime",  "profiler", "rewrite"};
     if (kSub.count(name)) {
       result = mindspore_module("mindspore." + n);
       if (name == "common") result = mindspore_module("mindspore.common");
       if (name == "dtype") result = mindspore_module("mindspore.common.dtype");
     } else if (n == "Tensor" || n == "Parameter" || n == "COOTensor" || n == "CSRTensor") {
       result = native_class(n == "Parameter" ? NativeClass::Parameter : NativeClass::Tensor);
-    } else if (auto dt = dtype_from_name(n); dt && n != "int" && n != "float" && n != "double" && n != "half") {
+    } else if (auto dt = dtype_from_name(n);
+               dt && n != "int" && n != "float" && n != "double" && n != "half") {
       result = dtype_value(*dt);
     } else if (has_builtin("ms." + n)) {
       result = builtin("ms." + n);
@@ -256,25 +326,37 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
       result = Value::integer(1);
     }
   } else if (p == "nn.") {
-    if (n == "Cell") result = native_class(NativeClass::Cell);
-    else if (n == "SequentialCell") result = native_class(NativeClass::SequentialCell);
-    else if (n == "CellList") result = native_class(NativeClass::CellList);
-    else if (n == "CellDict") result = native_class(NativeClass::CellDict);
-    else result = resolve_api("nn." + n);
+    if (n == "Cell")
+      result = native_class(NativeClass::Cell);
+    else if (n == "SequentialCell")
+      result = native_class(NativeClass::SequentialCell);
+    else if (n == "CellList")
+      result = native_class(NativeClass::CellList);
+    else if (n == "CellDict")
+      result = native_class(NativeClass::CellDict);
+    else
+      result = resolve_api("nn." + n);
   } else if (p == "ops.") {
-    static const std::unordered_set<std::string_view> kSub = {"operations", "functional", "composite",
-                                                              "nn_func", "auto_generate", "function", "primitive"};
-    if (kSub.count(name)) return Value::obj(std::make_shared<NamespaceObj>(ns->name + "." + n, "ops.", true));
-    if (has_builtin("ops." + n)) result = builtin("ops." + n);
-    else result = resolve_api("ops." + n);
+    static const std::unordered_set<std::string_view> kSub = {
+        "operations",    "functional", "composite", "nn_func",
+        "auto_generate", "function",   "primitive"};
+    if (kSub.count(name))
+      return Value::obj(std::make_shared<NamespaceObj>(ns->name + "." + n, "ops.", true));
+    if (has_builtin("ops." + n))
+      result = builtin("ops." + n);
+    else
+      result = resolve_api("ops." + n);
   } else if (p == "init." || p == "dtype." || p == "context." || p == "numpy.") {
-    if (has_builtin(p + n)) result = builtin(p + n);
-    else if (auto dt = dtype_from_name(n); dt && p == "dtype.") result = dtype_value(*dt);
-    else if (p == "numpy.") result = resolve_api("ops." + n);
+    if (has_builtin(p + n))
+      result = builtin(p + n);
+    else if (auto dt = dtype_from_name(n); dt && p == "dtype.")
+      result = dtype_value(*dt);
+    else if (p == "numpy.")
+      result = resolve_api("ops." + n);
   }
   if (result.is_unknown() && ns->strict) {
     std::string short_ns = p.substr(0, p.size() - 1);
-    if (!known_mindspore_name(short_ns, n)) {
+    if (!known_mindspore_name(short_ns, n, ver)) {
       // Not a MindSpore API at all: explain, suggest, and continue with the best suggestion.
       std::vector<std::string> suggestions = reg.suggest(p + n, ver);
       std::string other = p == "ops." ? "nn." + n : "ops." + n;
@@ -283,8 +365,8 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
         suggestions.insert(suggestions.begin(), other);
       }
       for (const auto& e : reg.find_all(p + n)) {
-        if (!e->replacement.empty() &&
-            std::find(suggestions.begin(), suggestions.end(), e->replacement) == suggestions.end()) {
+        if (!e->replacement.empty() && std::find(suggestions.begin(), suggestions.end(),
+                                                 e->replacement) == suggestions.end()) {
           suggestions.insert(suggestions.begin(), e->replacement);
         }
       }
@@ -304,7 +386,8 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
         if (!diagnostics.empty() && &diagnostics.back() != before && !suggestions.empty() &&
             site.node && site.node->kind == ast::K::Attribute) {
           const std::string& best = suggestions.front();
-          // Quick fix: replace the whole dotted reference when the namespace changes, else the name.
+          // Quick fix: replace the whole dotted reference when the namespace changes, else the
+          // name.
           Diagnostic& d = diagnostics.back();
           std::string best_ns = best.substr(0, best.find('.'));
           std::string best_name = best.substr(best.find('.') + 1);
@@ -322,8 +405,9 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
       }
       if (!suggestions.empty()) {
         const std::string& best = suggestions.front();
-        bool close = best.substr(best.find('.') + 1) == n ||
-                     (best.size() + 2 >= p.size() + n.size() && p.size() + n.size() + 2 >= best.size());
+        bool close =
+            best.substr(best.find('.') + 1) == n ||
+            (best.size() + 2 >= p.size() + n.size() && p.size() + n.size() + 2 >= best.size());
         if (close) {
           if (const ApiEntry* e = reg.find(best, ver)) {
             result = (e->kind == ApiKind::CellClass || e->kind == ApiKind::PrimitiveClass)
@@ -343,7 +427,8 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
           for (auto& a : args.pos) tensor_in |= a.as<TensorObj>() != nullptr;
           if (tensor_in && in.graph) {
             in.report(s, Severity::Information, "unmodelled-api",
-                      "Cellscope has no shape rule for `" + full + "`; shapes after this call are unknown");
+                      "Cellscope has no shape rule for `" + full +
+                          "`; shapes after this call are unknown");
             auto t = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
             t->poisoned = true;
             return Value::obj(t);
@@ -355,7 +440,8 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
   return result;
 }
 
-// ---- registry-backed objects and calls ------------------------------------------------------------
+// ---- registry-backed objects and calls
+// ------------------------------------------------------------
 
 namespace {
 
@@ -388,7 +474,8 @@ std::string closest(std::string_view name, const std::vector<ParamSpec>& specs) 
     for (size_t i = 1; i <= name.size(); ++i) {
       cur[0] = i;
       for (size_t j = 1; j <= c.size(); ++j) {
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (name[i - 1] == c[j - 1] ? 0 : 1)});
+        cur[j] = std::min(
+            {prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (name[i - 1] == c[j - 1] ? 0 : 1)});
       }
       std::swap(prev, cur);
     }
@@ -400,11 +487,11 @@ std::string closest(std::string_view name, const std::vector<ParamSpec>& specs) 
   return best;
 }
 
-// Context implementations over bound arguments.
-class InitCtx final : public InitContext {
+// Context implementations over bound arguments: what construction and application share.
+template <class Base>
+class BoundCtx : public Base {
  public:
-  InitCtx(Interpreter& in, const BoundArgs& b, const Site& site, const CallArgs& raw)
-      : in_(in), b_(b), site_(site), raw_(raw) {}
+  BoundCtx(Interpreter& in, const BoundArgs& b, const Site& site) : in_(in), b_(b), site_(site) {}
   const ArgValue& arg(std::string_view name) const override {
     const ArgValue* a = b_.find(name);
     return a ? *a : missing_arg();
@@ -419,6 +506,25 @@ class InitCtx final : public InitContext {
     emit(Severity::Warning, code, std::move(message), at_arg);
   }
   bool failed() const override { return failed_; }
+
+ protected:
+  // Where a problem is reported: the argument it is about when the user wrote it, else the call.
+  SourceRange location(std::string_view at_arg) const {
+    if (const ArgValue* a = b_.find(at_arg); a && a->explicit_arg && !at_arg.empty())
+      return a->range;
+    return site_.range();
+  }
+  virtual void emit(Severity sev, std::string_view code, std::string message,
+                    std::string_view at_arg) = 0;
+  Interpreter& in_;
+  const BoundArgs& b_;
+  const Site& site_;
+  bool failed_ = false;
+};
+
+class InitCtx final : public BoundCtx<InitContext> {
+ public:
+  using BoundCtx::BoundCtx;
   void add_parameter(std::string name, Shape shape, DType dtype, bool trainable) override {
     params.push_back(ParamInfo{std::move(name), std::move(shape), dtype, trainable});
   }
@@ -429,42 +535,26 @@ class InitCtx final : public InitContext {
   std::vector<Attr> attrs;
 
  private:
-  void emit(Severity sev, std::string_view code, std::string message, std::string_view at_arg) {
-    SourceRange r = site_.range();
-    if (const ArgValue* a = b_.find(at_arg); a && a->explicit_arg) r = a->range;
-    in_.report_at(site_.file(), r, sev, std::string(code), std::move(message) + in_.instance_note());
-    (void)raw_;
+  void emit(Severity sev, std::string_view code, std::string message,
+            std::string_view at_arg) override {
+    in_.report_at(site_.file(), location(at_arg), sev, std::string(code),
+                  std::move(message) + in_.instance_note());
   }
-  Interpreter& in_;
-  const BoundArgs& b_;
-  const Site& site_;
-  const CallArgs& raw_;
-  bool failed_ = false;
 };
 
-class CallCtx final : public CallContext {
+class CallCtx final : public BoundCtx<CallContext> {
  public:
   CallCtx(Interpreter& in, const BoundArgs& b, const Site& site, InstanceObj* obj)
-      : in_(in), b_(b), site_(site), obj_(obj) {}
-  const ArgValue& arg(std::string_view name) const override {
-    const ArgValue* a = b_.find(name);
-    return a ? *a : missing_arg();
-  }
-  Version version() const override { return in_.options.mindspore_version; }
-  std::string_view target() const override { return in_.options.target; }
-  void error(std::string_view code, std::string message, std::string_view at_arg) override {
-    failed_ = true;
-    emit(Severity::Error, code, std::move(message), at_arg);
-  }
-  void warning(std::string_view code, std::string message, std::string_view at_arg) override {
-    emit(Severity::Warning, code, std::move(message), at_arg);
-  }
-  bool failed() const override { return failed_; }
+      : BoundCtx(in, b, site), obj_(obj) {}
   const ArgValue& init_arg(std::string_view name) const override {
-    if (obj_ && obj_->cell) {
-      for (auto& [k, v] : obj_->cell->init_args) {
-        if (k == name) return v;
-      }
+    if (!obj_ || !obj_->cell) return missing_arg();
+    for (auto& [k, v] : init_cache_) {
+      if (k == name) return v;
+    }
+    for (auto& a : obj_->cell->init_args) {
+      if (a.name == name)
+        return init_cache_.emplace_back(a.name, in_.to_arg(a.value, a.range, a.explicit_arg))
+            .second;
     }
     return missing_arg();
   }
@@ -495,9 +585,9 @@ class CallCtx final : public CallContext {
   double flops = 0;
 
  private:
-  void emit(Severity sev, std::string_view code, std::string message, std::string_view at_arg) {
-    SourceRange r = site_.range();
-    if (const ArgValue* a = b_.find(at_arg); a && a->explicit_arg && !at_arg.empty()) r = a->range;
+  void emit(Severity sev, std::string_view code, std::string message,
+            std::string_view at_arg) override {
+    SourceRange r = location(at_arg);
     std::vector<RelatedLocation> related;
     if (obj_ && obj_->cell && !obj_->cell->file.empty()) {
       std::string who = obj_->cell->path.empty() ? obj_->cls->name : "`" + obj_->cell->path + "`";
@@ -507,11 +597,8 @@ class CallCtx final : public CallContext {
     in_.report_at(site_.file(), r, sev, std::string(code), std::move(message) + in_.instance_note(),
                   std::move(related));
   }
-  Interpreter& in_;
-  const BoundArgs& b_;
-  const Site& site_;
   InstanceObj* obj_;
-  bool failed_ = false;
+  mutable std::deque<std::pair<std::string, ArgValue>> init_cache_;  // converted init args
 };
 
 }  // namespace
@@ -546,7 +633,8 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
         double p = 1.0 - v.as_float();
         std::string text = repr(Value::real(std::round(p * 1e6) / 1e6));
         in.diagnostics.back().fixes.push_back(
-            Fix{"Use p=" + text + " instead of keep_prob=" + repr(v), {TextEdit{site.file(), r, "p=" + text}}});
+            Fix{"Use p=" + text + " instead of keep_prob=" + repr(v),
+                {TextEdit{site.file(), r, "p=" + text}}});
       }
     }
   };
@@ -563,7 +651,8 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
   if (a < args.pos.size()) {
     if (var_pos) {
       for (; a < args.pos.size(); ++a) {
-        b.varargs.push_back(in.to_arg(args.pos[a], a < args.pos_ranges.size() ? args.pos_ranges[a] : site.range(), true));
+        b.varargs.push_back(in.to_arg(
+            args.pos[a], a < args.pos_ranges.size() ? args.pos_ranges[a] : site.range(), true));
         b.vararg_values.push_back(args.pos[a]);
       }
     } else {
@@ -573,9 +662,10 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
                    Severity::Error, "too-many-arguments",
                    "`" + callee + "` takes " +
                        (npos == 0 ? std::string("no positional arguments")
-                                  : "at most " + std::to_string(npos) + " positional argument" + (npos > 1 ? "s" : "")) +
-                       ", but " + std::to_string(args.pos.size()) + (args.pos.size() > 1 ? " were" : " was") +
-                       " given" + in.instance_note());
+                                  : "at most " + std::to_string(npos) + " positional argument" +
+                                        (npos > 1 ? "s" : "")) +
+                       ", but " + std::to_string(args.pos.size()) +
+                       (args.pos.size() > 1 ? " were" : " was") + " given" + in.instance_note());
       b.ok = false;
     }
   }
@@ -618,10 +708,13 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
     b.ok = false;
   }
   for (size_t i = 0; i < active.size(); ++i) {
-    if (bound[i] || active[i]->kind == ParamKind::VarPositional || active[i]->kind == ParamKind::VarKeyword) continue;
+    if (bound[i] || active[i]->kind == ParamKind::VarPositional ||
+        active[i]->kind == ParamKind::VarKeyword)
+      continue;
     if (active[i]->required()) {
       in.report(site, Severity::Error, "missing-argument",
-                "`" + callee + "` missing required argument `" + active[i]->name + "`" + in.instance_note());
+                "`" + callee + "` missing required argument `" + active[i]->name + "`" +
+                    in.instance_note());
       b.ok = false;
       ArgValue m;
       m.kind = ArgValue::Kind::Unknown;
@@ -638,7 +731,8 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
   return b;
 }
 
-void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args, const Site& site) {
+void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args,
+                                  const Site& site) {
   if (!inst->cell) {
     inst->cell = std::make_unique<CellState>();
     inst->cell->file = site.file();
@@ -647,11 +741,16 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
   CellState& cs = *inst->cell;
   cs.api = e;
   BoundArgs b = bind_specs(*this, e->init_params, args, site, e->name);
-  InitCtx ctx(*this, b, site, args);
+  InitCtx ctx(*this, b, site);
   if (b.ok && e->init) e->init(ctx);
   cs.init_failed = !b.ok || ctx.failed();
-  cs.init_args = std::move(b.args);
-  cs.init_values = std::move(b.values);
+  cs.init_args.clear();
+  cs.init_args.reserve(b.values.size());
+  for (size_t i = 0; i < b.values.size(); ++i) {
+    const ArgValue& a = b.args[i].second;
+    cs.init_args.push_back(CellState::InitArg{b.values[i].first, std::move(b.values[i].second),
+                                              a.range, a.explicit_arg});
+  }
   cs.attrs = std::move(ctx.attrs);
   cs.api_params = std::move(ctx.params);
   for (const ParamInfo& p : cs.api_params) {
@@ -661,13 +760,15 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
   }
 }
 
-Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Site& site, InstanceObj* self_obj) {
+Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Site& site,
+                                     InstanceObj* self_obj) {
   if (self_obj && self_obj->cell && self_obj->cell->init_failed) {
     // The layer itself is broken (reported at its construction): do not pile on.
     if (graph) {
       for (const Value& v : args.pos) {
         auto* in_t = v.as<TensorObj>();
-        if (in_t && in_t->graph_id == graph->graph_id) graph->consumed_by_failed.insert(in_t->ref.node);
+        if (in_t && in_t->graph_id == graph->graph_id)
+          graph->consumed_by_failed.insert(in_t->ref.node);
       }
     }
     auto t = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
@@ -677,25 +778,21 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   BoundArgs b = bind_specs(*this, e->call_params, args, site, e->name);
   std::vector<Value> tensor_inputs;
   bool poisoned = !b.ok;
-  bool any_graph = false;
   auto consider = [&](const Value& v) {
     if (auto* t = v.as<TensorObj>()) {
       tensor_inputs.push_back(v);
       poisoned |= t->poisoned;
-      any_graph |= t->graph_id != 0 || t->is_parameter;
     } else if (auto* items = seq_items(v)) {
       for (const auto& x : *items) {
         if (auto* t2 = x.as<TensorObj>()) {
           tensor_inputs.push_back(x);
           poisoned |= t2->poisoned;
-          any_graph |= t2->graph_id != 0 || t2->is_parameter;
         }
       }
     }
   };
   for (auto& [k, v] : b.values) consider(v);
   for (auto& v : b.vararg_values) consider(v);
-  if (self_obj && self_obj->cell && !self_obj->cell->params.empty()) any_graph |= graph != nullptr;
   bool unknown_input = false;
   for (auto& [k, v] : b.values) unknown_input |= v.is_unknown();
   auto poison = [&]() {
@@ -725,12 +822,14 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
     if (unknown_input) return Value::unknown();
     return Value::none();
   }
-  if (graph && (any_graph || self_obj)) {
+  // While construct is compiled every operation is a node, constants included (folding them
+  // is an optimisation-layer decision); outside construct the result is a constant.
+  if (graph) {
     std::vector<Attr> attrs;
     if (self_obj && self_obj->cell) attrs = self_obj->cell->attrs;
     for (auto& a : ctx.attrs) attrs.push_back(std::move(a));
-    return add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs), std::move(attrs),
-                       ctx.flops, site, e->returns_tuple);
+    return add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs),
+                       std::move(attrs), ctx.flops, site, e->returns_tuple);
   }
   // Constant folding: every input is a constant, so the result is a constant too.
   std::vector<Value> outs;
@@ -738,11 +837,13 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   return pack_outputs(std::move(outs), ctx.attrs, e->returns_tuple);
 }
 
-// ---- natives: Tensor, Parameter, initializers, context ---------------------------------------------
+// ---- natives: Tensor, Parameter, initializers, context
+// ---------------------------------------------
 
 void register_mindspore_natives(Interpreter& in, std::unordered_map<std::string, Value>& natives);
 
-void register_mindspore_natives(Interpreter& /*interp*/, std::unordered_map<std::string, Value>& natives) {
+void register_mindspore_natives(Interpreter& /*interp*/,
+                                std::unordered_map<std::string, Value>& natives) {
   auto add = [&](const std::string& name, BuiltinFn fn) {
     natives[name] = Value::obj(std::make_shared<BuiltinObj>(name, std::move(fn)));
   };
@@ -772,12 +873,14 @@ void register_mindspore_natives(Interpreter& /*interp*/, std::unordered_map<std:
       } else if (seq_items(*data)) {
         std::vector<int64_t> dims;
         DType d = DType::Unknown;
-        if (nested_shape(in, *data, dims, 0, d)) t = TensorType{Shape::of(dims), d == DType::Unknown ? DType::Float32 : d};
+        if (nested_shape(in, *data, dims, 0, d))
+          t = TensorType{Shape::of(dims), d == DType::Unknown ? DType::Float32 : d};
       }
     } else if (shape && !shape->is_none()) {
       if (auto* items = seq_items(*shape)) {
         Shape s;
-        for (auto& x : *items) s.dims.push_back(x.is_int() ? Dim::known(x.as_int()) : Dim::unknown());
+        for (auto& x : *items)
+          s.dims.push_back(x.is_int() ? Dim::known(x.as_int()) : Dim::unknown());
         t.shape = s;
       } else if (shape->is_int()) {
         t.shape = Shape::of({shape->as_int()});
@@ -796,9 +899,12 @@ void register_mindspore_natives(Interpreter& /*interp*/, std::unordered_map<std:
     const Value* rg = arg(a, 2, "requires_grad");
     TensorType t{Shape{}, DType::Float32};
     if (data) {
-      if (auto* src = data->as<TensorObj>()) t = src->type;
-      else if (data->k == VK::Int) t = TensorType{Shape{}, DType::Int64};
-      else if (data->is_unknown()) t = TensorType{Shape::unranked(), DType::Float32};
+      if (auto* src = data->as<TensorObj>())
+        t = src->type;
+      else if (data->k == VK::Int)
+        t = TensorType{Shape{}, DType::Int64};
+      else if (data->is_unknown())
+        t = TensorType{Shape::unranked(), DType::Float32};
     }
     bool requires_grad = true;
     if (rg) {
@@ -830,23 +936,28 @@ void register_mindspore_natives(Interpreter& /*interp*/, std::unordered_map<std:
   });
   natives["context.get_context"] = natives["ms.get_context"];
   auto none_fn = [](Interpreter&, CallArgs&, const Site&) -> Value { return Value::none(); };
-  for (const char* n : {"ms.set_context", "ms.set_seed", "context.set_context", "ms.set_auto_parallel_context",
-                        "context.set_auto_parallel_context", "ms.set_device", "ms.set_recursion_limit",
-                        "ms.load_param_into_net", "ms.save_checkpoint", "ms.set_dump",
-                        "ms.reset_auto_parallel_context", "context.reset_auto_parallel_context"}) {
+  for (const char* n :
+       {"ms.set_context", "ms.set_seed", "context.set_context", "ms.set_auto_parallel_context",
+        "context.set_auto_parallel_context", "ms.set_device", "ms.set_recursion_limit",
+        "ms.load_param_into_net", "ms.save_checkpoint", "ms.set_dump",
+        "ms.reset_auto_parallel_context", "context.reset_auto_parallel_context"}) {
     add(n, none_fn);
   }
   auto identity_decorator = [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.size() == 1 && a.kw.empty()) return a.pos[0];
     // Used as @jit(...) with arguments: return an identity decorator.
-    return Value::obj(std::make_shared<BuiltinObj>(
-        "decorator", [](Interpreter&, CallArgs& b, const Site&) { return b.pos.empty() ? Value::unknown() : b.pos[0]; }));
+    return Value::obj(
+        std::make_shared<BuiltinObj>("decorator", [](Interpreter&, CallArgs& b, const Site&) {
+          return b.pos.empty() ? Value::unknown() : b.pos[0];
+        }));
   };
-  for (const char* n : {"ms.jit", "ms.ms_function", "ms.ms_class", "ms.jit_class", "ops.constexpr",
-                        "ops.primitive_attr_register", "ops.prim_attr_register", "ms.lazy_inline"}) {
+  for (const char* n :
+       {"ms.jit", "ms.ms_function", "ms.ms_class", "ms.jit_class", "ops.constexpr",
+        "ops.primitive_attr_register", "ops.prim_attr_register", "ms.lazy_inline"}) {
     add(n, identity_decorator);
   }
-  add("ms.load_checkpoint", [](Interpreter&, CallArgs&, const Site&) -> Value { return Value::unknown(); });
+  add("ms.load_checkpoint",
+      [](Interpreter&, CallArgs&, const Site&) -> Value { return Value::unknown(); });
   // ms.export(net, *inputs, file_name=..., file_format=...): a call site with concrete inputs.
   add("ms.export", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
     if (a.pos.empty()) return Value::none();
@@ -907,8 +1018,10 @@ void register_mindspore_natives(Interpreter& /*interp*/, std::unordered_map<std:
       if (auto* items = seq_items(*shape)) {
         Shape s;
         for (auto& x : *items) {
-          if (auto* sym = x.as<SymIntObj>()) s.dims.push_back(sym->dim);
-          else s.dims.push_back(x.is_int() ? Dim::known(x.as_int()) : Dim::unknown());
+          if (auto* sym = x.as<SymIntObj>())
+            s.dims.push_back(sym->dim);
+          else
+            s.dims.push_back(x.is_int() ? Dim::known(x.as_int()) : Dim::unknown());
         }
         t.shape = s;
       } else if (shape->is_int()) {

@@ -1,6 +1,7 @@
 // Imports: workspace modules (relative and absolute), MindSpore namespaces, numpy/math, and the
 // few standard-library helpers model code relies on; everything else is an opaque module.
 #include <algorithm>
+#include <chrono>
 #include <unordered_set>
 
 #include "interp.h"
@@ -58,7 +59,10 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   files_read.push_back(m->file);
   ast::ParseLimits limits;
   limits.max_bytes = options_.max_file_bytes;
+  auto t0 = std::chrono::steady_clock::now();
   auto parsed = ast::parse_python(m->file, std::move(*text), limits);
+  parse_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (auto& d : parsed->diagnostics) in.diagnostics.push_back(d);
   m->parsed = parsed.get();
   parsed_.emplace(key, std::move(parsed));
@@ -117,10 +121,12 @@ namespace {
 
 bool is_stdlib_or_known(std::string_view top) {
   static const std::unordered_set<std::string_view> kKnown = {
-      "os", "sys", "time", "argparse", "typing", "typing_extensions", "collections", "functools",
-      "copy", "json", "logging", "random", "warnings", "re", "pathlib", "abc", "dataclasses",
-      "enum", "itertools", "easydict", "yaml", "ast", "inspect", "shutil", "glob", "pickle",
-      "datetime", "contextlib", "__future__", "operator", "string", "types", "numbers"};
+      "os",          "sys",       "time",     "argparse",   "typing",      "typing_extensions",
+      "collections", "functools", "copy",     "json",       "logging",     "random",
+      "warnings",    "re",        "pathlib",  "abc",        "dataclasses", "enum",
+      "itertools",   "easydict",  "yaml",     "ast",        "inspect",     "shutil",
+      "glob",        "pickle",    "datetime", "contextlib", "__future__",  "operator",
+      "string",      "types",     "numbers"};
   return kKnown.count(top) > 0;
 }
 
@@ -171,7 +177,7 @@ Value deep_copy(const Value& v, std::unordered_map<const Object*, Value>& memo) 
         for (auto& [k, x] : c->cell->children) x = deep_copy(x, memo);
         for (auto& [k, x] : c->cell->params) x = deep_copy(x, memo);
         for (auto& x : c->cell->items) x = deep_copy(x, memo);
-        for (auto& [k, x] : c->cell->init_values) x = deep_copy(x, memo);
+        for (auto& a : c->cell->init_args) a.value = deep_copy(a.value, memo);
       }
       return out;
     }
@@ -237,13 +243,17 @@ Value std_module(Interpreter& interp, std::string_view name) {
       return acc;
     });
     add("wraps", [](Interpreter&, CallArgs&, const Site&) {
-      return Value::obj(std::make_shared<BuiltinObj>(
-          "wraps", [](Interpreter&, CallArgs& b, const Site&) { return b.pos.empty() ? Value::unknown() : b.pos[0]; }));
+      return Value::obj(
+          std::make_shared<BuiltinObj>("wraps", [](Interpreter&, CallArgs& b, const Site&) {
+            return b.pos.empty() ? Value::unknown() : b.pos[0];
+          }));
     });
     add("lru_cache", [](Interpreter&, CallArgs& a, const Site&) -> Value {
       if (a.pos.size() == 1 && a.pos[0].as<FunctionObj>()) return a.pos[0];
-      return Value::obj(std::make_shared<BuiltinObj>(
-          "lru_cache", [](Interpreter&, CallArgs& b, const Site&) { return b.pos.empty() ? Value::unknown() : b.pos[0]; }));
+      return Value::obj(
+          std::make_shared<BuiltinObj>("lru_cache", [](Interpreter&, CallArgs& b, const Site&) {
+            return b.pos.empty() ? Value::unknown() : b.pos[0];
+          }));
     });
     return Value::obj(m);
   }
@@ -258,14 +268,15 @@ void Interpreter::exec_import(const ast::Node* s, Frame& f) {
     std::string dotted(al->str);
     std::string_view top = std::string_view(dotted).substr(0, dotted.find('.'));
     Site site{al, f.module};
-    Value target;    // bound to the as-name
-    Value top_value; // bound to the first component without as-name
+    Value target;     // bound to the as-name
+    Value top_value;  // bound to the first component without as-name
     if (top == "mindspore") {
       target = mindspore_module(dotted);
       top_value = mindspore_module("mindspore");
     } else if (top == "numpy") {
       Value np = numpy_module();
-      target = dotted == "numpy.random" ? np.as<ModuleObj>()->globals.find(make_str("random"))[0] : np;
+      target =
+          dotted == "numpy.random" ? np.as<ModuleObj>()->globals.find(make_str("random"))[0] : np;
       top_value = np;
     } else if (top == "math") {
       target = top_value = math_module();
@@ -273,18 +284,41 @@ void Interpreter::exec_import(const ast::Node* s, Frame& f) {
       bool missing_rel = false;
       ModuleObj* m = loader.load(*this, dotted, 0, f.module, site, &missing_rel);
       if (m) {
-        target = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, m));
-        bool missing_top = false;
-        ModuleObj* tm = dotted.find('.') == std::string::npos
-                            ? m
-                            : loader.load(*this, top, 0, f.module, site, &missing_top);
-        top_value = tm ? Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, tm)) : target;
+        auto as_value = [](ModuleObj* mod) {
+          return Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, mod));
+        };
+        target = as_value(m);
+        // `import pkg.sub.mod` binds `pkg`, with `pkg.sub.mod` reachable through attributes
+        // (packages without __init__.py are namespace packages).
+        ModuleObj* parent = nullptr;
+        size_t pos = 0;
+        while (true) {
+          size_t dot = dotted.find('.', pos);
+          std::string prefix = dotted.substr(0, dot);
+          ModuleObj* cur = dot == std::string::npos ? m : nullptr;
+          if (!cur) {
+            bool missing = false;
+            cur = loader.load(*this, prefix, 0, f.module, site, &missing);
+            if (!cur) cur = loader.namespace_package(prefix);
+          }
+          if (parent)
+            parent->globals.set(make_str(dotted.substr(
+                                    pos, dot == std::string::npos ? std::string::npos : dot - pos)),
+                                as_value(cur));
+          else
+            top_value = as_value(cur);
+          if (dot == std::string::npos) break;
+          parent = cur;
+          pos = dot + 1;
+        }
       } else {
         target = top_value = std_module(*this, dotted);
       }
     }
-    if (!al->str2.empty()) store_name(al->str2, target, f);
-    else store_name(top, top_value, f);
+    if (!al->str2.empty())
+      store_name(al->str2, target, f);
+    else
+      store_name(top, top_value, f);
   }
 }
 
@@ -300,7 +334,8 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
     source = mindspore_module(module);
   } else if (level == 0 && top == "numpy") {
     source = numpy_module();
-    if (module == "numpy.random") source = *source.as<ModuleObj>()->globals.find(make_str("random"));
+    if (module == "numpy.random")
+      source = *source.as<ModuleObj>()->globals.find(make_str("random"));
   } else if (level == 0 && top == "math") {
     source = math_module();
   } else {
@@ -355,12 +390,14 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
           v = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, sm));
         } else if (ws_module->loading) {
           report(name_site, Severity::Error, "cyclic-import",
-                 "cannot import `" + name + "` from `" + std::string(static_cast<size_t>(level), '.') + module +
+                 "cannot import `" + name + "` from `" +
+                     std::string(static_cast<size_t>(level), '.') + module +
                      "`: the modules import each other (cyclic import) and it is not defined yet");
           v = Value::unknown();
         } else {
           report(name_site, Severity::Error, "import-error",
-                 "cannot import name `" + name + "` from `" + std::string(static_cast<size_t>(level), '.') + module + "`");
+                 "cannot import name `" + name + "` from `" +
+                     std::string(static_cast<size_t>(level), '.') + module + "`");
           v = Value::unknown();
         }
       } else {
@@ -371,6 +408,16 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
     }
     store_name(al->str2.empty() ? al->str : al->str2, v, f);
   }
+}
+
+ModuleObj* ModuleLoader::namespace_package(const std::string& dotted) {
+  std::string key = "namespace:" + dotted;
+  auto it = modules_.find(key);
+  if (it != modules_.end()) return static_cast<ModuleObj*>(it->second.get());
+  auto m = std::make_shared<ModuleObj>();
+  m->name = dotted;
+  modules_.emplace(key, m);
+  return m.get();
 }
 
 bool ModuleLoader::package_dir_exists(std::string_view top, ModuleObj* from) {

@@ -1,6 +1,7 @@
 // Python semantics over abstract values: operators, truthiness, iteration, indexing,
 // attribute access, instantiation. Tensor operands are handed to the graph builder.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "interp.h"
@@ -15,29 +16,47 @@ namespace {
 
 const char* tensor_api_for(BinOpKind op) {
   switch (op) {
-    case BinOpKind::Add: return "ops.add";
-    case BinOpKind::Sub: return "ops.sub";
-    case BinOpKind::Mul: return "ops.mul";
-    case BinOpKind::Div: return "ops.div";
-    case BinOpKind::FloorDiv: return "ops.floor_div";
-    case BinOpKind::Mod: return "ops.mod";
-    case BinOpKind::Pow: return "ops.pow";
-    case BinOpKind::MatMul: return "ops.matmul";
-    case BinOpKind::BitAnd: return "ops.logical_and";
-    case BinOpKind::BitOr: return "ops.logical_or";
-    default: return nullptr;
+    case BinOpKind::Add:
+      return "ops.add";
+    case BinOpKind::Sub:
+      return "ops.sub";
+    case BinOpKind::Mul:
+      return "ops.mul";
+    case BinOpKind::Div:
+      return "ops.div";
+    case BinOpKind::FloorDiv:
+      return "ops.floor_div";
+    case BinOpKind::Mod:
+      return "ops.mod";
+    case BinOpKind::Pow:
+      return "ops.pow";
+    case BinOpKind::MatMul:
+      return "ops.matmul";
+    case BinOpKind::BitAnd:
+      return "ops.logical_and";
+    case BinOpKind::BitOr:
+      return "ops.logical_or";
+    default:
+      return nullptr;
   }
 }
 
 const char* tensor_api_for(CmpKind op) {
   switch (op) {
-    case CmpKind::Eq: return "ops.equal";
-    case CmpKind::NotEq: return "ops.not_equal";
-    case CmpKind::Lt: return "ops.less";
-    case CmpKind::LtE: return "ops.less_equal";
-    case CmpKind::Gt: return "ops.greater";
-    case CmpKind::GtE: return "ops.greater_equal";
-    default: return nullptr;
+    case CmpKind::Eq:
+      return "ops.equal";
+    case CmpKind::NotEq:
+      return "ops.not_equal";
+    case CmpKind::Lt:
+      return "ops.less";
+    case CmpKind::LtE:
+      return "ops.less_equal";
+    case CmpKind::Gt:
+      return "ops.greater";
+    case CmpKind::GtE:
+      return "ops.greater_equal";
+    default:
+      return nullptr;
   }
 }
 
@@ -63,7 +82,8 @@ std::optional<int64_t> ipow(int64_t base, int64_t exp) {
 std::vector<Value> repeat(const std::vector<Value>& items, int64_t n) {
   std::vector<Value> out;
   if (n <= 0) return out;
-  for (int64_t i = 0; i < n && out.size() < 1'000'000; ++i) out.insert(out.end(), items.begin(), items.end());
+  for (int64_t i = 0; i < n && out.size() < 1'000'000; ++i)
+    out.insert(out.end(), items.begin(), items.end());
   return out;
 }
 
@@ -92,7 +112,8 @@ std::vector<Value> slice_items(const std::vector<Value>& items, const SliceObj& 
   int64_t start = 0, stop = 0, step = 1;
   slice_bounds(s, static_cast<int64_t>(items.size()), start, stop, step);
   std::vector<Value> out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(items[static_cast<size_t>(i)]);
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+    out.push_back(items[static_cast<size_t>(i)]);
   return out;
 }
 
@@ -118,11 +139,20 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
     if (!x || !y) return Value::unknown();
     Dim r;
     switch (op) {
-      case BinOpKind::Add: r = *x + *y; break;
-      case BinOpKind::Sub: r = *x - *y; break;
-      case BinOpKind::Mul: r = *x * *y; break;
-      case BinOpKind::FloorDiv: r = Dim::floor_div(*x, *y); break;
-      default: return Value::unknown();
+      case BinOpKind::Add:
+        r = *x + *y;
+        break;
+      case BinOpKind::Sub:
+        r = *x - *y;
+        break;
+      case BinOpKind::Mul:
+        r = *x * *y;
+        break;
+      case BinOpKind::FloorDiv:
+        r = Dim::floor_div(*x, *y);
+        break;
+      default:
+        return Value::unknown();
     }
     if (r.is_known()) return Value::integer(r.value());
     if (r.is_unknown()) return Value::unknown();
@@ -135,26 +165,44 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
       int64_t y = b.as_int();
       int64_t r = 0;
       switch (op) {
-        case BinOpKind::Add: if (__builtin_add_overflow(x, y, &r)) return Value::real(double(x) + double(y)); return Value::integer(r);
-        case BinOpKind::Sub: if (__builtin_sub_overflow(x, y, &r)) return Value::real(double(x) - double(y)); return Value::integer(r);
-        case BinOpKind::Mul: if (__builtin_mul_overflow(x, y, &r)) return Value::real(double(x) * double(y)); return Value::integer(r);
+        case BinOpKind::Add:
+          if (__builtin_add_overflow(x, y, &r)) return Value::real(double(x) + double(y));
+          return Value::integer(r);
+        case BinOpKind::Sub:
+          if (__builtin_sub_overflow(x, y, &r)) return Value::real(double(x) - double(y));
+          return Value::integer(r);
+        case BinOpKind::Mul:
+          if (__builtin_mul_overflow(x, y, &r)) return Value::real(double(x) * double(y));
+          return Value::integer(r);
         case BinOpKind::Div:
           if (y == 0) break;
           return Value::real(static_cast<double>(x) / static_cast<double>(y));
-        case BinOpKind::FloorDiv: if (y == 0) break; return Value::integer(py_floordiv(x, y));
-        case BinOpKind::Mod: if (y == 0) break; return Value::integer(py_mod(x, y));
+        case BinOpKind::FloorDiv:
+          if (y == 0) break;
+          if (x == INT64_MIN && y == -1) return Value::real(-static_cast<double>(INT64_MIN));
+          return Value::integer(py_floordiv(x, y));
+        case BinOpKind::Mod:
+          if (y == 0) break;
+          if (y == -1) return Value::integer(0);
+          return Value::integer(py_mod(x, y));
         case BinOpKind::Pow:
           if (y >= 0) {
             if (auto p = ipow(x, y)) return Value::integer(*p);
             return Value::real(std::pow(double(x), double(y)));
           }
           return Value::real(std::pow(static_cast<double>(x), static_cast<double>(y)));
-        case BinOpKind::LShift: return Value::integer(y >= 0 && y < 63 ? x << y : 0);
-        case BinOpKind::RShift: return Value::integer(y >= 0 && y < 63 ? x >> y : 0);
-        case BinOpKind::BitAnd: return a.k == VK::Bool && b.k == VK::Bool ? Value::boolean(x & y) : Value::integer(x & y);
-        case BinOpKind::BitOr: return a.k == VK::Bool && b.k == VK::Bool ? Value::boolean(x | y) : Value::integer(x | y);
-        case BinOpKind::BitXor: return Value::integer(x ^ y);
-        case BinOpKind::MatMul: return Value::unknown();
+        case BinOpKind::LShift:
+          return Value::integer(y >= 0 && y < 63 ? x << y : 0);
+        case BinOpKind::RShift:
+          return Value::integer(y >= 0 && y < 63 ? x >> y : 0);
+        case BinOpKind::BitAnd:
+          return a.k == VK::Bool && b.k == VK::Bool ? Value::boolean(x & y) : Value::integer(x & y);
+        case BinOpKind::BitOr:
+          return a.k == VK::Bool && b.k == VK::Bool ? Value::boolean(x | y) : Value::integer(x | y);
+        case BinOpKind::BitXor:
+          return Value::integer(x ^ y);
+        case BinOpKind::MatMul:
+          return Value::unknown();
       }
       report(site, Severity::Error, "zero-division", "division by zero");
       return Value::unknown();
@@ -162,14 +210,25 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
     double x = a.as_float();
     double y = b.as_float();
     switch (op) {
-      case BinOpKind::Add: return Value::real(x + y);
-      case BinOpKind::Sub: return Value::real(x - y);
-      case BinOpKind::Mul: return Value::real(x * y);
-      case BinOpKind::Div: if (y == 0) break; return Value::real(x / y);
-      case BinOpKind::FloorDiv: if (y == 0) break; return Value::real(std::floor(x / y));
-      case BinOpKind::Mod: if (y == 0) break; return Value::real(x - std::floor(x / y) * y);
-      case BinOpKind::Pow: return Value::real(std::pow(x, y));
-      default: return Value::unknown();
+      case BinOpKind::Add:
+        return Value::real(x + y);
+      case BinOpKind::Sub:
+        return Value::real(x - y);
+      case BinOpKind::Mul:
+        return Value::real(x * y);
+      case BinOpKind::Div:
+        if (y == 0) break;
+        return Value::real(x / y);
+      case BinOpKind::FloorDiv:
+        if (y == 0) break;
+        return Value::real(std::floor(x / y));
+      case BinOpKind::Mod:
+        if (y == 0) break;
+        return Value::real(x - std::floor(x / y) * y);
+      case BinOpKind::Pow:
+        return Value::real(std::pow(x, y));
+      default:
+        return Value::unknown();
     }
     report(site, Severity::Error, "zero-division", "float division by zero");
     return Value::unknown();
@@ -212,7 +271,8 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
     for (auto& [k, v] : b.as<DictObj>()->entries) d->set(k, v);
     return Value::obj(d);
   }
-  if (a.as<OpaqueObj>() || b.as<OpaqueObj>() || a.as<ClassObj>() || b.as<ClassObj>()) return Value::unknown();
+  if (a.as<OpaqueObj>() || b.as<OpaqueObj>() || a.as<ClassObj>() || b.as<ClassObj>())
+    return Value::unknown();
   report(site, Severity::Error, "type-error",
          std::string("unsupported operand types for ") + ast::binop_symbol(op) + ": `" +
              type_name(a) + "` and `" + type_name(b) + "`");
@@ -228,9 +288,12 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
       if (!other.is_none() || (a.is_unknown() && b.is_unknown())) return Value::unknown();
       return Value::unknown();
     }
-    if (a.k != b.k) same = false;
-    else if (a.k == VK::Obj) same = a.o == b.o || (a.as<DTypeObj>() != nullptr && values_equal(a, b));
-    else same = values_equal(a, b) || (a.is_none() && b.is_none());
+    if (a.k != b.k)
+      same = false;
+    else if (a.k == VK::Obj)
+      same = a.o == b.o || (a.as<DTypeObj>() != nullptr && values_equal(a, b));
+    else
+      same = values_equal(a, b) || (a.is_none() && b.is_none());
     return Value::boolean(op == CmpKind::Is ? same : !same);
   }
   if (op == CmpKind::In || op == CmpKind::NotIn) {
@@ -244,7 +307,10 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
       found = d->find(a) != nullptr;
     } else if (auto items = iterate(b, site)) {
       for (auto& x : *items) {
-        if (values_equal(x, a)) { found = true; break; }
+        if (values_equal(x, a)) {
+          found = true;
+          break;
+        }
       }
     } else {
       return Value::unknown();
@@ -262,8 +328,10 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
   if (a.is_number() && b.is_number()) {
     double x = a.as_float();
     double y = b.as_float();
-    if (a.is_int() && b.is_int()) c = a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
-    else c = x < y ? -1 : (x > y ? 1 : 0);
+    if (a.is_int() && b.is_int())
+      c = a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
+    else
+      c = x < y ? -1 : (x > y ? 1 : 0);
   } else if (str_of(a) && str_of(b)) {
     c = str_of(a)->compare(*str_of(b));
   } else if (seq_items(a) && seq_items(b)) {
@@ -284,11 +352,16 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
     return Value::unknown();
   }
   switch (op) {
-    case CmpKind::Lt: return Value::boolean(c < 0);
-    case CmpKind::LtE: return Value::boolean(c <= 0);
-    case CmpKind::Gt: return Value::boolean(c > 0);
-    case CmpKind::GtE: return Value::boolean(c >= 0);
-    default: return Value::unknown();
+    case CmpKind::Lt:
+      return Value::boolean(c < 0);
+    case CmpKind::LtE:
+      return Value::boolean(c <= 0);
+    case CmpKind::Gt:
+      return Value::boolean(c > 0);
+    case CmpKind::GtE:
+      return Value::boolean(c >= 0);
+    default:
+      return Value::unknown();
   }
 }
 
@@ -308,31 +381,49 @@ Value Interpreter::unary(UnaryKind op, const Value& a, const Site& site) {
     return Value::integer(~a.as_int());
   }
   if (a.as<OpaqueObj>()) return Value::unknown();
-  report(site, Severity::Error, "type-error", "bad operand type for unary operator: `" + type_name(a) + "`");
+  report(site, Severity::Error, "type-error",
+         "bad operand type for unary operator: `" + type_name(a) + "`");
   return Value::unknown();
 }
 
 bool Interpreter::truthy(const Value& v, bool* known) {
   *known = true;
   switch (v.k) {
-    case VK::None: return false;
-    case VK::Bool: return v.b;
-    case VK::Int: return v.i != 0;
-    case VK::Float: return v.f != 0.0;
-    case VK::Unknown: *known = false; return false;
-    case VK::Obj: break;
+    case VK::None:
+      return false;
+    case VK::Bool:
+      return v.b;
+    case VK::Int:
+      return v.i != 0;
+    case VK::Float:
+      return v.f != 0.0;
+    case VK::Unknown:
+      *known = false;
+      return false;
+    case VK::Obj:
+      break;
   }
   if (!v.o) return false;
   switch (v.o->kind) {
-    case OK::Str: return !v.as<StrObj>()->s.empty();
+    case OK::Str:
+      return !v.as<StrObj>()->s.empty();
     case OK::Tuple:
-    case OK::List: return !seq_items(v)->empty();
-    case OK::Set: return !v.as<SetObj>()->items.empty();
-    case OK::Dict: return !v.as<DictObj>()->entries.empty();
-    case OK::Range: return v.as<RangeObj>()->size() > 0;
-    case OK::Tensor: *known = false; return false;
-    case OK::Opaque: *known = false; return false;
-    default: return true;
+    case OK::List:
+      return !seq_items(v)->empty();
+    case OK::Set:
+      return !v.as<SetObj>()->items.empty();
+    case OK::Dict:
+      return !v.as<DictObj>()->entries.empty();
+    case OK::Range:
+      return v.as<RangeObj>()->size() > 0;
+    case OK::Tensor:
+      *known = false;
+      return false;
+    case OK::Opaque:
+      *known = false;
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -347,7 +438,8 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
   if (auto* r = v.as<RangeObj>()) {
     int64_t n = r->size();
     if (n > static_cast<int64_t>(options.step_budget)) {
-      throw BudgetExceeded{"range of " + std::to_string(n) + " elements exceeds the evaluation budget", site};
+      throw BudgetExceeded{
+          "range of " + std::to_string(n) + " elements exceeds the evaluation budget", site};
     }
     std::vector<Value> out;
     out.reserve(static_cast<size_t>(n));
@@ -368,9 +460,11 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
   }
   if (auto* t = v.as<TensorObj>()) {
     const Shape& s = t->type.shape;
-    if (!s.ranked || s.rank() == 0 || !s.dims[0].is_known() || s.dims[0].value() > 4096) return std::nullopt;
+    if (!s.ranked || s.rank() == 0 || !s.dims[0].is_known() || s.dims[0].value() > 4096)
+      return std::nullopt;
     std::vector<Value> out;
-    for (int64_t i = 0; i < s.dims[0].value(); ++i) out.push_back(tensor_subscript(v, Value::integer(i), site));
+    for (int64_t i = 0; i < s.dims[0].value(); ++i)
+      out.push_back(tensor_subscript(v, Value::integer(i), site));
     return out;
   }
   return std::nullopt;
@@ -385,7 +479,8 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
     if (!index.is_int()) {
       if (index.as<TensorObj>()) return Value::unknown();
       report(site, Severity::Error, "type-error",
-             std::string(what) + " indices must be integers or slices, not `" + type_name(index) + "`");
+             std::string(what) + " indices must be integers or slices, not `" + type_name(index) +
+                 "`");
       return Value::unknown();
     }
     int64_t i = index.as_int();
@@ -393,8 +488,8 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
     if (i < 0) i += n;
     if (i < 0 || i >= n) {
       report(site, Severity::Error, "index-error",
-             std::string(what) + " index " + std::to_string(index.as_int()) + " out of range (length " +
-                 std::to_string(n) + ")");
+             std::string(what) + " index " + std::to_string(index.as_int()) +
+                 " out of range (length " + std::to_string(n) + ")");
       return Value::unknown();
     }
     return items[static_cast<size_t>(i)];
@@ -455,18 +550,30 @@ bool Interpreter::isinstance(const Value& v, const Value& cls) {
   auto* c = cls.as<ClassObj>();
   if (!c) return false;
   switch (c->native) {
-    case NativeClass::Int: return v.k == VK::Int || v.k == VK::Bool;
-    case NativeClass::Float: return v.k == VK::Float;
-    case NativeClass::Bool: return v.k == VK::Bool;
-    case NativeClass::Str: return v.as<StrObj>() != nullptr;
-    case NativeClass::List: return v.as<ListObj>() != nullptr;
-    case NativeClass::Tuple: return v.as<TupleObj>() != nullptr;
-    case NativeClass::Dict: return v.as<DictObj>() != nullptr;
-    case NativeClass::Set: return v.as<SetObj>() != nullptr;
-    case NativeClass::Tensor: return v.as<TensorObj>() != nullptr && !v.as<TensorObj>()->is_numpy;
-    case NativeClass::Parameter: return v.as<TensorObj>() != nullptr && v.as<TensorObj>()->is_parameter;
-    case NativeClass::Object: return true;
-    default: break;
+    case NativeClass::Int:
+      return v.k == VK::Int || v.k == VK::Bool;
+    case NativeClass::Float:
+      return v.k == VK::Float;
+    case NativeClass::Bool:
+      return v.k == VK::Bool;
+    case NativeClass::Str:
+      return v.as<StrObj>() != nullptr;
+    case NativeClass::List:
+      return v.as<ListObj>() != nullptr;
+    case NativeClass::Tuple:
+      return v.as<TupleObj>() != nullptr;
+    case NativeClass::Dict:
+      return v.as<DictObj>() != nullptr;
+    case NativeClass::Set:
+      return v.as<SetObj>() != nullptr;
+    case NativeClass::Tensor:
+      return v.as<TensorObj>() != nullptr && !v.as<TensorObj>()->is_numpy;
+    case NativeClass::Parameter:
+      return v.as<TensorObj>() != nullptr && v.as<TensorObj>()->is_parameter;
+    case NativeClass::Object:
+      return true;
+    default:
+      break;
   }
   if (auto* inst = v.as<InstanceObj>()) return inst->cls->derives_from(c);
   return false;

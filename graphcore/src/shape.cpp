@@ -18,30 +18,42 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::Unknown, "unknown", "?", 0},     {DType::Bool, "bool", "bool", 1},
-    {DType::Int8, "int8", "i8", 1},          {DType::Int16, "int16", "i16", 2},
-    {DType::Int32, "int32", "i32", 4},       {DType::Int64, "int64", "i64", 8},
-    {DType::UInt8, "uint8", "u8", 1},        {DType::Float16, "float16", "f16", 2},
+    {DType::Unknown, "unknown", "?", 0},      {DType::Bool, "bool", "bool", 1},
+    {DType::Int8, "int8", "i8", 1},           {DType::Int16, "int16", "i16", 2},
+    {DType::Int32, "int32", "i32", 4},        {DType::Int64, "int64", "i64", 8},
+    {DType::UInt8, "uint8", "u8", 1},         {DType::Float16, "float16", "f16", 2},
     {DType::BFloat16, "bfloat16", "bf16", 2}, {DType::Float32, "float32", "f32", 4},
-    {DType::Float64, "float64", "f64", 8},   {DType::Complex64, "complex64", "c64", 8},
+    {DType::Float64, "float64", "f64", 8},    {DType::Complex64, "complex64", "c64", 8},
 };
 const DTypeInfo& info(DType t) { return kDTypes[static_cast<size_t>(t)]; }
 
 // Promotion rank: bool < unsigned/int widths < float widths.
 int rank_of(DType t) {
   switch (t) {
-    case DType::Bool: return 0;
-    case DType::UInt8: return 1;
-    case DType::Int8: return 2;
-    case DType::Int16: return 3;
-    case DType::Int32: return 4;
-    case DType::Int64: return 5;
-    case DType::Float16: return 6;
-    case DType::BFloat16: return 7;
-    case DType::Float32: return 8;
-    case DType::Float64: return 9;
-    case DType::Complex64: return 10;
-    case DType::Unknown: return -1;
+    case DType::Bool:
+      return 0;
+    case DType::UInt8:
+      return 1;
+    case DType::Int8:
+      return 2;
+    case DType::Int16:
+      return 3;
+    case DType::Int32:
+      return 4;
+    case DType::Int64:
+      return 5;
+    case DType::Float16:
+      return 6;
+    case DType::BFloat16:
+      return 7;
+    case DType::Float32:
+      return 8;
+    case DType::Float64:
+      return 9;
+    case DType::Complex64:
+      return 10;
+    case DType::Unknown:
+      return -1;
   }
   return -1;
 }
@@ -53,15 +65,15 @@ size_t dtype_size(DType t) { return info(t).size; }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   static const std::unordered_map<std::string_view, DType> kAliases = {
-      {"bool", DType::Bool},        {"bool_", DType::Bool},         {"int8", DType::Int8},
-      {"int16", DType::Int16},      {"short", DType::Int16},        {"int32", DType::Int32},
-      {"int", DType::Int32},        {"int64", DType::Int64},        {"long", DType::Int64},
-      {"uint8", DType::UInt8},      {"float16", DType::Float16},    {"half", DType::Float16},
-      {"fp16", DType::Float16},     {"bfloat16", DType::BFloat16},  {"float32", DType::Float32},
-      {"float", DType::Float32},    {"single", DType::Float32},     {"fp32", DType::Float32},
-      {"float64", DType::Float64},  {"double", DType::Float64},     {"fp64", DType::Float64},
-      {"complex64", DType::Complex64}, {"f32", DType::Float32},     {"f16", DType::Float16},
-      {"i32", DType::Int32},        {"i64", DType::Int64},
+      {"bool", DType::Bool},           {"bool_", DType::Bool},        {"int8", DType::Int8},
+      {"int16", DType::Int16},         {"short", DType::Int16},       {"int32", DType::Int32},
+      {"int", DType::Int32},           {"int64", DType::Int64},       {"long", DType::Int64},
+      {"uint8", DType::UInt8},         {"float16", DType::Float16},   {"half", DType::Float16},
+      {"fp16", DType::Float16},        {"bfloat16", DType::BFloat16}, {"float32", DType::Float32},
+      {"float", DType::Float32},       {"single", DType::Float32},    {"fp32", DType::Float32},
+      {"float64", DType::Float64},     {"double", DType::Float64},    {"fp64", DType::Float64},
+      {"complex64", DType::Complex64}, {"f32", DType::Float32},       {"f16", DType::Float16},
+      {"i32", DType::Int32},           {"i64", DType::Int64},
   };
   auto it = kAliases.find(name);
   if (it == kAliases.end()) return std::nullopt;
@@ -81,7 +93,8 @@ DType promote(DType a, DType b) {
   if (a == DType::Unknown) return b;
   if (b == DType::Unknown) return a;
   if (a == b) return a;
-  if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+  if ((a == DType::Float16 && b == DType::BFloat16) ||
+      (a == DType::BFloat16 && b == DType::Float16))
     return DType::Float32;
   return rank_of(a) >= rank_of(b) ? a : b;
 }
@@ -144,9 +157,9 @@ struct DimBuilder {
     return entries[sym].name;
   }
 
-  static Dim make(int64_t coef, uint32_t sym) {
-    if (sym != 0 && coef == 0) return Dim::known(0);
-    return Dim(coef, sym);
+  static Dim make(int64_t coef, uint32_t sym, int64_t offset = 0) {
+    if (sym != 0 && coef == 0) return offset >= 0 ? Dim::known(offset) : Dim::unknown();
+    return Dim(coef, sym, sym == 0 ? 0 : offset);
   }
 };
 
@@ -159,9 +172,16 @@ std::string Dim::str() const {
   if (is_known()) return std::to_string(coef_);
   bool compound = false;
   std::string name = DimBuilder::get().name_of(sym_, &compound);
-  if (coef_ == 1) return name;
-  std::string prefix = coef_ == -1 ? "-" : std::to_string(coef_) + "*";
-  return prefix + (compound ? "(" + name + ")" : name);
+  std::string out;
+  if (coef_ == 1) {
+    out = name;
+  } else {
+    std::string prefix = coef_ == -1 ? "-" : std::to_string(coef_) + "*";
+    out = prefix + (compound ? "(" + name + ")" : name);
+  }
+  if (offset_ > 0) out += "+" + std::to_string(offset_);
+  if (offset_ < 0) out += "-" + std::to_string(-offset_);
+  return out;
 }
 
 namespace {
@@ -179,19 +199,22 @@ std::string operand(Dim d) {
 Dim operator+(Dim a, Dim b) {
   if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
   if (a.is_known() && b.is_known()) return Dim::known(a.coef_ + b.coef_);
-  if (a.is_known() && a.coef_ == 0) return b;
-  if (b.is_known() && b.coef_ == 0) return a;
-  if (a.sym_ == b.sym_) return DimBuilder::make(a.coef_ + b.coef_, a.sym_);
-  if (b.is_known() && b.coef_ < 0) return expression_atom(a.str() + "-" + std::to_string(-b.coef_));
+  if (b.is_known()) return DimBuilder::make(a.coef_, a.sym_, a.offset_ + b.coef_);
+  if (a.is_known()) return DimBuilder::make(b.coef_, b.sym_, b.offset_ + a.coef_);
+  if (a.sym_ == b.sym_) return DimBuilder::make(a.coef_ + b.coef_, a.sym_, a.offset_ + b.offset_);
   return expression_atom(a.str() + "+" + b.str());
 }
 
 Dim operator-(Dim a, Dim b) {
   if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
   if (a.is_known() && b.is_known()) return Dim::known(a.coef_ - b.coef_);
-  if (b.is_known() && b.coef_ == 0) return a;
-  if (a.sym_ == b.sym_) return DimBuilder::make(a.coef_ - b.coef_, a.sym_);
-  if (b.is_known() && b.coef_ < 0) return expression_atom(a.str() + "+" + std::to_string(-b.coef_));
+  if (b.is_known()) return DimBuilder::make(a.coef_, a.sym_, a.offset_ - b.coef_);
+  if (a.sym_ == b.sym_) {
+    int64_t c = a.coef_ - b.coef_;
+    int64_t o = a.offset_ - b.offset_;
+    if (c == 0) return o >= 0 ? Dim::known(o) : Dim::unknown();
+    return DimBuilder::make(c, a.sym_, o);
+  }
   return expression_atom(a.str() + "-" + operand(b));
 }
 
@@ -200,8 +223,9 @@ Dim operator*(Dim a, Dim b) {
   if (b.is_known() && b.coef_ == 0) return b;
   if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
   if (a.is_known() && b.is_known()) return Dim::known(a.coef_ * b.coef_);
-  if (a.is_known()) return DimBuilder::make(a.coef_ * b.coef_, b.sym_);
-  if (b.is_known()) return DimBuilder::make(a.coef_ * b.coef_, a.sym_);
+  if (a.is_known()) return DimBuilder::make(a.coef_ * b.coef_, b.sym_, a.coef_ * b.offset_);
+  if (b.is_known()) return DimBuilder::make(a.coef_ * b.coef_, a.sym_, a.offset_ * b.coef_);
+  if (a.offset_ != 0 || b.offset_ != 0) return expression_atom(operand(a) + "*" + operand(b));
   auto& tb = DimBuilder::get();
   std::vector<uint32_t> atoms = tb.atoms_of(a.sym_);
   auto more = tb.atoms_of(b.sym_);
@@ -213,10 +237,14 @@ std::optional<Dim> Dim::exact_div(Dim a, Dim b) {
   if (b.is_known() && b.coef_ == 0) return std::nullopt;
   if (a.is_unknown() || b.is_unknown()) return std::nullopt;
   if (b.is_known()) {
-    if (a.coef_ % b.coef_ != 0) return std::nullopt;
-    return DimBuilder::make(a.coef_ / b.coef_, a.sym_);
+    if (a.coef_ % b.coef_ != 0 || a.offset_ % b.coef_ != 0) return std::nullopt;
+    return DimBuilder::make(a.coef_ / b.coef_, a.sym_, a.offset_ / b.coef_);
   }
   if (a.is_known()) return std::nullopt;
+  if (a.offset_ != 0 || b.offset_ != 0) {
+    if (a == b) return Dim::known(1);
+    return std::nullopt;
+  }
   if (b.coef_ == 0 || a.coef_ % b.coef_ != 0) return std::nullopt;
   auto& tb = DimBuilder::get();
   std::vector<uint32_t> rest = tb.atoms_of(a.sym_);
@@ -252,6 +280,11 @@ Tri dims_equal(Dim a, Dim b) {
   if (a.is_unknown() || b.is_unknown()) return Tri::Maybe;
   if (a.is_known() && b.is_known()) return a.value() == b.value() ? Tri::Yes : Tri::No;
   if (a == b) return Tri::Yes;
+  // Same symbolic term, different constant: H-4 can never equal H-2.
+  if (a.is_symbolic() && b.is_symbolic() && a.symbol_id() == b.symbol_id() &&
+      a.coefficient() == b.coefficient()) {
+    return Tri::No;
+  }
   return Tri::Maybe;
 }
 
@@ -319,17 +352,21 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b, std::strin
       r = da;
     } else {
       switch (dims_equal(da, db)) {
-        case Tri::Yes: r = da; break;
+        case Tri::Yes:
+          r = da;
+          break;
         case Tri::No:
           if (why) {
             std::ostringstream os;
             os << "cannot broadcast shapes " << a.str() << " and " << b.str() << ": axis "
-               << (static_cast<int64_t>(i) - static_cast<int64_t>(rank)) << " has size "
-               << da.str() << " vs " << db.str();
+               << (static_cast<int64_t>(i) - static_cast<int64_t>(rank)) << " has size " << da.str()
+               << " vs " << db.str();
             *why = os.str();
           }
           return std::nullopt;
-        case Tri::Maybe: r = da.is_known() ? da : (db.is_known() ? db : da); break;
+        case Tri::Maybe:
+          r = da.is_known() ? da : (db.is_known() ? db : da);
+          break;
       }
     }
     out.dims[i] = r;

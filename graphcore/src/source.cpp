@@ -105,10 +105,14 @@ std::vector<size_t> sanitize_utf8(std::string& text) {
 
 const char* severity_name(Severity s) {
   switch (s) {
-    case Severity::Error: return "error";
-    case Severity::Warning: return "warning";
-    case Severity::Information: return "information";
-    case Severity::Hint: return "hint";
+    case Severity::Error:
+      return "error";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Information:
+      return "information";
+    case Severity::Hint:
+      return "hint";
   }
   return "error";
 }

@@ -69,7 +69,41 @@ Value nest_outputs(const std::vector<Value>& outs, std::string_view spec, size_t
 }
 }  // namespace
 
-Value Interpreter::pack_outputs(std::vector<Value> outs, const std::vector<Attr>& attrs, bool returns_tuple) {
+// The value of a variable after an `if` on a tensor: a Merge node reading the condition and both
+// branch values (GRAPH_MODE's Switch). Its shape keeps the dimensions the branches agree on.
+Value Interpreter::merge_branches(const Value& cond, const Value& a, const Value& b,
+                                  const Site& site) {
+  auto* ta = a.as<TensorObj>();
+  auto* tb = b.as<TensorObj>();
+  if (!graph || !ta || !tb) return a;
+  TensorType out = ta->type;
+  if (!(ta->type.shape == tb->type.shape)) {
+    if (ta->type.shape.ranked && tb->type.shape.ranked &&
+        ta->type.shape.rank() == tb->type.shape.rank()) {
+      for (size_t i = 0; i < out.shape.rank(); ++i) {
+        if (dims_equal(ta->type.shape.dims[i], tb->type.shape.dims[i]) != Tri::Yes)
+          out.shape.dims[i] = Dim::unknown();
+      }
+    } else {
+      out.shape = Shape::unranked();
+    }
+  }
+  out.dtype = promote(ta->type.dtype, tb->type.dtype);
+  static ApiEntry kMerge = [] {
+    ApiEntry e;
+    e.name = "if";
+    e.op = "Merge";
+    return e;
+  }();
+  std::vector<Value> inputs;
+  if (cond.as<TensorObj>()) inputs.push_back(cond);
+  inputs.push_back(a);
+  inputs.push_back(b);
+  return add_op_node(&kMerge, nullptr, std::move(inputs), {out}, {}, 0, site, false);
+}
+
+Value Interpreter::pack_outputs(std::vector<Value> outs, const std::vector<Attr>& attrs,
+                                bool returns_tuple) {
   for (const Attr& a : attrs) {
     if (a.name != "tuple_structure") continue;
     if (auto* spec = std::get_if<std::string>(&a.value)) {
@@ -158,7 +192,8 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
 Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value, CallArgs& args,
                                      const Site& site) {
   if (std::find(cell_stack.begin(), cell_stack.end(), cell) != cell_stack.end()) {
-    report(site, Severity::Error, "recursion", "`" + cell->cls->name + "` calls itself from its own construct");
+    report(site, Severity::Error, "recursion",
+           "`" + cell->cls->name + "` calls itself from its own construct");
     return Value::unknown();
   }
   ClassObj* owner = nullptr;
@@ -197,7 +232,8 @@ Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value,
     scan(fn->def->list2);
     if (!has_return) {
       SourceRange r = fn->def->range;
-      r.end = Position{r.start.line, r.start.column + 3 + 1 + static_cast<uint32_t>(fn->def->str.size())};
+      r.end = Position{r.start.line,
+                       r.start.column + 3 + 1 + static_cast<uint32_t>(fn->def->str.size())};
       report_at(fn->module ? fn->module->file : site.file(), r, Severity::Warning, "no-return",
                 "`" + cell->cls->name +
                     ".construct` returns nothing: the compiled graph has no output (MindSpore "
@@ -207,7 +243,8 @@ Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value,
   return result;
 }
 
-Value Interpreter::tensor_binop(std::string_view api, const Value& a, const Value& b, const Site& site) {
+Value Interpreter::tensor_binop(std::string_view api, const Value& a, const Value& b,
+                                const Site& site) {
   const ApiEntry* e = Registry::instance().find(api, options.mindspore_version);
   if (!e) return Value::unknown();
   CallArgs args;
@@ -222,7 +259,8 @@ Value Interpreter::tensor_binop(std::string_view api, const Value& a, const Valu
   return call_api_function(e, args, site, nullptr);
 }
 
-Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Site& site, bool report_missing) {
+Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Site& site,
+                               bool report_missing) {
   auto* t = tv.as<TensorObj>();
   if (!t) return Value::unknown();
   const Shape& s = t->type.shape;
@@ -237,11 +275,14 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
     for (Dim d : s.dims) dims.push_back(dim_value(d));
     return make_tuple(std::move(dims));
   }
-  if (name == "ndim") return s.ranked ? Value::integer(static_cast<int64_t>(s.rank())) : Value::unknown();
+  if (name == "ndim")
+    return s.ranked ? Value::integer(static_cast<int64_t>(s.rank())) : Value::unknown();
   if (name == "dtype") return dtype_value(t->type.dtype);
   if (name == "size") return dim_value(s.num_elements());
   if (name == "itemsize") return Value::integer(static_cast<int64_t>(dtype_size(t->type.dtype)));
-  if (name == "nbytes") return dim_value(s.num_elements() * Dim::known(static_cast<int64_t>(dtype_size(t->type.dtype))));
+  if (name == "nbytes")
+    return dim_value(s.num_elements() *
+                     Dim::known(static_cast<int64_t>(dtype_size(t->type.dtype))));
   if (name == "requires_grad") return Value::boolean(t->requires_grad);
   if (name == "name") return t->param_name.empty() ? Value::unknown() : make_str(t->param_name);
   if (name == "data") return tv;
@@ -256,9 +297,16 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
     a.pos_ranges = {site.range(), site.range()};
     return call_api_function(e, a, site, nullptr);
   }
-  static const char* kSelfReturning[] = {"set_data", "init_data", "set_dtype", "assign_value", "clone",
-                                         "asnumpy", "asnumpy_of_slice_persistent_data", "value",
-                                         "set_param_ps", "contiguous"};
+  static const char* kSelfReturning[] = {"set_data",
+                                         "init_data",
+                                         "set_dtype",
+                                         "assign_value",
+                                         "clone",
+                                         "asnumpy",
+                                         "asnumpy_of_slice_persistent_data",
+                                         "value",
+                                         "set_param_ps",
+                                         "contiguous"};
   for (const char* m : kSelfReturning) {
     if (name == m) {
       Value self = tv;
@@ -276,7 +324,8 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
           in.mark_consumed(args.pos);
           if (in.graph) {
             in.report(call_site, Severity::Information, "unmodelled-api",
-                      "Cellscope has no shape rule for `" + full + "`; shapes after this call are unknown");
+                      "Cellscope has no shape rule for `" + full +
+                          "`; shapes after this call are unknown");
             auto out = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
             out->poisoned = true;
             return Value::obj(out);
@@ -291,11 +340,13 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
         with_self.pos.push_back(self);
         with_self.pos_ranges.push_back(cs.node && cs.node->a ? cs.node->a->range : cs.range());
         with_self.pos.insert(with_self.pos.end(), args.pos.begin(), args.pos.end());
-        with_self.pos_ranges.insert(with_self.pos_ranges.end(), args.pos_ranges.begin(), args.pos_ranges.end());
+        with_self.pos_ranges.insert(with_self.pos_ranges.end(), args.pos_ranges.begin(),
+                                    args.pos_ranges.end());
         with_self.kw = args.kw;
         with_self.kw_ranges = args.kw_ranges;
         Value r = in.call_api_function(e, with_self, cs, nullptr);
-        if (auto* rt = r.as<TensorObj>(); rt && self.as<TensorObj>()->is_numpy && rt->graph_id == 0) rt->is_numpy = true;
+        if (auto* rt = r.as<TensorObj>(); rt && self.as<TensorObj>()->is_numpy && rt->graph_id == 0)
+          rt->is_numpy = true;
         return r;
       }));
 }
@@ -306,8 +357,10 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
   auto* t = tv.as<TensorObj>();
   const Shape& s = t->type.shape;
   std::vector<Value> idx;
-  if (auto* tup = index.as<TupleObj>()) idx = tup->items;
-  else idx.push_back(index);
+  if (auto* tup = index.as<TupleObj>())
+    idx = tup->items;
+  else
+    idx.push_back(index);
   auto poisoned_result = [&]() {
     auto r = std::make_shared<TensorObj>(TensorType{Shape::unranked(), t->type.dtype});
     r->poisoned = true;
@@ -341,8 +394,8 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
       if (axis >= s.rank()) {
         report(site, Severity::Error, "index-error",
                "too many indices for a tensor of shape " + s.str() + " (" +
-                   std::to_string(consumed) + " indices for rank " + std::to_string(s.rank()) + ")" +
-                   instance_note());
+                   std::to_string(consumed) + " indices for rank " + std::to_string(s.rank()) +
+                   ")" + instance_note());
         return poisoned_result();
       }
       Dim d = s.dims[axis];
@@ -350,8 +403,9 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
         int64_t i = x.as_int();
         if (d.is_known() && (i >= d.value() || i < -d.value())) {
           report(site, Severity::Error, "index-error",
-                 "index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
-                     " with size " + std::to_string(d.value()) + instance_note());
+                 "index " + std::to_string(i) + " is out of bounds for axis " +
+                     std::to_string(axis) + " with size " + std::to_string(d.value()) +
+                     instance_note());
           return poisoned_result();
         }
         index_text += std::to_string(i);
@@ -365,12 +419,15 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
       }
       if (auto* sl = x.as<SliceObj>()) {
         auto part = [](const Value& v) { return v.is_none() ? std::string() : repr(v); };
-        index_text += part(sl->start) + ":" + part(sl->stop) + (sl->step.is_none() ? "" : ":" + part(sl->step));
-        bool full = sl->start.is_none() && sl->stop.is_none() && (sl->step.is_none() || (sl->step.is_int() && sl->step.as_int() == 1));
+        index_text += part(sl->start) + ":" + part(sl->stop) +
+                      (sl->step.is_none() ? "" : ":" + part(sl->step));
+        bool full = sl->start.is_none() && sl->stop.is_none() &&
+                    (sl->step.is_none() || (sl->step.is_int() && sl->step.as_int() == 1));
         if (full) {
           out.dims.push_back(d);
         } else if (d.is_known() && (sl->start.is_none() || sl->start.is_int()) &&
-                   (sl->stop.is_none() || sl->stop.is_int()) && (sl->step.is_none() || sl->step.is_int())) {
+                   (sl->stop.is_none() || sl->stop.is_int()) &&
+                   (sl->step.is_none() || sl->step.is_int())) {
           int64_t n = d.value();
           int64_t step = sl->step.is_int() ? sl->step.as_int() : 1;
           if (step == 0) step = 1;
@@ -382,7 +439,8 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
           };
           int64_t a = clampv(sl->start, step > 0 ? 0 : n - 1);
           int64_t b = clampv(sl->stop, step > 0 ? n : -1);
-          int64_t len = step > 0 ? (b > a ? (b - a + step - 1) / step : 0) : (a > b ? (a - b - step - 1) / (-step) : 0);
+          int64_t len = step > 0 ? (b > a ? (b - a + step - 1) / step : 0)
+                                 : (a > b ? (a - b - step - 1) / (-step) : 0);
           out.dims.push_back(Dim::known(len));
         } else if ((sl->start.is_none() || (sl->start.is_int() && sl->start.as_int() >= 0)) &&
                    sl->stop.is_int() && sl->stop.as_int() >= 0 && (sl->step.is_none())) {
@@ -456,8 +514,8 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
     return e;
   }();
   std::vector<Attr> attrs{Attr{"index", "[" + index_text + "]"}};
-  return add_op_node(gather ? &kGather : &kIndex, nullptr, std::move(inputs), {rt}, std::move(attrs), 0,
-                     site, false);
+  return add_op_node(gather ? &kGather : &kIndex, nullptr, std::move(inputs), {rt},
+                     std::move(attrs), 0, site, false);
 }
 
 }  // namespace graphcore::eval

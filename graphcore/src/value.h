@@ -33,25 +33,71 @@ struct Value {
 
   Value() : i(0) {}
   static Value none() { return Value(); }
-  static Value boolean(bool v) { Value x; x.k = VK::Bool; x.b = v; return x; }
-  static Value integer(int64_t v) { Value x; x.k = VK::Int; x.i = v; return x; }
-  static Value real(double v) { Value x; x.k = VK::Float; x.f = v; return x; }
-  static Value obj(Ref r) { Value x; x.k = VK::Obj; x.o = std::move(r); return x; }
-  static Value unknown() { Value x; x.k = VK::Unknown; return x; }
+  static Value boolean(bool v) {
+    Value x;
+    x.k = VK::Bool;
+    x.b = v;
+    return x;
+  }
+  static Value integer(int64_t v) {
+    Value x;
+    x.k = VK::Int;
+    x.i = v;
+    return x;
+  }
+  static Value real(double v) {
+    Value x;
+    x.k = VK::Float;
+    x.f = v;
+    return x;
+  }
+  static Value obj(Ref r) {
+    Value x;
+    x.k = VK::Obj;
+    x.o = std::move(r);
+    return x;
+  }
+  static Value unknown() {
+    Value x;
+    x.k = VK::Unknown;
+    return x;
+  }
 
   [[nodiscard]] bool is_none() const { return k == VK::None; }
   [[nodiscard]] bool is_unknown() const { return k == VK::Unknown; }
   [[nodiscard]] bool is_int() const { return k == VK::Int || k == VK::Bool; }
   [[nodiscard]] bool is_number() const { return k == VK::Int || k == VK::Bool || k == VK::Float; }
   [[nodiscard]] int64_t as_int() const { return k == VK::Bool ? (b ? 1 : 0) : i; }
-  [[nodiscard]] double as_float() const { return k == VK::Float ? f : static_cast<double>(as_int()); }
+  [[nodiscard]] double as_float() const {
+    return k == VK::Float ? f : static_cast<double>(as_int());
+  }
   template <class T>
   [[nodiscard]] T* as() const;  // the object as T, or nullptr
 };
 
 enum class OK : uint8_t {
-  Str, Tuple, List, Dict, Set, Range, Slice, Ellipsis, Function, BoundMethod, Builtin, Class,
-  Instance, Module, Namespace, ApiFunction, Tensor, DType, Super, Property, Opaque, SymInt,
+  Str,
+  Tuple,
+  List,
+  Dict,
+  Set,
+  Range,
+  Slice,
+  Ellipsis,
+  Function,
+  BoundMethod,
+  Builtin,
+  Class,
+  Instance,
+  Module,
+  Namespace,
+  ApiFunction,
+  Tensor,
+  DType,
+  Super,
+  Property,
+  Opaque,
+  SymInt,
 };
 
 struct Object {
@@ -92,14 +138,21 @@ struct SetObj : Object {
   std::vector<Value> items;
 };
 
-// Insertion-ordered dict with hashable keys (str, int, bool, None, tuples of those, objects by identity).
+// Insertion-ordered dict with hashable keys (str, int, bool, None, tuples of those, objects by
+// identity).
 struct DictObj : Object {
   static constexpr OK kKind = OK::Dict;
   DictObj() : Object(kKind) {}
   std::vector<std::pair<Value, Value>> entries;
   Value* find(const Value& key);
+  Value* find_str(std::string_view key);
   void set(const Value& key, Value v);
   bool erase(const Value& key);
+
+ private:
+  // Index of string keys (attribute dicts and module globals can hold many thousands).
+  std::unordered_map<std::string, size_t> str_index_;
+  void reindex();
 };
 
 struct RangeObj : Object {
@@ -111,7 +164,8 @@ struct RangeObj : Object {
 
 struct SliceObj : Object {
   static constexpr OK kKind = OK::Slice;
-  SliceObj(Value a, Value b, Value c) : Object(kKind), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
+  SliceObj(Value a, Value b, Value c)
+      : Object(kKind), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
   Value start, stop, step;
 };
 
@@ -128,9 +182,9 @@ struct FunctionObj : Object {
   FunctionObj() : Object(kKind) {}
   std::string name;
   const ast::Node* def = nullptr;  // FunctionDef or Lambda
-  std::vector<Value> defaults;      // aligned with def's params (Unknown/None when absent)
+  std::vector<Value> defaults;     // aligned with def's params (Unknown/None when absent)
   std::vector<bool> has_default;
-  std::shared_ptr<Frame> closure;   // enclosing function frame (nullptr at module level)
+  std::shared_ptr<Frame> closure;  // enclosing function frame (nullptr at module level)
   ModuleObj* module = nullptr;
   bool is_static = false;
   bool is_classmethod = false;
@@ -161,15 +215,32 @@ struct BuiltinObj : Object {
 
 // Native classes the interpreter implements itself.
 enum class NativeClass : uint8_t {
-  None, Object, Cell, SequentialCell, CellList, CellDict, Exception, Parameter, Tensor, Int, Float,
-  Str, Bool, List, Tuple, Dict, Set, Type, Initializer,
+  None,
+  Object,
+  Cell,
+  SequentialCell,
+  CellList,
+  CellDict,
+  Exception,
+  Parameter,
+  Tensor,
+  Int,
+  Float,
+  Str,
+  Bool,
+  List,
+  Tuple,
+  Dict,
+  Set,
+  Type,
+  Initializer,
 };
 
 struct ClassObj : Object {
   static constexpr OK kKind = OK::Class;
   ClassObj() : Object(kKind) {}
   std::string name;
-  const ast::Node* def = nullptr;          // user ClassDef, or nullptr
+  const ast::Node* def = nullptr;  // user ClassDef, or nullptr
   std::vector<Value> bases;
   std::vector<ClassObj*> mro;              // self first
   DictObj attrs;                           // class namespace
@@ -179,7 +250,7 @@ struct ClassObj : Object {
   bool is_cell = false;  // derives from nn.Cell (directly, through user classes or registry)
   [[nodiscard]] const Value* lookup(std::string_view name) const;  // through the MRO
   [[nodiscard]] bool derives_from(const ClassObj* other) const;
-  [[nodiscard]] NativeClass native_base() const;  // first native class in the MRO
+  [[nodiscard]] NativeClass native_base() const;   // first native class in the MRO
   [[nodiscard]] const ApiEntry* api_base() const;  // first registry class in the MRO
 };
 
@@ -193,8 +264,15 @@ struct CellState {
   std::vector<std::string> item_names;                  // SequentialCell from an OrderedDict
   // Registry-backed objects (nn.Conv2d instances, ops.Add instances).
   const ApiEntry* api = nullptr;
-  std::vector<std::pair<std::string, ArgValue>> init_args;
-  std::vector<std::pair<std::string, Value>> init_values;  // the same arguments as values
+  // Constructor arguments as bound (defaults applied); the registry reads them as ArgValues,
+  // converted on demand (keeping only values keeps a layer instance small).
+  struct InitArg {
+    std::string name;
+    Value value;
+    SourceRange range;
+    bool explicit_arg = false;
+  };
+  std::vector<InitArg> init_args;
   std::vector<Attr> attrs;
   std::vector<ParamInfo> api_params;
   bool init_failed = false;
@@ -206,7 +284,8 @@ struct CellState {
 
 struct InstanceObj : Object {
   static constexpr OK kKind = OK::Instance;
-  explicit InstanceObj(ClassObj* c, Value cls_ref) : Object(kKind), cls(c), cls_value(std::move(cls_ref)) {}
+  explicit InstanceObj(ClassObj* c, Value cls_ref)
+      : Object(kKind), cls(c), cls_value(std::move(cls_ref)) {}
   ClassObj* cls;
   Value cls_value;  // keeps the class alive
   DictObj attrs;
@@ -299,7 +378,7 @@ Value make_tensor(TensorType t);
 std::string type_name(const Value& v);
 std::string repr(const Value& v, int depth = 0);
 bool values_equal(const Value& a, const Value& b);  // Python ==, for hashable/simple values
-const std::string* str_of(const Value& v);           // the string if v is a str
+const std::string* str_of(const Value& v);          // the string if v is a str
 // The elements if `v` is a tuple or list.
 const std::vector<Value>* seq_items(const Value& v);
 

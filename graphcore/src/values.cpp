@@ -7,8 +7,12 @@
 namespace graphcore::eval {
 
 Value make_str(std::string s) { return Value::obj(std::make_shared<StrObj>(std::move(s))); }
-Value make_tuple(std::vector<Value> v) { return Value::obj(std::make_shared<TupleObj>(std::move(v))); }
-Value make_list(std::vector<Value> v) { return Value::obj(std::make_shared<ListObj>(std::move(v))); }
+Value make_tuple(std::vector<Value> v) {
+  return Value::obj(std::make_shared<TupleObj>(std::move(v)));
+}
+Value make_list(std::vector<Value> v) {
+  return Value::obj(std::make_shared<ListObj>(std::move(v)));
+}
 Value make_tensor(TensorType t) { return Value::obj(std::make_shared<TensorObj>(std::move(t))); }
 
 const std::string* str_of(const Value& v) {
@@ -35,15 +39,20 @@ bool values_equal(const Value& a, const Value& b) {
   }
   if (a.k != b.k) return false;
   switch (a.k) {
-    case VK::None: return true;
-    case VK::Unknown: return false;
-    case VK::Obj: break;
-    default: return false;
+    case VK::None:
+      return true;
+    case VK::Unknown:
+      return false;
+    case VK::Obj:
+      break;
+    default:
+      return false;
   }
   if (a.o == b.o) return true;
   if (!a.o || !b.o || a.o->kind != b.o->kind) return false;
   switch (a.o->kind) {
-    case OK::Str: return a.as<StrObj>()->s == b.as<StrObj>()->s;
+    case OK::Str:
+      return a.as<StrObj>()->s == b.as<StrObj>()->s;
     case OK::Tuple:
     case OK::List: {
       const auto& x = *seq_items(a);
@@ -54,20 +63,22 @@ bool values_equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case OK::DType: return a.as<DTypeObj>()->dtype == b.as<DTypeObj>()->dtype;
-    case OK::ApiFunction: return a.as<ApiFunctionObj>()->entry == b.as<ApiFunctionObj>()->entry;
-    default: return false;
+    case OK::DType:
+      return a.as<DTypeObj>()->dtype == b.as<DTypeObj>()->dtype;
+    case OK::ApiFunction:
+      return a.as<ApiFunctionObj>()->entry == b.as<ApiFunctionObj>()->entry;
+    default:
+      return false;
   }
 }
 
+Value* DictObj::find_str(std::string_view key) {
+  auto it = str_index_.find(std::string(key));
+  return it == str_index_.end() ? nullptr : &entries[it->second].second;
+}
+
 Value* DictObj::find(const Value& key) {
-  // Fast path for string keys (attribute dicts, globals).
-  if (auto* ks = key.as<StrObj>()) {
-    for (auto& [k, v] : entries) {
-      if (auto* s = k.as<StrObj>(); s && s->s == ks->s) return &v;
-    }
-    return nullptr;
-  }
+  if (auto* ks = key.as<StrObj>()) return find_str(ks->s);
   for (auto& [k, v] : entries) {
     if (values_equal(k, key)) return &v;
   }
@@ -79,6 +90,7 @@ void DictObj::set(const Value& key, Value v) {
     *cur = std::move(v);
     return;
   }
+  if (auto* ks = key.as<StrObj>()) str_index_.emplace(ks->s, entries.size());
   entries.emplace_back(key, std::move(v));
 }
 
@@ -86,10 +98,18 @@ bool DictObj::erase(const Value& key) {
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     if (values_equal(it->first, key)) {
       entries.erase(it);
+      reindex();
       return true;
     }
   }
   return false;
+}
+
+void DictObj::reindex() {
+  str_index_.clear();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (auto* ks = entries[i].first.as<StrObj>()) str_index_.emplace(ks->s, i);
+  }
 }
 
 const Value* ClassObj::lookup(std::string_view name) const {
@@ -123,37 +143,66 @@ const ApiEntry* ClassObj::api_base() const {
 
 std::string type_name(const Value& v) {
   switch (v.k) {
-    case VK::None: return "NoneType";
-    case VK::Bool: return "bool";
-    case VK::Int: return "int";
-    case VK::Float: return "float";
-    case VK::Unknown: return "unknown";
-    case VK::Obj: break;
+    case VK::None:
+      return "NoneType";
+    case VK::Bool:
+      return "bool";
+    case VK::Int:
+      return "int";
+    case VK::Float:
+      return "float";
+    case VK::Unknown:
+      return "unknown";
+    case VK::Obj:
+      break;
   }
   if (!v.o) return "NoneType";
   switch (v.o->kind) {
-    case OK::Str: return "str";
-    case OK::Tuple: return "tuple";
-    case OK::List: return "list";
-    case OK::Dict: return "dict";
-    case OK::Set: return "set";
-    case OK::Range: return "range";
-    case OK::Slice: return "slice";
-    case OK::Ellipsis: return "ellipsis";
-    case OK::Function: return "function";
-    case OK::BoundMethod: return "method";
-    case OK::Builtin: return "builtin_function";
-    case OK::Class: return "type";
-    case OK::Instance: return v.as<InstanceObj>()->cls->name;
-    case OK::Module: return "module";
-    case OK::Namespace: return "module";
-    case OK::ApiFunction: return "function";
-    case OK::Tensor: return v.as<TensorObj>()->is_parameter ? "Parameter" : (v.as<TensorObj>()->is_numpy ? "ndarray" : "Tensor");
-    case OK::DType: return "dtype";
-    case OK::Super: return "super";
-    case OK::Property: return "property";
-    case OK::Opaque: return v.as<OpaqueObj>()->type_name;
-    case OK::SymInt: return "int";
+    case OK::Str:
+      return "str";
+    case OK::Tuple:
+      return "tuple";
+    case OK::List:
+      return "list";
+    case OK::Dict:
+      return "dict";
+    case OK::Set:
+      return "set";
+    case OK::Range:
+      return "range";
+    case OK::Slice:
+      return "slice";
+    case OK::Ellipsis:
+      return "ellipsis";
+    case OK::Function:
+      return "function";
+    case OK::BoundMethod:
+      return "method";
+    case OK::Builtin:
+      return "builtin_function";
+    case OK::Class:
+      return "type";
+    case OK::Instance:
+      return v.as<InstanceObj>()->cls->name;
+    case OK::Module:
+      return "module";
+    case OK::Namespace:
+      return "module";
+    case OK::ApiFunction:
+      return "function";
+    case OK::Tensor:
+      return v.as<TensorObj>()->is_parameter ? "Parameter"
+                                             : (v.as<TensorObj>()->is_numpy ? "ndarray" : "Tensor");
+    case OK::DType:
+      return "dtype";
+    case OK::Super:
+      return "super";
+    case OK::Property:
+      return "property";
+    case OK::Opaque:
+      return v.as<OpaqueObj>()->type_name;
+    case OK::SymInt:
+      return "int";
   }
   return "object";
 }
@@ -161,9 +210,12 @@ std::string type_name(const Value& v) {
 std::string repr(const Value& v, int depth) {
   if (depth > 4) return "...";
   switch (v.k) {
-    case VK::None: return "None";
-    case VK::Bool: return v.b ? "True" : "False";
-    case VK::Int: return std::to_string(v.i);
+    case VK::None:
+      return "None";
+    case VK::Bool:
+      return v.b ? "True" : "False";
+    case VK::Int:
+      return std::to_string(v.i);
     case VK::Float: {
       if (std::isinf(v.f)) return v.f > 0 ? "inf" : "-inf";
       if (std::isnan(v.f)) return "nan";
@@ -174,12 +226,15 @@ std::string repr(const Value& v, int depth) {
       if (s.find_first_of(".en") == std::string::npos) s += ".0";
       return s;
     }
-    case VK::Unknown: return "<unknown>";
-    case VK::Obj: break;
+    case VK::Unknown:
+      return "<unknown>";
+    case VK::Obj:
+      break;
   }
   if (!v.o) return "None";
   switch (v.o->kind) {
-    case OK::Str: return "'" + v.as<StrObj>()->s + "'";
+    case OK::Str:
+      return "'" + v.as<StrObj>()->s + "'";
     case OK::Tuple:
     case OK::List:
     case OK::Set: {
@@ -213,12 +268,18 @@ std::string repr(const Value& v, int depth) {
       auto* t = v.as<TensorObj>();
       return type_name(v) + t->type.shape.str() + " " + std::string(dtype_name(t->type.dtype));
     }
-    case OK::DType: return "mindspore." + std::string(dtype_name(v.as<DTypeObj>()->dtype));
-    case OK::Class: return "<class '" + v.as<ClassObj>()->name + "'>";
-    case OK::Function: return "<function " + v.as<FunctionObj>()->name + ">";
-    case OK::ApiFunction: return "<function mindspore." + v.as<ApiFunctionObj>()->entry->name + ">";
-    case OK::Instance: return "<" + v.as<InstanceObj>()->cls->name + " object>";
-    default: return "<" + type_name(v) + ">";
+    case OK::DType:
+      return "mindspore." + std::string(dtype_name(v.as<DTypeObj>()->dtype));
+    case OK::Class:
+      return "<class '" + v.as<ClassObj>()->name + "'>";
+    case OK::Function:
+      return "<function " + v.as<FunctionObj>()->name + ">";
+    case OK::ApiFunction:
+      return "<function mindspore." + v.as<ApiFunctionObj>()->entry->name + ">";
+    case OK::Instance:
+      return "<" + v.as<InstanceObj>()->cls->name + " object>";
+    default:
+      return "<" + type_name(v) + ">";
   }
 }
 

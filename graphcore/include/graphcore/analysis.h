@@ -45,14 +45,24 @@ struct AnalysisOptions {
   size_t step_budget = 5'000'000;
   size_t max_call_depth = 120;
   size_t max_file_bytes = 4u << 20;
-  bool include_nodes = true;  // false: reports without node lists (faster for diagnostics-only runs)
+  bool include_nodes =
+      true;  // false: reports without node lists (faster for diagnostics-only runs)
+  bool record_facts = false;  // true: CellReport::facts gets the type of every tensor expression
+};
+
+// Where the time went, for benchmarks (milliseconds, wall clock).
+struct AnalysisTimings {
+  double parse_ms = 0;     // tree-sitter parse + lowering of every file read
+  double evaluate_ms = 0;  // module code, __init__s, factories (excluding parse)
+  double compile_ms = 0;   // construct compilation and shape inference of every root
 };
 
 struct AnalysisResult {
-  std::string file;                      // the analysed file
-  std::vector<CellReport> cells;         // analysed root Cells
-  std::vector<Diagnostic> diagnostics;   // for the file and, located there, files it imports
-  std::vector<std::string> files;        // every file read (the analysed file first)
+  std::string file;                     // the analysed file
+  std::vector<CellReport> cells;        // analysed root Cells
+  std::vector<Diagnostic> diagnostics;  // for the file and, located there, files it imports
+  std::vector<std::string> files;       // every file read (the analysed file first)
+  AnalysisTimings timings;
 
   [[nodiscard]] size_t error_count() const;
 };

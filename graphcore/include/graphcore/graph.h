@@ -23,7 +23,8 @@ struct Attr {
 
 enum class NodeKind : uint8_t {
   Input,      // a graph input (an argument of the root construct)
-  Parameter,  // a Parameter read directly in construct (weights owned by layer nodes are listed in `params`)
+  Parameter,  // a Parameter read directly in construct (weights owned by layer nodes are listed in
+              // `params`)
   Constant,   // a constant tensor built in construct or captured from __init__
   Op,         // an operator / layer application
 };
@@ -43,10 +44,11 @@ struct ParamInfo {
 };
 
 struct Node {
-  std::string id;     // stable: scope-derived, e.g. "layer1.0.conv1" or "layer1.0/Add_1"
+  std::string id;  // stable: scope-derived, e.g. "layer1.0.conv1" or "layer1.0/Add_1"
   NodeKind kind = NodeKind::Op;
-  std::string op;     // graph-level operator, e.g. "Conv2D", "MatMul", "Add"
-  std::string api;    // registry entry that produced it, e.g. "nn.Conv2d", "ops.add", "Tensor.reshape"
+  std::string op;  // graph-level operator, e.g. "Conv2D", "MatMul", "Add"
+  std::string
+      api;  // registry entry that produced it, e.g. "nn.Conv2d", "ops.add", "Tensor.reshape"
   std::string scope;  // Cell instance path, e.g. "layer1.0.conv1" ("" for the root)
   std::vector<ValueRef> inputs;
   std::vector<TensorType> outputs;
@@ -67,6 +69,16 @@ struct NamedTensor {
   TensorType type;
 };
 
+// The type of a tensor-valued expression of construct, for hovers and inlay hints.
+struct TypeFact {
+  enum class Kind : uint8_t { Assignment, Name, Call };
+  Kind kind = Kind::Name;
+  std::string file;
+  SourceRange range;
+  std::string scope;  // Cell instance whose construct evaluated it ("" for the root)
+  TensorType type;
+};
+
 // Everything Cellscope knows about one analysed root Cell.
 struct CellReport {
   std::string name;        // class name, or the entry expression ("resnet50()")
@@ -80,7 +92,8 @@ struct CellReport {
   std::vector<ParamInfo> params;
   double flops = 0;
   Graph graph;
-  bool compiled = false;  // false when construct could not be compiled (see diagnostics)
+  std::vector<TypeFact> facts;  // only with AnalysisOptions::record_facts
+  bool compiled = false;        // false when construct could not be compiled (see diagnostics)
 };
 
 }  // namespace graphcore

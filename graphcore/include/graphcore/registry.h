@@ -34,8 +34,8 @@ struct ParamSpec {
   // "None", "(1, 1)", "mindspore.float32"). Empty: required.
   std::string default_src;
   ParamKind kind = ParamKind::PositionalOrKeyword;
-  VersionRange versions;       // versions in which this parameter exists
-  std::string deprecated;      // non-empty: warning text when the argument is passed explicitly
+  VersionRange versions;   // versions in which this parameter exists
+  std::string deprecated;  // non-empty: warning text when the argument is passed explicitly
   [[nodiscard]] bool required() const {
     return default_src.empty() && kind != ParamKind::VarPositional && kind != ParamKind::VarKeyword;
   }
@@ -44,7 +44,7 @@ struct ParamSpec {
 // A Python value as the registry sees it: a summary of the interpreter's value, protocol-free.
 struct ArgValue {
   enum class Kind : uint8_t {
-    Missing,   // not passed and no default
+    Missing,  // not passed and no default
     None,
     Bool,
     Int,
@@ -74,7 +74,7 @@ struct ArgValue {
   [[nodiscard]] bool is_missing() const { return kind == Kind::Missing; }
   [[nodiscard]] bool is_unknown() const { return kind == Kind::Unknown; }
   [[nodiscard]] bool is_tensor() const { return kind == Kind::Tensor; }
-  [[nodiscard]] std::optional<int64_t> as_int() const;  // Int or Bool
+  [[nodiscard]] std::optional<int64_t> as_int() const;   // Int or Bool
   [[nodiscard]] std::optional<double> as_float() const;  // Int, Bool or Float
   [[nodiscard]] std::optional<bool> as_bool() const;
   [[nodiscard]] std::optional<std::string> as_str() const;
@@ -97,7 +97,8 @@ class ContextBase {
   // Reports a problem located at argument `at_arg` (or at the call when empty). An error makes
   // the construction/call fail; `code` is one of the documented diagnostic codes.
   virtual void error(std::string_view code, std::string message, std::string_view at_arg = {}) = 0;
-  virtual void warning(std::string_view code, std::string message, std::string_view at_arg = {}) = 0;
+  virtual void warning(std::string_view code, std::string message,
+                       std::string_view at_arg = {}) = 0;
   [[nodiscard]] virtual bool failed() const = 0;
 };
 
@@ -130,17 +131,18 @@ using InitFn = std::function<void(InitContext&)>;
 using InferFn = std::function<void(CallContext&)>;
 
 struct ApiEntry {
-  std::string name;  // canonical dotted name below `mindspore`: "nn.Conv2d", "ops.Add", "ops.relu", "Tensor.reshape"
+  std::string name;  // canonical dotted name below `mindspore`: "nn.Conv2d", "ops.Add", "ops.relu",
+                     // "Tensor.reshape"
   ApiKind kind = ApiKind::Function;
-  std::string op;    // graph operator name ("Conv2D", "MatMul"); defaults to the last name component
+  std::string op;  // graph operator name ("Conv2D", "MatMul"); defaults to the last name component
   std::vector<ParamSpec> init_params;  // constructor (CellClass, PrimitiveClass)
   std::vector<ParamSpec> call_params;  // construct / __call__ / function / method (self first)
   VersionRange versions;
-  InitFn init;           // validates constructor args, creates Parameters, sets attrs
-  InferFn infer;         // output shapes/dtypes and FLOPs from inputs (+ init args)
+  InitFn init;                 // validates constructor args, creates Parameters, sets attrs
+  InferFn infer;               // output shapes/dtypes and FLOPs from inputs (+ init args)
   bool returns_tuple = false;  // outputs are returned as a Python tuple even if there is one
-  std::string summary;   // one line for hover/completion
-  std::string replacement;  // for entries kept only to explain a mistake: the API to use instead
+  std::string summary;         // one line for hover/completion
+  std::string replacement;     // for entries kept only to explain a mistake: the API to use instead
 };
 
 class Registry {
@@ -152,9 +154,11 @@ class Registry {
   // Any entry with this name regardless of version (for "removed in"/"added in" messages).
   [[nodiscard]] std::vector<const ApiEntry*> find_all(std::string_view name) const;
   // Names below a namespace prefix ("nn.", "ops.", "Tensor.") valid at `version`.
-  [[nodiscard]] std::vector<const ApiEntry*> list(std::string_view prefix, const Version& version) const;
+  [[nodiscard]] std::vector<const ApiEntry*> list(std::string_view prefix,
+                                                  const Version& version) const;
   // Closest registered names for a misspelt one ("nn.Dence" -> "nn.Dense").
-  [[nodiscard]] std::vector<std::string> suggest(std::string_view name, const Version& version) const;
+  [[nodiscard]] std::vector<std::string> suggest(std::string_view name,
+                                                 const Version& version) const;
   [[nodiscard]] const std::vector<std::unique_ptr<ApiEntry>>& entries() const { return entries_; }
 
   void add(ApiEntry entry);

@@ -24,10 +24,11 @@ enum class DType : uint8_t {
   Complex64,
 };
 
-std::string_view dtype_name(DType t);                       // "float32"
-std::optional<DType> dtype_from_name(std::string_view name);  // accepts "float32", "fp32", "float"...
+std::string_view dtype_name(DType t);  // "float32"
+std::optional<DType> dtype_from_name(
+    std::string_view name);  // accepts "float32", "fp32", "float"...
 bool is_floating(DType t);
-bool is_integral(DType t);  // includes bool
+bool is_integral(DType t);   // includes bool
 size_t dtype_size(DType t);  // bytes per element, 0 for Unknown
 // Result type of a binary arithmetic op (NumPy/MindSpore style promotion).
 DType promote(DType a, DType b);
@@ -35,9 +36,9 @@ DType promote(DType a, DType b);
 // Three-valued logic for comparisons of possibly-symbolic dimensions.
 enum class Tri { No, Yes, Maybe };
 
-// A dimension: a known size, a symbolic monomial `coef * sym` (e.g. N, 2*N, N*L), or unknown.
-// Symbols are interned in a process-wide table; non-monomial expressions become new atoms whose
-// name is the expression text, e.g. "(H-2)".
+// A dimension: a known size, an affine symbolic term `coef * sym + offset` where `sym` is a
+// monomial of named symbols (e.g. N, 2*N, N*L, H-4), or unknown. Symbols are interned in a
+// process-wide table; other expressions become new atoms named by their text, e.g. "(H-6)//2".
 class Dim {
  public:
   constexpr Dim() = default;
@@ -50,6 +51,7 @@ class Dim {
   [[nodiscard]] bool is_symbolic() const { return sym_ != 0; }
   [[nodiscard]] int64_t value() const { return coef_; }  // meaningful when is_known()
   [[nodiscard]] int64_t coefficient() const { return coef_; }
+  [[nodiscard]] int64_t offset() const { return offset_; }
   [[nodiscard]] uint32_t symbol_id() const { return sym_; }
   [[nodiscard]] std::string str() const;
 
@@ -64,9 +66,10 @@ class Dim {
   static Dim ceil_div(Dim a, Dim b);
 
  private:
-  constexpr Dim(int64_t c, uint32_t s) : coef_(c), sym_(s) {}
+  constexpr Dim(int64_t c, uint32_t s, int64_t o = 0) : coef_(c), sym_(s), offset_(o) {}
   int64_t coef_ = -1;
   uint32_t sym_ = 0;
+  int64_t offset_ = 0;  // only for symbolic dims
   friend struct DimBuilder;
 };
 

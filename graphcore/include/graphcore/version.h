@@ -21,8 +21,8 @@ struct Version {
 inline constexpr Version kDefaultMindSporeVersion{2, 10, 0};
 
 struct VersionRange {
-  Version since{0, 0, 0};      // inclusive
-  Version until{99, 0, 0};     // exclusive
+  Version since{0, 0, 0};   // inclusive
+  Version until{99, 0, 0};  // exclusive
   [[nodiscard]] bool contains(const Version& v) const { return since <= v && v < until; }
 };
 

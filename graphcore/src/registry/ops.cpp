@@ -288,12 +288,20 @@ void register_shape_ops(Registry& r) {
      reshape_rule("ops.reshape", "input", "shape"), "reshape (one -1 allowed)");
   prim(r, "ops.Reshape", {}, {P("input"), P("shape")},
        reshape_rule("ops.Reshape", "input", "shape"), "reshape primitive: Reshape()(x, shape)");
-  fn(r, "ops.transpose", "Transpose", {P("input"), P("dims")},
-     permute_rule("ops.transpose", "input", "dims"), "permutes all axes");
+  // The permutation was named `input_perm` up to MindSpore 2.7.0 and `dims` since 2.7.1.
+  auto transpose_rule = [](const std::string& api) -> InferFn {
+    InferFn before = permute_rule(api, "input", "input_perm");
+    InferFn after = permute_rule(api, "input", "dims");
+    return [before, after](CallContext& ctx) { (ctx.version() < kMs2_7_1 ? before : after)(ctx); };
+  };
+  fn(r, "ops.transpose", "Transpose",
+     {P("input"), until(kMs2_7_1, P("input_perm")), since(kMs2_7_1, P("dims"))},
+     transpose_rule("ops.transpose"), "permutes all axes");
   fn(r, "ops.permute", "Transpose", {P("input"), P("axis")},
      permute_rule("ops.permute", "input", "axis"), "permutes all axes");
-  prim(r, "ops.Transpose", {}, {P("input"), P("dims")},
-       permute_rule("ops.Transpose", "input", "dims"), "Transpose()(x, perm)");
+  prim(r, "ops.Transpose", {},
+       {P("input"), until(kMs2_7_1, P("input_perm")), since(kMs2_7_1, P("dims"))},
+       transpose_rule("ops.Transpose"), "Transpose()(x, perm)");
   fn(r, "ops.swapaxes", "Transpose", {P("input"), P("axis0"), P("axis1")},
      swap_rule("ops.swapaxes", "input", "axis0", "axis1"), "swaps two axes");
   for (const char* name : {"ops.concat", "ops.cat"})
@@ -332,14 +340,15 @@ void register_shape_ops(Registry& r) {
        "Split(axis, output_num)(x): output_num equal pieces; returns a tuple", true);
   // unstack: removes `axis`, one output per element along it (which must be known).
   auto unstack_infer = [](const char* api, bool from_init) {
-    return on_tensor(from_init ? "input_x" : "input", [api, from_init](CallContext& ctx, const TensorType& t) {
+    return on_tensor("input_x", [api, from_init](CallContext& ctx, const TensorType& t) {
       int64_t axis = (from_init ? ctx.init_arg("axis") : ctx.arg("axis")).as_int().value_or(0);
-      auto ax = axis_or_error(ctx, api, axis, t.shape.rank(), from_init ? "input_x" : "input");
+      auto ax = axis_or_error(ctx, api, axis, t.shape.rank(), "input_x");
       if (!ax) return;
       const Dim& d = t.shape.dims[*ax];
       if (!d.is_known()) {
-        ctx.error("shape-mismatch", std::string(api) + ": the unstacked axis " + std::to_string(axis) +
-                                        " of " + t.shape.str() + " must have a known size");
+        ctx.error("shape-mismatch", std::string(api) + ": the unstacked axis " +
+                                        std::to_string(axis) + " of " + t.shape.str() +
+                                        " must have a known size");
         return;
       }
       Shape piece = t.shape;
@@ -348,10 +357,11 @@ void register_shape_ops(Registry& r) {
     });
   };
   prim(r, "ops.Unstack", {P("axis", "0"), P("num", "None")}, {P("input_x")},
-       unstack_infer("ops.Unstack", true), "Unstack(axis)(x): the slices along axis; returns a tuple",
-       true);
-  fn(r, "ops.unstack", "Unstack", {P("input"), P("axis", "0")}, unstack_infer("ops.unstack", false),
-     "the slices along axis; returns a tuple", true);
+       unstack_infer("ops.Unstack", true),
+       "Unstack(axis)(x): the slices along axis; returns a tuple", true);
+  // ops.unstack(input_x, axis=0) in every 2.7-2.10 release (not `input`).
+  fn(r, "ops.unstack", "Unstack", {P("input_x"), P("axis", "0")},
+     unstack_infer("ops.unstack", false), "the slices along axis; returns a tuple", true);
   fn(r, "ops.squeeze", "Squeeze", {P("input"), P("axis", "None")},
      squeeze_rule("ops.squeeze", "input", {"axis"}), "removes size-1 axes");
   prim(r, "ops.Squeeze", {P("axis", "()")}, {P("input")},
@@ -474,6 +484,7 @@ void register_creation(Registry& r) {
         if (v.is_tensor()) dt = v.tensor.dtype;
       }
       if (auto d = dtype_value(ctx.arg("dtype"))) dt = *d;
+      if (auto d = dtype_value(ctx.arg("type"))) dt = *d;  // Ones()/Zeros() before 2.8.0
       if (!dims) return add_unknown_output(ctx, dt);
       ctx.add_output({Shape(*dims), dt});
     };
@@ -484,10 +495,19 @@ void register_creation(Registry& r) {
      "tensor of zeros (float32 by default)");
   fn(r, "ops.full", "Fill", {P("size"), P("fill_value"), KW("dtype", "None")},
      filled("size", "fill_value"), "tensor filled with fill_value");
-  prim(r, "ops.Ones", {}, {P("shape"), P("dtype", "None")}, filled("shape", std::nullopt),
-       "Ones()(shape, dtype)");
-  prim(r, "ops.Zeros", {}, {P("size"), P("dtype", "None")}, filled("size", std::nullopt),
-       "Zeros()(shape, dtype)");
+  // Ones()/Zeros() took (size, type) up to MindSpore 2.7.x; since 2.8.0 Ones() takes
+  // (shape, dtype) and Zeros() (size, dtype).
+  prim(
+      r, "ops.Ones", {},
+      {until(kMs2_8_0, P("size")), until(kMs2_8_0, P("type", "None")), since(kMs2_8_0, P("shape")),
+       since(kMs2_8_0, P("dtype", "None"))},
+      [filled](CallContext& ctx) {
+        filled(ctx.version() < kMs2_8_0 ? "size" : "shape", std::nullopt)(ctx);
+      },
+      "Ones()(shape, dtype)");
+  prim(r, "ops.Zeros", {},
+       {P("size"), until(kMs2_8_0, P("type", "None")), since(kMs2_8_0, P("dtype", "None"))},
+       filled("size", std::nullopt), "Zeros()(shape, dtype)");
   prim(r, "ops.Fill", {}, {P("dtype"), P("dims"), P("x")}, filled("dims", "x"),
        "Fill()(dtype, shape, value)");
   for (const char* name : {"ones_like", "zeros_like"})

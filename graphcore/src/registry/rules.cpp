@@ -64,6 +64,14 @@ ParamSpec KWARGS(std::string name) {
   p.kind = ParamKind::VarKeyword;
   return p;
 }
+ParamSpec since(Version v, ParamSpec p) {
+  p.versions.since = v;
+  return p;
+}
+ParamSpec until(Version v, ParamSpec p) {
+  p.versions.until = v;
+  return p;
+}
 
 // ---- Reading arguments ------------------------------------------------------------------------
 bool is_scalar(const ArgValue& v) {

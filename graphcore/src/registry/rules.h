@@ -30,6 +30,16 @@ ParamSpec KW(std::string name, std::string default_src = {});  // keyword-only
 ParamSpec VAR(std::string name);                               // *args
 ParamSpec KWARGS(std::string name);                            // **kwargs
 
+// ---- MindSpore versions -------------------------------------------------------------------------
+// Releases at which a registry signature changed; each use is verified against the PyPI wheels
+// with scripts/dump_signatures.py (table: docs/mindspore-versions.md).
+inline constexpr Version kMs2_7_1{2, 7, 1};
+inline constexpr Version kMs2_8_0{2, 8, 0};
+// `p` restricted to the versions [v, ...): the parameter was added (or renamed to) in v.
+ParamSpec since(Version v, ParamSpec p);
+// `p` restricted to the versions [..., v): the parameter was removed (or renamed) in v.
+ParamSpec until(Version v, ParamSpec p);
+
 // ---- Reading arguments ------------------------------------------------------------------------
 // The tensor bound to `name`. Python scalars become 0-d tensors (bool, int64, float32); nullopt
 // for Unknown/Missing/None values (and for other kinds, after reporting "invalid-argument").

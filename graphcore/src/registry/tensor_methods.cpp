@@ -147,10 +147,53 @@ void register_reductions(Registry& r) {
 }
 
 void register_shape_methods(Registry& r) {
-  method(r, "reshape", "Reshape", {VAR("shape")}, reshape_rule(api("reshape"), "self", "shape"),
+  // x.reshape(2, -1), x.reshape((2, -1)) and x.reshape(shape=(2, -1)) (every 2.7-2.10 release).
+  method(r, "reshape", "Reshape", {P("shape"), VAR("args")},
+         reshape_rule(api("reshape"), "self", "shape"),
          "reshape: x.reshape(2, -1) or x.reshape((2, -1))");
-  method(r, "view", "Reshape", {VAR("shape")}, reshape_rule(api("view"), "self", "shape"),
-         "reshape view: x.view(2, -1)");
+  // x.view(*shape): `shape=` is accepted since MindSpore 2.7.1 (2.7.0's view was a Python
+  // method taking only *shape); x.view(dtype) reinterprets the bytes since 2.8.0.
+  method(
+      r, "view", "Reshape",
+      {since(kMs2_7_1, P("shape")), until(kMs2_7_1, VAR("shape")), since(kMs2_7_1, VAR("args"))},
+      [shape_rule = reshape_rule(api("view"), "self", "shape")](CallContext& ctx) {
+        const ArgValue& named = ctx.arg("shape");
+        const std::vector<ArgValue>& rest = ctx.varargs();
+        bool one = named.is_missing() ? rest.size() == 1 : rest.empty();
+        const ArgValue& first = named.is_missing() && !rest.empty() ? rest[0] : named;
+        if (!one || first.kind != ArgValue::Kind::DType) return shape_rule(ctx);
+        if (ctx.version() < kMs2_8_0) {
+          ctx.error("invalid-argument",
+                    "Tensor.view: MindSpore " + ctx.version().str() +
+                        " takes a shape, not a dtype (x.view(dtype) exists since MindSpore 2.8.0)",
+                    "shape");
+          return;
+        }
+        auto t = tensor_arg(ctx, "self");
+        if (!t) return add_unknown_output(ctx, first.dtype);
+        auto from = static_cast<int64_t>(dtype_size(t->dtype));
+        auto to = static_cast<int64_t>(dtype_size(first.dtype));
+        if (from == to) return ctx.add_output({t->shape, first.dtype});
+        if (!t->shape.ranked || t->shape.rank() == 0 || from == 0 || to == 0)
+          return add_unknown_output(ctx, first.dtype);
+        Shape out = t->shape;
+        Dim& last = out.dims.back();
+        if (to < from) {
+          if (!last.is_unknown()) last = last * Dim::known(from / to);
+        } else if (last.is_known() && last.value() % (to / from) != 0) {
+          ctx.error("invalid-argument",
+                    "Tensor.view: the last dimension of " + t->shape.str() +
+                        " must be divisible by " + std::to_string(to / from) + " to view " +
+                        std::string(dtype_name(t->dtype)) + " as " +
+                        std::string(dtype_name(first.dtype)),
+                    "shape");
+          return;
+        } else if (!last.is_unknown()) {
+          last = Dim::exact_div(last, Dim::known(to / from)).value_or(Dim::unknown());
+        }
+        ctx.add_output({out, first.dtype});
+      },
+      "reshape view: x.view(2, -1); x.view(dtype) reinterprets the bytes (2.8.0+)");
   method(
       r, "reshape_as", "Reshape", {P("other")},
       [](CallContext& ctx) {
@@ -162,8 +205,10 @@ void register_shape_methods(Registry& r) {
           ctx.add_output({*s, t->dtype});
       },
       "reshape to other's shape");
-  method(r, "permute", "Transpose", {VAR("dims")}, permute_rule(api("permute"), "self", "dims"),
-         "permutes all axes: x.permute(0, 2, 1)");
+  // x.permute(*dims): `dims=` is accepted since MindSpore 2.7.1.
+  method(r, "permute", "Transpose",
+         {since(kMs2_7_1, P("dims")), until(kMs2_7_1, VAR("dims")), since(kMs2_7_1, VAR("args"))},
+         permute_rule(api("permute"), "self", "dims"), "permutes all axes: x.permute(0, 2, 1)");
   // x.transpose(0, 2) swaps two axes (2.x); x.transpose((2, 0, 1)) or x.transpose(2, 0, 1)
   // with a full permutation keeps the older meaning.
   method(
@@ -205,13 +250,16 @@ void register_shape_methods(Registry& r) {
          unsqueeze_rule(api("expand_dims"), "self", {"axis"}), "inserts a size-1 axis");
   method(r, "unsqueeze", "ExpandDims", {P("dim")},
          unsqueeze_rule(api("unsqueeze"), "self", {"dim"}), "inserts a size-1 axis");
-  method(r, "squeeze", "Squeeze", {VAR("axis")}, squeeze_rule(api("squeeze"), "self", {"axis"}),
-         "removes size-1 axes");
+  // x.squeeze(axis=None): an int or a tuple, never several ints (every 2.7-2.10 release).
+  method(r, "squeeze", "Squeeze", {P("axis", "None")},
+         squeeze_rule(api("squeeze"), "self", {"axis"}), "removes size-1 axes");
   method(r, "flatten", "Flatten", {P("start_dim", "0"), P("end_dim", "-1"), KW("order", "'C'")},
          flatten_rule(api("flatten"), "self", 0), "flattens dims start_dim..end_dim (default all)");
-  method(r, "tile", "Tile", {VAR("dims")}, tile_rule(api("tile"), "self", "dims"),
-         "repeats along each axis");
-  method(r, "broadcast_to", "BroadcastTo", {P("shape")},
+  // x.tile(dims) / x.tile(dims=...); x.tile(2, 2) only since MindSpore 2.7.1.
+  method(r, "tile", "Tile", {P("dims"), since(kMs2_7_1, VAR("args"))},
+         tile_rule(api("tile"), "self", "dims"), "repeats along each axis");
+  // x.broadcast_to(shape); x.broadcast_to(2, 3) only since MindSpore 2.7.1.
+  method(r, "broadcast_to", "BroadcastTo", {P("shape"), since(kMs2_7_1, VAR("args"))},
          broadcast_to_rule(api("broadcast_to"), "self", "shape"), "broadcasts to shape");
   method(r, "expand_as", "BroadcastTo", {P("other")},
          same_as_rule(api("expand_as"), "self", "other"), "broadcasts to other's shape");

@@ -1,0 +1,104 @@
+#include "graphcore/diagnostic_codes.h"
+
+namespace graphcore {
+
+namespace {
+constexpr DiagnosticCodeInfo kCodes[] = {
+    {"syntax-error", "error",
+     "tree-sitter could not parse this (unexpected token or missing one); other Cells still "
+     "compile"},
+    {"invalid-encoding", "error",
+     "the file is not valid UTF-8 (first bad byte located; the rest is analysed with ? in its "
+     "place)"},
+    {"file-too-large", "error", "the file exceeds max_file_bytes (4 MiB) and is not analysed"},
+    {"nesting-too-deep", "error", "expressions or blocks nested deeper than 400 levels"},
+    {"file-not-found", "error", "the file given on the command line cannot be read"},
+    {"unknown-api", "error",
+     "nn.X / ops.X does not exist in the configured MindSpore version; \"did you mean\" lists the "
+     "closest APIs (also across nn/ops), a quick fix rewrites it, and analysis continues with the "
+     "best match"},
+    {"import-error", "error",
+     "from mindspore.ops import X of a name that does not exist, a relative import with no file, "
+     "an absolute import of a workspace package module that is missing"},
+    {"cyclic-import", "error",
+     "a name imported from a module that is still being initialised (the modules import each "
+     "other)"},
+    {"undefined-name", "error",
+     "a name that is not defined in any enclosing scope, the module, or builtins"},
+    {"unknown-attribute", "error",
+     "an attribute that the object does not have (e.g. self.fc3 never assigned in __init__)"},
+    {"unknown-keyword", "error",
+     "a keyword argument the API/function does not take (says when another MindSpore version has "
+     "it; suggests the closest parameter)"},
+    {"missing-argument", "error", "a required argument is not given"},
+    {"too-many-arguments", "error", "more positional arguments than the signature takes"},
+    {"invalid-argument", "error",
+     "an argument value the API rejects (e.g. nn.Dropout(p=1.5), bad pad_mode), or one given "
+     "twice"},
+    {"deprecated-argument", "warning",
+     "an argument deprecated in the configured version (nn.Dropout(keep_prob=...), with a quick "
+     "fix to p=1-keep_prob)"},
+    {"shape-mismatch", "error",
+     "a layer's expectation does not match its input (Dense in_channels vs the features it "
+     "receives, Conv in_channels, ...)"},
+    {"rank-error", "error", "an input of the wrong rank (Conv2d given a 2-D tensor)"},
+    {"broadcast-error", "error",
+     "elementwise operands that cannot be broadcast (residual add of 28x28 onto 56x56)"},
+    {"matmul-dim", "error", "matrix-multiply inner dimensions differ"},
+    {"reshape-size", "error", "reshape to a shape with a different element count"},
+    {"concat-dim", "error", "concatenated tensors differ outside the concatenation axis"},
+    {"axis-error", "error", "an axis out of range for the tensor's rank"},
+    {"dtype-error", "error", "a dtype the operation rejects (e.g. exp of an int tensor)"},
+    {"index-error", "error", "a constant index out of range (tensor axis, tuple, list)"},
+    {"key-error", "error", "a missing key in a dict built by model code"},
+    {"type-error", "error",
+     "an operation on values of the wrong Python type (calling a non-callable, range() of a "
+     "string, ...)"},
+    {"value-error", "error", "list.index of a missing value and similar"},
+    {"unpack-error", "error", "tuple unpacking with the wrong number of values"},
+    {"zero-division", "error", "division by zero in model-building code"},
+    {"assertion-failed", "error",
+     "an assert in model-building code that fails for these arguments"},
+    {"raises", "error/warning",
+     "model-building code reaches a raise (error when building the analysed Cell; warning at "
+     "module level)"},
+    {"no-construct", "error", "a Cell that is analysed has no construct"},
+    {"no-return", "warning",
+     "construct returns nothing: no graph output (MindSpore's export says \"No output node "
+     "found\")"},
+    {"unused-result", "warning",
+     "an operation in construct whose result is never used (the last node of a dead chain)"},
+    {"branch-shape", "warning",
+     "the branches of an if on a tensor value give a variable different shapes (dynamic shape)"},
+    {"graph-mode-unsupported", "error/warning",
+     "syntax that GRAPH_MODE rejects in construct (yield, await, import, global, class "
+     "definitions; try and del as warnings)"},
+    {"recursion", "error", "a Cell whose construct calls itself"},
+    {"budget-exceeded", "error",
+     "evaluation exhausted the step budget (an infinite loop such as while True: in __init__) or "
+     "the call-depth limit (runaway recursion); located where it happened"},
+    {"needs-arguments", "information",
+     "a Cell class whose constructor needs arguments that nothing in the file supplies: analysed "
+     "only through its uses or --entry"},
+    {"unmodelled-api", "information",
+     "a real MindSpore API that Cellscope has no shape rule for: shapes after it are unknown"},
+    {"invalid-entry", "error",
+     "an --entry expression that does not parse or does not build a Cell"},
+    {"unknown-cell", "error",
+     "--cell NAME names no analysed Cell (the message lists the analysed ones)"},
+    {"internal-error", "error",
+     "an unexpected failure inside Cellscope for this file (a bug: please report it); other files "
+     "continue"},
+};
+}  // namespace
+
+std::span<const DiagnosticCodeInfo> diagnostic_codes() { return kCodes; }
+
+const DiagnosticCodeInfo* find_diagnostic_code(std::string_view code) {
+  for (const auto& c : kCodes) {
+    if (c.code == code) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace graphcore
