@@ -242,7 +242,7 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
           tensor(n.outputs.size() == 1 ? std::string() : std::to_string(i), n.outputs[i]);
     }
     auto* attrs = out->mutable_attrs();
-    for (const auto& a : n.attrs) (*attrs)[a.name] = attr_value(a.value);
+    n.for_each_attr([&](const graphcore::Attr& a) { (*attrs)[a.name] = attr_value(a.value); });
     for (const auto& p : n.params) out->add_params(p);
     out->set_file(n.file);
     *out->mutable_range() = positions.range(n.file.empty() ? report.file : n.file, n.range);

@@ -204,10 +204,8 @@ class RootCompiler {
                                [&](const ValueRef& r) { return r.node == input_node; });
       if (!reads || n.kind != NodeKind::Op) continue;
       auto attr_int = [&](const char* name) -> std::optional<int64_t> {
-        for (const Attr& a : n.attrs) {
-          if (a.name == name) {
-            if (auto* i = std::get_if<int64_t>(&a.value)) return *i;
-          }
+        if (const AttrValue* v = n.find_attr(name)) {
+          if (auto* i = std::get_if<int64_t>(v)) return *i;
         }
         return std::nullopt;
       };
@@ -243,10 +241,8 @@ class RootCompiler {
       if (api == "nn.Embedding") return TensorType{Shape({N, Dim::symbol("L")}), DType::Int32};
       if (api == "nn.LSTM" || api == "nn.GRU" || api == "nn.RNN") {
         bool batch_first = false;
-        for (const Attr& a : n.attrs) {
-          if (a.name == "batch_first") {
-            if (auto* b = std::get_if<bool>(&a.value)) batch_first = *b;
-          }
+        if (const AttrValue* v = n.find_attr("batch_first")) {
+          if (auto* b = std::get_if<bool>(v)) batch_first = *b;
         }
         Dim feat = channel({"input_size"});
         return TensorType{

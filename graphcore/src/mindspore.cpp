@@ -560,7 +560,8 @@ class CallCtx final : public BoundCtx<CallContext> {
   }
   const AttrValue* init_attr(std::string_view name) const override {
     if (obj_ && obj_->cell) {
-      for (auto& a : obj_->cell->attrs) {
+      if (!obj_->cell->attrs) return nullptr;
+      for (auto& a : *obj_->cell->attrs) {
         if (a.name == name) return &a.value;
       }
     }
@@ -751,7 +752,7 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
     cs.init_args.push_back(CellState::InitArg{b.values[i].first, std::move(b.values[i].second),
                                               a.range, a.explicit_arg});
   }
-  cs.attrs = std::move(ctx.attrs);
+  cs.attrs = std::make_shared<const std::vector<Attr>>(std::move(ctx.attrs));
   cs.api_params = std::move(ctx.params);
   for (const ParamInfo& p : cs.api_params) {
     Value pv = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
@@ -825,11 +826,8 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   // While construct is compiled every operation is a node, constants included (folding them
   // is an optimisation-layer decision); outside construct the result is a constant.
   if (graph) {
-    std::vector<Attr> attrs;
-    if (self_obj && self_obj->cell) attrs = self_obj->cell->attrs;
-    for (auto& a : ctx.attrs) attrs.push_back(std::move(a));
     return add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs),
-                       std::move(attrs), ctx.flops, site, e->returns_tuple);
+                       std::move(ctx.attrs), ctx.flops, site, e->returns_tuple);
   }
   // Constant folding: every input is a constant, so the result is a constant too.
   std::vector<Value> outs;

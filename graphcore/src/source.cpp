@@ -143,6 +143,18 @@ std::optional<Version> Version::parse(std::string_view text) {
   return v;
 }
 
+const AttrValue* Node::find_attr(std::string_view name) const {
+  for (const Attr& a : attrs) {
+    if (a.name == name) return &a.value;
+  }
+  if (layer_attrs) {
+    for (const Attr& a : *layer_attrs) {
+      if (a.name == name) return &a.value;
+    }
+  }
+  return nullptr;
+}
+
 std::string attr_to_string(const AttrValue& v) {
   struct Visitor {
     std::string operator()(std::monostate) const { return "None"; }

@@ -165,6 +165,7 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
     n.scope = obj->cell->path;
     n.id = graph->unique_id(obj->cell->path);
     for (auto& p : obj->cell->api_params) n.params.push_back(obj->cell->path + "." + p.name);
+    n.layer_attrs = obj->cell->attrs;
   } else {
     n.scope = current_scope();
     n.id = graph->unique_id((n.scope.empty() ? "" : n.scope + "/") + n.op);

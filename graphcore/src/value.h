@@ -273,7 +273,7 @@ struct CellState {
     bool explicit_arg = false;
   };
   std::vector<InitArg> init_args;
-  std::vector<Attr> attrs;
+  std::shared_ptr<const std::vector<Attr>> attrs;  // shared with the nodes it produces
   std::vector<ParamInfo> api_params;
   bool init_failed = false;
   // Where it was constructed (the call in the parent's __init__).

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string_view>
 #include <string>
 #include <variant>
 #include <vector>
@@ -52,11 +54,25 @@ struct Node {
   std::string scope;  // Cell instance path, e.g. "layer1.0.conv1" ("" for the root)
   std::vector<ValueRef> inputs;
   std::vector<TensorType> outputs;
-  std::vector<Attr> attrs;
+  std::vector<Attr> attrs;  // attributes of this application (e.g. a reshape's target shape)
+  // Constructor attributes of the layer that produced the node (kernel_size, stride, ...), shared
+  // by every node of that layer.
+  std::shared_ptr<const std::vector<Attr>> layer_attrs;
   std::vector<std::string> params;  // parameter names this node reads (layer weights)
   std::string file;
   SourceRange range;  // the expression in construct that produced the node
   double flops = 0;
+
+  // The attribute `name`, from this application or the layer's constructor; nullptr if absent.
+  [[nodiscard]] const AttrValue* find_attr(std::string_view name) const;
+  // Every attribute: the layer's constructor attributes, then this application's.
+  template <class F>
+  void for_each_attr(F&& f) const {
+    if (layer_attrs) {
+      for (const Attr& a : *layer_attrs) f(a);
+    }
+    for (const Attr& a : attrs) f(a);
+  }
 };
 
 struct Graph {
