@@ -316,43 +316,29 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
     }
     case K::For: {
       Value it = eval(s->b, f);
-      if (auto* live = it.as<ListObj>()) {
-        // A list is iterated live, as Python does: appending inside the loop extends it.
-        bool broke = false;
-        for (size_t i = 0; i < live->items.size(); ++i) {
-          Value item = live->items[i];
-          assign(s->a, item, f);
-          Flow fl = exec_block(s->list, f);
-          if (fl == Flow::Break) {
-            broke = true;
-            break;
+      // A list is iterated live, as Python does (appending inside the loop extends it); other
+      // iterables are expanded first.
+      auto* live = it.as<ListObj>();
+      std::optional<std::vector<Value>> items;
+      if (!live) {
+        items = iterate(it, site);
+        if (!items) {
+          if (it.is_unknown() || it.as<OpaqueObj>() || it.as<ModuleObj>()) return Flow::Normal;
+          if (!it.as<TensorObj>()) {
+            report(Site{s->b, f.module}, Severity::Error, "type-error",
+                   "`" + type_name(it) + "` object is not iterable");
           }
-          if (fl == Flow::Return) return fl;
+          return Flow::Normal;
         }
-        if (!broke) return exec_block(s->list2, f);
-        return Flow::Normal;
       }
-      auto items = iterate(it, site);
-      if (!items) {
-        if (it.is_unknown() || it.as<OpaqueObj>() || it.as<ModuleObj>()) return Flow::Normal;
-        if (!it.as<TensorObj>()) {
-          report(Site{s->b, f.module}, Severity::Error, "type-error",
-                 "`" + type_name(it) + "` object is not iterable");
-        }
-        return Flow::Normal;
-      }
-      bool broke = false;
-      for (const Value& item : *items) {
+      for (size_t i = 0; i < (live ? live->items.size() : items->size()); ++i) {
+        Value item = live ? live->items[i] : (*items)[i];
         assign(s->a, item, f);
         Flow fl = exec_block(s->list, f);
-        if (fl == Flow::Break) {
-          broke = true;
-          break;
-        }
+        if (fl == Flow::Break) return Flow::Normal;
         if (fl == Flow::Return) return fl;
       }
-      if (!broke) return exec_block(s->list2, f);
-      return Flow::Normal;
+      return exec_block(s->list2, f);  // the loop's `else`: it ran without `break`
     }
     case K::While: {
       while (true) {
