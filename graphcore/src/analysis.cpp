@@ -3,6 +3,7 @@
 #include "graphcore/analysis.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -90,34 +91,39 @@ struct Root {
   Site site;
 };
 
+// Tree walks mark what they visited instead of keeping hash sets (Cells and Parameters can be
+// shared, and a model can hold a hundred thousand of them).
+uint32_t next_walk_mark() {
+  static std::atomic<uint32_t> counter{0};
+  return ++counter;
+}
+
 // Walks a root's Cell tree, giving each instance its path ("layer1.0.conv1").
-void assign_paths(const Value& v, const std::string& path, std::unordered_set<const Object*>& seen,
+void assign_paths(const Value& v, const std::string& path, uint32_t mark,
                   std::unordered_set<const ClassObj*>* classes) {
   auto* inst = v.as<InstanceObj>();
-  if (!inst || !inst->cell || seen.count(inst)) return;
-  seen.insert(inst);
+  if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
+  inst->cell->walk_mark = mark;
   inst->cell->path = path;
   if (classes) classes->insert(inst->cls);
   auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
-  for (auto& [k, child] : inst->cell->children) assign_paths(child, join(k), seen, classes);
+  for (auto& [k, child] : inst->cell->children) assign_paths(child, join(k), mark, classes);
   for (size_t i = 0; i < inst->cell->items.size(); ++i) {
     std::string k =
         i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
-    assign_paths(inst->cell->items[i], join(k), seen, classes);
+    assign_paths(inst->cell->items[i], join(k), mark, classes);
   }
 }
 
-void collect_params(const Value& v, const std::string& path,
-                    std::unordered_set<const Object*>& seen_cells,
-                    std::unordered_set<const Object*>& seen_params, CellReport& report) {
+void collect_params(const Value& v, const std::string& path, uint32_t mark, CellReport& report) {
   auto* inst = v.as<InstanceObj>();
-  if (!inst || !inst->cell || seen_cells.count(inst)) return;
-  seen_cells.insert(inst);
+  if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
+  inst->cell->walk_mark = mark;
   auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
   for (auto& [k, p] : inst->cell->params) {
     auto* t = p.as<TensorObj>();
-    if (!t || seen_params.count(t)) continue;
-    seen_params.insert(t);
+    if (!t || t->walk_mark == mark) continue;
+    t->walk_mark = mark;
     report.params.push_back(ParamInfo{join(k), t->type.shape, t->type.dtype, t->requires_grad});
     Dim n = t->type.shape.num_elements();
     if (n.is_known()) {
@@ -125,12 +131,11 @@ void collect_params(const Value& v, const std::string& path,
       if (t->requires_grad) report.trainable_params += n.value();
     }
   }
-  for (auto& [k, child] : inst->cell->children)
-    collect_params(child, join(k), seen_cells, seen_params, report);
+  for (auto& [k, child] : inst->cell->children) collect_params(child, join(k), mark, report);
   for (size_t i = 0; i < inst->cell->items.size(); ++i) {
     std::string k =
         i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
-    collect_params(inst->cell->items[i], join(k), seen_cells, seen_params, report);
+    collect_params(inst->cell->items[i], join(k), mark, report);
   }
 }
 
@@ -264,10 +269,8 @@ class RootCompiler {
     rep.class_name = inst->cls->name;
     rep.file = inst->cls->module ? inst->cls->module->file : root.site.file();
     rep.range = inst->cls->def ? inst->cls->def->range : root.site.range();
-    std::unordered_set<const Object*> seen;
-    assign_paths(root.cell, "", seen, nullptr);
-    std::unordered_set<const Object*> seen_cells, seen_params;
-    collect_params(root.cell, "", seen_cells, seen_params, rep);
+    assign_paths(root.cell, "", next_walk_mark(), nullptr);
+    collect_params(root.cell, "", next_walk_mark(), rep);
 
     FunctionObj* fn = construct_of(inst);
     if (!fn && !inst->cell->api && inst->cls->native_base() != NativeClass::SequentialCell) {
@@ -564,8 +567,8 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
       // Every Cell class of this file constructible with its defaults.
       std::unordered_set<const ClassObj*> used_as_sub;
       {
-        std::unordered_set<const Object*> seen;
-        for (auto& r : roots) assign_paths(r.cell, "", seen, &used_as_sub);
+        uint32_t mark = next_walk_mark();
+        for (auto& r : roots) assign_paths(r.cell, "", mark, &used_as_sub);
       }
       for (auto& [k, v] : main->globals.entries) {
         auto* cls = v.as<ClassObj>();

@@ -163,7 +163,14 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
   n.op = e->op.empty() ? e->name.substr(e->name.rfind('.') + 1) : e->op;
   if (obj && obj->cell && !obj->cell->path.empty()) {
     n.scope = obj->cell->path;
-    n.id = graph->unique_id(obj->cell->path);
+    // A layer's node is named after its path; applying it again adds #2, #3...
+    CellState& cs = *obj->cell;
+    if (cs.calls_graph != graph->graph_id) {
+      cs.calls_graph = graph->graph_id;
+      cs.calls = 0;
+    }
+    ++cs.calls;
+    n.id = cs.calls == 1 ? cs.path : cs.path + "#" + std::to_string(cs.calls);
     for (auto& p : obj->cell->api_params) n.params.push_back(obj->cell->path + "." + p.name);
     n.layer_attrs = obj->cell->attrs;
   } else {

@@ -280,6 +280,9 @@ struct CellState {
   std::string file;
   SourceRange site;
   std::string path;  // instance path within the analysed root, e.g. "layer1.0.conv1"
+  uint32_t walk_mark = 0;       // last tree walk that visited this Cell (see analysis.cpp)
+  uint32_t calls = 0;           // applications in the graph `calls_graph` (node ids layer#2...)
+  uint32_t calls_graph = 0;
 };
 
 struct InstanceObj : Object {
@@ -333,6 +336,7 @@ struct TensorObj : Object {
   std::string param_name;  // relative name given at creation (Parameter(..., name=...))
   bool is_numpy = false;   // a numpy ndarray constant
   bool poisoned = false;   // produced by a failed op: suppress follow-on diagnostics
+  uint32_t walk_mark = 0;  // last parameter walk that counted it
 };
 
 struct DTypeObj : Object {
