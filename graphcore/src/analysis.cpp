@@ -458,7 +458,8 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
   auto t_start = Clock::now();
   ModuleLoader loader(sources, options);
   Interpreter in(options, loader);
-  if (!sources.read(file)) {
+  ModuleObj* main = loader.load_file(in, file, "__main__");
+  if (!main) {
     result.diagnostics.push_back(Diagnostic{file.string(),
                                             SourceRange{},
                                             Severity::Error,
@@ -468,7 +469,6 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
                                             {}});
     return result;
   }
-  ModuleObj* main = loader.load_file(in, file, "__main__");
   std::vector<Root> roots;
   std::unordered_set<const ClassObj*> rooted_classes;
   std::unordered_set<std::string> used_names;

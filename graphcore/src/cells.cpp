@@ -122,7 +122,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     case OK::Namespace:
       return namespace_attr(obj.as<NamespaceObj>(), name, site, report_missing);
     case OK::Tensor:
-      return tensor_attr(obj, name, site, report_missing);
+      return tensor_attr(obj, name, site);
     case OK::Super: {
       auto* sup = obj.as<SuperObj>();
       auto* inst = sup->self.as<InstanceObj>();

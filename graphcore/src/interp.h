@@ -105,6 +105,7 @@ class ModuleLoader {
   const AnalysisOptions& options_;
   std::map<std::string, Ref> modules_;  // by canonical file path
   std::map<std::string, std::unique_ptr<ast::ParsedFile>> parsed_;
+  std::map<std::string, std::string> prefetched_;  // text read by resolve(), by path
   std::vector<std::unique_ptr<ast::ParsedFile>> extra_;
 };
 
@@ -172,7 +173,7 @@ class Interpreter {
   Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
   std::optional<Value> cell_method(InstanceObj* inst, const Value& self, std::string_view name);
   std::optional<Value> builtin_method(const Value& obj, std::string_view name);
-  Value tensor_attr(const Value& t, std::string_view name, const Site& site, bool report);
+  Value tensor_attr(const Value& t, std::string_view name, const Site& site);
   Value tensor_binop(std::string_view api, const Value& a, const Value& b, const Site& site);
   Value tensor_subscript(const Value& t, const Value& index, const Site& site);
   Value dtype_value(DType t);

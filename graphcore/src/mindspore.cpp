@@ -966,17 +966,17 @@ void register_mindspore_natives(Interpreter& /*interp*/,
   // Shape/rank/dtype helpers, as functions and as primitive classes.
   auto shape_fn = [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
     if (a.pos.empty()) return Value::unknown();
-    return in.tensor_attr(a.pos[0], "shape", site, true);
+    return in.tensor_attr(a.pos[0], "shape", site);
   };
   add("ops.shape", shape_fn);
   add("ops.rank", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
-    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "ndim", site, true);
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "ndim", site);
   });
   add("ops.size", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
-    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "size", site, true);
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "size", site);
   });
   add("ops.dtype", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
-    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "dtype", site, true);
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "dtype", site);
   });
   add("ops.stop_gradient", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     return a.pos.empty() ? Value::unknown() : a.pos[0];
@@ -989,13 +989,13 @@ void register_mindspore_natives(Interpreter& /*interp*/,
   prim_factory("ops.Shape", shape_fn);
   prim_factory("ops.TensorShape", shape_fn);
   prim_factory("ops.Rank", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
-    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "ndim", site, true);
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "ndim", site);
   });
   prim_factory("ops.Size", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
-    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "size", site, true);
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "size", site);
   });
   prim_factory("ops.DType", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
-    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "dtype", site, true);
+    return a.pos.empty() ? Value::unknown() : in.tensor_attr(a.pos[0], "dtype", site);
   });
   // Initializers: objects that only carry their name; initializer(init, shape, dtype) is a tensor.
   for (const char* n : {"Normal", "TruncatedNormal", "HeUniform", "HeNormal", "XavierUniform",

@@ -37,7 +37,10 @@ std::optional<fs::path> ModuleLoader::resolve(std::string_view dotted, int level
     fs::path base = rel.empty() ? root : root / rel;
     for (fs::path candidate : {fs::path(base.string() + ".py"), base / "__init__.py"}) {
       if (rel.empty() && candidate.filename() != "__init__.py") continue;
-      if (sources_.read(candidate)) return candidate;
+      if (auto text = sources_.read(candidate)) {
+        prefetched_[candidate.string()] = std::move(*text);  // load_file uses it: one read
+        return candidate;
+      }
     }
   }
   return std::nullopt;
@@ -50,7 +53,13 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   std::string key = canon.string();
   auto it = modules_.find(key);
   if (it != modules_.end()) return static_cast<ModuleObj*>(it->second.get());
-  auto text = sources_.read(file);
+  std::optional<std::string> text;
+  if (auto pre = prefetched_.find(file.string()); pre != prefetched_.end()) {
+    text = std::move(pre->second);
+    prefetched_.erase(pre);
+  } else {
+    text = sources_.read(file);
+  }
   if (!text) return nullptr;
   auto m = std::make_shared<ModuleObj>();
   m->name = name;
@@ -275,8 +284,7 @@ void Interpreter::exec_import(const ast::Node* s, Frame& f) {
       top_value = mindspore_module("mindspore");
     } else if (top == "numpy") {
       Value np = numpy_module();
-      target =
-          dotted == "numpy.random" ? np.as<ModuleObj>()->globals.find(make_str("random"))[0] : np;
+      target = dotted == "numpy.random" ? *np.as<ModuleObj>()->globals.find_str("random") : np;
       top_value = np;
     } else if (top == "math") {
       target = top_value = math_module();
@@ -334,8 +342,7 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
     source = mindspore_module(module);
   } else if (level == 0 && top == "numpy") {
     source = numpy_module();
-    if (module == "numpy.random")
-      source = *source.as<ModuleObj>()->globals.find(make_str("random"));
+    if (module == "numpy.random") source = *source.as<ModuleObj>()->globals.find_str("random");
   } else if (level == 0 && top == "math") {
     source = math_module();
   } else {

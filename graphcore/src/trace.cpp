@@ -267,8 +267,7 @@ Value Interpreter::tensor_binop(std::string_view api, const Value& a, const Valu
   return call_api_function(e, args, site, nullptr);
 }
 
-Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Site& site,
-                               bool report_missing) {
+Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Site& site) {
   auto* t = tv.as<TensorObj>();
   if (!t) return Value::unknown();
   const Shape& s = t->type.shape;
@@ -325,8 +324,7 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
   std::string full = "Tensor." + std::string(name);
   const ApiEntry* e = Registry::instance().find(full, options.mindspore_version);
   if (!e) {
-    // numpy arrays: astype/reshape/... share the Tensor method rules.
-    if (report_missing && t->is_numpy && name == "tolist") return Value::unknown();
+    // A method without a rule (numpy arrays share the Tensor method rules above).
     return Value::obj(std::make_shared<BuiltinObj>(
         full, [full](Interpreter& in, CallArgs& args, const Site& call_site) -> Value {
           in.mark_consumed(args.pos);
