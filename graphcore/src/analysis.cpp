@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <unordered_set>
 
 #include "interp.h"
@@ -137,6 +138,26 @@ void collect_params(const Value& v, const std::string& path, uint32_t mark, Cell
         i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
     collect_params(inst->cell->items[i], join(k), mark, report);
   }
+}
+
+// The Cell tree below `v` in the order of registration (LSP hovers and code lenses).
+void collect_instances(Interpreter& in, const Value& v, uint32_t mark, CellReport& report) {
+  auto* inst = v.as<InstanceObj>();
+  if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
+  inst->cell->walk_mark = mark;
+  CellInstance ci;
+  ci.path = inst->cell->path;
+  ci.class_name = inst->cls->name;
+  if (const ApiEntry* api = inst->cls->api_base(); api && !inst->cls->def) ci.api = api->name;
+  if (inst->cls->def && inst->cls->module && !inst->cls->module->file.empty()) {
+    ci.class_file = inst->cls->module->file;
+    ci.class_range = in.def_name_range(inst->cls->def, inst->cls->module);
+  }
+  ci.site_file = inst->cell->file;
+  ci.site_range = inst->cell->site;
+  report.instances.push_back(std::move(ci));
+  for (auto& [k, child] : inst->cell->children) collect_instances(in, child, mark, report);
+  for (const Value& item : inst->cell->items) collect_instances(in, item, mark, report);
 }
 
 FunctionObj* construct_of(InstanceObj* inst) {
@@ -271,6 +292,7 @@ class RootCompiler {
     rep.range = inst->cls->def ? inst->cls->def->range : root.site.range();
     assign_paths(root.cell, "", next_walk_mark(), nullptr);
     collect_params(root.cell, "", next_walk_mark(), rep);
+    if (options_.record_facts) collect_instances(in_, root.cell, next_walk_mark(), rep);
 
     FunctionObj* fn = construct_of(inst);
     if (!fn && !inst->cell->api && inst->cls->native_base() != NativeClass::SequentialCell) {
@@ -447,8 +469,10 @@ class RootCompiler {
 
 }  // namespace
 
-AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options,
-                            SourceProvider& sources) {
+namespace {
+
+AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& options,
+                                 SourceProvider& sources) {
   AnalysisResult result;
   result.file = file.string();
   using Clock = std::chrono::steady_clock;
@@ -458,6 +482,7 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
   auto t_start = Clock::now();
   ModuleLoader loader(sources, options);
   Interpreter in(options, loader);
+  if (options.record_facts) in.refs = &result.references;
   ModuleObj* main = loader.load_file(in, file, "__main__");
   if (!main) {
     result.diagnostics.push_back(Diagnostic{file.string(),
@@ -629,7 +654,30 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
                      return a.range.start < b.range.start;
                    });
   result.files = loader.files_read;
+  auto ref_key = [](const Reference& r) {
+    return std::tie(r.file, r.range.start, r.range.end, r.kind, r.name);
+  };
+  std::sort(result.references.begin(), result.references.end(),
+            [&](const Reference& a, const Reference& b) { return ref_key(a) < ref_key(b); });
+  result.references.erase(
+      std::unique(result.references.begin(), result.references.end(),
+                  [&](const Reference& a, const Reference& b) { return ref_key(a) == ref_key(b); }),
+      result.references.end());
   return result;
+}
+
+}  // namespace
+
+AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options,
+                            SourceProvider& sources) {
+  try {
+    return analyze_unguarded(file, options, sources);
+  } catch (const Cancelled&) {
+    AnalysisResult result;
+    result.file = file.string();
+    result.cancelled = true;
+    return result;
+  }
 }
 
 }  // namespace graphcore

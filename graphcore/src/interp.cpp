@@ -97,7 +97,91 @@ void Interpreter::record_fact(TypeFact::Kind kind, const Site& site, const Value
   facts->push_back(TypeFact{kind, site.file(), site.range(), current_scope(), t->type});
 }
 
+SourceRange Interpreter::def_name_range(const ast::Node* def, const ModuleObj* module) {
+  SourceRange r{def->range.start, def->range.start};
+  const ast::ParsedFile* pf = module ? module->parsed : nullptr;
+  const std::string_view text = pf ? std::string_view(pf->text) : std::string_view();
+  if (def->str.empty() || text.empty() || def->str.data() < text.data() ||
+      def->str.data() + def->str.size() > text.data() + text.size()) {
+    return r;
+  }
+  const LineIndex* index = line_index(pf);
+  auto off = static_cast<size_t>(def->str.data() - text.data());
+  r.start = index->position_of(off);
+  r.end = index->position_of(off + def->str.size());
+  return r;
+}
+
+const LineIndex* Interpreter::line_index(const ast::ParsedFile* pf) {
+  auto it = line_indexes_.find(pf);
+  if (it == line_indexes_.end()) it = line_indexes_.emplace(pf, LineIndex(pf->text)).first;
+  return &it->second;
+}
+
+std::string Interpreter::source_text(const std::string& file, SourceRange range) {
+  const ast::ParsedFile* pf = loader.parsed(file);
+  if (!pf) return {};
+  const LineIndex* index = line_index(pf);
+  size_t a = index->offset_of(range.start);
+  size_t b = index->offset_of(range.end);
+  if (a > b || b > pf->text.size()) return {};
+  return pf->text.substr(a, b - a);
+}
+
+void Interpreter::record_ref(const Site& site, const Value& v) {
+  if (!site.node || !site.module || site.module->file.empty()) return;
+  SourceRange use = site.range();
+  if (site.node->kind == ast::K::Attribute) {
+    // Only the attribute's name: `conv1` of `self.conv1`.
+    const auto n = static_cast<uint32_t>(site.node->str.size());
+    use.start = use.end;
+    use.start.column = use.end.column >= n ? use.end.column - n : 0;
+  }
+  Reference ref;
+  ref.file = site.module->file;
+  ref.range = use;
+  const Value* target = &v;
+  if (auto* bm = v.as<BoundMethodObj>()) target = &bm->func;
+  if (auto* api_fn = target->as<ApiFunctionObj>()) {
+    ref.kind = Reference::Kind::Api;
+    ref.name = api_fn->entry->name;
+  } else if (auto* cls = target->as<ClassObj>()) {
+    if (const ApiEntry* api = cls->def ? nullptr : cls->api) {
+      ref.kind = Reference::Kind::Api;
+      ref.name = api->name;
+    } else if (cls->def && cls->module && !cls->module->file.empty()) {
+      ref.kind = Reference::Kind::Definition;
+      ref.name = cls->name;
+      ref.what = "class";
+      ref.target_file = cls->module->file;
+      ref.target_range = def_name_range(cls->def, cls->module);
+    } else {
+      return;
+    }
+  } else if (auto* fn = target->as<FunctionObj>()) {
+    if (!fn->module || fn->module->file.empty() || !fn->def || fn->def->kind != ast::K::FunctionDef)
+      return;
+    ref.kind = Reference::Kind::Definition;
+    ref.name = fn->name;
+    ref.what = "function";
+    ref.target_file = fn->module->file;
+    ref.target_range = def_name_range(fn->def, fn->module);
+  } else if (auto* inst = target->as<InstanceObj>()) {
+    if (!inst->cell || inst->cell->file.empty() || site.node->kind != ast::K::Attribute) return;
+    ref.kind = Reference::Kind::Definition;
+    ref.name = std::string(site.node->str);
+    ref.what = "cell";
+    ref.target_file = inst->cell->file;
+    ref.target_range = inst->cell->site;
+  } else {
+    return;
+  }
+  refs->push_back(std::move(ref));
+}
+
 void Interpreter::step(const Site& site) {
+  if (options.cancel && (steps_ & 1023) == 0 && options.cancel->load(std::memory_order_relaxed))
+    throw Cancelled{};
   if (++steps_ > options.step_budget) {
     steps_ = 0;
     throw BudgetExceeded{"evaluation step budget (" + std::to_string(options.step_budget) +
@@ -548,6 +632,7 @@ Value Interpreter::eval(const Node* e, Frame& f) {
     case K::Name: {
       Value v = lookup_name(e->str, f, site);
       if (facts && f.in_construct) record_fact(TypeFact::Kind::Name, site, v);
+      if (refs) record_ref(site, v);
       return v;
     }
     case K::Int:
@@ -630,7 +715,9 @@ Value Interpreter::eval(const Node* e, Frame& f) {
     }
     case K::Attribute: {
       Value obj = eval(e->a, f);
-      return getattr(obj, e->str, site);
+      Value v = getattr(obj, e->str, site);
+      if (refs) record_ref(site, v);
+      return v;
     }
     case K::Subscript: {
       Value obj = eval(e->a, f);

@@ -62,6 +62,8 @@ struct BudgetExceeded {
   std::string what;
   Site site;
 };
+// Thrown when AnalysisOptions::cancel is set; caught only by analyze_file.
+struct Cancelled {};
 
 class Interpreter;
 
@@ -187,6 +189,14 @@ class Interpreter {
   GraphBuilder* graph = nullptr;
   std::vector<TypeFact>* facts = nullptr;  // where to record expression types (LSP), or null
   void record_fact(TypeFact::Kind kind, const Site& site, const Value& v);
+  std::vector<Reference>* refs = nullptr;  // where to record what names refer to, or null
+  // Records what the name or attribute at `site` refers to, when it is an API or user code.
+  void record_ref(const Site& site, const Value& v);
+  // The range of a class's / function's name in its definition.
+  SourceRange def_name_range(const ast::Node* def, const ModuleObj* module);
+  // The source text of `range` in a file that was read, or "".
+  std::string source_text(const std::string& file, SourceRange range);
+  const LineIndex* line_index(const ast::ParsedFile* pf);
   std::vector<InstanceObj*> cell_stack;  // Cells whose construct is being compiled
   int cell_init_depth = 0;               // > 0 while a Cell's __init__ runs
   ValueRef graph_value(const Value& tensor, const Site& site);  // node output feeding an op
@@ -230,6 +240,7 @@ class Interpreter {
   std::unordered_map<const ParamSpec*, Value> default_cache_;
   std::unordered_map<std::string, Value> natives_;
   std::unordered_map<const ApiEntry*, Value> api_classes_;
+  std::unordered_map<const ast::ParsedFile*, LineIndex> line_indexes_;  // for def_name_range
   Value lookup_name(std::string_view name, Frame& f, const Site& site);
   void assign(const ast::Node* target, const Value& v, Frame& f);
   void store_name(std::string_view name, const Value& v, Frame& f);

@@ -508,6 +508,19 @@ class BoundCtx : public Base {
   bool failed() const override { return failed_; }
 
  protected:
+  // The quick fix of suggest_init_value for argument `a` written in `file`.
+  void attach_init_fix(const std::string& file, const ArgValue& a, std::string_view param,
+                       std::string value) {
+    if (!a.explicit_arg || file.empty() || in_.diagnostics.empty()) return;
+    // A keyword argument's range covers `name=value`; keep the keyword.
+    std::string written = in_.source_text(file, a.range);
+    size_t eq = written.find('=');
+    std::string lhs = eq == std::string::npos ? "" : written.substr(0, eq);
+    while (!lhs.empty() && (lhs.back() == ' ' || lhs.back() == '\t')) lhs.pop_back();
+    std::string text = lhs == param ? std::string(param) + "=" + value : value;
+    in_.diagnostics.back().fixes.push_back(
+        Fix{"Change " + std::string(param) + " to " + value, {TextEdit{file, a.range, text}}});
+  }
   // Where a problem is reported: the argument it is about when the user wrote it, else the call.
   SourceRange location(std::string_view at_arg) const {
     if (const ArgValue* a = b_.find(at_arg); a && a->explicit_arg && !at_arg.empty())
@@ -533,6 +546,9 @@ class InitCtx final : public BoundCtx<InitContext> {
   }
   std::vector<ParamInfo> params;
   std::vector<Attr> attrs;
+  void suggest_init_value(std::string_view param, std::string value) override {
+    if (const ArgValue* a = b_.find(param)) attach_init_fix(site_.file(), *a, param, std::move(value));
+  }
 
  private:
   void emit(Severity sev, std::string_view code, std::string message,
@@ -581,6 +597,10 @@ class CallCtx final : public BoundCtx<CallContext> {
     attrs.push_back(Attr{std::move(name), std::move(value)});
   }
   void set_flops(double f) override { flops = f; }
+  void suggest_init_value(std::string_view param, std::string value) override {
+    if (obj_ && obj_->cell)
+      attach_init_fix(obj_->cell->file, init_arg(param), param, std::move(value));
+  }
   std::vector<TensorType> outputs;
   std::vector<Attr> attrs;
   double flops = 0;

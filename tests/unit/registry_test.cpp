@@ -179,6 +179,10 @@ class FakeBase : public Base {
       if (d.error) return true;
     return false;
   }
+  void suggest_init_value(std::string_view param, std::string value) override {
+    fixes.push_back(std::string(param) + "=" + value);
+  }
+  std::vector<std::string> fixes;  // "in_channels=9216"
   std::string errors() const {
     std::string out;
     for (const Diag& d : diags)
@@ -346,6 +350,7 @@ TEST(RegistryDense, MismatchMessageNamesBothNumbers) {
   EXPECT_NE(c.errors().find("1600"), std::string::npos);
   EXPECT_NE(c.errors().find("9216"), std::string::npos);
   EXPECT_NE(c.errors().find("(1, 9216)"), std::string::npos);
+  EXPECT_EQ(c.fixes, std::vector<std::string>{"in_channels=9216"});  // the quick fix's rewrite
   EXPECT_EQ(dense.init.params[0].shape.str(), "(128, 1600)");
   EXPECT_EQ(dense.init.params[1].shape.str(), "(128,)");
   // Any rank >= 1 works in 2.x.

@@ -2,6 +2,7 @@
 // per-Cell graphs and located diagnostics, without executing any user code.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -47,7 +48,27 @@ struct AnalysisOptions {
   size_t max_file_bytes = 4u << 20;
   bool include_nodes =
       true;  // false: reports without node lists (faster for diagnostics-only runs)
-  bool record_facts = false;  // true: CellReport::facts gets the type of every tensor expression
+  // true: CellReport::facts gets the type of every tensor expression of construct,
+  // CellReport::instances the Cell tree, and AnalysisResult::references what names refer to.
+  bool record_facts = false;
+  // Polled during evaluation; when it becomes true the analysis stops and returns a result with
+  // `cancelled` set (an editor abandons an analysis of a superseded version this way).
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// What a name or attribute used in the analysed code refers to (recorded with record_facts).
+struct Reference {
+  enum class Kind : uint8_t {
+    Api,         // a MindSpore API: `name` is its registry name ("nn.Conv2d", "ops.relu")
+    Definition,  // user code: a class, a function, or a Cell attribute set in __init__
+  };
+  Kind kind = Kind::Api;
+  std::string file;  // the use
+  SourceRange range;
+  std::string name;         // registry name, or the defined name ("Bottleneck", "conv1")
+  std::string what;         // Definition: "class", "function" or "cell" (a Cell instance)
+  std::string target_file;  // Definition: where it is defined (a Cell: where it was constructed)
+  SourceRange target_range;
 };
 
 // Where the time went, for benchmarks (milliseconds, wall clock).
@@ -63,6 +84,8 @@ struct AnalysisResult {
   std::vector<Diagnostic> diagnostics;  // for the file and, located there, files it imports
   std::vector<std::string> files;       // every file read (the analysed file first)
   AnalysisTimings timings;
+  std::vector<Reference> references;  // only with AnalysisOptions::record_facts; sorted, unique
+  bool cancelled = false;             // AnalysisOptions::cancel was set: the result is partial
 
   [[nodiscard]] size_t error_count() const;
 };

@@ -100,6 +100,10 @@ class ContextBase {
   virtual void warning(std::string_view code, std::string message,
                        std::string_view at_arg = {}) = 0;
   [[nodiscard]] virtual bool failed() const = 0;
+  // Offers a quick fix for the problem just reported: "Change `param` to `value`", rewriting the
+  // constructor argument `param` where the user wrote it (`value` is Python source). Nothing is
+  // offered when the argument was defaulted (there is no text to change).
+  virtual void suggest_init_value(std::string_view param, std::string value) = 0;
 };
 
 // Constructing an API object: `nn.Conv2d(1, 6, 5)`, `ops.ReduceMean(keep_dims=True)`.

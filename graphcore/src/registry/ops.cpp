@@ -805,6 +805,9 @@ void register_nn_ops(Registry& r) {
           c.warning(code, std::move(m), a);
         }
         bool failed() const override { return c.failed(); }
+        void suggest_init_value(std::string_view p, std::string v) override {
+          if (!fn_args) c.suggest_init_value(p, std::move(v));
+        }
       } args(ctx, k, functional);
       WindowArgNames n = names;
       n.kernel = "\x01kernel";

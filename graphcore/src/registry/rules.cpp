@@ -214,6 +214,7 @@ bool require_dim(ContextBase& ctx, std::string_view api, std::string_view what,
                 " (" + std::string(param) + "=" + std::to_string(expected) + "), but receives " +
                 actual.str() + " from input of shape " + shape.str(),
             arg);
+  if (actual.is_known()) ctx.suggest_init_value(param, std::to_string(actual.value()));
   return false;
 }
 

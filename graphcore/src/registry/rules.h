@@ -73,6 +73,7 @@ class InitArgs : public ContextBase {
   void error(std::string_view, std::string, std::string_view) override {}
   void warning(std::string_view, std::string, std::string_view) override {}
   [[nodiscard]] bool failed() const override { return false; }
+  void suggest_init_value(std::string_view, std::string) override {}  // nothing was reported
 
  private:
   CallContext& call_;
