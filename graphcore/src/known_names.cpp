@@ -1,5 +1,8 @@
 #include "known_names.h"
 
+#include "graphcore/registry.h"
+
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,6 +32,16 @@ bool known_mindspore_name(std::string_view ns, std::string_view name, const Vers
   for (const VersionRange& r : it->second)
     if (r.contains(version)) return true;
   return false;
+}
+
+std::vector<std::string> mindspore_public_names(std::string_view ns, const Version& version) {
+  std::vector<std::string> out;
+  for (const auto& e : kNames) {
+    if (ns == e.ns && VersionRange{e.since, e.until}.contains(version)) out.emplace_back(e.name);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace graphcore

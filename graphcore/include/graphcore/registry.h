@@ -173,6 +173,25 @@ class Registry {
   std::unordered_map<std::string, std::vector<const ApiEntry*>> by_name_;
 };
 
+// ---- Names, for editors (completion, signature help, hovers) ----
+// The registry name of a Python dotted name below `mindspore`: "mindspore.nn.Conv2d" ->
+// "nn.Conv2d", "mindspore.ops.operations.Add" -> "ops.Add", "mindspore.Tensor.reshape" ->
+// "Tensor.reshape". nullopt when `dotted` is not below `mindspore`.
+std::optional<std::string> api_name_of(std::string_view dotted);
+// The namespace a MindSpore module exposes: "mindspore.nn" -> "nn", "mindspore.ops.operations"
+// -> "ops", "mindspore" -> "" (the top level); nullopt when it is not one Cellscope knows.
+std::optional<std::string> api_namespace_of(std::string_view module);
+// Every public name of `ns` ("nn" or "ops") in MindSpore `version`, modelled or not; sorted.
+std::vector<std::string> mindspore_public_names(std::string_view ns, const Version& version);
+// A Python-style signature of the constructor (`init`, for CellClass / PrimitiveClass) or of the
+// call, with the parameters of `version`: "nn.Dense(in_channels, out_channels, ...,
+// has_bias=True)". `param_spans` (optional) receives each parameter's [begin, end) in the text.
+std::string api_signature(const ApiEntry& e, const Version& version, bool init,
+                          std::vector<std::pair<size_t, size_t>>* param_spans = nullptr);
+// The parameters api_signature shows, in order.
+std::vector<const ParamSpec*> api_signature_params(const ApiEntry& e, const Version& version,
+                                                   bool init);
+
 // Registration functions, one per family file under graphcore/src/registry/.
 void register_nn_layers(Registry& r);
 void register_ops(Registry& r);

@@ -240,4 +240,69 @@ std::vector<std::string> Registry::suggest(std::string_view name, const Version&
   return out;
 }
 
+std::optional<std::string> api_namespace_of(std::string_view module) {
+  auto below = [&](std::string_view top) {
+    return module == top || (module.starts_with(top) && module[top.size()] == '.');
+  };
+  if (module == "mindspore") return std::string();
+  if (below("mindspore.nn")) return std::string("nn");
+  if (below("mindspore.ops")) return std::string("ops");
+  if (module == "mindspore.common.initializer") return std::string("init");
+  if (module == "mindspore.common.dtype" || module == "mindspore.dtype") return std::string("dtype");
+  if (module == "mindspore.numpy") return std::string("numpy");
+  return std::nullopt;
+}
+
+std::optional<std::string> api_name_of(std::string_view dotted) {
+  if (!dotted.starts_with("mindspore.")) return std::nullopt;
+  size_t dot = dotted.rfind('.');
+  std::string_view module = dotted.substr(0, dot);
+  std::string_view name = dotted.substr(dot + 1);
+  if (auto ns = api_namespace_of(module)) {
+    return ns->empty() ? std::string(name) : *ns + "." + std::string(name);
+  }
+  // mindspore.Tensor.reshape, mindspore.common.tensor.Tensor.reshape
+  for (std::string_view tensor : {"mindspore.Tensor", "mindspore.common.tensor.Tensor"}) {
+    if (module == tensor) return "Tensor." + std::string(name);
+  }
+  return std::nullopt;
+}
+
+std::vector<const ParamSpec*> api_signature_params(const ApiEntry& e, const Version& version,
+                                                   bool init) {
+  std::vector<const ParamSpec*> out;
+  const auto& specs = init ? e.init_params : e.call_params;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    // Tensor methods take the tensor itself first; it is not written in the call.
+    if (!init && i == 0 && e.kind == ApiKind::TensorMethod) continue;
+    if (specs[i].versions.contains(version)) out.push_back(&specs[i]);
+  }
+  return out;
+}
+
+std::string api_signature(const ApiEntry& e, const Version& version, bool init,
+                          std::vector<std::pair<size_t, size_t>>* param_spans) {
+  std::string out = e.name + "(";
+  bool keyword_only_marked = false;
+  bool first = true;
+  for (const ParamSpec* p : api_signature_params(e, version, init)) {
+    if (!first) out += ", ";
+    first = false;
+    if (p->kind == ParamKind::KeywordOnly && !keyword_only_marked) {
+      out += "*, ";
+      keyword_only_marked = true;
+    }
+    size_t begin = out.size();
+    if (p->kind == ParamKind::VarPositional) {
+      out += "*";
+      keyword_only_marked = true;
+    }
+    if (p->kind == ParamKind::VarKeyword) out += "**";
+    out += p->name;
+    if (!p->default_src.empty()) out += "=" + p->default_src;
+    if (param_spans) param_spans->emplace_back(begin, out.size());
+  }
+  return out + ")";
+}
+
 }  // namespace graphcore

@@ -1,0 +1,225 @@
+// graphcore's editor-facing facts: outlines, references, the Cell instance tree, API names and
+// signatures, cancellation. The LSP server is a thin layer over these.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "graphcore/analysis.h"
+#include "graphcore/outline.h"
+#include "graphcore/registry.h"
+
+namespace graphcore {
+namespace {
+
+class MemorySources : public SourceProvider {
+ public:
+  std::map<std::string, std::string> files;
+  std::optional<std::string> read(const std::filesystem::path& p) override {
+    auto it = files.find(p.lexically_normal().string());
+    if (it == files.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+const char* kLeNet = R"(import mindspore as ms
+from mindspore import nn, ops
+from .blocks import Block
+
+
+class LeNet(nn.Cell):
+    def __init__(self, num_class=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, pad_mode='valid')
+        self.block = Block(6)
+        self.fc = nn.Dense(6 * 24 * 24, num_class)
+
+    def construct(self, x):
+        x = ops.relu(self.conv1(x))
+        x = self.block(x)
+        x = ops.flatten(x)
+        return self.fc(x)
+
+
+net = LeNet()
+net(ms.Tensor(ms.numpy.ones((2, 1, 28, 28)), ms.float32))
+)";
+
+const char* kBlocks = R"(from mindspore import nn
+
+
+class Block(nn.Cell):
+    def __init__(self, c):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(c)
+
+    def construct(self, x):
+        return self.bn(x)
+)";
+
+TEST(Outline, ClassesMethodsAttributesAndImports) {
+  FileOutline o = outline_python("/w/lenet.py", kLeNet);
+  EXPECT_FALSE(o.has_syntax_errors);
+  const OutlineSymbol* cls = find_symbol(o.symbols, "LeNet");
+  ASSERT_NE(cls, nullptr);
+  EXPECT_EQ(cls->kind, OutlineSymbol::Kind::Class);
+  EXPECT_EQ(cls->bases, std::vector<std::string>{"nn.Cell"});
+  EXPECT_EQ(cls->selection.start.line, 5u);
+  EXPECT_EQ(cls->selection.start.column, 6u);
+  EXPECT_EQ(cls->selection.end.column, 11u);
+  std::vector<std::string> children;
+  for (const auto& c : cls->children) children.push_back(c.name);
+  EXPECT_EQ(children, (std::vector<std::string>{"conv1", "block", "fc", "__init__", "construct"}));
+  const OutlineSymbol* conv1 = find_symbol(cls->children, "conv1");
+  EXPECT_EQ(conv1->kind, OutlineSymbol::Kind::Attribute);
+  EXPECT_EQ(conv1->detail, "nn.Conv2d(...)");
+  EXPECT_EQ(conv1->selection.start.line, 8u);
+  EXPECT_EQ(conv1->selection.start.column, 13u);
+  EXPECT_NE(find_symbol(o.symbols, "net"), nullptr);
+  ASSERT_EQ(o.imports.size(), 4u);
+  EXPECT_EQ(o.imports[0].local, "ms");
+  EXPECT_EQ(o.imports[0].target, "mindspore");
+  EXPECT_EQ(o.imports[2].local, "ops");
+  EXPECT_EQ(o.imports[2].target, "mindspore.ops");
+  EXPECT_EQ(o.imports[3].target, "blocks.Block");
+  EXPECT_EQ(o.imports[3].level, 1);
+}
+
+TEST(Outline, SurvivesBrokenSource) {
+  // Half-typed, as in an editor: the class and its methods are still outlined.
+  FileOutline o = outline_python("/w/x.py",
+                                 "class A(nn.Cell):\n    def __init__(self):\n"
+                                 "        self.fc = nn.Dense(3, 4)\n\n"
+                                 "    def construct(self, x):\n        x = self.fc(\n"
+                                 "        return x\n\n\ndef make():\n    return A()\n");
+  EXPECT_TRUE(o.has_syntax_errors);
+  const OutlineSymbol* a = find_symbol(o.symbols, "A");
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(find_symbol(a->children, "fc"), nullptr);
+  EXPECT_NE(find_symbol(o.symbols, "make"), nullptr);
+}
+
+TEST(References, NamesResolveToApisAndDefinitionsAcrossFiles) {
+  MemorySources src;
+  src.files["/w/lenet.py"] = kLeNet;
+  src.files["/w/blocks.py"] = kBlocks;
+  AnalysisOptions opt;
+  opt.record_facts = true;
+  AnalysisResult r = analyze_file("/w/lenet.py", opt, src);
+  ASSERT_EQ(r.error_count(), 0u) << (r.diagnostics.empty() ? "" : r.diagnostics[0].message);
+  auto find_ref = [&](uint32_t line, uint32_t col) -> const Reference* {
+    for (const auto& ref : r.references) {
+      if (ref.file == "/w/lenet.py" && ref.range.start.line == line &&
+          ref.range.start.column <= col && col < ref.range.end.column)
+        return &ref;
+    }
+    return nullptr;
+  };
+  // nn.Conv2d in __init__ (line 8, column 22 is inside "Conv2d").
+  const Reference* conv = find_ref(8, 25);
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->kind, Reference::Kind::Api);
+  EXPECT_EQ(conv->name, "nn.Conv2d");
+  // Block(6): a class of another file.
+  const Reference* block = find_ref(9, 22);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(block->kind, Reference::Kind::Definition);
+  EXPECT_EQ(block->what, "class");
+  EXPECT_EQ(block->target_file, "/w/blocks.py");
+  EXPECT_EQ(block->target_range.start.line, 3u);
+  EXPECT_EQ(block->target_range.start.column, 6u);
+  // self.conv1 in construct -> where it was constructed in __init__.
+  const Reference* attr = find_ref(13, 30);
+  ASSERT_NE(attr, nullptr);
+  EXPECT_EQ(attr->what, "cell");
+  EXPECT_EQ(attr->name, "conv1");
+  EXPECT_EQ(attr->target_range.start.line, 8u);
+  EXPECT_EQ(attr->range.start.column, 26u);  // only `conv1` of `self.conv1`
+  // ops.relu
+  const Reference* relu = find_ref(13, 17);
+  ASSERT_NE(relu, nullptr);
+  EXPECT_EQ(relu->name, "ops.relu");
+
+  // The instance tree, root first, with class locations.
+  ASSERT_EQ(r.cells.size(), 1u);
+  const auto& inst = r.cells[0].instances;
+  ASSERT_GE(inst.size(), 5u);
+  EXPECT_EQ(inst[0].path, "");
+  EXPECT_EQ(inst[0].class_name, "LeNet");
+  bool saw_block = false;
+  for (const auto& i : inst) {
+    if (i.path == "block") {
+      saw_block = true;
+      EXPECT_EQ(i.class_file, "/w/blocks.py");
+      EXPECT_EQ(i.site_file, "/w/lenet.py");
+      EXPECT_EQ(i.site_range.start.line, 9u);
+    }
+    if (i.path == "block.bn") {
+      EXPECT_EQ(i.api, "nn.BatchNorm2d");
+    }
+  }
+  EXPECT_TRUE(saw_block);
+  EXPECT_FALSE(r.cells[0].facts.empty());
+}
+
+TEST(References, NotRecordedWithoutFacts) {
+  MemorySources src;
+  src.files["/w/lenet.py"] = kLeNet;
+  src.files["/w/blocks.py"] = kBlocks;
+  AnalysisResult r = analyze_file("/w/lenet.py", AnalysisOptions{}, src);
+  EXPECT_TRUE(r.references.empty());
+  ASSERT_EQ(r.cells.size(), 1u);
+  EXPECT_TRUE(r.cells[0].instances.empty());
+}
+
+TEST(Cancellation, ACancelledAnalysisStopsAndSaysSo) {
+  MemorySources src;
+  src.files["/w/loop.py"] = "n = 0\nwhile True:\n    n = n + 1\n";
+  std::atomic<bool> cancel{true};
+  AnalysisOptions opt;
+  opt.cancel = &cancel;
+  AnalysisResult r = analyze_file("/w/loop.py", opt, src);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_TRUE(r.diagnostics.empty());
+  cancel = false;
+  opt.step_budget = 10000;
+  AnalysisResult r2 = analyze_file("/w/loop.py", opt, src);
+  EXPECT_FALSE(r2.cancelled);
+}
+
+TEST(ApiNames, PythonNamesMapToRegistryNames) {
+  EXPECT_EQ(api_name_of("mindspore.nn.Conv2d"), "nn.Conv2d");
+  EXPECT_EQ(api_name_of("mindspore.ops.operations.Add"), "ops.Add");
+  EXPECT_EQ(api_name_of("mindspore.ops.relu"), "ops.relu");
+  EXPECT_EQ(api_name_of("mindspore.Tensor.reshape"), "Tensor.reshape");
+  EXPECT_EQ(api_name_of("numpy.ones"), std::nullopt);
+  EXPECT_EQ(api_namespace_of("mindspore.ops.operations"), "ops");
+  EXPECT_EQ(api_namespace_of("mindspore"), "");
+  EXPECT_EQ(api_namespace_of("torch.nn"), std::nullopt);
+  auto nn = mindspore_public_names("nn", kDefaultMindSporeVersion);
+  EXPECT_TRUE(std::binary_search(nn.begin(), nn.end(), "Conv2d"));
+  EXPECT_TRUE(std::binary_search(nn.begin(), nn.end(), "MaxPool2d"));
+  auto ops = mindspore_public_names("ops", kDefaultMindSporeVersion);
+  EXPECT_FALSE(std::binary_search(ops.begin(), ops.end(), "MaxPool2d"));
+}
+
+TEST(ApiNames, SignaturesShowDefaultsOfTheVersion) {
+  const ApiEntry* dense = Registry::instance().find("nn.Dense", kDefaultMindSporeVersion);
+  ASSERT_NE(dense, nullptr);
+  std::vector<std::pair<size_t, size_t>> spans;
+  std::string sig = api_signature(*dense, kDefaultMindSporeVersion, true, &spans);
+  EXPECT_EQ(sig.rfind("nn.Dense(in_channels, out_channels, ", 0), 0u) << sig;
+  EXPECT_NE(sig.find("has_bias=True"), std::string::npos) << sig;
+  ASSERT_GE(spans.size(), 2u);
+  EXPECT_EQ(sig.substr(spans[0].first, spans[0].second - spans[0].first), "in_channels");
+  const ApiEntry* reshape = Registry::instance().find("Tensor.reshape", kDefaultMindSporeVersion);
+  ASSERT_NE(reshape, nullptr);
+  // The tensor itself is not a written argument.
+  EXPECT_EQ(api_signature(*reshape, kDefaultMindSporeVersion, false).find("(self"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace graphcore
