@@ -1,7 +1,8 @@
-// cellscope: the command-line entry point. Subcommands `check` and `graph` (this issue); the LSP
-// and DAP servers will be further subcommands of the same executable.
+// cellscope: the command-line entry point. Subcommands `check`, `graph` and `lsp`; the DAP server
+// will be a further subcommand of the same executable.
 //
-// stdout carries only the requested output; logs go to stderr or --log-file.
+// stdout carries only the requested output (in `lsp` mode, only protocol messages); logs go to
+// stderr or --log-file.
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "commands.h"
+#include "lsp/server.h"
 #include "graphcore/version.h"
 #include "protocol/document.h"
 
@@ -142,6 +144,19 @@ int main(int argc, char** argv) {
   graph_cmd->add_flag("--compact", graph.compact, "json: no indentation");
   add_common(graph_cmd, &graph.common);
 
+  cellscope::lsp::ServerOptions lsp_options;
+  auto* lsp_cmd = app.add_subcommand(
+      "lsp", "Serve the Language Server Protocol on stdin/stdout (for editors)");
+  lsp_cmd->fallthrough();
+  bool lsp_stdio = true;
+  lsp_cmd->add_flag("--stdio", lsp_stdio, "Use stdin/stdout (the default and only transport)");
+  lsp_cmd
+      ->add_option("--debounce-ms", lsp_options.debounce_ms,
+                   "Delay between a keystroke and its analysis (the `cellscope.debounceMs` "
+                   "setting overrides it)")
+      ->check(CLI::Range(0, 5000))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -176,6 +191,7 @@ int main(int argc, char** argv) {
   try {
     if (check_cmd->parsed()) return cellscope::server::run_check(check);
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
+    if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
   } catch (const std::exception& e) {
     spdlog::critical("internal error: {}", e.what());
     std::cerr << "cellscope: internal error: " << e.what() << "\n";

@@ -1,0 +1,114 @@
+#include "lsp/convert.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+
+namespace cellscope::lsp {
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::optional<std::string> uri_to_path(std::string_view uri) {
+  constexpr std::string_view kScheme = "file://";
+  if (uri.size() < kScheme.size()) return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(uri[i])) != kScheme[i]) return std::nullopt;
+  }
+  std::string_view rest = uri.substr(kScheme.size());
+  // file://host/path: only an empty host or "localhost" names this machine.
+  size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  std::string_view host = rest.substr(0, slash);
+  if (!host.empty() && host != "localhost") return std::nullopt;
+  rest = rest.substr(slash);
+  if (size_t q = rest.find_first_of("?#"); q != std::string_view::npos) rest = rest.substr(0, q);
+  std::string out;
+  out.reserve(rest.size());
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == '%') {
+      if (i + 2 >= rest.size()) return std::nullopt;
+      int hi = hex_value(rest[i + 1]);
+      int lo = hex_value(rest[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      char c = static_cast<char>(hi * 16 + lo);
+      if (c == '\0') return std::nullopt;
+      out += c;
+      i += 2;
+    } else {
+      out += rest[i];
+    }
+  }
+  return out;
+}
+
+std::string path_to_uri(std::string_view path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out = "file://";
+  for (unsigned char c : path) {
+    bool keep = std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~' ||
+                c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' || c == ')' ||
+                c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == '@';
+    if (keep) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::pair<uint32_t, uint32_t> read_position(const Json& position) {
+  auto line = position.at("line").get<int64_t>();
+  auto character = position.at("character").get<int64_t>();
+  if (line < 0 || character < 0 || line > UINT32_MAX || character > UINT32_MAX) {
+    throw Json::type_error::create(302, "position out of range", &position);
+  }
+  return {static_cast<uint32_t>(line), static_cast<uint32_t>(character)};
+}
+
+Json PositionConverter::position(graphcore::Position p) const {
+  uint32_t character = p.column;
+  if (encoding_ == PositionEncoding::kUtf16 && p.line < index_.line_count()) {
+    character = index_.utf16_column(p);
+  }
+  return Json{{"line", p.line}, {"character", character}};
+}
+
+Json PositionConverter::range(const graphcore::SourceRange& r) const {
+  return Json{{"start", position(r.start)}, {"end", position(r.end)}};
+}
+
+graphcore::Position PositionConverter::from_lsp(const Json& position) const {
+  auto [line, character] = read_position(position);
+  if (index_.line_count() == 0) return {};
+  if (line >= index_.line_count()) {
+    auto last = static_cast<uint32_t>(index_.line_count() - 1);
+    return {last, static_cast<uint32_t>(index_.line_text(last).size())};
+  }
+  if (encoding_ == PositionEncoding::kUtf16) {
+    return {line, index_.byte_column_from_utf16(line, character)};
+  }
+  auto len = static_cast<uint32_t>(index_.line_text(line).size());
+  uint32_t col = std::min(character, len);
+  // Never inside a UTF-8 sequence.
+  std::string_view text = index_.line_text(line);
+  while (col > 0 && col < len && (static_cast<unsigned char>(text[col]) & 0xC0) == 0x80) --col;
+  return {line, col};
+}
+
+size_t PositionConverter::offset(const Json& position) const {
+  return index_.offset_of(from_lsp(position));
+}
+
+}  // namespace cellscope::lsp

@@ -1,0 +1,942 @@
+#include "lsp/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "graphcore/analysis.h"
+#include "graphcore/outline.h"
+#include "lsp/document.h"
+#include "lsp/features.h"
+#include "lsp/workspace_index.h"
+#include "protocol/document.h"
+#include "rpc/jsonrpc.h"
+#include "rpc/stdio_transport.h"
+
+namespace cellscope::lsp {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using rpc::Context;
+using rpc::ErrorCode;
+using rpc::RpcError;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::vector<std::string> kTargets = {"cpu",        "gpu",        "ascend910",
+                                           "ascend910b", "ascend310p", "ascend310"};
+
+// "Ascend" (mindspore_config.json's backend), "CPU", "ascend910b" -> a graphcore target.
+std::optional<std::string> normalize_target(std::string t) {
+  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t == "ascend") return std::string("ascend910b");
+  if (std::find(kTargets.begin(), kTargets.end(), t) != kTargets.end()) return t;
+  return std::nullopt;
+}
+
+// Settings from the client (`cellscope.*`) and from mindspore_config.json.
+struct Settings {
+  std::optional<std::string> target;
+  std::optional<graphcore::Version> mindspore_version;
+  // Input shapes by file: a path relative to the workspace root, a file name, or "*".
+  std::map<std::string, std::vector<graphcore::TensorType>> inputs;
+  std::optional<int> debounce_ms;
+};
+
+// Reads a settings object; problems are appended to `problems` (shown to the user).
+Settings parse_settings(const Json& j, std::vector<std::string>& problems) {
+  Settings s;
+  if (!j.is_object()) return s;
+  if (auto t = j.find("target"); t != j.end() && t->is_string()) {
+    if (auto n = normalize_target(t->get<std::string>()))
+      s.target = *n;
+    else
+      problems.push_back("unknown target `" + t->get<std::string>() + "`");
+  }
+  for (const char* key : {"mindsporeVersion", "mindspore_version"}) {
+    if (auto v = j.find(key); v != j.end() && v->is_string() && !v->get<std::string>().empty()) {
+      if (auto ver = graphcore::Version::parse(v->get<std::string>()))
+        s.mindspore_version = *ver;
+      else
+        problems.push_back("invalid MindSpore version `" + v->get<std::string>() + "`");
+    }
+  }
+  if (auto in = j.find("inputs"); in != j.end() && in->is_object()) {
+    for (const auto& [file, specs] : in->items()) {
+      std::vector<graphcore::TensorType> types;
+      for (const auto& spec : specs.is_array() ? specs : Json::array({specs})) {
+        if (!spec.is_string()) continue;
+        std::string err;
+        if (auto t = graphcore::parse_input_spec(spec.get<std::string>(), &err))
+          types.push_back(*t);
+        else
+          problems.push_back("input `" + spec.get<std::string>() + "` for " + file + ": " + err);
+      }
+      s.inputs[file] = std::move(types);
+    }
+  }
+  if (auto d = j.find("debounceMs"); d != j.end() && d->is_number_integer())
+    s.debounce_ms = std::clamp(d->get<int>(), 0, 5000);
+  return s;
+}
+
+// Reads text through the open documents of a snapshot, then the disk.
+class SnapshotSources : public graphcore::SourceProvider {
+ public:
+  explicit SnapshotSources(std::map<std::string, std::shared_ptr<const std::string>> overlay)
+      : overlay_(std::move(overlay)) {}
+  std::optional<std::string> read(const fs::path& path) override {
+    auto it = overlay_.find(path.lexically_normal().string());
+    if (it != overlay_.end()) return *it->second;
+    return disk_.read(path);
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<const std::string>> overlay_;
+  graphcore::DiskSourceProvider disk_;
+};
+
+struct Job {
+  std::string uri;
+  std::string path;
+  int64_t version = 0;
+  std::shared_ptr<const std::string> text;
+  std::map<std::string, std::shared_ptr<const std::string>> overlay;
+  std::map<std::string, int64_t> versions;
+  graphcore::AnalysisOptions options;
+  std::shared_ptr<std::atomic<bool>> cancel;
+  bool from_dependency = false;
+};
+
+using Waiter = std::function<void(const std::shared_ptr<const FileAnalysis>&)>;
+
+struct OpenDoc {
+  Document doc;
+  std::unique_ptr<asio::steady_timer> timer;
+  std::shared_ptr<std::atomic<bool>> running_cancel;  // of the analysis queued or running
+  int64_t running_version = -1;
+  std::shared_ptr<const FileAnalysis> analysis;  // the latest completed one
+  std::vector<Waiter> waiters;                   // for the analysis of the current version
+  std::string published;                         // last diagnostics sent (push), to skip repeats
+};
+
+}  // namespace
+
+struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
+  Impl(asio::io_context& io_, rpc::Dispatcher& rpc_, ServerOptions options_)
+      : io(io_), rpc(rpc_), options(options_) {}
+
+  asio::io_context& io;
+  rpc::Dispatcher& rpc;
+  ServerOptions options;
+
+  enum class State { kUninitialized, kRunning, kShutDown } state = State::kUninitialized;
+  bool exit_requested = false;
+  bool shutdown_received = false;
+
+  // Negotiated with the client.
+  PositionEncoding encoding = PositionEncoding::kUtf16;
+  ClientFeatures client;
+  bool pull_diagnostics = false;
+  bool diagnostic_refresh = false;
+  bool work_done_progress = false;
+  bool configuration_pull = false;
+  bool watch_registration = false;
+  std::string trace = "off";
+  std::vector<std::string> roots;
+
+  Settings client_settings;
+  Settings project_settings;  // mindspore_config.json
+
+  std::map<std::string, OpenDoc> docs;  // by URI
+  uint64_t seq = 0;
+
+  // The analysis worker.
+  std::thread worker;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> tasks;
+  bool stopping = false;
+
+  WorkspaceIndex index;
+  std::thread indexer;
+
+  // ---- settings ----
+
+  int debounce_ms() const {
+    return client_settings.debounce_ms.value_or(project_settings.debounce_ms.value_or(options.debounce_ms));
+  }
+  std::string target() const {
+    return client_settings.target.value_or(project_settings.target.value_or("cpu"));
+  }
+  graphcore::Version ms_version() const {
+    return client_settings.mindspore_version.value_or(
+        project_settings.mindspore_version.value_or(graphcore::kDefaultMindSporeVersion));
+  }
+  std::string root_of(const std::string& path) const {
+    std::string best;
+    for (const auto& r : roots) {
+      if (path.starts_with(r + "/") && r.size() > best.size()) best = r;
+    }
+    return best;
+  }
+  std::vector<graphcore::TensorType> inputs_for(const std::string& path) const {
+    const std::string root = root_of(path);
+    const std::string rel = root.empty() ? path : path.substr(root.size() + 1);
+    const std::string name = fs::path(path).filename().string();
+    for (const Settings* s : {&client_settings, &project_settings}) {
+      for (const std::string& key : {rel, path, name, std::string("*")}) {
+        if (auto it = s->inputs.find(key); it != s->inputs.end()) return it->second;
+      }
+    }
+    return {};
+  }
+
+  void log(int type, const std::string& message) {
+    rpc.notify("window/logMessage", {{"type", type}, {"message", message}});
+  }
+  void log_trace(const std::string& message, const std::string& verbose = "") {
+    if (trace == "off") return;
+    Json p{{"message", message}};
+    if (trace == "verbose" && !verbose.empty()) p["verbose"] = verbose;
+    rpc.notify("$/logTrace", p);
+  }
+
+  void load_project_config() {
+    project_settings = Settings{};
+    for (const auto& root : roots) {
+      fs::path file = fs::path(root) / "mindspore_config.json";
+      std::ifstream in(file);
+      if (!in) continue;
+      std::stringstream ss;
+      ss << in.rdbuf();
+      Json j = Json::parse(ss.str(), nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        log(1, file.string() + " is not a JSON object; it is ignored");
+        continue;
+      }
+      std::vector<std::string> problems;
+      Json flat = j.contains("cellscope") && j["cellscope"].is_object() ? j["cellscope"] : Json::object();
+      if (auto gv = j.find("graph_visualization"); gv != j.end() && gv->is_object()) {
+        if (auto b = gv->find("backend"); b != gv->end() && b->is_string()) flat["target"] = *b;
+      }
+      project_settings = parse_settings(flat, problems);
+      for (const auto& p : problems) log(2, file.string() + ": " + p);
+      return;  // the first root's file wins
+    }
+  }
+
+  // ---- worker ----
+
+  void start_worker() {
+    worker = std::thread([this] {
+      for (;;) {
+        std::function<void()> task;
+        {
+          std::unique_lock lock(mutex);
+          cv.wait(lock, [&] { return stopping || !tasks.empty(); });
+          if (stopping) return;
+          task = std::move(tasks.front());
+          tasks.pop_front();
+        }
+        try {
+          task();
+        } catch (const std::exception& e) {
+          spdlog::error("analysis task failed: {}", e.what());
+        }
+      }
+    });
+  }
+  void submit(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex);
+      tasks.push_back(std::move(task));
+    }
+    cv.notify_one();
+  }
+  void stop_threads() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+      tasks.clear();
+    }
+    cv.notify_all();
+    index.cancel();
+    if (worker.joinable()) worker.join();
+    if (indexer.joinable()) indexer.join();
+  }
+
+  // ---- scheduling ----
+
+  void schedule(const std::string& uri, bool immediate, bool from_dependency = false) {
+    auto it = docs.find(uri);
+    if (it == docs.end()) return;
+    OpenDoc& d = it->second;
+    if (d.running_cancel && d.running_version != d.doc.version) d.running_cancel->store(true);
+    if (!d.timer) d.timer = std::make_unique<asio::steady_timer>(io);
+    int delay = immediate ? 0 : debounce_ms();
+    d.timer->expires_after(std::chrono::milliseconds(delay));
+    std::weak_ptr<Impl> weak = weak_from_this();
+    d.timer->async_wait([weak, uri, from_dependency](const boost::system::error_code& ec) {
+      if (ec) return;  // restarted or cancelled
+      if (auto self = weak.lock()) self->enqueue(uri, from_dependency);
+    });
+  }
+
+  void enqueue(const std::string& uri, bool from_dependency) {
+    auto it = docs.find(uri);
+    if (it == docs.end()) return;
+    OpenDoc& d = it->second;
+    if (d.running_cancel) d.running_cancel->store(true);
+    auto job = std::make_shared<Job>();
+    job->uri = uri;
+    job->path = d.doc.path;
+    job->version = d.doc.version;
+    job->text = d.doc.text;
+    for (const auto& [u, od] : docs) {
+      job->overlay[od.doc.path] = od.doc.text;
+      job->versions[od.doc.path] = od.doc.version;
+    }
+    job->cancel = std::make_shared<std::atomic<bool>>(false);
+    job->from_dependency = from_dependency;
+    auto& o = job->options;
+    o.target = target();
+    o.mindspore_version = ms_version();
+    o.inputs = inputs_for(d.doc.path);
+    if (std::string root = root_of(d.doc.path); !root.empty()) o.workspace_root = root;
+    o.record_facts = true;
+    o.cancel = job->cancel.get();
+    d.running_cancel = job->cancel;
+    d.running_version = d.doc.version;
+    std::weak_ptr<Impl> weak = weak_from_this();
+    submit([weak, job] {
+      if (job->cancel->load()) return;
+      auto t0 = Clock::now();
+      SnapshotSources sources(job->overlay);
+      auto fa = std::make_shared<FileAnalysis>();
+      fa->result = graphcore::analyze_file(job->path, job->options, sources);
+      if (fa->result.cancelled || job->cancel->load()) return;
+      fa->outline = graphcore::outline_python(job->path, *job->text);
+      fa->uri = job->uri;
+      fa->path = job->path;
+      fa->version = job->version;
+      fa->text = job->text;
+      fa->versions_used = job->versions;
+      fa->elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      auto self = weak.lock();
+      if (!self) return;
+      fa->conv = std::make_unique<PositionConverter>(*fa->text, self->encoding);
+      asio::post(self->io, [weak, job, fa] {
+        if (auto s = weak.lock()) s->finished(*job, fa);
+      });
+    });
+  }
+
+  void finished(const Job& job, const std::shared_ptr<FileAnalysis>& fa) {
+    auto it = docs.find(job.uri);
+    if (it == docs.end() || it->second.doc.version != job.version || job.cancel->load()) {
+      log_trace("dropped a stale analysis of " + job.path + " (version " +
+                std::to_string(job.version) + ")");
+      return;
+    }
+    OpenDoc& d = it->second;
+    fa->seq = ++seq;
+    d.analysis = fa;
+    d.running_cancel.reset();
+    d.running_version = -1;
+    index.update(fa->path, *fa->text, fa->outline);
+    log_trace("analysed " + fa->path + " v" + std::to_string(fa->version) + " in " +
+                  std::to_string(fa->elapsed_ms).substr(0, 6) + " ms",
+              std::to_string(fa->result.diagnostics.size()) + " diagnostics, " +
+                  std::to_string(fa->result.cells.size()) + " Cells");
+    auto waiters = std::move(d.waiters);
+    d.waiters.clear();
+    std::shared_ptr<const FileAnalysis> done = fa;
+    for (auto& w : waiters) w(done);
+    // Diagnostics of this file, and of other open files this analysis reported on.
+    std::set<std::string> files{fa->path};
+    for (const auto& diag : fa->result.diagnostics) files.insert(diag.file);
+    for (auto& [uri, od] : docs) {
+      if (files.count(od.doc.path)) publish(od);
+    }
+    if (pull_diagnostics && diagnostic_refresh && job.from_dependency) {
+      rpc.call("workspace/diagnostic/refresh", nullptr, [](auto, auto) {});
+    }
+  }
+
+  // Runs `fn` with the analysis of `uri`'s current version, now or when it is done.
+  void with_analysis(const std::string& uri, Waiter fn) {
+    auto it = docs.find(uri);
+    if (it == docs.end()) {
+      fn(nullptr);
+      return;
+    }
+    OpenDoc& d = it->second;
+    if (d.analysis && d.analysis->version == d.doc.version) {
+      fn(d.analysis);
+      return;
+    }
+    d.waiters.push_back(std::move(fn));
+  }
+
+  // ---- diagnostics ----
+
+  FeatureContext feature_context(const FileAnalysis& fa,
+                                 std::shared_ptr<std::map<std::string, std::pair<std::shared_ptr<const std::string>, std::unique_ptr<PositionConverter>>>> cache = nullptr) {
+    if (!cache) cache = std::make_shared<std::map<std::string, std::pair<std::shared_ptr<const std::string>, std::unique_ptr<PositionConverter>>>>();
+    FeatureContext ctx{fa, ms_version(), encoding, client, nullptr};
+    ctx.converter_for = [this, cache](const std::string& path) -> const PositionConverter* {
+      auto it = cache->find(path);
+      if (it != cache->end()) return it->second.second.get();
+      std::shared_ptr<const std::string> text;
+      for (const auto& [u, od] : docs) {
+        if (od.doc.path == path) text = od.doc.text;
+      }
+      if (!text) {
+        graphcore::DiskSourceProvider disk;
+        auto t = disk.read(path);
+        if (!t) {
+          cache->emplace(path, std::make_pair(nullptr, nullptr));
+          return nullptr;
+        }
+        text = std::make_shared<const std::string>(std::move(*t));
+      }
+      auto conv = std::make_unique<PositionConverter>(*text, encoding);
+      auto* raw = conv.get();
+      cache->emplace(path, std::make_pair(text, std::move(conv)));
+      return raw;
+    };
+    return ctx;
+  }
+
+  // Diagnostics for open document `d`: its own analysis, plus those other open documents'
+  // analyses located in it (when they read its current version). Deduplicated.
+  Json diagnostics_for(const OpenDoc& d) {
+    Json out = Json::array();
+    std::set<std::string> seen;
+    auto add_from = [&](const FileAnalysis& fa) {
+      auto it = fa.versions_used.find(d.doc.path);
+      if (&fa != d.analysis.get() && (it == fa.versions_used.end() || it->second != d.doc.version))
+        return;
+      FeatureContext ctx = feature_context(*d.analysis);
+      for (const auto& diag : fa.result.diagnostics) {
+        if (diag.file != d.doc.path) continue;
+        Json j = diagnostic_json(ctx, diag);
+        if (seen.insert(j["range"].dump() + j.value("code", "") + diag.message).second)
+          out.push_back(std::move(j));
+      }
+    };
+    if (!d.analysis || d.analysis->version != d.doc.version) return out;
+    add_from(*d.analysis);
+    for (const auto& [uri, od] : docs) {
+      if (&od != &d && od.analysis) add_from(*od.analysis);
+    }
+    return out;
+  }
+
+  void publish(OpenDoc& d) {
+    if (pull_diagnostics) return;
+    if (!d.analysis || d.analysis->version != d.doc.version) return;
+    Json diags = diagnostics_for(d);
+    std::string key = diags.dump();
+    if (key == d.published) return;
+    d.published = key;
+    rpc.notify("textDocument/publishDiagnostics",
+               {{"uri", d.doc.uri}, {"version", d.doc.version}, {"diagnostics", std::move(diags)}});
+  }
+
+  // ---- dependencies ----
+
+  // Re-analyses open documents (other than `except_path`) whose last analysis read `path`.
+  void reschedule_dependents(const std::string& path, const std::string& except_path) {
+    for (auto& [uri, od] : docs) {
+      if (od.doc.path == except_path || !od.analysis) continue;
+      const auto& files = od.analysis->result.files;
+      if (std::find(files.begin(), files.end(), path) != files.end()) schedule(uri, false, true);
+    }
+  }
+
+  // ---- lifecycle ----
+
+  Json initialize(const Json& params) {
+    const Json& caps = params.value("capabilities", Json::object());
+    auto cap = [&](std::initializer_list<const char*> path) -> Json {
+      const Json* j = &caps;
+      for (const char* k : path) {
+        if (!j->is_object() || !j->contains(k)) return nullptr;
+        j = &(*j)[k];
+      }
+      return *j;
+    };
+    Json encodings = cap({"general", "positionEncodings"});
+    encoding = PositionEncoding::kUtf16;
+    if (encodings.is_array()) {
+      for (const auto& e : encodings) {
+        if (e == "utf-8") encoding = PositionEncoding::kUtf8;
+      }
+    }
+    client.hierarchical_symbols = cap({"textDocument", "documentSymbol", "hierarchicalDocumentSymbolSupport"}) == true;
+    Json formats = cap({"textDocument", "hover", "contentFormat"});
+    client.markdown_hover = !formats.is_array() || formats.empty() ||
+                            std::find(formats.begin(), formats.end(), "markdown") != formats.end();
+    client.signature_label_offsets =
+        cap({"textDocument", "signatureHelp", "signatureInformation", "parameterInformation",
+             "labelOffsetSupport"}) == true;
+    client.related_information = cap({"textDocument", "publishDiagnostics", "relatedInformation"}) != false;
+    pull_diagnostics = cap({"textDocument", "diagnostic"}).is_object();
+    diagnostic_refresh = cap({"workspace", "diagnostics", "refreshSupport"}) == true;
+    work_done_progress = cap({"window", "workDoneProgress"}) == true;
+    configuration_pull = cap({"workspace", "configuration"}) == true;
+    watch_registration = cap({"workspace", "didChangeWatchedFiles", "dynamicRegistration"}) == true;
+    if (params.contains("trace") && params["trace"].is_string()) trace = params["trace"];
+
+    roots.clear();
+    if (auto wf = params.find("workspaceFolders"); wf != params.end() && wf->is_array()) {
+      for (const auto& f : *wf) {
+        if (auto p = uri_to_path(f.value("uri", ""))) roots.push_back(fs::path(*p).lexically_normal().string());
+      }
+    }
+    if (roots.empty()) {
+      if (auto ru = params.find("rootUri"); ru != params.end() && ru->is_string()) {
+        if (auto p = uri_to_path(ru->get<std::string>())) roots.push_back(fs::path(*p).lexically_normal().string());
+      } else if (auto rp = params.find("rootPath"); rp != params.end() && rp->is_string()) {
+        roots.push_back(fs::path(rp->get<std::string>()).lexically_normal().string());
+      }
+    }
+    for (auto& r : roots) {
+      while (r.size() > 1 && r.back() == '/') r.pop_back();
+    }
+    std::vector<std::string> problems;
+    if (auto io_ = params.find("initializationOptions"); io_ != params.end() && io_->is_object())
+      client_settings = parse_settings(io_->contains("cellscope") ? (*io_)["cellscope"] : *io_, problems);
+    load_project_config();
+    for (const auto& p : problems) log(2, "initializationOptions: " + p);
+    state = State::kRunning;
+    index.set_encoding(encoding);
+
+    Json trigger_chars = Json::array({".", "(", ",", "="});
+    Json capabilities = {
+        {"positionEncoding", encoding == PositionEncoding::kUtf8 ? "utf-8" : "utf-16"},
+        {"textDocumentSync",
+         {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
+        {"hoverProvider", true},
+        {"inlayHintProvider", true},
+        {"codeLensProvider", {{"resolveProvider", false}}},
+        {"documentSymbolProvider", true},
+        {"workspaceSymbolProvider", true},
+        {"codeActionProvider", {{"codeActionKinds", Json::array({"quickfix"})}}},
+        {"completionProvider", {{"triggerCharacters", Json::array({".", "(", ","})}, {"resolveProvider", false}}},
+        {"signatureHelpProvider", {{"triggerCharacters", Json::array({"(", ","})}, {"retriggerCharacters", Json::array({"="})}}},
+        {"definitionProvider", true},
+        {"executeCommandProvider",
+         {{"commands", Json::array({"cellscope.visualizeGraph", "cellscope.setTarget"})}}},
+        {"workspace",
+         {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
+    };
+    (void)trigger_chars;
+    if (pull_diagnostics) {
+      capabilities["diagnosticProvider"] = {{"identifier", "cellscope"},
+                                            {"interFileDependencies", true},
+                                            {"workspaceDiagnostics", false}};
+    }
+    return {{"capabilities", capabilities},
+            {"serverInfo", {{"name", "cellscope"}, {"version", std::string(protocol::tool_version())}}}};
+  }
+
+  void initialized() {
+    log(3, "Cellscope " + std::string(protocol::tool_version()) + ": MindSpore API " +
+               ms_version().str() + ", target " + target() + ", " + std::to_string(roots.size()) +
+               " workspace folder(s), " +
+               (encoding == PositionEncoding::kUtf8 ? "UTF-8" : "UTF-16") + " positions, " +
+               (pull_diagnostics ? "pull" : "push") + " diagnostics");
+    if (watch_registration) {
+      Json reg = {{"registrations",
+                   Json::array({{{"id", "cellscope-watch"},
+                                 {"method", "workspace/didChangeWatchedFiles"},
+                                 {"registerOptions",
+                                  {{"watchers", Json::array({{{"globPattern", "**/*.py"}},
+                                                             {{"globPattern", "**/mindspore_config.json"}}})}}}}})}};
+      rpc.call("client/registerCapability", reg, [](auto, auto err) {
+        if (err) spdlog::warn("client refused file watching: {}", err->what());
+      });
+    }
+    if (configuration_pull) pull_configuration();
+    start_indexing();
+  }
+
+  void pull_configuration() {
+    std::weak_ptr<Impl> weak = weak_from_this();
+    rpc.call("workspace/configuration", {{"items", Json::array({{{"section", "cellscope"}}})}},
+             [weak](std::optional<Json> result, std::optional<RpcError>) {
+               auto self = weak.lock();
+               if (!self || !result || !result->is_array() || result->empty()) return;
+               self->apply_client_settings((*result)[0]);
+             });
+  }
+
+  void apply_client_settings(const Json& j) {
+    if (!j.is_object()) return;
+    std::vector<std::string> problems;
+    Settings s = parse_settings(j, problems);
+    for (const auto& p : problems) {
+      rpc.notify("window/showMessage", {{"type", 2}, {"message", "Cellscope settings: " + p}});
+    }
+    client_settings = s;
+    for (auto& [uri, od] : docs) schedule(uri, true);
+  }
+
+  void start_indexing() {
+    if (roots.empty()) return;
+    std::string token = "cellscope-index";
+    std::weak_ptr<Impl> weak = weak_from_this();
+    auto begin = [weak, token](bool use_progress) {
+      auto self = weak.lock();
+      if (!self) return;
+      if (use_progress) {
+        self->rpc.notify("$/progress", {{"token", token},
+                                        {"value", {{"kind", "begin"}, {"title", "Cellscope: indexing workspace"}, {"cancellable", false}, {"percentage", 0}}}});
+      }
+      auto roots_copy = self->roots;
+      self->indexer = std::thread([weak, token, use_progress, roots_copy] {
+        auto progress = [&](size_t done, size_t total) {
+          if (!use_progress) return;
+          auto s = weak.lock();
+          if (!s) return;
+          unsigned pct = total ? static_cast<unsigned>(done * 100 / total) : 100;
+          s->rpc.notify("$/progress", {{"token", token},
+                                       {"value", {{"kind", "report"}, {"message", std::to_string(done) + "/" + std::to_string(total) + " files"}, {"percentage", pct}}}});
+        };
+        std::shared_ptr<Impl> s = weak.lock();
+        if (!s) return;
+        WorkspaceIndex& idx = s->index;
+        s.reset();
+        size_t files = idx.scan(roots_copy, progress);
+        if (auto s2 = weak.lock()) {
+          if (use_progress)
+            s2->rpc.notify("$/progress", {{"token", token}, {"value", {{"kind", "end"}, {"message", std::to_string(files) + " Python files indexed"}}}});
+        }
+      });
+    };
+    if (work_done_progress) {
+      rpc.call("window/workDoneProgress/create", {{"token", token}},
+               [begin](std::optional<Json>, std::optional<RpcError> err) { begin(!err); });
+    } else {
+      begin(false);
+    }
+  }
+
+  // ---- handlers ----
+
+  void attach() {
+    rpc.set_gate([this](const std::string& method, bool is_request) -> std::optional<RpcError> {
+      if (method == "exit") return std::nullopt;
+      if (state == State::kUninitialized) {
+        if (method == "initialize") return std::nullopt;
+        return RpcError(ErrorCode::kServerNotInitialized,
+                        "the server is not initialized yet (send `initialize` first)");
+      }
+      if (method == "initialize")
+        return RpcError(ErrorCode::kInvalidRequest, "the server is already initialized");
+      if (state == State::kShutDown && is_request)
+        return RpcError(ErrorCode::kInvalidRequest, "the server is shutting down");
+      return std::nullopt;
+    });
+
+    rpc.on_request("initialize", [this](const Json& p, const Context&) { return initialize(p); });
+    rpc.on_notification("initialized", [this](const Json&) { initialized(); });
+    rpc.on_request("shutdown", [this](const Json&, const Context&) {
+      state = State::kShutDown;
+      shutdown_received = true;
+      for (auto& [uri, od] : docs) {
+        if (od.running_cancel) od.running_cancel->store(true);
+      }
+      return Json(nullptr);
+    });
+    rpc.on_notification("exit", [this](const Json&) {
+      exit_requested = true;
+      wind_down();
+      if (on_exit) on_exit();
+    });
+    rpc.on_notification("$/setTrace", [this](const Json& p) { trace = p.at("value").get<std::string>(); });
+
+    rpc.on_notification("textDocument/didOpen", [this](const Json& p) {
+      const Json& td = p.at("textDocument");
+      std::string uri = td.at("uri").get<std::string>();
+      auto path = uri_to_path(uri);
+      if (!path) {
+        log(2, "ignoring " + uri + ": only file: URIs are analysed");
+        return;
+      }
+      OpenDoc& d = docs[uri];
+      d.doc.uri = uri;
+      d.doc.path = fs::path(*path).lexically_normal().string();
+      d.doc.language_id = td.value("languageId", "python");
+      d.doc.version = td.at("version").get<int64_t>();
+      d.doc.text = std::make_shared<const std::string>(td.at("text").get<std::string>());
+      d.published.clear();
+      schedule(uri, true);
+      reschedule_dependents(d.doc.path, d.doc.path);
+    });
+    rpc.on_notification("textDocument/didChange", [this](const Json& p) {
+      const Json& td = p.at("textDocument");
+      std::string uri = td.at("uri").get<std::string>();
+      auto it = docs.find(uri);
+      if (it == docs.end()) {
+        log(2, "didChange for " + uri + ", which is not open: ignored");
+        return;
+      }
+      OpenDoc& d = it->second;
+      std::string text = *d.doc.text;
+      for (const auto& change : p.at("contentChanges")) text = apply_change(text, change, encoding);
+      d.doc.text = std::make_shared<const std::string>(std::move(text));
+      d.doc.version = td.at("version").get<int64_t>();
+      schedule(uri, false);
+      reschedule_dependents(d.doc.path, d.doc.path);
+    });
+    rpc.on_notification("textDocument/didSave", [this](const Json& p) {
+      std::string uri = p.at("textDocument").at("uri").get<std::string>();
+      if (auto t = p.find("text"); t != p.end() && t->is_string()) {
+        auto it = docs.find(uri);
+        if (it != docs.end() && *it->second.doc.text != t->get<std::string>()) {
+          it->second.doc.text = std::make_shared<const std::string>(t->get<std::string>());
+          schedule(uri, true);
+        }
+      }
+    });
+    rpc.on_notification("textDocument/didClose", [this](const Json& p) {
+      std::string uri = p.at("textDocument").at("uri").get<std::string>();
+      auto it = docs.find(uri);
+      if (it == docs.end()) return;
+      if (it->second.running_cancel) it->second.running_cancel->store(true);
+      for (auto& w : it->second.waiters) w(nullptr);
+      std::string path = it->second.doc.path;
+      docs.erase(it);
+      if (!pull_diagnostics)
+        rpc.notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", Json::array()}});
+      // Importers now read the file from disk.
+      reschedule_dependents(path, path);
+      index.refresh_from_disk(path);
+    });
+    rpc.on_notification("workspace/didChangeWatchedFiles", [this](const Json& p) {
+      bool structure_changed = false;
+      for (const auto& change : p.at("changes")) {
+        auto path = uri_to_path(change.at("uri").get<std::string>());
+        if (!path) continue;
+        std::string norm = fs::path(*path).lexically_normal().string();
+        int type = change.at("type").get<int>();
+        if (fs::path(norm).filename() == "mindspore_config.json") {
+          load_project_config();
+          structure_changed = true;
+          continue;
+        }
+        bool open = false;
+        for (const auto& [u, od] : docs) open |= od.doc.path == norm;
+        if (!open) {
+          if (type == 3)
+            index.remove(norm);
+          else
+            submit_index_refresh(norm);
+        }
+        if (type != 2) structure_changed = true;  // created / deleted: imports may resolve now
+        if (!open) reschedule_dependents(norm, "");
+      }
+      if (structure_changed) {
+        for (auto& [uri, od] : docs) schedule(uri, false, true);
+      }
+    });
+    rpc.on_notification("workspace/didChangeConfiguration", [this](const Json& p) {
+      auto s = p.find("settings");
+      if (s != p.end() && s->is_object() && s->contains("cellscope")) {
+        apply_client_settings((*s)["cellscope"]);
+      } else if (configuration_pull) {
+        pull_configuration();
+      }
+    });
+    rpc.on_notification("workspace/didChangeWorkspaceFolders", [this](const Json& p) {
+      const Json& ev = p.at("event");
+      for (const auto& f : ev.at("removed")) {
+        if (auto path = uri_to_path(f.at("uri").get<std::string>())) std::erase(roots, *path);
+      }
+      for (const auto& f : ev.at("added")) {
+        if (auto path = uri_to_path(f.at("uri").get<std::string>())) roots.push_back(*path);
+      }
+      load_project_config();
+    });
+
+    auto analysed = [this](const char* method, std::function<Json(const FeatureContext&, const Json&)> fn) {
+      rpc.on_async_request(method, [this, fn](const Json& p, Context ctx) {
+        std::string uri = p.at("textDocument").at("uri").get<std::string>();
+        with_analysis(uri, [this, fn, p, ctx](const std::shared_ptr<const FileAnalysis>& fa) {
+          if (!fa) {
+            ctx.reply(nullptr);
+            return;
+          }
+          try {
+            ctx.reply(fn(feature_context(*fa), p));
+          } catch (const RpcError& e) {
+            ctx.error(e);
+          } catch (const Json::exception& e) {
+            ctx.error(RpcError(ErrorCode::kInvalidParams, e.what()));
+          } catch (const std::exception& e) {
+            ctx.error(RpcError(ErrorCode::kInternalError, e.what()));
+          }
+        });
+      });
+    };
+    analysed("textDocument/hover", [](const FeatureContext& c, const Json& p) { return hover(c, p.at("position")); });
+    analysed("textDocument/inlayHint", [](const FeatureContext& c, const Json& p) { return inlay_hints(c, p.at("range")); });
+    analysed("textDocument/codeLens", [](const FeatureContext& c, const Json&) { return code_lenses(c); });
+    analysed("textDocument/documentSymbol", [](const FeatureContext& c, const Json&) { return document_symbols(c); });
+    analysed("textDocument/codeAction", [](const FeatureContext& c, const Json& p) { return code_actions(c, p); });
+    analysed("textDocument/definition", [](const FeatureContext& c, const Json& p) { return definition(c, p.at("position")); });
+    analysed("textDocument/diagnostic", [this](const FeatureContext& c, const Json& p) {
+      std::string id = std::to_string(c.fa.seq);
+      if (p.value("previousResultId", "") == id) return Json{{"kind", "unchanged"}, {"resultId", id}};
+      auto it = docs.find(c.fa.uri);
+      Json items = it != docs.end() ? diagnostics_for(it->second) : file_diagnostics(c);
+      return Json{{"kind", "full"}, {"resultId", id}, {"items", std::move(items)}};
+    });
+
+    // Typing must not wait: completion and signature help use the current text with the last
+    // analysis (for imports and types), whatever its version.
+    auto immediate = [this](const char* method, std::function<Json(const FeatureContext&, const std::string&, const Json&)> fn) {
+      rpc.on_request(method, [this, fn](const Json& p, const Context&) -> Json {
+        std::string uri = p.at("textDocument").at("uri").get<std::string>();
+        auto it = docs.find(uri);
+        if (it == docs.end()) return nullptr;
+        std::shared_ptr<const FileAnalysis> fa = it->second.analysis;
+        if (!fa) {
+          auto empty = std::make_shared<FileAnalysis>();
+          empty->uri = uri;
+          empty->path = it->second.doc.path;
+          empty->text = it->second.doc.text;
+          empty->outline = graphcore::outline_python(empty->path, *empty->text);
+          empty->conv = std::make_unique<PositionConverter>(*empty->text, encoding);
+          fa = empty;
+        }
+        return fn(feature_context(*fa), *it->second.doc.text, p.at("position"));
+      });
+    };
+    immediate("textDocument/completion", completion);
+    immediate("textDocument/signatureHelp", signature_help);
+
+    rpc.on_request("workspace/symbol", [this](const Json& p, const Context&) {
+      return index.query(p.at("query").get<std::string>(), 256);
+    });
+    rpc.on_async_request("workspace/executeCommand", [this](const Json& p, Context ctx) {
+      std::string command = p.at("command").get<std::string>();
+      Json args = p.value("arguments", Json::array());
+      if (command == "cellscope.setTarget") {
+        if (args.empty() || !args[0].is_string())
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, "cellscope.setTarget needs a target name"));
+        auto t = normalize_target(args[0].get<std::string>());
+        if (!t)
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, "unknown target `" + args[0].get<std::string>() + "`"));
+        client_settings.target = *t;
+        for (auto& [uri, od] : docs) schedule(uri, true);
+        return ctx.reply({{"target", *t}});
+      }
+      if (command == "cellscope.visualizeGraph") {
+        if (args.empty() || !args[0].is_string())
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, "cellscope.visualizeGraph needs a document URI"));
+        std::string uri = args[0].get<std::string>();
+        std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";
+        if (!docs.count(uri))
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
+        with_analysis(uri, [this, ctx, cell](const std::shared_ptr<const FileAnalysis>& fa) {
+          if (!fa) return ctx.error(RpcError(ErrorCode::kRequestFailed, "the document was closed"));
+          try {
+            ctx.reply(graph_document_json(feature_context(*fa), cell, target()));
+          } catch (const std::exception& e) {
+            ctx.error(RpcError(ErrorCode::kInternalError, e.what()));
+          }
+        });
+        return;
+      }
+      ctx.error(RpcError(ErrorCode::kInvalidParams, "unknown command `" + command + "`"));
+    });
+  }
+
+  // At exit or end of input: no timer may keep the io_context alive and no request may wait
+  // for an analysis that will not come.
+  void wind_down() {
+    for (auto& [uri, od] : docs) {
+      if (od.timer) od.timer->cancel();
+      if (od.running_cancel) od.running_cancel->store(true);
+      auto waiters = std::move(od.waiters);
+      od.waiters.clear();
+      for (auto& w : waiters) w(nullptr);
+    }
+  }
+
+  void submit_index_refresh(const std::string& path) {
+    std::weak_ptr<Impl> weak = weak_from_this();
+    submit([weak, path] {
+      if (auto s = weak.lock()) s->index.refresh_from_disk(path);
+    });
+  }
+
+  std::function<void()> on_exit;
+};
+
+LanguageServer::LanguageServer(asio::io_context& io, rpc::Dispatcher& rpc, ServerOptions options)
+    : impl_(std::make_shared<Impl>(io, rpc, options)) {}
+
+LanguageServer::~LanguageServer() { impl_->stop_threads(); }
+
+void LanguageServer::attach() {
+  impl_->start_worker();
+  impl_->attach();
+}
+
+void LanguageServer::stop() { impl_->stop_threads(); }
+
+void LanguageServer::set_exit_handler(std::function<void()> on_exit) {
+  impl_->on_exit = std::move(on_exit);
+}
+
+void LanguageServer::end_of_input() { impl_->wind_down(); }
+
+bool LanguageServer::exit_requested() const { return impl_->exit_requested; }
+
+int LanguageServer::exit_code() const { return impl_->shutdown_received ? 0 : 1; }
+
+int run_stdio_server(const ServerOptions& options, const std::string& log_file) {
+  int out_fd = rpc::isolate_stdio({log_file, true});
+  asio::io_context io;
+  rpc::StdioTransport::Options topts;
+  topts.out_fd = out_fd;
+  // A 50 MB message is refused (answered with an error), not buffered.
+  topts.framing.max_message_bytes = 32u << 20;
+  rpc::StdioTransport transport(io, topts);
+  rpc::Dispatcher dispatcher([&](std::string body) { transport.send(std::move(body)); });
+  LanguageServer server(io, dispatcher, options);
+  server.set_exit_handler([&] { dispatcher.when_idle([&] { transport.close(); }); });
+  server.attach();
+  transport.start([&](rpc::Frame f) { dispatcher.handle_frame(f); },
+                  [&](const std::string& error) {
+                    if (!error.empty()) spdlog::error("input: {}", error);
+                    dispatcher.fail_pending_calls("the client went away");
+                    server.end_of_input();
+                    dispatcher.when_idle([&] { transport.close(); });
+                  });
+  spdlog::info("cellscope lsp: serving on stdio");
+  io.run();
+  server.stop();
+  return server.exit_code();
+}
+
+}  // namespace cellscope::lsp
