@@ -370,7 +370,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     std::set<std::string> files{fa->path};
     for (const auto& diag : fa->result.diagnostics) files.insert(diag.file);
     for (auto& [uri, od] : docs) {
-      if (files.count(od.doc.path)) publish(od);
+      if (files.count(od.doc.path)) publish(od, &od == &d);
     }
     if (pull_diagnostics && diagnostic_refresh && job.from_dependency) {
       rpc.call("workspace/diagnostic/refresh", nullptr, [](auto, auto) {});
@@ -447,12 +447,14 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     return out;
   }
 
-  void publish(OpenDoc& d) {
+  // `own`: `d` was just analysed (always published, so that the client learns that this version's
+  // diagnostics are final); otherwise only a change is sent.
+  void publish(OpenDoc& d, bool own) {
     if (pull_diagnostics) return;
     if (!d.analysis || d.analysis->version != d.doc.version) return;
     Json diags = diagnostics_for(d);
     std::string key = diags.dump();
-    if (key == d.published) return;
+    if (!own && key == d.published) return;
     d.published = key;
     rpc.notify("textDocument/publishDiagnostics",
                {{"uri", d.doc.uri}, {"version", d.doc.version}, {"diagnostics", std::move(diags)}});
