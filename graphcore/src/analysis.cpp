@@ -484,6 +484,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
   Interpreter in(options, loader);
   if (options.record_facts) in.refs = &result.references;
   ModuleObj* main = loader.load_file(in, file, "__main__");
+  if (main && main->parsed && options.outline) result.outline = ast::outline_of(*main->parsed);
   if (!main) {
     result.diagnostics.push_back(Diagnostic{file.string(),
                                             SourceRange{},

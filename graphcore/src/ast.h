@@ -162,6 +162,12 @@ class Arena {
 struct ParsedFile {
   std::string path;
   std::string text;  // sanitized source (invalid UTF-8 replaced)
+  // The text as given, for ParseCache: `text` itself when sanitizing changed nothing, else its
+  // size and hash.
+  bool text_is_original = true;
+  size_t original_size = 0;
+  size_t original_hash = 0;
+  [[nodiscard]] bool same_source(const std::string& original) const;
   Arena arena;
   Node* module = nullptr;               // Block of statements
   std::vector<Diagnostic> diagnostics;  // syntax errors, encoding problems, limits
@@ -175,5 +181,14 @@ struct ParseLimits {
 // Parses and lowers `text`. Never throws on bad input: problems become diagnostics.
 std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
                                          const ParseLimits& limits);
+
+}  // namespace graphcore::ast
+
+#include "graphcore/outline.h"
+
+namespace graphcore::ast {
+
+// The outline of an already parsed file (outline.cpp).
+FileOutline outline_of(const ParsedFile& file);
 
 }  // namespace graphcore::ast

@@ -130,6 +130,9 @@ std::string Interpreter::source_text(const std::string& file, SourceRange range)
 
 void Interpreter::record_ref(const Site& site, const Value& v) {
   if (!site.node || !site.module || site.module->file.empty()) return;
+  // A name evaluated many times (a helper called per layer) is recorded once: what it refers to
+  // the first time.
+  if (!ref_sites_.insert(site.node).second) return;
   SourceRange use = site.range();
   if (site.node->kind == ast::K::Attribute) {
     // Only the attribute's name: `conv1` of `self.conv1`.

@@ -106,7 +106,7 @@ class ModuleLoader {
   SourceProvider& sources_;
   const AnalysisOptions& options_;
   std::map<std::string, Ref> modules_;  // by canonical file path
-  std::map<std::string, std::unique_ptr<ast::ParsedFile>> parsed_;
+  std::map<std::string, std::shared_ptr<const ast::ParsedFile>> parsed_;
   std::map<std::string, std::string> prefetched_;  // text read by resolve(), by path
   std::vector<std::unique_ptr<ast::ParsedFile>> extra_;
 };
@@ -241,6 +241,7 @@ class Interpreter {
   std::unordered_map<std::string, Value> natives_;
   std::unordered_map<const ApiEntry*, Value> api_classes_;
   std::unordered_map<const ast::ParsedFile*, LineIndex> line_indexes_;  // for def_name_range
+  std::unordered_set<const ast::Node*> ref_sites_;  // nodes record_ref has seen
   Value lookup_name(std::string_view name, Frame& f, const Site& site);
   void assign(const ast::Node* target, const Value& v, Frame& f);
   void store_name(std::string_view name, const Value& v, Frame& f);

@@ -1500,6 +1500,8 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
     file->module = file->arena.node(K::Block, SourceRange{});
     return file;
   }
+  file->original_size = text.size();
+  file->original_hash = std::hash<std::string>{}(text);
   file->text = std::move(text);
   auto bad = sanitize_utf8(file->text);
   if (!bad.empty()) {
@@ -1516,6 +1518,9 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
                    {}});
   }
   limit_indentation(*file, 100);
+  file->text_is_original =
+      file->text.size() == file->original_size &&
+      std::hash<std::string>{}(file->text) == file->original_hash;
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
   TSTree* tree = ts_parser_parse_string(parser, nullptr, file->text.data(),
@@ -1528,6 +1533,12 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
   ts_tree_delete(tree);
   ts_parser_delete(parser);
   return file;
+}
+
+bool ParsedFile::same_source(const std::string& original) const {
+  if (original.size() != original_size) return false;
+  if (text_is_original) return original == text;
+  return std::hash<std::string>{}(original) == original_hash;
 }
 
 }  // namespace graphcore::ast

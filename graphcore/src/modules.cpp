@@ -2,9 +2,51 @@
 // few standard-library helpers model code relies on; everything else is an opaque module.
 #include <algorithm>
 #include <chrono>
+#include <list>
+#include <mutex>
 #include <unordered_set>
 
 #include "interp.h"
+
+namespace graphcore {
+
+struct ParseCache::Impl {
+  size_t capacity;
+  mutable std::mutex mutex;
+  // Most recently used last.
+  std::list<std::shared_ptr<const ast::ParsedFile>> files;
+  size_t hits = 0;
+  size_t misses = 0;
+  size_t max_bytes = 0;  // the limit the cached parses were made with
+
+  std::shared_ptr<const ast::ParsedFile> find(const std::string& path, const std::string& text,
+                                              const ast::ParseLimits& limits) {
+    std::lock_guard lock(mutex);
+    for (auto it = files.begin(); it != files.end(); ++it) {
+      const ast::ParsedFile& f = **it;
+      if (f.path != path || max_bytes != limits.max_bytes || !f.same_source(text)) continue;
+      auto hit = *it;
+      files.erase(it);
+      files.push_back(hit);
+      ++hits;
+      return hit;
+    }
+    ++misses;
+    return nullptr;
+  }
+  void store(const std::shared_ptr<const ast::ParsedFile>& parsed, const ast::ParseLimits& limits) {
+    std::lock_guard lock(mutex);
+    if (max_bytes != limits.max_bytes) {
+      files.clear();
+      max_bytes = limits.max_bytes;
+    }
+    std::erase_if(files, [&](const auto& f) { return f->path == parsed->path; });
+    files.push_back(parsed);
+    while (files.size() > capacity) files.pop_front();
+  }
+};
+
+}  // namespace graphcore
 
 namespace graphcore::eval {
 
@@ -69,10 +111,15 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   ast::ParseLimits limits;
   limits.max_bytes = options_.max_file_bytes;
   auto t0 = std::chrono::steady_clock::now();
-  auto parsed = ast::parse_python(m->file, std::move(*text), limits);
+  std::shared_ptr<const ast::ParsedFile> parsed;
+  if (options_.parse_cache) parsed = options_.parse_cache->impl().find(m->file, *text, limits);
+  if (!parsed) {
+    parsed = ast::parse_python(m->file, std::move(*text), limits);
+    if (options_.parse_cache) options_.parse_cache->impl().store(parsed, limits);
+  }
   parse_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (auto& d : parsed->diagnostics) in.diagnostics.push_back(d);
+  for (const auto& d : parsed->diagnostics) in.diagnostics.push_back(d);
   m->parsed = parsed.get();
   parsed_.emplace(key, std::move(parsed));
   m->globals.set(make_str("__name__"), make_str(name));
@@ -439,3 +486,20 @@ bool ModuleLoader::package_dir_exists(std::string_view top, ModuleObj* from) {
 }
 
 }  // namespace graphcore::eval
+
+namespace graphcore {
+
+ParseCache::ParseCache(size_t capacity) : impl_(std::make_unique<Impl>()) {
+  impl_->capacity = std::max<size_t>(capacity, 1);
+}
+ParseCache::~ParseCache() = default;
+size_t ParseCache::hits() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->hits;
+}
+size_t ParseCache::misses() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->misses;
+}
+
+}  // namespace graphcore

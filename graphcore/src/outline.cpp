@@ -223,16 +223,20 @@ class Outliner {
 
 }  // namespace
 
-FileOutline outline_python(std::string path, std::string text) {
+FileOutline ast::outline_of(const ast::ParsedFile& pf) {
   FileOutline out;
+  for (const auto& d : pf.diagnostics) {
+    if (d.severity == Severity::Error) out.has_syntax_errors = true;
+  }
+  Outliner(pf).module(out);
+  return out;
+}
+
+FileOutline outline_python(std::string path, std::string text) {
   ast::ParseLimits limits;
   limits.max_bytes = 64u << 20;
   auto pf = ast::parse_python(std::move(path), std::move(text), limits);
-  for (const auto& d : pf->diagnostics) {
-    if (d.severity == Severity::Error) out.has_syntax_errors = true;
-  }
-  Outliner(*pf).module(out);
-  return out;
+  return ast::outline_of(*pf);
 }
 
 const OutlineSymbol* find_symbol(const std::vector<OutlineSymbol>& symbols, std::string_view name) {

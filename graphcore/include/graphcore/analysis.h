@@ -11,6 +11,7 @@
 
 #include "graphcore/diagnostic.h"
 #include "graphcore/graph.h"
+#include "graphcore/outline.h"
 #include "graphcore/shape.h"
 #include "graphcore/version.h"
 
@@ -27,6 +28,25 @@ class SourceProvider {
 class DiskSourceProvider : public SourceProvider {
  public:
   std::optional<std::string> read(const std::filesystem::path& path) override;
+};
+
+// Parsed files kept between analyses: an editor re-analyses on every keystroke, and the files a
+// model imports rarely change. A file is reused while its text is the same (compared in full);
+// the least recently used ones are dropped beyond `capacity`. Thread-safe; share one per session.
+class ParseCache {
+ public:
+  explicit ParseCache(size_t capacity = 256);
+  ~ParseCache();
+  ParseCache(const ParseCache&) = delete;
+  ParseCache& operator=(const ParseCache&) = delete;
+  [[nodiscard]] size_t hits() const;
+  [[nodiscard]] size_t misses() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
 };
 
 struct AnalysisOptions {
@@ -54,6 +74,10 @@ struct AnalysisOptions {
   // Polled during evaluation; when it becomes true the analysis stops and returns a result with
   // `cancelled` set (an editor abandons an analysis of a superseded version this way).
   const std::atomic<bool>* cancel = nullptr;
+  // Reuse parsed files across analyses (optional).
+  std::shared_ptr<ParseCache> parse_cache;
+  // true: AnalysisResult::outline gets the analysed file's outline (from the same parse).
+  bool outline = false;
 };
 
 // What a name or attribute used in the analysed code refers to (recorded with record_facts).
@@ -85,6 +109,7 @@ struct AnalysisResult {
   std::vector<std::string> files;       // every file read (the analysed file first)
   AnalysisTimings timings;
   std::vector<Reference> references;  // only with AnalysisOptions::record_facts; sorted, unique
+  FileOutline outline;                // only with AnalysisOptions::outline
   bool cancelled = false;             // AnalysisOptions::cancel was set: the result is partial
 
   [[nodiscard]] size_t error_count() const;
