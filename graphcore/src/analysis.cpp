@@ -98,45 +98,49 @@ uint32_t next_walk_mark() {
   return ++counter;
 }
 
-// Walks a root's Cell tree, giving each instance its path ("layer1.0.conv1").
-void assign_paths(const Value& v, const std::string& path, uint32_t mark,
-                  std::unordered_set<const ClassObj*>* classes) {
+// Walks a root's Cell tree, giving each instance its path ("layer1.0.conv1"), and collecting
+// the classes met (`classes`) and the Parameters with their counts (`report`) when given.
+void assign_paths(const Value& v, std::string& path, uint32_t mark,
+                  std::unordered_set<const ClassObj*>* classes, CellReport* report) {
   auto* inst = v.as<InstanceObj>();
   if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
-  inst->cell->walk_mark = mark;
-  inst->cell->path = path;
+  CellState& cs = *inst->cell;
+  cs.walk_mark = mark;
+  cs.path = path;
   if (classes) classes->insert(inst->cls);
-  auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
-  for (auto& [k, child] : inst->cell->children) assign_paths(child, join(k), mark, classes);
-  for (size_t i = 0; i < inst->cell->items.size(); ++i) {
-    std::string k =
-        i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
-    assign_paths(inst->cell->items[i], join(k), mark, classes);
-  }
-}
-
-void collect_params(const Value& v, const std::string& path, uint32_t mark, CellReport& report) {
-  auto* inst = v.as<InstanceObj>();
-  if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
-  inst->cell->walk_mark = mark;
-  auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
-  for (auto& [k, p] : inst->cell->params) {
-    auto* t = p.as<TensorObj>();
-    if (!t || t->walk_mark == mark) continue;
-    t->walk_mark = mark;
-    report.params.push_back(ParamInfo{join(k), t->type.shape, t->type.dtype, t->requires_grad});
-    Dim n = t->type.shape.num_elements();
-    if (n.is_known()) {
-      report.total_params += n.value();
-      if (t->requires_grad) report.trainable_params += n.value();
+  // `path` is extended in place for each child and restored afterwards.
+  const size_t len = path.size();
+  auto join = [&](std::string_view k) {
+    path.resize(len);
+    if (len != 0) path += '.';
+    path += k;
+  };
+  if (report) {
+    for (auto& [k, p] : cs.params) {
+      auto* t = p.as<TensorObj>();
+      if (!t || t->walk_mark == mark) continue;
+      t->walk_mark = mark;
+      join(k);
+      report->params.push_back(ParamInfo{path, t->type.shape, t->type.dtype, t->requires_grad});
+      Dim n = t->type.shape.num_elements();
+      if (n.is_known()) {
+        report->total_params += n.value();
+        if (t->requires_grad) report->trainable_params += n.value();
+      }
     }
   }
-  for (auto& [k, child] : inst->cell->children) collect_params(child, join(k), mark, report);
-  for (size_t i = 0; i < inst->cell->items.size(); ++i) {
-    std::string k =
-        i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
-    collect_params(inst->cell->items[i], join(k), mark, report);
+  for (auto& [k, child] : cs.children) {
+    join(k);
+    assign_paths(child, path, mark, classes, report);
   }
+  for (size_t i = 0; i < cs.items.size(); ++i) {
+    if (i < cs.item_names.size())
+      join(cs.item_names[i]);
+    else
+      join(std::to_string(i));
+    assign_paths(cs.items[i], path, mark, classes, report);
+  }
+  path.resize(len);
 }
 
 FunctionObj* construct_of(InstanceObj* inst) {
@@ -269,8 +273,10 @@ class RootCompiler {
     rep.class_name = inst->cls->name;
     rep.file = inst->cls->module ? inst->cls->module->file : root.site.file();
     rep.range = inst->cls->def ? inst->cls->def->range : root.site.range();
-    assign_paths(root.cell, "", next_walk_mark(), nullptr);
-    collect_params(root.cell, "", next_walk_mark(), rep);
+    {
+      std::string path;
+      assign_paths(root.cell, path, next_walk_mark(), nullptr, &rep);
+    }
 
     FunctionObj* fn = construct_of(inst);
     if (!fn && !inst->cell->api && inst->cls->native_base() != NativeClass::SequentialCell) {
@@ -568,7 +574,8 @@ AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options
       std::unordered_set<const ClassObj*> used_as_sub;
       {
         uint32_t mark = next_walk_mark();
-        for (auto& r : roots) assign_paths(r.cell, "", mark, &used_as_sub);
+        std::string path;
+        for (auto& r : roots) assign_paths(r.cell, path, mark, &used_as_sub, nullptr);
       }
       for (auto& [k, v] : main->globals.entries) {
         auto* cls = v.as<ClassObj>();

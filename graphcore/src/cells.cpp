@@ -285,7 +285,7 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
   Value self = Value::obj(inst);
   if (cls->is_cell) {
     inst->cell = std::make_unique<CellState>();
-    inst->cell->file = site.file();
+    inst->cell->file = site.file_id();
     inst->cell->site = site.range();
   }
   bool root_candidate = cls->is_cell && cell_init_depth == 0 && graph == nullptr;

@@ -14,6 +14,7 @@ const std::string kEmpty;
 }
 
 const std::string& Site::file() const { return module ? module->file : kEmpty; }
+IStr Site::file_id() const { return module ? module->file_id : IStr(); }
 
 const Value* CallArgs::find_kw(std::string_view name) const {
   for (const auto& [k, v] : kw) {

@@ -27,6 +27,7 @@ struct Site {
   ModuleObj* module = nullptr;
   [[nodiscard]] SourceRange range() const { return node ? node->range : SourceRange{}; }
   [[nodiscard]] const std::string& file() const;
+  [[nodiscard]] IStr file_id() const;  // file(), interned
 };
 
 struct CallArgs {
@@ -73,9 +74,10 @@ class GraphBuilder {
   uint32_t graph_id;
   std::unordered_map<const TensorObj*, ValueRef> captured;  // constants/Parameters from __init__
   std::unordered_map<std::string, uint32_t> id_counts;
+  std::unordered_map<const ApiEntry*, std::pair<IStr, IStr>> api_names;  // (api, op)
   std::unordered_set<uint32_t> consumed_by_failed;  // nodes feeding an op that failed to compile
-  std::unordered_map<uint32_t, std::string> caller_scope;    // node -> Cell whose construct made it
-  std::unordered_map<std::string, std::string> scope_class;  // Cell path -> class name
+  std::vector<IStr> caller_scope;  // node -> Cell whose construct made it (when nested)
+  std::unordered_map<IStr, const std::string*> scope_class;  // Cell path -> class name
   [[nodiscard]] std::string note_for(uint32_t node) const;   // instance note for diagnostics
   std::string unique_id(const std::string& base);
 };
@@ -193,7 +195,7 @@ class Interpreter {
   Value add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
                     std::vector<TensorType> outputs, std::vector<Attr> attrs, double flops,
                     const Site& site, bool returns_tuple);
-  std::string current_scope() const;
+  IStr current_scope() const;
   // Output values of an op: one tensor, a tuple, or a nested tuple per a tuple_structure attr.
   Value merge_branches(const Value& cond, const Value& a, const Value& b, const Site& site);
   Value pack_outputs(std::vector<Value> outs, const std::vector<Attr>& attrs, bool returns_tuple);

@@ -736,7 +736,7 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
                                   const Site& site) {
   if (!inst->cell) {
     inst->cell = std::make_unique<CellState>();
-    inst->cell->file = site.file();
+    inst->cell->file = site.file_id();
     inst->cell->site = site.range();
   }
   CellState& cs = *inst->cell;

@@ -64,6 +64,7 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   auto m = std::make_shared<ModuleObj>();
   m->name = name;
   m->file = file.string();
+  m->file_id = m->file;
   modules_.emplace(key, m);
   files_read.push_back(m->file);
   ast::ParseLimits limits;

@@ -277,11 +277,11 @@ struct CellState {
   std::vector<ParamInfo> api_params;
   bool init_failed = false;
   // Where it was constructed (the call in the parent's __init__).
-  std::string file;
+  IStr file;
   SourceRange site;
-  std::string path;  // instance path within the analysed root, e.g. "layer1.0.conv1"
-  uint32_t walk_mark = 0;       // last tree walk that visited this Cell (see analysis.cpp)
-  uint32_t calls = 0;           // applications in the graph `calls_graph` (node ids layer#2...)
+  IStr path;               // instance path within the analysed root, e.g. "layer1.0.conv1"
+  uint32_t walk_mark = 0;  // last tree walk that visited this Cell (see analysis.cpp)
+  uint32_t calls = 0;      // applications in the graph `calls_graph` (node ids layer#2...)
   uint32_t calls_graph = 0;
 };
 
@@ -301,6 +301,7 @@ struct ModuleObj : Object {
   ModuleObj() : Object(kKind) {}
   std::string name;  // dotted
   std::string file;  // path, empty for synthetic modules
+  IStr file_id;      // `file`, interned (what graph nodes store)
   DictObj globals;
   const ast::ParsedFile* parsed = nullptr;
   bool loading = false;
