@@ -151,7 +151,7 @@ FunctionObj* construct_of(InstanceObj* inst) {
 // True when the class can be constructed with no arguments.
 bool constructible_with_defaults(ClassObj* cls) {
   for (ClassObj* c : cls->mro) {
-    if (Value* init = c->attrs.find(make_str("__init__"))) {
+    if (Value* init = c->attrs.find_str("__init__")) {
       auto* fn = init->as<FunctionObj>();
       if (!fn) return false;
       const auto& params = fn->def->list;
@@ -170,7 +170,7 @@ bool constructible_with_defaults(ClassObj* cls) {
 std::vector<std::string> required_params(ClassObj* cls) {
   std::vector<std::string> out;
   for (ClassObj* c : cls->mro) {
-    if (Value* init = c->attrs.find(make_str("__init__"))) {
+    if (Value* init = c->attrs.find_str("__init__")) {
       if (auto* fn = init->as<FunctionObj>()) {
         const auto& params = fn->def->list;
         for (size_t i = 1; i < params.size(); ++i) {

@@ -172,6 +172,8 @@ class Interpreter {
   Value call_api_function(const ApiEntry* e, CallArgs& args, const Site& site,
                           InstanceObj* self_obj);
   void init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args, const Site& site);
+  // A registry object's constructor argument `name` as bound (given, or defaulted), or nullopt.
+  std::optional<CellState::InitArg> api_init_arg(const CellState& cs, std::string_view name);
   Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
   std::optional<Value> cell_method(InstanceObj* inst, const Value& self, std::string_view name);
   std::optional<Value> builtin_method(const Value& obj, std::string_view name);

@@ -387,7 +387,7 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
     } else if (auto* m = source.as<ModuleObj>()) {
       if (m->opaque) {
         v = Value::unknown();
-      } else if (Value* found = m->globals.find(make_str(name))) {
+      } else if (Value* found = m->globals.find_str(name)) {
         v = *found;
       } else if (ws_module) {
         // A submodule of a package: from pkg import mod.

@@ -221,7 +221,7 @@ Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value,
   ClassObj* owner = nullptr;
   FunctionObj* fn = nullptr;
   for (ClassObj* c : cell->cls->mro) {
-    if (Value* v = c->attrs.find(make_str("construct"))) {
+    if (Value* v = c->attrs.find_str("construct")) {
       fn = v->as<FunctionObj>();
       owner = c;
       break;

@@ -150,8 +150,11 @@ struct DictObj : Object {
   bool erase(const Value& key);
 
  private:
-  // Index of string keys (attribute dicts and module globals can hold many thousands).
-  std::unordered_map<std::string, size_t> str_index_;
+  // Index of string keys, built once the dict outgrows a linear scan (attribute dicts and module
+  // globals can hold many thousands; most instance dicts hold a handful). Keys view the strings
+  // of the key objects, which the entries keep alive.
+  static constexpr size_t kIndexFrom = 12;
+  std::unordered_map<std::string_view, size_t> str_index_;
   void reindex();
 };
 
@@ -264,10 +267,12 @@ struct CellState {
   std::vector<std::string> item_names;                  // SequentialCell from an OrderedDict
   // Registry-backed objects (nn.Conv2d instances, ops.Add instances).
   const ApiEntry* api = nullptr;
-  // Constructor arguments as bound (defaults applied); the registry reads them as ArgValues,
-  // converted on demand (keeping only values keeps a layer instance small).
+  // Constructor arguments as bound; the registry reads them as ArgValues, converted on demand
+  // (keeping only values keeps a layer instance small). Arguments left to their defaults are
+  // not stored: Interpreter::api_init_arg finds them through `api`. Names view the registry's
+  // parameter names or interned keyword names.
   struct InitArg {
-    std::string name;
+    std::string_view name;
     Value value;
     SourceRange range;
     bool explicit_arg = false;
