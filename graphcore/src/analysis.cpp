@@ -106,7 +106,7 @@ void assign_paths(const Value& v, std::string& path, uint32_t mark,
   if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
   CellState& cs = *inst->cell;
   cs.walk_mark = mark;
-  cs.path = path;
+  if (cs.path != std::string_view(path)) cs.path = path;  // interning is the costly part
   if (classes) classes->insert(inst->cls);
   // `path` is extended in place for each child and restored afterwards.
   const size_t len = path.size();

@@ -172,6 +172,9 @@ class Interpreter {
   Value call_api_function(const ApiEntry* e, CallArgs& args, const Site& site,
                           InstanceObj* self_obj);
   void init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args, const Site& site);
+  // Layer attributes shared by every layer constructed with the same ones (a deep model has
+  // thousands of identical convolutions).
+  std::shared_ptr<const std::vector<Attr>> shared_attrs(std::vector<Attr> attrs);
   // A registry object's constructor argument `name` as bound (given, or defaulted), or nullopt.
   std::optional<CellState::InitArg> api_init_arg(const CellState& cs, std::string_view name);
   Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
@@ -234,6 +237,7 @@ class Interpreter {
   std::unordered_map<const ParamSpec*, Value> default_cache_;
   std::unordered_map<std::string, Value> natives_;
   std::unordered_map<const ApiEntry*, Value> api_classes_;
+  std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<Attr>>>> attr_sets_;
   Value lookup_name(std::string_view name, Frame& f, const Site& site);
   void assign(const ast::Node* target, const Value& v, Frame& f);
   void store_name(std::string_view name, const Value& v, Frame& f);

@@ -2,6 +2,7 @@
 // dtype, context), Tensor/Parameter constructors, and registry-backed API objects and calls.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
@@ -788,13 +789,49 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
     if (a.defaulted) continue;
     cs.init_args.push_back(CellState::InitArg{a.name, std::move(a.value), a.range, a.explicit_arg});
   }
-  cs.attrs = std::make_shared<const std::vector<Attr>>(std::move(ctx.attrs));
+  cs.attrs = shared_attrs(std::move(ctx.attrs));
   cs.api_params = std::move(ctx.params);
   for (const ParamInfo& p : cs.api_params) {
     Value pv = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
     cs.params.emplace_back(p.name, pv);
     inst->attrs.set(make_str(p.name), pv);
   }
+}
+
+std::shared_ptr<const std::vector<Attr>> Interpreter::shared_attrs(std::vector<Attr> attrs) {
+  auto mix = [](size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
+  size_t h = attrs.size();
+  for (const Attr& a : attrs) {
+    h = mix(h, std::hash<std::string>()(a.name));
+    h = mix(h, a.value.index());
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            for (int64_t x : v) h = mix(h, std::hash<int64_t>()(x));
+          } else if constexpr (!std::is_same_v<T, std::monostate>) {
+            h = mix(h, std::hash<T>()(v));
+          }
+        },
+        a.value);
+  }
+  auto same = [&](const std::vector<Attr>& other) {
+    if (other.size() != attrs.size()) return false;
+    for (size_t i = 0; i < attrs.size(); ++i) {
+      if (other[i].name != attrs[i].name || other[i].value != attrs[i].value) return false;
+      // Identical bits for floats (0.0 == -0.0 but they render differently).
+      const auto* x = std::get_if<double>(&attrs[i].value);
+      if (x && std::bit_cast<uint64_t>(*x) != std::bit_cast<uint64_t>(std::get<double>(other[i].value)))
+        return false;
+    }
+    return true;
+  };
+  auto& bucket = attr_sets_[h];
+  for (const auto& s : bucket) {
+    if (same(*s)) return s;
+  }
+  bucket.push_back(std::make_shared<const std::vector<Attr>>(std::move(attrs)));
+  return bucket.back();
 }
 
 std::optional<CellState::InitArg> Interpreter::api_init_arg(const CellState& cs,

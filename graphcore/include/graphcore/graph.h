@@ -46,10 +46,11 @@ struct ParamInfo {
   bool trainable = true;
 };
 
-// The text fields of a node are interned (IStr): they read as `const std::string&` /
-// `std::string_view`, compare with strings, and assign from strings.
+// `op`, `api`, `scope` and `file` repeat across nodes and are interned (IStr): they read as
+// `const std::string&` / `std::string_view`, compare with strings, and assign from strings.
+// `id` is unique per node and stays a plain string.
 struct Node {
-  IStr id;  // stable: scope-derived, e.g. "layer1.0.conv1" or "layer1.0/Add_1"
+  std::string id;  // stable: scope-derived, e.g. "layer1.0.conv1" or "layer1.0/Add_1"
   NodeKind kind = NodeKind::Op;
   IStr op;     // graph-level operator, e.g. "Conv2D", "MatMul", "Add"
   IStr api;    // registry entry that produced it, e.g. "nn.Conv2d", "ops.add", "Tensor.reshape"
