@@ -237,7 +237,7 @@ void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const
       cs.children.emplace_back(name, v);
     else if (auto* t = v.as<TensorObj>(); t && t->is_parameter)
       cs.params.emplace_back(name, v);
-    inst->attrs.set(make_str(name), v);
+    inst->attrs.set(name_str(name), v);
     return;
   }
   auto upsert = [&name](std::vector<std::pair<std::string, Value>>& list, const Value& val) {

@@ -175,6 +175,10 @@ class Interpreter {
   // Layer attributes shared by every layer constructed with the same ones (a deep model has
   // thousands of identical convolutions).
   std::shared_ptr<const std::vector<Attr>> shared_attrs(std::vector<Attr> attrs);
+  std::shared_ptr<const std::vector<ParamInfo>> shared_params(std::vector<ParamInfo> params);
+  // A str object for an attribute name, shared by every dict using it as a key (str is
+  // immutable, and instance dicts repeat the same few names thousands of times).
+  Value name_str(std::string_view s);
   // A registry object's constructor argument `name` as bound (given, or defaulted), or nullopt.
   std::optional<CellState::InitArg> api_init_arg(const CellState& cs, std::string_view name);
   Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
@@ -238,6 +242,9 @@ class Interpreter {
   std::unordered_map<std::string, Value> natives_;
   std::unordered_map<const ApiEntry*, Value> api_classes_;
   std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<Attr>>>> attr_sets_;
+  std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<ParamInfo>>>>
+      param_sets_;
+  std::unordered_map<std::string_view, Value> name_strs_;
   Value lookup_name(std::string_view name, Frame& f, const Site& site);
   void assign(const ast::Node* target, const Value& v, Frame& f);
   void store_name(std::string_view name, const Value& v, Frame& f);

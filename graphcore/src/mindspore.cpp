@@ -589,7 +589,7 @@ class CallCtx final : public BoundCtx<CallContext> {
   }
   const ParamInfo* param(std::string_view name) const override {
     if (obj_ && obj_->cell) {
-      for (auto& p : obj_->cell->api_params) {
+      for (auto& p : *obj_->cell->api_params) {
         if (p.name == name) return &p;
       }
     }
@@ -790,16 +790,18 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
     cs.init_args.push_back(CellState::InitArg{a.name, std::move(a.value), a.range, a.explicit_arg});
   }
   cs.attrs = shared_attrs(std::move(ctx.attrs));
-  cs.api_params = std::move(ctx.params);
-  for (const ParamInfo& p : cs.api_params) {
+  cs.api_params = shared_params(std::move(ctx.params));
+  for (const ParamInfo& p : *cs.api_params) {
     Value pv = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
     cs.params.emplace_back(p.name, pv);
-    inst->attrs.set(make_str(p.name), pv);
+    inst->attrs.set(name_str(p.name), pv);
   }
 }
 
 std::shared_ptr<const std::vector<Attr>> Interpreter::shared_attrs(std::vector<Attr> attrs) {
-  auto mix = [](size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
+  auto mix = [](size_t h, size_t v) {
+    return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  };
   size_t h = attrs.size();
   for (const Attr& a : attrs) {
     h = mix(h, std::hash<std::string>()(a.name));
@@ -821,7 +823,8 @@ std::shared_ptr<const std::vector<Attr>> Interpreter::shared_attrs(std::vector<A
       if (other[i].name != attrs[i].name || other[i].value != attrs[i].value) return false;
       // Identical bits for floats (0.0 == -0.0 but they render differently).
       const auto* x = std::get_if<double>(&attrs[i].value);
-      if (x && std::bit_cast<uint64_t>(*x) != std::bit_cast<uint64_t>(std::get<double>(other[i].value)))
+      if (x &&
+          std::bit_cast<uint64_t>(*x) != std::bit_cast<uint64_t>(std::get<double>(other[i].value)))
         return false;
     }
     return true;
@@ -832,6 +835,43 @@ std::shared_ptr<const std::vector<Attr>> Interpreter::shared_attrs(std::vector<A
   }
   bucket.push_back(std::make_shared<const std::vector<Attr>>(std::move(attrs)));
   return bucket.back();
+}
+
+std::shared_ptr<const std::vector<ParamInfo>> Interpreter::shared_params(
+    std::vector<ParamInfo> params) {
+  if (params.empty()) return CellState::no_params();
+  size_t h = params.size();
+  for (const ParamInfo& p : params) {
+    h = h * 31 + std::hash<std::string>()(p.name);
+    h = h * 31 + p.shape.rank();
+    for (const Dim& d : p.shape.dims) h = h * 31 + static_cast<size_t>(d.coefficient());
+  }
+  auto same = [&](const std::vector<ParamInfo>& other) {
+    if (other.size() != params.size()) return false;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ParamInfo& a = params[i];
+      const ParamInfo& b = other[i];
+      if (a.name != b.name || !(a.shape == b.shape) || a.dtype != b.dtype ||
+          a.trainable != b.trainable)
+        return false;
+    }
+    return true;
+  };
+  auto& bucket = param_sets_[h];
+  for (const auto& s : bucket) {
+    if (same(*s)) return s;
+  }
+  bucket.push_back(std::make_shared<const std::vector<ParamInfo>>(std::move(params)));
+  return bucket.back();
+}
+
+Value Interpreter::name_str(std::string_view s) {
+  auto it = name_strs_.find(s);
+  if (it == name_strs_.end()) {
+    Value v = make_str(std::string(s));
+    it = name_strs_.emplace(std::string_view(*str_of(v)), v).first;  // views the object's text
+  }
+  return it->second;
 }
 
 std::optional<CellState::InitArg> Interpreter::api_init_arg(const CellState& cs,

@@ -177,8 +177,8 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
     }
     ++cs.calls;
     n.id = cs.calls == 1 ? cs.path.str() : cs.path + "#" + std::to_string(cs.calls);
-    n.params.reserve(cs.api_params.size());
-    for (auto& p : cs.api_params) n.params.push_back(cs.path + "." + p.name);
+    n.params.reserve(cs.api_params->size());
+    for (auto& p : *cs.api_params) n.params.push_back(cs.path + "." + p.name);
     n.layer_attrs = cs.attrs;
   } else {
     n.scope = current_scope();

@@ -279,7 +279,12 @@ struct CellState {
   };
   std::vector<InitArg> init_args;
   std::shared_ptr<const std::vector<Attr>> attrs;  // shared with the nodes it produces
-  std::vector<ParamInfo> api_params;
+  // The Parameters the registry declared (shared by layers declaring the same ones); never null.
+  std::shared_ptr<const std::vector<ParamInfo>> api_params = no_params();
+  static const std::shared_ptr<const std::vector<ParamInfo>>& no_params() {
+    static const auto kNone = std::make_shared<const std::vector<ParamInfo>>();
+    return kNone;
+  }
   bool init_failed = false;
   // Where it was constructed (the call in the parent's __init__).
   IStr file;
