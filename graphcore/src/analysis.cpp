@@ -99,45 +99,49 @@ uint32_t next_walk_mark() {
   return ++counter;
 }
 
-// Walks a root's Cell tree, giving each instance its path ("layer1.0.conv1").
-void assign_paths(const Value& v, const std::string& path, uint32_t mark,
-                  std::unordered_set<const ClassObj*>* classes) {
+// Walks a root's Cell tree, giving each instance its path ("layer1.0.conv1"), and collecting
+// the classes met (`classes`) and the Parameters with their counts (`report`) when given.
+void assign_paths(const Value& v, std::string& path, uint32_t mark,
+                  std::unordered_set<const ClassObj*>* classes, CellReport* report) {
   auto* inst = v.as<InstanceObj>();
   if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
-  inst->cell->walk_mark = mark;
-  inst->cell->path = path;
+  CellState& cs = *inst->cell;
+  cs.walk_mark = mark;
+  if (cs.path != std::string_view(path)) cs.path = path;  // interning is the costly part
   if (classes) classes->insert(inst->cls);
-  auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
-  for (auto& [k, child] : inst->cell->children) assign_paths(child, join(k), mark, classes);
-  for (size_t i = 0; i < inst->cell->items.size(); ++i) {
-    std::string k =
-        i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
-    assign_paths(inst->cell->items[i], join(k), mark, classes);
-  }
-}
-
-void collect_params(const Value& v, const std::string& path, uint32_t mark, CellReport& report) {
-  auto* inst = v.as<InstanceObj>();
-  if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
-  inst->cell->walk_mark = mark;
-  auto join = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
-  for (auto& [k, p] : inst->cell->params) {
-    auto* t = p.as<TensorObj>();
-    if (!t || t->walk_mark == mark) continue;
-    t->walk_mark = mark;
-    report.params.push_back(ParamInfo{join(k), t->type.shape, t->type.dtype, t->requires_grad});
-    Dim n = t->type.shape.num_elements();
-    if (n.is_known()) {
-      report.total_params += n.value();
-      if (t->requires_grad) report.trainable_params += n.value();
+  // `path` is extended in place for each child and restored afterwards.
+  const size_t len = path.size();
+  auto join = [&](std::string_view k) {
+    path.resize(len);
+    if (len != 0) path += '.';
+    path += k;
+  };
+  if (report) {
+    for (auto& [k, p] : cs.params) {
+      auto* t = p.as<TensorObj>();
+      if (!t || t->walk_mark == mark) continue;
+      t->walk_mark = mark;
+      join(k);
+      report->params.push_back(ParamInfo{path, t->type.shape, t->type.dtype, t->requires_grad});
+      Dim n = t->type.shape.num_elements();
+      if (n.is_known()) {
+        report->total_params += n.value();
+        if (t->requires_grad) report->trainable_params += n.value();
+      }
     }
   }
-  for (auto& [k, child] : inst->cell->children) collect_params(child, join(k), mark, report);
-  for (size_t i = 0; i < inst->cell->items.size(); ++i) {
-    std::string k =
-        i < inst->cell->item_names.size() ? inst->cell->item_names[i] : std::to_string(i);
-    collect_params(inst->cell->items[i], join(k), mark, report);
+  for (auto& [k, child] : cs.children) {
+    join(k);
+    assign_paths(child, path, mark, classes, report);
   }
+  for (size_t i = 0; i < cs.items.size(); ++i) {
+    if (i < cs.item_names.size())
+      join(cs.item_names[i]);
+    else
+      join(std::to_string(i));
+    assign_paths(cs.items[i], path, mark, classes, report);
+  }
+  path.resize(len);
 }
 
 // The Cell tree below `v` in the order of registration (LSP hovers and code lenses).
@@ -168,7 +172,7 @@ FunctionObj* construct_of(InstanceObj* inst) {
 // True when the class can be constructed with no arguments.
 bool constructible_with_defaults(ClassObj* cls) {
   for (ClassObj* c : cls->mro) {
-    if (Value* init = c->attrs.find(make_str("__init__"))) {
+    if (Value* init = c->attrs.find_str("__init__")) {
       auto* fn = init->as<FunctionObj>();
       if (!fn) return false;
       const auto& params = fn->def->list;
@@ -187,7 +191,7 @@ bool constructible_with_defaults(ClassObj* cls) {
 std::vector<std::string> required_params(ClassObj* cls) {
   std::vector<std::string> out;
   for (ClassObj* c : cls->mro) {
-    if (Value* init = c->attrs.find(make_str("__init__"))) {
+    if (Value* init = c->attrs.find_str("__init__")) {
       if (auto* fn = init->as<FunctionObj>()) {
         const auto& params = fn->def->list;
         for (size_t i = 1; i < params.size(); ++i) {
@@ -290,8 +294,10 @@ class RootCompiler {
     rep.class_name = inst->cls->name;
     rep.file = inst->cls->module ? inst->cls->module->file : root.site.file();
     rep.range = inst->cls->def ? inst->cls->def->range : root.site.range();
-    assign_paths(root.cell, "", next_walk_mark(), nullptr);
-    collect_params(root.cell, "", next_walk_mark(), rep);
+    {
+      std::string path;
+      assign_paths(root.cell, path, next_walk_mark(), nullptr, &rep);
+    }
     if (options_.record_facts) collect_instances(in_, root.cell, next_walk_mark(), rep);
 
     FunctionObj* fn = construct_of(inst);
@@ -594,7 +600,8 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
       std::unordered_set<const ClassObj*> used_as_sub;
       {
         uint32_t mark = next_walk_mark();
-        for (auto& r : roots) assign_paths(r.cell, "", mark, &used_as_sub);
+        std::string path;
+        for (auto& r : roots) assign_paths(r.cell, path, mark, &used_as_sub, nullptr);
       }
       for (auto& [k, v] : main->globals.entries) {
         auto* cls = v.as<ClassObj>();

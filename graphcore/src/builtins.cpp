@@ -1035,7 +1035,7 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
     if (nm == "copy")
       return method([d](Interpreter&, CallArgs&, const Site&) {
         auto c = std::make_shared<DictObj>();
-        c->entries = d->entries;
+        for (const auto& [k, v] : d->entries) c->set(k, v);
         return Value::obj(c);
       });
   }

@@ -61,8 +61,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
   switch (obj.o->kind) {
     case OK::Instance: {
       auto* inst = obj.as<InstanceObj>();
-      Value key = make_str(std::string(name));
-      if (Value* v = inst->attrs.find(key)) return *v;
+      if (Value* v = inst->attrs.find_str(name)) return *v;
       if (const Value* cv = inst->cls->lookup(name)) {
         if (auto* fn = cv->as<FunctionObj>()) {
           if (fn->is_static) return *cv;
@@ -81,9 +80,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       if (inst->cell) {
         if (auto m = cell_method(inst, obj, name)) return *m;
         if (inst->cell->api) {
-          for (auto& a : inst->cell->init_args) {
-            if (a.name == name) return a.value;
-          }
+          if (auto a = api_init_arg(*inst->cell, name)) return a->value;
           return Value::unknown();  // private attributes of MindSpore's own classes
         }
         if (cell_plain_attrs().count(name)) return Value::unknown();
@@ -111,7 +108,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     case OK::Module: {
       auto* m = obj.as<ModuleObj>();
       if (m->opaque) return Value::unknown();
-      if (Value* v = m->globals.find(make_str(std::string(name)))) return *v;
+      if (Value* v = m->globals.find_str(name)) return *v;
       if (m->name == "numpy" || m->name == "numpy.random") return numpy_function(name);
       if (report_missing) {
         report(site, Severity::Error, "unknown-attribute",
@@ -133,7 +130,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       if (it != mro.end()) ++it;
       for (; it != mro.end(); ++it) {
         ClassObj* c = *it;
-        if (Value* v = c->attrs.find(make_str(std::string(name)))) {
+        if (Value* v = c->attrs.find_str(name)) {
           if (v->as<FunctionObj>())
             return Value::obj(std::make_shared<BoundMethodObj>(sup->self, *v));
           return *v;
@@ -167,7 +164,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     }
     case OK::Opaque: {
       auto* o = obj.as<OpaqueObj>();
-      if (Value* v = o->attrs.find(make_str(std::string(name)))) return *v;
+      if (Value* v = o->attrs.find_str(name)) return *v;
       return Value::unknown();
     }
     case OK::Str:
@@ -194,7 +191,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
 
 bool Interpreter::hasattr(const Value& obj, std::string_view name) {
   if (auto* inst = obj.as<InstanceObj>()) {
-    if (inst->attrs.find(make_str(std::string(name)))) return true;
+    if (inst->attrs.find_str(name)) return true;
     return inst->cls->lookup(name) != nullptr;
   }
   Site none;
@@ -240,7 +237,7 @@ void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const
       cs.children.emplace_back(name, v);
     else if (auto* t = v.as<TensorObj>(); t && t->is_parameter)
       cs.params.emplace_back(name, v);
-    inst->attrs.set(make_str(name), v);
+    inst->attrs.set(name_str(name), v);
     return;
   }
   auto upsert = [&name](std::vector<std::pair<std::string, Value>>& list, const Value& val) {
@@ -285,7 +282,7 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
   Value self = Value::obj(inst);
   if (cls->is_cell) {
     inst->cell = std::make_unique<CellState>();
-    inst->cell->file = site.file();
+    inst->cell->file = site.file_id();
     inst->cell->site = site.range();
   }
   bool root_candidate = cls->is_cell && cell_init_depth == 0 && graph == nullptr;
@@ -300,7 +297,7 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
 
   // Find __init__ through the MRO: a user method, or the native part.
   for (ClassObj* c : cls->mro) {
-    if (Value* init = c->attrs.find(make_str("__init__"))) {
+    if (Value* init = c->attrs.find_str("__init__")) {
       if (auto* fn = init->as<FunctionObj>()) {
         Value r = call_function(fn, args, site, &self, c);
         (void)r;

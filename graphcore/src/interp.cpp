@@ -14,6 +14,7 @@ const std::string kEmpty;
 }
 
 const std::string& Site::file() const { return module ? module->file : kEmpty; }
+IStr Site::file_id() const { return module ? module->file_id : IStr(); }
 
 const Value* CallArgs::find_kw(std::string_view name) const {
   for (const auto& [k, v] : kw) {
@@ -201,12 +202,12 @@ Value Interpreter::lookup_name(std::string_view name, Frame& f, const Site& site
     if (it != fr->locals.end()) return it->second;
   }
   if (f.module) {
-    if (Value* v = f.module->globals.find(make_str(std::string(name)))) return *v;
+    if (Value* v = f.module->globals.find_str(name)) return *v;
   }
   if (has_builtin(name)) return builtin(name);
   bool opaque_star = false;
   if (f.module) {
-    if (Value* v = f.module->globals.find(make_str("__cellscope_opaque_star__")))
+    if (Value* v = f.module->globals.find_str("__cellscope_opaque_star__"))
       opaque_star = v->k == VK::Bool;
   }
   if (!opaque_star) {
@@ -1007,8 +1008,7 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
         ClassObj* owner = nullptr;
         if (auto* inst = bm->self.as<InstanceObj>()) {
           for (ClassObj* c : inst->cls->mro) {
-            if (const Value* v = c->attrs.find(make_str(fn->name));
-                v && v->as<FunctionObj>() == fn) {
+            if (const Value* v = c->attrs.find_str(fn->name); v && v->as<FunctionObj>() == fn) {
               owner = c;
               break;
             }

@@ -27,6 +27,7 @@ struct Site {
   ModuleObj* module = nullptr;
   [[nodiscard]] SourceRange range() const { return node ? node->range : SourceRange{}; }
   [[nodiscard]] const std::string& file() const;
+  [[nodiscard]] IStr file_id() const;  // file(), interned
 };
 
 struct CallArgs {
@@ -75,9 +76,10 @@ class GraphBuilder {
   uint32_t graph_id;
   std::unordered_map<const TensorObj*, ValueRef> captured;  // constants/Parameters from __init__
   std::unordered_map<std::string, uint32_t> id_counts;
+  std::unordered_map<const ApiEntry*, std::pair<IStr, IStr>> api_names;  // (api, op)
   std::unordered_set<uint32_t> consumed_by_failed;  // nodes feeding an op that failed to compile
-  std::unordered_map<uint32_t, std::string> caller_scope;    // node -> Cell whose construct made it
-  std::unordered_map<std::string, std::string> scope_class;  // Cell path -> class name
+  std::vector<IStr> caller_scope;  // node -> Cell whose construct made it (when nested)
+  std::unordered_map<IStr, const std::string*> scope_class;  // Cell path -> class name
   [[nodiscard]] std::string note_for(uint32_t node) const;   // instance note for diagnostics
   std::string unique_id(const std::string& base);
 };
@@ -172,6 +174,15 @@ class Interpreter {
   Value call_api_function(const ApiEntry* e, CallArgs& args, const Site& site,
                           InstanceObj* self_obj);
   void init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs& args, const Site& site);
+  // Layer attributes shared by every layer constructed with the same ones (a deep model has
+  // thousands of identical convolutions).
+  std::shared_ptr<const std::vector<Attr>> shared_attrs(std::vector<Attr> attrs);
+  std::shared_ptr<const std::vector<ParamInfo>> shared_params(std::vector<ParamInfo> params);
+  // A str object for an attribute name, shared by every dict using it as a key (str is
+  // immutable, and instance dicts repeat the same few names thousands of times).
+  Value name_str(std::string_view s);
+  // A registry object's constructor argument `name` as bound (given, or defaulted), or nullopt.
+  std::optional<CellState::InitArg> api_init_arg(const CellState& cs, std::string_view name);
   Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
   std::optional<Value> cell_method(InstanceObj* inst, const Value& self, std::string_view name);
   std::optional<Value> builtin_method(const Value& obj, std::string_view name);
@@ -203,7 +214,7 @@ class Interpreter {
   Value add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
                     std::vector<TensorType> outputs, std::vector<Attr> attrs, double flops,
                     const Site& site, bool returns_tuple);
-  std::string current_scope() const;
+  IStr current_scope() const;
   // Output values of an op: one tensor, a tuple, or a nested tuple per a tuple_structure attr.
   Value merge_branches(const Value& cond, const Value& a, const Value& b, const Site& site);
   Value pack_outputs(std::vector<Value> outs, const std::vector<Attr>& attrs, bool returns_tuple);
@@ -242,6 +253,10 @@ class Interpreter {
   std::unordered_map<const ApiEntry*, Value> api_classes_;
   std::unordered_map<const ast::ParsedFile*, LineIndex> line_indexes_;  // for def_name_range
   std::unordered_set<const ast::Node*> ref_sites_;  // nodes record_ref has seen
+  std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<Attr>>>> attr_sets_;
+  std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<ParamInfo>>>>
+      param_sets_;
+  std::unordered_map<std::string_view, Value> name_strs_;
   Value lookup_name(std::string_view name, Frame& f, const Site& site);
   void assign(const ast::Node* target, const Value& v, Frame& f);
   void store_name(std::string_view name, const Value& v, Frame& f);

@@ -1,9 +1,13 @@
 // The MindSpore surface the evaluator understands: namespaces (mindspore, nn, ops, initializer,
 // dtype, context), Tensor/Parameter constructors, and registry-backed API objects and calls.
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
+#include <optional>
+#include <span>
 #include <unordered_set>
 
 #include "interp.h"
@@ -445,15 +449,33 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
 
 namespace {
 
+// Arguments bound to registry parameters. Names view the registry's ParamSpec names (or the
+// call's keyword names, for **kwargs); the registry's ArgValue view of an argument is built
+// when a rule first asks for it.
 struct BoundArgs {
-  std::vector<std::pair<std::string, ArgValue>> args;
-  std::vector<std::pair<std::string, Value>> values;
+  explicit BoundArgs(Interpreter& interp) : in(&interp) {}
+  struct Arg {
+    std::string_view name;
+    Value value;
+    SourceRange range;
+    bool explicit_arg = false;
+    bool defaulted = false;  // bound to the parameter's default value
+  };
+  Interpreter* in;
+  std::vector<Arg> values;
   std::vector<ArgValue> varargs;
   std::vector<Value> vararg_values;
   bool ok = true;
+  mutable std::vector<std::optional<ArgValue>> converted;  // aligned with `values`
   const ArgValue* find(std::string_view n) const {
-    for (auto& [k, v] : args) {
-      if (k == n) return &v;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i].name != n) continue;
+      if (converted.size() < values.size()) converted.resize(values.size());
+      if (!converted[i]) {
+        const Arg& a = values[i];
+        converted[i] = in->to_arg(a.value, a.range, a.explicit_arg);
+      }
+      return &*converted[i];
     }
     return nullptr;
   }
@@ -567,11 +589,9 @@ class CallCtx final : public BoundCtx<CallContext> {
     for (auto& [k, v] : init_cache_) {
       if (k == name) return v;
     }
-    for (auto& a : obj_->cell->init_args) {
-      if (a.name == name)
-        return init_cache_.emplace_back(a.name, in_.to_arg(a.value, a.range, a.explicit_arg))
-            .second;
-    }
+    if (auto a = in_.api_init_arg(*obj_->cell, name))
+      return init_cache_.emplace_back(a->name, in_.to_arg(a->value, a->range, a->explicit_arg))
+          .second;
     return missing_arg();
   }
   const AttrValue* init_attr(std::string_view name) const override {
@@ -585,7 +605,7 @@ class CallCtx final : public BoundCtx<CallContext> {
   }
   const ParamInfo* param(std::string_view name) const override {
     if (obj_ && obj_->cell) {
-      for (auto& p : obj_->cell->api_params) {
+      for (auto& p : *obj_->cell->api_params) {
         if (p.name == name) return &p;
       }
     }
@@ -619,7 +639,7 @@ class CallCtx final : public BoundCtx<CallContext> {
                   std::move(related));
   }
   InstanceObj* obj_;
-  mutable std::deque<std::pair<std::string, ArgValue>> init_cache_;  // converted init args
+  mutable std::deque<std::pair<std::string_view, ArgValue>> init_cache_;  // converted init args
 };
 
 }  // namespace
@@ -627,13 +647,34 @@ class CallCtx final : public BoundCtx<CallContext> {
 // Binds call arguments to registry parameters, reporting unknown/missing/extra/deprecated ones.
 static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs, CallArgs& args,
                             const Site& site, const std::string& callee) {
-  BoundArgs b;
+  BoundArgs b(in);
   const Version& ver = in.options.mindspore_version;
-  std::vector<const ParamSpec*> active;
-  for (const auto& s : specs) {
-    if (s.versions.contains(ver)) active.push_back(&s);
+  // The parameters of this version, and which are bound (inline for the usual signature sizes).
+  constexpr size_t kInline = 32;
+  std::array<const ParamSpec*, kInline> active_buf{};
+  std::array<bool, kInline> bound_buf{};
+  std::vector<const ParamSpec*> active_heap;
+  std::vector<char> bound_heap;
+  size_t n_active = 0;
+  for (const auto& s : specs) n_active += s.versions.contains(ver) ? 1 : 0;
+  std::span<const ParamSpec*> active;
+  std::span<bool> bound;
+  if (n_active <= kInline) {
+    active = std::span<const ParamSpec*>(active_buf.data(), n_active);
+    bound = std::span<bool>(bound_buf.data(), n_active);
+  } else {
+    active_heap.resize(n_active);
+    bound_heap.assign(n_active, 0);
+    active = std::span<const ParamSpec*>(active_heap);
+    bound = std::span<bool>(reinterpret_cast<bool*>(bound_heap.data()), n_active);
   }
-  std::vector<bool> bound(active.size(), false);
+  {
+    size_t k = 0;
+    for (const auto& s : specs) {
+      if (s.versions.contains(ver)) active[k++] = &s;
+    }
+  }
+  b.values.reserve(n_active);
   size_t pi = 0;
   const ParamSpec* var_pos = nullptr;
   const ParamSpec* var_kw = nullptr;
@@ -642,8 +683,7 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
     if (s->kind == ParamKind::VarKeyword) var_kw = s;
   }
   auto bind = [&](size_t idx, const Value& v, SourceRange r) {
-    b.args.emplace_back(active[idx]->name, in.to_arg(v, r, true));
-    b.values.emplace_back(active[idx]->name, v);
+    b.values.push_back(BoundArgs::Arg{active[idx]->name, v, r, true, false});
     bound[idx] = true;
     if (!active[idx]->deprecated.empty()) {
       in.report_at(site.file(), r, Severity::Warning, "deprecated-argument",
@@ -711,8 +751,8 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
       continue;
     }
     if (var_kw) {
-      b.args.emplace_back(name, in.to_arg(v, r, true));
-      b.values.emplace_back(name, v);
+      // The keyword's name outlives the call (a layer keeps its constructor arguments).
+      b.values.push_back(BoundArgs::Arg{IStr(name).str(), v, r, true, false});
       continue;
     }
     // Unknown keyword: say whether another MindSpore version has it.
@@ -737,17 +777,12 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
                 "`" + callee + "` missing required argument `" + active[i]->name + "`" +
                     in.instance_note());
       b.ok = false;
-      ArgValue m;
-      m.kind = ArgValue::Kind::Unknown;
-      m.dim = Dim::unknown();
-      m.range = site.range();
-      b.args.emplace_back(active[i]->name, m);
-      b.values.emplace_back(active[i]->name, Value::unknown());
+      b.values.push_back(
+          BoundArgs::Arg{active[i]->name, Value::unknown(), site.range(), false, false});
       continue;
     }
-    Value dv = in.default_value(*active[i]);
-    b.args.emplace_back(active[i]->name, in.to_arg(dv, site.range(), false));
-    b.values.emplace_back(active[i]->name, dv);
+    b.values.push_back(
+        BoundArgs::Arg{active[i]->name, in.default_value(*active[i]), site.range(), false, true});
   }
   return b;
 }
@@ -756,7 +791,7 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
                                   const Site& site) {
   if (!inst->cell) {
     inst->cell = std::make_unique<CellState>();
-    inst->cell->file = site.file();
+    inst->cell->file = site.file_id();
     inst->cell->site = site.range();
   }
   CellState& cs = *inst->cell;
@@ -765,20 +800,113 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
   InitCtx ctx(*this, b, site);
   if (b.ok && e->init) e->init(ctx);
   cs.init_failed = !b.ok || ctx.failed();
+  // Defaulted arguments are not kept: init_arg() finds them from the registry entry.
   cs.init_args.clear();
-  cs.init_args.reserve(b.values.size());
-  for (size_t i = 0; i < b.values.size(); ++i) {
-    const ArgValue& a = b.args[i].second;
-    cs.init_args.push_back(CellState::InitArg{b.values[i].first, std::move(b.values[i].second),
-                                              a.range, a.explicit_arg});
+  size_t kept = 0;
+  for (const auto& a : b.values) kept += a.defaulted ? 0 : 1;
+  cs.init_args.reserve(kept);
+  for (auto& a : b.values) {
+    if (a.defaulted) continue;
+    cs.init_args.push_back(CellState::InitArg{a.name, std::move(a.value), a.range, a.explicit_arg});
   }
-  cs.attrs = std::make_shared<const std::vector<Attr>>(std::move(ctx.attrs));
-  cs.api_params = std::move(ctx.params);
-  for (const ParamInfo& p : cs.api_params) {
+  cs.attrs = shared_attrs(std::move(ctx.attrs));
+  cs.api_params = shared_params(std::move(ctx.params));
+  for (const ParamInfo& p : *cs.api_params) {
     Value pv = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
     cs.params.emplace_back(p.name, pv);
-    inst->attrs.set(make_str(p.name), pv);
+    inst->attrs.set(name_str(p.name), pv);
   }
+}
+
+std::shared_ptr<const std::vector<Attr>> Interpreter::shared_attrs(std::vector<Attr> attrs) {
+  auto mix = [](size_t h, size_t v) {
+    return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  };
+  size_t h = attrs.size();
+  for (const Attr& a : attrs) {
+    h = mix(h, std::hash<std::string>()(a.name));
+    h = mix(h, a.value.index());
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            for (int64_t x : v) h = mix(h, std::hash<int64_t>()(x));
+          } else if constexpr (!std::is_same_v<T, std::monostate>) {
+            h = mix(h, std::hash<T>()(v));
+          }
+        },
+        a.value);
+  }
+  auto same = [&](const std::vector<Attr>& other) {
+    if (other.size() != attrs.size()) return false;
+    for (size_t i = 0; i < attrs.size(); ++i) {
+      if (other[i].name != attrs[i].name || other[i].value != attrs[i].value) return false;
+      // Identical bits for floats (0.0 == -0.0 but they render differently).
+      const auto* x = std::get_if<double>(&attrs[i].value);
+      if (x &&
+          std::bit_cast<uint64_t>(*x) != std::bit_cast<uint64_t>(std::get<double>(other[i].value)))
+        return false;
+    }
+    return true;
+  };
+  auto& bucket = attr_sets_[h];
+  for (const auto& s : bucket) {
+    if (same(*s)) return s;
+  }
+  bucket.push_back(std::make_shared<const std::vector<Attr>>(std::move(attrs)));
+  return bucket.back();
+}
+
+std::shared_ptr<const std::vector<ParamInfo>> Interpreter::shared_params(
+    std::vector<ParamInfo> params) {
+  if (params.empty()) return CellState::no_params();
+  size_t h = params.size();
+  for (const ParamInfo& p : params) {
+    h = h * 31 + std::hash<std::string>()(p.name);
+    h = h * 31 + p.shape.rank();
+    for (const Dim& d : p.shape.dims) h = h * 31 + static_cast<size_t>(d.coefficient());
+  }
+  auto same = [&](const std::vector<ParamInfo>& other) {
+    if (other.size() != params.size()) return false;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ParamInfo& a = params[i];
+      const ParamInfo& b = other[i];
+      if (a.name != b.name || !(a.shape == b.shape) || a.dtype != b.dtype ||
+          a.trainable != b.trainable)
+        return false;
+    }
+    return true;
+  };
+  auto& bucket = param_sets_[h];
+  for (const auto& s : bucket) {
+    if (same(*s)) return s;
+  }
+  bucket.push_back(std::make_shared<const std::vector<ParamInfo>>(std::move(params)));
+  return bucket.back();
+}
+
+Value Interpreter::name_str(std::string_view s) {
+  auto it = name_strs_.find(s);
+  if (it == name_strs_.end()) {
+    Value v = make_str(std::string(s));
+    it = name_strs_.emplace(std::string_view(*str_of(v)), v).first;  // views the object's text
+  }
+  return it->second;
+}
+
+std::optional<CellState::InitArg> Interpreter::api_init_arg(const CellState& cs,
+                                                            std::string_view name) {
+  for (const auto& a : cs.init_args) {
+    if (a.name == name) return a;
+  }
+  if (!cs.api) return std::nullopt;
+  const Version& ver = options.mindspore_version;
+  for (const ParamSpec& s : cs.api->init_params) {
+    if (s.name != name || !s.versions.contains(ver) || s.required()) continue;
+    if (s.kind == ParamKind::VarPositional || s.kind == ParamKind::VarKeyword) continue;
+    return CellState::InitArg{s.name, default_value(s), cs.site, false};
+  }
+  return std::nullopt;
 }
 
 Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Site& site,
@@ -812,10 +940,10 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
       }
     }
   };
-  for (auto& [k, v] : b.values) consider(v);
+  for (auto& a : b.values) consider(a.value);
   for (auto& v : b.vararg_values) consider(v);
   bool unknown_input = false;
-  for (auto& [k, v] : b.values) unknown_input |= v.is_unknown();
+  for (auto& a : b.values) unknown_input |= a.value.is_unknown();
   auto poison = [&]() {
     auto t = std::make_shared<TensorObj>(TensorType{Shape::unranked(), DType::Unknown});
     t->poisoned = true;

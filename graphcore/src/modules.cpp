@@ -106,6 +106,7 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   auto m = std::make_shared<ModuleObj>();
   m->name = name;
   m->file = file.string();
+  m->file_id = m->file;
   modules_.emplace(key, m);
   files_read.push_back(m->file);
   ast::ParseLimits limits;
@@ -433,7 +434,7 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
     } else if (auto* m = source.as<ModuleObj>()) {
       if (m->opaque) {
         v = Value::unknown();
-      } else if (Value* found = m->globals.find(make_str(name))) {
+      } else if (Value* found = m->globals.find_str(name)) {
         v = *found;
       } else if (ws_module) {
         // A submodule of a package: from pkg import mod.

@@ -17,8 +17,8 @@ std::string GraphBuilder::unique_id(const std::string& base) {
   return base + "#" + std::to_string(n);
 }
 
-std::string Interpreter::current_scope() const {
-  if (cell_stack.empty()) return "";
+IStr Interpreter::current_scope() const {
+  if (cell_stack.empty()) return {};
   return cell_stack.back()->cell->path;
 }
 
@@ -30,11 +30,11 @@ std::string Interpreter::instance_note() const {
 }
 
 std::string GraphBuilder::note_for(uint32_t node) const {
-  auto it = caller_scope.find(node);
-  if (it == caller_scope.end() || it->second.empty()) return "";
-  auto cls = scope_class.find(it->second);
-  return std::string(1, kNoteMark) + it->second + kNoteMark +
-         (cls == scope_class.end() ? std::string("a Cell") : cls->second);
+  if (node >= caller_scope.size() || caller_scope[node].empty()) return "";
+  IStr scope = caller_scope[node];
+  auto cls = scope_class.find(scope);
+  return std::string(1, kNoteMark) + scope + kNoteMark +
+         (cls == scope_class.end() ? std::string("a Cell") : *cls->second);
 }
 
 void Interpreter::mark_consumed(const std::vector<Value>& values) {
@@ -122,7 +122,7 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   if (it != graph->captured.end()) return it->second;
   Node n;
   n.outputs.push_back(t->type);
-  n.file = site.file();
+  n.file = site.file_id();
   n.range = site.range();
   if (t->is_parameter) {
     n.kind = NodeKind::Parameter;
@@ -145,7 +145,7 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
     n.kind = NodeKind::Constant;
     n.op = "Constant";
     n.scope = current_scope();
-    n.id = graph->unique_id((n.scope.empty() ? "" : n.scope + "/") + "Constant");
+    n.id = graph->unique_id(n.scope.empty() ? std::string("Constant") : n.scope + "/Constant");
   }
   auto idx = static_cast<uint32_t>(graph->graph.nodes.size());
   graph->graph.nodes.push_back(std::move(n));
@@ -159,8 +159,14 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
                                double flops, const Site& site, bool returns_tuple) {
   Node n;
   n.kind = NodeKind::Op;
-  n.api = e->name;
-  n.op = e->op.empty() ? e->name.substr(e->name.rfind('.') + 1) : e->op;
+  auto names = graph->api_names.find(e);
+  if (names == graph->api_names.end()) {
+    IStr op(e->op.empty() ? std::string_view(e->name).substr(e->name.rfind('.') + 1)
+                          : std::string_view(e->op));
+    names = graph->api_names.emplace(e, std::make_pair(IStr(e->name), op)).first;
+  }
+  n.api = names->second.first;
+  n.op = names->second.second;
   if (obj && obj->cell && !obj->cell->path.empty()) {
     n.scope = obj->cell->path;
     // A layer's node is named after its path; applying it again adds #2, #3...
@@ -170,24 +176,29 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
       cs.calls = 0;
     }
     ++cs.calls;
-    n.id = cs.calls == 1 ? cs.path : cs.path + "#" + std::to_string(cs.calls);
-    for (auto& p : obj->cell->api_params) n.params.push_back(obj->cell->path + "." + p.name);
-    n.layer_attrs = obj->cell->attrs;
+    n.id = cs.calls == 1 ? cs.path.str() : cs.path + "#" + std::to_string(cs.calls);
+    n.params.reserve(cs.api_params->size());
+    for (auto& p : *cs.api_params) n.params.push_back(cs.path + "." + p.name);
+    n.layer_attrs = cs.attrs;
   } else {
     n.scope = current_scope();
-    n.id = graph->unique_id((n.scope.empty() ? "" : n.scope + "/") + n.op);
+    n.id = graph->unique_id(n.scope.empty() ? n.op.str() : n.scope + "/" + n.op);
   }
   n.inputs.reserve(inputs.size());
   for (const Value& in : inputs) n.inputs.push_back(graph_value(in, site));
   n.outputs = outputs;
   n.attrs = std::move(attrs);
-  n.file = site.file();
+  n.file = site.file_id();
   n.range = site.range();
   n.flops = flops;
   auto idx = static_cast<uint32_t>(graph->graph.nodes.size());
   graph->graph.nodes.push_back(std::move(n));
-  if (cell_stack.size() > 1) graph->caller_scope[idx] = current_scope();
+  if (cell_stack.size() > 1) {
+    if (graph->caller_scope.size() <= idx) graph->caller_scope.resize(idx + 1);
+    graph->caller_scope[idx] = current_scope();
+  }
   std::vector<Value> outs;
+  outs.reserve(outputs.size());
   for (uint32_t i = 0; i < outputs.size(); ++i) {
     auto t = std::make_shared<TensorObj>(outputs[i]);
     t->graph_id = graph->graph_id;
@@ -207,7 +218,7 @@ Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value,
   ClassObj* owner = nullptr;
   FunctionObj* fn = nullptr;
   for (ClassObj* c : cell->cls->mro) {
-    if (Value* v = c->attrs.find(make_str("construct"))) {
+    if (Value* v = c->attrs.find_str("construct")) {
       fn = v->as<FunctionObj>();
       owner = c;
       break;
@@ -215,7 +226,7 @@ Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value,
   }
   if (!fn) return Value::unknown();
   cell_stack.push_back(cell);
-  if (graph) graph->scope_class[cell->cell->path] = cell->cls->name;
+  if (graph) graph->scope_class[cell->cell->path] = &cell->cls->name;
   Value result;
   try {
     result = call_function(fn, args, site, &cell_value, owner);

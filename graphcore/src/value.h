@@ -150,8 +150,11 @@ struct DictObj : Object {
   bool erase(const Value& key);
 
  private:
-  // Index of string keys (attribute dicts and module globals can hold many thousands).
-  std::unordered_map<std::string, size_t> str_index_;
+  // Index of string keys, built once the dict outgrows a linear scan (attribute dicts and module
+  // globals can hold many thousands; most instance dicts hold a handful). Keys view the strings
+  // of the key objects, which the entries keep alive.
+  static constexpr size_t kIndexFrom = 12;
+  std::unordered_map<std::string_view, size_t> str_index_;
   void reindex();
 };
 
@@ -264,24 +267,31 @@ struct CellState {
   std::vector<std::string> item_names;                  // SequentialCell from an OrderedDict
   // Registry-backed objects (nn.Conv2d instances, ops.Add instances).
   const ApiEntry* api = nullptr;
-  // Constructor arguments as bound (defaults applied); the registry reads them as ArgValues,
-  // converted on demand (keeping only values keeps a layer instance small).
+  // Constructor arguments as bound; the registry reads them as ArgValues, converted on demand
+  // (keeping only values keeps a layer instance small). Arguments left to their defaults are
+  // not stored: Interpreter::api_init_arg finds them through `api`. Names view the registry's
+  // parameter names or interned keyword names.
   struct InitArg {
-    std::string name;
+    std::string_view name;
     Value value;
     SourceRange range;
     bool explicit_arg = false;
   };
   std::vector<InitArg> init_args;
   std::shared_ptr<const std::vector<Attr>> attrs;  // shared with the nodes it produces
-  std::vector<ParamInfo> api_params;
+  // The Parameters the registry declared (shared by layers declaring the same ones); never null.
+  std::shared_ptr<const std::vector<ParamInfo>> api_params = no_params();
+  static const std::shared_ptr<const std::vector<ParamInfo>>& no_params() {
+    static const auto kNone = std::make_shared<const std::vector<ParamInfo>>();
+    return kNone;
+  }
   bool init_failed = false;
   // Where it was constructed (the call in the parent's __init__).
-  std::string file;
+  IStr file;
   SourceRange site;
-  std::string path;  // instance path within the analysed root, e.g. "layer1.0.conv1"
-  uint32_t walk_mark = 0;       // last tree walk that visited this Cell (see analysis.cpp)
-  uint32_t calls = 0;           // applications in the graph `calls_graph` (node ids layer#2...)
+  IStr path;               // instance path within the analysed root, e.g. "layer1.0.conv1"
+  uint32_t walk_mark = 0;  // last tree walk that visited this Cell (see analysis.cpp)
+  uint32_t calls = 0;      // applications in the graph `calls_graph` (node ids layer#2...)
   uint32_t calls_graph = 0;
 };
 
@@ -301,6 +311,7 @@ struct ModuleObj : Object {
   ModuleObj() : Object(kKind) {}
   std::string name;  // dotted
   std::string file;  // path, empty for synthetic modules
+  IStr file_id;      // `file`, interned (what graph nodes store)
   DictObj globals;
   const ast::ParsedFile* parsed = nullptr;
   bool loading = false;

@@ -73,7 +73,13 @@ bool values_equal(const Value& a, const Value& b) {
 }
 
 Value* DictObj::find_str(std::string_view key) {
-  auto it = str_index_.find(std::string(key));
+  if (entries.size() < kIndexFrom) {
+    for (auto& [k, v] : entries) {
+      if (auto* ks = k.as<StrObj>(); ks && ks->s == key) return &v;
+    }
+    return nullptr;
+  }
+  auto it = str_index_.find(key);
   return it == str_index_.end() ? nullptr : &entries[it->second].second;
 }
 
@@ -90,8 +96,12 @@ void DictObj::set(const Value& key, Value v) {
     *cur = std::move(v);
     return;
   }
-  if (auto* ks = key.as<StrObj>()) str_index_.emplace(ks->s, entries.size());
   entries.emplace_back(key, std::move(v));
+  if (entries.size() == kIndexFrom) {
+    reindex();
+  } else if (entries.size() > kIndexFrom) {
+    if (auto* ks = key.as<StrObj>()) str_index_.emplace(ks->s, entries.size() - 1);
+  }
 }
 
 bool DictObj::erase(const Value& key) {
@@ -107,15 +117,15 @@ bool DictObj::erase(const Value& key) {
 
 void DictObj::reindex() {
   str_index_.clear();
+  if (entries.size() < kIndexFrom) return;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (auto* ks = entries[i].first.as<StrObj>()) str_index_.emplace(ks->s, i);
   }
 }
 
 const Value* ClassObj::lookup(std::string_view name) const {
-  Value key = make_str(std::string(name));
   for (ClassObj* c : mro) {
-    if (Value* v = c->attrs.find(key)) return v;
+    if (Value* v = c->attrs.find_str(name)) return v;
   }
   return nullptr;
 }

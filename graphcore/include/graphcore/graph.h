@@ -3,11 +3,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "graphcore/istr.h"
 #include "graphcore/shape.h"
 #include "graphcore/source.h"
 
@@ -45,13 +46,15 @@ struct ParamInfo {
   bool trainable = true;
 };
 
+// `op`, `api`, `scope` and `file` repeat across nodes and are interned (IStr): they read as
+// `const std::string&` / `std::string_view`, compare with strings, and assign from strings.
+// `id` is unique per node and stays a plain string.
 struct Node {
   std::string id;  // stable: scope-derived, e.g. "layer1.0.conv1" or "layer1.0/Add_1"
   NodeKind kind = NodeKind::Op;
-  std::string op;  // graph-level operator, e.g. "Conv2D", "MatMul", "Add"
-  std::string
-      api;  // registry entry that produced it, e.g. "nn.Conv2d", "ops.add", "Tensor.reshape"
-  std::string scope;  // Cell instance path, e.g. "layer1.0.conv1" ("" for the root)
+  IStr op;     // graph-level operator, e.g. "Conv2D", "MatMul", "Add"
+  IStr api;    // registry entry that produced it, e.g. "nn.Conv2d", "ops.add", "Tensor.reshape"
+  IStr scope;  // Cell instance path, e.g. "layer1.0.conv1" ("" for the root)
   std::vector<ValueRef> inputs;
   std::vector<TensorType> outputs;
   std::vector<Attr> attrs;  // attributes of this application (e.g. a reshape's target shape)
@@ -59,7 +62,7 @@ struct Node {
   // by every node of that layer.
   std::shared_ptr<const std::vector<Attr>> layer_attrs;
   std::vector<std::string> params;  // parameter names this node reads (layer weights)
-  std::string file;
+  IStr file;
   SourceRange range;  // the expression in construct that produced the node
   double flops = 0;
 
