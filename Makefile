@@ -38,6 +38,7 @@ demo: build
 
 bench: build
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh
+	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh --lsp
 
 format: setup
 	@clang-format -i $(CXX_SOURCES)

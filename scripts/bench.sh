@@ -5,6 +5,7 @@
 #
 #   BUILD_DIR=build bash scripts/bench.sh [cellscope-bench options]
 #   e.g. scripts/bench.sh --runs 20 --format markdown, scripts/bench.sh --json, --no-generated
+#   BUILD_DIR=build bash scripts/bench.sh --lsp [--edits N] [--rss-edits N] [--format json]
 #
 # Timings only mean something in an optimised build: when $BUILD_DIR is configured without
 # optimisation (Debug, or no build type), an optimised tree $BUILD_DIR-bench (RelWithDebInfo,
@@ -29,12 +30,24 @@ case "$(build_type "$dir")" in
     ;;
 esac
 
+# `--lsp [options]`: the language-server benchmark (cellscope-lsp-bench) instead.
+target=cellscope-bench
+if [[ "${1:-}" == "--lsp" ]]; then
+  shift
+  target=cellscope-lsp-bench
+fi
+
 # Up to date after `make build`; builds the target when bench.sh is run on its own.
 if [[ -f "$dir/build.ninja" ]]; then
-  if ! log=$(ninja -C "$dir" -j "$JOBS" cellscope-bench 2>&1); then
+  if ! log=$(ninja -C "$dir" -j "$JOBS" "$target" 2>&1); then
     printf '%s\n' "$log" >&2
     exit 1
   fi
+fi
+
+if [[ "$target" == cellscope-lsp-bench ]]; then
+  [[ $# -eq 0 ]] && set -- --format markdown
+  exec "$dir/bench/cellscope-lsp-bench" "$@"
 fi
 
 bin="$dir/bench/cellscope-bench"
