@@ -1,0 +1,77 @@
+// Unit tests of the language server's pure pieces: URIs, position encodings, incremental edits,
+// formatting. The protocol behaviour is tested against the real binary in tests/lsp/.
+#include <gtest/gtest.h>
+
+#include "lsp/convert.h"
+#include "lsp/document.h"
+#include "lsp/features.h"
+
+namespace cellscope::lsp {
+namespace {
+
+TEST(LspUri, FileUrisRoundTrip) {
+  EXPECT_EQ(uri_to_path("file:///home/a/b%20c.py"), "/home/a/b c.py");
+  EXPECT_EQ(uri_to_path("file://localhost/x/y.py"), "/x/y.py");
+  EXPECT_EQ(uri_to_path("FILE:///x.py"), "/x.py");
+  EXPECT_EQ(uri_to_path("file:///x%C3%A9.py"), "/x\xC3\xA9.py");
+  EXPECT_EQ(uri_to_path("untitled:Untitled-1"), std::nullopt);
+  EXPECT_EQ(uri_to_path("file://otherhost/x.py"), std::nullopt);
+  EXPECT_EQ(uri_to_path("file:///bad%2"), std::nullopt);
+  EXPECT_EQ(uri_to_path("file:///bad%zz"), std::nullopt);
+  EXPECT_EQ(uri_to_path("file:///nul%00"), std::nullopt);
+  EXPECT_EQ(path_to_uri("/home/a/b c#1.py"), "file:///home/a/b%20c%231.py");
+  for (std::string p : {"/a/b.py", "/with space/ü.py", "/x/%41/y?.py"})
+    EXPECT_EQ(uri_to_path(path_to_uri(p)), p);
+}
+
+TEST(LspPositions, Utf16AndUtf8Columns) {
+  // "é" is 2 bytes / 1 UTF-16 unit; "😀" is 4 bytes / 2 UTF-16 units.
+  const std::string text = "a\xC3\xA9" "b\n\xF0\x9F\x98\x80x = 1\n";
+  PositionConverter u16(text, PositionEncoding::kUtf16);
+  PositionConverter u8(text, PositionEncoding::kUtf8);
+  EXPECT_EQ(u16.position({0, 3}), (Json{{"line", 0}, {"character", 2}}));
+  EXPECT_EQ(u8.position({0, 3}), (Json{{"line", 0}, {"character", 3}}));
+  EXPECT_EQ(u16.position({1, 4}), (Json{{"line", 1}, {"character", 2}}));
+  EXPECT_EQ(u16.from_lsp(Json{{"line", 1}, {"character", 2}}), (graphcore::Position{1, 4}));
+  // Out of range: clamped to the line / the text, never past it.
+  EXPECT_EQ(u16.from_lsp(Json{{"line", 0}, {"character", 99}}), (graphcore::Position{0, 4}));
+  EXPECT_EQ(u16.from_lsp(Json{{"line", 99}, {"character", 0}}), (graphcore::Position{2, 0}));
+  // UTF-8 columns inside a multi-byte character snap back to its start.
+  EXPECT_EQ(u8.from_lsp(Json{{"line", 0}, {"character", 2}}), (graphcore::Position{0, 1}));
+  EXPECT_THROW((void)u16.from_lsp(Json{{"line", -1}, {"character", 0}}), Json::exception);
+  EXPECT_THROW((void)u16.from_lsp(Json{{"line", "x"}}), Json::exception);
+}
+
+TEST(LspDocument, IncrementalAndFullChanges) {
+  std::string t = "x = nn.Dense(1600, 128)\ny = 2\n";
+  Json edit{{"range", {{"start", {{"line", 0}, {"character", 13}}}, {"end", {{"line", 0}, {"character", 17}}}}},
+            {"text", "9216"}};
+  t = apply_change(t, edit, PositionEncoding::kUtf16);
+  EXPECT_EQ(t, "x = nn.Dense(9216, 128)\ny = 2\n");
+  // Insertion across lines, then deletion.
+  t = apply_change(t, Json{{"range", {{"start", {{"line", 1}, {"character", 0}}}, {"end", {{"line", 1}, {"character", 0}}}}}, {"text", "z = 3\n"}},
+                   PositionEncoding::kUtf16);
+  EXPECT_EQ(t, "x = nn.Dense(9216, 128)\nz = 3\ny = 2\n");
+  t = apply_change(t, Json{{"range", {{"start", {{"line", 0}, {"character", 23}}}, {"end", {{"line", 2}, {"character", 0}}}}}, {"text", "\n"}},
+                   PositionEncoding::kUtf16);
+  EXPECT_EQ(t, "x = nn.Dense(9216, 128)\ny = 2\n");
+  // A range past the end is clamped; a full change replaces everything.
+  t = apply_change(t, Json{{"range", {{"start", {{"line", 9}, {"character", 0}}}, {"end", {{"line", 9}, {"character", 5}}}}}, {"text", "#"}},
+                   PositionEncoding::kUtf16);
+  EXPECT_EQ(t, "x = nn.Dense(9216, 128)\ny = 2\n#");
+  EXPECT_EQ(apply_change(t, Json{{"text", "new"}}, PositionEncoding::kUtf16), "new");
+  EXPECT_THROW(apply_change(t, Json{{"range", nullptr}}, PositionEncoding::kUtf16), Json::exception);
+}
+
+TEST(LspFormat, CountsAndFlops) {
+  EXPECT_EQ(format_count(0), "0");
+  EXPECT_EQ(format_count(61706), "61,706");
+  EXPECT_EQ(format_count(25557032), "25,557,032");
+  EXPECT_EQ(format_count(-1234), "-1,234");
+  EXPECT_EQ(format_flops(512), "512 FLOPs");
+  EXPECT_EQ(format_flops(4.2e8), "420.00 MFLOPs");
+  EXPECT_EQ(format_flops(4.1e9), "4.10 GFLOPs");
+}
+
+}  // namespace
+}  // namespace cellscope::lsp
