@@ -159,6 +159,13 @@ class Arena {
   std::deque<std::string> strings_;
 };
 
+// tree-sitter's syntax tree, kept by files parsed for a ParseCache so that the next version of
+// the file is re-parsed incrementally.
+struct SyntaxTree;
+struct SyntaxTreeDeleter {
+  void operator()(SyntaxTree* t) const;
+};
+
 struct ParsedFile {
   std::string path;
   std::string text;  // sanitized source (invalid UTF-8 replaced)
@@ -171,6 +178,8 @@ struct ParsedFile {
   Arena arena;
   Node* module = nullptr;               // Block of statements
   std::vector<Diagnostic> diagnostics;  // syntax errors, encoding problems, limits
+  std::unique_ptr<SyntaxTree, SyntaxTreeDeleter> tree;  // only with ParseOptions::keep_tree
+  bool reparsed_incrementally = false;
 };
 
 struct ParseLimits {
@@ -179,8 +188,13 @@ struct ParseLimits {
 };
 
 // Parses and lowers `text`. Never throws on bad input: problems become diagnostics.
+// `previous` (optional): an earlier parse of the same file that kept its tree; the new text is
+// diffed against it and tree-sitter re-parses only what changed. `keep_tree`: keep this parse's
+// tree for the next one.
 std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
-                                         const ParseLimits& limits);
+                                         const ParseLimits& limits,
+                                         const ParsedFile* previous = nullptr,
+                                         bool keep_tree = false);
 
 }  // namespace graphcore::ast
 

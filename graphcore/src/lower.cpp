@@ -1482,8 +1482,49 @@ void limit_indentation(ParsedFile& f, size_t max_levels) {
 
 }  // namespace
 
+void SyntaxTreeDeleter::operator()(SyntaxTree* t) const {
+  ts_tree_delete(reinterpret_cast<TSTree*>(t));
+}
+
+namespace {
+
+TSPoint point_at(std::string_view text, size_t offset) {
+  TSPoint p{0, 0};
+  size_t line_start = 0;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++p.row;
+      line_start = i + 1;
+    }
+  }
+  p.column = static_cast<uint32_t>(offset - line_start);
+  return p;
+}
+
+// The edit turning `before` into `after`: their common prefix and suffix are kept.
+TSInputEdit diff_edit(std::string_view before, std::string_view after) {
+  size_t prefix = 0;
+  const size_t limit = std::min(before.size(), after.size());
+  while (prefix < limit && before[prefix] == after[prefix]) ++prefix;
+  size_t suffix = 0;
+  while (suffix < limit - prefix &&
+         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix])
+    ++suffix;
+  TSInputEdit e;
+  e.start_byte = static_cast<uint32_t>(prefix);
+  e.old_end_byte = static_cast<uint32_t>(before.size() - suffix);
+  e.new_end_byte = static_cast<uint32_t>(after.size() - suffix);
+  e.start_point = point_at(before, e.start_byte);
+  e.old_end_point = point_at(before, e.old_end_byte);
+  e.new_end_point = point_at(after, e.new_end_byte);
+  return e;
+}
+
+}  // namespace
+
 std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
-                                         const ParseLimits& limits) {
+                                         const ParseLimits& limits, const ParsedFile* previous,
+                                         bool keep_tree) {
   auto file = std::make_unique<ParsedFile>();
   file->path = std::move(path);
   if (text.size() > limits.max_bytes) {
@@ -1523,14 +1564,26 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
       std::hash<std::string>{}(file->text) == file->original_hash;
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
-  TSTree* tree = ts_parser_parse_string(parser, nullptr, file->text.data(),
+  TSTree* old_tree = nullptr;
+  if (previous && previous->tree && previous->text.size() < UINT32_MAX) {
+    old_tree = ts_tree_copy(reinterpret_cast<const TSTree*>(previous->tree.get()));
+    TSInputEdit edit = diff_edit(previous->text, file->text);
+    ts_tree_edit(old_tree, &edit);
+    file->reparsed_incrementally = true;
+  }
+  TSTree* tree = ts_parser_parse_string(parser, old_tree, file->text.data(),
                                         static_cast<uint32_t>(file->text.size()));
+  if (old_tree) ts_tree_delete(old_tree);
   TSNode root = ts_tree_root_node(tree);
   size_t budget = 20;
   collect_syntax_errors(root, *file, budget);
   Lowerer lower(*file, limits);
   file->module = lower.module(root);
-  ts_tree_delete(tree);
+  if (keep_tree) {
+    file->tree.reset(reinterpret_cast<SyntaxTree*>(tree));
+  } else {
+    ts_tree_delete(tree);
+  }
   ts_parser_delete(parser);
   return file;
 }

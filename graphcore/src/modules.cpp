@@ -17,14 +17,22 @@ struct ParseCache::Impl {
   std::list<std::shared_ptr<const ast::ParsedFile>> files;
   size_t hits = 0;
   size_t misses = 0;
+  size_t incremental = 0;
   size_t max_bytes = 0;  // the limit the cached parses were made with
 
+  // The parse of `path` with this text, or nullptr; `*previous` then gets the file's last parse
+  // (another version of its text), if any.
   std::shared_ptr<const ast::ParsedFile> find(const std::string& path, const std::string& text,
-                                              const ast::ParseLimits& limits) {
+                                              const ast::ParseLimits& limits,
+                                              std::shared_ptr<const ast::ParsedFile>* previous) {
     std::lock_guard lock(mutex);
     for (auto it = files.begin(); it != files.end(); ++it) {
       const ast::ParsedFile& f = **it;
-      if (f.path != path || max_bytes != limits.max_bytes || !f.same_source(text)) continue;
+      if (f.path != path || max_bytes != limits.max_bytes) continue;
+      if (!f.same_source(text)) {
+        *previous = *it;
+        continue;
+      }
       auto hit = *it;
       files.erase(it);
       files.push_back(hit);
@@ -40,6 +48,7 @@ struct ParseCache::Impl {
       files.clear();
       max_bytes = limits.max_bytes;
     }
+    if (parsed->reparsed_incrementally) ++incremental;
     std::erase_if(files, [&](const auto& f) { return f->path == parsed->path; });
     files.push_back(parsed);
     while (files.size() > capacity) files.pop_front();
@@ -113,9 +122,13 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   limits.max_bytes = options_.max_file_bytes;
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<const ast::ParsedFile> parsed;
-  if (options_.parse_cache) parsed = options_.parse_cache->impl().find(m->file, *text, limits);
+  std::shared_ptr<const ast::ParsedFile> previous;
+  if (options_.parse_cache)
+    parsed = options_.parse_cache->impl().find(m->file, *text, limits, &previous);
   if (!parsed) {
-    parsed = ast::parse_python(m->file, std::move(*text), limits);
+    // An earlier version of the file (the one being edited) is re-parsed incrementally.
+    parsed = ast::parse_python(m->file, std::move(*text), limits, previous.get(),
+                               options_.parse_cache != nullptr);
     if (options_.parse_cache) options_.parse_cache->impl().store(parsed, limits);
   }
   parse_ms +=
@@ -497,6 +510,10 @@ ParseCache::~ParseCache() = default;
 size_t ParseCache::hits() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->hits;
+}
+size_t ParseCache::incremental_reparses() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->incremental;
 }
 size_t ParseCache::misses() const {
   std::lock_guard lock(impl_->mutex);

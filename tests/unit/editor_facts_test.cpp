@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -219,6 +221,76 @@ TEST(ApiNames, SignaturesShowDefaultsOfTheVersion) {
   // The tensor itself is not a written argument.
   EXPECT_EQ(api_signature(*reshape, kDefaultMindSporeVersion, false).find("(self"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace graphcore
+
+namespace graphcore {
+namespace {
+
+std::string summary_of(const AnalysisResult& r) {
+  std::string out;
+  for (const auto& d : r.diagnostics) {
+    out += d.file + ":" + std::to_string(d.range.start.line) + ":" +
+           std::to_string(d.range.start.column) + "-" + std::to_string(d.range.end.line) + ":" +
+           std::to_string(d.range.end.column) + " " + d.code + " " + d.message + "\n";
+  }
+  for (const auto& c : r.cells) {
+    out += c.name + " nodes=" + std::to_string(c.graph.nodes.size()) +
+           " params=" + std::to_string(c.total_params) + " facts=" + std::to_string(c.facts.size());
+    for (const auto& o : c.outputs) out += " " + o.type.str();
+    out += "\n";
+  }
+  out += "symbols=" + std::to_string(r.outline.symbols.size()) + "\n";
+  return out;
+}
+
+// Typing into a file analysed with a ParseCache (incremental re-parses of the edited file,
+// reuse of unchanged ones) gives exactly what analysing each version from scratch gives.
+TEST(ParseCache, IncrementalReparsesMatchFullParses) {
+  const std::filesystem::path corpus = CELLSCOPE_CORPUS_DIR;
+  for (const char* name : {"models/resnet50.py", "buggy/mnist_article_bug.py", "models/bert_base.py"}) {
+    std::string text;
+    {
+      std::ifstream in(corpus / name);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    MemorySources src;
+    const std::string path = "/w/model.py";
+    auto cache = std::make_shared<ParseCache>();
+    AnalysisOptions cached;
+    cached.record_facts = true;
+    cached.outline = true;
+    cached.parse_cache = cache;
+    AnalysisOptions fresh = cached;
+    fresh.parse_cache = nullptr;
+    uint64_t seed = 12345;
+    auto rnd = [&](size_t n) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      return n == 0 ? 0 : static_cast<size_t>((seed >> 33) % n);
+    };
+    const std::string snippets[] = {"x", "(", ")", "\n", "    ", "self.", "1", ":", "\"", "#"};
+    for (int step = 0; step < 40; ++step) {
+      size_t at = rnd(text.size() + 1);
+      if (step % 3 == 2 && !text.empty()) {
+        text.erase(std::min(at, text.size() - 1), 1 + rnd(8));
+      } else {
+        text.insert(at, snippets[rnd(std::size(snippets))]);
+      }
+      src.files[path] = text;
+      std::string a = summary_of(analyze_file(path, cached, src));
+      std::string b = summary_of(analyze_file(path, fresh, src));
+      ASSERT_EQ(a, b) << name << " step " << step;
+      // The same text again is a cache hit.
+      std::string c = summary_of(analyze_file(path, cached, src));
+      ASSERT_EQ(c, b) << name << " step " << step;
+    }
+    EXPECT_GE(cache->hits(), 40u);
+    EXPECT_GE(cache->incremental_reparses(), 39u);
+  }
 }
 
 }  // namespace

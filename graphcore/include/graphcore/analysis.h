@@ -41,6 +41,8 @@ class ParseCache {
   ParseCache& operator=(const ParseCache&) = delete;
   [[nodiscard]] size_t hits() const;
   [[nodiscard]] size_t misses() const;
+  // Misses re-parsed incrementally from an earlier version of the same file.
+  [[nodiscard]] size_t incremental_reparses() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }
