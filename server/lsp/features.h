@@ -26,7 +26,8 @@ struct FileAnalysis {
   graphcore::AnalysisResult result;
   graphcore::FileOutline outline;
   std::map<std::string, int64_t> versions_used;  // open documents (by path) the analysis read
-  double elapsed_ms = 0;
+  double elapsed_ms = 0;  // wall time of the analysis
+  double cpu_ms = 0;      // CPU time of the worker thread during it
 };
 
 struct ClientFeatures {
