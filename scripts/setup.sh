@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Cellscope needs to build and test on Debian 12, and nothing when it is all there.
 # Idempotent: `apt-get update` runs only when a package is missing. Run as root (or with sudo).
+# Then installs the npm packages of the LSP protocol tests (`npm ci` in tests/lsp) when
+# tests/lsp/node_modules is missing or stale.
 set -euo pipefail
 
 PACKAGES=(
@@ -26,12 +28,19 @@ PACKAGES=(
   python3                 # CLI tests (stdlib only) and the MindSpore ground-truth tier
   python3-venv
   ca-certificates
+  neovim                  # the second LSP client of the LSP tier (tests/lsp/nvim)
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# The LSP tests' npm packages, after node/npm are there (tests/lsp/deps.sh: no-op when fresh).
+lsp_test_deps() {
+  bash "$(dirname "$0")/../tests/lsp/deps.sh" install
+}
+
 if [[ "$(uname -s)" != Linux ]] || ! command -v dpkg-query >/dev/null 2>&1; then
   log "not a Debian-based system: install the equivalents of: ${PACKAGES[*]} nodejs npm"
+  if command -v npm >/dev/null 2>&1; then lsp_test_deps; fi
   exit 0
 fi
 
@@ -49,6 +58,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 
 if ((${#missing[@]} == 0)); then
+  lsp_test_deps
   exit 0
 fi
 
@@ -67,3 +77,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -qq
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 log "done"
+lsp_test_deps

@@ -119,6 +119,7 @@ struct Job {
   graphcore::AnalysisOptions options;
   std::shared_ptr<std::atomic<bool>> cancel;
   bool from_dependency = false;
+  uint64_t generation = 0;  // OpenDoc::generation when the job was made
 };
 
 using Waiter = std::function<void(const std::shared_ptr<const FileAnalysis>&)>;
@@ -131,6 +132,10 @@ struct OpenDoc {
   std::shared_ptr<const FileAnalysis> analysis;  // the latest completed one
   std::vector<Waiter> waiters;                   // for the analysis of the current version
   std::string published;                         // last diagnostics sent (push), to skip repeats
+  // Bumped by every schedule(): a change of the document, of a file it imports or of the
+  // settings. Only an analysis of the latest generation is current (same version, other inputs).
+  uint64_t generation = 0;
+  uint64_t analysed_generation = 0;  // of `analysis`
 };
 
 }  // namespace
@@ -177,7 +182,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
   // ---- settings ----
 
   int debounce_ms() const {
-    return client_settings.debounce_ms.value_or(project_settings.debounce_ms.value_or(options.debounce_ms));
+    return client_settings.debounce_ms.value_or(
+        project_settings.debounce_ms.value_or(options.debounce_ms));
   }
   std::string target() const {
     return client_settings.target.value_or(project_settings.target.value_or("cpu"));
@@ -229,7 +235,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         continue;
       }
       std::vector<std::string> problems;
-      Json flat = j.contains("cellscope") && j["cellscope"].is_object() ? j["cellscope"] : Json::object();
+      Json flat =
+          j.contains("cellscope") && j["cellscope"].is_object() ? j["cellscope"] : Json::object();
       if (auto gv = j.find("graph_visualization"); gv != j.end() && gv->is_object()) {
         if (auto b = gv->find("backend"); b != gv->end() && b->is_string()) flat["target"] = *b;
       }
@@ -285,20 +292,24 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     auto it = docs.find(uri);
     if (it == docs.end()) return;
     OpenDoc& d = it->second;
+    ++d.generation;
     if (d.running_cancel && d.running_version != d.doc.version) d.running_cancel->store(true);
     if (!d.timer) d.timer = std::make_unique<asio::steady_timer>(io);
     int delay = immediate ? 0 : debounce_ms();
     d.timer->expires_after(std::chrono::milliseconds(delay));
     std::weak_ptr<Impl> weak = weak_from_this();
-    d.timer->async_wait([weak, uri, from_dependency](const boost::system::error_code& ec) {
-      if (ec) return;  // restarted or cancelled
-      if (auto self = weak.lock()) self->enqueue(uri, from_dependency);
-    });
+    d.timer->async_wait(
+        [weak, uri, from_dependency, gen = d.generation](const boost::system::error_code& ec) {
+          if (ec) return;  // restarted or cancelled
+          if (auto self = weak.lock()) self->enqueue(uri, from_dependency, gen);
+        });
   }
 
-  void enqueue(const std::string& uri, bool from_dependency) {
+  void enqueue(const std::string& uri, bool from_dependency, uint64_t generation) {
     auto it = docs.find(uri);
-    if (it == docs.end()) return;
+    // A handler of an expired timer that was already queued when schedule() re-armed the timer
+    // cannot be cancelled: it must not bypass the new delay (nor analyse twice).
+    if (it == docs.end() || it->second.generation != generation) return;
     OpenDoc& d = it->second;
     if (d.running_cancel) d.running_cancel->store(true);
     auto job = std::make_shared<Job>();
@@ -312,6 +323,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     }
     job->cancel = std::make_shared<std::atomic<bool>>(false);
     job->from_dependency = from_dependency;
+    job->generation = d.generation;
     auto& o = job->options;
     o.target = target();
     o.mindspore_version = ms_version();
@@ -347,7 +359,10 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
 
   void finished(const Job& job, const std::shared_ptr<FileAnalysis>& fa) {
     auto it = docs.find(job.uri);
-    if (it == docs.end() || it->second.doc.version != job.version || job.cancel->load()) {
+    // Stale: the document changed, or it (or a file it imports, or the settings) changed after
+    // the job was made -- a newer job is scheduled.
+    if (it == docs.end() || it->second.doc.version != job.version || job.cancel->load() ||
+        it->second.generation != job.generation) {
       log_trace("dropped a stale analysis of " + job.path + " (version " +
                 std::to_string(job.version) + ")");
       return;
@@ -355,6 +370,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     OpenDoc& d = it->second;
     fa->seq = ++seq;
     d.analysis = fa;
+    d.analysed_generation = job.generation;
     d.running_cancel.reset();
     d.running_version = -1;
     index.update(fa->path, *fa->text, fa->outline);
@@ -385,7 +401,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       return;
     }
     OpenDoc& d = it->second;
-    if (d.analysis && d.analysis->version == d.doc.version) {
+    if (d.analysis && d.analysis->version == d.doc.version &&
+        d.analysed_generation == d.generation) {
       fn(d.analysis);
       return;
     }
@@ -394,9 +411,15 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
 
   // ---- diagnostics ----
 
-  FeatureContext feature_context(const FileAnalysis& fa,
-                                 std::shared_ptr<std::map<std::string, std::pair<std::shared_ptr<const std::string>, std::unique_ptr<PositionConverter>>>> cache = nullptr) {
-    if (!cache) cache = std::make_shared<std::map<std::string, std::pair<std::shared_ptr<const std::string>, std::unique_ptr<PositionConverter>>>>();
+  FeatureContext feature_context(
+      const FileAnalysis& fa,
+      std::shared_ptr<std::map<std::string, std::pair<std::shared_ptr<const std::string>,
+                                                      std::unique_ptr<PositionConverter>>>>
+          cache = nullptr) {
+    if (!cache)
+      cache =
+          std::make_shared<std::map<std::string, std::pair<std::shared_ptr<const std::string>,
+                                                           std::unique_ptr<PositionConverter>>>>();
     FeatureContext ctx{fa, ms_version(), encoding, client, nullptr};
     ctx.converter_for = [this, cache](const std::string& path) -> const PositionConverter* {
       auto it = cache->find(path);
@@ -490,14 +513,15 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         if (e == "utf-8") encoding = PositionEncoding::kUtf8;
       }
     }
-    client.hierarchical_symbols = cap({"textDocument", "documentSymbol", "hierarchicalDocumentSymbolSupport"}) == true;
+    client.hierarchical_symbols =
+        cap({"textDocument", "documentSymbol", "hierarchicalDocumentSymbolSupport"}) == true;
     Json formats = cap({"textDocument", "hover", "contentFormat"});
     client.markdown_hover = !formats.is_array() || formats.empty() ||
                             std::find(formats.begin(), formats.end(), "markdown") != formats.end();
-    client.signature_label_offsets =
-        cap({"textDocument", "signatureHelp", "signatureInformation", "parameterInformation",
-             "labelOffsetSupport"}) == true;
-    client.related_information = cap({"textDocument", "publishDiagnostics", "relatedInformation"}) != false;
+    client.signature_label_offsets = cap({"textDocument", "signatureHelp", "signatureInformation",
+                                          "parameterInformation", "labelOffsetSupport"}) == true;
+    client.related_information =
+        cap({"textDocument", "publishDiagnostics", "relatedInformation"}) != false;
     pull_diagnostics = cap({"textDocument", "diagnostic"}).is_object();
     diagnostic_refresh = cap({"workspace", "diagnostics", "refreshSupport"}) == true;
     work_done_progress = cap({"window", "workDoneProgress"}) == true;
@@ -508,12 +532,14 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     roots.clear();
     if (auto wf = params.find("workspaceFolders"); wf != params.end() && wf->is_array()) {
       for (const auto& f : *wf) {
-        if (auto p = uri_to_path(f.value("uri", ""))) roots.push_back(fs::path(*p).lexically_normal().string());
+        if (auto p = uri_to_path(f.value("uri", "")))
+          roots.push_back(fs::path(*p).lexically_normal().string());
       }
     }
     if (roots.empty()) {
       if (auto ru = params.find("rootUri"); ru != params.end() && ru->is_string()) {
-        if (auto p = uri_to_path(ru->get<std::string>())) roots.push_back(fs::path(*p).lexically_normal().string());
+        if (auto p = uri_to_path(ru->get<std::string>()))
+          roots.push_back(fs::path(*p).lexically_normal().string());
       } else if (auto rp = params.find("rootPath"); rp != params.end() && rp->is_string()) {
         roots.push_back(fs::path(rp->get<std::string>()).lexically_normal().string());
       }
@@ -523,7 +549,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     }
     std::vector<std::string> problems;
     if (auto io_ = params.find("initializationOptions"); io_ != params.end() && io_->is_object())
-      client_settings = parse_settings(io_->contains("cellscope") ? (*io_)["cellscope"] : *io_, problems);
+      client_settings =
+          parse_settings(io_->contains("cellscope") ? (*io_)["cellscope"] : *io_, problems);
     load_project_config();
     for (const auto& p : problems) log(2, "initializationOptions: " + p);
     state = State::kRunning;
@@ -540,13 +567,15 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         {"documentSymbolProvider", true},
         {"workspaceSymbolProvider", true},
         {"codeActionProvider", {{"codeActionKinds", Json::array({"quickfix"})}}},
-        {"completionProvider", {{"triggerCharacters", Json::array({".", "(", ","})}, {"resolveProvider", false}}},
-        {"signatureHelpProvider", {{"triggerCharacters", Json::array({"(", ","})}, {"retriggerCharacters", Json::array({"="})}}},
+        {"completionProvider",
+         {{"triggerCharacters", Json::array({".", "(", ","})}, {"resolveProvider", false}}},
+        {"signatureHelpProvider",
+         {{"triggerCharacters", Json::array({"(", ","})},
+          {"retriggerCharacters", Json::array({"="})}}},
         {"definitionProvider", true},
         {"executeCommandProvider",
          {{"commands", Json::array({"cellscope.visualizeGraph", "cellscope.setTarget"})}}},
-        {"workspace",
-         {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
+        {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
     };
     (void)trigger_chars;
     if (pull_diagnostics) {
@@ -555,7 +584,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
                                             {"workspaceDiagnostics", false}};
     }
     return {{"capabilities", capabilities},
-            {"serverInfo", {{"name", "cellscope"}, {"version", std::string(protocol::tool_version())}}}};
+            {"serverInfo",
+             {{"name", "cellscope"}, {"version", std::string(protocol::tool_version())}}}};
   }
 
   void initialized() {
@@ -565,12 +595,14 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
                (encoding == PositionEncoding::kUtf8 ? "UTF-8" : "UTF-16") + " positions, " +
                (pull_diagnostics ? "pull" : "push") + " diagnostics");
     if (watch_registration) {
-      Json reg = {{"registrations",
-                   Json::array({{{"id", "cellscope-watch"},
-                                 {"method", "workspace/didChangeWatchedFiles"},
-                                 {"registerOptions",
-                                  {{"watchers", Json::array({{{"globPattern", "**/*.py"}},
-                                                             {{"globPattern", "**/mindspore_config.json"}}})}}}}})}};
+      Json reg = {
+          {"registrations",
+           Json::array({{{"id", "cellscope-watch"},
+                         {"method", "workspace/didChangeWatchedFiles"},
+                         {"registerOptions",
+                          {{"watchers",
+                            Json::array({{{"globPattern", "**/*.py"}},
+                                         {{"globPattern", "**/mindspore_config.json"}}})}}}}})}};
       rpc.call("client/registerCapability", reg, [](auto, auto err) {
         if (err) spdlog::warn("client refused file watching: {}", err->what());
       });
@@ -609,7 +641,11 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       if (!self) return;
       if (use_progress) {
         self->rpc.notify("$/progress", {{"token", token},
-                                        {"value", {{"kind", "begin"}, {"title", "Cellscope: indexing workspace"}, {"cancellable", false}, {"percentage", 0}}}});
+                                        {"value",
+                                         {{"kind", "begin"},
+                                          {"title", "Cellscope: indexing workspace"},
+                                          {"cancellable", false},
+                                          {"percentage", 0}}}});
       }
       auto roots_copy = self->roots;
       self->indexer = std::thread([weak, token, use_progress, roots_copy] {
@@ -618,8 +654,13 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
           auto s = weak.lock();
           if (!s) return;
           unsigned pct = total ? static_cast<unsigned>(done * 100 / total) : 100;
-          s->rpc.notify("$/progress", {{"token", token},
-                                       {"value", {{"kind", "report"}, {"message", std::to_string(done) + "/" + std::to_string(total) + " files"}, {"percentage", pct}}}});
+          s->rpc.notify(
+              "$/progress",
+              {{"token", token},
+               {"value",
+                {{"kind", "report"},
+                 {"message", std::to_string(done) + "/" + std::to_string(total) + " files"},
+                 {"percentage", pct}}}});
         };
         std::shared_ptr<Impl> s = weak.lock();
         if (!s) return;
@@ -628,7 +669,11 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         size_t files = idx.scan(roots_copy, progress);
         if (auto s2 = weak.lock()) {
           if (use_progress)
-            s2->rpc.notify("$/progress", {{"token", token}, {"value", {{"kind", "end"}, {"message", std::to_string(files) + " Python files indexed"}}}});
+            s2->rpc.notify("$/progress",
+                           {{"token", token},
+                            {"value",
+                             {{"kind", "end"},
+                              {"message", std::to_string(files) + " Python files indexed"}}}});
         }
       });
     };
@@ -672,7 +717,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       wind_down();
       if (on_exit) on_exit();
     });
-    rpc.on_notification("$/setTrace", [this](const Json& p) { trace = p.at("value").get<std::string>(); });
+    rpc.on_notification("$/setTrace",
+                        [this](const Json& p) { trace = p.at("value").get<std::string>(); });
 
     rpc.on_notification("textDocument/didOpen", [this](const Json& p) {
       const Json& td = p.at("textDocument");
@@ -727,7 +773,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       std::string path = it->second.doc.path;
       docs.erase(it);
       if (!pull_diagnostics)
-        rpc.notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", Json::array()}});
+        rpc.notify("textDocument/publishDiagnostics",
+                   {{"uri", uri}, {"diagnostics", Json::array()}});
       // Importers now read the file from disk.
       reschedule_dependents(path, path);
       index.refresh_from_disk(path);
@@ -778,7 +825,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       load_project_config();
     });
 
-    auto analysed = [this](const char* method, std::function<Json(const FeatureContext&, const Json&)> fn) {
+    auto analysed = [this](const char* method,
+                           std::function<Json(const FeatureContext&, const Json&)> fn) {
       rpc.on_async_request(method, [this, fn](const Json& p, Context ctx) {
         std::string uri = p.at("textDocument").at("uri").get<std::string>();
         with_analysis(uri, [this, fn, p, ctx](const std::shared_ptr<const FileAnalysis>& fa) {
@@ -798,15 +846,23 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         });
       });
     };
-    analysed("textDocument/hover", [](const FeatureContext& c, const Json& p) { return hover(c, p.at("position")); });
-    analysed("textDocument/inlayHint", [](const FeatureContext& c, const Json& p) { return inlay_hints(c, p.at("range")); });
-    analysed("textDocument/codeLens", [](const FeatureContext& c, const Json&) { return code_lenses(c); });
-    analysed("textDocument/documentSymbol", [](const FeatureContext& c, const Json&) { return document_symbols(c); });
-    analysed("textDocument/codeAction", [](const FeatureContext& c, const Json& p) { return code_actions(c, p); });
-    analysed("textDocument/definition", [](const FeatureContext& c, const Json& p) { return definition(c, p.at("position")); });
+    analysed("textDocument/hover",
+             [](const FeatureContext& c, const Json& p) { return hover(c, p.at("position")); });
+    analysed("textDocument/inlayHint",
+             [](const FeatureContext& c, const Json& p) { return inlay_hints(c, p.at("range")); });
+    analysed("textDocument/codeLens",
+             [](const FeatureContext& c, const Json&) { return code_lenses(c); });
+    analysed("textDocument/documentSymbol",
+             [](const FeatureContext& c, const Json&) { return document_symbols(c); });
+    analysed("textDocument/codeAction",
+             [](const FeatureContext& c, const Json& p) { return code_actions(c, p); });
+    analysed("textDocument/definition", [](const FeatureContext& c, const Json& p) {
+      return definition(c, p.at("position"));
+    });
     analysed("textDocument/diagnostic", [this](const FeatureContext& c, const Json& p) {
       std::string id = std::to_string(c.fa.seq);
-      if (p.value("previousResultId", "") == id) return Json{{"kind", "unchanged"}, {"resultId", id}};
+      if (p.value("previousResultId", "") == id)
+        return Json{{"kind", "unchanged"}, {"resultId", id}};
       auto it = docs.find(c.fa.uri);
       Json items = it != docs.end() ? diagnostics_for(it->second) : file_diagnostics(c);
       return Json{{"kind", "full"}, {"resultId", id}, {"items", std::move(items)}};
@@ -814,24 +870,26 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
 
     // Typing must not wait: completion and signature help use the current text with the last
     // analysis (for imports and types), whatever its version.
-    auto immediate = [this](const char* method, std::function<Json(const FeatureContext&, const std::string&, const Json&)> fn) {
-      rpc.on_request(method, [this, fn](const Json& p, const Context&) -> Json {
-        std::string uri = p.at("textDocument").at("uri").get<std::string>();
-        auto it = docs.find(uri);
-        if (it == docs.end()) return nullptr;
-        std::shared_ptr<const FileAnalysis> fa = it->second.analysis;
-        if (!fa) {
-          auto empty = std::make_shared<FileAnalysis>();
-          empty->uri = uri;
-          empty->path = it->second.doc.path;
-          empty->text = it->second.doc.text;
-          empty->outline = graphcore::outline_python(empty->path, *empty->text);
-          empty->conv = std::make_unique<PositionConverter>(*empty->text, encoding);
-          fa = empty;
-        }
-        return fn(feature_context(*fa), *it->second.doc.text, p.at("position"));
-      });
-    };
+    auto immediate =
+        [this](const char* method,
+               std::function<Json(const FeatureContext&, const std::string&, const Json&)> fn) {
+          rpc.on_request(method, [this, fn](const Json& p, const Context&) -> Json {
+            std::string uri = p.at("textDocument").at("uri").get<std::string>();
+            auto it = docs.find(uri);
+            if (it == docs.end()) return nullptr;
+            std::shared_ptr<const FileAnalysis> fa = it->second.analysis;
+            if (!fa) {
+              auto empty = std::make_shared<FileAnalysis>();
+              empty->uri = uri;
+              empty->path = it->second.doc.path;
+              empty->text = it->second.doc.text;
+              empty->outline = graphcore::outline_python(empty->path, *empty->text);
+              empty->conv = std::make_unique<PositionConverter>(*empty->text, encoding);
+              fa = empty;
+            }
+            return fn(feature_context(*fa), *it->second.doc.text, p.at("position"));
+          });
+        };
     immediate("textDocument/completion", completion);
     immediate("textDocument/signatureHelp", signature_help);
 
@@ -843,17 +901,20 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       Json args = p.value("arguments", Json::array());
       if (command == "cellscope.setTarget") {
         if (args.empty() || !args[0].is_string())
-          return ctx.error(RpcError(ErrorCode::kInvalidParams, "cellscope.setTarget needs a target name"));
+          return ctx.error(
+              RpcError(ErrorCode::kInvalidParams, "cellscope.setTarget needs a target name"));
         auto t = normalize_target(args[0].get<std::string>());
         if (!t)
-          return ctx.error(RpcError(ErrorCode::kInvalidParams, "unknown target `" + args[0].get<std::string>() + "`"));
+          return ctx.error(RpcError(ErrorCode::kInvalidParams,
+                                    "unknown target `" + args[0].get<std::string>() + "`"));
         client_settings.target = *t;
         for (auto& [uri, od] : docs) schedule(uri, true);
         return ctx.reply({{"target", *t}});
       }
       if (command == "cellscope.visualizeGraph") {
         if (args.empty() || !args[0].is_string())
-          return ctx.error(RpcError(ErrorCode::kInvalidParams, "cellscope.visualizeGraph needs a document URI"));
+          return ctx.error(
+              RpcError(ErrorCode::kInvalidParams, "cellscope.visualizeGraph needs a document URI"));
         std::string uri = args[0].get<std::string>();
         std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";
         if (!docs.count(uri))
