@@ -167,17 +167,19 @@ struct Session {
 
   Session(const std::string& binary, const fs::path& root, const fs::path& file)
       : server(binary), uri(uri_of(file)), text(read_file(file)) {
-    server.request(1, "initialize",
-                   {{"processId", ::getpid()},
-                    {"rootUri", uri_of(root)},
-                    {"capabilities", Json::object()},
-                    {"trace", "messages"},
-                    {"workspaceFolders", Json::array({{{"uri", uri_of(root)}, {"name", "bench"}}})}});
+    server.request(
+        1, "initialize",
+        {{"processId", ::getpid()},
+         {"rootUri", uri_of(root)},
+         {"capabilities", Json::object()},
+         {"trace", "messages"},
+         {"workspaceFolders", Json::array({{{"uri", uri_of(root)}, {"name", "bench"}}})}});
     server.wait_for([](const Json& m) { return m.value("id", -1) == 1; });
     server.notify("initialized", Json::object());
-    server.notify("textDocument/didOpen",
-                  {{"textDocument",
-                    {{"uri", uri}, {"languageId", "python"}, {"version", version}, {"text", text}}}});
+    server.notify(
+        "textDocument/didOpen",
+        {{"textDocument",
+          {{"uri", uri}, {"languageId", "python"}, {"version", version}, {"text", text}}}});
     wait_diagnostics(version);
   }
   // Also collects the server's own timing of that analysis ($/logTrace "... vN in W ms (cpu C
@@ -212,9 +214,8 @@ struct Session {
     text.replace(off, width, value);
     ++version;
     auto t0 = Clock::now();
-    server.notify("textDocument/didChange",
-                  {{"textDocument", {{"uri", uri}, {"version", version}}},
-                   {"contentChanges", Json::array({change})}});
+    server.notify("textDocument/didChange", {{"textDocument", {{"uri", uri}, {"version", version}}},
+                                             {"contentChanges", Json::array({change})}});
     Json diags = wait_diagnostics(version);
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (!diags["params"]["diagnostics"].empty()) {
@@ -257,7 +258,8 @@ Stats stats(std::vector<double> v) {
 fs::path generate_multifile(const fs::path& dir, size_t* lines) {
   fs::create_directories(dir);
   *lines = 0;
-  std::string main_text = "import numpy as np\nimport mindspore as ms\nfrom mindspore import nn, ops\n";
+  std::string main_text =
+      "import numpy as np\nimport mindspore as ms\nfrom mindspore import nn, ops\n";
   for (int f = 0; f < 10; ++f) {
     std::ostringstream m;
     m << "\"\"\"Generated blocks, module " << f << ".\"\"\"\nfrom mindspore import nn, ops\n\n\n";
@@ -295,27 +297,31 @@ fs::path generate_multifile(const fs::path& dir, size_t* lines) {
     write_file(dir / ("blocks_" + std::to_string(f) + ".py"), module);
     *lines += static_cast<size_t>(std::count(module.begin(), module.end(), '\n'));
     main_text += "from blocks_" + std::to_string(f) + " import ";
-    for (int b = 0; b < 8; ++b) main_text += (b ? ", " : "") + std::string("Block") + std::to_string(f) + "_" + std::to_string(b);
+    for (int b = 0; b < 8; ++b)
+      main_text +=
+          (b ? ", " : "") + std::string("Block") + std::to_string(f) + "_" + std::to_string(b);
     main_text += "\n";
   }
-  main_text += "\n\nclass Net(nn.Cell):\n    def __init__(self, width=16, num_classes=10):\n"
-               "        super().__init__()\n"
-               "        self.stem = nn.Conv2d(3, width, 3, pad_mode='same')\n"
-               "        self.blocks = nn.SequentialCell([\n";
+  main_text +=
+      "\n\nclass Net(nn.Cell):\n    def __init__(self, width=16, num_classes=10):\n"
+      "        super().__init__()\n"
+      "        self.stem = nn.Conv2d(3, width, 3, pad_mode='same')\n"
+      "        self.blocks = nn.SequentialCell([\n";
   for (int f = 0; f < 10; ++f) {
     for (int b = 0; b < 8; ++b)
       main_text += "            Block" + std::to_string(f) + "_" + std::to_string(b) + "(width),\n";
   }
-  main_text += "        ])\n"
-               "        self.pool = ops.ReduceMean(keep_dims=False)\n"
-               "        self.head = nn.Dense(width, num_classes)\n\n"
-               "    def construct(self, x):\n"
-               "        x = self.stem(x)\n"
-               "        x = self.blocks(x)\n"
-               "        x = self.pool(x, (2, 3))\n"
-               "        return self.head(x)\n\n\n"
-               "net = Net(width=16)\n"
-               "out = net(ms.Tensor(np.ones((2, 3, 32, 32)), ms.float32))\n";
+  main_text +=
+      "        ])\n"
+      "        self.pool = ops.ReduceMean(keep_dims=False)\n"
+      "        self.head = nn.Dense(width, num_classes)\n\n"
+      "    def construct(self, x):\n"
+      "        x = self.stem(x)\n"
+      "        x = self.blocks(x)\n"
+      "        x = self.pool(x, (2, 3))\n"
+      "        return self.head(x)\n\n\n"
+      "net = Net(width=16)\n"
+      "out = net(ms.Tensor(np.ones((2, 3, 32, 32)), ms.float32))\n";
   write_file(dir / "main.py", main_text);
   *lines += static_cast<size_t>(std::count(main_text.begin(), main_text.end(), '\n'));
   return dir / "main.py";
@@ -349,10 +355,17 @@ Json run_latency(const Options& o, const std::string& name, const fs::path& root
   long rss = s.server.rss_kb();
   s.shutdown();
   Stats st = stats(lat);
-  Json j{{"scenario", name},     {"file", file.filename().string()}, {"edits", o.edits},
-         {"p50_ms", st.p50},     {"p90_ms", st.p90},                 {"p99_ms", st.p99},
-         {"max_ms", st.max},     {"mean_ms", st.mean},               {"rss_after_kb", rss},
-         {"analysis_cpu_p50_ms", cs.p50}, {"analysis_cpu_p99_ms", cs.p99}};
+  Json j{{"scenario", name},
+         {"file", file.filename().string()},
+         {"edits", o.edits},
+         {"p50_ms", st.p50},
+         {"p90_ms", st.p90},
+         {"p99_ms", st.p99},
+         {"max_ms", st.max},
+         {"mean_ms", st.mean},
+         {"rss_after_kb", rss},
+         {"analysis_cpu_p50_ms", cs.p50},
+         {"analysis_cpu_p99_ms", cs.p99}};
   if (goal_p50 > 0) j["goal_p50_ms"] = goal_p50;
   j["goal_p99_ms"] = goal_p99;
   j["pass"] = (goal_p50 <= 0 || st.p50 < goal_p50) && st.p99 < goal_p99;
@@ -396,10 +409,14 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--server") o.server = next();
-    else if (a == "--edits") o.edits = std::stoi(next());
-    else if (a == "--rss-edits") o.rss_edits = std::stoi(next());
-    else if (a == "--format") o.markdown = next() == "markdown";
+    if (a == "--server")
+      o.server = next();
+    else if (a == "--edits")
+      o.edits = std::stoi(next());
+    else if (a == "--rss-edits")
+      o.rss_edits = std::stoi(next());
+    else if (a == "--format")
+      o.markdown = next() == "markdown";
     else if (a == "--help" || a == "-h") {
       std::cout << "usage: cellscope-lsp-bench [--server PATH] [--edits N] [--rss-edits N] "
                    "[--format json|markdown]\n";
@@ -434,20 +451,25 @@ int main(int argc, char** argv) {
     std::cout << results.dump(2) << "\n";
     return status;
   }
-  std::printf("| scenario | edits | p50 ms | p90 ms | p99 ms | max ms | analysis CPU p50 / p99 ms | goal | verdict |\n");
+  std::printf(
+      "| scenario | edits | p50 ms | p90 ms | p99 ms | max ms | analysis CPU p50 / p99 ms | goal | "
+      "verdict |\n");
   std::printf("| :-- | --: | --: | --: | --: | --: | --: | :-- | :-- |\n");
   for (const auto& r : results) {
     if (r["scenario"] == "rss") continue;
-    std::string goal = (r.contains("goal_p50_ms") ? "p50 < " + std::to_string(r["goal_p50_ms"].get<double>()).substr(0, 4) + ", " : std::string()) +
-                       "p99 < " + std::to_string(r["goal_p99_ms"].get<double>()).substr(0, 4);
+    std::string goal =
+        (r.contains("goal_p50_ms")
+             ? "p50 < " + std::to_string(r["goal_p50_ms"].get<double>()).substr(0, 4) + ", "
+             : std::string()) +
+        "p99 < " + std::to_string(r["goal_p99_ms"].get<double>()).substr(0, 4);
     std::string name = r["scenario"].get<std::string>();
-    if (r.contains("lines")) name += " (" + std::to_string(r["lines"].get<size_t>()) + " lines, 11 files)";
+    if (r.contains("lines"))
+      name += " (" + std::to_string(r["lines"].get<size_t>()) + " lines, 11 files)";
     std::printf("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %s | %s |\n", name.c_str(),
                 r["edits"].get<int>(), r["p50_ms"].get<double>(), r["p90_ms"].get<double>(),
                 r["p99_ms"].get<double>(), r["max_ms"].get<double>(),
                 r["analysis_cpu_p50_ms"].get<double>(), r["analysis_cpu_p99_ms"].get<double>(),
-                goal.c_str(),
-                r["pass"].get<bool>() ? "PASS" : "MISS");
+                goal.c_str(), r["pass"].get<bool>() ? "PASS" : "MISS");
   }
   for (const auto& r : results) {
     if (r["scenario"] != "rss") continue;

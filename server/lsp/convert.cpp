@@ -55,8 +55,8 @@ std::string path_to_uri(std::string_view path) {
   std::string out = "file://";
   for (unsigned char c : path) {
     bool keep = std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~' ||
-                c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' || c == ')' ||
-                c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == '@';
+                c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' || c == ')' || c == '*' ||
+                c == '+' || c == ',' || c == ';' || c == '=' || c == '@';
     if (keep) {
       out += static_cast<char>(c);
     } else {

@@ -79,8 +79,8 @@ Json location(const FeatureContext& ctx, const std::string& file, const SourceRa
 
 bool under(const std::string& scope, const std::string& path) {
   if (path.empty()) return true;
-  return scope == path || (scope.size() > path.size() && scope.starts_with(path) &&
-                           scope[path.size()] == '.');
+  return scope == path ||
+         (scope.size() > path.size() && scope.starts_with(path) && scope[path.size()] == '.');
 }
 
 // Parameters, FLOPs and outputs of the Cell instance at `path` of root `rep`.
@@ -123,7 +123,8 @@ InstanceStats stats_of(const CellReport& rep, const std::string& path) {
   auto take = [&](const graphcore::ValueRef& r) {
     if (r.node >= nodes.size() || !inside[r.node] || r.output >= nodes[r.node].outputs.size())
       return;
-    if (seen.insert({r.node, r.output}).second) s.outputs.push_back(nodes[r.node].outputs[r.output]);
+    if (seen.insert({r.node, r.output}).second)
+      s.outputs.push_back(nodes[r.node].outputs[r.output]);
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (inside[i]) continue;
@@ -205,7 +206,8 @@ std::string api_hover(const FeatureContext& ctx, const std::string& name) {
     if (all.empty()) return md_code("mindspore." + name) + "\n\nNot modelled by Cellscope.";
     return md_code("mindspore." + name) + "\n\nNot available in MindSpore " + ver + ".";
   }
-  bool init = e->kind == graphcore::ApiKind::CellClass || e->kind == graphcore::ApiKind::PrimitiveClass;
+  bool init =
+      e->kind == graphcore::ApiKind::CellClass || e->kind == graphcore::ApiKind::PrimitiveClass;
   std::string out = md_code(graphcore::api_signature(*e, ctx.mindspore_version, init));
   if (init && !e->call_params.empty()) {
     out += "\n\ncalled as " + md_code(graphcore::api_signature(*e, ctx.mindspore_version, false));
@@ -227,8 +229,8 @@ const Reference* reference_at(const FileAnalysis& fa, Position p) {
 
 // Every type fact of the smallest expression containing `p` (one per Cell instance that ran it).
 std::vector<std::pair<const CellReport*, const TypeFact*>> facts_at(const FileAnalysis& fa,
-                                                                   Position p,
-                                                                   bool calls_only = false) {
+                                                                    Position p,
+                                                                    bool calls_only = false) {
   const TypeFact* best = nullptr;
   for (const auto& rep : fa.result.cells) {
     for (const auto& f : rep.facts) {
@@ -241,7 +243,8 @@ std::vector<std::pair<const CellReport*, const TypeFact*>> facts_at(const FileAn
   if (!best) return out;
   for (const auto& rep : fa.result.cells) {
     for (const auto& f : rep.facts) {
-      if (f.file == fa.path && f.range == best->range && (!calls_only || f.kind == TypeFact::Kind::Call))
+      if (f.file == fa.path && f.range == best->range &&
+          (!calls_only || f.kind == TypeFact::Kind::Call))
         out.emplace_back(&rep, &f);
     }
   }
@@ -295,7 +298,8 @@ std::vector<std::pair<const CellReport*, const CellInstance*>> instances_built_a
   return out;
 }
 
-std::string instance_summary(const std::vector<std::pair<const CellReport*, const CellInstance*>>& insts) {
+std::string instance_summary(
+    const std::vector<std::pair<const CellReport*, const CellInstance*>>& insts) {
   if (insts.empty()) return {};
   const auto& [rep, inst] = insts.front();
   std::string kind = inst->api.empty() ? inst->class_name : inst->api;
@@ -319,7 +323,7 @@ Json diagnostic_json(const FeatureContext& ctx, const graphcore::Diagnostic& d) 
          {"source", "cellscope"},
          {"message", d.message}};
   if (!d.code.empty()) j["code"] = d.code;
-  if (d.code == "unused-result") j["tags"] = Json::array({1});  // Unnecessary
+  if (d.code == "unused-result") j["tags"] = Json::array({1});        // Unnecessary
   if (d.code == "deprecated-argument") j["tags"] = Json::array({2});  // Deprecated
   if (!d.related.empty() && ctx.client.related_information) {
     Json rel = Json::array();
@@ -401,7 +405,8 @@ Json hover(const FeatureContext& ctx, const Json& position) {
             if (contains(s.selection, p)) {
               if (s.kind == OutlineSymbol::Kind::Class) {
                 std::string summary = class_summary(fa, s.name);
-                body = md_code("class " + s.name + s.detail) + (summary.empty() ? "" : "\n\n" + summary);
+                body = md_code("class " + s.name + s.detail) +
+                       (summary.empty() ? "" : "\n\n" + summary);
                 range = s.selection;
               } else if (s.kind == OutlineSymbol::Kind::Attribute) {
                 body = instance_summary(instances_built_at(fa, s.range));
@@ -524,8 +529,9 @@ Json code_lenses(const FeatureContext& ctx) {
           if (d.file == fa.path && d.code == "needs-arguments" &&
               d.range.start.line == s.selection.start.line) {
             out.push_back({{"range", range},
-                           {"command", {{"title", "Cell · not analysed: its constructor needs arguments"},
-                                        {"command", ""}}}});
+                           {"command",
+                            {{"title", "Cell · not analysed: its constructor needs arguments"},
+                             {"command", ""}}}});
           }
         }
         continue;
@@ -536,11 +542,13 @@ Json code_lenses(const FeatureContext& ctx) {
       if (uses.size() > 1) title += " · " + std::to_string(uses.size()) + " instances";
       out.push_back({{"range", range}, {"command", {{"title", title}, {"command", ""}}}});
       const std::string root = uses.front().root->name;
-      out.push_back({{"range", range},
-                     {"command",
-                      {{"title", "Visualize Graph"},
-                       {"command", "cellscope.visualizeGraph"},
-                       {"arguments", Json::array({fa.uri, uses.front().instance->path.empty() ? s.name : root})}}}});
+      out.push_back(
+          {{"range", range},
+           {"command",
+            {{"title", "Visualize Graph"},
+             {"command", "cellscope.visualizeGraph"},
+             {"arguments",
+              Json::array({fa.uri, uses.front().instance->path.empty() ? s.name : root})}}}});
     }
   };
   visit(fa.outline.symbols);
@@ -603,15 +611,15 @@ Json document_symbols(const FeatureContext& ctx) {
     for (const auto& s : fa.outline.symbols) out.push_back(doc_symbol(s, nullptr));
     return out;
   }
-  std::function<void(const OutlineSymbol&, const std::string&)> flat = [&](const OutlineSymbol& s,
-                                                                            const std::string& container) {
-    Json j{{"name", s.name},
-           {"kind", symbol_kind(s)},
-           {"location", {{"uri", fa.uri}, {"range", fa.conv->range(s.range)}}}};
-    if (!container.empty()) j["containerName"] = container;
-    out.push_back(std::move(j));
-    for (const auto& c : s.children) flat(c, s.name);
-  };
+  std::function<void(const OutlineSymbol&, const std::string&)> flat =
+      [&](const OutlineSymbol& s, const std::string& container) {
+        Json j{{"name", s.name},
+               {"kind", symbol_kind(s)},
+               {"location", {{"uri", fa.uri}, {"range", fa.conv->range(s.range)}}}};
+        if (!container.empty()) j["containerName"] = container;
+        out.push_back(std::move(j));
+        for (const auto& c : s.children) flat(c, s.name);
+      };
   for (const auto& s : fa.outline.symbols) flat(s, "");
   return out;
 }
@@ -758,13 +766,16 @@ std::optional<CallSite> call_at(std::string_view text, size_t off) {
       size_t eq = current.find('=');
       if (eq != std::string_view::npos && current.substr(eq).find("==") != 0) {
         std::string_view k = current.substr(0, eq);
-        while (!k.empty() && (k.front() == ' ' || k.front() == ',' || k.front() == '\n')) k.remove_prefix(1);
+        while (!k.empty() && (k.front() == ' ' || k.front() == ',' || k.front() == '\n'))
+          k.remove_prefix(1);
         while (!k.empty() && k.back() == ' ') k.remove_suffix(1);
         cs.keyword = std::string(k);
       }
       std::string_view args = text.substr(i + 1, off - i - 1);
       for (size_t k = 0; k + 1 < args.size(); ++k) {
-        if (args[k] == '=' && args[k + 1] != '=' && (k == 0 || (args[k - 1] != '=' && args[k - 1] != '!' && args[k - 1] != '<' && args[k - 1] != '>'))) {
+        if (args[k] == '=' && args[k + 1] != '=' &&
+            (k == 0 || (args[k - 1] != '=' && args[k - 1] != '!' && args[k - 1] != '<' &&
+                        args[k - 1] != '>'))) {
           size_t ke = k;
           while (ke > 0 && args[ke - 1] == ' ') --ke;
           size_t ks = ke;
@@ -864,7 +875,8 @@ Json completion(const FeatureContext& ctx, const std::string& text, const Json& 
     auto dotted = resolve_chain(ctx.fa.outline, chain);
     std::optional<std::string> ns = dotted ? graphcore::api_namespace_of(*dotted) : std::nullopt;
     if (ns && (*ns == "nn" || *ns == "ops")) {
-      for (const std::string& name : graphcore::mindspore_public_names(*ns, ctx.mindspore_version)) {
+      for (const std::string& name :
+           graphcore::mindspore_public_names(*ns, ctx.mindspore_version)) {
         if (name.starts_with("_")) continue;
         const graphcore::ApiEntry* e = reg.find(*ns + "." + name, ctx.mindspore_version);
         Json item{{"label", name}, {"kind", completion_kind(e)}};
@@ -946,7 +958,8 @@ Json signature_help(const FeatureContext& ctx, const std::string& text, const Js
   ResolvedCallee callee = resolve_callee(ctx, text, *cs);
   if (!callee.entry) return nullptr;
   std::vector<std::pair<size_t, size_t>> spans;
-  std::string label = graphcore::api_signature(*callee.entry, ctx.mindspore_version, callee.init, &spans);
+  std::string label =
+      graphcore::api_signature(*callee.entry, ctx.mindspore_version, callee.init, &spans);
   auto params = graphcore::api_signature_params(*callee.entry, ctx.mindspore_version, callee.init);
   Json jparams = Json::array();
   for (size_t i = 0; i < spans.size(); ++i) {
@@ -954,8 +967,7 @@ Json signature_help(const FeatureContext& ctx, const std::string& text, const Js
                           ? Json::array({spans[i].first, spans[i].second})
                           : Json(label.substr(spans[i].first, spans[i].second - spans[i].first));
     Json p{{"label", label_json}};
-    if (!params[i]->deprecated.empty())
-      p["documentation"] = "Deprecated: " + params[i]->deprecated;
+    if (!params[i]->deprecated.empty()) p["documentation"] = "Deprecated: " + params[i]->deprecated;
     jparams.push_back(std::move(p));
   }
   int active = cs->arg_index;
@@ -993,7 +1005,8 @@ Json graph_document_json(const FeatureContext& ctx, const std::string& cell,
                          const std::string& target) {
   graphcore::AnalysisResult copy = ctx.fa.result;
   if (!cell.empty()) {
-    std::erase_if(copy.cells, [&](const CellReport& r) { return r.name != cell && r.class_name != cell; });
+    std::erase_if(copy.cells,
+                  [&](const CellReport& r) { return r.name != cell && r.class_name != cell; });
   }
   for (auto& r : copy.cells) r.facts.clear();
   protocol::PositionMapper mapper([&](const std::string& file) -> std::optional<std::string> {

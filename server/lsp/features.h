@@ -26,8 +26,8 @@ struct FileAnalysis {
   graphcore::AnalysisResult result;
   graphcore::FileOutline outline;
   std::map<std::string, int64_t> versions_used;  // open documents (by path) the analysis read
-  double elapsed_ms = 0;  // wall time of the analysis
-  double cpu_ms = 0;      // CPU time of the worker thread during it
+  double elapsed_ms = 0;                         // wall time of the analysis
+  double cpu_ms = 0;                             // CPU time of the worker thread during it
 };
 
 struct ClientFeatures {
@@ -67,7 +67,8 @@ Json signature_help(const FeatureContext& ctx, const std::string& text, const Js
 
 // The Visualize Graph command's answer until the view server exists: the graph document of the
 // Cell `cell` (class or root name; empty: every analysed Cell) as JSON.
-Json graph_document_json(const FeatureContext& ctx, const std::string& cell, const std::string& target);
+Json graph_document_json(const FeatureContext& ctx, const std::string& cell,
+                         const std::string& target);
 
 // Formatting helpers shared with the server (and tested).
 std::string format_count(int64_t n);  // 61706 -> "61,706"

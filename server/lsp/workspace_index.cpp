@@ -15,8 +15,8 @@ bool skipped_dir(const fs::path& dir) {
   const std::string name = dir.filename().string();
   if (name.empty()) return false;
   if (name[0] == '.') return true;
-  static const char* kSkip[] = {"node_modules", "__pycache__", "venv", "env", "site-packages",
-                                "build", "dist", "_deps"};
+  static const char* kSkip[] = {"node_modules",  "__pycache__", "venv", "env",
+                                "site-packages", "build",       "dist", "_deps"};
   for (const char* s : kSkip) {
     if (name == s) return true;
   }
@@ -153,7 +153,8 @@ Json WorkspaceIndex::query(const std::string& q, size_t limit) const {
   std::lock_guard lock(mutex_);
   for (const auto& [path, entries] : files_) {
     for (const auto& e : entries) {
-      if (auto s = match_score(e.name, q)) hits.push_back({*s * 10 + (e.kind == 5 ? 0 : 1), &path, &e});
+      if (auto s = match_score(e.name, q))
+        hits.push_back({*s * 10 + (e.kind == 5 ? 0 : 1), &path, &e});
     }
   }
   std::stable_sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {

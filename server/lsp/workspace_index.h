@@ -26,7 +26,8 @@ class WorkspaceIndex {
   // node_modules, __pycache__ and build trees). Returns the number of files indexed.
   size_t scan(const std::vector<std::string>& roots,
               const std::function<void(size_t done, size_t total)>& progress);
-  void update(const std::string& path, const std::string& text, const graphcore::FileOutline& outline);
+  void update(const std::string& path, const std::string& text,
+              const graphcore::FileOutline& outline);
   void refresh_from_disk(const std::string& path);
   void remove(const std::string& path);
   void cancel() { cancelled_ = true; }
@@ -41,7 +42,8 @@ class WorkspaceIndex {
     int kind = 0;
     Json range;
   };
-  std::vector<Entry> entries_of(const std::string& text, const graphcore::FileOutline& outline) const;
+  std::vector<Entry> entries_of(const std::string& text,
+                                const graphcore::FileOutline& outline) const;
   mutable std::mutex mutex_;
   std::map<std::string, std::vector<Entry>> files_;
   std::atomic<bool> cancelled_{false};

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <fstream>
-#include <sstream>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "graphcore/analysis.h"
@@ -250,7 +250,8 @@ std::string summary_of(const AnalysisResult& r) {
 // reuse of unchanged ones) gives exactly what analysing each version from scratch gives.
 TEST(ParseCache, IncrementalReparsesMatchFullParses) {
   const std::filesystem::path corpus = CELLSCOPE_CORPUS_DIR;
-  for (const char* name : {"models/resnet50.py", "buggy/mnist_article_bug.py", "models/bert_base.py"}) {
+  for (const char* name :
+       {"models/resnet50.py", "buggy/mnist_article_bug.py", "models/bert_base.py"}) {
     std::string text;
     {
       std::ifstream in(corpus / name);

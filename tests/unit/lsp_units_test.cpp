@@ -26,7 +26,9 @@ TEST(LspUri, FileUrisRoundTrip) {
 
 TEST(LspPositions, Utf16AndUtf8Columns) {
   // "é" is 2 bytes / 1 UTF-16 unit; "😀" is 4 bytes / 2 UTF-16 units.
-  const std::string text = "a\xC3\xA9" "b\n\xF0\x9F\x98\x80x = 1\n";
+  const std::string text =
+      "a\xC3\xA9"
+      "b\n\xF0\x9F\x98\x80x = 1\n";
   PositionConverter u16(text, PositionEncoding::kUtf16);
   PositionConverter u8(text, PositionEncoding::kUtf8);
   EXPECT_EQ(u16.position({0, 3}), (Json{{"line", 0}, {"character", 2}}));
@@ -44,23 +46,38 @@ TEST(LspPositions, Utf16AndUtf8Columns) {
 
 TEST(LspDocument, IncrementalAndFullChanges) {
   std::string t = "x = nn.Dense(1600, 128)\ny = 2\n";
-  Json edit{{"range", {{"start", {{"line", 0}, {"character", 13}}}, {"end", {{"line", 0}, {"character", 17}}}}},
-            {"text", "9216"}};
+  Json edit{
+      {"range",
+       {{"start", {{"line", 0}, {"character", 13}}}, {"end", {{"line", 0}, {"character", 17}}}}},
+      {"text", "9216"}};
   t = apply_change(t, edit, PositionEncoding::kUtf16);
   EXPECT_EQ(t, "x = nn.Dense(9216, 128)\ny = 2\n");
   // Insertion across lines, then deletion.
-  t = apply_change(t, Json{{"range", {{"start", {{"line", 1}, {"character", 0}}}, {"end", {{"line", 1}, {"character", 0}}}}}, {"text", "z = 3\n"}},
-                   PositionEncoding::kUtf16);
+  t = apply_change(
+      t,
+      Json{{"range",
+            {{"start", {{"line", 1}, {"character", 0}}}, {"end", {{"line", 1}, {"character", 0}}}}},
+           {"text", "z = 3\n"}},
+      PositionEncoding::kUtf16);
   EXPECT_EQ(t, "x = nn.Dense(9216, 128)\nz = 3\ny = 2\n");
-  t = apply_change(t, Json{{"range", {{"start", {{"line", 0}, {"character", 23}}}, {"end", {{"line", 2}, {"character", 0}}}}}, {"text", "\n"}},
+  t = apply_change(t,
+                   Json{{"range",
+                         {{"start", {{"line", 0}, {"character", 23}}},
+                          {"end", {{"line", 2}, {"character", 0}}}}},
+                        {"text", "\n"}},
                    PositionEncoding::kUtf16);
   EXPECT_EQ(t, "x = nn.Dense(9216, 128)\ny = 2\n");
   // A range past the end is clamped; a full change replaces everything.
-  t = apply_change(t, Json{{"range", {{"start", {{"line", 9}, {"character", 0}}}, {"end", {{"line", 9}, {"character", 5}}}}}, {"text", "#"}},
-                   PositionEncoding::kUtf16);
+  t = apply_change(
+      t,
+      Json{{"range",
+            {{"start", {{"line", 9}, {"character", 0}}}, {"end", {{"line", 9}, {"character", 5}}}}},
+           {"text", "#"}},
+      PositionEncoding::kUtf16);
   EXPECT_EQ(t, "x = nn.Dense(9216, 128)\ny = 2\n#");
   EXPECT_EQ(apply_change(t, Json{{"text", "new"}}, PositionEncoding::kUtf16), "new");
-  EXPECT_THROW(apply_change(t, Json{{"range", nullptr}}, PositionEncoding::kUtf16), Json::exception);
+  EXPECT_THROW(apply_change(t, Json{{"range", nullptr}}, PositionEncoding::kUtf16),
+               Json::exception);
 }
 
 TEST(LspFormat, CountsAndFlops) {

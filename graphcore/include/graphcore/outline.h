@@ -16,9 +16,9 @@ struct OutlineSymbol {
   enum class Kind : uint8_t { Class, Function, Method, Attribute, Variable };
   Kind kind = Kind::Variable;
   std::string name;
-  std::string detail;     // "(nn.Cell)" for a class, "(self, x)" for a function
-  SourceRange range;      // the whole definition / assignment
-  SourceRange selection;  // the name
+  std::string detail;              // "(nn.Cell)" for a class, "(self, x)" for a function
+  SourceRange range;               // the whole definition / assignment
+  SourceRange selection;           // the name
   std::vector<std::string> bases;  // Class: base expressions as dotted text ("nn.Cell")
   std::vector<OutlineSymbol> children;
 };
