@@ -474,6 +474,7 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
     } else {
       v = Value::unknown();
     }
+    if (refs) record_ref(name_site, v);  // go to definition / hover on the imported name
     store_name(al->str2.empty() ? al->str : al->str2, v, f);
   }
 }

@@ -352,7 +352,22 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       const double cpu0 = thread_cpu_ms();
       SnapshotSources sources(job->overlay);
       auto fa = std::make_shared<FileAnalysis>();
-      fa->result = graphcore::analyze_file(job->path, job->options, sources);
+      try {
+        fa->result = graphcore::analyze_file(job->path, job->options, sources);
+      } catch (const std::exception& e) {
+        // Never leave requests waiting: the failure becomes this version's diagnostic.
+        spdlog::error("analysis of {} failed: {}", job->path, e.what());
+        fa->result = graphcore::AnalysisResult{};
+        fa->result.file = job->path;
+        fa->result.diagnostics.push_back(
+            graphcore::Diagnostic{job->path,
+                                  {},
+                                  graphcore::Severity::Error,
+                                  "internal-error",
+                                  std::string("Cellscope could not analyse this file: ") + e.what(),
+                                  {},
+                                  {}});
+      }
       if (fa->result.cancelled || job->cancel->load()) return;
       fa->outline = std::move(fa->result.outline);
       fa->uri = job->uri;
@@ -834,10 +849,21 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       for (const auto& f : ev.at("removed")) {
         if (auto path = uri_to_path(f.at("uri").get<std::string>())) std::erase(roots, *path);
       }
+      std::vector<std::string> added;
       for (const auto& f : ev.at("added")) {
-        if (auto path = uri_to_path(f.at("uri").get<std::string>())) roots.push_back(*path);
+        if (auto path = uri_to_path(f.at("uri").get<std::string>())) {
+          roots.push_back(fs::path(*path).lexically_normal().string());
+          added.push_back(roots.back());
+        }
       }
       load_project_config();
+      // Index the new folders (on the worker, between analyses).
+      if (!added.empty()) {
+        std::weak_ptr<Impl> weak = weak_from_this();
+        submit([weak, added] {
+          if (auto self = weak.lock()) self->index.scan(added, nullptr);
+        });
+      }
     });
 
     auto analysed = [this](const char* method,

@@ -442,6 +442,10 @@ for (const [label, files, mainName] of [
     const use = lineOf(text, 'Block(3, 8)');
     const d = await s.conn.sendRequest(DefinitionRequest.type, { textDocument: { uri }, position: posOf(text, use, 'Block', 2) });
     assert.deepEqual(d, [{ uri: blocks, range: { start: { line: 3, character: 6 }, end: { line: 3, character: 11 } } }]);
+    // The name in the import statement itself resolves too.
+    const imp = lineOf(text, 'import Block');
+    const d2 = await s.conn.sendRequest(DefinitionRequest.type, { textDocument: { uri }, position: posOf(text, imp, 'Block', 1) });
+    assert.deepEqual(d2, d);
     // Shapes flow through the imported Cell.
     const h = await hoverAt(s, uri, posOf(text, lineOf(text, 'x = self.block(x)'), 'x ='));
     assert.match(h.contents.value, /x: \(1, 8, 32, 32\) f32/);

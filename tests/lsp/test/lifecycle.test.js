@@ -218,11 +218,13 @@ test('workspaceFolders: folders from initialize are indexed; didChangeWorkspaceF
   assert.equal(l.location.range.start.line, 9);
   // Folders that are not part of the workspace are not indexed.
   assert.deepEqual((await s.conn.sendRequest(WorkspaceSymbolRequest.type, { query: 'Vgg' })).filter((x) => x.name === 'Vgg'), []);
-  // A new folder: its models resolve relative imports against it, and its mindspore_config.json
-  // is read. (The index is rebuilt only at startup; the folder's files are indexed when opened.)
+  // A new folder: its models resolve relative imports against it, its mindspore_config.json is
+  // read, and its files are indexed without being opened.
   await s.conn.sendNotification(DidChangeWorkspaceFoldersNotification.type, {
     event: { added: [{ uri: uriOf(b), name: 'b' }], removed: [{ uri: uriOf(a), name: 'a' }] },
   });
+  const indexed = await pollSymbols(s, 'Vgg', (r) => r.some((x) => x.name === 'Vgg'));
+  assert.equal(indexed.find((x) => x.name === 'Vgg').location.uri, uriOf(path.join(b, 'vgg16.py')));
   const v = s.open(path.join(b, 'vgg16.py'));
   await s.waitDiagnostics(v);
   const vgg = await pollSymbols(s, 'Vgg', (r) => r.some((x) => x.name === 'Vgg'));
