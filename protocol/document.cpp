@@ -251,11 +251,133 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
   return c;
 }
 
+OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
+                               const graphcore::Graph& semantic) {
+  OptimizedLayer out;
+  out.set_target(graph.target);
+  const auto& nodes = graph.nodes;
+  auto sem_id = [&semantic](uint32_t i) -> const std::string& {
+    static const std::string kNone;
+    return i < semantic.nodes.size() ? semantic.nodes[i].id : kNone;
+  };
+  auto set_edge = [&nodes](Edge* e, const graphcore::ValueRef& r) {
+    e->set_node(r.node < nodes.size() ? nodes[r.node].id : std::string());
+    e->set_output(r.output);
+  };
+  // Fusion reasons by kernel id, and placements by node.
+  std::unordered_map<std::string_view, const std::string*> reasons;
+  for (const auto& d : graph.decisions) {
+    if (d.fused && !d.kernel.empty()) reasons.emplace(d.kernel, &d.reason);
+  }
+  std::vector<std::vector<uint32_t>> placed(nodes.size());
+  for (uint32_t k = 0; k < graph.memory.tensors.size(); ++k) {
+    const auto& t = graph.memory.tensors[k];
+    if (t.size != 0 && t.node < nodes.size()) placed[t.node].push_back(k);
+  }
+  uint32_t kernels = 0, fused = 0, transdata = 0;
+  out.mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    auto* o = out.add_nodes();
+    o->set_id(n.id);
+    o->set_kind(std::string(node_kind_name(n.kind)));
+    o->set_op(n.op);
+    o->set_pattern(n.pattern);
+    for (const auto& r : n.inputs) set_edge(o->add_inputs(), r);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      auto* t = o->add_outputs();
+      *t = tensor(n.outputs.size() == 1 ? std::string() : std::to_string(k), n.outputs[k]);
+      const auto f = k < n.formats.size() ? n.formats[k]
+                                          : graphcore::default_format(n.outputs[k].shape.rank());
+      t->set_format(std::string(graphcore::format_name(f)));
+    }
+    for (uint32_t origin : n.origins) o->add_origins(sem_id(origin));
+    o->set_pass(n.pass);
+    for (const auto& p : n.params) o->add_params(p);
+    auto* attrs = o->mutable_attrs();
+    for (const auto& a : n.attrs) (*attrs)[a.name] = attr_value(a.value);
+    o->set_flops(std::isfinite(n.flops) ? n.flops : 0.0);
+    if (auto it = reasons.find(n.id); it != reasons.end()) o->set_reason(*it->second);
+    for (uint32_t k : placed[i]) {
+      const auto& t = graph.memory.tensors[k];
+      auto* p = o->add_memory();
+      p->set_output(t.output);
+      p->set_bytes(static_cast<double>(t.bytes));
+      p->set_size(static_cast<double>(t.size));
+      p->set_first(t.first);
+      p->set_last(t.last);
+      p->set_offset(static_cast<double>(t.offset));
+      p->set_buffer(t.buffer);
+    }
+    if (n.kind == graphcore::NodeKind::Op) ++kernels;
+    if (!n.pattern.empty()) ++fused;
+    if (n.op == "TransData") ++transdata;
+  }
+  for (const auto& r : graph.outputs) set_edge(out.add_results(), r);
+  for (const auto& r : graph.removed) {
+    auto* o = out.add_removed();
+    o->set_node(sem_id(r.node));
+    o->set_pass(r.pass);
+    o->set_reason(r.reason);
+  }
+  for (const auto& d : graph.decisions) {
+    auto* o = out.add_fusions();
+    o->set_pass(d.pass);
+    o->set_pattern(d.pattern);
+    for (uint32_t n : d.nodes) o->add_nodes(sem_id(n));
+    o->set_fused(d.fused);
+    o->set_reason(d.reason);
+    o->set_kernel(d.kernel);
+  }
+  const auto& plan = graph.memory;
+  if (plan.planned) {
+    auto* m = out.mutable_memory();
+    m->set_algorithm("greedy-by-size");
+    m->set_alignment(plan.alignment);
+    m->set_peak_bytes(static_cast<double>(plan.peak));
+    m->set_naive_bytes(static_cast<double>(plan.naive));
+    m->set_lower_bound_bytes(static_cast<double>(plan.lower_bound));
+    m->set_weight_bytes(static_cast<double>(plan.weight_bytes));
+    m->set_constant_bytes(static_cast<double>(plan.constant_bytes));
+    uint32_t planned = 0;
+    for (const auto& t : plan.tensors) planned += t.size != 0 ? 1 : 0;
+    m->set_tensors(planned);
+    for (const auto& b : plan.buffers) {
+      auto* o = m->add_buffers();
+      o->set_offset(static_cast<double>(b.offset));
+      o->set_size(static_cast<double>(b.size));
+      for (uint32_t k : b.tensors) {
+        const auto& t = plan.tensors[k];
+        o->add_tensors((t.node < nodes.size() ? nodes[t.node].id : std::string()) + ":" +
+                       std::to_string(t.output));
+      }
+    }
+    for (const auto& u : plan.unsized) m->add_unsized(u);
+  }
+  for (const auto& p : graph.passes) {
+    auto* o = out.add_passes();
+    o->set_name(p.name);
+    o->set_description(p.description);
+    o->set_nodes_before(static_cast<uint32_t>(p.nodes_before));
+    o->set_nodes_after(static_cast<uint32_t>(p.nodes_after));
+    o->set_changes(static_cast<uint32_t>(p.changes));
+    o->set_ms(p.ms);
+  }
+  uint32_t semantic_ops = 0;
+  for (const auto& n : semantic.nodes) semantic_ops += n.kind == graphcore::NodeKind::Op ? 1 : 0;
+  out.set_semantic_ops(semantic_ops);
+  out.set_kernels(kernels);
+  out.set_fusion_groups(fused);
+  out.set_transdata(transdata);
+  return out;
+}
+
 GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMapper& positions,
                              const DocumentInfo& info, bool include_nodes) {
   GraphDocument doc;
   doc.set_file(result.file);
   doc.set_target(info.target);
+  doc.set_layer(info.layer);
   doc.set_mindspore_version(info.mindspore_version.empty()
                                 ? graphcore::kDefaultMindSporeVersion.str()
                                 : info.mindspore_version);

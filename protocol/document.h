@@ -16,6 +16,7 @@
 #include "graphcore/analysis.h"
 #include "graphcore/diagnostic.h"
 #include "graphcore/graph.h"
+#include "graphcore/optimize.h"
 #include "graphcore/shape.h"
 #include "graphcore/source.h"
 #include "protocol/graph.pb.h"
@@ -57,7 +58,8 @@ class PositionMapper {
 // Metadata stamped on documents.
 struct DocumentInfo {
   std::string target = "cpu";
-  std::string mindspore_version;  // empty: graphcore::kDefaultMindSporeVersion
+  std::string mindspore_version;   // empty: graphcore::kDefaultMindSporeVersion
+  std::string layer = "semantic";  // "semantic" | "optimized"
 };
 
 // Leaf conversions.
@@ -70,6 +72,11 @@ std::string_view node_kind_name(graphcore::NodeKind kind);
 Diagnostic diagnostic(const graphcore::Diagnostic& diag, PositionMapper& positions);
 Cell cell(const graphcore::CellReport& report, PositionMapper& positions,
           bool include_nodes = true);
+
+// The optimization layer of a Cell whose semantic graph is `semantic` (origins and removed nodes
+// name semantic node ids).
+OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
+                               const graphcore::Graph& semantic);
 
 // The whole document for one analysed file.
 GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMapper& positions,

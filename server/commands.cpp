@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +15,7 @@
 
 #include "files.h"
 #include "graphcore/analysis.h"
+#include "graphcore/optimize.h"
 #include "protocol/document.h"
 #include "render.h"
 
@@ -130,6 +132,64 @@ bool emit(const std::string& path, const std::string& data) {
   }
 }
 
+// A file-name-safe form of a Cell name ("resnet50(num_classes=10)" -> "resnet50_num_classes_10_").
+std::string file_slug(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty() || out == "." || out == "..") out = "cell";
+  return out;
+}
+
+// Adds the optimization layer to every compiled Cell of `doc`, dumping the passes when asked.
+// False (after a message) when a dump cannot be written.
+bool add_optimized_layers(const graphcore::AnalysisResult& result, const GraphOptions& options,
+                          protocol::GraphDocument* doc) {
+  bool ok = true;
+  for (size_t i = 0; i < result.cells.size(); ++i) {
+    const auto& cell = result.cells[i];
+    if (!cell.compiled) {
+      spdlog::warn("{}: construct did not compile; no optimization layer", cell.name);
+      continue;
+    }
+    graphcore::OptimizeOptions opt;
+    opt.target = options.common.target;
+    fs::path dir;
+    if (!options.dump_passes.empty() && options.dump_passes != "-") {
+      dir = fs::path(options.dump_passes) / (std::to_string(i) + "-" + file_slug(cell.name));
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) {
+        std::cerr << "cellscope: error: --dump-passes: cannot create " << dir.string() << ": "
+                  << ec.message() << "\n";
+        return false;
+      }
+    }
+    if (!options.dump_passes.empty()) {
+      opt.dump = [&](std::string_view pass, size_t index, const graphcore::OptimizedGraph& g) {
+        if (!ok) return;
+        auto layer = protocol::optimized_layer(g, cell.graph);
+        if (dir.empty()) {
+          std::cerr << protocol::to_json(layer, {.pretty = false});
+          return;
+        }
+        char prefix[8];
+        std::snprintf(prefix, sizeof prefix, "%02zu-", index);
+        ok =
+            emit((dir / (prefix + std::string(pass) + ".json")).string(), protocol::to_json(layer));
+      };
+    }
+    const auto graph = graphcore::optimize(cell, opt);
+    if (!ok) return false;
+    *doc->mutable_cells(static_cast<int>(i))->mutable_optimized() =
+        protocol::optimized_layer(graph, cell.graph);
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_check(const CheckOptions& options) {
@@ -196,6 +256,21 @@ int run_graph(const GraphOptions& options) {
                 " is a directory (graph takes one model file; check takes directories)");
     return kExitUsage;
   }
+  if (options.layer != "semantic" && options.layer != "optimized") {
+    usage_error("unknown --layer '" + options.layer + "' (expected semantic or optimized)");
+    return kExitUsage;
+  }
+  const bool optimized = options.layer == "optimized";
+  if (!optimized && !options.dump_passes.empty()) {
+    usage_error("--dump-passes needs --layer optimized");
+    return kExitUsage;
+  }
+  if (optimized && options.format == "dot") {
+    usage_error(
+        "--format dot draws the semantic layer only; use json or text with --layer "
+        "optimized");
+    return kExitUsage;
+  }
   analysis.cell = options.cell;
   analysis.entries = options.entries;
   for (const auto& spec : options.inputs) {
@@ -212,7 +287,10 @@ int run_graph(const GraphOptions& options) {
   CachingSourceProvider sources;
   protocol::PositionMapper positions(sources);
   const auto result = analyze_guarded(options.file, analysis, sources);
-  const auto doc = protocol::graph_document(result, positions, document_info(analysis));
+  auto info = document_info(analysis);
+  info.layer = options.layer;
+  auto doc = protocol::graph_document(result, positions, info);
+  if (optimized && !add_optimized_layers(result, options, &doc)) return kExitUsage;
   std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());
   const Counts counts = count_diagnostics(diags);
 

@@ -34,6 +34,12 @@ struct GraphOptions {
   std::string format = "json";      // json | text | dot
   std::string output;               // empty or "-": stdout
   bool compact = false;             // json: no whitespace
+  // Which layers of the graph document to build: "semantic" (the graph from construct) or
+  // "optimized" (plus the optimization layer for the target). The hardware layer comes next.
+  std::string layer = "semantic";
+  // --layer optimized: write the optimization layer after import and after each pass, one JSON
+  // file per pass under this directory ("-": to stderr). Empty: no dumps.
+  std::string dump_passes;
 };
 
 int run_check(const CheckOptions& options);

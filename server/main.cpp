@@ -15,8 +15,8 @@
 #include <string>
 
 #include "commands.h"
-#include "lsp/server.h"
 #include "graphcore/version.h"
+#include "lsp/server.h"
 #include "protocol/document.h"
 
 #ifndef CELLSCOPE_TS_PYTHON_VERSION
@@ -142,11 +142,21 @@ int main(int argc, char** argv) {
   graph_cmd->add_option("-o,--output", graph.output,
                         "Write to this file (atomically) instead of stdout");
   graph_cmd->add_flag("--compact", graph.compact, "json: no indentation");
+  graph_cmd
+      ->add_option("--layer", graph.layer,
+                   "Graph layer: semantic (the graph construct builds) or optimized (after "
+                   "dead-code elimination, constant folding, fusion, layout and memory planning "
+                   "for --target)")
+      ->check(CLI::IsMember({"semantic", "optimized"}))
+      ->capture_default_str();
+  graph_cmd->add_option("--dump-passes", graph.dump_passes,
+                        "With --layer optimized: write the optimization layer after each pass as "
+                        "DIR/<cell>/NN-<pass>.json (\"-\": JSON lines on stderr)");
   add_common(graph_cmd, &graph.common);
 
   cellscope::lsp::ServerOptions lsp_options;
-  auto* lsp_cmd = app.add_subcommand(
-      "lsp", "Serve the Language Server Protocol on stdin/stdout (for editors)");
+  auto* lsp_cmd =
+      app.add_subcommand("lsp", "Serve the Language Server Protocol on stdin/stdout (for editors)");
   lsp_cmd->fallthrough();
   bool lsp_stdio = true;
   lsp_cmd->add_flag("--stdio", lsp_stdio, "Use stdin/stdout (the default and only transport)");

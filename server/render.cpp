@@ -368,6 +368,161 @@ std::string render_sarif(const std::vector<protocol::Diagnostic>& diags) {
   return log.dump(2) + "\n";
 }
 
+namespace {
+
+// "1.25 MiB", "512 B".
+std::string bytes_string(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double v = bytes;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.2f %s", v, kUnits[unit]);
+  return buf;
+}
+
+std::string pad_to(const std::string& s, size_t w) {
+  return s + std::string(w > code_points(s) ? w - code_points(s) : 0, ' ');
+}
+
+// Rows of cells as aligned columns (the last column is not padded), each line indented.
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows,
+                 const std::string& indent) {
+  std::vector<size_t> widths;
+  for (const auto& r : rows) {
+    if (widths.size() < r.size()) widths.resize(r.size(), 0);
+    for (size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], code_points(r[i]));
+  }
+  for (const auto& r : rows) {
+    std::string line = indent;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += i + 1 < r.size() ? pad_to(r[i], widths[i]) + "  " : r[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+}
+
+std::string joined(const google::protobuf::RepeatedPtrField<std::string>& list, size_t max) {
+  std::string out;
+  for (int i = 0; i < list.size(); ++i) {
+    if (static_cast<size_t>(i) == max) {
+      out += ", ... (" + std::to_string(list.size()) + " in all)";
+      break;
+    }
+    if (i > 0) out += ", ";
+    out += list.Get(i);
+  }
+  return out;
+}
+
+// The optimization layer of one Cell: totals, passes, fusion groups and the candidates that were
+// not fused, dead code, the memory plan and the kernel table.
+void render_optimized_text(std::ostream& out, const protocol::OptimizedLayer& layer) {
+  const auto& mem = layer.memory();
+  out << "  optimized for " << layer.target() << ": " << layer.semantic_ops() << " semantic ops -> "
+      << layer.kernels() << " kernels (" << layer.fusion_groups() << " fused, " << layer.transdata()
+      << " TransData), " << layer.removed_size() << " removed as dead code\n";
+
+  out << "\n  passes\n";
+  std::vector<std::vector<std::string>> rows{{"PASS", "NODES", "CHANGES", "MS"}};
+  for (const auto& p : layer.passes()) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.3f", p.ms());
+    rows.push_back({p.name(),
+                    std::to_string(p.nodes_before()) + " -> " + std::to_string(p.nodes_after()),
+                    std::to_string(p.changes()), ms});
+  }
+  print_table(out, rows, "    ");
+
+  int fused = 0, not_fused = 0;
+  for (const auto& d : layer.fusions()) (d.fused() ? fused : not_fused)++;
+  out << "\n  fusion groups (" << fused << ")\n";
+  std::map<std::string, int> by_pattern;
+  for (const auto& d : layer.fusions()) {
+    if (d.fused()) ++by_pattern[d.pattern()];
+  }
+  if (!by_pattern.empty()) {
+    out << "    by pattern:";
+    for (const auto& [pattern, count] : by_pattern) out << " " << pattern << " " << count << ";";
+    out << "\n";
+  }
+  rows = {{"KERNEL", "OPS", "REASON"}};
+  for (const auto& d : layer.fusions()) {
+    if (d.fused()) rows.push_back({d.kernel(), std::to_string(d.nodes_size()), d.reason()});
+  }
+  if (rows.size() > 1) print_table(out, rows, "    ");
+  out << "\n  not fused (" << not_fused << ")\n";
+  for (const auto& d : layer.fusions()) {
+    if (!d.fused()) out << "    [" << d.pattern() << "] " << d.reason() << "\n";
+  }
+  if (layer.removed_size() > 0) {
+    out << "\n  removed (" << layer.removed_size() << ")\n";
+    for (const auto& r : layer.removed()) out << "    " << r.node() << ": " << r.reason() << "\n";
+  }
+
+  if (!mem.algorithm().empty()) {
+    out << "\n  memory plan (" << mem.algorithm() << ", " << mem.alignment()
+        << "-byte alignment)\n";
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f%%",
+                  mem.naive_bytes() > 0 ? 100.0 * mem.peak_bytes() / mem.naive_bytes() : 0.0);
+    out << "    peak      " << bytes_string(mem.peak_bytes()) << " (" << grouped(mem.peak_bytes())
+        << " bytes), " << pct << " of the naive " << bytes_string(mem.naive_bytes())
+        << "; lower bound " << bytes_string(mem.lower_bound_bytes()) << "\n";
+    out << "    tensors   " << mem.tensors() << " in " << mem.buffers_size() << " buffers";
+    if (mem.unsized_size() > 0) out << "; " << mem.unsized_size() << " of unknown size not planned";
+    out << "\n";
+    out << "    outside   weights " << bytes_string(mem.weight_bytes()) << ", constants "
+        << bytes_string(mem.constant_bytes()) << "\n";
+    std::vector<const protocol::MemoryBuffer*> top;
+    for (const auto& b : mem.buffers()) top.push_back(&b);
+    std::stable_sort(top.begin(), top.end(),
+                     [](const auto* a, const auto* b) { return a->size() > b->size(); });
+    if (top.size() > 8) top.resize(8);
+    rows = {{"OFFSET", "SIZE", "TENSORS"}};
+    for (const auto* b : top) {
+      rows.push_back({grouped(b->offset()), bytes_string(b->size()), joined(b->tensors(), 4)});
+    }
+    if (!top.empty()) {
+      out << "    largest buffers\n";
+      print_table(out, rows, "      ");
+    }
+  }
+
+  out << "\n  kernels   " << layer.nodes_size() << " nodes\n";
+  rows = {{"ID", "OP", "OUTPUT", "FORMAT", "MEMORY", "ORIGINS"}};
+  for (const auto& n : layer.nodes()) {
+    std::vector<std::string> r;
+    r.push_back(n.id());
+    r.push_back(n.kind() == "op" ? n.op() : n.kind());
+    std::string outputs, formats, memory;
+    for (int i = 0; i < n.outputs_size(); ++i) {
+      if (i > 0) {
+        outputs += ", ";
+        formats += ", ";
+      }
+      outputs += tensor_string(n.outputs(i), true);
+      formats += n.outputs(i).format();
+    }
+    for (int i = 0; i < n.memory_size(); ++i) {
+      if (i > 0) memory += ", ";
+      memory += "b" + std::to_string(n.memory(i).buffer()) + "@" + grouped(n.memory(i).offset());
+    }
+    r.push_back(outputs.empty() ? "-" : outputs);
+    r.push_back(formats.empty() ? "-" : formats);
+    r.push_back(memory.empty() ? "-" : memory);
+    r.push_back(n.origins_size() == 1 && n.origins(0) == n.id() ? "" : joined(n.origins(), 6));
+    rows.push_back(std::move(r));
+  }
+  print_table(out, rows, "    ");
+}
+
+}  // namespace
+
 std::string render_graph_text(const protocol::GraphDocument& doc,
                               protocol::PositionMapper* positions) {
   std::ostringstream out;
@@ -395,6 +550,14 @@ std::string render_graph_text(const protocol::GraphDocument& doc,
     tensors("inputs    ", c.inputs());
     tensors("outputs   ", c.outputs());
     out << "  FLOPs     " << flops_string(c.flops()) << "\n";
+    if (doc.layer() == "optimized") {
+      if (c.has_optimized()) {
+        render_optimized_text(out, c.optimized());
+      } else {
+        out << "  optimized -: construct did not compile\n";
+      }
+      continue;
+    }
     if (c.nodes_size() == 0) continue;
 
     struct Row {

@@ -330,6 +330,82 @@ class GraphTests(unittest.TestCase):
         ops = [n["op"] for n in cell["nodes"] if n["kind"] == "op"]
         self.assertEqual(ops.count("Conv2D"), 2, ops)
 
+    def test_semantic_layer_is_the_default(self):
+        doc = self.graph_json(LENET)
+        self.assertEqual(doc["layer"], "semantic")
+        self.assertNotIn("optimized", self.lenet_cell(doc))
+
+    def test_optimized_layer(self):
+        formats = {"NCHW", "ND", "NC1HWC0", "FRACTAL_NZ"}
+        for target in ("cpu", "ascend910"):
+            doc = self.graph_json(LENET, "--layer", "optimized", "--target", target)
+            self.assertEqual(doc["layer"], "optimized")
+            cell = self.lenet_cell(doc)
+            opt = cell["optimized"]
+            self.assertEqual(opt["target"], target)
+            semantic_ops = sorted(n["id"] for n in cell["nodes"] if n["kind"] == "op")
+            covered = [o for n in opt["nodes"] for o in n["origins"] if o in semantic_ops]
+            covered += [r["node"] for r in opt["removed"]]
+            self.assertEqual(sorted(covered), semantic_ops)
+            ids = [n["id"] for n in opt["nodes"]]
+            self.assertEqual(len(ids), len(set(ids)))
+            for n in opt["nodes"]:
+                for e in n["inputs"]:
+                    self.assertIn(e["node"], ids[:ids.index(n["id"])], "inputs come first")
+                for t in n["outputs"]:
+                    check_tensor(self, t)
+                    self.assertIn(t["format"], formats)
+            self.assertEqual(opt["results"][0]["node"] in ids, True)
+            fused = [f for f in opt["fusions"] if f["fused"]]
+            self.assertTrue(fused)
+            for f in opt["fusions"]:
+                self.assertTrue(f["reason"])
+                self.assertTrue(set(f["nodes"]) <= set(semantic_ops))
+            mem = opt["memory"]
+            self.assertEqual(mem["algorithm"], "greedy-by-size")
+            self.assertEqual(mem["alignment"], 32 if target == "cpu" else 512)
+            self.assertLessEqual(mem["lowerBoundBytes"], mem["peakBytes"])
+            self.assertLessEqual(mem["peakBytes"], mem["naiveBytes"])
+            self.assertGreater(mem["weightBytes"], 0)
+            transdata = [n for n in opt["nodes"] if n["op"] == "TransData"]
+            self.assertEqual(bool(transdata), target != "cpu")
+            self.assertEqual(opt["transdata"], len(transdata))
+            self.assertEqual([p["name"] for p in opt["passes"]][-1], "memory-plan")
+
+    def test_optimized_text_report(self):
+        p = run("graph", LENET, "--layer", "optimized", "--format", "text")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for text in ("optimized for cpu", "fusion groups", "not fused", "memory plan", "peak",
+                     "naive", "kernels"):
+            self.assertIn(text, p.stdout)
+
+    def test_dump_passes(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = run("graph", LENET, "--layer", "optimized", "--target", "ascend310p",
+                    "--dump-passes", d, "-o", Path(d) / "out.json")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            cell_dirs = [c for c in Path(d).iterdir() if c.is_dir()]
+            self.assertEqual(len(cell_dirs), 1)
+            names = sorted(f.name for f in cell_dirs[0].iterdir())
+            self.assertEqual(names[0], "00-import.json")
+            self.assertIn("08-layout.json", names)
+            self.assertEqual(names[-1], "09-memory-plan.json")
+            first = json.loads((cell_dirs[0] / names[0]).read_text())
+            last = json.loads((cell_dirs[0] / names[-1]).read_text())
+            self.assertGreater(len(first["nodes"]), len(last["nodes"]) - last["transdata"])
+            self.assertEqual(last, json.loads((Path(d) / "out.json").read_text())["cells"][0]["optimized"])
+        p = run("graph", LENET, "--layer", "optimized", "--dump-passes", "-")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = [json.loads(l) for l in p.stderr.splitlines() if l.startswith("{")]
+        self.assertEqual(len(lines), 9)  # import + 8 passes (no layout on cpu)
+
+    def test_layer_usage_errors(self):
+        for args in (["--layer", "hardware"], ["--dump-passes", "dumps"],
+                     ["--layer", "optimized", "--format", "dot"]):
+            p = run("graph", LENET, *args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn("error", p.stderr)
+
     def test_input_override(self):
         cell = self.lenet_cell(self.graph_json(LENET, "--input", "32,1,32,32"))
         self.assertEqual(cell["inputs"][0]["shape"], [32, 1, 32, 32])

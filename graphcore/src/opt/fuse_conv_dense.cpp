@@ -112,7 +112,7 @@ void fuse_epilogues(PassContext& ctx, const Epilogue& e) {
       std::string why;
       const uint32_t c = sole_consumer(g, uses, tail, &why);
       if (c == kNone) {
-        stop = quoted(g.nodes[tail]) + ": " + why;
+        stop = tail == i ? why : quoted(g.nodes[tail]) + ": " + why;
         // Ops that would have fused but for the other readers: a decision each.
         for (const Use& u : uses.of(tail)) {
           if (!is_plain_op(g.nodes[u.node])) continue;
