@@ -22,6 +22,7 @@ void run_constant_fold(PassContext& ctx) {
   }
   for (const auto& r : g.outputs) ++uses[r.node];
   std::vector<char> drop(n, 0);
+  bool dropped = false;
   for (uint32_t i = 0; i < n; ++i) {
     OptNode& node = g.nodes[i];
     if (node.kind != NodeKind::Op || !node.pattern.empty() || !node.params.empty() ||
@@ -42,6 +43,7 @@ void run_constant_fold(PassContext& ctx) {
       if (in.kind == NodeKind::Constant && uses[r.node] == 1) {
         add_origins(in, origins);
         drop[r.node] = 1;
+        dropped = true;
         ++ctx.changes;
       } else {
         --uses[r.node];  // a shape-only op no longer reads its input
@@ -57,7 +59,7 @@ void run_constant_fold(PassContext& ctx) {
         Attr{"folded_op", std::string(ctx.semantic().nodes[node.origins.front()].op)});
     ++ctx.changes;
   }
-  compact(g, drop);
+  if (dropped) compact(g, drop);
 }
 
 }  // namespace graphcore::opt

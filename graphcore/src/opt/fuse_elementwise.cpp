@@ -1,16 +1,19 @@
 // Elementwise fusion: a chain of elementwise ops (and the reshapes between them, which move no
 // data), each the only reader of the previous one, becomes one kernel that reads its inputs once
-// and writes one result. A chain needs at least two ops, one of them computing. Where an
-// elementwise op reads another whose result is also read elsewhere, the chain is cut there and a
-// decision says so.
+// and writes one result. An inference BatchNorm is a per-channel multiply-add and chains too
+// (BatchNorm + ReLU in pre-activation networks such as DenseNet). A chain needs at least two ops,
+// one of them computing. Where an elementwise op reads another whose result is also read elsewhere,
+// the chain is cut there and a decision says so.
 #include "opt/passes.h"
 
 namespace graphcore::opt {
 
 namespace {
 
+bool computes(std::string_view op) { return is_elementwise(op) || op == "BatchNorm"; }
+
 bool chainable(const OptNode& n) {
-  return is_plain_op(n) && n.outputs.size() == 1 && (is_elementwise(n.op) || is_reshape_like(n.op));
+  return is_plain_op(n) && n.outputs.size() == 1 && (computes(n.op) || is_reshape_like(n.op));
 }
 
 }  // namespace
@@ -33,7 +36,7 @@ void run_fuse_elementwise(PassContext& ctx) {
         if (join == kNone) join = chain_of[p];
         continue;
       }
-      if (!is_elementwise(node.op)) continue;
+      if (!computes(node.op)) continue;
       FusionDecision d;
       d.pass = "fuse-elementwise";
       d.pattern = "elementwise";
@@ -53,7 +56,7 @@ void run_fuse_elementwise(PassContext& ctx) {
   std::vector<Group> groups;
   for (auto& chain : chains) {
     size_t computing = 0;
-    for (uint32_t m : chain) computing += is_elementwise(g.nodes[m].op) ? 1 : 0;
+    for (uint32_t m : chain) computing += computes(g.nodes[m].op) ? 1 : 0;
     if (chain.size() < 2 || computing == 0) continue;
     FusionDecision d;
     d.pass = "fuse-elementwise";

@@ -41,6 +41,11 @@ bool follows(const PassContext& ctx, const OptNode& n, Format f) {
           ? all_origins(ctx, n, [](std::string_view op) { return is_elementwise(op); })
           : n.pattern.empty() && is_elementwise(n.op);
   if (elementwise) return true;
+  if (f == Format::NC1HWC0 && n.pattern == "elementwise") {
+    // Inference BatchNorm chained with elementwise ops: per-channel, fine in NC1HWC0.
+    return all_origins(ctx, n,
+                       [](std::string_view op) { return is_elementwise(op) || op == "BatchNorm"; });
+  }
   if (f == Format::NC1HWC0) {
     return n.pattern.empty() && (n.op == "BatchNorm" || n.op == "MaxPool" || n.op == "AvgPool");
   }
