@@ -88,16 +88,9 @@ class Outliner {
       case K::ClassDef:
         out.push_back(class_def(s));
         break;
-      case K::FunctionDef: {
-        OutlineSymbol f;
-        f.kind = OutlineSymbol::Kind::Function;
-        f.name = std::string(s->str);
-        f.detail = params(s);
-        f.range = s->range;
-        f.selection = name_range(s->str, s->range);
-        out.push_back(std::move(f));
+      case K::FunctionDef:
+        out.push_back(function_def(s, OutlineSymbol::Kind::Function));
         break;
-      }
       case K::Assign:
       case K::AnnAssign: {
         const Node* target = s->kind == K::Assign ? (s->list.empty() ? nullptr : s->list[0]) : s->a;
@@ -134,6 +127,16 @@ class Outliner {
     }
   }
 
+  OutlineSymbol function_def(const Node* s, OutlineSymbol::Kind kind) {
+    OutlineSymbol f;
+    f.kind = kind;
+    f.name = std::string(s->str);
+    f.detail = params(s);
+    f.range = s->range;
+    f.selection = name_range(s->str, s->range);
+    return f;
+  }
+
   OutlineSymbol class_def(const Node* s) {
     OutlineSymbol c;
     c.kind = OutlineSymbol::Kind::Class;
@@ -151,12 +154,7 @@ class Outliner {
     std::vector<OutlineSymbol> attributes;
     for (const Node* b : s->list2) {
       if (b->kind == K::FunctionDef) {
-        OutlineSymbol m;
-        m.kind = OutlineSymbol::Kind::Method;
-        m.name = std::string(b->str);
-        m.detail = params(b);
-        m.range = b->range;
-        m.selection = name_range(b->str, b->range);
+        OutlineSymbol m = function_def(b, OutlineSymbol::Kind::Method);
         std::string self = b->list.empty() ? "" : std::string(b->list[0]->str);
         if (!self.empty()) self_attributes(b->list2, self, attributes);
         c.children.push_back(std::move(m));

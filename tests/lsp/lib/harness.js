@@ -363,3 +363,42 @@ export class RawClient {
 
 // Convenience for `node:test` suites: a session per test, always disposed.
 export { fs, path, os };
+
+// A two-file model: blocks.py defines Block (3x3 conv + ReLU, padding "same"), the main file
+// imports it with `importLine` and feeds its 8x32x32 output to Dense(8 * 32 * 32, 10).
+export const BLOCKS = `from mindspore import nn
+
+
+class Block(nn.Cell):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3)
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        return self.relu(self.conv(x))
+`;
+
+export const mainPy = (importLine) => `import numpy as np
+import mindspore as ms
+from mindspore import nn
+${importLine}
+
+
+class Model(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.block = Block(3, 8)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(8 * 32 * 32, 10)
+
+    def construct(self, x):
+        x = self.block(x)
+        x = self.flatten(x)
+        return self.fc(x)
+
+
+if __name__ == "__main__":
+    net = Model()
+    print(net(ms.Tensor(np.ones((1, 3, 32, 32)), ms.float32)).shape)
+`;

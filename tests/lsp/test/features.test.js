@@ -31,6 +31,8 @@ import {
   lineOf,
   posOf,
   applyEdits,
+  BLOCKS,
+  mainPy,
 } from '../lib/harness.js';
 
 const LENET = path.join(corpus, 'models', 'lenet5.py');
@@ -387,43 +389,6 @@ test('definition: self.fc1 in construct jumps to its assignment in __init__', as
   assert.equal(await s.conn.sendRequest(DefinitionRequest.type, { textDocument: { uri }, position: { line: 3, character: 0 } }), null);
   assert.equal(await s.stop(), 0);
 });
-
-const BLOCKS = `from mindspore import nn
-
-
-class Block(nn.Cell):
-    def __init__(self, cin, cout):
-        super().__init__()
-        self.conv = nn.Conv2d(cin, cout, 3)
-        self.relu = nn.ReLU()
-
-    def construct(self, x):
-        return self.relu(self.conv(x))
-`;
-
-const mainPy = (importLine) => `import numpy as np
-import mindspore as ms
-from mindspore import nn
-${importLine}
-
-
-class Model(nn.Cell):
-    def __init__(self):
-        super().__init__()
-        self.block = Block(3, 8)
-        self.flatten = nn.Flatten()
-        self.fc = nn.Dense(8 * 32 * 32, 10)
-
-    def construct(self, x):
-        x = self.block(x)
-        x = self.flatten(x)
-        return self.fc(x)
-
-
-if __name__ == "__main__":
-    net = Model()
-    print(net(ms.Tensor(np.ones((1, 3, 32, 32)), ms.float32)).shape)
-`;
 
 for (const [label, files, mainName] of [
   ['absolute import', { 'blocks.py': { text: BLOCKS }, 'main.py': { text: mainPy('from blocks import Block') } }, 'main.py'],

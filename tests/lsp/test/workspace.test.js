@@ -14,46 +14,12 @@ import {
   ExecuteCommandRequest,
 } from 'vscode-languageserver-protocol/node';
 
-import { startSession, clientCapabilities, tempWorkspace, removeDir, read, ARTICLE, uriOf, lineOf, posOf, path, fs } from '../lib/harness.js';
+import { startSession, clientCapabilities, tempWorkspace, removeDir, read, ARTICLE, uriOf, lineOf, posOf, path, fs, BLOCKS, mainPy } from '../lib/harness.js';
 
-const BLOCKS = `from mindspore import nn
-
-
-class Block(nn.Cell):
-    def __init__(self, cin, cout):
-        super().__init__()
-        self.conv = nn.Conv2d(cin, cout, 3)
-        self.relu = nn.ReLU()
-
-    def construct(self, x):
-        return self.relu(self.conv(x))
-`;
 // pad_mode='valid' shrinks 32x32 to 30x30: Model's fc then receives 8*30*30 = 7200 features.
 const BLOCKS_VALID = BLOCKS.replace('nn.Conv2d(cin, cout, 3)', "nn.Conv2d(cin, cout, 3, pad_mode='valid')");
 
-const MAIN = `import numpy as np
-import mindspore as ms
-from mindspore import nn
-from blocks import Block
-
-
-class Model(nn.Cell):
-    def __init__(self):
-        super().__init__()
-        self.block = Block(3, 8)
-        self.flatten = nn.Flatten()
-        self.fc = nn.Dense(8 * 32 * 32, 10)
-
-    def construct(self, x):
-        x = self.block(x)
-        x = self.flatten(x)
-        return self.fc(x)
-
-
-if __name__ == "__main__":
-    net = Model()
-    print(net(ms.Tensor(np.ones((1, 3, 32, 32)), ms.float32)).shape)
-`;
+const MAIN = mainPy('from blocks import Block');
 const FC_LINE = lineOf(MAIN, 'return self.fc(x)');
 
 function assertFcMismatch(diags) {
