@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The demo: Cellscope catches the bug in the article's own MNIST network, then shows LeNet-5's
-# compiled graph. `cellscope check` exits 1 on the buggy file: that is the expected outcome.
+# The demo: Cellscope catches the bug in the article's own MNIST network, shows LeNet-5's
+# compiled graph, then drives the language server through the article's network as an editor
+# would (diagnostics, hover, inlay hints, quick fixes applied and re-checked). `cellscope check`
+# exits 1 on the buggy file: that is the expected outcome.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -50,6 +52,9 @@ banner "4. LeNet-5 with an explicit input: --input 32,1,32,32"
 out=$("$CELLSCOPE" graph "$MODEL" --input 32,1,32,32 --format text)
 head -n 8 <<<"$out"
 echo "   ..."
+
+banner "5. The language server (what VS Code or neovim sees): a scripted session with cellscope lsp"
+python3 scripts/lsp_demo.py "$CELLSCOPE" "$BUGGY"
 
 echo
 echo "demo: done"
