@@ -1,0 +1,213 @@
+// The hardware layer: an analytical model of how a target runs an optimized graph. Targets are
+// data (graphcore/targets/<name>.json, embedded at build time; every number carries its source
+// and a confidence label). For each optimized node the model picks the unit it runs on (Cube,
+// Vector, AI CPU, host), tiles it into the on-chip buffers (L1, L0A/L0B/L0C, UB) with double
+// buffering, derives the loop nest, the per-tile instruction schedule, the DMA channel of every
+// transfer and the cycles (compute vs data movement, pipelined), then schedules every kernel of the
+// graph over the cores in execution order. Nothing is measured: every figure is a model estimate.
+// See docs/hardware-model.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graphcore/diagnostic.h"
+#include "graphcore/graph.h"
+#include "graphcore/optimize.h"
+
+namespace graphcore {
+
+// A target file that is missing, unreadable or invalid. The message names the file and field.
+class TargetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where a number of a target file comes from.
+struct FieldSource {
+  std::string field;
+  std::string confidence;  // "O", "T", "3P", "D", "?", "A" (combinations such as "T/3P" allowed)
+  std::string source;
+};
+
+struct HardwareTarget {
+  std::string name;          // "ascend910", ..., "cpu"
+  std::string display_name;  // "Ascend 910 (A)"
+  bool ascend = false;
+  // Ascend.
+  bool separated = false;     // AIC/AIV split (220x) vs coupled cube+vector cores
+  uint32_t ai_cores = 0;      // cube-capable cores (AIC on separated chips)
+  uint32_t vector_cores = 0;  // cores that run vector kernels (AIV on separated chips)
+  double frequency_mhz = 0;
+  double cube_macs_fp16 = 0;  // MAC per cycle per core
+  double cube_macs_int8 = 0;
+  bool cube_fp32 = false;  // false: float32 matmuls run at the fp16 rate (fp16 operands)
+  double vector_bytes_per_cycle = 0;
+  uint64_t l1_bytes = 0, l0a_bytes = 0, l0b_bytes = 0, l0c_bytes = 0, ub_bytes = 0, l2_bytes = 0;
+  double gm_bandwidth_gbps = 0;  // chip HBM/DDR bandwidth
+  double gm_read_bytes_per_cycle = 0, l2_read_bytes_per_cycle = 0, gm_write_bytes_per_cycle = 0;
+  double l1_to_l0a_bytes_per_cycle = 0, l1_to_l0b_bytes_per_cycle = 0,
+         l0c_to_ub_bytes_per_cycle = 0;
+  std::vector<std::string> dma_channels;  // "MTE1", "MTE2", "MTE3", "FixPipe"
+  uint32_t ai_cpu_cores = 0;
+  double ai_cpu_gflops = 0;  // per AI CPU core
+  // CPU.
+  uint32_t cores = 0;
+  double flops_per_cycle_fp32 = 0;
+  uint64_t cache_bytes = 0;
+  double dram_bandwidth_gbps = 0;
+  double matmul_efficiency = 0;
+  // Both.
+  double launch_overhead_us = 0;
+  std::string notes;
+  std::vector<FieldSource> sources;  // one per field, in file order
+
+  [[nodiscard]] double cycles_per_us() const { return frequency_mhz; }
+};
+
+// The names of the built-in targets: "cpu", "ascend910", "ascend910b", "ascend310", "ascend310p".
+std::span<const std::string_view> hardware_target_names();
+// Parses and validates a target file's text; `origin` names it in error messages. Throws
+// TargetError ("ascend910.json: field 'l0a_bytes': expected a positive number").
+HardwareTarget parse_hardware_target(std::string_view json, std::string_view origin);
+// Reads and parses a target file. Throws TargetError (missing or unreadable file, invalid JSON,
+// invalid fields).
+HardwareTarget load_hardware_target_file(const std::filesystem::path& path);
+// The built-in target `name` (parsed once from the embedded file). Throws TargetError for an
+// unknown name.
+const HardwareTarget& hardware_target(std::string_view name);
+
+enum class Unit : uint8_t { Cube, Vector, AiCpu, Host, Cpu };
+std::string_view unit_name(Unit u);  // "cube", "vector", "aicpu", "host", "cpu"
+
+// One buffer level of a kernel's tiling: the tile it holds and how many copies (2: double
+// buffered, so the next tile loads while this one computes).
+struct TileLevel {
+  std::string buffer;  // "L1", "L0A", "L0B", "L0C", "UB", "cache"
+  std::string tile;    // "m=64 k=256 (fp16, 4x16 fractals of 16x16)"
+  uint64_t bytes = 0;  // one copy
+  uint32_t copies = 1;
+  uint64_t capacity = 0;  // the buffer's size on the target
+};
+
+struct LoopLevel {
+  std::string var;  // "mo", "no", "ko", "tile"
+  uint64_t trips = 0;
+  std::string what;  // "M blocks of 64 rows per core"
+};
+
+struct DmaTransfer {
+  std::string channel;  // "MTE1", "MTE2", "MTE3", "FixPipe"
+  std::string from;     // "GM", "L1", "L0C", "UB"
+  std::string to;
+  double bytes = 0;  // per core, whole kernel
+};
+
+// One step of the modeled per-tile instruction sequence.
+struct Instruction {
+  std::string op;      // "MTE2 load A", "MMAD", "vadd", "MTE3 store"
+  std::string unit;    // "MTE2", "Cube", "Vector", "MTE3", "FixPipe", "Scalar"
+  uint64_t count = 0;  // per tile
+  double cycles = 0;   // per tile
+};
+
+// The model of one kernel: an optimized node's forward kernel, or in training one of its backward
+// kernels or an optimizer update.
+struct KernelEstimate {
+  uint32_t node = 0;  // index into OptimizedGraph::nodes (the optimizer update: UINT32_MAX)
+  std::string phase;  // "forward", "backward", "backward-dgrad", "backward-wgrad", "optimizer"
+  std::string name;   // "Conv2D", "Conv2DBackpropInput", "BNTrainingReduce", ...
+  Unit unit = Unit::Host;
+  uint32_t block_dim = 0;
+  std::vector<uint32_t> core_ids;
+  double compute_cycles = 0;   // per core
+  double movement_cycles = 0;  // per core
+  double cycles = 0;           // per core, pipelined: fill + tiles x max(stages) + drain
+  double start_us = 0;         // in the whole-graph schedule
+  double time_us = 0;          // cycles / frequency + dispatch
+  double gm_read_bytes = 0;    // all cores
+  double gm_write_bytes = 0;
+  double bandwidth_gbps = 0;  // achieved: GM bytes / time
+  double macs = 0;
+  std::string bound;   // "compute" | "memory" | "dispatch" | "none"
+  uint64_t tiles = 0;  // per core
+  std::vector<TileLevel> tiling;
+  std::vector<LoopLevel> loops;
+  std::vector<DmaTransfer> dma;
+  std::vector<Instruction> schedule;  // per tile, in issue order
+};
+
+struct ModelEstimate {
+  std::string target;
+  std::string mode;  // "infer" | "train"
+  bool analytical = true;
+  int64_t batch = 1;
+  double latency_ms = 0;  // one batch (infer) or one training step (train)
+  double throughput_per_sec = 0;
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double cube_ms = 0, vector_ms = 0, aicpu_ms = 0, dispatch_ms = 0;
+  double macs = 0;
+  double gm_bytes = 0;
+  double cube_utilization = 0;     // MACs / (peak MAC rate x latency)
+  uint64_t memory_peak_bytes = 0;  // activation arena of the optimized graph's memory plan
+  uint64_t weight_bytes = 0;
+  std::vector<std::string> notes;  // assumptions that apply to this estimate
+};
+
+struct HardwareOptions {
+  std::string target = "cpu";
+  std::string mode = "infer";          // "infer" | "train"
+  std::string optimizer = "momentum";  // train: "sgd" | "momentum" | "adam"
+  // Mixed precision: activations and vector math in float16 on Ascend (MindSpore amp O2/O3 and
+  // ATC-converted inference models); false keeps float32 activations.
+  bool mixed_precision = true;
+};
+
+struct HardwareGraph {
+  std::string target;
+  bool ascend = false;
+  std::vector<KernelEstimate> kernels;  // schedule order
+  ModelEstimate estimate;
+  std::vector<Diagnostic> diagnostics;  // unsupported-on-target, located on the source line
+  std::string statement;                // "Analytical model: ..." (every report repeats it)
+};
+
+// Estimates `graph` (optimized from `report`) on options.target. Throws TargetError for an
+// unknown target, std::invalid_argument for a bad mode or optimizer.
+HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& graph,
+                                const HardwareOptions& options);
+
+// ---- Building blocks (exposed for tests) ------------------------------------------------------
+
+// A matrix product C[M,N] += A[M,K] B[K,N] (`batch` independent products) on the Cube.
+struct CubeProblem {
+  double batch = 1, m = 1, k = 1, n = 1;
+  uint32_t in_bytes = 2;  // operand element size (2: fp16)
+  uint32_t out_bytes = 2;
+  uint32_t epilogue_ops = 0;  // vector ops applied to the output tile (fused bias/BN/ReLU)
+  // Unique bytes each operand occupies in global memory (0: the padded M x K / K x N / M x N
+  // matrices). A convolution's A operand is its input feature map, expanded to im2col form only
+  // on chip (load3d); its B operand is the weights, shared by the whole batch.
+  double a_gm_bytes = 0, b_gm_bytes = 0, c_gm_bytes = 0;
+  double a_l2_fraction = 0;  // share of A's first reads served by L2 (written by a recent kernel)
+};
+KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p);
+
+// An elementwise-like kernel on the Vector unit: `elements` outputs, reading `in_bytes`,
+// writing `out_bytes`, with `ops_per_element` vector instructions per element.
+struct VectorProblem {
+  double elements = 0;
+  double in_bytes = 0;
+  double out_bytes = 0;
+  double ops_per_element = 1;
+  uint32_t elem_bytes = 2;
+  double l2_fraction = 0;  // share of the input bytes served by L2 (written by a recent kernel)
+};
+KernelEstimate model_vector_kernel(const HardwareTarget& t, const VectorProblem& p);
+
+}  // namespace graphcore

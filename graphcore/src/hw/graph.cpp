@@ -1,0 +1,855 @@
+// The hardware layer of a whole optimized graph: each node is classified onto a unit and turned
+// into kernel problems (forward, and in training its backward kernels derived from the forward
+// shapes, plus one optimizer update per trainable Parameter), each kernel is modelled
+// (kernels.cpp), and a list scheduler places the kernels on the cores in execution order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graphcore/hardware.h"
+#include "hw/model.h"
+
+namespace graphcore {
+
+namespace {
+
+constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
+
+enum class OpClass { Skip, HostNoop, Conv, MatMul, Attention, Vector, AiCpu, Unsupported };
+
+// Shape-only operators: on contiguous (default-format) data they only relabel the shape, so the
+// runtime does not launch a kernel. The layout pass inserts TransData before any of them that
+// reads a private format.
+const std::unordered_set<std::string_view> kHostNoops = {
+    "Reshape", "Flatten", "ExpandDims", "Squeeze", "Identity", "Depend", "Shape", "Narrow"};
+
+// Operators with no AI-core kernel in CANN's operator library: they run on the AI CPU.
+const std::unordered_set<std::string_view> kAiCpuOps = {
+    "Unique",       "NonZero", "MaskedSelect", "Multinomial", "RandomCategorical",
+    "SearchSorted", "Range"};
+
+// Vector instructions per element of the heavier vector operators (a plain elementwise op is 1).
+double vector_ops(std::string_view op) {
+  static const std::unordered_map<std::string_view, double> kOps = {
+      {"Softmax", 5},   {"LogSoftmax", 6}, {"LayerNorm", 8}, {"AddLayerNorm", 9}, {"BatchNorm", 4},
+      {"GroupNorm", 8}, {"GeLU", 6},       {"FastGeLU", 4},  {"SiLU", 4},         {"Sigmoid", 4},
+      {"Tanh", 4},      {"Mish", 6},       {"HSwish", 3},    {"HSigmoid", 3},     {"Exp", 2},
+      {"Log", 2},       {"Sqrt", 2},       {"Rsqrt", 2},     {"Erf", 4},          {"Pow", 3},
+      {"Dropout", 3},   {"ReduceStd", 3},  {"ReduceVar", 3}, {"LogSumExp", 4}};
+  auto it = kOps.find(op);
+  return it == kOps.end() ? 1 : it->second;
+}
+
+double product(const Shape& s, size_t from, size_t to) {
+  double p = 1;
+  for (size_t i = from; i < to && i < s.rank(); ++i) {
+    if (!s.dims[i].is_known()) return 0;
+    p *= static_cast<double>(s.dims[i].value());
+  }
+  return p;
+}
+
+double dim(const Shape& s, int64_t axis) {
+  if (!s.ranked || s.rank() == 0) return 0;
+  const auto a = normalize_axis(axis, s.rank());
+  if (!a || !s.dims[*a].is_known()) return 0;
+  return static_cast<double>(s.dims[*a].value());
+}
+
+int64_t int_attr(const Node& n, std::string_view name, int64_t fallback) {
+  const AttrValue* v = n.find_attr(name);
+  if (v == nullptr) return fallback;
+  if (const auto* i = std::get_if<int64_t>(v)) return *i;
+  if (const auto* l = std::get_if<std::vector<int64_t>>(v); l && !l->empty()) {
+    int64_t p = 1;
+    for (int64_t x : *l) p *= x;
+    return p;
+  }
+  return fallback;
+}
+
+bool bool_attr(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  const auto* b = v ? std::get_if<bool>(v) : nullptr;
+  return b && *b;
+}
+
+std::string str_attr(const Node& n, std::string_view name, std::string fallback) {
+  const AttrValue* v = n.find_attr(name);
+  const auto* s = v ? std::get_if<std::string>(v) : nullptr;
+  return s ? *s : fallback;
+}
+
+class Estimator {
+ public:
+  Estimator(const CellReport& report, const OptimizedGraph& graph, const HardwareOptions& options,
+            const HardwareTarget& target)
+      : r_(report), g_(graph), o_(options), t_(target), train_(options.mode == "train") {
+    for (const auto& p : report.params) params_.emplace(p.name, &p);
+    written_.assign(graph.nodes.size(), -1);
+  }
+
+  HardwareGraph run() {
+    HardwareGraph out;
+    out.target = t_.name;
+    out.ascend = t_.ascend;
+    out.statement =
+        "Analytical model: every figure is computed from " + t_.display_name +
+        "'s target file (graphcore/targets/" + t_.name +
+        ".json: published, test-config, derived and assumed numbers, each with its source), not "
+        "measured on hardware.";
+    if (!t_.ascend) {
+      out.statement +=
+          " No Ascend details (AI-core ids, L0/L1/UB tiling, MTE channels) on target cpu: use "
+          "--target ascend910b (or another Ascend target), or set "
+          "\"graph_visualization\": {\"backend\": \"ascend\"} in mindspore_config.json.";
+    }
+    // Forward kernels in execution order, then (train) backward kernels in reverse order, then
+    // the optimizer updates.
+    for (uint32_t i = 0; i < g_.nodes.size(); ++i) forward(i, &out);
+    if (train_) {
+      for (uint32_t i = static_cast<uint32_t>(g_.nodes.size()); i-- > 0;) backward(i);
+      optimizer();
+    }
+    schedule(&out);
+    out.kernels = std::move(kernels_);
+    return out;
+  }
+
+ private:
+  // ---- tensor sizes ---------------------------------------------------------------------------
+
+  // Bytes per element a tensor of `dtype` occupies on the target: float tensors are fp16 under
+  // mixed precision on Ascend.
+  double elem_bytes(DType dtype) const {
+    if (t_.ascend && o_.mixed_precision && is_floating(dtype)) return 2;
+    const size_t s = dtype_size(dtype);
+    return s == 0 ? (t_.ascend && o_.mixed_precision ? 2 : 4) : static_cast<double>(s);
+  }
+  const TensorType* type_of(const ValueRef& v) const {
+    if (v.node >= g_.nodes.size()) return nullptr;
+    const auto& n = g_.nodes[v.node];
+    return v.output < n.outputs.size() ? &n.outputs[v.output] : nullptr;
+  }
+  // Elements of a tensor in its format (Ascend padding included); 0 when unknown.
+  double elements(const ValueRef& v) const {
+    const TensorType* ty = type_of(v);
+    if (ty == nullptr) return 0;
+    const auto& n = g_.nodes[v.node];
+    const Format f = t_.ascend && v.output < n.formats.size() ? n.formats[v.output]
+                                                              : default_format(ty->shape.rank());
+    TensorType probe{ty->shape, DType::Float16};
+    const auto b = tensor_bytes(probe, f);
+    return b ? static_cast<double>(*b) / 2 : 0;
+  }
+  double bytes(const ValueRef& v) const {
+    const TensorType* ty = type_of(v);
+    return ty ? elements(v) * elem_bytes(ty->dtype) : 0;
+  }
+  double out_elements(const OptNode& n) const {
+    double e = 0;
+    for (uint32_t k = 0; k < n.outputs.size(); ++k) e += elements({node_index(n), k});
+    return e;
+  }
+  uint32_t node_index(const OptNode& n) const {
+    return static_cast<uint32_t>(&n - g_.nodes.data());
+  }
+  double out_bytes(const OptNode& n) const {
+    double b = 0;
+    for (uint32_t k = 0; k < n.outputs.size(); ++k) b += bytes({node_index(n), k});
+    return b;
+  }
+  double in_bytes(const OptNode& n) const {
+    double b = 0;
+    for (const auto& v : n.inputs) b += bytes(v);
+    return b;
+  }
+  double weight_elements(const OptNode& n, size_t min_rank) const {
+    double e = 0;
+    for (const auto& name : n.params) {
+      auto it = params_.find(name);
+      if (it == params_.end() || it->second->shape.rank() < min_rank) continue;
+      e += product(it->second->shape, 0, it->second->shape.rank());
+    }
+    return e;
+  }
+  const ParamInfo* weight(const OptNode& n, size_t rank) const {
+    for (const auto& name : n.params) {
+      auto it = params_.find(name);
+      if (it != params_.end() && it->second->shape.rank() == rank) return it->second;
+    }
+    return nullptr;
+  }
+  const Node* origin(const OptNode& n) const {
+    return n.origins.empty() || n.origins[0] >= r_.graph.nodes.size()
+               ? nullptr
+               : &r_.graph.nodes[n.origins[0]];
+  }
+  bool has_origin_op(const OptNode& n, std::string_view op) const {
+    for (uint32_t o : n.origins) {
+      if (o < r_.graph.nodes.size() && r_.graph.nodes[o].op == op) return true;
+    }
+    return false;
+  }
+  // L2 residency of a tensor written by an earlier kernel: it is still in L2 when the bytes
+  // written since (plus its own) fit.
+  double l2_fraction(const std::vector<ValueRef>& inputs) const {
+    if (!t_.ascend) return 0;
+    double total = 0, hit = 0;
+    for (const auto& v : inputs) {
+      const double b = bytes(v);
+      total += b;
+      if (v.node < written_.size() && written_[v.node] >= 0 &&
+          written_total_ - written_[v.node] + b <= static_cast<double>(t_.l2_bytes)) {
+        hit += b;
+      }
+    }
+    return total > 0 ? hit / total : 0;
+  }
+
+  // ---- classification -------------------------------------------------------------------------
+
+  OpClass classify(const OptNode& n) const {
+    if (n.kind != NodeKind::Op) return OpClass::Skip;
+    const std::string_view op = n.op;
+    if (op == "Custom") return OpClass::Unsupported;  // resolved per func_type in forward()
+    if (kHostNoops.contains(op)) return OpClass::HostNoop;
+    if (op == "Dropout" && !train_) return OpClass::HostNoop;  // identity in inference graphs
+    if (op == "FusedAttention") return OpClass::Attention;
+    if (op == "Conv2D" || op == "FusedConv2D" || op == "Conv1D" || op == "Conv3D" ||
+        op == "Conv2DTranspose") {
+      return OpClass::Conv;
+    }
+    if (op == "MatMul" || op == "FusedMatMul" || op == "BatchMatMul" || op == "Dense") {
+      return OpClass::MatMul;
+    }
+    if (kAiCpuOps.contains(op)) return OpClass::AiCpu;
+    return OpClass::Vector;
+  }
+
+  // ---- kernel problems ------------------------------------------------------------------------
+
+  struct Gemm {
+    bool known = false;
+    CubeProblem p;
+  };
+
+  Gemm conv_gemm(const OptNode& n) const {
+    Gemm g;
+    if (n.inputs.empty() || n.outputs.empty()) return g;
+    const TensorType* x = type_of(n.inputs[0]);
+    const Shape& y = n.outputs[0].shape;
+    const ParamInfo* w = weight(n, y.rank());
+    if (x == nullptr || w == nullptr || !y.ranked || y.rank() < 3) return g;
+    const Node* o = origin(n);
+    const double groups =
+        o ? static_cast<double>(std::max<int64_t>(1, int_attr(*o, "group", 1))) : 1;
+    const double batch = dim(y, 0), cout = dim(y, 1);
+    const double spatial = product(y, 2, y.rank());
+    const double wk = product(w->shape, 1, w->shape.rank());  // Cin/g x kernel
+    const double kernel = product(w->shape, 2, w->shape.rank());
+    if (batch <= 0 || cout <= 0 || spatial <= 0 || wk <= 0) return g;
+    g.known = true;
+    g.p.m = batch * spatial;
+    const double cin_g = wk / std::max(1.0, kernel);
+    if (groups > 1 && cin_g == 1) {
+      // Depthwise: 16 channels share one fractal column block, only its diagonal is useful.
+      g.p.batch = std::ceil(cout / 16);
+      g.p.k = kernel * 16;
+      g.p.n = 16;
+    } else {
+      g.p.batch = groups;
+      g.p.k = wk;
+      g.p.n = cout / groups;
+    }
+    g.p.a_gm_bytes = bytes(n.inputs[0]);
+    g.p.b_gm_bytes = product(w->shape, 0, w->shape.rank()) * 2;
+    g.p.c_gm_bytes = out_bytes(n);
+    g.p.out_bytes = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
+    return g;
+  }
+
+  Gemm matmul_gemm(const OptNode& n) const {
+    Gemm g;
+    if (n.inputs.empty() || n.outputs.empty()) return g;
+    const TensorType* a = type_of(n.inputs[0]);
+    const Shape& y = n.outputs[0].shape;
+    if (a == nullptr || !a->shape.ranked || !y.ranked || y.rank() < 1 || a->shape.rank() < 1) {
+      return g;
+    }
+    const Node* o = origin(n);
+    const bool ta = o && (bool_attr(*o, "transpose_a") || bool_attr(*o, "transpose_x1"));
+    const double k = ta && a->shape.rank() >= 2 ? dim(a->shape, -2) : dim(a->shape, -1);
+    const double nn = dim(y, -1);
+    const ParamInfo* w = weight(n, 2);
+    const TensorType* b = n.inputs.size() > 1 ? type_of(n.inputs[1]) : nullptr;
+    double batch = 1, m = product(y, 0, y.rank() - 1);
+    if (w == nullptr && b != nullptr && b->shape.ranked && b->shape.rank() > 2 && y.rank() > 2) {
+      batch = product(y, 0, y.rank() - 2);
+      m = dim(y, -2);
+    }
+    if (k <= 0 || nn <= 0 || m <= 0 || batch <= 0) return g;
+    g.known = true;
+    g.p = {.batch = batch, .m = m, .k = k, .n = nn};
+    g.p.a_gm_bytes = bytes(n.inputs[0]);
+    g.p.b_gm_bytes =
+        w ? product(w->shape, 0, 2) * 2 : (n.inputs.size() > 1 ? bytes(n.inputs[1]) : 0);
+    g.p.c_gm_bytes = out_bytes(n);
+    g.p.out_bytes = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
+    return g;
+  }
+
+  // ---- kernels --------------------------------------------------------------------------------
+
+  KernelEstimate& add(KernelEstimate k, uint32_t node, std::string phase, std::string name) {
+    k.node = node;
+    k.phase = std::move(phase);
+    k.name = std::move(name);
+    kernels_.push_back(std::move(k));
+    return kernels_.back();
+  }
+
+  KernelEstimate cube(const CubeProblem& p) {
+    if (t_.ascend) return model_cube_kernel(t_, p);
+    return cpu_kernel(2 * p.batch * p.m * p.k * p.n, p.a_gm_bytes + p.b_gm_bytes + p.c_gm_bytes,
+                      true);
+  }
+  KernelEstimate vector(const VectorProblem& p) {
+    if (t_.ascend) return model_vector_kernel(t_, p);
+    return cpu_kernel(p.elements * p.ops_per_element, p.in_bytes + p.out_bytes, false);
+  }
+
+  // The host CPU: a roofline over all cores with the target's GEMM efficiency.
+  KernelEstimate cpu_kernel(double flops, double gm_bytes, bool gemm) const {
+    KernelEstimate k;
+    k.unit = Unit::Cpu;
+    const double chunk = gemm ? 64 * 64 * 64 * 2.0 : 16384;
+    k.block_dim = static_cast<uint32_t>(
+        std::clamp(std::ceil(flops / chunk), 1.0, static_cast<double>(t_.cores)));
+    const double rate = t_.flops_per_cycle_fp32 * (gemm ? t_.matmul_efficiency : 0.25);
+    k.compute_cycles = flops / k.block_dim / rate;
+    const double bw = t_.dram_bandwidth_gbps * 1e3 / t_.frequency_mhz;  // bytes/cycle, chip
+    k.movement_cycles = gm_bytes / bw;
+    k.cycles = std::max(k.compute_cycles, k.movement_cycles);
+    k.macs = gemm ? flops / 2 : 0;
+    k.gm_read_bytes = gm_bytes;
+    k.bound = k.compute_cycles >= k.movement_cycles ? "compute" : "memory";
+    const double tile = static_cast<double>(t_.cache_bytes) / 2;
+    k.tiles = static_cast<uint64_t>(std::max(1.0, std::ceil(gm_bytes / k.block_dim / tile)));
+    k.tiling = {{"cache", "per-core working set (half the cache)", static_cast<uint64_t>(tile), 2,
+                 t_.cache_bytes}};
+    k.loops = {{"core", k.block_dim, "threads"}, {"tile", k.tiles, "cache-sized blocks per core"}};
+    k.schedule = {{"load", "Memory", k.tiles, k.movement_cycles},
+                  {gemm ? "fma (AVX2, 8 lanes)" : "vector op", "SIMD",
+                   static_cast<uint64_t>(flops / k.block_dim / 16), k.compute_cycles}};
+    return k;
+  }
+
+  // Writes of node `i` enter L2.
+  void wrote(uint32_t i) {
+    written_total_ += out_bytes(g_.nodes[i]);
+    written_[i] = written_total_;
+  }
+
+  void forward(uint32_t i, HardwareGraph* out) {
+    const OptNode& n = g_.nodes[i];
+    const OpClass cls = classify(n);
+    if (cls == OpClass::Skip) return;
+    const std::string name = n.op;
+    if (cls == OpClass::Unsupported) {
+      unsupported(n, out);
+      return;
+    }
+    if (cls == OpClass::HostNoop) {
+      KernelEstimate k;
+      k.unit = Unit::Host;
+      k.bound = "none";
+      k.schedule = {{"relabel shape (no data moved)", "Host", 1, 0}};
+      add(std::move(k), i, "forward", name);
+      return;
+    }
+    if (cls == OpClass::AiCpu) {
+      add(aicpu(out_elements(n), in_bytes(n) + out_bytes(n)), i, "forward", name);
+      wrote(i);
+      return;
+    }
+    const double l2 = l2_fraction(n.inputs);
+    if (cls == OpClass::Conv || cls == OpClass::MatMul) {
+      Gemm gm = cls == OpClass::Conv ? conv_gemm(n) : matmul_gemm(n);
+      if (!gm.known) {
+        unknown(i, "forward", name, Unit::Cube);
+        return;
+      }
+      const bool bn = has_origin_op(n, "BatchNorm");
+      const uint32_t fused = n.origins.empty() ? 0 : static_cast<uint32_t>(n.origins.size() - 1);
+      gm.p.a_l2_fraction = l2;
+      // Training BatchNorm needs the batch statistics of the conv output: it cannot fold into the
+      // conv epilogue, and runs as BNTrainingReduce + BNTrainingUpdate (with the activation).
+      gm.p.epilogue_ops = train_ && bn ? 0 : fused + (bn ? 1 : 0);
+      add(cube(gm.p), i, "forward", name).macs = gm.p.batch * gm.p.m * gm.p.k * gm.p.n;
+      if (train_ && bn) {
+        const double ob = out_bytes(n), oe = out_elements(n);
+        const uint32_t eb = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
+        add(vector({.elements = oe,
+                    .in_bytes = ob,
+                    .out_bytes = 0,
+                    .ops_per_element = 2,
+                    .elem_bytes = eb,
+                    .l2_fraction = 0}),
+            i, "forward", "BNTrainingReduce");
+        add(vector({.elements = oe,
+                    .in_bytes = ob,
+                    .out_bytes = ob,
+                    .ops_per_element = 3.0 + (fused > 1 ? fused - 1 : 0),
+                    .elem_bytes = eb}),
+            i, "forward", "BNTrainingUpdate");
+      }
+      gemms_[i] = gm.p;
+      wrote(i);
+      return;
+    }
+    if (cls == OpClass::Attention) {
+      attention(i, l2);
+      wrote(i);
+      return;
+    }
+    // Vector.
+    VectorProblem p = vector_problem(n);
+    p.l2_fraction = l2;
+    add(vector(p), i, "forward", name);
+    wrote(i);
+  }
+
+  VectorProblem vector_problem(const OptNode& n) const {
+    VectorProblem p;
+    p.in_bytes = in_bytes(n);
+    p.out_bytes = out_bytes(n);
+    p.elements = out_elements(n);
+    p.elem_bytes = n.outputs.empty() ? 2 : static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
+    const std::string_view op = n.op;
+    if (op == "FusedElemwise") {
+      double ops = 0;
+      for (uint32_t o : n.origins) {
+        if (o < r_.graph.nodes.size()) ops += vector_ops(r_.graph.nodes[o].op);
+      }
+      p.ops_per_element = std::max(1.0, ops);
+    } else if (op == "MaxPool" || op == "AvgPool") {
+      const Node* o = origin(n);
+      p.ops_per_element =
+          static_cast<double>(o ? std::max<int64_t>(1, int_attr(*o, "kernel_size", 1)) : 1);
+      if (o && o->find_attr("kernel_size") &&
+          std::holds_alternative<int64_t>(*o->find_attr("kernel_size"))) {
+        p.ops_per_element *= p.ops_per_element;  // k x k window
+      }
+    } else if (op.starts_with("Reduce") || op.starts_with("Arg")) {
+      double in_e = 0;
+      for (const auto& v : n.inputs) in_e += elements(v);
+      p.elements = std::max(p.elements, in_e);
+    } else {
+      p.ops_per_element = vector_ops(op);
+    }
+    if (op == "Dropout") p.out_bytes += p.elements / 8;  // the bit mask
+    return p;
+  }
+
+  void attention(uint32_t i, double l2) {
+    const OptNode& n = g_.nodes[i];
+    const TensorType* q = n.inputs.empty() ? nullptr : type_of(n.inputs[0]);
+    const TensorType* kk = n.inputs.size() > 1 ? type_of(n.inputs[1]) : nullptr;
+    const TensorType* v = n.inputs.empty() ? nullptr : type_of(n.inputs.back());
+    if (!q || !kk || !v || !q->shape.ranked || q->shape.rank() < 2 || !kk->shape.ranked ||
+        !v->shape.ranked) {
+      unknown(i, "forward", n.op, Unit::Cube);
+      return;
+    }
+    const double batch = product(q->shape, 0, q->shape.rank() - 2);
+    const double sq = dim(q->shape, -2), d = dim(q->shape, -1), sk = dim(kk->shape, -2),
+                 dv = dim(v->shape, -1);
+    if (batch <= 0 || sq <= 0 || d <= 0 || sk <= 0 || dv <= 0) {
+      unknown(i, "forward", n.op, Unit::Cube);
+      return;
+    }
+    const uint32_t eb = static_cast<uint32_t>(elem_bytes(q->dtype));
+    const double scores = batch * sq * sk;
+    CubeProblem qk{.batch = batch, .m = sq, .k = d, .n = sk};
+    qk.a_l2_fraction = l2;
+    qk.c_gm_bytes = scores * eb;
+    CubeProblem pv{.batch = batch, .m = sq, .k = sk, .n = dv};
+    pv.a_gm_bytes = scores * eb;
+    pv.a_l2_fraction = scores * eb <= static_cast<double>(t_.l2_bytes) / 2 ? 1 : 0;
+    double mask = 0;
+    for (size_t k = 2; k + 1 < n.inputs.size(); ++k) mask += bytes(n.inputs[k]);
+    const double softmax_ops =
+        n.origins.size() > 2 ? 5.0 + static_cast<double>(n.origins.size()) - 3 : 5;
+    VectorProblem sm{.elements = scores,
+                     .in_bytes = scores * eb + mask,
+                     .out_bytes = scores * eb,
+                     .ops_per_element = softmax_ops,
+                     .elem_bytes = eb};
+    sm.l2_fraction = scores * eb <= static_cast<double>(t_.l2_bytes) / 2 ? 1 : 0;
+    KernelEstimate k = combine({cube(qk), vector(sm), cube(pv)}, {"qk", "softmax", "pv"});
+    k.macs = batch * sq * sk * (d + dv);
+    add(std::move(k), i, "forward", n.op);
+    attn_[i] = {qk, sm, pv};
+  }
+
+  // One kernel made of sequential sub-kernels (a fused attention: QK^T, softmax, PV).
+  static KernelEstimate combine(std::vector<KernelEstimate> parts,
+                                const std::vector<std::string>& names) {
+    KernelEstimate k = parts.front();
+    k.unit = Unit::Cube;
+    k.schedule.clear();
+    k.loops.clear();
+    k.dma.clear();
+    k.cycles = k.compute_cycles = k.movement_cycles = k.gm_read_bytes = k.gm_write_bytes = 0;
+    k.tiles = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      auto& p = parts[i];
+      k.cycles += p.cycles;
+      k.compute_cycles += p.compute_cycles;
+      k.movement_cycles += p.movement_cycles;
+      k.gm_read_bytes += p.gm_read_bytes;
+      k.gm_write_bytes += p.gm_write_bytes;
+      k.block_dim = std::max(k.block_dim, p.block_dim);
+      k.tiles += p.tiles;
+      if (i > 0) {
+        for (auto& tl : p.tiling) {
+          tl.tile = names[i] + ": " + tl.tile;
+          k.tiling.push_back(tl);
+        }
+      } else {
+        for (auto& tl : k.tiling) tl.tile = names[i] + ": " + tl.tile;
+      }
+      for (auto& l : p.loops) {
+        l.var = names[i] + "." + l.var;
+        k.loops.push_back(l);
+      }
+      for (auto& d : p.dma) k.dma.push_back(d);
+      for (auto& s : p.schedule) {
+        s.op = names[i] + ": " + s.op;
+        k.schedule.push_back(s);
+      }
+    }
+    k.bound = k.compute_cycles >= k.movement_cycles ? "compute" : "memory";
+    return k;
+  }
+
+  KernelEstimate aicpu(double elements, double io_bytes) const {
+    KernelEstimate k;
+    k.unit = Unit::AiCpu;
+    k.block_dim = 1;
+    // A scalar-heavy AI CPU kernel: ~8 operations per element at the core's rate, or its memory
+    // traffic at ~10 GB/s, whichever is slower.
+    const double us = std::max(elements * 8 / (t_.ai_cpu_gflops * 1e3), io_bytes / 1e4);
+    k.cycles = us * t_.frequency_mhz;
+    k.compute_cycles = k.cycles;
+    k.gm_read_bytes = io_bytes;
+    k.bound = "compute";
+    k.schedule = {
+        {"AI CPU kernel (scalar loop)", "AICPU", static_cast<uint64_t>(elements), k.cycles}};
+    return k;
+  }
+
+  void unknown(uint32_t i, std::string phase, std::string name, Unit unit) {
+    KernelEstimate k;
+    k.unit = unit;
+    k.block_dim = 1;
+    k.bound = "unknown-shape";
+    add(std::move(k), i, std::move(phase), std::move(name));
+    notes_.insert("kernels whose shapes are not fully known are not costed (0 cycles)");
+  }
+
+  void unsupported(const OptNode& n, HardwareGraph* out) {
+    const Node* o = origin(n);
+    const std::string func_type = o ? str_attr(*o, "func_type", "hybrid") : "hybrid";
+    // ops.Custom implementations by func_type (MindSpore ops.Custom documentation): pyfunc and
+    // julia run only on CPU; tbe and aicpu only on Ascend; aot, akg and hybrid compile for both.
+    const bool ascend_ok = func_type != "pyfunc" && func_type != "julia";
+    const bool cpu_ok = func_type != "tbe" && func_type != "aicpu";
+    const bool ok = t_.ascend ? ascend_ok : cpu_ok;
+    const uint32_t i = node_index(n);
+    if (ok) {
+      // A compiled custom kernel: costed like an elementwise kernel over its outputs.
+      add(vector(vector_problem(n)), i, "forward", n.op);
+      wrote(i);
+      return;
+    }
+    KernelEstimate k;
+    k.unit = t_.ascend ? Unit::AiCpu : Unit::Cpu;
+    k.bound = "unsupported";
+    add(std::move(k), i, "forward", n.op);
+    if (o == nullptr) return;
+    Diagnostic d;
+    d.file = o->file;
+    d.range = o->range;
+    d.severity = Severity::Error;
+    d.code = "unsupported-on-target";
+    d.message = "`ops.Custom` with func_type='" + func_type + "' has no implementation for " +
+                t_.name +
+                (t_.ascend ? " (pyfunc and julia kernels run only on CPU; use "
+                             "func_type='aot', 'hybrid' or 'tbe' for Ascend)"
+                           : " (tbe and aicpu kernels run only on Ascend)");
+    out->diagnostics.push_back(std::move(d));
+  }
+
+  // ---- training -------------------------------------------------------------------------------
+
+  // True when a node's activation input is (a format conversion of) a graph input: its input
+  // gradient is not needed.
+  bool reads_graph_input(const OptNode& n) const {
+    if (n.inputs.empty()) return false;
+    const OptNode* src = &g_.nodes[n.inputs[0].node];
+    while (src->op == "TransData" && !src->inputs.empty()) src = &g_.nodes[src->inputs[0].node];
+    return src->kind == NodeKind::Input;
+  }
+
+  void backward(uint32_t i) {
+    const OptNode& n = g_.nodes[i];
+    const OpClass cls = classify(n);
+    if (cls == OpClass::Skip || cls == OpClass::HostNoop || cls == OpClass::Unsupported) return;
+    const std::string name = n.op;
+    if (auto it = gemms_.find(i); it != gemms_.end()) {
+      const CubeProblem& f = it->second;
+      const bool bn = has_origin_op(n, "BatchNorm");
+      if (bn) {
+        // BNTrainingUpdateGrad (dy, x -> dgamma, dbeta) and BNTrainingReduceGrad (-> dx), with
+        // the activation's gradient fused.
+        const double ob = out_bytes(n), oe = out_elements(n);
+        const uint32_t eb = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
+        add(vector({.elements = oe,
+                    .in_bytes = 2 * ob,
+                    .out_bytes = 0,
+                    .ops_per_element = 3,
+                    .elem_bytes = eb}),
+            i, "backward", "BNTrainingUpdateGrad");
+        add(vector({.elements = oe,
+                    .in_bytes = 2 * ob,
+                    .out_bytes = ob,
+                    .ops_per_element = 4,
+                    .elem_bytes = eb}),
+            i, "backward", "BNTrainingReduceGrad");
+      }
+      // dX = dY W^T: the forward product with K and N exchanged; dW = X^T dY: M and K exchanged.
+      // Each has the forward's MACs.
+      const bool conv = cls == OpClass::Conv;
+      if (!reads_graph_input(n)) {
+        CubeProblem dx{.batch = f.batch, .m = f.m, .k = f.n, .n = f.k};
+        dx.a_gm_bytes = f.c_gm_bytes;
+        dx.b_gm_bytes = f.b_gm_bytes;
+        dx.c_gm_bytes = f.a_gm_bytes;
+        add(cube(dx), i, "backward-dgrad", conv ? "Conv2DBackpropInput" : name + "Grad(dX)").macs =
+            f.batch * f.m * f.k * f.n;
+      }
+      if (!n.params.empty()) {
+        CubeProblem dw{.batch = f.batch, .m = f.k, .k = f.m, .n = f.n};
+        dw.a_gm_bytes = f.a_gm_bytes;
+        dw.b_gm_bytes = f.c_gm_bytes;
+        dw.c_gm_bytes = f.b_gm_bytes * 2;  // fp32 gradient
+        add(cube(dw), i, "backward-wgrad", conv ? "Conv2DBackpropFilter" : name + "Grad(dW)").macs =
+            f.batch * f.m * f.k * f.n;
+      }
+      return;
+    }
+    if (auto it = attn_.find(i); it != attn_.end()) {
+      const auto& [qk, sm, pv] = it->second;
+      // dP = dO V^T, dV = P^T dO; softmax gradient; dQ = dS K, dK = dS^T Q.
+      CubeProblem dp{.batch = pv.batch, .m = pv.m, .k = pv.n, .n = pv.k};
+      CubeProblem dv{.batch = pv.batch, .m = pv.k, .k = pv.m, .n = pv.n};
+      CubeProblem dq{.batch = qk.batch, .m = qk.m, .k = qk.n, .n = qk.k};
+      CubeProblem dk{.batch = qk.batch, .m = qk.n, .k = qk.m, .n = qk.k};
+      VectorProblem ds = sm;
+      ds.in_bytes = 2 * sm.out_bytes;
+      ds.ops_per_element = 4;
+      KernelEstimate k = combine({cube(dp), cube(dv), vector(ds), cube(dq), cube(dk)},
+                                 {"dP", "dV", "dS", "dQ", "dK"});
+      k.macs = 2 * qk.batch * qk.m * qk.n * (qk.k + pv.n);
+      add(std::move(k), i, "backward", name + "Grad");
+      return;
+    }
+    if (cls == OpClass::AiCpu) {
+      add(aicpu(out_elements(n), in_bytes(n) + out_bytes(n)), i, "backward", name + "Grad");
+      return;
+    }
+    if (cls != OpClass::Vector) return;
+    // An elementwise-like operator's gradient moves the forward's bytes (reads dY and the saved
+    // tensors it needs, writes dX) with the same instructions per element.
+    VectorProblem p = vector_problem(n);
+    add(vector(p), i, "backward", name + "Grad");
+  }
+
+  void optimizer() {
+    // Per trainable Parameter: read w, grad and the optimizer state, write w and the state
+    // (fp32), plus the fp16 copy of w that mixed precision casts for the next step.
+    double state = 0, ops = 2;
+    if (o_.optimizer == "sgd") {
+      state = 0, ops = 2;
+    } else if (o_.optimizer == "momentum") {
+      state = 1, ops = 4;
+    } else if (o_.optimizer == "adam") {
+      state = 2, ops = 10;
+    }
+    const double per_param_read = 4 * (2 + state);
+    const double per_param_write = 4 * (1 + state) + (t_.ascend && o_.mixed_precision ? 2 : 0);
+    for (const auto& p : r_.params) {
+      if (!p.trainable) continue;
+      const double e = product(p.shape, 0, p.shape.rank());
+      if (e <= 0) continue;
+      const std::string kname = o_.optimizer == "sgd"        ? "ApplyGradientDescent"
+                                : o_.optimizer == "momentum" ? "ApplyMomentum"
+                                                             : "ApplyAdam";
+      add(vector({.elements = e,
+                  .in_bytes = e * per_param_read,
+                  .out_bytes = e * per_param_write,
+                  .ops_per_element = ops,
+                  .elem_bytes = 4}),
+          kNoNode, "optimizer", kname + " " + p.name);
+    }
+  }
+
+  // ---- schedule -------------------------------------------------------------------------------
+
+  // A list scheduler in execution order on one stream: each kernel starts when the previous one
+  // ends and takes the `block_dim` cores of its unit that have been idle longest (ties: lowest
+  // id).
+  void schedule(HardwareGraph* out) {
+    auto pool_size = [this](Unit u) -> uint32_t {
+      switch (u) {
+        case Unit::Cube:
+          return t_.ascend ? t_.ai_cores : t_.cores;
+        case Unit::Vector:
+          return t_.ascend ? t_.vector_cores : t_.cores;
+        case Unit::AiCpu:
+          return t_.ascend ? t_.ai_cpu_cores : t_.cores;
+        case Unit::Cpu:
+          return t_.cores;
+        case Unit::Host:
+          return 1;
+      }
+      return 1;
+    };
+    // Coupled chips run cube and vector kernels on the same cores.
+    auto pool_of = [this](Unit u) {
+      if (u == Unit::Vector && t_.ascend && !t_.separated) return static_cast<int>(Unit::Cube);
+      return static_cast<int>(u);
+    };
+    std::unordered_map<int, std::vector<double>> idle_since;
+    double clock = 0;  // us
+    ModelEstimate& e = out->estimate;
+    for (auto& k : kernels_) {
+      const uint32_t size = pool_size(k.unit);
+      auto& idle = idle_since[pool_of(k.unit)];
+      if (idle.size() < std::max(size, pool_size(Unit::Vector))) {
+        idle.resize(std::max(size, pool_size(Unit::Vector)), 0);
+      }
+      k.block_dim = std::clamp<uint32_t>(k.block_dim, 1, size);
+      std::vector<uint32_t> order(size);
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(),
+                       [&idle](uint32_t a, uint32_t b) { return idle[a] < idle[b]; });
+      k.core_ids.assign(order.begin(), order.begin() + k.block_dim);
+      std::sort(k.core_ids.begin(), k.core_ids.end());
+      const bool launched =
+          k.unit != Unit::Host && k.bound != "unsupported" && k.bound != "unknown-shape";
+      const double dispatch = launched ? t_.launch_overhead_us : 0;
+      k.start_us = clock;
+      k.time_us = k.cycles / t_.frequency_mhz + dispatch;
+      clock += k.time_us;
+      for (uint32_t c : k.core_ids) idle[c] = clock;
+      const double gm = k.gm_read_bytes + k.gm_write_bytes;
+      k.bandwidth_gbps = k.time_us > 0 ? gm / (k.time_us * 1e3) : 0;
+      if (launched && k.cycles / t_.frequency_mhz < dispatch) k.bound = "dispatch";
+      const double ms = k.time_us / 1e3;
+      (k.phase == "forward"     ? e.forward_ms
+       : k.phase == "optimizer" ? e.optimizer_ms
+                                : e.backward_ms) += ms;
+      if (k.unit == Unit::Cube) e.cube_ms += ms - dispatch / 1e3;
+      if (k.unit == Unit::Vector) e.vector_ms += ms - dispatch / 1e3;
+      if (k.unit == Unit::AiCpu) e.aicpu_ms += ms - dispatch / 1e3;
+      e.dispatch_ms += dispatch / 1e3;
+      e.macs += k.macs;
+      e.gm_bytes += gm;
+    }
+    e.target = t_.name;
+    e.mode = o_.mode;
+    e.analytical = true;
+    e.batch = batch();
+    e.latency_ms = clock / 1e3;
+    e.throughput_per_sec =
+        e.latency_ms > 0 ? static_cast<double>(e.batch) / (e.latency_ms / 1e3) : 0;
+    const double peak_macs_per_ms =
+        t_.ascend ? t_.ai_cores * t_.cube_macs_fp16 * t_.frequency_mhz * 1e3
+                  : t_.cores * t_.flops_per_cycle_fp32 / 2 * t_.frequency_mhz * 1e3;
+    e.cube_utilization = e.latency_ms > 0 ? e.macs / (peak_macs_per_ms * e.latency_ms) : 0;
+    e.memory_peak_bytes = g_.memory.peak;
+    e.weight_bytes = g_.memory.weight_bytes;
+    if (train_) {
+      // Training keeps every forward activation for the backward pass.
+      e.memory_peak_bytes = std::max(g_.memory.peak, g_.memory.naive);
+      notes_.insert(
+          "train: backward kernels derived per operator from the forward shapes "
+          "(conv/matmul: dgrad + wgrad with the forward's MACs; elementwise: the "
+          "forward's bytes); optimizer '" +
+          o_.optimizer +
+          "' per trainable Parameter; "
+          "the loss and the data pipeline are not modelled");
+    }
+    if (t_.ascend && o_.mixed_precision) {
+      notes_.insert("mixed precision: float tensors are fp16 on the chip, optimizer state fp32");
+    }
+    if (t_.ascend && !t_.cube_fp32) notes_.insert("float32 matmuls run on the fp16 cube");
+    notes_.insert("one stream: kernels run one after another; dispatch " +
+                  std::to_string(t_.launch_overhead_us).substr(0, 4) + " us per launched kernel");
+    e.notes.assign(notes_.begin(), notes_.end());
+    std::sort(e.notes.begin(), e.notes.end());
+  }
+
+  int64_t batch() const {
+    for (const auto& in : r_.inputs) {
+      if (in.type.shape.ranked && in.type.shape.rank() > 0 && in.type.shape.dims[0].is_known()) {
+        return std::max<int64_t>(1, in.type.shape.dims[0].value());
+      }
+    }
+    return 1;
+  }
+
+  const CellReport& r_;
+  const OptimizedGraph& g_;
+  const HardwareOptions& o_;
+  const HardwareTarget& t_;
+  bool train_;
+  std::unordered_map<std::string_view, const ParamInfo*> params_;
+  std::vector<double> written_;
+  double written_total_ = 0;
+  std::unordered_map<uint32_t, CubeProblem> gemms_;
+  struct Attn {
+    CubeProblem qk;
+    VectorProblem sm;
+    CubeProblem pv;
+  };
+  std::unordered_map<uint32_t, Attn> attn_;
+  std::vector<KernelEstimate> kernels_;
+  std::unordered_set<std::string> notes_;
+};
+
+}  // namespace
+
+HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& graph,
+                                const HardwareOptions& options) {
+  if (options.mode != "infer" && options.mode != "train") {
+    throw std::invalid_argument("unknown mode '" + options.mode + "' (expected infer or train)");
+  }
+  if (options.optimizer != "sgd" && options.optimizer != "momentum" &&
+      options.optimizer != "adam") {
+    throw std::invalid_argument("unknown optimizer '" + options.optimizer +
+                                "' (expected sgd, momentum or adam)");
+  }
+  const HardwareTarget& target = hardware_target(options.target);
+  return Estimator(report, graph, options, target).run();
+}
+
+}  // namespace graphcore
