@@ -86,6 +86,10 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "an --entry expression that does not parse or does not build a Cell"},
     {"unknown-cell", "error",
      "--cell NAME names no analysed Cell (the message lists the analysed ones)"},
+    {"unsupported-on-target", "error",
+     "the hardware layer's target cannot run this operator (e.g. ops.Custom with "
+     "func_type='pyfunc' on an Ascend target, or 'tbe'/'aicpu' on cpu); located on its source "
+     "line"},
     {"internal-error", "error",
      "an unexpected failure inside Cellscope for this file (a bug: please report it); other files "
      "continue"},

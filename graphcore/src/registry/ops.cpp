@@ -933,6 +933,18 @@ void register_mistakes(Registry& r) {
   }
 }
 
+// ops.Custom: a user kernel. Its shape function is user code (not evaluated), so outputs are
+// unknown; the node stays in the graph so the hardware layer can say where its func_type cannot
+// run (docs/hardware-model.md, `unsupported-on-target`).
+void register_custom(Registry& r) {
+  prim(
+      r, "ops.Custom",
+      {P("func"), P("out_shape", "None"), P("out_dtype", "None"), P("func_type", "'hybrid'"),
+       P("bprop", "None"), P("reg_info", "None")},
+      {VAR("inputs")}, [](CallContext& ctx) { add_unknown_output(ctx); },
+      "user-defined kernel (output shape from user code: unknown)");
+}
+
 }  // namespace
 
 void register_ops(Registry& r) {
@@ -943,6 +955,7 @@ void register_ops(Registry& r) {
   register_creation(r);
   register_nn_ops(r);
   register_mistakes(r);
+  register_custom(r);
 }
 
 }  // namespace graphcore
