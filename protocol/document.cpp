@@ -372,6 +372,132 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
   return out;
 }
 
+namespace {
+
+void fill_kernel(const graphcore::KernelEstimate& k, const graphcore::OptimizedGraph& graph,
+                 HardwareKernel* o) {
+  o->set_node(k.node < graph.nodes.size() ? graph.nodes[k.node].id : std::string());
+  o->set_phase(k.phase);
+  o->set_name(k.name);
+  o->set_unit(std::string(graphcore::unit_name(k.unit)));
+  o->set_block_dim(k.block_dim);
+  for (uint32_t c : k.core_ids) o->add_core_ids(c);
+  o->set_compute_cycles(std::round(k.compute_cycles));
+  o->set_movement_cycles(std::round(k.movement_cycles));
+  o->set_cycles(std::round(k.cycles));
+  o->set_start_us(k.start_us);
+  o->set_time_us(k.time_us);
+  o->set_gm_read_bytes(std::round(k.gm_read_bytes));
+  o->set_gm_write_bytes(std::round(k.gm_write_bytes));
+  o->set_bandwidth_gbps(k.bandwidth_gbps);
+  o->set_macs(k.macs);
+  o->set_bound(k.bound);
+  o->set_tiles(static_cast<double>(k.tiles));
+  for (const auto& t : k.tiling) {
+    auto* x = o->add_tiling();
+    x->set_buffer(t.buffer);
+    x->set_tile(t.tile);
+    x->set_bytes(static_cast<double>(t.bytes));
+    x->set_copies(t.copies);
+    x->set_capacity(static_cast<double>(t.capacity));
+  }
+  for (const auto& l : k.loops) {
+    auto* x = o->add_loops();
+    x->set_var(l.var);
+    x->set_trips(static_cast<double>(l.trips));
+    x->set_what(l.what);
+  }
+  for (const auto& d : k.dma) {
+    auto* x = o->add_dma();
+    x->set_channel(d.channel);
+    x->set_from(d.from);
+    x->set_to(d.to);
+    x->set_bytes(std::round(d.bytes));
+  }
+  for (const auto& s : k.schedule) {
+    auto* x = o->add_schedule();
+    x->set_op(s.op);
+    x->set_unit(s.unit);
+    x->set_count(static_cast<double>(s.count));
+    x->set_cycles(std::round(s.cycles));
+  }
+}
+
+}  // namespace
+
+HardwareTarget hardware_target_spec(const graphcore::HardwareTarget& t) {
+  HardwareTarget o;
+  o.set_name(t.name);
+  o.set_display_name(t.display_name);
+  o.set_kind(t.ascend ? "ascend" : "cpu");
+  if (t.ascend) {
+    o.set_organisation(t.separated ? "separated" : "coupled");
+    o.set_ai_cores(t.ai_cores);
+    o.set_vector_cores(t.vector_cores);
+    o.set_peak_tflops_fp16(t.ai_cores * t.cube_macs_fp16 * 2 * t.frequency_mhz / 1e6);
+    o.set_l1_bytes(static_cast<double>(t.l1_bytes));
+    o.set_l0a_bytes(static_cast<double>(t.l0a_bytes));
+    o.set_l0b_bytes(static_cast<double>(t.l0b_bytes));
+    o.set_l0c_bytes(static_cast<double>(t.l0c_bytes));
+    o.set_ub_bytes(static_cast<double>(t.ub_bytes));
+    o.set_l2_bytes(static_cast<double>(t.l2_bytes));
+    o.set_gm_bandwidth_gbps(t.gm_bandwidth_gbps);
+    for (const auto& c : t.dma_channels) o.add_dma_channels(c);
+    o.set_ai_cpu_cores(t.ai_cpu_cores);
+  } else {
+    o.set_ai_cores(t.cores);
+    o.set_peak_tflops_fp16(t.cores * t.flops_per_cycle_fp32 * t.frequency_mhz / 1e6);
+    o.set_gm_bandwidth_gbps(t.dram_bandwidth_gbps);
+  }
+  o.set_frequency_mhz(t.frequency_mhz);
+  for (const auto& s : t.sources) {
+    auto* x = o.add_sources();
+    x->set_field(s.field);
+    x->set_confidence(s.confidence);
+    x->set_source(s.source);
+  }
+  return o;
+}
+
+void add_hardware_layer(const graphcore::HardwareGraph& hw, const graphcore::OptimizedGraph& graph,
+                        const graphcore::HardwareTarget& target, Cell* cell) {
+  auto* layer = cell->mutable_hardware();
+  layer->set_target(hw.target);
+  layer->set_mode(hw.estimate.mode);
+  layer->set_ascend(hw.ascend);
+  layer->set_statement(hw.statement);
+  *layer->mutable_spec() = hardware_target_spec(target);
+  const auto& e = hw.estimate;
+  auto* est = layer->mutable_estimate();
+  est->set_latency_ms(e.latency_ms);
+  est->set_throughput_per_sec(e.throughput_per_sec);
+  est->set_batch(static_cast<double>(e.batch));
+  est->set_analytical(e.analytical);
+  est->set_target(e.target);
+  est->set_mode(e.mode);
+  est->set_forward_ms(e.forward_ms);
+  est->set_backward_ms(e.backward_ms);
+  est->set_optimizer_ms(e.optimizer_ms);
+  est->set_cube_ms(e.cube_ms);
+  est->set_vector_ms(e.vector_ms);
+  est->set_aicpu_ms(e.aicpu_ms);
+  est->set_dispatch_ms(e.dispatch_ms);
+  est->set_macs(e.macs);
+  est->set_gm_bytes(std::round(e.gm_bytes));
+  est->set_cube_utilization(e.cube_utilization);
+  est->set_memory_peak_bytes(static_cast<double>(e.memory_peak_bytes));
+  est->set_weight_bytes(static_cast<double>(e.weight_bytes));
+  for (const auto& n : e.notes) est->add_notes(n);
+  layer->set_kernels(static_cast<uint32_t>(hw.kernels.size()));
+  auto* nodes = cell->mutable_optimized()->mutable_nodes();
+  for (const auto& k : hw.kernels) {
+    HardwareKernel* o = k.node < static_cast<uint32_t>(nodes->size())
+                            ? nodes->Mutable(static_cast<int>(k.node))->add_hardware()
+                            : layer->add_optimizer();
+    fill_kernel(k, graph, o);
+  }
+}
+
 GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMapper& positions,
                              const DocumentInfo& info, bool include_nodes) {
   GraphDocument doc;

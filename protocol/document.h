@@ -16,6 +16,7 @@
 #include "graphcore/analysis.h"
 #include "graphcore/diagnostic.h"
 #include "graphcore/graph.h"
+#include "graphcore/hardware.h"
 #include "graphcore/optimize.h"
 #include "graphcore/shape.h"
 #include "graphcore/source.h"
@@ -59,7 +60,7 @@ class PositionMapper {
 struct DocumentInfo {
   std::string target = "cpu";
   std::string mindspore_version;   // empty: graphcore::kDefaultMindSporeVersion
-  std::string layer = "semantic";  // "semantic" | "optimized"
+  std::string layer = "semantic";  // "semantic" | "optimized" | "hardware"
 };
 
 // Leaf conversions.
@@ -77,6 +78,12 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions,
 // name semantic node ids).
 OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
                                const graphcore::Graph& semantic);
+
+// The hardware layer of `graph` (already converted into `cell->optimized()`): fills
+// `cell->hardware` and each optimized node's `hardware` kernels.
+void add_hardware_layer(const graphcore::HardwareGraph& hw, const graphcore::OptimizedGraph& graph,
+                        const graphcore::HardwareTarget& target, Cell* cell);
+HardwareTarget hardware_target_spec(const graphcore::HardwareTarget& target);
 
 // The whole document for one analysed file.
 GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMapper& positions,

@@ -15,6 +15,7 @@
 
 #include "files.h"
 #include "graphcore/analysis.h"
+#include "graphcore/hardware.h"
 #include "graphcore/optimize.h"
 #include "protocol/document.h"
 #include "render.h"
@@ -144,10 +145,11 @@ std::string file_slug(const std::string& name) {
   return out;
 }
 
-// Adds the optimization layer to every compiled Cell of `doc`, dumping the passes when asked.
-// False (after a message) when a dump cannot be written.
+// Adds the optimization layer (and with --layer hardware the hardware layer) to every compiled
+// Cell of `doc`, dumping the passes when asked. False (after a message) when a dump cannot be
+// written.
 bool add_optimized_layers(const graphcore::AnalysisResult& result, const GraphOptions& options,
-                          protocol::GraphDocument* doc) {
+                          protocol::PositionMapper& positions, protocol::GraphDocument* doc) {
   bool ok = true;
   for (size_t i = 0; i < result.cells.size(); ++i) {
     const auto& cell = result.cells[i];
@@ -184,8 +186,18 @@ bool add_optimized_layers(const graphcore::AnalysisResult& result, const GraphOp
     }
     const auto graph = graphcore::optimize(cell, opt);
     if (!ok) return false;
-    *doc->mutable_cells(static_cast<int>(i))->mutable_optimized() =
-        protocol::optimized_layer(graph, cell.graph);
+    auto* out = doc->mutable_cells(static_cast<int>(i));
+    *out->mutable_optimized() = protocol::optimized_layer(graph, cell.graph);
+    if (options.layer != "hardware") continue;
+    graphcore::HardwareOptions hw_options;
+    hw_options.target = options.common.target;
+    hw_options.mode = options.mode;
+    hw_options.optimizer = options.optimizer;
+    hw_options.mixed_precision = options.precision == "mixed";
+    const auto hw = graphcore::estimate_hardware(cell, graph, hw_options);
+    protocol::add_hardware_layer(hw, graph, graphcore::hardware_target(hw_options.target), out);
+    for (const auto& d : hw.diagnostics)
+      *doc->add_diagnostics() = protocol::diagnostic(d, positions);
   }
   return true;
 }
@@ -256,19 +268,38 @@ int run_graph(const GraphOptions& options) {
                 " is a directory (graph takes one model file; check takes directories)");
     return kExitUsage;
   }
-  if (options.layer != "semantic" && options.layer != "optimized") {
-    usage_error("unknown --layer '" + options.layer + "' (expected semantic or optimized)");
+  if (options.layer != "semantic" && options.layer != "optimized" && options.layer != "hardware") {
+    usage_error("unknown --layer '" + options.layer +
+                "' (expected semantic, optimized or hardware)");
     return kExitUsage;
   }
-  const bool optimized = options.layer == "optimized";
+  const bool optimized = options.layer != "semantic";
   if (!optimized && !options.dump_passes.empty()) {
-    usage_error("--dump-passes needs --layer optimized");
+    usage_error("--dump-passes needs --layer optimized or hardware");
     return kExitUsage;
   }
   if (optimized && options.format == "dot") {
-    usage_error(
-        "--format dot draws the semantic layer only; use json or text with --layer "
-        "optimized");
+    usage_error("--format dot draws the semantic layer only; use json or text with --layer " +
+                options.layer);
+    return kExitUsage;
+  }
+  if (options.layer == "hardware") {
+    const auto names = graphcore::hardware_target_names();
+    if (std::find(names.begin(), names.end(), options.common.target) == names.end()) {
+      std::string known;
+      for (auto n : names) known += (known.empty() ? "" : ", ") + std::string(n);
+      usage_error("--layer hardware has no model for target '" + options.common.target +
+                  "' (targets: " + known + ")");
+      return kExitUsage;
+    }
+    try {
+      graphcore::hardware_target(options.common.target);
+    } catch (const graphcore::TargetError& e) {
+      usage_error(std::string("invalid target file: ") + e.what());
+      return kExitUsage;
+    }
+  } else if (options.mode != "infer") {
+    usage_error("--mode " + options.mode + " needs --layer hardware");
     return kExitUsage;
   }
   analysis.cell = options.cell;
@@ -290,7 +321,7 @@ int run_graph(const GraphOptions& options) {
   auto info = document_info(analysis);
   info.layer = options.layer;
   auto doc = protocol::graph_document(result, positions, info);
-  if (optimized && !add_optimized_layers(result, options, &doc)) return kExitUsage;
+  if (optimized && !add_optimized_layers(result, options, positions, &doc)) return kExitUsage;
   std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());
   const Counts counts = count_diagnostics(diags);
 

@@ -34,9 +34,14 @@ struct GraphOptions {
   std::string format = "json";      // json | text | dot
   std::string output;               // empty or "-": stdout
   bool compact = false;             // json: no whitespace
-  // Which layers of the graph document to build: "semantic" (the graph from construct) or
-  // "optimized" (plus the optimization layer for the target). The hardware layer comes next.
+  // Which layers of the graph document to build: "semantic" (the graph from construct),
+  // "optimized" (plus the optimization layer for the target) or "hardware" (plus the analytical
+  // hardware model of the optimized graph on the target).
   std::string layer = "semantic";
+  // --layer hardware: "infer" (one forward pass) or "train" (forward, backward, optimizer).
+  std::string mode = "infer";
+  std::string optimizer = "momentum";  // train: sgd | momentum | adam
+  std::string precision = "mixed";     // mixed (fp16 activations on Ascend) | fp32
   // --layer optimized: write the optimization layer after import and after each pass, one JSON
   // file per pass under this directory ("-": to stderr). Empty: no dumps.
   std::string dump_passes;

@@ -144,14 +144,33 @@ int main(int argc, char** argv) {
   graph_cmd->add_flag("--compact", graph.compact, "json: no indentation");
   graph_cmd
       ->add_option("--layer", graph.layer,
-                   "Graph layer: semantic (the graph construct builds) or optimized (after "
+                   "Graph layer: semantic (the graph construct builds), optimized (after "
                    "dead-code elimination, constant folding, fusion, layout and memory planning "
-                   "for --target)")
-      ->check(CLI::IsMember({"semantic", "optimized"}))
+                   "for --target) or hardware (an analytical model of the optimized graph on "
+                   "--target: units, tiling, cores, cycles, bytes, latency and throughput)")
+      ->check(CLI::IsMember({"semantic", "optimized", "hardware"}))
       ->capture_default_str();
-  graph_cmd->add_option("--dump-passes", graph.dump_passes,
-                        "With --layer optimized: write the optimization layer after each pass as "
-                        "DIR/<cell>/NN-<pass>.json (\"-\": JSON lines on stderr)");
+  graph_cmd
+      ->add_option("--mode", graph.mode,
+                   "With --layer hardware: infer (one forward pass per batch) or train (forward, "
+                   "backward and optimizer update per step)")
+      ->check(CLI::IsMember({"infer", "train"}))
+      ->capture_default_str();
+  graph_cmd
+      ->add_option("--optimizer", graph.optimizer,
+                   "With --mode train: the optimizer whose update is costed")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->capture_default_str();
+  graph_cmd
+      ->add_option("--precision", graph.precision,
+                   "With --layer hardware: mixed (float tensors in fp16 on Ascend, as MindSpore "
+                   "amp and ATC models run) or fp32")
+      ->check(CLI::IsMember({"mixed", "fp32"}))
+      ->capture_default_str();
+  graph_cmd->add_option(
+      "--dump-passes", graph.dump_passes,
+      "With --layer optimized|hardware: write the optimization layer after each pass as "
+      "DIR/<cell>/NN-<pass>.json (\"-\": JSON lines on stderr)");
   add_common(graph_cmd, &graph.common);
 
   cellscope::lsp::ServerOptions lsp_options;

@@ -521,6 +521,125 @@ void render_optimized_text(std::ostream& out, const protocol::OptimizedLayer& la
   print_table(out, rows, "    ");
 }
 
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string cores_string(const google::protobuf::RepeatedField<uint32_t>& ids) {
+  if (ids.empty()) return "-";
+  // Runs of consecutive ids: "0-31", "0-3,8".
+  std::string out;
+  for (int i = 0; i < ids.size();) {
+    int j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(ids[i]);
+    if (j > i) out += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// The hardware layer of one Cell: the analytical-model statement, the estimate, time by unit and
+// by operator, and the top kernels by cycles.
+void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
+  const auto& hw = cell.hardware();
+  const auto& e = hw.estimate();
+  const auto& spec = hw.spec();
+  out << "  hardware  " << spec.display_name() << " (" << hw.target() << "), mode " << hw.mode()
+      << ", batch " << grouped(e.batch()) << "\n";
+  out << "  " << hw.statement() << "\n";
+  if (hw.ascend()) {
+    out << "  target    " << spec.ai_cores() << " AI cores (" << spec.organisation() << ", "
+        << spec.vector_cores() << " vector), " << fixed(spec.frequency_mhz(), 0) << " MHz, "
+        << fixed(spec.peak_tflops_fp16(), 1) << " TFLOPS fp16 peak, L2 "
+        << bytes_string(spec.l2_bytes()) << ", GM " << fixed(spec.gm_bandwidth_gbps(), 0)
+        << " GB/s\n";
+  } else {
+    out << "  target    " << spec.ai_cores() << " cores, " << fixed(spec.frequency_mhz(), 0)
+        << " MHz, " << fixed(spec.peak_tflops_fp16(), 2) << " TFLOPS fp32 peak, DRAM "
+        << fixed(spec.gm_bandwidth_gbps(), 1) << " GB/s (all assumptions)\n";
+  }
+  out << "\n  estimate (analytical model, not a measurement)\n";
+  out << "    latency      " << fixed(e.latency_ms(), 3) << " ms per "
+      << (hw.mode() == "train" ? "training step" : "batch") << "\n";
+  out << "    throughput   " << fixed(e.throughput_per_sec(), 1) << " samples/s\n";
+  if (hw.mode() == "train") {
+    out << "    step         forward " << fixed(e.forward_ms(), 3) << " ms, backward "
+        << fixed(e.backward_ms(), 3) << " ms, optimizer " << fixed(e.optimizer_ms(), 3) << " ms\n";
+  }
+  out << "    by unit      cube " << fixed(e.cube_ms(), 3) << " ms, vector "
+      << fixed(e.vector_ms(), 3) << " ms, aicpu " << fixed(e.aicpu_ms(), 3) << " ms, dispatch "
+      << fixed(e.dispatch_ms(), 3) << " ms\n";
+  out << "    totals       " << hw.kernels() << " kernels, " << flops_string(2 * e.macs())
+      << " on the cube (" << fixed(100 * e.cube_utilization(), 1) << "% of peak), "
+      << bytes_string(e.gm_bytes()) << " global-memory traffic\n";
+  out << "    memory peak  " << bytes_string(e.memory_peak_bytes()) << " activations"
+      << (hw.mode() == "train" ? " (every forward activation kept for backward)" : "")
+      << ", weights " << bytes_string(e.weight_bytes()) << "\n";
+  for (const auto& n : e.notes()) out << "    note: " << n << "\n";
+
+  std::vector<const protocol::HardwareKernel*> kernels;
+  for (const auto& n : cell.optimized().nodes()) {
+    for (const auto& k : n.hardware()) kernels.push_back(&k);
+  }
+  for (const auto& k : hw.optimizer()) kernels.push_back(&k);
+  // Time by operator.
+  std::map<std::string, std::pair<double, int>> by_op;
+  for (const auto* k : kernels) {
+    auto& [us, count] = by_op[k->phase() == "optimizer" ? "optimizer update" : k->name()];
+    us += k->time_us();
+    ++count;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> ops(by_op.begin(), by_op.end());
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  if (ops.size() > 12) ops.resize(12);
+  const double total_us = e.latency_ms() * 1e3;
+  out << "\n  time by operator\n";
+  std::vector<std::vector<std::string>> rows{{"OPERATOR", "KERNELS", "TIME", "SHARE"}};
+  for (const auto& [name, v] : ops) {
+    rows.push_back({name, std::to_string(v.second), fixed(v.first, 1) + " us",
+                    fixed(total_us > 0 ? 100 * v.first / total_us : 0, 1) + "%"});
+  }
+  print_table(out, rows, "    ");
+
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const auto* a, const auto* b) { return a->cycles() > b->cycles(); });
+  const size_t top = std::min<size_t>(kernels.size(), 15);
+  out << "\n  top " << top << " kernels by cycles\n";
+  rows = {{"NODE", "KERNEL", "PHASE", "UNIT", "CORES", "CYCLES", "COMPUTE", "MOVE", "TIME",
+           "GM BYTES", "GB/S", "BOUND"}};
+  for (size_t i = 0; i < top; ++i) {
+    const auto& k = *kernels[i];
+    rows.push_back({k.node().empty() ? "-" : k.node(), k.name(), k.phase(), k.unit(),
+                    std::to_string(k.block_dim()) + " [" + cores_string(k.core_ids()) + "]",
+                    grouped(k.cycles()), grouped(k.compute_cycles()), grouped(k.movement_cycles()),
+                    fixed(k.time_us(), 1) + " us",
+                    bytes_string(k.gm_read_bytes() + k.gm_write_bytes()),
+                    fixed(k.bandwidth_gbps(), 0), k.bound()});
+  }
+  print_table(out, rows, "    ");
+  if (top > 0 && !kernels[0]->tiling().empty()) {
+    const auto& k = *kernels[0];
+    out << "\n  tiling of " << (k.node().empty() ? k.name() : k.node()) << " (" << k.name()
+        << ")\n";
+    for (const auto& t : k.tiling()) {
+      out << "    " << pad_to(t.buffer(), 6) << t.tile() << "  " << bytes_string(t.bytes()) << " x"
+          << t.copies() << " of " << bytes_string(t.capacity()) << "\n";
+    }
+    out << "    loops ";
+    for (const auto& l : k.loops()) out << " " << l.var() << "=" << grouped(l.trips());
+    out << "\n    per tile:";
+    for (const auto& s : k.schedule()) {
+      out << " " << s.op() << " x" << grouped(s.count()) << " [" << s.unit() << "];";
+    }
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 std::string render_graph_text(const protocol::GraphDocument& doc,
@@ -550,6 +669,14 @@ std::string render_graph_text(const protocol::GraphDocument& doc,
     tensors("inputs    ", c.inputs());
     tensors("outputs   ", c.outputs());
     out << "  FLOPs     " << flops_string(c.flops()) << "\n";
+    if (doc.layer() == "hardware") {
+      if (c.has_hardware()) {
+        render_hardware_text(out, c);
+      } else {
+        out << "  hardware  -: construct did not compile\n";
+      }
+      continue;
+    }
     if (doc.layer() == "optimized") {
       if (c.has_optimized()) {
         render_optimized_text(out, c.optimized());
