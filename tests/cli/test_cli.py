@@ -400,8 +400,10 @@ class GraphTests(unittest.TestCase):
         self.assertEqual(len(lines), 9)  # import + 8 passes (no layout on cpu)
 
     def test_layer_usage_errors(self):
-        for args in (["--layer", "hardware"], ["--dump-passes", "dumps"],
-                     ["--layer", "optimized", "--format", "dot"]):
+        for args in (["--layer", "bogus"], ["--dump-passes", "dumps"],
+                     ["--layer", "optimized", "--format", "dot"], ["--mode", "train"],
+                     ["--layer", "hardware", "--format", "dot"],
+                     ["--layer", "hardware", "--target", "gpu"]):
             p = run("graph", LENET, *args)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn("error", p.stderr)
@@ -464,6 +466,118 @@ class GraphTests(unittest.TestCase):
             self.assertLess(p.returncode, 128, "no crash")
             self.assertEqual(p.stdout, "")
             self.assertIn("cannot", p.stderr)
+
+
+class HardwareTests(unittest.TestCase):
+    """`cellscope graph --layer hardware`: the analytical hardware model."""
+
+    RESNET = "tests/corpus/models/resnet50.py"
+
+    def hardware(self, *args):
+        p = run("graph", *args, "--layer", "hardware", "--format", "json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["layer"], "hardware")
+        return doc
+
+    def test_ascend_document(self):
+        doc = self.hardware(LENET, "--target", "ascend910b")
+        cell = [c for c in doc["cells"] if c["name"] == "LeNet5"][0]
+        hw = cell["hardware"]
+        self.assertEqual(hw["target"], "ascend910b")
+        self.assertTrue(hw["ascend"])
+        self.assertIn("Analytical model", hw["statement"])
+        est = hw["estimate"]
+        self.assertTrue(est["analytical"])
+        self.assertEqual(est["target"], "ascend910b")
+        self.assertEqual(est["mode"], "infer")
+        self.assertEqual(est["batch"], 1)
+        self.assertGreater(est["latencyMs"], 0)
+        self.assertAlmostEqual(est["throughputPerSec"], 1000 / est["latencyMs"], delta=1e-6 * est["throughputPerSec"])
+        spec = hw["spec"]
+        self.assertEqual((spec["aiCores"], spec["vectorCores"], spec["organisation"]), (24, 48, "separated"))
+        self.assertTrue(all(s["source"] and s["confidence"] for s in spec["sources"]))
+        units = set()
+        for n in cell["optimized"]["nodes"]:
+            if n["kind"] != "op":
+                self.assertEqual(n["hardware"], [])
+                continue
+            self.assertTrue(n["hardware"], n["id"])
+            for k in n["hardware"]:
+                units.add(k["unit"])
+                self.assertEqual(k["node"], n["id"])
+                pool = 24 if k["unit"] == "cube" else 48
+                self.assertTrue(all(0 <= c < pool for c in k["coreIds"]), k)
+                if k["unit"] in ("cube", "vector"):
+                    self.assertEqual(len(k["coreIds"]), k["blockDim"])
+                    self.assertGreater(k["cycles"], 0)
+                    self.assertTrue(k["tiling"] and k["loops"] and k["dma"] and k["schedule"])
+                    for t in k["tiling"]:
+                        self.assertLessEqual(t["bytes"] * t["copies"], t["capacity"], t)
+                    for d in k["dma"]:
+                        self.assertIn(d["channel"], ("MTE1", "MTE2", "MTE3", "FixPipe"))
+        self.assertIn("cube", units)
+        self.assertIn("vector", units)
+        cube = [k for n in cell["optimized"]["nodes"] for k in n["hardware"] if k["unit"] == "cube"]
+        self.assertIn("FixPipe", {d["channel"] for k in cube for d in k["dma"]})  # separated cores
+
+    def test_train_mode(self):
+        infer = self.hardware(LENET, "--target", "ascend910")["cells"][0]["hardware"]["estimate"]
+        doc = self.hardware(LENET, "--target", "ascend910", "--mode", "train", "--optimizer", "adam")
+        cell = doc["cells"][0]
+        est = cell["hardware"]["estimate"]
+        self.assertEqual(est["mode"], "train")
+        self.assertGreater(est["backwardMs"], 0)
+        self.assertGreater(est["optimizerMs"], 0)
+        self.assertGreater(est["latencyMs"], infer["latencyMs"])
+        phases = {k["phase"] for n in cell["optimized"]["nodes"] for k in n["hardware"]}
+        self.assertTrue({"forward", "backward-dgrad", "backward-wgrad"} <= phases, phases)
+        # One update per trainable Parameter: 2 conv weights (no bias), 3 Dense weights and biases.
+        self.assertEqual(len(cell["hardware"]["optimizer"]), 8)
+        self.assertTrue(all(k["name"].startswith("ApplyAdam") for k in cell["hardware"]["optimizer"]))
+
+    def test_cpu_target_says_ascend_details_are_absent(self):
+        doc = self.hardware(LENET)
+        hw = doc["cells"][0]["hardware"]
+        self.assertFalse(hw["ascend"])
+        self.assertIn("--target ascend910b", hw["statement"])
+        self.assertIn("graph_visualization", hw["statement"])
+        p = run("graph", LENET, "--layer", "hardware", "--format", "text")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("No Ascend details", p.stdout)
+
+    def test_text_report(self):
+        p = run("graph", self.RESNET, "--entry", "resnet50()", "--input", "2,3,224,224",
+                "--layer", "hardware", "--target", "ascend310p", "--format", "text")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for text in ("Analytical model", "analytical model, not a measurement", "latency",
+                     "throughput", "memory peak", "totals", "time by operator",
+                     "kernels by cycles", "FusedConv2D", "tiling of", "L0A", "per tile:"):
+            self.assertIn(text, p.stdout)
+
+    def test_unsupported_custom_op(self):
+        with tempfile.TemporaryDirectory() as d:
+            model = Path(d) / "custom.py"
+            model.write_text(
+                "from mindspore import nn, ops\n\n\n"
+                "class Net(nn.Cell):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.fc = nn.Dense(16, 16)\n"
+                "        self.host = ops.Custom(lambda x: x, out_shape=lambda x: x,\n"
+                "                               out_dtype=lambda x: x, func_type=\"pyfunc\")\n\n"
+                "    def construct(self, x):\n"
+                "        return self.host(self.fc(x))\n")
+            p = run("graph", model, "--input", "4,16", "--layer", "hardware", "--target",
+                    "ascend910", "--format", "json")
+            self.assertEqual(p.returncode, 1, p.stderr)
+            doc = json.loads(p.stdout)
+            diags = errors_with_code(doc["diagnostics"], "unsupported-on-target")
+            self.assertEqual(len(diags), 1, doc["diagnostics"])
+            self.assertEqual(diags[0]["range"]["start"]["line"], 11)
+            self.assertIn("pyfunc", diags[0]["message"])
+            p = run("graph", model, "--input", "4,16", "--layer", "hardware", "--format", "json")
+            self.assertEqual(p.returncode, 0, p.stderr)  # pyfunc runs on the CPU
 
 
 if __name__ == "__main__":
