@@ -1,0 +1,403 @@
+// The hardware layer (graphcore/hardware.h): target files load, validate and reject bad input with
+// clear messages; kernel tiles never exceed the target's buffers; cycles grow with the problem;
+// every corpus model gets an estimate on every Ascend target (infer and train) with core ids in
+// range; ops.Custom kernels a target cannot run give a located `unsupported-on-target`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graphcore/analysis.h"
+#include "graphcore/hardware.h"
+#include "graphcore/optimize.h"
+
+namespace graphcore {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kAscend = {"ascend910", "ascend910b", "ascend310", "ascend310p"};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+fs::path target_file(const std::string& name) {
+  return fs::path(CELLSCOPE_SOURCE_DIR) / "graphcore" / "targets" / (name + ".json");
+}
+
+// The message of the TargetError `f` throws ("" when it does not throw).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const TargetError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --- target files ----------------------------------------------------------------------------
+
+TEST(HardwareTargets, EveryBuiltInTargetLoadsAndMatchesItsFile) {
+  ASSERT_EQ(hardware_target_names().size(), 5u);
+  for (auto name : hardware_target_names()) {
+    SCOPED_TRACE(std::string(name));
+    const HardwareTarget& t = hardware_target(name);
+    EXPECT_EQ(t.name, name);
+    EXPECT_FALSE(t.display_name.empty());
+    EXPECT_GT(t.frequency_mhz, 0);
+    EXPECT_GT(t.launch_overhead_us, 0);
+    const HardwareTarget from_disk = load_hardware_target_file(target_file(std::string(name)));
+    EXPECT_EQ(from_disk.sources.size(), t.sources.size());
+    for (const auto& s : t.sources) {
+      EXPECT_FALSE(s.source.empty()) << s.field;
+      EXPECT_FALSE(s.confidence.empty()) << s.field;
+    }
+    if (name == "cpu") {
+      EXPECT_FALSE(t.ascend);
+      EXPECT_GT(t.cores, 0u);
+      continue;
+    }
+    EXPECT_TRUE(t.ascend);
+    EXPECT_GT(t.ai_cores, 0u);
+    EXPECT_GE(t.vector_cores, t.ai_cores);
+    EXPECT_EQ(t.l0a_bytes, 64u * 1024);
+    EXPECT_EQ(t.l0b_bytes, 64u * 1024);
+  }
+  // The published facts the model rests on.
+  EXPECT_EQ(hardware_target("ascend910").ai_cores, 32u);
+  EXPECT_FALSE(hardware_target("ascend910").separated);
+  EXPECT_EQ(hardware_target("ascend910b").ai_cores, 24u);
+  EXPECT_EQ(hardware_target("ascend910b").vector_cores, 48u);  // AIC:AIV 1:2
+  EXPECT_TRUE(hardware_target("ascend910b").separated);
+  EXPECT_EQ(hardware_target("ascend910b").l0c_bytes, 128u * 1024);
+  EXPECT_EQ(hardware_target("ascend310p").ai_cores, 8u);
+  EXPECT_EQ(hardware_target("ascend310").ai_cores, 2u);
+  // Peak fp16 of the 910 is the published 256 TFLOPS.
+  const auto& t910 = hardware_target("ascend910");
+  EXPECT_NEAR(t910.ai_cores * t910.cube_macs_fp16 * 2 * t910.frequency_mhz / 1e6, 256, 0.5);
+}
+
+TEST(HardwareTargets, BadFilesGiveClearErrors) {
+  EXPECT_NE(error_of([] {
+              load_hardware_target_file("/nonexistent/ascend999.json");
+            }).find("/nonexistent/ascend999.json: cannot open target file"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([] { parse_hardware_target("{not json", "x.json"); }).find("x.json: invalid JSON"),
+      std::string::npos);
+  EXPECT_NE(error_of([] { hardware_target("tpu"); }).find("no hardware model for target 'tpu'"),
+            std::string::npos);
+
+  const auto good = nlohmann::json::parse(read_text(target_file("ascend910")));
+  auto mutated = [&good](auto&& edit) {
+    auto doc = good;
+    edit(doc);
+    return error_of([&doc] { parse_hardware_target(doc.dump(), "ascend910.json"); });
+  };
+  EXPECT_EQ(mutated([](nlohmann::json&) {}), "");
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d.erase("l0a_bytes"); }),
+            "ascend910.json: field 'l0a_bytes': missing");
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d["ub_bytes"]["value"] = -1; }),
+            "ascend910.json: field 'ub_bytes': expected a positive number");
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d["ai_cores"]["value"] = 2.5; }),
+            "ascend910.json: field 'ai_cores': expected a whole number");
+  EXPECT_NE(mutated([](nlohmann::json& d) {
+              d["ai_cores"]["confidence"] = "sure";
+            }).find("field 'ai_cores': confidence must be"),
+            std::string::npos);
+  EXPECT_NE(mutated([](nlohmann::json& d) {
+              d["l1_bytes"]["source"] = "";
+            }).find("field 'l1_bytes': every number needs a non-empty \"source\""),
+            std::string::npos);
+  EXPECT_NE(mutated([](nlohmann::json& d) {
+              d["frequency_mhz"] = 1000;
+            }).find("field 'frequency_mhz': expected {\"value\""),
+            std::string::npos);
+  EXPECT_NE(mutated([](nlohmann::json& d) {
+              d["organisation"]["value"] = "fused";
+            }).find("expected \"coupled\" or \"separated\""),
+            std::string::npos);
+  EXPECT_NE(mutated([](nlohmann::json& d) {
+              d["dma_channels"]["value"].push_back("FixPipe");
+            }).find("FixPipe exists exactly on separated"),
+            std::string::npos);
+  EXPECT_NE(mutated([](nlohmann::json& d) { d["kind"] = "gpu"; }).find("field 'kind'"),
+            std::string::npos);
+}
+
+// --- kernel models ---------------------------------------------------------------------------
+
+void expect_fits(const KernelEstimate& k) {
+  for (const auto& t : k.tiling) {
+    EXPECT_LE(t.bytes * t.copies, t.capacity) << t.buffer << " " << t.tile;
+    EXPECT_GT(t.bytes, 0u) << t.buffer;
+  }
+}
+
+TEST(HardwareKernels, TilesNeverExceedBuffers) {
+  const std::vector<double> sizes = {1, 7, 16, 33, 100, 512, 1000, 4096, 30000, 802816};
+  for (const auto& name : kAscend) {
+    const HardwareTarget& t = hardware_target(name);
+    for (double m : sizes) {
+      for (double k : sizes) {
+        for (double n : {1.0, 16.0, 64.0, 1000.0, 4096.0}) {
+          SCOPED_TRACE(name + " m=" + std::to_string(m) + " k=" + std::to_string(k) +
+                       " n=" + std::to_string(n));
+          for (uint32_t in_bytes : {1u, 2u}) {
+            const auto ke =
+                model_cube_kernel(t, {.batch = 1, .m = m, .k = k, .n = n, .in_bytes = in_bytes});
+            expect_fits(ke);
+            ASSERT_EQ(ke.tiling.size(), t.separated ? 4u : 5u);
+            EXPECT_GE(ke.block_dim, 1u);
+            EXPECT_LE(ke.block_dim, t.ai_cores);
+          }
+        }
+      }
+      for (uint32_t eb : {1u, 2u, 4u}) {
+        const auto ve = model_vector_kernel(t, {.elements = m * 1000,
+                                                .in_bytes = 3 * m * 1000 * eb,
+                                                .out_bytes = m * 1000 * eb,
+                                                .ops_per_element = 2,
+                                                .elem_bytes = eb});
+        expect_fits(ve);
+        EXPECT_LE(ve.block_dim, t.vector_cores);
+      }
+    }
+  }
+}
+
+TEST(HardwareKernels, CyclesAreMonotonicInProblemSize) {
+  for (const auto& name : kAscend) {
+    SCOPED_TRACE(name);
+    const HardwareTarget& t = hardware_target(name);
+    double prev = 0;
+    for (double s = 16; s <= 16384; s *= 2) {
+      const double c = model_cube_kernel(t, {.m = s, .k = 512, .n = 512}).cycles;
+      EXPECT_GE(c, prev) << "m=" << s;
+      prev = c;
+    }
+    prev = 0;
+    for (double s = 16; s <= 16384; s *= 2) {
+      const double c = model_cube_kernel(t, {.m = 4096, .k = s, .n = 512}).cycles;
+      EXPECT_GE(c, prev) << "k=" << s;
+      prev = c;
+    }
+    prev = 0;
+    for (double s = 16; s <= 16384; s *= 2) {
+      const double c = model_cube_kernel(t, {.m = 4096, .k = 512, .n = s}).cycles;
+      EXPECT_GE(c, prev) << "n=" << s;
+      prev = c;
+    }
+    prev = 0;
+    for (double e = 128; e <= 1 << 26; e *= 4) {
+      const double c =
+          model_vector_kernel(t, {.elements = e, .in_bytes = 4 * e, .out_bytes = 2 * e}).cycles;
+      EXPECT_GE(c, prev) << "elements=" << e;
+      prev = c;
+    }
+    // A large product is compute-bound and within the cube's peak.
+    const auto big = model_cube_kernel(t, {.m = 8192, .k = 4096, .n = 4096});
+    EXPECT_GE(big.cycles * t.ai_cores * t.cube_macs_fp16, big.macs);
+  }
+}
+
+// --- whole graphs ----------------------------------------------------------------------------
+
+struct Model {
+  std::string file;
+  std::string cell;
+  std::vector<std::string> inputs;  // "1,3,224,224:float32"
+};
+
+std::vector<Model> corpus_models() {
+  const fs::path dir = CELLSCOPE_CORPUS_DIR;
+  const auto manifest = nlohmann::json::parse(read_text(dir / "manifest.json"));
+  std::vector<Model> out;
+  for (const auto& m : manifest["models"]) {
+    std::vector<std::string> inputs;
+    for (const auto& i : m["inputs"]) {
+      std::string spec;
+      for (const auto& d : i["shape"]) {
+        spec += (spec.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
+      }
+      inputs.push_back(spec + ":" + i["dtype"].get<std::string>());
+    }
+    out.push_back(
+        {(dir / m["file"].get<std::string>()).string(), m["cell"].get<std::string>(), inputs});
+  }
+  return out;
+}
+
+CellReport analyse(const Model& model, const std::vector<std::string>& inputs) {
+  AnalysisOptions options;
+  if (model.cell.find('(') != std::string::npos) {
+    options.entries = {model.cell};
+  } else {
+    options.cell = model.cell;
+  }
+  for (const auto& spec : inputs) {
+    std::string why;
+    auto t = parse_input_spec(spec, &why);
+    if (!t) throw std::runtime_error("bad input " + spec + ": " + why);
+    options.inputs.push_back(*t);
+  }
+  DiskSourceProvider disk;
+  auto result = analyze_file(model.file, options, disk);
+  if (result.cells.size() != 1) throw std::runtime_error("expected one Cell in " + model.file);
+  return std::move(result.cells[0]);
+}
+
+TEST(HardwareCorpus, EstimateForEveryModelOnEveryAscendTarget) {
+  const auto models = corpus_models();
+  ASSERT_GE(models.size(), 9u);
+  for (const auto& model : models) {
+    const CellReport rep = analyse(model, model.inputs);
+    ASSERT_TRUE(rep.compiled) << model.file;
+    for (const auto& target : kAscend) {
+      OptimizeOptions oo;
+      oo.target = target;
+      const auto graph = optimize(rep, oo);
+      const HardwareTarget& t = hardware_target(target);
+      for (const std::string mode : {"infer", "train"}) {
+        SCOPED_TRACE(model.file + " on " + target + " " + mode);
+        HardwareOptions ho;
+        ho.target = target;
+        ho.mode = mode;
+        const auto hw = estimate_hardware(rep, graph, ho);
+        EXPECT_TRUE(hw.estimate.analytical);
+        EXPECT_EQ(hw.estimate.target, target);
+        EXPECT_GT(hw.estimate.latency_ms, 0);
+        EXPECT_GT(hw.estimate.throughput_per_sec, 0);
+        EXPECT_NE(hw.statement.find("Analytical model"), std::string::npos);
+        EXPECT_TRUE(hw.diagnostics.empty());
+        double clock = 0;
+        std::set<uint32_t> nodes_with_kernels;
+        for (const auto& k : hw.kernels) {
+          const uint32_t pool = k.unit == Unit::Cube     ? t.ai_cores
+                                : k.unit == Unit::Vector ? t.vector_cores
+                                : k.unit == Unit::AiCpu  ? t.ai_cpu_cores
+                                                         : 1;
+          ASSERT_EQ(k.core_ids.size(), k.block_dim) << k.name;
+          for (uint32_t c : k.core_ids) EXPECT_LT(c, pool) << k.name;
+          EXPECT_GE(k.cycles, 0);
+          EXPECT_NEAR(k.start_us, clock, 1e-6 * std::max(1.0, clock));  // one stream, in order
+          clock = k.start_us + k.time_us;
+          expect_fits(k);
+          if (k.phase == "forward") nodes_with_kernels.insert(k.node);
+        }
+        // Every op node has a forward kernel (a no-op on the host for shape-only ops).
+        for (uint32_t i = 0; i < graph.nodes.size(); ++i) {
+          if (graph.nodes[i].kind == NodeKind::Op) {
+            EXPECT_TRUE(nodes_with_kernels.contains(i)) << graph.nodes[i].id;
+          }
+        }
+        EXPECT_NEAR(hw.estimate.latency_ms, clock / 1e3, 1e-9 * clock);
+        if (mode == "train") {
+          EXPECT_GT(hw.estimate.backward_ms, 0);
+          EXPECT_GT(hw.estimate.optimizer_ms, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(HardwareCorpus, TrainingCostsMoreThanInferenceAndScalesWithBatch) {
+  const Model resnet{
+      (fs::path(CELLSCOPE_CORPUS_DIR) / "models/resnet50.py").string(), "resnet50()", {}};
+  double prev = 0;
+  for (const std::string batch : {"1", "8", "32"}) {
+    const CellReport rep = analyse(resnet, {batch + ",3,224,224"});
+    OptimizeOptions oo;
+    oo.target = "ascend910";
+    const auto graph = optimize(rep, oo);
+    HardwareOptions ho;
+    ho.target = "ascend910";
+    const auto infer = estimate_hardware(rep, graph, ho);
+    ho.mode = "train";
+    const auto train = estimate_hardware(rep, graph, ho);
+    EXPECT_GT(train.estimate.latency_ms, 2 * infer.estimate.latency_ms) << batch;
+    EXPECT_GT(infer.estimate.latency_ms, prev) << batch;
+    EXPECT_EQ(infer.estimate.batch, std::stoi(batch));
+    prev = infer.estimate.latency_ms;
+    // The first conv reads the graph input: no input gradient.
+    int dgrad = 0, wgrad = 0;
+    for (const auto& k : train.kernels) {
+      dgrad += k.phase == "backward-dgrad";
+      wgrad += k.phase == "backward-wgrad";
+    }
+    EXPECT_EQ(wgrad, dgrad + 1);
+  }
+}
+
+TEST(HardwareCorpus, UnknownModeOrOptimizerIsRejected) {
+  CellReport rep;
+  rep.compiled = true;
+  OptimizedGraph graph;
+  HardwareOptions ho;
+  ho.mode = "eval";
+  EXPECT_THROW(estimate_hardware(rep, graph, ho), std::invalid_argument);
+  ho.mode = "train";
+  ho.optimizer = "lion";
+  EXPECT_THROW(estimate_hardware(rep, graph, ho), std::invalid_argument);
+  ho.optimizer = "adam";
+  ho.target = "gpu";
+  EXPECT_THROW(estimate_hardware(rep, graph, ho), TargetError);
+}
+
+TEST(HardwareDiagnostics, CustomOpsATargetCannotRunAreLocated) {
+  const fs::path dir = fs::temp_directory_path() / "cellscope_hw_custom";
+  fs::create_directories(dir);
+  const fs::path file = dir / "custom.py";
+  std::ofstream(file)
+      << "from mindspore import nn, ops\n"
+         "\n"
+         "class Net(nn.Cell):\n"
+         "    def __init__(self, kind):\n"
+         "        super().__init__()\n"
+         "        self.fc = nn.Dense(16, 16)\n"
+         "        self.k = ops.Custom(lambda x: x, lambda x: x, lambda x: x, kind)\n"
+         "\n"
+         "    def construct(self, x):\n"
+         "        return self.k(self.fc(x))\n";
+  struct Case {
+    std::string func_type, target;
+    bool diagnosed;
+  };
+  for (const Case& c :
+       {Case{"pyfunc", "ascend910b", true}, Case{"julia", "ascend310p", true},
+        Case{"pyfunc", "cpu", false}, Case{"tbe", "cpu", true}, Case{"aicpu", "cpu", true},
+        Case{"tbe", "ascend910", false}, Case{"aot", "ascend310", false}}) {
+    SCOPED_TRACE(c.func_type + " on " + c.target);
+    const CellReport rep = analyse({file.string(), "Net(\"" + c.func_type + "\")", {}}, {"4,16"});
+    ASSERT_TRUE(rep.compiled);
+    OptimizeOptions oo;
+    oo.target = c.target;
+    const auto graph = optimize(rep, oo);
+    HardwareOptions ho;
+    ho.target = c.target;
+    const auto hw = estimate_hardware(rep, graph, ho);
+    if (!c.diagnosed) {
+      EXPECT_TRUE(hw.diagnostics.empty());
+      continue;
+    }
+    ASSERT_EQ(hw.diagnostics.size(), 1u);
+    const auto& d = hw.diagnostics[0];
+    EXPECT_EQ(d.code, "unsupported-on-target");
+    EXPECT_EQ(d.severity, Severity::Error);
+    EXPECT_EQ(d.range.start.line, 9u);  // `self.k(...)` in construct
+    EXPECT_NE(d.message.find(c.func_type), std::string::npos);
+    EXPECT_NE(d.message.find(c.target), std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace graphcore
