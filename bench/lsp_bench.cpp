@@ -10,9 +10,9 @@
 // Each edit rewrites a number that changes the model (a class count or a channel count), so every
 // edit is a full re-analysis. Results are recorded in docs/benchmarks.md.
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <algorithm>
 #include <chrono>
@@ -87,7 +87,7 @@ class Server {
     ::close(from_);
   }
 
-  void send(const Json& message) {
+  void send(const Json& message) const {
     std::string frame = cellscope::rpc::encode_frame(message.dump());
     size_t off = 0;
     while (off < frame.size()) {
@@ -96,10 +96,10 @@ class Server {
       off += static_cast<size_t>(n);
     }
   }
-  void request(int id, const std::string& method, const Json& params) {
+  void request(int id, const std::string& method, const Json& params) const {
     send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
   }
-  void notify(const std::string& method, const Json& params) {
+  void notify(const std::string& method, const Json& params) const {
     send({{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
   }
   // The next message satisfying `pred` (others are dropped); throws after `timeout`.
@@ -298,9 +298,10 @@ fs::path generate_multifile(const fs::path& dir, size_t* lines) {
     write_file(dir / ("blocks_" + std::to_string(f) + ".py"), module);
     *lines += static_cast<size_t>(std::count(module.begin(), module.end(), '\n'));
     main_text += "from blocks_" + std::to_string(f) + " import ";
-    for (int b = 0; b < kBlocksPerFile; ++b)
+    for (int b = 0; b < kBlocksPerFile; ++b) {
       main_text +=
           (b ? ", " : "") + std::string("Block") + std::to_string(f) + "_" + std::to_string(b);
+    }
     main_text += "\n";
   }
   main_text +=
@@ -394,7 +395,7 @@ Json run_rss(const Options& o, const fs::path& root, const fs::path& file) {
           {"goal_idle_rss_kb", 30 * 1024},
           {"series", series},
           {"growth_kb_after_first_step", last - first},
-          {"pass", idle < 30 * 1024 && (last - first) < 4096}};
+          {"pass", idle < 30L * 1024 && (last - first) < 4096}};
 }
 
 }  // namespace
@@ -410,15 +411,15 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--server")
+    if (a == "--server") {
       o.server = next();
-    else if (a == "--edits")
+    } else if (a == "--edits") {
       o.edits = std::stoi(next());
-    else if (a == "--rss-edits")
+    } else if (a == "--rss-edits") {
       o.rss_edits = std::stoi(next());
-    else if (a == "--format")
+    } else if (a == "--format") {
       o.markdown = next() == "markdown";
-    else if (a == "--help" || a == "-h") {
+    } else if (a == "--help" || a == "-h") {
       std::cout << "usage: cellscope-lsp-bench [--server PATH] [--edits N] [--rss-edits N] "
                    "[--format json|markdown]\n";
       return 0;

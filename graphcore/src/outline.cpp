@@ -77,7 +77,9 @@ class Outliner {
     for (const Node* al : s->list) {
       std::string name(al->str);
       std::string local = al->str2.empty() ? name : std::string(al->str2);
-      std::string target = module.empty() ? name : module + "." + name;
+      std::string target = module;
+      if (!target.empty()) target += ".";
+      target += name;
       out.push_back(ImportBinding{local, target, static_cast<int>(s->ival), al->range});
     }
   }

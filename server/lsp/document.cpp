@@ -5,7 +5,7 @@
 namespace cellscope::lsp {
 
 std::string apply_change(const std::string& text, const Json& change, PositionEncoding encoding) {
-  const std::string& new_text = change.at("text").get_ref<const std::string&>();
+  const auto& new_text = change.at("text").get_ref<const std::string&>();
   auto range = change.find("range");
   if (range == change.end() || range->is_null()) return new_text;
   PositionConverter conv(text, encoding);

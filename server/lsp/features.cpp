@@ -497,8 +497,14 @@ Json inlay_hints(const FeatureContext& ctx, const Json& range) {
       std::string types = describe_types(t.facts, false);
       bool varies = types.find('\n') != std::string::npos;
       std::string shown = varies ? "varies by instance" : types;
-      if (targets.size() > 1) shown = std::string(text_of(fa, t.range)) + ": " + shown;
-      label += (label.empty() ? "" : ", ") + shown;
+      if (targets.size() > 1) {
+        std::string named(text_of(fa, t.range));
+        named += ": ";
+        named += shown;
+        shown = std::move(named);
+      }
+      if (!label.empty()) label += ", ";
+      label += shown;
       if (varies) tooltip += std::string(text_of(fa, t.range)) + ":\n" + types;
     }
     size_t end = statement_end(*fa.text, fa.conv->index().offset_of(targets.front().range.start));
@@ -680,7 +686,9 @@ std::pair<std::string, std::string> word_at(std::string_view text, size_t off) {
     size_t s = e;
     while (s > 0 && is_ident(text[s - 1])) --s;
     if (s == e) break;
-    chain = std::string(text.substr(s, e - s)) + (chain.empty() ? "" : "." + chain);
+    std::string part(text.substr(s, e - s));
+    if (!chain.empty()) part += "." + chain;
+    chain = std::move(part);
     c = s;
   }
   return {word, chain};
@@ -720,10 +728,12 @@ std::optional<std::string> resolve_chain(const graphcore::FileOutline& outline,
                                          const std::string& chain) {
   std::string first = chain.substr(0, chain.find('.'));
   std::string rest = chain.size() > first.size() ? chain.substr(first.size()) : "";
-  for (auto it = outline.imports.rbegin(); it != outline.imports.rend(); ++it) {
-    if (it->local == first && it->level == 0) return it->target + rest;
+  // The last binding of the name wins, as in Python.
+  std::optional<std::string> found;
+  for (const auto& binding : outline.imports) {
+    if (binding.local == first && binding.level == 0) found = binding.target + rest;
   }
-  return std::nullopt;
+  return found;
 }
 
 struct CallSite {

@@ -69,17 +69,19 @@ Settings parse_settings(const Json& j, std::vector<std::string>& problems) {
   Settings s;
   if (!j.is_object()) return s;
   if (auto t = j.find("target"); t != j.end() && t->is_string()) {
-    if (auto n = normalize_target(t->get<std::string>()))
+    if (auto n = normalize_target(t->get<std::string>())) {
       s.target = *n;
-    else
+    } else {
       problems.push_back("unknown target `" + t->get<std::string>() + "`");
+    }
   }
   for (const char* key : {"mindsporeVersion", "mindspore_version"}) {
     if (auto v = j.find(key); v != j.end() && v->is_string() && !v->get<std::string>().empty()) {
-      if (auto ver = graphcore::Version::parse(v->get<std::string>()))
+      if (auto ver = graphcore::Version::parse(v->get<std::string>())) {
         s.mindspore_version = *ver;
-      else
+      } else {
         problems.push_back("invalid MindSpore version `" + v->get<std::string>() + "`");
+      }
     }
   }
   if (auto in = j.find("inputs"); in != j.end() && in->is_object()) {
@@ -88,10 +90,14 @@ Settings parse_settings(const Json& j, std::vector<std::string>& problems) {
       for (const auto& spec : specs.is_array() ? specs : Json::array({specs})) {
         if (!spec.is_string()) continue;
         std::string err;
-        if (auto t = graphcore::parse_input_spec(spec.get<std::string>(), &err))
+        if (auto t = graphcore::parse_input_spec(spec.get<std::string>(), &err)) {
           types.push_back(*t);
-        else
-          problems.push_back("input `" + spec.get<std::string>() + "` for " + file + ": " + err);
+        } else {
+          std::string problem = "input `" + spec.get<std::string>() + "` for " + file;
+          problem += ": ";
+          problem += err;
+          problems.push_back(std::move(problem));
+        }
       }
       s.inputs[file] = std::move(types);
     }
@@ -446,10 +452,11 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       std::shared_ptr<std::map<std::string, std::pair<std::shared_ptr<const std::string>,
                                                       std::unique_ptr<PositionConverter>>>>
           cache = nullptr) {
-    if (!cache)
+    if (!cache) {
       cache =
           std::make_shared<std::map<std::string, std::pair<std::shared_ptr<const std::string>,
                                                            std::unique_ptr<PositionConverter>>>>();
+    }
     FeatureContext ctx{fa, ms_version(), encoding, client, nullptr};
     ctx.converter_for = [this, cache](const std::string& path) -> const PositionConverter* {
       auto it = cache->find(path);
@@ -578,9 +585,10 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       while (r.size() > 1 && r.back() == '/') r.pop_back();
     }
     std::vector<std::string> problems;
-    if (auto io_ = params.find("initializationOptions"); io_ != params.end() && io_->is_object())
+    if (auto io_ = params.find("initializationOptions"); io_ != params.end() && io_->is_object()) {
       client_settings =
           parse_settings(io_->contains("cellscope") ? (*io_)["cellscope"] : *io_, problems);
+    }
     load_project_config();
     for (const auto& p : problems) log(2, "initializationOptions: " + p);
     state = State::kRunning;
@@ -644,7 +652,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
   void pull_configuration() {
     std::weak_ptr<Impl> weak = weak_from_this();
     rpc.call("workspace/configuration", {{"items", Json::array({{{"section", "cellscope"}}})}},
-             [weak](std::optional<Json> result, std::optional<RpcError>) {
+             [weak](std::optional<Json> result, const std::optional<RpcError>&) {
                auto self = weak.lock();
                if (!self || !result || !result->is_array() || result->empty()) return;
                self->apply_client_settings((*result)[0]);
@@ -698,18 +706,20 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         s.reset();
         size_t files = idx.scan(roots_copy, progress);
         if (auto s2 = weak.lock()) {
-          if (use_progress)
+          if (use_progress) {
             s2->rpc.notify("$/progress",
                            {{"token", token},
                             {"value",
                              {{"kind", "end"},
                               {"message", std::to_string(files) + " Python files indexed"}}}});
+          }
         }
       });
     };
     if (work_done_progress) {
-      rpc.call("window/workDoneProgress/create", {{"token", token}},
-               [begin](std::optional<Json>, std::optional<RpcError> err) { begin(!err); });
+      rpc.call(
+          "window/workDoneProgress/create", {{"token", token}},
+          [begin](const std::optional<Json>&, const std::optional<RpcError>& err) { begin(!err); });
     } else {
       begin(false);
     }
@@ -802,9 +812,10 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       for (auto& w : it->second.waiters) w(nullptr);
       std::string path = it->second.doc.path;
       docs.erase(it);
-      if (!pull_diagnostics)
+      if (!pull_diagnostics) {
         rpc.notify("textDocument/publishDiagnostics",
                    {{"uri", uri}, {"diagnostics", Json::array()}});
+      }
       // Importers now read the file from disk.
       reschedule_dependents(path, path);
       index.refresh_from_disk(path);
@@ -824,10 +835,11 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         bool open = false;
         for (const auto& [u, od] : docs) open |= od.doc.path == norm;
         if (!open) {
-          if (type == 3)
+          if (type == 3) {
             index.remove(norm);
-          else
+          } else {
             submit_index_refresh(norm);
+          }
         }
         if (type != 2) structure_changed = true;  // created / deleted: imports may resolve now
         if (!open) reschedule_dependents(norm, "");
@@ -868,7 +880,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
 
     auto analysed = [this](const char* method,
                            std::function<Json(const FeatureContext&, const Json&)> fn) {
-      rpc.on_async_request(method, [this, fn](const Json& p, Context ctx) {
+      rpc.on_async_request(method, [this, fn](const Json& p, const Context& ctx) {
         std::string uri = p.at("textDocument").at("uri").get<std::string>();
         with_analysis(uri, [this, fn, p, ctx](const std::shared_ptr<const FileAnalysis>& fa) {
           if (!fa) {
@@ -937,25 +949,28 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     rpc.on_request("workspace/symbol", [this](const Json& p, const Context&) {
       return index.query(p.at("query").get<std::string>(), 256);
     });
-    rpc.on_async_request("workspace/executeCommand", [this](const Json& p, Context ctx) {
+    rpc.on_async_request("workspace/executeCommand", [this](const Json& p, const Context& ctx) {
       std::string command = p.at("command").get<std::string>();
       Json args = p.value("arguments", Json::array());
       if (command == "cellscope.setTarget") {
-        if (args.empty() || !args[0].is_string())
+        if (args.empty() || !args[0].is_string()) {
           return ctx.error(
               RpcError(ErrorCode::kInvalidParams, "cellscope.setTarget needs a target name"));
+        }
         auto t = normalize_target(args[0].get<std::string>());
-        if (!t)
+        if (!t) {
           return ctx.error(RpcError(ErrorCode::kInvalidParams,
                                     "unknown target `" + args[0].get<std::string>() + "`"));
+        }
         client_settings.target = *t;
         for (auto& [uri, od] : docs) schedule(uri, true);
         return ctx.reply({{"target", *t}});
       }
       if (command == "cellscope.visualizeGraph") {
-        if (args.empty() || !args[0].is_string())
+        if (args.empty() || !args[0].is_string()) {
           return ctx.error(
               RpcError(ErrorCode::kInvalidParams, "cellscope.visualizeGraph needs a document URI"));
+        }
         std::string uri = args[0].get<std::string>();
         std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";
         if (!docs.count(uri))
@@ -1030,7 +1045,7 @@ int run_stdio_server(const ServerOptions& options, const std::string& log_file) 
   LanguageServer server(io, dispatcher, options);
   server.set_exit_handler([&] { dispatcher.when_idle([&] { transport.close(); }); });
   server.attach();
-  transport.start([&](rpc::Frame f) { dispatcher.handle_frame(f); },
+  transport.start([&](const rpc::Frame& f) { dispatcher.handle_frame(f); },
                   [&](const std::string& error) {
                     if (!error.empty()) spdlog::error("input: {}", error);
                     dispatcher.fail_pending_calls("the client went away");
