@@ -617,6 +617,27 @@ void Dispatcher::handle_notification(const std::string& method, const Json& para
   }
 }
 
+void CancellationToken::cancel() const {
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->flag.exchange(true)) return;
+    callbacks.swap(state_->callbacks);
+  }
+  for (auto& fn : callbacks) fn();
+}
+
+void CancellationToken::on_cancel(std::function<void()> fn) const {
+  {
+    std::lock_guard lock(state_->mutex);
+    if (!state_->flag.load()) {
+      state_->callbacks.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
 void Dispatcher::cancel_request(const Json& params) {
   const auto id_it = params.is_object() ? params.find("id") : params.end();
   const std::optional<RequestId> id = id_it != params.end() ? id_from_json(*id_it) : std::nullopt;
@@ -624,9 +645,14 @@ void Dispatcher::cancel_request(const Json& params) {
     spdlog::debug("rpc: $/cancelRequest without a valid id ignored");
     return;
   }
-  std::lock_guard lock(core_->mutex);
-  const auto it = core_->in_flight.find(*id);
-  if (it != core_->in_flight.end()) it->second.cancel();
+  std::optional<CancellationToken> token;
+  {
+    std::lock_guard lock(core_->mutex);
+    const auto it = core_->in_flight.find(*id);
+    if (it != core_->in_flight.end()) token = it->second;
+  }
+  // Outside the lock: on_cancel callbacks may reply, which takes it.
+  if (token) token->cancel();
 }
 
 void Dispatcher::handle_response(const Json& message) {

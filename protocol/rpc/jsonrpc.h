@@ -27,11 +27,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -90,15 +92,24 @@ bool is_valid_utf8(std::string_view text);
 std::optional<RequestId> peek_id(std::string_view json_prefix);
 
 // Set by $/cancelRequest (or by anyone holding a copy); read by handlers, from any thread.
+// Handlers that park a request (e.g. until an analysis is done) can ask to be told at once.
 class CancellationToken {
  public:
-  CancellationToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
-  bool cancelled() const { return flag_->load(std::memory_order_relaxed); }
-  void cancel() const { flag_->store(true, std::memory_order_relaxed); }
-  bool same_as(const CancellationToken& other) const { return flag_ == other.flag_; }
+  CancellationToken() : state_(std::make_shared<State>()) {}
+  bool cancelled() const { return state_->flag.load(std::memory_order_relaxed); }
+  // Sets the flag, then runs (once, on the cancelling thread) the callbacks registered so far.
+  void cancel() const;
+  // Runs `fn` when the token is cancelled: at once if it already is, else from cancel().
+  void on_cancel(std::function<void()> fn) const;
+  bool same_as(const CancellationToken& other) const { return state_ == other.state_; }
 
  private:
-  std::shared_ptr<std::atomic<bool>> flag_;
+  struct State {
+    std::atomic<bool> flag{false};
+    std::mutex mutex;
+    std::vector<std::function<void()>> callbacks;
+  };
+  std::shared_ptr<State> state_;
 };
 
 namespace detail {

@@ -880,9 +880,17 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
 
     auto analysed = [this](const char* method,
                            std::function<Json(const FeatureContext&, const Json&)> fn) {
-      rpc.on_async_request(method, [this, fn](const Json& p, const Context& ctx) {
+      rpc.on_async_request(method, [this, fn](const Json& p, const Context& request) {
         std::string uri = p.at("textDocument").at("uri").get<std::string>();
-        with_analysis(uri, [this, fn, p, ctx](const std::shared_ptr<const FileAnalysis>& fa) {
+        // A request parked until the analysis is done is answered (RequestCancelled) as soon as
+        // it is cancelled. The callback holds the request weakly: no cycle through the token.
+        auto slot = std::make_shared<Context>(request);
+        request.token().on_cancel([weak = std::weak_ptr<Context>(slot)] {
+          if (auto parked = weak.lock()) parked->reply(nullptr);
+        });
+        with_analysis(uri, [this, fn, p, slot](const std::shared_ptr<const FileAnalysis>& fa) {
+          const Context& ctx = *slot;
+          if (ctx.replied()) return;  // cancelled while it waited
           if (!fa) {
             ctx.reply(nullptr);
             return;

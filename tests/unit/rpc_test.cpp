@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <optional>
 #include <vector>
 
 #include "rpc/framing.h"
@@ -655,6 +656,48 @@ TEST(RpcStdioTest, CloseStopsReadingAndFlushesWrites) {
   const ssize_t n = ::read(out[0], buf, sizeof buf);
   EXPECT_EQ(std::string(buf, n > 0 ? n : 0), framed(R"({"jsonrpc":"2.0","id":1,"result":null})"));
   for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+}
+
+}  // namespace
+}  // namespace cellscope::rpc
+
+namespace cellscope::rpc {
+namespace {
+
+TEST(CancellationTokenCallbacks, RunOnceWhenCancelledOrAtOnceIfAlreadyCancelled) {
+  CancellationToken token;
+  int calls = 0;
+  token.on_cancel([&] { ++calls; });
+  token.on_cancel([&] { calls += 10; });
+  EXPECT_EQ(calls, 0);
+  CancellationToken copy = token;
+  copy.cancel();
+  EXPECT_TRUE(token.cancelled());
+  EXPECT_EQ(calls, 11);
+  token.cancel();  // a second cancel runs nothing again
+  EXPECT_EQ(calls, 11);
+  token.on_cancel([&] { calls += 100; });  // already cancelled: runs at once
+  EXPECT_EQ(calls, 111);
+}
+
+TEST(CancellationTokenCallbacks, ACancelRequestLetsAParkedAsyncRequestAnswerAtOnce) {
+  std::vector<std::string> sent;
+  Dispatcher rpc([&](std::string body) { sent.push_back(std::move(body)); });
+  std::optional<Context> parked;
+  rpc.on_async_request("slow", [&](const Json&, Context ctx) {
+    ctx.token().on_cancel([ctx] { ctx.reply(nullptr); });
+    parked = ctx;  // never answered by the handler itself
+  });
+  rpc.handle_message(R"({"jsonrpc":"2.0","id":7,"method":"slow","params":{}})");
+  EXPECT_TRUE(sent.empty());
+  rpc.handle_message(R"({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}})");
+  ASSERT_EQ(sent.size(), 1u);
+  const Json response = Json::parse(sent[0]);
+  EXPECT_EQ(response["id"], 7);
+  EXPECT_EQ(response["error"]["code"], -32800);
+  parked->reply(Json("late"));  // ignored: the request was answered
+  EXPECT_EQ(sent.size(), 1u);
+  EXPECT_EQ(rpc.in_flight(), 0u);
 }
 
 }  // namespace
