@@ -4,6 +4,8 @@
 // (kernels.cpp), and a list scheduler places the kernels on the cores in execution order.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -111,6 +113,7 @@ class Estimator {
     }
     // Forward kernels in execution order, then (train) backward kernels in reverse order, then
     // the optimizer updates.
+    kernels_.reserve(g_.nodes.size() * (train_ ? 3 : 1));
     for (uint32_t i = 0; i < g_.nodes.size(); ++i) forward(i, &out);
     if (train_) {
       for (uint32_t i = static_cast<uint32_t>(g_.nodes.size()); i-- > 0;) backward(i);
@@ -143,9 +146,23 @@ class Estimator {
     const auto& n = g_.nodes[v.node];
     const Format f = t_.ascend && v.output < n.formats.size() ? n.formats[v.output]
                                                               : default_format(ty->shape.rank());
-    TensorType probe{ty->shape, DType::Float16};
-    const auto b = tensor_bytes(probe, f);
-    return b ? static_cast<double>(*b) / 2 : 0;
+    // As tensor_bytes() counts them: C padded to C0 in NC1HWC0, the last two dimensions to
+    // 16 x C0 in FRACTAL_NZ.
+    const Shape& sh = ty->shape;
+    if (!sh.ranked) return 0;
+    const size_t rank = sh.rank();
+    const double c0 = dtype_size(ty->dtype) == 1 ? 32 : 16;  // 8-bit types: C0 = 32
+    auto up = [](double x, double m) { return std::ceil(x / m) * m; };
+    double e = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      if (!sh.dims[d].is_known()) return 0;
+      double extent = static_cast<double>(sh.dims[d].value());
+      if (f == Format::NC1HWC0 && rank == 4 && d == 1) extent = up(extent, c0);
+      if (f == Format::FRACTAL_NZ && rank >= 2 && d + 2 == rank) extent = up(extent, 16);
+      if (f == Format::FRACTAL_NZ && rank >= 2 && d + 1 == rank) extent = up(extent, c0);
+      e *= extent;
+    }
+    return e;
   }
   double bytes(const ValueRef& v) const {
     const TensorType* ty = type_of(v);
@@ -314,13 +331,40 @@ class Estimator {
     return kernels_.back();
   }
 
+  // Problems repeat (every block of a deep network has the same convolutions): each distinct
+  // problem is modelled once.
+  static std::string problem_key(char kind, std::initializer_list<double> fields) {
+    std::string key(1, kind);
+    for (double f : fields) key.append(reinterpret_cast<const char*>(&f), sizeof f);
+    return key;
+  }
+  static std::string problem_key(char kind, const CubeProblem& p) {
+    return problem_key(kind, {p.batch, p.m, p.k, p.n, static_cast<double>(p.in_bytes),
+                              static_cast<double>(p.out_bytes), static_cast<double>(p.epilogue_ops),
+                              p.a_gm_bytes, p.b_gm_bytes, p.c_gm_bytes, p.a_l2_fraction});
+  }
+  static std::string problem_key(char kind, const VectorProblem& p) {
+    return problem_key(kind, {p.elements, p.in_bytes, p.out_bytes, p.ops_per_element,
+                              static_cast<double>(p.elem_bytes), p.l2_fraction});
+  }
+
   KernelEstimate cube(const CubeProblem& p) {
-    if (t_.ascend) return model_cube_kernel(t_, p);
+    if (t_.ascend) {
+      auto key = problem_key('c', p);
+      auto it = memo_.find(key);
+      if (it == memo_.end()) it = memo_.emplace(std::move(key), model_cube_kernel(t_, p)).first;
+      return it->second;
+    }
     return cpu_kernel(2 * p.batch * p.m * p.k * p.n, p.a_gm_bytes + p.b_gm_bytes + p.c_gm_bytes,
                       true);
   }
   KernelEstimate vector(const VectorProblem& p) {
-    if (t_.ascend) return model_vector_kernel(t_, p);
+    if (t_.ascend) {
+      auto key = problem_key('v', p);
+      auto it = memo_.find(key);
+      if (it == memo_.end()) it = memo_.emplace(std::move(key), model_vector_kernel(t_, p)).first;
+      return it->second;
+    }
     return cpu_kernel(p.elements * p.ops_per_element, p.in_bytes + p.out_bytes, false);
   }
 
@@ -737,21 +781,32 @@ class Estimator {
       if (u == Unit::Vector && t_.ascend && !t_.separated) return static_cast<int>(Unit::Cube);
       return static_cast<int>(u);
     };
-    std::unordered_map<int, std::vector<double>> idle_since;
+    // Per pool, its cores from least to most recently used: a kernel takes the first
+    // `block_dim` and they move to the back (on one stream they all finish together).
+    std::unordered_map<int, std::vector<uint32_t>> lru;
     double clock = 0;  // us
     ModelEstimate& e = out->estimate;
     for (auto& k : kernels_) {
       const uint32_t size = pool_size(k.unit);
-      auto& idle = idle_since[pool_of(k.unit)];
-      if (idle.size() < std::max(size, pool_size(Unit::Vector))) {
-        idle.resize(std::max(size, pool_size(Unit::Vector)), 0);
+      auto& order = lru[pool_of(k.unit)];
+      if (order.size() < size) {
+        for (auto c = static_cast<uint32_t>(order.size()); c < size; ++c) order.push_back(c);
       }
       k.block_dim = std::clamp<uint32_t>(k.block_dim, 1, size);
-      std::vector<uint32_t> order(size);
-      std::iota(order.begin(), order.end(), 0u);
-      std::stable_sort(order.begin(), order.end(),
-                       [&idle](uint32_t a, uint32_t b) { return idle[a] < idle[b]; });
-      k.core_ids.assign(order.begin(), order.begin() + k.block_dim);
+      // Cores of a shared pool beyond this unit's count (vector kernels on a coupled chip's
+      // cube cores) are skipped.
+      k.core_ids.clear();
+      std::vector<uint32_t> rest;
+      rest.reserve(order.size());
+      for (uint32_t c : order) {
+        if (k.core_ids.size() < k.block_dim && c < size) {
+          k.core_ids.push_back(c);
+        } else {
+          rest.push_back(c);
+        }
+      }
+      std::copy(k.core_ids.begin(), k.core_ids.end(), std::back_inserter(rest));
+      order.swap(rest);
       std::sort(k.core_ids.begin(), k.core_ids.end());
       const bool launched =
           k.unit != Unit::Host && k.bound != "unsupported" && k.bound != "unknown-shape";
@@ -759,7 +814,6 @@ class Estimator {
       k.start_us = clock;
       k.time_us = k.cycles / t_.frequency_mhz + dispatch;
       clock += k.time_us;
-      for (uint32_t c : k.core_ids) idle[c] = clock;
       const double gm = k.gm_read_bytes + k.gm_write_bytes;
       k.bandwidth_gbps = k.time_us > 0 ? gm / (k.time_us * 1e3) : 0;
       if (launched && k.cycles / t_.frequency_mhz < dispatch) k.bound = "dispatch";
@@ -833,6 +887,7 @@ class Estimator {
   };
   std::unordered_map<uint32_t, Attn> attn_;
   std::vector<KernelEstimate> kernels_;
+  std::unordered_map<std::string, KernelEstimate> memo_;
   std::unordered_set<std::string> notes_;
 };
 
