@@ -393,7 +393,9 @@ void fill_kernel(const graphcore::KernelEstimate& k, const graphcore::OptimizedG
   o->set_macs(k.macs);
   o->set_bound(k.bound);
   o->set_tiles(static_cast<double>(k.tiles));
-  for (const auto& t : k.tiling) {
+  if (!k.detail) return;
+  const auto& detail = *k.detail;
+  for (const auto& t : detail.tiling) {
     auto* x = o->add_tiling();
     x->set_buffer(t.buffer);
     x->set_tile(t.tile);
@@ -401,20 +403,20 @@ void fill_kernel(const graphcore::KernelEstimate& k, const graphcore::OptimizedG
     x->set_copies(t.copies);
     x->set_capacity(static_cast<double>(t.capacity));
   }
-  for (const auto& l : k.loops) {
+  for (const auto& l : detail.loops) {
     auto* x = o->add_loops();
     x->set_var(l.var);
     x->set_trips(static_cast<double>(l.trips));
     x->set_what(l.what);
   }
-  for (const auto& d : k.dma) {
+  for (const auto& d : detail.dma) {
     auto* x = o->add_dma();
     x->set_channel(d.channel);
     x->set_from(d.from);
     x->set_to(d.to);
     x->set_bytes(std::round(d.bytes));
   }
-  for (const auto& s : k.schedule) {
+  for (const auto& s : detail.schedule) {
     auto* x = o->add_schedule();
     x->set_op(s.op);
     x->set_unit(s.unit);

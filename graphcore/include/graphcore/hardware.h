@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -116,6 +117,13 @@ struct Instruction {
   double cycles = 0;   // per tile
 };
 
+struct KernelDetail {
+  std::vector<TileLevel> tiling;
+  std::vector<LoopLevel> loops;
+  std::vector<DmaTransfer> dma;
+  std::vector<Instruction> schedule;  // per tile, in issue order
+};
+
 // The model of one kernel: an optimized node's forward kernel, or in training one of its backward
 // kernels or an optimizer update.
 struct KernelEstimate {
@@ -136,10 +144,10 @@ struct KernelEstimate {
   double macs = 0;
   std::string bound;   // "compute" | "memory" | "dispatch" | "none"
   uint64_t tiles = 0;  // per core
-  std::vector<TileLevel> tiling;
-  std::vector<LoopLevel> loops;
-  std::vector<DmaTransfer> dma;
-  std::vector<Instruction> schedule;  // per tile, in issue order
+  // Tiling, loop nest, DMA bindings and instruction schedule. Kernels with the same problem
+  // (the repeated blocks of a deep network) share one; null for kernels that were not modelled
+  // (unknown shapes, unsupported operators).
+  std::shared_ptr<const KernelDetail> detail;
 };
 
 struct ModelEstimate {

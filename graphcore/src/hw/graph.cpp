@@ -385,12 +385,14 @@ class Estimator {
     k.bound = k.compute_cycles >= k.movement_cycles ? "compute" : "memory";
     const double tile = static_cast<double>(t_.cache_bytes) / 2;
     k.tiles = static_cast<uint64_t>(std::max(1.0, std::ceil(gm_bytes / k.block_dim / tile)));
-    k.tiling = {{"cache", "per-core working set (half the cache)", static_cast<uint64_t>(tile), 2,
+    KernelDetail d;
+    d.tiling = {{"cache", "per-core working set (half the cache)", static_cast<uint64_t>(tile), 2,
                  t_.cache_bytes}};
-    k.loops = {{"core", k.block_dim, "threads"}, {"tile", k.tiles, "cache-sized blocks per core"}};
-    k.schedule = {{"load", "Memory", k.tiles, k.movement_cycles},
+    d.loops = {{"core", k.block_dim, "threads"}, {"tile", k.tiles, "cache-sized blocks per core"}};
+    d.schedule = {{"load", "Memory", k.tiles, k.movement_cycles},
                   {gemm ? "fma (AVX2, 8 lanes)" : "vector op", "SIMD",
                    static_cast<uint64_t>(flops / k.block_dim / 16), k.compute_cycles}};
+    k.detail = std::make_shared<const KernelDetail>(std::move(d));
     return k;
   }
 
@@ -413,7 +415,9 @@ class Estimator {
       KernelEstimate k;
       k.unit = Unit::Host;
       k.bound = "none";
-      k.schedule = {{"relabel shape (no data moved)", "Host", 1, 0}};
+      static const auto kNoop = std::make_shared<const KernelDetail>(
+          KernelDetail{{}, {}, {}, {{"relabel shape (no data moved)", "Host", 1, 0}}});
+      k.detail = kNoop;
       add(std::move(k), i, "forward", name);
       return;
     }
@@ -453,7 +457,7 @@ class Estimator {
                     .elem_bytes = eb}),
             i, "forward", "BNTrainingUpdate");
       }
-      gemms_[i] = gm.p;
+      if (train_) gemms_[i] = gm.p;
       wrote(i);
       return;
     }
@@ -539,7 +543,7 @@ class Estimator {
     KernelEstimate k = combine({cube(qk), vector(sm), cube(pv)}, {"qk", "softmax", "pv"});
     k.macs = batch * sq * sk * (d + dv);
     add(std::move(k), i, "forward", n.op);
-    attn_[i] = {qk, sm, pv};
+    if (train_) attn_[i] = {qk, sm, pv};
   }
 
   // One kernel made of sequential sub-kernels (a fused attention: QK^T, softmax, PV).
@@ -547,13 +551,11 @@ class Estimator {
                                 const std::vector<std::string>& names) {
     KernelEstimate k = parts.front();
     k.unit = Unit::Cube;
-    k.schedule.clear();
-    k.loops.clear();
-    k.dma.clear();
     k.cycles = k.compute_cycles = k.movement_cycles = k.gm_read_bytes = k.gm_write_bytes = 0;
     k.tiles = 0;
+    KernelDetail d;
     for (size_t i = 0; i < parts.size(); ++i) {
-      auto& p = parts[i];
+      const auto& p = parts[i];
       k.cycles += p.cycles;
       k.compute_cycles += p.compute_cycles;
       k.movement_cycles += p.movement_cycles;
@@ -561,24 +563,22 @@ class Estimator {
       k.gm_write_bytes += p.gm_write_bytes;
       k.block_dim = std::max(k.block_dim, p.block_dim);
       k.tiles += p.tiles;
-      if (i > 0) {
-        for (auto& tl : p.tiling) {
-          tl.tile = names[i] + ": " + tl.tile;
-          k.tiling.push_back(tl);
-        }
-      } else {
-        for (auto& tl : k.tiling) tl.tile = names[i] + ": " + tl.tile;
+      if (!p.detail) continue;
+      for (auto tl : p.detail->tiling) {
+        tl.tile = names[i] + ": " + tl.tile;
+        d.tiling.push_back(std::move(tl));
       }
-      for (auto& l : p.loops) {
+      for (auto l : p.detail->loops) {
         l.var = names[i] + "." + l.var;
-        k.loops.push_back(l);
+        d.loops.push_back(std::move(l));
       }
-      for (auto& d : p.dma) k.dma.push_back(d);
-      for (auto& s : p.schedule) {
-        s.op = names[i] + ": " + s.op;
-        k.schedule.push_back(s);
+      for (const auto& x : p.detail->dma) d.dma.push_back(x);
+      for (auto x : p.detail->schedule) {
+        x.op = names[i] + ": " + x.op;
+        d.schedule.push_back(std::move(x));
       }
     }
+    k.detail = std::make_shared<const KernelDetail>(std::move(d));
     k.bound = k.compute_cycles >= k.movement_cycles ? "compute" : "memory";
     return k;
   }
@@ -594,8 +594,11 @@ class Estimator {
     k.compute_cycles = k.cycles;
     k.gm_read_bytes = io_bytes;
     k.bound = "compute";
-    k.schedule = {
-        {"AI CPU kernel (scalar loop)", "AICPU", static_cast<uint64_t>(elements), k.cycles}};
+    k.detail = std::make_shared<const KernelDetail>(KernelDetail{
+        {},
+        {},
+        {},
+        {{"AI CPU kernel (scalar loop)", "AICPU", static_cast<uint64_t>(elements), k.cycles}}});
     return k;
   }
 

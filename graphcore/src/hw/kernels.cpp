@@ -51,6 +51,7 @@ std::string num(double v) {
 
 KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) {
   KernelEstimate k;
+  KernelDetail d;
   k.unit = Unit::Cube;
   const bool int8 = p.in_bytes == 1;
   const double k0_elems = int8 ? 32 : 16;  // K elements of one fractal ([DtypeMKN])
@@ -158,7 +159,7 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
                 : "memory";
 
   const std::string dt = int8 ? "int8" : "fp16";
-  k.tiling = {
+  d.tiling = {
       {"L1",
        "A " + num(m0 * 16) + "x" + num(k1 * k0_elems) + " + B " + num(k1 * k0_elems) + "x" +
            num(n0 * 16) + " " + dt,
@@ -176,10 +177,10 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
   };
   if (!t.separated) {
     const double ub_tile = std::min(static_cast<double>(t.ub_bytes) / 2, m0 * n0 * acc_frac_bytes);
-    k.tiling.push_back({"UB", "C tile epilogue (fp32 -> " + dt + ")",
+    d.tiling.push_back({"UB", "C tile epilogue (fp32 -> " + dt + ")",
                         static_cast<uint64_t>(ub_tile), 2, t.ub_bytes});
   }
-  k.loops = {
+  d.loops = {
       {"b", static_cast<uint64_t>(batch), "independent products"},
       {"mo", static_cast<uint64_t>(m_tiles), "M blocks of " + num(m0 * 16) + " rows"},
       {"no", static_cast<uint64_t>(n_tiles), "N blocks of " + num(n0 * 16) + " columns"},
@@ -191,19 +192,19 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
        "b x mo x no x ks tiles split across cores: " + num(tiles_per_core) + " per core"},
   };
   const double per_core_in = stream / k.block_dim;
-  k.dma = {
+  d.dma = {
       {"MTE2", "GM", "L1", per_core_in},
       {"MTE1", "L1", "L0A", tiles_per_core * k_steps * am * ak * frac_bytes},
       {"MTE1", "L1", "L0B", tiles_per_core * k_steps * ak * an * frac_bytes},
   };
   if (t.separated) {
-    k.dma.push_back({"FixPipe", "L0C", "GM", out_bytes_total / k.block_dim});
+    d.dma.push_back({"FixPipe", "L0C", "GM", out_bytes_total / k.block_dim});
   } else {
-    k.dma.push_back({"MTE1", "L0C", "UB", tiles_per_core * out_elems_tile * 4});
-    k.dma.push_back({"MTE3", "UB", "GM", out_bytes_total / k.block_dim});
+    d.dma.push_back({"MTE1", "L0C", "UB", tiles_per_core * out_elems_tile * 4});
+    d.dma.push_back({"MTE3", "UB", "GM", out_bytes_total / k.block_dim});
   }
   const auto ks = static_cast<uint64_t>(k_steps);
-  k.schedule = {
+  d.schedule = {
       {"load A,B panels GM->L1", "MTE2", ks, k_steps * mte2},
       {"load3d/load2d A L1->L0A", "MTE1", ks,
        k_steps * am * ak * frac_bytes / t.l1_to_l0a_bytes_per_cycle},
@@ -213,21 +214,23 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
        k_steps * mmad},
   };
   if (t.separated) {
-    k.schedule.push_back({"fixpipe L0C->GM (+epilogue)", "FixPipe", 1, store});
+    d.schedule.push_back({"fixpipe L0C->GM (+epilogue)", "FixPipe", 1, store});
   } else {
-    k.schedule.push_back({"move L0C->UB", "MTE1", 1, l0c_ub});
-    k.schedule.push_back(
+    d.schedule.push_back({"move L0C->UB", "MTE1", 1, l0c_ub});
+    d.schedule.push_back(
         {"vector epilogue (" + num(1 + p.epilogue_ops) + " ops)", "Vector",
          static_cast<uint64_t>((1 + p.epilogue_ops) *
                                ceil_div(out_elems_tile, t.vector_bytes_per_cycle / 4)),
          vec});
-    k.schedule.push_back({"store UB->GM", "MTE3", 1, store});
+    d.schedule.push_back({"store UB->GM", "MTE3", 1, store});
   }
+  k.detail = std::make_shared<const KernelDetail>(std::move(d));
   return k;
 }
 
 KernelEstimate model_vector_kernel(const HardwareTarget& t, const VectorProblem& p) {
   KernelEstimate k;
+  KernelDetail d;
   k.unit = Unit::Vector;
   const double elems = std::max(0.0, p.elements);
   const double total = p.in_bytes + p.out_bytes;
@@ -271,23 +274,24 @@ KernelEstimate model_vector_kernel(const HardwareTarget& t, const VectorProblem&
   k.gm_write_bytes = p.out_bytes;
   k.bound = vec >= std::max(mte2, mte3) ? "compute" : "memory";
   const std::string dt = eb == 2 ? "fp16" : eb == 4 ? "fp32" : eb == 1 ? "int8" : "x" + num(eb);
-  k.tiling = {{"UB",
+  d.tiling = {{"UB",
                num(tile_elems) + " elements " + dt + " (in " + num(in_tile) + " B + out " +
                    num(out_tile) + " B)",
                static_cast<uint64_t>(in_tile + out_tile), 2, t.ub_bytes}};
-  k.loops = {
+  d.loops = {
       {"core", k.block_dim, num(per_core_elems) + " elements per core"},
       {"tile", static_cast<uint64_t>(tiles), num(tile_elems) + " elements per UB tile"},
       {"repeat", static_cast<uint64_t>(repeats),
        num(lanes) + " lanes x " + num(p.ops_per_element) + " ops, <= 255 repeats per instruction"},
   };
-  k.dma = {{"MTE2", "GM", "UB", p.in_bytes / k.block_dim},
+  d.dma = {{"MTE2", "GM", "UB", p.in_bytes / k.block_dim},
            {"MTE3", "UB", "GM", p.out_bytes / k.block_dim}};
-  k.schedule = {
+  d.schedule = {
       {"load GM->UB", "MTE2", 1, mte2},
       {"vector ops", "Vector", static_cast<uint64_t>(issues), vec},
       {"store UB->GM", "MTE3", 1, mte3},
   };
+  k.detail = std::make_shared<const KernelDetail>(std::move(d));
   return k;
 }
 
