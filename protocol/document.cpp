@@ -483,6 +483,7 @@ void add_hardware_layer(const graphcore::HardwareGraph& hw, const graphcore::Opt
   est->set_cube_ms(e.cube_ms);
   est->set_vector_ms(e.vector_ms);
   est->set_aicpu_ms(e.aicpu_ms);
+  est->set_cpu_ms(e.cpu_ms);
   est->set_dispatch_ms(e.dispatch_ms);
   est->set_macs(e.macs);
   est->set_gm_bytes(std::round(e.gm_bytes));

@@ -570,12 +570,18 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
     out << "    step         forward " << fixed(e.forward_ms(), 3) << " ms, backward "
         << fixed(e.backward_ms(), 3) << " ms, optimizer " << fixed(e.optimizer_ms(), 3) << " ms\n";
   }
-  out << "    by unit      cube " << fixed(e.cube_ms(), 3) << " ms, vector "
-      << fixed(e.vector_ms(), 3) << " ms, aicpu " << fixed(e.aicpu_ms(), 3) << " ms, dispatch "
-      << fixed(e.dispatch_ms(), 3) << " ms\n";
+  if (hw.ascend()) {
+    out << "    by unit      cube " << fixed(e.cube_ms(), 3) << " ms, vector "
+        << fixed(e.vector_ms(), 3) << " ms, aicpu " << fixed(e.aicpu_ms(), 3) << " ms, dispatch "
+        << fixed(e.dispatch_ms(), 3) << " ms\n";
+  } else {
+    out << "    by unit      cpu " << fixed(e.cpu_ms(), 3) << " ms, dispatch "
+        << fixed(e.dispatch_ms(), 3) << " ms\n";
+  }
   out << "    totals       " << hw.kernels() << " kernels, " << flops_string(2 * e.macs())
-      << " on the cube (" << fixed(100 * e.cube_utilization(), 1) << "% of peak), "
-      << bytes_string(e.gm_bytes()) << " global-memory traffic\n";
+      << (hw.ascend() ? " on the cube (" : " in matrix products (")
+      << fixed(100 * e.cube_utilization(), 1) << "% of peak), " << bytes_string(e.gm_bytes())
+      << " global-memory traffic\n";
   out << "    memory peak  " << bytes_string(e.memory_peak_bytes()) << " activations"
       << (hw.mode() == "train" ? " (every forward activation kept for backward)" : "")
       << ", weights " << bytes_string(e.weight_bytes()) << "\n";

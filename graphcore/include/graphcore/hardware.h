@@ -158,7 +158,7 @@ struct ModelEstimate {
   double latency_ms = 0;  // one batch (infer) or one training step (train)
   double throughput_per_sec = 0;
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
-  double cube_ms = 0, vector_ms = 0, aicpu_ms = 0, dispatch_ms = 0;
+  double cube_ms = 0, vector_ms = 0, aicpu_ms = 0, cpu_ms = 0, dispatch_ms = 0;
   double macs = 0;
   double gm_bytes = 0;
   double cube_utilization = 0;     // MACs / (peak MAC rate x latency)

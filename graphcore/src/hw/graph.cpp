@@ -827,6 +827,7 @@ class Estimator {
       if (k.unit == Unit::Cube) e.cube_ms += ms - dispatch / 1e3;
       if (k.unit == Unit::Vector) e.vector_ms += ms - dispatch / 1e3;
       if (k.unit == Unit::AiCpu) e.aicpu_ms += ms - dispatch / 1e3;
+      if (k.unit == Unit::Cpu) e.cpu_ms += ms - dispatch / 1e3;
       e.dispatch_ms += dispatch / 1e3;
       e.macs += k.macs;
       e.gm_bytes += gm;
