@@ -221,6 +221,10 @@ int run_check(const CheckOptions& options) {
   protocol::PositionMapper positions(sources);
   std::vector<protocol::Diagnostic> diags;
   std::set<std::string> seen;  // a file imported by several checked files reports once
+  for (const auto& d : options.common.config_diagnostics) {
+    auto pd = protocol::diagnostic(d, positions);
+    if (seen.insert(diagnostic_key(pd)).second) diags.push_back(std::move(pd));
+  }
   for (const auto& file : files) {
     const auto result = analyze_guarded(file, analysis, sources);
     for (const auto& d : result.diagnostics) {
@@ -317,7 +321,9 @@ int run_graph(const GraphOptions& options) {
 
   CachingSourceProvider sources;
   protocol::PositionMapper positions(sources);
-  const auto result = analyze_guarded(options.file, analysis, sources);
+  auto result = analyze_guarded(options.file, analysis, sources);
+  result.diagnostics.insert(result.diagnostics.begin(), options.common.config_diagnostics.begin(),
+                            options.common.config_diagnostics.end());
   auto info = document_info(analysis);
   info.layer = options.layer;
   auto doc = protocol::graph_document(result, positions, info);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "graphcore/diagnostic.h"
+
 namespace cellscope::server {
 
 inline constexpr int kExitOk = 0;
@@ -16,6 +18,8 @@ struct CommonOptions {
   std::string target = "cpu";
   std::string ms_version;  // empty: the registry's default
   std::string root;        // workspace root for absolute imports; empty: automatic
+  // Problems in the project's mindspore_config.json (reported with the analysis' diagnostics).
+  std::vector<graphcore::Diagnostic> config_diagnostics;
 };
 
 struct CheckOptions {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "commands.h"
 #include "graphcore/version.h"
 #include "lsp/server.h"
+#include "project_config.h"
 #include "protocol/document.h"
 
 #ifndef CELLSCOPE_TS_PYTHON_VERSION
@@ -215,6 +217,38 @@ int main(int argc, char** argv) {
   }
 
   if (!setup_logging(log_level, log_file)) return kExitUsage;
+
+  // mindspore_config.json (nearest to the model, not above --root): what the command line does
+  // not say explicitly.
+  auto apply_project_config = [](CLI::App* cmd, cellscope::server::CommonOptions& common,
+                                 const std::string& model, std::vector<std::string>* inputs,
+                                 const std::string& cell) {
+    std::optional<std::filesystem::path> stop;
+    if (!common.root.empty()) stop = std::filesystem::path(common.root);
+    auto config =
+        cellscope::server::load_project_config(std::filesystem::path(model).parent_path().empty()
+                                                   ? std::filesystem::path(".")
+                                                   : std::filesystem::path(model).parent_path(),
+                                               stop);
+    if (config.file.empty()) return;
+    spdlog::info("project configuration: {}", config.file);
+    if (cmd->get_option("--target")->count() == 0 && config.target) common.target = *config.target;
+    if (cmd->get_option("--ms-version")->count() == 0 && config.mindspore_version)
+      common.ms_version = config.mindspore_version->str();
+    if (inputs && inputs->empty()) {
+      for (const auto& t : config.inputs_for(cell, model)) {
+        std::string spec;
+        for (const auto& d : t.shape.dims) spec += (spec.empty() ? "" : ",") + d.str();
+        inputs->push_back(spec + ":" + std::string(graphcore::dtype_name(t.dtype)));
+      }
+    }
+    common.config_diagnostics = std::move(config.diagnostics);
+  };
+  if (check_cmd->parsed() && !check.paths.empty())
+    apply_project_config(check_cmd, check.common, check.paths.front(), nullptr, "");
+  if (graph_cmd->parsed())
+    apply_project_config(graph_cmd, graph.common, graph.file,
+                         graph.entries.empty() ? &graph.inputs : nullptr, graph.cell.value_or(""));
   spdlog::debug("{}", version_text());
 
   try {

@@ -90,6 +90,9 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "the hardware layer's target cannot run this operator (e.g. ops.Custom with "
      "func_type='pyfunc' on an Ascend target, or 'tbe'/'aicpu' on cpu); located on its source "
      "line"},
+    {"invalid-config", "error",
+     "a value in mindspore_config.json that Cellscope cannot use (not JSON, an unknown backend or "
+     "target, a bad version or input shape); located at its key, the rest of the file applies"},
     {"internal-error", "error",
      "an unexpected failure inside Cellscope for this file (a bug: please report it); other files "
      "continue"},

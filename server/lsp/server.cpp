@@ -23,6 +23,7 @@
 #include "lsp/document.h"
 #include "lsp/features.h"
 #include "lsp/workspace_index.h"
+#include "project_config.h"
 #include "protocol/document.h"
 #include "rpc/jsonrpc.h"
 #include "rpc/stdio_transport.h"
@@ -38,22 +39,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const std::vector<std::string> kTargets = {"cpu",        "gpu",        "ascend910",
-                                           "ascend910b", "ascend310p", "ascend310"};
-
 double thread_cpu_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-// "Ascend" (mindspore_config.json's backend), "CPU", "ascend910b" -> a graphcore target.
-std::optional<std::string> normalize_target(std::string t) {
-  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (t == "ascend") return std::string("ascend910b");
-  if (std::find(kTargets.begin(), kTargets.end(), t) != kTargets.end()) return t;
-  return std::nullopt;
-}
+using server::normalize_target;
 
 // Settings from the client (`cellscope.*`) and from mindspore_config.json.
 struct Settings {
@@ -179,6 +171,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
 
   Settings client_settings;
   Settings project_settings;  // mindspore_config.json
+  std::string config_file;    // the mindspore_config.json in use, if any
 
   std::map<std::string, OpenDoc> docs;  // by URI
   uint64_t seq = 0;
@@ -237,28 +230,44 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     rpc.notify("$/logTrace", p);
   }
 
+  // mindspore_config.json at the first workspace folder that has one (shared with the CLI:
+  // server/project_config.h). Its problems are published as diagnostics of that file.
   void load_project_config() {
     project_settings = Settings{};
+    std::string previous = config_file;
+    config_file.clear();
     for (const auto& root : roots) {
-      fs::path file = fs::path(root) / "mindspore_config.json";
-      std::ifstream in(file);
+      fs::path file = fs::path(root) / server::kProjectConfigName;
+      std::ifstream in(file, std::ios::binary);
       if (!in) continue;
       std::stringstream ss;
       ss << in.rdbuf();
-      Json j = Json::parse(ss.str(), nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        log(1, file.string() + " is not a JSON object; it is ignored");
-        continue;
+      const std::string text = ss.str();
+      server::ProjectConfig config = server::parse_project_config(file.string(), text);
+      project_settings.target = config.target;
+      project_settings.mindspore_version = config.mindspore_version;
+      project_settings.inputs = config.inputs;
+      project_settings.debounce_ms = config.debounce_ms;
+      config_file = file.string();
+      PositionConverter conv(text, encoding);
+      Json diags = Json::array();
+      for (const auto& d : config.diagnostics) {
+        diags.push_back({{"range", conv.range(d.range)},
+                         {"severity", static_cast<int>(d.severity)},
+                         {"source", "cellscope"},
+                         {"code", d.code},
+                         {"message", d.message}});
+        log(2, config_file + ":" + std::to_string(d.range.start.line + 1) + ": " + d.message);
       }
-      std::vector<std::string> problems;
-      Json flat =
-          j.contains("cellscope") && j["cellscope"].is_object() ? j["cellscope"] : Json::object();
-      if (auto gv = j.find("graph_visualization"); gv != j.end() && gv->is_object()) {
-        if (auto b = gv->find("backend"); b != gv->end() && b->is_string()) flat["target"] = *b;
+      if (!pull_diagnostics) {
+        rpc.notify("textDocument/publishDiagnostics",
+                   {{"uri", path_to_uri(config_file)}, {"diagnostics", std::move(diags)}});
       }
-      project_settings = parse_settings(flat, problems);
-      for (const auto& p : problems) log(2, file.string() + ": " + p);
-      return;  // the first root's file wins
+      break;  // the first folder's file wins
+    }
+    if (!previous.empty() && previous != config_file && !pull_diagnostics) {
+      rpc.notify("textDocument/publishDiagnostics",
+                 {{"uri", path_to_uri(previous)}, {"diagnostics", Json::array()}});
     }
   }
 

@@ -580,5 +580,54 @@ class HardwareTests(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)  # pyfunc runs on the CPU
 
 
+
+class ProjectConfigTests(unittest.TestCase):
+    """mindspore_config.json at the workspace root: backend, version and inputs; bad values are
+    located diagnostics in the file, and the command line wins over it."""
+
+    def workspace(self, config_text):
+        d = tempfile.mkdtemp(prefix="cellscope-config-")
+        self.addCleanup(shutil.rmtree, d)
+        shutil.copy(Path(SOURCE_DIR) / LENET, Path(d) / "lenet5.py")
+        (Path(d) / "mindspore_config.json").write_text(config_text)
+        return Path(d)
+
+    def graph(self, ws, *args):
+        p = run("graph", ws / "lenet5.py", "--format", "json", *args)
+        return p, json.loads(p.stdout) if p.stdout.strip() else None
+
+    def test_backend_version_and_inputs_apply(self):
+        ws = self.workspace(json.dumps({"graph_visualization": {"enable": True, "backend": "ascend"},
+                                        "mindspore_version": "2.9.0",
+                                        "inputs": {"LeNet5": ["8,1,32,32"]}}))
+        p, doc = self.graph(ws, "--cell", "LeNet5")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(doc["target"], "ascend910b")
+        self.assertEqual(doc["mindsporeVersion"], "2.9.0")
+        self.assertEqual(doc["cells"][0]["inputs"][0]["shape"], [8, 1, 32, 32])
+        # The command line wins.
+        p, doc = self.graph(ws, "--cell", "LeNet5", "--target", "cpu", "--input", "2,1,32,32")
+        self.assertEqual(doc["target"], "cpu")
+        self.assertEqual(doc["cells"][0]["inputs"][0]["shape"], [2, 1, 32, 32])
+
+    def test_invalid_values_are_located_diagnostics(self):
+        ws = self.workspace('{\n  "graph_visualization": {"enable": true, "backend": "tpu"},\n'
+                            '  "inputs": {"*": ["1,3:float99"]}\n}\n')
+        p = run("check", ws / "lenet5.py", "--format", "json")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        diags = [d for d in json.loads(p.stdout)["diagnostics"] if d["code"] == "invalid-config"]
+        self.assertEqual(len(diags), 2, diags)
+        by_line = {d["range"]["start"]["line"]: d for d in diags}
+        self.assertIn("backend", by_line[1]["message"])
+        self.assertTrue(by_line[1]["file"].endswith("mindspore_config.json"))
+        self.assertIn("float99", by_line[2]["message"])
+
+    def test_not_json(self):
+        ws = self.workspace('{"graph_visualization": {"backend": "ascend",}')
+        p = run("check", ws / "lenet5.py")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("mindspore_config.json:1:", p.stdout)
+        self.assertIn("not valid JSON", p.stdout)
+
 if __name__ == "__main__":
     unittest.main()

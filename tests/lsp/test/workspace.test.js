@@ -256,4 +256,20 @@ test('initializationOptions and mindspore_config.json set the same settings', as
   const files = await openConfigFiles(p, ws);
   await assertSettingsApplied(p, files.net, files.ext);
   assert.equal(await p.stop(), 0);
+
+  // A bad value: a located diagnostic published for mindspore_config.json itself; the rest applies.
+  const config = path.join(ws, 'mindspore_config.json');
+  fs.writeFileSync(config, '{\n  "graph_visualization": {"backend": "tpu"},\n  "mindspore_version": "2.7.0"\n}\n');
+  const q = await startSession({ folders: [ws] });
+  t.after(() => q.dispose());
+  const published = await q.until(
+    () => q.diagnostics.find((m) => m.uri === uriOf(config) && m.diagnostics.length > 0),
+    'the config diagnostics',
+  );
+  assert.equal(published.diagnostics.length, 1);
+  const d = published.diagnostics[0];
+  assert.equal(d.code, 'invalid-config');
+  assert.equal(d.range.start.line, 1);
+  assert.match(d.message, /backend/);
+  assert.equal(await q.stop(), 0);
 });

@@ -1,0 +1,226 @@
+#include "project_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "graphcore/analysis.h"
+#include "graphcore/source.h"
+
+namespace cellscope::server {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kTargets = {"cpu",        "gpu",        "ascend910",
+                                           "ascend910b", "ascend310p", "ascend310"};
+
+// Reports problems at the first occurrence of `"key"` in the text (nlohmann keeps no positions).
+class Reporter {
+ public:
+  Reporter(const std::string& file, const std::string& text, ProjectConfig& out)
+      : file_(file), text_(text), index_(text), out_(out) {}
+  void at_key(const std::string& key, const std::string& message,
+              graphcore::Severity severity = graphcore::Severity::Error) {
+    size_t off = text_.find("\"" + key + "\"");
+    graphcore::SourceRange r;
+    if (off != std::string::npos) {
+      r.start = index_.position_of(off);
+      r.end = index_.position_of(off + key.size() + 2);
+    }
+    add(r, message, severity);
+  }
+  void at_offset(size_t off, const std::string& message) {
+    graphcore::Position p = index_.position_of(std::min(off, text_.size()));
+    add({p, {p.line, p.column + 1}}, message, graphcore::Severity::Error);
+  }
+
+ private:
+  void add(graphcore::SourceRange r, const std::string& message, graphcore::Severity severity) {
+    out_.diagnostics.push_back(
+        graphcore::Diagnostic{file_, r, severity, "invalid-config", message, {}, {}});
+  }
+  const std::string& file_;
+  const std::string& text_;
+  graphcore::LineIndex index_;
+  ProjectConfig& out_;
+};
+
+void read_settings(const Json& j, Reporter& report, ProjectConfig& out) {
+  if (auto t = j.find("target"); t != j.end()) {
+    auto n = t->is_string() ? normalize_target(t->get<std::string>()) : std::nullopt;
+    if (n) {
+      out.target = *n;
+    } else {
+      report.at_key("target",
+                    "`target` must be one of cpu, gpu, ascend910, ascend910b, "
+                    "ascend310p, ascend310 (got " +
+                        t->dump() + ")");
+    }
+  }
+  for (const char* key : {"mindspore_version", "mindsporeVersion"}) {
+    auto v = j.find(key);
+    if (v == j.end()) continue;
+    auto ver = v->is_string() ? graphcore::Version::parse(v->get<std::string>()) : std::nullopt;
+    if (ver) {
+      out.mindspore_version = *ver;
+    } else {
+      report.at_key(key, std::string("`") + key + "` must be a version such as \"2.10.0\" (got " +
+                             v->dump() + ")");
+    }
+  }
+  if (auto in = j.find("inputs"); in != j.end()) {
+    if (!in->is_object()) {
+      report.at_key("inputs",
+                    "`inputs` must map a Cell name, a file or \"*\" to input shapes, "
+                    "e.g. {\"LeNet5\": [\"32,1,32,32\"]}");
+    } else {
+      for (const auto& [key, specs] : in->items()) {
+        std::vector<graphcore::TensorType> types;
+        const Json list = specs.is_array() ? specs : Json::array({specs});
+        for (const auto& spec : list) {
+          std::string err = "not a string";
+          std::optional<graphcore::TensorType> t;
+          if (spec.is_string()) t = graphcore::parse_input_spec(spec.get<std::string>(), &err);
+          if (t) {
+            types.push_back(*t);
+          } else {
+            report.at_key(key, "input " + spec.dump() + " for `" + key + "`: " + err);
+          }
+        }
+        out.inputs[key] = std::move(types);
+      }
+    }
+  }
+  if (auto d = j.find("debounceMs"); d != j.end()) {
+    if (d->is_number_integer()) {
+      out.debounce_ms = std::clamp(d->get<int>(), 0, 5000);
+    } else {
+      report.at_key("debounceMs", "`debounceMs` must be an integer number of milliseconds");
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> normalize_target(std::string name) {
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "ascend") return std::string("ascend910b");
+  if (std::find(kTargets.begin(), kTargets.end(), name) != kTargets.end()) return name;
+  return std::nullopt;
+}
+
+std::vector<graphcore::TensorType> ProjectConfig::inputs_for(const std::string& cell,
+                                                             const std::string& model_file) const {
+  std::vector<std::string> keys;
+  if (!cell.empty()) keys.push_back(cell);
+  if (!file.empty()) {
+    std::error_code ec;
+    fs::path rel = fs::relative(fs::absolute(model_file, ec), fs::path(file).parent_path(), ec);
+    if (!ec) keys.push_back(rel.generic_string());
+  }
+  keys.push_back(fs::path(model_file).filename().string());
+  keys.emplace_back("*");
+  for (const auto& k : keys) {
+    if (auto it = inputs.find(k); it != inputs.end()) return it->second;
+  }
+  return {};
+}
+
+ProjectConfig parse_project_config(const std::string& file, const std::string& text) {
+  ProjectConfig out;
+  out.file = file;
+  Reporter report(file, text, out);
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    report.at_offset(e.byte > 0 ? e.byte - 1 : 0,
+                     std::string("mindspore_config.json is not valid JSON: ") + e.what());
+    return out;
+  }
+  if (!j.is_object()) {
+    report.at_offset(0, "mindspore_config.json must be a JSON object");
+    return out;
+  }
+  if (auto gv = j.find("graph_visualization"); gv != j.end()) {
+    if (!gv->is_object()) {
+      report.at_key("graph_visualization",
+                    "`graph_visualization` must be an object such as {\"enable\": true, "
+                    "\"backend\": \"ascend\"}");
+    } else {
+      if (auto en = gv->find("enable"); en != gv->end()) {
+        if (en->is_boolean()) {
+          out.visualization_enabled = en->get<bool>();
+        } else {
+          report.at_key("enable", "`enable` must be true or false");
+        }
+      }
+      if (auto b = gv->find("backend"); b != gv->end()) {
+        auto n = b->is_string() ? normalize_target(b->get<std::string>()) : std::nullopt;
+        if (n) {
+          out.target = *n;
+        } else {
+          report.at_key("backend",
+                        "`backend` must be \"ascend\", \"cpu\" or \"gpu\" (or a chip "
+                        "such as \"ascend910b\"); got " +
+                            b->dump());
+        }
+      }
+    }
+  }
+  read_settings(j, report, out);  // "target" here overrides the backend's default chip
+  if (auto cs = j.find("cellscope"); cs != j.end()) {
+    if (cs->is_object()) {
+      read_settings(*cs, report, out);
+    } else {
+      report.at_key("cellscope", "`cellscope` must be an object");
+    }
+  }
+  return out;
+}
+
+std::optional<fs::path> find_project_config(const fs::path& start,
+                                            const std::optional<fs::path>& stop) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(start, ec).lexically_normal();
+  if (!fs::is_directory(dir, ec)) dir = dir.parent_path();
+  const std::optional<fs::path> limit =
+      stop ? std::optional<fs::path>(fs::absolute(*stop, ec).lexically_normal()) : std::nullopt;
+  for (;;) {
+    fs::path candidate = dir / kProjectConfigName;
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+    if ((limit && dir == *limit) || dir == dir.root_path() || !dir.has_parent_path()) break;
+    fs::path parent = dir.parent_path();
+    if (parent == dir) break;
+    dir = parent;
+  }
+  return std::nullopt;
+}
+
+ProjectConfig load_project_config(const fs::path& start, const std::optional<fs::path>& stop) {
+  auto found = find_project_config(start, stop);
+  if (!found) return {};
+  std::ifstream in(*found, std::ios::binary);
+  if (!in) {
+    ProjectConfig out;
+    out.file = found->string();
+    out.diagnostics.push_back(graphcore::Diagnostic{out.file,
+                                                    {},
+                                                    graphcore::Severity::Error,
+                                                    "invalid-config",
+                                                    "cannot read " + out.file,
+                                                    {},
+                                                    {}});
+    return out;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_project_config(found->string(), ss.str());
+}
+
+}  // namespace cellscope::server

@@ -1,0 +1,59 @@
+// mindspore_config.json: the project's configuration at the workspace root, read by the CLI and
+// the language server alike. As users of the article expect:
+//
+//   {
+//     "graph_visualization": {"enable": true, "backend": "ascend"},   // backend: the target
+//     "target": "ascend910b",              // optional: the chip, overriding the backend's default
+//     "mindspore_version": "2.10.0",       // optional: the MindSpore API to check against
+//     "inputs": {"LeNet5": ["32,1,32,32"], "models/resnet.py": ["1,3,224,224"], "*": [...]}
+//   }
+//
+// A "cellscope" object may hold the same keys (and "debounceMs" for the language server). Bad
+// values become diagnostics located in the file; the rest of the file still applies.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphcore/diagnostic.h"
+#include "graphcore/shape.h"
+#include "graphcore/version.h"
+
+namespace cellscope::server {
+
+inline constexpr const char* kProjectConfigName = "mindspore_config.json";
+
+struct ProjectConfig {
+  std::string file;                   // the file read ("" when there is none)
+  bool visualization_enabled = true;  // graph_visualization.enable
+  std::optional<std::string> target;  // a graphcore target name ("ascend910b", "cpu", ...)
+  std::optional<graphcore::Version> mindspore_version;
+  // Input shapes by Cell name, by file (relative to the config's directory, or a file name),
+  // or "*" for any.
+  std::map<std::string, std::vector<graphcore::TensorType>> inputs;
+  std::optional<int> debounce_ms;
+  std::vector<graphcore::Diagnostic> diagnostics;  // problems, located in `file`
+
+  // The inputs for `cell` (may be empty) in `model_file`, or an empty list.
+  [[nodiscard]] std::vector<graphcore::TensorType> inputs_for(const std::string& cell,
+                                                              const std::string& model_file) const;
+};
+
+// "Ascend" (a backend), "CPU", "ascend910b" -> a graphcore target name; nullopt if unknown.
+std::optional<std::string> normalize_target(std::string name);
+
+// Parses the text of a mindspore_config.json; never throws.
+ProjectConfig parse_project_config(const std::string& file, const std::string& text);
+
+// The nearest mindspore_config.json in `start` or its ancestors (not above `stop` when given).
+std::optional<std::filesystem::path> find_project_config(
+    const std::filesystem::path& start, const std::optional<std::filesystem::path>& stop = {});
+
+// find + read + parse; an empty config when there is none or it cannot be read.
+ProjectConfig load_project_config(const std::filesystem::path& start,
+                                  const std::optional<std::filesystem::path>& stop = {});
+
+}  // namespace cellscope::server
