@@ -1,10 +1,12 @@
 // Unit tests of the language server's pure pieces: URIs, position encodings, incremental edits,
-// formatting. The protocol behaviour is tested against the real binary in tests/lsp/.
+// formatting, and the project configuration (mindspore_config.json) it shares with the CLI. The
+// protocol behaviour is tested against the real binary in tests/lsp/.
 #include <gtest/gtest.h>
 
 #include "lsp/convert.h"
 #include "lsp/document.h"
 #include "lsp/features.h"
+#include "project_config.h"
 
 namespace cellscope::lsp {
 namespace {
@@ -92,3 +94,50 @@ TEST(LspFormat, CountsAndFlops) {
 
 }  // namespace
 }  // namespace cellscope::lsp
+
+namespace cellscope::server {
+namespace {
+
+TEST(ProjectConfig, ReadsBackendTargetVersionAndInputs) {
+  ProjectConfig c =
+      parse_project_config("/w/mindspore_config.json",
+                           R"({"graph_visualization": {"enable": false, "backend": "Ascend"},
+          "mindspore_version": "2.9",
+          "inputs": {"LeNet5": ["8,1,32,32"], "*": "1,1,32,32:float16"},
+          "cellscope": {"debounceMs": 50}})");
+  EXPECT_TRUE(c.diagnostics.empty());
+  EXPECT_FALSE(c.visualization_enabled);
+  EXPECT_EQ(c.target, "ascend910b");
+  ASSERT_TRUE(c.mindspore_version);
+  EXPECT_EQ(c.mindspore_version->str(), "2.9.0");
+  EXPECT_EQ(c.debounce_ms, 50);
+  ASSERT_EQ(c.inputs_for("LeNet5", "/w/lenet.py").size(), 1u);
+  EXPECT_EQ(c.inputs_for("LeNet5", "/w/lenet.py")[0].str(), "(8, 1, 32, 32) f32");
+  EXPECT_EQ(c.inputs_for("Other", "/w/other.py")[0].str(), "(1, 1, 32, 32) f16");
+  // An explicit chip overrides the backend's default one.
+  EXPECT_EQ(parse_project_config("/w/c.json", R"({"graph_visualization": {"backend": "ascend"},
+                                                  "target": "ascend310p"})")
+                .target,
+            "ascend310p");
+}
+
+TEST(ProjectConfig, BadValuesAreLocatedAndTheRestApplies) {
+  ProjectConfig c = parse_project_config("/w/mindspore_config.json",
+                                         "{\n  \"graph_visualization\": {\"backend\": \"tpu\"},\n"
+                                         "  \"mindspore_version\": \"2.9.0\"\n}\n");
+  ASSERT_EQ(c.diagnostics.size(), 1u);
+  EXPECT_EQ(c.diagnostics[0].code, "invalid-config");
+  EXPECT_EQ(c.diagnostics[0].file, "/w/mindspore_config.json");
+  EXPECT_EQ(c.diagnostics[0].range.start.line, 1u);
+  EXPECT_EQ(c.diagnostics[0].range.start.column, 26u);
+  EXPECT_FALSE(c.target);
+  EXPECT_TRUE(c.mindspore_version);
+  ProjectConfig broken = parse_project_config("/w/c.json", "{\n  \"a\": 1,\n}");
+  ASSERT_EQ(broken.diagnostics.size(), 1u);
+  EXPECT_EQ(broken.diagnostics[0].range.start.line, 2u);
+  EXPECT_NE(broken.diagnostics[0].message.find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(parse_project_config("/w/c.json", "[1]").diagnostics.size(), 1u);
+}
+
+}  // namespace
+}  // namespace cellscope::server
