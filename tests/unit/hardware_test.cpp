@@ -211,6 +211,22 @@ TEST(HardwareKernels, CyclesAreMonotonicInProblemSize) {
   }
 }
 
+TEST(HardwareKernels, AllAiCoresTogetherReachTheChipBandwidth) {
+  // A memory-bound vector kernel over the AI cores only: a per-core rate from a test config
+  // (310P3: 17 B/cycle x 8 cores = 145 GB/s) must not cap the chip below its own bandwidth.
+  for (const auto& name : kAscend) {
+    SCOPED_TRACE(name);
+    HardwareTarget t = hardware_target(name);
+    t.vector_cores = t.ai_cores;
+    const double e = 1 << 26;
+    const auto k = model_vector_kernel(t, {.elements = e, .in_bytes = 2 * e, .out_bytes = 0});
+    ASSERT_EQ(k.block_dim, t.ai_cores);
+    const double gbps = k.gm_read_bytes / (k.cycles / t.frequency_mhz) / 1e3;
+    EXPECT_GT(gbps, 0.95 * t.gm_bandwidth_gbps);
+    EXPECT_LE(gbps, t.gm_bandwidth_gbps * 1.0001);
+  }
+}
+
 // --- whole graphs ----------------------------------------------------------------------------
 
 struct Model {

@@ -13,16 +13,24 @@ namespace graphcore {
 
 namespace hw {
 
+// A core's own HBM/DDR rate. The per-core rates come from test configs whose units are
+// undocumented (docs/hardware-model.md); the chip bandwidth is a product figure. A per-core rate
+// that would keep all the AI cores together below the chip's bandwidth (310P3: 17 B/cycle x 8
+// cores = 145 GB/s < 204 GB/s) contradicts it, and the chip figure wins: every core streams at
+// least its share of the chip bandwidth over the AI cores.
+double core_rate(const HardwareTarget& t, double config_rate) {
+  const double chip = t.gm_bandwidth_gbps * 1e3 / t.frequency_mhz;  // bytes per cycle
+  return std::max(config_rate, chip / std::max(1u, t.ai_cores));
+}
+
 double gm_read_rate(const HardwareTarget& t, uint32_t active_cores) {
   // Per core: its own MTE2 rate, or its share of the chip's HBM/DDR bandwidth when all active
   // cores stream at once.
-  const double chip = t.gm_bandwidth_gbps * 1e3 / t.frequency_mhz;  // bytes per cycle
-  return std::min(t.gm_read_bytes_per_cycle, chip / std::max(1u, active_cores));
+  return std::min(core_rate(t, t.gm_read_bytes_per_cycle), chip_rate(t, active_cores));
 }
 
 double gm_write_rate(const HardwareTarget& t, uint32_t active_cores) {
-  const double chip = t.gm_bandwidth_gbps * 1e3 / t.frequency_mhz;
-  return std::min(t.gm_write_bytes_per_cycle, chip / std::max(1u, active_cores));
+  return std::min(core_rate(t, t.gm_write_bytes_per_cycle), chip_rate(t, active_cores));
 }
 
 double chip_rate(const HardwareTarget& t, uint32_t active_cores) {
