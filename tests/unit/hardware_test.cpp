@@ -227,6 +227,21 @@ TEST(HardwareKernels, AllAiCoresTogetherReachTheChipBandwidth) {
   }
 }
 
+TEST(HardwareKernels, AFusedResidualIsReadInTheEpilogue) {
+  for (const auto& name : kAscend) {
+    SCOPED_TRACE(name);
+    const HardwareTarget& t = hardware_target(name);
+    CubeProblem p{.m = 64 * 56 * 56, .k = 64, .n = 256};
+    const auto plain = model_cube_kernel(t, p);
+    p.residual_gm_bytes = p.m * p.n * 2;
+    const auto res = model_cube_kernel(t, p);
+    EXPECT_DOUBLE_EQ(res.gm_read_bytes, plain.gm_read_bytes + p.residual_gm_bytes);
+    EXPECT_GT(res.cycles, plain.cycles);  // memory-bound: the extra read costs time
+    p.residual_l2_fraction = 1;
+    EXPECT_LE(model_cube_kernel(t, p).cycles, res.cycles);
+  }
+}
+
 // --- whole graphs ----------------------------------------------------------------------------
 
 struct Model {

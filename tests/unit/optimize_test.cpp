@@ -239,6 +239,59 @@ TEST(OptimizeFuseConv, ReluNotFusedWhenTheIntermediateIsReadElsewhere) {
   EXPECT_NE(decision_with(g, false, "Conv2D `conv` left alone"), nullptr);
 }
 
+TEST(OptimizeFuseConv, ResidualAddAndReluFuseIntoTheConvThatRunsLast) {
+  // A bottleneck's tail: conv + BN, then Add with a shortcut computed earlier (a projection conv
+  // + BN), then ReLU. The later conv's kernel reads the shortcut in its epilogue; the projection
+  // conv cannot take the Add (its other operand is computed after it).
+  Builder b;
+  const uint32_t x = b.input("x", {1, 16, 8, 8});
+  const uint32_t proj = b.layer("proj", "Conv2D", {x}, {1, 32, 8, 8});
+  const uint32_t pbn = b.layer("pbn", "BatchNorm", {proj}, {1, 32, 8, 8});
+  const uint32_t conv = b.layer("conv", "Conv2D", {x}, {1, 32, 8, 8});
+  const uint32_t bn = b.layer("bn", "BatchNorm", {conv}, {1, 32, 8, 8});
+  const uint32_t add = b.op("add", "Add", {bn, pbn}, {1, 32, 8, 8});
+  const uint32_t relu = b.op("relu", "ReLU", {add}, {1, 32, 8, 8});
+  b.output(relu);
+  const auto g = b.run({"fuse-conv"});
+  const OptNode* k = find(g, "conv/conv");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(origin_ids(b.rep, *k), (std::vector<std::string>{"conv", "bn", "add", "relu"}));
+  ASSERT_EQ(k->inputs.size(), 2u);
+  EXPECT_EQ(g.nodes[k->inputs[0].node].id, "x");
+  EXPECT_EQ(g.nodes[k->inputs[1].node].id, "conv/proj");
+  const auto* d = decision_with(g, true, "Conv2D + BatchNorm + Add + ReLU");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("residual Add: the epilogue reads the shortcut `pbn`"),
+            std::string::npos)
+      << d->reason;
+  const OptNode* p = find(g, "conv/proj");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(origin_ids(b.rep, *p), (std::vector<std::string>{"proj", "pbn"}));
+}
+
+TEST(OptimizeFuseConv, AnAddThatBroadcastsIsNotAResidual) {
+  Builder b;
+  const uint32_t x = b.input("x", {1, 16, 8, 8});
+  const uint32_t y = b.input("y", {1, 16, 1, 1});
+  const uint32_t conv = b.layer("conv", "Conv2D", {x}, {1, 16, 8, 8});
+  const uint32_t add = b.op("add", "Add", {conv, y}, {1, 16, 8, 8});  // broadcasts
+  const uint32_t conv2 = b.layer("conv2", "Conv2D", {add}, {1, 16, 8, 8});
+  const uint32_t add2 = b.op("add2", "Add", {conv2, x}, {1, 16, 8, 8});
+  const uint32_t mul = b.op("mul", "Mul", {add2, add2}, {1, 16, 8, 8});
+  b.output(mul);
+  b.output(add2);
+  const auto g = b.run({"fuse-conv"});
+  EXPECT_NE(find(g, "conv"), nullptr);  // left alone
+  EXPECT_NE(find(g, "add"), nullptr);
+  const auto* d = decision_with(g, false, "Conv2D `conv` left alone");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("is not a residual Add"), std::string::npos) << d->reason;
+  // A graph input of the output's shape is a valid shortcut; the sum may have other readers.
+  const OptNode* k2 = find(g, "conv/conv2");
+  ASSERT_NE(k2, nullptr);
+  EXPECT_EQ(origin_ids(b.rep, *k2), (std::vector<std::string>{"conv2", "add2"}));
+}
+
 TEST(OptimizeFuseDense, MatMulBiasActivation) {
   Builder b;
   const uint32_t x = b.input("x", {4, 16});

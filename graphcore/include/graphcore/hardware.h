@@ -203,6 +203,10 @@ struct CubeProblem {
   // on chip (load3d); its B operand is the weights, shared by the whole batch.
   double a_gm_bytes = 0, b_gm_bytes = 0, c_gm_bytes = 0;
   double a_l2_fraction = 0;  // share of A's first reads served by L2 (written by a recent kernel)
+  // A tensor of C's shape the epilogue reads (a fused residual Add's shortcut), and the share of
+  // it served by L2.
+  double residual_gm_bytes = 0;
+  double residual_l2_fraction = 0;
 };
 KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p);
 

@@ -286,6 +286,14 @@ class Estimator {
     }
     g.p.a_gm_bytes = bytes(n.inputs[0]);
     g.p.b_gm_bytes = product(w->shape, 0, w->shape.rank()) * 2;
+    // A fused residual Add reads its shortcut (an activation of the output's shape) in the
+    // epilogue.
+    if (has_origin_op(n, "Add")) {
+      for (size_t s = 1; s < n.inputs.size(); ++s) {
+        const TensorType* r = type_of(n.inputs[s]);
+        if (r != nullptr && r->shape == y) g.p.residual_gm_bytes += bytes(n.inputs[s]);
+      }
+    }
     g.p.c_gm_bytes = out_bytes(n);
     g.p.out_bytes = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
     return g;
@@ -341,7 +349,8 @@ class Estimator {
   static std::string problem_key(char kind, const CubeProblem& p) {
     return problem_key(kind, {p.batch, p.m, p.k, p.n, static_cast<double>(p.in_bytes),
                               static_cast<double>(p.out_bytes), static_cast<double>(p.epilogue_ops),
-                              p.a_gm_bytes, p.b_gm_bytes, p.c_gm_bytes, p.a_l2_fraction});
+                              p.a_gm_bytes, p.b_gm_bytes, p.c_gm_bytes, p.a_l2_fraction,
+                              p.residual_gm_bytes, p.residual_l2_fraction});
   }
   static std::string problem_key(char kind, const VectorProblem& p) {
     return problem_key(kind, {p.elements, p.in_bytes, p.out_bytes, p.ops_per_element,
@@ -435,7 +444,11 @@ class Estimator {
       }
       const bool bn = has_origin_op(n, "BatchNorm");
       const uint32_t fused = n.origins.empty() ? 0 : static_cast<uint32_t>(n.origins.size() - 1);
-      gm.p.a_l2_fraction = l2;
+      gm.p.a_l2_fraction = l2_fraction({n.inputs[0]});
+      if (gm.p.residual_gm_bytes > 0) {
+        gm.p.residual_l2_fraction =
+            l2_fraction(std::vector<ValueRef>(n.inputs.begin() + 1, n.inputs.end()));
+      }
       // Training BatchNorm needs the batch statistics of the conv output: it cannot fold into the
       // conv epilogue, and runs as BNTrainingReduce + BNTrainingUpdate (with the activation).
       gm.p.epilogue_ops = train_ && bn ? 0 : fused + (bn ? 1 : 0);
@@ -450,8 +463,9 @@ class Estimator {
                     .elem_bytes = eb,
                     .l2_fraction = 0}),
             i, "forward", "BNTrainingReduce");
+        // With the fused activation and residual Add (which reads the shortcut).
         add(vector({.elements = oe,
-                    .in_bytes = ob,
+                    .in_bytes = ob + gm.p.residual_gm_bytes,
                     .out_bytes = ob,
                     .ops_per_element = 3.0 + (fused > 1 ? fused - 1 : 0),
                     .elem_bytes = eb}),
@@ -680,6 +694,17 @@ class Estimator {
                     .ops_per_element = 4,
                     .elem_bytes = eb}),
             i, "backward", "BNTrainingReduceGrad");
+      }
+      if (f.residual_gm_bytes > 0) {
+        // A fused residual Add: its output gradient also flows to the shortcut, where it is
+        // summed with the gradient of the block's other path (AddN: two reads, one write).
+        const double ob = out_bytes(n);
+        add(vector({.elements = out_elements(n),
+                    .in_bytes = 2 * ob,
+                    .out_bytes = ob,
+                    .ops_per_element = 1,
+                    .elem_bytes = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype))}),
+            i, "backward", "AddN");
       }
       // dX = dY W^T: the forward product with K and N exchanged; dW = X^T dY: M and K exchanged.
       // Each has the forward's MACs.

@@ -143,24 +143,29 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
       (k_split > 1 ? k_split * 4.0 / std::max<uint32_t>(1, p.out_bytes) : 1);  // fp32 partials
   const double wr_rate = hw::gm_write_rate(t, k.block_dim);
   const double store = out_bytes_total / out_tiles / wr_rate;
-  double out_stage = store;
+  // A fused residual Add: the epilogue loads the shortcut's tile (MTE2, GM/L2 -> UB) and adds it.
+  const double res_hbm = p.residual_gm_bytes * (1 - p.residual_l2_fraction);
+  const double res_l2 = p.residual_gm_bytes - res_hbm;
+  const double res_load =
+      (res_hbm / rd_rate + res_l2 / t.l2_read_bytes_per_cycle) / std::max(1.0, out_tiles);
+  double out_stage = std::max(store, res_load);
   double l0c_ub = 0, vec = 0;
   if (!t.separated) {
     l0c_ub = out_elems_tile * 4 / t.l0c_to_ub_bytes_per_cycle;
     vec = out_elems_tile * (1 + p.epilogue_ops) / (t.vector_bytes_per_cycle / 4);
-    out_stage = std::max({l0c_ub, vec, store});
+    out_stage = std::max({l0c_ub, vec, store, res_load});
   }
   // HBM/DDR reads and writes of one output tile share the chip's bandwidth.
-  const double gm_shared =
-      (hbm_bytes + out_bytes_total) / k.block_dim / tiles_per_core / hw::chip_rate(t, k.block_dim);
+  const double gm_shared = (hbm_bytes + res_hbm + out_bytes_total) / k.block_dim / tiles_per_core /
+                           hw::chip_rate(t, k.block_dim);
   const double k_loop = std::max(k_steps * std::max({mmad, mte1, mte2}), gm_shared);
   const double fill = mte2 + mte1;  // the first k-step's loads cannot overlap
   const double steady = std::max(k_loop, out_stage);
   k.cycles = hw::pipeline(tiles_per_core, fill, steady, out_stage);
   k.compute_cycles = tiles_per_core * (k_steps * mmad + vec);
-  k.movement_cycles = tiles_per_core * std::max({k_steps * mte1, k_steps * mte2, gm_shared,
-                                                 t.separated ? store : l0c_ub + store});
-  k.gm_read_bytes = stream;
+  k.movement_cycles = tiles_per_core * std::max({k_steps * mte1, k_steps * mte2 + res_load,
+                                                 gm_shared, t.separated ? store : l0c_ub + store});
+  k.gm_read_bytes = stream + p.residual_gm_bytes;
   k.gm_write_bytes = out_bytes_total;
   k.bound = k_steps * mmad + vec >= std::max({k_steps * std::max(mte1, mte2), gm_shared, out_stage})
                 ? "compute"
@@ -205,6 +210,9 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
       {"MTE1", "L1", "L0A", tiles_per_core * k_steps * am * ak * frac_bytes},
       {"MTE1", "L1", "L0B", tiles_per_core * k_steps * ak * an * frac_bytes},
   };
+  if (p.residual_gm_bytes > 0) {
+    d.dma.push_back({"MTE2", "GM", "UB", p.residual_gm_bytes / k.block_dim});
+  }
   if (t.separated) {
     d.dma.push_back({"FixPipe", "L0C", "GM", out_bytes_total / k.block_dim});
   } else {
@@ -221,6 +229,9 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
       {"mmad " + num(am * 16) + "x" + num(ak * k0_elems) + "x" + num(an * 16), "Cube", ks,
        k_steps * mmad},
   };
+  if (p.residual_gm_bytes > 0) {
+    d.schedule.push_back({"load residual tile GM->UB", "MTE2", 1, res_load});
+  }
   if (t.separated) {
     d.schedule.push_back({"fixpipe L0C->GM (+epilogue)", "FixPipe", 1, store});
   } else {

@@ -1,11 +1,15 @@
 // Epilogue fusions: a Cube op followed by ops that can be applied to its output tile before it
 // is written.
 //   conv:  Conv2D (+BiasAdd) (+BatchNorm: inference statistics fold into the weights and bias)
-//          (+ReLU/ReLU6) -> FusedConv2D
+//          (+residual Add) (+ReLU/ReLU6) -> FusedConv2D. The residual Add reads a tensor of the
+//          output's shape computed before the conv (the block's shortcut) in the epilogue, as
+//          CANN's UB fusion of conv + add + relu does; the sum is never written separately.
 //   dense: MatMul reading weights (nn.Dense, or a 2-D Parameter operand) (+bias Add/BiasAdd)
 //          (+activation) -> FusedMatMul
 // The chain follows sole consumers only: when an intermediate result is also read elsewhere it
 // must be written anyway, and the ops after it are not fused (a decision records which and why).
+#include <algorithm>
+
 #include "opt/passes.h"
 
 namespace graphcore::opt {
@@ -18,7 +22,7 @@ struct Epilogue {
   std::string_view op;
   std::string_view allowed;  // for messages: "BiasAdd, BatchNorm, ReLU/ReLU6"
   // Stage of `node` as the next op after `tail` (-1: not part of the pattern).
-  int (*stage_of)(const OptimizedGraph& g, uint32_t node, uint32_t tail);
+  int (*stage_of)(const OptimizedGraph& g, uint32_t node, uint32_t tail, uint32_t anchor);
   // Stage to start at after the anchor (e.g. past the bias when the layer has one).
   int (*start_stage)(const PassContext& ctx, const OptNode& anchor);
   bool (*is_anchor)(const OptimizedGraph& g, const OptNode& n);
@@ -54,11 +58,32 @@ bool is_bias_add(const OptimizedGraph& g, uint32_t node, uint32_t tail) {
   return n.inputs[1 - other].node == tail && is_bias_operand(g, n.inputs[other]);
 }
 
-int conv_stage(const OptimizedGraph& g, uint32_t node, uint32_t tail) {
+// A residual Add: `tail` plus an activation of the same shape as the sum (no broadcast), whose
+// producer runs before the anchor conv, so the fused kernel can read it in its epilogue.
+bool is_residual_add(const OptimizedGraph& g, uint32_t node, uint32_t tail, uint32_t anchor) {
+  const OptNode& n = g.nodes[node];
+  if (n.op != "Add" || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+  const size_t other = n.inputs[0].node == tail ? 1 : 0;
+  if (n.inputs[1 - other].node != tail) return false;
+  const ValueRef r = n.inputs[other];
+  const OptNode& src = g.nodes[r.node];
+  if (src.kind != NodeKind::Op && src.kind != NodeKind::Input) return false;
+  if (r.node >= anchor || r.output >= src.outputs.size()) return false;
+  const Shape& a = src.outputs[r.output].shape;
+  const Shape& y = n.outputs[0].shape;
+  if (!a.ranked || !y.ranked || a.rank() != y.rank()) return false;
+  for (size_t d = 0; d < a.rank(); ++d) {
+    if (dims_equal(a.dims[d], y.dims[d]) != Tri::Yes) return false;
+  }
+  return true;
+}
+
+int conv_stage(const OptimizedGraph& g, uint32_t node, uint32_t tail, uint32_t anchor) {
   const OptNode& n = g.nodes[node];
   if (is_bias_add(g, node, tail)) return 0;
   if (n.op == "BatchNorm") return 1;
-  if (n.op == "ReLU" || n.op == "ReLU6") return 2;
+  if (is_residual_add(g, node, tail, anchor)) return 2;
+  if (n.op == "ReLU" || n.op == "ReLU6") return 3;
   return -1;
 }
 
@@ -68,7 +93,7 @@ int conv_start(const PassContext& ctx, const OptNode& anchor) {
 
 bool conv_anchor(const OptimizedGraph&, const OptNode& n) { return n.op == "Conv2D"; }
 
-int dense_stage(const OptimizedGraph& g, uint32_t node, uint32_t tail) {
+int dense_stage(const OptimizedGraph& g, uint32_t node, uint32_t tail, uint32_t) {
   if (is_bias_add(g, node, tail)) return 0;
   if (is_activation(g.nodes[node].op)) return 1;
   return -1;
@@ -91,8 +116,9 @@ bool dense_anchor(const OptimizedGraph& g, const OptNode& n) {
   return false;
 }
 
-constexpr Epilogue kConv{"fuse-conv", "conv",     "FusedConv2D", "BiasAdd, BatchNorm, ReLU/ReLU6",
-                         conv_stage,  conv_start, conv_anchor};
+constexpr Epilogue kConv{
+    "fuse-conv", "conv",     "FusedConv2D", "BiasAdd, BatchNorm, a residual Add, ReLU/ReLU6",
+    conv_stage,  conv_start, conv_anchor};
 constexpr Epilogue kDense{
     "fuse-dense", "dense",     "FusedMatMul", "a bias Add/BiasAdd, an activation",
     dense_stage,  dense_start, dense_anchor};
@@ -116,7 +142,7 @@ void fuse_epilogues(PassContext& ctx, const Epilogue& e) {
         // Ops that would have fused but for the other readers: a decision each.
         for (const Use& u : uses.of(tail)) {
           if (!is_plain_op(g.nodes[u.node])) continue;
-          if (e.stage_of(g, u.node, tail) < stage) continue;
+          if (e.stage_of(g, u.node, tail, i) < stage) continue;
           FusionDecision d;
           d.pass = std::string(e.pass);
           d.pattern = std::string(e.pattern);
@@ -130,8 +156,14 @@ void fuse_epilogues(PassContext& ctx, const Epilogue& e) {
         break;
       }
       const OptNode& next = g.nodes[c];
-      const int s = is_plain_op(next) ? e.stage_of(g, c, tail) : -1;
+      const int s = is_plain_op(next) ? e.stage_of(g, c, tail, i) : -1;
       if (s < stage) {
+        if (e.pattern == "conv" && next.op == "Add" && s < 0) {
+          stop = "the next op " + quoted(next) +
+                 " (Add) is not a residual Add this conv can fuse (its other operand must be an "
+                 "activation of the same shape computed before the conv)";
+          break;
+        }
         stop = "the next op " + quoted(next) + " (" + next.op + ") " +
                (s < 0 ? "is not one of " + std::string(e.allowed)
                       : "cannot follow what is already fused");
@@ -156,6 +188,13 @@ void fuse_epilogues(PassContext& ctx, const Epilogue& e) {
     d.reason = ops + " fused into one " + std::string(e.pattern) + " kernel";
     for (uint32_t m : members) {
       if (g.nodes[m].op == "BatchNorm") d.reason += " (BatchNorm folded into the weights and bias)";
+      if (e.pattern == "conv" && g.nodes[m].op == "Add") {
+        for (const auto& r : g.nodes[m].inputs) {
+          if (std::find(members.begin(), members.end(), r.node) != members.end()) continue;
+          d.reason += " (residual Add: the epilogue reads the shortcut " + quoted(g.nodes[r.node]) +
+                      ", computed before the conv, and the sum is not written separately)";
+        }
+      }
     }
     g.decisions.push_back(std::move(d));
     groups.push_back(

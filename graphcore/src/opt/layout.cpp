@@ -1,6 +1,7 @@
 // Layout assignment for Ascend targets (skipped elsewhere: CPU and GPU kernels read the
 // framework's NCHW/ND tensors). The Cube unit reads tiled private formats:
-//   - convolutions (Conv2D, conv kernels): 4-D activations in NC1HWC0, output in NC1HWC0;
+//   - convolutions (Conv2D, conv kernels): the 4-D input (and a fused residual operand) in
+//     NC1HWC0, output in NC1HWC0;
 //   - matmuls (MatMul, BatchMatMul, dense and attention kernels): activation operands of rank
 //     >= 2 in FRACTAL_NZ, output in FRACTAL_NZ.
 // Ops that compute element by element (and BatchNorm, pooling for NC1HWC0; LayerNorm,
@@ -110,7 +111,9 @@ void run_layout(PassContext& ctx) {
       if (kind == Kind::Conv) {
         for (size_t s = 0; s < node.inputs.size(); ++s) {
           auto& r = node.inputs[s];
-          const bool act = s == 0 && is_activation_value(out, r) && rank_of(r) == 4;
+          // The input feature map, and a fused residual operand (of the output's shape).
+          const bool act = is_activation_value(out, r) && rank_of(r) == 4 &&
+                           (s == 0 || out[r.node].outputs[r.output].shape == node.outputs[0].shape);
           r = convert(r, act ? Format::NC1HWC0 : def(r));
         }
         out_format = Format::NC1HWC0;
