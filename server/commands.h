@@ -44,7 +44,7 @@ struct GraphOptions {
   std::string layer = "semantic";
   // --layer hardware: "infer" (one forward pass) or "train" (forward, backward, optimizer).
   std::string mode = "infer";
-  std::string optimizer = "momentum";  // train: sgd | momentum | adam
+  std::string optimizer = "momentum";  // train: sgd | momentum | adam | lamb
   std::string precision = "mixed";     // mixed (fp16 activations on Ascend) | fp32
   // --layer optimized: write the optimization layer after import and after each pass, one JSON
   // file per pass under this directory ("-": to stderr). Empty: no dumps.

@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   graph_cmd
       ->add_option("--optimizer", graph.optimizer,
                    "With --mode train: the optimizer whose update is costed")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "lamb"}))
       ->capture_default_str();
   graph_cmd
       ->add_option("--precision", graph.precision,

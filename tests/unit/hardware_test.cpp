@@ -385,6 +385,49 @@ TEST(HardwareCorpus, UnknownModeOrOptimizerIsRejected) {
   EXPECT_THROW(estimate_hardware(rep, graph, ho), TargetError);
 }
 
+TEST(HardwareOptimizer, LambIsThreeFusedKernelsMovingMoreThanAdam) {
+  // nn.Lamb as MindSpore's Ascend backend fuses it: moments + update direction, the two norms,
+  // the trust-ratio update (which writes w and, under mixed precision, its fp16 copy).
+  const auto lamb = optimizer_kernels("lamb", 2);
+  ASSERT_EQ(lamb.size(), 3u);
+  EXPECT_EQ(lamb[0].name, "LambNextMVWithDecay");
+  EXPECT_EQ(lamb[1].name, "SquareSumAll");
+  EXPECT_EQ(lamb[2].name, "LambUpdateWithLR");
+  EXPECT_EQ(lamb[0].read_bytes, 16);   // g, m, v, w
+  EXPECT_EQ(lamb[0].write_bytes, 12);  // m, v, r
+  EXPECT_EQ(lamb[1].read_bytes, 8);    // w, r
+  EXPECT_EQ(lamb[2].write_bytes, 6);   // w fp32 + fp16 copy
+  double lamb_bytes = 0;
+  for (const auto& k : lamb) lamb_bytes += k.read_bytes + k.write_bytes;
+  const auto adam = optimizer_kernels("adam", 2);
+  ASSERT_EQ(adam.size(), 1u);
+  EXPECT_EQ(adam[0].read_bytes + adam[0].write_bytes, 30);
+  EXPECT_EQ(lamb_bytes, 50);  // 16 + 12, 8 + 0, 8 + 6
+  EXPECT_EQ(optimizer_kernels("sgd", 0)[0].write_bytes, 4);
+  EXPECT_THROW(optimizer_kernels("lion", 0), std::invalid_argument);
+
+  // In a whole training estimate: three kernels per trainable Parameter, slower than Adam.
+  const Model resnet{
+      (fs::path(CELLSCOPE_CORPUS_DIR) / "models/resnet50.py").string(), "resnet50()", {}};
+  const CellReport rep = analyse(resnet, {"8,3,224,224"});
+  OptimizeOptions oo;
+  oo.target = "ascend910";
+  const auto graph = optimize(rep, oo);
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  ho.mode = "train";
+  ho.optimizer = "adam";
+  const auto with_adam = estimate_hardware(rep, graph, ho);
+  ho.optimizer = "lamb";
+  const auto with_lamb = estimate_hardware(rep, graph, ho);
+  size_t adam_kernels = 0, lamb_kernels = 0;
+  for (const auto& k : with_adam.kernels) adam_kernels += k.phase == "optimizer";
+  for (const auto& k : with_lamb.kernels) lamb_kernels += k.phase == "optimizer";
+  EXPECT_EQ(lamb_kernels, 3 * adam_kernels);
+  EXPECT_GT(with_lamb.estimate.optimizer_ms, with_adam.estimate.optimizer_ms);
+  EXPECT_EQ(with_lamb.estimate.forward_ms, with_adam.estimate.forward_ms);
+}
+
 TEST(HardwareDiagnostics, CustomOpsATargetCannotRunAreLocated) {
   const fs::path dir = fs::temp_directory_path() / "cellscope_hw_custom";
   fs::create_directories(dir);

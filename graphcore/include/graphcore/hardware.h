@@ -170,7 +170,7 @@ struct ModelEstimate {
 struct HardwareOptions {
   std::string target = "cpu";
   std::string mode = "infer";          // "infer" | "train"
-  std::string optimizer = "momentum";  // train: "sgd" | "momentum" | "adam"
+  std::string optimizer = "momentum";  // train: "sgd" | "momentum" | "adam" | "lamb"
   // Mixed precision: activations and vector math in float16 on Ascend (MindSpore amp O2/O3 and
   // ATC-converted inference models); false keeps float32 activations.
   bool mixed_precision = true;
@@ -221,5 +221,18 @@ struct VectorProblem {
   double l2_fraction = 0;  // share of the input bytes served by L2 (written by a recent kernel)
 };
 KernelEstimate model_vector_kernel(const HardwareTarget& t, const VectorProblem& p);
+
+// One kernel of an optimizer's update of a Parameter, per element of the Parameter: bytes read
+// and written (fp32 state; `fp16_copy_bytes` is the fp16 copy of w mixed precision writes) and
+// vector instructions. "sgd", "momentum", "adam": one fused Apply* kernel; "lamb": the three
+// kernels MindSpore's Ascend backend fuses nn.Lamb into (LambNextMVWithDecay, SquareSumAll,
+// LambUpdateWithLR). Throws std::invalid_argument for another name.
+struct OptimizerKernel {
+  std::string name;
+  double read_bytes = 0;
+  double write_bytes = 0;
+  double ops = 1;
+};
+std::vector<OptimizerKernel> optimizer_kernels(std::string_view optimizer, double fp16_copy_bytes);
 
 }  // namespace graphcore

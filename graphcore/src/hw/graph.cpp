@@ -757,29 +757,19 @@ class Estimator {
   void optimizer() {
     // Per trainable Parameter: read w, grad and the optimizer state, write w and the state
     // (fp32), plus the fp16 copy of w that mixed precision casts for the next step.
-    double state = 0, ops = 2;
-    if (o_.optimizer == "sgd") {
-      state = 0, ops = 2;
-    } else if (o_.optimizer == "momentum") {
-      state = 1, ops = 4;
-    } else if (o_.optimizer == "adam") {
-      state = 2, ops = 10;
-    }
-    const double per_param_read = 4 * (2 + state);
-    const double per_param_write = 4 * (1 + state) + (t_.ascend && o_.mixed_precision ? 2 : 0);
+    const double fp16_copy = t_.ascend && o_.mixed_precision ? 2 : 0;
     for (const auto& p : r_.params) {
       if (!p.trainable) continue;
       const double e = product(p.shape, 0, p.shape.rank());
       if (e <= 0) continue;
-      const std::string kname = o_.optimizer == "sgd"        ? "ApplyGradientDescent"
-                                : o_.optimizer == "momentum" ? "ApplyMomentum"
-                                                             : "ApplyAdam";
-      add(vector({.elements = e,
-                  .in_bytes = e * per_param_read,
-                  .out_bytes = e * per_param_write,
-                  .ops_per_element = ops,
-                  .elem_bytes = 4}),
-          kNoNode, "optimizer", kname + " " + p.name);
+      for (const OptimizerKernel& k : optimizer_kernels(o_.optimizer, fp16_copy)) {
+        add(vector({.elements = e,
+                    .in_bytes = e * k.read_bytes,
+                    .out_bytes = e * k.write_bytes,
+                    .ops_per_element = k.ops,
+                    .elem_bytes = 4}),
+            kNoNode, "optimizer", k.name + " " + p.name);
+      }
     }
   }
 
@@ -922,15 +912,33 @@ class Estimator {
 
 }  // namespace
 
+std::vector<OptimizerKernel> optimizer_kernels(std::string_view optimizer, double fp16_copy_bytes) {
+  // Bytes per element of the parameter, fp32 state. One fused kernel for the CANN Apply* ops.
+  if (optimizer == "sgd") return {{"ApplyGradientDescent", 4 * 2, 4 + fp16_copy_bytes, 2}};
+  if (optimizer == "momentum") return {{"ApplyMomentum", 4 * 3, 4 * 2 + fp16_copy_bytes, 4}};
+  if (optimizer == "adam") return {{"ApplyAdam", 4 * 4, 4 * 3 + fp16_copy_bytes, 10}};
+  if (optimizer == "lamb") {
+    // nn.Lamb as MindSpore's Ascend backend fuses it (IR fusion passes LambNextMVWithDecayRule,
+    // LambUpdateWithLRRuleFusion; SquareSumAll for the two norms): the moments and the update
+    // direction r = m^/(sqrt(v^)+eps) + wd*w, then ||w|| and ||r||, then w -= lr*(||w||/||r||)*r.
+    // The norms need all of r before the update, so these are three kernels, not one.
+    return {{"LambNextMVWithDecay", 4 * 4, 4 * 3, 12},
+            {"SquareSumAll", 4 * 2, 0, 4},
+            {"LambUpdateWithLR", 4 * 2, 4 + fp16_copy_bytes, 4}};
+  }
+  throw std::invalid_argument("unknown optimizer '" + std::string(optimizer) +
+                              "' (expected sgd, momentum, adam or lamb)");
+}
+
 HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& graph,
                                 const HardwareOptions& options) {
   if (options.mode != "infer" && options.mode != "train") {
     throw std::invalid_argument("unknown mode '" + options.mode + "' (expected infer or train)");
   }
   if (options.optimizer != "sgd" && options.optimizer != "momentum" &&
-      options.optimizer != "adam") {
+      options.optimizer != "adam" && options.optimizer != "lamb") {
     throw std::invalid_argument("unknown optimizer '" + options.optimizer +
-                                "' (expected sgd, momentum or adam)");
+                                "' (expected sgd, momentum, adam or lamb)");
   }
   const HardwareTarget& target = hardware_target(options.target);
   return Estimator(report, graph, options, target).run();
