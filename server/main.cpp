@@ -187,6 +187,11 @@ int main(int argc, char** argv) {
                    "setting overrides it)")
       ->check(CLI::Range(0, 5000))
       ->capture_default_str();
+  lsp_cmd
+      ->add_option("--progress-delay-ms", lsp_options.progress_delay_ms,
+                   "Show an analysis still running after this long as work-done progress")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);

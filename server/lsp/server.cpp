@@ -142,7 +142,13 @@ struct OpenDoc {
   // settings. Only an analysis of the latest generation is current (same version, other inputs).
   uint64_t generation = 0;
   uint64_t analysed_generation = 0;  // of `analysis`
+  // window/workDoneProgress for an analysis still running after kProgressDelay.
+  std::unique_ptr<asio::steady_timer> progress_timer;
+  std::string progress_token;  // non-empty: a progress was created for this document
+  bool progress_begun = false;
 };
+
+uint64_t progress_counter = 0;
 
 }  // namespace
 
@@ -360,6 +366,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     o.cancel = job->cancel.get();
     d.running_cancel = job->cancel;
     d.running_version = d.doc.version;
+    arm_progress(uri);
     std::weak_ptr<Impl> weak = weak_from_this();
     submit([weak, job] {
       if (job->cancel->load()) return;
@@ -412,6 +419,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       return;
     }
     OpenDoc& d = it->second;
+    end_progress(d, "done");
     fa->seq = ++seq;
     d.analysis = fa;
     d.analysed_generation = job.generation;
@@ -818,6 +826,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       auto it = docs.find(uri);
       if (it == docs.end()) return;
       if (it->second.running_cancel) it->second.running_cancel->store(true);
+      end_progress(it->second, "closed");
       for (auto& w : it->second.waiters) w(nullptr);
       std::string path = it->second.doc.path;
       docs.erase(it);
@@ -1006,11 +1015,65 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
+  // Shows "Cellscope: analysing FILE" when an analysis of `uri` is still running after
+  // ServerOptions::progress_delay_ms (clients that support server-initiated work-done progress).
+  void arm_progress(const std::string& uri) {
+    if (!work_done_progress) return;
+    auto it = docs.find(uri);
+    if (it == docs.end() || it->second.progress_begun || !it->second.progress_token.empty()) return;
+    OpenDoc& d = it->second;
+    if (!d.progress_timer) d.progress_timer = std::make_unique<asio::steady_timer>(io);
+    d.progress_timer->expires_after(std::chrono::milliseconds(options.progress_delay_ms));
+    std::weak_ptr<Impl> weak = weak_from_this();
+    d.progress_timer->async_wait([weak, uri](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self) return;
+      auto it2 = self->docs.find(uri);
+      if (it2 == self->docs.end() || !it2->second.running_cancel ||
+          !it2->second.progress_token.empty())
+        return;
+      std::string token = "cellscope-analysis-" + std::to_string(++progress_counter);
+      it2->second.progress_token = token;
+      self->rpc.call("window/workDoneProgress/create", {{"token", token}},
+                     [weak, uri, token](std::optional<Json>, std::optional<RpcError> err) {
+                       auto s2 = weak.lock();
+                       if (!s2) return;
+                       auto it3 = s2->docs.find(uri);
+                       if (it3 == s2->docs.end() || it3->second.progress_token != token) return;
+                       OpenDoc& od = it3->second;
+                       if (err || !od.running_cancel) {  // refused, or already finished
+                         od.progress_token.clear();
+                         return;
+                       }
+                       od.progress_begun = true;
+                       s2->rpc.notify(
+                           "$/progress",
+                           {{"token", token},
+                            {"value",
+                             {{"kind", "begin"},
+                              {"title", "Cellscope"},
+                              {"message", "analysing " + fs::path(od.doc.path).filename().string()},
+                              {"cancellable", false}}}});
+                     });
+    });
+  }
+
+  void end_progress(OpenDoc& d, const std::string& message) {
+    if (d.progress_timer) d.progress_timer->cancel();
+    if (d.progress_begun) {
+      rpc.notify("$/progress",
+                 {{"token", d.progress_token}, {"value", {{"kind", "end"}, {"message", message}}}});
+    }
+    d.progress_begun = false;
+    d.progress_token.clear();
+  }
+
   // At exit or end of input: no timer may keep the io_context alive and no request may wait
   // for an analysis that will not come.
   void wind_down() {
     for (auto& [uri, od] : docs) {
       if (od.timer) od.timer->cancel();
+      end_progress(od, "stopped");
       if (od.running_cancel) od.running_cancel->store(true);
       auto waiters = std::move(od.waiters);
       od.waiters.clear();

@@ -26,6 +26,8 @@ namespace cellscope::lsp {
 
 struct ServerOptions {
   int debounce_ms = 120;  // default; clients change it with the `cellscope.debounceMs` setting
+  // An analysis still running after this long is shown as window/workDoneProgress.
+  int progress_delay_ms = 300;
 };
 
 class LanguageServer {

@@ -241,3 +241,61 @@ async function pollSymbols(s, query, ok, ms = 8000) {
     await new Promise((res) => setTimeout(res, 50));
   }
 }
+
+// A generated 100k-node-class model (the benchmark's deep residual stack) analyses for long
+// enough that, with a zero progress delay, the server shows it as work-done progress.
+const DEEP = (depth) => `import numpy as np
+import mindspore as ms
+from mindspore import nn, ops
+
+
+class Block(nn.Cell):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, kernel_size=3)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(channels, channels, kernel_size=3)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def construct(self, x):
+        identity = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + identity)
+
+
+class DeepNet(nn.Cell):
+    def __init__(self, depth=${depth}, channels=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, kernel_size=3)
+        self.body = nn.SequentialCell([Block(channels) for _ in range(depth)])
+
+    def construct(self, x):
+        return self.body(self.stem(x))
+
+
+net = DeepNet()
+out = net(ms.Tensor(np.ones((1, 3, 32, 32)), ms.float32))
+`;
+
+test('window/workDoneProgress: a long analysis shows begin and end progress', async (t) => {
+  const ws = tempWorkspace({ 'deep.py': { text: DEEP(3000) } });
+  t.after(() => removeDir(ws));
+  const caps = clientCapabilities();
+  caps.window.workDoneProgress = true;
+  const s = await startSession({ capabilities: caps }, { args: ['--debounce-ms', '0', '--progress-delay-ms', '0'] });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'deep.py'));
+  assert.deepEqual((await s.waitDiagnostics(uri)).diagnostics, []);
+  const created = s.serverRequests.filter(([m, p]) => m === 'window/workDoneProgress/create' && String(p.token).startsWith('cellscope-analysis-'));
+  assert.equal(created.length, 1, JSON.stringify(s.serverRequests));
+  const token = created[0][1].token;
+  const events = await s.until(() => {
+    const e = s.progress.filter((p) => p.token === token);
+    return e.some((p) => p.value.kind === 'end') ? e : undefined;
+  }, 'the end of the analysis progress');
+  assert.deepEqual(events.map((p) => p.value.kind), ['begin', 'end']);
+  assert.match(events[0].value.message, /analysing deep\.py/);
+  assert.equal(await s.stop(), 0);
+});
