@@ -50,46 +50,55 @@ class Reporter {
   ProjectConfig& out_;
 };
 
-void read_settings(const Json& j, Reporter& report, ProjectConfig& out) {
+}  // namespace
+
+std::optional<std::string> normalize_target(std::string name) {
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "ascend") return std::string("ascend910b");
+  if (std::find(kTargets.begin(), kTargets.end(), name) != kTargets.end()) return name;
+  return std::nullopt;
+}
+
+void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& problem) {
+  if (!j.is_object()) return;
+  // A string as written, anything else as JSON: for messages.
+  auto shown = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
   if (auto t = j.find("target"); t != j.end()) {
     auto n = t->is_string() ? normalize_target(t->get<std::string>()) : std::nullopt;
     if (n) {
       out.target = *n;
     } else {
-      report.at_key("target",
-                    "`target` must be one of cpu, gpu, ascend910, ascend910b, "
-                    "ascend310p, ascend310 (got " +
-                        t->dump() + ")");
+      problem("target", "unknown target `" + shown(*t) +
+                            "` (expected one of cpu, gpu, ascend910, ascend910b, ascend310p, "
+                            "ascend310)");
     }
   }
   for (const char* key : {"mindspore_version", "mindsporeVersion"}) {
     auto v = j.find(key);
-    if (v == j.end()) continue;
+    if (v == j.end() || (v->is_string() && v->get<std::string>().empty())) continue;  // unset
     auto ver = v->is_string() ? graphcore::Version::parse(v->get<std::string>()) : std::nullopt;
     if (ver) {
       out.mindspore_version = *ver;
     } else {
-      report.at_key(key, std::string("`") + key + "` must be a version such as \"2.10.0\" (got " +
-                             v->dump() + ")");
+      problem(key, "invalid MindSpore version `" + shown(*v) + "` (expected e.g. \"2.10.0\")");
     }
   }
   if (auto in = j.find("inputs"); in != j.end()) {
     if (!in->is_object()) {
-      report.at_key("inputs",
-                    "`inputs` must map a Cell name, a file or \"*\" to input shapes, "
-                    "e.g. {\"LeNet5\": [\"32,1,32,32\"]}");
+      problem("inputs",
+              "`inputs` must map a Cell name, a file or \"*\" to input shapes, "
+              "e.g. {\"LeNet5\": [\"32,1,32,32\"]}");
     } else {
       for (const auto& [key, specs] : in->items()) {
         std::vector<graphcore::TensorType> types;
-        const Json list = specs.is_array() ? specs : Json::array({specs});
-        for (const auto& spec : list) {
+        for (const auto& spec : specs.is_array() ? specs : Json::array({specs})) {
           std::string err = "not a string";
           std::optional<graphcore::TensorType> t;
           if (spec.is_string()) t = graphcore::parse_input_spec(spec.get<std::string>(), &err);
           if (t) {
             types.push_back(*t);
           } else {
-            report.at_key(key, "input " + spec.dump() + " for `" + key + "`: " + err);
+            problem(key, "input `" + shown(spec) + "` for " + key + ": " + err);
           }
         }
         out.inputs[key] = std::move(types);
@@ -100,18 +109,9 @@ void read_settings(const Json& j, Reporter& report, ProjectConfig& out) {
     if (d->is_number_integer()) {
       out.debounce_ms = std::clamp(d->get<int>(), 0, 5000);
     } else {
-      report.at_key("debounceMs", "`debounceMs` must be an integer number of milliseconds");
+      problem("debounceMs", "`debounceMs` must be an integer number of milliseconds");
     }
   }
-}
-
-}  // namespace
-
-std::optional<std::string> normalize_target(std::string name) {
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (name == "ascend") return std::string("ascend910b");
-  if (std::find(kTargets.begin(), kTargets.end(), name) != kTargets.end()) return name;
-  return std::nullopt;
 }
 
 std::vector<graphcore::TensorType> ProjectConfig::inputs_for(const std::string& cell,
@@ -173,10 +173,13 @@ ProjectConfig parse_project_config(const std::string& file, const std::string& t
       }
     }
   }
-  read_settings(j, report, out);  // "target" here overrides the backend's default chip
+  const SettingsProblem at_key = [&](const std::string& key, const std::string& message) {
+    report.at_key(key, message);
+  };
+  read_settings(j, out, at_key);  // "target" here overrides the backend's default chip
   if (auto cs = j.find("cellscope"); cs != j.end()) {
     if (cs->is_object()) {
-      read_settings(*cs, report, out);
+      read_settings(*cs, out, at_key);
     } else {
       report.at_key("cellscope", "`cellscope` must be an object");
     }

@@ -13,7 +13,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,13 +36,20 @@ struct ProjectConfig {
   // Input shapes by Cell name, by file (relative to the config's directory, or a file name),
   // or "*" for any.
   std::map<std::string, std::vector<graphcore::TensorType>> inputs;
-  std::optional<int> debounce_ms;
+  std::optional<int> debounce_ms;                  // the language server's debounce
   std::vector<graphcore::Diagnostic> diagnostics;  // problems, located in `file`
 
   // The inputs for `cell` (may be empty) in `model_file`, or an empty list.
   [[nodiscard]] std::vector<graphcore::TensorType> inputs_for(const std::string& cell,
                                                               const std::string& model_file) const;
 };
+
+// Reads the settings keys of a JSON object (target, mindspore_version / mindsporeVersion, inputs,
+// debounceMs) into `out`: the shared reader of mindspore_config.json and of the editor's
+// `cellscope` settings. A value that cannot be used is reported through `problem(key, message)`
+// and leaves its field unset; an empty version string means "not set".
+using SettingsProblem = std::function<void(const std::string& key, const std::string& message)>;
+void read_settings(const nlohmann::json& j, ProjectConfig& out, const SettingsProblem& problem);
 
 // "Ascend" (a backend), "CPU", "ascend910b" -> a graphcore target name; nullopt if unknown.
 std::optional<std::string> normalize_target(std::string name);

@@ -47,55 +47,16 @@ double thread_cpu_ms() {
 
 using server::normalize_target;
 
-// Settings from the client (`cellscope.*`) and from mindspore_config.json.
-struct Settings {
-  std::optional<std::string> target;
-  std::optional<graphcore::Version> mindspore_version;
-  // Input shapes by file: a path relative to the workspace root, a file name, or "*".
-  std::map<std::string, std::vector<graphcore::TensorType>> inputs;
-  std::optional<int> debounce_ms;
-};
+// Settings from the client (`cellscope.*`) and from mindspore_config.json: one reader for both
+// (server/project_config.h). Inputs are keyed by file (relative to the workspace folder), file
+// name, or "*".
+using Settings = server::ProjectConfig;
 
-// Reads a settings object; problems are appended to `problems` (shown to the user).
+// Reads the client's settings object; problems are appended to `problems` (shown to the user).
 Settings parse_settings(const Json& j, std::vector<std::string>& problems) {
   Settings s;
-  if (!j.is_object()) return s;
-  if (auto t = j.find("target"); t != j.end() && t->is_string()) {
-    if (auto n = normalize_target(t->get<std::string>())) {
-      s.target = *n;
-    } else {
-      problems.push_back("unknown target `" + t->get<std::string>() + "`");
-    }
-  }
-  for (const char* key : {"mindsporeVersion", "mindspore_version"}) {
-    if (auto v = j.find(key); v != j.end() && v->is_string() && !v->get<std::string>().empty()) {
-      if (auto ver = graphcore::Version::parse(v->get<std::string>())) {
-        s.mindspore_version = *ver;
-      } else {
-        problems.push_back("invalid MindSpore version `" + v->get<std::string>() + "`");
-      }
-    }
-  }
-  if (auto in = j.find("inputs"); in != j.end() && in->is_object()) {
-    for (const auto& [file, specs] : in->items()) {
-      std::vector<graphcore::TensorType> types;
-      for (const auto& spec : specs.is_array() ? specs : Json::array({specs})) {
-        if (!spec.is_string()) continue;
-        std::string err;
-        if (auto t = graphcore::parse_input_spec(spec.get<std::string>(), &err)) {
-          types.push_back(*t);
-        } else {
-          std::string problem = "input `" + spec.get<std::string>() + "` for " + file;
-          problem += ": ";
-          problem += err;
-          problems.push_back(std::move(problem));
-        }
-      }
-      s.inputs[file] = std::move(types);
-    }
-  }
-  if (auto d = j.find("debounceMs"); d != j.end() && d->is_number_integer())
-    s.debounce_ms = std::clamp(d->get<int>(), 0, 5000);
+  server::read_settings(
+      j, s, [&](const std::string&, const std::string& message) { problems.push_back(message); });
   return s;
 }
 
@@ -250,12 +211,9 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       ss << in.rdbuf();
       const std::string text = ss.str();
       server::ProjectConfig config = server::parse_project_config(file.string(), text);
-      project_settings.target = config.target;
-      project_settings.mindspore_version = config.mindspore_version;
-      project_settings.inputs = config.inputs;
-      project_settings.debounce_ms = config.debounce_ms;
       config_file = file.string();
       PositionConverter conv(text, encoding);
+      project_settings = config;
       Json diags = Json::array();
       for (const auto& d : config.diagnostics) {
         diags.push_back({{"range", conv.range(d.range)},
