@@ -16,6 +16,7 @@
 #include <string>
 
 #include "commands.h"
+#include "graphcore/optimize.h"
 #include "graphcore/version.h"
 #include "lsp/server.h"
 #include "project_config.h"
@@ -29,8 +30,12 @@ namespace {
 
 using cellscope::server::kExitUsage;
 
-const std::vector<std::string> kTargets = {"cpu",        "gpu",        "ascend910",
-                                           "ascend910b", "ascend310p", "ascend310"};
+// The targets graphcore knows (graphcore::targets()), for option validation.
+std::vector<std::string> target_names() {
+  std::vector<std::string> out;
+  for (const auto& t : graphcore::targets()) out.emplace_back(t.name);
+  return out;
+}
 
 std::string version_text() {
   return "cellscope " + std::string(cellscope::protocol::tool_version()) + " (MindSpore API " +
@@ -40,7 +45,7 @@ std::string version_text() {
 
 void add_common(CLI::App* cmd, cellscope::server::CommonOptions* common) {
   cmd->add_option("--target", common->target, "Backend the graph is compiled for")
-      ->check(CLI::IsMember(kTargets))
+      ->check(CLI::IsMember(target_names()))
       ->capture_default_str();
   cmd->add_option("--ms-version", common->ms_version,
                   "MindSpore API version to check against (default " +

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "graphcore/analysis.h"
+#include "graphcore/optimize.h"
 #include "graphcore/source.h"
 
 namespace cellscope::server {
@@ -15,9 +16,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 namespace {
-
-const std::vector<std::string> kTargets = {"cpu",        "gpu",        "ascend910",
-                                           "ascend910b", "ascend310p", "ascend310"};
 
 // Reports problems at the first occurrence of `"key"` in the text (nlohmann keeps no positions).
 class Reporter {
@@ -50,12 +48,22 @@ class Reporter {
   ProjectConfig& out_;
 };
 
+// "cpu, gpu, ascend910, ...": the targets graphcore knows, for messages.
+std::string target_list() {
+  std::string out;
+  for (const auto& t : graphcore::targets()) {
+    if (!out.empty()) out += ", ";
+    out += t.name;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> normalize_target(std::string name) {
   for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (name == "ascend") return std::string("ascend910b");
-  if (std::find(kTargets.begin(), kTargets.end(), name) != kTargets.end()) return name;
+  if (graphcore::find_target(name) != nullptr) return name;
   return std::nullopt;
 }
 
@@ -68,9 +76,8 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
     if (n) {
       out.target = *n;
     } else {
-      problem("target", "unknown target `" + shown(*t) +
-                            "` (expected one of cpu, gpu, ascend910, ascend910b, ascend310p, "
-                            "ascend310)");
+      problem("target",
+              "unknown target `" + shown(*t) + "` (expected one of " + target_list() + ")");
     }
   }
   for (const char* key : {"mindspore_version", "mindsporeVersion"}) {
