@@ -1,0 +1,76 @@
+// PNG and SVG export of the current (laid out) graph.
+import type { GraphView } from './view';
+import { clip, labelPoint } from './view';
+import { escapeHtml } from './format';
+import { opCategory } from './metrics';
+
+export function download(name: string, blob: Blob): void {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+export function exportPng(view: GraphView, name: string): Promise<Blob | null> {
+  const c = view.renderToCanvas();
+  if (!c) return Promise.resolve(null);
+  return new Promise((resolve) => c.toBlob((b) => {
+    if (b) download(name, b);
+    resolve(b);
+  }, 'image/png'));
+}
+
+export function buildSvg(view: GraphView): string {
+  const s = view.scene;
+  const th = view.theme;
+  if (!s) return '<svg xmlns="http://www.w3.org/2000/svg"/>';
+  const m = 20;
+  const out: string[] = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(s.width + 2 * m)}" height="${Math.ceil(s.height + 2 * m)}" ` +
+    `viewBox="${-m} ${-m} ${Math.ceil(s.width + 2 * m)} ${Math.ceil(s.height + 2 * m)}" font-family="system-ui, sans-serif">`);
+  out.push(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">` +
+    `<path d="M0,0 L10,5 L0,10 z" fill="${th.edge}"/></marker></defs>`);
+  out.push(`<rect x="${-m}" y="${-m}" width="100%" height="100%" fill="${th.bg}"/>`);
+  for (const it of s.items) {
+    if (it.type !== 'frame') continue;
+    out.push(`<g><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="8" fill="${th.frame}" stroke="${th.frameBorder}"` +
+      `${it.group?.artificial ? ' stroke-dasharray="6 4"' : ''}/>` +
+      `<text x="${it.x + 10}" y="${it.y + 20}" font-size="12" font-weight="600" fill="${th.frameHeader}">${escapeHtml(it.group?.label ?? it.id)}</text></g>`);
+  }
+  for (const e of s.edges) {
+    const d: string[] = [];
+    for (let i = 0; i < e.pts.length; i += 2) d.push(`${i === 0 ? 'M' : 'L'}${e.pts[i].toFixed(1)},${e.pts[i + 1].toFixed(1)}`);
+    out.push(`<path d="${d.join(' ')}" fill="none" stroke="${th.edge}" stroke-width="1.2" marker-end="url(#arrow)"/>`);
+    if (e.label) {
+      const [x, y] = labelPoint(e.pts);
+      out.push(`<text x="${x + 6}" y="${y + 3}" font-size="9" font-family="monospace" fill="${th.edgeLabel}">${escapeHtml(e.label)}</text>`);
+    }
+  }
+  for (const it of s.items) {
+    if (it.type === 'frame') continue;
+    if (it.type === 'group') {
+      out.push(`<g><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="7" fill="${th.node}" stroke="${th.frameBorder}"/>` +
+        `<text x="${it.x + 10}" y="${it.y + 20}" font-size="12" font-weight="600" fill="${th.frameHeader}">${escapeHtml(clip('▸ ' + (it.group?.label ?? ''), 34))}</text>` +
+        `<text x="${it.x + 10}" y="${it.y + 37}" font-size="11" fill="${th.muted}">${it.group?.leafCount ?? 0} nodes</text></g>`);
+      continue;
+    }
+    const n = it.node!;
+    const bar = th.cat[opCategory(n)] ?? th.nodeBorder;
+    out.push(`<g><title>${escapeHtml(n.id)}</title><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="6" ` +
+      `fill="${n.dataMove ? th.move : th.node}" stroke="${n.fused ? th.fused : th.nodeBorder}"${n.fused ? ' stroke-dasharray="5 3"' : ''}/>` +
+      `<rect x="${it.x}" y="${it.y}" width="5" height="${it.h}" fill="${bar}"/>` +
+      `<text x="${it.x + 11}" y="${it.y + 18}" font-size="12" font-weight="600" fill="${th.fg}">${escapeHtml(clip(n.label, 32))}</text>` +
+      `<text x="${it.x + 11}" y="${it.y + 32}" font-size="10" fill="${th.muted}">${escapeHtml(clip(n.sub, 38))}</text></g>`);
+  }
+  out.push('</svg>');
+  return out.join('\n');
+}
+
+export function exportSvg(view: GraphView, name: string): Blob {
+  const b = new Blob([buildSvg(view)], { type: 'image/svg+xml' });
+  download(name, b);
+  return b;
+}

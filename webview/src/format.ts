@@ -1,0 +1,66 @@
+// Small formatting helpers shared by the panel, the canvas and the SVG export.
+import type { Dim, Range, Tensor } from './protocol';
+
+export function dimText(d: Dim): string {
+  return d === null ? '?' : String(d);
+}
+
+export function shapeText(t: Tensor | undefined): string {
+  if (!t) return '';
+  if (t.unranked) return '[*]';
+  const s = t.shape ?? [];
+  return s.length === 0 ? '[]' : s.map(dimText).join('×');
+}
+
+export function tensorText(t: Tensor | undefined): string {
+  if (!t) return '';
+  const parts = [shapeText(t)];
+  if (t.dtype && t.dtype !== 'unknown') parts.push(t.dtype);
+  if (t.format) parts.push(t.format);
+  return parts.join(' ');
+}
+
+const DTYPE_BYTES: Record<string, number> = {
+  float64: 8, float32: 4, float16: 2, bfloat16: 2, int64: 8, int32: 4, int16: 2, int8: 1, uint8: 1,
+  uint16: 2, uint32: 4, uint64: 8, bool: 1, complex64: 8, complex128: 16,
+};
+
+export function tensorBytes(t: Tensor | undefined): number {
+  if (!t || t.unranked) return 0;
+  let n = 1;
+  for (const d of t.shape ?? []) {
+    if (typeof d !== 'number') return 0;
+    n *= d;
+  }
+  return n * (DTYPE_BYTES[t.dtype ?? ''] ?? 4);
+}
+
+export function fmtNum(v: number, digits = 3): string {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a >= 1e12) return (v / 1e12).toPrecision(digits) + 'T';
+  if (a >= 1e9) return (v / 1e9).toPrecision(digits) + 'G';
+  if (a >= 1e6) return (v / 1e6).toPrecision(digits) + 'M';
+  if (a >= 1e4) return (v / 1e3).toPrecision(digits) + 'k';
+  if (Number.isInteger(v)) return String(v);
+  return v.toPrecision(digits);
+}
+
+export function fmtBytes(v: number): string {
+  const a = Math.abs(v);
+  if (a >= 1 << 30) return (v / (1 << 30)).toFixed(2) + ' GiB';
+  if (a >= 1 << 20) return (v / (1 << 20)).toFixed(2) + ' MiB';
+  if (a >= 1 << 10) return (v / (1 << 10)).toFixed(1) + ' KiB';
+  return `${v} B`;
+}
+
+export function rangeText(file: string | undefined, r: Range | undefined): string {
+  if (!file) return '';
+  if (!r) return file;
+  return `${file}:${r.start.line + 1}:${r.start.character + 1}`;
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) =>
+    c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;');
+}

@@ -1,0 +1,42 @@
+// Messages between the layout manager (main thread) and the layout worker.
+
+export interface LayoutChild {
+  id: string;
+  w: number;
+  h: number;
+  /** Expanded child group laid out in the same batch: its size is that layout's plus padding. */
+  ref?: string;
+}
+
+export interface LayoutEdgeIn { id: string; s: string; t: string }
+
+export interface LayoutJob {
+  group: string;
+  key: string;
+  children: LayoutChild[];
+  edges: LayoutEdgeIn[];
+}
+
+export interface LayoutRequest { id: number; jobs: LayoutJob[] }
+
+export interface GroupLayout {
+  group: string;
+  key: string;
+  width: number;
+  height: number;
+  /** child id -> [x, y, w, h] relative to the group's content origin */
+  pos: Record<string, [number, number, number, number]>;
+  /** aggregated edge id -> flat list of points x0,y0,x1,y1,... */
+  edges: Record<string, number[]>;
+  ms: number;
+}
+
+export interface LayoutResponse { id: number; layouts: GroupLayout[]; error?: string; ms: number }
+
+export const GROUP_PAD_X = 16;
+export const GROUP_PAD_TOP = 34;
+export const GROUP_PAD_BOTTOM = 16;
+
+export function frameSize(l: { width: number; height: number }): [number, number] {
+  return [Math.max(160, l.width + 2 * GROUP_PAD_X), l.height + GROUP_PAD_TOP + GROUP_PAD_BOTTOM];
+}

@@ -1,0 +1,288 @@
+// Hierarchical layout: one elkjs layout per expanded group, cached by a key that captures
+// everything the layout depends on (children, their sizes, the edges between them). Expanding a
+// group lays out that group and re-lays out its ancestors (one level each, with children as
+// boxes); untouched groups keep their cached layouts, so unchanged parts keep their place.
+import { ROOT_ID, type Group, type VEdge, type VNode, type ViewGraph } from './model';
+import {
+  GROUP_PAD_TOP, GROUP_PAD_X, frameSize, type GroupLayout, type LayoutChild, type LayoutJob,
+  type LayoutRequest, type LayoutResponse,
+} from './layout-types';
+
+export interface AggEdge { id: string; s: string; t: string; real: VEdge[] }
+
+/** For each group, the edges between its direct children (real edges lifted to their LCA group). */
+export function aggregateEdges(g: ViewGraph): Map<string, Map<string, AggEdge>> {
+  const out = new Map<string, Map<string, AggEdge>>();
+  const depth = (id: string): number => {
+    const grp = g.groups.get(id);
+    return grp ? grp.depth : (g.groups.get(g.parentOf.get(id) ?? '')?.depth ?? 0) + 1;
+  };
+  for (const e of g.edges) {
+    if (e.src === e.tgt) continue;
+    let a = e.src, b = e.tgt;
+    let da = depth(a), db = depth(b);
+    while (da > db) { a = g.parentOf.get(a)!; da--; }
+    while (db > da) { b = g.parentOf.get(b)!; db--; }
+    if (a === b) continue;  // one contains the other: cannot happen for leaves
+    while (g.parentOf.get(a) !== g.parentOf.get(b)) { a = g.parentOf.get(a)!; b = g.parentOf.get(b)!; }
+    if (a === b) continue;
+    const lca = g.parentOf.get(a);
+    if (lca === undefined) continue;
+    let m = out.get(lca);
+    if (!m) { m = new Map(); out.set(lca, m); }
+    const id = `${a}\u2192${b}`;
+    let ag = m.get(id);
+    if (!ag) { ag = { id, s: a, t: b, real: [] }; m.set(id, ag); }
+    ag.real.push(e);
+  }
+  return out;
+}
+
+export function collapsedGroupSize(grp: Group): [number, number] {
+  return [Math.round(Math.min(260, Math.max(150, grp.label.length * 7 + 44))), 50];
+}
+
+export class LayoutCache {
+  private map = new Map<string, GroupLayout>();
+  get(group: string, key: string): GroupLayout | undefined { return this.map.get(group + '\n' + key); }
+  put(l: GroupLayout): void {
+    if (this.map.size > 4000) this.map.clear();
+    this.map.set(l.group + '\n' + l.key, l);
+  }
+}
+
+interface Plan { jobs: LayoutJob[]; keys: Map<string, string> }
+
+/** Keys of every expanded group (post-order) and the jobs for those without a cached layout. */
+export function planLayouts(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>,
+                            cache: LayoutCache): Plan {
+  const keys = new Map<string, string>();
+  const jobs: LayoutJob[] = [];
+  const visit = (grp: Group): { key: string; size?: [number, number] } => {
+    const children: LayoutChild[] = [];
+    const parts: string[] = [];
+    for (const c of grp.children) {
+      const cg = g.groups.get(c);
+      if (!cg) {
+        const n = g.byId.get(c)!;
+        children.push({ id: c, w: n.width, h: n.height });
+        parts.push(`${c}:${n.width}x${n.height}`);
+      } else if (expanded.has(c)) {
+        const r = visit(cg);
+        if (r.size) {
+          children.push({ id: c, w: r.size[0], h: r.size[1] });
+          parts.push(`${c}:${r.size[0]}x${r.size[1]}`);
+        } else {
+          children.push({ id: c, w: 0, h: 0, ref: c });
+          parts.push(`${c}:{${r.key}}`);
+        }
+      } else {
+        const [w, h] = collapsedGroupSize(cg);
+        children.push({ id: c, w, h });
+        parts.push(`${c}:${w}x${h}`);
+      }
+    }
+    const edges = [...(agg.get(grp.id)?.values() ?? [])].map((e) => ({ id: e.id, s: e.s, t: e.t }));
+    for (const e of edges) parts.push(e.id);
+    const key = parts.join('|');
+    keys.set(grp.id, key);
+    const cached = cache.get(grp.id, key);
+    if (cached) return { key, size: frameSize(cached) };
+    jobs.push({ group: grp.id, key, children, edges });
+    return { key };
+  };
+  visit(g.root);
+  return { jobs, keys };
+}
+
+export class LayoutEngine {
+  private workers: Worker[];
+  private idleWorkers: Worker[];
+  private nextId = 1;
+  private pending = new Map<number, (r: LayoutResponse) => void>();
+  readonly cache = new LayoutCache();
+  lastLayoutMs = 0;
+  jobsRun = 0;
+
+  /** A pool of layout workers: independent groups are laid out in parallel. */
+  constructor(makeWorker: () => Worker, size: number) {
+    this.workers = [];
+    for (let i = 0; i < Math.max(1, size); i++) {
+      const w = makeWorker();
+      w.onmessage = (ev: MessageEvent<LayoutResponse>) => {
+        const cb = this.pending.get(ev.data.id);
+        this.pending.delete(ev.data.id);
+        cb?.(ev.data);
+      };
+      this.workers.push(w);
+    }
+    this.idleWorkers = [...this.workers];
+  }
+
+  private run(w: Worker, jobs: LayoutJob[]): Promise<LayoutResponse> {
+    const req: LayoutRequest = { id: this.nextId++, jobs };
+    return new Promise<LayoutResponse>((resolve) => {
+      this.pending.set(req.id, resolve);
+      w.postMessage(req);
+    });
+  }
+
+  /** Lays out whatever is missing; resolves with the keys of every expanded group. */
+  async ensure(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>): Promise<Map<string, string>> {
+    for (;;) {
+      const plan = planLayouts(g, expanded, agg, this.cache);
+      if (plan.jobs.length === 0) return plan.keys;
+      const t0 = performance.now();
+      const done = new Map<string, GroupLayout>();
+      const waiting = [...plan.jobs];
+      const running = new Set<Promise<void>>();
+      let error: string | null = null;
+      while ((waiting.length > 0 || running.size > 0) && error === null) {
+        // Start every job whose nested groups are laid out, while workers are free.
+        for (let i = 0; i < waiting.length && this.idleWorkers.length > 0;) {
+          const job = waiting[i];
+          if (!job.children.every((c) => c.ref === undefined || done.has(c.ref))) { i++; continue; }
+          waiting.splice(i, 1);
+          for (const c of job.children) {
+            if (c.ref === undefined) continue;
+            [c.w, c.h] = frameSize(done.get(c.ref)!);
+            delete c.ref;
+          }
+          const w = this.idleWorkers.pop()!;
+          const p: Promise<void> = this.run(w, [job]).then((r) => {
+            this.idleWorkers.push(w);
+            running.delete(p);
+            if (r.error) error = r.error;
+            for (const l of r.layouts) { done.set(l.group, l); this.cache.put(l); this.jobsRun++; }
+          });
+          running.add(p);
+        }
+        if (running.size === 0) break;
+        await Promise.race(running);
+      }
+      if (error !== null) throw new Error(error);
+      this.lastLayoutMs = performance.now() - t0;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scene: absolute positions of everything drawn.
+
+export type ItemType = 'node' | 'group' | 'frame';
+
+export interface DrawItem {
+  id: string;
+  type: ItemType;
+  x: number; y: number; w: number; h: number;
+  node?: VNode;
+  group?: Group;
+  depth: number;
+}
+
+export interface DrawEdge {
+  src: string;  // visible item ids
+  tgt: string;
+  pts: number[];
+  label: string;
+  count: number;
+  minX: number; minY: number; maxX: number; maxY: number;
+  real: VEdge[];
+}
+
+export interface Scene {
+  items: DrawItem[];        // frames first (outer to inner), then nodes and collapsed groups
+  byId: Map<string, DrawItem>;
+  edges: DrawEdge[];
+  width: number;
+  height: number;
+  nodesDrawn: number;
+  groupsDrawn: number;
+}
+
+export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: Map<string, string>,
+                             cache: LayoutCache, agg: Map<string, Map<string, AggEdge>>): Scene {
+  const frames: DrawItem[] = [];
+  const leaves: DrawItem[] = [];
+  const byId = new Map<string, DrawItem>();
+  const edges: DrawEdge[] = [];
+  let nodesDrawn = 0, groupsDrawn = 0;
+  const rep = new Map<string, string>();
+  const repOf = (id: string): string => {
+    let r = rep.get(id);
+    if (r !== undefined) return r;
+    const p = g.parentOf.get(id);
+    if (p === undefined || p === ROOT_ID) r = id;
+    else {
+      const pr = repOf(p);
+      // The parent is hidden inside a collapsed ancestor, or is itself a collapsed box.
+      r = pr !== p ? pr : expanded.has(p) ? id : p;
+    }
+    rep.set(id, r);
+    return r;
+  };
+  const pending: { grp: Group; ox: number; oy: number; l: GroupLayout }[] = [];
+  const place = (grp: Group, ox: number, oy: number): void => {
+    const l = cache.get(grp.id, keys.get(grp.id) ?? '');
+    if (!l) return;
+    pending.push({ grp, ox, oy, l });
+    for (const c of grp.children) {
+      const p = l.pos[c];
+      if (!p) continue;
+      const [x, y, w, h] = p;
+      const cg = g.groups.get(c);
+      if (cg && expanded.has(c)) {
+        const it: DrawItem = { id: c, type: 'frame', x: ox + x, y: oy + y, w, h, group: cg, depth: cg.depth };
+        frames.push(it);
+        byId.set(c, it);
+        place(cg, ox + x + GROUP_PAD_X, oy + y + GROUP_PAD_TOP);
+      } else if (cg) {
+        const it: DrawItem = { id: c, type: 'group', x: ox + x, y: oy + y, w, h, group: cg, depth: cg.depth };
+        leaves.push(it);
+        byId.set(c, it);
+        groupsDrawn++;
+      } else {
+        const it: DrawItem = { id: c, type: 'node', x: ox + x, y: oy + y, w, h, node: g.byId.get(c), depth: grp.depth + 1 };
+        leaves.push(it);
+        byId.set(c, it);
+        nodesDrawn++;
+      }
+    }
+  };
+  place(g.root, 0, 0);
+  for (const { grp, ox, oy, l } of pending) {
+    const ag = agg.get(grp.id);
+    if (!ag) continue;
+    for (const e of ag.values()) {
+      const route = l.edges[e.id];
+      if (!route || route.length < 4) continue;
+      const base: number[] = new Array<number>(route.length);
+      for (let i = 0; i < route.length; i += 2) { base[i] = route[i] + ox; base[i + 1] = route[i + 1] + oy; }
+      const pairs = new Map<string, DrawEdge>();
+      for (const r of e.real) {
+        const vs = repOf(r.src), vt = repOf(r.tgt);
+        const k = vs + '\n' + vt;
+        let de = pairs.get(k);
+        if (de) { de.count++; de.real.push(r); if (de.label !== r.label) de.label = ''; continue; }
+        const pts = base.slice();
+        const si = byId.get(vs), ti = byId.get(vt);
+        if (vs !== e.s && si) pts.unshift(si.x + si.w / 2, si.y + si.h);
+        if (vt !== e.t && ti) pts.push(ti.x + ti.w / 2, ti.y);
+        let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+        for (let i = 0; i < pts.length; i += 2) {
+          minX = Math.min(minX, pts[i]); maxX = Math.max(maxX, pts[i]);
+          minY = Math.min(minY, pts[i + 1]); maxY = Math.max(maxY, pts[i + 1]);
+        }
+        de = { src: vs, tgt: vt, pts, label: r.label, count: 1, minX, minY, maxX, maxY, real: [r] };
+        pairs.set(k, de);
+        edges.push(de);
+      }
+    }
+  }
+  const root = cache.get(g.root.id, keys.get(g.root.id) ?? '');
+  frames.sort((a, b) => a.depth - b.depth);
+  return {
+    items: [...frames, ...leaves], byId, edges,
+    width: root?.width ?? 0, height: root?.height ?? 0, nodesDrawn, groupsDrawn,
+  };
+}

@@ -1,0 +1,705 @@
+// The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
+import './styles.css';
+import type { Cell, Diagnostic, GraphDocument, HardwareKernel, ViewHello, ViewMessage, ViewRequest } from './protocol';
+import { seqNumber } from './protocol';
+import { applyDelta } from './delta';
+import { LAYERS, buildViewGraph, countVisible, type Layer } from './model';
+import { LayoutEngine } from './layout';
+import { GraphView, readTheme } from './view';
+import { METRICS, metricDef, rampColor, type MetricId } from './metrics';
+import { search } from './search';
+import { diffGraphs, type GraphDiff } from './diff';
+import { renderCellSummary, renderPanel } from './panel';
+import { buildTimeline, MemoryPanel } from './memory';
+import { exportPng, exportSvg, buildSvg } from './export';
+import { makeLayoutWorker, pickTransport, type ConnectionState, type Transport } from './transport';
+import { escapeHtml as h, fmtNum, rangeText } from './format';
+
+const LAYER_LABEL: Record<Layer, string> = { semantic: 'Semantic', optimized: 'Optimization', hardware: 'Hardware' };
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, html?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (html !== undefined) e.innerHTML = html;
+  return e;
+}
+
+class App {
+  private transport: Transport;
+  private engine: LayoutEngine;
+  private viewA: GraphView;
+  private viewB: GraphView | null = null;
+  private active: 'A' | 'B' = 'A';
+  private doc: GraphDocument | null = null;
+  private prevDoc: GraphDocument | null = null;
+  private seq = 0;
+  private hello: ViewHello = {};
+  private cellName = '';
+  private layer: Layer = 'semantic';
+  private metric: MetricId = 'none';
+  private split = false;
+  private showDiff = true;
+  private showMem = false;
+  private diff: GraphDiff | null = null;
+  private details = new Map<string, HardwareKernel[]>();
+  private detailsPending = new Set<string>();
+  private status: { state: string; message: string; diagnostics: Diagnostic[] } = { state: 'ok', message: '', diagnostics: [] };
+  private conn: ConnectionState = 'connecting';
+  private lastUpdateMs = 0;
+  private updateCount = 0;
+  private renderSeq = 0;
+  private urlCell: string | null;
+
+  // DOM
+  private root = el('div', 'app');
+  private cellSel = el('select', 'cell-select');
+  private layerSeg = el('div', 'seg');
+  private metricSel = el('select');
+  private searchInput = el('input', 'search-input');
+  private results = el('div', 'results hidden');
+  private banner = el('div', 'banner hidden');
+  private views = el('div', 'views');
+  private paneA = el('div', 'pane');
+  private paneB = el('div', 'pane hidden');
+  private panel = el('aside', 'panel');
+  private memHost = el('div', 'mem hidden');
+  private statusBar = el('footer', 'statusbar');
+  private connEl = el('span', 'conn');
+  private btnDiff!: HTMLButtonElement;
+  private btnSplit!: HTMLButtonElement;
+  private btnMem!: HTMLButtonElement;
+  private mem: MemoryPanel;
+  private legendA = el('div', 'legend');
+  private legendB = el('div', 'legend');
+  private titleA = el('div', 'pane-title');
+  private titleB = el('div', 'pane-title');
+  private empty = el('div', 'empty', 'Waiting for the graph…');
+
+  constructor() {
+    const params = new URLSearchParams(location.search);
+    this.urlCell = params.get('cell');
+    this.engine = new LayoutEngine(makeLayoutWorker, Math.min(4, Math.max(2, (navigator.hardwareConcurrency || 2) - 1)));
+    this.transport = pickTransport();
+    if (this.transport.kind === 'vscode') document.body.classList.add('in-vscode');
+    this.initTheme();
+    this.buildDom();
+    this.viewA = new GraphView(this.paneA, this.engine, {
+      onSelect: (id, from) => this.onSelect('A', id, from),
+      onLayout: () => this.onLayout(),
+    });
+    this.paneA.append(this.titleA, this.legendA, this.empty);
+    this.mem = new MemoryPanel(this.memHost, (id) => this.selectNode(id));
+    this.bindKeys();
+    this.transport.start((m) => this.onMessage(m), (s, info) => this.onConn(s, info));
+    this.renderStatus();
+  }
+
+  // ---- DOM ---------------------------------------------------------------------------------
+
+  private initTheme(): void {
+    let saved: string | null = null;
+    try { saved = localStorage.getItem('cellscope-theme'); } catch { saved = null; }
+    const dark = saved ? saved === 'dark' : window.matchMedia?.('(prefers-color-scheme: dark)').matches;
+    document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+    window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', (e) => {
+      let s: string | null = null;
+      try { s = localStorage.getItem('cellscope-theme'); } catch { s = null; }
+      if (!s) this.setTheme(e.matches ? 'dark' : 'light');
+    });
+    // VS Code switches theme by changing the body's classes.
+    new MutationObserver(() => this.refreshTheme()).observe(document.body, { attributes: true, attributeFilter: ['class'] });
+  }
+
+  private setTheme(t: 'light' | 'dark'): void {
+    document.documentElement.dataset.theme = t;
+    this.refreshTheme();
+  }
+
+  private refreshTheme(): void {
+    if (!this.viewA) return;
+    this.viewA.setTheme(readTheme(this.paneA));
+    this.viewB?.setTheme(readTheme(this.paneB));
+    this.mem?.paint();
+    this.renderLegend();
+  }
+
+  private button(label: string, title: string, onClick: () => void, cls = ''): HTMLButtonElement {
+    const b = el('button', 'btn ' + cls, label);
+    b.title = title;
+    b.type = 'button';
+    b.addEventListener('click', onClick);
+    return b;
+  }
+
+  private buildDom(): void {
+    document.body.appendChild(this.root);
+    const bar = el('header', 'toolbar');
+    const brand = el('div', 'brand', '<span class="logo">◆</span> Cellscope');
+    this.cellSel.title = 'Cell';
+    this.cellSel.addEventListener('change', () => { this.cellName = this.cellSel.value; void this.render({ reset: true }); });
+    for (const l of LAYERS) {
+      const b = this.button(LAYER_LABEL[l], `${LAYER_LABEL[l]} layer`, () => this.setLayer(l));
+      b.dataset.layer = l;
+      this.layerSeg.appendChild(b);
+    }
+    this.metricSel.title = 'Colour nodes by';
+    this.metricSel.addEventListener('change', () => this.setMetric(this.metricSel.value as MetricId));
+    const metricLbl = el('label', 'lbl', 'Colour ');
+    metricLbl.appendChild(this.metricSel);
+    const sbox = el('div', 'search');
+    this.searchInput.placeholder = 'Search name, op, scope…  (/)';
+    this.searchInput.type = 'search';
+    this.searchInput.addEventListener('input', () => this.runSearch());
+    this.searchInput.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') { const f = this.results.querySelector<HTMLElement>('.hit'); f?.click(); }
+      if (e.key === 'Escape') { this.searchInput.value = ''; this.runSearch(); this.searchInput.blur(); }
+    });
+    sbox.append(this.searchInput, this.results);
+    const tools = el('div', 'tools');
+    this.btnDiff = this.button('Changes', 'Highlight nodes added/changed by the last edit', () => { this.showDiff = !this.showDiff; this.applyDiff(); this.syncButtons(); });
+    this.btnSplit = this.button('Side by side', 'Semantic vs optimized, with synchronized selection', () => this.setSplit(!this.split));
+    this.btnMem = this.button('Memory', 'Memory timeline (buffer lifetimes, peak)', () => this.setMem(!this.showMem));
+    tools.append(
+      this.button('Fit', 'Fit to view (0)', () => this.activeView().fit()),
+      this.button('Expand', 'Expand all groups', () => void this.activeView().expandAll()),
+      this.button('Collapse', 'Collapse all groups', () => void this.activeView().collapseAll()),
+      this.btnDiff, this.btnSplit, this.btnMem,
+      this.button('PNG', 'Export PNG', () => void exportPng(this.activeView(), this.exportName('png'))),
+      this.button('SVG', 'Export SVG', () => exportSvg(this.activeView(), this.exportName('svg'))),
+      this.button('◐', 'Light/dark theme', () => {
+        const t = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
+        try { localStorage.setItem('cellscope-theme', t); } catch { /* private mode */ }
+        this.setTheme(t);
+      }, 'icon'),
+    );
+    bar.append(brand, this.cellSel, this.layerSeg, metricLbl, sbox, tools);
+    this.paneB.append(this.titleB, this.legendB);
+    this.views.append(this.paneA, this.paneB);
+    const main = el('main', 'main');
+    const left = el('div', 'left');
+    left.append(this.views, this.memHost);
+    main.append(left, this.panel);
+    this.root.append(bar, this.banner, main, this.statusBar);
+    this.panel.addEventListener('click', (e) => this.onPanelClick(e));
+    this.banner.addEventListener('click', (e) => this.onPanelClick(e));
+    this.syncButtons();
+  }
+
+  private exportName(ext: string): string {
+    const base = (this.doc?.file ?? 'graph').split('/').pop()!.replace(/\.py$/, '');
+    return `${base}-${this.cellName.replace(/[^\w.-]+/g, '_')}-${this.layer}.${ext}`;
+  }
+
+  private activeView(): GraphView {
+    return this.active === 'B' && this.viewB ? this.viewB : this.viewA;
+  }
+
+  private syncButtons(): void {
+    for (const b of this.layerSeg.querySelectorAll<HTMLButtonElement>('button')) {
+      b.classList.toggle('on', b.dataset.layer === this.layer);
+      const l = b.dataset.layer as Layer;
+      const cell = this.currentCell();
+      b.disabled = l !== 'semantic' && !(l === 'optimized' ? cell?.optimized : cell?.hardware);
+    }
+    this.btnDiff.classList.toggle('on', this.showDiff);
+    this.btnSplit.classList.toggle('on', this.split);
+    this.btnMem.classList.toggle('on', this.showMem);
+    this.btnMem.disabled = !this.currentCell()?.optimized;
+    this.btnSplit.disabled = !this.currentCell()?.optimized;
+    const d = this.diff;
+    const n = d ? d.added.size + d.changed.size + d.removed.length : 0;
+    this.btnDiff.innerHTML = `Changes${n ? ` <span class="badge">${n}</span>` : ''}`;
+    // Metric list for the layer.
+    const want = METRICS.filter((m) => m.layers.includes(this.layer));
+    const cur = [...this.metricSel.options].map((o) => o.value).join(',');
+    if (cur !== want.map((m) => m.id).join(',')) {
+      this.metricSel.innerHTML = want.map((m) => `<option value="${m.id}">${h(m.label)}</option>`).join('');
+    }
+    if (!want.some((m) => m.id === this.metric)) this.metric = 'none';
+    this.metricSel.value = this.metric;
+  }
+
+  // ---- messages ----------------------------------------------------------------------------
+
+  private onConn(s: ConnectionState, info?: string): void {
+    this.conn = s;
+    const txt: Record<ConnectionState, string> = {
+      snapshot: 'snapshot', connecting: 'connecting…', open: 'live', closed: 'reconnecting…', vscode: 'VS Code',
+    };
+    this.connEl.textContent = txt[s];
+    this.connEl.className = 'conn ' + s;
+    this.connEl.title = info ?? '';
+  }
+
+  private onMessage(m: ViewMessage): void {
+    if (m.hello) {
+      this.hello = m.hello;
+      if (this.hello.focusCell && !this.urlCell) this.cellName = this.hello.focusCell;
+      if (this.urlCell) this.cellName = this.urlCell;
+    }
+    if (m.update) this.onUpdate(m.update);
+    if (m.status) {
+      this.status = { state: m.status.state ?? 'ok', message: m.status.message ?? '', diagnostics: m.status.diagnostics ?? [] };
+      this.renderStatus();
+      this.renderBanner();
+    }
+    if (m.details) {
+      const d = m.details;
+      const key = `${d.cell ?? ''}|${d.node ?? ''}`;
+      this.detailsPending.delete(key);
+      if (!d.error) this.details.set(key, d.kernels ?? []);
+      this.renderPanel();
+    }
+    if (m.debug) {
+      const id = m.debug.node || null;
+      this.viewA.debugNode = id;
+      this.viewA.invalidate();
+      if (id && (!m.debug.cell || m.debug.cell === this.cellName)) void this.viewA.reveal(id);
+    }
+  }
+
+  private onUpdate(u: NonNullable<ViewMessage['update']>): void {
+    const t0 = performance.now();
+    const seq = seqNumber(u.seq);
+    let next: GraphDocument | null = null;
+    if (u.document) next = u.document;
+    else if (u.delta) {
+      if (!this.doc || seqNumber(u.delta.base) !== this.seq) {
+        this.transport.resync();
+        return;
+      }
+      next = applyDelta(this.doc, u.delta);
+    }
+    if (!next) return;
+    this.prevDoc = this.doc;
+    this.doc = next;
+    this.seq = seq;
+    this.updateCount++;
+    this.details.clear();
+    this.detailsPending.clear();
+    if (u.focusCell && this.updateCount === 1 && !this.urlCell) this.cellName = u.focusCell;
+    if (this.status.state === 'failed') this.status = { state: 'ok', message: '', diagnostics: [] };
+    const cells = next.cells ?? [];
+    if (!cells.some((c) => c.name === this.cellName)) {
+      const byClass = cells.find((c) => c.className === this.cellName || c.name.startsWith(this.cellName + '('));
+      this.cellName = byClass?.name ?? cells[0]?.name ?? '';
+    }
+    this.cellSel.innerHTML = cells.map((c) => `<option value="${h(c.name)}">${h(c.name)}${c.compiled === false ? ' (not compiled)' : ''}</option>`).join('');
+    this.cellSel.value = this.cellName;
+    this.cellSel.style.display = cells.length > 1 ? '' : 'none';
+    if (this.updateCount === 1) {
+      const cell = this.currentCell();
+      const want = new URLSearchParams(location.search).get('layer') as Layer | null;
+      if (want && LAYERS.includes(want)) this.layer = want;
+      if (this.layer !== 'semantic' && !(this.layer === 'optimized' ? cell?.optimized : cell?.hardware)) this.layer = 'semantic';
+    }
+    void this.render({ reset: this.updateCount === 1 }).then(() => {
+      this.lastUpdateMs = performance.now() - t0;
+      this.renderStatus(u.analysisMs);
+    });
+    this.renderBanner();
+  }
+
+  currentCell(): Cell | undefined {
+    return this.doc?.cells?.find((c) => c.name === this.cellName);
+  }
+
+  private prevCell(): Cell | undefined {
+    return this.prevDoc?.cells?.find((c) => c.name === this.cellName);
+  }
+
+  // ---- rendering ---------------------------------------------------------------------------
+
+  private layerB(): Layer { return this.layer === 'semantic' ? 'optimized' : this.layer; }
+
+  private async render(opts: { reset?: boolean } = {}): Promise<void> {
+    const cell = this.currentCell();
+    const my = ++this.renderSeq;
+    this.syncButtons();
+    if (!cell) {
+      this.empty.textContent = this.doc ? 'This document has no Cell.' : 'Waiting for the graph…';
+      this.empty.classList.remove('hidden');
+      return;
+    }
+    const la: Layer = this.split ? 'semantic' : this.layer;
+    const ga = buildViewGraph(cell, la);
+
+    const prev = this.prevCell();
+    this.diff = prev ? diffGraphs(buildViewGraph(prev, la), ga) : null;
+    this.empty.classList.toggle('hidden', ga.nodes.length > 0);
+    if (ga.nodes.length === 0) this.empty.textContent = cell.compiled === false ? 'This Cell did not compile: see the diagnostics.' : 'Empty graph.';
+    this.viewA.setMetric(this.split ? 'none' : this.metric);
+    this.applyDiff();
+    this.titleA.textContent = this.split ? 'Semantic' : '';
+    this.titleA.classList.toggle('hidden', !this.split);
+    const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset })];
+    if (this.split && this.viewB) {
+      const gb = buildViewGraph(cell, this.layerB());
+
+      this.viewB.setMetric(this.metric);
+      this.titleB.textContent = LAYER_LABEL[this.layerB()];
+      jobs.push(this.viewB.setGraph(gb, { reset: opts.reset }));
+    }
+    await Promise.all(jobs);
+    if (my !== this.renderSeq) return;
+    this.renderPanel();
+    this.renderLegend();
+    this.renderMem();
+    this.syncButtons();
+  }
+
+  private applyDiff(): void {
+    this.viewA.diff = this.showDiff ? this.diff : null;
+    this.viewA.invalidate();
+    this.syncButtons();
+  }
+
+  private setLayer(l: Layer): void {
+    if (l === this.layer) return;
+    const sel = this.activeView().selection;
+    const wasLayer = this.split ? this.layerB() : this.layer;
+    this.layer = l;
+    if (l === 'hardware' && this.metric === 'none') this.metric = 'cycles';
+    if (l !== 'hardware' && !METRICS.find((m) => m.id === this.metric)?.layers.includes(l)) this.metric = 'none';
+    void this.render().then(() => {
+      // Keep the selection across layers through the origins mapping.
+      if (!sel) return;
+      const v = this.activeView();
+      const g = v.graph;
+      if (!g) return;
+      let target: string | undefined = g.byId.has(sel) ? sel : undefined;
+      if (!target && wasLayer !== 'semantic' && l === 'semantic') {
+        const old = this.currentCell()?.optimized?.nodes?.find((n) => n.id === sel);
+        target = old?.origins?.[0];
+      } else if (!target) target = g.semanticToOptimized.get(sel)?.[0];
+      if (target) { const t = target; void v.reveal(t).then(() => v.select(t, 'api')); }
+    });
+  }
+
+  private setMetric(m: MetricId): void {
+    this.metric = m;
+    (this.split && this.viewB ? this.viewB : this.viewA).setMetric(m);
+    this.renderLegend();
+  }
+
+  private setSplit(on: boolean): void {
+    this.split = on;
+    this.paneB.classList.toggle('hidden', !on);
+    this.views.classList.toggle('split', on);
+    if (on && !this.viewB) {
+      this.viewB = new GraphView(this.paneB, this.engine, {
+        onSelect: (id, from) => this.onSelect('B', id, from),
+        onLayout: () => this.onLayout(),
+      });
+      this.paneB.append(this.titleB, this.legendB);
+    }
+    if (!on) this.active = 'A';
+    void this.render({ reset: true });
+  }
+
+  private setMem(on: boolean): void {
+    this.showMem = on;
+    this.memHost.classList.toggle('hidden', !on);
+    this.syncButtons();
+    this.renderMem();
+  }
+
+  private renderMem(): void {
+    if (!this.showMem) return;
+    const sel = this.selectedOptimized();
+    this.mem.set(buildTimeline(this.currentCell()), sel);
+  }
+
+  private selectedOptimized(): string | null {
+    const v = this.activeView();
+    if (v.graph && v.graph.layer !== 'semantic') return v.selection;
+    return null;
+  }
+
+  private renderLegend(): void {
+    const fill = (box: HTMLElement, v: GraphView | null): void => {
+      if (!v || !v.graph) { box.innerHTML = ''; return; }
+      const th = v.theme;
+      if (v.metric === 'none') {
+        const cats: [string, string][] = [['compute', 'Conv / MatMul'], ['norm', 'Norm'], ['act', 'Activation'], ['pool', 'Pool'],
+          ['shape', 'Shape'], ['elem', 'Elementwise'], ['move', 'TransData / Cast'], ['input', 'Input']];
+        let html = cats.map(([k, l]) => `<span class="chip"><i style="background:${th.cat[k]}"></i>${l}</span>`).join('');
+        if (v.graph.layer !== 'semantic') html += `<span class="chip"><i class="dashed"></i>fused kernel</span>`;
+        box.innerHTML = html;
+        return;
+      }
+      const s = v.metricScale();
+      const def = metricDef(v.metric);
+      if (!s || s.max <= 0) { box.innerHTML = `<span class="muted">${h(def.label)}: no data</span>`; return; }
+      const stops = [0, 0.25, 0.5, 0.75, 1].map((t) => `${rampColor(t)} ${t * 100}%`).join(',');
+      box.innerHTML = `<div><div class="ramp-title">${h(def.label)} (log scale)</div><div class="ramp" style="background:linear-gradient(90deg,${stops})"></div>` +
+        `<div class="ramp-lbl"><span>${h(def.format(s.min))}</span><span>${h(def.format(s.max))}</span></div></div>`;
+    };
+    fill(this.legendA, this.viewA);
+    fill(this.legendB, this.viewB && this.split ? this.viewB : null);
+  }
+
+  private renderBanner(): void {
+    const st = this.status;
+    const docErrors = (this.doc?.diagnostics ?? []).filter((d) => d.severity === 'error');
+    if (st.state === 'failed') {
+      const list = st.diagnostics.map((d) => this.diagHtml(d)).join('');
+      this.banner.innerHTML = `<div class="bt"><b>Analysis failed</b> — showing the last good graph${st.message ? ': ' + h(st.message) : ''}</div><ul>${list}</ul>`;
+      this.banner.className = 'banner failed';
+    } else if (docErrors.length) {
+      this.banner.innerHTML = `<div class="bt"><b>${docErrors.length} error${docErrors.length > 1 ? 's' : ''}</b> in the model</div><ul>${docErrors.slice(0, 20).map((d) => this.diagHtml(d)).join('')}</ul>`;
+      this.banner.className = 'banner warn';
+    } else {
+      this.banner.className = 'banner hidden';
+      this.banner.innerHTML = '';
+    }
+  }
+
+  private diagHtml(d: Diagnostic): string {
+    const loc = rangeText(d.file, d.range);
+    const link = this.hello.editor && d.file
+      ? `<a href="#" class="reveal" data-reveal="${h(JSON.stringify({ file: d.file, range: d.range }))}">${h(loc)}</a>`
+      : `<span class="src">${h(loc)}</span>`;
+    return `<li class="diag ${h(d.severity ?? '')}">${link} <span class="sev">${h(d.severity ?? '')}</span> ${h(d.message ?? '')}${d.code ? ` <span class="muted">[${h(d.code)}]</span>` : ''}</li>`;
+  }
+
+  private renderStatus(analysisMs?: number): void {
+    const cell = this.currentCell();
+    const parts: string[] = [];
+    if (this.doc) {
+      parts.push(h(this.doc.file ?? ''));
+      if (cell) {
+        const v = this.activeView();
+        const c = v.graph ? countVisible(v.graph, v.expanded) : { nodes: 0, groups: 0 };
+        parts.push(`${v.graph?.nodes.length ?? 0} nodes · ${c.nodes} drawn · ${c.groups} collapsed groups`);
+      }
+      if (this.doc.target) parts.push(`target ${h(this.doc.target)}`);
+      parts.push(`update #${this.seq}`);
+      if (analysisMs) parts.push(`analysis ${fmtNum(analysisMs)} ms`);
+      if (this.lastUpdateMs) parts.push(`view ${this.lastUpdateMs.toFixed(0)} ms`);
+    }
+    if (this.status.state === 'analysing') parts.push('<span class="analysing">analysing…</span>');
+    this.statusBar.innerHTML = parts.join('<span class="sep">│</span>');
+    this.statusBar.prepend(this.connEl);
+  }
+
+  private onLayout(): void {
+    this.renderStatus();
+  }
+
+  // ---- selection and panel -----------------------------------------------------------------
+
+  private onSelect(which: 'A' | 'B', id: string | null, from: 'click' | 'key' | 'api'): void {
+    this.active = which;
+    const v = which === 'A' ? this.viewA : this.viewB!;
+    const other = which === 'A' ? this.viewB : this.viewA;
+    v.secondary.clear();
+    // Memory reuse: highlight the tensors sharing a buffer with the selection.
+    const mates = this.bufferMates(v, id);
+    for (const t of mates) v.secondary.add(t.slice(0, t.lastIndexOf(':')));
+    if (id) v.secondary.delete(id);
+    if (this.split && other && other.graph && from !== 'api') {
+      other.secondary.clear();
+      const og = other.graph;
+      let mapped: string[] = [];
+      if (v.graph?.layer === 'semantic') mapped = og.semanticToOptimized.get(id ?? '') ?? [];
+      else if (id) mapped = (v.graph?.byId.get(id)?.optimized?.origins ?? []).filter((o) => og.byId.has(o));
+      for (const m of mapped) other.secondary.add(m);
+      other.selection = null;
+      if (mapped.length) void other.reveal(mapped[0]);
+      other.invalidate();
+    }
+    this.requestDetails(v, id);
+    this.renderPanel();
+    this.renderMem();
+  }
+
+  private bufferMates(v: GraphView, id: string | null): string[] {
+    if (!id || !v.graph || v.graph.layer === 'semantic') return [];
+    const n = v.graph.byId.get(id)?.optimized;
+    const bufs = this.currentCell()?.optimized?.memory?.buffers ?? [];
+    const out: string[] = [];
+    for (const p of n?.memory ?? []) {
+      const b = bufs[p.buffer ?? -1];
+      for (const t of b?.tensors ?? []) if (t !== `${id}:${p.output ?? 0}`) out.push(t);
+    }
+    return out;
+  }
+
+  private requestDetails(v: GraphView, id: string | null): void {
+    if (!id || v.graph?.layer !== 'hardware' || this.transport.kind === 'snapshot') return;
+    const n = v.graph.byId.get(id)?.optimized;
+    const ks = n?.hardware ?? [];
+    if (ks.length === 0 || ks.some((k) => (k.tiling?.length ?? 0) > 0 || (k.schedule?.length ?? 0) > 0)) return;
+    const key = `${this.cellName}|${id}`;
+    if (this.details.has(key) || this.detailsPending.has(key)) return;
+    if (this.transport.send({ details: { cell: this.cellName, node: id } })) this.detailsPending.add(key);
+  }
+
+  private renderPanel(): void {
+    const cell = this.currentCell();
+    const v = this.activeView();
+    const id = v.selection;
+    if (!cell) { this.panel.innerHTML = ''; return; }
+    const n = id ? v.graph?.byId.get(id) : undefined;
+    let html: string;
+    if (!n || !v.graph) html = renderCellSummary(cell, this.split ? this.layerB() : this.layer);
+    else {
+      const key = `${this.cellName}|${n.id}`;
+      html = renderPanel({
+        cell, layer: v.graph.layer, node: n, editor: !!this.hello.editor,
+        kernels: this.details.get(key) ?? null, detailsPending: this.detailsPending.has(key),
+        semanticById: new Map((cell.nodes ?? []).map((x) => [x.id, x] as const)),
+        bufferMates: this.bufferMates(v, n.id),
+      });
+    }
+    const removed = this.showDiff && this.diff && this.diff.removed.length && v === this.viewA
+      ? `<details class="sec" open><summary>Removed by the last edit</summary><ul class="origins">${this.diff.removed.slice(0, 50).map((r) => `<li class="removed">${h(r)}</li>`).join('')}</ul></details>` : '';
+    this.panel.innerHTML = html + removed;
+  }
+
+  private onPanelClick(e: MouseEvent): void {
+    const t = (e.target as HTMLElement).closest<HTMLElement>('a');
+    if (!t) return;
+    e.preventDefault();
+    if (t.classList.contains('reveal') && t.dataset.reveal) {
+      const req = JSON.parse(t.dataset.reveal) as NonNullable<ViewRequest['reveal']>;
+      this.transport.send({ reveal: req });
+      return;
+    }
+    const id = t.dataset.id;
+    if (!id) return;
+    if (t.classList.contains('goto-sem')) {
+      if (this.split) { void this.viewA.reveal(id).then(() => this.viewA.select(id, 'click')); return; }
+      this.setLayer('semantic');
+      setTimeout(() => void this.viewA.reveal(id).then(() => this.viewA.select(id, 'api')), 0);
+      return;
+    }
+    this.selectNode(id);
+  }
+
+  private selectNode(id: string): void {
+    const v = this.viewB && this.split && this.viewB.graph?.byId.has(id) && this.viewB.graph.layer !== 'semantic' ? this.viewB : this.viewA;
+    void v.reveal(id).then(() => v.select(id, 'click'));
+  }
+
+  // ---- search and keys ---------------------------------------------------------------------
+
+  private runSearch(): void {
+    const v = this.activeView();
+    const q = this.searchInput.value;
+    v.highlight.clear();
+    if (!v.graph || !q.trim()) { this.results.classList.add('hidden'); v.invalidate(); return; }
+    const hits = search(v.graph, q);
+    for (const hh of hits) v.highlight.add(hh.id);
+    v.invalidate();
+    this.results.classList.remove('hidden');
+    this.results.innerHTML = `<div class="rc">${hits.length}${hits.length === 200 ? '+' : ''} match${hits.length === 1 ? '' : 'es'}</div>` +
+      hits.slice(0, 100).map((x) => {
+        const n = v.graph!.byId.get(x.id)!;
+        return `<div class="hit" data-id="${h(x.id)}"><b>${h(n.op)}</b> <span class="mono">${h(x.id)}</span><span class="muted"> ${h(n.scope)}</span></div>`;
+      }).join('');
+    for (const d of this.results.querySelectorAll<HTMLElement>('.hit')) {
+      d.addEventListener('click', () => {
+        const id = d.dataset.id!;
+        void v.reveal(id).then(() => v.select(id, 'click'));
+      });
+    }
+  }
+
+  private bindKeys(): void {
+    window.addEventListener('keydown', (e) => {
+      const t = e.target as HTMLElement;
+      if (t && (t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA')) return;
+      const v = this.activeView();
+      if ((e.key === 'f' && (e.ctrlKey || e.metaKey)) || e.key === '/') { e.preventDefault(); this.searchInput.focus(); this.searchInput.select(); return; }
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      switch (e.key) {
+        case '+': case '=': v.zoom(1.25); break;
+        case '-': case '_': v.zoom(0.8); break;
+        case '0': v.fit(); break;
+        case 'ArrowDown': v.step('down'); break;
+        case 'ArrowUp': v.step('up'); break;
+        case 'ArrowLeft': v.step('left'); break;
+        case 'ArrowRight': v.step('right'); break;
+        case 'Escape': v.select(null, 'key'); this.results.classList.add('hidden'); break;
+        case 'Enter': if (v.selection) v.centerOn(v.selection); break;
+        default: return;
+      }
+      e.preventDefault();
+    });
+    document.addEventListener('click', (e) => {
+      if (!(e.target as HTMLElement).closest('.search')) this.results.classList.add('hidden');
+    });
+    this.searchInput.addEventListener('focus', () => { if (this.searchInput.value) this.results.classList.remove('hidden'); });
+  }
+
+  // ---- test hook ---------------------------------------------------------------------------
+
+  hook(): Record<string, unknown> {
+    const app = this;
+    const viewOf = (which?: string): GraphView => (which === 'B' && app.viewB ? app.viewB : app.viewA);
+    return {
+      state: () => {
+        const v = app.activeView();
+        const c = v.graph ? countVisible(v.graph, v.expanded) : { nodes: 0, groups: 0 };
+        return { nodesDrawn: c.nodes + c.groups, layer: v.graph?.layer ?? app.layer, selection: v.selection };
+      },
+      details: () => {
+        const v = app.activeView();
+        const c = v.graph ? countVisible(v.graph, v.expanded) : { nodes: 0, groups: 0 };
+        return {
+          file: app.doc?.file ?? null, cell: app.cellName, layer: app.layer, split: app.split, metric: app.metric,
+          nodes: v.graph?.nodes.length ?? 0, leafNodesDrawn: c.nodes, groupsCollapsed: c.groups,
+          expanded: [...v.expanded], scale: v.scale, connection: app.conn, status: app.status.state,
+          diagnostics: app.status.diagnostics.length, diff: app.diff ? { added: [...app.diff.added], changed: [...app.diff.changed], removed: app.diff.removed } : null,
+          highlighted: [...v.highlight], secondary: [...v.secondary], transport: app.transport.kind,
+        };
+      },
+      nodeScreenPosition: (id: string, which?: string) => viewOf(which).screenPosition(id),
+      groups: () => {
+        const v = app.activeView();
+        if (!v.graph) return [];
+        return [...v.graph.groups.values()].filter((g) => g.parent !== null).map((g) => ({
+          id: g.id, label: g.label, parent: g.parent, children: g.children.length, leaves: g.leafCount,
+          artificial: g.artificial, expanded: v.expanded.has(g.id), drawn: !!v.scene?.byId.get(g.id),
+        }));
+      },
+      lastUpdateSeq: () => app.seq,
+      lastUpdateMs: () => app.lastUpdateMs,
+      lastPaintMs: () => app.activeView().lastPaintMs,
+      lastLayoutMs: () => app.engine.lastLayoutMs,
+      frames: () => app.activeView().frames,
+      idle: () => Promise.all([app.viewA.idle(), app.viewB?.idle()]).then(() => true),
+      panelText: () => app.panel.innerText,
+      bannerText: () => app.banner.innerText,
+      svg: () => buildSvg(app.activeView()),
+      // Actions (for tests and benchmarks).
+      select: (id: string | null) => { const v = app.activeView(); if (id) return v.reveal(id).then(() => v.select(id, 'click')); v.select(null); return Promise.resolve(); },
+      toggleGroup: (id: string) => app.activeView().toggleGroup(id),
+      expandAll: () => app.activeView().expandAll(),
+      collapseAll: () => app.activeView().collapseAll(),
+      setLayer: (l: Layer) => { app.setLayer(l); return app.viewA.idle(); },
+      setMetric: (m: MetricId) => app.setMetric(m),
+      setSplit: (on: boolean) => { app.setSplit(on); return Promise.resolve(); },
+      setMemory: (on: boolean) => app.setMem(on),
+      fit: () => app.activeView().fit(),
+      zoom: (f: number) => app.activeView().zoom(f),
+      pan: (dx: number, dy: number) => app.activeView().pan(dx, dy),
+      paintNow: () => { const v = app.activeView(); v.paintNow(); return v.lastPaintMs; },
+      injectMessage: (m: ViewMessage) => app.onMessage(m),
+    };
+  }
+}
+
+declare global {
+  interface Window { cellscopeView?: Record<string, unknown> }
+}
+
+function boot(): void {
+  const app = new App();
+  window.cellscopeView = app.hook();
+}
+
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', boot);
+else boot();

@@ -1,0 +1,119 @@
+// Node metrics and their colour scale (log-scaled, perceptually ordered gradient).
+import { outputBytes, totalCycles, type Layer, type VNode, type ViewGraph } from './model';
+import { fmtBytes, fmtNum } from './format';
+
+export type MetricId = 'none' | 'cycles' | 'time' | 'bytes' | 'flops' | 'memory' | 'bandwidth';
+
+export interface MetricDef {
+  id: MetricId;
+  label: string;
+  layers: Layer[];
+  value: (n: VNode) => number;
+  format: (v: number) => string;
+}
+
+function gmBytes(n: VNode): number {
+  let b = 0;
+  for (const k of n.optimized?.hardware ?? []) b += (k.gmReadBytes ?? 0) + (k.gmWriteBytes ?? 0);
+  return b;
+}
+
+export const METRICS: MetricDef[] = [
+  { id: 'none', label: 'Op type', layers: ['semantic', 'optimized', 'hardware'], value: () => 0, format: String },
+  { id: 'cycles', label: 'Cycles', layers: ['hardware'], value: (n) => totalCycles(n.optimized?.hardware), format: (v) => fmtNum(v) + ' cyc' },
+  { id: 'time', label: 'Time (µs)', layers: ['hardware'],
+    value: (n) => (n.optimized?.hardware ?? []).reduce((s, k) => s + (k.timeUs ?? 0), 0), format: (v) => fmtNum(v) + ' µs' },
+  { id: 'bytes', label: 'Bytes moved', layers: ['semantic', 'optimized', 'hardware'],
+    value: (n) => (n.optimized?.hardware?.length ? gmBytes(n) : outputBytes(n)), format: fmtBytes },
+  { id: 'flops', label: 'FLOPs', layers: ['semantic', 'optimized', 'hardware'],
+    value: (n) => n.optimized?.flops ?? n.semantic?.flops ?? 0, format: (v) => fmtNum(v) },
+  { id: 'memory', label: 'Memory', layers: ['semantic', 'optimized', 'hardware'],
+    value: (n) => {
+      const m = n.optimized?.memory;
+      if (m && m.length) return m.reduce((s, p) => s + (p.size ?? p.bytes ?? 0), 0);
+      return outputBytes(n);
+    }, format: fmtBytes },
+  { id: 'bandwidth', label: 'Bandwidth', layers: ['hardware'],
+    value: (n) => Math.max(0, ...(n.optimized?.hardware ?? []).map((k) => k.bandwidthGbps ?? 0)),
+    format: (v) => fmtNum(v) + ' GB/s' },
+];
+
+export function metricDef(id: MetricId): MetricDef {
+  return METRICS.find((m) => m.id === id) ?? METRICS[0];
+}
+
+// A viridis-like ramp (dark blue -> teal -> green -> yellow), readable on light and dark.
+const RAMP: [number, number, number][] = [
+  [68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37],
+];
+
+export function rampColor(t: number): string {
+  const x = Math.min(1, Math.max(0, t)) * (RAMP.length - 1);
+  const i = Math.min(RAMP.length - 2, Math.floor(x));
+  const f = x - i;
+  const a = RAMP[i], b = RAMP[i + 1];
+  const c = (k: number) => Math.round(a[k] + (b[k] - a[k]) * f);
+  return `rgb(${c(0)},${c(1)},${c(2)})`;
+}
+
+/** Readable text colour on a ramp colour. */
+export function rampTextColor(t: number): string {
+  return t > 0.55 ? '#111' : '#fff';
+}
+
+export interface MetricScale {
+  metric: MetricId;
+  min: number;
+  max: number;
+  values: Map<string, number>;  // node id -> value (nodes with 0 are absent)
+  norm: (v: number) => number;  // 0..1, log-scaled
+}
+
+export function computeScale(g: ViewGraph, metric: MetricId): MetricScale {
+  const def = metricDef(metric);
+  const values = new Map<string, number>();
+  let min = Infinity, max = 0;
+  if (metric !== 'none') {
+    for (const n of g.nodes) {
+      const v = def.value(n);
+      if (!(v > 0)) continue;
+      values.set(n.id, v);
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+  }
+  if (!(min <= max)) { min = 0; max = 0; }
+  const lmin = Math.log(Math.max(min, 1e-12)), lmax = Math.log(Math.max(max, 1e-12));
+  const norm = (v: number): number => {
+    if (!(v > 0) || max <= 0) return 0;
+    if (lmax - lmin < 1e-9) return 1;
+    return (Math.log(v) - lmin) / (lmax - lmin);
+  };
+  return { metric, min, max, values, norm };
+}
+
+/** Sum of a metric over a group's leaves (for collapsed groups). */
+export function groupSums(g: ViewGraph, scale: MetricScale): Map<string, number> {
+  const sums = new Map<string, number>();
+  if (scale.metric === 'none') return sums;
+  for (const [id, v] of scale.values) {
+    let p = g.parentOf.get(id);
+    while (p !== undefined) { sums.set(p, (sums.get(p) ?? 0) + v); p = g.parentOf.get(p); }
+  }
+  return sums;
+}
+
+/** Category colours for "Op type" colouring (Netron-like families). */
+export function opCategory(n: VNode): string {
+  if (n.kind === 'input') return 'input';
+  if (n.kind === 'parameter' || n.kind === 'constant') return 'const';
+  if (n.dataMove) return 'move';
+  const op = n.op;
+  if (/Conv|MatMul|Dense|Attention|Gemm|BatchMatMul|Einsum/i.test(op)) return 'compute';
+  if (/Norm|BatchNorm/i.test(op)) return 'norm';
+  if (/ReLU|GELU|Sigmoid|Tanh|Softmax|SiLU|Swish|Elu|Activation/i.test(op)) return 'act';
+  if (/Pool/i.test(op)) return 'pool';
+  if (/Reshape|Transpose|Flatten|Squeeze|ExpandDims|Concat|Split|Slice|Gather|Stack|Tile|Broadcast/i.test(op)) return 'shape';
+  if (/Dropout/i.test(op)) return 'dropout';
+  return 'elem';
+}

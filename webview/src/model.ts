@@ -1,0 +1,366 @@
+// The view model: one layer of one Cell as a graph of drawable nodes, with the Cell-scope
+// hierarchy (collapsible groups) and artificial sub-groups for very wide groups.
+import type { Cell, HardwareKernel, Node, OptimizedNode, Tensor } from './protocol';
+import { shapeText, tensorBytes } from './format';
+
+export type Layer = 'semantic' | 'optimized' | 'hardware';
+export const LAYERS: Layer[] = ['semantic', 'optimized', 'hardware'];
+
+export interface VEdge {
+  src: string;
+  tgt: string;
+  output: number;
+  label: string;  // the tensor's shape
+}
+
+export interface VNode {
+  id: string;
+  kind: string;
+  op: string;
+  label: string;     // first line
+  sub: string;       // second line (api, fused origins, unit + cycles)
+  group: string;     // id of the group holding it
+  order: number;     // execution order
+  width: number;
+  height: number;
+  inputs: VEdge[];
+  outputs: Tensor[];
+  semantic?: Node;
+  optimized?: OptimizedNode;
+  fused: boolean;
+  dataMove: boolean; // TransData / Cast / layout changes
+  scope: string;
+  sig: string;       // what the drawing depends on (layout cache key part, diff)
+}
+
+export interface Group {
+  id: string;          // "g:" + scope path; artificial: parent id + "#k"
+  path: string;        // "layer1.0" (artificial: the parent's)
+  label: string;
+  parent: string | null;
+  children: string[];  // node ids and group ids, in execution order
+  leafCount: number;
+  depth: number;
+  artificial: boolean;
+  order: number;       // first execution step inside
+}
+
+export interface ViewGraph {
+  layer: Layer;
+  cell: string;
+  nodes: VNode[];
+  byId: Map<string, VNode>;
+  edges: VEdge[];
+  groups: Map<string, Group>;
+  root: Group;
+  parentOf: Map<string, string>;  // node or group id -> group id
+  succ: Map<string, string[]>;
+  pred: Map<string, string[]>;
+  semanticToOptimized: Map<string, string[]>; // semantic id -> optimized ids (optimized layers)
+}
+
+export const ROOT_ID = 'g:';
+export const GROUP_THRESHOLD_DEFAULT = 400;
+
+const NODE_H = 40;
+const NODE_H_HW = 54;
+
+export function nodeWidth(label: string, sub: string): number {
+  const chars = Math.max(label.length, sub.length * 0.85);
+  return Math.round(Math.min(240, Math.max(96, chars * 6.6 + 28)));
+}
+
+/** The Cell path a semantic node belongs to: its scope, or the scope's parent for a leaf-Cell call. */
+export function scopeGroupPath(id: string, scope: string): string {
+  if (!scope) return '';
+  if (id === scope || id.startsWith(scope + '#')) {
+    const i = scope.lastIndexOf('.');
+    return i < 0 ? '' : scope.slice(0, i);
+  }
+  return scope;
+}
+
+export function totalCycles(ks: readonly HardwareKernel[] | undefined): number {
+  let c = 0;
+  for (const k of ks ?? []) c += k.cycles ?? 0;
+  return c;
+}
+
+function edgesOf(inputs: readonly { node: string; output?: number }[] | undefined, tgt: string,
+                 outputsOf: (id: string) => Tensor[] | undefined): VEdge[] {
+  return (inputs ?? []).map((e) => {
+    const out = e.output ?? 0;
+    return { src: e.node, tgt, output: out, label: shapeText(outputsOf(e.node)?.[out]) };
+  });
+}
+
+function abbreviate(ops: string[]): string {
+  const s = ops.join('+');
+  return s.length > 34 ? s.slice(0, 33) + '…' : s;
+}
+
+export function buildNodes(cell: Cell, layer: Layer): VNode[] {
+  const sem = cell.nodes ?? [];
+  const semById = new Map<string, Node>();
+  for (const n of sem) semById.set(n.id, n);
+  if (layer === 'semantic' || !cell.optimized) {
+    const outs = (id: string) => semById.get(id)?.outputs;
+    return sem.map((n, i) => {
+      const op = n.op ?? '';
+      const label = n.kind === 'op' || !n.kind ? op : n.id;
+      const sub = n.kind === 'op' || !n.kind ? (n.id.length > 32 ? '…' + n.id.slice(-31) : n.id) : op;
+      const scope = n.scope ?? '';
+      const v: VNode = {
+        id: n.id, kind: n.kind ?? 'op', op, label, sub,
+        group: scopeGroupPath(n.id, scope), order: i,
+        width: nodeWidth(label, sub), height: NODE_H,
+        inputs: edgesOf(n.inputs, n.id, outs), outputs: n.outputs ?? [], semantic: n,
+        fused: false, dataMove: op === 'Cast' || op === 'TransData',
+        scope, sig: '',
+      };
+      v.sig = `${op}|${label}|${sub}|${(n.outputs ?? []).map(shapeText).join(',')}`;
+      return v;
+    });
+  }
+  const opt = cell.optimized.nodes ?? [];
+  const optById = new Map<string, OptimizedNode>();
+  for (const n of opt) optById.set(n.id, n);
+  const outs = (id: string) => optById.get(id)?.outputs;
+  const hw = layer === "hardware";
+  const groupOf = new Map<string, string>();
+  const res: VNode[] = [];
+  opt.forEach((n, i) => {
+    const op = n.op ?? '';
+    const origins = n.origins ?? [];
+    const main = origins.length > 0 ? semById.get(origins[0]) : undefined;
+    let group = main ? scopeGroupPath(main.id, main.scope ?? '') : '';
+    if (!main) {
+      // TransData and other inserted nodes: where their producer lives.
+      const src = n.inputs?.[0]?.node;
+      group = src !== undefined ? groupOf.get(src) ?? '' : '';
+    }
+    groupOf.set(n.id, group);
+    const fused = origins.length > 1 || (n.pattern ?? '') !== '';
+    const label = n.kind === 'op' || !n.kind ? op : n.id;
+    let sub: string;
+    if (fused) {
+      sub = abbreviate(origins.map((o) => semById.get(o)?.op ?? o));
+    } else {
+      const sid = origins[0] ?? n.id;
+      sub = n.kind === 'op' || !n.kind ? (sid.length > 32 ? '…' + sid.slice(-31) : sid) : op;
+    }
+    if (op === 'TransData') {
+      const a = n.attrs ?? {};
+      const f = a['src_format'] ?? a['from'], t = a['dst_format'] ?? a['to'];
+      if (typeof f === 'string' && typeof t === 'string') sub = `${f} → ${t}`;
+      else if (n.outputs?.[0]?.format) sub = `→ ${n.outputs[0].format}`;
+    }
+    const v: VNode = {
+      id: n.id, kind: n.kind ?? 'op', op, label, sub, group, order: i,
+      width: nodeWidth(label, sub), height: hw ? NODE_H_HW : NODE_H,
+      inputs: edgesOf(n.inputs, n.id, outs), outputs: n.outputs ?? [],
+      semantic: main, optimized: n, fused,
+      dataMove: op === 'TransData' || op === 'Cast',
+      scope: main?.scope ?? '', sig: '',
+    };
+    v.sig = `${op}|${label}|${sub}|${(n.outputs ?? []).map(shapeText).join(',')}`;
+    res.push(v);
+  });
+  return res;
+}
+
+/**
+ * Builds the group tree from the nodes' group paths. Groups with a single child are dissolved;
+ * groups with more than `threshold` children get artificial sub-groups of consecutive children.
+ */
+export function buildHierarchy(nodes: VNode[], threshold = GROUP_THRESHOLD_DEFAULT):
+    { groups: Map<string, Group>; root: Group; parentOf: Map<string, string> } {
+  const groups = new Map<string, Group>();
+  const mk = (path: string, parent: string | null): Group => {
+    const id = 'g:' + path;
+    let g = groups.get(id);
+    if (!g) {
+      const label = path;
+      g = { id, path, label, parent, children: [], leafCount: 0, depth: 0, artificial: false, order: Infinity };
+      groups.set(id, g);
+      if (parent !== null) groups.get(parent)!.children.push(id);
+    }
+    return g;
+  };
+  const root = mk('', null);
+  const ensure = (path: string): Group => {
+    if (path === '') return root;
+    const existing = groups.get('g:' + path);
+    if (existing) return existing;
+    const i = path.lastIndexOf('.');
+    const parent = ensure(i < 0 ? '' : path.slice(0, i));
+    return mk(path, parent.id);
+  };
+  for (const n of nodes) {
+    const g = ensure(n.group);
+    g.children.push(n.id);
+  }
+  // Orders (first execution step) and leaf counts, bottom-up.
+  const orderOf = new Map<string, number>();
+  for (const n of nodes) orderOf.set(n.id, n.order);
+  const visit = (g: Group): void => {
+    let order = Infinity, leaves = 0;
+    for (const c of g.children) {
+      const cg = groups.get(c);
+      if (cg) { visit(cg); order = Math.min(order, cg.order); leaves += cg.leafCount; }
+      else { order = Math.min(order, orderOf.get(c) ?? Infinity); leaves += 1; }
+    }
+    g.order = order;
+    g.leafCount = leaves;
+    orderOf.set(g.id, order);
+  };
+  visit(root);
+  // Dissolve single-child groups (and empty ones) into their parents.
+  const dissolve = (g: Group): void => {
+    const next: string[] = [];
+    for (const c of g.children) {
+      let cg = groups.get(c);
+      let id = c;
+      while (cg && cg.children.length <= 1) {
+        groups.delete(cg.id);
+        if (cg.children.length === 0) { id = ''; break; }
+        id = cg.children[0];
+        cg = groups.get(id);
+      }
+      if (id === '') continue;
+      next.push(id);
+      if (cg) { cg.parent = g.id; dissolve(cg); }
+    }
+    g.children = next;
+  };
+  dissolve(root);
+  // Execution order inside each group, then artificial sub-groups for wide groups.
+  const split = (g: Group): void => {
+    g.children.sort((a, b) => (orderOf.get(a) ?? 0) - (orderOf.get(b) ?? 0));
+    if (g.children.length > threshold) {
+      let kids = g.children;
+      let level = 0;
+      while (kids.length > threshold) {
+        const chunks: string[] = [];
+        for (let i = 0, k = 0; i < kids.length; i += threshold, k++) {
+          const part = kids.slice(i, i + threshold);
+          const id = `${g.id}#${level}.${k}`;
+          let leaves = 0;
+          for (const c of part) leaves += groups.get(c)?.leafCount ?? 1;
+          const from = i + 1, to = i + part.length;
+          const sg: Group = {
+            id, path: g.path, label: `${g.path || 'root'} [${level === 0 ? `${from}–${to}` : `part ${k + 1}`}]`,
+            parent: g.id, children: part, leafCount: leaves, depth: 0, artificial: true,
+            order: orderOf.get(part[0]) ?? 0,
+          };
+          groups.set(id, sg);
+          orderOf.set(id, sg.order);
+          for (const c of part) { const cg = groups.get(c); if (cg) cg.parent = id; }
+          chunks.push(id);
+        }
+        kids = chunks;
+        level++;
+      }
+      g.children = kids;
+    }
+    for (const c of g.children) { const cg = groups.get(c); if (cg) split(cg); }
+  };
+  split(root);
+  const parentOf = new Map<string, string>();
+  const depthWalk = (g: Group, d: number): void => {
+    g.depth = d;
+    for (const c of g.children) {
+      parentOf.set(c, g.id);
+      const cg = groups.get(c);
+      if (cg) { cg.parent = g.id; depthWalk(cg, d + 1); }
+    }
+  };
+  depthWalk(root, 0);
+  return { groups, root, parentOf };
+}
+
+export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRESHOLD_DEFAULT): ViewGraph {
+  const nodes = buildNodes(cell, layer);
+  const byId = new Map<string, VNode>();
+  for (const n of nodes) byId.set(n.id, n);
+  const edges: VEdge[] = [];
+  const succ = new Map<string, string[]>();
+  const pred = new Map<string, string[]>();
+  for (const n of nodes) {
+    for (const e of n.inputs) {
+      if (!byId.has(e.src)) continue;
+      edges.push(e);
+      (succ.get(e.src) ?? succ.set(e.src, []).get(e.src)!).push(e.tgt);
+      (pred.get(e.tgt) ?? pred.set(e.tgt, []).get(e.tgt)!).push(e.src);
+    }
+  }
+  const { groups, root, parentOf } = buildHierarchy(nodes, threshold);
+  const semanticToOptimized = new Map<string, string[]>();
+  if (layer !== 'semantic') {
+    for (const n of nodes) for (const o of n.optimized?.origins ?? []) {
+      (semanticToOptimized.get(o) ?? semanticToOptimized.set(o, []).get(o)!).push(n.id);
+    }
+  }
+  return { layer, cell: cell.name, nodes, byId, edges, groups, root, parentOf, succ, pred, semanticToOptimized };
+}
+
+/** Group ids from the root down to (excluding) the item. */
+export function ancestors(g: ViewGraph, id: string): string[] {
+  const out: string[] = [];
+  let p = g.parentOf.get(id);
+  while (p !== undefined) { out.push(p); p = g.parentOf.get(p); }
+  return out.reverse();
+}
+
+/** The item shown for `id` given the expanded groups: itself, or its outermost collapsed ancestor. */
+export function visibleRep(g: ViewGraph, id: string, expanded: ReadonlySet<string>): string {
+  const anc = ancestors(g, id);
+  for (const a of anc) {
+    if (a !== ROOT_ID && !expanded.has(a)) return a;
+  }
+  return id;
+}
+
+/** Counts what is drawn: leaf nodes inside expanded groups, plus one per collapsed group. */
+export function countVisible(g: ViewGraph, expanded: ReadonlySet<string>): { nodes: number; groups: number } {
+  let nodes = 0, groups = 0;
+  const walk = (grp: Group): void => {
+    for (const c of grp.children) {
+      const cg = g.groups.get(c);
+      if (!cg) nodes++;
+      else if (expanded.has(c)) walk(cg);
+      else groups++;
+    }
+  };
+  walk(g.root);
+  return { nodes, groups };
+}
+
+/**
+ * The groups expanded by default: breadth first from the root, a group opens while the number of
+ * drawn items stays under `budget`.
+ */
+export function defaultExpansion(g: ViewGraph, budget = 320): Set<string> {
+  const expanded = new Set<string>();
+  let drawn = g.root.children.length;
+  let frontier = g.root.children.filter((c) => g.groups.has(c));
+  while (frontier.length > 0) {
+    const next: string[] = [];
+    for (const id of frontier) {
+      const grp = g.groups.get(id)!;
+      const cost = grp.children.length - 1;
+      if (drawn + cost > budget) continue;
+      expanded.add(id);
+      drawn += cost;
+      for (const c of grp.children) if (g.groups.has(c)) next.push(c);
+    }
+    frontier = next;
+  }
+  return expanded;
+}
+
+export function outputBytes(n: VNode): number {
+  let b = 0;
+  for (const t of n.outputs) b += tensorBytes(t);
+  return b;
+}

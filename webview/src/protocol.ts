@@ -1,0 +1,275 @@
+// TypeScript mirror of protocol/graph.proto and protocol/view.proto in their proto3 JSON form
+// (lowerCamelCase). Fields the server may omit (proto3 JSON drops defaults in some writers) are
+// optional here; readers go through the helpers in model.ts, which supply the defaults.
+
+export type Dim = number | string | null;
+
+export interface Position { line: number; character: number }
+export interface Range { start: Position; end: Position }
+
+export interface Tensor {
+  name?: string;
+  shape?: Dim[];
+  dtype?: string;
+  unranked?: boolean;
+  format?: string;
+}
+
+export interface Edge { node: string; output?: number }
+
+export type AttrValue = null | boolean | number | string | AttrValue[] | { [k: string]: AttrValue };
+
+export interface Node {
+  id: string;
+  kind?: string;
+  op?: string;
+  api?: string;
+  scope?: string;
+  inputs?: Edge[];
+  outputs?: Tensor[];
+  attrs?: Record<string, AttrValue>;
+  params?: string[];
+  file?: string;
+  range?: Range;
+  flops?: number;
+}
+
+export interface Parameter {
+  name: string;
+  shape?: Dim[];
+  dtype?: string;
+  trainable?: boolean;
+  size?: number;
+}
+
+export interface TensorPlacement {
+  output?: number;
+  bytes?: number;
+  size?: number;
+  first?: number;
+  last?: number;
+  offset?: number;
+  buffer?: number;
+}
+
+export interface TileLevel { buffer?: string; tile?: string; bytes?: number; copies?: number; capacity?: number }
+export interface LoopLevel { var?: string; trips?: number; what?: string }
+export interface DmaTransfer { channel?: string; from?: string; to?: string; bytes?: number }
+export interface Instruction { op?: string; unit?: string; count?: number; cycles?: number }
+
+export interface HardwareKernel {
+  node?: string;
+  phase?: string;
+  name?: string;
+  unit?: string;
+  blockDim?: number;
+  coreIds?: number[];
+  computeCycles?: number;
+  movementCycles?: number;
+  cycles?: number;
+  startUs?: number;
+  timeUs?: number;
+  gmReadBytes?: number;
+  gmWriteBytes?: number;
+  bandwidthGbps?: number;
+  macs?: number;
+  bound?: string;
+  tiles?: number;
+  tiling?: TileLevel[];
+  loops?: LoopLevel[];
+  dma?: DmaTransfer[];
+  schedule?: Instruction[];
+}
+
+export interface OptimizedNode {
+  id: string;
+  kind?: string;
+  op?: string;
+  pattern?: string;
+  inputs?: Edge[];
+  outputs?: Tensor[];
+  origins?: string[];
+  pass?: string;
+  params?: string[];
+  attrs?: Record<string, AttrValue>;
+  flops?: number;
+  reason?: string;
+  memory?: TensorPlacement[];
+  hardware?: HardwareKernel[];
+}
+
+export interface RemovedNode { node: string; pass?: string; reason?: string }
+export interface FusionDecision {
+  pass?: string; pattern?: string; nodes?: string[]; fused?: boolean; reason?: string; kernel?: string;
+}
+export interface MemoryBuffer { offset?: number; size?: number; tensors?: string[] }
+export interface MemoryPlan {
+  algorithm?: string;
+  alignment?: number;
+  peakBytes?: number;
+  naiveBytes?: number;
+  lowerBoundBytes?: number;
+  weightBytes?: number;
+  constantBytes?: number;
+  buffers?: MemoryBuffer[];
+  unsized?: string[];
+  tensors?: number;
+}
+export interface PassRecord {
+  name?: string; description?: string; nodesBefore?: number; nodesAfter?: number; changes?: number; ms?: number;
+}
+
+export interface OptimizedLayer {
+  target?: string;
+  nodes?: OptimizedNode[];
+  results?: Edge[];
+  removed?: RemovedNode[];
+  fusions?: FusionDecision[];
+  memory?: MemoryPlan;
+  passes?: PassRecord[];
+  semanticOps?: number;
+  kernels?: number;
+  fusionGroups?: number;
+  transdata?: number;
+}
+
+export interface Estimate {
+  latencyMs?: number;
+  throughputPerSec?: number;
+  batch?: number;
+  analytical?: boolean;
+  target?: string;
+  mode?: string;
+  forwardMs?: number;
+  backwardMs?: number;
+  optimizerMs?: number;
+  cubeMs?: number;
+  vectorMs?: number;
+  aicpuMs?: number;
+  dispatchMs?: number;
+  macs?: number;
+  gmBytes?: number;
+  cubeUtilization?: number;
+  memoryPeakBytes?: number;
+  weightBytes?: number;
+  notes?: string[];
+  cpuMs?: number;
+}
+
+export interface HardwareTarget {
+  name?: string;
+  displayName?: string;
+  kind?: string;
+  aiCores?: number;
+  frequencyMhz?: number;
+  peakTflopsFp16?: number;
+  gmBandwidthGbps?: number;
+  [k: string]: unknown;
+}
+
+export interface HardwareLayer {
+  target?: string;
+  mode?: string;
+  ascend?: boolean;
+  statement?: string;
+  estimate?: Estimate;
+  spec?: HardwareTarget;
+  optimizer?: HardwareKernel[];
+  kernels?: number;
+}
+
+export interface Cell {
+  name: string;
+  className?: string;
+  file?: string;
+  range?: Range;
+  inputs?: Tensor[];
+  outputs?: Tensor[];
+  params?: number;
+  totalParams?: number;
+  flops?: number;
+  parameters?: Parameter[];
+  nodes?: Node[];
+  compiled?: boolean;
+  results?: Edge[];
+  optimized?: OptimizedLayer;
+  hardware?: HardwareLayer;
+}
+
+export interface RelatedInformation { file?: string; range?: Range; message?: string }
+export interface Diagnostic {
+  file?: string;
+  range?: Range;
+  severity?: string;
+  code?: string;
+  message?: string;
+  related?: RelatedInformation[];
+}
+
+export interface GraphDocument {
+  file?: string;
+  cells?: Cell[];
+  diagnostics?: Diagnostic[];
+  target?: string;
+  mindsporeVersion?: string;
+  toolVersion?: string;
+  files?: string[];
+  layer?: string;
+}
+
+// ---- view.proto ----
+
+export interface ViewHello {
+  file?: string; toolVersion?: string; targets?: string[]; editor?: boolean; focusCell?: string;
+}
+
+export interface CellDelta {
+  name: string;
+  header?: Cell;
+  nodes?: Node[];
+  removed?: string[];
+  order?: string[];
+  optimizedNodes?: OptimizedNode[];
+  optimizedRemoved?: string[];
+  optimizedOrder?: string[];
+}
+
+export interface GraphDelta {
+  base: number | string;  // uint64: proto3 JSON may print it as a string
+  header?: GraphDocument;
+  cells?: CellDelta[];
+}
+
+export interface ViewUpdate {
+  seq: number | string;
+  document?: GraphDocument;
+  delta?: GraphDelta;
+  analysisMs?: number;
+  focusCell?: string;
+}
+
+export interface ViewStatus { state?: string; message?: string; diagnostics?: Diagnostic[] }
+
+export interface NodeDetails {
+  seq?: number | string; cell?: string; node?: string; kernels?: HardwareKernel[]; error?: string;
+}
+
+export interface DebugFocus { cell?: string; node?: string; stats?: Record<string, number> }
+
+export interface ViewMessage {
+  hello?: ViewHello;
+  update?: ViewUpdate;
+  status?: ViewStatus;
+  details?: NodeDetails;
+  debug?: DebugFocus;
+}
+
+export interface ViewRequest {
+  reveal?: { file: string; range: Range };
+  details?: { cell: string; node: string };
+}
+
+export function seqNumber(v: number | string | undefined): number {
+  if (v === undefined) return 0;
+  return typeof v === 'number' ? v : Number(v);
+}

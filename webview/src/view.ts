@@ -1,0 +1,670 @@
+// One graph canvas: hierarchical layout (through the layout engine), 2D-canvas rendering with
+// viewport culling and level of detail, pan/zoom, hit testing and selection.
+import {
+  ROOT_ID, ancestors, defaultExpansion, type ViewGraph,
+} from './model';
+import {
+  aggregateEdges, composeScene, type AggEdge, type DrawEdge, type DrawItem, type LayoutEngine, type Scene,
+} from './layout';
+import { GROUP_PAD_TOP } from './layout-types';
+import {
+  computeScale, groupSums, metricDef, opCategory, rampColor, rampTextColor, type MetricId, type MetricScale,
+} from './metrics';
+import type { GraphDiff } from './diff';
+import { fmtNum } from './format';
+
+export interface Theme {
+  bg: string; fg: string; muted: string; node: string; nodeBorder: string; edge: string; edgeLabel: string;
+  frame: string; frameBorder: string; frameHeader: string; accent: string; highlight: string;
+  added: string; changed: string; fused: string; move: string; grid: string;
+  cat: Record<string, string>;
+}
+
+export function readTheme(el: HTMLElement): Theme {
+  const cs = getComputedStyle(el);
+  const v = (name: string, fb: string): string => cs.getPropertyValue(name).trim() || fb;
+  return {
+    bg: v('--cs-canvas', '#ffffff'), fg: v('--cs-fg', '#1f2328'), muted: v('--cs-muted', '#6e7781'),
+    node: v('--cs-node', '#ffffff'), nodeBorder: v('--cs-node-border', '#8c959f'), edge: v('--cs-edge', '#8c959f'),
+    edgeLabel: v('--cs-edge-label', '#57606a'), frame: v('--cs-frame', 'rgba(84,174,255,0.06)'),
+    frameBorder: v('--cs-frame-border', 'rgba(84,174,255,0.45)'), frameHeader: v('--cs-frame-header', '#0969da'),
+    accent: v('--cs-accent', '#0969da'), highlight: v('--cs-highlight', '#d4a72c'), added: v('--cs-added', '#1a7f37'),
+    changed: v('--cs-changed', '#bc4c00'), fused: v('--cs-fused', '#8250df'), move: v('--cs-move', '#d4a72c'),
+    grid: v('--cs-grid', 'rgba(128,128,128,0.08)'),
+    cat: {
+      input: v('--cs-cat-input', '#57606a'), const: v('--cs-cat-const', '#8c959f'), move: v('--cs-cat-move', '#d4a72c'),
+      compute: v('--cs-cat-compute', '#0969da'), norm: v('--cs-cat-norm', '#1a7f37'), act: v('--cs-cat-act', '#cf222e'),
+      pool: v('--cs-cat-pool', '#8250df'), shape: v('--cs-cat-shape', '#bf8700'), dropout: v('--cs-cat-dropout', '#6e7781'),
+      elem: v('--cs-cat-elem', '#1b7c83'),
+    },
+  };
+}
+
+export interface ViewCallbacks {
+  onSelect(id: string | null, from: 'click' | 'key' | 'api'): void;
+  onLayout(): void;
+  onHover?(id: string | null): void;
+}
+
+export class GraphView {
+  readonly canvas: HTMLCanvasElement;
+  private ctx: CanvasRenderingContext2D;
+  graph: ViewGraph | null = null;
+  private agg = new Map<string, Map<string, AggEdge>>();
+  expanded = new Set<string>();
+  scene: Scene | null = null;
+  scale = 1;
+  tx = 0;
+  ty = 0;
+  selection: string | null = null;
+  highlight = new Set<string>();
+  secondary = new Set<string>();  // buffer mates, mapped nodes
+  diff: GraphDiff | null = null;
+  metric: MetricId = 'none';
+  private mscale: MetricScale | null = null;
+  private gsums = new Map<string, number>();
+  theme: Theme;
+  lastPaintMs = 0;
+  lastRenderAt = 0;
+  private dirty = false;
+  private fitted = false;
+  private busy: Promise<void> = Promise.resolve();
+  private dpr = 1;
+  private cssW = 0;
+  private cssH = 0;
+  frames = 0;
+  debugNode: string | null = null;
+
+  constructor(private host: HTMLElement, private engine: LayoutEngine, private cb: ViewCallbacks) {
+    this.canvas = document.createElement('canvas');
+    this.canvas.className = 'graph-canvas';
+    this.canvas.tabIndex = 0;
+    host.appendChild(this.canvas);
+    const ctx = this.canvas.getContext('2d', { alpha: false });
+    if (!ctx) throw new Error('2D canvas unavailable');
+    this.ctx = ctx;
+    this.theme = readTheme(host);
+    new ResizeObserver(() => this.resize()).observe(host);
+    this.resize();
+    this.bindInput();
+  }
+
+  // ---- model -------------------------------------------------------------------------------
+
+  /** Shows a new graph. Expanded groups that still exist stay expanded; the camera stays. */
+  async setGraph(g: ViewGraph, opts: { reset?: boolean; focus?: string } = {}): Promise<void> {
+    const prev = this.graph;
+    this.graph = g;
+    this.agg = aggregateEdges(g);
+    if (!prev || opts.reset) {
+      this.expanded = defaultExpansion(g);
+      this.fitted = false;
+    } else {
+      const keep = new Set<string>();
+      for (const id of this.expanded) if (g.groups.has(id)) keep.add(id);
+      // New groups (an edit added a Cell): open them when their parent is open and they are small.
+      for (const grp of g.groups.values()) {
+        if (!prev.groups.has(grp.id) && grp.parent && (grp.parent === ROOT_ID || keep.has(grp.parent)) && grp.leafCount <= 60) keep.add(grp.id);
+      }
+      this.expanded = keep;
+    }
+    if (this.selection && !g.byId.has(this.selection)) this.selection = null;
+    this.mscale = null;
+    await this.relayout();
+    if (opts.focus) this.reveal(opts.focus);
+  }
+
+  setMetric(m: MetricId): void {
+    this.metric = m;
+    this.mscale = null;
+    this.invalidate();
+  }
+
+  private ensureScale(): MetricScale | null {
+    if (!this.graph) return null;
+    if (!this.mscale || this.mscale.metric !== this.metric) {
+      this.mscale = computeScale(this.graph, this.metric);
+      this.gsums = groupSums(this.graph, this.mscale);
+    }
+    return this.mscale;
+  }
+
+  metricScale(): MetricScale | null { return this.ensureScale(); }
+
+  relayout(): Promise<void> {
+    const run = async (): Promise<void> => {
+      const g = this.graph;
+      if (!g) return;
+      const expanded = new Set(this.expanded);
+      const keys = await this.engine.ensure(g, expanded, this.agg);
+      if (this.graph !== g) return;
+      this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg);
+      if (!this.fitted && this.scene.width > 0) { this.fitInitial(); this.fitted = true; }
+      this.paintNow();
+      this.cb.onLayout();
+    };
+    this.busy = this.busy.then(run, run);
+    return this.busy;
+  }
+
+  idle(): Promise<void> { return this.busy; }
+
+  toggleGroup(id: string): Promise<void> {
+    if (this.expanded.has(id)) {
+      // Collapse the group and everything inside it.
+      for (const e of [...this.expanded]) if (e === id || this.isInside(e, id)) this.expanded.delete(e);
+    } else {
+      this.expanded.add(id);
+    }
+    return this.relayout();
+  }
+
+  private isInside(id: string, groupId: string): boolean {
+    let p = this.graph?.parentOf.get(id);
+    while (p !== undefined) { if (p === groupId) return true; p = this.graph?.parentOf.get(p); }
+    return false;
+  }
+
+  expandAll(): Promise<void> {
+    if (!this.graph) return Promise.resolve();
+    for (const id of this.graph.groups.keys()) if (id !== ROOT_ID) this.expanded.add(id);
+    return this.relayout();
+  }
+
+  collapseAll(): Promise<void> {
+    this.expanded.clear();
+    return this.relayout();
+  }
+
+  /** Expands the ancestors of `id`, then centres it. */
+  async reveal(id: string, center = true): Promise<void> {
+    const g = this.graph;
+    if (!g || (!g.byId.has(id) && !g.groups.has(id))) return;
+    let changed = false;
+    for (const a of ancestors(g, id)) if (a !== ROOT_ID && !this.expanded.has(a)) { this.expanded.add(a); changed = true; }
+    if (changed) await this.relayout();
+    if (center) this.centerOn(id);
+  }
+
+  select(id: string | null, from: 'click' | 'key' | 'api' = 'api'): void {
+    this.selection = id;
+    this.invalidate();
+    this.cb.onSelect(id, from);
+  }
+
+  // ---- camera ------------------------------------------------------------------------------
+
+  private resize(): void {
+    const r = this.host.getBoundingClientRect();
+    this.dpr = window.devicePixelRatio || 1;
+    this.cssW = Math.max(1, Math.floor(r.width));
+    this.cssH = Math.max(1, Math.floor(r.height));
+    this.canvas.width = Math.floor(this.cssW * this.dpr);
+    this.canvas.height = Math.floor(this.cssH * this.dpr);
+    this.canvas.style.width = this.cssW + 'px';
+    this.canvas.style.height = this.cssH + 'px';
+    this.paintNow();
+  }
+
+  fit(): void {
+    const s = this.scene;
+    if (!s || s.width <= 0) return;
+    const m = 24;
+    this.scale = Math.min(1.5, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
+    this.tx = (this.cssW - s.width * this.scale) / 2;
+    this.ty = (this.cssH - s.height * this.scale) / 2;
+    this.invalidate();
+  }
+
+  /** First view: the whole graph if it is readable, else the top at a readable zoom. */
+  private fitInitial(): void {
+    const s = this.scene!;
+    const m = 24;
+    const sc = Math.min(1.2, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
+    if (sc >= 0.45) { this.fit(); return; }
+    this.scale = Math.max(0.3, Math.min(0.85, (this.cssW - 2 * m) / s.width));
+    this.tx = (this.cssW - s.width * this.scale) / 2;
+    this.ty = m;
+  }
+
+  zoomAt(f: number, sx: number, sy: number): void {
+    const ns = Math.min(4, Math.max(0.01, this.scale * f));
+    const k = ns / this.scale;
+    this.tx = sx - (sx - this.tx) * k;
+    this.ty = sy - (sy - this.ty) * k;
+    this.scale = ns;
+    this.invalidate();
+  }
+
+  zoom(f: number): void { this.zoomAt(f, this.cssW / 2, this.cssH / 2); }
+
+  pan(dx: number, dy: number): void { this.tx += dx; this.ty += dy; this.invalidate(); }
+
+  centerOn(id: string): void {
+    const it = this.scene?.byId.get(id);
+    if (!it) return;
+    if (this.scale < 0.6) this.scale = 0.9;
+    this.tx = this.cssW / 2 - (it.x + it.w / 2) * this.scale;
+    this.ty = this.cssH / 2 - (it.y + it.h / 2) * this.scale;
+    this.invalidate();
+  }
+
+  /** Centre of an item in client (page viewport) coordinates, or null when not drawn/on screen. */
+  screenPosition(id: string): { x: number; y: number; visible: boolean } | null {
+    const it = this.scene?.byId.get(id);
+    if (!it) return null;
+    const r = this.canvas.getBoundingClientRect();
+    const cx = it.type === 'frame' ? it.x + 40 : it.x + it.w / 2;
+    const cy = it.type === 'frame' ? it.y + 14 : it.y + it.h / 2;
+    const x = r.left + cx * this.scale + this.tx, y = r.top + cy * this.scale + this.ty;
+    return { x, y, visible: x >= r.left && x <= r.right && y >= r.top && y <= r.bottom };
+  }
+
+  // ---- input -------------------------------------------------------------------------------
+
+  private bindInput(): void {
+    const c = this.canvas;
+    let drag: { x: number; y: number; moved: boolean } | null = null;
+    c.addEventListener('wheel', (e) => {
+      e.preventDefault();
+      const r = c.getBoundingClientRect();
+      if (!e.shiftKey && Math.abs(e.deltaY) >= Math.abs(e.deltaX)) {
+        const f = Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0018));
+        this.zoomAt(f, e.clientX - r.left, e.clientY - r.top);
+      } else {
+        this.pan(-e.deltaX, -e.deltaY);
+      }
+    }, { passive: false });
+    c.addEventListener('pointerdown', (e) => {
+      if (e.button !== 0) return;
+      drag = { x: e.clientX, y: e.clientY, moved: false };
+      c.setPointerCapture(e.pointerId);
+    });
+    c.addEventListener('pointermove', (e) => {
+      if (!drag) return;
+      const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+      if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
+      drag.moved = true;
+      drag.x = e.clientX; drag.y = e.clientY;
+      c.classList.add('panning');
+      this.pan(dx, dy);
+    });
+    c.addEventListener('pointerup', (e) => {
+      const d = drag;
+      drag = null;
+      c.classList.remove('panning');
+      if (!d || d.moved) return;
+      const r = c.getBoundingClientRect();
+      this.clickAt(e.clientX - r.left, e.clientY - r.top);
+    });
+  }
+
+  hitTest(sx: number, sy: number): DrawItem | null {
+    const s = this.scene;
+    if (!s) return null;
+    const x = (sx - this.tx) / this.scale, y = (sy - this.ty) / this.scale;
+    for (let i = s.items.length - 1; i >= 0; i--) {
+      const it = s.items[i];
+      if (x < it.x || y < it.y || x > it.x + it.w || y > it.y + it.h) continue;
+      if (it.type === 'frame' && y > it.y + GROUP_PAD_TOP) continue;
+      return it;
+    }
+    return null;
+  }
+
+  private clickAt(sx: number, sy: number): void {
+    this.canvas.focus();
+    const it = this.hitTest(sx, sy);
+    if (!it) { this.select(null, 'click'); return; }
+    if (it.type === 'node') { this.select(it.id, 'click'); return; }
+    void this.toggleGroup(it.id);
+  }
+
+  /** Moves the selection along edges: down = a consumer, up = a producer, left/right = siblings. */
+  step(dir: 'up' | 'down' | 'left' | 'right'): void {
+    const g = this.graph;
+    if (!g) return;
+    if (!this.selection) {
+      const first = g.nodes[0];
+      if (first) { void this.reveal(first.id).then(() => this.select(first.id, 'key')); }
+      return;
+    }
+    const cur = this.selection;
+    let next: string | undefined;
+    if (dir === 'down') next = g.succ.get(cur)?.[0];
+    else if (dir === 'up') next = g.pred.get(cur)?.[0];
+    else {
+      const p = g.pred.get(cur)?.[0];
+      const sibs = p !== undefined ? g.succ.get(p) ?? [] : [];
+      const uniq = [...new Set(sibs)];
+      const i = uniq.indexOf(cur);
+      if (uniq.length > 1 && i >= 0) next = uniq[(i + (dir === 'right' ? 1 : uniq.length - 1)) % uniq.length];
+    }
+    if (next === undefined) return;
+    const n = next;
+    void this.reveal(n, false).then(() => {
+      this.select(n, 'key');
+      this.ensureVisible(n);
+    });
+  }
+
+  private ensureVisible(id: string): void {
+    const it = this.scene?.byId.get(id);
+    if (!it) return;
+    const x0 = it.x * this.scale + this.tx, y0 = it.y * this.scale + this.ty;
+    const x1 = x0 + it.w * this.scale, y1 = y0 + it.h * this.scale;
+    const m = 40;
+    if (x0 < m || y0 < m || x1 > this.cssW - m || y1 > this.cssH - m) this.centerOn(id);
+  }
+
+  // ---- painting ----------------------------------------------------------------------------
+
+  invalidate(): void {
+    if (this.dirty) return;
+    this.dirty = true;
+    requestAnimationFrame(() => { if (this.dirty) this.paintNow(); });
+  }
+
+  setTheme(t: Theme): void { this.theme = t; this.invalidate(); }
+
+  paintNow(): void {
+    this.dirty = false;
+    const t0 = performance.now();
+    const ctx = this.ctx;
+    const th = this.theme;
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    ctx.fillStyle = th.bg;
+    ctx.fillRect(0, 0, this.cssW, this.cssH);
+    const s = this.scene;
+    if (s) {
+      ctx.setTransform(this.dpr * this.scale, 0, 0, this.dpr * this.scale, this.dpr * this.tx, this.dpr * this.ty);
+      const vx0 = -this.tx / this.scale, vy0 = -this.ty / this.scale;
+      const vx1 = vx0 + this.cssW / this.scale, vy1 = vy0 + this.cssH / this.scale;
+      this.drawScene(ctx, s, vx0, vy0, vx1, vy1, this.scale);
+    }
+    this.frames++;
+    this.lastPaintMs = performance.now() - t0;
+    this.lastRenderAt = performance.now();
+  }
+
+  /** Draws the scene in world coordinates (shared by the canvas, PNG export). */
+  drawScene(ctx: CanvasRenderingContext2D, s: Scene, vx0: number, vy0: number, vx1: number, vy1: number, scale: number): void {
+    const th = this.theme;
+    const ms = this.ensureScale();
+    const useMetric = this.metric !== 'none' && ms !== null && ms.max > 0;
+    const inView = (x: number, y: number, w: number, h: number): boolean =>
+      x + w >= vx0 && y + h >= vy0 && x <= vx1 && y <= vy1;
+    const text = scale >= 0.38;
+    const detail = scale >= 0.16;
+    const px = 1 / scale;
+    // Frames (expanded groups).
+    for (const it of s.items) {
+      if (it.type !== 'frame') continue;
+      if (!inView(it.x, it.y, it.w, it.h)) continue;
+      ctx.fillStyle = th.frame;
+      ctx.strokeStyle = it.group?.artificial ? th.muted : th.frameBorder;
+      ctx.lineWidth = Math.max(1, px);
+      ctx.setLineDash(it.group?.artificial ? [6, 4] : []);
+      ctx.beginPath();
+      ctx.roundRect(it.x, it.y, it.w, it.h, 8);
+      ctx.fill();
+      ctx.stroke();
+      ctx.setLineDash([]);
+      if (text || scale >= 0.12) {
+        ctx.fillStyle = th.frameHeader;
+        ctx.font = `600 ${text ? 12 : 12 * 0.38 / scale}px system-ui, sans-serif`;
+        ctx.textBaseline = 'middle';
+        const lbl = `▾ ${it.group?.label ?? it.id}  ·  ${it.group?.leafCount ?? 0} nodes`;
+        ctx.fillText(clip(lbl, Math.floor((it.w - 16) / 6.6)), it.x + 10, it.y + 16, it.w - 16);
+      }
+      if (this.selection === it.id) this.outline(ctx, it, th.accent, 2.5 * px);
+    }
+    // Edges.
+    ctx.lineJoin = 'round';
+    const sel = this.selection;
+    const plain = new Path2D();
+    const hot: DrawEdge[] = [];
+    for (const e of s.edges) {
+      if (e.maxX < vx0 || e.maxY < vy0 || e.minX > vx1 || e.minY > vy1) continue;
+      if (sel !== null && (e.src === sel || e.tgt === sel)) { hot.push(e); continue; }
+      addPolyline(plain, e.pts, detail ? 10 : 0);
+    }
+    ctx.strokeStyle = th.edge;
+    ctx.lineWidth = Math.max(1.2, px);
+    ctx.stroke(plain);
+    if (detail) {
+      ctx.fillStyle = th.edge;
+      const heads = new Path2D();
+      for (const e of s.edges) {
+        if (e.maxX < vx0 || e.maxY < vy0 || e.minX > vx1 || e.minY > vy1) continue;
+        addArrow(heads, e.pts, 7);
+      }
+      ctx.fill(heads);
+    }
+    if (hot.length) {
+      const p = new Path2D();
+      const heads = new Path2D();
+      for (const e of hot) { addPolyline(p, e.pts, 10); addArrow(heads, e.pts, 8); }
+      ctx.strokeStyle = th.accent;
+      ctx.lineWidth = Math.max(2.2, 2 * px);
+      ctx.stroke(p);
+      ctx.fillStyle = th.accent;
+      ctx.fill(heads);
+    }
+    // Edge labels (shapes) only when zoomed in.
+    if (scale >= 0.75) {
+      ctx.font = '10px ui-monospace, SFMono-Regular, Menlo, monospace';
+      ctx.textBaseline = 'middle';
+      for (const e of s.edges) {
+        if (e.maxX < vx0 || e.maxY < vy0 || e.minX > vx1 || e.minY > vy1) continue;
+        const lbl = e.count > 1 && !e.label ? `${e.count} tensors` : e.label;
+        if (!lbl) continue;
+        const [x, y] = labelPoint(e.pts);
+        const w = lbl.length * 6.1 + 6;
+        ctx.fillStyle = th.bg;
+        ctx.globalAlpha = 0.85;
+        ctx.fillRect(x + 4, y - 7, w, 14);
+        ctx.globalAlpha = 1;
+        ctx.fillStyle = th.edgeLabel;
+        ctx.fillText(lbl, x + 7, y);
+      }
+    }
+    // Nodes and collapsed groups.
+    if (!detail) {
+      // Far zoom: batched rectangles per colour, no text.
+      const batches = new Map<string, Path2D>();
+      for (const it of s.items) {
+        if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
+        const col = this.fillFor(it, useMetric, ms).fill;
+        let p = batches.get(col);
+        if (!p) { p = new Path2D(); batches.set(col, p); }
+        p.rect(it.x, it.y, it.w, it.h);
+      }
+      for (const [col, p] of batches) { ctx.fillStyle = col; ctx.fill(p); }
+      for (const it of s.items) {
+        if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
+        const mark = this.markColor(it.id);
+        if (mark) this.outline(ctx, it, mark, 3 * px);
+      }
+      return;
+    }
+    ctx.textBaseline = 'middle';
+    for (const it of s.items) {
+      if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
+      const { fill, fg, bar } = this.fillFor(it, useMetric, ms);
+      if (it.type === 'group') {
+        // A collapsed group: stacked cards.
+        ctx.fillStyle = fill;
+        ctx.strokeStyle = th.frameBorder;
+        ctx.lineWidth = Math.max(1, px);
+        ctx.beginPath();
+        ctx.roundRect(it.x + 5, it.y - 4, it.w - 10, it.h, 7);
+        ctx.fill(); ctx.stroke();
+        ctx.beginPath();
+        ctx.roundRect(it.x, it.y, it.w, it.h, 7);
+        ctx.fill(); ctx.stroke();
+        if (text) {
+          const g = it.group!;
+          ctx.fillStyle = useMetric ? fg : th.frameHeader;
+          ctx.font = '600 12px system-ui, sans-serif';
+          ctx.fillText(clip('▸ ' + g.label, Math.floor((it.w - 16) / 6.8)), it.x + 10, it.y + 17, it.w - 16);
+          ctx.font = '11px system-ui, sans-serif';
+          ctx.fillStyle = useMetric ? fg : th.muted;
+          let sub = `${g.leafCount} nodes`;
+          const sum = this.gsums.get(g.id);
+          if (useMetric && sum) sub += ` · Σ ${metricDef(this.metric).format(sum)}`;
+          ctx.fillText(clip(sub, Math.floor((it.w - 16) / 6)), it.x + 10, it.y + 34, it.w - 16);
+        }
+      } else {
+        const n = it.node!;
+        ctx.fillStyle = fill;
+        ctx.beginPath();
+        ctx.roundRect(it.x, it.y, it.w, it.h, 6);
+        ctx.fill();
+        ctx.strokeStyle = n.fused ? th.fused : th.nodeBorder;
+        ctx.lineWidth = n.fused ? Math.max(1.6, 1.5 * px) : Math.max(1, px);
+        if (n.fused) ctx.setLineDash([5, 3]);
+        ctx.stroke();
+        ctx.setLineDash([]);
+        if (bar) {
+          ctx.fillStyle = bar;
+          ctx.beginPath();
+          ctx.roundRect(it.x, it.y, 5, it.h, [6, 0, 0, 6]);
+          ctx.fill();
+        }
+        if (text) {
+          ctx.fillStyle = fg;
+          ctx.font = '600 12px system-ui, sans-serif';
+          const cx = it.x + 11;
+          const w = it.w - 16;
+          const maxc = Math.floor(w / 6.7);
+          if (it.h > 48) {
+            ctx.fillText(clip(n.label, maxc), cx, it.y + 14, w);
+            ctx.font = '10.5px system-ui, sans-serif';
+            ctx.globalAlpha = 0.8;
+            ctx.fillText(clip(hwLine1(n), Math.floor(w / 5.6)), cx, it.y + 29, w);
+            ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, it.y + 43, w);
+          } else {
+            ctx.fillText(clip(n.label, maxc), cx, it.y + 14, w);
+            ctx.font = '10.5px system-ui, sans-serif';
+            ctx.globalAlpha = 0.75;
+            ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, it.y + 29, w);
+          }
+          ctx.globalAlpha = 1;
+        }
+      }
+      const mark = this.markColor(it.id);
+      if (mark) this.outline(ctx, it, mark, (mark === th.accent ? 3 : 2.5) * px);
+      if (this.debugNode === it.id) this.outline(ctx, it, '#cf222e', 4 * px);
+    }
+  }
+
+  private markColor(id: string): string | null {
+    const th = this.theme;
+    if (id === this.selection) return th.accent;
+    if (this.highlight.has(id)) return th.highlight;
+    if (this.secondary.has(id)) return th.fused;
+    if (this.diff) {
+      if (this.diff.added.has(id)) return th.added;
+      if (this.diff.changed.has(id)) return th.changed;
+    }
+    return null;
+  }
+
+  private fillFor(it: DrawItem, useMetric: boolean, ms: MetricScale | null): { fill: string; fg: string; bar: string | null } {
+    const th = this.theme;
+    if (it.type === 'group') {
+      if (useMetric && ms) {
+        const v = this.gsums.get(it.id) ?? 0;
+        if (v > 0) {
+          const t = ms.norm(Math.min(v, ms.max));
+          return { fill: rampColor(t), fg: rampTextColor(t), bar: null };
+        }
+      }
+      return { fill: th.node, fg: th.fg, bar: null };
+    }
+    const n = it.node!;
+    if (useMetric && ms) {
+      const v = ms.values.get(n.id);
+      if (v !== undefined) {
+        const t = ms.norm(v);
+        return { fill: rampColor(t), fg: rampTextColor(t), bar: null };
+      }
+      return { fill: th.node, fg: th.muted, bar: null };
+    }
+    const cat = th.cat[opCategory(n)] ?? th.nodeBorder;
+    if (n.dataMove) return { fill: th.move, fg: '#111', bar: cat };
+    return { fill: th.node, fg: th.fg, bar: cat };
+  }
+
+  private outline(ctx: CanvasRenderingContext2D, it: DrawItem, color: string, w: number): void {
+    ctx.strokeStyle = color;
+    ctx.lineWidth = w;
+    ctx.beginPath();
+    ctx.roundRect(it.x - w / 2, it.y - w / 2, it.w + w, it.h + w, 7);
+    ctx.stroke();
+  }
+
+  /** Renders the whole scene (or a part) to an offscreen canvas for PNG export. */
+  renderToCanvas(maxPixels = 12000): HTMLCanvasElement | null {
+    const s = this.scene;
+    if (!s) return null;
+    const m = 20;
+    const k = Math.min(2, maxPixels / (s.width + 2 * m), maxPixels / (s.height + 2 * m));
+    const c = document.createElement('canvas');
+    c.width = Math.ceil((s.width + 2 * m) * k);
+    c.height = Math.ceil((s.height + 2 * m) * k);
+    const ctx = c.getContext('2d');
+    if (!ctx) return null;
+    ctx.fillStyle = this.theme.bg;
+    ctx.fillRect(0, 0, c.width, c.height);
+    ctx.setTransform(k, 0, 0, k, m * k, m * k);
+    this.drawScene(ctx, s, -m, -m, s.width + m, s.height + m, Math.max(k, 0.8));
+    return c;
+  }
+}
+
+function hwLine1(n: { optimized?: { hardware?: { unit?: string; cycles?: number; bound?: string }[] }; sub: string }): string {
+  const ks = n.optimized?.hardware ?? [];
+  if (ks.length === 0) return '';
+  const k = ks[0];
+  return `${k.unit ?? '?'} · ${fmtNum(ks.reduce((s, x) => s + (x.cycles ?? 0), 0))} cyc · ${k.bound ?? ''}`;
+}
+
+export function clip(s: string, n: number): string {
+  if (n <= 1) return '';
+  return s.length > n ? s.slice(0, Math.max(1, n - 1)) + '…' : s;
+}
+
+function addPolyline(p: Path2D, pts: number[], r: number): void {
+  p.moveTo(pts[0], pts[1]);
+  const n = pts.length / 2;
+  for (let i = 1; i < n - 1; i++) {
+    if (r > 0) p.arcTo(pts[2 * i], pts[2 * i + 1], pts[2 * i + 2], pts[2 * i + 3], r);
+    else p.lineTo(pts[2 * i], pts[2 * i + 1]);
+  }
+  p.lineTo(pts[2 * n - 2], pts[2 * n - 1]);
+}
+
+function addArrow(p: Path2D, pts: number[], size: number): void {
+  const n = pts.length;
+  const x1 = pts[n - 2], y1 = pts[n - 1];
+  let x0 = pts[n - 4], y0 = pts[n - 3];
+  for (let i = n - 4; i >= 0 && x0 === x1 && y0 === y1; i -= 2) { x0 = pts[i]; y0 = pts[i + 1]; }
+  const a = Math.atan2(y1 - y0, x1 - x0);
+  p.moveTo(x1, y1);
+  p.lineTo(x1 - size * Math.cos(a - 0.4), y1 - size * Math.sin(a - 0.4));
+  p.lineTo(x1 - size * Math.cos(a + 0.4), y1 - size * Math.sin(a + 0.4));
+  p.closePath();
+}
+
+/** A point on the edge for its label: the middle of its longest segment. */
+export function labelPoint(pts: number[]): [number, number] {
+  let best = 0, bx = pts[0], by = pts[1];
+  for (let i = 0; i + 3 < pts.length; i += 2) {
+    const dx = pts[i + 2] - pts[i], dy = pts[i + 3] - pts[i + 1];
+    const l = dx * dx + dy * dy;
+    if (l > best) { best = l; bx = (pts[i] + pts[i + 2]) / 2; by = (pts[i + 1] + pts[i + 3]) / 2; }
+  }
+  return [bx, by];
+}

@@ -1,0 +1,30 @@
+import type { Cell, Node } from '../src/protocol';
+
+export function node(id: string, scope: string, inputs: string[] = [], op = 'Add', extra: Partial<Node> = {}): Node {
+  return {
+    id, kind: 'op', op, api: '', scope, inputs: inputs.map((n) => ({ node: n, output: 0 })),
+    outputs: [{ name: '', shape: [1, 4], dtype: 'float32' }], attrs: {}, params: [], flops: 10, ...extra,
+  };
+}
+
+/** x -> layer1.0.conv1 -> layer1.0.relu -> layer1.0/Add -> layer1.1.conv1 -> fc */
+export function smallCell(): Cell {
+  return {
+    name: 'Net()', className: 'Net', compiled: true,
+    nodes: [
+      { ...node('x', '', [], 'Input'), kind: 'input', flops: 0 },
+      node('layer1.0.conv1', 'layer1.0.conv1', ['x'], 'Conv2D', { flops: 1000 }),
+      node('layer1.0.relu', 'layer1.0.relu', ['layer1.0.conv1'], 'ReLU'),
+      node('layer1.0/Add', 'layer1.0', ['layer1.0.relu', 'x']),
+      node('layer1.1.conv1', 'layer1.1.conv1', ['layer1.0/Add'], 'Conv2D', { flops: 5000 }),
+      node('layer1.1.relu', 'layer1.1.relu', ['layer1.1.conv1'], 'ReLU'),
+      node('fc', 'fc', ['layer1.1.relu'], 'MatMul', { flops: 100 }),
+    ],
+  };
+}
+
+export function flatCell(n: number): Cell {
+  const nodes: Node[] = [{ ...node('x', '', [], 'Input'), kind: 'input' }];
+  for (let i = 0; i < n; i++) nodes.push(node(`op${i}`, '', [i === 0 ? 'x' : `op${i - 1}`], i % 2 ? 'MatMul' : 'ReLU'));
+  return { name: 'Flat()', nodes, compiled: true };
+}

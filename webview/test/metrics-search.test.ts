@@ -1,0 +1,57 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildViewGraph } from '../src/model';
+import { computeScale, groupSums, rampColor, opCategory } from '../src/metrics';
+import { search } from '../src/search';
+import { diffGraphs } from '../src/diff';
+import { smallCell, node } from './fixtures';
+
+test('metric scale is log-normalised between min and max', () => {
+  const g = buildViewGraph(smallCell(), 'semantic');
+  const s = computeScale(g, 'flops');
+  assert.equal(s.min, 10);
+  assert.equal(s.max, 5000);
+  assert.equal(s.norm(10), 0);
+  assert.equal(s.norm(5000), 1);
+  const mid = s.norm(Math.sqrt(10 * 5000));
+  assert.ok(Math.abs(mid - 0.5) < 1e-9);
+  assert.equal(s.norm(0), 0);
+  assert.equal(s.values.has('x'), false, 'nodes without the metric are uncoloured');
+  const sums = groupSums(g, s);
+  assert.equal(sums.get('g:layer1.1'), 5010);
+});
+
+test('ramp colours go from dark to light', () => {
+  assert.equal(rampColor(0), 'rgb(68,1,84)');
+  assert.equal(rampColor(1), 'rgb(253,231,37)');
+  assert.equal(rampColor(2), rampColor(1));
+});
+
+test('op categories', () => {
+  const g = buildViewGraph(smallCell(), 'semantic');
+  assert.equal(opCategory(g.byId.get('layer1.0.conv1')!), 'compute');
+  assert.equal(opCategory(g.byId.get('layer1.0.relu')!), 'act');
+  assert.equal(opCategory(g.byId.get('x')!), 'input');
+});
+
+test('search by name, op and scope, best first', () => {
+  const g = buildViewGraph(smallCell(), 'semantic');
+  assert.deepEqual(search(g, 'conv2d').map((h) => h.id), ['layer1.0.conv1', 'layer1.1.conv1']);
+  assert.equal(search(g, 'fc')[0].id, 'fc');
+  assert.deepEqual(search(g, 'layer1.1').map((h) => h.id), ['layer1.1.conv1', 'layer1.1.relu']);
+  assert.deepEqual(search(g, '/^layer1\\.0\\//').map((h) => h.id), ['layer1.0/Add']);
+  assert.deepEqual(search(g, '  '), []);
+});
+
+test('diff: added, removed and changed nodes', () => {
+  const before = smallCell();
+  const after = smallCell();
+  after.nodes = after.nodes!.filter((n) => n.id !== 'fc');
+  after.nodes.push(node('head', 'head', ['layer1.1.relu'], 'MatMul'));
+  const conv = after.nodes.find((n) => n.id === 'layer1.1.conv1')!;
+  conv.attrs = { kernel_size: 5 };
+  const d = diffGraphs(buildViewGraph(before, 'semantic'), buildViewGraph(after, 'semantic'));
+  assert.deepEqual([...d.added], ['head']);
+  assert.deepEqual(d.removed, ['fc']);
+  assert.deepEqual([...d.changed], ['layer1.1.conv1']);
+});
