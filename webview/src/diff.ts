@@ -1,5 +1,5 @@
 // Before/after comparison of two versions of a Cell's layer, by node id.
-import type { ViewGraph } from './model';
+import { nodeSig, type ViewGraph } from './model';
 
 export interface GraphDiff {
   added: Set<string>;
@@ -11,6 +11,14 @@ function inputsSig(g: ViewGraph, id: string): string {
   return g.byId.get(id)!.inputs.map((e) => `${e.src}:${e.output}`).join(',');
 }
 
+/** JSON with object keys sorted: attribute maps arrive in no particular order. */
+export function stableJson(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+  if (Array.isArray(v)) return '[' + v.map(stableJson).join(',') + ']';
+  const o = v as Record<string, unknown>;
+  return '{' + Object.keys(o).sort().map((k) => JSON.stringify(k) + ':' + stableJson(o[k])).join(',') + '}';
+}
+
 export function diffGraphs(before: ViewGraph | null, after: ViewGraph): GraphDiff {
   const d: GraphDiff = { added: new Set(), removed: [], changed: new Set() };
   if (!before) return d;
@@ -18,9 +26,9 @@ export function diffGraphs(before: ViewGraph | null, after: ViewGraph): GraphDif
     const o = before.byId.get(n.id);
     if (!o) { d.added.add(n.id); continue; }
     if (o.semantic === n.semantic && o.optimized === n.optimized) continue;
-    const sameAttrs = JSON.stringify(o.semantic?.attrs ?? o.optimized?.attrs ?? {}) ===
-      JSON.stringify(n.semantic?.attrs ?? n.optimized?.attrs ?? {});
-    if (o.sig !== n.sig || !sameAttrs || inputsSig(before, n.id) !== inputsSig(after, n.id)) d.changed.add(n.id);
+    const sameAttrs = stableJson(o.semantic?.attrs ?? o.optimized?.attrs ?? {}) ===
+      stableJson(n.semantic?.attrs ?? n.optimized?.attrs ?? {});
+    if (nodeSig(o) !== nodeSig(n) || !sameAttrs || inputsSig(before, n.id) !== inputsSig(after, n.id)) d.changed.add(n.id);
   }
   for (const n of before.nodes) if (!after.byId.has(n.id)) d.removed.push(n.id);
   return d;

@@ -6,6 +6,8 @@ export interface LayoutChild {
   h: number;
   /** Expanded child group laid out in the same batch: its size is that layout's plus padding. */
   ref?: string;
+  /** A port proxy: placed in the first ('in') or last ('out') layer. */
+  port?: 'in' | 'out';
 }
 
 export interface LayoutEdgeIn { id: string; s: string; t: string }

@@ -33,7 +33,9 @@ async function layoutJob(job: LayoutJob, done: Map<string, GroupLayout>): Promis
       const r = done.get(c.ref);
       if (r) [w, h] = frameSize(r);
     }
-    return { id: c.id, width: w, height: h };
+    const n: ElkNode = { id: c.id, width: w, height: h };
+    if (c.port) n.layoutOptions = { 'elk.layered.layering.layerConstraint': c.port === 'in' ? 'FIRST' : 'LAST' };
+    return n;
   });
   const edges: ElkExtendedEdge[] = job.edges.map((e) => ({ id: e.id, sources: [e.s], targets: [e.t] }));
   const res = await elk.layout({ id: 'root', layoutOptions: options(children.length), children, edges });
@@ -64,7 +66,10 @@ async function layoutJob(job: LayoutJob, done: Map<string, GroupLayout>): Promis
 
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
 
+let busy = false;
+
 ctx.onmessage = async (ev: MessageEvent<LayoutRequest>) => {
+  busy = true;
   const t0 = performance.now();
   const req = ev.data;
   const done = new Map<string, GroupLayout>();
@@ -84,9 +89,10 @@ ctx.onmessage = async (ev: MessageEvent<LayoutRequest>) => {
 };
 
 // Warm elkjs up while the main thread is still parsing the document: its first layouts run
-// cold (class initialisation, JIT) and are several times slower than later ones.
+// cold (class initialisation, JIT) and are several times slower than later ones. Real work
+// stops the warm-up.
 void (async () => {
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < 2 && !busy; round++) {
     const children: ElkNode[] = [];
     const edges: ElkExtendedEdge[] = [];
     for (let i = 0; i < 40; i++) {

@@ -2,7 +2,7 @@
 // everything the layout depends on (children, their sizes, the edges between them). Expanding a
 // group lays out that group and re-lays out its ancestors (one level each, with children as
 // boxes); untouched groups keep their cached layouts, so unchanged parts keep their place.
-import { ROOT_ID, type Group, type VEdge, type VNode, type ViewGraph } from './model';
+import { ROOT_ID, edgeLabel, type Group, type VEdge, type VNode, type ViewGraph } from './model';
 import {
   GROUP_PAD_TOP, GROUP_PAD_X, frameSize, type GroupLayout, type LayoutChild, type LayoutJob,
   type LayoutRequest, type LayoutResponse,
@@ -38,6 +38,50 @@ export function aggregateEdges(g: ViewGraph): Map<string, Map<string, AggEdge>> 
   return out;
 }
 
+export interface Ports { ins: Set<string>; outs: Set<string> }
+
+/** The child (of `group`) that contains `id`. */
+export function childOf(g: ViewGraph, group: string, id: string): string {
+  let c = id;
+  let p = g.parentOf.get(c);
+  while (p !== undefined && p !== group) { c = p; p = g.parentOf.get(c); }
+  return c;
+}
+
+/**
+ * Port nodes: for an edge entering (leaving) a group, the group's layout gets a small proxy node
+ * in its first (last) layer, linked to the child holding the edge's end, so that the edge enters
+ * the group's frame from the top and is routed inside it by the layout instead of crossing it.
+ */
+export function computePorts(g: ViewGraph, agg: Map<string, Map<string, AggEdge>>): Map<string, Ports> {
+  const ports = new Map<string, Ports>();
+  const get = (grp: string): Ports => {
+    let p = ports.get(grp);
+    if (!p) { p = { ins: new Set(), outs: new Set() }; ports.set(grp, p); }
+    return p;
+  };
+  for (const m of agg.values()) for (const e of m.values()) {
+    const sg = g.groups.has(e.s), tg = g.groups.has(e.t);
+    if (!sg && !tg) continue;
+    for (const r of e.real) {
+      for (let cur = e.s; g.groups.has(cur);) {
+        const c = childOf(g, cur, r.src);
+        get(cur).outs.add(c);
+        cur = c;
+      }
+      for (let cur = e.t; g.groups.has(cur);) {
+        const c = childOf(g, cur, r.tgt);
+        get(cur).ins.add(c);
+        cur = c;
+      }
+    }
+  }
+  return ports;
+}
+
+export const PORT_IN = '\u22b3in:';
+export const PORT_OUT = '\u22b3out:';
+
 export function collapsedGroupSize(grp: Group): [number, number] {
   return [Math.round(Math.min(260, Math.max(150, grp.label.length * 7 + 44))), 50];
 }
@@ -55,7 +99,7 @@ interface Plan { jobs: LayoutJob[]; keys: Map<string, string> }
 
 /** Keys of every expanded group (post-order) and the jobs for those without a cached layout. */
 export function planLayouts(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>,
-                            cache: LayoutCache): Plan {
+                            cache: LayoutCache, ports?: Map<string, Ports>): Plan {
   const keys = new Map<string, string>();
   const jobs: LayoutJob[] = [];
   const visit = (grp: Group): { key: string; size?: [number, number] } => {
@@ -83,6 +127,17 @@ export function planLayouts(g: ViewGraph, expanded: ReadonlySet<string>, agg: Ma
       }
     }
     const edges = [...(agg.get(grp.id)?.values() ?? [])].map((e) => ({ id: e.id, s: e.s, t: e.t }));
+    const pp = ports?.get(grp.id);
+    if (pp) {
+      for (const c of pp.ins) {
+        children.push({ id: PORT_IN + c, w: 8, h: 2, port: 'in' });
+        edges.push({ id: PORT_IN + c, s: PORT_IN + c, t: c });
+      }
+      for (const c of pp.outs) {
+        children.push({ id: PORT_OUT + c, w: 8, h: 2, port: 'out' });
+        edges.push({ id: PORT_OUT + c, s: c, t: PORT_OUT + c });
+      }
+    }
     for (const e of edges) parts.push(e.id);
     const key = parts.join('|');
     keys.set(grp.id, key);
@@ -128,9 +183,10 @@ export class LayoutEngine {
   }
 
   /** Lays out whatever is missing; resolves with the keys of every expanded group. */
-  async ensure(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>): Promise<Map<string, string>> {
+  async ensure(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>,
+               ports?: Map<string, Ports>): Promise<Map<string, string>> {
     for (;;) {
-      const plan = planLayouts(g, expanded, agg, this.cache);
+      const plan = planLayouts(g, expanded, agg, this.cache, ports);
       if (plan.jobs.length === 0) return plan.keys;
       const t0 = performance.now();
       const done = new Map<string, GroupLayout>();
@@ -202,6 +258,16 @@ export interface Scene {
 
 export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: Map<string, string>,
                              cache: LayoutCache, agg: Map<string, Map<string, AggEdge>>): Scene {
+  const origin = new Map<string, { ox: number; oy: number; l: GroupLayout }>();
+  /** The inner route of a port edge, in absolute coordinates ([] when unknown). */
+  const portRoute = (grp: string, id: string): number[] => {
+    const o = origin.get(grp);
+    const r = o?.l.edges[id];
+    if (!o || !r) return [];
+    const out = new Array<number>(r.length);
+    for (let i = 0; i < r.length; i += 2) { out[i] = r[i] + o.ox; out[i + 1] = r[i + 1] + o.oy; }
+    return out;
+  };
   const frames: DrawItem[] = [];
   const leaves: DrawItem[] = [];
   const byId = new Map<string, DrawItem>();
@@ -226,9 +292,11 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
     const l = cache.get(grp.id, keys.get(grp.id) ?? '');
     if (!l) return;
     pending.push({ grp, ox, oy, l });
+    origin.set(grp.id, { ox, oy, l });
     for (const c of grp.children) {
       const p = l.pos[c];
       if (!p) continue;
+      // (port proxies are not children: they are only in l.pos)
       const [x, y, w, h] = p;
       const cg = g.groups.get(c);
       if (cg && expanded.has(c)) {
@@ -263,17 +331,39 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
         const vs = repOf(r.src), vt = repOf(r.tgt);
         const k = vs + '\n' + vt;
         let de = pairs.get(k);
-        if (de) { de.count++; de.real.push(r); if (de.label !== r.label) de.label = ''; continue; }
-        const pts = base.slice();
-        const si = byId.get(vs), ti = byId.get(vt);
-        if (vs !== e.s && si) pts.unshift(si.x + si.w / 2, si.y + si.h);
-        if (vt !== e.t && ti) pts.push(ti.x + ti.w / 2, ti.y);
+        const lbl = edgeLabel(r);
+        if (de) { de.count++; de.real.push(r); if (de.label !== lbl) de.label = ''; continue; }
+        let pts = base;
+        if (vs !== e.s) {
+          // From the visible source up through the frames it sits in: innermost first.
+          const chain: number[][] = [];
+          for (let cur = e.s; cur !== vs && g.groups.has(cur);) {
+            const c = childOf(g, cur, vs);
+            chain.push(portRoute(cur, PORT_OUT + c));
+            cur = c;
+          }
+          const pre: number[] = [];
+          for (let i = chain.length - 1; i >= 0; i--) pre.push(...chain[i]);
+          if (pre.length === 0) { const si = byId.get(vs); if (si) pre.push(si.x + si.w / 2, si.y + si.h); }
+          pts = pre.concat(pts);
+        }
+        if (vt !== e.t) {
+          const post: number[] = [];
+          for (let cur = e.t; cur !== vt && g.groups.has(cur);) {
+            const c = childOf(g, cur, vt);
+            post.push(...portRoute(cur, PORT_IN + c));
+            cur = c;
+          }
+          if (post.length === 0) { const ti = byId.get(vt); if (ti) post.push(ti.x + ti.w / 2, ti.y); }
+          pts = pts.concat(post);
+        }
+        if (pts === base) pts = base.slice();
         let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
         for (let i = 0; i < pts.length; i += 2) {
           minX = Math.min(minX, pts[i]); maxX = Math.max(maxX, pts[i]);
           minY = Math.min(minY, pts[i + 1]); maxY = Math.max(maxY, pts[i + 1]);
         }
-        de = { src: vs, tgt: vt, pts, label: r.label, count: 1, minX, minY, maxX, maxY, real: [r] };
+        de = { src: vs, tgt: vt, pts, label: lbl, count: 1, minX, minY, maxX, maxY, real: [r] };
         pairs.set(k, de);
         edges.push(de);
       }

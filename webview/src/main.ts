@@ -3,7 +3,7 @@ import './styles.css';
 import type { Cell, Diagnostic, GraphDocument, HardwareKernel, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
-import { LAYERS, buildViewGraph, countVisible, type Layer } from './model';
+import { LAYERS, buildViewGraph, countVisible, type Layer, type ViewGraph } from './model';
 import { LayoutEngine } from './layout';
 import { GraphView, readTheme } from './view';
 import { METRICS, metricDef, rampColor, type MetricId } from './metrics';
@@ -12,7 +12,7 @@ import { diffGraphs, type GraphDiff } from './diff';
 import { renderCellSummary, renderPanel } from './panel';
 import { buildTimeline, MemoryPanel } from './memory';
 import { exportPng, exportSvg, buildSvg } from './export';
-import { makeLayoutWorker, pickTransport, type ConnectionState, type Transport } from './transport';
+import { makeLayoutWorker, pickTransport, snapshotParseMs, type ConnectionState, type Transport } from './transport';
 import { escapeHtml as h, fmtNum, rangeText } from './format';
 
 const LAYER_LABEL: Record<Layer, string> = { semantic: 'Semantic', optimized: 'Optimization', hardware: 'Hardware' };
@@ -49,6 +49,8 @@ class App {
   private updateCount = 0;
   private renderSeq = 0;
   private urlCell: string | null;
+  private lastGraph: { cell: Cell; layer: Layer; graph: ViewGraph } | null = null;
+  private timings = { buildMs: 0, diffMs: 0, layoutMs: 0 };
 
   // DOM
   private root = el('div', 'app');
@@ -322,10 +324,18 @@ class App {
       return;
     }
     const la: Layer = this.split ? 'semantic' : this.layer;
+    const tb = performance.now();
     const ga = buildViewGraph(cell, la);
+    this.timings.buildMs = performance.now() - tb;
 
     const prev = this.prevCell();
-    this.diff = prev ? diffGraphs(buildViewGraph(prev, la), ga) : null;
+    const td = performance.now();
+    const before = prev && this.lastGraph && this.lastGraph.cell === prev && this.lastGraph.layer === la
+      ? this.lastGraph.graph : prev ? buildViewGraph(prev, la) : null;
+    this.diff = before ? diffGraphs(before, ga) : null;
+    this.lastGraph = { cell, layer: la, graph: ga };
+    this.timings.diffMs = performance.now() - td;
+    const tl = performance.now();
     this.empty.classList.toggle('hidden', ga.nodes.length > 0);
     if (ga.nodes.length === 0) this.empty.textContent = cell.compiled === false ? 'This Cell did not compile: see the diagnostics.' : 'Empty graph.';
     this.viewA.setMetric(this.split ? 'none' : this.metric);
@@ -341,6 +351,7 @@ class App {
       jobs.push(this.viewB.setGraph(gb, { reset: opts.reset }));
     }
     await Promise.all(jobs);
+    this.timings.layoutMs = performance.now() - tl;
     if (my !== this.renderSeq) return;
     this.renderPanel();
     this.renderLegend();
@@ -351,6 +362,7 @@ class App {
   private applyDiff(): void {
     this.viewA.diff = this.showDiff ? this.diff : null;
     this.viewA.invalidate();
+    this.renderLegend();
     this.syncButtons();
   }
 
@@ -425,6 +437,10 @@ class App {
           ['shape', 'Shape'], ['elem', 'Elementwise'], ['move', 'TransData / Cast'], ['input', 'Input']];
         let html = cats.map(([k, l]) => `<span class="chip"><i style="background:${th.cat[k]}"></i>${l}</span>`).join('');
         if (v.graph.layer !== 'semantic') html += `<span class="chip"><i class="dashed"></i>fused kernel</span>`;
+        const marks: [string, string][] = [[th.accent, 'selected'], [th.highlight, 'search match'],
+          [th.mapped, v.graph.layer === 'semantic' ? 'mapped' : 'shared buffer / mapped']];
+        if (v.diff && (v.diff.added.size || v.diff.changed.size)) marks.push([th.added, 'added'], [th.changed, 'changed']);
+        html += `<span class="marks">${marks.map(([c, l]) => `<span class="chip"><i class="ring" style="border-color:${c}"></i>${l}</span>`).join('')}</span>`;
         box.innerHTML = html;
         return;
       }
@@ -642,8 +658,8 @@ class App {
     return {
       state: () => {
         const v = app.activeView();
-        const c = v.graph ? countVisible(v.graph, v.expanded) : { nodes: 0, groups: 0 };
-        return { nodesDrawn: c.nodes + c.groups, layer: v.graph?.layer ?? app.layer, selection: v.selection };
+        const s = v.scene;
+        return { nodesDrawn: s ? s.nodesDrawn + s.groupsDrawn : 0, layer: v.graph?.layer ?? app.layer, selection: v.selection };
       },
       details: () => {
         const v = app.activeView();
@@ -666,6 +682,7 @@ class App {
         }));
       },
       lastUpdateSeq: () => app.seq,
+      timings: () => ({ ...app.timings, snapshotParseMs, updateMs: app.lastUpdateMs, layoutJobs: app.engine.jobsRun, sinceNavigationMs: performance.now() }),
       lastUpdateMs: () => app.lastUpdateMs,
       lastPaintMs: () => app.activeView().lastPaintMs,
       lastLayoutMs: () => app.engine.lastLayoutMs,

@@ -10,7 +10,11 @@ export interface VEdge {
   src: string;
   tgt: string;
   output: number;
-  label: string;  // the tensor's shape
+  tensor: Tensor | undefined;  // the tensor carried (its shape is the edge's label)
+}
+
+export function edgeLabel(e: VEdge): string {
+  return shapeText(e.tensor);
 }
 
 export interface VNode {
@@ -30,7 +34,11 @@ export interface VNode {
   fused: boolean;
   dataMove: boolean; // TransData / Cast / layout changes
   scope: string;
-  sig: string;       // what the drawing depends on (layout cache key part, diff)
+}
+
+/** What the drawing of a node depends on (for the before/after comparison). */
+export function nodeSig(n: VNode): string {
+  return `${n.op}|${n.label}|${n.sub}|${n.outputs.map(shapeText).join(',')}`;
 }
 
 export interface Group {
@@ -90,7 +98,7 @@ function edgesOf(inputs: readonly { node: string; output?: number }[] | undefine
                  outputsOf: (id: string) => Tensor[] | undefined): VEdge[] {
   return (inputs ?? []).map((e) => {
     const out = e.output ?? 0;
-    return { src: e.node, tgt, output: out, label: shapeText(outputsOf(e.node)?.[out]) };
+    return { src: e.node, tgt, output: out, tensor: outputsOf(e.node)?.[out] };
   });
 }
 
@@ -116,9 +124,8 @@ export function buildNodes(cell: Cell, layer: Layer): VNode[] {
         width: nodeWidth(label, sub), height: NODE_H,
         inputs: edgesOf(n.inputs, n.id, outs), outputs: n.outputs ?? [], semantic: n,
         fused: false, dataMove: op === 'Cast' || op === 'TransData',
-        scope, sig: '',
+        scope,
       };
-      v.sig = `${op}|${label}|${sub}|${(n.outputs ?? []).map(shapeText).join(',')}`;
       return v;
     });
   }
@@ -157,13 +164,13 @@ export function buildNodes(cell: Cell, layer: Layer): VNode[] {
     }
     const v: VNode = {
       id: n.id, kind: n.kind ?? 'op', op, label, sub, group, order: i,
-      width: nodeWidth(label, sub), height: hw ? NODE_H_HW : NODE_H,
+      width: hw && (n.hardware?.length ?? 0) > 0 ? Math.max(196, nodeWidth(label, sub)) : nodeWidth(label, sub),
+      height: hw ? NODE_H_HW : NODE_H,
       inputs: edgesOf(n.inputs, n.id, outs), outputs: n.outputs ?? [],
       semantic: main, optimized: n, fused,
       dataMove: op === 'TransData' || op === 'Cast',
-      scope: main?.scope ?? '', sig: '',
+      scope: main?.scope ?? '',
     };
-    v.sig = `${op}|${label}|${sub}|${(n.outputs ?? []).map(shapeText).join(',')}`;
     res.push(v);
   });
   return res;
@@ -236,7 +243,15 @@ export function buildHierarchy(nodes: VNode[], threshold = GROUP_THRESHOLD_DEFAU
   dissolve(root);
   // Execution order inside each group, then artificial sub-groups for wide groups.
   const split = (g: Group): void => {
-    g.children.sort((a, b) => (orderOf.get(a) ?? 0) - (orderOf.get(b) ?? 0));
+    // Children arrive mostly in execution order already: sort only when they are not.
+    const ord = g.children.map((c) => orderOf.get(c) ?? 0);
+    let sorted = true;
+    for (let i = 1; i < ord.length && sorted; i++) if (ord[i] < ord[i - 1]) sorted = false;
+    if (!sorted) {
+      const idx = ord.map((_, i) => i).sort((a, b) => ord[a] - ord[b]);
+      const kids = g.children;
+      g.children = idx.map((i) => kids[i]);
+    }
     if (g.children.length > threshold) {
       let kids = g.children;
       let level = 0;

@@ -1,6 +1,6 @@
 // The side panel: everything known about the selected node, per layer.
 import type { AttrValue, Cell, HardwareKernel, Range } from './protocol';
-import type { Layer, VNode } from './model';
+import { edgeLabel, type Layer, type VNode } from './model';
 import { escapeHtml as h, fmtBytes, fmtNum, rangeText, tensorText } from './format';
 
 export interface PanelContext {
@@ -99,7 +99,7 @@ export function renderPanel(c: PanelContext): string {
   if (flops) gen.push(row('FLOPs', fmtNum(flops)));
   parts.push(section('Node', `<table class="kv">${gen.join('')}</table>`));
   // Tensors.
-  const ins = n.inputs.map((e) => `<tr><td class="mono">${h(e.src)}:${e.output}</td><td class="mono">${h(e.label)}</td></tr>`).join('');
+  const ins = n.inputs.map((e) => `<tr><td class="mono">${h(e.src)}:${e.output}</td><td class="mono">${h(edgeLabel(e))}</td></tr>`).join('');
   const srcNodes = c.layer === 'semantic' ? (c.cell.nodes ?? []) : (c.cell.optimized?.nodes ?? []);
   void srcNodes;
   const outs = n.outputs.map((t, i) => `<tr><td class="mono">#${i}${t.name ? ' ' + h(t.name) : ''}</td><td class="mono">${h(tensorText(t))}</td></tr>`).join('');

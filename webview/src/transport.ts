@@ -110,11 +110,15 @@ export class VsCodeTransport implements Transport {
   resync(): void { this.api.postMessage({ type: 'cellscope', resync: true }); }
 }
 
+export let snapshotParseMs = 0;
+
 export function pickTransport(): Transport {
   const snap = document.getElementById('cellscope-snapshot');
   if (snap) {
     let msgs: ViewMessage[] = [];
+    const t0 = performance.now();
     try { msgs = JSON.parse(snap.textContent ?? '[]') as ViewMessage[]; } catch { msgs = []; }
+    snapshotParseMs = performance.now() - t0;
     return new SnapshotTransport(msgs);
   }
   if (typeof window.acquireVsCodeApi === 'function') return new VsCodeTransport(window.acquireVsCodeApi());

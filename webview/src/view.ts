@@ -4,7 +4,7 @@ import {
   ROOT_ID, ancestors, defaultExpansion, type ViewGraph,
 } from './model';
 import {
-  aggregateEdges, composeScene, type AggEdge, type DrawEdge, type DrawItem, type LayoutEngine, type Scene,
+  aggregateEdges, composeScene, computePorts, type AggEdge, type Ports, type DrawEdge, type DrawItem, type LayoutEngine, type Scene,
 } from './layout';
 import { GROUP_PAD_TOP } from './layout-types';
 import {
@@ -16,7 +16,7 @@ import { fmtNum } from './format';
 export interface Theme {
   bg: string; fg: string; muted: string; node: string; nodeBorder: string; edge: string; edgeLabel: string;
   frame: string; frameBorder: string; frameHeader: string; accent: string; highlight: string;
-  added: string; changed: string; fused: string; move: string; grid: string;
+  added: string; changed: string; fused: string; move: string; grid: string; mapped: string;
   cat: Record<string, string>;
 }
 
@@ -30,7 +30,7 @@ export function readTheme(el: HTMLElement): Theme {
     frameBorder: v('--cs-frame-border', 'rgba(84,174,255,0.45)'), frameHeader: v('--cs-frame-header', '#0969da'),
     accent: v('--cs-accent', '#0969da'), highlight: v('--cs-highlight', '#d4a72c'), added: v('--cs-added', '#1a7f37'),
     changed: v('--cs-changed', '#bc4c00'), fused: v('--cs-fused', '#8250df'), move: v('--cs-move', '#d4a72c'),
-    grid: v('--cs-grid', 'rgba(128,128,128,0.08)'),
+    grid: v('--cs-grid', 'rgba(128,128,128,0.08)'), mapped: v('--cs-mapped', '#d63384'),
     cat: {
       input: v('--cs-cat-input', '#57606a'), const: v('--cs-cat-const', '#8c959f'), move: v('--cs-cat-move', '#d4a72c'),
       compute: v('--cs-cat-compute', '#0969da'), norm: v('--cs-cat-norm', '#1a7f37'), act: v('--cs-cat-act', '#cf222e'),
@@ -51,6 +51,7 @@ export class GraphView {
   private ctx: CanvasRenderingContext2D;
   graph: ViewGraph | null = null;
   private agg = new Map<string, Map<string, AggEdge>>();
+  private ports = new Map<string, Ports>();
   expanded = new Set<string>();
   scene: Scene | null = null;
   scale = 1;
@@ -96,6 +97,7 @@ export class GraphView {
     const prev = this.graph;
     this.graph = g;
     this.agg = aggregateEdges(g);
+    this.ports = computePorts(g, this.agg);
     if (!prev || opts.reset) {
       this.expanded = defaultExpansion(g);
       this.fitted = false;
@@ -136,7 +138,7 @@ export class GraphView {
       const g = this.graph;
       if (!g) return;
       const expanded = new Set(this.expanded);
-      const keys = await this.engine.ensure(g, expanded, this.agg);
+      const keys = await this.engine.ensure(g, expanded, this.agg, this.ports);
       if (this.graph !== g) return;
       this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg);
       if (!this.fitted && this.scene.width > 0) { this.fitInitial(); this.fitted = true; }
@@ -563,7 +565,7 @@ export class GraphView {
     const th = this.theme;
     if (id === this.selection) return th.accent;
     if (this.highlight.has(id)) return th.highlight;
-    if (this.secondary.has(id)) return th.fused;
+    if (this.secondary.has(id)) return th.mapped;
     if (this.diff) {
       if (this.diff.added.has(id)) return th.added;
       if (this.diff.changed.has(id)) return th.changed;

@@ -55,3 +55,12 @@ test('diff: added, removed and changed nodes', () => {
   assert.deepEqual(d.removed, ['fc']);
   assert.deepEqual([...d.changed], ['layer1.1.conv1']);
 });
+
+test('diff ignores the order of attribute keys', () => {
+  const before = smallCell();
+  const after = smallCell();
+  before.nodes![1].attrs = { a: 1, b: [1, 2] };
+  after.nodes![1].attrs = { b: [1, 2], a: 1 };
+  const d = diffGraphs(buildViewGraph(before, 'semantic'), buildViewGraph(after, 'semantic'));
+  assert.equal(d.changed.size, 0);
+});
