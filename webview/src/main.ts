@@ -390,6 +390,7 @@ class App {
 
   private setMetric(m: MetricId): void {
     this.metric = m;
+    this.metricSel.value = m;
     (this.split && this.viewB ? this.viewB : this.viewA).setMetric(m);
     this.renderLegend();
   }

@@ -212,7 +212,7 @@ export class GraphView {
     const s = this.scene;
     if (!s || s.width <= 0) return;
     const m = 24;
-    this.scale = Math.min(1.5, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
+    this.scale = Math.min(this.fitted ? 1.5 : 1, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
     this.tx = (this.cssW - s.width * this.scale) / 2;
     this.ty = (this.cssH - s.height * this.scale) / 2;
     this.invalidate();
@@ -222,7 +222,7 @@ export class GraphView {
   private fitInitial(): void {
     const s = this.scene!;
     const m = 24;
-    const sc = Math.min(1.2, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
+    const sc = Math.min(1, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
     if (sc >= 0.45) { this.fit(); return; }
     this.scale = Math.max(0.3, Math.min(0.85, (this.cssW - 2 * m) / s.width));
     this.tx = (this.cssW - s.width * this.scale) / 2;
