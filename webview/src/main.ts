@@ -671,6 +671,7 @@ class App {
           expanded: [...v.expanded], scale: v.scale, connection: app.conn, status: app.status.state,
           diagnostics: app.status.diagnostics.length, diff: app.diff ? { added: [...app.diff.added], changed: [...app.diff.changed], removed: app.diff.removed } : null,
           highlighted: [...v.highlight], secondary: [...v.secondary], transport: app.transport.kind,
+          layoutError: v.layoutError,
         };
       },
       nodeScreenPosition: (id: string, which?: string) => viewOf(which).screenPosition(id),

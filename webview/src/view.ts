@@ -75,6 +75,7 @@ export class GraphView {
   private cssH = 0;
   frames = 0;
   debugNode: string | null = null;
+  layoutError: string | null = null;
 
   constructor(private host: HTMLElement, private engine: LayoutEngine, private cb: ViewCallbacks) {
     this.canvas = document.createElement('canvas');
@@ -138,7 +139,16 @@ export class GraphView {
       const g = this.graph;
       if (!g) return;
       const expanded = new Set(this.expanded);
-      const keys = await this.engine.ensure(g, expanded, this.agg, this.ports);
+      let keys: Map<string, string>;
+      try {
+        keys = await this.engine.ensure(g, expanded, this.agg, this.ports);
+      } catch (e) {
+        // Keep the previous drawing; the error is reported once per failed layout.
+        console.error('cellscope: layout failed:', e);
+        this.layoutError = String(e);
+        return;
+      }
+      this.layoutError = null;
       if (this.graph !== g) return;
       this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg);
       if (!this.fitted && this.scene.width > 0) { this.fitInitial(); this.fitted = true; }
