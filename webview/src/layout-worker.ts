@@ -25,15 +25,58 @@ function options(n: number): Record<string, string> {
   return o;
 }
 
+const GAP = 34;
+
+/**
+ * A group whose children form one chain in model order (each feeds the next, ports only at the
+ * ends) is stacked directly: long sequential stacks are common and elkjs is slow on them.
+ */
+export function chainLayout(job: LayoutJob): GroupLayout | null {
+  const kids = job.children.filter((c) => !c.port);
+  if (kids.length < 2) return null;
+  const index = new Map(kids.map((c, i) => [c.id, i] as const));
+  const seen = new Set<number>();
+  for (const e of job.edges) {
+    const si = index.get(e.s), ti = index.get(e.t);
+    if (si !== undefined && ti !== undefined) {
+      if (ti !== si + 1 || seen.has(si)) return null;
+      seen.add(si);
+    } else if (si === undefined && ti === undefined) return null;
+    else if (ti === 0 && si === undefined) continue;               // in-port -> first
+    else if (si === kids.length - 1 && ti === undefined) continue; // last -> out-port
+    else return null;
+  }
+  if (seen.size !== kids.length - 1) return null;
+  const width = Math.max(...kids.map((c) => c.w));
+  const cx = width / 2;
+  const pos: GroupLayout['pos'] = {};
+  let y = 0;
+  const ins = job.children.filter((c) => c.port === 'in');
+  const outs = job.children.filter((c) => c.port === 'out');
+  if (ins.length) { for (const p of ins) pos[p.id] = [cx - p.w / 2, 0, p.w, p.h]; y = 2 + GAP; }
+  for (const c of kids) { pos[c.id] = [cx - c.w / 2, y, c.w, c.h]; y += c.h + GAP; }
+  let height = y - GAP;
+  if (outs.length) { for (const p of outs) pos[p.id] = [cx - p.w / 2, y, p.w, p.h]; height = y + 2; }
+  const edges: GroupLayout['edges'] = {};
+  for (const e of job.edges) {
+    const a = pos[e.s], b = pos[e.t];
+    edges[e.id] = [cx, a[1] + a[3], cx, b[1]];
+  }
+  return { group: job.group, key: job.key, width, height, pos, edges, ms: 0 };
+}
+
 async function layoutJob(job: LayoutJob, done: Map<string, GroupLayout>): Promise<GroupLayout> {
   const t0 = performance.now();
+  for (const c of job.children) {
+    if (c.ref === undefined) continue;
+    const r = done.get(c.ref);
+    if (r) [c.w, c.h] = frameSize(r);
+    delete c.ref;
+  }
+  const chain = chainLayout(job);
+  if (chain) { chain.ms = performance.now() - t0; return chain; }
   const children: ElkNode[] = job.children.map((c) => {
-    let w = c.w, h = c.h;
-    if (c.ref !== undefined) {
-      const r = done.get(c.ref);
-      if (r) [w, h] = frameSize(r);
-    }
-    const n: ElkNode = { id: c.id, width: w, height: h };
+    const n: ElkNode = { id: c.id, width: c.w, height: c.h };
     if (c.port) n.layoutOptions = { 'elk.layered.layering.layerConstraint': c.port === 'in' ? 'FIRST' : 'LAST' };
     return n;
   });

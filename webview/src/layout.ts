@@ -160,18 +160,27 @@ export class LayoutEngine {
   jobsRun = 0;
 
   /** A pool of layout workers: independent groups are laid out in parallel. */
-  constructor(makeWorker: () => Worker, size: number) {
+  constructor(private makeWorker: () => Worker, private size: number, initial = 1) {
+    // Few workers at first: on small machines more would compete with the main thread (which is
+    // parsing the document) during the cold start. The pool grows after the first layout.
     this.workers = [];
-    for (let i = 0; i < Math.max(1, size); i++) {
-      const w = makeWorker();
-      w.onmessage = (ev: MessageEvent<LayoutResponse>) => {
-        const cb = this.pending.get(ev.data.id);
-        this.pending.delete(ev.data.id);
-        cb?.(ev.data);
-      };
-      this.workers.push(w);
-    }
-    this.idleWorkers = [...this.workers];
+    this.idleWorkers = [];
+    for (let i = 0; i < Math.max(1, Math.min(initial, size)); i++) this.addWorker();
+  }
+
+  private addWorker(): void {
+    const w = this.makeWorker();
+    w.onmessage = (ev: MessageEvent<LayoutResponse>) => {
+      const cb = this.pending.get(ev.data.id);
+      this.pending.delete(ev.data.id);
+      cb?.(ev.data);
+    };
+    this.workers.push(w);
+    this.idleWorkers.push(w);
+  }
+
+  private grow(): void {
+    while (this.workers.length < Math.max(1, this.size)) this.addWorker();
   }
 
   private run(w: Worker, jobs: LayoutJob[]): Promise<LayoutResponse> {
@@ -218,6 +227,7 @@ export class LayoutEngine {
       }
       if (error !== null) throw new Error(error);
       this.lastLayoutMs = performance.now() - t0;
+      if (this.workers.length < this.size) setTimeout(() => this.grow(), 0);
     }
   }
 }

@@ -80,7 +80,8 @@ class App {
   constructor() {
     const params = new URLSearchParams(location.search);
     this.urlCell = params.get('cell');
-    this.engine = new LayoutEngine(makeLayoutWorker, Math.min(4, Math.max(2, (navigator.hardwareConcurrency || 2) - 1)));
+    const cores = navigator.hardwareConcurrency || 2;
+    this.engine = new LayoutEngine(makeLayoutWorker, Math.min(4, Math.max(2, cores - 1)), cores >= 4 ? 2 : 1);
     this.transport = pickTransport();
     if (this.transport.kind === 'vscode') document.body.classList.add('in-vscode');
     this.initTheme();
