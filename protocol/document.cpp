@@ -274,7 +274,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
     const auto& t = graph.memory.tensors[k];
     if (t.size != 0 && t.node < nodes.size()) placed[t.node].push_back(k);
   }
-  uint32_t kernels = 0, fused = 0, transdata = 0;
+  uint32_t kernels = 0, fused = 0, transdata = 0, casts = 0;
   out.mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const auto& n = nodes[i];
@@ -312,6 +312,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
     if (n.kind == graphcore::NodeKind::Op) ++kernels;
     if (!n.pattern.empty()) ++fused;
     if (n.op == "TransData") ++transdata;
+    if (n.op == "Cast" && n.pass == "amp") ++casts;
   }
   for (const auto& r : graph.outputs) set_edge(out.add_results(), r);
   for (const auto& r : graph.removed) {
@@ -320,6 +321,13 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
     o->set_pass(r.pass);
     o->set_reason(r.reason);
   }
+  for (const auto& e : graph.eliminated) {
+    auto* o = out.add_eliminated();
+    for (const auto& id : e.ids) o->add_ids(id);
+    o->set_value(e.value);
+    o->set_reason(e.reason);
+  }
+  out.set_precision(graph.precision);
   for (const auto& d : graph.decisions) {
     auto* o = out.add_fusions();
     o->set_pass(d.pass);
@@ -369,6 +377,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
   out.set_kernels(kernels);
   out.set_fusion_groups(fused);
   out.set_transdata(transdata);
+  out.set_casts(casts);
   return out;
 }
 
@@ -568,7 +577,7 @@ void write_pretty(const nlohmann::ordered_json& j, int indent, std::string& out)
 std::string to_json(const google::protobuf::Message& message, const JsonOptions& options) {
   google::protobuf::util::JsonPrintOptions print;
   print.add_whitespace = false;
-  print.always_print_primitive_fields = true;
+  print.always_print_primitive_fields = options.defaults;
   print.preserve_proto_field_names = false;
   std::string out;
   auto status = google::protobuf::util::MessageToJsonString(message, &out, print);

@@ -474,6 +474,142 @@ TEST(OptimizeLayout, PaddedSizes) {
   EXPECT_FALSE(tensor_bytes(sym, Format::ND).has_value());
 }
 
+// --- amp (mixed precision) -----------------------------------------------------------------------
+
+const OptNode* producer_of(const OptimizedGraph& g, const OptNode& n, size_t slot = 0) {
+  return &g.nodes[n.inputs.at(slot).node];
+}
+
+TEST(OptimizeAmp, O2ListsFloat16KernelsFloat32NormsAndCastsBetween) {
+  Builder b;
+  const uint32_t x = b.input("x", {8, 32});
+  const uint32_t fc = b.layer("fc", "MatMul", {x}, {8, 32});
+  const uint32_t ln = b.op("ln", "LayerNorm", {fc}, {8, 32});
+  const uint32_t sm = b.op("sm", "Softmax", {ln}, {8, 32});
+  b.output(sm);
+  const auto g = b.run({"amp"}, "ascend910");
+  EXPECT_EQ(g.precision, "mixed");
+  ASSERT_EQ(g.passes.size(), 1u);
+  EXPECT_EQ(g.passes[0].changes, 4u);  // x -> fp16, fc -> fp32, ln -> fp16, output -> fp32
+  // MatMul (AMP_WHITE_LIST territory) and Softmax run in float16; LayerNorm (AMP_BLACK_LIST) in
+  // float32.
+  EXPECT_EQ(find(g, "fc")->outputs[0].dtype, DType::Float16);
+  EXPECT_EQ(find(g, "ln")->outputs[0].dtype, DType::Float32);
+  EXPECT_EQ(find(g, "sm")->outputs[0].dtype, DType::Float16);
+  // The fp32 data input is cast for the fp16 MatMul; LayerNorm's operand to fp32 and back.
+  const OptNode* c0 = producer_of(g, *find(g, "fc"));
+  EXPECT_EQ(c0->id, "Cast/x:0/float16");
+  EXPECT_EQ(c0->pass, "amp");
+  EXPECT_TRUE(c0->origins.empty());
+  EXPECT_EQ(producer_of(g, *find(g, "ln"))->id, "Cast/fc:0/float32");
+  EXPECT_EQ(producer_of(g, *find(g, "sm"))->id, "Cast/ln:0/float16");
+  // The output leaves in its semantic dtype (_OutputTo32).
+  const OptNode& out = g.nodes[g.outputs[0].node];
+  EXPECT_EQ(out.id, "Cast/sm:0/float32");
+  EXPECT_EQ(out.outputs[0].dtype, DType::Float32);
+  // Weights are read as their fp16 copy: no Cast of a Parameter.
+  for (const auto& n : g.nodes) {
+    if (n.op == "Cast") {
+      EXPECT_NE(g.nodes[n.inputs[0].node].kind, NodeKind::Parameter);
+    }
+  }
+
+  // fp32: the pass changes nothing; CPU: it does not run.
+  OptimizeOptions o;
+  o.target = "ascend910";
+  o.passes = {"amp"};
+  o.precision = "fp32";
+  const auto f = optimize(b.rep, o);
+  EXPECT_EQ(f.precision, "fp32");
+  EXPECT_EQ(f.nodes.size(), b.rep.graph.nodes.size());
+  EXPECT_EQ(find(f, "fc")->outputs[0].dtype, DType::Float32);
+  EXPECT_TRUE(b.run({"amp"}, "cpu").precision.empty());
+  o.precision = "bf16";
+  EXPECT_THROW(optimize(b.rep, o), std::invalid_argument);
+}
+
+TEST(OptimizeAmp, ExplicitCastsAndFoldedBatchNormKeepTheirDtypes) {
+  Builder b;
+  const uint32_t x = b.input("x", {1, 16, 8, 8});
+  const uint32_t conv = b.layer("conv", "Conv2D", {x}, {1, 16, 8, 8});
+  const uint32_t bn = b.op("bn", "BatchNorm", {conv}, {1, 16, 8, 8});
+  const uint32_t cast = b.op("cast", "Cast", {bn}, {1, 16, 8, 8});
+  b.output(cast);
+  const auto g = b.run({"fuse-conv", "amp"}, "ascend310p");
+  // conv + BatchNorm fused: the epilogue applies BN to the fp32 accumulators; fp16 output.
+  const OptNode* k = find(g, "conv/conv");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->outputs[0].dtype, DType::Float16);
+  // The user's ops.Cast keeps the dtype it asked for and is read as written: no amp Cast after it.
+  EXPECT_EQ(find(g, "cast")->outputs[0].dtype, DType::Float32);
+  EXPECT_EQ(g.nodes[g.outputs[0].node].id, "cast");
+  // A standalone BatchNorm (AMP_BLACK_LIST) computes in float32.
+  const auto u = b.run({"amp"}, "ascend310p");
+  EXPECT_EQ(find(u, "bn")->outputs[0].dtype, DType::Float32);
+  EXPECT_EQ(producer_of(u, *find(u, "bn"))->id, "Cast/conv:0/float32");
+}
+
+// --- transdata-elim
+// --------------------------------------------------------------------------------
+
+TEST(OptimizeTransDataElim, PairsAroundShapeOnlyOpsThatUndoEachOther) {
+  Builder b;
+  const uint32_t x = b.input("x", {1, 16, 8, 8});
+  const uint32_t c1 = b.layer("c1", "Conv2D", {x}, {1, 16, 8, 8});
+  const uint32_t id = b.op("id", "Identity", {c1}, {1, 16, 8, 8});
+  const uint32_t c2 = b.layer("c2", "Conv2D", {id}, {1, 16, 8, 8});
+  b.output(c2);
+  const auto before = b.run({"layout"}, "ascend910");
+  EXPECT_NE(find(before, "TransData/c1:0/NCHW"), nullptr);
+  EXPECT_NE(find(before, "TransData/id:0/NC1HWC0"), nullptr);
+  const auto g = b.run({"layout", "transdata-elim"}, "ascend910");
+  EXPECT_EQ(find(g, "TransData/c1:0/NCHW"), nullptr);
+  EXPECT_EQ(find(g, "TransData/id:0/NC1HWC0"), nullptr);
+  // The Identity relabels c1's NC1HWC0 tensor, and c2 reads it.
+  EXPECT_EQ(find(g, "id")->formats[0], Format::NC1HWC0);
+  EXPECT_EQ(producer_of(g, *find(g, "id"))->id, "c1");
+  EXPECT_EQ(producer_of(g, *find(g, "c2"))->id, "id");
+  ASSERT_EQ(g.eliminated.size(), 1u);
+  EXPECT_EQ(g.eliminated[0].ids,
+            (std::vector<std::string>{"TransData/c1:0/NCHW", "TransData/id:0/NC1HWC0"}));
+  EXPECT_EQ(g.eliminated[0].value, "c1");
+  EXPECT_NE(g.eliminated[0].reason.find("undo each other around `id`"), std::string::npos)
+      << g.eliminated[0].reason;
+  EXPECT_EQ(g.passes.back().changes, 2u);
+  EXPECT_EQ(g.nodes.size(), before.nodes.size() - 2);
+}
+
+TEST(OptimizeTransDataElim, FlattenedDenseOperandAndWhatMustStay) {
+  // [96, 64] in FRACTAL_NZ -> Reshape [2, 48, 64] -> a dense MatMul that flattens it back to
+  // [96, 64]: the same fractal matrix, so both conversions go.
+  Builder b;
+  const uint32_t x = b.input("x", {96, 64});
+  const uint32_t fc1 = b.layer("fc1", "MatMul", {x}, {96, 64});
+  const uint32_t r = b.op("r", "Reshape", {fc1}, {2, 48, 64});
+  const uint32_t fc2 = b.layer("fc2", "MatMul", {r}, {2, 48, 64});
+  b.output(fc2);
+  const auto g = b.run({"layout", "transdata-elim"}, "ascend910b");
+  ASSERT_EQ(g.eliminated.size(), 1u);
+  EXPECT_NE(g.eliminated[0].reason.find("dense matmul"), std::string::npos);
+  EXPECT_EQ(find(g, "r")->formats[0], Format::FRACTAL_NZ);
+  EXPECT_EQ(producer_of(g, *find(g, "fc2"))->id, "r");
+
+  // A batched reader (a Softmax over the last axis, which follows FRACTAL_NZ) sees a different
+  // fractal layout of [2, 48, 64] than [96, 64]: the conversions stay.
+  Builder c;
+  const uint32_t y = c.input("y", {96, 64});
+  const uint32_t d1 = c.layer("d1", "MatMul", {y}, {96, 64});
+  const uint32_t rr = c.op("rr", "Reshape", {d1}, {2, 48, 64});
+  const uint32_t bmm = c.op("bmm", "BatchMatMul", {rr, rr}, {2, 48, 48});
+  c.output(bmm);
+  const auto h = c.run({"layout", "transdata-elim"}, "ascend910b");
+  EXPECT_TRUE(h.eliminated.empty());
+  EXPECT_NE(find(h, "TransData/d1:0/ND"), nullptr);
+  EXPECT_NE(find(h, "TransData/rr:0/FRACTAL_NZ"), nullptr);
+  // The pass runs only on Ascend targets.
+  EXPECT_TRUE(b.run({"layout", "transdata-elim"}, "cpu").passes.empty());
+}
+
 // --- memory planning ---------------------------------------------------------------------------
 
 void expect_no_overlap(const OptimizedGraph& g) {
@@ -553,11 +689,11 @@ TEST(OptimizePassManager, DumpsAfterImportAndEachPass) {
   ASSERT_EQ(dumps.size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(dumps[i].first, names[i]);
   EXPECT_EQ(g.passes.size(), names.size() - 1);
-  // Without the layout pass on CPU.
+  // Without the Ascend-only passes (amp, layout, transdata-elim) on CPU.
   o.target = "cpu";
   dumps.clear();
   optimize(a.b.rep, o);
-  EXPECT_EQ(dumps.size(), names.size() - 1);
+  EXPECT_EQ(dumps.size(), names.size() - 3);
 }
 
 TEST(OptimizePassManager, BadInput) {

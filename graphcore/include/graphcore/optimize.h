@@ -87,6 +87,14 @@ struct FusionDecision {
   std::string kernel;
 };
 
+// Format conversions (TransData) the transdata-elim pass removed. `ids` are the removed nodes'
+// ids (as the layout pass named them); `value` is the id of the value whose conversions they were.
+struct RemovedConversion {
+  std::vector<std::string> ids;
+  std::string value;
+  std::string reason;
+};
+
 struct PassRecord {
   std::string name;
   std::string description;
@@ -138,6 +146,12 @@ struct OptimizedGraph {
   std::vector<FusionDecision> decisions;
   std::vector<PassRecord> passes;
   MemoryPlan memory;
+  // "mixed" when the amp pass gave the kernels their amp O2 dtypes (float16, BatchNorm and
+  // LayerNorm in float32, Casts between); "fp32" when it ran with precision "fp32"; empty when it
+  // did not run (non-Ascend targets, or a pass subset without it): the semantic dtypes.
+  std::string precision;
+  // TransData pairs the transdata-elim pass removed, and why.
+  std::vector<RemovedConversion> eliminated;
 };
 
 struct OptimizeOptions {
@@ -145,6 +159,10 @@ struct OptimizeOptions {
   // Passes to run, by name, in pipeline order; empty: the whole default pipeline. Layout
   // assignment is skipped on targets that are not Ascend chips.
   std::vector<std::string> passes;
+  // Ascend targets: "mixed" gives the kernels the dtypes of MindSpore's automatic mixed precision
+  // at level O2 (pass amp: float16, BatchNorm and LayerNorm in float32, Casts where the dtype
+  // changes); "fp32" keeps the semantic dtypes.
+  std::string precision = "mixed";
   // Called with the graph after import (pass "import", index 0) and after each pass (index 1..):
   // the state before pass k is the state after pass k-1.
   std::function<void(std::string_view pass, size_t index, const OptimizedGraph& graph)> dump;

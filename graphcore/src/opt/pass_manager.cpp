@@ -47,10 +47,18 @@ constexpr std::array kPasses = {
         opt::run_fuse_layernorm, false},
     PassInfo{"fuse-elementwise", "chains of elementwise ops -> one elementwise kernel",
              opt::run_fuse_elementwise, false},
+    PassInfo{"amp",
+             "mixed precision (amp O2): float16 kernels, BatchNorm/LayerNorm in float32, Cast "
+             "where the dtype changes",
+             opt::run_amp, true},
     PassInfo{"layout",
              "Ascend formats: NC1HWC0 for Cube convolutions, FRACTAL_NZ for matmuls, TransData "
              "where formats change",
              opt::run_layout, true},
+    PassInfo{"transdata-elim",
+             "remove TransData pairs that undo each other and conversions a consumer converts "
+             "straight back",
+             opt::run_transdata_elim, true},
     PassInfo{"memory-plan", "tensor lifetimes and greedy-by-size offsets in one arena",
              opt::run_memory_plan, false},
 };
@@ -161,6 +169,10 @@ OptimizedGraph optimize(const CellReport& report, const OptimizeOptions& options
     throw std::invalid_argument("unknown target '" + options.target + "' (expected one of " +
                                 target_list() + ")");
   }
+  if (options.precision != "mixed" && options.precision != "fp32") {
+    throw std::invalid_argument("unknown precision '" + options.precision +
+                                "' (expected mixed or fp32)");
+  }
   if (!report.compiled) {
     throw std::invalid_argument("`" + report.name +
                                 "`: construct did not compile, so there is no graph to optimize");
@@ -195,6 +207,7 @@ OptimizedGraph optimize(const CellReport& report, const OptimizeOptions& options
     rec.description = std::string(p->description);
     rec.nodes_before = g.nodes.size();
     opt::PassContext ctx{report, *target, g};
+    ctx.precision = options.precision;
     p->run(ctx);
     rec.nodes_after = g.nodes.size();
     rec.changes = ctx.changes;

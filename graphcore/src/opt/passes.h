@@ -20,6 +20,7 @@ struct PassContext {
   const TargetInfo& target;
   OptimizedGraph& g;
   size_t changes = 0;
+  std::string_view precision = "mixed";  // OptimizeOptions::precision
 
   [[nodiscard]] const Graph& semantic() const { return report.graph; }
   // The semantic id of semantic node `i`.
@@ -102,7 +103,9 @@ void run_fuse_conv(PassContext& ctx);
 void run_fuse_dense(PassContext& ctx);
 void run_fuse_layernorm(PassContext& ctx);
 void run_fuse_elementwise(PassContext& ctx);
+void run_amp(PassContext& ctx);
 void run_layout(PassContext& ctx);
+void run_transdata_elim(PassContext& ctx);
 void run_memory_plan(PassContext& ctx);
 
 }  // namespace graphcore::opt
