@@ -131,6 +131,10 @@ TEST(HardwareTargets, BadFilesGiveClearErrors) {
             std::string::npos);
   EXPECT_NE(mutated([](nlohmann::json& d) { d["kind"] = "gpu"; }).find("field 'kind'"),
             std::string::npos);
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d["mmad_issue_cycles"]["value"] = -1; }),
+            "ascend910.json: field 'mmad_issue_cycles': expected a number >= 0");
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d.erase("mmad_issue_cycles"); }),
+            "ascend910.json: field 'mmad_issue_cycles': missing");
 }
 
 // --- kernel models ---------------------------------------------------------------------------
@@ -239,6 +243,33 @@ TEST(HardwareKernels, AFusedResidualIsReadInTheEpilogue) {
     EXPECT_GT(res.cycles, plain.cycles);  // memory-bound: the extra read costs time
     p.residual_l2_fraction = 1;
     EXPECT_LE(model_cube_kernel(t, p).cycles, res.cycles);
+  }
+}
+
+TEST(HardwareKernels, EveryMmadInstructionPaysItsIssueCycles) {
+  for (const auto& name : kAscend) {
+    SCOPED_TRACE(name);
+    HardwareTarget t = hardware_target(name);
+    EXPECT_GE(t.mmad_issue_cycles, 0);
+    // Compute-bound: a big GEMM whose operands come from L2.
+    const CubeProblem p{.m = 4096, .k = 4096, .n = 4096};
+    t.mmad_issue_cycles = 0;
+    const auto without = model_cube_kernel(t, p);
+    t.mmad_issue_cycles = 32;
+    const auto with = model_cube_kernel(t, p);
+    ASSERT_TRUE(with.detail && without.detail);
+    const auto mmad = [](const KernelEstimate& k) {
+      for (const auto& i : k.detail->schedule) {
+        if (i.unit == "Cube") return i;
+      }
+      return Instruction{};
+    };
+    const Instruction a = mmad(with), b = mmad(without);
+    EXPECT_EQ(a.count, b.count);
+    // Per tile: one issue cost per MMAD instruction.
+    EXPECT_NEAR(a.cycles - b.cycles, 32.0 * a.count, 1e-6);
+    EXPECT_GE(with.cycles, without.cycles);
+    EXPECT_NEAR(with.compute_cycles - without.compute_cycles, 32.0 * a.count * with.tiles, 1e-3);
   }
 }
 
@@ -383,6 +414,64 @@ TEST(HardwareCorpus, UnknownModeOrOptimizerIsRejected) {
   ho.optimizer = "adam";
   ho.target = "gpu";
   EXPECT_THROW(estimate_hardware(rep, graph, ho), TargetError);
+}
+
+TEST(HardwarePrecision, AmpCastsAreVectorKernelsAndLayerNormRunsInFloat32) {
+  const auto models = corpus_models();
+  const auto bert = std::find_if(models.begin(), models.end(), [](const Model& m) {
+    return m.file.find("bert_base") != std::string::npos;
+  });
+  ASSERT_NE(bert, models.end());
+  const CellReport rep = analyse(*bert, {"8,128:int32"});
+  OptimizeOptions oo;
+  oo.target = "ascend910";
+  const auto mixed = optimize(rep, oo);
+  EXPECT_EQ(mixed.precision, "mixed");
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  const auto hw = estimate_hardware(rep, mixed, ho);
+  size_t casts = 0;
+  for (const auto& k : hw.kernels) {
+    if (k.phase != "forward" || k.node >= mixed.nodes.size()) continue;
+    const OptNode& n = mixed.nodes[k.node];
+    if (n.op == "Cast" && n.pass == "amp") {
+      ++casts;
+      EXPECT_EQ(k.unit, Unit::Vector);
+      EXPECT_GT(k.cycles, 0);
+      // Reads the source dtype, writes the destination dtype.
+      const double e = k.gm_write_bytes / dtype_size(n.outputs[0].dtype);
+      EXPECT_NEAR(k.gm_read_bytes, e * dtype_size(mixed.nodes[n.inputs[0].node].outputs[0].dtype),
+                  1e-6 * k.gm_read_bytes);
+    }
+    if (n.op == "AddLayerNorm") {
+      // float32 in and out (4 bytes per element), per amp O2's AMP_BLACK_LIST.
+      EXPECT_EQ(n.outputs[0].dtype, DType::Float32);
+      const auto& detail = *k.detail;
+      EXPECT_NE(detail.tiling[0].tile.find("fp32"), std::string::npos) << detail.tiling[0].tile;
+    }
+  }
+  EXPECT_GE(casts, 25u * 2);  // at least: into and out of every LayerNorm
+  // The same graph estimated at fp32: every float tensor is float32, the amp Casts cost nothing.
+  ho.mixed_precision = false;
+  const auto fp32_on_mixed = estimate_hardware(rep, mixed, ho);
+  for (const auto& k : fp32_on_mixed.kernels) {
+    if (k.node >= mixed.nodes.size()) continue;
+    const OptNode& n = mixed.nodes[k.node];
+    if (n.op == "Cast" && n.pass == "amp") {
+      EXPECT_EQ(k.unit, Unit::Host);
+    }
+  }
+  // Optimized at fp32: no Casts at all, and slower than mixed precision.
+  oo.precision = "fp32";
+  const auto fp32 = optimize(rep, oo);
+  EXPECT_EQ(fp32.precision, "fp32");
+  for (const auto& n : fp32.nodes) {
+    EXPECT_FALSE(n.op == "Cast" && n.pass == "amp");
+  }
+  const auto slow = estimate_hardware(rep, fp32, ho);
+  EXPECT_GT(slow.estimate.latency_ms, hw.estimate.latency_ms);
+  EXPECT_NEAR(slow.estimate.latency_ms, fp32_on_mixed.estimate.latency_ms,
+              0.05 * slow.estimate.latency_ms);
 }
 
 TEST(HardwareOptimizer, LambIsThreeFusedKernelsMovingMoreThanAdam) {

@@ -47,7 +47,8 @@ struct HardwareTarget {
   double frequency_mhz = 0;
   double cube_macs_fp16 = 0;  // MAC per cycle per core
   double cube_macs_int8 = 0;
-  bool cube_fp32 = false;  // false: float32 matmuls run at the fp16 rate (fp16 operands)
+  double mmad_issue_cycles = 0;  // fixed cycles per MMAD instruction (pipeline fill, handshake)
+  bool cube_fp32 = false;        // false: float32 matmuls run at the fp16 rate (fp16 operands)
   double vector_bytes_per_cycle = 0;
   uint64_t l1_bytes = 0, l0a_bytes = 0, l0b_bytes = 0, l0c_bytes = 0, ub_bytes = 0, l2_bytes = 0;
   double gm_bandwidth_gbps = 0;  // chip HBM/DDR bandwidth

@@ -91,7 +91,12 @@ class Estimator {
  public:
   Estimator(const CellReport& report, const OptimizedGraph& graph, const HardwareOptions& options,
             const HardwareTarget& target)
-      : r_(report), g_(graph), o_(options), t_(target), train_(options.mode == "train") {
+      : r_(report),
+        g_(graph),
+        o_(options),
+        t_(target),
+        train_(options.mode == "train"),
+        amp_graph_(graph.precision == "mixed") {
     for (const auto& p : report.params) params_.emplace(p.name, &p);
     written_.assign(graph.nodes.size(), -1);
   }
@@ -130,6 +135,10 @@ class Estimator {
   // Bytes per element a tensor of `dtype` occupies on the target: float tensors are fp16 under
   // mixed precision on Ascend.
   double elem_bytes(DType dtype) const {
+    if (t_.ascend && is_floating(dtype) && amp_graph_) {
+      // The amp pass chose every kernel's dtype; at fp32 every float tensor is float32.
+      return o_.mixed_precision ? static_cast<double>(dtype_size(dtype)) : 4;
+    }
     if (t_.ascend && o_.mixed_precision && is_floating(dtype)) return 2;
     const size_t s = dtype_size(dtype);
     return s == 0 ? (t_.ascend && o_.mixed_precision ? 2 : 4) : static_cast<double>(s);
@@ -237,6 +246,9 @@ class Estimator {
     if (op == "Custom") return OpClass::Unsupported;  // resolved per func_type in forward()
     if (kHostNoops.contains(op)) return OpClass::HostNoop;
     if (op == "Dropout" && !train_) return OpClass::HostNoop;  // identity in inference graphs
+    // An amp Cast estimated at fp32 (a graph optimized for mixed precision): both sides are
+    // float32, and a Cast between equal types is removed.
+    if (op == "Cast" && n.pass == "amp" && !o_.mixed_precision) return OpClass::HostNoop;
     if (op == "FusedAttention") return OpClass::Attention;
     if (op == "Conv2D" || op == "FusedConv2D" || op == "Conv1D" || op == "Conv3D" ||
         op == "Conv2DTranspose") {
@@ -660,12 +672,15 @@ class Estimator {
 
   // ---- training -------------------------------------------------------------------------------
 
-  // True when a node's activation input is (a format conversion of) a graph input: its input
-  // gradient is not needed.
+  // True when a node's activation input is (a format or amp dtype conversion of) a graph input:
+  // its input gradient is not needed.
   bool reads_graph_input(const OptNode& n) const {
     if (n.inputs.empty()) return false;
     const OptNode* src = &g_.nodes[n.inputs[0].node];
-    while (src->op == "TransData" && !src->inputs.empty()) src = &g_.nodes[src->inputs[0].node];
+    while ((src->op == "TransData" || (src->op == "Cast" && src->pass == "amp")) &&
+           !src->inputs.empty()) {
+      src = &g_.nodes[src->inputs[0].node];
+    }
     return src->kind == NodeKind::Input;
   }
 
@@ -871,8 +886,16 @@ class Estimator {
           "' per trainable Parameter; "
           "the loss and the data pipeline are not modelled");
     }
-    if (t_.ascend && o_.mixed_precision) {
+    if (t_.ascend && o_.mixed_precision && amp_graph_) {
+      notes_.insert(
+          "mixed precision (amp O2): kernels in fp16, BatchNorm/LayerNorm in fp32 with the Casts "
+          "the amp pass inserted, optimizer state fp32");
+    } else if (t_.ascend && o_.mixed_precision) {
       notes_.insert("mixed precision: float tensors are fp16 on the chip, optimizer state fp32");
+    } else if (t_.ascend && amp_graph_) {
+      notes_.insert(
+          "precision fp32 on a graph optimized for mixed precision: every float tensor is fp32 "
+          "and the amp Casts (now between equal types) cost nothing");
     }
     if (t_.ascend && !t_.cube_fp32) notes_.insert("float32 matmuls run on the fp16 cube");
     notes_.insert("one stream: kernels run one after another; dispatch " +
@@ -895,6 +918,8 @@ class Estimator {
   const HardwareOptions& o_;
   const HardwareTarget& t_;
   bool train_;
+  // The graph carries amp O2 dtypes (the amp pass ran with precision "mixed").
+  bool amp_graph_;
   std::unordered_map<std::string_view, const ParamInfo*> params_;
   std::vector<double> written_;
   double written_total_ = 0;

@@ -118,7 +118,12 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
   const double am = mf / m_tiles, an = nf / n_tiles, ak = kf / k_split / k_steps;
 
   // Per k-step stages.
-  const double mmad = am * ak * an;  // one 16x16xK0 fractal product per cycle (4096 MAC fp16)
+  // One 16x16xK0 fractal product per cycle (4096 MAC fp16), plus the fixed cost of issuing the
+  // MMAD instruction: the cube pipeline fills and drains around each instruction (its
+  // accumulation into the same L0C tile waits for the previous one) and the scalar unit's
+  // wait_flag/set_flag handshake with MTE1 on the double-buffered L0A/L0B.
+  const double mmad_macs = am * ak * an;
+  const double mmad = mmad_macs + t.mmad_issue_cycles;
   const double mte1 = am * ak * frac_bytes / t.l1_to_l0a_bytes_per_cycle +
                       ak * an * frac_bytes / t.l1_to_l0b_bytes_per_cycle;
   // GM -> L1 (MTE2): each output tile streams its A row panel and B column panel. First touches

@@ -71,6 +71,11 @@ class Reader {
     if (!v.is_number() || !(v.get<double>() > 0)) fail(name, "expected a positive number");
     return v.get<double>();
   }
+  double non_negative(std::string_view name) {
+    const json& v = field(name);
+    if (!v.is_number() || !(v.get<double>() >= 0)) fail(name, "expected a number >= 0");
+    return v.get<double>();
+  }
   uint32_t count(std::string_view name) {
     const double v = positive(name);
     if (v != static_cast<double>(static_cast<uint32_t>(v))) fail(name, "expected a whole number");
@@ -174,6 +179,7 @@ HardwareTarget parse_hardware_target(std::string_view text, std::string_view ori
   t.cube_macs_fp16 = r.positive("cube_macs_fp16");
   t.cube_macs_int8 = r.positive("cube_macs_int8");
   t.cube_fp32 = r.boolean("cube_fp32");
+  t.mmad_issue_cycles = r.non_negative("mmad_issue_cycles");
   t.vector_bytes_per_cycle = r.positive("vector_bytes_per_cycle");
   t.l1_bytes = r.bytes("l1_bytes");
   t.l0a_bytes = r.bytes("l0a_bytes");
