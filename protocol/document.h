@@ -93,6 +93,9 @@ GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMa
 // (so a 0 line is present) and lowerCamelCase names.
 struct JsonOptions {
   bool pretty = true;
+  // Print fields that hold their default value (0, "", false, empty lists). Off for the view's
+  // WebSocket messages, whose reader supplies the defaults: documents shrink by about half.
+  bool defaults = true;
 };
 std::string to_json(const google::protobuf::Message& message, const JsonOptions& options = {});
 // Parses JSON into `message`; unknown fields are ignored. On failure returns false and sets

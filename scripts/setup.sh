@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Cellscope needs to build and test on Debian 12, and nothing when it is all there.
 # Idempotent: `apt-get update` runs only when a package is missing. Run as root (or with sudo).
-# Then installs the npm packages of the LSP protocol tests (`npm ci` in tests/lsp) when
-# tests/lsp/node_modules is missing or stale.
+# Then installs the locked npm packages (`npm ci` in webview/ and tests/lsp/) when their
+# node_modules is missing or stale.
 set -euo pipefail
 
 PACKAGES=(
@@ -29,13 +29,18 @@ PACKAGES=(
   python3-venv
   ca-certificates
   neovim                  # the second LSP client of the LSP tier (tests/lsp/nvim)
+  chromium                # the browser of the view tier (webview/test, driven by playwright-core)
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-# The LSP tests' npm packages, after node/npm are there (tests/lsp/deps.sh: no-op when fresh).
+# The locked npm packages (scripts/npm-deps.sh: no-op when fresh), after node/npm are there:
+# the graph view (built into the binary) and the LSP tests.
 lsp_test_deps() {
-  bash "$(dirname "$0")/../tests/lsp/deps.sh" install
+  local repo
+  repo="$(dirname "$0")/.."
+  bash "$repo/scripts/npm-deps.sh" "$repo/webview" install
+  bash "$repo/scripts/npm-deps.sh" "$repo/tests/lsp" install
 }
 
 if [[ "$(uname -s)" != Linux ]] || ! command -v dpkg-query >/dev/null 2>&1; then

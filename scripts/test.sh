@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test tier after the build: ctest (unit + CLI tests), the LSP tiers (protocol tests
-# with real client libraries under Node, then neovim as a second client), then the MindSpore
-# ground-truth tier. All tiers run even if one fails; the exit status is non-zero if any failed.
+# with real client libraries under Node, then neovim as a second client), the view tier (the graph
+# view in chromium), then the MindSpore ground-truth tier. All tiers run even if one fails; the
+# exit status is non-zero if any failed.
 # In CI (CI=true) a tier that cannot run is a failure, never a silent skip; the LSP tiers never
 # skip (scripts/setup.sh installs what they need).
 set -uo pipefail
@@ -32,6 +33,11 @@ tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 # then by neovim's built-in client (tests/lsp/nvim).
 tier lsp-protocol env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/run.sh
 tier lsp-nvim env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/nvim/run.sh
+
+# The graph view: its type check and unit tests, then the real server and html snapshots in
+# Debian's chromium (playwright-core); screenshots in $BUILD_DIR/test-artifacts/view.
+tier view env CELLSCOPE_BIN="$BUILD_DIR/cellscope" CELLSCOPE_ARTIFACTS="$BUILD_DIR/test-artifacts/view" \
+  bash webview/test/browser/run.sh
 
 if [[ -f tests/mindspore/run.sh ]]; then
   tier mindspore env CI="$CI" BUILD_DIR="$BUILD_DIR" bash tests/mindspore/run.sh

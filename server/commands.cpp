@@ -19,6 +19,7 @@
 #include "graphcore/optimize.h"
 #include "protocol/document.h"
 #include "render.h"
+#include "view/view_server.h"
 
 namespace cellscope::server {
 
@@ -29,14 +30,19 @@ namespace {
 // Reads each file once: graphcore and the position mapper share the cache.
 class CachingSourceProvider : public graphcore::SourceProvider {
  public:
+  // Reads through `base` (the disk when null).
+  explicit CachingSourceProvider(graphcore::SourceProvider* base = nullptr) : base_(base) {}
+
   std::optional<std::string> read(const fs::path& path) override {
     const std::string key = path.string();
     auto it = cache_.find(key);
-    if (it == cache_.end()) it = cache_.emplace(key, disk_.read(path)).first;
+    if (it == cache_.end())
+      it = cache_.emplace(key, base_ != nullptr ? base_->read(path) : disk_.read(path)).first;
     return it->second;
   }
 
  private:
+  graphcore::SourceProvider* base_;
   graphcore::DiskSourceProvider disk_;
   std::unordered_map<std::string, std::optional<std::string>> cache_;
 };
@@ -159,6 +165,7 @@ bool add_optimized_layers(const graphcore::AnalysisResult& result, const GraphOp
     }
     graphcore::OptimizeOptions opt;
     opt.target = options.common.target;
+    opt.precision = options.precision;
     fs::path dir;
     if (!options.dump_passes.empty() && options.dump_passes != "-") {
       dir = fs::path(options.dump_passes) / (std::to_string(i) + "-" + file_slug(cell.name));
@@ -259,33 +266,38 @@ int run_check(const CheckOptions& options) {
   return counts.errors > 0 ? kExitErrors : kExitOk;
 }
 
-int run_graph(const GraphOptions& options) {
-  graphcore::AnalysisOptions analysis;
-  if (!common_analysis_options(options.common, &analysis)) return kExitUsage;
+bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOptions* out) {
+  auto& analysis = *out;
+  if (!common_analysis_options(options.common, &analysis)) return false;
   std::error_code ec;
   if (!fs::exists(options.file, ec)) {
     usage_error("no such file: " + options.file);
-    return kExitUsage;
+    return false;
   }
   if (fs::is_directory(options.file, ec)) {
     usage_error(options.file +
                 " is a directory (graph takes one model file; check takes directories)");
-    return kExitUsage;
+    return false;
   }
   if (options.layer != "semantic" && options.layer != "optimized" && options.layer != "hardware") {
     usage_error("unknown --layer '" + options.layer +
                 "' (expected semantic, optimized or hardware)");
-    return kExitUsage;
+    return false;
   }
   const bool optimized = options.layer != "semantic";
+  if (options.format == "html" && options.layer == "semantic") {
+    usage_error(
+        "--format html shows every layer: use it with --layer hardware (the default for html)");
+    return false;
+  }
   if (!optimized && !options.dump_passes.empty()) {
     usage_error("--dump-passes needs --layer optimized or hardware");
-    return kExitUsage;
+    return false;
   }
   if (optimized && options.format == "dot") {
     usage_error("--format dot draws the semantic layer only; use json or text with --layer " +
                 options.layer);
-    return kExitUsage;
+    return false;
   }
   if (options.layer == "hardware") {
     const auto names = graphcore::hardware_target_names();
@@ -294,17 +306,17 @@ int run_graph(const GraphOptions& options) {
       for (auto n : names) known += (known.empty() ? "" : ", ") + std::string(n);
       usage_error("--layer hardware has no model for target '" + options.common.target +
                   "' (targets: " + known + ")");
-      return kExitUsage;
+      return false;
     }
     try {
       graphcore::hardware_target(options.common.target);
     } catch (const graphcore::TargetError& e) {
       usage_error(std::string("invalid target file: ") + e.what());
-      return kExitUsage;
+      return false;
     }
   } else if (options.mode != "infer") {
     usage_error("--mode " + options.mode + " needs --layer hardware");
-    return kExitUsage;
+    return false;
   }
   analysis.cell = options.cell;
   analysis.entries = options.entries;
@@ -314,29 +326,77 @@ int run_graph(const GraphOptions& options) {
     if (!t) {
       usage_error("invalid --input '" + spec + "'" + (why.empty() ? "" : ": " + why) +
                   " (expected e.g. 1,3,224,224 or 8,128:int32)");
-      return kExitUsage;
+      return false;
     }
     analysis.inputs.push_back(std::move(*t));
   }
+  return true;
+}
 
-  CachingSourceProvider sources;
+GraphBuild graph_document_of(const graphcore::AnalysisResult& analysed, const GraphOptions& options,
+                             const graphcore::AnalysisOptions& analysis,
+                             graphcore::SourceProvider& sources) {
+  GraphBuild out;
+  const auto t0 = std::chrono::steady_clock::now();
   protocol::PositionMapper positions(sources);
-  auto result = analyze_guarded(options.file, analysis, sources);
-  result.diagnostics.insert(result.diagnostics.begin(), options.common.config_diagnostics.begin(),
-                            options.common.config_diagnostics.end());
+  const graphcore::AnalysisResult* result = &analysed;
+  graphcore::AnalysisResult with_config;
+  if (!options.common.config_diagnostics.empty()) {
+    with_config = analysed;
+    with_config.diagnostics.insert(with_config.diagnostics.begin(),
+                                   options.common.config_diagnostics.begin(),
+                                   options.common.config_diagnostics.end());
+    result = &with_config;
+  }
   auto info = document_info(analysis);
   info.layer = options.layer;
-  auto doc = protocol::graph_document(result, positions, info);
-  if (optimized && !add_optimized_layers(result, options, positions, &doc)) return kExitUsage;
+  out.document = protocol::graph_document(*result, positions, info);
+  if (options.layer != "semantic")
+    out.dumps_ok = add_optimized_layers(*result, options, positions, &out.document);
+  out.compiled = !result->cells.empty();
+  for (const auto& cell : result->cells) out.compiled = out.compiled && cell.compiled;
+  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+GraphBuild build_graph_document(const GraphOptions& options,
+                                const graphcore::AnalysisOptions& analysis,
+                                graphcore::SourceProvider& disk) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CachingSourceProvider sources(&disk);
+  const auto result = analyze_guarded(options.file, analysis, sources);
+  auto out = graph_document_of(result, options, analysis, sources);
+  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+int run_graph(const GraphOptions& options) {
+  graphcore::AnalysisOptions analysis;
+  if (!graph_analysis_options(options, &analysis)) return kExitUsage;
+  graphcore::DiskSourceProvider disk;
+  auto built = build_graph_document(options, analysis, disk);
+  if (!built.dumps_ok) return kExitUsage;
+  const auto& doc = built.document;
   std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());
   const Counts counts = count_diagnostics(diags);
 
   std::string out;
   if (options.format == "text") {
+    CachingSourceProvider sources(&disk);
+    protocol::PositionMapper positions(sources);
     out = render_graph_text(doc, &positions);
   } else {
-    out = options.format == "dot" ? render_graph_dot(doc)
-                                  : protocol::to_json(doc, {.pretty = !options.compact});
+    if (options.format == "html") {
+      try {
+        out = view::snapshot_html(doc, display_path(options.file));
+      } catch (const std::exception& e) {
+        usage_error(e.what());
+        return kExitUsage;
+      }
+    } else {
+      out = options.format == "dot" ? render_graph_dot(doc)
+                                    : protocol::to_json(doc, {.pretty = !options.compact});
+    }
     // The document carries the diagnostics; repeat them on stderr for the person at the terminal.
     if (!diags.empty()) {
       std::ostringstream text;

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "graphcore/analysis.h"
 #include "graphcore/diagnostic.h"
+#include "graphcore/source.h"
+#include "protocol/graph.pb.h"
 
 namespace cellscope::server {
 
@@ -35,7 +38,7 @@ struct GraphOptions {
   std::optional<std::string> cell;
   std::vector<std::string> entries;
   std::vector<std::string> inputs;  // "1,3,224,224", "8,128:int32"
-  std::string format = "json";      // json | text | dot
+  std::string format = "json";      // json | text | dot | html (the view, self-contained)
   std::string output;               // empty or "-": stdout
   bool compact = false;             // json: no whitespace
   // Which layers of the graph document to build: "semantic" (the graph from construct),
@@ -53,5 +56,25 @@ struct GraphOptions {
 
 int run_check(const CheckOptions& options);
 int run_graph(const GraphOptions& options);
+
+// The pieces of `graph` that `view` reuses.
+// Validates `options` and fills `analysis`; false after printing a usage error.
+bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOptions* analysis);
+struct GraphBuild {
+  protocol::GraphDocument document;
+  bool compiled = false;  // every Cell's construct compiled (false: no Cells, or a syntax error)
+  bool dumps_ok = true;   // --dump-passes files were written
+  double ms = 0;          // analysis + optimization + hardware model
+};
+// The document of an analysis already made, with the layers options.layer asks for (positions
+// converted with the texts `sources` gives).
+GraphBuild graph_document_of(const graphcore::AnalysisResult& result, const GraphOptions& options,
+                             const graphcore::AnalysisOptions& analysis,
+                             graphcore::SourceProvider& sources);
+// Analyses options.file, reading sources through `sources`, and builds the document with the
+// layers options.layer asks for.
+GraphBuild build_graph_document(const GraphOptions& options,
+                                const graphcore::AnalysisOptions& analysis,
+                                graphcore::SourceProvider& sources);
 
 }  // namespace cellscope::server

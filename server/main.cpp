@@ -1,5 +1,5 @@
-// cellscope: the command-line entry point. Subcommands `check`, `graph` and `lsp`; the DAP server
-// will be a further subcommand of the same executable.
+// cellscope: the command-line entry point. Subcommands `check`, `graph`, `view` and `lsp`; the DAP
+// server will be a further subcommand of the same executable.
 //
 // stdout carries only the requested output (in `lsp` mode, only protocol messages); logs go to
 // stderr or --log-file.
@@ -21,6 +21,7 @@
 #include "lsp/server.h"
 #include "project_config.h"
 #include "protocol/document.h"
+#include "view/view_command.h"
 
 #ifndef CELLSCOPE_TS_PYTHON_VERSION
 #define CELLSCOPE_TS_PYTHON_VERSION "unknown"
@@ -53,6 +54,38 @@ void add_common(CLI::App* cmd, cellscope::server::CommonOptions* common) {
   cmd->add_option("--root", common->root,
                   "Workspace root for absolute imports (default: the file's directory and its "
                   "ancestors)");
+}
+
+// The options that say which model to compile and how: shared by graph and view.
+void add_model_options(CLI::App* cmd, cellscope::server::GraphOptions* graph) {
+  cmd->add_option("file", graph->file, "The model file")->required();
+  auto* cell_opt =
+      cmd->add_option("--cell", graph->cell, "Analyse only the root Cell with this class name");
+  auto* entry_opt =
+      cmd->add_option("--entry", graph->entries,
+                      "Python expression that builds the Cell, e.g. \"resnet50(num_classes=10)\" "
+                      "(repeatable)")
+          ->allow_extra_args(false);
+  cell_opt->excludes(entry_opt);
+  cmd->add_option("--input", graph->inputs,
+                  "Input shape[:dtype] for construct, e.g. 1,3,224,224 or 8,128:int32 "
+                  "(repeat for several inputs)")
+      ->allow_extra_args(false);
+  cmd->add_option("--mode", graph->mode,
+                  "With --layer hardware: infer (one forward pass per batch) or train (forward, "
+                  "backward and optimizer update per step)")
+      ->check(CLI::IsMember({"infer", "train"}))
+      ->capture_default_str();
+  cmd->add_option("--optimizer", graph->optimizer,
+                  "With --mode train: the optimizer whose update is costed")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "lamb"}))
+      ->capture_default_str();
+  cmd->add_option("--precision", graph->precision,
+                  "With --layer hardware: mixed (float tensors in fp16 on Ascend, as MindSpore "
+                  "amp and ATC models run) or fp32")
+      ->check(CLI::IsMember({"mixed", "fp32"}))
+      ->capture_default_str();
+  add_common(cmd, &graph->common);
 }
 
 // The first word that is not an option or a global option's value: the intended subcommand.
@@ -128,57 +161,41 @@ int main(int argc, char** argv) {
   auto* graph_cmd =
       app.add_subcommand("graph", "Compile a model file and print the graph of its Cells");
   graph_cmd->fallthrough();
-  graph_cmd->add_option("file", graph.file, "The model file")->required();
-  auto* cell_opt = graph_cmd->add_option("--cell", graph.cell,
-                                         "Analyse only the root Cell with this class name");
-  auto* entry_opt =
-      graph_cmd
-          ->add_option("--entry", graph.entries,
-                       "Python expression that builds the Cell, e.g. \"resnet50(num_classes=10)\" "
-                       "(repeatable)")
-          ->allow_extra_args(false);
-  cell_opt->excludes(entry_opt);
+  add_model_options(graph_cmd, &graph);
   graph_cmd
-      ->add_option("--input", graph.inputs,
-                   "Input shape[:dtype] for construct, e.g. 1,3,224,224 or 8,128:int32 "
-                   "(repeat for several inputs)")
-      ->allow_extra_args(false);
-  graph_cmd->add_option("--format", graph.format, "Output format")
-      ->check(CLI::IsMember({"json", "text", "dot"}))
+      ->add_option("--format", graph.format,
+                   "Output format (html: the graph view as one self-contained page, every "
+                   "layer, no server needed)")
+      ->check(CLI::IsMember({"json", "text", "dot", "html"}))
       ->capture_default_str();
   graph_cmd->add_option("-o,--output", graph.output,
                         "Write to this file (atomically) instead of stdout");
   graph_cmd->add_flag("--compact", graph.compact, "json: no indentation");
-  graph_cmd
-      ->add_option("--layer", graph.layer,
-                   "Graph layer: semantic (the graph construct builds), optimized (after "
-                   "dead-code elimination, constant folding, fusion, layout and memory planning "
-                   "for --target) or hardware (an analytical model of the optimized graph on "
-                   "--target: units, tiling, cores, cycles, bytes, latency and throughput)")
-      ->check(CLI::IsMember({"semantic", "optimized", "hardware"}))
-      ->capture_default_str();
-  graph_cmd
-      ->add_option("--mode", graph.mode,
-                   "With --layer hardware: infer (one forward pass per batch) or train (forward, "
-                   "backward and optimizer update per step)")
-      ->check(CLI::IsMember({"infer", "train"}))
-      ->capture_default_str();
-  graph_cmd
-      ->add_option("--optimizer", graph.optimizer,
-                   "With --mode train: the optimizer whose update is costed")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam", "lamb"}))
-      ->capture_default_str();
-  graph_cmd
-      ->add_option("--precision", graph.precision,
-                   "With --layer hardware: mixed (float tensors in fp16 on Ascend, as MindSpore "
-                   "amp and ATC models run) or fp32")
-      ->check(CLI::IsMember({"mixed", "fp32"}))
-      ->capture_default_str();
+  auto* layer_opt =
+      graph_cmd
+          ->add_option("--layer", graph.layer,
+                       "Graph layer: semantic (the graph construct builds), optimized (after "
+                       "dead-code elimination, constant folding, fusion, layout and memory "
+                       "planning for --target) or hardware (an analytical model of the optimized "
+                       "graph on --target: units, tiling, cores, cycles, bytes, latency and "
+                       "throughput; the default for --format html)")
+          ->check(CLI::IsMember({"semantic", "optimized", "hardware"}))
+          ->capture_default_str();
   graph_cmd->add_option(
       "--dump-passes", graph.dump_passes,
       "With --layer optimized|hardware: write the optimization layer after each pass as "
       "DIR/<cell>/NN-<pass>.json (\"-\": JSON lines on stderr)");
-  add_common(graph_cmd, &graph.common);
+
+  cellscope::server::view::ViewCommandOptions view;
+  auto* view_cmd = app.add_subcommand(
+      "view",
+      "Serve the live graph view of a model file on 127.0.0.1 and print its URL; the view "
+      "follows every change to the file");
+  view_cmd->fallthrough();
+  add_model_options(view_cmd, &view.graph);
+  view_cmd->add_option("--port", view.port, "Port to listen on (default: a free port)")
+      ->check(CLI::Range(0, 65535));
+  view_cmd->add_flag("--open", view.open, "Open the URL in the desktop's browser (xdg-open)");
 
   cellscope::lsp::ServerOptions lsp_options;
   auto* lsp_cmd =
@@ -256,14 +273,21 @@ int main(int argc, char** argv) {
   };
   if (check_cmd->parsed() && !check.paths.empty())
     apply_project_config(check_cmd, check.common, check.paths.front(), nullptr, "");
-  if (graph_cmd->parsed())
+  if (graph_cmd->parsed()) {
     apply_project_config(graph_cmd, graph.common, graph.file,
                          graph.entries.empty() ? &graph.inputs : nullptr, graph.cell.value_or(""));
+    if (graph.format == "html" && layer_opt->count() == 0) graph.layer = "hardware";
+  }
+  if (view_cmd->parsed())
+    apply_project_config(view_cmd, view.graph.common, view.graph.file,
+                         view.graph.entries.empty() ? &view.graph.inputs : nullptr,
+                         view.graph.cell.value_or(""));
   spdlog::debug("{}", version_text());
 
   try {
     if (check_cmd->parsed()) return cellscope::server::run_check(check);
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
+    if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
   } catch (const std::exception& e) {
     spdlog::critical("internal error: {}", e.what());

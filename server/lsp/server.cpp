@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "commands.h"
 #include "graphcore/analysis.h"
 #include "graphcore/outline.h"
 #include "lsp/document.h"
@@ -27,6 +28,7 @@
 #include "protocol/document.h"
 #include "rpc/jsonrpc.h"
 #include "rpc/stdio_transport.h"
+#include "view/view_server.h"
 
 namespace cellscope::lsp {
 
@@ -152,6 +154,12 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
 
   WorkspaceIndex index;
   std::thread indexer;
+
+  // The graph view's server (server/view/), started by the first cellscope.visualizeGraph. The
+  // worker reads the pointer, hence the mutex.
+  std::mutex view_mutex;
+  std::shared_ptr<server::view::ViewServer> view_server;
+  bool show_document = false;  // the client supports window/showDocument
   // Files parsed by earlier analyses (imports rarely change while the user types).
   std::shared_ptr<graphcore::ParseCache> parse_cache = std::make_shared<graphcore::ParseCache>();
 
@@ -264,6 +272,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     cv.notify_one();
   }
   void stop_threads() {
+    if (auto vs = current_view()) vs->stop();
     {
       std::lock_guard lock(mutex);
       stopping = true;
@@ -360,6 +369,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       auto self = weak.lock();
       if (!self) return;
       fa->conv = std::make_unique<PositionConverter>(*fa->text, self->encoding);
+      if (auto vs = self->current_view(); vs && vs->watching(job->path))
+        self->publish_view(*vs, job->path, fa->result, job->options, sources);
       asio::post(self->io, [weak, job, fa] {
         if (auto s = weak.lock()) s->finished(*job, fa);
       });
@@ -418,6 +429,140 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       return;
     }
     d.waiters.push_back(std::move(fn));
+  }
+
+  // ---- the graph view ----
+
+  std::shared_ptr<server::view::ViewServer> current_view() {
+    std::lock_guard lock(view_mutex);
+    return view_server;
+  }
+
+  // The view's document for an analysis of `path` (hardware layer: all three layers), on the
+  // worker thread.
+  static void publish_view(server::view::ViewServer& vs, const std::string& path,
+                           const graphcore::AnalysisResult& result,
+                           const graphcore::AnalysisOptions& analysis,
+                           graphcore::SourceProvider& sources) {
+    server::GraphOptions graph;
+    graph.file = path;
+    graph.layer = "hardware";
+    graph.common.target = analysis.target;
+    try {
+      auto built = server::graph_document_of(result, graph, analysis, sources);
+      vs.update(path, built.document, built.compiled, built.ms);
+    } catch (const std::exception& e) {
+      spdlog::error("view: building the document of {} failed: {}", path, e.what());
+      vs.publish_status(path, "failed",
+                        std::string("Cellscope could not build the graph: ") + e.what());
+    }
+  }
+
+  // Analysis options for `path` under the current settings.
+  graphcore::AnalysisOptions analysis_options_for(const std::string& path) const {
+    graphcore::AnalysisOptions o;
+    o.target = target();
+    o.mindspore_version = ms_version();
+    o.inputs = inputs_for(path);
+    if (std::string root = root_of(path); !root.empty()) o.workspace_root = root;
+    return o;
+  }
+
+  // A view started following `path` (on the I/O thread): give it a document.
+  void view_subscribed(const std::string& path) {
+    auto vs = current_view();
+    if (!vs) return;
+    std::map<std::string, std::shared_ptr<const std::string>> overlay;
+    for (const auto& [u, od] : docs) overlay[od.doc.path] = od.doc.text;
+    for (auto& [uri, d] : docs) {
+      if (d.doc.path != path) continue;
+      if (d.analysis && d.analysis->version == d.doc.version &&
+          d.analysed_generation == d.generation) {
+        std::shared_ptr<const FileAnalysis> fa = d.analysis;
+        auto options = analysis_options_for(path);
+        submit([vs, fa, options, overlay] {
+          SnapshotSources sources(overlay);
+          publish_view(*vs, fa->path, fa->result, options, sources);
+        });
+      } else {
+        schedule(uri, true);  // the analysis publishes to the view when it is done
+      }
+      return;
+    }
+    // Not open in the editor: from disk (and the open documents it imports).
+    auto options = analysis_options_for(path);
+    submit([vs, path, options, overlay] {
+      SnapshotSources sources(overlay);
+      server::GraphOptions graph;
+      graph.file = path;
+      graph.layer = "hardware";
+      graph.common.target = options.target;
+      auto built = server::build_graph_document(graph, options, sources);
+      vs->update(path, built.document, built.compiled, built.ms);
+    });
+  }
+
+  // The view asked to show a source range (on the I/O thread).
+  void view_reveal(const protocol::RevealRequest& reveal) {
+    const auto& r = reveal.range();
+    Json range{{"start", {{"line", r.start().line()}, {"character", r.start().character()}}},
+               {"end", {{"line", r.end().line()}, {"character", r.end().character()}}}};
+    if (!show_document) {
+      log(3, "the graph view asked to show " + reveal.file() + ":" +
+                 std::to_string(r.start().line() + 1) +
+                 " (this editor does not support window/showDocument)");
+      return;
+    }
+    rpc.call("window/showDocument",
+             {{"uri", path_to_uri(reveal.file())}, {"takeFocus", true}, {"selection", range}},
+             [](std::optional<Json>, std::optional<RpcError> err) {
+               if (err) spdlog::warn("window/showDocument failed: {}", err->what());
+             });
+  }
+
+  // Starts the view server on first use. Throws std::runtime_error when it cannot listen.
+  std::shared_ptr<server::view::ViewServer> ensure_view() {
+    if (auto vs = current_view()) return vs;
+    server::view::ServerOptions options;
+    options.editor = true;
+    server::view::Handlers handlers;
+    std::weak_ptr<Impl> weak = weak_from_this();
+    handlers.allow_file = [](const std::string& file) -> std::string {
+      const fs::path p(file);
+      std::error_code ec;
+      if (!p.is_absolute()) return "file= must be an absolute path";
+      if (p.extension() != ".py") return file + " is not a Python file";
+      if (!fs::is_regular_file(p, ec)) return "no such file: " + file;
+      return "";
+    };
+    handlers.subscribed = [weak](const std::string& file) {
+      if (auto self = weak.lock())
+        asio::post(self->io, [weak, file] {
+          if (auto s = weak.lock()) s->view_subscribed(file);
+        });
+    };
+    handlers.reveal = [weak](const protocol::RevealRequest& reveal) {
+      if (auto self = weak.lock())
+        asio::post(self->io, [weak, reveal] {
+          if (auto s = weak.lock()) s->view_reveal(reveal);
+        });
+    };
+    auto vs = std::make_shared<server::view::ViewServer>(options, handlers);
+    vs->start();
+    log(3, "graph view server listening on 127.0.0.1:" + std::to_string(vs->port()));
+    std::lock_guard lock(view_mutex);
+    view_server = vs;
+    return vs;
+  }
+
+  // The Cell of `fa` whose class definition contains `line` (0-based), else the first Cell.
+  static std::string cell_at(const FileAnalysis& fa, int64_t line) {
+    for (const auto& c : fa.result.cells) {
+      if (c.file == fa.path && line >= 0 && static_cast<uint32_t>(line) >= c.range.start.line &&
+          static_cast<uint32_t>(line) <= c.range.end.line)
+        return c.name;
+    }
+    return fa.result.cells.empty() ? "" : fa.result.cells.front().name;
   }
 
   // ---- diagnostics ----
@@ -537,6 +682,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     pull_diagnostics = cap({"textDocument", "diagnostic"}).is_object();
     diagnostic_refresh = cap({"workspace", "diagnostics", "refreshSupport"}) == true;
     work_done_progress = cap({"window", "workDoneProgress"}) == true;
+    show_document = cap({"window", "showDocument", "support"}) == true;
     configuration_pull = cap({"workspace", "configuration"}) == true;
     watch_registration = cap({"workspace", "didChangeWatchedFiles", "dynamicRegistration"}) == true;
     if (params.contains("trace") && params["trace"].is_string()) trace = params["trace"];
@@ -587,7 +733,8 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
           {"retriggerCharacters", Json::array({"="})}}},
         {"definitionProvider", true},
         {"executeCommandProvider",
-         {{"commands", Json::array({"cellscope.visualizeGraph", "cellscope.setTarget"})}}},
+         {{"commands", Json::array({"cellscope.visualizeGraph", "cellscope.graphDocument",
+                                    "cellscope.setTarget"})}}},
         {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
     };
     (void)trigger_chars;
@@ -951,9 +1098,46 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         return ctx.reply({{"target", *t}});
       }
       if (command == "cellscope.visualizeGraph") {
+        // arguments: [uri] | [uri, cellName] | [uri, {line, character}] (the cursor's Cell).
         if (args.empty() || !args[0].is_string()) {
           return ctx.error(
               RpcError(ErrorCode::kInvalidParams, "cellscope.visualizeGraph needs a document URI"));
+        }
+        std::string uri = args[0].get<std::string>();
+        if (!docs.count(uri))
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
+        std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";
+        int64_t line = -1;
+        if (args.size() > 1 && args[1].is_object() && args[1].contains("line") &&
+            args[1]["line"].is_number_integer())
+          line = args[1]["line"].get<int64_t>();
+        std::shared_ptr<server::view::ViewServer> vs;
+        try {
+          vs = ensure_view();
+        } catch (const std::exception& e) {
+          return ctx.error(RpcError(ErrorCode::kRequestFailed,
+                                    std::string("cannot start the graph view: ") + e.what()));
+        }
+        with_analysis(
+            uri, [this, ctx, cell, line, vs](const std::shared_ptr<const FileAnalysis>& fa) {
+              if (!fa)
+                return ctx.error(RpcError(ErrorCode::kRequestFailed, "the document was closed"));
+              const std::string chosen = !cell.empty() ? cell : cell_at(*fa, line);
+              vs->set_focus(fa->path, chosen);
+              ctx.reply({{"url", vs->url(fa->path, chosen)},
+                         {"port", vs->port()},
+                         {"token", vs->token()},
+                         {"file", fa->path},
+                         {"cell", chosen},
+                         {"target", target()}});
+            });
+        return;
+      }
+      if (command == "cellscope.graphDocument") {
+        // The semantic graph document of an open file as JSON (for clients without the view).
+        if (args.empty() || !args[0].is_string()) {
+          return ctx.error(
+              RpcError(ErrorCode::kInvalidParams, "cellscope.graphDocument needs a document URI"));
         }
         std::string uri = args[0].get<std::string>();
         std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";

@@ -665,5 +665,106 @@ class ProjectConfigTests(unittest.TestCase):
         self.assertIn("mindspore_config.json:1:", p.stdout)
         self.assertIn("not valid JSON", p.stdout)
 
+class ViewTests(unittest.TestCase):
+    """`cellscope view` (the live view's server) and `cellscope graph --format html` (a snapshot)."""
+
+    def start_view(self, *args):
+        tmp = Path(tempfile.mkdtemp(prefix="cellscope-view-"))
+        self.addCleanup(shutil.rmtree, tmp, True)
+        model = tmp / "lenet.py"
+        shutil.copy(SOURCE_DIR / LENET, model)
+        proc = subprocess.Popen([str(BIN), "view", str(model), *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.stderr.close)
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(proc.wait, 10)
+        self.addCleanup(proc.terminate)
+        line = proc.stdout.readline()
+        m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{32})&file=\S+)", line)
+        self.assertTrue(m, line + proc.stderr.read() if not line else line)
+        return proc, model, m.group(1), int(m.group(2)), m.group(3)
+
+    def fetch(self, url, headers=None):
+        import urllib.error
+        import urllib.request
+        req = urllib.request.Request(url, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as res:
+                return res.status, dict(res.headers), res.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode()
+
+    def test_serves_the_view_with_token_and_origin_checks(self):
+        proc, model, url, port, token = self.start_view("--cell", "LeNet5")
+        self.assertIn("&cell=LeNet5", url)
+        status, headers, body = self.fetch(url)
+        self.assertEqual(status, 200)
+        self.assertIn("text/html", headers["Content-Type"])
+        self.assertIn("HttpOnly", headers["Set-Cookie"])
+        self.assertIn("default-src 'none'", headers["Content-Security-Policy"])
+        self.assertEqual(headers["Referrer-Policy"], "no-referrer")
+        base = f"http://127.0.0.1:{port}"
+        self.assertEqual(self.fetch(base + "/")[0], 401)
+        self.assertEqual(self.fetch(base + "/app.js")[0], 401)
+        self.assertEqual(self.fetch(base + "/?token=" + "f" * 32)[0], 401)
+        self.assertEqual(self.fetch(url, {"Origin": "http://evil.example"})[0], 403)
+        self.assertEqual(self.fetch(url, {"Host": f"attacker.example:{port}"})[0], 403)
+        cookie = headers["Set-Cookie"].split(";")[0]
+        for asset in ("/app.js", "/app.css", "/layout-worker.js"):
+            status, _, body = self.fetch(base + asset, {"Cookie": cookie})
+            self.assertEqual(status, 200, asset)
+            self.assertTrue(body, asset)
+        self.assertEqual(self.fetch(base + "/nope", {"Cookie": cookie})[0], 404)
+        # Stops cleanly on SIGTERM.
+        proc.terminate()
+        self.assertEqual(proc.wait(10), 0)
+
+    def test_bad_input(self):
+        r = run("view", "no/such/model.py")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no such file", r.stderr)
+        r = run("view", LENET, "--target", "tpu")
+        self.assertEqual(r.returncode, 2)
+        # A port that is taken is a clear error.
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            r = run("view", LENET, "--port", str(s.getsockname()[1]), timeout=20)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot listen on 127.0.0.1", r.stderr)
+
+    def test_html_snapshot_is_self_contained(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "resnet.html"
+            r = run("graph", "tests/corpus/models/resnet50.py", "--format", "html", "--target",
+                    "ascend910", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            html = out.read_text()
+        self.assertTrue(html.startswith("<!doctype html>"))
+        # No external resources: every script and style is inline.
+        self.assertNotRegex(html, r"<script[^>]+src=")
+        self.assertNotRegex(html, r"<link[^>]+stylesheet")
+        m = re.search(r'<script id="cellscope-snapshot" type="application/json">(.*?)</script>',
+                      html, re.S)
+        self.assertTrue(m)
+        messages = json.loads(m.group(1).replace("<\\/", "</"))
+        self.assertIn("hello", messages[0])
+        doc = messages[1]["update"]["document"]
+        self.assertEqual(doc["layer"], "hardware")
+        self.assertEqual(doc["target"], "ascend910")
+        cell = doc["cells"][0]
+        self.assertGreater(len(cell["nodes"]), 100)
+        # The snapshot has no server to ask: per-kernel detail is included.
+        self.assertTrue(any(k["schedule"] for n in cell["optimized"]["nodes"]
+                            for k in n.get("hardware", [])))
+        self.assertIn('id="cellscope-worker-src"', html)
+        self.assertEqual(html.count("</script>"), 3)
+        # html needs every layer.
+        r = run("graph", LENET, "--format", "html", "--layer", "semantic")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--format html", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

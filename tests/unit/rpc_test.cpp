@@ -9,9 +9,9 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
-#include <optional>
 #include <vector>
 
 #include "rpc/framing.h"

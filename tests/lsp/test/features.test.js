@@ -418,13 +418,13 @@ for (const [label, files, mainName] of [
   });
 }
 
-test('executeCommand: cellscope.visualizeGraph returns the graph document; cellscope.setTarget changes the target', async (t) => {
+test('executeCommand: cellscope.graphDocument returns the graph document; cellscope.setTarget changes the target', async (t) => {
   const s = await startSession();
   t.after(() => s.dispose());
   const uri = s.open(LENET);
   await s.waitDiagnostics(uri);
   const lens = (await s.conn.sendRequest(CodeLensRequest.type, { textDocument: { uri } })).find((l) => l.command.command === 'cellscope.visualizeGraph');
-  const doc = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: lens.command.command, arguments: lens.command.arguments });
+  const doc = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.graphDocument', arguments: lens.command.arguments });
   assert.equal(doc.target, 'cpu');
   assert.equal(doc.mindsporeVersion, '2.10.0');
   assert.equal(doc.cells.length, 1);
@@ -441,19 +441,20 @@ test('executeCommand: cellscope.visualizeGraph returns the graph document; cells
   assert.equal(conv1.range.start.line, lineOf(LENET_TEXT, 'x = self.conv1(x)'));
 
   // Without a Cell name: every analysed Cell. With an unknown one: none.
-  assert.equal((await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri] })).cells.length, 1);
-  assert.deepEqual((await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri, 'Nope'] })).cells, []);
+  assert.equal((await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.graphDocument', arguments: [uri] })).cells.length, 1);
+  assert.deepEqual((await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.graphDocument', arguments: [uri, 'Nope'] })).cells, []);
   // Errors: a document that is not open, no arguments, unknown commands, unknown targets.
   for (const [params, code] of [
     [{ command: 'cellscope.visualizeGraph', arguments: [uriOf('/nonexistent.py')] }, -32602],
     [{ command: 'cellscope.visualizeGraph' }, -32602],
+    [{ command: 'cellscope.graphDocument', arguments: [uriOf('/nonexistent.py')] }, -32602],
     [{ command: 'cellscope.nope', arguments: [] }, -32602],
     [{ command: 'cellscope.setTarget', arguments: ['tpu'] }, -32602],
   ])
     await assert.rejects(s.conn.sendRequest(ExecuteCommandRequest.type, params), (e) => e.code === code, JSON.stringify(params));
 
   assert.deepEqual(await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.setTarget', arguments: ['Ascend'] }), { target: 'ascend910b' });
-  const after = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri, 'LeNet5'] });
+  const after = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.graphDocument', arguments: [uri, 'LeNet5'] });
   assert.equal(after.target, 'ascend910b');
   assert.deepEqual(after.cells[0].outputs[0].shape, [1, 10]);
   assert.equal(await s.stop(), 0);

@@ -177,7 +177,7 @@ async function assertSettingsApplied(s, net, ext) {
   assert.equal(d.length, 1, JSON.stringify(d));
   assert.equal(d[0].code, 'unknown-api');
   assert.match(d[0].message, /`nn\.Dropout2dExt` does not exist in MindSpore 2\.7\.0/);
-  const g = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [net] });
+  const g = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.graphDocument', arguments: [net] });
   assert.equal(g.target, 'ascend910b');
   assert.equal(g.mindsporeVersion, '2.7.0');
   assert.deepEqual(g.cells[0].inputs[0].shape, [1, 1, 28, 28]);
@@ -193,7 +193,7 @@ test('didChangeConfiguration: target, mindsporeVersion and inputs change the res
   const before = await s.conn.sendRequest(HoverRequest.type, { textDocument: { uri: net }, position: { line: 17, character: 8 } });
   assert.doesNotMatch(before.contents.value, /\(1, 32, 26, 26\)/);
   assert.deepEqual(s.publishedFor(ext).at(-1).diagnostics, []);
-  assert.equal((await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [net] })).target, 'cpu');
+  assert.equal((await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.graphDocument', arguments: [net] })).target, 'cpu');
 
   const from = s.diagnostics.length;
   await s.conn.sendNotification(DidChangeConfigurationNotification.type, { settings: { cellscope: SETTINGS } });

@@ -1,0 +1,172 @@
+#include "view/view_command.h"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "files.h"
+#include "graphcore/analysis.h"
+#include "view/view_server.h"
+
+namespace cellscope::server::view {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int /*signal*/) { g_stop = 1; }
+
+// Watches the directories of a set of files with inotify (editors often save by writing a new
+// file and renaming it over the old one, so the directory is watched, not the file).
+class DirectoryWatcher {
+ public:
+  DirectoryWatcher() : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ < 0) spdlog::warn("view: inotify unavailable; changes on disk will not be followed");
+  }
+  ~DirectoryWatcher() {
+    if (fd_ >= 0) close(fd_);
+  }
+  DirectoryWatcher(const DirectoryWatcher&) = delete;
+  DirectoryWatcher& operator=(const DirectoryWatcher&) = delete;
+
+  void watch(const std::vector<std::string>& files) {
+    files_.clear();
+    for (const auto& f : files) {
+      std::error_code ec;
+      auto path = fs::absolute(f, ec);
+      if (ec) continue;
+      files_.insert(path.lexically_normal().string());
+      const auto dir = path.parent_path().lexically_normal().string();
+      if (fd_ < 0 || dirs_.count(dir)) continue;
+      const int wd = inotify_add_watch(
+          fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MODIFY);
+      if (wd >= 0) {
+        dirs_[dir] = wd;
+        wd_dirs_[wd] = dir;
+      } else {
+        spdlog::warn("view: cannot watch {}", dir);
+      }
+    }
+  }
+
+  // Waits up to `timeout_ms`; true when a watched file changed.
+  bool wait(int timeout_ms) {
+    if (fd_ < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+      return false;
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) return false;
+    bool changed = false;
+    alignas(inotify_event) char buf[16 * 1024];
+    for (;;) {
+      const ssize_t n = read(fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      for (ssize_t off = 0; off < n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        if (ev->len == 0) continue;
+        const auto it = wd_dirs_.find(ev->wd);
+        if (it == wd_dirs_.end()) continue;
+        const auto path = (fs::path(it->second) / ev->name).lexically_normal().string();
+        if (files_.count(path)) changed = true;
+      }
+    }
+    return changed;
+  }
+
+ private:
+  int fd_;
+  std::set<std::string> files_;
+  std::map<std::string, int> dirs_;
+  std::map<int, std::string> wd_dirs_;
+};
+
+void open_in_browser(const std::string& url) {
+  if (std::system("command -v xdg-open >/dev/null 2>&1") != 0) {
+    std::cerr << "cellscope: --open: xdg-open is not installed; open the URL yourself\n";
+    return;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execlp("xdg-open", "xdg-open", url.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+}
+
+}  // namespace
+
+int run_view(const ViewCommandOptions& options) {
+  GraphOptions graph = options.graph;
+  graph.layer = "hardware";
+  graphcore::AnalysisOptions analysis;
+  if (!graph_analysis_options(graph, &analysis)) return kExitUsage;
+  analysis.parse_cache = std::make_shared<graphcore::ParseCache>();
+
+  const std::string served = graph.file;
+  ServerOptions server_options;
+  server_options.port = options.port;
+  server_options.focus_cell = graph.cell.value_or("");
+  Handlers handlers;
+  handlers.allow_file = [served](const std::string& file) -> std::string {
+    return file == served ? "" : "this server shows " + served + " only";
+  };
+  ViewServer server(server_options, handlers);
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    std::cerr << "cellscope: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+
+  graphcore::DiskSourceProvider disk;
+  auto build = build_graph_document(graph, analysis, disk);
+  server.update(served, build.document, build.compiled, build.ms);
+  spdlog::info("view: {} analysed in {:.1f} ms", served, build.ms);
+
+  const std::string url = server.url(served, graph.cell.value_or(""));
+  std::cout << "Cellscope view of " << display_path(served) << ": " << url << "\n"
+            << "Serving on 127.0.0.1 only; the token in the URL is required. Press Ctrl+C to "
+               "stop.\n";
+  std::cout.flush();
+  if (options.open) open_in_browser(url);
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  DirectoryWatcher watcher;
+  std::vector<std::string> files(build.document.files().begin(), build.document.files().end());
+  if (files.empty()) files.push_back(served);
+  watcher.watch(files);
+  while (g_stop == 0) {
+    if (!watcher.wait(200)) continue;
+    // Coalesce the burst of events one save makes.
+    while (watcher.wait(15)) {
+    }
+    server.publish_status(served, "analysing");
+    build = build_graph_document(graph, analysis, disk);
+    spdlog::info("view: {} re-analysed in {:.1f} ms", served, build.ms);
+    server.update(served, build.document, build.compiled, build.ms);
+    std::vector<std::string> now(build.document.files().begin(), build.document.files().end());
+    if (now.empty()) now.push_back(served);
+    watcher.watch(now);
+  }
+  std::cout << "Stopped.\n";
+  server.stop();
+  return kExitOk;
+}
+
+}  // namespace cellscope::server::view

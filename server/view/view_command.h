@@ -1,0 +1,19 @@
+// `cellscope view FILE`: serves the live graph view of one model file and re-analyses it whenever
+// it (or a file it imports) changes on disk.
+#pragma once
+
+#include <cstdint>
+
+#include "commands.h"
+
+namespace cellscope::server::view {
+
+struct ViewCommandOptions {
+  GraphOptions graph;  // file, --cell/--entry/--input, --target, --mode, ... (layer: hardware)
+  uint16_t port = 0;   // 0: a free port
+  bool open = false;   // open the URL in the desktop's browser (xdg-open)
+};
+
+int run_view(const ViewCommandOptions& options);
+
+}  // namespace cellscope::server::view

@@ -1,0 +1,97 @@
+// The view server: serves the graph view (webview/, embedded in the binary) over HTTP and pushes
+// graph documents to it over a WebSocket (protocol/view.proto), with Boost.Beast on one I/O thread.
+//
+// Access (view/security.h): 127.0.0.1 only, a random per-session token on every request, Host and
+// Origin checked; refused requests get 401/403. Knows nothing of LSP: `cellscope view` (a file on
+// disk) and `cellscope lsp` (open documents) feed it documents through publish().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/graph.pb.h"
+#include "protocol/view.pb.h"
+
+namespace cellscope::server::view {
+
+struct ServerOptions {
+  uint16_t port = 0;  // 0: a free port
+  // Origins allowed besides the server's own; "vscode-webview://*" lets VS Code webviews connect.
+  std::vector<std::string> extra_origins = {"vscode-webview://*"};
+  bool editor = false;     // RevealRequest opens the editor (hello.editor)
+  std::string focus_cell;  // hello.focus_cell when the URL names none
+};
+
+struct Handlers {
+  // Whether a view may follow `file` ("" = yes, else why not). Called on the I/O thread.
+  std::function<std::string(const std::string& file)> allow_file;
+  // A view started following `file`, which has no document yet: analyse it and publish(). Must
+  // not block (queue the work). Called on the I/O thread.
+  std::function<void(const std::string& file)> subscribed;
+  // The view asked to reveal a source range in the editor. Called on the I/O thread.
+  std::function<void(const protocol::RevealRequest& reveal)> reveal;
+};
+
+class ViewServer {
+ public:
+  explicit ViewServer(ServerOptions options, Handlers handlers = {});
+  ~ViewServer();
+  ViewServer(const ViewServer&) = delete;
+  ViewServer& operator=(const ViewServer&) = delete;
+
+  // Binds 127.0.0.1:port and starts the I/O thread. Throws std::runtime_error when it cannot.
+  void start();
+  void stop();
+  bool running() const;
+
+  uint16_t port() const;
+  const std::string& token() const;
+  // http://127.0.0.1:PORT/?token=T&file=F[&cell=C]
+  std::string url(const std::string& file, const std::string& cell = {}) const;
+
+  // A new document for `file` (any layer; views want "hardware"). Sent to every view of the file
+  // as a delta against the previous one, or in full. Thread-safe; the work of diffing and
+  // serialising is done on the caller's thread.
+  void publish(const std::string& file, const protocol::GraphDocument& doc, double analysis_ms,
+               const std::string& focus_cell = {});
+  // Status for the views of `file`: "analysing" | "ok" | "failed" (with the diagnostics; the
+  // views keep the last good graph). Thread-safe.
+  void publish_status(const std::string& file, const std::string& state,
+                      const std::string& message = {},
+                      const std::vector<protocol::Diagnostic>& diagnostics = {});
+  // The result of an analysis of `file`: a document that compiled (every Cell) is published; one
+  // that did not is published only when the views have no graph yet, and otherwise reported as a
+  // "failed" status with its diagnostics, so that the views keep the last good graph.
+  void update(const std::string& file, const protocol::GraphDocument& doc, bool compiled,
+              double analysis_ms, const std::string& focus_cell = {});
+  // Which Cell views of `file` should show (the cursor's Cell in the editor).
+  void set_focus(const std::string& file, const std::string& cell);
+
+  // Whether `file` has at least one connected view.
+  bool watching(const std::string& file) const;
+  // Files with at least one connected view.
+  std::vector<std::string> watched_files() const;
+  size_t connections() const;
+
+  struct Impl;  // view_server.cpp (public so that its session classes can name it)
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// The embedded view assets (webview/dist), by path ("/app.js").
+struct Asset {
+  std::string_view path;
+  std::string_view content_type;
+  std::string_view data;
+};
+const Asset* find_asset(std::string_view path);
+
+// A self-contained HTML page showing `doc` with no server: the view's script, style and layout
+// worker inlined, the document embedded (with all per-kernel detail).
+std::string snapshot_html(const protocol::GraphDocument& doc, const std::string& title);
+
+}  // namespace cellscope::server::view

@@ -1,0 +1,131 @@
+// The graph view server inside `cellscope lsp`: cellscope.visualizeGraph starts it on demand and
+// returns a URL for the Cell under the cursor; a view (a WebSocket client here, the `ws` package)
+// receives the document, an update on every edit (a delta), keeps the last good graph when the
+// edit breaks the model, and its reveal requests become window/showDocument. Access rules: token
+// and Origin.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import WebSocket from 'ws';
+import { DidChangeTextDocumentNotification, ExecuteCommandRequest, ShowDocumentRequest } from 'vscode-languageserver-protocol/node';
+
+import { startSession, clientCapabilities, tempWorkspace, removeDir, corpus, path, read, lineOf, withTimeout } from '../lib/harness.js';
+
+// A view: collects the server's messages; next(pred) waits for the first unseen one matching.
+function openView(url, headers = {}) {
+  const u = new URL(url);
+  const ws = new WebSocket(`ws://${u.host}/ws?token=${u.searchParams.get('token')}&file=${encodeURIComponent(u.searchParams.get('file'))}`, { headers });
+  const messages = [];
+  let wake = () => {};
+  ws.on('message', (data) => {
+    messages.push(JSON.parse(data.toString()));
+    wake();
+  });
+  let index = 0;
+  const next = (pred, what) =>
+    withTimeout(
+      new Promise((resolve) => {
+        const check = () => {
+          while (index < messages.length) {
+            const m = messages[index++];
+            if (pred(m)) return resolve(m);
+          }
+          wake = check;
+        };
+        check();
+      }),
+      15000,
+      what,
+    );
+  return { ws, messages, next, opened: new Promise((resolve, reject) => { ws.on('open', resolve); ws.on('unexpected-response', (_, res) => reject(new Error(`HTTP ${res.statusCode}`))); ws.on('error', reject); }) };
+}
+
+function get(url, headers = {}) {
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    }).on('error', reject);
+  });
+}
+
+test('visualizeGraph: a URL for the cursor\'s Cell; the view follows edits; reveal -> showDocument', async (t) => {
+  const caps = clientCapabilities();
+  caps.window.showDocument = { support: true };
+  const ws = tempWorkspace({ 'lenet.py': path.join(corpus, 'models', 'lenet5.py') });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ capabilities: caps, folders: [ws] });
+  t.after(() => s.dispose());
+  const shown = [];
+  s.conn.onRequest(ShowDocumentRequest.type, (p) => { shown.push(p); s.wake(); return { success: true }; });
+  const file = path.join(ws, 'lenet.py');
+  const text = read(file);
+  const uri = s.open(file, text);
+  await s.waitDiagnostics(uri);
+
+  const line = lineOf(text, 'x = self.conv1(x)');
+  const res = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri, { line, character: 4 }] });
+  assert.equal(res.cell, 'LeNet5');
+  assert.equal(res.file, file);
+  assert.match(res.url, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{32}&file=/);
+
+  // The page itself: 200 with the token (and a cookie for its assets), 401 without, 403 from a foreign Origin.
+  const page = await get(res.url);
+  assert.equal(page.status, 200);
+  assert.match(page.headers['content-type'], /text\/html/);
+  assert.match(page.headers['set-cookie'][0], /HttpOnly; SameSite=Strict/);
+  const bare = new URL(res.url);
+  assert.equal((await get(`http://${bare.host}/app.js`)).status, 401);
+  assert.equal((await get(`http://${bare.host}/app.js`, { cookie: page.headers['set-cookie'][0].split(';')[0] })).status, 200);
+  assert.equal((await get(res.url, { origin: 'http://evil.example' })).status, 403);
+  assert.equal((await get(`http://${bare.host}/?token=${'0'.repeat(32)}`)).status, 401);
+
+  const view = openView(res.url);
+  await view.opened;
+  const hello = await view.next((m) => m.hello, 'hello');
+  assert.equal(hello.hello.editor, true);
+  assert.equal(hello.hello.focusCell, 'LeNet5');
+  const first = await view.next((m) => m.update, 'first document');
+  const doc = first.update.document;
+  assert.equal(doc.layer, 'hardware');
+  assert.equal(doc.cells[0].name, 'LeNet5');
+  assert.ok(doc.cells[0].optimized.nodes.length > 0);
+  // Per-kernel detail is left out and sent on request.
+  const kernelNode = doc.cells[0].optimized.nodes.find((n) => n.hardware?.length);
+  assert.ok(kernelNode, 'a node with kernels');
+  assert.ok(!kernelNode.hardware[0].schedule?.length);
+  view.ws.send(JSON.stringify({ details: { cell: 'LeNet5', node: kernelNode.id } }));
+  const details = await view.next((m) => m.details, 'details');
+  assert.equal(details.details.node, kernelNode.id);
+  assert.ok(details.details.kernels[0].schedule.length > 0);
+
+  // An edit: the view gets an update (a delta: only what changed) without asking.
+  const edited = text.replace('nn.Dense(120, 84,', 'nn.Dense(120, 90,').replace('nn.Dense(84,', 'nn.Dense(90,');
+  assert.notEqual(edited, text);
+  await s.conn.sendNotification(DidChangeTextDocumentNotification.type, { textDocument: { uri, version: 2 }, contentChanges: [{ text: edited }] });
+  const second = await view.next((m) => m.update, 'update after an edit');
+  assert.equal(second.update.seq, first.update.seq + 1);
+  const fc2 = second.update.delta
+    ? second.update.delta.cells[0].nodes.find((n) => n.id === 'fc2')
+    : second.update.document.cells[0].nodes.find((n) => n.id === 'fc2');
+  assert.deepEqual(fc2.outputs[0].shape, [1, 90]);
+
+  // A syntax error: a "failed" status with the diagnostics, no new document.
+  await s.conn.sendNotification(DidChangeTextDocumentNotification.type, { textDocument: { uri, version: 3 }, contentChanges: [{ text: edited.replace('def construct(self, x):', 'def construct(self, x)') }] });
+  const failed = await view.next((m) => m.status?.state === 'failed', 'failed status');
+  assert.ok(failed.status.diagnostics.some((d) => d.code === 'syntax-error'), JSON.stringify(failed.status));
+  assert.ok(!view.messages.slice(view.messages.indexOf(failed)).some((m) => m.update));
+
+  // Reveal: the editor is asked to show the line.
+  view.ws.send(JSON.stringify({ reveal: { file, range: { start: { line, character: 8 }, end: { line, character: 25 } } } }));
+  await s.until(() => shown.length > 0, 'window/showDocument');
+  assert.equal(shown[0].uri, uri);
+  assert.equal(shown[0].selection.start.line, line);
+
+  // A view from a foreign page is refused; so is one without the token.
+  await assert.rejects(openView(res.url, { origin: 'http://evil.example' }).opened, /403/);
+  await assert.rejects(openView(res.url.replace(/token=[0-9a-f]+/, 'token=')).opened, /401/);
+  view.ws.close();
+  assert.equal(await s.stop(), 0);
+});
