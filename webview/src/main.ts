@@ -236,6 +236,9 @@ class App {
 
   private onMessage(m: ViewMessage): void {
     if (m.hello) {
+      // A hello for another file (the VS Code panel follows the active editor): start afresh, so
+      // the next full document is drawn and fitted as a first one.
+      if (this.hello.file !== undefined && m.hello.file !== this.hello.file) this.restart();
       this.hello = m.hello;
       if (this.hello.focusCell && !this.urlCell) this.cellName = this.hello.focusCell;
       if (this.urlCell) this.cellName = this.urlCell;
@@ -259,6 +262,16 @@ class App {
       this.viewA.invalidate();
       if (id && (!m.debug.cell || m.debug.cell === this.cellName)) void this.viewA.reveal(id);
     }
+  }
+
+  private restart(): void {
+    this.doc = null;
+    this.prevDoc = null;
+    this.seq = 0;
+    this.updateCount = 0;
+    this.lastGraph = null;
+    this.details.clear();
+    this.detailsPending.clear();
   }
 
   private onUpdate(u: NonNullable<ViewMessage['update']>): void {
@@ -296,7 +309,9 @@ class App {
       if (want && LAYERS.includes(want)) this.layer = want;
       if (this.layer !== 'semantic' && !(this.layer === 'optimized' ? cell?.optimized : cell?.hardware)) this.layer = 'semantic';
     }
-    void this.render({ reset: this.updateCount === 1 }).then(() => {
+    // A different Cell than the one drawn (a new focus Cell from the server): fit it as a first one.
+    const cellChanged = !!this.lastGraph && this.lastGraph.cell.name !== this.cellName;
+    void this.render({ reset: this.updateCount === 1 || cellChanged }).then(() => {
       this.lastUpdateMs = performance.now() - t0;
       this.renderStatus(u.analysisMs);
     });
