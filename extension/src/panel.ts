@@ -1,0 +1,149 @@
+// "MindSpore: Visualize Graph": a webview panel beside the editor hosting the webview/ app. The
+// extension host holds the WebSocket to the daemon's view server and relays it (relay.ts).
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import WebSocket from 'ws';
+import { viewHtml, makeNonce, type ViewAssets } from './html';
+import { ViewRelay, wsUrlFor, type RevealRange, type SocketLike, type ViewTarget } from './relay';
+
+export interface VisualizeResult {
+  url: string;
+  port: number;
+  token: string;
+  file: string;
+  cell: string;
+  target: string;
+}
+
+/** A `ws` client socket in the relay's shape. No Origin header: the daemon accepts local tools. */
+export function wsSocket(url: string): SocketLike {
+  const ws = new WebSocket(url, { perMessageDeflate: true, maxPayload: 256 * 1024 * 1024 });
+  const s: SocketLike = {
+    send: (data) => ws.send(data),
+    close: (code, reason) => ws.close(code, reason),
+    onopen: null,
+    onmessage: null,
+    onclose: null,
+    onerror: null,
+  };
+  ws.on('open', () => s.onopen?.());
+  ws.on('message', (data, isBinary) => {
+    if (!isBinary) s.onmessage?.(data.toString());
+  });
+  ws.on('close', (code, reason) => s.onclose?.(code, reason.toString()));
+  ws.on('error', (err) => s.onerror?.(err));
+  return s;
+}
+
+let assetsCache: ViewAssets | null = null;
+
+function loadAssets(root: string): ViewAssets {
+  if (!assetsCache) {
+    const read = (f: string) => fs.readFileSync(path.join(root, f), 'utf8');
+    assetsCache = { appJs: read('app.js'), appCss: read('app.css'), workerJs: read('layout-worker.js') };
+  }
+  return assetsCache;
+}
+
+export class GraphPanel {
+  static readonly viewType = 'cellscope.graph';
+  static current: GraphPanel | undefined;
+
+  private readonly relay: ViewRelay;
+  private readonly disposables: vscode.Disposable[] = [];
+  /** The column of the editor the view follows: reveals open there. */
+  sourceColumn: vscode.ViewColumn;
+  target: ViewTarget | null = null;
+
+  private constructor(
+    readonly panel: vscode.WebviewPanel,
+    webviewRoot: string,
+    private readonly log: vscode.OutputChannel,
+    sourceColumn: vscode.ViewColumn,
+  ) {
+    this.sourceColumn = sourceColumn;
+    this.relay = new ViewRelay(wsSocket, {
+      post: (msg) => this.panel.webview.postMessage(msg),
+      reveal: (file, range) => void this.reveal(file, range),
+      state: (s, info) => {
+        if (s === 'closed') this.log.appendLine(`graph view: connection closed (${info ?? ''}), reconnecting`);
+      },
+      log: (line) => this.log.appendLine(line),
+    });
+    const nonce = makeNonce();
+    panel.webview.html = viewHtml(loadAssets(webviewRoot), nonce, panel.webview.cspSource);
+    panel.webview.onDidReceiveMessage((m) => this.relay.fromWebview(m), null, this.disposables);
+    panel.onDidDispose(() => this.dispose(), null, this.disposables);
+  }
+
+  static show(
+    extensionUri: vscode.Uri,
+    log: vscode.OutputChannel,
+    result: VisualizeResult,
+    sourceColumn: vscode.ViewColumn | undefined,
+  ): GraphPanel {
+    const column = sourceColumn ?? vscode.ViewColumn.One;
+    let p = GraphPanel.current;
+    if (!p) {
+      const webviewRoot = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
+      const panel = vscode.window.createWebviewPanel(
+        GraphPanel.viewType,
+        'Graph',
+        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+        {
+          enableScripts: true,
+          retainContextWhenHidden: true,
+          localResourceRoots: [webviewRoot],
+          enableFindWidget: false,
+        },
+      );
+      p = new GraphPanel(panel, webviewRoot.fsPath, log, column);
+      GraphPanel.current = p;
+    } else {
+      p.sourceColumn = column;
+      p.panel.reveal(undefined, true);
+    }
+    p.follow(result);
+    return p;
+  }
+
+  /** Follows the file and Cell of a visualizeGraph result (a new connection when they change). */
+  follow(result: VisualizeResult): void {
+    // Outside any Cell the server names none: keep the Cell shown.
+    if (!result.cell && this.target && this.target.file === result.file) return;
+    const t: ViewTarget = { wsUrl: wsUrlFor(result), file: result.file, cell: result.cell };
+    this.target = t;
+    this.relay.retarget(t);
+    const base = path.basename(result.file);
+    this.panel.title = result.cell ? `Graph: ${result.cell} (${base})` : `Graph: ${base}`;
+  }
+
+  private async reveal(file: string, range: RevealRange | undefined): Promise<void> {
+    let abs = file;
+    if (!path.isAbsolute(abs)) {
+      const base = this.target ? path.dirname(this.target.file) : vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+      abs = path.resolve(base ?? '.', file);
+    }
+    const pos = (p: { line?: number; character?: number } | undefined) =>
+      new vscode.Position(Math.max(0, p?.line ?? 0), Math.max(0, p?.character ?? 0));
+    const selection = range ? new vscode.Range(pos(range.start), pos(range.end ?? range.start)) : undefined;
+    try {
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(abs));
+      const editor = await vscode.window.showTextDocument(doc, {
+        viewColumn: this.sourceColumn,
+        selection,
+        preserveFocus: false,
+      });
+      if (selection) editor.revealRange(selection, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    } catch (e) {
+      void vscode.window.showErrorMessage(`Cellscope: cannot open ${abs}: ${String(e)}`);
+    }
+  }
+
+  dispose(): void {
+    if (GraphPanel.current === this) GraphPanel.current = undefined;
+    this.relay.dispose();
+    for (const d of this.disposables.splice(0)) d.dispose();
+  }
+}

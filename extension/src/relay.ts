@@ -1,0 +1,207 @@
+// The extension-host side of the graph view: one WebSocket to the daemon's view server, relayed
+// to the webview with postMessage (so the webview needs no network access), and the webview's
+// requests relayed back. Independent of VS Code and of the `ws` package (both injected), so it is
+// unit-tested with fakes.
+
+/** The part of a WebSocket the relay uses (`ws` and the browser's WebSocket both fit). */
+export interface SocketLike {
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: (() => void) | null;
+  onmessage: ((data: string) => void) | null;
+  onclose: ((code: number, reason: string) => void) | null;
+  onerror: ((err: unknown) => void) | null;
+}
+
+export type SocketFactory = (url: string) => SocketLike;
+
+export interface ViewTarget {
+  /** ws://127.0.0.1:PORT/ws?token=T&file=F */
+  wsUrl: string;
+  file: string;
+  cell: string;
+}
+
+export interface RevealRange {
+  start: { line?: number; character?: number };
+  end: { line?: number; character?: number };
+}
+
+export interface RelayHost {
+  /** Posts to the webview; false when the webview is gone. */
+  post(msg: unknown): boolean | Thenable<boolean>;
+  /** The view asked to show a source range (handled by the extension, not the daemon). */
+  reveal(file: string, range: RevealRange | undefined): void;
+  /** Connection state for the panel's title / logs. */
+  state?(s: 'connecting' | 'open' | 'closed', info?: string): void;
+  log?(line: string): void;
+  setTimer?(fn: () => void, ms: number): unknown;
+  clearTimer?(handle: unknown): void;
+}
+
+interface Thenable<T> { then<R>(f: (v: T) => R): unknown }
+
+/** The view server's WebSocket URL for a visualizeGraph result. */
+export function wsUrlFor(result: { port: number; token: string; file: string }): string {
+  return `ws://127.0.0.1:${result.port}/ws?token=${encodeURIComponent(result.token)}` +
+    `&file=${encodeURIComponent(result.file)}`;
+}
+
+export class ViewRelay {
+  private socket: SocketLike | null = null;
+  private target: ViewTarget | null = null;
+  private ready = false;
+  private queue: string[] = [];
+  private delay = 250;
+  private timer: unknown = null;
+  private disposed = false;
+  /** Messages relayed to the webview so far (tests and logs). */
+  relayed = 0;
+
+  constructor(private readonly factory: SocketFactory, private readonly host: RelayHost) {}
+
+  get currentTarget(): ViewTarget | null { return this.target; }
+  get connected(): boolean { return this.socket !== null; }
+
+  /**
+   * Follows `target`: a new WebSocket (the server then sends its hello with the new focus Cell and
+   * the full document), unless it is the same file and Cell already followed.
+   */
+  retarget(target: ViewTarget, force = false): void {
+    if (this.disposed) return;
+    const same = this.target && this.target.wsUrl === target.wsUrl && this.target.cell === target.cell;
+    this.target = target;
+    if (same && !force && this.socket) return;
+    this.reconnect();
+  }
+
+  /** A message from the webview (`{type:'cellscope', ready|resync|request}`). */
+  fromWebview(msg: unknown): void {
+    if (this.disposed || !msg || typeof msg !== 'object') return;
+    const m = msg as { type?: unknown; ready?: unknown; resync?: unknown; request?: unknown };
+    if (m.type !== 'cellscope') return;
+    if (m.ready === true) {
+      const again = this.ready;
+      this.ready = true;
+      if (again) {
+        // The webview was reloaded: it has no document; a fresh connection sends one.
+        this.queue = [];
+        this.reconnect();
+      } else {
+        this.flush();
+      }
+      return;
+    }
+    if (m.resync === true) {
+      this.queue = [];
+      this.reconnect();
+      return;
+    }
+    if (m.request && typeof m.request === 'object') {
+      const req = m.request as { reveal?: { file?: string; range?: RevealRange } };
+      if (req.reveal) {
+        const file = req.reveal.file || this.target?.file;
+        if (file) this.host.reveal(file, req.reveal.range);
+        return;
+      }
+      this.send(JSON.stringify(m.request));
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.clearTimer();
+    this.drop();
+    this.queue = [];
+  }
+
+  private send(text: string): void {
+    try {
+      this.socket?.send(text);
+    } catch (e) {
+      this.host.log?.(`graph view: send failed: ${String(e)}`);
+    }
+  }
+
+  private flush(): void {
+    const q = this.queue;
+    this.queue = [];
+    for (const text of q) this.deliver(text);
+  }
+
+  private deliver(text: string): void {
+    if (!this.ready) {
+      this.queue.push(text);
+      return;
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      this.host.log?.('graph view: a frame that is not JSON was ignored');
+      return;
+    }
+    this.relayed++;
+    void this.host.post({ type: 'cellscope', message });
+  }
+
+  private drop(): void {
+    const s = this.socket;
+    this.socket = null;
+    if (s) {
+      s.onopen = s.onmessage = s.onerror = null;
+      s.onclose = null;
+      try { s.close(1000, 'retarget'); } catch { /* already closed */ }
+    }
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) (this.host.clearTimer ?? clearTimeout)(this.timer as ReturnType<typeof setTimeout>);
+    this.timer = null;
+  }
+
+  private reconnect(): void {
+    this.clearTimer();
+    this.drop();
+    this.delay = 250;
+    this.connect();
+  }
+
+  private connect(): void {
+    this.timer = null;
+    if (this.disposed || !this.target) return;
+    const target = this.target;
+    this.host.state?.('connecting');
+    let s: SocketLike;
+    try {
+      s = this.factory(target.wsUrl);
+    } catch (e) {
+      this.scheduleRetry(String(e));
+      return;
+    }
+    this.socket = s;
+    s.onopen = () => {
+      this.delay = 250;
+      this.host.state?.('open');
+    };
+    s.onmessage = (data: string) => {
+      if (this.socket === s) this.deliver(data);
+    };
+    s.onerror = (err: unknown) => {
+      this.host.log?.(`graph view: socket error: ${String((err as { message?: string })?.message ?? err)}`);
+    };
+    s.onclose = (code: number, reason: string) => {
+      if (this.socket !== s) return;
+      this.socket = null;
+      this.scheduleRetry(reason || `code ${code}`);
+    };
+  }
+
+  private scheduleRetry(info: string): void {
+    this.host.state?.('closed', info);
+    if (this.disposed || this.timer !== null) return;
+    const d = this.delay;
+    this.delay = Math.min(8000, this.delay * 2);
+    this.timer = (this.host.setTimer ?? setTimeout)(() => this.connect(), d);
+  }
+}

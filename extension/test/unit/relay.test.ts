@@ -1,0 +1,115 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ViewRelay, wsUrlFor, type RelayHost, type SocketLike } from '../../src/relay';
+
+class FakeSocket implements SocketLike {
+  sent: string[] = [];
+  closed = false;
+  onopen: (() => void) | null = null;
+  onmessage: ((data: string) => void) | null = null;
+  onclose: ((code: number, reason: string) => void) | null = null;
+  onerror: ((err: unknown) => void) | null = null;
+  constructor(readonly url: string) {}
+  send(data: string): void { this.sent.push(data); }
+  close(): void { this.closed = true; }
+}
+
+function setup() {
+  const sockets: FakeSocket[] = [];
+  const posted: unknown[] = [];
+  const reveals: [string, unknown][] = [];
+  const timers: (() => void)[] = [];
+  const host: RelayHost = {
+    post: (m) => { posted.push(m); return true; },
+    reveal: (f, r) => { reveals.push([f, r]); },
+    setTimer: (fn) => { timers.push(fn); return timers.length; },
+    clearTimer: () => {},
+  };
+  const relay = new ViewRelay((url) => { const s = new FakeSocket(url); sockets.push(s); return s; }, host);
+  return { relay, sockets, posted, reveals, timers };
+}
+
+const target = (file = '/w/a.py', cell = 'Net') =>
+  ({ wsUrl: wsUrlFor({ port: 4000, token: 't/k', file }), file, cell });
+
+test('the WebSocket URL carries the token and the file, escaped', () => {
+  assert.equal(wsUrlFor({ port: 4000, token: 'a+b', file: '/w/my model.py' }),
+    'ws://127.0.0.1:4000/ws?token=a%2Bb&file=%2Fw%2Fmy%20model.py');
+});
+
+test('messages wait for the webview to be ready, then go through in order', () => {
+  const { relay, sockets, posted } = setup();
+  relay.retarget(target());
+  assert.equal(sockets.length, 1);
+  sockets[0]!.onopen?.();
+  sockets[0]!.onmessage?.('{"hello":{"file":"/w/a.py","editor":true}}');
+  sockets[0]!.onmessage?.('{"update":{"seq":1}}');
+  assert.equal(posted.length, 0);
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  assert.deepEqual(posted, [
+    { type: 'cellscope', message: { hello: { file: '/w/a.py', editor: true } } },
+    { type: 'cellscope', message: { update: { seq: 1 } } },
+  ]);
+  sockets[0]!.onmessage?.('not json');
+  sockets[0]!.onmessage?.('{"status":{"state":"ok"}}');
+  assert.equal(posted.length, 3);
+  assert.equal(relay.relayed, 3);
+});
+
+test('requests go to the daemon, reveals to the editor', () => {
+  const { relay, sockets, reveals } = setup();
+  relay.retarget(target());
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  relay.fromWebview({ type: 'cellscope', request: { details: { cell: 'Net', node: 'conv1' } } });
+  assert.deepEqual(sockets[0]!.sent, ['{"details":{"cell":"Net","node":"conv1"}}']);
+  const range = { start: { line: 17, character: 22 }, end: { line: 17, character: 35 } };
+  relay.fromWebview({ type: 'cellscope', request: { reveal: { file: '/w/b.py', range } } });
+  relay.fromWebview({ type: 'cellscope', request: { reveal: { range } } });
+  assert.deepEqual(reveals, [['/w/b.py', range], ['/w/a.py', range]]);
+  assert.equal(sockets[0]!.sent.length, 1);
+  // Other messages are ignored.
+  relay.fromWebview({ type: 'other', request: { details: {} } });
+  relay.fromWebview(null);
+  assert.equal(sockets[0]!.sent.length, 1);
+});
+
+test('a new Cell or file reconnects; the same one does not', () => {
+  const { relay, sockets } = setup();
+  relay.retarget(target());
+  relay.retarget(target());
+  assert.equal(sockets.length, 1);
+  relay.retarget(target('/w/a.py', 'Other'));
+  assert.equal(sockets.length, 2);
+  assert.equal(sockets[0]!.closed, true);
+  relay.retarget(target('/w/b.py', 'Other'));
+  assert.equal(sockets.length, 3);
+  assert.match(sockets[2]!.url, /file=%2Fw%2Fb\.py/);
+  // Frames of a dropped socket are not relayed.
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  sockets[0]!.onmessage?.('{"update":{}}');
+  assert.equal(relay.relayed, 0);
+});
+
+test('resync and a reloaded webview get a fresh connection', () => {
+  const { relay, sockets } = setup();
+  relay.retarget(target());
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  relay.fromWebview({ type: 'cellscope', resync: true });
+  assert.equal(sockets.length, 2);
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  assert.equal(sockets.length, 3);
+});
+
+test('a closed socket is reopened with back-off; dispose stops it', () => {
+  const { relay, sockets, timers } = setup();
+  relay.retarget(target());
+  sockets[0]!.onclose?.(1006, '');
+  assert.equal(relay.connected, false);
+  assert.equal(timers.length, 1);
+  timers[0]!();
+  assert.equal(sockets.length, 2);
+  relay.dispose();
+  assert.equal(sockets[1]!.closed, true);
+  relay.retarget(target('/w/c.py'));
+  assert.equal(sockets.length, 2);
+});

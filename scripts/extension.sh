@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The VS Code extension (extension/): build, package into a .vsix, test.
+#
+#   scripts/extension.sh build       webview/dist + extension/dist (tsc strict check included)
+#   scripts/extension.sh package     build, then extension/cellscope-<version>.vsix, bundling
+#                                    build/cellscope when it is built (last line: the .vsix path)
+#   scripts/extension.sh unit        unit tests (node:test, no VS Code)
+#   scripts/extension.sh e2e-setup   installs what the end-to-end tier needs (Debian packages,
+#                                    code-server 4.100.3 + playwright-core from extension/test/e2e)
+#   scripts/extension.sh e2e         package, then the end-to-end test in code-server + chromium
+#   scripts/extension.sh test        unit, then e2e
+#
+# Needs Node 20 and npm. The .vsix bundles build/cellscope if it exists (CELLSCOPE_BIN=path
+# overrides, CELLSCOPE_BUNDLE=0 leaves it out). Screenshots: extension/test/e2e/artifacts/.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+EXT="$ROOT/extension"
+E2E="$EXT/test/e2e"
+
+say() { printf '== extension: %s\n' "$*"; }
+
+# npm ci unless node_modules matches the lock file (a stamp of its hash).
+npm_ci() {
+  local dir="$1"
+  shift
+  local stamp="$dir/node_modules/.cellscope-lock-sha"
+  local sum
+  sum="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]]; then return 0; fi
+  say "npm ci in ${dir#"$ROOT"/}"
+  (cd "$dir" && env "$@" npm ci --no-audit --no-fund --loglevel=error)
+  echo "$sum" >"$stamp"
+}
+
+build() {
+  npm_ci "$ROOT/webview"
+  (cd "$ROOT/webview" && npm run --silent build)
+  npm_ci "$EXT"
+  (cd "$EXT" && npm run --silent check && npm run --silent build)
+}
+
+package() {
+  build
+  (cd "$EXT" && node scripts/package.mjs)
+}
+
+unit() {
+  npm_ci "$EXT"
+  (cd "$EXT" && npm test)
+}
+
+e2e_setup() {
+  local need=()
+  for p in libkrb5-dev libxkbfile-dev libsecret-1-dev ripgrep chromium; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+  done
+  if ((${#need[@]})); then
+    say "apt-get install ${need[*]}"
+    if [[ "$(id -u)" == 0 ]]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    else
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    fi
+  fi
+  # @vscode/ripgrep's postinstall downloads ripgrep unless its cache has it: give it Debian's.
+  local tmp="${TMPDIR:-/tmp}"
+  local cache="$tmp/vscode-ripgrep-cache-1.15.11"
+  local tarball="$cache/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz"
+  if [[ ! -f "$tarball" ]]; then
+    mkdir -p "$cache"
+    local d
+    d="$(mktemp -d)"
+    cp /usr/bin/rg "$d/rg"
+    tar czf "$tarball" -C "$d" rg
+    rm -rf "$d"
+  fi
+  # code-server's postinstall refuses to run as root without unsafe-perm; node-pty's build
+  # fetches node-gyp (npm_config_yes).
+  npm_ci "$E2E" npm_config_unsafe_perm=true npm_config_yes=true
+}
+
+e2e() {
+  e2e_setup
+  package
+  (cd "$EXT" && node test/e2e/run.mjs)
+}
+
+cmd="${1:-}"
+case "$cmd" in
+  build) build ;;
+  package) package ;;
+  unit) unit ;;
+  e2e-setup) e2e_setup ;;
+  e2e) e2e ;;
+  test)
+    unit
+    e2e
+    ;;
+  *)
+    echo "usage: scripts/extension.sh build|package|unit|e2e-setup|e2e|test" >&2
+    exit 2
+    ;;
+esac
