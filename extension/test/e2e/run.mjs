@@ -51,6 +51,7 @@ const env = { ...process.env, XDG_CONFIG_HOME: join(work, 'xdg-config'), XDG_DAT
 for (const d of [ud, join(ud, 'User'), exts, ws, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME]) mkdirSync(d, { recursive: true });
 const modelFile = join(ws, 'mnist_article_bug.py');
 copyFileSync(join(repo, 'tests', 'corpus', 'buggy', 'mnist_article_bug.py'), modelFile);
+copyFileSync(join(repo, 'tests', 'corpus', 'models', 'lenet5.py'), join(ws, 'lenet5.py'));
 writeFileSync(join(ud, 'User', 'settings.json'), JSON.stringify({
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
@@ -304,6 +305,19 @@ try {
   }, 10000);
   check('Select Target Backend switches the target (status bar click)', true, statusTarget.trim());
   await shot('6-target-ascend910b');
+
+  // ---- the view follows the active editor ----------------------------------------------------
+  const tf = Date.now();
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'lenet5.py' }).first().click();
+  const followed = await until('the view on lenet5.py', async () => {
+    const d = await view.evaluate(() => window.cellscopeView.details());
+    const s = await view.evaluate(() => window.cellscopeView.state());
+    return (d.file ?? '').endsWith('lenet5.py') && s.nodesDrawn > 0 ? { ...d, drawn: s.nodesDrawn } : null;
+  }, 20000);
+  await view.evaluate(() => window.cellscopeView.idle());
+  check('the view follows the active editor to another file', true,
+    `${followed.cell}: ${followed.drawn} drawn, ${Date.now() - tf} ms after the click`);
+  await shot('7-follows-lenet5');
 
   const unexpected = pageErrors.filter((e) => !/vsda|marketplace|Canceled/i.test(e));
   check('no uncaught errors in the workbench page', unexpected.length === 0, unexpected.slice(0, 3).join(' | '));
