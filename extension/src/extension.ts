@@ -171,10 +171,8 @@ async function startClient(): Promise<void> {
     transport: TransportKind.stdio,
   };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [
-      { scheme: 'file', language: 'python' },
-      { scheme: 'untitled', language: 'python' },
-    ],
+    // The server analyses file: URIs only (imports are resolved on disk).
+    documentSelector: [{ scheme: 'file', language: 'python' }],
     initializationOptions: { cellscope: currentServerSettings() },
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
