@@ -39,6 +39,7 @@ demo: build
 bench: build
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh --lsp
+	@node webview/scripts/view-bench.mjs --bin $(BUILD_DIR)/cellscope --bench $(BUILD_DIR)/bench/cellscope-bench
 
 format: setup
 	@clang-format -i $(CXX_SOURCES)

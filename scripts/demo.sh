@@ -56,5 +56,20 @@ echo "   ..."
 banner "5. The language server (what VS Code or neovim sees): a scripted session with cellscope lsp"
 python3 scripts/lsp_demo.py "$CELLSCOPE" "$BUGGY"
 
+banner "6. The live graph view: a self-contained snapshot (cellscope graph --format html)"
+mkdir -p "$BUILD_DIR/demo"
+"$CELLSCOPE" graph tests/corpus/models/resnet50.py --target ascend910 --format html \
+  -o "$BUILD_DIR/demo/resnet50-ascend910.html"
+echo "   wrote $BUILD_DIR/demo/resnet50-ascend910.html: open it in any browser (semantic,"
+echo "   optimization and hardware layers of ResNet-50 on Ascend 910, no server needed)."
+echo "   Live, following every save: $CELLSCOPE view tests/corpus/models/resnet50.py --target ascend910"
+
+banner "7. The VS Code extension, packaged with this build's binary"
+vsix=$(CELLSCOPE_BIN="$CELLSCOPE" bash scripts/extension.sh package | tail -n 1)
+echo "   $vsix"
+echo "   Install it: code --install-extension $vsix"
+echo "   Then open a model file: squiggles and shapes as you type; Ctrl+Shift+P"
+echo "   \"MindSpore: Visualize Graph\" opens the live graph beside the editor."
+
 echo
 echo "demo: done"

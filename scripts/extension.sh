@@ -17,20 +17,19 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 EXT="$ROOT/extension"
 E2E="$EXT/test/e2e"
+# A relative CELLSCOPE_BIN is relative to the caller's directory (the steps below cd elsewhere).
+if [[ -n "${CELLSCOPE_BIN:-}" && "$CELLSCOPE_BIN" != /* ]]; then
+  export CELLSCOPE_BIN="$PWD/$CELLSCOPE_BIN"
+fi
 
 say() { printf '== extension: %s\n' "$*"; }
 
-# npm ci unless node_modules matches the lock file (a stamp of its hash).
+# npm ci unless node_modules matches the lock file (scripts/npm-deps.sh); extra arguments are
+# environment assignments for npm.
 npm_ci() {
   local dir="$1"
   shift
-  local stamp="$dir/node_modules/.cellscope-lock-sha"
-  local sum
-  sum="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]]; then return 0; fi
-  say "npm ci in ${dir#"$ROOT"/}"
-  (cd "$dir" && env "$@" npm ci --no-audit --no-fund --loglevel=error)
-  echo "$sum" >"$stamp"
+  env "$@" bash "$ROOT/scripts/npm-deps.sh" "$dir" install
 }
 
 build() {

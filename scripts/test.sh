@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test tier after the build: ctest (unit + CLI tests), the LSP tiers (protocol tests
 # with real client libraries under Node, then neovim as a second client), the view tier (the graph
-# view in chromium), then the MindSpore ground-truth tier. All tiers run even if one fails; the
+# view in chromium), the VS Code extension (unit, then end to end in code-server), then the
+# MindSpore ground-truth tier. All tiers run even if one fails; the
 # exit status is non-zero if any failed.
 # In CI (CI=true) a tier that cannot run is a failure, never a silent skip; the LSP tiers never
 # skip (scripts/setup.sh installs what they need).
@@ -38,6 +39,11 @@ tier lsp-nvim env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/nvim/run.s
 # Debian's chromium (playwright-core); screenshots in $BUILD_DIR/test-artifacts/view.
 tier view env CELLSCOPE_BIN="$BUILD_DIR/cellscope" CELLSCOPE_ARTIFACTS="$BUILD_DIR/test-artifacts/view" \
   bash webview/test/browser/run.sh
+
+# The VS Code extension: its unit tests, then the .vsix (bundling this build's binary) installed
+# into a real VS Code (code-server 4.100.3) driven by playwright-core in chromium; screenshots in
+# extension/test/e2e/artifacts.
+tier extension env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash scripts/extension.sh test
 
 if [[ -f tests/mindspore/run.sh ]]; then
   tier mindspore env CI="$CI" BUILD_DIR="$BUILD_DIR" bash tests/mindspore/run.sh

@@ -450,7 +450,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     graph.common.target = analysis.target;
     try {
       auto built = server::graph_document_of(result, graph, analysis, sources);
-      vs.update(path, built.document, built.compiled, built.ms);
+      vs.update(path, std::move(built.document), built.compiled, built.ms);
     } catch (const std::exception& e) {
       spdlog::error("view: building the document of {} failed: {}", path, e.what());
       vs.publish_status(path, "failed",
@@ -498,7 +498,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       graph.layer = "hardware";
       graph.common.target = options.target;
       auto built = server::build_graph_document(graph, options, sources);
-      vs->update(path, built.document, built.compiled, built.ms);
+      vs->update(path, std::move(built.document), built.compiled, built.ms);
     });
   }
 

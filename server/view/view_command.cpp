@@ -135,7 +135,8 @@ int run_view(const ViewCommandOptions& options) {
 
   graphcore::DiskSourceProvider disk;
   auto build = build_graph_document(graph, analysis, disk);
-  server.update(served, build.document, build.compiled, build.ms);
+  std::vector<std::string> files(build.document.files().begin(), build.document.files().end());
+  server.update(served, std::move(build.document), build.compiled, build.ms);
   spdlog::info("view: {} analysed in {:.1f} ms", served, build.ms);
 
   const std::string url = server.url(served, graph.cell.value_or(""));
@@ -148,7 +149,6 @@ int run_view(const ViewCommandOptions& options) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   DirectoryWatcher watcher;
-  std::vector<std::string> files(build.document.files().begin(), build.document.files().end());
   if (files.empty()) files.push_back(served);
   watcher.watch(files);
   while (g_stop == 0) {
@@ -159,8 +159,8 @@ int run_view(const ViewCommandOptions& options) {
     server.publish_status(served, "analysing");
     build = build_graph_document(graph, analysis, disk);
     spdlog::info("view: {} re-analysed in {:.1f} ms", served, build.ms);
-    server.update(served, build.document, build.compiled, build.ms);
     std::vector<std::string> now(build.document.files().begin(), build.document.files().end());
+    server.update(served, std::move(build.document), build.compiled, build.ms);
     if (now.empty()) now.push_back(served);
     watcher.watch(now);
   }

@@ -47,9 +47,9 @@ class WsSession;
 struct Channel {
   uint32_t seq = 0;
   bool has_document = false;
-  protocol::GraphDocument full;                   // with per-kernel detail (for DetailsRequest)
-  protocol::GraphDocument slim;                   // what views have
-  std::shared_ptr<const std::string> full_frame;  // ViewMessage{update{document: slim}}, lazily
+  std::shared_ptr<const protocol::GraphDocument> full;  // with per-kernel detail (DetailsRequest)
+  std::shared_ptr<const protocol::GraphDocument> slim;  // what views have
+  std::shared_ptr<const std::string> full_frame;        // ViewMessage{update{document: slim}}
   double analysis_ms = 0;
   std::string focus_cell;
   std::shared_ptr<const std::string> status_frame;  // the last non-"ok" status, if any
@@ -71,7 +71,6 @@ struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
   std::map<std::string, Channel> channels;
 
   void accept();
-  std::shared_ptr<const std::string> full_frame_locked(Channel& channel);
   void join(const std::shared_ptr<WsSession>& session, const std::string& file);
   void leave(const std::shared_ptr<WsSession>& session, const std::string& file);
   void on_request(const std::shared_ptr<WsSession>& session, const std::string& file,
@@ -116,6 +115,9 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     websocket::permessage_deflate deflate;
     deflate.server_enable = true;
+    // Level 1: documents are large and repetitive; the fastest level already shrinks them ~10x,
+    // and higher levels cost more time than the transfer they save on a loopback connection.
+    deflate.compLevel = 1;
     ws_.set_option(deflate);
     ws_.read_message_max(kMaxWsMessage);
     ws_.auto_fragment(false);  // one frame per message
@@ -354,19 +356,6 @@ void ViewServer::Impl::accept() {
                          });
 }
 
-std::shared_ptr<const std::string> ViewServer::Impl::full_frame_locked(Channel& channel) {
-  if (!channel.full_frame) {
-    protocol::ViewMessage m;
-    auto* u = m.mutable_update();
-    u->set_seq(channel.seq);
-    *u->mutable_document() = channel.slim;
-    u->set_analysis_ms(channel.analysis_ms);
-    u->set_focus_cell(channel.focus_cell);
-    channel.full_frame = std::make_shared<const std::string>(message_json(m));
-  }
-  return channel.full_frame;
-}
-
 void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std::string& file) {
   bool needs_document = false;
   size_t open = 0;
@@ -381,7 +370,7 @@ void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std
     h->set_editor(options.editor);
     h->set_focus_cell(channel.focus_cell.empty() ? options.focus_cell : channel.focus_cell);
     session->send(std::make_shared<const std::string>(message_json(hello)));
-    if (channel.has_document) session->send(full_frame_locked(channel));
+    if (channel.has_document) session->send(channel.full_frame);
     if (channel.status_frame) session->send(channel.status_frame);
     needs_document = !channel.has_document;
     for (const auto& [name, c] : channels) open += c.sessions.size();
@@ -410,8 +399,9 @@ void ViewServer::Impl::on_request(const std::shared_ptr<WsSession>& session,
     {
       std::lock_guard lock(mutex);
       auto& channel = channels[file];
-      *m.mutable_details() =
-          node_details(channel.full, request.details().cell(), request.details().node());
+      static const protocol::GraphDocument kNone;
+      *m.mutable_details() = node_details(channel.full ? *channel.full : kNone,
+                                          request.details().cell(), request.details().node());
       m.mutable_details()->set_seq(channel.seq);
     }
     session->send(std::make_shared<const std::string>(message_json(m)));
@@ -485,37 +475,63 @@ std::string ViewServer::url(const std::string& file, const std::string& cell) co
   return out;
 }
 
-void ViewServer::publish(const std::string& file, const protocol::GraphDocument& doc,
-                         double analysis_ms, const std::string& focus_cell) {
-  auto slim = slim_document(doc);
-  std::lock_guard lock(impl_->mutex);
-  auto& channel = impl_->channels[file];
-  const bool had = channel.has_document;
-  const uint32_t base = channel.seq;
-  std::shared_ptr<const std::string> frame;
-  if (had && !channel.sessions.empty()) {
-    auto delta = diff_documents(channel.slim, slim, base);
+void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, double analysis_ms,
+                         const std::string& focus_cell) {
+  // One publisher per file (the analysis worker, or `cellscope view`'s loop): the previous
+  // document read here is still the latest when the new one is committed below, so the
+  // expensive work (slimming, diffing, serialising) runs outside the lock.
+  std::shared_ptr<const protocol::GraphDocument> previous;
+  uint32_t base = 0;
+  bool viewers = false;
+  std::string focus = focus_cell;
+  {
+    std::lock_guard lock(impl_->mutex);
+    auto& channel = impl_->channels[file];
+    previous = channel.slim;
+    base = channel.seq;
+    viewers = !channel.sessions.empty();
+    if (focus.empty()) focus = channel.focus_cell;
+  }
+  // The full update, serialised once for every view that connects before the next document.
+  protocol::ViewMessage full_message;
+  auto* u = full_message.mutable_update();
+  *u->mutable_document() = slim_document(doc);
+  u->set_seq(base + 1);
+  u->set_analysis_ms(analysis_ms);
+  u->set_focus_cell(focus);
+  auto full_frame = std::make_shared<const std::string>(message_json(full_message));
+  auto slim = std::make_shared<protocol::GraphDocument>();
+  slim->Swap(u->mutable_document());
+  std::shared_ptr<const std::string> frame = full_frame;
+  if (previous && viewers) {
+    auto delta = diff_documents(*previous, *slim, base);
     // A delta that is not clearly smaller than the document is not worth applying.
-    if (delta.ByteSizeLong() * 2 < slim.ByteSizeLong()) {
+    if (delta.ByteSizeLong() * 2 < slim->ByteSizeLong()) {
       protocol::ViewMessage m;
-      auto* u = m.mutable_update();
-      u->set_seq(base + 1);
-      *u->mutable_delta() = std::move(delta);
-      u->set_analysis_ms(analysis_ms);
-      u->set_focus_cell(focus_cell.empty() ? channel.focus_cell : focus_cell);
+      auto* du = m.mutable_update();
+      du->set_seq(base + 1);
+      *du->mutable_delta() = std::move(delta);
+      du->set_analysis_ms(analysis_ms);
+      du->set_focus_cell(focus);
       frame = std::make_shared<const std::string>(message_json(m));
     }
   }
+  auto full = std::make_shared<const protocol::GraphDocument>(std::move(doc));
+
+  std::lock_guard lock(impl_->mutex);
+  auto& channel = impl_->channels[file];
+  const bool had = channel.has_document;
   channel.seq = base + 1;
-  channel.full = doc;
+  channel.full = std::move(full);
   channel.slim = std::move(slim);
+  channel.full_frame = std::move(full_frame);
   channel.has_document = true;
   channel.analysis_ms = analysis_ms;
   if (!focus_cell.empty()) channel.focus_cell = focus_cell;
-  channel.full_frame.reset();
   channel.status_frame.reset();
   if (channel.sessions.empty()) return;
-  if (!frame) frame = impl_->full_frame_locked(channel);
+  // A view that joined while this document was being prepared has the previous one (or none).
+  if (!had || !previous) frame = channel.full_frame;
   std::vector<std::shared_ptr<WsSession>> sessions(channel.sessions.begin(),
                                                    channel.sessions.end());
   // Posted under the lock: frames reach each view in publish order.
@@ -544,7 +560,7 @@ void ViewServer::publish_status(const std::string& file, const std::string& stat
   });
 }
 
-void ViewServer::update(const std::string& file, const protocol::GraphDocument& doc, bool compiled,
+void ViewServer::update(const std::string& file, protocol::GraphDocument doc, bool compiled,
                         double analysis_ms, const std::string& focus_cell) {
   bool had = false;
   {
@@ -552,16 +568,18 @@ void ViewServer::update(const std::string& file, const protocol::GraphDocument& 
     auto it = impl_->channels.find(file);
     had = it != impl_->channels.end() && it->second.has_document;
   }
-  if (compiled || !had) publish(file, doc, analysis_ms, focus_cell);
+  std::vector<protocol::Diagnostic> diagnostics;
+  size_t errors = 0;
+  if (!compiled) {
+    for (const auto& d : doc.diagnostics()) {
+      errors += d.severity() == "error" ? 1 : 0;
+      diagnostics.push_back(d);
+    }
+  }
+  if (compiled || !had) publish(file, std::move(doc), analysis_ms, focus_cell);
   if (compiled) {
     publish_status(file, "ok");
     return;
-  }
-  size_t errors = 0;
-  std::vector<protocol::Diagnostic> diagnostics;
-  for (const auto& d : doc.diagnostics()) {
-    errors += d.severity() == "error" ? 1 : 0;
-    diagnostics.push_back(d);
   }
   publish_status(file, "failed",
                  "The model does not compile (" + std::to_string(errors) + " error" +
@@ -573,9 +591,7 @@ void ViewServer::update(const std::string& file, const protocol::GraphDocument& 
 void ViewServer::set_focus(const std::string& file, const std::string& cell) {
   std::lock_guard lock(impl_->mutex);
   auto& channel = impl_->channels[file];
-  if (channel.focus_cell == cell) return;
   channel.focus_cell = cell;
-  channel.full_frame.reset();
 }
 
 bool ViewServer::watching(const std::string& file) const {

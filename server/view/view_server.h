@@ -55,7 +55,7 @@ class ViewServer {
   // A new document for `file` (any layer; views want "hardware"). Sent to every view of the file
   // as a delta against the previous one, or in full. Thread-safe; the work of diffing and
   // serialising is done on the caller's thread.
-  void publish(const std::string& file, const protocol::GraphDocument& doc, double analysis_ms,
+  void publish(const std::string& file, protocol::GraphDocument doc, double analysis_ms,
                const std::string& focus_cell = {});
   // Status for the views of `file`: "analysing" | "ok" | "failed" (with the diagnostics; the
   // views keep the last good graph). Thread-safe.
@@ -65,7 +65,7 @@ class ViewServer {
   // The result of an analysis of `file`: a document that compiled (every Cell) is published; one
   // that did not is published only when the views have no graph yet, and otherwise reported as a
   // "failed" status with its diagnostics, so that the views keep the last good graph.
-  void update(const std::string& file, const protocol::GraphDocument& doc, bool compiled,
+  void update(const std::string& file, protocol::GraphDocument doc, bool compiled,
               double analysis_ms, const std::string& focus_cell = {});
   // Which Cell views of `file` should show (the cursor's Cell in the editor).
   void set_focus(const std::string& file, const std::string& cell);
