@@ -1,0 +1,265 @@
+// cellscope-run: runs one Cell of a model file on graphcore's CPU runtime (docs/runtime.md), for
+// the PyTorch comparison tier (tests/runtime/check_torch.py) and the runtime benchmark.
+//
+// Usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... [--input SPEC]...
+//                           [--seed N] [--precision fp32|target] [--out DIR] [--dump-all]
+//                           [--load-params DIR] [--bench N] [--list-params]
+//   --input-shape  as `cellscope graph --input` ("1,3,224,224", "8,128:int32")
+//   --input        random | random:SEED | ones | zeros | path.npy (one per graph input; default
+//                  random)
+//   --out DIR      writes DIR/graph.json, DIR/params/<name>.npy, DIR/inputs/<i>.npy,
+//                  DIR/outputs/<i>.npy and, with --dump-all, DIR/values/<node>_<output>.npy
+//   --bench N      times N runs (after one warm-up) without hooks, and with no-op hooks that
+//                  check a breakpoint table and compute nothing (debugger with no breakpoint),
+//                  then prints one JSON line
+// Exit status: 0 on success, 1 on a runtime error (the message names the node and line), 2 on
+// bad usage or an analysis failure.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graphcore/analysis.h"
+#include "graphcore/runtime.h"
+
+namespace fs = std::filesystem;
+namespace rt = graphcore::runtime;
+using nlohmann::json;
+
+namespace {
+
+json attr_json(const graphcore::AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return nullptr;
+        else
+          return x;
+      },
+      v);
+}
+
+json graph_json(const rt::Executor& ex) {
+  const graphcore::Graph& g = ex.graph();
+  json nodes = json::array();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const graphcore::Node& n = g.nodes[i];
+    json attrs = json::object();
+    n.for_each_attr([&](const graphcore::Attr& a) { attrs[a.name] = attr_json(a.value); });
+    json ins = json::array();
+    for (const auto& r : n.inputs) ins.push_back({r.node, r.output});
+    json outs = json::array();
+    for (const auto& t : n.outputs) {
+      json dims = json::array();
+      for (const auto& d : t.shape.dims)
+        dims.push_back(d.is_known() ? json(d.value()) : json(nullptr));
+      outs.push_back({{"shape", dims}, {"dtype", std::string(graphcore::dtype_name(t.dtype))}});
+    }
+    const char* kind = n.kind == graphcore::NodeKind::Input       ? "input"
+                       : n.kind == graphcore::NodeKind::Parameter ? "parameter"
+                       : n.kind == graphcore::NodeKind::Constant  ? "constant"
+                                                                  : "op";
+    nodes.push_back({{"index", i},
+                     {"id", n.id},
+                     {"kind", kind},
+                     {"op", std::string(n.op)},
+                     {"api", std::string(n.api)},
+                     {"scope", std::string(n.scope)},
+                     {"inputs", ins},
+                     {"outputs", outs},
+                     {"attrs", attrs},
+                     {"params", n.params},
+                     {"line", n.range.start.line + 1}});
+  }
+  json outputs = json::array();
+  for (const auto& r : g.outputs) outputs.push_back({r.node, r.output});
+  json params = json::array();
+  for (const auto& p : ex.params())
+    params.push_back({{"name", p.name},
+                      {"init", p.init.str()},
+                      {"source", std::string(rt::init_source_name(p.source))},
+                      {"note", p.note}});
+  return {{"cell", ex.report().name}, {"nodes", nodes}, {"outputs", outputs}, {"params", params}};
+}
+
+int usage() {
+  std::cerr << "usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... "
+               "[--input SPEC]... [--seed N] [--precision fp32|target] [--out DIR] [--dump-all] "
+               "[--load-params DIR] [--bench N] [--list-params]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string file, out_dir, load_dir;
+  std::vector<std::string> input_specs;
+  graphcore::AnalysisOptions opts;
+  opts.record_facts = true;  // CellReport::instances: initializers at constructor sites
+  rt::ExecOptions eo;
+  bool dump_all = false, list_params = false;
+  int bench = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= args.size()) {
+        std::cerr << "cellscope-run: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return args[++i];
+    };
+    if (a == "--cell") {
+      opts.cell = next();
+    } else if (a == "--entry") {
+      opts.entries.push_back(next());
+    } else if (a == "--input-shape") {
+      std::string err;
+      auto t = graphcore::parse_input_spec(next(), &err);
+      if (!t) {
+        std::cerr << "cellscope-run: bad --input-shape: " << err << "\n";
+        return 2;
+      }
+      opts.inputs.push_back(*t);
+    } else if (a == "--input") {
+      input_specs.push_back(next());
+    } else if (a == "--seed") {
+      eo.seed = std::stoull(next());
+    } else if (a == "--precision") {
+      std::string p = next();
+      if (p == "target")
+        eo.precision = rt::Precision::Target;
+      else if (p != "fp32")
+        return usage();
+    } else if (a == "--out") {
+      out_dir = next();
+    } else if (a == "--load-params") {
+      load_dir = next();
+    } else if (a == "--dump-all") {
+      dump_all = true;
+    } else if (a == "--bench") {
+      bench = std::stoi(next());
+    } else if (a == "--list-params") {
+      list_params = true;
+    } else if (!a.empty() && a[0] != '-' && file.empty()) {
+      file = a;
+    } else {
+      return usage();
+    }
+  }
+  if (file.empty()) return usage();
+
+  graphcore::DiskSourceProvider disk;
+  graphcore::AnalysisResult res = graphcore::analyze_file(file, opts, disk);
+  if (res.cells.empty()) {
+    std::cerr << "cellscope-run: no Cell analysed in " << file << "\n";
+    for (const auto& d : res.diagnostics) std::cerr << "  " << d.message << "\n";
+    return 2;
+  }
+  for (const auto& d : res.diagnostics)
+    if (d.severity == graphcore::Severity::Error)
+      std::cerr << "cellscope-run: warning: analysis error at line " << d.range.start.line + 1
+                << ": " << d.message << "\n";
+  const graphcore::CellReport& report = res.cells.front();
+  try {
+    rt::Executor ex(report, eo);
+    for (size_t i = 0; i < ex.num_inputs(); ++i)
+      ex.set_input_spec(i, i < input_specs.size() ? input_specs[i] : "random", eo.seed);
+    if (!load_dir.empty()) ex.load_params_npy(load_dir);
+    if (list_params) {
+      for (const auto& p : ex.params())
+        std::cout << p.name << " " << p.value.type_str() << " " << p.init.str() << " ["
+                  << rt::init_source_name(p.source) << "] " << p.note << "\n";
+    }
+    if (bench > 0) {
+      using clock = std::chrono::steady_clock;
+      auto time_runs = [&](const rt::Hooks& hooks) {
+        std::vector<double> ms;
+        for (int r = 0; r <= bench; ++r) {
+          ex.reset();
+          auto t0 = clock::now();
+          rt::RunStatus s = ex.run(hooks);
+          double d = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+          if (s.kind != rt::RunStatus::Kind::Finished) throw rt::RuntimeError(s.message);
+          if (r > 0) ms.push_back(d);  // run 0 is the warm-up
+        }
+        std::sort(ms.begin(), ms.end());
+        return ms;
+      };
+      // A debugger with no breakpoints: both hooks look the node's line up in an (empty)
+      // breakpoint set and continue.
+      std::set<uint32_t> breakpoints;
+      size_t calls = 0;
+      rt::Hooks hooks;
+      hooks.before = [&](const rt::NodeEvent& e) {
+        ++calls;
+        return breakpoints.count(e.node.range.start.line) ? rt::HookAction::Pause
+                                                          : rt::HookAction::Continue;
+      };
+      hooks.after = hooks.before;
+      std::vector<double> plain, hooked;
+      // Interleave to share thermal/cache conditions.
+      for (int rep = 0; rep < 2; ++rep) {
+        auto a = time_runs({});
+        auto b = time_runs(hooks);
+        plain.insert(plain.end(), a.begin(), a.end());
+        hooked.insert(hooked.end(), b.begin(), b.end());
+      }
+      std::sort(plain.begin(), plain.end());
+      std::sort(hooked.begin(), hooked.end());
+      auto median = [](const std::vector<double>& v) { return v[v.size() / 2]; };
+      json j = {{"file", file},
+                {"cell", report.name},
+                {"nodes", report.graph.nodes.size()},
+                {"runs", plain.size()},
+                {"plain_ms_median", median(plain)},
+                {"plain_ms_min", plain.front()},
+                {"hooked_ms_median", median(hooked)},
+                {"hooked_ms_min", hooked.front()},
+                {"hook_calls", calls},
+                {"hook_overhead_pct", 100.0 * (median(hooked) / median(plain) - 1.0)}};
+      std::cout << j.dump() << "\n";
+      return 0;
+    }
+    rt::RunStatus s = ex.run();
+    if (s.kind != rt::RunStatus::Kind::Finished) {
+      std::cerr << "cellscope-run: " << s.message << "\n";
+      return 1;
+    }
+    if (!out_dir.empty()) {
+      fs::create_directories(fs::path(out_dir) / "outputs");
+      fs::create_directories(fs::path(out_dir) / "inputs");
+      ex.save_params_npy(fs::path(out_dir) / "params");
+      std::ofstream(fs::path(out_dir) / "graph.json") << graph_json(ex).dump(1) << "\n";
+      for (size_t i = 0; i < ex.num_inputs(); ++i)
+        rt::write_npy(fs::path(out_dir) / "inputs" / (std::to_string(i) + ".npy"),
+                      *ex.value(*ex.find_node(ex.input_name(i))));
+      auto outs = ex.outputs();
+      for (size_t i = 0; i < outs.size(); ++i)
+        rt::write_npy(fs::path(out_dir) / "outputs" / (std::to_string(i) + ".npy"), outs[i]);
+      if (dump_all) {
+        fs::create_directories(fs::path(out_dir) / "values");
+        for (size_t i = 0; i < ex.graph().nodes.size(); ++i)
+          for (size_t k = 0; k < ex.graph().nodes[i].outputs.size(); ++k)
+            if (const rt::Tensor* t = ex.value(i, k))
+              rt::write_npy(fs::path(out_dir) / "values" /
+                                (std::to_string(i) + "_" + std::to_string(k) + ".npy"),
+                            *t);
+      }
+    }
+    auto outs = ex.outputs();
+    for (size_t i = 0; i < outs.size(); ++i)
+      std::cout << "output " << i << ": " << outs[i].type_str() << " "
+                << rt::compute_stats(outs[i]).str() << " " << outs[i].preview(6) << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "cellscope-run: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

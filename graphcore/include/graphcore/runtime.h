@@ -1,0 +1,316 @@
+// graphcore's CPU runtime: executes a compiled semantic graph (CellReport::graph) with real
+// numerics, node by node, with hooks before and after every node for a debugger. See
+// docs/runtime.md.
+//
+//   Executor ex(report, {.seed = 1});
+//   ex.set_input(0, Tensor::random({1, 3, 224, 224}, DType::Float32, 7));
+//   Hooks hooks;
+//   hooks.before = [&](const NodeEvent& e) {
+//     return e.node.range.start.line == bp_line ? HookAction::Pause : HookAction::Continue;
+//   };
+//   RunStatus s = ex.run(hooks);       // Paused at a node: inspect ex.value(...), then
+//   s = ex.run(hooks);                 // resume (the paused node's `before` is not repeated)
+//
+// Everything here is single-threaded; an Executor is not thread-safe (pause/abort from another
+// thread goes through Hooks::interrupt, an atomic the run polls between nodes).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graphcore/graph.h"
+#include "graphcore/shape.h"
+
+namespace graphcore::runtime {
+
+// ---- Tensor -------------------------------------------------------------------------------------
+// A dense, contiguous, row-major tensor. Supported dtypes: Float32, Float16 (emulated: float32
+// storage holding values exactly representable in IEEE binary16), Int32, Int64, Bool (one byte).
+// Copies share storage (a Tensor is a handle); kernels never write into their inputs. Use clone()
+// for a private copy.
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled.
+  Tensor(std::vector<int64_t> shape, DType dtype);
+
+  static Tensor zeros(std::vector<int64_t> shape, DType dtype = DType::Float32);
+  static Tensor ones(std::vector<int64_t> shape, DType dtype = DType::Float32);
+  static Tensor full(std::vector<int64_t> shape, double value, DType dtype = DType::Float32);
+  // Floats: standard normal; ints: uniform in [0, 10); bool: fair coin. Reproducible from seed.
+  static Tensor random(std::vector<int64_t> shape, DType dtype, uint64_t seed);
+  static Tensor from_floats(std::vector<int64_t> shape, const std::vector<float>& values);
+  static Tensor from_ints(std::vector<int64_t> shape, const std::vector<int64_t>& values,
+                          DType dtype = DType::Int64);
+  static bool supported(DType dtype);
+
+  [[nodiscard]] bool defined() const { return storage_ != nullptr; }
+  [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }
+  [[nodiscard]] size_t rank() const { return shape_.size(); }
+  [[nodiscard]] int64_t dim(int64_t axis) const;  // Python-style index
+  [[nodiscard]] DType dtype() const { return dtype_; }
+  [[nodiscard]] int64_t numel() const { return numel_; }
+  [[nodiscard]] size_t element_size() const;  // storage bytes per element (Float16: 4)
+  [[nodiscard]] bool is_float() const {
+    return dtype_ == DType::Float32 || dtype_ == DType::Float16;
+  }
+  [[nodiscard]] std::string type_str() const;  // "(1, 3, 224, 224) f32"
+
+  // Typed storage access; the type must match the storage (float for Float32/Float16, int32_t,
+  // int64_t, uint8_t for Bool), else std::logic_error.
+  template <class T>
+  T* data();
+  template <class T>
+  const T* data() const;
+  // Element `flat` (row-major) converted to double, for any dtype.
+  [[nodiscard]] double at(int64_t flat) const;
+  void set(int64_t flat, double v);
+
+  // Same storage, new shape (numel must match; one -1 is inferred).
+  [[nodiscard]] Tensor reshape(std::vector<int64_t> shape) const;
+  [[nodiscard]] Tensor clone() const;
+  // Converts (float->int truncates toward zero, like MindSpore's Cast); Float16 rounds.
+  [[nodiscard]] Tensor cast(DType dtype) const;
+  // The first `max_items` values, numpy-like ("[0.1, -2, ...]").
+  [[nodiscard]] std::string preview(size_t max_items = 8) const;
+
+ private:
+  std::shared_ptr<std::byte[]> storage_;
+  std::vector<int64_t> shape_;
+  DType dtype_ = DType::Float32;
+  int64_t numel_ = 0;
+};
+
+// Rounds every value of a float tensor to binary16 in place (round to nearest even; values
+// beyond 65504 become +-inf, as fp16 storage would make them).
+void round_to_half(Tensor& t);
+float round_to_half(float v);
+inline constexpr double kFloat16Max = 65504.0;
+
+// ---- Statistics ---------------------------------------------------------------------------------
+struct TensorStats {
+  int64_t count = 0;
+  double min = 0, max = 0, mean = 0, std = 0;  // over finite values (population std)
+  int64_t nan_count = 0, inf_count = 0, zero_count = 0;
+  int64_t fp16_overflow_count = 0;  // finite values with |v| > 65504
+  int64_t first_nan = -1, first_inf = -1, first_fp16_overflow = -1;  // flat indices
+  [[nodiscard]] bool all_zero() const { return count > 0 && zero_count == count; }
+  [[nodiscard]] std::string str() const;
+};
+TensorStats compute_stats(const Tensor& t);
+// Flat index -> multi-index ("[0, 3, 1, 2]").
+std::string index_str(const std::vector<int64_t>& shape, int64_t flat);
+
+// ---- .npy ---------------------------------------------------------------------------------------
+// Reads NumPy .npy v1/v2/v3 files: little-endian <f4 <f2 <f8 <i4 <i8 <i2 |i1 |u1 |b1, C order.
+// f8 becomes Float32, f2 Float16, i1/i2/u1 Int32. Throws std::runtime_error with the reason.
+Tensor read_npy(const std::filesystem::path& path);
+void write_npy(const std::filesystem::path& path, const Tensor& t);  // f4/f2/i4/i8/b1
+
+// ---- Parameter initialisation -------------------------------------------------------------------
+// A MindSpore initializer (mindspore.common.initializer) with its arguments.
+struct InitSpec {
+  enum class Kind : uint8_t {
+    Zero,
+    One,
+    Constant,         // value
+    Normal,           // sigma, mean
+    TruncatedNormal,  // sigma, mean, a, b (absolute bounds, like MindSpore)
+    Uniform,          // scale: U(-scale, scale)
+    HeUniform,        // negative_slope, mode, nonlinearity
+    HeNormal,
+    XavierUniform,  // gain
+    XavierNormal,
+  };
+  Kind kind = Kind::Zero;
+  double value = 0;                         // Constant
+  double sigma = 0.01;                      // Normal, TruncatedNormal
+  double mean = 0;                          // Normal, TruncatedNormal
+  double a = -2, b = 2;                     // TruncatedNormal
+  double scale = 0.07;                      // Uniform
+  double negative_slope = 0;                // He*
+  bool fan_out = false;                     // He*: mode='fan_out'
+  std::string nonlinearity = "leaky_relu";  // He*
+  double gain = 1;                          // Xavier*
+
+  // Parses Python source as written in model code: "Normal(0.02)", "'normal'", "'zeros'",
+  // "TruncatedNormal(sigma=0.02)", "HeUniform(math.sqrt(5))", "init.Uniform(0.1)", "0.5", "1".
+  // nullopt when not recognised.
+  static std::optional<InitSpec> parse(std::string_view python_src);
+  [[nodiscard]] std::string str() const;  // "Normal(sigma=0.02, mean=0)"
+};
+
+// Fills `t` (float) as MindSpore's initializer would (fans from its shape), from `seed`.
+void fill_init(Tensor& t, const InitSpec& spec, uint64_t seed);
+
+// Where a parameter's initializer came from, for the debugger to show.
+enum class InitSource : uint8_t {
+  Override,      // ExecOptions::param_inits
+  Attribute,     // a "<param>_init" attribute recorded on the layer's node
+  SourceText,    // the layer's constructor call in the model file (needs CellReport::instances)
+  LayerDefault,  // MindSpore's default for this layer and parameter
+  Unknown,       // nothing known (Parameters built in user code): zeros, with a note
+  Loaded,        // set_param / load_params
+};
+std::string_view init_source_name(InitSource s);
+
+struct ParamState {
+  std::string name;  // "layer1.0.conv1.weight"
+  Tensor value;
+  InitSpec init;
+  InitSource source = InitSource::LayerDefault;
+  std::string note;  // e.g. the text the initializer was read from
+};
+
+// ---- Execution ----------------------------------------------------------------------------------
+enum class Precision : uint8_t {
+  Float32,  // plain float32 everywhere
+  Target,   // fp16 storage between ops (every float output rounded to half after its node),
+            // fp32 accumulation inside MatMul/Conv/reductions, as Ascend's Cube unit does
+};
+
+struct ExecOptions {
+  uint64_t seed = 0;
+  Precision precision = Precision::Float32;
+  // Initializers by parameter name, overriding everything else.
+  std::map<std::string, InitSpec> param_inits;
+  // Reads the model file (for initializers written at constructor sites); nullptr: the disk.
+  std::function<std::optional<std::string>(const std::string& file)> read_source;
+  // Keep every node's outputs after they are last used (a debugger inspects earlier locals; a
+  // backward pass needs them). false frees values once their last consumer ran.
+  bool keep_values = true;
+};
+
+enum class HookAction : uint8_t { Continue, Pause, Abort };
+
+// What a hook sees. `inputs` are the node's input tensors (for layer nodes, the activation
+// inputs; weights are in `params`); `outputs` are empty in `before`.
+struct NodeEvent {
+  size_t index;  // into Graph::nodes
+  const Node& node;
+  std::span<const Tensor> inputs;
+  std::span<const Tensor> outputs;
+  std::span<const ParamState* const> params;
+};
+
+struct Hooks {
+  std::function<HookAction(const NodeEvent&)> before;
+  std::function<HookAction(const NodeEvent&)> after;
+  // Polled before every node; when set (e.g. by a DAP `pause` from another thread) the run stops
+  // as if `before` returned Pause, and the flag is cleared.
+  std::atomic<bool>* interrupt = nullptr;
+};
+
+struct RunStatus {
+  enum class Kind : uint8_t {
+    Finished,  // every node ran; outputs() is valid
+    Paused,    // by a hook: `node` is the node paused at (before: not yet run; after: just ran)
+    Aborted,   // by a hook
+    Error,     // a kernel failed: `message` names the node and its source line
+  };
+  Kind kind = Kind::Finished;
+  size_t node = 0;
+  bool after = false;  // Paused/Aborted from an `after` hook
+  std::string message;
+};
+
+// Thrown by the Executor constructor and kernels; carries the node when there is one.
+class RuntimeError : public std::runtime_error {
+ public:
+  explicit RuntimeError(const std::string& what, std::optional<size_t> node = std::nullopt)
+      : std::runtime_error(what), node_(node) {}
+  [[nodiscard]] std::optional<size_t> node() const { return node_; }
+
+ private:
+  std::optional<size_t> node_;
+};
+
+// Whether the runtime has a kernel for graph operator `op` ("Conv2D", "Add").
+bool has_kernel(std::string_view op);
+std::vector<std::string> kernel_ops();  // sorted
+
+class Executor {
+ public:
+  // Binds the graph and initialises every parameter (CellReport::params) from opts.seed. The
+  // report must be compiled, with fully known input shapes. Throws RuntimeError.
+  Executor(const CellReport& report, ExecOptions opts = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  [[nodiscard]] const CellReport& report() const { return report_; }
+  [[nodiscard]] const Graph& graph() const { return report_.graph; }
+  [[nodiscard]] const ExecOptions& options() const { return opts_; }
+
+  // Graph inputs (NodeKind::Input nodes in order). Shapes and dtypes must match the graph's
+  // known dims (the dtype is converted when it differs); throws RuntimeError otherwise.
+  [[nodiscard]] size_t num_inputs() const;
+  [[nodiscard]] TensorType input_type(size_t i) const;
+  [[nodiscard]] std::string input_name(size_t i) const;
+  void set_input(size_t i, Tensor t);
+  // Input from a launch-configuration spec: "random", "random:SEED", "ones", "zeros", or a path
+  // to a .npy file. Random inputs use `seed` unless the spec gives one.
+  void set_input_spec(size_t i, std::string_view spec, uint64_t seed);
+
+  // Parameters (every entry of CellReport::params, in order).
+  [[nodiscard]] const std::vector<ParamState>& params() const { return params_; }
+  [[nodiscard]] const ParamState* param(std::string_view name) const;
+  void set_param(std::string_view name, Tensor value);  // shape must match; throws
+  // Loads `<dir>/<param name>.npy` for every parameter that has one; returns how many.
+  size_t load_params_npy(const std::filesystem::path& dir);
+  void save_params_npy(const std::filesystem::path& dir) const;
+
+  // Runs from the current position until the end, a pause, an abort or an error. Call again to
+  // resume after a pause. After Finished/Aborted/Error, call reset() to run again.
+  RunStatus run(const Hooks& hooks = {});
+  // Runs exactly one node (the hooks still apply). Returns Finished once past the last node.
+  RunStatus step(const Hooks& hooks = {});
+  // Back to the first node; computed values are dropped (inputs and parameters are kept).
+  void reset();
+  [[nodiscard]] size_t position() const { return pos_; }  // next node to run
+  [[nodiscard]] bool finished() const { return pos_ >= report_.graph.nodes.size(); }
+
+  // The tensor on an edge, or nullptr if not computed yet (or freed).
+  [[nodiscard]] const Tensor* value(ValueRef ref) const;
+  [[nodiscard]] const Tensor* value(size_t node, size_t output = 0) const {
+    return value(ValueRef{static_cast<uint32_t>(node), static_cast<uint32_t>(output)});
+  }
+  // The graph outputs (after Finished).
+  [[nodiscard]] std::vector<Tensor> outputs() const;
+  // Node index by id ("layer1.0.conv1"), or nullopt.
+  [[nodiscard]] std::optional<size_t> find_node(std::string_view id) const;
+  // "lenet5.py:35" for messages.
+  [[nodiscard]] std::string node_location(size_t node) const;
+
+  // Per-node wall time of the last run (milliseconds), for profiling.
+  [[nodiscard]] const std::vector<double>& node_times_ms() const { return node_ms_; }
+
+  struct Impl;
+
+ private:
+  RunStatus run_one(const Hooks& hooks, bool* stop);
+
+  CellReport report_;
+  ExecOptions opts_;
+  std::vector<ParamState> params_;
+  std::vector<std::vector<Tensor>> values_;                  // per node, per output
+  std::vector<std::vector<const ParamState*>> node_params_;  // per node
+  std::vector<uint32_t> last_use_;                           // per node: last consumer index
+  std::vector<double> node_ms_;
+  size_t pos_ = 0;
+  bool skip_before_ = false;  // resume after a `before` pause: do not call it again
+  bool done_ = false;
+};
+
+}  // namespace graphcore::runtime

@@ -1,0 +1,573 @@
+// The Executor: binds a compiled semantic graph, initialises its parameters, and runs it node by
+// node with debugger hooks.
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/internal.h"
+
+namespace graphcore::runtime {
+
+namespace {
+
+std::string base_name(const std::string& file) {
+  size_t s = file.find_last_of('/');
+  return s == std::string::npos ? file : file.substr(s + 1);
+}
+
+std::optional<std::string> read_disk(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// The text of `range` (0-based lines, byte columns) in `text`.
+std::string slice_range(const std::string& text, const SourceRange& r) {
+  auto offset = [&](Position p) -> size_t {
+    size_t off = 0;
+    for (uint32_t l = 0; l < p.line; ++l) {
+      off = text.find('\n', off);
+      if (off == std::string::npos) return text.size();
+      ++off;
+    }
+    return std::min(off + p.column, text.size());
+  };
+  size_t b = offset(r.start), e = offset(r.end);
+  return e > b ? text.substr(b, e - b) : std::string();
+}
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The source of keyword argument `kw` in the call text "nn.Dense(1, 2, weight_init=Normal(0.02))".
+std::optional<std::string> keyword_arg(const std::string& call, const std::string& kw) {
+  size_t pos = 0;
+  while ((pos = call.find(kw, pos)) != std::string::npos) {
+    size_t end = pos + kw.size();
+    bool start_ok = pos == 0 || !ident_char(call[pos - 1]);
+    size_t eq = call.find_first_not_of(" \t\r\n", end);
+    if (start_ok && eq != std::string::npos && call[eq] == '=' &&
+        (eq + 1 >= call.size() || call[eq + 1] != '=')) {
+      size_t b = eq + 1;
+      int depth = 0;
+      char quote = 0;
+      size_t i = b;
+      for (; i < call.size(); ++i) {
+        char c = call[i];
+        if (quote) {
+          if (c == quote) quote = 0;
+          continue;
+        }
+        if (c == '\'' || c == '"') {
+          quote = c;
+        } else if (c == '(' || c == '[' || c == '{') {
+          ++depth;
+        } else if (c == ')' || c == ']' || c == '}') {
+          if (depth == 0) break;
+          --depth;
+        } else if (c == ',' && depth == 0) {
+          break;
+        }
+      }
+      std::string v = call.substr(b, i - b);
+      size_t f = v.find_first_not_of(" \t\r\n");
+      size_t l = v.find_last_not_of(" \t\r\n");
+      if (f == std::string::npos) return std::nullopt;
+      return v.substr(f, l - f + 1);
+    }
+    pos = end;
+  }
+  return std::nullopt;
+}
+
+std::string init_keyword(const std::string& rel) {
+  if (rel == "moving_variance") return "moving_var_init";
+  if (rel == "embedding_table") return "embedding_table";
+  return rel + "_init";
+}
+
+InitSpec make(InitSpec::Kind k) {
+  InitSpec s;
+  s.kind = k;
+  return s;
+}
+
+// MindSpore's default initializer for parameter `rel` of a layer `api` (checked against
+// MindSpore 2.10's nn layer sources). `weight_shape` is the layer's weight shape when known.
+std::optional<InitSpec> layer_default(const std::string& api, const std::string& rel,
+                                      const std::vector<int64_t>* weight_shape, const Node* node) {
+  using K = InitSpec::Kind;
+  auto he_sqrt5 = [] {
+    InitSpec s = make(K::HeUniform);
+    s.negative_slope = std::sqrt(5.0);
+    return s;
+  };
+  auto fan_in_bias = [&]() -> InitSpec {
+    if (!weight_shape || weight_shape->size() < 2) return make(K::Zero);
+    double fan = static_cast<double>((*weight_shape)[1]);
+    for (size_t i = 2; i < weight_shape->size(); ++i)
+      fan *= static_cast<double>((*weight_shape)[i]);
+    if (fan <= 0) return make(K::Zero);
+    InitSpec s = make(K::Uniform);
+    s.scale = 1.0 / std::sqrt(fan);
+    return s;
+  };
+  if (api.starts_with("nn.Conv") || api == "nn.Dense" || api == "nn.BiDense") {
+    if (rel == "weight") return he_sqrt5();
+    if (rel == "bias") return fan_in_bias();
+  }
+  if (rel == "gamma") return make(K::One);
+  if (rel == "beta" || rel == "moving_mean") return make(K::Zero);
+  if (rel == "moving_variance") return make(K::One);
+  if (rel == "embedding_table") return make(K::Normal);  // 'normal': Normal(sigma=0.01)
+  if (api == "nn.PReLU" && rel == "w") {
+    InitSpec s = make(K::Constant);
+    s.value = 0.25;
+    return s;
+  }
+  if (api == "nn.MultiheadAttention") {
+    if (rel.ends_with("proj_weight")) return make(K::XavierUniform);
+    if (rel == "out_proj.weight") return he_sqrt5();
+    if (rel.ends_with("bias")) return make(K::Zero);
+    if (rel == "bias_k" || rel == "bias_v") return make(K::XavierNormal);
+  }
+  if (node) {
+    if (auto hidden = attr_int(*node, "hidden_size"); hidden && *hidden > 0) {  // RNN family
+      InitSpec s = make(K::Uniform);
+      s.scale = 1.0 / std::sqrt(static_cast<double>(*hidden));
+      return s;
+    }
+  }
+  if (rel == "weight") return he_sqrt5();
+  if (rel == "bias") return make(K::Zero);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Executor::~Executor() = default;
+
+Executor::Executor(const CellReport& report, ExecOptions opts)
+    : report_(report), opts_(std::move(opts)) {
+  const Graph& g = report_.graph;
+  if (!report_.compiled) throw RuntimeError("cell '" + report_.name + "' was not compiled");
+  if (g.nodes.empty()) throw RuntimeError("cell '" + report_.name + "' has an empty graph");
+  values_.resize(g.nodes.size());
+  node_ms_.assign(g.nodes.size(), 0);
+
+  // Which node reads each parameter (first reader), for its layer API and scope.
+  std::map<std::string, size_t, std::less<>> owner;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& p : g.nodes[i].params) owner.emplace(p, i);
+  std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
+  for (const ParamInfo& p : report_.params)
+    if (auto d = known_dims({p.shape, p.dtype})) shapes[p.name] = *d;
+
+  auto read = opts_.read_source ? opts_.read_source : read_disk;
+  std::map<std::string, std::optional<std::string>> files;
+
+  params_.reserve(report_.params.size());
+  for (const ParamInfo& info : report_.params) {
+    ParamState ps;
+    ps.name = info.name;
+    auto dims = known_dims({info.shape, info.dtype});
+    if (!dims)
+      throw RuntimeError("parameter '" + info.name +
+                         "' has a shape that is not fully known: " + info.shape.str());
+    DType dt = Tensor::supported(info.dtype) ? info.dtype : DType::Float32;
+    if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
+    ps.value = Tensor(*dims, dt);
+
+    const Node* node = nullptr;
+    std::string api, rel = info.name;
+    if (auto it = owner.find(info.name); it != owner.end()) {
+      node = &g.nodes[it->second];
+      api = std::string(node->api);
+      const std::string& scope = node->scope;
+      if (!scope.empty() && info.name.starts_with(scope + "."))
+        rel = info.name.substr(scope.size() + 1);
+    }
+    std::optional<InitSpec> spec;
+    if (auto it = opts_.param_inits.find(info.name); it != opts_.param_inits.end()) {
+      spec = it->second;
+      ps.source = InitSource::Override;
+    }
+    std::string kw = init_keyword(rel);
+    if (!spec && node) {
+      if (auto text = attr_str(*node, kw)) {
+        spec = InitSpec::parse(*text);
+        if (!spec) spec = InitSpec::parse("'" + *text + "'");
+        if (spec) {
+          ps.source = InitSource::Attribute;
+          ps.note = kw + "=" + *text;
+        }
+      }
+    }
+    if (!spec && node && node->kind == NodeKind::Op) {
+      // The layer's constructor call in the model file (CellReport::instances, recorded with
+      // AnalysisOptions::record_facts).
+      for (const CellInstance& ci : report_.instances) {
+        if (ci.path != std::string_view(node->scope) || ci.site_file.empty()) continue;
+        auto& text = files[ci.site_file];
+        if (!files.count(ci.site_file) || !text) text = read(ci.site_file);
+        if (!text) break;
+        std::string call = slice_range(*text, ci.site_range);
+        if (auto arg = keyword_arg(call, kw)) {
+          if (arg != "None") {
+            spec = InitSpec::parse(*arg);
+            if (spec) {
+              ps.source = InitSource::SourceText;
+              ps.note = kw + "=" + *arg;
+            } else {
+              ps.note = kw + "=" + *arg + " is not a literal initializer; using the layer default";
+            }
+          }
+        }
+        break;
+      }
+    }
+    if (!spec) {
+      std::string wname = info.name.substr(0, info.name.size() - rel.size()) + "weight";
+      auto ws = shapes.find(wname);
+      spec = layer_default(api, rel, ws == shapes.end() ? nullptr : &ws->second, node);
+      if (spec) {
+        ps.source = InitSource::LayerDefault;
+      } else {
+        spec = make(InitSpec::Kind::Zero);
+        ps.source = InitSource::Unknown;
+        ps.note = "initializer not known to the graph (a Parameter built in user code): zeros";
+      }
+    }
+    ps.init = *spec;
+    fill_init(ps.value, ps.init, hash_name(opts_.seed, info.name));
+    params_.push_back(std::move(ps));
+  }
+
+  std::map<std::string_view, const ParamState*> by_name;
+  for (const ParamState& p : params_) by_name[p.name] = &p;
+  node_params_.resize(g.nodes.size());
+  last_use_.assign(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    for (const std::string& p : n.params) {
+      auto it = by_name.find(p);
+      if (it == by_name.end())
+        throw RuntimeError(
+            "node '" + n.id + "' reads parameter '" + p + "', which the report does not list", i);
+      node_params_[i].push_back(it->second);
+    }
+    for (const ValueRef& r : n.inputs) {
+      if (r.node >= i) throw RuntimeError("node '" + n.id + "' reads a value of a later node", i);
+      last_use_[r.node] = static_cast<uint32_t>(i);
+    }
+  }
+  for (const ValueRef& r : g.outputs) last_use_[r.node] = static_cast<uint32_t>(g.nodes.size());
+  for (size_t i = 0; i < num_inputs(); ++i)
+    if (!known_dims(input_type(i)))
+      throw RuntimeError("input '" + input_name(i) + "' has a shape that is not fully known (" +
+                         input_type(i).str() + "): compile the cell with concrete input shapes");
+}
+
+// ---- inputs
+// ----------------------------------------------------------------------------------------
+namespace {
+std::vector<size_t> input_nodes(const Graph& g) {
+  std::vector<size_t> r;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].kind == NodeKind::Input) r.push_back(i);
+  return r;
+}
+}  // namespace
+
+size_t Executor::num_inputs() const { return input_nodes(report_.graph).size(); }
+
+TensorType Executor::input_type(size_t i) const {
+  auto ins = input_nodes(report_.graph);
+  if (i >= ins.size()) throw RuntimeError("no input #" + std::to_string(i));
+  return report_.graph.nodes[ins[i]].outputs.at(0);
+}
+
+std::string Executor::input_name(size_t i) const {
+  auto ins = input_nodes(report_.graph);
+  if (i >= ins.size()) throw RuntimeError("no input #" + std::to_string(i));
+  return report_.graph.nodes[ins[i]].id;
+}
+
+void Executor::set_input(size_t i, Tensor t) {
+  auto ins = input_nodes(report_.graph);
+  if (i >= ins.size())
+    throw RuntimeError("the cell has " + std::to_string(ins.size()) + " input(s), no input #" +
+                       std::to_string(i));
+  const Node& n = report_.graph.nodes[ins[i]];
+  TensorType want = n.outputs.at(0);
+  auto dims = known_dims(want);
+  if (!dims || *dims != t.shape())
+    throw RuntimeError("input '" + n.id + "' must have shape " + want.shape.str() + ", got " +
+                       shape_str(t.shape()));
+  DType dt = Tensor::supported(want.dtype) ? want.dtype : DType::Float32;
+  if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
+  if (t.dtype() != dt) t = t.cast(dt);
+  values_[ins[i]] = {std::move(t)};
+}
+
+void Executor::set_input_spec(size_t i, std::string_view spec, uint64_t seed) {
+  TensorType tt = input_type(i);
+  auto dims = known_dims(tt);
+  if (!dims) throw RuntimeError("input #" + std::to_string(i) + " has an unknown shape");
+  DType dt = Tensor::supported(tt.dtype) ? tt.dtype : DType::Float32;
+  if (spec == "zeros") {
+    set_input(i, Tensor::zeros(*dims, dt));
+  } else if (spec == "ones") {
+    set_input(i, Tensor::ones(*dims, dt));
+  } else if (spec == "random" || spec.starts_with("random:")) {
+    uint64_t s = seed;
+    if (spec.size() > 7) s = std::stoull(std::string(spec.substr(7)));
+    set_input(i, Tensor::random(*dims, dt, hash_name(s, input_name(i))));
+  } else {
+    Tensor t;
+    try {
+      t = read_npy(std::filesystem::path(std::string(spec)));
+    } catch (const std::exception& e) {
+      throw RuntimeError("input '" + input_name(i) + "': " + e.what() +
+                         " (expected random, random:SEED, ones, zeros or a .npy path)");
+    }
+    set_input(i, std::move(t));
+  }
+}
+
+// ---- parameters --------------------------------------------------------------------------------
+const ParamState* Executor::param(std::string_view name) const {
+  for (const ParamState& p : params_)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+void Executor::set_param(std::string_view name, Tensor value) {
+  for (ParamState& p : params_) {
+    if (p.name != name) continue;
+    if (value.shape() != p.value.shape())
+      throw RuntimeError("parameter '" + p.name + "' has shape " + shape_str(p.value.shape()) +
+                         ", got " + shape_str(value.shape()));
+    p.value = value.cast(p.value.dtype());
+    p.source = InitSource::Loaded;
+    return;
+  }
+  throw RuntimeError("no parameter named '" + std::string(name) + "'");
+}
+
+size_t Executor::load_params_npy(const std::filesystem::path& dir) {
+  size_t n = 0;
+  for (ParamState& p : params_) {
+    auto path = dir / (p.name + ".npy");
+    if (!std::filesystem::exists(path)) continue;
+    set_param(p.name, read_npy(path));
+    ++n;
+  }
+  return n;
+}
+
+void Executor::save_params_npy(const std::filesystem::path& dir) const {
+  std::filesystem::create_directories(dir);
+  for (const ParamState& p : params_) write_npy(dir / (p.name + ".npy"), p.value);
+}
+
+// ---- running
+// -------------------------------------------------------------------------------------
+const Tensor* Executor::value(ValueRef ref) const {
+  if (ref.node >= values_.size()) return nullptr;
+  const auto& v = values_[ref.node];
+  if (ref.output >= v.size() || !v[ref.output].defined()) return nullptr;
+  return &v[ref.output];
+}
+
+std::vector<Tensor> Executor::outputs() const {
+  std::vector<Tensor> r;
+  for (const ValueRef& ref : report_.graph.outputs) {
+    const Tensor* t = value(ref);
+    r.push_back(t ? *t : Tensor());
+  }
+  return r;
+}
+
+std::optional<size_t> Executor::find_node(std::string_view id) const {
+  for (size_t i = 0; i < report_.graph.nodes.size(); ++i)
+    if (report_.graph.nodes[i].id == id) return i;
+  return std::nullopt;
+}
+
+std::string Executor::node_location(size_t i) const {
+  const Node& n = report_.graph.nodes.at(i);
+  std::string f = n.file.empty() ? base_name(report_.file) : base_name(std::string(n.file));
+  return f + ":" + std::to_string(n.range.start.line + 1);
+}
+
+void Executor::reset() {
+  const Graph& g = report_.graph;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].kind != NodeKind::Input) values_[i].clear();
+  pos_ = 0;
+  skip_before_ = false;
+  done_ = false;
+}
+
+RunStatus Executor::run(const Hooks& hooks) {
+  RunStatus s;
+  while (pos_ < report_.graph.nodes.size()) {
+    bool stop = false;
+    s = run_one(hooks, &stop);
+    if (stop) return s;
+  }
+  done_ = true;
+  s = RunStatus{};
+  s.kind = RunStatus::Kind::Finished;
+  s.node = report_.graph.nodes.size();
+  return s;
+}
+
+RunStatus Executor::step(const Hooks& hooks) {
+  if (pos_ >= report_.graph.nodes.size()) {
+    RunStatus s;
+    s.node = pos_;
+    return s;
+  }
+  bool stop = false;
+  RunStatus s = run_one(hooks, &stop);
+  if (!stop && pos_ >= report_.graph.nodes.size()) s.kind = RunStatus::Kind::Finished;
+  return s;
+}
+
+RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
+  const Graph& g = report_.graph;
+  size_t i = pos_;
+  const Node& n = g.nodes[i];
+  RunStatus st;
+  st.node = i;
+  auto error = [&](const std::string& msg) {
+    st.kind = RunStatus::Kind::Error;
+    std::string what = "node '" + n.id + "' (" + std::string(n.op);
+    if (!n.api.empty()) what += ", " + std::string(n.api);
+    st.message = what + ") at " + node_location(i) + ": " + msg;
+    *stop = true;
+    return st;
+  };
+
+  std::vector<Tensor> inputs;
+  inputs.reserve(n.inputs.size());
+  for (const ValueRef& r : n.inputs) {
+    const Tensor* t = value(r);
+    if (!t) return error("input value from node '" + g.nodes[r.node].id + "' is not available");
+    inputs.push_back(*t);
+  }
+  const auto& nparams = node_params_[i];
+  if (!skip_before_) {
+    bool interrupted = hooks.interrupt && hooks.interrupt->exchange(false);
+    HookAction a = interrupted ? HookAction::Pause : HookAction::Continue;
+    if (!interrupted && hooks.before) {
+      NodeEvent ev{i, n, inputs, {}, nparams};
+      a = hooks.before(ev);
+    }
+    if (a != HookAction::Continue) {
+      st.kind = a == HookAction::Pause ? RunStatus::Kind::Paused : RunStatus::Kind::Aborted;
+      skip_before_ = a == HookAction::Pause;
+      *stop = true;
+      return st;
+    }
+  }
+  skip_before_ = false;
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> outs;
+  try {
+    switch (n.kind) {
+      case NodeKind::Input:
+        if (values_[i].empty()) return error("input '" + n.id + "' is not set");
+        outs = values_[i];
+        break;
+      case NodeKind::Parameter:
+        if (nparams.empty()) return error("parameter node without a parameter");
+        outs.push_back(nparams[0]->value);
+        break;
+      case NodeKind::Constant: {
+        auto dims = n.outputs.empty() ? std::nullopt : known_dims(n.outputs[0]);
+        DType dt = n.outputs.empty() ? DType::Float32 : n.outputs[0].dtype;
+        if (!Tensor::supported(dt)) dt = DType::Float32;
+        const AttrValue* v = n.find_attr("value");
+        if (!v || !dims) return error("the value of this constant is not recorded in the graph");
+        Tensor t(*dims, dt);
+        if (auto* d = std::get_if<double>(v)) {
+          t = Tensor::full(*dims, *d, dt);
+        } else if (auto* k = std::get_if<int64_t>(v)) {
+          t = Tensor::full(*dims, static_cast<double>(*k), dt);
+        } else if (auto* b = std::get_if<bool>(v)) {
+          t = Tensor::full(*dims, *b ? 1 : 0, dt);
+        } else if (auto* l = std::get_if<std::vector<int64_t>>(v);
+                   l && static_cast<int64_t>(l->size()) == t.numel()) {
+          for (size_t k2 = 0; k2 < l->size(); ++k2)
+            t.set(static_cast<int64_t>(k2), static_cast<double>((*l)[k2]));
+        } else {
+          return error("the value of this constant is not recorded in a usable form");
+        }
+        outs.push_back(std::move(t));
+        break;
+      }
+      case NodeKind::Op: {
+        KernelFn fn = find_kernel(n.op);
+        if (!fn) return error("the runtime has no kernel for operator '" + std::string(n.op) + "'");
+        KernelCall call{n, inputs, nparams, outs};
+        fn(call);
+        break;
+      }
+    }
+    if (outs.size() != n.outputs.size())
+      return error("the kernel produced " + std::to_string(outs.size()) +
+                   " output(s), the graph declares " + std::to_string(n.outputs.size()));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const TensorType& want = n.outputs[k];
+      if (want.shape.ranked && want.shape.rank() == outs[k].rank()) {
+        for (size_t d = 0; d < outs[k].rank(); ++d) {
+          const Dim& dim = want.shape.dims[d];
+          if (dim.is_known() && dim.value() != outs[k].shape()[d])
+            return error("output " + std::to_string(k) + " has shape " +
+                         shape_str(outs[k].shape()) + ", the graph says " + want.shape.str());
+        }
+      } else if (want.shape.ranked) {
+        return error("output " + std::to_string(k) + " has shape " + shape_str(outs[k].shape()) +
+                     ", the graph says " + want.shape.str());
+      }
+      DType dt = Tensor::supported(want.dtype) ? want.dtype
+                 : is_floating(want.dtype)     ? DType::Float32
+                                               : outs[k].dtype();
+      if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
+      if (outs[k].dtype() != dt) outs[k] = outs[k].cast(dt);
+      if (dt == DType::Float16 && n.kind == NodeKind::Op) round_to_half(outs[k]);
+    }
+  } catch (const std::exception& e) {
+    return error(e.what());
+  }
+  node_ms_[i] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  values_[i] = std::move(outs);
+  ++pos_;
+
+  if (!opts_.keep_values) {
+    for (const ValueRef& r : n.inputs)
+      if (last_use_[r.node] == i && g.nodes[r.node].kind != NodeKind::Input)
+        values_[r.node].clear();
+  }
+  if (hooks.after) {
+    NodeEvent ev{i, n, inputs, values_[i], nparams};
+    HookAction a = hooks.after(ev);
+    if (a != HookAction::Continue) {
+      st.kind = a == HookAction::Pause ? RunStatus::Kind::Paused : RunStatus::Kind::Aborted;
+      st.after = true;
+      *stop = true;
+      return st;
+    }
+  }
+  st.kind = RunStatus::Kind::Finished;
+  return st;
+}
+
+}  // namespace graphcore::runtime

@@ -1,0 +1,78 @@
+// Runtime internals shared by tensor.cpp, init.cpp, kernels*.cpp and executor.cpp.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graphcore/runtime.h"
+
+namespace graphcore::runtime {
+
+std::string shape_str(const std::vector<int64_t>& s);
+
+// splitmix64-based generator: the same numbers on every platform and standard library.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed ^ 0x9E3779B97F4A7C15ull) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double normal() {                                                           // Box-Muller
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    double u1 = 0;
+    while (u1 <= 0) u1 = uniform();
+    double u2 = uniform();
+    double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = r * std::sin(2 * M_PI * u2);
+    has_spare_ = true;
+    return r * std::cos(2 * M_PI * u2);
+  }
+
+ private:
+  uint64_t state_;
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
+
+uint64_t hash_name(uint64_t seed, std::string_view name);
+
+// A kernel call: the node, its input tensors, its parameters (in Node::params order), and the
+// graph's output types (shapes may be symbolic: kernels compute their own shapes and the executor
+// checks them against the known dims).
+struct KernelCall {
+  const Node& node;
+  const std::vector<Tensor>& inputs;
+  const std::vector<const ParamState*>& params;
+  std::vector<Tensor>& outputs;
+};
+
+using KernelFn = void (*)(KernelCall&);
+// nullptr when there is no kernel for `op`.
+KernelFn find_kernel(std::string_view op);
+std::vector<std::string> kernel_names();
+
+// Finds the parameter whose name ends with `.suffix` (or equals it); nullptr if none.
+const Tensor* find_param(const KernelCall& c, std::string_view suffix);
+
+// Attributes (layer constructor attributes and this application's).
+std::optional<int64_t> attr_int(const Node& n, std::string_view name);
+std::optional<double> attr_float(const Node& n, std::string_view name);
+std::optional<bool> attr_bool(const Node& n, std::string_view name);
+std::optional<std::string> attr_str(const Node& n, std::string_view name);
+// An int expanded to `count` copies, or a list of ints.
+std::optional<std::vector<int64_t>> attr_ints(const Node& n, std::string_view name,
+                                              size_t count = 0);
+
+// The known dims of a graph type, or nullopt if some dim is symbolic/unknown.
+std::optional<std::vector<int64_t>> known_dims(const TensorType& t);
+
+}  // namespace graphcore::runtime

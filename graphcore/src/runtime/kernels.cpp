@@ -1,0 +1,1746 @@
+// CPU kernels for the graph operators of the registry. GEMM and convolution (im2col) go through
+// Eigen; the rest are simple loops over contiguous float32 storage. Every kernel computes its own
+// output shapes; the executor checks them against the graph's known dims.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "runtime/internal.h"
+
+namespace graphcore::runtime {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapM = Eigen::Map<RowMat>;
+using MapCM = Eigen::Map<const RowMat>;
+
+// ---- attribute helpers
+// ---------------------------------------------------------------------------
+std::optional<int64_t> attr_int(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  if (!v) return std::nullopt;
+  if (auto* i = std::get_if<int64_t>(v)) return *i;
+  if (auto* b = std::get_if<bool>(v)) return *b ? 1 : 0;
+  if (auto* l = std::get_if<std::vector<int64_t>>(v); l && l->size() == 1) return (*l)[0];
+  return std::nullopt;
+}
+std::optional<double> attr_float(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  if (!v) return std::nullopt;
+  if (auto* d = std::get_if<double>(v)) return *d;
+  if (auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
+  return std::nullopt;
+}
+std::optional<bool> attr_bool(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  if (!v) return std::nullopt;
+  if (auto* b = std::get_if<bool>(v)) return *b;
+  if (auto* i = std::get_if<int64_t>(v)) return *i != 0;
+  return std::nullopt;
+}
+std::optional<std::string> attr_str(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  if (!v) return std::nullopt;
+  if (auto* s = std::get_if<std::string>(v)) return *s;
+  return std::nullopt;
+}
+std::optional<std::vector<int64_t>> attr_ints(const Node& n, std::string_view name, size_t count) {
+  const AttrValue* v = n.find_attr(name);
+  if (!v) return std::nullopt;
+  if (auto* i = std::get_if<int64_t>(v))
+    return std::vector<int64_t>(std::max<size_t>(count, 1), *i);
+  if (auto* l = std::get_if<std::vector<int64_t>>(v)) {
+    if (count && l->size() == 1) return std::vector<int64_t>(count, (*l)[0]);
+    return *l;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> known_dims(const TensorType& t) {
+  if (!t.shape.ranked) return std::nullopt;
+  std::vector<int64_t> d;
+  for (const Dim& x : t.shape.dims) {
+    if (!x.is_known()) return std::nullopt;
+    d.push_back(x.value());
+  }
+  return d;
+}
+
+const Tensor* find_param(const KernelCall& c, std::string_view suffix) {
+  for (const ParamState* p : c.params) {
+    const std::string& n = p->name;
+    if (n == suffix ||
+        (n.size() > suffix.size() && n.ends_with(suffix) && n[n.size() - suffix.size() - 1] == '.'))
+      return &p->value;
+  }
+  return nullptr;
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw RuntimeError(msg); }
+
+const Tensor& in(const KernelCall& c, size_t i) {
+  if (i >= c.inputs.size())
+    fail("expects at least " + std::to_string(i + 1) + " tensor input(s), the graph gives " +
+         std::to_string(c.inputs.size()) +
+         " (a scalar or constant operand is not recorded in the graph)");
+  return c.inputs[i];
+}
+
+const Tensor& need_float(const Tensor& t, const char* what) {
+  if (!t.is_float()) fail(std::string(what) + " must be float, got " + t.type_str());
+  return t;
+}
+
+DType out_dtype(const KernelCall& c, size_t i = 0, DType fallback = DType::Float32) {
+  if (i < c.node.outputs.size()) {
+    DType d = c.node.outputs[i].dtype;
+    if (Tensor::supported(d)) return d;
+    if (is_floating(d)) return DType::Float32;
+  }
+  return fallback;
+}
+
+std::optional<std::vector<int64_t>> out_shape(const KernelCall& c, size_t i = 0) {
+  if (i >= c.node.outputs.size()) return std::nullopt;
+  return known_dims(c.node.outputs[i]);
+}
+
+Tensor& emit(KernelCall& c, Tensor t) {
+  c.outputs.push_back(std::move(t));
+  return c.outputs.back();
+}
+
+// Float view of any input (ints/bools converted).
+Tensor as_float(const Tensor& t) { return t.is_float() ? t : t.cast(DType::Float32); }
+
+int64_t norm_axis(int64_t axis, size_t rank) {
+  auto a = normalize_axis(axis, rank);
+  if (!a) fail("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  return static_cast<int64_t>(*a);
+}
+
+// ---- elementwise unary -----------------------------------------------------------------------
+template <class F>
+void unary_float(KernelCall& c, F f) {
+  Tensor x = as_float(in(c, 0));
+  DType dt = out_dtype(c);
+  if (dt != DType::Float32 && dt != DType::Float16) dt = DType::Float32;
+  Tensor& y = emit(c, Tensor(x.shape(), dt));
+  const float* p = x.data<float>();
+  float* q = y.data<float>();
+  int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) q[i] = f(p[i]);
+}
+
+template <class F>
+void unary_eigen(KernelCall& c, F f) {
+  Tensor x = as_float(in(c, 0));
+  Tensor& y = emit(c, Tensor(x.shape(), x.dtype()));
+  Eigen::Map<const Eigen::ArrayXf> a(x.data<float>(), x.numel());
+  Eigen::Map<Eigen::ArrayXf> b(y.data<float>(), y.numel());
+  f(a, b);
+}
+
+float gelu_erf(float v) { return 0.5f * v * (1.0f + std::erf(v * static_cast<float>(M_SQRT1_2))); }
+float gelu_tanh(float v) {
+  const float k = 0.7978845608028654f;  // sqrt(2/pi)
+  return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+}
+
+bool gelu_approximate(const Node& n) {
+  if (auto s = attr_str(n, "approximate")) return *s == "tanh";
+  if (auto b = attr_bool(n, "approximate")) return *b;
+  // nn.GELU defaults to approximate=True, ops.gelu to 'none'.
+  return n.api == "nn.GELU";
+}
+
+void k_relu(KernelCall& c) {
+  unary_eigen(c, [](auto& a, auto& b) { b = a.max(0.0f); });
+}
+void k_relu6(KernelCall& c) {
+  unary_eigen(c, [](auto& a, auto& b) { b = a.max(0.0f).min(6.0f); });
+}
+void k_sigmoid(KernelCall& c) {
+  unary_float(c, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+}
+void k_tanh(KernelCall& c) {
+  unary_float(c, [](float v) { return std::tanh(v); });
+}
+void k_gelu(KernelCall& c) {
+  if (gelu_approximate(c.node))
+    unary_float(c, gelu_tanh);
+  else
+    unary_float(c, gelu_erf);
+}
+void k_silu(KernelCall& c) {
+  unary_float(c, [](float v) { return v / (1.0f + std::exp(-v)); });
+}
+void k_hswish(KernelCall& c) {
+  unary_float(c, [](float v) { return v * std::clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f; });
+}
+void k_hsigmoid(KernelCall& c) {
+  unary_float(c, [](float v) { return std::clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f; });
+}
+void k_leaky_relu(KernelCall& c) {
+  float alpha = static_cast<float>(
+      attr_float(c.node, "alpha").value_or(attr_float(c.node, "negative_slope").value_or(0.2)));
+  unary_float(c, [alpha](float v) { return v >= 0 ? v : alpha * v; });
+}
+void k_elu(KernelCall& c) {
+  float alpha = static_cast<float>(attr_float(c.node, "alpha").value_or(1.0));
+  unary_float(c, [alpha](float v) { return v >= 0 ? v : alpha * (std::exp(v) - 1); });
+}
+void k_softplus(KernelCall& c) {
+  unary_float(c, [](float v) { return v > 20 ? v : std::log1p(std::exp(v)); });
+}
+void k_exp(KernelCall& c) {
+  unary_float(c, [](float v) { return std::exp(v); });
+}
+void k_log(KernelCall& c) {
+  unary_float(c, [](float v) { return std::log(v); });
+}
+void k_sqrt(KernelCall& c) {
+  unary_float(c, [](float v) { return std::sqrt(v); });
+}
+void k_rsqrt(KernelCall& c) {
+  unary_float(c, [](float v) { return 1.0f / std::sqrt(v); });
+}
+void k_square(KernelCall& c) {
+  unary_float(c, [](float v) { return v * v; });
+}
+void k_abs(KernelCall& c) {
+  unary_float(c, [](float v) { return std::fabs(v); });
+}
+void k_neg(KernelCall& c) {
+  unary_float(c, [](float v) { return -v; });
+}
+void k_erf(KernelCall& c) {
+  unary_float(c, [](float v) { return std::erf(v); });
+}
+void k_reciprocal(KernelCall& c) {
+  unary_float(c, [](float v) { return 1.0f / v; });
+}
+void k_floor(KernelCall& c) {
+  unary_float(c, [](float v) { return std::floor(v); });
+}
+void k_sin(KernelCall& c) {
+  unary_float(c, [](float v) { return std::sin(v); });
+}
+void k_cos(KernelCall& c) {
+  unary_float(c, [](float v) { return std::cos(v); });
+}
+
+void k_identity(KernelCall& c) {
+  emit(c, in(c, 0));
+  // Dropout's mask / extra outputs: ones of the declared type.
+  for (size_t i = 1; i < c.node.outputs.size(); ++i) {
+    auto s = out_shape(c, i);
+    emit(c, Tensor::ones(s ? *s : in(c, 0).shape(), out_dtype(c, i)));
+  }
+}
+
+void k_cast(KernelCall& c) { emit(c, in(c, 0).cast(out_dtype(c))); }
+
+void k_fill_like(KernelCall& c, double v) {
+  const Tensor& x = in(c, 0);
+  emit(c, Tensor::full(x.shape(), v, out_dtype(c, 0, x.dtype())));
+}
+void k_zeros_like(KernelCall& c) { k_fill_like(c, 0); }
+void k_ones_like(KernelCall& c) { k_fill_like(c, 1); }
+
+// ---- elementwise binary with broadcasting ------------------------------------------------------
+std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> o(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail("cannot broadcast " + shape_str(a) + " with " + shape_str(b));
+    o[i] = da == 1 ? db : da;
+  }
+  return o;
+}
+
+std::vector<int64_t> bstrides(const std::vector<int64_t>& s, const std::vector<int64_t>& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    size_t o = i + (out.size() - s.size());
+    st[o] = s[i] == 1 ? 0 : acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+// Calls f(out_index, a_index, b_index) for every output element.
+template <class F>
+void for_broadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& sa,
+                   const std::vector<int64_t>& sb, F f) {
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  if (n == 0) return;
+  size_t r = out.size();
+  if (r == 0) {
+    f(0, 0, 0);
+    return;
+  }
+  std::vector<int64_t> idx(r, 0);
+  int64_t ia = 0, ib = 0;
+  int64_t inner = out[r - 1], sa_in = sa[r - 1], sb_in = sb[r - 1];
+  for (int64_t o = 0; o < n; o += inner) {
+    for (int64_t k = 0; k < inner; ++k) f(o + k, ia + k * sa_in, ib + k * sb_in);
+    // advance the outer index
+    for (size_t d = r - 1; d-- > 0;) {
+      ++idx[d];
+      ia += sa[d];
+      ib += sb[d];
+      if (idx[d] < out[d]) break;
+      ia -= sa[d] * out[d];
+      ib -= sb[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+enum class Bin {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Max,
+  Min,
+  Pow,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or
+};
+
+bool is_compare(Bin op) { return op >= Bin::Eq; }
+
+template <class T>
+T apply_bin(Bin op, T a, T b) {
+  switch (op) {
+    case Bin::Add:
+      return a + b;
+    case Bin::Sub:
+      return a - b;
+    case Bin::Mul:
+      return a * b;
+    case Bin::Div:
+      return a / b;
+    case Bin::FloorDiv:
+      return static_cast<T>(std::floor(static_cast<double>(a) / static_cast<double>(b)));
+    case Bin::Mod: {
+      double r = std::fmod(static_cast<double>(a), static_cast<double>(b));
+      if (r != 0 && ((r < 0) != (b < 0))) r += static_cast<double>(b);
+      return static_cast<T>(r);
+    }
+    case Bin::Max:
+      return a > b ? a : b;
+    case Bin::Min:
+      return a < b ? a : b;
+    case Bin::Pow:
+      return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    case Bin::Eq:
+      return a == b;
+    case Bin::Ne:
+      return a != b;
+    case Bin::Lt:
+      return a < b;
+    case Bin::Le:
+      return a <= b;
+    case Bin::Gt:
+      return a > b;
+    case Bin::Ge:
+      return a >= b;
+    case Bin::And:
+      return (a != 0) && (b != 0);
+    case Bin::Or:
+      return (a != 0) || (b != 0);
+  }
+  return a;
+}
+
+void binary(KernelCall& c, Bin op) {
+  const Tensor& a = in(c, 0);
+  const Tensor& b = in(c, 1);
+  std::vector<int64_t> shape = broadcast(a.shape(), b.shape());
+  DType dt = out_dtype(c);
+  if (is_compare(op)) dt = DType::Bool;
+  bool as_floats = a.is_float() || b.is_float() || dt == DType::Float32 || dt == DType::Float16;
+  if (op == Bin::Div && !a.is_float() && !b.is_float()) {
+    as_floats = true;  // true division of ints gives floats (RealDiv / ops.div)
+    if (!is_floating(dt)) dt = DType::Float32;
+  }
+  Tensor& y = emit(c, Tensor(shape, dt));
+  if (as_floats && !is_compare(op) && y.is_float()) {
+    Tensor fa = as_float(a), fb = as_float(b);
+    const float* pa = fa.data<float>();
+    const float* pb = fb.data<float>();
+    float* q = y.data<float>();
+    if (a.shape() == b.shape()) {
+      Eigen::Map<const Eigen::ArrayXf> ea(pa, fa.numel()), eb(pb, fb.numel());
+      Eigen::Map<Eigen::ArrayXf> ey(q, y.numel());
+      switch (op) {
+        case Bin::Add:
+          ey = ea + eb;
+          return;
+        case Bin::Sub:
+          ey = ea - eb;
+          return;
+        case Bin::Mul:
+          ey = ea * eb;
+          return;
+        case Bin::Div:
+          ey = ea / eb;
+          return;
+        default:
+          break;
+      }
+    }
+    for_broadcast(shape, bstrides(a.shape(), shape), bstrides(b.shape(), shape),
+                  [&](int64_t o, int64_t i, int64_t j) { q[o] = apply_bin(op, pa[i], pb[j]); });
+    return;
+  }
+  if (as_floats) {  // comparisons of floats
+    Tensor fa = as_float(a), fb = as_float(b);
+    const float* pa = fa.data<float>();
+    const float* pb = fb.data<float>();
+    for_broadcast(shape, bstrides(a.shape(), shape), bstrides(b.shape(), shape),
+                  [&](int64_t o, int64_t i, int64_t j) { y.set(o, apply_bin(op, pa[i], pb[j])); });
+    return;
+  }
+  for_broadcast(shape, bstrides(a.shape(), shape), bstrides(b.shape(), shape),
+                [&](int64_t o, int64_t i, int64_t j) {
+                  auto va = static_cast<int64_t>(a.at(i));
+                  auto vb = static_cast<int64_t>(b.at(j));
+                  y.set(o, static_cast<double>(apply_bin(op, va, vb)));
+                });
+}
+
+void k_add(KernelCall& c) { binary(c, Bin::Add); }
+void k_sub(KernelCall& c) { binary(c, Bin::Sub); }
+void k_mul(KernelCall& c) { binary(c, Bin::Mul); }
+void k_div(KernelCall& c) { binary(c, Bin::Div); }
+void k_floordiv(KernelCall& c) { binary(c, Bin::FloorDiv); }
+void k_mod(KernelCall& c) { binary(c, Bin::Mod); }
+void k_maximum(KernelCall& c) { binary(c, Bin::Max); }
+void k_minimum(KernelCall& c) { binary(c, Bin::Min); }
+void k_pow(KernelCall& c) { binary(c, Bin::Pow); }
+void k_eq(KernelCall& c) { binary(c, Bin::Eq); }
+void k_ne(KernelCall& c) { binary(c, Bin::Ne); }
+void k_lt(KernelCall& c) { binary(c, Bin::Lt); }
+void k_le(KernelCall& c) { binary(c, Bin::Le); }
+void k_gt(KernelCall& c) { binary(c, Bin::Gt); }
+void k_ge(KernelCall& c) { binary(c, Bin::Ge); }
+void k_and(KernelCall& c) { binary(c, Bin::And); }
+void k_or(KernelCall& c) { binary(c, Bin::Or); }
+
+void k_not(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  Tensor& y = emit(c, Tensor(x.shape(), DType::Bool));
+  for (int64_t i = 0; i < x.numel(); ++i) y.set(i, x.at(i) == 0 ? 1 : 0);
+}
+
+void k_addn(KernelCall& c) {
+  if (c.inputs.empty()) fail("AddN needs inputs");
+  Tensor acc = as_float(c.inputs[0]).clone();
+  for (size_t i = 1; i < c.inputs.size(); ++i) {
+    Tensor x = as_float(c.inputs[i]);
+    if (x.shape() != acc.shape()) fail("AddN inputs must have the same shape");
+    Eigen::Map<Eigen::ArrayXf>(acc.data<float>(), acc.numel()) +=
+        Eigen::Map<const Eigen::ArrayXf>(x.data<float>(), x.numel());
+  }
+  emit(c, acc);
+}
+
+// ---- GEMM family
+// ---------------------------------------------------------------------------------- y = act(x @
+// W^T + b), x (..., in), W (out, in).
+void apply_activation(Tensor& y, const std::string& act) {
+  if (act.empty() || act == "None") return;
+  float* p = y.data<float>();
+  int64_t n = y.numel();
+  std::function<float(float)> f;
+  if (act == "relu")
+    f = [](float v) { return v > 0 ? v : 0.0f; };
+  else if (act == "relu6")
+    f = [](float v) { return std::clamp(v, 0.0f, 6.0f); };
+  else if (act == "tanh")
+    f = [](float v) { return std::tanh(v); };
+  else if (act == "sigmoid")
+    f = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+  else if (act == "gelu")
+    f = gelu_tanh;  // nn.GELU() default (approximate=True)
+  else if (act == "silu" || act == "swish")
+    f = [](float v) { return v / (1.0f + std::exp(-v)); };
+  else
+    fail("Dense activation '" + act + "' is not supported by the runtime");
+  for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
+}
+
+void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b) {
+  Tensor x = as_float(x0);
+  need_float(w, "Dense weight");
+  if (w.rank() != 2) fail("Dense weight must be 2-D, got " + w.type_str());
+  int64_t in_f = w.shape()[1], out_f = w.shape()[0];
+  if (x.rank() == 0 || x.shape().back() != in_f)
+    fail("Dense expects input (..., " + std::to_string(in_f) + "), got " + x.type_str());
+  int64_t m = x.numel() / in_f;
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = out_f;
+  Tensor& y = emit(c, Tensor(shape, DType::Float32));
+  MapCM X(x.data<float>(), m, in_f);
+  MapCM W(w.data<float>(), out_f, in_f);
+  MapM Y(y.data<float>(), m, out_f);
+  Y.noalias() = X * W.transpose();
+  if (b) {
+    if (b->numel() != out_f)
+      fail("Dense bias has " + b->type_str() + ", expected (" + std::to_string(out_f) + ",)");
+    Eigen::Map<const Eigen::RowVectorXf> bv(b->data<float>(), out_f);
+    Y.rowwise() += bv;
+  }
+}
+
+void k_dense(KernelCall& c) {
+  const Tensor* w = find_param(c, "weight");
+  const Tensor* b = find_param(c, "bias");
+  if (!w) {  // ops.Dense / functional dense: (x, w, b)
+    dense(c, in(c, 0), in(c, 1), c.inputs.size() > 2 ? &c.inputs[2] : nullptr);
+  } else {
+    dense(c, in(c, 0), *w, b);
+  }
+  if (auto act = attr_str(c.node, "activation")) apply_activation(c.outputs.back(), *act);
+}
+
+// numpy matmul semantics with optional transposes of the last two dims.
+void batched_matmul(KernelCall& c, const Tensor& a0, const Tensor& b0, bool ta, bool tb) {
+  Tensor a = as_float(a0), b = as_float(b0);
+  std::vector<int64_t> sa = a.shape(), sb = b.shape();
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  if (sa.size() < 2 || sb.size() < 2) fail("MatMul needs tensors of rank >= 1");
+  int64_t m = ta ? sa[sa.size() - 1] : sa[sa.size() - 2];
+  int64_t k = ta ? sa[sa.size() - 2] : sa[sa.size() - 1];
+  int64_t kb = tb ? sb[sb.size() - 1] : sb[sb.size() - 2];
+  int64_t n = tb ? sb[sb.size() - 2] : sb[sb.size() - 1];
+  if (k != kb)
+    fail("MatMul: inner dimensions differ: " + a.type_str() + " @ " + b.type_str() +
+         (ta || tb ? " (with transposes)" : ""));
+  std::vector<int64_t> ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  std::vector<int64_t> batch = broadcast(ba, bb);
+  std::vector<int64_t> shape = batch;
+  if (!a_vec) shape.push_back(m);
+  if (!b_vec) shape.push_back(n);
+  Tensor& y = emit(c, Tensor(shape, DType::Float32));
+  std::vector<int64_t> sta = bstrides(ba, batch), stb = bstrides(bb, batch);
+  int64_t a_mat = sa[sa.size() - 1] * sa[sa.size() - 2];
+  int64_t b_mat = sb[sb.size() - 1] * sb[sb.size() - 2];
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* py = y.data<float>();
+  int64_t rows_a = sa[sa.size() - 2], cols_a = sa[sa.size() - 1];
+  int64_t rows_b = sb[sb.size() - 2], cols_b = sb[sb.size() - 1];
+  std::vector<int64_t> one;  // for rank-0 batch
+  for_broadcast(batch, sta, stb, [&](int64_t o, int64_t i, int64_t j) {
+    MapCM A(pa + i * a_mat, rows_a, cols_a);
+    MapCM B(pb + j * b_mat, rows_b, cols_b);
+    MapM Y(py + o * m * n, m, n);
+    if (!ta && !tb)
+      Y.noalias() = A * B;
+    else if (ta && !tb)
+      Y.noalias() = A.transpose() * B;
+    else if (!ta && tb)
+      Y.noalias() = A * B.transpose();
+    else
+      Y.noalias() = A.transpose() * B.transpose();
+  });
+}
+
+void k_matmul(KernelCall& c) {
+  if (c.node.api == "nn.Dense" || !c.params.empty()) {
+    k_dense(c);
+    return;
+  }
+  bool ta =
+      attr_bool(c.node, "transpose_a").value_or(attr_bool(c.node, "transpose_x1").value_or(false));
+  bool tb =
+      attr_bool(c.node, "transpose_b").value_or(attr_bool(c.node, "transpose_x2").value_or(false));
+  batched_matmul(c, in(c, 0), in(c, 1), ta, tb);
+}
+
+void k_bias_add(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  const Tensor& b = in(c, 1);
+  // NCHW: bias on axis 1 for rank >= 3 (MindSpore BiasAdd), last axis for 2-D.
+  size_t axis = x.rank() >= 2 ? 1 : 0;
+  int64_t ch = x.shape()[axis];
+  if (b.numel() != ch) fail("BiasAdd: bias " + b.type_str() + " does not match " + x.type_str());
+  Tensor& y = emit(c, x.clone());
+  int64_t inner = 1;
+  for (size_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  int64_t outer = x.numel() / (ch * inner);
+  float* p = y.data<float>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t ci = 0; ci < ch; ++ci) {
+      float bv = static_cast<float>(b.at(ci));
+      float* q = p + (o * ch + ci) * inner;
+      for (int64_t i = 0; i < inner; ++i) q[i] += bv;
+    }
+}
+
+// ---- convolution
+// ----------------------------------------------------------------------------------
+struct Window {
+  std::vector<int64_t> kernel, stride, dilation;
+  std::vector<int64_t> pad_before, pad_after;
+  std::vector<int64_t> out;
+};
+
+// MindSpore pad modes: 'valid' (no padding), 'same' (output ceil(in / stride), the extra padding
+// at the end), 'pad' (explicit: an int, or (top, bottom, left, right)).
+Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vector<int64_t> kernel,
+                   bool ceil_mode) {
+  size_t nd = spatial.size();
+  Window w;
+  w.kernel = std::move(kernel);
+  w.stride = attr_ints(n, "stride", nd)
+                 .value_or(attr_ints(n, "strides", nd).value_or(std::vector<int64_t>(nd, 1)));
+  w.dilation = attr_ints(n, "dilation", nd).value_or(std::vector<int64_t>(nd, 1));
+  if (w.stride.size() == nd + 2) w.stride = {w.stride.begin() + 2, w.stride.end()};
+  if (w.dilation.size() == nd + 2) w.dilation = {w.dilation.begin() + 2, w.dilation.end()};
+  if (w.stride.size() != nd || w.dilation.size() != nd) fail("bad stride/dilation attributes");
+  std::string mode = attr_str(n, "pad_mode").value_or("valid");
+  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  w.pad_before.assign(nd, 0);
+  w.pad_after.assign(nd, 0);
+  w.out.resize(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t eff = (w.kernel[i] - 1) * w.dilation[i] + 1;
+    if (mode == "same") {
+      w.out[i] = (spatial[i] + w.stride[i] - 1) / w.stride[i];
+      int64_t total = std::max<int64_t>((w.out[i] - 1) * w.stride[i] + eff - spatial[i], 0);
+      w.pad_before[i] = total / 2;
+      w.pad_after[i] = total - total / 2;
+      continue;
+    }
+    if (mode == "pad") {
+      auto p =
+          attr_ints(n, "padding").value_or(attr_ints(n, "pad").value_or(std::vector<int64_t>{0}));
+      if (p.size() == 1) {
+        w.pad_before[i] = w.pad_after[i] = p[0];
+      } else if (p.size() == nd) {
+        w.pad_before[i] = w.pad_after[i] = p[i];
+      } else if (p.size() == 2 * nd) {
+        w.pad_before[i] = p[2 * i];
+        w.pad_after[i] = p[2 * i + 1];
+      } else {
+        fail("bad padding attribute");
+      }
+    } else if (mode != "valid") {
+      fail("unknown pad_mode '" + mode + "'");
+    }
+    int64_t span = spatial[i] + w.pad_before[i] + w.pad_after[i] - eff;
+    if (span < 0) fail("window larger than the padded input");
+    w.out[i] = (ceil_mode ? (span + w.stride[i] - 1) / w.stride[i] : span / w.stride[i]) + 1;
+    if (ceil_mode && (w.out[i] - 1) * w.stride[i] >= spatial[i] + w.pad_before[i])
+      --w.out[i];  // the last window must start inside the input (PyTorch/MindSpore rule)
+  }
+  return w;
+}
+
+// im2col for one image and one group: col[(c*kh + i)*kw + j][oh*OW + ow].
+void im2col(const float* x, int64_t ch, int64_t h, int64_t wd, const Window& w, float* col) {
+  int64_t kh = w.kernel[0], kw = w.kernel[1];
+  int64_t oh_n = w.out[0], ow_n = w.out[1];
+  int64_t sh = w.stride[0], sw = w.stride[1], dh = w.dilation[0], dw = w.dilation[1];
+  int64_t ph = w.pad_before[0], pw = w.pad_before[1];
+  for (int64_t c = 0; c < ch; ++c) {
+    const float* xc = x + c * h * wd;
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        float* row = col + ((c * kh + i) * kw + j) * oh_n * ow_n;
+        for (int64_t oh = 0; oh < oh_n; ++oh) {
+          int64_t ih = oh * sh - ph + i * dh;
+          float* r = row + oh * ow_n;
+          if (ih < 0 || ih >= h) {
+            std::fill_n(r, ow_n, 0.0f);
+            continue;
+          }
+          const float* xr = xc + ih * wd;
+          int64_t iw0 = -pw + j * dw;
+          if (sw == 1 && iw0 >= 0 && iw0 + ow_n <= wd) {
+            std::memcpy(r, xr + iw0, ow_n * sizeof(float));
+            continue;
+          }
+          for (int64_t ow = 0; ow < ow_n; ++ow) {
+            int64_t iw = iw0 + ow * sw;
+            r[ow] = (iw >= 0 && iw < wd) ? xr[iw] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt, const Tensor* bias) {
+  Tensor x = as_float(x0);
+  if (x.rank() != 4) fail("Conv2D expects a 4-D NCHW input, got " + x.type_str());
+  if (wt.rank() != 4) fail("Conv2D weight must be 4-D, got " + wt.type_str());
+  if (auto fmt = attr_str(c.node, "data_format"); fmt && *fmt != "NCHW")
+    fail("Conv2D data_format '" + *fmt + "' is not supported (NCHW only)");
+  int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  int64_t oc = wt.shape()[0], icg = wt.shape()[1];
+  int64_t groups = attr_int(c.node, "group").value_or(attr_int(c.node, "groups").value_or(1));
+  if (groups <= 0 || ch != icg * groups || oc % groups != 0)
+    fail("Conv2D: input " + x.type_str() + " does not match weight " + wt.type_str() +
+         " with group=" + std::to_string(groups));
+  Window w = make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
+  int64_t oh = w.out[0], ow = w.out[1], hw = oh * ow;
+  Tensor& y = emit(c, Tensor({n, oc, oh, ow}, DType::Float32));
+  const float* px = x.data<float>();
+  const float* pw = wt.data<float>();
+  float* py = y.data<float>();
+  int64_t ocg = oc / groups, kk = icg * w.kernel[0] * w.kernel[1];
+  bool depthwise = groups == ch && icg == 1 && groups > 1;
+  if (depthwise) {
+    // Per channel: a light direct loop (k*k multiply-adds per output).
+    int64_t mult = ocg;
+    int64_t kh = w.kernel[0], kw = w.kernel[1];
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t o = 0; o < oc; ++o) {
+        const float* xc = px + (b * ch + o / mult) * h * wd;
+        const float* wk = pw + o * kh * kw;
+        float* yo = py + (b * oc + o) * hw;
+        std::fill_n(yo, hw, 0.0f);
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            float wv = wk[i * kw + j];
+            for (int64_t r = 0; r < oh; ++r) {
+              int64_t ih = r * w.stride[0] - w.pad_before[0] + i * w.dilation[0];
+              if (ih < 0 || ih >= h) continue;
+              const float* xr = xc + ih * wd;
+              float* yr = yo + r * ow;
+              int64_t iw0 = -w.pad_before[1] + j * w.dilation[1];
+              int64_t s = w.stride[1];
+              for (int64_t q = 0; q < ow; ++q) {
+                int64_t iw = iw0 + q * s;
+                if (iw >= 0 && iw < wd) yr[q] += wv * xr[iw];
+              }
+            }
+          }
+      }
+  } else {
+    bool pointwise = w.kernel[0] == 1 && w.kernel[1] == 1 && w.stride[0] == 1 && w.stride[1] == 1 &&
+                     w.pad_before[0] == 0 && w.pad_before[1] == 0 && w.pad_after[0] == 0 &&
+                     w.pad_after[1] == 0;
+    std::vector<float> col;
+    if (!pointwise) col.resize(static_cast<size_t>(kk * hw));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* xg = px + (b * ch + g * icg) * h * wd;
+        const float* src = xg;
+        if (!pointwise) {
+          im2col(xg, icg, h, wd, w, col.data());
+          src = col.data();
+        }
+        MapCM W(pw + g * ocg * kk, ocg, kk);
+        MapCM X(src, kk, hw);
+        MapM Y(py + (b * oc + g * ocg) * hw, ocg, hw);
+        Y.noalias() = W * X;
+      }
+  }
+  if (bias) {
+    if (bias->numel() != oc)
+      fail("Conv2D bias " + bias->type_str() + " does not match " + std::to_string(oc) +
+           " output channels");
+    const float* pb = bias->data<float>();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t o = 0; o < oc; ++o) {
+        Eigen::Map<Eigen::ArrayXf>(py + (b * oc + o) * hw, hw) += pb[o];
+      }
+  }
+}
+
+void k_conv2d(KernelCall& c) {
+  const Tensor* w = find_param(c, "weight");
+  if (w) {
+    bool has_bias = attr_bool(c.node, "has_bias").value_or(false);
+    conv2d(c, in(c, 0), *w, has_bias ? find_param(c, "bias") : nullptr);
+  } else {
+    conv2d(c, in(c, 0), in(c, 1), c.inputs.size() > 2 ? &c.inputs[2] : nullptr);
+  }
+}
+
+// ---- pooling
+// --------------------------------------------------------------------------------------
+void pool2d(KernelCall& c, bool is_max) {
+  Tensor x = as_float(in(c, 0));
+  if (x.rank() != 4) fail("pooling expects a 4-D NCHW input, got " + x.type_str());
+  auto k = attr_ints(c.node, "kernel_size", 2).value_or(std::vector<int64_t>{1, 1});
+  if (k.size() == 4) k = {k[2], k[3]};
+  auto stride = attr_ints(c.node, "stride", 2);
+  bool ceil_mode = attr_bool(c.node, "ceil_mode").value_or(false);
+  int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  Window w = make_window(c.node, {h, wd}, k, ceil_mode);
+  (void)stride;
+  std::string mode = attr_str(c.node, "pad_mode").value_or("valid");
+  for (char& chr : mode) chr = static_cast<char>(std::tolower(static_cast<unsigned char>(chr)));
+  // 'same' averages over the valid elements; 'pad' follows count_include_pad (default True).
+  bool include_pad = mode == "pad" && attr_bool(c.node, "count_include_pad").value_or(true);
+  int64_t oh = w.out[0], ow = w.out[1];
+  Tensor& y = emit(c, Tensor({n, ch, oh, ow}, DType::Float32));
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (int64_t b = 0; b < n * ch; ++b) {
+    const float* xc = px + b * h * wd;
+    float* yc = py + b * oh * ow;
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t q = 0; q < ow; ++q) {
+        int64_t h0 = r * w.stride[0] - w.pad_before[0];
+        int64_t w0 = q * w.stride[1] - w.pad_before[1];
+        int64_t h1 = std::min(h0 + k[0], h + w.pad_after[0]);
+        int64_t w1 = std::min(w0 + k[1], wd + w.pad_after[1]);
+        int64_t pool_size = (h1 - h0) * (w1 - w0);
+        int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
+        int64_t he = std::min(h1, h), we = std::min(w1, wd);
+        float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+        for (int64_t i = hs; i < he; ++i)
+          for (int64_t j = ws; j < we; ++j) {
+            float v = xc[i * wd + j];
+            if (is_max)
+              acc = (v > acc || std::isnan(v)) ? v : acc;
+            else
+              acc += v;
+          }
+        if (!is_max) {
+          int64_t cnt = include_pad ? pool_size : (he - hs) * (we - ws);
+          acc = cnt > 0 ? acc / static_cast<float>(cnt) : 0.0f;
+        }
+        yc[r * ow + q] = acc;
+      }
+  }
+}
+void k_maxpool(KernelCall& c) { pool2d(c, true); }
+void k_avgpool(KernelCall& c) { pool2d(c, false); }
+
+void k_adaptive_avgpool(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  if (x.rank() != 4) fail("AdaptiveAvgPool2D expects 4-D input");
+  auto os = out_shape(c);
+  if (!os || os->size() != 4) fail("output size of the adaptive pool is not known");
+  int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  int64_t oh = (*os)[2], ow = (*os)[3];
+  Tensor& y = emit(c, Tensor({n, ch, oh, ow}, DType::Float32));
+  for (int64_t b = 0; b < n * ch; ++b)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t q = 0; q < ow; ++q) {
+        int64_t hs = r * h / oh, he = ((r + 1) * h + oh - 1) / oh;
+        int64_t ws = q * wd / ow, we = ((q + 1) * wd + ow - 1) / ow;
+        double acc = 0;
+        for (int64_t i = hs; i < he; ++i)
+          for (int64_t j = ws; j < we; ++j) acc += x.data<float>()[b * h * wd + i * wd + j];
+        y.data<float>()[(b * oh + r) * ow + q] =
+            static_cast<float>(acc / static_cast<double>((he - hs) * (we - ws)));
+      }
+}
+
+// ---- normalisation
+// --------------------------------------------------------------------------------
+void k_batchnorm(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  const Tensor *gamma = find_param(c, "gamma"), *beta = find_param(c, "beta");
+  const Tensor *mean = find_param(c, "moving_mean"), *var = find_param(c, "moving_variance");
+  if (!gamma && c.inputs.size() >= 5) {  // ops.BatchNorm(x, scale, bias, mean, variance)
+    gamma = &c.inputs[1];
+    beta = &c.inputs[2];
+    mean = &c.inputs[3];
+    var = &c.inputs[4];
+  }
+  if (!gamma || !beta || !mean || !var) fail("BatchNorm: gamma/beta/moving statistics missing");
+  double eps = attr_float(c.node, "eps").value_or(attr_float(c.node, "epsilon").value_or(1e-5));
+  if (x.rank() < 2) fail("BatchNorm expects (N, C, ...), got " + x.type_str());
+  int64_t ch = x.shape()[1];
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
+  int64_t outer = x.shape()[0];
+  for (const Tensor* t : {gamma, beta, mean, var})
+    if (t->numel() != ch)
+      fail("BatchNorm parameter " + t->type_str() + " does not match " + std::to_string(ch) +
+           " channels");
+  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
+  std::vector<float> scale(ch), shift(ch);
+  for (int64_t i = 0; i < ch; ++i) {
+    double s = gamma->at(i) / std::sqrt(var->at(i) + eps);
+    scale[i] = static_cast<float>(s);
+    shift[i] = static_cast<float>(beta->at(i) - mean->at(i) * s);
+  }
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t i = 0; i < ch; ++i) {
+      const float* xi = px + (b * ch + i) * inner;
+      float* yi = py + (b * ch + i) * inner;
+      Eigen::Map<Eigen::ArrayXf>(yi, inner) =
+          Eigen::Map<const Eigen::ArrayXf>(xi, inner) * scale[i] + shift[i];
+    }
+  for (size_t i = 1; i < c.node.outputs.size(); ++i) {  // primitive: batch mean/var outputs
+    emit(c, i % 2 ? mean->clone() : var->clone());
+  }
+}
+
+void k_layernorm(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  const Tensor *gamma = find_param(c, "gamma"), *beta = find_param(c, "beta");
+  if (!gamma && c.inputs.size() >= 3) {
+    gamma = &c.inputs[1];
+    beta = &c.inputs[2];
+  }
+  int64_t begin = attr_int(c.node, "begin_norm_axis").value_or(-1);
+  begin = norm_axis(begin, x.rank());
+  double eps = attr_float(c.node, "epsilon").value_or(attr_float(c.node, "eps").value_or(1e-7));
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(begin); i < x.rank(); ++i) inner *= x.shape()[i];
+  int64_t outer = inner ? x.numel() / inner : 0;
+  if (gamma && gamma->numel() != inner)
+    fail("LayerNorm: gamma " + gamma->type_str() + " does not match normalized size " +
+         std::to_string(inner) + " (begin_params_axis other than begin_norm_axis is unsupported)");
+  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
+  for (int64_t o = 0; o < outer; ++o) {
+    Eigen::Map<const Eigen::ArrayXf> xr(x.data<float>() + o * inner, inner);
+    Eigen::Map<Eigen::ArrayXf> yr(y.data<float>() + o * inner, inner);
+    float mu = xr.mean();
+    float var = (xr - mu).square().mean();
+    float rs = 1.0f / std::sqrt(var + static_cast<float>(eps));
+    yr = (xr - mu) * rs;
+    if (gamma) yr *= Eigen::Map<const Eigen::ArrayXf>(gamma->data<float>(), inner);
+    if (beta) yr += Eigen::Map<const Eigen::ArrayXf>(beta->data<float>(), inner);
+  }
+  // ops.LayerNorm returns (y, mean, rstd); fill the extra outputs as zeros of the declared type.
+  for (size_t i = 1; i < c.node.outputs.size(); ++i) {
+    auto s = out_shape(c, i);
+    emit(c, Tensor::zeros(s ? *s : std::vector<int64_t>{}, out_dtype(c, i)));
+  }
+}
+
+// ---- softmax
+// ----------------------------------------------------------------------------------------
+void softmax(KernelCall& c, bool log) {
+  Tensor x = as_float(in(c, 0));
+  auto axes = attr_ints(c.node, "axis").value_or(std::vector<int64_t>{-1});
+  if (axes.size() != 1) fail("Softmax over several axes is not supported");
+  int64_t axis = norm_axis(axes[0], x.rank());
+  int64_t len = x.shape()[axis];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
+  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* xs = px + o * len * inner + i;
+      float* ys = py + o * len * inner + i;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t k = 0; k < len; ++k) mx = std::max(mx, xs[k * inner]);
+      double sum = 0;
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(static_cast<double>(xs[k * inner] - mx));
+      if (log) {
+        auto ls = static_cast<float>(std::log(sum));
+        for (int64_t k = 0; k < len; ++k) ys[k * inner] = xs[k * inner] - mx - ls;
+      } else {
+        auto inv = static_cast<float>(1.0 / sum);
+        for (int64_t k = 0; k < len; ++k) ys[k * inner] = std::exp(xs[k * inner] - mx) * inv;
+      }
+    }
+}
+void k_softmax(KernelCall& c) { softmax(c, false); }
+void k_log_softmax(KernelCall& c) { softmax(c, true); }
+
+// ---- reductions
+// -----------------------------------------------------------------------------------
+enum class Red { Sum, Mean, Max, Min, Prod, All, Any };
+
+// The reduced axes: the "axis" attribute, else inferred from the input and output shapes (the
+// graph does not record call-time axis arguments). Throws when the shapes are ambiguous.
+std::vector<int64_t> reduce_axes(const KernelCall& c, const std::vector<int64_t>& in_shape,
+                                 bool* keep) {
+  size_t r = in_shape.size();
+  auto os = out_shape(c);
+  std::optional<bool> keep_attr = attr_bool(c.node, "keep_dims");
+  if (!keep_attr) keep_attr = attr_bool(c.node, "keepdims");
+  if (auto ax = attr_ints(c.node, "axis")) {
+    std::vector<int64_t> axes;
+    for (int64_t a : *ax) axes.push_back(norm_axis(a, r));
+    if (axes.empty())
+      for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
+    *keep = keep_attr.value_or(os && os->size() == r && r > 0);
+    return axes;
+  }
+  if (!os) fail("the reduction axes are not recorded and the output shape is not known");
+  if (os->size() == r && (keep_attr.value_or(true) || r == 0)) {
+    *keep = true;
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < r; ++i)
+      if ((*os)[i] != in_shape[i]) {
+        if ((*os)[i] != 1) fail("output shape does not match a reduction of the input");
+        axes.push_back(static_cast<int64_t>(i));
+      }
+    return axes;
+  }
+  *keep = false;
+  // Every subset of axes whose removal gives the output shape; the non-trivial (size > 1) axes
+  // must agree across candidates.
+  std::optional<std::vector<int64_t>> chosen;
+  std::vector<int64_t> chosen_big;
+  for (uint32_t mask = 0; mask < (1u << r); ++mask) {
+    std::vector<int64_t> rest, axes, big;
+    for (size_t i = 0; i < r; ++i) {
+      if (mask & (1u << i)) {
+        axes.push_back(static_cast<int64_t>(i));
+        if (in_shape[i] != 1) big.push_back(static_cast<int64_t>(i));
+      } else {
+        rest.push_back(in_shape[i]);
+      }
+    }
+    if (rest != *os) continue;
+    if (chosen && big != chosen_big)
+      fail("the reduction axes are not recorded in the graph and the shapes " +
+           shape_str(in_shape) + " -> " + shape_str(*os) + " are ambiguous");
+    if (!chosen) {
+      chosen = axes;
+      chosen_big = big;
+    }
+  }
+  if (!chosen)
+    fail("output shape " + shape_str(*os) + " is not a reduction of " + shape_str(in_shape));
+  return *chosen;
+}
+
+Tensor reduce_one(const Tensor& x, int64_t axis, Red op) {
+  std::vector<int64_t> shape = x.shape();
+  int64_t len = shape[axis];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < shape.size(); ++i) inner *= shape[i];
+  int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
+  shape[axis] = 1;
+  Tensor y(shape, x.dtype() == DType::Float16 ? DType::Float16 : DType::Float32);
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    float* yo = py + o * inner;
+    const float* xo = px + o * len * inner;
+    if (inner == 1) {
+      Eigen::Map<const Eigen::ArrayXf> row(xo, len);
+      switch (op) {
+        case Red::Sum:
+          yo[0] = row.sum();
+          break;
+        case Red::Mean:
+          yo[0] = row.mean();
+          break;
+        case Red::Max:
+          yo[0] = row.maxCoeff();
+          break;
+        case Red::Min:
+          yo[0] = row.minCoeff();
+          break;
+        case Red::Prod:
+          yo[0] = row.prod();
+          break;
+        case Red::All:
+          yo[0] = (row != 0).all() ? 1.0f : 0.0f;
+          break;
+        case Red::Any:
+          yo[0] = (row != 0).any() ? 1.0f : 0.0f;
+          break;
+      }
+      continue;
+    }
+    Eigen::Map<Eigen::ArrayXf> acc(yo, inner);
+    acc = Eigen::Map<const Eigen::ArrayXf>(xo, inner);
+    for (int64_t k = 1; k < len; ++k) {
+      Eigen::Map<const Eigen::ArrayXf> v(xo + k * inner, inner);
+      switch (op) {
+        case Red::Sum:
+        case Red::Mean:
+          acc += v;
+          break;
+        case Red::Max:
+          acc = acc.max(v);
+          break;
+        case Red::Min:
+          acc = acc.min(v);
+          break;
+        case Red::Prod:
+          acc *= v;
+          break;
+        case Red::All:
+          acc = ((acc != 0) && (v != 0)).cast<float>();
+          break;
+        case Red::Any:
+          acc = ((acc != 0) || (v != 0)).cast<float>();
+          break;
+      }
+    }
+    if (op == Red::Mean) acc /= static_cast<float>(len);
+  }
+  return y;
+}
+
+void reduce(KernelCall& c, Red op) {
+  const Tensor& x0 = in(c, 0);
+  bool keep = false;
+  std::vector<int64_t> axes = reduce_axes(c, x0.shape(), &keep);
+  Tensor x = as_float(x0);
+  for (int64_t a : axes) x = reduce_one(x, a, op);
+  std::vector<int64_t> shape;
+  std::set<int64_t> ax(axes.begin(), axes.end());
+  for (size_t i = 0; i < x0.rank(); ++i)
+    if (keep || !ax.count(static_cast<int64_t>(i))) shape.push_back(x.shape()[i]);
+  x = x.reshape(shape);
+  DType dt = out_dtype(c, 0, x0.dtype());
+  emit(c, dt == x.dtype() ? x : x.cast(dt));
+}
+void k_reduce_sum(KernelCall& c) { reduce(c, Red::Sum); }
+void k_reduce_mean(KernelCall& c) { reduce(c, Red::Mean); }
+void k_reduce_max(KernelCall& c) { reduce(c, Red::Max); }
+void k_reduce_min(KernelCall& c) { reduce(c, Red::Min); }
+void k_reduce_prod(KernelCall& c) { reduce(c, Red::Prod); }
+void k_reduce_all(KernelCall& c) { reduce(c, Red::All); }
+void k_reduce_any(KernelCall& c) { reduce(c, Red::Any); }
+
+void k_argmax(KernelCall& c, bool is_max) {
+  Tensor x = as_float(in(c, 0));
+  int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(-1), x.rank());
+  int64_t len = x.shape()[axis];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
+  std::vector<int64_t> shape = x.shape();
+  auto os = out_shape(c);
+  if (os && os->size() == shape.size())
+    shape[axis] = 1;
+  else
+    shape.erase(shape.begin() + axis);
+  Tensor& y = emit(c, Tensor(shape, out_dtype(c, 0, DType::Int32)));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      float bv = x.data<float>()[o * len * inner + i];
+      for (int64_t k = 1; k < len; ++k) {
+        float v = x.data<float>()[(o * len + k) * inner + i];
+        if (is_max ? v > bv : v < bv) {
+          bv = v;
+          best = k;
+        }
+      }
+      y.set(o * inner + i, static_cast<double>(best));
+    }
+}
+void k_argmax_(KernelCall& c) { k_argmax(c, true); }
+void k_argmin_(KernelCall& c) { k_argmax(c, false); }
+
+// ---- shape manipulation
+// ---------------------------------------------------------------------------
+void k_reshape(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  auto os = out_shape(c);
+  if (!os) {
+    if (c.node.op == "Flatten") {
+      int64_t s = norm_axis(attr_int(c.node, "start_dim").value_or(1), x.rank());
+      int64_t e = norm_axis(attr_int(c.node, "end_dim").value_or(-1), x.rank());
+      std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + s);
+      shape.push_back(-1);
+      shape.insert(shape.end(), x.shape().begin() + e + 1, x.shape().end());
+      emit(c, x.reshape(shape));
+      return;
+    }
+    fail("the output shape is not fully known");
+  }
+  emit(c, x.reshape(*os));
+}
+
+void transpose_to(KernelCall& c, const Tensor& x, const std::vector<int64_t>& perm) {
+  size_t r = x.rank();
+  std::vector<int64_t> shape(r);
+  for (size_t i = 0; i < r; ++i) shape[i] = x.shape()[perm[i]];
+  Tensor& y = emit(c, Tensor(shape, x.dtype()));
+  std::vector<int64_t> in_strides(r, 1);
+  for (size_t i = r - 1; i-- > 0;) in_strides[i] = in_strides[i + 1] * x.shape()[i + 1];
+  std::vector<int64_t> st(r);
+  for (size_t i = 0; i < r; ++i) st[i] = in_strides[perm[i]];
+  std::vector<int64_t> zero(r, 0);
+  size_t es = x.element_size();
+  const auto* src =
+      x.is_float()                ? reinterpret_cast<const std::byte*>(x.data<float>())
+      : x.dtype() == DType::Int32 ? reinterpret_cast<const std::byte*>(x.data<int32_t>())
+      : x.dtype() == DType::Int64 ? reinterpret_cast<const std::byte*>(x.data<int64_t>())
+                                  : reinterpret_cast<const std::byte*>(x.data<uint8_t>());
+  auto* dst = y.is_float()                ? reinterpret_cast<std::byte*>(y.data<float>())
+              : y.dtype() == DType::Int32 ? reinterpret_cast<std::byte*>(y.data<int32_t>())
+              : y.dtype() == DType::Int64 ? reinterpret_cast<std::byte*>(y.data<int64_t>())
+                                          : reinterpret_cast<std::byte*>(y.data<uint8_t>());
+  if (es == 4) {
+    const auto* s4 = reinterpret_cast<const uint32_t*>(src);
+    auto* d4 = reinterpret_cast<uint32_t*>(dst);
+    for_broadcast(shape, st, zero, [&](int64_t o, int64_t i, int64_t) { d4[o] = s4[i]; });
+  } else {
+    for_broadcast(shape, st, zero, [&](int64_t o, int64_t i, int64_t) {
+      std::memcpy(dst + o * es, src + i * es, es);
+    });
+  }
+}
+
+void k_transpose(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  size_t r = x.rank();
+  std::optional<std::vector<int64_t>> perm = attr_ints(c.node, "perm");
+  if (!perm) perm = attr_ints(c.node, "input_perm");
+  if (perm) {
+    for (int64_t& p : *perm) p = norm_axis(p, r);
+    transpose_to(c, x, *perm);
+    return;
+  }
+  // The permutation is not recorded: infer it from the shapes. Candidates that order the
+  // non-trivial (size > 1) axes the same way move the same data.
+  auto os = out_shape(c);
+  if (!os || os->size() != r)
+    fail("the permutation is not recorded and the output shape is unknown");
+  std::vector<int64_t> p(r);
+  std::iota(p.begin(), p.end(), 0);
+  std::optional<std::vector<int64_t>> chosen, chosen_big;
+  do {
+    bool ok = true;
+    for (size_t i = 0; i < r && ok; ++i) ok = x.shape()[p[i]] == (*os)[i];
+    if (!ok) continue;
+    std::vector<int64_t> big;
+    for (int64_t a : p)
+      if (x.shape()[a] != 1) big.push_back(a);
+    if (chosen && big != *chosen_big)
+      fail("the permutation is not recorded in the graph and " + shape_str(x.shape()) + " -> " +
+           shape_str(*os) + " is ambiguous");
+    if (!chosen) {
+      chosen = p;
+      chosen_big = big;
+    }
+  } while (std::next_permutation(p.begin(), p.end()));
+  if (!chosen)
+    fail("output shape " + shape_str(*os) + " is not a permutation of " + shape_str(x.shape()));
+  transpose_to(c, x, *chosen);
+}
+
+void k_concat(KernelCall& c) {
+  if (c.inputs.empty()) fail("Concat needs inputs");
+  const Tensor& x0 = c.inputs[0];
+  size_t r = x0.rank();
+  std::optional<int64_t> axis = attr_int(c.node, "axis");
+  auto os = out_shape(c);
+  if (!axis) {
+    if (!os) fail("the concat axis is not recorded and the output shape is unknown");
+    for (size_t i = 0; i < r; ++i)
+      if ((*os)[i] != x0.shape()[i]) axis = static_cast<int64_t>(i);
+    if (!axis) axis = 0;  // MindSpore's default
+  }
+  int64_t a = norm_axis(*axis, r);
+  std::vector<int64_t> shape = x0.shape();
+  shape[a] = 0;
+  DType dt = out_dtype(c, 0, x0.dtype());
+  for (const Tensor& t : c.inputs) {
+    if (t.rank() != r) fail("Concat inputs have different ranks");
+    for (size_t i = 0; i < r; ++i)
+      if (static_cast<int64_t>(i) != a && t.shape()[i] != x0.shape()[i])
+        fail("Concat inputs " + x0.type_str() + " and " + t.type_str() + " differ off axis " +
+             std::to_string(a));
+    shape[a] += t.shape()[a];
+  }
+  Tensor& y = emit(c, Tensor(shape, dt));
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(a) + 1; i < r; ++i) inner *= shape[i];
+  int64_t outer = 1;
+  for (int64_t i = 0; i < a; ++i) outer *= shape[i];
+  int64_t off = 0;
+  for (const Tensor& t0 : c.inputs) {
+    Tensor t = t0.dtype() == dt ? t0 : t0.cast(dt);
+    int64_t blk = t.shape()[a] * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      if (y.is_float()) {
+        std::memcpy(y.data<float>() + o * shape[a] * inner + off, t.data<float>() + o * blk,
+                    blk * sizeof(float));
+      } else {
+        for (int64_t k = 0; k < blk; ++k) y.set(o * shape[a] * inner + off + k, t.at(o * blk + k));
+      }
+    }
+    off += blk;
+  }
+}
+
+void k_stack(KernelCall& c) {
+  if (c.inputs.empty()) fail("Stack needs inputs");
+  int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), c.inputs[0].rank() + 1);
+  std::vector<Tensor> parts;
+  for (const Tensor& t : c.inputs) {
+    std::vector<int64_t> s = t.shape();
+    s.insert(s.begin() + axis, 1);
+    parts.push_back(t.reshape(s));
+  }
+  std::vector<const ParamState*> none;
+  std::vector<Tensor> outs;
+  KernelCall sub{c.node, parts, none, outs};
+  k_concat(sub);
+  emit(c, outs[0]);
+}
+
+void k_unstack(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), x.rank());
+  int64_t len = x.shape()[axis];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
+  std::vector<int64_t> shape = x.shape();
+  shape.erase(shape.begin() + axis);
+  for (int64_t k = 0; k < len; ++k) {
+    Tensor& y = emit(c, Tensor(shape, x.dtype()));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) y.set(o * inner + i, x.at((o * len + k) * inner + i));
+  }
+}
+
+void k_split(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), x.rank());
+  size_t n = c.node.outputs.size();
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  int64_t len = x.shape()[axis];
+  int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
+  int64_t start = 0;
+  for (size_t k = 0; k < n; ++k) {
+    auto os = out_shape(c, k);
+    int64_t part = os ? (*os)[axis] : len / static_cast<int64_t>(n);
+    std::vector<int64_t> shape = x.shape();
+    shape[axis] = part;
+    Tensor& y = emit(c, Tensor(shape, x.dtype()));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < part * inner; ++i)
+        y.set(o * part * inner + i, x.at((o * len + start) * inner + i));
+    start += part;
+  }
+}
+
+void k_tile(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  std::vector<int64_t> mult;
+  if (auto m = attr_ints(c.node, "multiples")) {
+    mult = *m;
+  } else {
+    auto os = out_shape(c);
+    if (!os) fail("the multiples are not recorded and the output shape is unknown");
+    std::vector<int64_t> xs = x.shape();
+    while (xs.size() < os->size()) xs.insert(xs.begin(), 1);
+    for (size_t i = 0; i < os->size(); ++i) {
+      if (xs[i] == 0 || (*os)[i] % xs[i]) fail("output shape is not a tiling of the input");
+      mult.push_back((*os)[i] / xs[i]);
+    }
+  }
+  std::vector<int64_t> xs = x.shape();
+  while (xs.size() < mult.size()) xs.insert(xs.begin(), 1);
+  Tensor xr = x.reshape(xs);
+  std::vector<int64_t> shape(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) shape[i] = xs[i] * mult[i];
+  Tensor& y = emit(c, Tensor(shape, x.dtype()));
+  size_t r = shape.size();
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    int64_t src = 0;
+    for (size_t d = 0; d < r; ++d) src = src * xs[d] + idx[d] % xs[d];
+    y.set(o, xr.at(src));
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void k_broadcast_to(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  auto os = out_shape(c);
+  if (!os) fail("the target shape is not known");
+  Tensor& y = emit(c, Tensor(*os, x.dtype()));
+  std::vector<int64_t> zero(os->size(), 0);
+  for_broadcast(*os, bstrides(x.shape(), *os), zero,
+                [&](int64_t o, int64_t i, int64_t) { y.set(o, x.at(i)); });
+}
+
+// ---- indexing
+// -------------------------------------------------------------------------------------
+void gather_rows(KernelCall& c, const Tensor& table, const Tensor& ids, int64_t axis) {
+  if (ids.is_float()) fail("gather indices must be integers, got " + ids.type_str());
+  axis = norm_axis(axis, table.rank());
+  int64_t len = table.shape()[axis];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < table.rank(); ++i) inner *= table.shape()[i];
+  int64_t outer = (len * inner) != 0 ? table.numel() / (len * inner) : 0;
+  std::vector<int64_t> shape(table.shape().begin(), table.shape().begin() + axis);
+  shape.insert(shape.end(), ids.shape().begin(), ids.shape().end());
+  shape.insert(shape.end(), table.shape().begin() + axis + 1, table.shape().end());
+  Tensor& y = emit(c, Tensor(shape, table.dtype()));
+  int64_t n = ids.numel();
+  for (int64_t k = 0; k < n; ++k) {
+    auto id = static_cast<int64_t>(ids.at(k));
+    if (id < 0 || id >= len)
+      fail("index " + std::to_string(id) + " at " + index_str(ids.shape(), k) +
+           " is out of range [0, " + std::to_string(len) + ")");
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < n; ++k) {
+      auto id = static_cast<int64_t>(ids.at(k));
+      int64_t src = (o * len + id) * inner, dst = (o * n + k) * inner;
+      if (table.is_float())
+        std::memcpy(y.data<float>() + dst, table.data<float>() + src, inner * sizeof(float));
+      else
+        for (int64_t i = 0; i < inner; ++i) y.set(dst + i, table.at(src + i));
+    }
+}
+
+void k_gather(KernelCall& c) {
+  if (const Tensor* table = find_param(c, "embedding_table")) {
+    if (attr_bool(c.node, "use_one_hot").value_or(false)) {
+      // one_hot(ids) @ table is the same as a row gather.
+    }
+    gather_rows(c, *table, in(c, 0), 0);
+    return;
+  }
+  const Tensor& x = in(c, 0);
+  const Tensor& ids = in(c, 1);
+  std::optional<int64_t> axis = attr_int(c.node, "axis");
+  if (!axis) {
+    auto os = out_shape(c);
+    if (!os) fail("the gather axis is not recorded and the output shape is unknown");
+    for (size_t a = 0; a < x.rank(); ++a) {
+      std::vector<int64_t> s(x.shape().begin(), x.shape().begin() + a);
+      s.insert(s.end(), ids.shape().begin(), ids.shape().end());
+      s.insert(s.end(), x.shape().begin() + a + 1, x.shape().end());
+      if (s == *os) {
+        if (axis) fail("the gather axis is not recorded in the graph and the shapes are ambiguous");
+        axis = static_cast<int64_t>(a);
+      }
+    }
+    if (!axis) fail("output shape does not match a gather of the input");
+  }
+  gather_rows(c, x, ids, *axis);
+}
+
+void k_one_hot(KernelCall& c) {
+  const Tensor& ids = in(c, 0);
+  auto os = out_shape(c);
+  int64_t axis = attr_int(c.node, "axis").value_or(-1);
+  if (!os) fail("the one-hot depth is not known");
+  int64_t a = norm_axis(axis, os->size());
+  int64_t depth = attr_int(c.node, "depth").value_or((*os)[a]);
+  double on = 1, off = 0;
+  if (c.inputs.size() >= 3) {
+    on = c.inputs[c.inputs.size() - 2].at(0);
+    off = c.inputs[c.inputs.size() - 1].at(0);
+  }
+  Tensor& y = emit(c, Tensor::full(*os, off, out_dtype(c)));
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(a) + 1; i < os->size(); ++i) inner *= (*os)[i];
+  int64_t outer = ids.numel() / std::max<int64_t>(inner, 1);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto id = static_cast<int64_t>(ids.at(o * inner + i));
+      if (id >= 0 && id < depth) y.set((o * depth + id) * inner + i, on);
+    }
+}
+
+// Python index text as the graph records it for Tensor.__getitem__: "[:, 0]", "[..., 1:3]".
+struct IndexItem {
+  enum Kind { Int, Slice, Ellipsis, NewAxis } kind;
+  int64_t i = 0;
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  static IndexItem of(Kind k) {
+    IndexItem it;
+    it.kind = k;
+    return it;
+  }
+};
+
+std::vector<IndexItem> parse_index(std::string s) {
+  auto trim = [](std::string v) {
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.erase(0, 1);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.pop_back();
+    return v;
+  };
+  s = trim(s);
+  if (s.size() >= 2 && s.front() == '[' && s.back() == ']') s = s.substr(1, s.size() - 2);
+  if (s.size() >= 2 && s.front() == '(' && s.back() == ')') s = s.substr(1, s.size() - 2);
+  std::vector<IndexItem> items;
+  auto number = [&](const std::string& t) -> std::optional<int64_t> {
+    std::string v = trim(t);
+    if (v.empty() || v == "None") return std::nullopt;
+    size_t pos = 0;
+    int64_t r = 0;
+    try {
+      r = std::stoll(v, &pos);
+    } catch (...) {
+      fail("index '" + s + "' is not made of integer literals");
+    }
+    if (pos != v.size()) fail("index '" + s + "' is not made of integer literals");
+    return r;
+  };
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i < s.size() && s[i] != ',') continue;
+    std::string part = trim(s.substr(start, i - start));
+    start = i + 1;
+    if (part.empty()) continue;
+    IndexItem it = IndexItem::of(IndexItem::Int);
+    if (part == "..." || part == "Ellipsis") {
+      it.kind = IndexItem::Ellipsis;
+    } else if (part == "None") {
+      it.kind = IndexItem::NewAxis;
+    } else if (part.find(':') != std::string::npos) {
+      it.kind = IndexItem::Slice;
+      size_t c1 = part.find(':');
+      size_t c2 = part.find(':', c1 + 1);
+      it.start = number(part.substr(0, c1));
+      it.stop =
+          number(part.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1));
+      if (c2 != std::string::npos) it.step = number(part.substr(c2 + 1)).value_or(1);
+      if (it.step == 0) fail("slice step cannot be zero");
+    } else {
+      it.i = *number(part);
+    }
+    items.push_back(it);
+  }
+  return items;
+}
+
+void k_strided_slice(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  auto text = attr_str(c.node, "index");
+  if (!text) fail("the slice is not recorded in the graph");
+  std::vector<IndexItem> items = parse_index(*text);
+  size_t consumed = 0;
+  for (const IndexItem& it : items)
+    if (it.kind == IndexItem::Int || it.kind == IndexItem::Slice) ++consumed;
+  std::vector<IndexItem> full;
+  for (const IndexItem& it : items) {
+    if (it.kind == IndexItem::Ellipsis) {
+      for (size_t k = consumed; k < x.rank(); ++k) full.push_back(IndexItem::of(IndexItem::Slice));
+      consumed = x.rank();
+    } else {
+      full.push_back(it);
+    }
+  }
+  size_t used = 0;
+  for (const IndexItem& it : full)
+    if (it.kind != IndexItem::NewAxis) ++used;
+  if (used > x.rank()) fail("too many indices for " + x.type_str());
+  for (size_t k = used; k < x.rank(); ++k) full.push_back(IndexItem::of(IndexItem::Slice));
+  // Per input axis: start, step, count; and the output shape.
+  size_t r = x.rank();
+  std::vector<int64_t> st(r), step(r), cnt(r);
+  std::vector<int64_t> out_shape_v;
+  size_t axis = 0;
+  for (const IndexItem& it : full) {
+    if (it.kind == IndexItem::NewAxis) {
+      out_shape_v.push_back(1);
+      continue;
+    }
+    int64_t d = x.shape()[axis];
+    if (it.kind == IndexItem::Int) {
+      int64_t i = it.i < 0 ? it.i + d : it.i;
+      if (i < 0 || i >= d)
+        fail("index " + std::to_string(it.i) + " is out of bounds for axis " +
+             std::to_string(axis) + " with size " + std::to_string(d));
+      st[axis] = i;
+      step[axis] = 1;
+      cnt[axis] = 1;
+    } else {
+      int64_t s = it.step;
+      int64_t b, e;
+      auto clampi = [&](std::optional<int64_t> v, int64_t dflt, int64_t lo, int64_t hi) {
+        if (!v) return dflt;
+        int64_t q = *v < 0 ? *v + d : *v;
+        return std::clamp(q, lo, hi);
+      };
+      if (s > 0) {
+        b = clampi(it.start, 0, 0, d);
+        e = clampi(it.stop, d, 0, d);
+      } else {
+        b = clampi(it.start, d - 1, -1, d - 1);
+        e = clampi(it.stop, -1, -1, d - 1);
+      }
+      int64_t n = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s)
+                        : std::max<int64_t>(0, (b - e + (-s) - 1) / (-s));
+      st[axis] = b;
+      step[axis] = s;
+      cnt[axis] = n;
+      out_shape_v.push_back(n);
+    }
+    ++axis;
+  }
+  std::vector<int64_t> in_strides(r, 1);
+  for (size_t i = r; i-- > 1;) in_strides[i - 1] = in_strides[i] * x.shape()[i];
+  Tensor& y = emit(c, Tensor(out_shape_v, x.dtype()));
+  std::vector<int64_t> idx(r, 0);
+  int64_t total = 1;
+  for (int64_t v : cnt) total *= v;
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t src = 0;
+    for (size_t d = 0; d < r; ++d) src += (st[d] + idx[d] * step[d]) * in_strides[d];
+    y.set(o, x.at(src));
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < cnt[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void k_range(KernelCall& c) {
+  auto start = attr_float(c.node, "start");
+  auto limit = attr_float(c.node, "limit").value_or(attr_float(c.node, "end").value_or(0));
+  auto delta = attr_float(c.node, "delta").value_or(attr_float(c.node, "step").value_or(1));
+  if (!start && !attr_float(c.node, "limit") && !attr_float(c.node, "end"))
+    fail("the start/end/step of the range are not recorded in the graph");
+  auto os = out_shape(c);
+  int64_t n = os && os->size() == 1
+                  ? (*os)[0]
+                  : static_cast<int64_t>(std::ceil((limit - start.value_or(0)) / delta));
+  Tensor& y = emit(c, Tensor({n}, out_dtype(c, 0, DType::Int64)));
+  for (int64_t i = 0; i < n; ++i) y.set(i, start.value_or(0) + static_cast<double>(i) * delta);
+}
+
+const std::map<std::string, KernelFn, std::less<>>& table() {
+  static const std::map<std::string, KernelFn, std::less<>> t = {
+      {"Abs", k_abs},
+      {"AdaptiveAvgPool2D", k_adaptive_avgpool},
+      {"Add", k_add},
+      {"AddN", k_addn},
+      {"All", k_reduce_all},
+      {"Any", k_reduce_any},
+      {"Argmax", k_argmax_},
+      {"Argmin", k_argmin_},
+      {"AvgPool", k_avgpool},
+      {"BatchMatMul", k_matmul},
+      {"BatchNorm", k_batchnorm},
+      {"BiasAdd", k_bias_add},
+      {"BroadcastTo", k_broadcast_to},
+      {"Cast", k_cast},
+      {"Concat", k_concat},
+      {"Conv2D", k_conv2d},
+      {"Cos", k_cos},
+      {"Dense", k_dense},
+      {"Depend", k_identity},
+      {"Div", k_div},
+      {"Dropout", k_identity},
+      {"Elu", k_elu},
+      {"Equal", k_eq},
+      {"Erf", k_erf},
+      {"Exp", k_exp},
+      {"ExpandDims", k_reshape},
+      {"Flatten", k_reshape},
+      {"Floor", k_floor},
+      {"FloorDiv", k_floordiv},
+      {"FloorMod", k_mod},
+      {"Gather", k_gather},
+      {"GatherV2", k_gather},
+      {"GeLU", k_gelu},
+      {"GELU", k_gelu},
+      {"Greater", k_gt},
+      {"GreaterEqual", k_ge},
+      {"HSigmoid", k_hsigmoid},
+      {"HSwish", k_hswish},
+      {"Identity", k_identity},
+      {"LayerNorm", k_layernorm},
+      {"LeakyReLU", k_leaky_relu},
+      {"Less", k_lt},
+      {"LessEqual", k_le},
+      {"Log", k_log},
+      {"LogSoftmax", k_log_softmax},
+      {"LogicalAnd", k_and},
+      {"LogicalNot", k_not},
+      {"LogicalOr", k_or},
+      {"MatMul", k_matmul},
+      {"MaxPool", k_maxpool},
+      {"Maximum", k_maximum},
+      {"Minimum", k_minimum},
+      {"Mul", k_mul},
+      {"Neg", k_neg},
+      {"NotEqual", k_ne},
+      {"OneHot", k_one_hot},
+      {"OnesLike", k_ones_like},
+      {"Pow", k_pow},
+      {"Range", k_range},
+      {"RealDiv", k_div},
+      {"Reciprocal", k_reciprocal},
+      {"ReduceMax", k_reduce_max},
+      {"ReduceMean", k_reduce_mean},
+      {"ReduceMin", k_reduce_min},
+      {"ReduceProd", k_reduce_prod},
+      {"ReduceSum", k_reduce_sum},
+      {"ReLU", k_relu},
+      {"ReLU6", k_relu6},
+      {"Reshape", k_reshape},
+      {"Rsqrt", k_rsqrt},
+      {"SiLU", k_silu},
+      {"Sigmoid", k_sigmoid},
+      {"Sin", k_sin},
+      {"Softmax", k_softmax},
+      {"Softplus", k_softplus},
+      {"Split", k_split},
+      {"Sqrt", k_sqrt},
+      {"Square", k_square},
+      {"Squeeze", k_reshape},
+      {"Stack", k_stack},
+      {"StridedSlice", k_strided_slice},
+      {"Sub", k_sub},
+      {"Tanh", k_tanh},
+      {"Tile", k_tile},
+      {"Transpose", k_transpose},
+      {"Unsqueeze", k_reshape},
+      {"Unstack", k_unstack},
+      {"View", k_reshape},
+      {"ZerosLike", k_zeros_like},
+  };
+  return t;
+}
+
+}  // namespace
+
+KernelFn find_kernel(std::string_view op) {
+  const auto& t = table();
+  auto it = t.find(op);
+  return it == t.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> r;
+  for (const auto& [k, v] : table()) r.push_back(k);
+  return r;
+}
+
+bool has_kernel(std::string_view op) { return find_kernel(op) != nullptr; }
+std::vector<std::string> kernel_ops() { return kernel_names(); }
+
+}  // namespace graphcore::runtime

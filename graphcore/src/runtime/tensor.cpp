@@ -1,0 +1,491 @@
+// Tensor storage, binary16 rounding, statistics and .npy files.
+#include <Eigen/Core>
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "graphcore/runtime.h"
+#include "runtime/internal.h"
+
+namespace graphcore::runtime {
+
+namespace {
+
+std::shared_ptr<std::byte[]> allocate(size_t bytes) {
+  // 64-byte aligned for vector loads; zero-filled.
+  size_t n = std::max<size_t>(bytes, 1);
+  auto* p = static_cast<std::byte*>(::operator new[](n, std::align_val_t(64)));
+  std::memset(p, 0, n);
+  return {p, [](std::byte* q) { ::operator delete[](q, std::align_val_t(64)); }};
+}
+
+int64_t product(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) throw RuntimeError("negative dimension in tensor shape " + shape_str(s));
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(s[i]);
+  }
+  if (s.size() == 1) r += ",";
+  return r + ")";
+}
+
+bool Tensor::supported(DType d) {
+  return d == DType::Float32 || d == DType::Float16 || d == DType::Int32 || d == DType::Int64 ||
+         d == DType::Bool;
+}
+
+Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+  if (!supported(dtype))
+    throw RuntimeError("the runtime does not support dtype " + std::string(dtype_name(dtype)));
+  numel_ = product(shape_);
+  storage_ = allocate(static_cast<size_t>(numel_) * element_size());
+}
+
+size_t Tensor::element_size() const {
+  switch (dtype_) {
+    case DType::Int64:
+      return 8;
+    case DType::Bool:
+      return 1;
+    default:
+      return 4;
+  }
+}
+
+int64_t Tensor::dim(int64_t axis) const {
+  auto a = normalize_axis(axis, shape_.size());
+  if (!a) throw RuntimeError("axis " + std::to_string(axis) + " out of range for " + type_str());
+  return shape_[*a];
+}
+
+std::string Tensor::type_str() const {
+  return shape_str(shape_) + " " + std::string(dtype_short_name(dtype_));
+}
+
+template <class T>
+static bool storage_is(DType d) {
+  if constexpr (std::is_same_v<T, float>) return d == DType::Float32 || d == DType::Float16;
+  if constexpr (std::is_same_v<T, int32_t>) return d == DType::Int32;
+  if constexpr (std::is_same_v<T, int64_t>) return d == DType::Int64;
+  if constexpr (std::is_same_v<T, uint8_t>) return d == DType::Bool;
+  return false;
+}
+
+template <class T>
+T* Tensor::data() {
+  if (!storage_is<T>(dtype_)) throw std::logic_error("Tensor::data: wrong storage type");
+  return reinterpret_cast<T*>(storage_.get());
+}
+template <class T>
+const T* Tensor::data() const {
+  if (!storage_is<T>(dtype_)) throw std::logic_error("Tensor::data: wrong storage type");
+  return reinterpret_cast<const T*>(storage_.get());
+}
+template float* Tensor::data<float>();
+template const float* Tensor::data<float>() const;
+template int32_t* Tensor::data<int32_t>();
+template const int32_t* Tensor::data<int32_t>() const;
+template int64_t* Tensor::data<int64_t>();
+template const int64_t* Tensor::data<int64_t>() const;
+template uint8_t* Tensor::data<uint8_t>();
+template const uint8_t* Tensor::data<uint8_t>() const;
+
+double Tensor::at(int64_t i) const {
+  switch (dtype_) {
+    case DType::Float32:
+    case DType::Float16:
+      return data<float>()[i];
+    case DType::Int32:
+      return data<int32_t>()[i];
+    case DType::Int64:
+      return static_cast<double>(data<int64_t>()[i]);
+    case DType::Bool:
+      return data<uint8_t>()[i] ? 1.0 : 0.0;
+    default:
+      return 0;
+  }
+}
+
+void Tensor::set(int64_t i, double v) {
+  switch (dtype_) {
+    case DType::Float32:
+      data<float>()[i] = static_cast<float>(v);
+      break;
+    case DType::Float16:
+      data<float>()[i] = round_to_half(static_cast<float>(v));
+      break;
+    case DType::Int32:
+      data<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    case DType::Int64:
+      data<int64_t>()[i] = static_cast<int64_t>(v);
+      break;
+    case DType::Bool:
+      data<uint8_t>()[i] = v != 0 ? 1 : 0;
+      break;
+    default:
+      break;
+  }
+}
+
+Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype) {
+  return Tensor(std::move(shape), dtype);
+}
+Tensor Tensor::ones(std::vector<int64_t> shape, DType dtype) {
+  return full(std::move(shape), 1.0, dtype);
+}
+Tensor Tensor::full(std::vector<int64_t> shape, double value, DType dtype) {
+  Tensor t(std::move(shape), dtype);
+  if (t.is_float()) {
+    float v = dtype == DType::Float16 ? round_to_half(static_cast<float>(value))
+                                      : static_cast<float>(value);
+    std::fill_n(t.data<float>(), t.numel(), v);
+  } else {
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, value);
+  }
+  return t;
+}
+
+Tensor Tensor::random(std::vector<int64_t> shape, DType dtype, uint64_t seed) {
+  Tensor t(std::move(shape), dtype);
+  Rng rng(seed);
+  if (t.is_float()) {
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(rng.normal());
+    if (dtype == DType::Float16) round_to_half(t);
+  } else if (dtype == DType::Bool) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, rng.uniform() < 0.5 ? 0 : 1);
+  } else {
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::floor(rng.uniform() * 10));
+  }
+  return t;
+}
+
+Tensor Tensor::from_floats(std::vector<int64_t> shape, const std::vector<float>& values) {
+  Tensor t(std::move(shape), DType::Float32);
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    throw RuntimeError("from_floats: " + std::to_string(values.size()) + " values for shape " +
+                       shape_str(t.shape()));
+  std::copy(values.begin(), values.end(), t.data<float>());
+  return t;
+}
+
+Tensor Tensor::from_ints(std::vector<int64_t> shape, const std::vector<int64_t>& values,
+                         DType dtype) {
+  Tensor t(std::move(shape), dtype);
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    throw RuntimeError("from_ints: " + std::to_string(values.size()) + " values for shape " +
+                       shape_str(t.shape()));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(values[i]));
+  return t;
+}
+
+Tensor Tensor::reshape(std::vector<int64_t> shape) const {
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && infer < 0) {
+      infer = static_cast<int>(i);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0 && known > 0) shape[infer] = numel_ / known;
+  if (product(shape) != numel_)
+    throw RuntimeError("cannot reshape " + type_str() + " to " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(shape_, dtype_);
+  if (numel_) std::memcpy(t.storage_.get(), storage_.get(), numel_ * element_size());
+  return t;
+}
+
+Tensor Tensor::cast(DType to) const {
+  if (to == dtype_) return *this;
+  Tensor t(shape_, to);
+  if (is_float() && t.is_float()) {
+    std::memcpy(t.data<float>(), data<float>(), numel_ * sizeof(float));
+    if (to == DType::Float16) round_to_half(t);
+    return t;
+  }
+  if (is_float() && to == DType::Int32) {
+    const float* s = data<float>();
+    int32_t* d = t.data<int32_t>();
+    for (int64_t i = 0; i < numel_; ++i)
+      d[i] = std::isfinite(s[i]) ? static_cast<int32_t>(s[i]) : 0;
+    return t;
+  }
+  for (int64_t i = 0; i < numel_; ++i) {
+    double v = at(i);
+    if (!t.is_float() && !std::isfinite(v)) v = 0;
+    t.set(i, v);
+  }
+  return t;
+}
+
+std::string Tensor::preview(size_t max_items) const {
+  std::ostringstream os;
+  os << "[";
+  int64_t n = std::min<int64_t>(numel_, static_cast<int64_t>(max_items));
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) os << ", ";
+    if (dtype_ == DType::Bool)
+      os << (at(i) != 0 ? "True" : "False");
+    else
+      os << at(i);
+  }
+  if (n < numel_) os << ", ...";
+  os << "]";
+  return os.str();
+}
+
+// ---- binary16 ----------------------------------------------------------------------------------
+float round_to_half(float v) { return static_cast<float>(Eigen::half(v)); }
+
+void round_to_half(Tensor& t) {
+  if (!t.is_float()) return;
+  float* p = t.data<float>();
+  int64_t n = t.numel();
+  Eigen::Map<Eigen::ArrayXf> a(p, n);
+  a = a.cast<Eigen::half>().cast<float>();
+}
+
+// ---- statistics --------------------------------------------------------------------------------
+std::string index_str(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    int64_t d = std::max<int64_t>(shape[i], 1);
+    idx[i] = flat % d;
+    flat /= d;
+  }
+  std::string r = "[";
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(idx[i]);
+  }
+  return r + "]";
+}
+
+TensorStats compute_stats(const Tensor& t) {
+  TensorStats s;
+  s.count = t.numel();
+  if (!t.defined() || s.count == 0) return s;
+  double mn = std::numeric_limits<double>::infinity(), mx = -mn;
+  double sum = 0, sum2 = 0;
+  int64_t finite = 0;
+  auto visit = [&](int64_t i, double v) {
+    if (std::isnan(v)) {
+      if (s.nan_count++ == 0) s.first_nan = i;
+      return;
+    }
+    if (std::isinf(v)) {
+      if (s.inf_count++ == 0) s.first_inf = i;
+      return;
+    }
+    if (v == 0) ++s.zero_count;
+    if (std::fabs(v) > kFloat16Max && s.fp16_overflow_count++ == 0) s.first_fp16_overflow = i;
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    sum += v;
+    ++finite;
+  };
+  if (t.is_float()) {
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < s.count; ++i) visit(i, p[i]);
+  } else {
+    for (int64_t i = 0; i < s.count; ++i) visit(i, t.at(i));
+  }
+  if (finite) {
+    s.min = mn;
+    s.max = mx;
+    s.mean = sum / static_cast<double>(finite);
+    // Second pass for a numerically stable variance.
+    for (int64_t i = 0; i < s.count; ++i) {
+      double v = t.at(i);
+      if (std::isfinite(v)) sum2 += (v - s.mean) * (v - s.mean);
+    }
+    s.std = std::sqrt(sum2 / static_cast<double>(finite));
+  }
+  return s;
+}
+
+std::string TensorStats::str() const {
+  std::ostringstream os;
+  os << "min=" << min << " max=" << max << " mean=" << mean << " std=" << std;
+  if (nan_count) os << " nan=" << nan_count;
+  if (inf_count) os << " inf=" << inf_count;
+  if (fp16_overflow_count) os << " fp16_overflow=" << fp16_overflow_count;
+  if (all_zero()) os << " all-zero";
+  return os.str();
+}
+
+// ---- .npy --------------------------------------------------------------------------------------
+Tensor read_npy(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  auto fail = [&](const std::string& why) {
+    throw std::runtime_error(path.string() + ": not a supported .npy file: " + why);
+  };
+  char magic[8];
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail("bad magic");
+  uint32_t header_len = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    if (!in.read(reinterpret_cast<char*>(b), 2)) fail("truncated header");
+    header_len = b[0] | (b[1] << 8);
+  } else if (magic[6] == 2 || magic[6] == 3) {
+    unsigned char b[4];
+    if (!in.read(reinterpret_cast<char*>(b), 4)) fail("truncated header");
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  } else {
+    fail("version " + std::to_string(magic[6]));
+  }
+  if (header_len > (1u << 20)) fail("header too large");
+  std::string header(header_len, '\0');
+  if (!in.read(header.data(), header_len)) fail("truncated header");
+  auto field = [&](const std::string& key) -> std::string {
+    size_t k = header.find("'" + key + "'");
+    if (k == std::string::npos) fail("no '" + key + "' in header");
+    size_t colon = header.find(':', k);
+    size_t b = header.find_first_not_of(' ', colon + 1);
+    if (header[b] == '\'') return header.substr(b + 1, header.find('\'', b + 1) - b - 1);
+    if (header[b] == '(') return header.substr(b + 1, header.find(')', b) - b - 1);
+    size_t e = header.find_first_of(",}", b);
+    return header.substr(b, e - b);
+  };
+  std::string descr = field("descr");
+  if (field("fortran_order").starts_with("True")) fail("Fortran order");
+  std::vector<int64_t> shape;
+  {
+    std::string dims = field("shape");
+    std::istringstream ds(dims);
+    std::string tok;
+    while (std::getline(ds, tok, ',')) {
+      size_t b = tok.find_first_not_of(' ');
+      if (b == std::string::npos) continue;
+      shape.push_back(std::stoll(tok.substr(b)));
+    }
+  }
+  if (descr.size() < 3 || descr[0] == '>') fail("big-endian or unknown dtype '" + descr + "'");
+  std::string code = descr.substr(1);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  auto read_raw = [&](size_t bytes) {
+    std::vector<char> buf(static_cast<size_t>(n) * bytes);
+    if (!in.read(buf.data(), static_cast<std::streamsize>(buf.size()))) fail("truncated data");
+    return buf;
+  };
+  auto convert = [&]<class S>(DType to, size_t) {
+    auto buf = read_raw(sizeof(S));
+    Tensor t(shape, to);
+    for (int64_t i = 0; i < n; ++i) {
+      S v;
+      std::memcpy(&v, buf.data() + i * sizeof(S), sizeof(S));
+      t.set(i, static_cast<double>(v));
+    }
+    return t;
+  };
+  if (code == "f4") {
+    Tensor t(shape, DType::Float32);
+    auto buf = read_raw(4);
+    std::memcpy(t.data<float>(), buf.data(), buf.size());
+    return t;
+  }
+  if (code == "f8") return convert.operator()<double>(DType::Float32, 8);
+  if (code == "f2") {
+    auto buf = read_raw(2);
+    Tensor t(shape, DType::Float16);
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, buf.data() + i * 2, 2);
+      t.data<float>()[i] = static_cast<float>(std::bit_cast<Eigen::half>(bits));
+    }
+    return t;
+  }
+  if (code == "i4") return convert.operator()<int32_t>(DType::Int32, 4);
+  if (code == "i8") return convert.operator()<int64_t>(DType::Int64, 8);
+  if (code == "i2") return convert.operator()<int16_t>(DType::Int32, 2);
+  if (code == "i1") return convert.operator()<int8_t>(DType::Int32, 1);
+  if (code == "u1") return convert.operator()<uint8_t>(DType::Int32, 1);
+  if (code == "b1") return convert.operator()<uint8_t>(DType::Bool, 1);
+  fail("dtype '" + descr + "'");
+  return {};
+}
+
+void write_npy(const std::filesystem::path& path, const Tensor& t) {
+  std::string descr;
+  switch (t.dtype()) {
+    case DType::Float32:
+      descr = "<f4";
+      break;
+    case DType::Float16:
+      descr = "<f2";
+      break;
+    case DType::Int32:
+      descr = "<i4";
+      break;
+    case DType::Int64:
+      descr = "<i8";
+      break;
+    case DType::Bool:
+      descr = "|b1";
+      break;
+    default:
+      throw std::runtime_error("write_npy: unsupported dtype");
+  }
+  std::string shape;
+  for (int64_t d : t.shape()) shape += std::to_string(d) + ", ";
+  if (t.rank() > 1) shape.resize(shape.size() - 1), shape.back() = ' ', shape.pop_back();
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+  out.write("\x93NUMPY\x01\x00", 8);
+  auto len = static_cast<uint16_t>(header.size());
+  char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  out.write(lb, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  if (t.dtype() == DType::Float16) {
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      auto bits = std::bit_cast<uint16_t>(Eigen::half(t.data<float>()[i]));
+      out.write(reinterpret_cast<const char*>(&bits), 2);
+    }
+  } else if (t.numel()) {
+    const void* p = nullptr;
+    if (t.is_float())
+      p = t.data<float>();
+    else if (t.dtype() == DType::Int32)
+      p = t.data<int32_t>();
+    else if (t.dtype() == DType::Int64)
+      p = t.data<int64_t>();
+    else
+      p = t.data<uint8_t>();
+    out.write(static_cast<const char*>(p),
+              static_cast<std::streamsize>(t.numel() * t.element_size()));
+  }
+  if (!out) throw std::runtime_error("error writing " + path.string());
+}
+
+}  // namespace graphcore::runtime
