@@ -118,10 +118,12 @@ std::optional<InitSpec> layer_default(const std::string& api, const std::string&
     if (rel == "weight") return he_sqrt5();
     if (rel == "bias") return fan_in_bias();
   }
-  if (rel == "gamma") return make(K::One);
-  if (rel == "beta" || rel == "moving_mean") return make(K::Zero);
-  if (rel == "moving_variance") return make(K::One);
-  if (rel == "embedding_table") return make(K::Normal);  // 'normal': Normal(sigma=0.01)
+  // Normalisation layers and embeddings, by the parameter's own name.
+  std::string leaf = rel.substr(rel.find_last_of('.') + 1);
+  if (leaf == "gamma") return make(K::One);
+  if (leaf == "beta" || leaf == "moving_mean") return make(K::Zero);
+  if (leaf == "moving_variance") return make(K::One);
+  if (leaf == "embedding_table") return make(K::Normal);  // 'normal': Normal(sigma=0.01)
   if (api == "nn.PReLU" && rel == "w") {
     InitSpec s = make(K::Constant);
     s.value = 0.25;
@@ -140,8 +142,8 @@ std::optional<InitSpec> layer_default(const std::string& api, const std::string&
       return s;
     }
   }
-  if (rel == "weight") return he_sqrt5();
-  if (rel == "bias") return make(K::Zero);
+  if (leaf == "weight") return he_sqrt5();
+  if (leaf == "bias") return make(K::Zero);
   return std::nullopt;
 }
 

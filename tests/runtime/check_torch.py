@@ -1,0 +1,380 @@
+#!/usr/bin/python3
+"""Checks graphcore's CPU runtime against PyTorch (Debian's python3-torch; run with /usr/bin/python3).
+
+For each case, `cellscope-run` runs a Cell on the runtime and writes the graph (graph.json), the
+parameters it initialised, the inputs, and every node's outputs as .npy files. This script then
+re-executes the same graph in PyTorch with the same weights and inputs and compares:
+
+  * per node: the torch op applied to the runtime's own input values (isolates each kernel), and
+  * end to end: the whole network chained in torch from the inputs, against the runtime's outputs.
+
+LeNet-5 is additionally rebuilt as an explicit torch.nn.Module (independent of the graph walk).
+
+A tensor passes when max|a - b| <= atol + rtol * max|b| (per tensor; reported as max abs error
+and error relative to the tensor's scale). Tolerances: fp32 per node rtol 1e-4; end to end
+rtol 1e-4 (ResNet-50: 1e-3, 160+ layers of accumulation order differences).
+
+Usage: /usr/bin/python3 tests/runtime/check_torch.py [--bin build-rt/bench/cellscope-run]
+                                                    [--work DIR] [--only NAME] [-v]
+Exit status 0 when every comparison passes.
+"""
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# name, model file, input shapes, input specs, end-to-end rtol
+CASES = [
+    ("conv_family", "tests/runtime/models/conv_family.py", ["2,4,17,19"], [], 1e-4),
+    ("pool_family", "tests/runtime/models/pool_family.py", ["2,3,11,13"], [], 1e-4),
+    ("dense_norm", "tests/runtime/models/dense_norm.py", ["2,4,6,6"], [], 1e-4),
+    ("activations", "tests/runtime/models/activations.py", ["4,6", "4,6"], [], 1e-4),
+    ("shapes", "tests/runtime/models/shapes.py", ["3,4,5", "2,5:int32"], ["random", "random"],
+     1e-4),
+    ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
+    ("mobilenetv2", "tests/corpus/models/mobilenetv2.py", ["1,3,224,224"], [], 1e-3),
+    ("resnet50", "tests/corpus/models/resnet50.py", ["1,3,224,224"], [], 1e-3),
+]
+
+NODE_RTOL = 1e-4
+ATOL = 1e-6
+
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
+                "int64": torch.int64, "bool": torch.bool}
+
+
+def load(path):
+    return torch.from_numpy(np.load(path))
+
+
+def attr(node, name, default=None):
+    return node["attrs"].get(name, default)
+
+
+def pair(v, n=2):
+    if isinstance(v, list):
+        return v[-n:] if len(v) >= n else v * n
+    return [v] * n
+
+
+def out_shape(node, i=0):
+    return node["outputs"][i]["shape"]
+
+
+def window_pads(node, spatial, kernel, stride, dilation, ceil_mode=False):
+    """MindSpore pad modes as (before, after) per spatial dim (independent re-derivation)."""
+    mode = str(attr(node, "pad_mode", "valid")).lower()
+    pads = []
+    for i, size in enumerate(spatial):
+        eff = (kernel[i] - 1) * dilation[i] + 1
+        if mode == "same":
+            out = -(-size // stride[i])
+            total = max((out - 1) * stride[i] + eff - size, 0)
+            pads.append((total // 2, total - total // 2))
+        elif mode == "pad":
+            p = attr(node, "padding", attr(node, "pad", 0))
+            if isinstance(p, int):
+                pads.append((p, p))
+            elif len(p) == len(spatial):
+                pads.append((p[i], p[i]))
+            else:
+                pads.append((p[2 * i], p[2 * i + 1]))
+        else:
+            pads.append((0, 0))
+    return pads
+
+
+def torch_pad(x, pads, value=0.0):
+    flat = []
+    for before, after in reversed(pads):
+        flat += [before, after]
+    return F.pad(x, flat, value=value)
+
+
+def conv2d(node, x, params):
+    w = params[0]
+    b = params[1] if len(params) > 1 and attr(node, "has_bias", False) else None
+    k = list(w.shape[2:])
+    stride = pair(attr(node, "stride", 1))
+    dilation = pair(attr(node, "dilation", 1))
+    pads = window_pads(node, list(x.shape[2:]), k, stride, dilation)
+    return F.conv2d(torch_pad(x, pads), w, b, stride=stride, dilation=dilation,
+                    groups=attr(node, "group", 1))
+
+
+def pool2d(node, x, is_max):
+    k = pair(attr(node, "kernel_size", 1))
+    stride = pair(attr(node, "stride", 1))
+    mode = str(attr(node, "pad_mode", "valid")).lower()
+    ceil_mode = bool(attr(node, "ceil_mode", False))
+    pads = window_pads(node, list(x.shape[2:]), k, stride, [1, 1])
+    if is_max:
+        if mode == "pad":
+            return F.max_pool2d(x, k, stride, padding=[p[0] for p in pads], ceil_mode=ceil_mode)
+        return F.max_pool2d(torch_pad(x, pads, float("-inf")), k, stride, ceil_mode=ceil_mode)
+    if mode == "same":  # average over the valid elements only
+        s = F.avg_pool2d(torch_pad(x, pads), k, stride, divisor_override=1)
+        cnt = F.avg_pool2d(torch_pad(torch.ones_like(x), pads), k, stride, divisor_override=1)
+        return s / cnt
+    if mode == "pad":
+        return F.avg_pool2d(x, k, stride, padding=[p[0] for p in pads], ceil_mode=ceil_mode,
+                            count_include_pad=bool(attr(node, "count_include_pad", True)))
+    return F.avg_pool2d(x, k, stride, ceil_mode=ceil_mode)
+
+
+def reduce_axes(node, x):
+    shape, out = list(x.shape), out_shape(node)
+    if attr(node, "axis") is not None:
+        a = attr(node, "axis")
+        axes = [a] if isinstance(a, int) else list(a)
+        return [ax % len(shape) for ax in axes] or list(range(len(shape))), len(out) == len(shape)
+    if len(out) == len(shape):
+        return [i for i in range(len(shape)) if out[i] != shape[i]], True
+    for r in range(len(shape) + 1):
+        for axes in itertools.combinations(range(len(shape)), r):
+            if [d for i, d in enumerate(shape) if i not in axes] == out:
+                return list(axes), False
+    raise ValueError("cannot infer reduction axes")
+
+
+def transpose_perm(node, x):
+    if attr(node, "perm") is not None:
+        return attr(node, "perm")
+    out = out_shape(node)
+    for p in itertools.permutations(range(x.dim())):
+        if [x.shape[i] for i in p] == out:
+            return list(p)
+    raise ValueError("no permutation")
+
+
+def dense_activation(y, act):
+    if act in (None, "", "None"):
+        return y
+    return {"relu": F.relu, "relu6": F.relu6, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+            "gelu": lambda t: F.gelu(t, approximate="tanh")}[act](y)
+
+
+def gelu_approx(node):
+    a = attr(node, "approximate")
+    if isinstance(a, str):
+        return a == "tanh"
+    if a is not None:
+        return bool(a)
+    return node["api"] == "nn.GELU"
+
+
+def run_op(node, ins, params):
+    op = node["op"]
+    x = ins[0] if ins else None
+    if op == "Conv2D":
+        return [conv2d(node, x, params)]
+    if op == "MaxPool":
+        return [pool2d(node, x, True)]
+    if op == "AvgPool":
+        return [pool2d(node, x, False)]
+    if op == "MatMul" and node["api"] == "nn.Dense":
+        y = F.linear(x, params[0], params[1] if len(params) > 1 else None)
+        return [dense_activation(y, attr(node, "activation"))]
+    if op in ("MatMul", "BatchMatMul"):
+        a, b = ins[0], ins[1]
+        if attr(node, "transpose_a", False):
+            a = a.transpose(-1, -2)
+        if attr(node, "transpose_b", False):
+            b = b.transpose(-1, -2)
+        return [torch.matmul(a, b)]
+    if op == "BatchNorm":
+        named = dict(zip([p.rsplit(".", 1)[-1] for p in node["params"]], params))
+        return [F.batch_norm(x, named["moving_mean"], named["moving_variance"], named["gamma"],
+                             named["beta"], False, 0.0, attr(node, "eps", 1e-5))]
+    if op == "LayerNorm":
+        begin = attr(node, "begin_norm_axis", -1) % x.dim()
+        return [F.layer_norm(x, list(x.shape[begin:]), params[0], params[1],
+                             attr(node, "epsilon", 1e-7))]
+    if op == "ReLU":
+        return [F.relu(x)]
+    if op == "ReLU6":
+        return [F.relu6(x)]
+    if op == "GeLU":
+        return [F.gelu(x, approximate="tanh" if gelu_approx(node) else "none")]
+    if op == "Sigmoid":
+        return [torch.sigmoid(x)]
+    if op == "Tanh":
+        return [torch.tanh(x)]
+    if op in ("Softmax", "LogSoftmax"):
+        a = attr(node, "axis", -1)
+        a = a[0] if isinstance(a, list) else a
+        return [(F.softmax if op == "Softmax" else F.log_softmax)(x, dim=a)]
+    if op in ("Exp", "Log", "Sqrt", "Abs", "Neg"):
+        return [getattr(torch, op.lower())(x)]
+    if op in ("Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum", "Pow"):
+        fn = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
+              "RealDiv": torch.div, "Maximum": torch.maximum, "Minimum": torch.minimum,
+              "Pow": torch.pow}[op]
+        return [fn(ins[0], ins[1])]
+    if op in ("ReduceMean", "ReduceSum", "ReduceMax"):
+        axes, keep = reduce_axes(node, x)
+        if op == "ReduceMax":
+            return [torch.amax(x, dim=axes, keepdim=keep)]
+        fn = torch.mean if op == "ReduceMean" else torch.sum
+        return [fn(x, dim=axes, keepdim=keep) if axes else x.clone()]
+    if op in ("Reshape", "Flatten", "ExpandDims", "Squeeze"):
+        return [x.reshape(out_shape(node))]
+    if op == "Transpose":
+        return [x.permute(transpose_perm(node, x))]
+    if op == "Concat":
+        out = out_shape(node)
+        a = attr(node, "axis")
+        if a is None:
+            a = next((i for i in range(len(out)) if out[i] != ins[0].shape[i]), 0)
+        return [torch.cat(ins, dim=a)]
+    if op in ("Dropout", "Identity"):
+        return [x]
+    if op == "Cast":
+        return [x.to(TORCH_DTYPES[node["outputs"][0]["dtype"]])]
+    if op == "Gather" and node["api"] == "nn.Embedding":
+        return [F.embedding(x.long(), params[0])]
+    if op == "StridedSlice":
+        return [eval("x" + attr(node, "index"), {"x": x})]  # the index is literal source text
+    if op == "Tile":
+        out = out_shape(node)
+        return [x.repeat([o // s for o, s in zip(out, [1] * (len(out) - x.dim()) + list(x.shape))])]
+    raise NotImplementedError(f"no torch reference for op {op} ({node['api']})")
+
+
+def compare(a, b, rtol):
+    a = a.detach().double().numpy() if isinstance(a, torch.Tensor) else np.asarray(a, np.float64)
+    b = b.detach().double().numpy() if isinstance(b, torch.Tensor) else np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return False, float("inf"), float("inf"), f"shape {a.shape} vs {b.shape}"
+    if a.size == 0:
+        return True, 0.0, 0.0, ""
+    err = float(np.max(np.abs(a - b)))
+    scale = float(np.max(np.abs(b)))
+    rel = err / scale if scale > 0 else err
+    return err <= ATOL + rtol * scale, err, rel, ""
+
+
+class TorchLeNet5(torch.nn.Module):
+    """LeNet-5 written directly in torch (tests/corpus/models/lenet5.py)."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        p = self.p
+        x = F.max_pool2d(F.relu(F.conv2d(x, p["conv1.weight"])), 2, 2)
+        x = F.max_pool2d(F.relu(F.conv2d(x, p["conv2.weight"])), 2, 2)
+        x = torch.flatten(x, 1)
+        x = F.relu(F.linear(x, p["fc1.weight"], p["fc1.bias"]))
+        x = F.relu(F.linear(x, p["fc2.weight"], p["fc2.bias"]))
+        return F.linear(x, p["fc3.weight"], p["fc3.bias"])
+
+
+def check_case(name, model, shapes, specs, e2e_rtol, binary, work, verbose):
+    out = os.path.join(work, name)
+    cmd = [binary, os.path.join(ROOT, model), "--out", out, "--dump-all", "--seed", "3"]
+    for s in shapes:
+        cmd += ["--input-shape", s]
+    for s in specs:
+        cmd += ["--input", s]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL {name}: cellscope-run failed: {r.stderr.strip()}")
+        return False
+    g = json.load(open(os.path.join(out, "graph.json")))
+    nodes = g["nodes"]
+    params = {p["name"]: load(os.path.join(out, "params", p["name"] + ".npy")) for p in g["params"]}
+    ours = {}
+    for n in nodes:
+        for k in range(len(n["outputs"])):
+            path = os.path.join(out, "values", f"{n['index']}_{k}.npy")
+            if os.path.exists(path):
+                ours[(n["index"], k)] = load(path)
+    ok = True
+    worst = (0.0, 0.0, "")
+    inputs = [n for n in nodes if n["kind"] == "input"]
+    chained = {}
+    with torch.no_grad():
+        for n in nodes:
+            i = n["index"]
+            if n["kind"] == "input":
+                t = load(os.path.join(out, "inputs", f"{inputs.index(n)}.npy"))
+                chained[(i, 0)] = t
+                continue
+            if n["kind"] == "parameter":
+                chained[(i, 0)] = params[n["params"][0]]
+                continue
+            p = [params[q] for q in n["params"]]
+            # per node: the runtime's own inputs
+            mine = [ours[(a, b)] for a, b in n["inputs"]]
+            ref = run_op(n, mine, p)
+            for k, t in enumerate(ref):
+                passed, err, rel, why = compare(ours[(i, k)], t, NODE_RTOL)
+                if rel > worst[1]:
+                    worst = (err, rel, n["id"])
+                if not passed:
+                    ok = False
+                    print(f"FAIL {name}: node {n['id']} ({n['op']}) output {k}: max abs err "
+                          f"{err:.3g}, relative {rel:.3g} {why}")
+                elif verbose:
+                    print(f"  ok {name}: {n['id']} ({n['op']}) err {err:.3g} rel {rel:.3g}")
+            # end to end: torch's own chain
+            chain_in = [chained[(a, b)] for a, b in n["inputs"]]
+            for k, t in enumerate(run_op(n, chain_in, p)):
+                chained[(i, k)] = t
+    e2e = []
+    for j, (a, b) in enumerate(g["outputs"]):
+        got = load(os.path.join(out, "outputs", f"{j}.npy"))
+        passed, err, rel, why = compare(got, chained[(a, b)], e2e_rtol)
+        e2e.append((err, rel))
+        if not passed:
+            ok = False
+            print(f"FAIL {name}: end-to-end output {j}: max abs err {err:.3g}, relative {rel:.3g} "
+                  f"(rtol {e2e_rtol}) {why}")
+    if name == "lenet5":
+        with torch.no_grad():
+            ref = TorchLeNet5(params)(load(os.path.join(out, "inputs", "0.npy")))
+        passed, err, rel, why = compare(load(os.path.join(out, "outputs", "0.npy")), ref, e2e_rtol)
+        e2e.append((err, rel))
+        ok = ok and passed
+        print(f"{'ok  ' if passed else 'FAIL'} {name}: explicit torch.nn LeNet-5: max abs err "
+              f"{err:.3g}, relative {rel:.3g}")
+    e2e_err = max((e for e, _ in e2e), default=0.0)
+    e2e_rel = max((r for _, r in e2e), default=0.0)
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(nodes)} nodes; worst node {worst[2]!r} "
+          f"abs {worst[0]:.3g} rel {worst[1]:.3g} (rtol {NODE_RTOL}); end to end abs "
+          f"{e2e_err:.3g} rel {e2e_rel:.3g} (rtol {e2e_rtol})")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build-rt", "bench", "cellscope-run"))
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--only", action="append")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    work = a.work or tempfile.mkdtemp(prefix="cellscope-rt-")
+    results = []
+    for case in CASES:
+        if a.only and case[0] not in a.only:
+            continue
+        results.append(check_case(*case, a.bin, work, a.verbose))
+    print(f"{sum(results)}/{len(results)} cases pass (torch {torch.__version__}; files in {work})")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""Runtime kernel family: MaxPool2d / AvgPool2d pad modes, ceil_mode; ReduceMean/ReduceSum."""
+import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class PoolFamily(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.max_valid = nn.MaxPool2d(kernel_size=2, stride=2)
+        self.max_same = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode='same')
+        self.max_pad = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode='pad', padding=1)
+        self.max_ceil = nn.MaxPool2d(kernel_size=2, stride=2, pad_mode='pad', padding=0, ceil_mode=True)
+        self.avg_valid = nn.AvgPool2d(kernel_size=2, stride=1)
+        self.avg_same = nn.AvgPool2d(kernel_size=3, stride=2, pad_mode='same')
+        self.mean = ops.ReduceMean(keep_dims=True)
+        self.sum = ops.ReduceSum(keep_dims=False)
+
+    def construct(self, x):
+        a = self.max_valid(x)
+        b = self.max_same(x)
+        c = self.max_pad(x)
+        d = self.max_ceil(x)
+        e = self.avg_valid(x)
+        f = self.avg_same(x)
+        g = self.mean(x, (2, 3))
+        h = self.sum(x, 1)
+        return a, b, c, d, e, f, g, h
+
+
+net = PoolFamily()

@@ -1,0 +1,474 @@
+// graphcore runtime: tensors, statistics, .npy, initializers, kernels on small hand-checkable
+// cases, and the Executor's hooks (pause/resume/abort/interrupt, errors naming the node).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "graphcore/analysis.h"
+#include "graphcore/runtime.h"
+
+using namespace graphcore;
+using namespace graphcore::runtime;
+
+namespace {
+
+// A tiny graph builder: inputs, ops, parameters.
+struct G {
+  CellReport r;
+  G() {
+    r.name = "T";
+    r.file = "model.py";
+    r.compiled = true;
+  }
+  uint32_t input(std::vector<int64_t> shape, DType dt = DType::Float32) {
+    Node n;
+    n.id = "in" + std::to_string(r.graph.nodes.size());
+    n.kind = NodeKind::Input;
+    n.op = "Input";
+    n.outputs.push_back({Shape::of(shape), dt});
+    r.graph.nodes.push_back(std::move(n));
+    return static_cast<uint32_t>(r.graph.nodes.size() - 1);
+  }
+  uint32_t op(std::string op, std::vector<uint32_t> ins, std::vector<int64_t> out,
+              std::vector<Attr> attrs = {}, std::vector<std::string> params = {},
+              DType dt = DType::Float32, uint32_t line = 0, std::string api = "") {
+    Node n;
+    n.id = op + "_" + std::to_string(r.graph.nodes.size());
+    n.op = op;
+    n.api = api;
+    for (uint32_t i : ins) n.inputs.push_back({i, 0});
+    n.outputs.push_back({Shape::of(out), dt});
+    n.attrs = std::move(attrs);
+    n.params = params;
+    n.file = "model.py";
+    n.range.start.line = line;
+    r.graph.nodes.push_back(std::move(n));
+    return static_cast<uint32_t>(r.graph.nodes.size() - 1);
+  }
+  void param(std::string name, std::vector<int64_t> shape) {
+    r.params.push_back({std::move(name), Shape::of(shape), DType::Float32, true});
+  }
+  void output(uint32_t n) { r.graph.outputs.push_back({n, 0}); }
+};
+
+std::vector<float> values(const Tensor& t) {
+  std::vector<float> v(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = static_cast<float>(t.at(i));
+  return v;
+}
+
+Tensor run1(G& g, std::vector<Tensor> inputs, ExecOptions o = {},
+            std::map<std::string, Tensor> params = {}) {
+  Executor ex(g.r, o);
+  for (size_t i = 0; i < inputs.size(); ++i) ex.set_input(i, inputs[i]);
+  for (auto& [k, v] : params) ex.set_param(k, v);
+  RunStatus s = ex.run();
+  EXPECT_EQ(s.kind, RunStatus::Kind::Finished) << s.message;
+  auto outs = ex.outputs();
+  return outs.empty() ? Tensor() : outs[0];
+}
+
+}  // namespace
+
+TEST(RuntimeTensor, ShapesCastsAndHalf) {
+  Tensor t = Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.reshape({3, -1}).shape(), (std::vector<int64_t>{3, 2}));
+  EXPECT_THROW((void)t.reshape({4, 2}), RuntimeError);
+  Tensor i = Tensor::from_floats({3}, {1.9f, -1.9f, 0.2f}).cast(DType::Int32);
+  EXPECT_EQ(values(i), (std::vector<float>{1, -1, 0}));  // truncation toward zero
+  EXPECT_EQ(round_to_half(1.0001f), 1.0f);
+  EXPECT_EQ(round_to_half(65504.0f), 65504.0f);
+  EXPECT_TRUE(std::isinf(round_to_half(65520.0f)));
+  EXPECT_THROW(Tensor({2}, DType::Complex64), RuntimeError);
+  Tensor a = Tensor::random({4, 4}, DType::Float32, 7),
+         b = Tensor::random({4, 4}, DType::Float32, 7);
+  EXPECT_EQ(values(a), values(b));
+}
+
+TEST(RuntimeTensor, Statistics) {
+  float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  Tensor t = Tensor::from_floats({2, 3}, {0, 1, nan, 3, inf, 70000});
+  TensorStats s = compute_stats(t);
+  EXPECT_EQ(s.nan_count, 1);
+  EXPECT_EQ(s.first_nan, 2);
+  EXPECT_EQ(s.inf_count, 1);
+  EXPECT_EQ(s.first_inf, 4);
+  EXPECT_EQ(s.fp16_overflow_count, 1);
+  EXPECT_EQ(s.first_fp16_overflow, 5);
+  EXPECT_EQ(s.zero_count, 1);
+  EXPECT_DOUBLE_EQ(s.min, 0);
+  EXPECT_DOUBLE_EQ(s.max, 70000);
+  EXPECT_DOUBLE_EQ(s.mean, 70004.0 / 4);
+  EXPECT_EQ(index_str({2, 3}, 5), "[1, 2]");
+  EXPECT_TRUE(compute_stats(Tensor::zeros({3})).all_zero());
+  TensorStats u = compute_stats(Tensor::from_floats({2}, {1, 3}));
+  EXPECT_DOUBLE_EQ(u.std, 1.0);
+}
+
+TEST(RuntimeTensor, NpyRoundTrip) {
+  auto dir = std::filesystem::temp_directory_path() / "cellscope_rt_npy";
+  std::filesystem::create_directories(dir);
+  Tensor f = Tensor::from_floats({2, 2}, {1.5f, -2, 3, 4});
+  write_npy(dir / "f.npy", f);
+  EXPECT_EQ(values(read_npy(dir / "f.npy")), values(f));
+  Tensor l = Tensor::from_ints({3}, {1, -5, 1LL << 40}, DType::Int64);
+  write_npy(dir / "l.npy", l);
+  Tensor l2 = read_npy(dir / "l.npy");
+  EXPECT_EQ(l2.dtype(), DType::Int64);
+  EXPECT_EQ(l2.data<int64_t>()[2], 1LL << 40);
+  Tensor h = Tensor::from_floats({2}, {0.1f, 2}).cast(DType::Float16);
+  write_npy(dir / "h.npy", h);
+  Tensor h2 = read_npy(dir / "h.npy");
+  EXPECT_EQ(h2.dtype(), DType::Float16);
+  EXPECT_EQ(values(h2), values(h));
+  Tensor b = Tensor::from_ints({2}, {0, 1}, DType::Bool);
+  write_npy(dir / "b.npy", b);
+  EXPECT_EQ(values(read_npy(dir / "b.npy")), (std::vector<float>{0, 1}));
+  Tensor s = Tensor::full({}, 2.5);
+  write_npy(dir / "s.npy", s);
+  EXPECT_EQ(read_npy(dir / "s.npy").rank(), 0u);
+  EXPECT_THROW(read_npy(dir / "missing.npy"), std::runtime_error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RuntimeInit, ParseAndFill) {
+  auto n = InitSpec::parse("Normal(0.02)");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->kind, InitSpec::Kind::Normal);
+  EXPECT_DOUBLE_EQ(n->sigma, 0.02);
+  auto t = InitSpec::parse("init.TruncatedNormal(sigma=0.1, mean=1)");
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->mean, 1);
+  auto he = InitSpec::parse("HeUniform(math.sqrt(5))");
+  ASSERT_TRUE(he);
+  EXPECT_DOUBLE_EQ(he->negative_slope, std::sqrt(5.0));
+  EXPECT_EQ(InitSpec::parse("'zeros'")->kind, InitSpec::Kind::Zero);
+  EXPECT_EQ(InitSpec::parse("\"xavier_uniform\"")->kind, InitSpec::Kind::XavierUniform);
+  EXPECT_DOUBLE_EQ(InitSpec::parse("0.5")->value, 0.5);
+  EXPECT_FALSE(InitSpec::parse("my_init(3)"));
+  EXPECT_FALSE(InitSpec::parse("self.w_init"));
+
+  // MindSpore's Conv2d default HeUniform(sqrt(5)): bound 1/sqrt(fan_in).
+  Tensor w({8, 4, 3, 3}, DType::Float32);
+  fill_init(w, *he, 1);
+  double bound = 1.0 / std::sqrt(4.0 * 9);
+  TensorStats s = compute_stats(w);
+  EXPECT_LE(s.max, bound);
+  EXPECT_GE(s.min, -bound);
+  EXPECT_GT(s.max, 0.8 * bound);
+  Tensor w2({8, 4, 3, 3}, DType::Float32);
+  fill_init(w2, *he, 1);
+  EXPECT_EQ(values(w), values(w2));  // reproducible from the seed
+  Tensor tn({1000}, DType::Float32);
+  fill_init(tn, *InitSpec::parse("TruncatedNormal(1.0, 0, -0.5, 0.5)"), 2);
+  EXPECT_LE(compute_stats(tn).max, 0.5);
+  EXPECT_GE(compute_stats(tn).min, -0.5);
+}
+
+TEST(RuntimeKernels, ConvSamePaddingOnOnes) {
+  G g;
+  uint32_t x = g.input({1, 1, 3, 3});
+  g.param("c.weight", {1, 1, 3, 3});
+  uint32_t c = g.op("Conv2D", {x}, {1, 1, 3, 3},
+                    {{"pad_mode", std::string("same")}, {"kernel_size", int64_t{3}}}, {"c.weight"});
+  g.r.graph.nodes[c].scope = "c";
+  g.output(c);
+  Tensor y = run1(g, {Tensor::ones({1, 1, 3, 3})}, {}, {{"c.weight", Tensor::ones({1, 1, 3, 3})}});
+  EXPECT_EQ(values(y), (std::vector<float>{4, 6, 4, 6, 9, 6, 4, 6, 4}));
+}
+
+TEST(RuntimeKernels, ConvStrideAndDepthwise) {
+  G g;
+  uint32_t x = g.input({1, 2, 4, 4});
+  g.param("d.weight", {2, 1, 2, 2});
+  uint32_t c =
+      g.op("Conv2D", {x}, {1, 2, 2, 2},
+           {{"pad_mode", std::string("valid")}, {"stride", int64_t{2}}, {"group", int64_t{2}}},
+           {"d.weight"});
+  g.output(c);
+  std::vector<float> xv(32);
+  for (int i = 0; i < 32; ++i) xv[i] = static_cast<float>(i);
+  Tensor w = Tensor::from_floats({2, 1, 2, 2}, {1, 0, 0, 0, 0, 0, 0, 1});
+  Tensor y = run1(g, {Tensor::from_floats({1, 2, 4, 4}, xv)}, {}, {{"d.weight", w}});
+  // channel 0 picks the top-left of each 2x2 window, channel 1 the bottom-right
+  EXPECT_EQ(values(y), (std::vector<float>{0, 2, 8, 10, 21, 23, 29, 31}));
+}
+
+TEST(RuntimeKernels, PoolingSoftmaxNorms) {
+  {
+    G g;
+    uint32_t x = g.input({1, 1, 4, 4});
+    uint32_t p =
+        g.op("MaxPool", {x}, {1, 1, 2, 2}, {{"kernel_size", int64_t{2}}, {"stride", int64_t{2}}});
+    g.output(p);
+    std::vector<float> xv(16);
+    for (int i = 0; i < 16; ++i) xv[i] = static_cast<float>(i);
+    EXPECT_EQ(values(run1(g, {Tensor::from_floats({1, 1, 4, 4}, xv)})),
+              (std::vector<float>{5, 7, 13, 15}));
+  }
+  {
+    G g;
+    uint32_t x = g.input({1, 1, 3, 3});
+    uint32_t p = g.op(
+        "AvgPool", {x}, {1, 1, 2, 2},
+        {{"kernel_size", int64_t{2}}, {"stride", int64_t{2}}, {"pad_mode", std::string("same")}});
+    g.output(p);
+    // windows: {1,1,1,1} {1,1} {1,1} {1}: averages over valid elements only
+    EXPECT_EQ(values(run1(g, {Tensor::ones({1, 1, 3, 3})})), (std::vector<float>{1, 1, 1, 1}));
+  }
+  {
+    G g;
+    uint32_t x = g.input({1, 2});
+    uint32_t s = g.op("Softmax", {x}, {1, 2}, {{"axis", int64_t{-1}}});
+    g.output(s);
+    auto v = values(run1(g, {Tensor::from_floats({1, 2}, {0, std::log(2.0f)})}));
+    EXPECT_NEAR(v[0], 1.0 / 3, 1e-6);
+    EXPECT_NEAR(v[1], 2.0 / 3, 1e-6);
+  }
+  {
+    G g;
+    uint32_t x = g.input({1, 3});
+    g.param("ln.gamma", {3});
+    g.param("ln.beta", {3});
+    uint32_t l =
+        g.op("LayerNorm", {x}, {1, 3}, {{"begin_norm_axis", int64_t{-1}}, {"epsilon", 0.0}},
+             {"ln.gamma", "ln.beta"});
+    g.output(l);
+    auto v = values(run1(g, {Tensor::from_floats({1, 3}, {1, 2, 3})}));
+    EXPECT_NEAR(v[0], -std::sqrt(1.5), 1e-5);
+    EXPECT_NEAR(v[1], 0, 1e-6);
+    EXPECT_NEAR(v[2], std::sqrt(1.5), 1e-5);
+  }
+  {
+    G g;
+    uint32_t x = g.input({1, 2, 1, 1});
+    for (const char* p : {"bn.moving_mean", "bn.moving_variance", "bn.gamma", "bn.beta"})
+      g.param(p, {2});
+    uint32_t b = g.op("BatchNorm", {x}, {1, 2, 1, 1}, {{"eps", 0.0}},
+                      {"bn.moving_mean", "bn.moving_variance", "bn.gamma", "bn.beta"});
+    g.output(b);
+    auto v = values(run1(g, {Tensor::from_floats({1, 2, 1, 1}, {3, 3})}, {},
+                         {{"bn.moving_mean", Tensor::from_floats({2}, {1, 2})},
+                          {"bn.moving_variance", Tensor::from_floats({2}, {4, 1})},
+                          {"bn.gamma", Tensor::from_floats({2}, {2, 1})},
+                          {"bn.beta", Tensor::from_floats({2}, {0, 10})}}));
+    EXPECT_EQ(v, (std::vector<float>{2, 11}));  // (3-1)/2*2+0, (3-2)/1*1+10
+  }
+}
+
+TEST(RuntimeKernels, MatMulBroadcastReduceTranspose) {
+  {
+    G g;
+    uint32_t a = g.input({2, 2}), b = g.input({2, 2});
+    uint32_t m = g.op("MatMul", {a, b}, {2, 2}, {{"transpose_b", true}});
+    g.output(m);
+    auto v = values(run1(
+        g, {Tensor::from_floats({2, 2}, {1, 2, 3, 4}), Tensor::from_floats({2, 2}, {1, 0, 1, 1})}));
+    EXPECT_EQ(v, (std::vector<float>{1, 3, 3, 7}));
+  }
+  {
+    G g;
+    uint32_t x = g.input({1, 3});
+    g.param("fc.weight", {2, 3});
+    g.param("fc.bias", {2});
+    uint32_t d = g.op("MatMul", {x}, {1, 2}, {{"activation", std::string("relu")}},
+                      {"fc.weight", "fc.bias"}, DType::Float32, 0, "nn.Dense");
+    g.output(d);
+    auto v = values(run1(g, {Tensor::from_floats({1, 3}, {1, 2, 3})}, {},
+                         {{"fc.weight", Tensor::from_floats({2, 3}, {1, 1, 1, -1, -1, -1})},
+                          {"fc.bias", Tensor::from_floats({2}, {0.5f, 1})}}));
+    EXPECT_EQ(v, (std::vector<float>{6.5f, 0}));
+  }
+  {
+    G g;
+    uint32_t a = g.input({2, 1}), b = g.input({3});
+    uint32_t s = g.op("Sub", {a, b}, {2, 3});
+    g.output(s);
+    auto v = values(
+        run1(g, {Tensor::from_floats({2, 1}, {10, 20}), Tensor::from_floats({3}, {1, 2, 3})}));
+    EXPECT_EQ(v, (std::vector<float>{9, 8, 7, 19, 18, 17}));
+  }
+  {
+    G g;  // ReduceMean with keep_dims, axes inferred from the shapes
+    uint32_t x = g.input({1, 2, 2, 2});
+    uint32_t m = g.op("ReduceMean", {x}, {1, 2, 1, 1}, {{"keep_dims", true}});
+    g.output(m);
+    auto v = values(run1(g, {Tensor::from_floats({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}));
+    EXPECT_EQ(v, (std::vector<float>{2.5f, 6.5f}));
+  }
+  {
+    G g;  // Transpose with the permutation inferred from distinct dims
+    uint32_t x = g.input({2, 3});
+    uint32_t t = g.op("Transpose", {x}, {3, 2});
+    g.output(t);
+    auto v = values(run1(g, {Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6})}));
+    EXPECT_EQ(v, (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  }
+  {
+    G g;  // ambiguous permutation: a clear error
+    uint32_t x = g.input({1, 2, 2});
+    uint32_t t = g.op("Transpose", {x}, {1, 2, 2}, {}, {}, DType::Float32, 41);
+    g.output(t);
+    Executor ex(g.r);
+    ex.set_input(0, Tensor::zeros({1, 2, 2}));
+    RunStatus s = ex.run();
+    EXPECT_EQ(s.kind, RunStatus::Kind::Error);
+    EXPECT_NE(s.message.find("ambiguous"), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("model.py:42"), std::string::npos) << s.message;
+  }
+  {
+    G g;  // concat, strided slice from the recorded index text, embedding gather
+    uint32_t a = g.input({2, 2}), b = g.input({2, 1});
+    uint32_t c = g.op("Concat", {a, b}, {2, 3}, {{"axis", int64_t{1}}});
+    uint32_t s = g.op("StridedSlice", {c}, {2}, {{"index", std::string("[:, -1]")}});
+    g.output(s);
+    auto v = values(
+        run1(g, {Tensor::from_floats({2, 2}, {1, 2, 3, 4}), Tensor::from_floats({2, 1}, {5, 6})}));
+    EXPECT_EQ(v, (std::vector<float>{5, 6}));
+  }
+}
+
+TEST(RuntimeKernels, GatherOutOfRangeNamesTheIndex) {
+  G g;
+  uint32_t ids = g.input({2}, DType::Int32);
+  g.param("emb.embedding_table", {4, 2});
+  uint32_t e =
+      g.op("Gather", {ids}, {2, 2}, {}, {"emb.embedding_table"}, DType::Float32, 9, "nn.Embedding");
+  g.output(e);
+  Executor ex(g.r);
+  ex.set_input(0, Tensor::from_ints({2}, {1, 7}, DType::Int32));
+  RunStatus s = ex.run();
+  ASSERT_EQ(s.kind, RunStatus::Kind::Error);
+  EXPECT_NE(s.message.find("index 7 at [1]"), std::string::npos) << s.message;
+}
+
+TEST(RuntimeExecutor, UnsupportedOpIsAClearError) {
+  G g;
+  uint32_t x = g.input({2});
+  uint32_t f = g.op("FancyOp", {x}, {2}, {}, {}, DType::Float32, 11, "ops.fancy");
+  g.output(f);
+  Executor ex(g.r);
+  ex.set_input(0, Tensor::ones({2}));
+  RunStatus s = ex.run();
+  ASSERT_EQ(s.kind, RunStatus::Kind::Error);
+  EXPECT_EQ(s.node, 1u);
+  EXPECT_NE(s.message.find("no kernel for operator 'FancyOp'"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("model.py:12"), std::string::npos) << s.message;
+  EXPECT_THROW(ex.set_input(0, Tensor::ones({3})), RuntimeError);  // wrong input shape
+}
+
+TEST(RuntimeExecutor, HooksPauseResumeAbortInterrupt) {
+  G g;
+  uint32_t x = g.input({2});
+  uint32_t a = g.op("ReLU", {x}, {2});
+  uint32_t b = g.op("Add", {a, x}, {2});
+  uint32_t c = g.op("Neg", {b}, {2});
+  g.output(c);
+  Executor ex(g.r);
+  ex.set_input(0, Tensor::from_floats({2}, {-1, 2}));
+  std::vector<std::string> trace;
+  Hooks h;
+  h.before = [&](const NodeEvent& e) {
+    trace.push_back("b" + std::to_string(e.index));
+    EXPECT_TRUE(e.outputs.empty());
+    return e.index == b ? HookAction::Pause : HookAction::Continue;
+  };
+  h.after = [&](const NodeEvent& e) {
+    trace.push_back("a" + std::to_string(e.index));
+    EXPECT_EQ(e.outputs.size(), 1u);
+    return HookAction::Continue;
+  };
+  RunStatus s = ex.run(h);
+  ASSERT_EQ(s.kind, RunStatus::Kind::Paused);
+  EXPECT_EQ(s.node, b);
+  EXPECT_FALSE(s.after);
+  EXPECT_EQ(ex.position(), b);
+  ASSERT_NE(ex.value(a), nullptr);  // earlier values are inspectable while paused
+  EXPECT_EQ(values(*ex.value(a)), (std::vector<float>{0, 2}));
+  EXPECT_EQ(ex.value(b), nullptr);
+  s = ex.run(h);  // resumes without re-pausing at b
+  ASSERT_EQ(s.kind, RunStatus::Kind::Finished);
+  EXPECT_EQ(values(ex.outputs()[0]), (std::vector<float>{1, -4}));
+  // `before` of the paused node is not called again on resume.
+  EXPECT_EQ(trace, (std::vector<std::string>{"b0", "a0", "b1", "a1", "b2", "a2", "b3", "a3"}));
+
+  // Abort from `after`; step(); interrupt flag.
+  ex.reset();
+  Hooks abort;
+  abort.after = [&](const NodeEvent& e) {
+    return e.index == a ? HookAction::Abort : HookAction::Continue;
+  };
+  s = ex.run(abort);
+  EXPECT_EQ(s.kind, RunStatus::Kind::Aborted);
+  EXPECT_TRUE(s.after);
+  ex.reset();
+  EXPECT_EQ(ex.step().kind, RunStatus::Kind::Finished);
+  EXPECT_EQ(ex.position(), 1u);
+  std::atomic<bool> stop{true};
+  Hooks intr;
+  intr.interrupt = &stop;
+  s = ex.run(intr);
+  EXPECT_EQ(s.kind, RunStatus::Kind::Paused);
+  EXPECT_EQ(s.node, 1u);
+  EXPECT_FALSE(stop.load());
+  EXPECT_EQ(ex.run(intr).kind, RunStatus::Kind::Finished);
+}
+
+TEST(RuntimeExecutor, TargetPrecisionRoundsToHalf) {
+  G g;
+  uint32_t x = g.input({2}), y = g.input({2});
+  uint32_t m = g.op("Mul", {x, y}, {2});
+  uint32_t s = g.op("Add", {m, x}, {2});
+  g.output(s);
+  ExecOptions o;
+  o.precision = Precision::Target;
+  Executor ex(g.r, o);
+  ex.set_input(0, Tensor::from_floats({2}, {300, 1}));
+  ex.set_input(1, Tensor::from_floats({2}, {300, 1e-4f}));
+  ASSERT_EQ(ex.run().kind, RunStatus::Kind::Finished);
+  Tensor out = ex.outputs()[0];
+  EXPECT_EQ(out.dtype(), DType::Float16);
+  TensorStats st = compute_stats(out);
+  EXPECT_EQ(st.inf_count, 1);  // 300*300 = 90000 overflows fp16
+  EXPECT_EQ(out.at(1), 1.0);   // 1 + 1e-4 rounds back to 1 in fp16
+}
+
+TEST(RuntimeExecutor, LeNetFromSource) {
+  AnalysisOptions opts;
+  opts.record_facts = true;
+  opts.inputs.push_back({Shape::of({2, 1, 32, 32}), DType::Float32});
+  DiskSourceProvider disk;
+  AnalysisResult res =
+      analyze_file(std::string(CELLSCOPE_CORPUS_DIR) + "/models/lenet5.py", opts, disk);
+  ASSERT_FALSE(res.cells.empty());
+  ExecOptions eo;
+  eo.seed = 5;
+  Executor ex(res.cells[0], eo);
+  const ParamState* fc1 = ex.param("fc1.weight");
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_EQ(fc1->source, InitSource::SourceText);  // weight_init=Normal(0.02)
+  EXPECT_EQ(fc1->init.kind, InitSpec::Kind::Normal);
+  EXPECT_NEAR(compute_stats(fc1->value).std, 0.02, 0.002);
+  EXPECT_EQ(ex.param("conv1.weight")->source, InitSource::LayerDefault);
+  ex.set_input_spec(0, "ones", 0);
+  size_t after_calls = 0;
+  Hooks h;
+  h.after = [&](const NodeEvent& e) {
+    ++after_calls;
+    for (const Tensor& t : e.outputs) EXPECT_EQ(compute_stats(t).nan_count, 0);
+    return HookAction::Continue;
+  };
+  ASSERT_EQ(ex.run(h).kind, RunStatus::Kind::Finished);
+  EXPECT_EQ(after_calls, ex.graph().nodes.size());
+  Tensor out = ex.outputs()[0];
+  EXPECT_EQ(out.shape(), (std::vector<int64_t>{2, 10}));
+  // Same seed, same numbers.
+  Executor ex2(res.cells[0], eo);
+  ex2.set_input_spec(0, "ones", 0);
+  ASSERT_EQ(ex2.run().kind, RunStatus::Kind::Finished);
+  EXPECT_EQ(values(ex2.outputs()[0]), values(out));
+}
