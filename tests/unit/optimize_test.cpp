@@ -370,6 +370,26 @@ TEST(OptimizeFuseAttention, ScoresReadElsewhereAreNotFused) {
   EXPECT_NE(d->reason.find("graph output"), std::string::npos) << d->reason;
 }
 
+TEST(OptimizeFuseAttention, OnlyTargetsWithAnAttentionKernelFuseIt) {
+  // Ascend 910 (Atlas training products) has neither FlashAttentionScore nor
+  // PromptFlashAttention; 910B and 310P have one; the 310 has none.
+  for (const auto& [target, fused] : std::vector<std::pair<std::string, bool>>{{"ascend910", false},
+                                                                               {"ascend910b", true},
+                                                                               {"ascend310p", true},
+                                                                               {"ascend310", false},
+                                                                               {"cpu", true}}) {
+    Attention a;
+    a.b.output(a.ctx);
+    const auto g = a.b.run({"fuse-attention"}, target);
+    EXPECT_EQ(find(g, "attention/scores") != nullptr, fused) << target;
+    if (!fused) {
+      const auto* d = decision_with(g, false, "has no fused attention kernel");
+      ASSERT_NE(d, nullptr) << target;
+      EXPECT_NE(d->reason.find("CANN"), std::string::npos) << d->reason;
+    }
+  }
+}
+
 // --- LayerNorm -----------------------------------------------------------------------------
 
 TEST(OptimizeFuseLayerNorm, DecomposedLayerNormIsOneKernel) {

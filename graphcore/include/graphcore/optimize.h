@@ -27,6 +27,11 @@ struct TargetInfo {
   std::string_view name;  // "cpu", "gpu", "ascend910", "ascend910b", "ascend310", "ascend310p"
   bool ascend = false;
   uint32_t alignment = 32;  // bytes: each planned tensor starts at a multiple of this
+  // The target's kernel library has a fused attention kernel (FlashAttention-style: the score
+  // matrix never leaves the chip). Empty: it has none, and the attention pattern runs as
+  // separate BatchMatMul / Mul / Add / Softmax / Dropout kernels. Else the kernel's name.
+  std::string_view attention_kernel;
+  std::string_view attention_source;  // where that fact comes from
 };
 
 // Every target, in the order the CLI lists them.

@@ -124,6 +124,12 @@ void run_fuse_attention(PassContext& ctx) {
     d.pass = "fuse-attention";
     d.pattern = "attention";
     for (uint32_t m : members) add_origins(g.nodes[m], d.nodes);
+    if (fail.empty() && ctx.target.attention_kernel.empty())
+      fail = std::string(ctx.target.name) +
+             " has no fused attention kernel (FlashAttentionScore and PromptFlashAttention are "
+             "not available on this product; " +
+             std::string(ctx.target.attention_source) + "): the score matrix " +
+             softmax.outputs[0].str() + " goes through memory between separate kernels";
     if (!fail.empty()) {
       d.reason = "Softmax " + quoted(softmax) + " not fused into an attention kernel: " + fail;
       g.decisions.push_back(std::move(d));

@@ -14,10 +14,19 @@ namespace {
 
 // Alignment of activation buffers: 32 bytes on the host CPU (AVX-256 loads, as TFLite's arena);
 // 512 bytes on GPU and Ascend devices (MindSpore's device memory pools align blocks to 512).
+// Fused attention on Ascend (CANN's operator documentation, "product support" tables):
+// FlashAttentionScore (training) runs on Atlas A2 training products (910B) and not on Atlas
+// training products (910A); PromptFlashAttention (inference) runs on A2 and on Atlas inference
+// cards (310P), not on Atlas training products; neither exists for the Ascend 310.
+constexpr std::string_view kCannAttention =
+    "CANN 7.0 aclnnFlashAttentionScore / aclnnPromptFlashAttention product support";
 constexpr std::array kTargets = {
-    TargetInfo{"cpu", false, 32},        TargetInfo{"gpu", false, 512},
-    TargetInfo{"ascend910", true, 512},  TargetInfo{"ascend910b", true, 512},
-    TargetInfo{"ascend310p", true, 512}, TargetInfo{"ascend310", true, 512},
+    TargetInfo{"cpu", false, 32, "FusedAttention", "a generic CPU attention kernel"},
+    TargetInfo{"gpu", false, 512, "FusedAttention", "FlashAttention (CUDA)"},
+    TargetInfo{"ascend910", true, 512, "", kCannAttention},
+    TargetInfo{"ascend910b", true, 512, "FlashAttentionScore", kCannAttention},
+    TargetInfo{"ascend310p", true, 512, "PromptFlashAttention", kCannAttention},
+    TargetInfo{"ascend310", true, 512, "", kCannAttention},
 };
 
 struct PassInfo {
