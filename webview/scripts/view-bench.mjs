@@ -4,7 +4,7 @@
 //   generated 10k-node models: first paint (page load to the first drawing) and pan/zoom frame rate;
 //   a generated 100k-node model: first paint through the collapsed hierarchy.
 // Usage: node webview/scripts/view-bench.mjs [--bin build/cellscope] [--bench build/bench/cellscope-bench]
-//        [--edits 10] [--skip-100k]
+//        [--edits 10] [--only resnet|10k|100k]
 // Prints a markdown table (docs/benchmarks.md records it).
 import { chromium } from 'playwright-core';
 import { spawn, spawnSync } from 'node:child_process';
@@ -21,6 +21,8 @@ const arg = (name, def) => {
 const bin = path.resolve(repo, arg('--bin', 'build/cellscope'));
 const benchBin = path.resolve(repo, arg('--bench', 'build/bench/cellscope-bench'));
 const edits = Number(arg('--edits', '10'));
+const only = arg('--only', '');
+const want = (name) => !only || only === name;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cellscope-view-bench-'));
 const rows = [];
 const row = (what, value, goal, ok) => {
@@ -85,7 +87,7 @@ async function fps(p) {
 }
 
 // 1. ResNet-50: edit to repaint.
-{
+if (want('resnet')) {
   const file = path.join(tmp, 'resnet50.py');
   fs.copyFileSync(path.join(repo, 'tests/corpus/models/resnet50.py'), file);
   const original = fs.readFileSync(file, 'utf8');
@@ -119,7 +121,7 @@ async function fps(p) {
 }
 
 // 2. 10k nodes: first paint and pan/zoom.
-for (const kind of ['deep', 'flat']) {
+for (const kind of want('10k') ? ['deep', 'flat'] : []) {
   const file = path.join(tmp, `${kind}10k.py`);
   spawnSync(benchBin, ['--generate', kind, '10000', file], { stdio: 'ignore' });
   const { url } = await serve(file);
@@ -132,7 +134,7 @@ for (const kind of ['deep', 'flat']) {
 }
 
 // 3. 100k nodes: first paint through the collapsed hierarchy.
-if (!process.argv.includes('--skip-100k')) {
+if (want('100k')) {
   const file = path.join(tmp, 'deep100k.py');
   spawnSync(benchBin, ['--generate', 'deep', '100000', file], { stdio: 'ignore' });
   const { url } = await serve(file);
