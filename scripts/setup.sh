@@ -30,6 +30,8 @@ PACKAGES=(
   ca-certificates
   neovim                  # the second LSP client of the LSP tier (tests/lsp/nvim)
   chromium                # the browser of the view tier (webview/test, driven by playwright-core)
+  python3-torch           # the reference numerics of the runtime tier (tests/runtime/check_torch.py)
+  python3-numpy
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }
