@@ -369,11 +369,13 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
       auto self = weak.lock();
       if (!self) return;
       fa->conv = std::make_unique<PositionConverter>(*fa->text, self->encoding);
-      if (auto vs = self->current_view(); vs && vs->watching(job->path))
-        self->publish_view(*vs, job->path, fa->result, job->options, sources);
       asio::post(self->io, [weak, job, fa] {
         if (auto s = weak.lock()) s->finished(*job, fa);
       });
+      // The graph view's layers after the diagnostics are on their way (the result is shared
+      // read-only from here on; the I/O thread only stamps its sequence number).
+      if (auto vs = self->current_view(); vs && vs->watching(job->path))
+        self->publish_view(*vs, job->path, fa->result, job->options, sources);
     });
   }
 
