@@ -1,5 +1,5 @@
-// cellscope: the command-line entry point. Subcommands `check`, `graph`, `view` and `lsp`; the DAP
-// server will be a further subcommand of the same executable.
+// cellscope: the command-line entry point. Subcommands `check`, `graph`, `view`, `lsp` and `dap`
+// (the debug adapter, adapter/).
 //
 // stdout carries only the requested output (in `lsp` mode, only protocol messages); logs go to
 // stderr or --log-file.
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "commands.h"
+#include "dap_server.h"
 #include "graphcore/optimize.h"
 #include "graphcore/version.h"
 #include "lsp/server.h"
@@ -215,6 +216,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
 
+  auto* dap_cmd = app.add_subcommand(
+      "dap",
+      "Serve the Debug Adapter Protocol on stdin/stdout: run a model's construct on the CPU "
+      "runtime with breakpoints, stepping and tensor inspection (for editors)");
+  dap_cmd->fallthrough();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -289,6 +296,7 @@ int main(int argc, char** argv) {
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
     if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
+    if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);
   } catch (const std::exception& e) {
     spdlog::critical("internal error: {}", e.what());
     std::cerr << "cellscope: internal error: " << e.what() << "\n";
