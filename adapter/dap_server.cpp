@@ -214,6 +214,8 @@ struct Session::Impl {
       return;
     }
     if (!req.is_object() || req.value("type", "") != "request") return;
+    if (!req.contains("arguments") || !req["arguments"].is_object())
+      req["arguments"] = json::object();
     const std::string cmd = req.value("command", "");
     spdlog::debug("dap: request {}", cmd);
     try {
@@ -275,6 +277,8 @@ struct Session::Impl {
   void on_launch(const json& req) {
     json args = req.value("arguments", json::object());
     std::unique_lock lock(m);
+    if (launched || state != State::Idle)
+      return fail(req, "launch: the session was already launched");
     try {
       launch(args);
     } catch (const std::exception& e) {
