@@ -27,6 +27,7 @@ function lineOf(file, re, after) {
 const BLOCK_CONV1 = lineOf(RESNET, /out = self\.conv1\(x\)/, /class ResidualBlock/);
 const ROOT_LAYER1 = lineOf(RESNET, /c2 = self\.layer1\(c1\)/);
 const NAN_LOG = lineOf(NAN_MODEL, /ops\.log\(/);
+const OVERFLOW = path.join(repo, 'tests/dap/fixtures/overflow_model.py');
 const NAN_INNER_CALL = lineOf(NAN_MODEL, /self\.inner\(x\)/);
 
 let dc;
@@ -266,6 +267,31 @@ describe('cellscope dap', () => {
     assert.equal(again.frames[0].line, NAN_LOG + 1);
     assert.match(again.ev.body.description, /^NaN in the output of node 'inner\/Add/);
     // With the filter off, the run completes.
+    await dc.setExceptionBreakpointsRequest({ filters: [] });
+    await runToEnd(cont);
+  });
+
+  test('fp16-overflow and all-zero filters', async () => {
+    const C = lineOf(OVERFLOW, /c = ops\.exp\(b\)/);
+    await start({ program: OVERFLOW, inputs: ['1,5'], input: 'ones' }, { filters: ['fp16-overflow', 'all-zero', 'inf'] });
+    let s = await stopped('exception', go);
+    assert.equal(s.frames[0].line, C);
+    assert.match(s.ev.body.description, /^fp16 overflow in the output of node '[^']*' \(Exp\) at overflow_model\.py:\d+: 5 of 5 elements, first at index \[0, 0\]/);
+    s = await stopped('exception', cont);
+    assert.equal(s.frames[0].line, C + 1);
+    assert.match(s.ev.body.description, /^all-zero output in the output of node '[^']*' \(ReLU\)/);
+    await dc.setExceptionBreakpointsRequest({ filters: [] });
+    await runToEnd(cont);
+  });
+
+  test('precision "target": fp16 storage turns the overflow into an inf', async () => {
+    const C = lineOf(OVERFLOW, /c = ops\.exp\(b\)/);
+    await start({ program: OVERFLOW, inputs: ['1,5'], input: 'ones', precision: 'target' }, { filters: ['inf'] });
+    const s = await stopped('exception', go);
+    assert.equal(s.frames[0].line, C);
+    assert.match(s.ev.body.description, /^Inf in the output of node '[^']*' \(Exp\)/);
+    const locals = await scope(s.frames[0].id, 'Locals');
+    assert.match(locals.find((v) => v.name === 'c').value, /inf=5/);
     await dc.setExceptionBreakpointsRequest({ filters: [] });
     await runToEnd(cont);
   });
