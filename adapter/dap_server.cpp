@@ -1064,8 +1064,9 @@ struct Session::Impl {
         break;
       }
       case VarRef::Kind::Values: {
+        if (args.value("filter", "") == "named") break;  // only indexed children
         const rt::Tensor& t = r.tensor;
-        int64_t start = args.value("start", 0);
+        int64_t start = std::max<int64_t>(0, args.value("start", 0));
         int64_t count = args.value("count", 0);
         if (count <= 0) count = std::min<int64_t>(t.numel() - start, 100);
         for (int64_t i = start; i < start + count && i < t.numel(); ++i)
