@@ -773,7 +773,15 @@ struct Session::Impl {
       run_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::unique_lock lock(m);
-      if (s.kind == rt::RunStatus::Kind::Paused) {
+      // A kernel error stops at the failing node (not run) so that its inputs and the stack can
+      // be inspected; any resume then ends the session.
+      const bool fatal = s.kind == rt::RunStatus::Kind::Error;
+      if (fatal && !terminate) {
+        output("cellscope: runtime error: " + s.message, "stderr");
+        stop_reason = "exception";
+        stop_text = "RuntimeError: " + s.message;
+      }
+      if (s.kind == rt::RunStatus::Kind::Paused || (fatal && s.node < info.size())) {
         if (terminate) break;
         state = State::Stopped;
         stop_node = s.node;
@@ -793,6 +801,12 @@ struct Session::Impl {
         event("stopped", body);
         cv.wait(lock, [this] { return resume || terminate; });
         if (terminate) break;
+        if (fatal) {
+          state = State::Done;
+          event("exited", {{"exitCode", 1}});
+          event("terminated");
+          return;
+        }
         stop_reason.clear();
         stop_text.clear();
         hit_ids.clear();
@@ -809,8 +823,7 @@ struct Session::Impl {
           output("output " + std::to_string(i) + ": " + tensor_summary(outs[i]) + " " +
                  outs[i].preview(6));
         event("exited", {{"exitCode", 0}});
-      } else if (s.kind == rt::RunStatus::Kind::Error) {
-        output("cellscope: runtime error: " + s.message, "stderr");
+      } else if (fatal) {
         event("exited", {{"exitCode", 1}});
       }
       if (!terminate) event("terminated");
@@ -1217,7 +1230,9 @@ struct Session::Impl {
   void on_exception_info(const json& req) {
     std::unique_lock lock(m);
     if (state != State::Stopped || stop_reason != "exception") return fail(req, "no exception");
-    std::string id = stop_text.substr(0, stop_text.find(" in the output"));
+    std::string id = stop_text.rfind("RuntimeError: ", 0) == 0
+                         ? "RuntimeError"
+                         : stop_text.substr(0, stop_text.find(" in the output"));
     respond(req, {{"exceptionId", id}, {"description", stop_text}, {"breakMode", "always"}});
   }
 };

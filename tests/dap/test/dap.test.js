@@ -28,6 +28,7 @@ const BLOCK_CONV1 = lineOf(RESNET, /out = self\.conv1\(x\)/, /class ResidualBloc
 const ROOT_LAYER1 = lineOf(RESNET, /c2 = self\.layer1\(c1\)/);
 const NAN_LOG = lineOf(NAN_MODEL, /ops\.log\(/);
 const OVERFLOW = path.join(repo, 'tests/dap/fixtures/overflow_model.py');
+const SCALAR = path.join(repo, 'tests/dap/fixtures/scalar_model.py');
 const NAN_INNER_CALL = lineOf(NAN_MODEL, /self\.inner\(x\)/);
 
 let dc;
@@ -294,6 +295,19 @@ describe('cellscope dap', () => {
     assert.match(locals.find((v) => v.name === 'c').value, /inf=5/);
     await dc.setExceptionBreakpointsRequest({ filters: [] });
     await runToEnd(cont);
+  });
+
+  test('a runtime error stops at the failing node, then ends the session', async () => {
+    await start({ program: SCALAR, inputs: ['2,3'], input: 'ones' });
+    const s = await stopped('exception', go);
+    assert.match(s.ev.body.description, /^RuntimeError: node '[^']*' \(Sub[^)]*\) at scalar_model\.py:11: /);
+    assert.equal(s.frames[0].line, lineOf(SCALAR, /z = y - 10/));
+    const info = await dc.exceptionInfoRequest({ threadId: 1 });
+    assert.equal(info.body.exceptionId, 'RuntimeError');
+    const locals = await scope(s.frames[0].id, 'Locals');
+    assert.ok(locals.some((v) => v.name === 'y'), JSON.stringify(locals.map((v) => v.name)));
+    const [exited] = await Promise.all([dc.waitForEvent('exited'), dc.waitForEvent('terminated'), cont()]);
+    assert.equal(exited.body.exitCode, 1);
   });
 
   test('a run without breakpoints reports a summary and terminates', async () => {
