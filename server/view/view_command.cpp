@@ -121,6 +121,9 @@ int run_view(const ViewCommandOptions& options) {
   ServerOptions server_options;
   server_options.port = options.port;
   server_options.focus_cell = graph.cell.value_or("");
+  // Tests lower the size above which Cells are sent lazily (view/delta.h's kLazyThreshold).
+  if (const char* lazy = std::getenv("CELLSCOPE_VIEW_LAZY_THRESHOLD"); lazy != nullptr && *lazy)
+    server_options.lazy_threshold = std::strtoull(lazy, nullptr, 10);
   Handlers handlers;
   handlers.allow_file = [served](const std::string& file) -> std::string {
     return file == served ? "" : "this server shows " + served + " only";

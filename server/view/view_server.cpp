@@ -50,6 +50,9 @@ struct Channel {
   std::shared_ptr<const protocol::GraphDocument> full;  // with per-kernel detail (DetailsRequest)
   std::shared_ptr<const protocol::GraphDocument> slim;  // what views have
   std::shared_ptr<const std::string> full_frame;        // ViewMessage{update{document: slim}}
+  bool lazy = false;  // full_frame holds skeletons: every update is a full one
+  // Lazy Cells: the group of each node (for NodesRequest), by Cell name.
+  std::shared_ptr<const std::map<std::string, CellGroups>> groups;
   double analysis_ms = 0;
   std::string focus_cell;
   std::shared_ptr<const std::string> status_frame;  // the last non-"ok" status, if any
@@ -405,6 +408,39 @@ void ViewServer::Impl::on_request(const std::shared_ptr<WsSession>& session,
       m.mutable_details()->set_seq(channel.seq);
     }
     session->send(std::make_shared<const std::string>(message_json(m)));
+  } else if (request.has_nodes()) {
+    std::shared_ptr<const protocol::GraphDocument> slim;
+    std::shared_ptr<const std::map<std::string, CellGroups>> groups;
+    uint32_t seq = 0;
+    {
+      std::lock_guard lock(mutex);
+      auto& channel = channels[file];
+      slim = channel.slim;
+      groups = channel.groups;
+      seq = channel.seq;
+    }
+    protocol::ViewMessage m;
+    auto* out = m.mutable_nodes();
+    const auto& req = request.nodes();
+    const protocol::Cell* cell = nullptr;
+    if (slim)
+      for (const auto& c : slim->cells())
+        if (c.name() == req.cell()) cell = &c;
+    const CellGroups* cell_groups = nullptr;
+    if (cell != nullptr && groups) {
+      const auto it = groups->find(req.cell());
+      if (it != groups->end()) cell_groups = &it->second;
+    }
+    if (cell_groups == nullptr) {
+      out->set_cell(req.cell());
+      out->set_scope(req.scope());
+      out->set_error(cell == nullptr ? "no Cell " + req.cell()
+                                     : "Cell " + req.cell() + " is not sent lazily");
+    } else {
+      *out = scope_nodes(*cell, *cell_groups, req.scope());
+    }
+    out->set_seq(seq);
+    session->send(std::make_shared<const std::string>(message_json(m)));
   } else if (request.has_reveal()) {
     if (handlers.reveal) handlers.reveal(request.reveal());
   }
@@ -482,12 +518,14 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
   // expensive work (slimming, diffing, serialising) runs outside the lock.
   std::shared_ptr<const protocol::GraphDocument> previous;
   uint32_t base = 0;
+  bool previous_lazy = false;
   bool viewers = false;
   std::string focus = focus_cell;
   {
     std::lock_guard lock(impl_->mutex);
     auto& channel = impl_->channels[file];
     previous = channel.slim;
+    previous_lazy = channel.lazy;
     base = channel.seq;
     viewers = !channel.sessions.empty();
     if (focus.empty()) focus = channel.focus_cell;
@@ -495,15 +533,24 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
   // The full update, serialised once for every view that connects before the next document.
   protocol::ViewMessage full_message;
   auto* u = full_message.mutable_update();
-  *u->mutable_document() = slim_document(doc);
+  auto slim = std::make_shared<protocol::GraphDocument>(slim_document(doc));
+  const bool lazy = lazy_update(slim.get(), impl_->options.lazy_threshold, u);
+  std::shared_ptr<std::map<std::string, CellGroups>> groups;
+  if (lazy) {
+    groups = std::make_shared<std::map<std::string, CellGroups>>();
+    for (const auto& c : slim->cells())
+      if (is_lazy(c, impl_->options.lazy_threshold)) groups->emplace(c.name(), cell_groups(c));
+  } else {
+    u->mutable_document()->Swap(slim.get());
+  }
   u->set_seq(base + 1);
   u->set_analysis_ms(analysis_ms);
   u->set_focus_cell(focus);
   auto full_frame = std::make_shared<const std::string>(message_json(full_message));
-  auto slim = std::make_shared<protocol::GraphDocument>();
-  slim->Swap(u->mutable_document());
+  if (!lazy) slim->Swap(u->mutable_document());
   std::shared_ptr<const std::string> frame = full_frame;
-  if (previous && viewers) {
+  // Lazy documents (before or after) are always sent in full: the views hold skeletons.
+  if (previous && viewers && !lazy && !previous_lazy) {
     auto delta = diff_documents(*previous, *slim, base);
     // A delta that is not clearly smaller than the document is not worth applying.
     if (delta.ByteSizeLong() * 2 < slim->ByteSizeLong()) {
@@ -525,6 +572,8 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
   channel.full = std::move(full);
   channel.slim = std::move(slim);
   channel.full_frame = std::move(full_frame);
+  channel.lazy = lazy;
+  channel.groups = std::move(groups);
   channel.has_document = true;
   channel.analysis_ms = analysis_ms;
   if (!focus_cell.empty()) channel.focus_cell = focus_cell;

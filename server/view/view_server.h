@@ -14,6 +14,7 @@
 
 #include "protocol/graph.pb.h"
 #include "protocol/view.pb.h"
+#include "view/delta.h"
 
 namespace cellscope::server::view {
 
@@ -23,6 +24,9 @@ struct ServerOptions {
   std::vector<std::string> extra_origins = {"vscode-webview://*"};
   bool editor = false;     // RevealRequest opens the editor (hello.editor)
   std::string focus_cell;  // hello.focus_cell when the URL names none
+  // Cells with more semantic nodes than this are sent lazily (view.proto's CellSkeleton; the view
+  // asks for each scope's nodes when it expands its group). See kLazyThreshold (view/delta.h).
+  size_t lazy_threshold = kLazyThreshold;
 };
 
 struct Handlers {

@@ -10,6 +10,8 @@
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "commands.h"
 #include "graphcore/analysis.h"
@@ -284,6 +286,148 @@ TEST(ViewServer, ServesDocumentsAndDeltasToAuthorisedViewsOnly) {
   anonymous.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
   EXPECT_THROW(anonymous.handshake("127.0.0.1:" + std::to_string(port), "/ws?file=m.py"),
                beast::system_error);
+  server.stop();
+}
+
+// Lazy documents: the skeleton and the per-scope answers together hold the whole Cell, once.
+TEST(ViewLazy, SkeletonAndScopeNodesCoverTheCell) {
+  auto slim = slim_document(document_of(kDeepModel));
+  const std::string before = canonical_bytes(slim);
+  const auto& cell = slim.cells(0);
+  ASSERT_GT(cell.nodes_size(), 20);
+  protocol::ViewUpdate small;
+  EXPECT_FALSE(lazy_update(&slim, kLazyThreshold, &small));
+  EXPECT_FALSE(small.has_document());
+
+  protocol::ViewUpdate update;
+  ASSERT_TRUE(lazy_update(&slim, 10, &update));
+  EXPECT_EQ(canonical_bytes(slim), before);  // left as it was
+  ASSERT_EQ(update.skeletons_size(), 1);
+  EXPECT_EQ(update.document().cells(0).nodes_size(), 0);
+  EXPECT_EQ(update.document().cells(0).optimized().nodes_size(), 0);
+  EXPECT_EQ(update.document().cells(0).name(), cell.name());
+  EXPECT_EQ(update.document().cells(0).optimized().kernels(), cell.optimized().kernels());
+  const auto& skeleton = update.skeletons(0);
+  EXPECT_EQ(skeleton.nodes(), static_cast<uint32_t>(cell.nodes_size()));
+
+  const auto groups = cell_groups(cell);
+  std::map<std::string, std::string> group_of, optimized_group_of;
+  for (int i = 0; i < cell.nodes_size(); ++i)
+    group_of[cell.nodes(i).id()] = groups.semantic[static_cast<size_t>(i)];
+  for (int i = 0; i < cell.optimized().nodes_size(); ++i)
+    optimized_group_of[cell.optimized().nodes(i).id()] = groups.optimized[static_cast<size_t>(i)];
+
+  std::map<std::string, int> seen, optimized_seen;
+  std::set<std::string> boundary;
+  uint32_t direct = 0, optimized_direct = 0;
+  bool root_found = false;
+  for (const auto& s : skeleton.scopes()) {
+    if (s.scope().empty()) {
+      root_found = true;
+      EXPECT_EQ(s.total_nodes(), static_cast<uint32_t>(cell.nodes_size()));
+      EXPECT_EQ(s.total_optimized_nodes(), static_cast<uint32_t>(cell.optimized().nodes_size()));
+    }
+    direct += s.nodes();
+    optimized_direct += s.optimized_nodes();
+    const auto nodes = scope_nodes(cell, groups, s.scope());
+    EXPECT_EQ(nodes.nodes_size(), static_cast<int>(s.nodes()));
+    EXPECT_EQ(nodes.optimized_nodes_size(), static_cast<int>(s.optimized_nodes()));
+    ASSERT_EQ(nodes.index_size(), nodes.nodes_size());
+    for (int i = 0; i < nodes.nodes_size(); ++i) {
+      ++seen[nodes.nodes(i).id()];
+      EXPECT_EQ(cell.nodes(static_cast<int>(nodes.index(i))).id(), nodes.nodes(i).id());
+      EXPECT_GE(nodes.index(i), s.first());
+    }
+    for (int i = 0; i < nodes.optimized_nodes_size(); ++i) {
+      ++optimized_seen[nodes.optimized_nodes(i).id()];
+      EXPECT_EQ(cell.optimized().nodes(static_cast<int>(nodes.optimized_index(i))).id(),
+                nodes.optimized_nodes(i).id());
+    }
+    for (const auto& b : nodes.boundary()) {
+      EXPECT_NE(b.src_scope(), b.tgt_scope());
+      EXPECT_TRUE(b.src_scope() == s.scope() || b.tgt_scope() == s.scope());
+      EXPECT_EQ(group_of[b.src()], b.src_scope());
+      EXPECT_EQ(group_of[b.tgt()], b.tgt_scope());
+      boundary.insert(b.src() + ">" + b.tgt() + "@" + s.scope());
+    }
+    for (const auto& b : nodes.optimized_boundary()) {
+      EXPECT_EQ(optimized_group_of[b.src()], b.src_scope());
+      EXPECT_EQ(optimized_group_of[b.tgt()], b.tgt_scope());
+    }
+    if (s.scope().empty()) {
+      EXPECT_EQ(canonical_bytes(nodes), canonical_bytes(skeleton.root()));
+    }
+  }
+  EXPECT_TRUE(root_found);
+  EXPECT_EQ(direct, static_cast<uint32_t>(cell.nodes_size()));
+  EXPECT_EQ(optimized_direct, static_cast<uint32_t>(cell.optimized().nodes_size()));
+  EXPECT_EQ(seen.size(), static_cast<size_t>(cell.nodes_size()));
+  for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+  EXPECT_EQ(optimized_seen.size(), static_cast<size_t>(cell.optimized().nodes_size()));
+  for (const auto& [id, n] : optimized_seen) EXPECT_EQ(n, 1) << id;
+
+  // Every edge between two scopes: counted once in the skeleton, in both scopes' boundaries.
+  uint32_t crossing = 0;
+  for (const auto& n : cell.nodes())
+    for (const auto& e : n.inputs()) {
+      if (!group_of.count(e.node()) || group_of[e.node()] == group_of[n.id()]) continue;
+      ++crossing;
+      EXPECT_TRUE(boundary.count(e.node() + ">" + n.id() + "@" + group_of[n.id()])) << n.id();
+      EXPECT_TRUE(boundary.count(e.node() + ">" + n.id() + "@" + group_of[e.node()])) << n.id();
+    }
+  uint32_t counted = 0;
+  for (const auto& e : skeleton.edges()) counted += e.count();
+  EXPECT_GT(crossing, 0u);
+  EXPECT_EQ(counted, crossing);
+}
+
+TEST(ViewServer, SendsLargeCellsLazily) {
+  ServerOptions options;
+  options.lazy_threshold = 10;
+  ViewServer server(options,
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
+  server.start();
+  const uint16_t port = server.port();
+  const auto doc = document_of(kDeepModel);
+  server.update("m.py", doc, true, 1.0);
+
+  boost::asio::io_context io;
+  websocket::stream<tcp::socket> ws(io);
+  ws.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  ws.handshake("127.0.0.1:" + std::to_string(port), "/ws?file=m.py&token=" + server.token());
+  auto read = [&ws] {
+    beast::flat_buffer buffer;
+    ws.read(buffer);
+    protocol::ViewMessage m;
+    EXPECT_TRUE(protocol::from_json(beast::buffers_to_string(buffer.data()), &m));
+    return m;
+  };
+  EXPECT_TRUE(read().has_hello());
+  const auto first = read();
+  ASSERT_TRUE(first.has_update());
+  ASSERT_EQ(first.update().skeletons_size(), 1);
+  EXPECT_EQ(first.update().document().cells(0).nodes_size(), 0);
+  const std::string cell = doc.cells(0).name();
+
+  ws.write(boost::asio::buffer(R"({"nodes":{"cell":")" + cell + R"(","scope":"body.0"}})"));
+  const auto nodes = read();
+  ASSERT_TRUE(nodes.has_nodes());
+  EXPECT_EQ(nodes.nodes().seq(), 1u);
+  EXPECT_EQ(nodes.nodes().scope(), "body.0");
+  EXPECT_TRUE(nodes.nodes().error().empty());
+  EXPECT_GT(nodes.nodes().nodes_size(), 0);
+  for (const auto& n : nodes.nodes().nodes()) EXPECT_EQ(n.id().rfind("body.0", 0), 0u) << n.id();
+
+  ws.write(boost::asio::buffer(std::string(R"({"nodes":{"cell":"Nope","scope":""}})")));
+  EXPECT_FALSE(read().nodes().error().empty());
+
+  // An update of a lazy document is a full one (a new skeleton), never a delta.
+  server.update("m.py", doc, true, 1.0);
+  const auto second = read();
+  ASSERT_TRUE(second.has_update());
+  EXPECT_EQ(second.update().seq(), 2u);
+  EXPECT_FALSE(second.update().has_delta());
+  EXPECT_EQ(second.update().skeletons_size(), 1);
   server.stop();
 }
 

@@ -141,7 +141,24 @@ if (want('100k')) {
   await new Promise((r) => setTimeout(r, 100));
   const { p, ms } = await firstPaint(url);
   const d = await p.evaluate(() => window.cellscopeView.details());
-  row(`deep-100k (${d.nodes} nodes): page load → first paint (${d.leafNodesDrawn} nodes + ${d.groupsCollapsed} collapsed groups)`, `${ms} ms`, '< 3 s', ms < 3000);
+  const lazy = await p.evaluate(() => window.cellscopeView.lazy?.() ?? null);
+  const total = lazy ? lazy.nodes : d.nodes;
+  const held = lazy ? `, ${await p.evaluate(() => window.cellscopeView.loadedNodes())} loaded` : '';
+  row(`deep-100k (${total} nodes${held}): page load → first paint (${d.leafNodesDrawn} nodes + ${d.groupsCollapsed} collapsed groups)`, `${ms} ms`, '< 3 s', ms < 3000);
+  // Expanding the largest collapsed group of at most 2,000 nodes: its nodes (fetched first when the document is lazy)
+  // laid out and drawn.
+  const t = await p.evaluate(async () => {
+    const v = window.cellscopeView;
+    const gs = v.groups().filter((g) => g.drawn && !g.expanded);
+    gs.sort((a, b) => b.leaves - a.leaves);
+    const g = gs.find((x) => x.leaves <= 2000) ?? gs[gs.length - 1];
+    if (!g) return null;
+    const t0 = performance.now();
+    await v.toggleGroup(g.id);
+    await v.idle();
+    return { ms: performance.now() - t0, group: g.id, leaves: g.leaves, drawn: v.state().nodesDrawn };
+  });
+  if (t) row(`deep-100k: expand ${t.group} (${t.leaves} nodes) → drawn (${t.drawn} items)`, `${t.ms.toFixed(0)} ms`, '< 1 s', t.ms < 1000);
 }
 
 await browser.close();

@@ -1,9 +1,9 @@
 // The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
 import './styles.css';
-import type { Cell, Diagnostic, GraphDocument, HardwareKernel, ViewHello, ViewMessage, ViewRequest } from './protocol';
+import type { Cell, CellSkeleton, Diagnostic, GraphDocument, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
-import { LAYERS, buildViewGraph, countVisible, type Layer, type ViewGraph } from './model';
+import { LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
 import { LayoutEngine } from './layout';
 import { GraphView, readTheme } from './view';
 import { METRICS, metricDef, rampColor, type MetricId } from './metrics';
@@ -14,6 +14,28 @@ import { buildTimeline, MemoryPanel } from './memory';
 import { exportPng, exportSvg, buildSvg } from './export';
 import { makeLayoutWorker, pickTransport, snapshotParseMs, type ConnectionState, type Transport } from './transport';
 import { escapeHtml as h, fmtNum, rangeText } from './format';
+
+/** A lazy Cell (view.proto's CellSkeleton): the scopes loaded so far, and the Cell they make. */
+interface LazyCell {
+  skeleton: CellSkeleton;
+  chunks: Map<string, ScopeNodes>;
+  pending: Set<string>;
+  merged: Cell | null;  // the document's Cell header with the loaded nodes, in execution order
+}
+
+function mergeLazy(header: Cell, lz: LazyCell): Cell {
+  const sem: [number, NonNullable<Cell['nodes']>[number]][] = [];
+  const opt: [number, NonNullable<NonNullable<Cell['optimized']>['nodes']>[number]][] = [];
+  for (const c of lz.chunks.values()) {
+    (c.nodes ?? []).forEach((n, i) => sem.push([c.index?.[i] ?? 0, n]));
+    (c.optimizedNodes ?? []).forEach((n, i) => opt.push([c.optimizedIndex?.[i] ?? 0, n]));
+  }
+  sem.sort((a, b) => a[0] - b[0]);
+  opt.sort((a, b) => a[0] - b[0]);
+  const cell: Cell = { ...header, nodes: sem.map((x) => x[1]) };
+  if (header.optimized) cell.optimized = { ...header.optimized, nodes: opt.map((x) => x[1]) };
+  return cell;
+}
 
 const LAYER_LABEL: Record<Layer, string> = { semantic: 'Semantic', optimized: 'Optimization', hardware: 'Hardware' };
 
@@ -51,6 +73,9 @@ class App {
   private urlCell: string | null;
   private lastGraph: { cell: Cell; layer: Layer; graph: ViewGraph } | null = null;
   private timings = { buildMs: 0, diffMs: 0, layoutMs: 0 };
+  private lazy = new Map<string, LazyCell>();  // by Cell name
+  // After a new skeleton: the groups that were expanded, re-opened as their scopes load again.
+  private reopen: Set<string> | null = null;
 
   // DOM
   private root = el('div', 'app');
@@ -89,6 +114,7 @@ class App {
     this.viewA = new GraphView(this.paneA, this.engine, {
       onSelect: (id, from) => this.onSelect('A', id, from),
       onLayout: () => this.onLayout(),
+      onExpand: (ex) => this.loadExpanded(this.viewA, ex),
     });
     this.paneA.append(this.titleA, this.legendA, this.empty);
     this.mem = new MemoryPanel(this.memHost, (id) => this.selectNode(id));
@@ -244,6 +270,7 @@ class App {
       if (this.urlCell) this.cellName = this.urlCell;
     }
     if (m.update) this.onUpdate(m.update);
+    if (m.nodes) this.onNodes(m.nodes);
     if (m.status) {
       this.status = { state: m.status.state ?? 'ok', message: m.status.message ?? '', diagnostics: m.status.diagnostics ?? [] };
       this.renderStatus();
@@ -272,14 +299,78 @@ class App {
     this.lastGraph = null;
     this.details.clear();
     this.detailsPending.clear();
+    this.lazy.clear();
+  }
+
+  // ---- lazy Cells --------------------------------------------------------------------------
+
+  /** A new full update: the skeletons of its lazy Cells; the scopes loaded before are asked again. */
+  private setSkeletons(skeletons: CellSkeleton[]): void {
+    const before = this.lazy;
+    this.lazy = new Map();
+    this.reopen = before.size > 0 ? new Set([...this.viewA.expanded, ...(this.viewB?.expanded ?? [])]) : null;
+    for (const sk of skeletons) {
+      const lz: LazyCell = { skeleton: sk, chunks: new Map([['', sk.root ?? {}]]), pending: new Set(), merged: null };
+      this.lazy.set(sk.name, lz);
+      const old = before.get(sk.name);
+      if (!old) continue;
+      const exists = new Set((sk.scopes ?? []).map((s) => s.scope ?? ''));
+      const again = [...old.chunks.keys(), ...old.pending].filter((p) => p !== '' && exists.has(p));
+      again.sort((a, b) => a.length - b.length);
+      for (const p of new Set(again)) this.requestScope(sk.name, lz, p);
+    }
+  }
+
+  private requestScope(cell: string, lz: LazyCell, scope: string): boolean {
+    if (lz.chunks.has(scope) || lz.pending.has(scope)) return false;
+    if (!this.transport.send({ nodes: { cell, scope } })) return false;
+    lz.pending.add(scope);
+    return true;
+  }
+
+  /** Expanded groups of a lazy Cell whose nodes are not loaded: ask for them (drawn "loading…"). */
+  private loadExpanded(v: GraphView, expanded: ReadonlySet<string>): void {
+    const lz = this.lazy.get(this.cellName);
+    const g = v.graph;
+    if (!lz || !g) return;
+    for (const id of expanded) {
+      if (!id.startsWith('g:') || id.includes('#')) continue;
+      const scope = id.slice(2);
+      const ph = g.byId.get(LAZY_PREFIX + scope);
+      if (ph && this.requestScope(this.cellName, lz, scope)) ph.sub = 'loading…';
+    }
+  }
+
+  private onNodes(n: ScopeNodes): void {
+    const lz = this.lazy.get(n.cell ?? '');
+    const scope = n.scope ?? '';
+    if (!lz || seqNumber(n.seq) !== this.seq) return;
+    lz.pending.delete(scope);
+    if (n.error) { console.warn('cellscope: nodes of', scope, n.error); return; }
+    lz.chunks.set(scope, n);
+    lz.merged = null;
+    if ((n.cell ?? '') === this.cellName) void this.render();
+  }
+
+  private lazyInput(name: string): LazyInput | undefined {
+    return this.lazy.get(name);
+  }
+
+  private pendingScopes(): number {
+    let n = 0;
+    for (const lz of this.lazy.values()) n += lz.pending.size;
+    return n;
   }
 
   private onUpdate(u: NonNullable<ViewMessage['update']>): void {
     const t0 = performance.now();
     const seq = seqNumber(u.seq);
     let next: GraphDocument | null = null;
-    if (u.document) next = u.document;
-    else if (u.delta) {
+    if (u.document) {
+      next = u.document;
+      this.seq = seq;  // the skeletons' requests belong to this update
+      this.setSkeletons(u.skeletons ?? []);
+    } else if (u.delta) {
       if (!this.doc || seqNumber(u.delta.base) !== this.seq) {
         this.transport.resync();
         return;
@@ -319,7 +410,11 @@ class App {
   }
 
   currentCell(): Cell | undefined {
-    return this.doc?.cells?.find((c) => c.name === this.cellName);
+    const header = this.doc?.cells?.find((c) => c.name === this.cellName);
+    const lz = this.lazy.get(this.cellName);
+    if (!header || !lz) return header;
+    if (!lz.merged) lz.merged = mergeLazy(header, lz);
+    return lz.merged;
   }
 
   private prevCell(): Cell | undefined {
@@ -341,10 +436,16 @@ class App {
     }
     const la: Layer = this.split ? 'semantic' : this.layer;
     const tb = performance.now();
-    const ga = buildViewGraph(cell, la);
+    const lazy = this.lazyInput(cell.name);
+    const ga = buildViewGraph(cell, la, undefined, lazy);
     this.timings.buildMs = performance.now() - tb;
+    if (lazy && this.reopen) {
+      for (const id of this.reopen) if (ga.groups.has(id)) this.viewA.expanded.add(id);
+      if (lazy.pending.size === 0) this.reopen = null;
+    }
 
-    const prev = this.prevCell();
+    // Lazy Cells: the previous document's nodes are not all at hand, so no comparison.
+    const prev = lazy ? undefined : this.prevCell();
     const td = performance.now();
     const before = prev && this.lastGraph && this.lastGraph.cell === prev && this.lastGraph.layer === la
       ? this.lastGraph.graph : prev ? buildViewGraph(prev, la) : null;
@@ -360,7 +461,7 @@ class App {
     this.titleA.classList.toggle('hidden', !this.split);
     const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset })];
     if (this.split && this.viewB) {
-      const gb = buildViewGraph(cell, this.layerB());
+      const gb = buildViewGraph(cell, this.layerB(), undefined, lazy);
 
       this.viewB.setMetric(this.metric);
       this.titleB.textContent = LAYER_LABEL[this.layerB()];
@@ -419,6 +520,7 @@ class App {
       this.viewB = new GraphView(this.paneB, this.engine, {
         onSelect: (id, from) => this.onSelect('B', id, from),
         onLayout: () => this.onLayout(),
+        onExpand: (ex) => { if (this.viewB) this.loadExpanded(this.viewB, ex); },
       });
       this.paneB.append(this.titleB, this.legendB);
     }
@@ -705,7 +807,20 @@ class App {
       lastPaintMs: () => app.activeView().lastPaintMs,
       lastLayoutMs: () => app.engine.lastLayoutMs,
       frames: () => app.activeView().frames,
-      idle: () => Promise.all([app.viewA.idle(), app.viewB?.idle()]).then(() => true),
+      // Also waits for the nodes of expanded lazy groups to arrive and be drawn.
+      idle: async () => {
+        for (;;) {
+          while (app.pendingScopes() > 0) await new Promise((r) => setTimeout(r, 20));
+          await Promise.all([app.viewA.idle(), app.viewB?.idle()]);
+          if (app.pendingScopes() === 0) return true;
+        }
+      },
+      // Semantic nodes the view holds for the current Cell (all of them unless the Cell is lazy).
+      loadedNodes: () => app.currentCell()?.nodes?.length ?? 0,
+      lazy: () => {
+        const lz = app.lazy.get(app.cellName);
+        return lz ? { loaded: [...lz.chunks.keys()], pending: [...lz.pending], nodes: lz.skeleton.nodes ?? 0 } : null;
+      },
       panelText: () => app.panel.innerText,
       bannerText: () => app.banner.innerText,
       svg: () => buildSvg(app.activeView()),

@@ -1,6 +1,6 @@
 // The view model: one layer of one Cell as a graph of drawable nodes, with the Cell-scope
 // hierarchy (collapsible groups) and artificial sub-groups for very wide groups.
-import type { Cell, HardwareKernel, Node, OptimizedNode, Tensor } from './protocol';
+import type { Cell, CellSkeleton, HardwareKernel, Node, OptimizedNode, ScopeNodes, ScopeSummary, Tensor } from './protocol';
 import { shapeText, tensorBytes } from './format';
 
 export type Layer = 'semantic' | 'optimized' | 'hardware';
@@ -34,6 +34,7 @@ export interface VNode {
   fused: boolean;
   dataMove: boolean; // TransData / Cast / layout changes
   scope: string;
+  weight?: number;   // lazy placeholders (kind "lazy"): the nodes of the scope it stands for
 }
 
 /** What the drawing of a node depends on (for the before/after comparison). */
@@ -209,13 +210,19 @@ export function buildHierarchy(nodes: VNode[], threshold = GROUP_THRESHOLD_DEFAU
   }
   // Orders (first execution step) and leaf counts, bottom-up.
   const orderOf = new Map<string, number>();
-  for (const n of nodes) orderOf.set(n.id, n.order);
+  const weightOf = new Map<string, number>();
+  const placeholders = new Set<string>();
+  for (const n of nodes) {
+    orderOf.set(n.id, n.order);
+    if (n.weight !== undefined) weightOf.set(n.id, n.weight);
+    if (n.kind === 'lazy') placeholders.add(n.id);
+  }
   const visit = (g: Group): void => {
     let order = Infinity, leaves = 0;
     for (const c of g.children) {
       const cg = groups.get(c);
       if (cg) { visit(cg); order = Math.min(order, cg.order); leaves += cg.leafCount; }
-      else { order = Math.min(order, orderOf.get(c) ?? Infinity); leaves += 1; }
+      else { order = Math.min(order, orderOf.get(c) ?? Infinity); leaves += weightOf.get(c) ?? 1; }
     }
     g.order = order;
     g.leafCount = leaves;
@@ -228,7 +235,8 @@ export function buildHierarchy(nodes: VNode[], threshold = GROUP_THRESHOLD_DEFAU
     for (const c of g.children) {
       let cg = groups.get(c);
       let id = c;
-      while (cg && cg.children.length <= 1) {
+      // A group holding only a lazy placeholder stays: expanding it loads its nodes.
+      while (cg && cg.children.length <= 1 && !(cg.children.length === 1 && placeholders.has(cg.children[0]))) {
         groups.delete(cg.id);
         if (cg.children.length === 0) { id = ''; break; }
         id = cg.children[0];
@@ -261,7 +269,7 @@ export function buildHierarchy(nodes: VNode[], threshold = GROUP_THRESHOLD_DEFAU
           const part = kids.slice(i, i + threshold);
           const id = `${g.id}#${level}.${k}`;
           let leaves = 0;
-          for (const c of part) leaves += groups.get(c)?.leafCount ?? 1;
+          for (const c of part) leaves += groups.get(c)?.leafCount ?? weightOf.get(c) ?? 1;
           const from = i + 1, to = i + part.length;
           const sg: Group = {
             id, path: g.path, label: `${g.path || 'root'} [${level === 0 ? `${from}–${to}` : `part ${k + 1}`}]`,
@@ -294,8 +302,99 @@ export function buildHierarchy(nodes: VNode[], threshold = GROUP_THRESHOLD_DEFAU
   return { groups, root, parentOf };
 }
 
-export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRESHOLD_DEFAULT): ViewGraph {
-  const nodes = buildNodes(cell, layer);
+/** What the view holds of a lazy Cell (view.proto's CellSkeleton): the scopes loaded so far. */
+export interface LazyInput {
+  skeleton: CellSkeleton;
+  chunks: ReadonlyMap<string, ScopeNodes>;  // loaded scopes ("" always)
+  pending: ReadonlySet<string>;             // scopes asked for
+}
+
+export const LAZY_PREFIX = 'lazy:';
+
+function parentPath(p: string): string {
+  const i = p.lastIndexOf('.');
+  return i < 0 ? '' : p.slice(0, i);
+}
+
+/**
+ * The drawable nodes of a lazy Cell: the loaded nodes (`cell` holds them, in execution order),
+ * and one placeholder per scope not loaded whose parent scope is, weighing the nodes inside it.
+ * Edges to nodes not loaded go to the placeholder of the outermost scope not loaded around them.
+ */
+export function buildLazyNodes(cell: Cell, layer: Layer, lz: LazyInput): VNode[] {
+  const opt = layer !== 'semantic' && !!cell.optimized;
+  const base = buildNodes(cell, layer);
+  const index = new Map<string, number>();
+  const groupOf = new Map<string, string>();
+  for (const [scope, c] of lz.chunks) {
+    const list: readonly { id: string }[] = (opt ? c.optimizedNodes : c.nodes) ?? [];
+    const ix = (opt ? c.optimizedIndex : c.index) ?? [];
+    list.forEach((n, i) => { index.set(n.id, ix[i] ?? 0); groupOf.set(n.id, scope); });
+  }
+  const loadedIds = new Set<string>();
+  for (const v of base) {
+    v.order = index.get(v.id) ?? v.order;
+    v.group = groupOf.get(v.id) ?? v.group;
+    loadedIds.add(v.id);
+  }
+  const loaded = (p: string): boolean => lz.chunks.has(p);
+  // The outermost scope not loaded around `p` (itself when its parent is loaded).
+  const rep = (p: string): string => {
+    let q = p;
+    while (q !== '' && !loaded(parentPath(q))) q = parentPath(q);
+    return q;
+  };
+  const count = (s: ScopeSummary): number => (opt ? s.totalOptimizedNodes : s.totalNodes) ?? 0;
+  const ph = new Map<string, VNode>();
+  for (const s of lz.skeleton.scopes ?? []) {
+    const p = s.scope ?? '';
+    const n = count(s);
+    if (p === '' || loaded(p) || !loaded(parentPath(p)) || n === 0) continue;
+    const label = `${n} node${n === 1 ? '' : 's'}`;
+    const sub = lz.pending.has(p) ? 'loading…' : 'not loaded';
+    ph.set(p, {
+      id: LAZY_PREFIX + p, kind: 'lazy', op: '', label, sub, group: p,
+      order: (opt ? s.optimizedFirst : s.first) ?? 0, width: nodeWidth(label, sub), height: NODE_H,
+      inputs: [], outputs: [], fused: false, dataMove: false, scope: p, weight: n,
+    });
+  }
+  const seen = new Set<string>();
+  const toPlaceholder = (tgtScope: string, src: string, output: number): void => {
+    const t = ph.get(rep(tgtScope));
+    if (!t || t.id === src || seen.has(src + '\n' + t.id)) return;
+    seen.add(src + '\n' + t.id);
+    t.inputs.push({ src, tgt: t.id, output, tensor: undefined });
+  };
+  const remap = new Map<string, string>();
+  for (const c of lz.chunks.values()) {
+    for (const b of (opt ? c.optimizedBoundary : c.boundary) ?? []) {
+      const srcIn = loadedIds.has(b.src);
+      const src = srcIn ? b.src : ph.get(rep(b.srcScope ?? ''))?.id;
+      if (src === undefined) continue;
+      if (!srcIn) remap.set(b.src, src);
+      if (!loadedIds.has(b.tgt)) toPlaceholder(b.tgtScope ?? '', src, b.output ?? 0);
+    }
+  }
+  for (const e of (opt ? lz.skeleton.optimizedEdges : lz.skeleton.edges) ?? []) {
+    const f = e.from ?? '', t = e.to ?? '';
+    if (loaded(f) || loaded(t)) continue;  // the loaded side's boundary has it
+    const s = ph.get(rep(f));
+    if (s) toPlaceholder(t, s.id, 0);
+  }
+  for (const v of base) {
+    for (const e of v.inputs) {
+      if (loadedIds.has(e.src)) continue;
+      const r = remap.get(e.src);
+      if (r !== undefined) e.src = r;
+    }
+  }
+  const all = base.concat([...ph.values()]);
+  all.sort((a, b) => a.order - b.order);
+  return all;
+}
+
+export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRESHOLD_DEFAULT, lazy?: LazyInput): ViewGraph {
+  const nodes = lazy ? buildLazyNodes(cell, layer, lazy) : buildNodes(cell, layer);
   const byId = new Map<string, VNode>();
   for (const n of nodes) byId.set(n.id, n);
   const edges: VEdge[] = [];
@@ -363,6 +462,8 @@ export function defaultExpansion(g: ViewGraph, budget = 320): Set<string> {
     const next: string[] = [];
     for (const id of frontier) {
       const grp = g.groups.get(id)!;
+      // A lazy group whose nodes are not loaded opens only when asked to.
+      if (grp.children.length === 1 && g.byId.get(grp.children[0])?.kind === 'lazy') continue;
       const cost = grp.children.length - 1;
       if (drawn + cost > budget) continue;
       expanded.add(id);

@@ -246,6 +246,30 @@ export interface ViewUpdate {
   delta?: GraphDelta;
   analysisMs?: number;
   focusCell?: string;
+  skeletons?: CellSkeleton[];  // lazy Cells (their document Cell has no node lists)
+}
+
+export interface ScopeSummary {
+  scope?: string; nodes?: number; optimizedNodes?: number; totalNodes?: number;
+  totalOptimizedNodes?: number; first?: number; optimizedFirst?: number;
+}
+
+export interface ScopeEdge { from?: string; to?: string; count?: number }
+
+export interface BoundaryEdge { src: string; output?: number; tgt: string; srcScope?: string; tgtScope?: string }
+
+export interface ScopeNodes {
+  seq?: number | string; cell?: string; scope?: string;
+  nodes?: Node[]; index?: number[];
+  optimizedNodes?: OptimizedNode[]; optimizedIndex?: number[];
+  boundary?: BoundaryEdge[]; optimizedBoundary?: BoundaryEdge[];
+  error?: string;
+}
+
+export interface CellSkeleton {
+  name: string; nodes?: number; optimizedNodes?: number;
+  scopes?: ScopeSummary[]; edges?: ScopeEdge[]; optimizedEdges?: ScopeEdge[];
+  root?: ScopeNodes;
 }
 
 export interface ViewStatus { state?: string; message?: string; diagnostics?: Diagnostic[] }
@@ -262,11 +286,13 @@ export interface ViewMessage {
   status?: ViewStatus;
   details?: NodeDetails;
   debug?: DebugFocus;
+  nodes?: ScopeNodes;
 }
 
 export interface ViewRequest {
   reveal?: { file: string; range: Range };
   details?: { cell: string; node: string };
+  nodes?: { cell: string; scope: string };
 }
 
 export function seqNumber(v: number | string | undefined): number {

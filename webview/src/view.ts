@@ -44,6 +44,8 @@ export interface ViewCallbacks {
   onSelect(id: string | null, from: 'click' | 'key' | 'api'): void;
   onLayout(): void;
   onHover?(id: string | null): void;
+  /** Before each layout: the groups about to be drawn expanded (lazy Cells load their nodes). */
+  onExpand?(expanded: ReadonlySet<string>): void;
 }
 
 export class GraphView {
@@ -135,6 +137,7 @@ export class GraphView {
   metricScale(): MetricScale | null { return this.ensureScale(); }
 
   relayout(): Promise<void> {
+    if (this.graph) this.cb.onExpand?.(this.expanded);
     const run = async (): Promise<void> => {
       const g = this.graph;
       if (!g) return;

@@ -40,12 +40,12 @@ const hook = (page, fn, arg) => page.evaluate(fn, arg);
 const idle = (page) => hook(page, () => window.cellscopeView.idle());
 const state = (page) => hook(page, () => window.cellscopeView.state());
 
-// `cellscope view FILE ARGS...` on a copy of `model` in a fresh directory; resolves with its URL.
-async function startView(t, model, args = []) {
+// `cellscope view FILE ARGS...` (with ENV added) on a copy of `model` in a fresh directory; resolves with its URL.
+async function startView(t, model, args = [], env = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellscope-view-'));
   const file = path.join(dir, path.basename(model));
   fs.copyFileSync(model, file);
-  const child = spawn(bin, ['view', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, ['view', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   t.after(() => {
     child.kill('SIGTERM');
     fs.rmSync(dir, { recursive: true, force: true });
@@ -143,6 +143,63 @@ test('live view of ResNet-50: panel, layers, live edits, a broken edit, collapse
   await download.saveAs(png);
   const bytes = fs.readFileSync(png);
   assert.equal(bytes.subarray(1, 4).toString(), 'PNG');
+  assert.deepEqual(page.errors, []);
+});
+
+test('a lazy Cell (threshold lowered): skeleton first, the nodes of a group fetched when it is expanded, kept across edits', async (t) => {
+  const { url, file } = await startView(t, path.join(corpus, 'models', 'resnet50.py'), ['--target', 'ascend910'],
+    { CELLSCOPE_VIEW_LAZY_THRESHOLD: '100' });
+  const page = await newPage(t);
+  await page.goto(url);
+  await page.waitForFunction(() => window.cellscopeView?.state().nodesDrawn > 0, null, { timeout: 30000 });
+  await idle(page);
+  const v = (fn, arg) => hook(page, fn, arg);
+  const lazy0 = await v(() => window.cellscopeView.lazy());
+  assert.ok(lazy0, 'the Cell is sent lazily');
+  assert.deepEqual(lazy0.loaded, ['']);
+  const loaded0 = await v(() => window.cellscopeView.loadedNodes());
+  assert.ok(loaded0 > 0 && loaded0 < lazy0.nodes / 4, `${loaded0} of ${lazy0.nodes} nodes loaded at first`);
+  const layer1 = (await v(() => window.cellscopeView.groups())).find((g) => g.id === 'g:layer1');
+  assert.ok(layer1?.drawn && !layer1.expanded, 'layer1 is drawn collapsed');
+  assert.ok(layer1.leaves > 20, `the collapsed group counts the nodes not loaded (${layer1.leaves})`);
+  assert.equal(await v(() => window.cellscopeView.nodeScreenPosition('layer1.0.conv1')), null);
+  await page.screenshot({ path: path.join(artifacts, 'lazy-skeleton.png') });
+
+  // Expand layer1: its nodes are fetched, then drawn (its small sub-groups open and load too).
+  await v(() => window.cellscopeView.toggleGroup('g:layer1'));
+  await idle(page);
+  const lazy1 = await v(() => window.cellscopeView.lazy());
+  assert.ok(lazy1.loaded.includes('layer1'), JSON.stringify(lazy1));
+  assert.deepEqual(lazy1.pending, []);
+  if (!(await v(() => window.cellscopeView.groups())).find((g) => g.id === 'g:layer1.0')?.expanded) {
+    await v(() => window.cellscopeView.toggleGroup('g:layer1.0'));
+    await idle(page);
+  }
+  const loaded1 = await v(() => window.cellscopeView.loadedNodes());
+  assert.ok(loaded1 > loaded0, `${loaded0} -> ${loaded1}`);
+  const pos = await v(() => window.cellscopeView.nodeScreenPosition('layer1.0.conv1'));
+  assert.ok(pos, 'a node of layer1.0 is drawn');
+  await v(() => window.cellscopeView.select('layer1.0.conv1'));
+  assert.match(await v(() => window.cellscopeView.panelText()), /Conv2D/);
+  await page.screenshot({ path: path.join(artifacts, 'lazy-expanded.png') });
+
+  // The hardware layer of what is loaded.
+  await v(() => window.cellscopeView.setLayer('hardware'));
+  await idle(page);
+  assert.ok(await v(() => window.cellscopeView.nodeScreenPosition('conv/layer1.0.conv1')), 'the fused kernel is drawn');
+  await v(() => window.cellscopeView.setLayer('semantic'));
+  await idle(page);
+
+  // An edit: a new skeleton; the loaded scopes are fetched again and stay drawn.
+  const seq0 = await v(() => window.cellscopeView.lastUpdateSeq());
+  const text = fs.readFileSync(file, 'utf8');
+  fs.writeFileSync(file, text.replace('out = self.mean(c5, (2, 3))', 'out = self.mean(c5, (2, 3))\n        out = out * 2'));
+  await page.waitForFunction((s) => window.cellscopeView.lastUpdateSeq() > s, seq0, { timeout: 15000 });
+  await idle(page);
+  const lazy2 = await v(() => window.cellscopeView.lazy());
+  assert.ok(lazy2.loaded.includes('layer1') && lazy2.loaded.includes('layer1.0'), JSON.stringify(lazy2));
+  assert.ok(await v(() => window.cellscopeView.nodeScreenPosition('layer1.0.conv1')), 'still drawn after the edit');
+  assert.ok(await v(() => window.cellscopeView.loadedNodes()) >= loaded1);  // + the new Mul
   assert.deepEqual(page.errors, []);
 });
 
