@@ -35,6 +35,7 @@ export interface VNode {
   dataMove: boolean; // TransData / Cast / layout changes
   scope: string;
   weight?: number;   // lazy placeholders (kind "lazy"): the nodes of the scope it stands for
+  items?: number;    // lazy placeholders: the scope's own nodes plus its sub-scopes (drawn items once loaded)
 }
 
 /** What the drawing of a node depends on (for the before/after comparison). */
@@ -345,6 +346,11 @@ export function buildLazyNodes(cell: Cell, layer: Layer, lz: LazyInput): VNode[]
     return q;
   };
   const count = (s: ScopeSummary): number => (opt ? s.totalOptimizedNodes : s.totalNodes) ?? 0;
+  const subScopes = new Map<string, number>();
+  for (const s of lz.skeleton.scopes ?? []) {
+    const p = s.scope ?? '';
+    if (p !== '' && count(s) > 0) subScopes.set(parentPath(p), (subScopes.get(parentPath(p)) ?? 0) + 1);
+  }
   const ph = new Map<string, VNode>();
   for (const s of lz.skeleton.scopes ?? []) {
     const p = s.scope ?? '';
@@ -356,6 +362,7 @@ export function buildLazyNodes(cell: Cell, layer: Layer, lz: LazyInput): VNode[]
       id: LAZY_PREFIX + p, kind: 'lazy', op: '', label, sub, group: p,
       order: (opt ? s.optimizedFirst : s.first) ?? 0, width: nodeWidth(label, sub), height: NODE_H,
       inputs: [], outputs: [], fused: false, dataMove: false, scope: p, weight: n,
+      items: ((opt ? s.optimizedNodes : s.nodes) ?? 0) + (subScopes.get(p) ?? 0),
     });
   }
   const seen = new Set<string>();
@@ -462,9 +469,15 @@ export function defaultExpansion(g: ViewGraph, budget = 320): Set<string> {
     const next: string[] = [];
     for (const id of frontier) {
       const grp = g.groups.get(id)!;
-      // A lazy group whose nodes are not loaded opens only when asked to.
-      if (grp.children.length === 1 && g.byId.get(grp.children[0])?.kind === 'lazy') continue;
-      const cost = grp.children.length - 1;
+      // A lazy group whose nodes are not loaded: what it will draw once they are (wide groups are
+      // split into sub-groups of GROUP_THRESHOLD_DEFAULT); opening it asks for them.
+      const lazy = grp.children.length === 1 ? g.byId.get(grp.children[0]) : undefined;
+      let cost = grp.children.length - 1;
+      if (lazy?.kind === 'lazy') {
+        let k = lazy.items ?? 1;
+        while (k > GROUP_THRESHOLD_DEFAULT) k = Math.ceil(k / GROUP_THRESHOLD_DEFAULT);
+        cost = k - 1;
+      }
       if (drawn + cost > budget) continue;
       expanded.add(id);
       drawn += cost;

@@ -109,7 +109,8 @@ export class GraphView {
       for (const id of this.expanded) if (g.groups.has(id)) keep.add(id);
       // New groups (an edit added a Cell): open them when their parent is open and they are small.
       for (const grp of g.groups.values()) {
-        if (!prev.groups.has(grp.id) && grp.parent && (grp.parent === ROOT_ID || keep.has(grp.parent)) && grp.leafCount <= 60) keep.add(grp.id);
+        if (!prev.groups.has(grp.id) && grp.parent && (grp.parent === ROOT_ID || keep.has(grp.parent)) && grp.leafCount <= 60 &&
+            g.byId.get(grp.children[0] ?? '')?.kind !== 'lazy') keep.add(grp.id);  // not loaded: opens when asked
       }
       this.expanded = keep;
     }

@@ -50,8 +50,10 @@ test('lazy: the skeleton draws the root nodes and one weighted placeholder group
   assert.deepEqual(countVisible(g, new Set()), { nodes: 1, groups: 2 });
   const agg = aggregateEdges(g);
   assert.ok(agg.size > 0);
-  // Groups whose nodes are not loaded are not opened by default (that would load them).
-  assert.equal(defaultExpansion(g).size, 0);
+  // The default expansion opens groups not loaded by what they will draw (their own nodes and
+  // sub-scopes), which asks for their nodes; the budget counts them.
+  assert.deepEqual([...defaultExpansion(g)].sort(), ['g:a', 'g:c']);
+  assert.deepEqual([...defaultExpansion(g, 4)], ['g:c']);  // 3 + (3 - 1) > 4
 });
 
 test('lazy: a loaded scope brings its nodes; edges to scopes not loaded go to their placeholders', () => {
