@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Cellscope needs to build and test on Debian 12, and nothing when it is all there.
 # Idempotent: `apt-get update` runs only when a package is missing. Run as root (or with sudo).
-# Then installs the locked npm packages (`npm ci` in webview/ and tests/lsp/) when their
+# Then installs the locked npm packages (`npm ci` in webview/, tests/lsp/ and tests/dap/) when their
 # node_modules is missing or stale.
 set -euo pipefail
 
@@ -43,6 +43,7 @@ lsp_test_deps() {
   repo="$(dirname "$0")/.."
   bash "$repo/scripts/npm-deps.sh" "$repo/webview" install
   bash "$repo/scripts/npm-deps.sh" "$repo/tests/lsp" install
+  bash "$repo/scripts/npm-deps.sh" "$repo/tests/dap" install
 }
 
 if [[ "$(uname -s)" != Linux ]] || ! command -v dpkg-query >/dev/null 2>&1; then

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test tier after the build: ctest (unit + CLI tests), the LSP tiers (protocol tests
 # with real client libraries under Node, then neovim as a second client), the view tier (the
-# graph view in chromium), the CPU runtime against PyTorch, the VS Code extension (unit, then end
-# to end in code-server), then the MindSpore ground-truth tier. All tiers run even if one fails;
-# the exit status is non-zero if any failed.
+# graph view in chromium), the debug adapter, the CPU runtime against PyTorch, the VS Code
+# extension (unit, then end to end in code-server), then the MindSpore ground-truth tier. All
+# tiers run even if one fails; the exit status is non-zero if any failed.
 # In CI (CI=true) a tier that cannot run is a failure, never a silent skip; the LSP tiers never
 # skip (scripts/setup.sh installs what they need).
 set -uo pipefail
@@ -39,6 +39,9 @@ tier lsp-nvim env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/nvim/run.s
 # Debian's chromium (playwright-core); screenshots in $BUILD_DIR/test-artifacts/view.
 tier view env CELLSCOPE_BIN="$BUILD_DIR/cellscope" CELLSCOPE_ARTIFACTS="$BUILD_DIR/test-artifacts/view" \
   bash webview/test/browser/run.sh
+
+# `cellscope dap` driven by @vscode/debugadapter-testsupport's DebugClient (tests/dap).
+tier dap env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/dap/run.sh
 
 # The CPU runtime against PyTorch (Debian's python3-torch under /usr/bin/python3): every node of
 # the kernel-family models, LeNet-5, MobileNetV2 and ResNet-50 recomputed in torch from the
