@@ -176,8 +176,8 @@ struct ParsedFile {
   size_t original_hash = 0;
   [[nodiscard]] bool same_source(const std::string& original) const;
   Arena arena;
-  Node* module = nullptr;               // Block of statements
-  std::vector<Diagnostic> diagnostics;  // syntax errors, encoding problems, limits
+  Node* module = nullptr;                               // Block of statements
+  std::vector<Diagnostic> diagnostics;                  // syntax errors, encoding problems, limits
   std::unique_ptr<SyntaxTree, SyntaxTreeDeleter> tree;  // only with ParseOptions::keep_tree
   bool reparsed_incrementally = false;
 };

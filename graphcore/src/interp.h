@@ -252,7 +252,7 @@ class Interpreter {
   std::unordered_map<std::string, Value> natives_;
   std::unordered_map<const ApiEntry*, Value> api_classes_;
   std::unordered_map<const ast::ParsedFile*, LineIndex> line_indexes_;  // for def_name_range
-  std::unordered_set<const ast::Node*> ref_sites_;  // nodes record_ref has seen
+  std::unordered_set<const ast::Node*> ref_sites_;                      // nodes record_ref has seen
   std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<Attr>>>> attr_sets_;
   std::unordered_map<size_t, std::vector<std::shared_ptr<const std::vector<ParamInfo>>>>
       param_sets_;

@@ -1559,9 +1559,8 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
                    {}});
   }
   limit_indentation(*file, 100);
-  file->text_is_original =
-      file->text.size() == file->original_size &&
-      std::hash<std::string>{}(file->text) == file->original_hash;
+  file->text_is_original = file->text.size() == file->original_size &&
+                           std::hash<std::string>{}(file->text) == file->original_hash;
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
   TSTree* old_tree = nullptr;

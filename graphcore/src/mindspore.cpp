@@ -569,7 +569,8 @@ class InitCtx final : public BoundCtx<InitContext> {
   std::vector<ParamInfo> params;
   std::vector<Attr> attrs;
   void suggest_init_value(std::string_view param, std::string value) override {
-    if (const ArgValue* a = b_.find(param)) attach_init_fix(site_.file(), *a, param, std::move(value));
+    if (const ArgValue* a = b_.find(param))
+      attach_init_fix(site_.file(), *a, param, std::move(value));
   }
 
  private:

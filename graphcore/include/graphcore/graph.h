@@ -100,10 +100,10 @@ struct TypeFact {
 
 // One Cell instance of a root's tree (recorded with AnalysisOptions::record_facts).
 struct CellInstance {
-  std::string path;        // "layer1.0.conv1" ("" for the root)
-  std::string class_name;  // "Bottleneck", "Conv2d"
-  std::string api;         // registry name for MindSpore layers ("nn.Conv2d"), else ""
-  std::string class_file;  // user classes: where the class is defined
+  std::string path;         // "layer1.0.conv1" ("" for the root)
+  std::string class_name;   // "Bottleneck", "Conv2d"
+  std::string api;          // registry name for MindSpore layers ("nn.Conv2d"), else ""
+  std::string class_file;   // user classes: where the class is defined
   SourceRange class_range;  // ... its name in the `class` statement
   std::string site_file;    // where the instance was constructed
   SourceRange site_range;
@@ -122,9 +122,9 @@ struct CellReport {
   std::vector<ParamInfo> params;
   double flops = 0;
   Graph graph;
-  std::vector<TypeFact> facts;  // only with AnalysisOptions::record_facts
+  std::vector<TypeFact> facts;          // only with AnalysisOptions::record_facts
   std::vector<CellInstance> instances;  // only with AnalysisOptions::record_facts; root first
-  bool compiled = false;        // false when construct could not be compiled (see diagnostics)
+  bool compiled = false;  // false when construct could not be compiled (see diagnostics)
 };
 
 }  // namespace graphcore

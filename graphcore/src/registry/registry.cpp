@@ -248,7 +248,8 @@ std::optional<std::string> api_namespace_of(std::string_view module) {
   if (below("mindspore.nn")) return std::string("nn");
   if (below("mindspore.ops")) return std::string("ops");
   if (module == "mindspore.common.initializer") return std::string("init");
-  if (module == "mindspore.common.dtype" || module == "mindspore.dtype") return std::string("dtype");
+  if (module == "mindspore.common.dtype" || module == "mindspore.dtype")
+    return std::string("dtype");
   if (module == "mindspore.numpy") return std::string("numpy");
   return std::nullopt;
 }
