@@ -205,6 +205,22 @@ int http_status(uint16_t port, const std::string& target, const std::string& ori
   return static_cast<int>(res.result_int());
 }
 
+// A view over a real WebSocket (Beast as the client), reading proto3-JSON ViewMessages.
+struct ViewClient {
+  websocket::stream<tcp::socket> ws;
+  ViewClient(boost::asio::io_context& io, uint16_t port, const std::string& target) : ws(io) {
+    ws.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    ws.handshake("127.0.0.1:" + std::to_string(port), target);
+  }
+  protocol::ViewMessage read() {
+    beast::flat_buffer buffer;
+    ws.read(buffer);
+    protocol::ViewMessage m;
+    EXPECT_TRUE(protocol::from_json(beast::buffers_to_string(buffer.data()), &m));
+    return m;
+  }
+};
+
 TEST(ViewServer, ServesDocumentsAndDeltasToAuthorisedViewsOnly) {
   ViewServer server({}, Handlers{[](const std::string& f) -> std::string {
                                    return f == "m.py" ? "" : "not served";
@@ -225,16 +241,9 @@ TEST(ViewServer, ServesDocumentsAndDeltasToAuthorisedViewsOnly) {
                                            "/?token=" + server.token() + "&file=m.py&cell=Net");
 
   boost::asio::io_context io;
-  websocket::stream<tcp::socket> ws(io);
-  ws.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  ws.handshake("127.0.0.1:" + std::to_string(port), "/ws?file=m.py&token=" + server.token());
-  auto read = [&ws] {
-    beast::flat_buffer buffer;
-    ws.read(buffer);
-    protocol::ViewMessage m;
-    EXPECT_TRUE(protocol::from_json(beast::buffers_to_string(buffer.data()), &m));
-    return m;
-  };
+  ViewClient client(io, port, "/ws?file=m.py&token=" + server.token());
+  auto& ws = client.ws;
+  auto read = [&client] { return client.read(); };
   EXPECT_TRUE(read().has_hello());
   const auto first = read();
   ASSERT_TRUE(first.has_update());
@@ -392,16 +401,9 @@ TEST(ViewServer, SendsLargeCellsLazily) {
   server.update("m.py", doc, true, 1.0);
 
   boost::asio::io_context io;
-  websocket::stream<tcp::socket> ws(io);
-  ws.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  ws.handshake("127.0.0.1:" + std::to_string(port), "/ws?file=m.py&token=" + server.token());
-  auto read = [&ws] {
-    beast::flat_buffer buffer;
-    ws.read(buffer);
-    protocol::ViewMessage m;
-    EXPECT_TRUE(protocol::from_json(beast::buffers_to_string(buffer.data()), &m));
-    return m;
-  };
+  ViewClient client(io, port, "/ws?file=m.py&token=" + server.token());
+  auto& ws = client.ws;
+  auto read = [&client] { return client.read(); };
   EXPECT_TRUE(read().has_hello());
   const auto first = read();
   ASSERT_TRUE(first.has_update());
