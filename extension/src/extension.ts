@@ -345,14 +345,13 @@ async function followEditor(): Promise<void> {
   }
 }
 
-// ---- debug type (the adapter comes with its own issue) ------------------------------------------
-
-const DAP_MISSING =
-  'The MindSpore debugger needs `cellscope dap`, the debug adapter, which this version of cellscope does not include yet.';
+// ---- debug type: `cellscope dap` ----------------------------------------------------------------
 
 class MindSporeDebugFactory implements vscode.DebugAdapterDescriptorFactory {
   createDebugAdapterDescriptor(): vscode.ProviderResult<vscode.DebugAdapterDescriptor> {
-    throw new Error(DAP_MISSING);
+    const found = discover();
+    if (!found.ok) throw new Error(`The MindSpore debugger needs the cellscope executable. ${FIX_HINT}`);
+    return new vscode.DebugAdapterExecutable(found.path, ['dap']);
   }
 }
 
@@ -364,7 +363,7 @@ class MindSporeDebugConfigurations implements vscode.DebugConfigurationProvider 
     if (!config.type && !config.request && !config.name) {
       const editor = pythonEditor();
       if (!editor) return undefined;
-      return { type: 'mindspore', request: 'launch', name: 'MindSpore: Debug Cell', program: '${file}', stopOnEntry: true };
+      return { type: 'mindspore', request: 'launch', name: 'MindSpore: Debug Cell', program: '${file}', input: 'random', precision: 'fp32', stopOnEntry: true };
     }
     return config;
   }
