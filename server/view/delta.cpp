@@ -373,7 +373,8 @@ protocol::ScopeNodes scope_nodes(const protocol::Cell& cell, const CellGroups& g
   return out;
 }
 
-bool lazy_update(protocol::GraphDocument* doc, size_t threshold, protocol::ViewUpdate* update) {
+bool lazy_update(protocol::GraphDocument* doc, size_t threshold, protocol::ViewUpdate* update,
+                 std::map<std::string, CellGroups>* groups) {
   bool any = false;
   for (const auto& c : doc->cells()) any = any || is_lazy(c, threshold);
   if (!any) return false;
@@ -386,7 +387,9 @@ bool lazy_update(protocol::GraphDocument* doc, size_t threshold, protocol::ViewU
   for (int i = 0; i < doc->cells_size(); ++i) {
     auto* c = doc->mutable_cells(i);
     if (!is_lazy(*c, threshold)) continue;
-    *update->add_skeletons() = cell_skeleton(*c, cell_groups(*c));
+    CellGroups g = cell_groups(*c);
+    *update->add_skeletons() = cell_skeleton(*c, g);
+    if (groups != nullptr) groups->try_emplace(c->name(), std::move(g));
     auto& a = aside[static_cast<size_t>(i)];
     a.nodes.Swap(c->mutable_nodes());
     if (c->has_optimized()) a.optimized.Swap(c->mutable_optimized()->mutable_nodes());

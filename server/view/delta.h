@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,10 @@ protocol::ScopeNodes scope_nodes(const protocol::Cell& cell, const CellGroups& g
 // The full update of `doc` (already slimmed) when it has lazy Cells: the document with Cells above
 // `threshold` without their node lists, plus their skeletons. `doc` is left as it was (its node
 // lists are set aside while it is copied). Returns false (and leaves `update` alone) when no Cell
-// is above the threshold.
-bool lazy_update(protocol::GraphDocument* doc, size_t threshold, protocol::ViewUpdate* update);
+// is above the threshold. The groups computed for the skeletons are stored in `groups` (by Cell
+// name) when it is not null, for answering NodesRequests later.
+bool lazy_update(protocol::GraphDocument* doc, size_t threshold, protocol::ViewUpdate* update,
+                 std::map<std::string, CellGroups>* groups = nullptr);
 
 // Deterministic serialisation (map fields sorted): equal messages give equal bytes.
 std::string canonical_bytes(const google::protobuf::Message& message);

@@ -534,13 +534,10 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
   protocol::ViewMessage full_message;
   auto* u = full_message.mutable_update();
   auto slim = std::make_shared<protocol::GraphDocument>(slim_document(doc));
-  const bool lazy = lazy_update(slim.get(), impl_->options.lazy_threshold, u);
-  std::shared_ptr<std::map<std::string, CellGroups>> groups;
-  if (lazy) {
-    groups = std::make_shared<std::map<std::string, CellGroups>>();
-    for (const auto& c : slim->cells())
-      if (is_lazy(c, impl_->options.lazy_threshold)) groups->emplace(c.name(), cell_groups(c));
-  } else {
+  auto groups = std::make_shared<std::map<std::string, CellGroups>>();
+  const bool lazy = lazy_update(slim.get(), impl_->options.lazy_threshold, u, groups.get());
+  if (!lazy) {
+    groups.reset();
     u->mutable_document()->Swap(slim.get());
   }
   u->set_seq(base + 1);
