@@ -373,8 +373,9 @@ GraphBuild build_graph_document(const GraphOptions& options,
 int run_graph(const GraphOptions& options) {
   graphcore::AnalysisOptions analysis;
   if (!graph_analysis_options(options, &analysis)) return kExitUsage;
-  graphcore::DiskSourceProvider disk;
-  auto built = build_graph_document(options, analysis, disk);
+  // One cache for the analysis and the text renderer: each file is read from disk once.
+  CachingSourceProvider sources;
+  auto built = build_graph_document(options, analysis, sources);
   if (!built.dumps_ok) return kExitUsage;
   const auto& doc = built.document;
   std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());
@@ -382,7 +383,6 @@ int run_graph(const GraphOptions& options) {
 
   std::string out;
   if (options.format == "text") {
-    CachingSourceProvider sources(&disk);
     protocol::PositionMapper positions(sources);
     out = render_graph_text(doc, &positions);
   } else {
