@@ -643,25 +643,29 @@ void Interpreter::init_builtins() {
   n["math.nan"] = Value::real(NAN);
 
   // ---- numpy: constant arrays (shape and dtype only; no data is ever allocated) ----
-  auto np_fill = [](DType dflt) {
-    return [dflt](Interpreter&, CallArgs& a, const Site&) -> Value {
+  auto np_fill = [](DType dflt, std::optional<double> value) {
+    return [dflt, value](Interpreter&, CallArgs& a, const Site&) -> Value {
       auto s = shape_arg(arg_at(a, 0, "shape"));
       if (!s) return Value::unknown();
       DType d = dtype_arg(a.find_kw("dtype")).value_or(dflt);
       if (a.pos.size() > 1) d = dtype_arg(&a.pos[1]).value_or(d);
-      return ndarray(*s, d);
+      Value r = ndarray(*s, d);
+      r.as<TensorObj>()->fill = value;
+      return r;
     };
   };
-  add("np.ones", np_fill(DType::Float64));
-  add("np.zeros", np_fill(DType::Float64));
-  add("np.empty", np_fill(DType::Float64));
+  add("np.ones", np_fill(DType::Float64, 1.0));
+  add("np.zeros", np_fill(DType::Float64, 0.0));
+  add("np.empty", np_fill(DType::Float64, std::nullopt));
   add("np.full", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     auto s = shape_arg(arg_at(a, 0, "shape"));
     if (!s) return Value::unknown();
     const Value* fill = arg_at(a, 1, "fill_value");
     DType d = fill && fill->is_int() && fill->k != VK::Bool ? DType::Int64 : DType::Float64;
     d = dtype_arg(arg_at(a, 2, "dtype")).value_or(d);
-    return ndarray(*s, d);
+    Value r = ndarray(*s, d);
+    if (fill && fill->is_number()) r.as<TensorObj>()->fill = fill->as_float();
+    return r;
   });
   auto np_like = [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.empty()) return Value::unknown();

@@ -1008,15 +1008,20 @@ void register_mindspore_natives(Interpreter& /*interp*/,
       if (auto* d = dt->as<DTypeObj>()) want = d->dtype;
     }
     TensorType t{Shape::unranked(), DType::Unknown};
+    std::optional<double> fill;  // every element's value, when known
     if (data && !data->is_none()) {
       if (auto* src = data->as<TensorObj>()) {
         t = src->type;
+        fill = src->fill;
       } else if (data->k == VK::Int) {
         t = TensorType{Shape{}, DType::Int64};
+        fill = data->as_float();
       } else if (data->k == VK::Bool) {
         t = TensorType{Shape{}, DType::Bool};
+        fill = data->as_float();
       } else if (data->k == VK::Float) {
         t = TensorType{Shape{}, DType::Float32};
+        fill = data->as_float();
       } else if (seq_items(*data)) {
         std::vector<int64_t> dims;
         DType d = DType::Unknown;
@@ -1037,6 +1042,7 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     if (want) t.dtype = *want;
     (void)site;
     auto obj = std::make_shared<TensorObj>(t);
+    obj->fill = fill;
     return Value::obj(obj);
   });
   // Parameter(default_input, name=None, requires_grad=True, ...)

@@ -1,6 +1,7 @@
 // Compiling `construct`: tensor operations become nodes of the root Cell's graph, sub-Cell calls
 // are compiled recursively under their scope path, and Python values fold away.
 #include <algorithm>
+#include <cmath>
 
 #include "interp.h"
 
@@ -144,6 +145,16 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   } else {
     n.kind = NodeKind::Constant;
     n.op = "Constant";
+    // The value, when every element is known (Tensor(0.125), np.ones(...)); the runtime fills the
+    // constant with it. Constants computed by numpy functions have no recorded value.
+    if (t->fill) {
+      if (t->type.dtype == DType::Bool)
+        n.attrs.push_back(Attr{"value", *t->fill != 0});
+      else if (is_integral(t->type.dtype) && std::nearbyint(*t->fill) == *t->fill)
+        n.attrs.push_back(Attr{"value", static_cast<int64_t>(*t->fill)});
+      else
+        n.attrs.push_back(Attr{"value", *t->fill});
+    }
     n.scope = current_scope();
     n.id = graph->unique_id(n.scope.empty() ? std::string("Constant") : n.scope + "/Constant");
   }

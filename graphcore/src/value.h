@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -346,6 +347,9 @@ struct TensorObj : Object {
   bool requires_grad = true;
   std::string param_name;  // relative name given at creation (Parameter(..., name=...))
   bool is_numpy = false;   // a numpy ndarray constant
+  // A constant whose every element is known to equal this value (Tensor(0.125), np.ones(...),
+  // np.full(s, v)): recorded as the `value` attribute of its Constant node for the runtime.
+  std::optional<double> fill;
   bool poisoned = false;   // produced by a failed op: suppress follow-on diagnostics
   uint32_t walk_mark = 0;  // last parameter walk that counted it
 };

@@ -12,7 +12,11 @@ LeNet-5 is additionally rebuilt as an explicit torch.nn.Module (independent of t
 
 A tensor passes when max|a - b| <= atol + rtol * max|b| (per tensor; reported as max abs error
 and error relative to the tensor's scale). Tolerances: fp32 per node rtol 1e-4; end to end
-rtol 1e-4 (ResNet-50: 1e-3, 160+ layers of accumulation order differences).
+rtol 1e-4 (ResNet-50: 1e-3, 160+ layers of accumulation order differences; ViT-B/16 and
+BERT-base 1e-3). Nodes with a Python scalar operand (attributes `scalar` / `scalar_index`) are
+applied in torch with the scalar as a Python number in its recorded position and must also give
+torch's dtype (its promotion of Python scalars is MindSpore's); the `scalars` case: end to end
+rtol 1e-6.
 
 Usage: /usr/bin/python3 tests/runtime/check_torch.py [--bin build-rt/bench/cellscope-run]
                                                     [--work DIR] [--only NAME] [-v]
@@ -41,9 +45,16 @@ CASES = [
     ("activations", "tests/runtime/models/activations.py", ["4,6", "4,6"], [], 1e-4),
     ("shapes", "tests/runtime/models/shapes.py", ["3,4,5", "2,5:int32"], ["random", "random"],
      1e-4),
+    # Python scalar operands on both sides, int tensors with float scalars, compare with scalars
+    # (int inputs are random in [0, 10)); outputs must also have torch's dtype.
+    ("scalars", "tests/runtime/models/scalars.py", ["4,6", "4,6:int32"], ["random", "random"],
+     1e-6),
     ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
     ("mobilenetv2", "tests/corpus/models/mobilenetv2.py", ["1,3,224,224"], [], 1e-3),
     ("resnet50", "tests/corpus/models/resnet50.py", ["1,3,224,224"], [], 1e-3),
+    # Scalar operands inside real models: attention scales, BERT's attention mask from the ids.
+    ("vit_b16", "tests/corpus/models/vit_b16.py", ["1,3,224,224"], [], 1e-3),
+    ("bert_base", "tests/corpus/models/bert_base.py", ["1,16:int32"], [], 1e-3),
 ]
 
 NODE_RTOL = 1e-4
@@ -173,9 +184,27 @@ def gelu_approx(node):
     return node["api"] == "nn.GELU"
 
 
+def with_scalar(node, ins):
+    """The op's operands: its tensor inputs with the recorded Python scalar operand (attribute
+    `scalar`) inserted at `scalar_index`, as a Python number (torch applies the same promotion
+    rules to Python scalars as MindSpore: int tensor * float -> float32, int tensor + int keeps
+    the tensor's dtype)."""
+    ins = list(ins)
+    if "scalar" in node["attrs"]:
+        ins.insert(node["attrs"]["scalar_index"], node["attrs"]["scalar"])
+    return ins
+
+
+COMPARE = {"Equal": torch.eq, "NotEqual": torch.ne, "Less": torch.lt, "LessEqual": torch.le,
+           "Greater": torch.gt, "GreaterEqual": torch.ge}
+
+
 def run_op(node, ins, params):
     op = node["op"]
     x = ins[0] if ins else None
+    if node["kind"] == "constant":
+        return [torch.full(out_shape(node), attr(node, "value"),
+                           dtype=TORCH_DTYPES[node["outputs"][0]["dtype"]])]
     if op == "Conv2D":
         return [conv2d(node, x, params)]
     if op == "MaxPool":
@@ -216,11 +245,29 @@ def run_op(node, ins, params):
         return [(F.softmax if op == "Softmax" else F.log_softmax)(x, dim=a)]
     if op in ("Exp", "Log", "Sqrt", "Abs", "Neg"):
         return [getattr(torch, op.lower())(x)]
-    if op in ("Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum", "Pow"):
+    if op in ("Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum", "Pow", "FloorDiv"):
+        a, b = with_scalar(node, ins)
+        if op in ("Maximum", "Minimum") and not isinstance(b, torch.Tensor):
+            b = torch.tensor(b, dtype=torch.result_type(a, b))
+        if op == "FloorDiv":
+            return [torch.div(a, b, rounding_mode="floor")]
+        if op == "Pow" and not isinstance(a, torch.Tensor):
+            return [torch.pow(a, b)]  # python base, tensor exponent
         fn = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
               "RealDiv": torch.div, "Maximum": torch.maximum, "Minimum": torch.minimum,
               "Pow": torch.pow}[op]
-        return [fn(ins[0], ins[1])]
+        if not isinstance(a, torch.Tensor):  # 1 - x, 2.5 / x: python scalar first
+            return [{"Add": lambda s, t: s + t, "Sub": lambda s, t: s - t,
+                     "Mul": lambda s, t: s * t, "Div": lambda s, t: s / t,
+                     "RealDiv": lambda s, t: s / t}[op](a, b)]
+        return [fn(a, b)]
+    if op in COMPARE:
+        a, b = with_scalar(node, ins)
+        if not isinstance(a, torch.Tensor):
+            a, b = b, a
+            return [{"Less": torch.gt, "LessEqual": torch.ge, "Greater": torch.lt,
+                     "GreaterEqual": torch.le}.get(op, COMPARE[op])(a, b)]
+        return [COMPARE[op](a, b)]
     if op in ("ReduceMean", "ReduceSum", "ReduceMax"):
         axes, keep = reduce_axes(node, x)
         if op == "ReduceMax":
@@ -237,6 +284,13 @@ def run_op(node, ins, params):
         if a is None:
             a = next((i for i in range(len(out)) if out[i] != ins[0].shape[i]), 0)
         return [torch.cat(ins, dim=a)]
+    if op == "ZerosLike":
+        return [torch.zeros_like(x)]
+    if op == "Range":
+        return [torch.arange(attr(node, "start"), attr(node, "limit"), attr(node, "delta"),
+                             dtype=TORCH_DTYPES[node["outputs"][0]["dtype"]])]
+    if op == "Unstack":
+        return list(torch.unbind(x, attr(node, "axis", 0)))
     if op in ("Dropout", "Identity"):
         return [x]
     if op == "Cast":
@@ -321,6 +375,8 @@ def check_case(name, model, shapes, specs, e2e_rtol, binary, work, verbose):
             ref = run_op(n, mine, p)
             for k, t in enumerate(ref):
                 passed, err, rel, why = compare(ours[(i, k)], t, NODE_RTOL)
+                if "scalar" in n["attrs"] and ours[(i, k)].dtype != t.dtype:
+                    passed, why = False, f"dtype {ours[(i, k)].dtype} vs torch {t.dtype}"
                 if rel > worst[1]:
                     worst = (err, rel, n["id"])
                 if not passed:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace graphcore::rules {
 
@@ -68,8 +69,9 @@ InferFn unary_rule(std::string api, std::string x, UnaryDType rule, double flops
   });
 }
 
-InferFn binary_rule(std::string api, std::string a, std::string b, BinaryDType rule) {
-  return [api, a, b, rule](CallContext& ctx) {
+InferFn binary_rule(std::string api, std::string a, std::string b, BinaryDType rule,
+                    int64_t first_operand) {
+  return [api, a, b, rule, first_operand](CallContext& ctx) {
     const ArgValue& va = ctx.arg(a);
     const ArgValue& vb = ctx.arg(b);
     auto ta = tensor_arg(ctx, a);
@@ -94,6 +96,8 @@ InferFn binary_rule(std::string api, std::string a, std::string b, BinaryDType r
     if (rule == BinaryDType::Compare) dt = DType::Bool;
     ctx.add_output({*shape, dt});
     flops_per_element(ctx, *shape, 1);
+    if (vb.is_tensor() && is_scalar(va)) record_scalar(ctx, va, first_operand);
+    if (va.is_tensor() && is_scalar(vb)) record_scalar(ctx, vb, first_operand + 1);
   };
 }
 
@@ -125,6 +129,8 @@ void reduce_output(CallContext& ctx, const std::string& api, const TensorType& t
   auto shape = reduce_shape(ctx, api, t.shape, *axes, keep);
   if (!shape) return;
   ctx.add_output({*shape, dtype});
+  ctx.set_attr("axis", *axes);
+  ctx.set_attr("keep_dims", keep);
   if (with_indices) ctx.add_output({*shape, DType::Int64});
   flops_per_element(ctx, t.shape, 1);
 }
@@ -170,7 +176,10 @@ InferFn reshape_rule(std::string api, std::string x, std::string shape) {
       ctx.error("reshape-size", api + ": only one dimension can be -1, got " + v.repr(), shape);
       return;
     }
-    if (auto out = reshape_shape(ctx, api, t.shape, *target)) ctx.add_output({*out, t.dtype});
+    if (auto out = reshape_shape(ctx, api, t.shape, *target)) {
+      ctx.add_output({*out, t.dtype});
+      if (auto ints = v.as_ints()) ctx.set_attr("shape", *ints);
+    }
   });
 }
 
@@ -179,7 +188,13 @@ InferFn permute_rule(std::string api, std::string x, std::string perm) {
     ArgValue v = seq_or_varargs(ctx, perm);
     auto p = v.as_ints();
     if (!p) return add_unknown_output(ctx, t.dtype);
-    if (auto out = permute_shape(ctx, api, t.shape, *p)) ctx.add_output({*out, t.dtype});
+    if (auto out = permute_shape(ctx, api, t.shape, *p)) {
+      ctx.add_output({*out, t.dtype});
+      std::vector<int64_t> order = *p;
+      for (int64_t& a : order)
+        if (a < 0) a += static_cast<int64_t>(t.shape.rank());
+      ctx.set_attr("perm", std::move(order));
+    }
   });
 }
 
@@ -194,6 +209,10 @@ InferFn swap_rule(std::string api, std::string x, std::string a, std::string b) 
     Shape out = t.shape;
     std::swap(out.dims[*na], out.dims[*nb]);
     ctx.add_output({out, t.dtype});
+    std::vector<int64_t> perm(t.shape.rank());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[*na], perm[*nb]);
+    ctx.set_attr("perm", std::move(perm));
   });
 }
 
@@ -212,7 +231,9 @@ InferFn join_rule(std::string api, std::string tensors, Names axis, bool from_in
       if (dt != DType::Unknown && t.dtype != DType::Unknown) dt = promote(dt, t.dtype);
     }
     auto out = stack ? stack_shape(ctx, api, shapes, a) : concat_shape(ctx, api, shapes, a);
-    if (out) ctx.add_output({*out, dt});
+    if (!out) return;
+    ctx.add_output({*out, dt});
+    ctx.set_attr("axis", a);
   };
 }
 
@@ -232,6 +253,8 @@ void emit_split(CallContext& ctx, const std::string& api, const TensorType& t, i
   auto shapes = split_shapes(ctx, api, t.shape, axis, sizes);
   if (!shapes) return;
   for (const Shape& s : *shapes) ctx.add_output({s, t.dtype});
+  ctx.set_attr("axis", axis);
+  ctx.set_attr("sizes", sizes);
 }
 
 }  // namespace
@@ -285,9 +308,13 @@ InferFn squeeze_rule(std::string api, std::string x, Names axis, bool from_init)
       if (dims_equal(t.shape.dims[*n], Dim::known(1)) != Tri::No) drop[*n] = true;
     }
     Shape out;
-    for (size_t i = 0; i < t.shape.rank(); ++i)
+    std::vector<int64_t> dropped;
+    for (size_t i = 0; i < t.shape.rank(); ++i) {
       if (!drop[i]) out.dims.push_back(t.shape.dims[i]);
+      if (drop[i]) dropped.push_back(static_cast<int64_t>(i));
+    }
     ctx.add_output({out, t.dtype});
+    ctx.set_attr("axis", std::move(dropped));
   });
 }
 
@@ -300,6 +327,7 @@ InferFn unsqueeze_rule(std::string api, std::string x, Names axis) {
     Shape out = t.shape;
     out.dims.insert(out.dims.begin() + static_cast<std::ptrdiff_t>(*n), Dim::known(1));
     ctx.add_output({out, t.dtype});
+    ctx.set_attr("axis", static_cast<int64_t>(*n));
   });
 }
 
@@ -320,6 +348,7 @@ InferFn cast_rule(std::string api, std::string x, std::string dtype) {
       return;
     }
     ctx.add_output({t.shape, d.value_or(DType::Unknown)});
+    if (d) ctx.set_attr("dtype", std::string(dtype_name(*d)));
   });
 }
 
@@ -341,6 +370,7 @@ InferFn tile_rule(std::string api, std::string x, std::string reps) {
     for (size_t i = 0; i < m.size(); ++i)
       in.dims[i] = in.dims[i].is_unknown() ? in.dims[i] : in.dims[i] * Dim::known(m[i]);
     ctx.add_output({in, t.dtype});
+    ctx.set_attr("multiples", std::move(m));
   });
 }
 
@@ -409,8 +439,9 @@ InferFn masked_fill_rule(std::string api, std::string x, std::string mask, std::
       return;
     }
     auto shape = broadcast_all(ctx, api, {t->shape, m->shape});
-    if (shape) ctx.add_output({*shape, t->dtype});
-    (void)value;
+    if (!shape) return;
+    ctx.add_output({*shape, t->dtype});
+    if (auto v = scalar_attr_value(ctx.arg(value))) ctx.set_attr("value", std::move(*v));
   };
 }
 
@@ -421,6 +452,8 @@ InferFn clamp_rule(std::string api, std::string x, std::string lo, std::string h
     for (const std::string& n : {lo, hi})
       if (is_scalar(ctx.arg(n))) dt = scalar_promote(dt, ctx.arg(n).kind);
     ctx.add_output({t.shape, dt});
+    if (auto v = scalar_attr_value(ctx.arg(lo))) ctx.set_attr("min", std::move(*v));
+    if (auto v = scalar_attr_value(ctx.arg(hi))) ctx.set_attr("max", std::move(*v));
     flops_per_element(ctx, t.shape, 1);
   });
 }
@@ -473,6 +506,7 @@ InferFn gather_rule(std::string api, std::string params, std::string indices, st
       out.dims.push_back(i->shape.dims[k]);
     for (size_t k = *n + 1; k < p->shape.rank(); ++k) out.dims.push_back(p->shape.dims[k]);
     ctx.add_output({out, p->dtype});
+    ctx.set_attr("axis", static_cast<int64_t>(*n));
   };
 }
 

@@ -22,8 +22,11 @@ enum class UnaryDType {
 InferFn unary_rule(std::string api, std::string x, UnaryDType rule, double flops = 1);
 
 enum class BinaryDType { Promote, TrueDiv, Compare };
-// Tensor-or-scalar operands, broadcast.
-InferFn binary_rule(std::string api, std::string a, std::string b, BinaryDType rule);
+// Tensor-or-scalar operands, broadcast. A Python scalar operand is recorded as the node
+// attributes `scalar` and `scalar_index` (its operand position, counted from `first_operand` for
+// `a`: Select()(cond, x, 0.0) reads (input, other) as operands 1 and 2).
+InferFn binary_rule(std::string api, std::string a, std::string b, BinaryDType rule,
+                    int64_t first_operand = 0);
 
 enum class ReduceDType { Keep, SumInt64, ToInt64, ToInt32 };
 struct ReduceNames {

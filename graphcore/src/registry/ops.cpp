@@ -457,6 +457,9 @@ void register_shape_ops(Registry& r) {
       out.dims[i] = Dim::known(std::max<int64_t>(len, 0));
     }
     ctx.add_output({out, t.dtype});
+    ctx.set_attr("begin", *b);
+    ctx.set_attr("end", *e);
+    ctx.set_attr("strides", *s);
   });
   prim(r, "ops.StridedSlice",
        {P("begin_mask", "0"), P("end_mask", "0"), P("ellipsis_mask", "0"), P("new_axis_mask", "0"),
@@ -482,6 +485,7 @@ void register_creation(Registry& r) {
         if (v.kind == ArgValue::Kind::Int) dt = DType::Int64;
         if (v.kind == ArgValue::Kind::Bool) dt = DType::Bool;
         if (v.is_tensor()) dt = v.tensor.dtype;
+        if (auto fill = scalar_attr_value(v)) ctx.set_attr("value", std::move(*fill));
       }
       if (auto d = dtype_value(ctx.arg("dtype"))) dt = *d;
       if (auto d = dtype_value(ctx.arg("type"))) dt = *d;  // Ones()/Zeros() before 2.8.0
@@ -522,6 +526,8 @@ void register_creation(Registry& r) {
      on_tensor("input",
                [](CallContext& ctx, const TensorType& t) {
                  ctx.add_output({t.shape, dtype_value(ctx.arg("dtype")).value_or(t.dtype)});
+                 if (auto v = scalar_attr_value(ctx.arg("fill_value")))
+                   ctx.set_attr("value", std::move(*v));
                }),
      "tensor of the same shape filled with fill_value");
   fn(
@@ -545,6 +551,9 @@ void register_creation(Registry& r) {
         if (!a || !b || !step || *step == 0) return add_unknown_output(ctx, dt);
         double n = std::ceil((*b - *a) / *step);
         ctx.add_output({Shape::of({static_cast<int64_t>(std::max(n, 0.0))}), dt});
+        ctx.set_attr("start", *a);
+        ctx.set_attr("limit", *b);
+        ctx.set_attr("delta", *step);
       },
       "1-D range [start, end) with step");
 }
@@ -612,10 +621,13 @@ void register_nn_ops(Registry& r) {
                        ? scalar_promote(b->dtype, ctx.arg("input").kind)
                        : promote(a->dtype, b->dtype);
         ctx.add_output({*shape, dt});
+        if (ctx.arg("other").is_tensor()) record_scalar(ctx, ctx.arg("input"), 1);
+        if (ctx.arg("input").is_tensor()) record_scalar(ctx, ctx.arg("other"), 2);
       },
       "elementwise select: condition ? input : other");
   prim(r, "ops.Select", {}, {P("condition"), P("input"), P("other")},
-       binary_rule("ops.Select", "input", "other", BinaryDType::Promote), "Select()(cond, x, y)");
+       binary_rule("ops.Select", "input", "other", BinaryDType::Promote, 1),
+       "Select()(cond, x, y)");
   for (const char* name : {"ops.clamp", "ops.clip"})
     fn(r, name, "ClipByValue", {P("input"), P("min", "None"), P("max", "None")},
        clamp_rule(name, "input", "min", "max"), "clamps to [min, max]");

@@ -684,6 +684,30 @@ std::vector<int64_t> chunk_sizes(int64_t dim, int64_t chunks) {
   return split_by_size(dim, ceil_div_i(dim, chunks));
 }
 
+std::optional<AttrValue> scalar_attr_value(const ArgValue& v) {
+  using K = ArgValue::Kind;
+  switch (v.kind) {
+    case K::Bool:
+      return AttrValue(v.b);
+    case K::Int:
+      return AttrValue(v.i);
+    case K::Float:
+      return AttrValue(v.f);
+    case K::SymInt:
+      if (v.dim.is_known()) return AttrValue(v.dim.value());
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+void record_scalar(CallContext& ctx, const ArgValue& v, int64_t index) {
+  auto value = scalar_attr_value(v);
+  if (!value) return;
+  ctx.set_attr("scalar", std::move(*value));
+  ctx.set_attr("scalar_index", index);
+}
+
 DType scalar_promote(DType tensor, ArgValue::Kind scalar) {
   using K = ArgValue::Kind;
   if (tensor == DType::Unknown) return tensor;

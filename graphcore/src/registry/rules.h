@@ -188,4 +188,26 @@ std::vector<int64_t> chunk_sizes(int64_t dim, int64_t chunks);
 DType scalar_promote(DType tensor, ArgValue::Kind scalar);
 bool is_scalar(const ArgValue& v);  // Python bool/int/float
 
+// ---- Recording call-time values -----------------------------------------------------------------
+// Node attributes for the values an op needs to be executed that are not tensors, so that the
+// runtime reads them from the graph (docs/runtime.md). Names the kernels read:
+//   scalar, scalar_index  a Python scalar operand of an elementwise op (bool, int64 or double,
+//                         as Python wrote it) and the operand position it takes: `1 - x` records
+//                         scalar_index 0, `x - 1` scalar_index 1 (binary_rule, where/Select)
+//   perm                  transpose permutation, normalised (permute_rule, swap_rule)
+//   axis                  reduction axes (list; empty = all), concat/stack/split/gather/unsqueeze
+//                         axis (int), squeeze axes (list)
+//   keep_dims             reductions
+//   multiples             tile
+//   start, limit, delta   arange (doubles)
+//   value                 fill value (full, Fill, full_like, masked_fill with a scalar)
+//   min, max              clamp bounds given as scalars
+//   shape                 reshape target (-1 kept)
+//   dtype                 cast target ("float32")
+// The value of a Python scalar argument as an attribute (bool, int64, double); nullopt for any
+// other kind (tensors, symbolic ints without a known value, unknown values).
+std::optional<AttrValue> scalar_attr_value(const ArgValue& v);
+// Records `scalar` / `scalar_index` when `v` is a Python scalar with a known value.
+void record_scalar(CallContext& ctx, const ArgValue& v, int64_t index);
+
 }  // namespace graphcore::rules

@@ -255,6 +255,49 @@ void k_fill_like(KernelCall& c, double v) {
 void k_zeros_like(KernelCall& c) { k_fill_like(c, 0); }
 void k_ones_like(KernelCall& c) { k_fill_like(c, 1); }
 
+// ---- Python scalar operands ----------------------------------------------------------------------
+// The 0-d tensor MindSpore makes of a Python scalar operand next to tensor `other`: the tensor's
+// dtype, except that a float scalar with an integer/bool tensor is float32 and an int scalar with
+// a bool tensor is int64 (checked against MindSpore 2.10: Tensor(int32) * 0.5 is float32,
+// Tensor(bool) + 1 int64, Tensor(int32) + True int32).
+Tensor scalar_tensor(const AttrValue& v, DType other) {
+  if (const auto* d = std::get_if<double>(&v))
+    return Tensor::full({}, *d, is_floating(other) ? other : DType::Float32);
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    DType dt = other == DType::Bool ? DType::Int64 : other;
+    // An int that does not fit the tensor's int32 is kept as int64 (MindSpore would wrap it).
+    if (dt == DType::Int32 && (*i > std::numeric_limits<int32_t>::max() ||
+                               *i < std::numeric_limits<int32_t>::min()))
+      dt = DType::Int64;
+    return Tensor::full({}, static_cast<double>(*i), dt);
+  }
+  if (const auto* b = std::get_if<bool>(&v)) return Tensor::full({}, *b ? 1 : 0, other);
+  fail("the scalar operand is recorded as " + attr_to_string(v) + ", not a number");
+}
+
+// The operands of an elementwise op: its tensor inputs, with the Python scalar operand the
+// registry recorded (`scalar` at operand position `scalar_index`) inserted as a 0-d tensor.
+// Fails, naming what is missing, when fewer than `n` operands result.
+std::vector<Tensor> operands(const KernelCall& c, size_t n) {
+  std::vector<Tensor> ops(c.inputs.begin(), c.inputs.end());
+  const AttrValue* s = c.node.find_attr("scalar");
+  auto idx = attr_int(c.node, "scalar_index");
+  if (s && idx) {
+    if (*idx < 0 || static_cast<size_t>(*idx) > ops.size())
+      fail("scalar_index " + std::to_string(*idx) + " does not fit " +
+           std::to_string(ops.size()) + " tensor input(s)");
+    if (ops.empty()) fail("both operands are Python scalars: there is no tensor to compute with");
+    // The scalar's dtype follows the tensor operand next to it (the one it combines with).
+    const Tensor& other = static_cast<size_t>(*idx) < ops.size() ? ops[*idx] : ops.back();
+    ops.insert(ops.begin() + *idx, scalar_tensor(*s, other.dtype()));
+  }
+  if (ops.size() < n)
+    fail("expects " + std::to_string(n) + " operands, the graph gives " +
+         std::to_string(c.inputs.size()) + " tensor input(s)" +
+         (s ? std::string() : " and no recorded scalar operand"));
+  return ops;
+}
+
 // ---- elementwise binary with broadcasting ------------------------------------------------------
 std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   size_t r = std::max(a.size(), b.size());
@@ -377,8 +420,9 @@ T apply_bin(Bin op, T a, T b) {
 }
 
 void binary(KernelCall& c, Bin op) {
-  const Tensor& a = in(c, 0);
-  const Tensor& b = in(c, 1);
+  std::vector<Tensor> ops = operands(c, 2);
+  const Tensor& a = ops[0];
+  const Tensor& b = ops[1];
   std::vector<int64_t> shape = broadcast(a.shape(), b.shape());
   DType dt = out_dtype(c);
   if (is_compare(op)) dt = DType::Bool;
@@ -450,6 +494,95 @@ void k_gt(KernelCall& c) { binary(c, Bin::Gt); }
 void k_ge(KernelCall& c) { binary(c, Bin::Ge); }
 void k_and(KernelCall& c) { binary(c, Bin::And); }
 void k_or(KernelCall& c) { binary(c, Bin::Or); }
+
+// Select(cond, x, y) / ops.where, any operand possibly a recorded scalar; numpy broadcasting.
+void k_select(KernelCall& c) {
+  std::vector<Tensor> ops = operands(c, 3);
+  std::vector<int64_t> shape = broadcast(broadcast(ops[0].shape(), ops[1].shape()), ops[2].shape());
+  Tensor& y = emit(c, Tensor(shape, out_dtype(c, 0, ops[1].dtype())));
+  std::vector<int64_t> sc = bstrides(ops[0].shape(), shape), sx = bstrides(ops[1].shape(), shape),
+                       sy = bstrides(ops[2].shape(), shape);
+  // The condition's and x's element come from one broadcast walk, y's from its own strides.
+  std::vector<int64_t> yidx(static_cast<size_t>(y.numel()));
+  for_broadcast(shape, sy, sy, [&](int64_t o, int64_t i, int64_t) { yidx[o] = i; });
+  for_broadcast(shape, sc, sx, [&](int64_t o, int64_t i, int64_t j) {
+    y.set(o, ops[0].at(i) != 0 ? ops[1].at(j) : ops[2].at(yidx[o]));
+  });
+}
+
+// MaskedFill(x, mask, value): value is a recorded scalar (`value`) or a tensor input.
+void k_masked_fill(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const Tensor& m = in(c, 1);
+  double v = 0;
+  if (auto a = attr_float(c.node, "value"))
+    v = *a;
+  else if (auto b = attr_bool(c.node, "value"))
+    v = *b ? 1 : 0;
+  else if (c.inputs.size() >= 3 && c.inputs[2].numel() == 1)
+    v = c.inputs[2].at(0);
+  else
+    fail("the fill value is neither recorded in the graph nor a one-element tensor input");
+  std::vector<int64_t> shape = broadcast(x.shape(), m.shape());
+  Tensor& y = emit(c, Tensor(shape, out_dtype(c, 0, x.dtype())));
+  for_broadcast(shape, bstrides(x.shape(), shape), bstrides(m.shape(), shape),
+                [&](int64_t o, int64_t i, int64_t j) { y.set(o, m.at(j) != 0 ? v : x.at(i)); });
+}
+
+// ClipByValue(x, min, max): bounds are recorded scalars (`min`, `max`) or tensor inputs (in
+// that order, for the bounds not recorded).
+void k_clip(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  size_t next = 1;
+  auto bound = [&](const char* name) -> std::optional<Tensor> {
+    if (const AttrValue* v = c.node.find_attr(name))
+      return scalar_tensor(*v, DType::Float32).cast(DType::Float32);
+    if (next < c.inputs.size()) return as_float(c.inputs[next++]);
+    return std::nullopt;
+  };
+  std::optional<Tensor> lo = bound("min"), hi = bound("max");
+  Tensor y = as_float(x).clone();
+  DType dt = out_dtype(c, 0, x.dtype());
+  for (const auto& [b, is_lo] : {std::pair{&lo, true}, std::pair{&hi, false}}) {
+    if (!*b) continue;
+    const Tensor& t = **b;
+    std::vector<int64_t> shape = broadcast(y.shape(), t.shape());
+    if (shape != y.shape()) fail("clamp bound " + t.type_str() + " does not broadcast to the input");
+    for_broadcast(shape, bstrides(y.shape(), shape), bstrides(t.shape(), shape),
+                  [&](int64_t o, int64_t, int64_t j) {
+                    float v = y.data<float>()[o];
+                    auto bv = static_cast<float>(t.at(j));
+                    y.data<float>()[o] = is_lo ? std::max(v, bv) : std::min(v, bv);
+                  });
+  }
+  emit(c, y.dtype() == dt ? y : y.cast(dt));
+}
+
+// Fill/Ones/Zeros (shape from the graph) and FillLike (shape of the input).
+void k_fill(KernelCall& c) {
+  double v = 0;
+  if (c.node.op == "Ones") {
+    v = 1;
+  } else if (c.node.op != "Zeros") {
+    if (auto a = attr_float(c.node, "value"))
+      v = *a;
+    else if (auto b = attr_bool(c.node, "value"))
+      v = *b ? 1 : 0;
+    else if (!c.inputs.empty() && c.inputs.back().numel() == 1 && c.node.op != "FillLike")
+      v = c.inputs.back().at(0);
+    else
+      fail("the fill value is not recorded in the graph");
+  }
+  std::vector<int64_t> shape;
+  if (c.node.op == "FillLike") {
+    shape = in(c, 0).shape();
+  } else {
+    auto os = out_shape(c);
+    if (!os) fail("the output shape is not fully known");
+    shape = *os;
+  }
+  emit(c, Tensor::full(shape, v, out_dtype(c)));
+}
 
 void k_not(KernelCall& c) {
   const Tensor& x = in(c, 0);
@@ -1647,6 +1780,7 @@ const std::map<std::string, KernelFn, std::less<>>& table() {
       {"BiasAdd", k_bias_add},
       {"BroadcastTo", k_broadcast_to},
       {"Cast", k_cast},
+      {"ClipByValue", k_clip},
       {"Concat", k_concat},
       {"Conv2D", k_conv2d},
       {"Cos", k_cos},
@@ -1663,6 +1797,8 @@ const std::map<std::string, KernelFn, std::less<>>& table() {
       {"Floor", k_floor},
       {"FloorDiv", k_floordiv},
       {"FloorMod", k_mod},
+      {"Fill", k_fill},
+      {"FillLike", k_fill},
       {"Gather", k_gather},
       {"GatherV2", k_gather},
       {"GeLU", k_gelu},
@@ -1681,6 +1817,7 @@ const std::map<std::string, KernelFn, std::less<>>& table() {
       {"LogicalAnd", k_and},
       {"LogicalNot", k_not},
       {"LogicalOr", k_or},
+      {"MaskedFill", k_masked_fill},
       {"MatMul", k_matmul},
       {"MaxPool", k_maxpool},
       {"Maximum", k_maximum},
@@ -1689,6 +1826,7 @@ const std::map<std::string, KernelFn, std::less<>>& table() {
       {"Neg", k_neg},
       {"NotEqual", k_ne},
       {"OneHot", k_one_hot},
+      {"Ones", k_fill},
       {"OnesLike", k_ones_like},
       {"Pow", k_pow},
       {"Range", k_range},
@@ -1703,6 +1841,7 @@ const std::map<std::string, KernelFn, std::less<>>& table() {
       {"ReLU6", k_relu6},
       {"Reshape", k_reshape},
       {"Rsqrt", k_rsqrt},
+      {"Select", k_select},
       {"SiLU", k_silu},
       {"Sigmoid", k_sigmoid},
       {"Sin", k_sin},
@@ -1721,6 +1860,7 @@ const std::map<std::string, KernelFn, std::less<>>& table() {
       {"Unsqueeze", k_reshape},
       {"Unstack", k_unstack},
       {"View", k_reshape},
+      {"Zeros", k_fill},
       {"ZerosLike", k_zeros_like},
   };
   return t;
