@@ -7,6 +7,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -173,6 +174,7 @@ struct Session::Impl {
   size_t stop_node = 0;
   bool stop_after = false;
   std::vector<VarRef> refs;
+  bool focus_sent = false;  // a `cellscope.focus` event names the paused node
 
   explicit Impl(std::function<void(std::string)> s) : send(std::move(s)) {}
 
@@ -752,6 +754,70 @@ struct Session::Impl {
     return rt::HookAction::Continue;
   }
 
+  // ---- graph view focus ----------------------------------------------------------------------
+  // The custom event `cellscope.focus` tells the editor which graph node the run is paused on
+  // (the extension relays it to the graph view, docs/dap.md): sent with every stop (just before
+  // `stopped`), cleared (an empty `node`) when the run resumes or ends. Called with m held.
+  json focus_body() const {
+    const graphcore::Node& n = ex->graph().nodes[stop_node];
+    const NodeInfo& ni = info[stop_node];
+    json b = {{"file", canonical(program)},
+              {"cell", ex->report().name},
+              {"node", n.id},
+              {"op", std::string(n.op)},
+              {"scope", std::string(n.scope)},
+              {"source", ni.file},
+              {"line", ni.line},
+              {"reason", stop_reason},
+              {"ran", stop_after}};
+    if (!stop_text.empty()) b["description"] = stop_text;
+    // The live tensor: the node's output once it ran, else the first tensor flowing into it.
+    const rt::Tensor* t = nullptr;
+    std::string tensor;
+    if (stop_after) {
+      t = ex->value(stop_node, 0);
+      tensor = n.id;
+    } else {
+      for (const graphcore::ValueRef& in : n.inputs) {
+        t = ex->value(in);
+        if (t && t->defined()) {
+          tensor = ex->graph().nodes[in.node].id;
+          if (in.output) tensor += "[" + std::to_string(in.output) + "]";
+          break;
+        }
+      }
+    }
+    if (!t || !t->defined()) return b;
+    b["tensor"] = tensor;
+    b["shape"] = t->shape();
+    b["dtype"] = std::string(graphcore::dtype_name(t->dtype()));
+    json stats = {{"numel", t->numel()}};
+    if (t->numel() > 0) {
+      rt::TensorStats st = rt::compute_stats(*t);
+      // JSON has no NaN/Inf: statistics over no finite value are left out.
+      for (auto [k, v] : {std::pair<const char*, double>{"min", st.min},
+                          {"max", st.max},
+                          {"mean", st.mean},
+                          {"std", st.std}})
+        if (std::isfinite(v) && st.count > st.nan_count + st.inf_count) stats[k] = v;
+      stats["nan"] = st.nan_count;
+      stats["inf"] = st.inf_count;
+      stats["zeros"] = st.zero_count;
+    }
+    b["stats"] = stats;
+    return b;
+  }
+  void send_focus() {
+    event("cellscope.focus", focus_body());
+    focus_sent = true;
+  }
+  void clear_focus() {
+    if (!focus_sent) return;
+    focus_sent = false;
+    event("cellscope.focus",
+          {{"file", canonical(program)}, {"cell", ex ? ex->report().name : ""}, {"node", ""}});
+  }
+
   void run_worker() {
     rt::Hooks hooks;
     hooks.before = [this](const rt::NodeEvent& e) {
@@ -798,9 +864,11 @@ struct Session::Impl {
         if (stop_reason == "breakpoint") body["hitBreakpointIds"] = hit_ids;
         step = StepMode::None;
         resume = false;
+        send_focus();
         event("stopped", body);
         cv.wait(lock, [this] { return resume || terminate; });
         if (terminate) break;
+        clear_focus();
         if (fatal) {
           state = State::Done;
           event("exited", {{"exitCode", 1}});
@@ -872,9 +940,10 @@ struct Session::Impl {
     bool had_worker = worker.joinable();
     stop_worker();
     respond(req);
-    if (had_worker || state != State::Done) {
+    {
       std::unique_lock lock(m);
-      state = State::Done;
+      if (had_worker || state != State::Done) state = State::Done;
+      clear_focus();
     }
     event("terminated");
   }

@@ -20,6 +20,7 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { findBinary, FIX_HINT, type Discovery } from './binary';
+import { DebugFocusRelay, type FocusBody } from './debugfocus';
 import { GraphPanel, type VisualizeResult } from './panel';
 import { serverSettings } from './settings';
 import { effectiveSettings, statusText, TARGETS, TARGET_LABELS, type AnalysisState } from './status';
@@ -355,18 +356,51 @@ class MindSporeDebugFactory implements vscode.DebugAdapterDescriptorFactory {
   }
 }
 
+/** The configuration F5 runs without a launch.json, and the one a generated launch.json holds. */
+function defaultDebugConfiguration(): vscode.DebugConfiguration {
+  return { type: 'mindspore', request: 'launch', name: 'MindSpore: Debug Cell', program: '${file}', input: 'random', precision: 'fp32', stopOnEntry: true };
+}
+
 class MindSporeDebugConfigurations implements vscode.DebugConfigurationProvider {
+  // "create a launch.json file": the generated configuration.
+  provideDebugConfigurations(): vscode.ProviderResult<vscode.DebugConfiguration[]> {
+    return [defaultDebugConfiguration()];
+  }
+
   resolveDebugConfiguration(
     _folder: vscode.WorkspaceFolder | undefined,
     config: vscode.DebugConfiguration,
   ): vscode.ProviderResult<vscode.DebugConfiguration> {
+    // F5 with no launch.json: debug the model file in the editor.
     if (!config.type && !config.request && !config.name) {
       const editor = pythonEditor();
-      if (!editor) return undefined;
-      return { type: 'mindspore', request: 'launch', name: 'MindSpore: Debug Cell', program: '${file}', input: 'random', precision: 'fp32', stopOnEntry: true };
+      if (!editor) {
+        void vscode.window.showInformationMessage('MindSpore debugging runs a model file: open one (or add a launch.json with `program`).');
+        return undefined;
+      }
+      return defaultDebugConfiguration();
     }
+    if (!config.program) config.program = '${file}';
     return config;
   }
+}
+
+// The "Select Launch Configuration" list VS Code shows after "MindSpore (Cellscope)" is picked as
+// the debugger (F5 with no launch.json): debug the model file in the editor.
+class MindSporeDynamicConfigurations implements vscode.DebugConfigurationProvider {
+  provideDebugConfigurations(): vscode.ProviderResult<vscode.DebugConfiguration[]> {
+    const editor = pythonEditor();
+    if (!editor || editor.document.uri.scheme !== 'file') return [];
+    const file = editor.document.uri.fsPath;
+    return [{ ...defaultDebugConfiguration(), name: `MindSpore: Debug Cell (${path.basename(file)})`, program: file }];
+  }
+}
+
+// The paused node, relayed from `cellscope dap` to the graph view through the language server.
+async function sendDebugFocus(focus: FocusBody): Promise<void> {
+  const c = client;
+  if (!c || c.state !== State.Running) return;
+  await c.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.debugFocus', arguments: [focus] });
 }
 
 // ---- activation ---------------------------------------------------------------------------------
@@ -380,6 +414,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.command = 'cellscope.selectTarget';
   context.subscriptions.push(output, statusItem);
   updateStatus();
+  const debugFocus = new DebugFocusRelay(sendDebugFocus, (line) => output.appendLine(line));
 
   const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, fn));
@@ -394,6 +429,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     vscode.debug.registerDebugAdapterDescriptorFactory('mindspore', new MindSporeDebugFactory()),
     vscode.debug.registerDebugConfigurationProvider('mindspore', new MindSporeDebugConfigurations()),
+    vscode.debug.registerDebugConfigurationProvider('mindspore', new MindSporeDynamicConfigurations(),
+      vscode.DebugConfigurationProviderTriggerKind.Dynamic),
+    vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
+      debugFocus.onCustomEvent(e.session.id, e.session.type, e.event, e.body);
+    }),
+    vscode.debug.onDidTerminateDebugSession((s) => debugFocus.onTerminated(s.id, s.type)),
     vscode.languages.onDidChangeDiagnostics(() => countDiagnostics()),
     vscode.workspace.onDidChangeTextDocument((e) => {
       if (e.document.languageId === 'python' && e.contentChanges.length > 0) markAnalysing();

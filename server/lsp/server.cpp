@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -160,6 +161,9 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
   std::mutex view_mutex;
   std::shared_ptr<server::view::ViewServer> view_server;
   bool show_document = false;  // the client supports window/showDocument
+  // The debugger's focus (cellscope.debugFocus, relayed by the editor from `cellscope dap`): kept
+  // for a view server started while paused. Guarded by view_mutex.
+  std::optional<protocol::DebugFocus> debug_focus;
   // Files parsed by earlier analyses (imports rarely change while the user types).
   std::shared_ptr<graphcore::ParseCache> parse_cache = std::make_shared<graphcore::ParseCache>();
 
@@ -554,6 +558,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     log(3, "graph view server listening on 127.0.0.1:" + std::to_string(vs->port()));
     std::lock_guard lock(view_mutex);
     view_server = vs;
+    if (debug_focus) vs->set_debug_focus(*debug_focus);
     return vs;
   }
 
@@ -736,7 +741,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         {"definitionProvider", true},
         {"executeCommandProvider",
          {{"commands", Json::array({"cellscope.visualizeGraph", "cellscope.graphDocument",
-                                    "cellscope.setTarget"})}}},
+                                    "cellscope.setTarget", "cellscope.debugFocus"})}}},
         {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
     };
     (void)trigger_chars;
@@ -1134,6 +1139,32 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
                          {"target", target()}});
             });
         return;
+      }
+      if (command == "cellscope.debugFocus") {
+        // arguments: [DebugFocus as JSON] (the body of `cellscope dap`'s `cellscope.focus` event;
+        // an empty node clears it). Passed to the graph views of its file.
+        if (args.empty() || !args[0].is_object())
+          return ctx.error(
+              RpcError(ErrorCode::kInvalidParams,
+                       "cellscope.debugFocus needs a focus object {file, cell, node}"));
+        protocol::DebugFocus focus;
+        std::string error;
+        if (!protocol::from_json(args[0].dump(), &focus, &error))
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, "cellscope.debugFocus: " + error));
+        if (!focus.node().empty() && !fs::path(focus.file()).is_absolute())
+          return ctx.error(RpcError(ErrorCode::kInvalidParams,
+                                    "cellscope.debugFocus: `file` must be an absolute path"));
+        std::shared_ptr<server::view::ViewServer> vs;
+        {
+          std::lock_guard lock(view_mutex);
+          if (focus.node().empty())
+            debug_focus.reset();
+          else
+            debug_focus = focus;
+          vs = view_server;
+        }
+        const size_t views = vs ? vs->set_debug_focus(focus) : 0;
+        return ctx.reply({{"file", focus.file()}, {"node", focus.node()}, {"views", views}});
       }
       if (command == "cellscope.graphDocument") {
         // The semantic graph document of an open file as JSON (for clients without the view).

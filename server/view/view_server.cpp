@@ -13,6 +13,7 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -57,7 +58,20 @@ struct Channel {
   std::string focus_cell;
   std::shared_ptr<const std::string> status_frame;  // the last non-"ok" status, if any
   std::set<std::shared_ptr<WsSession>> sessions;
+  std::string canonical;  // the file's canonical path (debug focus matching), once needed
 };
+
+std::string canonical_path(const std::string& file) {
+  if (file.empty()) return file;
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::path(file), ec);
+  return ec ? file : p.string();
+}
+
+const std::string& canonical_of(const std::string& file, Channel& channel) {
+  if (channel.canonical.empty()) channel.canonical = canonical_path(file);
+  return channel.canonical;
+}
 
 }  // namespace
 
@@ -70,8 +84,12 @@ struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
   std::thread thread;
   std::atomic<bool> running{false};
 
-  mutable std::mutex mutex;  // guards channels
+  mutable std::mutex mutex;  // guards channels and the debug focus
   std::map<std::string, Channel> channels;
+  // The debugger's current focus (view.proto's DebugFocus) and its file's canonical path; null
+  // when not paused.
+  std::shared_ptr<const std::string> debug_frame;
+  std::string debug_file;
 
   void accept();
   void join(const std::shared_ptr<WsSession>& session, const std::string& file);
@@ -375,6 +393,9 @@ void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std
     session->send(std::make_shared<const std::string>(message_json(hello)));
     if (channel.has_document) session->send(channel.full_frame);
     if (channel.status_frame) session->send(channel.status_frame);
+    // The debugger's focus follows the document (the first publish sends it when there is none).
+    if (channel.has_document && debug_frame && canonical_of(file, channel) == debug_file)
+      session->send(debug_frame);
     needs_document = !channel.has_document;
     for (const auto& [name, c] : channels) open += c.sessions.size();
   }
@@ -578,11 +599,18 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
   if (channel.sessions.empty()) return;
   // A view that joined while this document was being prepared has the previous one (or none).
   if (!had || !previous) frame = channel.full_frame;
+  // Views that joined before the first document get the debugger's focus after it.
+  std::shared_ptr<const std::string> debug;
+  if (!had && impl_->debug_frame && canonical_of(file, channel) == impl_->debug_file)
+    debug = impl_->debug_frame;
   std::vector<std::shared_ptr<WsSession>> sessions(channel.sessions.begin(),
                                                    channel.sessions.end());
   // Posted under the lock: frames reach each view in publish order.
-  asio::post(impl_->io, [sessions = std::move(sessions), frame] {
-    for (const auto& s : sessions) s->send(frame);
+  asio::post(impl_->io, [sessions = std::move(sessions), frame, debug] {
+    for (const auto& s : sessions) {
+      s->send(frame);
+      if (debug) s->send(debug);
+    }
   });
 }
 
@@ -638,6 +666,45 @@ void ViewServer::set_focus(const std::string& file, const std::string& cell) {
   std::lock_guard lock(impl_->mutex);
   auto& channel = impl_->channels[file];
   channel.focus_cell = cell;
+}
+
+size_t ViewServer::set_debug_focus(const protocol::DebugFocus& focus) {
+  const bool paused = !focus.node().empty();
+  const std::string file = canonical_path(focus.file());
+  protocol::ViewMessage m;
+  *m.mutable_debug() = focus;
+  auto frame = std::make_shared<const std::string>(message_json(m));
+  std::lock_guard lock(impl_->mutex);
+  const std::string previous = impl_->debug_file;
+  // A focus on another file than the previous one: the previous file's views are cleared.
+  std::shared_ptr<const std::string> clear_previous;
+  if (!previous.empty() && previous != file) {
+    protocol::ViewMessage c;
+    c.mutable_debug()->set_file(previous);
+    clear_previous = std::make_shared<const std::string>(message_json(c));
+  }
+  impl_->debug_frame = paused ? frame : nullptr;
+  impl_->debug_file = paused ? file : std::string();
+  std::vector<std::pair<std::shared_ptr<WsSession>, std::shared_ptr<const std::string>>> sends;
+  size_t sent = 0;
+  for (auto& [name, channel] : impl_->channels) {
+    if (channel.sessions.empty()) continue;
+    const std::string& canon = canonical_of(name, channel);
+    std::shared_ptr<const std::string> f;
+    if (canon == file || (file.empty() && canon == previous)) {
+      f = frame;
+      sent += channel.sessions.size();
+    } else if (clear_previous && canon == previous) {
+      f = clear_previous;
+    }
+    if (f)
+      for (const auto& s : channel.sessions) sends.emplace_back(s, f);
+  }
+  if (!sends.empty())
+    asio::post(impl_->io, [sends = std::move(sends)] {
+      for (const auto& [s, f] : sends) s->send(f);
+    });
+  return sent;
 }
 
 bool ViewServer::watching(const std::string& file) const {

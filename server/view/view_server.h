@@ -73,6 +73,11 @@ class ViewServer {
               double analysis_ms, const std::string& focus_cell = {});
   // Which Cell views of `file` should show (the cursor's Cell in the editor).
   void set_focus(const std::string& file, const std::string& cell);
+  // The node the debugger is paused on (view.proto's DebugFocus; an empty `node` clears it). Sent
+  // to every view of `focus.file` (paths compared canonically) and remembered, so that a view that
+  // connects while paused gets it after its hello and document. A new focus on another file clears
+  // the previous file's views. Thread-safe. Returns the number of views it was sent to.
+  size_t set_debug_focus(const protocol::DebugFocus& focus);
 
   // Whether `file` has at least one connected view.
   bool watching(const std::string& file) const;

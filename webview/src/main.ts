@@ -1,6 +1,6 @@
 // The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
 import './styles.css';
-import type { Cell, CellSkeleton, Diagnostic, GraphDocument, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
+import type { Cell, CellSkeleton, DebugFocus, Diagnostic, GraphDocument, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
 import { LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
@@ -9,7 +9,8 @@ import { GraphView, readTheme } from './view';
 import { METRICS, metricDef, rampColor, type MetricId } from './metrics';
 import { search } from './search';
 import { diffGraphs, type GraphDiff } from './diff';
-import { renderCellSummary, renderPanel } from './panel';
+import { renderCellSummary, renderPanel, sourceLink } from './panel';
+import { debugPanelHtml, debugTargets, isPaused, scopesToLoad } from './debug';
 import { buildTimeline, MemoryPanel } from './memory';
 import { exportPng, exportSvg, buildSvg } from './export';
 import { makeLayoutWorker, pickTransport, snapshotParseMs, type ConnectionState, type Transport } from './transport';
@@ -76,6 +77,12 @@ class App {
   private lazy = new Map<string, LazyCell>();  // by Cell name
   // After a new skeleton: the groups that were expanded, re-opened as their scopes load again.
   private reopen: Set<string> | null = null;
+  // The debugger's focus (DebugFocus): the paused node, highlighted in every layer.
+  private focus: DebugFocus | null = null;
+  private focusSeq = 0;               // one per focus received
+  private focusCellSeq = 0;           // the focus whose Cell the view switched to
+  private focusPanned = new Map<GraphView, string>();  // per view: the focus/layer it panned to
+  private focusWork: Promise<void> = Promise.resolve();
 
   // DOM
   private root = el('div', 'app');
@@ -283,12 +290,77 @@ class App {
       if (!d.error) this.details.set(key, d.kernels ?? []);
       this.renderPanel();
     }
-    if (m.debug) {
-      const id = m.debug.node || null;
-      this.viewA.debugNode = id;
-      this.viewA.invalidate();
-      if (id && (!m.debug.cell || m.debug.cell === this.cellName)) void this.viewA.reveal(id);
+    if (m.debug) this.onDebug(m.debug);
+  }
+
+  // ---- the debugger's focus ----------------------------------------------------------------
+
+  private onDebug(f: DebugFocus): void {
+    if (!isPaused(f)) {
+      this.focus = null;
+    } else {
+      this.focus = f;
+      this.focusSeq++;
+      if (this.switchToFocusCell()) {
+        void this.render({ reset: true });
+        return;  // the render applies the focus
+      }
     }
+    this.applyDebugFocus();
+  }
+
+  /** A new focus on another Cell of the document than the one shown: show that Cell (once per focus). */
+  private switchToFocusCell(): boolean {
+    const f = this.focus;
+    if (!f || !f.cell || this.focusCellSeq === this.focusSeq) return false;
+    if (!this.doc?.cells?.some((c) => c.name === f.cell)) return false;
+    this.focusCellSeq = this.focusSeq;
+    if (f.cell === this.cellName) return false;
+    this.cellName = f.cell;
+    this.cellSel.value = f.cell;
+    return true;
+  }
+
+  /** Whether the focus is on the Cell shown (or on a Cell the document does not name). */
+  private focusOnCell(): boolean {
+    const f = this.focus;
+    if (!f) return false;
+    return !f.cell || f.cell === this.cellName || !this.doc?.cells?.some((c) => c.name === f.cell);
+  }
+
+  /**
+   * Highlights the focused node in each drawn layer; the first time a focus reaches a view (per
+   * layer), expands the groups around it and pans it into view (the zoom stays). A lazy Cell loads
+   * the scopes down to it first.
+   */
+  private applyDebugFocus(): void {
+    const f = this.focus;
+    const on = this.focusOnCell();
+    const views = this.split && this.viewB ? [this.viewA, this.viewB] : [this.viewA];
+    for (const v of views) {
+      const targets = f && on && v.graph ? debugTargets(v.graph, f) : [];
+      v.debugNodes = new Set(targets);
+      v.invalidate();
+      if (!targets.length || !v.graph) continue;
+      const key = `${this.focusSeq}|${this.cellName}|${v.graph.layer}`;
+      if (this.focusPanned.get(v) === key) continue;
+      this.focusPanned.set(v, key);
+      const t = targets[0];
+      this.focusWork = this.focusWork.then(() => v.reveal(t, false)).then(() => { v.panIntoView(t); });
+    }
+    if (f && on) {
+      const lz = this.lazy.get(this.cellName);
+      if (lz) for (const scope of scopesToLoad(f, lz)) this.requestScope(this.cellName, lz, scope);
+    }
+    this.renderPanel();
+    this.renderLegend();
+  }
+
+  private debugCard(): string {
+    const f = this.focus;
+    if (!f || !this.focusOnCell()) return '';
+    const editor = !!this.hello.editor;
+    return debugPanelHtml(f, (file, line) => sourceLink(file, { start: { line: line - 1, character: 0 }, end: { line: line - 1, character: 0 } }, editor));
   }
 
   private restart(): void {
@@ -300,6 +372,7 @@ class App {
     this.details.clear();
     this.detailsPending.clear();
     this.lazy.clear();
+    this.focus = null;  // the server sends the new file's focus, if any
   }
 
   // ---- lazy Cells --------------------------------------------------------------------------
@@ -391,6 +464,7 @@ class App {
       const byClass = cells.find((c) => c.className === this.cellName || c.name.startsWith(this.cellName + '('));
       this.cellName = byClass?.name ?? cells[0]?.name ?? '';
     }
+    this.switchToFocusCell();
     this.cellSel.innerHTML = cells.map((c) => `<option value="${h(c.name)}">${h(c.name)}${c.compiled === false ? ' (not compiled)' : ''}</option>`).join('');
     this.cellSel.value = this.cellName;
     this.cellSel.style.display = cells.length > 1 ? '' : 'none';
@@ -470,8 +544,7 @@ class App {
     await Promise.all(jobs);
     this.timings.layoutMs = performance.now() - tl;
     if (my !== this.renderSeq) return;
-    this.renderPanel();
-    this.renderLegend();
+    this.applyDebugFocus();  // also renders the panel and the legend
     this.renderMem();
     this.syncButtons();
   }
@@ -559,6 +632,7 @@ class App {
         const marks: [string, string][] = [[th.accent, 'selected'], [th.highlight, 'search match'],
           [th.mapped, v.graph.layer === 'semantic' ? 'mapped' : 'shared buffer / mapped']];
         if (v.diff && (v.diff.added.size || v.diff.changed.size)) marks.push([th.added, 'added'], [th.changed, 'changed']);
+        if (v.debugNodes.size) marks.push([th.debug, 'paused here']);
         html += `<span class="marks">${marks.map(([c, l]) => `<span class="chip"><i class="ring" style="border-color:${c}"></i>${l}</span>`).join('')}</span>`;
         box.innerHTML = html;
         return;
@@ -690,7 +764,7 @@ class App {
     }
     const removed = this.showDiff && this.diff && this.diff.removed.length && v === this.viewA
       ? `<details class="sec" open><summary>Removed by the last edit</summary><ul class="origins">${this.diff.removed.slice(0, 50).map((r) => `<li class="removed">${h(r)}</li>`).join('')}</ul></details>` : '';
-    this.panel.innerHTML = html + removed;
+    this.panel.innerHTML = this.debugCard() + html + removed;
   }
 
   private onPanelClick(e: MouseEvent): void {
@@ -789,7 +863,7 @@ class App {
           expanded: [...v.expanded], scale: v.scale, connection: app.conn, status: app.status.state,
           diagnostics: app.status.diagnostics.length, diff: app.diff ? { added: [...app.diff.added], changed: [...app.diff.changed], removed: app.diff.removed } : null,
           highlighted: [...v.highlight], secondary: [...v.secondary], transport: app.transport.kind,
-          layoutError: v.layoutError,
+          layoutError: v.layoutError, debug: [...v.debugNodes],
         };
       },
       nodeScreenPosition: (id: string, which?: string) => viewOf(which).screenPosition(id),
@@ -811,10 +885,22 @@ class App {
       idle: async () => {
         for (;;) {
           while (app.pendingScopes() > 0) await new Promise((r) => setTimeout(r, 20));
-          await Promise.all([app.viewA.idle(), app.viewB?.idle()]);
-          if (app.pendingScopes() === 0) return true;
+          const work = app.focusWork;
+          await Promise.all([app.viewA.idle(), app.viewB?.idle(), work]);
+          // A render finishing now may apply the debug focus (more work): wait for that too.
+          await new Promise((r) => setTimeout(r, 0));
+          if (app.pendingScopes() === 0 && work === app.focusWork) {
+            await Promise.all([app.viewA.idle(), app.viewB?.idle()]);
+            return true;
+          }
         }
       },
+      // The debugger's focus: what the view holds, and what each drawn view highlights for it.
+      debugFocus: () => ({
+        focus: app.focus, cell: app.cellName,
+        highlighted: [...app.viewA.debugNodes], highlightedB: app.split && app.viewB ? [...app.viewB.debugNodes] : [],
+        panel: app.panel.querySelector('.debug-card')?.textContent ?? '',
+      }),
       // Semantic nodes the view holds for the current Cell (all of them unless the Cell is lazy).
       loadedNodes: () => app.currentCell()?.nodes?.length ?? 0,
       lazy: () => {
@@ -838,6 +924,7 @@ class App {
       pan: (dx: number, dy: number) => app.activeView().pan(dx, dy),
       paintNow: () => { const v = app.activeView(); v.paintNow(); return v.lastPaintMs; },
       injectMessage: (m: ViewMessage) => app.onMessage(m),
+      setDebugFocus: (f: DebugFocus) => app.onDebug(f),
     };
   }
 }

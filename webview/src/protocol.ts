@@ -278,7 +278,23 @@ export interface NodeDetails {
   seq?: number | string; cell?: string; node?: string; kernels?: HardwareKernel[]; error?: string;
 }
 
-export interface DebugFocus { cell?: string; node?: string; stats?: Record<string, number> }
+/** The node the debugger is paused on (an empty `node`: not paused). See view.proto. */
+export interface DebugFocus {
+  cell?: string;
+  node?: string;
+  stats?: Record<string, number>;  // numel, min, max, mean, std, nan, inf, zeros
+  file?: string;
+  op?: string;
+  line?: number;
+  shape?: (number | string)[];     // int64: proto3 JSON may print strings
+  dtype?: string;
+  scope?: string;
+  reason?: string;
+  description?: string;
+  ran?: boolean;
+  tensor?: string;
+  source?: string;
+}
 
 export interface ViewMessage {
   hello?: ViewHello;

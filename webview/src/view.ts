@@ -1,7 +1,7 @@
 // One graph canvas: hierarchical layout (through the layout engine), 2D-canvas rendering with
 // viewport culling and level of detail, pan/zoom, hit testing and selection.
 import {
-  ROOT_ID, ancestors, defaultExpansion, type ViewGraph,
+  ROOT_ID, ancestors, defaultExpansion, visibleRep, type ViewGraph,
 } from './model';
 import {
   aggregateEdges, composeScene, computePorts, type AggEdge, type Ports, type DrawEdge, type DrawItem, type LayoutEngine, type Scene,
@@ -17,6 +17,7 @@ export interface Theme {
   bg: string; fg: string; muted: string; node: string; nodeBorder: string; edge: string; edgeLabel: string;
   frame: string; frameBorder: string; frameHeader: string; accent: string; highlight: string;
   added: string; changed: string; fused: string; move: string; grid: string; mapped: string;
+  debug: string; debugFg: string;
   cat: Record<string, string>;
 }
 
@@ -31,6 +32,7 @@ export function readTheme(el: HTMLElement): Theme {
     accent: v('--cs-accent', '#0969da'), highlight: v('--cs-highlight', '#d4a72c'), added: v('--cs-added', '#1a7f37'),
     changed: v('--cs-changed', '#bc4c00'), fused: v('--cs-fused', '#8250df'), move: v('--cs-move', '#d4a72c'),
     grid: v('--cs-grid', 'rgba(128,128,128,0.08)'), mapped: v('--cs-mapped', '#d63384'),
+    debug: v('--cs-debug', '#d4380d'), debugFg: v('--cs-debug-fg', '#ffffff'),
     cat: {
       input: v('--cs-cat-input', '#57606a'), const: v('--cs-cat-const', '#8c959f'), move: v('--cs-cat-move', '#d4a72c'),
       compute: v('--cs-cat-compute', '#0969da'), norm: v('--cs-cat-norm', '#1a7f37'), act: v('--cs-cat-act', '#cf222e'),
@@ -76,7 +78,8 @@ export class GraphView {
   private cssW = 0;
   private cssH = 0;
   frames = 0;
-  debugNode: string | null = null;
+  /** The drawn nodes the debugger is paused on (DebugFocus; outlined with a "paused" badge). */
+  debugNodes = new Set<string>();
   layoutError: string | null = null;
 
   constructor(private host: HTMLElement, private engine: LayoutEngine, private cb: ViewCallbacks) {
@@ -364,6 +367,32 @@ export class GraphView {
     });
   }
 
+  /**
+   * Pans (never zooms) so that item `id` lies inside the viewport with a margin; nothing moves when
+   * it already does. Whether the camera moved.
+   */
+  panIntoView(id: string, margin = 48): boolean {
+    const it = this.scene?.byId.get(id);
+    if (!it) return false;
+    const x0 = it.x * this.scale + this.tx, y0 = it.y * this.scale + this.ty;
+    const x1 = x0 + it.w * this.scale, y1 = y0 + it.h * this.scale;
+    const m = Math.min(margin, this.cssW / 4, this.cssH / 4);
+    if (x0 >= m && y0 >= m && x1 <= this.cssW - m && y1 <= this.cssH - m) return false;
+    this.tx = this.cssW / 2 - (it.x + it.w / 2) * this.scale;
+    this.ty = this.cssH / 2 - (it.y + it.h / 2) * this.scale;
+    this.invalidate();
+    return true;
+  }
+
+  /** What is drawn for the debug focus: the nodes, or the collapsed groups holding them. */
+  private debugItems(): Set<string> {
+    const out = new Set<string>();
+    const g = this.graph;
+    if (!g) return out;
+    for (const id of this.debugNodes) if (g.byId.has(id)) out.add(visibleRep(g, id, this.expanded));
+    return out;
+  }
+
   private ensureVisible(id: string): void {
     const it = this.scene?.byId.get(id);
     if (!it) return;
@@ -413,6 +442,7 @@ export class GraphView {
     const text = scale >= 0.38;
     const detail = scale >= 0.16;
     const px = 1 / scale;
+    const paused = this.debugItems();
     // Frames (expanded groups).
     for (const it of s.items) {
       if (it.type !== 'frame') continue;
@@ -501,6 +531,7 @@ export class GraphView {
         if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
         const mark = this.markColor(it.id);
         if (mark) this.outline(ctx, it, mark, 3 * px);
+        if (paused.has(it.id)) this.drawPaused(ctx, it, px, false);
       }
       return;
     }
@@ -571,8 +602,34 @@ export class GraphView {
       }
       const mark = this.markColor(it.id);
       if (mark) this.outline(ctx, it, mark, (mark === th.accent ? 3 : 2.5) * px);
-      if (this.debugNode === it.id) this.outline(ctx, it, '#cf222e', 4 * px);
+      if (paused.has(it.id)) this.drawPaused(ctx, it, px, text);
     }
+  }
+
+  /** The debug focus: a thick outline and, when text is drawn, a "paused here" badge on top. */
+  private drawPaused(ctx: CanvasRenderingContext2D, it: DrawItem, px: number, badge: boolean): void {
+    const th = this.theme;
+    const w = 3.5 * px;
+    ctx.strokeStyle = th.debug;
+    ctx.lineWidth = w;
+    ctx.beginPath();
+    ctx.roundRect(it.x - 2 * w, it.y - 2 * w, it.w + 4 * w, it.h + 4 * w, 9);
+    ctx.stroke();
+    if (!badge) return;
+    const label = 'paused here';
+    ctx.font = '600 10.5px system-ui, sans-serif';
+    const tw = ctx.measureText(label).width + 22;
+    const bx = it.x, by = it.y - 2 * w - 18;
+    ctx.fillStyle = th.debug;
+    ctx.beginPath();
+    ctx.roundRect(bx, by, tw, 16, 4);
+    ctx.fill();
+    ctx.fillStyle = th.debugFg;
+    // A pause sign (two bars), then the label.
+    ctx.fillRect(bx + 6, by + 4, 2.5, 8);
+    ctx.fillRect(bx + 10.5, by + 4, 2.5, 8);
+    ctx.textBaseline = 'middle';
+    ctx.fillText(label, bx + 17, by + 8.5);
   }
 
   private markColor(id: string): string | null {

@@ -8,7 +8,10 @@
 // temporary workspace; the Dense error in the Problems panel, an inlay shape hint and the status
 // bar; "MindSpore: Visualize Graph" from the Command Palette draws the graph in the webview; a
 // node clicked shows its panel; the quick fix "Change in_channels to 9216" applied and saved: the
-// error disappears and the view updates.
+// error disappears and the view updates. Then the debugger: on lenet5.py (the view following it), a
+// breakpoint on a line of construct and "Debug: Start Debugging" (F5) with no launch.json runs the
+// `mindspore` debug type (cellscope dap); while it is paused the graph view highlights the node
+// with its live statistics, and the highlight clears when the run ends.
 import { spawn, execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -26,7 +29,7 @@ const codeServer = join(here, 'node_modules', '.bin', 'code-server');
 const artifacts = join(here, 'artifacts');
 const keep = process.env.KEEP_E2E === '1';
 const T0 = Date.now();
-const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 170000);
+const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 240000);
 
 let passed = 0;
 let failed = 0;
@@ -318,6 +321,75 @@ try {
   check('the view follows the active editor to another file', true,
     `${followed.cell}: ${followed.drawn} drawn, ${Date.now() - tf} ms after the click`);
   await shot('7-follows-lenet5');
+
+  // ---- the debugger: F5 with no launch.json, the view follows the paused node -----------------
+  const lenetFile = join(ws, 'lenet5.py');
+  const conv2Line = readFileSync(lenetFile, 'utf8').split('\n').findIndex((l) => l.includes('x = self.conv2(x)')) + 1;
+  check('no launch.json in the workspace', !existsSync(join(ws, '.vscode', 'launch.json')));
+  await until('lenet5.py in the editor', async () => (await editorText()).includes('class LeNet5'), 10000);
+  await page.locator('.editor-instance .view-lines').first().click();
+  await page.keyboard.press('Control+G');
+  await page.keyboard.type(String(conv2Line));
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('F9');
+  await until('the breakpoint glyph', async () => (await page.locator('.editor-instance .codicon-debug-breakpoint').count()) > 0, 5000);
+  check('a breakpoint is set on a line of construct', true, `lenet5.py:${conv2Line}`);
+  const palette = async (command) => {
+    await page.keyboard.press('Control+Shift+P');
+    await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
+    await page.keyboard.type(command);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ timeout: 10000 });
+    await page.keyboard.press('Enter');
+  };
+  const focusState = () => view.evaluate(() => window.cellscopeView.debugFocus());
+  // What F5 runs: with no launch.json, the extension's DebugConfigurationProvider gives the
+  // configuration (program ${file}, stopping on entry). If VS Code asks which debugger, pick ours.
+  const td = Date.now();
+  await palette('Debug: Start Debugging');
+  // VS Code may ask for the debugger, then for one of its dynamic configurations: ours both times.
+  for (let i = 0; i < 2; i++) {
+    try {
+      const pick = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: 'MindSpore' }).first();
+      await pick.waitFor({ timeout: 3000 });
+      const title = norm(await page.locator('.quick-input-widget').first().innerText()).split('\n')[0];
+      log(`VS Code asked "${title}": ${norm(await pick.innerText()).replace(/\s+/g, ' ')}`);
+      await pick.click();
+      await wait(300);
+    } catch { break; /* no (more) question */ }
+  }
+  const entry = await until('the view focused on the entry node', async () => {
+    const f = await focusState();
+    return f.highlighted.length > 0 ? f : null;
+  }, 30000);
+  check('the debug session starts without a launch.json and stops on entry', entry.focus?.reason === 'entry',
+    `${Date.now() - td} ms, ${entry.focus?.node} (${entry.focus?.op}) highlighted ${JSON.stringify(entry.highlighted)}`);
+  const cont = async () => {
+    const btn = page.locator('.debug-toolbar .codicon-debug-continue').first();
+    try { await btn.click({ timeout: 3000 }); } catch { await palette('Debug: Continue'); }
+  };
+  await cont();
+  const atBp = await until('the view focused on the breakpoint\'s node', async () => {
+    const f = await focusState();
+    return f.focus?.reason === 'breakpoint' && f.highlighted.length > 0 ? f : null;
+  }, 30000);
+  await view.evaluate(() => window.cellscopeView.idle());
+  const bpPos = await view.evaluate((id) => window.cellscopeView.nodeScreenPosition(id), atBp.highlighted[0]);
+  check('paused at the breakpoint: the view highlights that node', atBp.focus.node === 'conv2' &&
+    JSON.stringify(atBp.highlighted) === '["conv2"]' && atBp.focus.line === conv2Line && !!bpPos?.visible,
+  `${atBp.focus.node} at line ${atBp.focus.line}, on screen ${!!bpPos?.visible}`);
+  check('the panel shows "paused here" and the live statistics', /Paused here/.test(atBp.panel) &&
+    /\(1, 6, 14, 14\) float32/.test(atBp.panel) && /min/.test(atBp.panel) && /std/.test(atBp.panel),
+  atBp.panel.replace(/\s+/g, ' ').slice(0, 160));
+  await shot('8-debug-paused-at-breakpoint');
+  await cont();
+  const done = await until('the focus cleared after the run', async () => {
+    const f = await focusState();
+    return f.focus === null && f.highlighted.length === 0 ? f : null;
+  }, 30000);
+  check('continuing to the end clears the highlight', !/Paused here/.test(done.panel));
+  await until('the debug session ended', async () => (await page.locator('.debug-toolbar').count()) === 0 ||
+    !(await page.locator('.debug-toolbar').first().isVisible()), 15000).catch(() => {});
+  await shot('9-debug-ended');
 
   const unexpected = pageErrors.filter((e) => !/vsda|marketplace|Canceled/i.test(e));
   check('no uncaught errors in the workbench page', unexpected.length === 0, unexpected.slice(0, 3).join(' | '));
