@@ -40,6 +40,7 @@ bench: build
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh --lsp
 	@node webview/scripts/view-bench.mjs --bin $(BUILD_DIR)/cellscope --bench $(BUILD_DIR)/bench/cellscope-bench
+	@node tests/dap/bench-overhead.mjs --bin $(BUILD_DIR)/cellscope --run $(BUILD_DIR)/bench/cellscope-run
 
 format: setup
 	@clang-format -i $(CXX_SOURCES)

@@ -339,6 +339,15 @@ struct Session::Impl {
         throw LaunchError("launch: precision must be \"fp32\" or \"target\", not \"" + *p + "\"");
     }
     stop_on_entry = args.value("stopOnEntry", false);
+    // checkpoint: a MindSpore .ckpt (or .safetensors) loaded into the parameters after they are
+    // initialised. Checked here, before the analysis, so a wrong path fails fast.
+    auto checkpoint = str_arg("checkpoint");
+    if (checkpoint) {
+      if (checkpoint->empty()) throw LaunchError("launch: 'checkpoint' is an empty path");
+      if (!fs::is_regular_file(*checkpoint, ec))
+        throw LaunchError("launch: checkpoint '" + *checkpoint +
+                          "' does not exist or is not a file");
+    }
 
     // inputs: shapes ("1,3,224,224[:dtype]") or value specs (random[:seed], ones, zeros, .npy).
     std::vector<std::string> value_specs;
@@ -441,6 +450,11 @@ struct Session::Impl {
         std::string spec =
             i < value_specs.size() && !value_specs[i].empty() ? value_specs[i] : default_spec;
         ex->set_input_spec(i, spec, eo.seed);
+      }
+      if (checkpoint) {
+        rt::CheckpointLoad loaded = ex->load_checkpoint(*checkpoint);
+        spdlog::info("dap: {}", loaded.summary());
+        output("cellscope: " + loaded.summary());
       }
     } catch (const LaunchError&) {
       ex.reset();

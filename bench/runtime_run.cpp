@@ -3,17 +3,28 @@
 //
 // Usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... [--input SPEC]...
 //                           [--seed N] [--precision fp32|target] [--out DIR] [--dump-all]
-//                           [--load-params DIR] [--bench N] [--list-params]
+//                           [--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N]
+//                           [--list-params]
 //   --input-shape  as `cellscope graph --input` ("1,3,224,224", "8,128:int32")
 //   --input        random | random:SEED | ones | zeros | path.npy (one per graph input; default
 //                  random)
 //   --out DIR      writes DIR/graph.json, DIR/params/<name>.npy, DIR/inputs/<i>.npy,
 //                  DIR/outputs/<i>.npy and, with --dump-all, DIR/values/<node>_<output>.npy
+//   --ckpt FILE    loads a MindSpore checkpoint (.ckpt as save_checkpoint writes it, or
+//                  .safetensors) into the parameters by name; what was loaded, missing or
+//                  ignored is logged on stderr. A mismatch or unreadable file: exit 2
+//   --output-npy FILE  writes the first output to FILE (output i > 0 to FILE's stem + ".i.npy")
+//   --timing       prints `timing {"analysis_ms", "bind_ms", "run_ms"}` after the outputs: the
+//                  analysis, the binding (parameters, inputs, checkpoint) and the one run of this
+//                  process (tests/dap/bench-overhead.mjs compares it with a debug session)
 //   --bench N      times N runs (after one warm-up) without hooks, and with no-op hooks that
 //                  check a breakpoint table and compute nothing (debugger with no breakpoint),
 //                  then prints one JSON line
 // Exit status: 0 on success, 1 on a runtime error (the message names the node and line), 2 on
 // bad usage or an analysis failure.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -23,6 +34,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "graphcore/analysis.h"
 #include "graphcore/runtime.h"
@@ -91,20 +104,30 @@ json graph_json(const rt::Executor& ex) {
 int usage() {
   std::cerr << "usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... "
                "[--input SPEC]... [--seed N] [--precision fp32|target] [--out DIR] [--dump-all] "
-               "[--load-params DIR] [--bench N] [--list-params]\n";
+               "[--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N] "
+               "[--list-params]\n";
   return 2;
+}
+
+// Writes through a temporary file in the same directory, renamed over `path`.
+void write_npy_atomic(const fs::path& path, const rt::Tensor& t) {
+  fs::path tmp = path;
+  tmp += ".tmp" + std::to_string(::getpid()) + ".npy";
+  rt::write_npy(tmp, t);
+  fs::rename(tmp, path);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  std::string file, out_dir, load_dir;
+  spdlog::set_default_logger(spdlog::stderr_color_mt("cellscope-run"));
+  std::string file, out_dir, load_dir, ckpt, output_npy;
   std::vector<std::string> input_specs;
   graphcore::AnalysisOptions opts;
   opts.record_facts = true;  // CellReport::instances: initializers at constructor sites
   rt::ExecOptions eo;
-  bool dump_all = false, list_params = false;
+  bool dump_all = false, list_params = false, timing = false;
   int bench = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -141,10 +164,16 @@ int main(int argc, char** argv) {
       out_dir = next();
     } else if (a == "--load-params") {
       load_dir = next();
+    } else if (a == "--ckpt") {
+      ckpt = next();
+    } else if (a == "--output-npy") {
+      output_npy = next();
     } else if (a == "--dump-all") {
       dump_all = true;
     } else if (a == "--bench") {
       bench = std::stoi(next());
+    } else if (a == "--timing") {
+      timing = true;
     } else if (a == "--list-params") {
       list_params = true;
     } else if (!a.empty() && a[0] != '-' && file.empty()) {
@@ -155,8 +184,14 @@ int main(int argc, char** argv) {
   }
   if (file.empty()) return usage();
 
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t).count();
+  };
+  auto t_start = clock::now();
   graphcore::DiskSourceProvider disk;
   graphcore::AnalysisResult res = graphcore::analyze_file(file, opts, disk);
+  double analysis_ms = ms_since(t_start);
   if (res.cells.empty()) {
     std::cerr << "cellscope-run: no Cell analysed in " << file << "\n";
     for (const auto& d : res.diagnostics) std::cerr << "  " << d.message << "\n";
@@ -168,17 +203,27 @@ int main(int argc, char** argv) {
                 << ": " << d.message << "\n";
   const graphcore::CellReport& report = res.cells.front();
   try {
+    auto t_bind = clock::now();
     rt::Executor ex(report, eo);
     for (size_t i = 0; i < ex.num_inputs(); ++i)
       ex.set_input_spec(i, i < input_specs.size() ? input_specs[i] : "random", eo.seed);
     if (!load_dir.empty()) ex.load_params_npy(load_dir);
+    if (!ckpt.empty()) {
+      try {
+        rt::CheckpointLoad r = ex.load_checkpoint(ckpt);
+        spdlog::info("{}", r.summary());
+      } catch (const rt::RuntimeError& e) {
+        spdlog::error("{}", e.what());
+        return 2;
+      }
+    }
     if (list_params) {
       for (const auto& p : ex.params())
         std::cout << p.name << " " << p.value.type_str() << " " << p.init.str() << " ["
                   << rt::init_source_name(p.source) << "] " << p.note << "\n";
     }
+    double bind_ms = ms_since(t_bind);
     if (bench > 0) {
-      using clock = std::chrono::steady_clock;
       auto time_runs = [&](const rt::Hooks& hooks) {
         std::vector<double> ms;
         for (int r = 0; r <= bench; ++r) {
@@ -227,7 +272,9 @@ int main(int argc, char** argv) {
       std::cout << j.dump() << "\n";
       return 0;
     }
+    auto t_run = clock::now();
     rt::RunStatus s = ex.run();
+    double run_ms = ms_since(t_run);
     if (s.kind != rt::RunStatus::Kind::Finished) {
       std::cerr << "cellscope-run: " << s.message << "\n";
       return 1;
@@ -254,9 +301,21 @@ int main(int argc, char** argv) {
       }
     }
     auto outs = ex.outputs();
+    if (!output_npy.empty()) {
+      for (size_t i = 0; i < outs.size(); ++i) {
+        fs::path p = output_npy;
+        if (i > 0) p = p.parent_path() / (p.stem().string() + "." + std::to_string(i) + ".npy");
+        write_npy_atomic(p, outs[i]);
+      }
+    }
     for (size_t i = 0; i < outs.size(); ++i)
       std::cout << "output " << i << ": " << outs[i].type_str() << " "
                 << rt::compute_stats(outs[i]).str() << " " << outs[i].preview(6) << "\n";
+    if (timing)
+      std::cout
+          << "timing "
+          << json{{"analysis_ms", analysis_ms}, {"bind_ms", bind_ms}, {"run_ms", run_ms}}.dump()
+          << "\n";
   } catch (const std::exception& e) {
     std::cerr << "cellscope-run: " << e.what() << "\n";
     return 1;

@@ -161,7 +161,7 @@ enum class InitSource : uint8_t {
   SourceText,    // the layer's constructor call in the model file (needs CellReport::instances)
   LayerDefault,  // MindSpore's default for this layer and parameter
   Unknown,       // nothing known (Parameters built in user code): zeros, with a note
-  Loaded,        // set_param / load_params
+  Loaded,        // set_param / load_params_npy / load_checkpoint
 };
 std::string_view init_source_name(InitSource s);
 
@@ -171,6 +171,49 @@ struct ParamState {
   InitSpec init;
   InitSource source = InitSource::LayerDefault;
   std::string note;  // e.g. the text the initializer was read from
+};
+
+// ---- MindSpore checkpoints ----------------------------------------------------------------------
+// Files written by mindspore.save_checkpoint: the protobuf .ckpt format (format="ckpt", the
+// default; graphcore/proto/mindspore_checkpoint.proto), including tensors split into slices and
+// the CRC-32 trailer of crc_check=True, and format="safetensors". Encrypted checkpoints
+// (enc_key) are not supported and are reported as such. Files are memory-mapped: a tensor's
+// bytes are copied once, from the mapping into its Tensor (converting the dtype on the way).
+enum class CheckpointFormat : uint8_t { Ckpt, Safetensors };
+std::string_view checkpoint_format_name(CheckpointFormat f);  // "ckpt", "safetensors"
+
+// One entry of a checkpoint file.
+struct CheckpointTensor {
+  std::string name;         // the tag: "conv1.weight", "moments.fc1.bias", "epoch_num"
+  std::string stored_type;  // as written: "Float32", "BFloat16", "Int64", "str" (.ckpt),
+                            // "F32", "BF16" (.safetensors)
+  std::vector<int64_t> shape;
+  // Converted to the runtime dtype that holds it exactly or as closely as it can: Float16 stays
+  // Float16; Float32/Float64/BFloat16 become Float32; Int8/Int16/Int32/UInt8/UInt16 Int32;
+  // Int64/UInt32/UInt64 Int64; Bool Bool. Undefined when `skipped` is set.
+  Tensor value;
+  std::string skipped;  // why there is no tensor: a string value, a MapParameter, a packed 4-bit
+                        // type (qint4x2), a type the runtime does not know
+};
+
+// Reads every entry of a checkpoint (format detected from the content, not the extension).
+// Throws RuntimeError with the file and the reason for a missing, empty, truncated, corrupt,
+// encrypted or CRC-mismatching file, and names what a file is when it is not a checkpoint.
+std::vector<CheckpointTensor> read_checkpoint(const std::filesystem::path& file,
+                                              CheckpointFormat* format = nullptr);
+
+// What Executor::load_checkpoint did.
+struct CheckpointLoad {
+  std::filesystem::path file;
+  CheckpointFormat format = CheckpointFormat::Ckpt;
+  std::vector<std::string> loaded;      // parameters set from the file (report order)
+  std::vector<std::string> missing;     // parameters the file lacks: kept at their initializer
+  std::vector<std::string> unexpected;  // entries that are no parameter of the Cell: ignored
+                                        // (optimizer moments, append_dict values, other Cells)
+  std::vector<std::string> notes;       // dtype conversions, skipped entries, CRC verified
+  // "loaded 10 of 10 parameters from lenet.ckpt (ckpt); ignored 2 entries ..." (one line per
+  // category; `max_names` names at most per list).
+  [[nodiscard]] std::string summary(size_t max_names = 8) const;
 };
 
 // ---- Execution ----------------------------------------------------------------------------------
@@ -270,6 +313,14 @@ class Executor {
   // Loads `<dir>/<param name>.npy` for every parameter that has one; returns how many.
   size_t load_params_npy(const std::filesystem::path& dir);
   void save_params_npy(const std::filesystem::path& dir) const;
+  // Loads a MindSpore checkpoint (see read_checkpoint) into the parameters by name, as
+  // MindSpore's load_param_into_net(strict_load=False) does: an entry whose name is no parameter
+  // is ignored and a parameter the file lacks keeps its initializer (both listed in the result);
+  // float types convert among themselves (Float16 <-> Float32 <-> BFloat16 ...), integer types
+  // among themselves. Nothing is changed, and RuntimeError lists every offending parameter, when
+  // a shape or dtype does not match (both shapes / dtypes named) or the file cannot be read.
+  // Loaded parameters get InitSource::Loaded and a note naming the file.
+  CheckpointLoad load_checkpoint(const std::filesystem::path& file);
 
   // Runs from the current position until the end, a pause, an abort or an error. Call again to
   // resume after a pause. After Finished/Aborted/Error, call reset() to run again.
