@@ -5,40 +5,11 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import WebSocket from 'ws';
 import { ExecuteCommandRequest } from 'vscode-languageserver-protocol/node';
 
-import { startSession, tempWorkspace, removeDir, corpus, path, read, lineOf, withTimeout, sleep } from '../lib/harness.js';
+import { openView } from '../lib/view-client.js';
+import { startSession, tempWorkspace, removeDir, corpus, path, read, lineOf, sleep } from '../lib/harness.js';
 
-// A view: collects the server's messages; next(pred) waits for the first unseen one matching.
-function openView(url) {
-  const u = new URL(url);
-  const ws = new WebSocket(`ws://${u.host}/ws?token=${u.searchParams.get('token')}&file=${encodeURIComponent(u.searchParams.get('file'))}`);
-  const messages = [];
-  let wake = () => {};
-  ws.on('message', (data) => {
-    messages.push(JSON.parse(data.toString()));
-    wake();
-  });
-  let index = 0;
-  const next = (pred, what) =>
-    withTimeout(
-      new Promise((resolve) => {
-        const check = () => {
-          while (index < messages.length) {
-            const m = messages[index++];
-            if (pred(m)) return resolve(m);
-          }
-          wake = check;
-        };
-        check();
-      }),
-      15000,
-      what,
-    );
-  const opened = new Promise((resolve, reject) => { ws.on('open', resolve); ws.on('error', reject); });
-  return { ws, messages, next, opened };
-}
 
 const paused = (m) => m.debug && m.debug.node;
 const cleared = (m) => m.debug && !m.debug.node;

@@ -6,39 +6,11 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import WebSocket from 'ws';
 import { DidChangeTextDocumentNotification, ExecuteCommandRequest, ShowDocumentRequest } from 'vscode-languageserver-protocol/node';
 
-import { startSession, clientCapabilities, tempWorkspace, removeDir, corpus, path, read, lineOf, withTimeout } from '../lib/harness.js';
+import { openView } from '../lib/view-client.js';
+import { startSession, clientCapabilities, tempWorkspace, removeDir, corpus, path, read, lineOf } from '../lib/harness.js';
 
-// A view: collects the server's messages; next(pred) waits for the first unseen one matching.
-function openView(url, headers = {}) {
-  const u = new URL(url);
-  const ws = new WebSocket(`ws://${u.host}/ws?token=${u.searchParams.get('token')}&file=${encodeURIComponent(u.searchParams.get('file'))}`, { headers });
-  const messages = [];
-  let wake = () => {};
-  ws.on('message', (data) => {
-    messages.push(JSON.parse(data.toString()));
-    wake();
-  });
-  let index = 0;
-  const next = (pred, what) =>
-    withTimeout(
-      new Promise((resolve) => {
-        const check = () => {
-          while (index < messages.length) {
-            const m = messages[index++];
-            if (pred(m)) return resolve(m);
-          }
-          wake = check;
-        };
-        check();
-      }),
-      15000,
-      what,
-    );
-  return { ws, messages, next, opened: new Promise((resolve, reject) => { ws.on('open', resolve); ws.on('unexpected-response', (_, res) => reject(new Error(`HTTP ${res.statusCode}`))); ws.on('error', reject); }) };
-}
 
 function get(url, headers = {}) {
   return new Promise((resolve, reject) => {

@@ -6,53 +6,16 @@
 // node; an empty focus clears it. Screenshots in $CELLSCOPE_ARTIFACTS.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const bin = path.resolve(repo, process.env.CELLSCOPE_BIN || 'build/cellscope');
-const artifacts = path.resolve(repo, process.env.CELLSCOPE_ARTIFACTS || 'build/test-artifacts/view');
-fs.mkdirSync(artifacts, { recursive: true });
-const resnet = path.join(repo, 'tests', 'corpus', 'models', 'resnet50.py');
+import { artifacts, corpus, newPage, startView, useBrowser } from './lib.mjs';
 
-let browser;
-test.before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
-});
-test.after(async () => browser?.close());
+const resnet = path.join(corpus, 'models', 'resnet50.py');
+const browser = useBrowser(test);
 
 async function openView(t, args = [], env = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellscope-focus-'));
-  const file = path.join(dir, 'resnet50.py');
-  fs.copyFileSync(resnet, file);
-  const child = spawn(bin, ['view', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  t.after(() => {
-    child.kill('SIGTERM');
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  let out = '';
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no URL from cellscope view: ' + out)), 20000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{32}&file=\S+)/);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    child.on('exit', (code) => reject(new Error(`cellscope view exited (${code}): ${out}`)));
-  });
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  t.after(() => ctx.close());
-  const page = await ctx.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.errors = errors;
+  const { url, file } = await startView(t, resnet, args, env);
+  const page = await newPage(browser, t);
   await page.goto(url);
   await page.waitForFunction(() => window.cellscopeView?.state().nodesDrawn > 0, null, { timeout: 30000 });
   const v = (fn, arg) => page.evaluate(fn, arg);

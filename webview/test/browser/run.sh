@@ -25,4 +25,4 @@ fi
 cd "$webview"
 npm run --silent check
 npm test --silent
-exec node --test --test-reporter=spec test/browser/
+exec node --test --test-reporter=spec test/browser/*.test.mjs

@@ -4,67 +4,20 @@
 //   CELLSCOPE_BIN  the binary (default build/cellscope)
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const bin = path.resolve(repo, process.env.CELLSCOPE_BIN || 'build/cellscope');
-const artifacts = path.resolve(repo, process.env.CELLSCOPE_ARTIFACTS || 'build/test-artifacts/view');
-fs.mkdirSync(artifacts, { recursive: true });
-const corpus = path.join(repo, 'tests', 'corpus');
+import { artifacts, bin, corpus, newPage as openPage, startView, useBrowser } from './lib.mjs';
 
-let browser;
-test.before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
-});
-test.after(async () => browser?.close());
-
-async function newPage(t) {
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
-  t.after(() => ctx.close());
-  const page = await ctx.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.errors = errors;
-  return page;
-}
+const browser = useBrowser(test);
+const newPage = (t) => openPage(browser, t, { acceptDownloads: true });
 
 const hook = (page, fn, arg) => page.evaluate(fn, arg);
 const idle = (page) => hook(page, () => window.cellscopeView.idle());
 const state = (page) => hook(page, () => window.cellscopeView.state());
 
-// `cellscope view FILE ARGS...` (with ENV added) on a copy of `model` in a fresh directory; resolves with its URL.
-async function startView(t, model, args = [], env = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellscope-view-'));
-  const file = path.join(dir, path.basename(model));
-  fs.copyFileSync(model, file);
-  const child = spawn(bin, ['view', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  t.after(() => {
-    child.kill('SIGTERM');
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  let out = '';
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no URL from cellscope view: ' + out)), 20000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{32}&file=\S+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`cellscope view exited (${code}): ${out}`)));
-  });
-  return { url, file, child };
-}
 
 test('live view of ResNet-50: panel, layers, live edits, a broken edit, collapse, export', async (t) => {
   const { url, file } = await startView(t, path.join(corpus, 'models', 'resnet50.py'), ['--target', 'ascend910']);
