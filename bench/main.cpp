@@ -199,6 +199,26 @@ graphcore::AnalysisOptions bench_options() {
 
 // ---------------------------------------------------------------------------------------------
 // `--one FILE`: measure one model in this (fresh) process and print one JSON line.
+// The optimization and hardware layers of every compiled Cell, on an Ascend target; adds their
+// wall times to *optimize_ms and *hardware_ms.
+void later_layers(const graphcore::AnalysisResult& result, double* optimize_ms,
+                  double* hardware_ms) {
+  for (const auto& cell : result.cells) {
+    if (!cell.compiled) continue;
+    graphcore::OptimizeOptions oo;
+    oo.target = "ascend910b";
+    const auto o0 = Clock::now();
+    const auto graph = graphcore::optimize(cell, oo);
+    const auto o1 = Clock::now();
+    graphcore::HardwareOptions ho;
+    ho.target = "ascend910b";
+    const auto hw = graphcore::estimate_hardware(cell, graph, ho);
+    const auto o2 = Clock::now();
+    *optimize_ms += std::chrono::duration<double, std::milli>(o1 - o0).count();
+    *hardware_ms += std::chrono::duration<double, std::milli>(o2 - o1).count();
+  }
+}
+
 int run_one(const fs::path& file, const std::string& entry, int runs, int runs_large) {
   graphcore::DiskSourceProvider sources;
   graphcore::AnalysisOptions options = bench_options();
@@ -288,35 +308,28 @@ int run_one(const fs::path& file, const std::string& entry, int runs, int runs_l
   out["cold_ms"] = cold_ms;
   // The optimization and hardware layers of every compiled Cell, on an Ascend target.
   double optimize_ms = 0, hardware_ms = 0;
-  for (const auto& cell : result->cells) {
-    if (!cell.compiled) continue;
-    graphcore::OptimizeOptions oo;
-    oo.target = "ascend910b";
-    const auto o0 = Clock::now();
-    const auto graph = graphcore::optimize(cell, oo);
-    const auto o1 = Clock::now();
-    graphcore::HardwareOptions ho;
-    ho.target = "ascend910b";
-    const auto hw = graphcore::estimate_hardware(cell, graph, ho);
-    const auto o2 = Clock::now();
-    optimize_ms += std::chrono::duration<double, std::milli>(o1 - o0).count();
-    hardware_ms += std::chrono::duration<double, std::milli>(o2 - o1).count();
-  }
+  later_layers(*result, &optimize_ms, &hardware_ms);
   out["optimize_ms"] = optimize_ms;
   out["hardware_ms"] = hardware_ms;
+  // The cold run counts every allocation (see `heap`) and touches fresh pages; the warm figure
+  // below is the steady state an editor sees on every re-analysis.
   out["all_layers_ms"] = cold_ms + optimize_ms + hardware_ms;
   result.reset();
 
   // Timed runs (the cold run above was the warm-up).
   int n = nodes >= 50'000 ? runs_large : runs;
   if (cold_ms > 5'000) n = std::min(n, 1);
-  std::vector<double> parse, eval, compile, total, cpu;
+  std::vector<double> parse, eval, compile, total, cpu, all_layers, all_layers_cpu;
   for (int i = 0; i < n; ++i) {
     const double ca = thread_cpu_ms();
     const auto a = Clock::now();
     graphcore::AnalysisResult r = graphcore::analyze_file(file, options, sources);
     const auto b = Clock::now();
     cpu.push_back(thread_cpu_ms() - ca);
+    double opt_ms = 0, hw_ms = 0;
+    later_layers(r, &opt_ms, &hw_ms);
+    all_layers.push_back(std::chrono::duration<double, std::milli>(b - a).count() + opt_ms + hw_ms);
+    all_layers_cpu.push_back(thread_cpu_ms() - ca);
     parse.push_back(r.timings.parse_ms);
     eval.push_back(r.timings.evaluate_ms);
     compile.push_back(r.timings.compile_ms);
@@ -327,6 +340,8 @@ int run_one(const fs::path& file, const std::string& entry, int runs, int runs_l
   out["evaluate_ms"] = median(eval);
   out["compile_ms"] = median(compile);
   out["total_ms"] = median(total);
+  out["all_layers_warm_ms"] = median(all_layers);  // analysis + optimization + hardware
+  out["all_layers_warm_cpu_ms"] = median(all_layers_cpu);
   out["cpu_ms"] = median(cpu);
   out["cpu_min_ms"] = cpu.empty() ? 0.0 : *std::min_element(cpu.begin(), cpu.end());
   out["total_min_ms"] = total.empty() ? 0.0 : *std::min_element(total.begin(), total.end());
