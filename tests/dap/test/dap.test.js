@@ -28,7 +28,8 @@ const BLOCK_CONV1 = lineOf(RESNET, /out = self\.conv1\(x\)/, /class ResidualBloc
 const ROOT_LAYER1 = lineOf(RESNET, /c2 = self\.layer1\(c1\)/);
 const NAN_LOG = lineOf(NAN_MODEL, /ops\.log\(/);
 const OVERFLOW = path.join(repo, 'tests/dap/fixtures/overflow_model.py');
-const SCALAR = path.join(repo, 'tests/dap/fixtures/scalar_model.py');
+const LOOKUP = path.join(repo, 'tests/dap/fixtures/lookup_model.py');
+const LOOKUP_IDS = path.join(repo, 'tests/dap/fixtures/ids_off_by_one.npy');
 const NAN_INNER_CALL = lineOf(NAN_MODEL, /self\.inner\(x\)/);
 
 let dc;
@@ -298,14 +299,21 @@ describe('cellscope dap', () => {
   });
 
   test('a runtime error stops at the failing node, then ends the session', async () => {
-    await start({ program: SCALAR, inputs: ['2,3'], input: 'ones' });
+    // An embedding lookup with an id past the end of the table (lookup_model.py): the Gather
+    // kernel's bounds check, located at the construct line that applies the layer.
+    const EMB = lineOf(LOOKUP, /emb = self\.embedding\(shifted\)/);
+    await start({ program: LOOKUP, inputs: [LOOKUP_IDS] });
     const s = await stopped('exception', go);
-    assert.match(s.ev.body.description, /^RuntimeError: node '[^']*' \(Sub[^)]*\) at scalar_model\.py:11: /);
-    assert.equal(s.frames[0].line, lineOf(SCALAR, /z = y - 10/));
+    assert.match(
+      s.ev.body.description,
+      new RegExp(`^RuntimeError: node 'embedding' \\(Gather, nn\\.Embedding\\) at lookup_model\\.py:${EMB}: ` +
+        'index 8 at \\[1, 2\\] is out of range \\[0, 8\\)'),
+    );
+    assert.equal(s.frames[0].line, EMB);
     const info = await dc.exceptionInfoRequest({ threadId: 1 });
     assert.equal(info.body.exceptionId, 'RuntimeError');
     const locals = await scope(s.frames[0].id, 'Locals');
-    assert.ok(locals.some((v) => v.name === 'y'), JSON.stringify(locals.map((v) => v.name)));
+    assert.ok(locals.some((v) => v.name === 'shifted'), JSON.stringify(locals.map((v) => v.name)));
     const [exited] = await Promise.all([dc.waitForEvent('exited'), dc.waitForEvent('terminated'), cont()]);
     assert.equal(exited.body.exitCode, 1);
   });
