@@ -316,6 +316,7 @@ struct Session::Impl {
 
     graphcore::AnalysisOptions opts;
     opts.record_facts = true;
+    opts.constant_values = true;  // numpy-computed constants' elements, for the runtime
     if (auto t = str_arg("target")) {
       bool known = false;
       std::string names;

@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
   std::string file, out_dir, load_dir, ckpt, output_npy;
   std::vector<std::string> input_specs;
   graphcore::AnalysisOptions opts;
-  opts.record_facts = true;  // CellReport::instances: initializers at constructor sites
+  opts.record_facts = true;     // CellReport::instances: initializers at constructor sites
+  opts.constant_values = true;  // elements of constants computed by numpy code
   rt::ExecOptions eo;
   bool dump_all = false, list_params = false, timing = false;
   int bench = 0;

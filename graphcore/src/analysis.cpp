@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "interp.h"
+#include "npvalues.h"
 
 namespace graphcore {
 
@@ -488,6 +489,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
   auto t_start = Clock::now();
   ModuleLoader loader(sources, options);
   Interpreter in(options, loader);
+  npv::Enable element_values(options.constant_values);
   if (options.record_facts) in.refs = &result.references;
   ModuleObj* main = loader.load_file(in, file, "__main__");
   if (main && main->parsed && options.outline) result.outline = ast::outline_of(*main->parsed);

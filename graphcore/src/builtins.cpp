@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "interp.h"
+#include "npvalues.h"
 
 namespace graphcore::eval {
 
@@ -642,7 +643,9 @@ void Interpreter::init_builtins() {
   n["math.inf"] = Value::real(INFINITY);
   n["math.nan"] = Value::real(NAN);
 
-  // ---- numpy: constant arrays (shape and dtype only; no data is ever allocated) ----
+  // ---- numpy: constant arrays ----
+  // Shape and dtype always; element values too when small and fully known (npvalues.h): a fill
+  // for uniform arrays, elements up to npv::kMaxElements, nothing beyond.
   auto np_fill = [](DType dflt, std::optional<double> value) {
     return [dflt, value](Interpreter&, CallArgs& a, const Site&) -> Value {
       auto s = shape_arg(arg_at(a, 0, "shape"));
@@ -664,19 +667,23 @@ void Interpreter::init_builtins() {
     DType d = fill && fill->is_int() && fill->k != VK::Bool ? DType::Int64 : DType::Float64;
     d = dtype_arg(arg_at(a, 2, "dtype")).value_or(d);
     Value r = ndarray(*s, d);
-    if (fill && fill->is_number()) r.as<TensorObj>()->fill = fill->as_float();
+    if (fill && fill->is_number()) r.as<TensorObj>()->fill = npv::to_dtype(d, fill->as_float());
     return r;
   });
-  auto np_like = [](Interpreter&, CallArgs& a, const Site&) -> Value {
-    if (a.pos.empty()) return Value::unknown();
-    auto* t = a.pos[0].as<TensorObj>();
-    if (!t) return Value::unknown();
-    DType d = dtype_arg(a.find_kw("dtype")).value_or(t->type.dtype);
-    return ndarray(t->type.shape, d);
+  auto np_like = [](std::optional<double> value) {
+    return [value](Interpreter&, CallArgs& a, const Site&) -> Value {
+      if (a.pos.empty()) return Value::unknown();
+      auto* t = a.pos[0].as<TensorObj>();
+      if (!t) return Value::unknown();
+      DType d = dtype_arg(a.find_kw("dtype")).value_or(t->type.dtype);
+      Value r = ndarray(t->type.shape, d);
+      if (value) r.as<TensorObj>()->fill = npv::to_dtype(d, *value);
+      return r;
+    };
   };
-  add("np.ones_like", np_like);
-  add("np.zeros_like", np_like);
-  add("np.empty_like", np_like);
+  add("np.ones_like", np_like(1.0));
+  add("np.zeros_like", np_like(0.0));
+  add("np.empty_like", np_like(std::nullopt));
   add("np.arange", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     std::vector<double> xs;
     bool all_int = true;
@@ -691,32 +698,80 @@ void Interpreter::init_builtins() {
     if (step == 0) return Value::unknown();
     auto count = static_cast<int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
     DType d = dtype_arg(a.find_kw("dtype")).value_or(all_int ? DType::Int64 : DType::Float64);
-    return ndarray(Shape::of({count}), d);
+    Value r = ndarray(Shape::of({count}), d);
+    if (npv::enabled() && count <= npv::kMaxElements) {
+      std::vector<double> vals(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) vals[static_cast<size_t>(i)] = start + i * step;
+      npv::set_values(*r.as<TensorObj>(), std::move(vals));
+    }
+    return r;
   });
   add("np.linspace", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     const Value* num = arg_at(a, 2, "num");
     int64_t count = num && num->is_int() ? num->as_int() : 50;
-    return ndarray(Shape::of({count}), DType::Float64);
+    if (count < 0) return Value::unknown();
+    DType d = dtype_arg(arg_at(a, 5, "dtype")).value_or(DType::Float64);
+    Value r = ndarray(Shape::of({count}), d);
+    const Value* lo = arg_at(a, 0, "start");
+    const Value* hi = arg_at(a, 1, "stop");
+    const Value* endpoint = arg_at(a, 3, "endpoint");
+    bool ep = !endpoint || endpoint->k != VK::Bool || endpoint->b;
+    if (npv::enabled() && lo && hi && lo->is_number() && hi->is_number() &&
+        count <= npv::kMaxElements) {
+      // numpy: start + arange(num) * step, the last element set to stop exactly.
+      double x0 = lo->as_float(), x1 = hi->as_float();
+      int64_t div = ep ? count - 1 : count;
+      double step = div > 0 ? (x1 - x0) / static_cast<double>(div) : 0;
+      std::vector<double> vals(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) vals[static_cast<size_t>(i)] = x0 + i * step;
+      if (ep && count > 1) vals.back() = x1;
+      npv::set_values(*r.as<TensorObj>(), std::move(vals));
+    }
+    return r;
   });
   add("np.eye", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.empty() || !a.pos[0].is_int()) return Value::unknown();
     int64_t rows = a.pos[0].as_int();
-    int64_t cols = a.pos.size() > 1 && a.pos[1].is_int() ? a.pos[1].as_int() : rows;
-    return ndarray(Shape::of({rows, cols}), dtype_arg(a.find_kw("dtype")).value_or(DType::Float64));
+    const Value* m = arg_at(a, 1, "M");
+    int64_t cols = m && m->is_int() ? m->as_int() : rows;
+    const Value* kv = arg_at(a, 2, "k");
+    int64_t k = kv && kv->is_int() ? kv->as_int() : 0;
+    Value r =
+        ndarray(Shape::of({rows, cols}), dtype_arg(arg_at(a, 3, "dtype")).value_or(DType::Float64));
+    if (npv::enabled() && rows >= 0 && cols >= 0 && rows * cols <= npv::kMaxElements) {
+      std::vector<double> vals(static_cast<size_t>(rows * cols), 0.0);
+      for (int64_t i = 0; i < rows; ++i)
+        if (i + k >= 0 && i + k < cols) vals[static_cast<size_t>(i * cols + i + k)] = 1;
+      npv::set_values(*r.as<TensorObj>(), std::move(vals));
+    }
+    return r;
   });
   n["np.identity"] = n["np.eye"];
   auto np_array = [](Interpreter& in, CallArgs& a, const Site&) -> Value {
     if (a.pos.empty()) return Value::unknown();
     const Value& v = a.pos[0];
     std::optional<DType> want = dtype_arg(arg_at(a, 1, "dtype"));
-    if (auto* t = v.as<TensorObj>()) return ndarray(t->type.shape, want.value_or(t->type.dtype));
-    if (v.is_number())
-      return ndarray(Shape{}, want.value_or(v.k == VK::Float ? DType::Float64 : DType::Int64));
+    if (auto* t = v.as<TensorObj>()) {
+      Value r = ndarray(t->type.shape, want.value_or(t->type.dtype));
+      npv::same_order(v, *r.as<TensorObj>());
+      return r;
+    }
+    if (v.is_number()) {
+      Value r = ndarray(Shape{}, want.value_or(v.k == VK::Float  ? DType::Float64
+                                               : v.k == VK::Bool ? DType::Bool
+                                                                 : DType::Int64));
+      r.as<TensorObj>()->fill = npv::to_dtype(r.as<TensorObj>()->type.dtype, v.as_float());
+      return r;
+    }
     std::vector<int64_t> dims;
     bool any_float = false;
+    bool all_bool = true;
+    std::vector<double> vals;  // the elements, row-major (lists are small: they are source text)
     std::function<bool(const Value&, size_t)> walk = [&](const Value& x, size_t depth) -> bool {
       if (x.is_number()) {
         any_float |= x.k == VK::Float;
+        all_bool &= x.k == VK::Bool;
+        vals.push_back(x.as_float());
         return depth == dims.size();
       }
       auto* items = seq_items(x);
@@ -732,7 +787,12 @@ void Interpreter::init_builtins() {
     };
     (void)in;
     if (!walk(v, 0)) return Value::unknown();
-    return ndarray(Shape::of(dims), want.value_or(any_float ? DType::Float64 : DType::Int64));
+    DType d = want.value_or(any_float                   ? DType::Float64
+                            : all_bool && !vals.empty() ? DType::Bool
+                                                        : DType::Int64);
+    Value r = ndarray(Shape::of(dims), d);
+    npv::set_values(*r.as<TensorObj>(), std::move(vals));
+    return r;
   };
   add("np.array", np_array);
   add("np.asarray", np_array);
@@ -765,11 +825,7 @@ void Interpreter::init_builtins() {
   add("np.random.randint", np_random(2, DType::Int64));
   add("np.random.seed", [](Interpreter&, CallArgs&, const Site&) { return Value::none(); });
   add("np.prod", n["math.prod"].as<BuiltinObj>()->fn);
-  add("np.sqrt", n["math.sqrt"].as<BuiltinObj>()->fn);
-  add("np.exp", n["math.exp"].as<BuiltinObj>()->fn);
-  add("np.floor", n["math.floor"].as<BuiltinObj>()->fn);
-  add("np.ceil", n["math.ceil"].as<BuiltinObj>()->fn);
-  add("np.log", n["math.log"].as<BuiltinObj>()->fn);
+  // np.sqrt, np.exp, np.log, np.floor, np.ceil...: numpy_function (arrays and scalars).
   n["np.pi"] = Value::real(M_PI);
   n["np.e"] = Value::real(M_E);
   n["np.inf"] = Value::real(INFINITY);
@@ -820,26 +876,71 @@ Value Interpreter::numpy_function(std::string_view name) {
       {"subtract", "ops.sub"},
       {"divide", "ops.div"},
       {"outer", "ops.outer"}};
-  static const std::unordered_set<std::string_view> kElementwise = {
-      "sin",     "cos",       "tan",      "tanh",   "exp",  "log",   "sqrt",
-      "abs",     "absolute",  "triu",     "tril",   "clip", "round", "floor",
-      "ceil",    "power",     "negative", "square", "sign", "log1p", "expm1",
-      "arcsin",  "arccos",    "arctan",   "sinh",   "cosh", "copy",  "ascontiguousarray",
-      "float32", "nan_to_num"};
+  static const std::unordered_set<std::string_view> kElementwise = {"sin",
+                                                                    "cos",
+                                                                    "tan",
+                                                                    "tanh",
+                                                                    "exp",
+                                                                    "log",
+                                                                    "sqrt",
+                                                                    "abs",
+                                                                    "absolute",
+                                                                    "triu",
+                                                                    "tril",
+                                                                    "clip",
+                                                                    "round",
+                                                                    "floor",
+                                                                    "ceil",
+                                                                    "negative",
+                                                                    "square",
+                                                                    "sign",
+                                                                    "log1p",
+                                                                    "expm1",
+                                                                    "log2",
+                                                                    "log10",
+                                                                    "arcsin",
+                                                                    "arccos",
+                                                                    "arctan",
+                                                                    "sinh",
+                                                                    "cosh",
+                                                                    "copy",
+                                                                    "float32",
+                                                                    "nan_to_num",
+                                                                    "ascontiguousarray"};
   std::string n(name);
+  if (n == "power") {  // np.power(a, b): the ** operator's rule, numpy's dtype and values
+    return Value::obj(std::make_shared<BuiltinObj>(
+        "numpy.power", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+          if (a.pos.size() != 2) return Value::unknown();
+          return in.binop(ast::BinOpKind::Pow, a.pos[0], a.pos[1], site);
+        }));
+  }
   if (kElementwise.count(name)) {
-    bool to_float = n != "abs" && n != "absolute" && n != "triu" && n != "tril" && n != "clip" &&
-                    n != "negative" && n != "square" && n != "sign" && n != "copy" &&
-                    n != "ascontiguousarray";
+    bool keeps_dtype = n == "abs" || n == "absolute" || n == "triu" || n == "tril" || n == "clip" ||
+                       n == "negative" || n == "square" || n == "sign" || n == "copy" ||
+                       n == "ascontiguousarray" || n == "nan_to_num";
     Value math_fn = builtin("math." + n);
     return Value::obj(std::make_shared<BuiltinObj>(
-        "numpy." + n, [to_float, math_fn](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+        "numpy." + n,
+        [keeps_dtype, math_fn, n](Interpreter& in, CallArgs& a, const Site& site) -> Value {
           if (a.pos.empty()) return Value::unknown();
           if (auto* t = a.pos[0].as<TensorObj>()) {
-            DType d = t->type.dtype;
-            if (to_float && !is_floating(d)) d = DType::Float64;
+            DType d = n == "float32" ? DType::Float32
+                      : keeps_dtype  ? t->type.dtype
+                      : n == "floor" || n == "ceil" || n == "round"
+                          ? (is_floating(t->type.dtype) ? t->type.dtype : DType::Float64)
+                          : npv::float_ufunc_dtype(t->type.dtype);
             auto out = std::make_shared<TensorObj>(TensorType{t->type.shape, d});
             out->is_numpy = true;
+            if (n == "triu" || n == "tril") {
+              const Value* k = arg_at(a, 1, "k");
+              if (!k || (k->is_int() && k->k != VK::Bool))
+                npv::triangle(a.pos[0], k ? k->as_int() : 0, n == "triu", *out);
+            } else if (n == "float32") {
+              npv::same_order(a.pos[0], *out);
+            } else if (n != "clip" && n != "nan_to_num" && (n != "round" || a.pos.size() == 1)) {
+              npv::unary(n, a.pos[0], *out);
+            }
             return Value::obj(out);
           }
           if (!math_fn.is_unknown()) return in.call(math_fn, a, site);
@@ -869,7 +970,10 @@ Value Interpreter::numpy_function(std::string_view name) {
               throw;
             }
             in.graph = saved;
-            if (auto* t = r.as<TensorObj>()) t->is_numpy = true;
+            if (auto* t = r.as<TensorObj>()) {
+              t->is_numpy = true;
+              npv::registry_function(e->name, a.pos, a.find_kw("axes"), *t);
+            }
             return r;
           }));
     }

@@ -1,5 +1,6 @@
 // Core of the static evaluator: statements, expressions, name resolution, calls and binding.
 #include "interp.h"
+#include "npvalues.h"
 
 #include <algorithm>
 #include <cmath>
@@ -253,6 +254,13 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
           else
             report(site, Severity::Error, "index-error", "list assignment index out of range");
         }
+      } else if (auto* t = obj.as<TensorObj>(); t && t->graph_id == 0 && !t->is_parameter) {
+        // A constant array (numpy in __init__): `pe[:, 0::2] = np.sin(...)` updates its elements
+        // in place, or forgets them when the assignment cannot be computed.
+        if (auto* tup = idx.as<TupleObj>())
+          npv::assign(*t, tup->items, v);
+        else
+          npv::assign(*t, {idx}, v);
       } else if (auto* d = obj.as<DictObj>()) {
         d->set(idx, v);
       } else if (auto* inst = obj.as<InstanceObj>()) {

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_set>
 
 #include "interp.h"
 #include "known_names.h"
+#include "npvalues.h"
 
 namespace graphcore::eval {
 
@@ -1012,7 +1014,6 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     if (data && !data->is_none()) {
       if (auto* src = data->as<TensorObj>()) {
         t = src->type;
-        fill = src->fill;
       } else if (data->k == VK::Int) {
         t = TensorType{Shape{}, DType::Int64};
         fill = data->as_float();
@@ -1042,7 +1043,28 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     if (want) t.dtype = *want;
     (void)site;
     auto obj = std::make_shared<TensorObj>(t);
-    obj->fill = fill;
+    // The elements, when known: copied (converted to the tensor's dtype) from a numpy array or
+    // tensor, a Python number, or a nested list of numbers.
+    if (data && data->as<TensorObj>()) {
+      npv::same_order(*data, *obj);
+    } else if (fill) {
+      obj->fill = npv::to_dtype(t.dtype, *fill);
+    } else if (data && seq_items(*data)) {
+      std::vector<double> vals;
+      std::function<bool(const Value&)> flat = [&](const Value& x) {
+        if (x.is_number()) {
+          vals.push_back(x.as_float());
+          return true;
+        }
+        auto* items = seq_items(x);
+        if (!items) return false;
+        for (const Value& y : *items) {
+          if (!flat(y)) return false;
+        }
+        return true;
+      };
+      if (flat(*data)) npv::set_values(*obj, std::move(vals));
+    }
     return Value::obj(obj);
   });
   // Parameter(default_input, name=None, requires_grad=True, ...)

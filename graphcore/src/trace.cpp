@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "interp.h"
+#include "npvalues.h"
 
 namespace graphcore::eval {
 
@@ -145,9 +146,11 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   } else {
     n.kind = NodeKind::Constant;
     n.op = "Constant";
-    // The value, when every element is known (Tensor(0.125), np.ones(...)); the runtime fills the
-    // constant with it. Constants computed by numpy functions have no recorded value.
-    if (t->fill) {
+    // The value, when every element is known: uniform (Tensor(0.125), np.ones(...)) as the
+    // `value` attribute, else the elements numpy code computed (npvalues.h), shared with the
+    // evaluator's array. The runtime fills the constant with them.
+    n.constant_values = t->values;
+    if (t->fill && !t->values) {
       if (t->type.dtype == DType::Bool)
         n.attrs.push_back(Attr{"value", *t->fill != 0});
       else if (is_integral(t->type.dtype) && std::nearbyint(*t->fill) == *t->fill)
@@ -286,7 +289,26 @@ Value Interpreter::tensor_binop(std::string_view api, const Value& a, const Valu
       args.pos_ranges.push_back(site.node && site.node->b ? site.node->b->range : site.range());
     }
   }
-  return call_api_function(e, args, site, nullptr);
+  Value r = call_api_function(e, args, site, nullptr);
+  // A constant result (no operand in the graph): its elements, when the operands' are known.
+  auto* rt = r.as<TensorObj>();
+  if (!rt || rt->graph_id != 0 || rt->poisoned) return r;
+  if (b.is_none()) {
+    if (api == "ops.neg") npv::unary("negative", a, *rt);
+    return r;
+  }
+  auto op = npv::op_for_api(api);
+  if (!op) return r;
+  auto* ta = a.as<TensorObj>();
+  auto* tb = b.as<TensorObj>();
+  // numpy arrays (with each other or Python numbers) follow numpy's dtype rules.
+  if ((!ta || ta->is_numpy) && (!tb || tb->is_numpy)) {
+    rt->is_numpy = true;
+    npv::registry_function(api, {a, b}, nullptr, *rt);
+  } else {
+    npv::binary(*op, a, b, *rt);
+  }
+  return r;
 }
 
 Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Site& site) {
@@ -324,7 +346,12 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
     CallArgs a;
     a.pos = {tv, make_tuple(std::move(perm))};
     a.pos_ranges = {site.range(), site.range()};
-    return call_api_function(e, a, site, nullptr);
+    Value r = call_api_function(e, a, site, nullptr);
+    if (auto* rt = r.as<TensorObj>(); rt && rt->graph_id == 0 && !rt->poisoned) {
+      rt->is_numpy = t->is_numpy;
+      npv::transpose(tv, {}, *rt);
+    }
+    return r;
   }
   static const char* kSelfReturning[] = {"set_data",
                                          "init_data",
@@ -363,7 +390,9 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
   }
   Value self = tv;
   return Value::obj(std::make_shared<BuiltinObj>(
-      full, [e, self](Interpreter& in, CallArgs& args, const Site& cs) -> Value {
+      full,
+      [e, self, method = std::string(name)](Interpreter& in, CallArgs& args,
+                                            const Site& cs) -> Value {
         CallArgs with_self;
         with_self.pos.push_back(self);
         with_self.pos_ranges.push_back(cs.node && cs.node->a ? cs.node->a->range : cs.range());
@@ -373,8 +402,22 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
         with_self.kw = args.kw;
         with_self.kw_ranges = args.kw_ranges;
         Value r = in.call_api_function(e, with_self, cs, nullptr);
-        if (auto* rt = r.as<TensorObj>(); rt && self.as<TensorObj>()->is_numpy && rt->graph_id == 0)
-          rt->is_numpy = true;
+        auto* rt = r.as<TensorObj>();
+        if (!rt || rt->graph_id != 0 || rt->poisoned) return r;
+        if (self.as<TensorObj>()->is_numpy) rt->is_numpy = true;
+        // The elements of a constant result, for the methods that only reorder or convert them.
+        std::string_view m = method;
+        if (m == "astype" || m == "reshape" || m == "view" || m == "flatten" || m == "squeeze" ||
+            m == "expand_dims" || m == "unsqueeze" || m == "ravel" || m == "to")
+          npv::same_order(self, *rt);
+        else if (m == "transpose" || m == "permute") {
+          std::vector<Value> perm_args{self};
+          if (args.pos.size() == 1 && seq_items(args.pos[0]))
+            perm_args.push_back(args.pos[0]);
+          else if (!args.pos.empty())
+            perm_args.push_back(make_tuple(args.pos));
+          npv::registry_function("ops.transpose", perm_args, args.find_kw("axes"), *rt);
+        }
         return r;
       }));
 }
@@ -527,6 +570,7 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
   if (!in_graph) {
     auto r = std::make_shared<TensorObj>(rt);
     r->is_numpy = t->is_numpy;
+    npv::index(tv, idx, *r);
     return Value::obj(r);
   }
   static ApiEntry kIndex = [] {

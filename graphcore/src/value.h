@@ -350,6 +350,11 @@ struct TensorObj : Object {
   // A constant whose every element is known to equal this value (Tensor(0.125), np.ones(...),
   // np.full(s, v)): recorded as the `value` attribute of its Constant node for the runtime.
   std::optional<double> fill;
+  // Every element, row-major, of a small constant computed in Python (numpy code in __init__:
+  // position tables, masks; see npvalues.h): at most npv::kMaxElements, null when unknown or
+  // uniform (then `fill`). Immutable and shared: Tensor(arr) shares it, a slice assignment
+  // replaces it. Recorded on the Constant node for the runtime (Node::constant_values).
+  std::shared_ptr<const std::vector<double>> values;
   bool poisoned = false;   // produced by a failed op: suppress follow-on diagnostics
   uint32_t walk_mark = 0;  // last parameter walk that counted it
 };

@@ -16,7 +16,9 @@ rtol 1e-4 (ResNet-50: 1e-3, 160+ layers of accumulation order differences; ViT-B
 BERT-base 1e-3). Nodes with a Python scalar operand (attributes `scalar` / `scalar_index`) are
 applied in torch with the scalar as a Python number in its recorded position and must also give
 torch's dtype (its promotion of Python scalars is MindSpore's); the `scalars` case: end to end
-rtol 1e-6.
+rtol 1e-6. Constants whose elements the static evaluator computed from numpy code (the
+Transformer's position table and causal mask: no `value` attribute) are checked against numpy's
+own computation (rtol 1e-6) and then feed the torch chain as numpy computed them.
 
 Usage: /usr/bin/python3 tests/runtime/check_torch.py [--bin build-rt/bench/cellscope-run]
                                                     [--work DIR] [--only NAME] [-v]
@@ -55,7 +57,35 @@ CASES = [
     # Scalar operands inside real models: attention scales, BERT's attention mask from the ids.
     ("vit_b16", "tests/corpus/models/vit_b16.py", ["1,3,224,224"], [], 1e-3),
     ("bert_base", "tests/corpus/models/bert_base.py", ["1,16:int32"], [], 1e-3),
+    # Encoder-decoder with constants computed by numpy in __init__ (sinusoid position table,
+    # causal mask): checked against numpy below, then used as the torch chain's constants.
+    ("transformer", "tests/corpus/models/transformer.py", ["1,16:int32", "1,16:int32"],
+     ["random", "random"], 1e-3),
 ]
+
+
+def transformer_constants(shape):
+    """numpy's values of the Transformer's constants (tests/corpus/models/transformer.py: max_len
+    256, d_model 512), sliced to `shape` as construct slices them; None for another shape."""
+    import math
+    max_len, d_model = 256, 512
+    position = np.arange(max_len)[:, None].astype(np.float32)
+    div_term = np.exp(np.arange(0, d_model, 2).astype(np.float32) * -(math.log(10000.0) / d_model))
+    table = np.zeros((max_len, d_model), dtype=np.float32)
+    table[:, 0::2] = np.sin(position * div_term)
+    table[:, 1::2] = np.cos(position * div_term)
+    causal = np.triu(np.ones((max_len, max_len), dtype=np.float32), k=1) * -1e9
+    if len(shape) == 3 and shape[0] == 1 and shape[2] == d_model:
+        return table[None, :shape[1], :]
+    if len(shape) == 2 and shape[0] == shape[1]:
+        return causal[:shape[0], :shape[1]]
+    return None
+
+
+# Constants whose elements the static evaluator computed from numpy code (no `value` attribute:
+# the elements are not in graph.json): the runtime's values must match numpy's.
+NUMPY_CONSTANTS = {"transformer": transformer_constants}
+CONSTANT_RTOL = 1e-6
 
 NODE_RTOL = 1e-4
 ATOL = 1e-6
@@ -368,6 +398,23 @@ def check_case(name, model, shapes, specs, e2e_rtol, binary, work, verbose):
                 continue
             if n["kind"] == "parameter":
                 chained[(i, 0)] = params[n["params"][0]]
+                continue
+            if n["kind"] == "constant" and "value" not in n["attrs"]:
+                got = ours[(i, 0)]
+                want = NUMPY_CONSTANTS[name](list(got.shape)) if name in NUMPY_CONSTANTS else None
+                if want is None:
+                    ok = False
+                    print(f"FAIL {name}: constant {n['id']} {tuple(got.shape)} has no reference")
+                    continue
+                want = torch.from_numpy(np.ascontiguousarray(want))
+                passed, err, rel, why = compare(got, want, CONSTANT_RTOL)
+                if not passed:
+                    ok = False
+                    print(f"FAIL {name}: constant {n['id']} against numpy: max abs err {err:.3g}, "
+                          f"relative {rel:.3g} {why}")
+                elif verbose:
+                    print(f"  ok {name}: constant {n['id']} against numpy: err {err:.3g}")
+                chained[(i, 0)] = want.to(TORCH_DTYPES[n["outputs"][0]["dtype"]])
                 continue
             p = [params[q] for q in n["params"]]
             # per node: the runtime's own inputs

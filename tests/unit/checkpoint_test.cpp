@@ -35,6 +35,7 @@ const CellReport& tiny_report() {
   static const AnalysisResult res = [] {
     AnalysisOptions opts;
     opts.record_facts = true;
+    opts.constant_values = true;
     opts.inputs.push_back({Shape::of({2, 2, 4, 4}), DType::Float32});
     DiskSourceProvider disk;
     return analyze_file((kDir / "tiny_net.py").string(), opts, disk);

@@ -440,6 +440,7 @@ TEST(RuntimeExecutor, TargetPrecisionRoundsToHalf) {
 TEST(RuntimeExecutor, LeNetFromSource) {
   AnalysisOptions opts;
   opts.record_facts = true;
+  opts.constant_values = true;
   opts.inputs.push_back({Shape::of({2, 1, 32, 32}), DType::Float32});
   DiskSourceProvider disk;
   AnalysisResult res =

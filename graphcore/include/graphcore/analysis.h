@@ -73,6 +73,12 @@ struct AnalysisOptions {
   // true: CellReport::facts gets the type of every tensor expression of construct,
   // CellReport::instances the Cell tree, and AnalysisResult::references what names refer to.
   bool record_facts = false;
+  // true: the elements of small constants computed by numpy code in __init__ (position tables,
+  // masks; at most 1M elements each) are computed and recorded on their Constant nodes
+  // (Node::constant_values), as the CPU runtime needs. Off by default: an analysis that does not
+  // execute the graph does not pay for them (uniform constants such as np.ones always have
+  // their `value` attribute).
+  bool constant_values = false;
   // Polled during evaluation; when it becomes true the analysis stops and returns a result with
   // `cancelled` set (an editor abandons an analysis of a superseded version this way).
   const std::atomic<bool>* cancel = nullptr;

@@ -65,6 +65,11 @@ struct Node {
   IStr file;
   SourceRange range;  // the expression in construct that produced the node
   double flops = 0;
+  // A Constant's elements, row-major, when the static evaluator computed them (numpy code in
+  // __init__: position tables, masks; at most 1M elements), in the output's dtype, as doubles.
+  // Null when unknown or uniform (a uniform constant has the `value` attribute). Shared, never
+  // serialised: graph and view documents stay small; the runtime fills the constant from it.
+  std::shared_ptr<const std::vector<double>> constant_values;
 
   // The attribute `name`, from this application or the layer's constructor; nullptr if absent.
   [[nodiscard]] const AttrValue* find_attr(std::string_view name) const;

@@ -496,9 +496,15 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
         DType dt = n.outputs.empty() ? DType::Float32 : n.outputs[0].dtype;
         if (!Tensor::supported(dt)) dt = DType::Float32;
         const AttrValue* v = n.find_attr("value");
-        if (!v || !dims) return error("the value of this constant is not recorded in the graph");
+        if (!dims || (!v && !n.constant_values))
+          return error("the value of this constant is not recorded in the graph");
         Tensor t(*dims, dt);
-        if (auto* d = std::get_if<double>(v)) {
+        if (n.constant_values) {  // elements computed by the static evaluator (numpy code)
+          if (static_cast<int64_t>(n.constant_values->size()) != t.numel())
+            return error("the recorded elements of this constant do not match its shape");
+          for (int64_t k2 = 0; k2 < t.numel(); ++k2)
+            t.set(k2, (*n.constant_values)[static_cast<size_t>(k2)]);
+        } else if (auto* d = std::get_if<double>(v)) {
           t = Tensor::full(*dims, *d, dt);
         } else if (auto* k = std::get_if<int64_t>(v)) {
           t = Tensor::full(*dims, static_cast<double>(*k), dt);
