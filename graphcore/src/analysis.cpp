@@ -451,6 +451,9 @@ class RootCompiler {
       const Node& n = g.nodes[i];
       if (n.kind != NodeKind::Op || uses[i] != 0 || consumed.count(static_cast<uint32_t>(i)))
         continue;
+      // Only a value the source itself drops: a node nobody reads in the graph may still be
+      // used by code the evaluator could not follow (an op without a shape rule leaves no node).
+      if (!gb.discarded.count(static_cast<uint32_t>(i))) continue;
       in_.report_at(n.file, n.range, Severity::Warning, "unused-result",
                     "the result of `" + source_text(n.file, n.range) +
                         "` is computed but never used" + gb.note_for(static_cast<uint32_t>(i)));
@@ -533,6 +536,56 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
           "constructing the model raises " + r.type + (r.message.empty() ? "" : ": " + r.message));
     }
   };
+  // A root nobody asked for: a Cell class or a public function tried with its defaults because
+  // nothing in the file builds it. If that construction raises, those defaults are not a model
+  // anybody runs (a base class whose defaults fail its own asserts, a helper that needs its
+  // caller's arguments): the attempt and whatever it reported are dropped, with one hint.
+  auto speculative = [&](const std::string& what, SourceRange name_range, auto&& fn) {
+    size_t mark = in.diagnostics_mark();
+    std::string why;
+    ++in.speculative;
+    try {
+      fn();
+      --in.speculative;
+      return;
+    } catch (const BudgetExceeded& b) {
+      why = b.what;
+    } catch (const PyRaise& r) {
+      why = "raises " + r.type + (r.message.empty() ? "" : ": " + r.message);
+    }
+    --in.speculative;
+    in.rollback_diagnostics(mark);
+    in.report_at(main->file, name_range, Severity::Information, "not-analysed",
+                 "`" + what + "` is not analysed alone: with its default arguments it " + why +
+                     ". It is analysed where it is used, or with --entry");
+  };
+  // Decorated by a model registry (`@register_model`, `@register_backbone`): the library's own
+  // way of building it (`create_model("resnet50")` calls it with its defaults).
+  auto registered = [](const FunctionObj* fn) {
+    for (const ast::Node* d : fn->def->list3) {
+      const ast::Node* e = d->kind == ast::K::Call ? d->a : d;
+      if (e && (e->kind == ast::K::Name || e->kind == ast::K::Attribute) &&
+          e->str.find("regist") != std::string_view::npos)
+        return true;
+    }
+    return false;
+  };
+  // Classes another class of the module derives from: bases whose attributes subclasses set
+  // (`Bottleneck` reading `self.conv1`) are analysed through those subclasses, never alone.
+  std::unordered_set<const ClassObj*> subclassed;
+  if (main) {
+    for (auto& [k, v] : main->globals.entries) {
+      if (auto* cls = v.as<ClassObj>()) {
+        for (const Value& b : cls->bases) subclassed.insert(b.as<ClassObj>());
+      }
+    }
+  }
+  auto name_range = [](const ast::Node* def, std::string_view keyword, std::string_view name) {
+    SourceRange r = def->range;
+    r.end = Position{r.start.line, r.start.column + static_cast<uint32_t>(keyword.size() + 1 +
+                                                                          name.size())};
+    return r;
+  };
 
   if (main && main->parsed) {
     if (!options.entries.empty()) {
@@ -583,14 +636,27 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
           if (s->kind == ast::K::Return && s->a && s->a->kind != ast::K::None) returns_value = true;
         }
         if (!returns_value) continue;
-        guarded([&] {
+        // Registered factories are built the way the library builds them. Other public
+        // factories are tried with their defaults. Private helpers (`_create_resnet`) and pure
+        // forwarders (`def build(**kwargs)`) only make sense with their callers' arguments.
+        bool is_registered = registered(fn);
+        bool only_varargs = std::all_of(fn->def->list.begin(), fn->def->list.end(), [](auto* p) {
+          auto kind = static_cast<ast::ParamKindAst>(p->op);
+          return kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs;
+        });
+        if (!is_registered && (fn->name.starts_with("_") || only_varargs)) continue;
+        auto build = [&] {
           CallArgs none;
           size_t before = in.module_level_cells.size();
           Value r = in.call_function(fn, none, Site{fn->def, main}, nullptr, nullptr);
           in.module_level_cells.resize(before);
           if (r.as<InstanceObj>() && r.as<InstanceObj>()->cell)
             add_root(fn->name + "()", r, Site{fn->def, main});
-        });
+        };
+        if (is_registered)
+          guarded(build);
+        else
+          speculative(fn->name + "()", name_range(fn->def, "def", fn->name), build);
       }
       // Cells constructed by module-level code.
       for (auto& c : in.module_level_cells) {
@@ -611,6 +677,8 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
         if (rooted_classes.count(cls)) continue;
         // A building block already analysed through the model that uses it.
         if (used_as_sub.count(cls)) continue;
+        // A base class, or a private one: analysed through what derives from or uses it.
+        if (subclassed.count(cls) || cls->name.starts_with("_")) continue;
         if (!constructible_with_defaults(cls)) {
           if (!used_as_sub.count(cls)) {
             auto req = required_params(cls);
@@ -627,7 +695,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
           }
           continue;
         }
-        guarded([&] {
+        speculative(cls->name, name_range(cls->def, "class", cls->name), [&] {
           CallArgs none;
           size_t before = in.module_level_cells.size();
           Value inst = in.instantiate(cls, v, none, Site{cls->def, main});

@@ -42,6 +42,25 @@ std::optional<Shape> shape_arg(const Value* v) {
   return std::nullopt;
 }
 
+// dict.update(pairs): adds a statically known sequence of (key, value) pairs to `d`; false when
+// `v` is not one.
+bool in_seq_of_pairs(const Value& v, DictObj* d) {
+  const std::vector<Value>* items = seq_items(v);
+  if (!items) return false;
+  for (const Value& kv : *items) {
+    const std::vector<Value>* pair = seq_items(kv);
+    if (!pair || pair->size() != 2) return false;
+  }
+  for (const Value& kv : *items) d->set((*seq_items(kv))[0], (*seq_items(kv))[1]);
+  return true;
+}
+
+// An instance that may have attributes the evaluator cannot see (see InstanceObj::open).
+bool open_instance(const Value& v) {
+  auto* inst = v.as<InstanceObj>();
+  return inst && (inst->open || inst->cls->open);
+}
+
 Value ndarray(Shape s, DType d) {
   auto t = std::make_shared<TensorObj>(TensorType{std::move(s), d});
   t->is_numpy = true;
@@ -240,6 +259,7 @@ void Interpreter::init_builtins() {
     if (!a.pos.empty()) {
       if (auto* src = a.pos[0].as<DictObj>()) {
         for (auto& [k, v] : src->entries) d->set(k, v);
+        d->open = src->open;
       } else if (auto items = in.iterate(a.pos[0], site)) {
         for (auto& kv : *items) {
           auto* pair = seq_items(kv);
@@ -296,7 +316,10 @@ void Interpreter::init_builtins() {
     const Value& v = a.pos[0];
     if (auto* items = seq_items(v)) return Value::integer(static_cast<int64_t>(items->size()));
     if (auto* s = str_of(v)) return Value::integer(static_cast<int64_t>(s->size()));
-    if (auto* d = v.as<DictObj>()) return Value::integer(static_cast<int64_t>(d->entries.size()));
+    if (auto* d = v.as<DictObj>()) {
+      if (d->open) return Value::unknown();
+      return Value::integer(static_cast<int64_t>(d->entries.size()));
+    }
     if (auto* st = v.as<SetObj>()) return Value::integer(static_cast<int64_t>(st->items.size()));
     if (auto* r = v.as<RangeObj>()) return Value::integer(r->size());
     if (auto* inst = v.as<InstanceObj>(); inst && inst->cell) {
@@ -496,19 +519,26 @@ void Interpreter::init_builtins() {
     if (a.pos.size() < 2) return Value::unknown();
     auto* name = str_of(a.pos[1]);
     if (!name) return Value::unknown();
-    if (a.pos.size() >= 3 && !in.hasattr(a.pos[0], *name)) return a.pos[2];
+    if (a.pos.size() >= 3 && !in.hasattr(a.pos[0], *name))
+      return open_instance(a.pos[0]) ? Value::unknown() : a.pos[2];
     return in.getattr(a.pos[0], *name, site, a.pos.size() < 3);
   });
   add("setattr", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
     if (a.pos.size() != 3) return Value::unknown();
-    if (auto* name = str_of(a.pos[1])) in.setattr(a.pos[0], *name, a.pos[2], site);
+    if (auto* name = str_of(a.pos[1])) {
+      in.setattr(a.pos[0], *name, a.pos[2], site);
+    } else if (auto* inst = a.pos[0].as<InstanceObj>()) {
+      inst->open = true;  // an attribute whose name the evaluator does not know
+    }
     return Value::none();
   });
   add("hasattr", [](Interpreter& in, CallArgs& a, const Site&) -> Value {
     if (a.pos.size() != 2) return Value::unknown();
     auto* name = str_of(a.pos[1]);
     if (!name || a.pos[0].is_unknown()) return Value::unknown();
-    return Value::boolean(in.hasattr(a.pos[0], *name));
+    bool has = in.hasattr(a.pos[0], *name);
+    if (!has && open_instance(a.pos[0])) return Value::unknown();
+    return Value::boolean(has);
   });
   add("super", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.size() == 2) {
@@ -1100,10 +1130,12 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
       return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
         if (a.pos.empty()) return Value::unknown();
         if (Value* v = d->find(a.pos[0])) return *v;
+        if (d->open || a.pos[0].is_unknown()) return Value::unknown();
         return a.pos.size() > 1 ? a.pos[1] : Value::none();
       });
     auto collect = [d](int which) {
       return [d, which](Interpreter&, CallArgs&, const Site&) -> Value {
+        if (d->open) return Value::unknown();
         std::vector<Value> out;
         for (auto& [k, v] : d->entries)
           out.push_back(which == 0 ? k : which == 1 ? v : make_tuple({k, v}));
@@ -1116,9 +1148,14 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
     if (nm == "update")
       return method([d](Interpreter&, CallArgs& a, const Site&) {
         if (!a.pos.empty()) {
-          if (auto* o = a.pos[0].as<DictObj>())
+          if (auto* o = a.pos[0].as<DictObj>()) {
             for (auto& [k, v] : o->entries) d->set(k, v);
+            if (o->open) d->open = true;
+          } else if (!in_seq_of_pairs(a.pos[0], d)) {
+            d->open = true;  // update(mapping the evaluator does not know)
+          }
         }
+        if (a.open) d->open = true;
         for (auto& [k, v] : a.kw) d->set(make_str(k), v);
         return Value::none();
       });
@@ -1130,12 +1167,14 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
           d->erase(a.pos[0]);
           return r;
         }
+        if (d->open || a.pos[0].is_unknown()) return Value::unknown();
         return a.pos.size() > 1 ? a.pos[1] : Value::unknown();
       });
     if (nm == "setdefault")
       return method([d](Interpreter&, CallArgs& a, const Site&) -> Value {
         if (a.pos.empty()) return Value::unknown();
         if (Value* v = d->find(a.pos[0])) return *v;
+        if (d->open || a.pos[0].is_unknown()) return Value::unknown();
         Value dv = a.pos.size() > 1 ? a.pos[1] : Value::none();
         d->set(a.pos[0], dv);
         return dv;
@@ -1144,6 +1183,7 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
       return method([d](Interpreter&, CallArgs&, const Site&) {
         auto c = std::make_shared<DictObj>();
         for (const auto& [k, v] : d->entries) c->set(k, v);
+        c->open = d->open;
         return Value::obj(c);
       });
   }

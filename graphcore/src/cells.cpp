@@ -87,6 +87,28 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       }
       if (inst->cls->native_base() == NativeClass::Exception || inst->cls->api_base())
         return Value::unknown();
+      // Attributes set where the evaluator cannot see them (an unknown base, `__getattr__`,
+      // `setattr(self, name, ...)` with a name it does not know): unknown, not missing.
+      if (name == "__setattr__") {
+        // `self.__setattr__(name, value)`: the same as `setattr(self, name, value)`.
+        return Value::obj(std::make_shared<BuiltinObj>(
+            "__setattr__", [obj](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+              if (a.pos.size() != 2) return Value::unknown();
+              if (auto* n = str_of(a.pos[0]))
+                in.setattr(obj, *n, a.pos[1], s);
+              else if (auto* i = obj.as<InstanceObj>())
+                i->open = true;
+              return Value::none();
+            }));
+      }
+      if (name == "__class__") return inst->cls_value;
+      if (inst->open || inst->cls->open) return Value::unknown();
+      if (name == "__dict__") {
+        // `self.__dict__.update(cfg)`, `vars(self)`: from here on, attributes come and go by
+        // names the evaluator does not follow.
+        inst->open = true;
+        return Value::unknown();
+      }
       if (report_missing) {
         report(site, Severity::Error, "unknown-attribute",
                "`" + inst->cls->name + "` object has no attribute `" + std::string(name) + "`" +
@@ -110,7 +132,15 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
       if (m->opaque) return Value::unknown();
       if (Value* v = m->globals.find_str(name)) return *v;
       if (m->name == "numpy" || m->name == "numpy.random") return numpy_function(name);
-      if (report_missing) {
+      // Standard-library modules are modelled in part (functools, collections...), a module
+      // still being initialised (a cyclic import) may define the name later, an open one
+      // answers names its code does not show, and a package's submodule may have been imported
+      // by any other module of the program.
+      bool closed = !m->file.empty() && !m->loading && !m->open &&
+                    !m->globals.find_str("__getattr__") &&
+                    !m->globals.find_str("__cellscope_opaque_star__") &&
+                    !std::filesystem::path(m->file).filename().string().starts_with("__init__");
+      if (report_missing && closed) {
         report(site, Severity::Error, "unknown-attribute",
                "module `" + m->name + "` has no attribute `" + std::string(name) + "`");
       }
@@ -173,6 +203,8 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     case OK::Dict:
     case OK::Set:
       if (auto m = builtin_method(obj, name)) return *m;
+      // A real method the evaluator does not model (`set.union`, `str.maketrans`): unknown.
+      if (python_method_exists(obj.o->kind, name)) return Value::unknown();
       break;
     case OK::Function:
       if (name == "__name__") return make_str(obj.as<FunctionObj>()->name);
@@ -224,8 +256,17 @@ void Interpreter::setattr(const Value& obj, const std::string& name, Value v, co
     }
     return;
   }
-  report(site, Severity::Error, "unknown-attribute",
-         "cannot set attribute `" + name + "` on `" + type_name(obj) + "`");
+  if (auto* m = obj.as<ModuleObj>()) {
+    // `mod.FLAG = True`, monkey-patching a helper: later reads see it.
+    if (!m->opaque) m->globals.set(make_str(name), std::move(v));
+    return;
+  }
+  // Functions, classes of MindSpore, namespaces... take arbitrary attributes in Python; only
+  // values that really reject them (ints, strings, tuples) are an error.
+  if (obj.is_number() || obj.is_none() || str_of(obj) || obj.as<TupleObj>()) {
+    report(site, Severity::Error, "unknown-attribute",
+           "cannot set attribute `" + name + "` on `" + type_name(obj) + "`");
+  }
 }
 
 void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const Value& v) {

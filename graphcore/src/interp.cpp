@@ -36,9 +36,63 @@ void Interpreter::report(const Site& site, Severity sev, std::string code, std::
             std::move(related));
 }
 
+std::string_view Interpreter::python_exception(std::string_view code) {
+  static const std::unordered_map<std::string_view, std::string_view> kMap = {
+      {"unknown-attribute", "AttributeError"},
+      {"key-error", "KeyError"},
+      {"index-error", "IndexError"},
+      {"type-error", "TypeError"},
+      {"missing-argument", "TypeError"},
+      {"too-many-arguments", "TypeError"},
+      {"unknown-keyword", "TypeError"},
+      {"value-error", "ValueError"},
+      {"invalid-argument", "ValueError"},
+      {"unpack-error", "ValueError"},
+      {"zero-division", "ZeroDivisionError"},
+      {"assertion-failed", "AssertionError"},
+      {"undefined-name", "NameError"},
+      {"import-error", "ImportError"},
+      {"unknown-api", "AttributeError"},
+  };
+  auto it = kMap.find(code);
+  return it == kMap.end() ? std::string_view{} : it->second;
+}
+
+namespace {
+// Python's built-in exception hierarchy, as far as model code catches it.
+bool exception_is(std::string_view type, std::string_view handler) {
+  if (handler == "*" || handler == type || handler == "Exception" || handler == "BaseException")
+    return true;
+  if (handler == "LookupError") return type == "KeyError" || type == "IndexError";
+  if (handler == "ArithmeticError") return type == "ZeroDivisionError";
+  if (handler == "ImportError") return type == "ModuleNotFoundError";
+  return false;
+}
+}  // namespace
+
+bool Interpreter::caught(std::string_view type) const {
+  for (const auto& handlers : catching) {
+    for (const std::string& h : handlers) {
+      if (exception_is(type, h)) return true;
+    }
+  }
+  return false;
+}
+
 void Interpreter::report_at(const std::string& file, SourceRange range, Severity sev,
                             std::string code, std::string message,
                             std::vector<RelatedLocation> related) {
+  // Inside `try: ... except AttributeError:` the error is the program's own control flow.
+  if (sev == Severity::Error && !catching.empty()) {
+    std::string_view type = python_exception(code);
+    if (!type.empty() && caught(type)) throw PyRaise{std::string(type), message, Site{}};
+  }
+  if (sev == Severity::Error && speculative > 0 && graph == nullptr) {
+    static const std::unordered_set<std::string_view> kDataErrors = {
+        "unknown-attribute", "key-error",    "index-error",    "type-error",
+        "value-error",       "unpack-error", "zero-division",  "assertion-failed"};
+    if (kDataErrors.count(code)) throw PyRaise{std::string(python_exception(code)), message, Site{}};
+  }
   // A message may end with an instance note (see instance_note()): the same problem hit by
   // several instances of one Cell class is one diagnostic that names them.
   std::string note;
@@ -211,7 +265,9 @@ Value Interpreter::lookup_name(std::string_view name, Frame& f, const Site& site
     if (Value* v = f.module->globals.find_str("__cellscope_opaque_star__"))
       opaque_star = v->k == VK::Bool;
   }
-  if (!opaque_star) {
+  // A real builtin the evaluator does not model (`bin`, `memoryview`) is unknown; a module-level
+  // `__getattr__` or a lazy module may also supply names.
+  if (!opaque_star && !python_builtin_exists(name) && !(f.module && f.module->open)) {
     report(site, Severity::Error, "undefined-name",
            "name `" + std::string(name) + "` is not defined");
   }
@@ -244,6 +300,10 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
     case K::Subscript: {
       Value obj = eval(target->a, f);
       Value idx = eval(target->b, f);
+      // `sys.modules[__name__] = _LazyModule(...)`: the module's names are whatever that object
+      // answers, not what its code defines.
+      if (target->a->kind == K::Attribute && target->a->str == "modules" && f.module)
+        f.module->open = true;
       if (auto* l = obj.as<ListObj>()) {
         if (idx.is_int()) {
           int64_t i = idx.as_int();
@@ -374,9 +434,22 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
   step(site);
   if (f.in_construct) check_graph_mode(s, f);
   switch (s->kind) {
-    case K::ExprStmt:
-      eval(s->a, f);
+    case K::ExprStmt: {
+      Value v = eval(s->a, f);
+      // `self.relu(x)` as a statement: the value is thrown away in the source itself, which is
+      // what an unused-result warning is about (report_unused in analysis.cpp).
+      if (graph) {
+        auto note = [&](const Value& x) {
+          if (auto* t = x.as<TensorObj>(); t && t->graph_id == graph->graph_id)
+            graph->discarded.insert(t->ref.node);
+        };
+        note(v);
+        if (auto* items = seq_items(v)) {
+          for (const Value& x : *items) note(x);
+        }
+      }
       return Flow::Normal;
+    }
     case K::Assign: {
       Value v = eval(s->a, f);
       for (Node* t : s->list) assign(t, v, f);
@@ -506,23 +579,67 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
           r.type = std::string(e->str);
         }
       }
-      if (f.in_construct) return Flow::Return;  // a runtime check in construct: not a compile error
+      if (f.in_construct) {
+        // A run-time check in construct (it raises only for some tensor values): not a compile
+        // error, and what the function would have returned is unknown, not None.
+        f.ret = Value::unknown();
+        return Flow::Return;
+      }
       throw r;
     }
     case K::Try: {
       Flow fl = Flow::Normal;
-      bool raised = false;
+      // What each handler catches, by name (a tuple lists several; no type catches all).
+      std::vector<std::vector<std::string>> handler_types;
+      std::vector<std::string> all;
+      for (const Node* h : s->list2) {
+        std::vector<std::string> types;
+        auto add = [&](const Node* t) {
+          if (t && (t->kind == K::Name || t->kind == K::Attribute)) types.emplace_back(t->str);
+        };
+        if (!h->a) {
+          types.emplace_back("*");
+        } else if (h->a->kind == K::Tuple) {
+          for (const Node* t : h->a->list) add(t);
+        } else {
+          add(h->a);
+        }
+        all.insert(all.end(), types.begin(), types.end());
+        handler_types.push_back(std::move(types));
+      }
+      std::optional<PyRaise> raised;
+      catching.push_back(std::move(all));
       try {
         fl = exec_block(s->list, f);
-      } catch (const PyRaise&) {
-        raised = true;
+      } catch (const PyRaise& r) {
+        raised = r;
+      } catch (...) {
+        catching.pop_back();
+        throw;
       }
-      if (raised && !s->list2.empty()) {
-        const Node* h = s->list2[0];
+      catching.pop_back();
+      if (raised) {
+        // The first handler that catches it; an exception type the evaluator cannot name (a
+        // `raise` of an expression) goes to the first handler, as before.
+        const Node* handler = nullptr;
+        for (size_t i = 0; i < s->list2.size() && !handler; ++i) {
+          for (const std::string& h : handler_types[i]) {
+            if (exception_is(raised->type, h) || raised->type == "Exception") {
+              handler = s->list2[i];
+              break;
+            }
+          }
+        }
+        if (!handler && !s->list2.empty() && handler_types[0].empty()) handler = s->list2[0];
+        if (!handler) {
+          if (s->b) exec_block(s->b->list, f);
+          throw *raised;
+        }
+        const Node* h = handler;
         if (!h->str.empty())
           store_name(h->str, Value::obj(std::make_shared<OpaqueObj>("Exception")), f);
         fl = exec_block(h->list, f);
-      } else if (!raised && s->a) {
+      } else if (s->a) {
         if (fl == Flow::Normal) fl = exec_block(s->a->list, f);
       }
       if (s->b) {
@@ -766,6 +883,9 @@ Value Interpreter::eval(const Node* e, Frame& f) {
           Value other = eval(e->list2[i], f);
           if (auto* od = other.as<DictObj>()) {
             for (auto& [k, v] : od->entries) d->set(k, v);
+            if (od->open) d->open = true;
+          } else {
+            d->open = true;  // `{**config}` of a mapping the evaluator does not know
           }
           continue;
         }
@@ -886,6 +1006,7 @@ Value Interpreter::make_function(const Node* def, Frame& f, std::string name) {
   fn->name = name;
   fn->def = def;
   fn->module = f.module;
+  if (f.is_class_body) fn->owner = f.defining_class;
   // Methods and nested functions close over the enclosing function frame (not a class body,
   // not the module, whose names are globals).
   Frame* enclosing = f.is_class_body ? f.parent.get() : &f;
@@ -905,7 +1026,10 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
   for (Node* b : def->list) {
     if (b->kind == K::Keyword) continue;  // metaclass=...
     Value base = eval(b, f);
-    if (base.as<ClassObj>()) cls->bases.push_back(base);
+    if (base.as<ClassObj>())
+      cls->bases.push_back(base);
+    else
+      cls->open = true;  // a base the evaluator does not know may give any attribute
   }
   // MRO: C3 is overkill for model code; a depth-first left-to-right walk without duplicates.
   cls->mro.push_back(cls.get());
@@ -917,11 +1041,13 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
   }
   for (ClassObj* c : cls->mro) {
     if (c->is_cell) cls->is_cell = true;
+    if (c->open) cls->open = true;
   }
   Value cls_value = Value::obj(cls);
   auto body = std::make_shared<Frame>();
   body->module = f.module;
   body->is_class_body = true;
+  body->defining_class = cls.get();
   body->parent = f.is_module ? nullptr : f.shared_from_this();
   body->in_construct = false;
   bool saved = at_module_level;
@@ -939,8 +1065,13 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
   for (auto& [k, v] : body->locals) {
     Value val = v;
     if (auto* fn = val.as<FunctionObj>()) fn->qualname = cls->name + "." + fn->name;
+    // Attribute hooks answer for attributes no assignment shows.
+    if (k == "__getattr__" || k == "__getattribute__") cls->open = true;
     cls->attrs.set(make_str(std::string(k)), val);
   }
+  // A mapping subclass (`class Config(dict)`) is filled by keys, often through a `__setattr__`
+  // hook or `__dict__` tricks: what it holds is data, not a fixed set of attributes.
+  if (cls->native_base() == NativeClass::Dict) cls->open = true;
   return cls_value;
 }
 
@@ -964,8 +1095,12 @@ Value Interpreter::eval_call(const Node* e, Frame& f) {
   for (Node* a : e->list) {
     if (a->kind == K::Starred) {
       Value v = eval(a->a, f);
-      auto items = iterate(v, Site{a, f.module});
-      if (!items) return Value::unknown();
+      auto items = v.is_unknown() ? std::nullopt : iterate(v, Site{a, f.module});
+      if (!items) {
+        // `*args` of unknown length: the call still happens, with arguments nobody knows.
+        args.open = true;
+        continue;
+      }
       for (auto& it : *items) {
         args.pos.push_back(it);
         args.pos_ranges.push_back(a->range);
@@ -983,10 +1118,14 @@ Value Interpreter::eval_call(const Node* e, Frame& f) {
           if (auto* s = str_of(key)) {
             args.kw.emplace_back(*s, val);
             args.kw_ranges.push_back(k->range);
+          } else {
+            args.open = true;  // a key the evaluator cannot name
           }
         }
+        if (d->open) args.open = true;
       } else {
-        return Value::unknown();
+        // `**config` read at run time: the keywords are unknown, the call is still made.
+        args.open = true;
       }
       continue;
     }
@@ -1079,6 +1218,11 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
   frame->method_class = method_class;
   frame->in_construct = graph != nullptr;
   if (self) frame->self = *self;
+  if (!method_class && fn->owner && !fn->is_static && !self && !args.pos.empty()) {
+    // A method reached through a decorator's wrapper (`init(self, *args, **kwargs)`).
+    frame->method_class = fn->owner;
+    frame->self = args.pos[0];
+  }
   // Bind parameters.
   std::vector<Value> pos = args.pos;
   if (self && !fn->is_static) pos.insert(pos.begin(), *self);
@@ -1104,17 +1248,19 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
     if (varargs_idx >= 0) {
       frame->locals[params[static_cast<size_t>(varargs_idx)]->str] = make_tuple(extra_pos);
       bound[static_cast<size_t>(varargs_idx)] = true;
-    } else {
+    } else if (!args.open) {
       report(site, Severity::Error, "too-many-arguments",
              "`" + fn->name + "()` takes " + std::to_string(params.size() - (self ? 1 : 0)) +
                  " positional argument(s) but " + std::to_string(pos.size() - (self ? 1 : 0)) +
                  " were given");
     }
   } else if (varargs_idx >= 0) {
-    frame->locals[params[static_cast<size_t>(varargs_idx)]->str] = make_tuple({});
+    frame->locals[params[static_cast<size_t>(varargs_idx)]->str] =
+        args.open ? Value::unknown() : make_tuple({});
     bound[static_cast<size_t>(varargs_idx)] = true;
   }
   auto kwdict = std::make_shared<DictObj>();
+  kwdict->open = args.open;
   for (size_t k = 0; k < args.kw.size(); ++k) {
     const auto& [name, v] = args.kw[k];
     bool found = false;
@@ -1135,7 +1281,7 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
     if (!found) {
       if (varkw_idx >= 0) {
         kwdict->set(make_str(name), v);
-      } else {
+      } else if (!args.open) {
         report_at(site.file(), k < args.kw_ranges.size() ? args.kw_ranges[k] : site.range(),
                   Severity::Error, "unknown-keyword",
                   "`" + fn->name + "()` got an unexpected keyword argument `" + name + "`");
@@ -1148,7 +1294,10 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
   }
   for (size_t i = 0; i < params.size(); ++i) {
     if (bound[i]) continue;
-    if (fn->has_default[i]) {
+    if (args.open) {
+      // Perhaps given by the unknown `*args`/`**kwargs`: whatever it is, nobody knows.
+      frame->locals[params[i]->str] = Value::unknown();
+    } else if (fn->has_default[i]) {
       frame->locals[params[i]->str] = fn->defaults[i];
     } else {
       report(

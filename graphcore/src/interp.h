@@ -35,6 +35,9 @@ struct CallArgs {
   std::vector<SourceRange> pos_ranges;
   std::vector<std::pair<std::string, Value>> kw;
   std::vector<SourceRange> kw_ranges;
+  // More arguments may have been passed than `pos`/`kw` show (`*args` or `**kwargs` whose
+  // contents are unknown): no arity error holds, and what is not bound is Unknown.
+  bool open = false;
   const Value* find_kw(std::string_view name) const;
 };
 
@@ -47,6 +50,7 @@ struct Frame : std::enable_shared_from_this<Frame> {
   ClassObj* method_class = nullptr;       // class whose method this frame runs (for super())
   Value self;                             // first argument of that method
   bool is_class_body = false;
+  ClassObj* defining_class = nullptr;  // the class whose body this frame runs
   bool is_module = false;     // module top level: stores go to globals
   bool in_construct = false;  // compiling a Cell's construct (GRAPH_MODE rules)
 };
@@ -78,6 +82,7 @@ class GraphBuilder {
   std::unordered_map<std::string, uint32_t> id_counts;
   std::unordered_map<const ApiEntry*, std::pair<IStr, IStr>> api_names;  // (api, op)
   std::unordered_set<uint32_t> consumed_by_failed;  // nodes feeding an op that failed to compile
+  std::unordered_set<uint32_t> discarded;  // nodes whose value an expression statement drops
   std::vector<IStr> caller_scope;  // node -> Cell whose construct made it (when nested)
   std::unordered_map<IStr, const std::string*> scope_class;  // Cell path -> class name
   [[nodiscard]] std::string note_for(uint32_t node) const;   // instance note for diagnostics
@@ -150,6 +155,18 @@ class Interpreter {
   void report_at(const std::string& file, SourceRange range, Severity sev, std::string code,
                  std::string message, std::vector<RelatedLocation> related = {});
   std::vector<Diagnostic> diagnostics;
+  // The exception types caught by the `try` statements being executed, innermost last ("*" for
+  // a bare `except:`). An error that Python would raise inside one that catches it is not
+  // reported: report() throws it as a PyRaise for the handler instead.
+  std::vector<std::vector<std::string>> catching;
+  // The Python exception an error code stands for ("AttributeError"), or "" for compile errors.
+  static std::string_view python_exception(std::string_view code);
+  // > 0 while a root nobody asked for is tried with its default arguments (analysis.cpp): an
+  // error that says those arguments are wrong data (an AttributeError, a failed assert...) ends
+  // the attempt as Python would, instead of being reported against code nobody runs that way.
+  int speculative = 0;
+  // True when the `try` statements being executed catch `type`.
+  [[nodiscard]] bool caught(std::string_view type) const;
   // Appends the "(in `layer1.0`, an instance of Bottleneck)" notes collected while reporting.
   void finalize_diagnostics();
   // Discards diagnostics reported since `mark` (a trial compilation that is redone).

@@ -283,8 +283,14 @@ Value Interpreter::mindspore_module(std::string_view dotted) {
   auto starts = [&](std::string_view p) {
     return dotted == p || dotted.rfind(std::string(p) + ".", 0) == 0;
   };
-  if (starts("mindspore.nn")) return ns("mindspore.nn", "nn.", true);
-  if (starts("mindspore.ops")) return ns("mindspore.ops", "ops.", true);
+  // Only the public namespaces are checked name by name (their names are known_names.cpp);
+  // MindSpore's submodules (`mindspore.ops.function.nn_func`, `mindspore.nn.learning_rate_
+  // schedule`, `mindspore.ops.operations.nn_ops`) hold more than the public names, so a name the
+  // registry does not know there is unknown, not missing.
+  if (dotted == "mindspore.nn") return ns("mindspore.nn", "nn.", true);
+  if (dotted == "mindspore.ops") return ns("mindspore.ops", "ops.", true);
+  if (starts("mindspore.nn")) return ns(std::string(dotted), "nn.", false);
+  if (starts("mindspore.ops")) return ns(std::string(dotted), "ops.", false);
   if (dotted == "mindspore.common.initializer")
     return ns("mindspore.common.initializer", "init.", false);
   if (dotted == "mindspore.common.dtype" || dotted == "mindspore.dtype")
@@ -347,7 +353,7 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
         "operations",    "functional", "composite", "nn_func",
         "auto_generate", "function",   "primitive"};
     if (kSub.count(name))
-      return Value::obj(std::make_shared<NamespaceObj>(ns->name + "." + n, "ops.", true));
+      return mindspore_module(ns->name + "." + n);
     if (has_builtin("ops." + n))
       result = builtin("ops." + n);
     else
@@ -360,7 +366,9 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
     else if (p == "numpy.")
       result = resolve_api("ops." + n);
   }
-  if (result.is_unknown() && ns->strict) {
+  // Private names (`ops._inner_pad`) are MindSpore's internals: they exist or not by version,
+  // and no public list says which.
+  if (result.is_unknown() && ns->strict && !n.starts_with("_")) {
     std::string short_ns = p.substr(0, p.size() - 1);
     if (!known_mindspore_name(short_ns, n, ver)) {
       // Not a MindSpore API at all: explain, suggest, and continue with the best suggestion.
@@ -719,7 +727,7 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
             args.pos[a], a < args.pos_ranges.size() ? args.pos_ranges[a] : site.range(), true));
         b.vararg_values.push_back(args.pos[a]);
       }
-    } else {
+    } else if (!args.open) {
       size_t npos = 0;
       for (auto* s : active) npos += s->kind == ParamKind::PositionalOrKeyword ? 1 : 0;
       in.report_at(site.file(), a < args.pos_ranges.size() ? args.pos_ranges[a] : site.range(),
@@ -775,6 +783,12 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
     if (bound[i] || active[i]->kind == ParamKind::VarPositional ||
         active[i]->kind == ParamKind::VarKeyword)
       continue;
+    if (args.open) {
+      // The unknown `*args`/`**kwargs` may carry it.
+      b.values.push_back(
+          BoundArgs::Arg{active[i]->name, Value::unknown(), site.range(), false, false});
+      continue;
+    }
     if (active[i]->required()) {
       in.report(site, Severity::Error, "missing-argument",
                 "`" + callee + "` missing required argument `" + active[i]->name + "`" +
@@ -976,10 +990,24 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   }
   // While construct is compiled every operation is a node, constants included (folding them
   // is an optimisation-layer decision); outside construct the result is a constant.
+  // A tuple-returning op (split, unstack, unbind) on an input of unknown shape: how many pieces
+  // it returns is unknown too, so the result is a tuple nobody can count (unpacking it into any
+  // number of names is fine), not one piece.
+  bool count_unknown =
+      e->returns_tuple && ctx.outputs.size() == 1 && !ctx.outputs[0].shape.ranked;
   if (graph) {
-    return add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs),
-                       std::move(ctx.attrs), ctx.flops, site, e->returns_tuple);
+    Value r = add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs),
+                          std::move(ctx.attrs), ctx.flops, site, e->returns_tuple);
+    if (count_unknown) {
+      if (auto* items = seq_items(r); items && !items->empty()) {
+        if (auto* t = (*items)[0].as<TensorObj>(); t && t->graph_id == graph->graph_id)
+          graph->consumed_by_failed.insert(t->ref.node);
+      }
+      return Value::unknown();
+    }
+    return r;
   }
+  if (count_unknown) return Value::unknown();
   // Constant folding: every input is a constant, so the result is a constant too.
   std::vector<Value> outs;
   for (auto& t : ctx.outputs) outs.push_back(make_tensor(std::move(t)));

@@ -72,11 +72,17 @@ std::optional<fs::path> ModuleLoader::resolve(std::string_view dotted, int level
     for (int i = 1; i < level; ++i) base = base.parent_path();
     roots.push_back(base);
   } else {
+    // Where Python would look: sys.path entries. A directory that is itself a package (has an
+    // __init__.py) never is one, so `import transformers` inside mindone/transformers/... is the
+    // third-party library, not the sibling package mindone.transformers.
     if (options_.workspace_root) roots.push_back(*options_.workspace_root);
     if (from && !from->file.empty()) {
+      std::error_code ec;
       fs::path dir = fs::path(from->file).parent_path();
-      for (int i = 0; i < 4 && !dir.empty(); ++i) {
-        roots.push_back(dir);
+      for (int i = 0; i < 8 && !dir.empty(); ++i) {
+        // The analysed file's own directory is sys.path[0] when it runs as a script.
+        bool script_dir = i == 0 && from->name == "__main__";
+        if (script_dir || !fs::exists(dir / "__init__.py", ec)) roots.push_back(dir);
         if (dir == dir.parent_path()) break;
         dir = dir.parent_path();
       }
@@ -189,6 +195,12 @@ void Interpreter::run_module(ModuleObj* m) {
 
 namespace {
 
+// A module that may hold names its code does not visibly define (see ModuleObj::open).
+bool module_open(ModuleObj* m) {
+  return m->open || m->globals.find_str("__getattr__") != nullptr ||
+         m->globals.find_str("__cellscope_opaque_star__") != nullptr;
+}
+
 bool is_stdlib_or_known(std::string_view top) {
   static const std::unordered_set<std::string_view> kKnown = {
       "os",          "sys",       "time",     "argparse",   "typing",      "typing_extensions",
@@ -291,10 +303,15 @@ Value std_module(Interpreter& interp, std::string_view name) {
             c.pos_ranges.assign(bound.size(), s.range());
             c.pos.insert(c.pos.end(), b.pos.begin(), b.pos.end());
             c.pos_ranges.insert(c.pos_ranges.end(), b.pos_ranges.begin(), b.pos_ranges.end());
-            c.kw = kw;
-            c.kw_ranges.assign(kw.size(), s.range());
+            // A keyword given at the call replaces the one the partial holds, as in Python.
+            for (const auto& [key, v] : kw) {
+              if (b.find_kw(key)) continue;
+              c.kw.emplace_back(key, v);
+              c.kw_ranges.push_back(s.range());
+            }
             c.kw.insert(c.kw.end(), b.kw.begin(), b.kw.end());
             c.kw_ranges.insert(c.kw_ranges.end(), b.kw_ranges.begin(), b.kw_ranges.end());
+            c.open = b.open;
             return in.call(fn, c, s);
           }));
     });
@@ -456,11 +473,10 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
         ModuleObj* sm = loader.load(*this, sub, level, f.module, name_site, &missing_rel);
         if (sm) {
           v = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, sm));
-        } else if (ws_module->loading) {
-          report(name_site, Severity::Error, "cyclic-import",
-                 "cannot import `" + name + "` from `" +
-                     std::string(static_cast<size_t>(level), '.') + module +
-                     "`: the modules import each other (cyclic import) and it is not defined yet");
+        } else if (ws_module->loading || module_open(ws_module)) {
+          // Still being initialised: in the real program the import order can differ (the
+          // analysed file is loaded as __main__, before its own package), so the name may well
+          // be there by then. Or the module answers names its code does not define.
           v = Value::unknown();
         } else {
           report(name_site, Severity::Error, "import-error",

@@ -269,6 +269,7 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
     auto d = std::make_shared<DictObj>();
     for (auto& [k, v] : a.as<DictObj>()->entries) d->set(k, v);
     for (auto& [k, v] : b.as<DictObj>()->entries) d->set(k, v);
+    d->open = a.as<DictObj>()->open || b.as<DictObj>()->open;
     return Value::obj(d);
   }
   if (a.as<OpaqueObj>() || b.as<OpaqueObj>() || a.as<ClassObj>() || b.as<ClassObj>())
@@ -305,6 +306,7 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
       found = s->find(*needle) != std::string::npos;
     } else if (auto* d = b.as<DictObj>()) {
       found = d->find(a) != nullptr;
+      if (!found && d->open) return Value::unknown();
     } else if (auto items = iterate(b, site)) {
       for (auto& x : *items) {
         if (values_equal(x, a)) {
@@ -413,6 +415,7 @@ bool Interpreter::truthy(const Value& v, bool* known) {
     case OK::Set:
       return !v.as<SetObj>()->items.empty();
     case OK::Dict:
+      if (v.as<DictObj>()->entries.empty() && v.as<DictObj>()->open) *known = false;
       return !v.as<DictObj>()->entries.empty();
     case OK::Range:
       return v.as<RangeObj>()->size() > 0;
@@ -431,6 +434,7 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
   if (auto* items = seq_items(v)) return *items;
   if (auto* s = v.as<SetObj>()) return s->items;
   if (auto* d = v.as<DictObj>()) {
+    if (d->open) return std::nullopt;  // keys nobody knows
     std::vector<Value> keys;
     for (auto& [k, val] : d->entries) keys.push_back(k);
     return keys;
@@ -511,6 +515,7 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
   }
   if (auto* d = obj.as<DictObj>()) {
     if (Value* v = d->find(index)) return *v;
+    if (d->open || index.is_unknown()) return Value::unknown();
     report(site, Severity::Error, "key-error", "key " + repr(index) + " not found in dict");
     return Value::unknown();
   }

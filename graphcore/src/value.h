@@ -145,6 +145,10 @@ struct DictObj : Object {
   static constexpr OK kKind = OK::Dict;
   DictObj() : Object(kKind) {}
   std::vector<std::pair<Value, Value>> entries;
+  // Keys beyond `entries` may exist: the dict came (in part) from something the evaluator does
+  // not know (`**kwargs` of an unknown caller, `dict.update(unknown)`). A missing key then reads
+  // as Unknown, never a KeyError, and the dict cannot be iterated statically.
+  bool open = false;
   Value* find(const Value& key);
   Value* find_str(std::string_view key);
   void set(const Value& key, Value v);
@@ -179,6 +183,7 @@ struct EllipsisObj : Object {
 };
 
 struct ModuleObj;
+struct ClassObj;
 struct Frame;
 
 struct FunctionObj : Object {
@@ -192,6 +197,9 @@ struct FunctionObj : Object {
   ModuleObj* module = nullptr;
   bool is_static = false;
   bool is_classmethod = false;
+  // The class whose body defined it (Python's `__class__` cell): `super()` works in it even
+  // when a decorator's wrapper calls it as a plain function.
+  ClassObj* owner = nullptr;
   std::string qualname;  // "ResNet.__init__"
 };
 
@@ -252,6 +260,10 @@ struct ClassObj : Object {
   const ApiEntry* api = nullptr;           // registry class (nn.Conv2d, ops.Add)
   ModuleObj* module = nullptr;
   bool is_cell = false;  // derives from nn.Cell (directly, through user classes or registry)
+  // Instances may have attributes the evaluator cannot see: a base class it does not know (a
+  // third-party or unresolved class), a `__getattr__`/`__getattribute__`, a dict subclass.
+  // A missing attribute of such an instance is Unknown, never an error.
+  bool open = false;
   [[nodiscard]] const Value* lookup(std::string_view name) const;  // through the MRO
   [[nodiscard]] bool derives_from(const ClassObj* other) const;
   [[nodiscard]] NativeClass native_base() const;   // first native class in the MRO
@@ -304,6 +316,9 @@ struct InstanceObj : Object {
   Value cls_value;  // keeps the class alive
   DictObj attrs;
   std::unique_ptr<CellState> cell;  // non-null for Cells and registry objects
+  // Attributes were set where the evaluator cannot see their names (`setattr(self, name, v)`
+  // with an unknown name, `self.__dict__.update(...)`): a missing attribute is Unknown.
+  bool open = false;
   [[nodiscard]] bool is_cell() const { return cls->is_cell; }
 };
 
@@ -317,6 +332,9 @@ struct ModuleObj : Object {
   const ast::ParsedFile* parsed = nullptr;
   bool loading = false;
   bool opaque = false;  // an unresolved third-party module: every attribute is Unknown
+  // Names beyond its globals may exist: a module-level `__getattr__` (PEP 562), a lazy module
+  // installed in `sys.modules`, `from <unknown> import *`. A missing name is Unknown.
+  bool open = false;
 };
 
 // A MindSpore namespace (mindspore, mindspore.nn, mindspore.ops, ...), resolved lazily.
@@ -395,6 +413,9 @@ struct SymIntObj : Object {
 };
 
 // ---- helpers ----
+// Python 3.11 itself (pynames.cpp): a builtin name, a public method of a builtin type.
+bool python_builtin_exists(std::string_view name);
+bool python_method_exists(OK kind, std::string_view name);
 Value make_str(std::string s);
 Value make_tuple(std::vector<Value> v);
 Value make_list(std::vector<Value> v);

@@ -336,7 +336,18 @@ void register_shape_ops(Registry& r) {
                                    : Dim::exact_div(d, Dim::known(n)).value_or(Dim::unknown());
     for (int64_t i = 0; i < n; ++i) ctx.add_output({piece, t.dtype});
   });
-  prim(r, "ops.Split", {P("axis", "0"), P("output_num", "1")}, {P("input_x")}, split_prim,
+  // The number of pieces is an init argument: known even when the input's shape is not.
+  auto split_prim_any = [split_prim](CallContext& ctx) {
+    auto t = tensor_arg(ctx, "input_x");
+    if (t && !t->shape.ranked) {
+      int64_t n = ctx.init_arg("output_num").as_int().value_or(0);
+      if (n <= 0 || n > 4096) return split_prim(ctx);
+      for (int64_t i = 0; i < n; ++i) ctx.add_output({Shape::unranked(), t->dtype});
+      return;
+    }
+    split_prim(ctx);
+  };
+  prim(r, "ops.Split", {P("axis", "0"), P("output_num", "1")}, {P("input_x")}, split_prim_any,
        "Split(axis, output_num)(x): output_num equal pieces; returns a tuple", true);
   // unstack: removes `axis`, one output per element along it (which must be known).
   auto unstack_infer = [](const char* api, bool from_init) {
@@ -346,9 +357,9 @@ void register_shape_ops(Registry& r) {
       if (!ax) return;
       const Dim& d = t.shape.dims[*ax];
       if (!d.is_known()) {
-        ctx.error("shape-mismatch", std::string(api) + ": the unstacked axis " +
-                                        std::to_string(axis) + " of " + t.shape.str() +
-                                        " must have a known size");
+        // As many pieces as the axis is long, which is not known here (MindSpore itself needs
+        // it at compile time only when the pieces are used by count).
+        ctx.add_output({Shape::unranked(), t.dtype});
         return;
       }
       Shape piece = t.shape;
