@@ -177,12 +177,16 @@ bool constructible_with_defaults(ClassObj* cls) {
       auto* fn = init->as<FunctionObj>();
       if (!fn) return false;
       const auto& params = fn->def->list;
+      bool named = false;
       for (size_t i = 1; i < params.size(); ++i) {
         auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
         if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs) continue;
         if (!fn->has_default[i]) return false;
+        named = true;
       }
-      return true;
+      // `__init__(self, *args, **kwargs)` forwards whatever its caller gives: with nothing it
+      // builds nothing anybody uses.
+      return named || params.size() <= 1;
     }
     if (c->api) return false;  // subclass of a registry layer without its own __init__
   }
@@ -335,10 +339,14 @@ class RootCompiler {
         break;
       }
     }
+    // Another instance's call site tells this one's inputs only when both were built the same
+    // way: a factory's model (`repmlp_b224()`) is not the one `__main__` built with another
+    // factory (`repmlp_b256()`) and called with a 256x256 image.
     if (!site_inputs) {
       for (auto& cs : in_.call_sites) {
         auto* other = cs.cell.as<InstanceObj>();
-        if (other && other->cls == inst->cls) {
+        if (other && other->cls == inst->cls && other->cell &&
+            other->cell->factory == inst->cell->factory) {
           site_inputs = &cs.inputs;
           break;
         }
@@ -549,7 +557,10 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
       --in.speculative;
       return;
     } catch (const BudgetExceeded& b) {
-      why = b.what;
+      // A loop or recursion that never ends does so whatever the arguments: an error.
+      --in.speculative;
+      in.report(b.site, Severity::Error, "budget-exceeded", b.what);
+      return;
     } catch (const PyRaise& r) {
       why = "raises " + r.type + (r.message.empty() ? "" : ": " + r.message);
     }

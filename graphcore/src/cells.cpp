@@ -169,7 +169,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
           // The native part of a Cell (nn.Cell, SequentialCell, CellList, nn.Conv2d...).
           ClassObj* native = c;
           Value self = sup->self;
-          return Value::obj(std::make_shared<BuiltinObj>(
+          auto init = std::make_shared<BuiltinObj>(
               "__init__", [native, self](Interpreter& in, CallArgs& args, const Site& s) -> Value {
                 auto* target = self.as<InstanceObj>();
                 if (!target || !target->cell) return Value::none();
@@ -180,7 +180,9 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
                   in.init_container(target, args, s);
                 }
                 return Value::none();
-              }));
+              });
+          init->init_of = native->api;
+          return Value::obj(init);
         }
         if (name == "__init__" && c->native == NativeClass::Object) {
           return Value::obj(std::make_shared<BuiltinObj>(

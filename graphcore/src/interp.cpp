@@ -90,7 +90,8 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
   if (sev == Severity::Error && speculative > 0 && graph == nullptr) {
     static const std::unordered_set<std::string_view> kDataErrors = {
         "unknown-attribute", "key-error",    "index-error",    "type-error",
-        "value-error",       "unpack-error", "zero-division",  "assertion-failed"};
+        "value-error",       "unpack-error", "zero-division",  "assertion-failed",
+        "missing-argument"};
     if (kDataErrors.count(code)) throw PyRaise{std::string(python_exception(code)), message, Site{}};
   }
   // A message may end with an instance note (see instance_note()): the same problem hit by
@@ -492,7 +493,11 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       if (!live) {
         items = iterate(it, site);
         if (!items) {
-          if (it.is_unknown() || it.as<OpaqueObj>() || it.as<ModuleObj>()) return Flow::Normal;
+          if (it.is_unknown() || it.as<OpaqueObj>() || it.as<ModuleObj>() ||
+              (it.as<DictObj>() && it.as<DictObj>()->open)) {
+            havoc_loop(s, f);
+            return Flow::Normal;
+          }
           if (!it.as<TensorObj>()) {
             report(Site{s->b, f.module}, Severity::Error, "type-error",
                    "`" + type_name(it) + "` object is not iterable");
@@ -1001,6 +1006,47 @@ Value Interpreter::eval_comprehension(const Node* e, Frame& f) {
   return make_list(std::move(out));
 }
 
+// A loop over something the evaluator cannot enumerate runs its body an unknown number of
+// times: every name it assigns is unknown afterwards, and an object it gives attributes by
+// computed names (`for k, v in cfg.items(): setattr(self, k, v)`) may have any attribute.
+void Interpreter::havoc_loop(const Node* loop, Frame& f) {
+  std::function<void(const Node*)> walk = [&](const Node* n) {
+    if (!n || n->kind == K::FunctionDef || n->kind == K::ClassDef || n->kind == K::Lambda) return;
+    auto forget = [&](const Node* target) {
+      std::function<void(const Node*)> names = [&](const Node* t) {
+        if (!t) return;
+        if (t->kind == K::Name) {
+          store_name(t->str, Value::unknown(), f);
+        } else if (t->kind == K::Tuple || t->kind == K::List) {
+          for (const Node* e : t->list) names(e);
+        } else if (t->kind == K::Starred) {
+          names(t->a);
+        }
+      };
+      names(target);
+    };
+    if (n->kind == K::Assign) {
+      for (const Node* t : n->list) forget(t);
+    } else if (n->kind == K::AugAssign || n->kind == K::AnnAssign || n->kind == K::For) {
+      forget(n->a);
+    }
+    if (n->kind == K::Call && n->a && n->a->kind == K::Name && n->a->str == "setattr" &&
+        !n->list.empty() && n->list[0]->kind == K::Name) {
+      for (Frame* fr = &f; fr; fr = fr->parent.get()) {
+        auto it = fr->locals.find(n->list[0]->str);
+        if (it == fr->locals.end()) continue;
+        if (auto* inst = it->second.as<InstanceObj>()) inst->open = true;
+        break;
+      }
+    }
+    for (const Node* c : {n->a, n->b, n->c}) walk(c);
+    for (const auto* lst : {&n->list, &n->list2, &n->list3}) {
+      for (const Node* c : *lst) walk(c);
+    }
+  };
+  for (const Node* st : loop->list) walk(st);
+}
+
 Value Interpreter::make_function(const Node* def, Frame& f, std::string name) {
   auto fn = std::make_shared<FunctionObj>();
   fn->name = name;
@@ -1261,6 +1307,7 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
   }
   auto kwdict = std::make_shared<DictObj>();
   kwdict->open = args.open;
+  bool misnamed = false;  // a keyword the function does not take was given
   for (size_t k = 0; k < args.kw.size(); ++k) {
     const auto& [name, v] = args.kw[k];
     bool found = false;
@@ -1282,6 +1329,7 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
       if (varkw_idx >= 0) {
         kwdict->set(make_str(name), v);
       } else if (!args.open) {
+        misnamed = true;
         report_at(site.file(), k < args.kw_ranges.size() ? args.kw_ranges[k] : site.range(),
                   Severity::Error, "unknown-keyword",
                   "`" + fn->name + "()` got an unexpected keyword argument `" + name + "`");
@@ -1294,8 +1342,9 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
   }
   for (size_t i = 0; i < params.size(); ++i) {
     if (bound[i]) continue;
-    if (args.open) {
-      // Perhaps given by the unknown `*args`/`**kwargs`: whatever it is, nobody knows.
+    if (args.open || (misnamed && !fn->has_default[i])) {
+      // Perhaps given by the unknown `*args`/`**kwargs`: whatever it is, nobody knows. (After a
+      // misnamed keyword, the missing argument is the same mistake: reported once.)
       frame->locals[params[i]->str] = Value::unknown();
     } else if (fn->has_default[i]) {
       frame->locals[params[i]->str] = fn->defaults[i];
@@ -1319,7 +1368,12 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
   } restore{this, saved_module_level};
   if (def->kind == K::Lambda) return eval(def->a, *frame);
   Flow fl = exec_block(def->list2, *frame);
-  if (fl == Flow::Return) return frame->ret;
+  if (fl == Flow::Return) {
+    // Outer factories return last, so the outermost one is what stays recorded.
+    if (auto* inst = frame->ret.as<InstanceObj>(); inst && inst->cell && !method_class)
+      inst->cell->factory = fn;
+    return frame->ret;
+  }
   return Value::none();
 }
 

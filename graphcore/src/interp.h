@@ -283,6 +283,7 @@ class Interpreter {
   Value make_class(const ast::Node* def, Frame& f);
   Value decorate(Value def, const ast::Node* s, Frame& f, bool is_class);
   Flow exec_if_unknown(const ast::Node* s, Frame& f, const Value& cond);
+  void havoc_loop(const ast::Node* loop, Frame& f);
   void exec_import(const ast::Node* s, Frame& f);
   void exec_import_from(const ast::Node* s, Frame& f);
   void check_graph_mode(const ast::Node* s, Frame& f);

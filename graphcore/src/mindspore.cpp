@@ -363,8 +363,8 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
       result = builtin(p + n);
     else if (auto dt = dtype_from_name(n); dt && p == "dtype.")
       result = dtype_value(*dt);
-    else if (p == "numpy.")
-      result = resolve_api("ops." + n);
+    // mindspore.numpy has numpy's signatures (`split(x, indices_or_sections, axis)`), not those
+    // of the ops with the same names: its other functions are unknown until modelled.
   }
   // Private names (`ops._inner_pad`) are MindSpore's internals: they exist or not by version,
   // and no public list says which.
@@ -710,6 +710,7 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
       }
     }
   };
+  bool misnamed = false;  // a keyword the API does not take was given
   size_t a = 0;
   for (; a < args.pos.size(); ++a) {
     while (pi < active.size() && active[pi]->kind != ParamKind::PositionalOrKeyword) {
@@ -778,13 +779,15 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
     if (!near.empty() && near != name) msg += "; did you mean `" + near + "`?";
     in.report_at(site.file(), r, Severity::Error, "unknown-keyword", msg + in.instance_note());
     b.ok = false;
+    misnamed = true;
   }
   for (size_t i = 0; i < active.size(); ++i) {
     if (bound[i] || active[i]->kind == ParamKind::VarPositional ||
         active[i]->kind == ParamKind::VarKeyword)
       continue;
-    if (args.open) {
-      // The unknown `*args`/`**kwargs` may carry it.
+    if (args.open || (misnamed && active[i]->required())) {
+      // The unknown `*args`/`**kwargs` may carry it; or a misnamed keyword was meant for it,
+      // which is the one mistake to report.
       b.values.push_back(
           BoundArgs::Arg{active[i]->name, Value::unknown(), site.range(), false, false});
       continue;

@@ -201,6 +201,15 @@ bool module_open(ModuleObj* m) {
          m->globals.find_str("__cellscope_opaque_star__") != nullptr;
 }
 
+// A cycle back into the analysed file when that file is a script (no package around it): the
+// import order is then the one the user runs, so a name it does not define yet is an error.
+bool cycle_through_script(const ModuleObj* m) {
+  if (m->name != "__main__" || m->file.empty()) return false;
+  std::error_code ec;
+  return !std::filesystem::exists(std::filesystem::path(m->file).parent_path() / "__init__.py",
+                                  ec);
+}
+
 bool is_stdlib_or_known(std::string_view top) {
   static const std::unordered_set<std::string_view> kKnown = {
       "os",          "sys",       "time",     "argparse",   "typing",      "typing_extensions",
@@ -278,6 +287,7 @@ Value std_module(Interpreter& interp, std::string_view name) {
     m->globals.set(make_str("OrderedDict"), interp.builtin("dict"));
     m->globals.set(make_str("defaultdict"), interp.builtin("dict"));
     add("namedtuple", [](Interpreter&, CallArgs&, const Site&) { return Value::unknown(); });
+    m->globals.set(make_str("abc"), std_module(interp, "collections.abc"));
     return Value::obj(m);
   }
   if (name == "copy") {
@@ -342,6 +352,99 @@ Value std_module(Interpreter& interp, std::string_view name) {
             return b.pos.empty() ? Value::unknown() : b.pos[0];
           }));
     });
+    return Value::obj(m);
+  }
+  if (name == "inspect") {
+    // inspect.signature: version-compatibility shims branch on it (`if "output_num" in
+    // inspect.signature(ops.split).parameters`), so it answers from the registry's signatures
+    // of the configured MindSpore version, or from the user function's own parameters.
+    add("signature", [](Interpreter& in, CallArgs& a, const Site&) -> Value {
+      if (a.pos.size() != 1) return Value::unknown();
+      auto params = std::make_shared<DictObj>();
+      auto add_param = [&](const std::string& pname, const Value& dflt) {
+        auto p = std::make_shared<OpaqueObj>("inspect.Parameter");
+        p->attrs.set(make_str("name"), make_str(pname));
+        p->attrs.set(make_str("default"), dflt);
+        params->set(make_str(pname), Value::obj(p));
+      };
+      auto from_specs = [&](const std::vector<ParamSpec>& specs, bool skip_self) {
+        for (const ParamSpec& ps : specs) {
+          if (!ps.versions.contains(in.options.mindspore_version)) continue;
+          if (skip_self && ps.name == "self") continue;
+          add_param(ps.name, ps.default_src.empty() ? Value::unknown() : in.default_value(ps));
+        }
+      };
+      auto from_function = [&](const FunctionObj* fn, bool skip_self) {
+        for (size_t i = 0; i < fn->def->list.size(); ++i) {
+          if (skip_self && i == 0) continue;
+          add_param(std::string(fn->def->list[i]->str),
+                    fn->has_default[i] ? fn->defaults[i] : Value::unknown());
+        }
+      };
+      const Value& f = a.pos[0];
+      if (auto* api = f.as<ApiFunctionObj>()) {
+        from_specs(api->entry->call_params, false);
+      } else if (auto* fn = f.as<FunctionObj>()) {
+        from_function(fn, false);
+      } else if (auto* b = f.as<BuiltinObj>(); b && b->init_of) {
+        from_specs(b->init_of->init_params, true);
+      } else if (auto* bm = f.as<BoundMethodObj>(); bm && bm->func.as<FunctionObj>()) {
+        from_function(bm->func.as<FunctionObj>(), true);
+      } else if (auto* cls = f.as<ClassObj>()) {
+        const Value* init = cls->lookup("__init__");
+        if (init && init->as<FunctionObj>())
+          from_function(init->as<FunctionObj>(), true);
+        else if (const ApiEntry* e = cls->api_base())
+          from_specs(e->init_params, true);
+        else
+          return Value::unknown();
+      } else {
+        return Value::unknown();
+      }
+      auto sig = std::make_shared<OpaqueObj>("inspect.Signature");
+      sig->attrs.set(make_str("parameters"), Value::obj(params));
+      return Value::obj(sig);
+    });
+    return Value::obj(m);
+  }
+  if (name == "typing" || name == "typing_extensions") {
+    m->globals.set(make_str("TYPE_CHECKING"), Value::boolean(false));  // False at run time
+    return Value::obj(m);
+  }
+  if (name == "itertools") {
+    // repeat(x, n): what `to_2tuple` helpers build (`tuple(repeat(x, 2))`).
+    add("repeat", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+      if (a.pos.size() != 2 || !a.pos[1].is_int()) return Value::unknown();
+      int64_t n = a.pos[1].as_int();
+      if (n < 0 || n > 1'000'000) return Value::unknown();
+      return make_list(std::vector<Value>(static_cast<size_t>(n), a.pos[0]));
+    });
+    add("chain", [](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+      std::vector<Value> out;
+      for (const Value& it : a.pos) {
+        auto items = in.iterate(it, s);
+        if (!items) return Value::unknown();
+        out.insert(out.end(), items->begin(), items->end());
+      }
+      return make_list(std::move(out));
+    });
+    return Value::obj(m);
+  }
+  if (name == "collections.abc") {
+    // isinstance(x, collections.abc.Iterable) on the values the evaluator models: a tuple of
+    // the builtin classes that are (Python's own registrations).
+    auto classes = [&](std::initializer_list<NativeClass> which) {
+      std::vector<Value> v;
+      for (NativeClass c : which) v.push_back(interp.native_class(c));
+      return make_tuple(std::move(v));
+    };
+    using NC = NativeClass;
+    m->globals.set(make_str("Iterable"),
+                   classes({NC::List, NC::Tuple, NC::Dict, NC::Set, NC::Str}));
+    m->globals.set(make_str("Sequence"), classes({NC::List, NC::Tuple, NC::Str}));
+    m->globals.set(make_str("Mapping"), classes({NC::Dict}));
+    m->globals.set(make_str("MutableMapping"), classes({NC::Dict}));
+    m->globals.set(make_str("Set"), classes({NC::Set}));
     return Value::obj(m);
   }
   m->opaque = true;
@@ -473,6 +576,12 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
         ModuleObj* sm = loader.load(*this, sub, level, f.module, name_site, &missing_rel);
         if (sm) {
           v = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, sm));
+        } else if (ws_module->loading && cycle_through_script(ws_module)) {
+          report(name_site, Severity::Error, "cyclic-import",
+                 "cannot import `" + name + "` from `" +
+                     std::string(static_cast<size_t>(level), '.') + module +
+                     "`: the modules import each other (cyclic import) and it is not defined yet");
+          v = Value::unknown();
         } else if (ws_module->loading || module_open(ws_module)) {
           // Still being initialised: in the real program the import order can differ (the
           // analysed file is loaded as __main__, before its own package), so the name may well

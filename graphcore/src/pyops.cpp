@@ -324,6 +324,24 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
     return tensor_binop(tensor_api_for(op), a, b, site);
   }
   if (a.is_unknown() || b.is_unknown()) return Value::unknown();
+  if (a.as<SymIntObj>() || b.as<SymIntObj>()) {
+    // A symbolic size (`H` from x.shape) against another: decided only when the algebra can
+    // (`H == H`, `2*N != N+1`...); otherwise it depends on the input, so it is unknown.
+    auto dim_of = [](const Value& v) -> std::optional<Dim> {
+      if (auto* s = v.as<SymIntObj>()) return s->dim;
+      if (v.is_int()) return Dim::known(v.as_int());
+      return std::nullopt;
+    };
+    auto x = dim_of(a);
+    auto y = dim_of(b);
+    if (!x || !y) return Value::boolean(op == CmpKind::NotEq);
+    if (op == CmpKind::Eq || op == CmpKind::NotEq) {
+      Tri eq = dims_equal(*x, *y);
+      if (eq == Tri::Maybe) return Value::unknown();
+      return Value::boolean((eq == Tri::Yes) == (op == CmpKind::Eq));
+    }
+    return Value::unknown();
+  }
   if (op == CmpKind::Eq) return Value::boolean(values_equal(a, b));
   if (op == CmpKind::NotEq) return Value::boolean(!values_equal(a, b));
   int c = 0;

@@ -223,6 +223,9 @@ struct BuiltinObj : Object {
   std::string name;
   BuiltinFn fn;
   Value self;  // for methods of builtin objects (list.append, Cell.cells_and_names)
+  // A registry class's constructor (`super().__init__` of an nn.Dropout subclass): its
+  // signature, for inspect.signature.
+  const ApiEntry* init_of = nullptr;
 };
 
 // Native classes the interpreter implements itself.
@@ -303,6 +306,9 @@ struct CellState {
   IStr file;
   SourceRange site;
   IStr path;               // instance path within the analysed root, e.g. "layer1.0.conv1"
+  // The outermost user function that returned this Cell (`resnet50()`), if any: a call site of
+  // an instance tells the inputs of another only when the same factory built both.
+  const FunctionObj* factory = nullptr;
   uint32_t walk_mark = 0;  // last tree walk that visited this Cell (see analysis.cpp)
   uint32_t calls = 0;      // applications in the graph `calls_graph` (node ids layer#2...)
   uint32_t calls_graph = 0;
