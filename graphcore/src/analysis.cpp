@@ -379,7 +379,10 @@ class RootCompiler {
       } else if (options_.inputs.empty() && site_inputs && i < site_inputs->size()) {
         v = (*site_inputs)[i];
       } else if (fn && i < fixed_inputs && fn->has_default[i + 1]) {
-        break;  // leave defaulted parameters to their defaults
+        // An optional input (`mask=None`, `input_id=None`): callers the file does not show may
+        // pass a tensor, so it is unknown rather than None; other defaults (`training=False`)
+        // are kept.
+        v = fn->defaults[i + 1].is_none() ? Value::unknown() : fn->defaults[i + 1];
       } else {
         v = make_tensor(TensorType{Shape::unranked(), DType::Float32});
         unshaped = true;
@@ -411,7 +414,7 @@ class RootCompiler {
       out = in_.call(root.cell, args, site);
       rep.compiled = true;
     } catch (const BudgetExceeded& b) {
-      in_.report(b.site, Severity::Error, "budget-exceeded", b.what);
+      in_.report_budget(b);
     } catch (const PyRaise& r) {
       in_.report(r.site, Severity::Error, "raises",
                  "compiling `" + inst->cls->name + ".construct` raises " + r.type +
@@ -537,7 +540,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
     try {
       fn();
     } catch (const BudgetExceeded& b) {
-      in.report(b.site, Severity::Error, "budget-exceeded", b.what);
+      in.report_budget(b);
     } catch (const PyRaise& r) {
       in.report(
           r.site, Severity::Error, "raises",
@@ -559,7 +562,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
     } catch (const BudgetExceeded& b) {
       // A loop or recursion that never ends does so whatever the arguments: an error.
       --in.speculative;
-      in.report(b.site, Severity::Error, "budget-exceeded", b.what);
+      in.report_budget(b);
       return;
     } catch (const PyRaise& r) {
       why = "raises " + r.type + (r.message.empty() ? "" : ": " + r.message);
@@ -690,8 +693,17 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
         if (used_as_sub.count(cls)) continue;
         // A base class, or a private one: analysed through what derives from or uses it.
         if (subclassed.count(cls) || cls->name.starts_with("_")) continue;
+        // Containers (CellList subclasses) have no construct of their own; a construct that is
+        // a staticmethod belongs to an autograd-style Function, not a network.
+        if (NativeClass nb = cls->native_base();
+            nb == NativeClass::CellList || nb == NativeClass::CellDict)
+          continue;
+        if (const Value* c = cls->lookup("construct"); c && c->as<FunctionObj>() &&
+                                                       (c->as<FunctionObj>()->is_static ||
+                                                        c->as<FunctionObj>()->is_classmethod))
+          continue;
         if (!constructible_with_defaults(cls)) {
-          if (!used_as_sub.count(cls)) {
+          if (!used_as_sub.count(cls) && !required_params(cls).empty()) {
             auto req = required_params(cls);
             std::string list;
             for (size_t i = 0; i < req.size(); ++i) list += (i ? ", " : "") + req[i];

@@ -729,7 +729,7 @@ void Interpreter::init_builtins() {
     auto count = static_cast<int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
     DType d = dtype_arg(a.find_kw("dtype")).value_or(all_int ? DType::Int64 : DType::Float64);
     Value r = ndarray(Shape::of({count}), d);
-    if (npv::enabled() && count <= npv::kMaxElements) {
+    if (count <= npv::element_limit()) {
       std::vector<double> vals(static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) vals[static_cast<size_t>(i)] = start + i * step;
       npv::set_values(*r.as<TensorObj>(), std::move(vals));
@@ -746,8 +746,7 @@ void Interpreter::init_builtins() {
     const Value* hi = arg_at(a, 1, "stop");
     const Value* endpoint = arg_at(a, 3, "endpoint");
     bool ep = !endpoint || endpoint->k != VK::Bool || endpoint->b;
-    if (npv::enabled() && lo && hi && lo->is_number() && hi->is_number() &&
-        count <= npv::kMaxElements) {
+    if (lo && hi && lo->is_number() && hi->is_number() && count <= npv::element_limit()) {
       // numpy: start + arange(num) * step, the last element set to stop exactly.
       double x0 = lo->as_float(), x1 = hi->as_float();
       int64_t div = ep ? count - 1 : count;
@@ -768,7 +767,8 @@ void Interpreter::init_builtins() {
     int64_t k = kv && kv->is_int() ? kv->as_int() : 0;
     Value r =
         ndarray(Shape::of({rows, cols}), dtype_arg(arg_at(a, 3, "dtype")).value_or(DType::Float64));
-    if (npv::enabled() && rows >= 0 && cols >= 0 && rows * cols <= npv::kMaxElements) {
+    if (rows >= 0 && cols >= 0 && rows <= npv::element_limit() &&
+        rows * cols <= npv::element_limit()) {
       std::vector<double> vals(static_cast<size_t>(rows * cols), 0.0);
       for (int64_t i = 0; i < rows; ++i)
         if (i + k >= 0 && i + k < cols) vals[static_cast<size_t>(i * cols + i + k)] = 1;

@@ -43,6 +43,48 @@ std::string join_name(const std::string& prefix, const std::string& name) {
 
 }  // namespace
 
+// What a subclass of a MindSpore layer reads of the layer's own implementation: its Parameters
+// (`self.gamma` of nn.LayerNorm) and the primitive its construct calls (`self.layer_norm`,
+// checked against MindSpore 2.10's nn.LayerNorm: `P.LayerNorm(begin_norm_axis,
+// begin_params_axis, epsilon)`). Built once per instance and kept in its attributes.
+std::optional<Value> Interpreter::api_internal_attr(InstanceObj* inst, std::string_view name,
+                                                    const Site& site) {
+  CellState& cs = *inst->cell;
+  for (const ParamInfo& p : *cs.api_params) {
+    if (p.name != name) continue;
+    Value v = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
+    inst->attrs.set(name_str(name), v);
+    return v;
+  }
+  struct Internal {
+    const char* api;
+    const char* attr;
+    const char* primitive;
+    std::initializer_list<const char*> args;  // constructor arguments passed on by name
+  };
+  static const Internal kInternals[] = {
+      {"nn.LayerNorm", "layer_norm", "ops.LayerNorm",
+       {"begin_norm_axis", "begin_params_axis", "epsilon"}},
+  };
+  for (const Internal& in : kInternals) {
+    if (cs.api->name != in.api || name != in.attr) continue;
+    const ApiEntry* prim = Registry::instance().find(in.primitive, options.mindspore_version);
+    if (!prim) return std::nullopt;
+    CallArgs args;
+    for (const char* a : in.args) {
+      if (auto bound = api_init_arg(cs, a)) {
+        args.kw.emplace_back(a, bound->value);
+        args.kw_ranges.push_back(site.range());
+      }
+    }
+    Value cls = api_class(prim);
+    Value v = instantiate(cls.as<ClassObj>(), cls, args, site);
+    inst->attrs.set(name_str(name), v);
+    return v;
+  }
+  return std::nullopt;
+}
+
 Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& site,
                            bool report_missing) {
   if (obj.is_unknown()) return obj;
@@ -50,6 +92,10 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     if (obj.is_number()) {
       if (name == "real") return obj;
       if (name == "imag") return Value::integer(0);
+      if (name == "item" || name == "tolist") {  // numpy scalars read back as Python numbers
+        return Value::obj(std::make_shared<BuiltinObj>(
+            std::string(name), [obj](Interpreter&, CallArgs&, const Site&) { return obj; }));
+      }
       if (auto m = builtin_method(obj, name)) return *m;
     }
     if (report_missing) {
@@ -81,6 +127,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
         if (auto m = cell_method(inst, obj, name)) return *m;
         if (inst->cell->api) {
           if (auto a = api_init_arg(*inst->cell, name)) return a->value;
+          if (auto v = api_internal_attr(inst, name, site)) return *v;
           return Value::unknown();  // private attributes of MindSpore's own classes
         }
         if (cell_plain_attrs().count(name)) return Value::unknown();
@@ -119,6 +166,8 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     case OK::Class: {
       auto* cls = obj.as<ClassObj>();
       if (const Value* v = cls->lookup(name)) {
+        // An enum member is an object with `.name`/`.value`, not the value written.
+        if (cls->is_enum && !v->as<FunctionObj>() && !v->as<PropertyObj>()) return Value::unknown();
         if (auto* fn = v->as<FunctionObj>(); fn && fn->is_classmethod) {
           return Value::obj(std::make_shared<BoundMethodObj>(obj, *v));
         }

@@ -246,8 +246,19 @@ void Interpreter::step(const Site& site) {
     steps_ = 0;
     throw BudgetExceeded{"evaluation step budget (" + std::to_string(options.step_budget) +
                              " steps) exhausted; is there an infinite loop?",
-                         site};
+                         site, unbounded_loops == 0};
   }
+}
+
+void Interpreter::report_budget(const BudgetExceeded& b) {
+  if (!b.bounded) {
+    report(b.site, Severity::Error, "budget-exceeded", b.what);
+    return;
+  }
+  report(b.site, Severity::Information, "budget-exceeded",
+         "evaluation stopped here after " + std::to_string(options.step_budget) +
+             " steps: this bounded computation is larger than the analyser follows, so what it "
+             "builds is unknown (not an error in the code)");
 }
 
 // ---- names ------------------------------------------------------------------------------------
@@ -505,6 +516,15 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
           return Flow::Normal;
         }
       }
+      // A list that grows while it is iterated may never end.
+      if (live) ++unbounded_loops;
+      struct Leave {
+        int& n;
+        bool on;
+        ~Leave() {
+          if (on) --n;
+        }
+      } leave{unbounded_loops, live != nullptr};
       for (size_t i = 0; i < (live ? live->items.size() : items->size()); ++i) {
         Value item = live ? live->items[i] : (*items)[i];
         assign(s->a, item, f);
@@ -515,6 +535,11 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       return exec_block(s->list2, f);  // the loop's `else`: it ran without `break`
     }
     case K::While: {
+      ++unbounded_loops;
+      struct Leave {
+        int& n;
+        ~Leave() { --n; }
+      } leave{unbounded_loops};
       while (true) {
         Value cond = eval(s->a, f);
         if (cond.as<TensorObj>()) mark_consumed({cond});
@@ -1088,6 +1113,7 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
   for (ClassObj* c : cls->mro) {
     if (c->is_cell) cls->is_cell = true;
     if (c->open) cls->open = true;
+    if (c->is_enum) cls->is_enum = true;
   }
   Value cls_value = Value::obj(cls);
   auto body = std::make_shared<Frame>();
@@ -1185,6 +1211,22 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
   step(site);
   if (callee.is_unknown()) {
     mark_consumed(args.pos);  // an unresolved callee: its tensor arguments are not "unused"
+    // In construct, a known tensor going into something the analyser cannot follow is where
+    // shapes are lost: say so once, there (shapes after it are unknown, never an error).
+    if (graph && site.node) {
+      bool known_tensor = std::any_of(args.pos.begin(), args.pos.end(), [&](const Value& v) {
+        auto* t = v.as<TensorObj>();
+        return t && t->graph_id == graph->graph_id && t->type.shape.ranked;
+      });
+      if (known_tensor) {
+        const bool is_call = site.node->kind == K::Call && site.node->a;
+        std::string text = source_text(site.file(), is_call ? site.node->a->range : site.range());
+        if (text.size() > 60) text = text.substr(0, 57) + "...";
+        report(site, Severity::Hint, "shape-unknown",
+               "shapes are unknown from here: the analyser cannot tell what `" + text +
+                   "` is (a value only known at run time, or code it does not model)");
+      }
+    }
     return Value::unknown();
   }
   if (callee.k != VK::Obj || !callee.o) {

@@ -66,6 +66,9 @@ struct PyRaise {
 struct BudgetExceeded {
   std::string what;
   Site site;
+  // True when the work was bounded (loops over finite data, `for i in range(10**9)`): the
+  // analyser's limit, not a program that never ends.
+  bool bounded = false;
 };
 // Thrown when AnalysisOptions::cancel is set; caught only by analyze_file.
 struct Cancelled {};
@@ -173,6 +176,11 @@ class Interpreter {
   [[nodiscard]] size_t diagnostics_mark() const { return diagnostics.size(); }
   void rollback_diagnostics(size_t mark);
   void step(const Site& site);  // counts one evaluation step against the budget
+  // `while` loops and live list iterations running now (loops whose end is not given by data).
+  int unbounded_loops = 0;
+  // Reports an exhausted budget: an error for a loop or recursion that does not end, one
+  // information for bounded work too large to follow (what it computes stays unknown).
+  void report_budget(const BudgetExceeded& b);
 
   // ---- MindSpore and Python natives (mindspore.cpp, builtins.cpp) ----
   Value builtin(std::string_view name);  // Unknown-free lookup; Undefined -> VK::Unknown + flag
@@ -200,6 +208,8 @@ class Interpreter {
   Value name_str(std::string_view s);
   // A registry object's constructor argument `name` as bound (given, or defaulted), or nullopt.
   std::optional<CellState::InitArg> api_init_arg(const CellState& cs, std::string_view name);
+  std::optional<Value> api_internal_attr(InstanceObj* inst, std::string_view name,
+                                         const Site& site);
   Value call_cell(InstanceObj* cell, const Value& cell_value, CallArgs& args, const Site& site);
   std::optional<Value> cell_method(InstanceObj* inst, const Value& self, std::string_view name);
   std::optional<Value> builtin_method(const Value& obj, std::string_view name);

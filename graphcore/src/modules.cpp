@@ -186,7 +186,7 @@ void Interpreter::run_module(ModuleObj* m) {
       report(r.site, Severity::Warning, "raises",
              "module-level code raises " + r.type + (r.message.empty() ? "" : ": " + r.message));
     } catch (const BudgetExceeded& b) {
-      report(b.site, Severity::Error, "budget-exceeded", b.what);
+      report_budget(b);
     }
   }
   at_module_level = saved_level;
@@ -407,6 +407,21 @@ Value std_module(Interpreter& interp, std::string_view name) {
     });
     return Value::obj(m);
   }
+  if (name == "enum") {
+    for (const char* n : {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"}) {
+      auto cls = std::make_shared<ClassObj>();
+      cls->name = n;
+      cls->mro.push_back(cls.get());
+      cls->is_enum = true;
+      cls->open = true;
+      m->globals.set(make_str(n), Value::obj(cls));
+    }
+    add("auto", [](Interpreter&, CallArgs&, const Site&) { return Value::unknown(); });
+    add("unique", [](Interpreter&, CallArgs& a, const Site&) {
+      return a.pos.empty() ? Value::unknown() : a.pos[0];
+    });
+    return Value::obj(m);
+  }
   if (name == "typing" || name == "typing_extensions") {
     m->globals.set(make_str("TYPE_CHECKING"), Value::boolean(false));  // False at run time
     return Value::obj(m);
@@ -551,6 +566,9 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
         auto* name = str_of(k);
         if (name && !name->empty() && (*name)[0] != '_') f.module->globals.set(k, v);
       }
+      // A module still being initialised (a cycle through the analysed file) or one that
+      // answers names it does not define: what the star brings is not all known.
+      if (m->loading || module_open(m)) f.module->open = true;
     } else {
       f.module->globals.set(make_str("__cellscope_opaque_star__"), Value::boolean(true));
     }

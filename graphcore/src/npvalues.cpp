@@ -94,7 +94,7 @@ std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& 
 }
 
 bool out_dims(const TensorObj& out, std::vector<int64_t>& dims, int64_t& numel) {
-  return g_enabled && known_shape(out.type.shape, dims, numel) && numel <= kMaxElements;
+  return known_shape(out.type.shape, dims, numel) && numel <= element_limit();
 }
 
 int kind_rank(DType d) {  // bool < integers < floats
@@ -315,6 +315,7 @@ Fn1 ufunc(std::string_view fn) {
 }  // namespace
 
 bool enabled() { return g_enabled; }
+int64_t element_limit() { return g_enabled ? kMaxElements : kSmallElements; }
 Enable::Enable(bool on) : saved_(g_enabled) { g_enabled = on; }
 Enable::~Enable() { g_enabled = saved_; }
 
@@ -374,7 +375,6 @@ void forget(TensorObj& t) {
 
 void set_values(TensorObj& out, std::vector<double> vals) {
   forget(out);
-  if (!g_enabled) return;
   std::vector<int64_t> dims;
   int64_t numel = 0;
   if (!known_shape(out.type.shape, dims, numel) || static_cast<int64_t>(vals.size()) != numel)
@@ -392,7 +392,7 @@ void set_values(TensorObj& out, std::vector<double> vals) {
     out.fill = vals[0];
     return;
   }
-  if (numel > kMaxElements) return;
+  if (numel > element_limit()) return;
   out.values = std::make_shared<const std::vector<double>>(std::move(vals));
 }
 
@@ -471,7 +471,7 @@ bool binary(Op op, const Value& a, const Value& b, TensorObj& out) {
     out.fill = to_dtype(out.type.dtype, apply(op, x->fill, y->fill, integral));
     return true;
   }
-  if (numel > kMaxElements || !g_enabled) {
+  if (numel > element_limit()) {
     forget(out);
     return false;
   }
@@ -526,7 +526,7 @@ bool unary(std::string_view fn, const Value& x, TensorObj& out) {
     out.fill = to_dtype(d, fp(to_dtype(d, e->fill)));
     return true;
   }
-  if (numel > kMaxElements || !g_enabled) return false;
+  if (numel > element_limit()) return false;
   std::vector<double> vals(static_cast<size_t>(numel));
   for (int64_t i = 0; i < numel; ++i)
     vals[static_cast<size_t>(i)] = fp(to_dtype(d, (*e->data)[static_cast<size_t>(i)]));
@@ -603,7 +603,7 @@ bool index(const Value& x, const std::vector<Value>& idx, TensorObj& out) {
     out.fill = e->fill;
     return true;
   }
-  if (numel > kMaxElements || !g_enabled) return false;
+  if (numel > element_limit()) return false;
   std::vector<double> vals(static_cast<size_t>(numel));
   for_each_index(dims, {sel->base}, {sel->strides},
                  [&](int64_t o, const std::vector<int64_t>& off) {
@@ -614,14 +614,10 @@ bool index(const Value& x, const std::vector<Value>& idx, TensorObj& out) {
 }
 
 void assign(TensorObj& x, const std::vector<Value>& idx, const Value& rhs) {
-  if (!g_enabled) {
-    forget(x);
-    return;
-  }
   auto e = tensor_elems(&x);
   auto r = elems(rhs);
   std::optional<Selection> sel;
-  if (e && r && e->numel <= kMaxElements) sel = select(e->shape, idx);
+  if (e && r && e->numel <= element_limit()) sel = select(e->shape, idx);
   std::optional<std::vector<int64_t>> rs;
   if (sel) rs = broadcast_strides(r->shape, sel->shape);
   if (!rs) {

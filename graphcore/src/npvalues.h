@@ -26,6 +26,11 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 20;
 // analysis running on this thread. When off, only uniform fills are tracked and nothing is
 // allocated for elements; a slice assignment makes an array's data unknown.
 bool enabled();
+// How many elements an array may have for its values to be computed: kMaxElements when
+// enabled(), else kSmallElements (stochastic-depth rates from np.linspace(...), tiny tables: what
+// model-building code reads back with `.item()` / `float()` to choose layers).
+inline constexpr int64_t kSmallElements = 4096;
+int64_t element_limit();
 class Enable {
  public:
   explicit Enable(bool on);

@@ -127,6 +127,30 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
     return tensor_binop(api, a, b, site);
   }
   if (a.is_unknown() || b.is_unknown()) return Value::unknown();
+  if (auto* sa = a.as<SetObj>(); sa && b.as<SetObj>()) {
+    // Set algebra: difference, union, intersection, symmetric difference.
+    const auto& x = sa->items;
+    const auto& y = b.as<SetObj>()->items;
+    auto in = [](const std::vector<Value>& v, const Value& e) {
+      return std::any_of(v.begin(), v.end(), [&](const Value& o) { return values_equal(o, e); });
+    };
+    std::vector<Value> out;
+    if (op == BinOpKind::Sub || op == BinOpKind::BitAnd || op == BinOpKind::BitXor) {
+      for (const Value& e : x) {
+        if (in(y, e) == (op == BinOpKind::BitAnd)) out.push_back(e);
+      }
+    }
+    if (op == BinOpKind::BitOr) out = x;
+    if (op == BinOpKind::BitOr || op == BinOpKind::BitXor) {
+      for (const Value& e : y) {
+        if (!in(x, e)) out.push_back(e);
+      }
+    }
+    if (op != BinOpKind::Sub && op != BinOpKind::BitAnd && op != BinOpKind::BitOr &&
+        op != BinOpKind::BitXor)
+      return Value::unknown();
+    return Value::obj(std::make_shared<SetObj>(std::move(out)));
+  }
   if (a.as<SymIntObj>() || b.as<SymIntObj>()) {
     // Symbolic ints (batch sizes read from shapes) follow the dimension algebra.
     auto as_dim = [](const Value& v) -> std::optional<Dim> {
@@ -461,7 +485,8 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
     int64_t n = r->size();
     if (n > static_cast<int64_t>(options.step_budget)) {
       throw BudgetExceeded{
-          "range of " + std::to_string(n) + " elements exceeds the evaluation budget", site};
+          "range of " + std::to_string(n) + " elements exceeds the evaluation budget", site,
+          true};
     }
     std::vector<Value> out;
     out.reserve(static_cast<size_t>(n));
@@ -485,6 +510,19 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
     if (!s.ranked || s.rank() == 0 || !s.dims[0].is_known() || s.dims[0].value() > 4096)
       return std::nullopt;
     std::vector<Value> out;
+    // The elements of a 1-D numpy array whose values are known are numpy scalars, which model
+    // code uses as Python numbers (`[x.item() for x in np.linspace(0, rate, depth)]`).
+    if (t->is_numpy && s.rank() == 1 && (t->values || t->fill) &&
+        (!t->values || static_cast<int64_t>(t->values->size()) == s.dims[0].value())) {
+      bool integral = t->type.dtype == DType::Int32 || t->type.dtype == DType::Int64 ||
+                      t->type.dtype == DType::Int8 || t->type.dtype == DType::Int16 ||
+                      t->type.dtype == DType::UInt8;
+      for (int64_t i = 0; i < s.dims[0].value(); ++i) {
+        double x = t->values ? (*t->values)[static_cast<size_t>(i)] : *t->fill;
+        out.push_back(integral ? Value::integer(static_cast<int64_t>(x)) : Value::real(x));
+      }
+      return out;
+    }
     for (int64_t i = 0; i < s.dims[0].value(); ++i)
       out.push_back(tensor_subscript(v, Value::integer(i), site));
     return out;

@@ -267,6 +267,9 @@ struct ClassObj : Object {
   // third-party or unresolved class), a `__getattr__`/`__getattribute__`, a dict subclass.
   // A missing attribute of such an instance is Unknown, never an error.
   bool open = false;
+  // An enum.Enum subclass: its class attributes are members (`Color.RED.value`), not the plain
+  // values written in the body.
+  bool is_enum = false;
   [[nodiscard]] const Value* lookup(std::string_view name) const;  // through the MRO
   [[nodiscard]] bool derives_from(const ClassObj* other) const;
   [[nodiscard]] NativeClass native_base() const;   // first native class in the MRO

@@ -12,28 +12,40 @@ CPU + mindcv).  For each factory registered in mindcv's model registry
   * counts parameters: trainable (``net.trainable_params()``) and total
     (``net.get_parameters()``), each the sum of ``Parameter.size``;
   * unless ``--no-forward``: calls ``net(x)`` once in PyNative mode on CPU, with
-    ``x`` float32 ones of shape ``(1, *input_size)``, where ``input_size`` is
-    the ``input_size`` of the factory's default_cfg if it declares one and
-    ``(3, 224, 224)`` otherwise, and records the output shape(s) and dtype(s).
+    ``x`` float32 ones of shape ``(1, *input_size)``, and records the output
+    shape(s) and dtype(s).
+
+The input size is, in order of preference (recorded as ``input_size_source``):
+
+  default_cfg   ``input_size`` of the factory's default_cfg (mindcv's own record
+                of the resolution the model is meant for);
+  patch_embed   else the image size the network's patch embedding was built for
+                (``net.patch_embed.image_size`` / ``img_size``, or the same on
+                ``net``): such models only accept that size, and some lack the
+                cfg entry (swinv2_*: built for 256, no cfg input_size);
+  fallback      else (3, 224, 224).
 
 Forward execution (``--execution``):
 
-  simulated (default)  MindSpore's dry-run mode (env MS_SIMULATION_LEVEL=1, the
-                       value ``mindspore.utils.dryrun.set_simulation()`` uses).
-                       ``net(x)`` runs the normal PyNative path - Python
-                       ``construct`` code, operator dispatch and per-operator
-                       shape inference - but kernels are not launched, so output
-                       *shapes and dtypes* are those of a real run while output
-                       *values* are meaningless.  All factories take a few minutes.
+  simulated (default)  ``net(x)`` runs with MindSpore's dry-run switch set (env
+                       MS_SIMULATION_LEVEL=1, the value that
+                       ``mindspore.utils.dryrun.set_simulation()`` uses): the
+                       normal PyNative path - Python ``construct`` code, operator
+                       dispatch, per-operator shape inference - but most kernels
+                       are not launched, so output shapes and dtypes are those of
+                       a real run while output values are meaningless.  The
+                       switch is set only around ``net(x)``: building runs for
+                       real, since constructors compute hyper-parameters from
+                       tensor values (e.g. stochastic-depth rates).
   real                 Kernels are executed.  On a 2-core CPU this takes over an
                        hour for all factories: MindSpore 2.10's oneDNN
                        convolutions on plain NCHW layouts fall back to oneDNN's
                        reference kernel (~1 s for one 3x3 64->64 conv at 56x56).
                        Use it to re-validate the simulated shapes.
 
-Shapes in simulated mode would differ from a real run only for operators whose
-output shape depends on tensor *values* (nonzero, masked_select, unique, ...) or
-for Python code that branches on fetched values; to check, run once with
+Simulated shapes could differ from real ones only for operators whose output
+shape depends on tensor *values* (nonzero, masked_select, unique, ...) or for
+``construct`` code that branches on fetched values; to check, run once with
 ``--execution real`` and compare the ``output`` of every factory in the two files.
 
 Every step is timed; an exception is recorded (stage, type, short message)
@@ -50,6 +62,7 @@ Usage:
 
 import argparse
 import ast
+import contextlib
 import datetime
 import gc
 import inspect
@@ -60,11 +73,12 @@ import sys
 import tempfile
 import time
 
-# Default input when a factory's default_cfg declares no input_size.
+# Input when neither default_cfg nor a patch embedding gives one.
 FALLBACK_INPUT_SIZE = (3, 224, 224)
 # Bound on the length of a recorded exception message.
 MAX_MESSAGE_CHARS = 400
-# Dry-run level used by --execution simulated (mindspore.utils.dryrun uses "1").
+# MindSpore's dry-run switch and the level used (mindspore.utils.dryrun uses "1").
+SIMULATION_ENV = "MS_SIMULATION_LEVEL"
 SIMULATION_LEVEL = "1"
 
 SCHEMA_VERSION = 1
@@ -80,6 +94,10 @@ def write_json_atomically(path, data):
     os.makedirs(directory, exist_ok=True)
     fd, tmp_path = tempfile.mkstemp(prefix=".ground_truth.", suffix=".tmp", dir=directory)
     try:
+        # mkstemp creates the file 0600; give it the mode a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=1)
             handle.write("\n")
@@ -143,6 +161,42 @@ def flat_shapes(tree):
     return []
 
 
+def patch_embed_image_size(net):
+    """(H, W) a network's patch embedding was built for, or None.
+
+    Looks at ``image_size``/``img_size`` on ``net.patch_embed`` and then on
+    ``net`` itself, accepting an int or a pair of ints.
+    """
+    for holder in (getattr(net, "patch_embed", None), net):
+        if holder is None:
+            continue
+        for attr in ("image_size", "img_size"):
+            value = getattr(holder, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return (value, value)
+            if (isinstance(value, (tuple, list)) and len(value) == 2
+                    and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+                return tuple(value)
+    return None
+
+
+@contextlib.contextmanager
+def simulated_kernels(enabled):
+    """Set MindSpore's dry-run switch for the duration of the block (if enabled).
+
+    MindSpore reads the variable when it launches an operator, so it can be
+    toggled per call.
+    """
+    if not enabled:
+        yield
+        return
+    os.environ[SIMULATION_ENV] = SIMULATION_LEVEL
+    try:
+        yield
+    finally:
+        del os.environ[SIMULATION_ENV]
+
+
 # --------------------------------------------------------------------------
 # Per-factory measurement (MindSpore imported by main() beforehand)
 # --------------------------------------------------------------------------
@@ -161,14 +215,13 @@ def output_tree(value):
     return {"python_type": type(value).__name__}
 
 
-def measure_factory(name, registry, package_root, def_lines, forward):
+def measure_factory(name, registry, package_root, def_lines, forward, simulate):
     """Build one factory (and unless told otherwise run it); return its JSON record."""
     import mindspore as ms
 
     fn = registry.model_entrypoint(name)
     source_path = inspect.getsourcefile(fn)
     cfg_input_size = registry.get_pretrained_cfg_value(name, "input_size")
-    input_size = tuple(cfg_input_size) if cfg_input_size else FALLBACK_INPUT_SIZE
 
     record = {
         "name": name,
@@ -179,8 +232,8 @@ def measure_factory(name, registry, package_root, def_lines, forward):
         "trainable_params": None,
         "total_params": None,
         "training": None,
-        "input_shape": [1] + list(input_size),
-        "input_size_source": "default_cfg" if cfg_input_size else "fallback",
+        "input_shape": None,
+        "input_size_source": None,
         "forward": None,  # None: not attempted (--no-forward, or the build failed)
         "output": None,
         "output_shapes": None,
@@ -206,13 +259,24 @@ def measure_factory(name, registry, package_root, def_lines, forward):
         # recorded because some models' outputs depend on it (auxiliary heads).
         record["training"] = bool(net.training)
 
+        embed_size = patch_embed_image_size(net)
+        if cfg_input_size:
+            input_size, source = tuple(cfg_input_size), "default_cfg"
+        elif embed_size:
+            input_size, source = (FALLBACK_INPUT_SIZE[0],) + embed_size, "patch_embed"
+        else:
+            input_size, source = FALLBACK_INPUT_SIZE, "fallback"
+        record["input_shape"] = [1] + list(input_size)
+        record["input_size_source"] = source
+
         if not forward:
             return record
 
+        x = ms.ops.ones((1,) + input_size, ms.float32)
         start = time.perf_counter()
         try:
-            x = ms.ops.ones((1,) + input_size, ms.float32)
-            tree = output_tree(net(x))
+            with simulated_kernels(simulate):
+                tree = output_tree(net(x))
         except Exception as exc:  # noqa: BLE001 - recorded, not fatal
             record["forward_seconds"] = round(time.perf_counter() - start, 3)
             record["forward"] = False
@@ -242,19 +306,9 @@ def parse_args(argv):
     parser.add_argument("--no-forward", action="store_true",
                         help="build and count parameters only; skip net(x)")
     parser.add_argument("--execution", choices=("simulated", "real"), default="simulated",
-                        help="forward pass with kernels skipped (MindSpore dry-run; default) "
+                        help="run net(x) with kernels skipped (MindSpore dry-run; default) "
                              "or executed")
     return parser.parse_args(argv)
-
-
-def configure_environment(execution):
-    """Environment MindSpore reads; must run before `import mindspore`."""
-    if execution == "simulated":
-        os.environ["MS_SIMULATION_LEVEL"] = SIMULATION_LEVEL
-    else:
-        os.environ.pop("MS_SIMULATION_LEVEL", None)
-    # MindSpore's C++ log: errors only, unless the caller chose a level.
-    os.environ.setdefault("GLOG_v", "3")
 
 
 def summarise(records):
@@ -271,7 +325,12 @@ def summarise(records):
 
 def main(argv=None):
     args = parse_args(argv)
-    configure_environment(args.execution)
+
+    # Before importing MindSpore: builds must run for real whatever the caller's
+    # environment says (the dry-run switch is set around net(x) only), and the
+    # C++ log is limited to errors unless the caller chose a level.
+    os.environ.pop(SIMULATION_ENV, None)
+    os.environ.setdefault("GLOG_v", "3")
 
     import numpy
     import mindspore as ms
@@ -295,6 +354,7 @@ def main(argv=None):
             sys.exit("ground_truth.py: unknown mindcv factory: " + ", ".join(unknown))
         names = sorted(set(args.only))
 
+    simulate = args.execution == "simulated"
     result = {
         "schema_version": SCHEMA_VERSION,
         "generator": "tests/realworld/ground_truth.py",
@@ -314,9 +374,10 @@ def main(argv=None):
             "device": "CPU",
             "forward": not args.no_forward,
             "execution": args.execution,
-            "ms_simulation_level": os.environ.get("MS_SIMULATION_LEVEL"),
-            "input": "float32 ones, batch 1, shape (1, *default_cfg['input_size']) "
-                     "else (1, %d, %d, %d)" % FALLBACK_INPUT_SIZE,
+            "forward_env": {SIMULATION_ENV: SIMULATION_LEVEL} if simulate else {},
+            "input": "float32 ones, batch 1; size from default_cfg['input_size'], else the "
+                     "patch embedding's image size (3 channels), else (%d, %d, %d)"
+                     % FALLBACK_INPUT_SIZE,
             "only": sorted(set(args.only)) or None,
         },
         "summary": None,
@@ -327,7 +388,8 @@ def main(argv=None):
     def_lines = DefLineFinder()
     run_start = time.perf_counter()
     for index, name in enumerate(names, 1):
-        record = measure_factory(name, registry, package_root, def_lines, not args.no_forward)
+        record = measure_factory(name, registry, package_root, def_lines,
+                                 not args.no_forward, simulate)
         result["models"].append(record)
         status = "ok" if record["error"] is None else record["error"]["stage"] + " error"
         print("[%3d/%d] %-30s %-13s params=%s out=%s build=%ss fwd=%ss" % (
