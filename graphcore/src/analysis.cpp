@@ -596,8 +596,8 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
   }
   auto name_range = [](const ast::Node* def, std::string_view keyword, std::string_view name) {
     SourceRange r = def->range;
-    r.end = Position{r.start.line, r.start.column + static_cast<uint32_t>(keyword.size() + 1 +
-                                                                          name.size())};
+    r.end = Position{r.start.line,
+                     r.start.column + static_cast<uint32_t>(keyword.size() + 1 + name.size())};
     return r;
   };
 
@@ -698,9 +698,12 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
         if (NativeClass nb = cls->native_base();
             nb == NativeClass::CellList || nb == NativeClass::CellDict)
           continue;
-        if (const Value* c = cls->lookup("construct"); c && c->as<FunctionObj>() &&
-                                                       (c->as<FunctionObj>()->is_static ||
-                                                        c->as<FunctionObj>()->is_classmethod))
+        // A Cell that overrides __call__ instead of defining construct (attention processors,
+        // helpers) is not a network MindSpore compiles.
+        if (!cls->lookup("construct") && cls->lookup("__call__")) continue;
+        if (const Value* c = cls->lookup("construct");
+            c && c->as<FunctionObj>() &&
+            (c->as<FunctionObj>()->is_static || c->as<FunctionObj>()->is_classmethod))
           continue;
         if (!constructible_with_defaults(cls)) {
           if (!used_as_sub.count(cls) && !required_params(cls).empty()) {

@@ -736,6 +736,32 @@ void Interpreter::init_builtins() {
     }
     return r;
   });
+  // np.unique(values, return_counts=...): sorted distinct elements (RegNet's stage widths).
+  add("np.unique", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+    if (a.pos.empty()) return Value::unknown();
+    auto* t = a.pos[0].as<TensorObj>();
+    if (!t || !t->values) return Value::unknown();
+    std::vector<double> v(*t->values);
+    std::sort(v.begin(), v.end());
+    std::vector<double> uniq;
+    std::vector<double> counts;
+    for (double x : v) {
+      if (!uniq.empty() && uniq.back() == x) {
+        counts.back() += 1;
+      } else {
+        uniq.push_back(x);
+        counts.push_back(1);
+      }
+    }
+    auto count = static_cast<int64_t>(uniq.size());
+    Value u = ndarray(Shape::of({count}), t->type.dtype);
+    npv::set_values(*u.as<TensorObj>(), std::move(uniq));
+    const Value* rc = a.find_kw("return_counts");
+    if (!rc || rc->k != VK::Bool || !rc->b) return u;
+    Value c = ndarray(Shape::of({count}), DType::Int64);
+    npv::set_values(*c.as<TensorObj>(), std::move(counts));
+    return make_tuple({u, c});
+  });
   add("np.linspace", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     const Value* num = arg_at(a, 2, "num");
     int64_t count = num && num->is_int() ? num->as_int() : 50;

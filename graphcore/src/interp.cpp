@@ -38,20 +38,13 @@ void Interpreter::report(const Site& site, Severity sev, std::string code, std::
 
 std::string_view Interpreter::python_exception(std::string_view code) {
   static const std::unordered_map<std::string_view, std::string_view> kMap = {
-      {"unknown-attribute", "AttributeError"},
-      {"key-error", "KeyError"},
-      {"index-error", "IndexError"},
-      {"type-error", "TypeError"},
-      {"missing-argument", "TypeError"},
-      {"too-many-arguments", "TypeError"},
-      {"unknown-keyword", "TypeError"},
-      {"value-error", "ValueError"},
-      {"invalid-argument", "ValueError"},
-      {"unpack-error", "ValueError"},
-      {"zero-division", "ZeroDivisionError"},
-      {"assertion-failed", "AssertionError"},
-      {"undefined-name", "NameError"},
-      {"import-error", "ImportError"},
+      {"unknown-attribute", "AttributeError"}, {"key-error", "KeyError"},
+      {"index-error", "IndexError"},           {"type-error", "TypeError"},
+      {"missing-argument", "TypeError"},       {"too-many-arguments", "TypeError"},
+      {"unknown-keyword", "TypeError"},        {"value-error", "ValueError"},
+      {"invalid-argument", "ValueError"},      {"unpack-error", "ValueError"},
+      {"zero-division", "ZeroDivisionError"},  {"assertion-failed", "AssertionError"},
+      {"undefined-name", "NameError"},         {"import-error", "ImportError"},
       {"unknown-api", "AttributeError"},
   };
   auto it = kMap.find(code);
@@ -89,10 +82,10 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
   }
   if (sev == Severity::Error && speculative > 0 && graph == nullptr) {
     static const std::unordered_set<std::string_view> kDataErrors = {
-        "unknown-attribute", "key-error",    "index-error",    "type-error",
-        "value-error",       "unpack-error", "zero-division",  "assertion-failed",
-        "missing-argument"};
-    if (kDataErrors.count(code)) throw PyRaise{std::string(python_exception(code)), message, Site{}};
+        "unknown-attribute", "key-error",     "index-error",      "type-error",      "value-error",
+        "unpack-error",      "zero-division", "assertion-failed", "missing-argument"};
+    if (kDataErrors.count(code))
+      throw PyRaise{std::string(python_exception(code)), message, Site{}};
   }
   // A message may end with an instance note (see instance_note()): the same problem hit by
   // several instances of one Cell class is one diagnostic that names them.
@@ -1277,6 +1270,12 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
       if (const Value* m = inst->cls->lookup("__call__")) {
         if (auto* fn = m->as<FunctionObj>())
           return call_function(fn, args, site, &callee, inst->cls);
+      }
+      // A class built on one the analyser does not know (`mint.nn.Conv3d`, a third-party
+      // layer) may well be callable: that base is where __call__ would come from.
+      if (inst->open || inst->cls->open) {
+        mark_consumed(args.pos);
+        return Value::unknown();
       }
       report(site, Severity::Error, "type-error",
              "`" + inst->cls->name + "` object is not callable");

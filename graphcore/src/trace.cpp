@@ -334,6 +334,43 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
   if (name == "nbytes")
     return dim_value(s.num_elements() *
                      Dim::known(static_cast<int64_t>(dtype_size(t->type.dtype))));
+  if (name == "tolist" && t->is_numpy && s.ranked && s.rank() == 1) {
+    // A 1-D array with known elements as a list of Python numbers.
+    return Value::obj(std::make_shared<BuiltinObj>(
+        "tolist", [this, tv](Interpreter&, CallArgs&, const Site& cs) -> Value {
+          auto items = iterate(tv, cs);
+          if (!items || (!items->empty() && (*items)[0].as<TensorObj>())) return Value::unknown();
+          return make_list(std::move(*items));
+        }));
+  }
+  if (name == "astype" && t->is_numpy) {
+    // numpy's astype takes Python types and numpy dtypes (`arr.astype(int)`), not only
+    // MindSpore's; int is int64 and float is float64, as on Linux.
+    return Value::obj(std::make_shared<BuiltinObj>(
+        "astype", [tv](Interpreter&, CallArgs& a, const Site&) -> Value {
+          auto* src = tv.as<TensorObj>();
+          const Value* d = a.pos.empty() ? a.find_kw("dtype") : &a.pos[0];
+          if (!d) return Value::unknown();
+          std::optional<DType> to;
+          if (auto* dt = d->as<DTypeObj>()) to = dt->dtype;
+          if (auto* c = d->as<ClassObj>()) {
+            if (c->native == NativeClass::Int) to = DType::Int64;
+            if (c->native == NativeClass::Float) to = DType::Float64;
+            if (c->native == NativeClass::Bool) to = DType::Bool;
+          }
+          if (auto* str = str_of(*d)) to = dtype_from_name(*str);
+          if (!to) return Value::unknown();
+          auto r = std::make_shared<TensorObj>(TensorType{src->type.shape, *to});
+          r->is_numpy = true;
+          if (src->fill) r->fill = npv::to_dtype(*to, *src->fill);
+          if (src->values) {
+            std::vector<double> v(*src->values);
+            for (double& x : v) x = npv::to_dtype(*to, x);
+            r->values = std::make_shared<const std::vector<double>>(std::move(v));
+          }
+          return Value::obj(r);
+        }));
+  }
   if (name == "requires_grad") return Value::boolean(t->requires_grad);
   if (name == "name") return t->param_name.empty() ? Value::unknown() : make_str(t->param_name);
   if (name == "data") return tv;

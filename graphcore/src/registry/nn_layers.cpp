@@ -564,6 +564,36 @@ void add_activations(Registry& r) {
         copy_attrs(ctx, {"start_dim", "end_dim"});
       },
       on_tensor("x", flatten), "flattens dims start_dim..end_dim (default 1..-1)"));
+  // nn.Pad(paddings, mode): one (before, after) pair per input dimension, from the first; the
+  // number of pairs must equal the rank (MindSpore 2.10: "the length of 'paddings' must be
+  // equal to the rank of 'input_x'").
+  auto pad = [](CallContext& ctx, const TensorType& x) {
+    const ArgValue& p = ctx.init_arg("paddings");
+    if (p.kind != ArgValue::Kind::Sequence) return add_unknown_output(ctx, x.dtype);
+    std::vector<std::pair<Dim, Dim>> pairs;
+    for (const ArgValue& pair : p.items) {
+      auto v = pair.as_dims(2);
+      if (!v) return add_unknown_output(ctx, x.dtype);
+      pairs.emplace_back((*v)[0], (*v)[1]);
+    }
+    if (pairs.size() != x.shape.rank()) {
+      ctx.error("shape-mismatch",
+                "nn.Pad: the length of paddings (" + std::to_string(pairs.size()) +
+                    ") must equal the rank of the input " + x.shape.str(),
+                "paddings");
+      return;
+    }
+    Shape out = x.shape;
+    for (size_t i = 0; i < pairs.size(); ++i)
+      out.dims[i] = out.dims[i] + pairs[i].first + pairs[i].second;
+    ctx.add_output({out, x.dtype});
+  };
+  r.add(cell(
+      "nn.Pad", "Pad", {P("paddings"), P("mode", "'CONSTANT'")}, {P("x")},
+      [](InitContext& ctx) {
+        copy_attrs(ctx, {"paddings", "mode"});
+      },
+      on_tensor("x", pad), "pads each dimension by (before, after)"));
 }
 
 // ---- Attention and recurrent layers -------------------------------------------------------------
