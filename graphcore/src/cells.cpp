@@ -63,7 +63,9 @@ std::optional<Value> Interpreter::api_internal_attr(InstanceObj* inst, std::stri
     std::initializer_list<const char*> args;  // constructor arguments passed on by name
   };
   static const Internal kInternals[] = {
-      {"nn.LayerNorm", "layer_norm", "ops.LayerNorm",
+      {"nn.LayerNorm",
+       "layer_norm",
+       "ops.LayerNorm",
        {"begin_norm_axis", "begin_params_axis", "epsilon"}},
   };
   for (const Internal& in : kInternals) {

@@ -51,8 +51,8 @@ struct Frame : std::enable_shared_from_this<Frame> {
   Value self;                             // first argument of that method
   bool is_class_body = false;
   ClassObj* defining_class = nullptr;  // the class whose body this frame runs
-  bool is_module = false;     // module top level: stores go to globals
-  bool in_construct = false;  // compiling a Cell's construct (GRAPH_MODE rules)
+  bool is_module = false;              // module top level: stores go to globals
+  bool in_construct = false;           // compiling a Cell's construct (GRAPH_MODE rules)
 };
 
 enum class Flow : uint8_t { Normal, Break, Continue, Return };
@@ -86,7 +86,7 @@ class GraphBuilder {
   std::unordered_map<const ApiEntry*, std::pair<IStr, IStr>> api_names;  // (api, op)
   std::unordered_set<uint32_t> consumed_by_failed;  // nodes feeding an op that failed to compile
   std::unordered_set<uint32_t> discarded;  // nodes whose value an expression statement drops
-  std::vector<IStr> caller_scope;  // node -> Cell whose construct made it (when nested)
+  std::vector<IStr> caller_scope;          // node -> Cell whose construct made it (when nested)
   std::unordered_map<IStr, const std::string*> scope_class;  // Cell path -> class name
   [[nodiscard]] std::string note_for(uint32_t node) const;   // instance note for diagnostics
   std::string unique_id(const std::string& base);

@@ -352,8 +352,7 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
     static const std::unordered_set<std::string_view> kSub = {
         "operations",    "functional", "composite", "nn_func",
         "auto_generate", "function",   "primitive"};
-    if (kSub.count(name))
-      return mindspore_module(ns->name + "." + n);
+    if (kSub.count(name)) return mindspore_module(ns->name + "." + n);
     if (has_builtin("ops." + n))
       result = builtin("ops." + n);
     else
@@ -996,8 +995,7 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   // A tuple-returning op (split, unstack, unbind) on an input of unknown shape: how many pieces
   // it returns is unknown too, so the result is a tuple nobody can count (unpacking it into any
   // number of names is fine), not one piece.
-  bool count_unknown =
-      e->returns_tuple && ctx.outputs.size() == 1 && !ctx.outputs[0].shape.ranked;
+  bool count_unknown = e->returns_tuple && ctx.outputs.size() == 1 && !ctx.outputs[0].shape.ranked;
   if (graph) {
     Value r = add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs),
                           std::move(ctx.attrs), ctx.flops, site, e->returns_tuple);

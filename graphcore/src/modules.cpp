@@ -206,8 +206,7 @@ bool module_open(ModuleObj* m) {
 bool cycle_through_script(const ModuleObj* m) {
   if (m->name != "__main__" || m->file.empty()) return false;
   std::error_code ec;
-  return !std::filesystem::exists(std::filesystem::path(m->file).parent_path() / "__init__.py",
-                                  ec);
+  return !std::filesystem::exists(std::filesystem::path(m->file).parent_path() / "__init__.py", ec);
 }
 
 bool is_stdlib_or_known(std::string_view top) {

@@ -485,8 +485,7 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
     int64_t n = r->size();
     if (n > static_cast<int64_t>(options.step_budget)) {
       throw BudgetExceeded{
-          "range of " + std::to_string(n) + " elements exceeds the evaluation budget", site,
-          true};
+          "range of " + std::to_string(n) + " elements exceeds the evaluation budget", site, true};
     }
     std::vector<Value> out;
     out.reserve(static_cast<size_t>(n));
