@@ -255,19 +255,20 @@ void k_fill_like(KernelCall& c, double v) {
 void k_zeros_like(KernelCall& c) { k_fill_like(c, 0); }
 void k_ones_like(KernelCall& c) { k_fill_like(c, 1); }
 
-// ---- Python scalar operands ----------------------------------------------------------------------
-// The 0-d tensor MindSpore makes of a Python scalar operand next to tensor `other`: the tensor's
-// dtype, except that a float scalar with an integer/bool tensor is float32 and an int scalar with
-// a bool tensor is int64 (checked against MindSpore 2.10: Tensor(int32) * 0.5 is float32,
-// Tensor(bool) + 1 int64, Tensor(int32) + True int32).
+// ---- Python scalar operands
+// ---------------------------------------------------------------------- The 0-d tensor MindSpore
+// makes of a Python scalar operand next to tensor `other`: the tensor's dtype, except that a float
+// scalar with an integer/bool tensor is float32 and an int scalar with a bool tensor is int64
+// (checked against MindSpore 2.10: Tensor(int32) * 0.5 is float32, Tensor(bool) + 1 int64,
+// Tensor(int32) + True int32).
 Tensor scalar_tensor(const AttrValue& v, DType other) {
   if (const auto* d = std::get_if<double>(&v))
     return Tensor::full({}, *d, is_floating(other) ? other : DType::Float32);
   if (const auto* i = std::get_if<int64_t>(&v)) {
     DType dt = other == DType::Bool ? DType::Int64 : other;
     // An int that does not fit the tensor's int32 is kept as int64 (MindSpore would wrap it).
-    if (dt == DType::Int32 && (*i > std::numeric_limits<int32_t>::max() ||
-                               *i < std::numeric_limits<int32_t>::min()))
+    if (dt == DType::Int32 &&
+        (*i > std::numeric_limits<int32_t>::max() || *i < std::numeric_limits<int32_t>::min()))
       dt = DType::Int64;
     return Tensor::full({}, static_cast<double>(*i), dt);
   }
@@ -284,8 +285,8 @@ std::vector<Tensor> operands(const KernelCall& c, size_t n) {
   auto idx = attr_int(c.node, "scalar_index");
   if (s && idx) {
     if (*idx < 0 || static_cast<size_t>(*idx) > ops.size())
-      fail("scalar_index " + std::to_string(*idx) + " does not fit " +
-           std::to_string(ops.size()) + " tensor input(s)");
+      fail("scalar_index " + std::to_string(*idx) + " does not fit " + std::to_string(ops.size()) +
+           " tensor input(s)");
     if (ops.empty()) fail("both operands are Python scalars: there is no tensor to compute with");
     // The scalar's dtype follows the tensor operand next to it (the one it combines with).
     const Tensor& other = static_cast<size_t>(*idx) < ops.size() ? ops[*idx] : ops.back();
@@ -547,7 +548,8 @@ void k_clip(KernelCall& c) {
     if (!*b) continue;
     const Tensor& t = **b;
     std::vector<int64_t> shape = broadcast(y.shape(), t.shape());
-    if (shape != y.shape()) fail("clamp bound " + t.type_str() + " does not broadcast to the input");
+    if (shape != y.shape())
+      fail("clamp bound " + t.type_str() + " does not broadcast to the input");
     for_broadcast(shape, bstrides(y.shape(), shape), bstrides(t.shape(), shape),
                   [&](int64_t o, int64_t, int64_t j) {
                     float v = y.data<float>()[o];
