@@ -309,6 +309,13 @@ class RootCompiler {
     if (!fn && !inst->cell->api && inst->cls->native_base() != NativeClass::SequentialCell) {
       // A construct lost to a syntax error is already reported as one.
       if (inst->cls->def && inst->cls->def->has_error) return rep;
+      // A container (CellList) is never called; a Cell without construct is a mistake only
+      // when it is called (`net(x)` in the file) or was written the PyTorch way (`forward`).
+      NativeClass nb = inst->cls->native_base();
+      if (nb == NativeClass::CellList || nb == NativeClass::CellDict) return rep;
+      bool called = std::any_of(in_.call_sites.begin(), in_.call_sites.end(),
+                                [&](const auto& cs) { return cs.cell.o == root.cell.o; });
+      if (!called && !inst->cls->lookup("forward")) return rep;
       in_.report_at(rep.file, rep.range, Severity::Error, "no-construct",
                     "`" + inst->cls->name + "` has no `construct` method");
       return rep;
@@ -408,6 +415,8 @@ class RootCompiler {
       args.pos.push_back(v);
       args.pos_ranges.push_back(rep.range);
     }
+    // `construct(self, *inputs)` with no call site or --input: how many inputs is unknown.
+    if (var_inputs && given_count == 0) args.open = true;
     Site site = root.site;
     Value out;
     try {
@@ -701,6 +710,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
         // A Cell that overrides __call__ instead of defining construct (attention processors,
         // helpers) is not a network MindSpore compiles.
         if (!cls->lookup("construct") && cls->lookup("__call__")) continue;
+        if (cls->lookup("__new__")) continue;  // builds something else (not modelled)
         if (const Value* c = cls->lookup("construct");
             c && c->as<FunctionObj>() &&
             (c->as<FunctionObj>()->is_static || c->as<FunctionObj>()->is_classmethod))

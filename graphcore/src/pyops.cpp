@@ -533,7 +533,10 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
   if (obj.is_unknown()) return obj;
   if (obj.as<TensorObj>()) return tensor_subscript(obj, index, site);
   if (index.is_unknown()) return Value::unknown();
-  auto index_into = [&](const std::vector<Value>& items, const char* what) -> Value {
+  // `mutable_seq`: a list or a Cell container, which code the analyser did not follow (a loop
+  // over run-time data) may have filled: an empty one is not known to be empty.
+  auto index_into = [&](const std::vector<Value>& items, const char* what,
+                        bool mutable_seq = false) -> Value {
     if (auto* sl = index.as<SliceObj>()) return make_list(slice_items(items, *sl));
     if (!index.is_int()) {
       if (index.as<TensorObj>()) return Value::unknown();
@@ -546,6 +549,7 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
     auto n = static_cast<int64_t>(items.size());
     if (i < 0) i += n;
     if (i < 0 || i >= n) {
+      if (mutable_seq && n == 0) return Value::unknown();
       report(site, Severity::Error, "index-error",
              std::string(what) + " index " + std::to_string(index.as_int()) +
                  " out of range (length " + std::to_string(n) + ")");
@@ -558,7 +562,7 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
     if (index.as<SliceObj>()) return make_tuple(*seq_items(r));
     return r;
   }
-  if (auto* l = obj.as<ListObj>()) return index_into(l->items, "list");
+  if (auto* l = obj.as<ListObj>()) return index_into(l->items, "list", true);
   if (auto* s = str_of(obj)) {
     if (index.is_int()) {
       int64_t i = index.as_int();
@@ -585,7 +589,7 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
   if (auto* inst = obj.as<InstanceObj>()) {
     if (inst->cell && (inst->cls->native_base() == NativeClass::SequentialCell ||
                        inst->cls->native_base() == NativeClass::CellList)) {
-      return index_into(inst->cell->items, inst->cls->name.c_str());
+      return index_into(inst->cell->items, inst->cls->name.c_str(), true);
     }
     if (const Value* m = inst->cls->lookup("__getitem__")) {
       if (auto* fn = m->as<FunctionObj>()) {

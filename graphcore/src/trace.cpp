@@ -149,7 +149,9 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
     // The value, when every element is known: uniform (Tensor(0.125), np.ones(...)) as the
     // `value` attribute, else the elements numpy code computed (npvalues.h), shared with the
     // evaluator's array. The runtime fills the constant with them.
-    n.constant_values = t->values;
+    // (Small arrays always have their elements inside the evaluator, to choose layers with;
+    // they reach the graph only when the runtime asked for them.)
+    if (npv::enabled()) n.constant_values = t->values;
     if (t->fill && !t->values) {
       if (t->type.dtype == DType::Bool)
         n.attrs.push_back(Attr{"value", *t->fill != 0});
