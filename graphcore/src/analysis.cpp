@@ -417,6 +417,7 @@ class RootCompiler {
     }
     // `construct(self, *inputs)` with no call site or --input: how many inputs is unknown.
     if (var_inputs && given_count == 0) args.open = true;
+    in_.guessed_inputs = options_.inputs.empty() && site_inputs == nullptr;
     Site site = root.site;
     Value out;
     try {

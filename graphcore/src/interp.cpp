@@ -80,6 +80,17 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
     std::string_view type = python_exception(code);
     if (!type.empty() && caught(type)) throw PyRaise{std::string(type), message, Site{}};
   }
+  if (sev == Severity::Error && (uncertain_branches > 0 || (graph && guessed_inputs))) {
+    // Data errors that depend on a branch nobody knows is taken, or (in construct) on inputs the
+    // analyser guessed because nothing gave them: a list of tensors where it guessed one.
+    static const std::unordered_set<std::string_view> kDataErrors = {
+        "unknown-attribute", "key-error",    "index-error",     "type-error",
+        "value-error",       "unpack-error", "assertion-failed"};
+    bool data = kDataErrors.count(code) > 0;
+    if (data && (uncertain_branches > 0 || code == "assertion-failed" || code == "type-error" ||
+                 code == "unpack-error"))
+      return;
+  }
   if (sev == Severity::Error && speculative > 0 && graph == nullptr) {
     static const std::unordered_set<std::string_view> kDataErrors = {
         "unknown-attribute", "key-error",     "index-error",      "type-error",      "value-error",
@@ -708,6 +719,14 @@ Value Interpreter::decorate(Value def, const Node* s, Frame& f, bool is_class) {
 Flow Interpreter::exec_if_unknown(const Node* s, Frame& f, const Value& cond) {
   Site site{s, f.module};
   bool tensor_cond = cond.as<TensorObj>() != nullptr;
+  // Code under a condition nobody knows may never run: what it does to Python data (an
+  // attribute set only in some configurations, an optional input that is None) is not an error
+  // there. Shape errors in it still are: both branches must compile in GRAPH_MODE.
+  ++uncertain_branches;
+  struct Leave {
+    int& n;
+    ~Leave() { --n; }
+  } leave{uncertain_branches};
   if (!(f.in_construct && tensor_cond)) {
     // A Python value the evaluator cannot know (an opaque config, say): follow the `if` branch.
     return exec_block(s->list, f);

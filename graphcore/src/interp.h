@@ -168,6 +168,10 @@ class Interpreter {
   // error that says those arguments are wrong data (an AttributeError, a failed assert...) ends
   // the attempt as Python would, instead of being reported against code nobody runs that way.
   int speculative = 0;
+  // > 0 inside an `if` whose condition is unknown (see exec_if_unknown).
+  int uncertain_branches = 0;
+  // The root being compiled has inputs the analyser guessed (no --input, no call site).
+  bool guessed_inputs = false;
   // True when the `try` statements being executed catch `type`.
   [[nodiscard]] bool caught(std::string_view type) const;
   // Appends the "(in `layer1.0`, an instance of Bottleneck)" notes collected while reporting.
