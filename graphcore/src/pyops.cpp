@@ -539,7 +539,10 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
                         bool mutable_seq = false) -> Value {
     if (auto* sl = index.as<SliceObj>()) return make_list(slice_items(items, *sl));
     if (!index.is_int()) {
-      if (index.as<TensorObj>()) return Value::unknown();
+      // A tensor index, or a type (`Sequence[np.ndarray]` in an annotation alias).
+      if (index.as<TensorObj>() || index.as<ClassObj>() || index.as<OpaqueObj>() ||
+          index.as<BuiltinObj>() || seq_items(index))
+        return Value::unknown();
       report(site, Severity::Error, "type-error",
              std::string(what) + " indices must be integers or slices, not `" + type_name(index) +
                  "`");
