@@ -74,9 +74,17 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "syntax that GRAPH_MODE rejects in construct (yield, await, import, global, class "
      "definitions; try and del as warnings)"},
     {"recursion", "error", "a Cell whose construct calls itself"},
-    {"budget-exceeded", "error",
-     "evaluation exhausted the step budget (an infinite loop such as while True: in __init__) or "
-     "the call-depth limit (runaway recursion); located where it happened"},
+    {"budget-exceeded", "error/information",
+     "evaluation exhausted the step budget in a loop that does not end (while True: in "
+     "__init__) or the call-depth limit (runaway recursion): an error; a bounded computation "
+     "larger than the budget: information, and what it builds is unknown"},
+    {"not-analysed", "information",
+     "a Cell class or public factory tried with its default arguments raised (a failed assert, "
+     "a missing argument, an attribute its subclasses set): it is analysed through its users "
+     "or --entry instead, and what it reported is dropped"},
+    {"shape-unknown", "hint",
+     "shapes are unknown from here: a known tensor went into something the analyser cannot "
+     "follow (a value only known at run time, code it does not model); said once, where"},
     {"needs-arguments", "information",
      "a Cell class whose constructor needs arguments that nothing in the file supplies: analysed "
      "only through its uses or --entry"},

@@ -541,7 +541,7 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
     if (!index.is_int()) {
       // A tensor index, or a type (`Sequence[np.ndarray]` in an annotation alias).
       if (index.as<TensorObj>() || index.as<ClassObj>() || index.as<OpaqueObj>() ||
-          index.as<BuiltinObj>() || seq_items(index))
+          index.as<BuiltinObj>() || str_of(index) || seq_items(index))
         return Value::unknown();
       report(site, Severity::Error, "type-error",
              std::string(what) + " indices must be integers or slices, not `" + type_name(index) +

@@ -188,7 +188,7 @@ def main() -> int:
     print("  error sites by code: " + ", ".join(f"{c} {n}" for c, n in codes.most_common()))
     print("  warnings by code: " + ", ".join(f"{c} {n}" for c, n in warnings.most_common()))
     listed = len(found) - len(unexpected)
-    print(f"  {listed} error sites listed as real, {len(unexpected)} unlisted, "
+    print(f"  {listed} error sites listed, {len(unexpected)} unlisted, "
           f"{len(lost)} listed but no longer found, {len(crashes)} crashes, {len(hangs)} hangs")
     for k in unexpected[: args.show]:
         print(f"  UNLISTED {k[0]}:{k[1]} {k[2]}  {found[k]['message'][:200]}")
