@@ -63,6 +63,12 @@ else
   skipped+=("mindspore (tests/mindspore/run.sh not found)")
 fi
 
+# The open real-world tier: MindSpore's model libraries from PyPI (their wheels carry the
+# sources), every model file checked against a reviewed error list, every mindcv factory against
+# MindSpore's parameter counts and shapes (tests/realworld).
+tier realworld env CI="$CI" BUILD_DIR="$BUILD_DIR" CELLSCOPE_BIN="$BUILD_DIR/cellscope" \
+  bash tests/realworld/run.sh
+
 printf '\n==> summary\n'
 for t in "${passed[@]+"${passed[@]}"}"; do printf '  passed:  %s\n' "$t"; done
 for t in "${skipped[@]+"${skipped[@]}"}"; do printf '  SKIPPED: %s\n' "$t"; done

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The open real-world tier (issue: precision on real code). Three parts:
+#   1. `cellscope check` on every model file of the libraries in libraries.txt, against the
+#      reviewed list expected-errors.txt (check_corpus.py);
+#   2. every registered mindcv factory built with `--entry`, against MindSpore 2.10's parameter
+#      counts and output shapes (check_factories.py on mindcv-ground-truth.json, which
+#      ground_truth.py wrote by running MindSpore);
+#   3. that recorded ground truth re-measured with MindSpore for a few factories in this run
+#      (the MindSpore venv of tests/mindspore/run.sh, plus requirements.txt here).
+# Environment: CELLSCOPE_BIN (default build/cellscope), BUILD_DIR (default build),
+# CELLSCOPE_MS_VENV (default ~/.cache/cellscope/msvenv), CI.
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-build}"
+BIN="${CELLSCOPE_BIN:-$BUILD_DIR/cellscope}"
+VENV="${CELLSCOPE_MS_VENV:-$HOME/.cache/cellscope/msvenv}"
+cd "$ROOT" || exit 1
+WORK="$BUILD_DIR/realworld"
+mkdir -p "$WORK/wheels" "$WORK/src"
+
+# The wheels, once (pip's cache and this folder make later runs offline).
+mapfile -t LIBS < <(grep -v '^\s*#' "$HERE/libraries.txt" | grep -v '^\s*$')
+for spec in "${LIBS[@]}"; do
+  name="${spec%%==*}"
+  version="${spec##*==}"
+  if [ ! -f "$WORK/src/$name/.unpacked-$version" ]; then
+    echo "realworld: fetching $spec"
+    python3 -m pip download -q --no-deps -d "$WORK/wheels" "$spec" || { echo "realworld: pip download $spec failed"; exit 1; }
+    wheel=$(ls "$WORK/wheels/${name}-${version}"-*.whl 2>/dev/null | head -1)
+    [ -n "$wheel" ] || { echo "realworld: no wheel for $spec"; exit 1; }
+    rm -rf "$WORK/src/$name" && mkdir -p "$WORK/src/$name"
+    python3 -m zipfile -e "$wheel" "$WORK/src/$name" || exit 1
+    touch "$WORK/src/$name/.unpacked-$version"
+  fi
+done
+
+status=0
+echo "realworld: part 1, cellscope check on every model file"
+python3 "$HERE/check_corpus.py" --bin "$BIN" --src "$WORK/src" --json-out "$WORK/check.json" || status=1
+
+echo "realworld: part 2, mindcv factories against MindSpore's figures"
+python3 "$HERE/check_factories.py" --bin "$BIN" --src "$WORK/src" \
+  --truth "$HERE/mindcv-ground-truth.json" || status=1
+
+echo "realworld: part 3, the recorded ground truth re-measured with MindSpore"
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV" || { echo "realworld: cannot create $VENV"; exit 1; }
+fi
+"$VENV/bin/python" -m pip install -q -r "$HERE/requirements.txt" || { echo "realworld: pip install failed"; exit 1; }
+# Three factories, a different three each day (the whole table takes ~20 minutes to measure).
+mapfile -t SAMPLE < <(python3 - "$HERE/mindcv-ground-truth.json" <<'PY'
+import datetime, json, random, sys
+models = [m["name"] for m in json.load(open(sys.argv[1]))["models"] if m.get("forward")]
+print("\n".join(random.Random(datetime.date.today().toordinal()).sample(models, 3)))
+PY
+)
+only=()
+for m in "${SAMPLE[@]}"; do only+=(--only "$m"); done
+"$VENV/bin/python" "$HERE/ground_truth.py" --out "$WORK/sample-truth.json" "${only[@]}" || status=1
+python3 - "$HERE/mindcv-ground-truth.json" "$WORK/sample-truth.json" <<'PY' || status=1
+import json, sys
+recorded = {m["name"]: m for m in json.load(open(sys.argv[1]))["models"]}
+fresh = json.load(open(sys.argv[2]))["models"]
+bad = 0
+for m in fresh:
+    r = recorded[m["name"]]
+    same = all(m.get(k) == r.get(k) for k in ("trainable_params", "total_params", "output"))
+    print(f"  {'same' if same else 'DIFFERENT'}: {m['name']} {m.get('trainable_params')} params, output {m.get('output')}")
+    bad += not same
+print(f"{len(fresh) - bad} passed, {bad} failed")
+sys.exit(1 if bad or not fresh else 0)
+PY
+exit $status
