@@ -1230,7 +1230,11 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
         auto* t = v.as<TensorObj>();
         return t && t->graph_id == graph->graph_id && t->type.shape.ranked;
       });
-      if (known_tensor) {
+      // After an error the unknown is most likely its consequence (an unknown API, a failed
+      // import): the error is the one thing to say.
+      bool after_error = std::any_of(diagnostics.begin(), diagnostics.end(),
+                                     [](const auto& d) { return d.severity == Severity::Error; });
+      if (known_tensor && !after_error) {
         const bool is_call = site.node->kind == K::Call && site.node->a;
         std::string text = source_text(site.file(), is_call ? site.node->a->range : site.range());
         if (text.size() > 60) text = text.substr(0, 57) + "...";
@@ -1273,6 +1277,7 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
                                   args.pos_ranges.end());
       with_self.kw = args.kw;
       with_self.kw_ranges = args.kw_ranges;
+      with_self.open = args.open;
       return call(bm->func, with_self, site);
     }
     case OK::Builtin: {

@@ -156,6 +156,19 @@ ModuleObj* ModuleLoader::load(Interpreter& in, std::string_view dotted, int leve
   *missing_relative = false;
   auto path = resolve(dotted, level, from);
   if (!path) {
+    // A relative import of a directory without __init__.py: a namespace package (PEP 420),
+    // whose submodules load as usual (`from . import qwen_vl`).
+    if (level > 0 && from && !from->file.empty()) {
+      fs::path dir = fs::path(from->file).parent_path();
+      for (int i = 1; i < level; ++i) dir = dir.parent_path();
+      std::string rel;
+      for (char c : dotted) rel.push_back(c == '.' ? '/' : c);
+      if (!rel.empty()) dir /= rel;
+      std::error_code ec;
+      if (fs::is_directory(dir, ec)) {
+        return namespace_package(dir.string());
+      }
+    }
     *missing_relative = level > 0;
     return nullptr;
   }

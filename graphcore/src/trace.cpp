@@ -440,6 +440,7 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
                                     args.pos_ranges.end());
         with_self.kw = args.kw;
         with_self.kw_ranges = args.kw_ranges;
+        with_self.open = args.open;
         Value r = in.call_api_function(e, with_self, cs, nullptr);
         auto* rt = r.as<TensorObj>();
         if (!rt || rt->graph_id != 0 || rt->poisoned) return r;

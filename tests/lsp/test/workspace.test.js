@@ -113,11 +113,12 @@ test('cross-file: a file that is not open changes on disk; didChangeWatchedFiles
   assert.match(await hoverX(), /x: \(1, 8, 30, 30\) f32/);
 
   // Deleted: Block is unknown (an unresolved user import is not an error), so Model's shapes
-  // are too, and the mismatch goes away.
+  // are too, and the mismatch goes away; one hint says where the shapes are lost.
   from = s.diagnostics.length;
   fs.rmSync(blocksPath);
   await s.conn.sendNotification(DidChangeWatchedFilesNotification.type, { changes: [{ uri: uriOf(blocksPath), type: FileChangeType.Deleted }] });
-  assert.deepEqual((await s.waitDiagnostics(main, () => true, { from })).diagnostics, []);
+  const afterDelete = (await s.waitDiagnostics(main, () => true, { from })).diagnostics;
+  assert.deepEqual(afterDelete.map((x) => [x.code, x.severity, x.range.start.line]), [['shape-unknown', 4, lineOf(MAIN, 'x = self.block(x)')]]);
   assert.doesNotMatch(await hoverX(), /\(1, 8, 3\d, 3\d\)/);
 
   // Created again (the original): clean, with shapes.
