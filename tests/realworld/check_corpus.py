@@ -31,6 +31,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from reviewed import read_list
+
 HERE = Path(__file__).resolve().parent
 PACKAGES = ["mindcv", "mindocr", "mindyolo", "mindaudio", "mindformers", "mindone", "mindnlp"]
 CONSTRUCT = re.compile(r"^\s*def construct\(", re.M)
@@ -93,19 +95,10 @@ def site_key(pkg: str, diag: dict) -> tuple[str, int, str]:
 
 
 def load_expected(path: Path) -> dict[tuple[str, int, str], str]:
-    """expected-errors.txt: `pkg/path/to/file.py:LINE CODE  reason...`; `#` starts a comment."""
-    out = {}
-    if not path.exists():
-        return out
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = re.match(r"^(\S+?):(\d+)\s+(\S+)\s+(.+)$", line)
-        if not m:
-            sys.exit(f"{path}:{n}: malformed line (want `pkg/file.py:LINE CODE reason`): {raw}")
-        out[(m.group(1), int(m.group(2)), m.group(3))] = m.group(4).strip()
-    return out
+    """expected-errors.txt: `pkg/path/to/file.py:LINE CODE  reason...`."""
+    return {(m.group(1), int(m.group(2)), m.group(3)): m.group(4).strip()
+            for m in read_list(path, r"^(\S+?):(\d+)\s+(\S+)\s+(.+)$",
+                               "pkg/file.py:LINE CODE reason")}
 
 
 def main() -> int:

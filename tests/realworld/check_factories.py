@@ -26,25 +26,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reviewed import read_list
+
 HERE = Path(__file__).resolve().parent
 PARAM_GOAL = 0.95
 SHAPE_GOAL = 0.90
 
 
 def load_exceptions(path: Path) -> dict[str, str]:
-    """`pkg:factory  reason` a line; `#` starts a comment."""
-    out: dict[str, str] = {}
-    if not path.exists():
-        return out
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = re.match(r"^(\S+):(\S+)\s+(.+)$", line)
-        if not m:
-            sys.exit(f"{path}:{n}: malformed line (want `pkg:factory reason`): {raw}")
-        out[f"{m.group(1)}:{m.group(2)}"] = m.group(3)
-    return out
+    """factory-exceptions.txt: `pkg:factory  reason`."""
+    return {f"{m.group(1)}:{m.group(2)}": m.group(3)
+            for m in read_list(path, r"^(\S+):(\S+)\s+(.+)$", "pkg:factory reason")}
 
 
 def run_one(binary: str, pkg_root: Path, model: dict, timeout: float) -> dict:
