@@ -247,7 +247,12 @@ void render_diagnostic_text(std::ostream& out, const protocol::Diagnostic& d,
     out << location_string(r.file().empty() ? d.file() : r.file(), r.range())
         << ": note: " << r.message() << "\n";
   }
-  for (const auto& f : d.fixes()) out << "  fix: " << f.title() << "\n";
+  std::vector<std::string> shown;  // each fix once, whatever the producer repeated
+  for (const auto& f : d.fixes()) {
+    if (std::find(shown.begin(), shown.end(), f.title()) != shown.end()) continue;
+    shown.push_back(f.title());
+    out << "  fix: " << f.title() << "\n";
+  }
 }
 
 Counts count_diagnostics(const std::vector<protocol::Diagnostic>& diags) {

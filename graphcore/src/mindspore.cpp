@@ -696,11 +696,14 @@ static BoundArgs bind_specs(Interpreter& in, const std::vector<ParamSpec>& specs
     b.values.push_back(BoundArgs::Arg{active[idx]->name, v, r, true, false});
     bound[idx] = true;
     if (!active[idx]->deprecated.empty()) {
+      const size_t before = in.diagnostics.size();
       in.report_at(site.file(), r, Severity::Warning, "deprecated-argument",
                    "`" + active[idx]->name + "` of `" + callee + "` is deprecated in MindSpore " +
                        ver.str() + ": " + active[idx]->deprecated);
       // keep_prob -> p is mechanical: offer the rewrite.
-      if (active[idx]->name == "keep_prob" && v.is_number() && !in.diagnostics.empty()) {
+      // Only on the diagnostic just made: a repeat of a reported one (the same layer built by
+      // many instances) adds nothing, not another copy of the fix to some earlier diagnostic.
+      if (active[idx]->name == "keep_prob" && v.is_number() && in.diagnostics.size() > before) {
         double p = 1.0 - v.as_float();
         std::string text = repr(Value::real(std::round(p * 1e6) / 1e6));
         in.diagnostics.back().fixes.push_back(
