@@ -539,6 +539,15 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       return exec_block(s->list2, f);  // the loop's `else`: it ran without `break`
     }
     case K::While: {
+      // `while True:` (a constant true condition) with no break, return or raise in its body
+      // never ends: said at once, without running it to the budget.
+      if (s->a && (s->a->kind == K::Bool || s->a->kind == K::Int) && s->a->ival != 0 &&
+          !loop_can_exit(s->list)) {
+        throw BudgetExceeded{
+            "this loop never ends: its condition is always true and nothing in "
+            "it breaks, returns or raises",
+            site, false};
+      }
       ++unbounded_loops;
       struct Leave {
         int& n;
@@ -1041,6 +1050,28 @@ Value Interpreter::eval_comprehension(const Node* e, Frame& f) {
   if (e->kind == K::SetComp) return Value::obj(std::make_shared<SetObj>(std::move(out)));
   if (e->kind == K::GenExp) return make_tuple(std::move(out));
   return make_list(std::move(out));
+}
+
+// True when a loop body can leave the loop: a `break` of this loop, or a return/raise anywhere
+// in it (not counting nested functions and classes).
+bool Interpreter::loop_can_exit(std::span<ast::Node*> body) {
+  std::function<bool(const Node*, bool)> exits = [&](const Node* n, bool nested_loop) -> bool {
+    if (!n || n->kind == K::FunctionDef || n->kind == K::ClassDef || n->kind == K::Lambda)
+      return false;
+    if (n->kind == K::Return || n->kind == K::Raise) return true;
+    if (n->kind == K::Break && !nested_loop) return true;
+    bool inner = nested_loop || n->kind == K::While || n->kind == K::For;
+    for (const Node* c : {n->a, n->b, n->c}) {
+      if (c && exits(c, inner)) return true;
+    }
+    for (const auto* lst : {&n->list, &n->list2, &n->list3}) {
+      for (const Node* c : *lst) {
+        if (exits(c, inner)) return true;
+      }
+    }
+    return false;
+  };
+  return std::any_of(body.begin(), body.end(), [&](const Node* n) { return exits(n, false); });
 }
 
 // A loop over something the evaluator cannot enumerate runs its body an unknown number of

@@ -298,6 +298,7 @@ class Interpreter {
   Value decorate(Value def, const ast::Node* s, Frame& f, bool is_class);
   Flow exec_if_unknown(const ast::Node* s, Frame& f, const Value& cond);
   void havoc_loop(const ast::Node* loop, Frame& f);
+  static bool loop_can_exit(std::span<ast::Node*> body);
   void exec_import(const ast::Node* s, Frame& f);
   void exec_import_from(const ast::Node* s, Frame& f);
   void check_graph_mode(const ast::Node* s, Frame& f);
