@@ -158,6 +158,13 @@ InferFn reduce_prim_rule(std::string api, std::string x, std::string axis, Reduc
   });
 }
 
+InferFn reduce_init_axis_rule(std::string api, std::string x, std::string axis, ReduceDType rule) {
+  return on_tensor(x, [api, axis, rule](CallContext& ctx, const TensorType& t) {
+    bool keep = ctx.init_arg("keep_dims").as_bool().value_or(false);
+    reduce_output(ctx, api, t, ctx.init_arg(axis), keep, reduce_dtype(t.dtype, rule), false);
+  });
+}
+
 InferFn reshape_rule(std::string api, std::string x, std::string shape) {
   return on_tensor(x, [api, shape](CallContext& ctx, const TensorType& t) {
     ArgValue v = seq_or_varargs(ctx, shape);

@@ -39,6 +39,8 @@ InferFn reduce_rule(std::string api, std::string x, ReduceNames names, ReduceDTy
                     bool with_indices = false);
 // Primitive reductions: keep_dims from the constructor, axis from the call.
 InferFn reduce_prim_rule(std::string api, std::string x, std::string axis, ReduceDType rule);
+// A primitive reducing over an axis given at construction (`LpNorm(axis=[1, 2])(x)`).
+InferFn reduce_init_axis_rule(std::string api, std::string x, std::string axis, ReduceDType rule);
 
 // reshape: the shape is a sequence argument or the call's varargs (x.reshape(2, 3)).
 InferFn reshape_rule(std::string api, std::string x, std::string shape);

@@ -250,6 +250,11 @@ void register_reductions(Registry& r) {
     prim(r, api, init, {P("x"), P("axis", "()")}, reduce_prim_rule(api, "x", "axis", rule),
          std::string(name) + "(keep_dims) called with (x, axis)");
   }
+  // LpNorm(axis, p, keep_dims, epsilon)(x): the norm over `axis`, an init argument (checked
+  // against MindSpore 2.10: axis=[1, 2], keep_dims=True on (2, 5, 6, 7) gives (2, 1, 1, 7)).
+  prim(r, "ops.LpNorm", {P("axis"), P("p", "2"), P("keep_dims", "False"), P("epsilon", "1e-12")},
+       {P("input")}, reduce_init_axis_rule("ops.LpNorm", "input", "axis", R::Keep),
+       "LpNorm(axis, p, keep_dims)(x): the p-norm over axis");
   auto argmax_with_value = [](CallContext& ctx) {
     auto t = tensor_arg(ctx, "input");
     if (!t || !t->shape.ranked) {
