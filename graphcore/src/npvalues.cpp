@@ -637,6 +637,24 @@ void assign(TensorObj& x, const std::vector<Value>& idx, const Value& rhs) {
 void registry_function(std::string_view api, const std::vector<Value>& args, const Value* axes_kw,
                        TensorObj& out) {
   if (args.empty()) return;
+  // A Python number, or a constant whose every element is known (`Tensor(0, ms.float32)`).
+  auto scalar = [](const Value& v) -> std::optional<double> {
+    if (v.is_number()) return v.as_float();
+    if (auto* t = v.as<TensorObj>(); t && t->fill) return *t->fill;
+    return std::nullopt;
+  };
+  if (api == "ops.linspace" && args.size() == 3 && scalar(args[0]) && scalar(args[1]) &&
+      args[2].is_int()) {
+    // Drop-path rates: `[float(x) for x in ops.linspace(start, stop, depth)]`.
+    int64_t n = args[2].as_int();
+    if (n < 0 || n > element_limit()) return;
+    double a = *scalar(args[0]), b = *scalar(args[1]);
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      v[static_cast<size_t>(i)] = n == 1 ? a : a + (b - a) * static_cast<double>(i) / (n - 1);
+    set_values(out, std::move(v));
+    return;
+  }
   if (api == "ops.reshape" || api == "ops.expand_dims" || api == "ops.squeeze") {
     same_order(args[0], out);
     return;

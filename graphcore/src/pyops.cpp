@@ -511,7 +511,9 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
     std::vector<Value> out;
     // The elements of a 1-D numpy array whose values are known are numpy scalars, which model
     // code uses as Python numbers (`[x.item() for x in np.linspace(0, rate, depth)]`).
-    if (t->is_numpy && s.rank() == 1 && (t->values || t->fill) &&
+    // (A constant MindSpore tensor built outside construct is read the same way there.)
+    if ((t->is_numpy || (graph == nullptr && t->graph_id == 0)) && s.rank() == 1 &&
+        (t->values || t->fill) &&
         (!t->values || static_cast<int64_t>(t->values->size()) == s.dims[0].value())) {
       bool integral = t->type.dtype == DType::Int32 || t->type.dtype == DType::Int64 ||
                       t->type.dtype == DType::Int8 || t->type.dtype == DType::Int16 ||

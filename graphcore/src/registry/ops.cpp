@@ -546,6 +546,18 @@ void register_creation(Registry& r) {
                    ctx.set_attr("value", std::move(*v));
                }),
      "tensor of the same shape filled with fill_value");
+  // linspace(start, end, steps): `steps` evenly spaced float32 values, both ends included
+  // (MindSpore 2.10: linspace(0, 0.1, 5) is (5,) float32).
+  fn(
+      r, "ops.linspace", "LinSpace", {P("start"), P("end"), P("steps")},
+      [](CallContext& ctx) {
+        auto n = ctx.arg("steps").as_int();
+        if (!n || *n < 0) return add_unknown_output(ctx, DType::Float32);
+        ctx.add_output({Shape::of({*n}), DType::Float32});
+        if (auto a = ctx.arg("start").as_float()) ctx.set_attr("start", *a);
+        if (auto b = ctx.arg("end").as_float()) ctx.set_attr("end", *b);
+      },
+      "1-D tensor of `steps` evenly spaced values from start to end");
   fn(
       r, "ops.arange", "Range",
       {P("start", "0"), P("end", "None"), P("step", "1"), KW("dtype", "None")},
