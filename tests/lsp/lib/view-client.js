@@ -21,7 +21,12 @@ export function openView(url, headers = {}) {
         const check = () => {
           while (index < messages.length) {
             const m = messages[index++];
-            if (pred(m)) return resolve(m);
+            if (pred(m)) {
+              // Unhook: a message arriving before the next next() must wait for that call's
+              // predicate, not be consumed (and lost) by this finished one.
+              wake = () => {};
+              return resolve(m);
+            }
           }
           wake = check;
         };
