@@ -604,12 +604,6 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
       }
     }
   }
-  auto name_range = [](const ast::Node* def, std::string_view keyword, std::string_view name) {
-    SourceRange r = def->range;
-    r.end = Position{r.start.line,
-                     r.start.column + static_cast<uint32_t>(keyword.size() + 1 + name.size())};
-    return r;
-  };
 
   if (main && main->parsed) {
     if (!options.entries.empty()) {
@@ -680,7 +674,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
         if (is_registered)
           guarded(build);
         else
-          speculative(fn->name + "()", name_range(fn->def, "def", fn->name), build);
+          speculative(fn->name + "()", in.def_name_range(fn->def, main), build);
       }
       // Cells constructed by module-level code.
       for (auto& c : in.module_level_cells) {
@@ -732,7 +726,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
           }
           continue;
         }
-        speculative(cls->name, name_range(cls->def, "class", cls->name), [&] {
+        speculative(cls->name, in.def_name_range(cls->def, main), [&] {
           CallArgs none;
           size_t before = in.module_level_cells.size();
           Value inst = in.instantiate(cls, v, none, Site{cls->def, main});

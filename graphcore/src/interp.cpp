@@ -52,6 +52,31 @@ std::string_view Interpreter::python_exception(std::string_view code) {
 }
 
 namespace {
+// Every child of an AST node (operands, then the three lists), in order.
+template <class F>
+void for_each_child(const Node* n, F&& f) {
+  for (const Node* c : {n->a, n->b, n->c}) {
+    if (c) f(c);
+  }
+  for (const auto* lst : {&n->list, &n->list2, &n->list3}) {
+    for (const Node* c : *lst) f(c);
+  }
+}
+
+// Counts a scope in one of the interpreter's nesting counters for as long as it lives.
+struct ScopedCount {
+  explicit ScopedCount(int& counter, bool on = true) : n(counter), counted(on) {
+    if (counted) ++n;
+  }
+  ~ScopedCount() {
+    if (counted) --n;
+  }
+  ScopedCount(const ScopedCount&) = delete;
+  ScopedCount& operator=(const ScopedCount&) = delete;
+  int& n;
+  bool counted;
+};
+
 // Python's built-in exception hierarchy, as far as model code catches it.
 bool exception_is(std::string_view type, std::string_view handler) {
   if (handler == "*" || handler == type || handler == "Exception" || handler == "BaseException")
@@ -80,22 +105,20 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
     std::string_view type = python_exception(code);
     if (!type.empty() && caught(type)) throw PyRaise{std::string(type), message, Site{}};
   }
-  if (sev == Severity::Error && (uncertain_branches > 0 || (graph && guessed_inputs))) {
-    // Data errors that depend on a branch nobody knows is taken, or (in construct) on inputs the
-    // analyser guessed because nothing gave them: a list of tensors where it guessed one.
-    static const std::unordered_set<std::string_view> kDataErrors = {
-        "unknown-attribute", "key-error",    "index-error",     "type-error",
-        "value-error",       "unpack-error", "assertion-failed"};
-    bool data = kDataErrors.count(code) > 0;
-    if (data && (uncertain_branches > 0 || code == "assertion-failed" || code == "type-error" ||
-                 code == "unpack-error"))
-      return;
-  }
-  if (sev == Severity::Error && speculative > 0 && graph == nullptr) {
-    static const std::unordered_set<std::string_view> kDataErrors = {
-        "unknown-attribute", "key-error",     "index-error",      "type-error",      "value-error",
-        "unpack-error",      "zero-division", "assertion-failed", "missing-argument"};
-    if (kDataErrors.count(code))
+  // Errors about Python data, which hold only for the data the analyser assumed.
+  static const std::unordered_set<std::string_view> kDataErrors = {
+      "unknown-attribute", "key-error",    "index-error",     "type-error",
+      "value-error",       "unpack-error", "assertion-failed"};
+  // Of those, the ones a guessed construct input makes (a list of tensors where it guessed one).
+  static const std::unordered_set<std::string_view> kGuessErrors = {"assertion-failed",
+                                                                    "type-error", "unpack-error"};
+  if (sev == Severity::Error) {
+    // Code under a condition nobody knows is taken, or construct on inputs nothing gave.
+    if (uncertain_branches > 0 && kDataErrors.count(code)) return;
+    if (graph && guessed_inputs && kGuessErrors.count(code)) return;
+    // A root tried with its defaults: what those defaults break ends the attempt (analysis.cpp).
+    if (speculative > 0 && graph == nullptr &&
+        (kDataErrors.count(code) || code == "zero-division" || code == "missing-argument"))
       throw PyRaise{std::string(python_exception(code)), message, Site{}};
   }
   // A message may end with an instance note (see instance_note()): the same problem hit by
@@ -521,14 +544,7 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
         }
       }
       // A list that grows while it is iterated may never end.
-      if (live) ++unbounded_loops;
-      struct Leave {
-        int& n;
-        bool on;
-        ~Leave() {
-          if (on) --n;
-        }
-      } leave{unbounded_loops, live != nullptr};
+      ScopedCount growing(unbounded_loops, live != nullptr);
       for (size_t i = 0; i < (live ? live->items.size() : items->size()); ++i) {
         Value item = live ? live->items[i] : (*items)[i];
         assign(s->a, item, f);
@@ -548,11 +564,7 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
             "it breaks, returns or raises",
             site, false};
       }
-      ++unbounded_loops;
-      struct Leave {
-        int& n;
-        ~Leave() { --n; }
-      } leave{unbounded_loops};
+      ScopedCount open_ended(unbounded_loops);
       while (true) {
         Value cond = eval(s->a, f);
         if (cond.as<TensorObj>()) mark_consumed({cond});
@@ -731,11 +743,7 @@ Flow Interpreter::exec_if_unknown(const Node* s, Frame& f, const Value& cond) {
   // Code under a condition nobody knows may never run: what it does to Python data (an
   // attribute set only in some configurations, an optional input that is None) is not an error
   // there. Shape errors in it still are: both branches must compile in GRAPH_MODE.
-  ++uncertain_branches;
-  struct Leave {
-    int& n;
-    ~Leave() { --n; }
-  } leave{uncertain_branches};
+  ScopedCount uncertain(uncertain_branches);
   if (!(f.in_construct && tensor_cond)) {
     // A Python value the evaluator cannot know (an opaque config, say): follow the `if` branch.
     return exec_block(s->list, f);
@@ -1061,15 +1069,9 @@ bool Interpreter::loop_can_exit(std::span<ast::Node*> body) {
     if (n->kind == K::Return || n->kind == K::Raise) return true;
     if (n->kind == K::Break && !nested_loop) return true;
     bool inner = nested_loop || n->kind == K::While || n->kind == K::For;
-    for (const Node* c : {n->a, n->b, n->c}) {
-      if (c && exits(c, inner)) return true;
-    }
-    for (const auto* lst : {&n->list, &n->list2, &n->list3}) {
-      for (const Node* c : *lst) {
-        if (exits(c, inner)) return true;
-      }
-    }
-    return false;
+    bool found = false;
+    for_each_child(n, [&](const Node* c) { found = found || exits(c, inner); });
+    return found;
   };
   return std::any_of(body.begin(), body.end(), [&](const Node* n) { return exits(n, false); });
 }
@@ -1107,10 +1109,7 @@ void Interpreter::havoc_loop(const Node* loop, Frame& f) {
         break;
       }
     }
-    for (const Node* c : {n->a, n->b, n->c}) walk(c);
-    for (const auto* lst : {&n->list, &n->list2, &n->list3}) {
-      for (const Node* c : *lst) walk(c);
-    }
+    for_each_child(n, walk);
   };
   for (const Node* st : loop->list) walk(st);
 }
