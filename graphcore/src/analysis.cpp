@@ -171,6 +171,15 @@ FunctionObj* construct_of(InstanceObj* inst) {
 }
 
 // True when the class can be constructed with no arguments.
+// A literal-like value: None, a number, a string, a dtype, or a tuple of those.
+bool plain_data(const Value& v) {
+  if (v.is_none() || v.is_number() || str_of(v) || v.as<DTypeObj>()) return true;
+  if (auto* t = v.as<TupleObj>()) {
+    return std::all_of(t->items.begin(), t->items.end(), plain_data);
+  }
+  return false;
+}
+
 bool constructible_with_defaults(ClassObj* cls) {
   for (ClassObj* c : cls->mro) {
     if (Value* init = c->attrs.find_str("__init__")) {
@@ -387,9 +396,11 @@ class RootCompiler {
         v = (*site_inputs)[i];
       } else if (fn && i < fixed_inputs && fn->has_default[i + 1]) {
         // An optional input (`mask=None`, `input_id=None`): callers the file does not show may
-        // pass a tensor, so it is unknown rather than None; other defaults (`training=False`)
-        // are kept.
-        v = fn->defaults[i + 1].is_none() ? Value::unknown() : fn->defaults[i + 1];
+        // pass a tensor, so it is unknown rather than None. Plain data defaults
+        // (`training=False`) are kept; an object default (`state=MatmulLtState`, a class
+        // standing for the instance callers pass) is unknown too.
+        const Value& d = fn->defaults[i + 1];
+        v = plain_data(d) && !d.is_none() ? d : Value::unknown();
       } else {
         v = make_tensor(TensorType{Shape::unranked(), DType::Float32});
         unshaped = true;
@@ -665,6 +676,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
         if (!is_registered && (fn->name.starts_with("_") || only_varargs)) continue;
         auto build = [&] {
           CallArgs none;
+          none.maybe_more = true;  // callers of a factory may pass keywords its **kwargs takes
           size_t before = in.module_level_cells.size();
           Value r = in.call_function(fn, none, Site{fn->def, main}, nullptr, nullptr);
           in.module_level_cells.resize(before);
@@ -728,6 +740,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
         }
         speculative(cls->name, in.def_name_range(cls->def, main), [&] {
           CallArgs none;
+          none.maybe_more = true;
           size_t before = in.module_level_cells.size();
           Value inst = in.instantiate(cls, v, none, Site{cls->def, main});
           in.module_level_cells.resize(before);

@@ -58,7 +58,7 @@ bool in_seq_of_pairs(const Value& v, DictObj* d) {
 // An instance that may have attributes the evaluator cannot see (see InstanceObj::open).
 bool open_instance(const Value& v) {
   auto* inst = v.as<InstanceObj>();
-  return inst && (inst->open || inst->cls->open);
+  return inst && inst->is_open();
 }
 
 Value ndarray(Shape s, DType d) {

@@ -151,7 +151,7 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
             }));
       }
       if (name == "__class__") return inst->cls_value;
-      if (inst->open || inst->cls->open) return Value::unknown();
+      if (inst->is_open()) return Value::unknown();
       if (name == "__dict__") {
         // `self.__dict__.update(cfg)`, `vars(self)`: from here on, attributes come and go by
         // names the evaluator does not follow.
@@ -262,6 +262,20 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     case OK::Function:
       if (name == "__name__") return make_str(obj.as<FunctionObj>()->name);
       return Value::unknown();
+    case OK::Property: {
+      // `@name.setter` / `@name.getter`: a new property with that accessor replaced.
+      auto* p = obj.as<PropertyObj>();
+      if (name != "setter" && name != "getter") return Value::unknown();
+      Value getter = p->getter;
+      Value setter = p->setter;
+      bool set = name == "setter";
+      return Value::obj(std::make_shared<BuiltinObj>(
+          std::string(name), [getter, setter, set](Interpreter&, CallArgs& a, const Site&) {
+            if (a.pos.size() != 1) return Value::unknown();
+            return Value::obj(
+                std::make_shared<PropertyObj>(set ? getter : a.pos[0], set ? a.pos[0] : setter));
+          }));
+    }
     case OK::DType:
       return Value::unknown();
     default:
@@ -286,6 +300,18 @@ bool Interpreter::hasattr(const Value& obj, std::string_view name) {
 
 void Interpreter::setattr(const Value& obj, const std::string& name, Value v, const Site& site) {
   if (auto* inst = obj.as<InstanceObj>()) {
+    // A property of the class: assignment runs its setter (which may store elsewhere).
+    if (const Value* cv = inst->cls->lookup(name)) {
+      if (auto* p = cv->as<PropertyObj>()) {
+        if (auto* fn = p->setter.as<FunctionObj>()) {
+          CallArgs a;
+          a.pos.push_back(std::move(v));
+          a.pos_ranges.push_back(site.range());
+          call_function(fn, a, site, &obj, inst->cls);
+        }
+        return;
+      }
+    }
     if (inst->cell) {
       cell_setattr(inst, name, v);
     } else {
@@ -429,13 +455,18 @@ void Interpreter::init_container(InstanceObj* target, CallArgs& args, const Site
     items = args.pos;
     ranges = args.pos_ranges;
   }
+  std::vector<SourceRange> reported;  // one error per source site (a comprehension's elements)
   for (size_t i = 0; i < items.size(); ++i) {
     auto* ci = items[i].as<InstanceObj>();
+    const SourceRange& at = i < ranges.size() ? ranges[i] : site.range();
     if (ci && ci->cell) {
       target->cell->items.push_back(items[i]);
-    } else if (!items[i].is_unknown()) {
-      report_at(site.file(), i < ranges.size() ? ranges[i] : site.range(), Severity::Error,
-                "type-error",
+    } else if (ci && ci->cls->unknown_base) {
+      continue;  // built on a class the evaluator does not know: maybe a Cell
+    } else if (!items[i].is_unknown() &&
+               std::find(reported.begin(), reported.end(), at) == reported.end()) {
+      reported.push_back(at);
+      report_at(site.file(), at, Severity::Error, "type-error",
                 target->cls->name + " takes Cells, but element " + std::to_string(i) + " is `" +
                     type_name(items[i]) + "`");
     }

@@ -434,11 +434,17 @@ Flow Interpreter::exec_block(std::span<Node*> body, Frame& f) {
 void Interpreter::check_graph_mode(const Node* s, Frame& f) {
   if (!f.in_construct) return;
   Site site{s, f.module};
+  // Certain only where the program selects GRAPH_MODE; otherwise it fails only once the model
+  // is compiled as a graph (MindSpore's default mode is PYNATIVE_MODE): a warning.
+  bool graph = selected_mode == 0;
   auto unsupported = [&](const char* what, Severity sev) {
-    report(site, sev, "graph-mode-unsupported",
+    report(site, graph ? sev : Severity::Warning, "graph-mode-unsupported",
            std::string(what) +
                " is not supported in `construct`: MindSpore compiles construct to a static graph "
-               "(GRAPH_MODE)");
+               "(GRAPH_MODE)" +
+               (graph ? ""
+                      : "; this program does not select GRAPH_MODE, so it fails only when "
+                        "compiled as a graph"));
   };
   switch (s->kind) {
     case K::ClassDef:
@@ -745,8 +751,14 @@ Flow Interpreter::exec_if_unknown(const Node* s, Frame& f, const Value& cond) {
   // there. Shape errors in it still are: both branches must compile in GRAPH_MODE.
   ScopedCount uncertain(uncertain_branches);
   if (!(f.in_construct && tensor_cond)) {
-    // A Python value the evaluator cannot know (an opaque config, say): follow the `if` branch.
-    return exec_block(s->list, f);
+    // A Python value the evaluator cannot know (an opaque config, say): follow the `if` branch,
+    // unless it raises (`if len(cfg.MEAN) != len(cfg.STD): raise ValueError(...)`): a check
+    // on unknown data may just as well pass, so the run goes on through the `else` branch.
+    try {
+      return exec_block(s->list, f);
+    } catch (const PyRaise&) {
+      return exec_block(s->list2, f);
+    }
   }
   auto snapshot = f.locals;
   Value ret_before = f.ret;
@@ -996,9 +1008,13 @@ Value Interpreter::eval(const Node* e, Frame& f) {
     case K::Await:
     case K::Yield:
       if (f.in_construct) {
-        report(site, Severity::Error, "graph-mode-unsupported",
+        bool graph = selected_mode == 0;  // see check_graph_mode
+        report(site, graph ? Severity::Error : Severity::Warning, "graph-mode-unsupported",
                std::string(e->kind == K::Yield ? "`yield`" : "`await`") +
-                   " is not supported in `construct` (GRAPH_MODE)");
+                   " is not supported in `construct` (GRAPH_MODE)" +
+                   (graph ? ""
+                          : "; this program does not select GRAPH_MODE, so it fails only "
+                            "when compiled as a graph"));
       }
       return Value::unknown();
     default:
@@ -1095,11 +1111,33 @@ void Interpreter::havoc_loop(const Node* loop, Frame& f) {
       };
       names(target);
     };
+    // A container the body fills (`blocks.append(...)`, `d[k] = v`) has an unknown number of
+    // items afterwards: a list or set becomes unknown, a dict may hold any key.
+    auto mutated = [&](const Node* base) {
+      if (!base || base->kind != K::Name) return;
+      for (Frame* fr = &f; fr; fr = fr->parent.get()) {
+        auto it = fr->locals.find(base->str);
+        if (it == fr->locals.end()) continue;
+        if (auto* d = it->second.as<DictObj>())
+          d->open = true;
+        else if (it->second.as<ListObj>() || it->second.as<SetObj>())
+          it->second = Value::unknown();
+        break;
+      }
+    };
     if (n->kind == K::Assign) {
-      for (const Node* t : n->list) forget(t);
+      for (const Node* t : n->list) {
+        forget(t);
+        if (t->kind == K::Subscript) mutated(t->a);
+      }
     } else if (n->kind == K::AugAssign || n->kind == K::AnnAssign || n->kind == K::For) {
       forget(n->a);
+      if (n->a && n->a->kind == K::Subscript) mutated(n->a->a);
     }
+    static const std::unordered_set<std::string_view> kMutators = {
+        "append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add"};
+    if (n->kind == K::Call && n->a && n->a->kind == K::Attribute && kMutators.count(n->a->str))
+      mutated(n->a->a);
     if (n->kind == K::Call && n->a && n->a->kind == K::Name && n->a->str == "setattr" &&
         !n->list.empty() && n->list[0]->kind == K::Name) {
       for (Frame* fr = &f; fr; fr = fr->parent.get()) {
@@ -1142,7 +1180,7 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
     if (base.as<ClassObj>())
       cls->bases.push_back(base);
     else
-      cls->open = true;  // a base the evaluator does not know may give any attribute
+      cls->open = cls->unknown_base = true;  // a base the evaluator does not know: anything
   }
   // MRO: C3 is overkill for model code; a depth-first left-to-right walk without duplicates.
   cls->mro.push_back(cls.get());
@@ -1155,6 +1193,7 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
   for (ClassObj* c : cls->mro) {
     if (c->is_cell) cls->is_cell = true;
     if (c->open) cls->open = true;
+    if (c->unknown_base) cls->unknown_base = true;
     if (c->is_enum) cls->is_enum = true;
   }
   Value cls_value = Value::obj(cls);
@@ -1237,6 +1276,7 @@ Value Interpreter::eval_call(const Node* e, Frame& f) {
           }
         }
         if (d->open) args.open = true;
+        if (d->maybe_more) args.maybe_more = true;
       } else {
         // `**config` read at run time: the keywords are unknown, the call is still made.
         args.open = true;
@@ -1308,6 +1348,7 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
       with_self.kw = args.kw;
       with_self.kw_ranges = args.kw_ranges;
       with_self.open = args.open;
+      with_self.maybe_more = args.maybe_more;
       return call(bm->func, with_self, site);
     }
     case OK::Builtin: {
@@ -1327,7 +1368,7 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
       }
       // A class built on one the analyser does not know (`mint.nn.Conv3d`, a third-party
       // layer) may well be callable: that base is where __call__ would come from.
-      if (inst->open || inst->cls->open) {
+      if (inst->is_open()) {
         mark_consumed(args.pos);
         return Value::unknown();
       }
@@ -1402,6 +1443,7 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
   }
   auto kwdict = std::make_shared<DictObj>();
   kwdict->open = args.open;
+  kwdict->maybe_more = args.maybe_more;
   bool misnamed = false;  // a keyword the function does not take was given
   for (size_t k = 0; k < args.kw.size(); ++k) {
     const auto& [name, v] = args.kw[k];
@@ -1443,6 +1485,8 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
       frame->locals[params[i]->str] = Value::unknown();
     } else if (fn->has_default[i]) {
       frame->locals[params[i]->str] = fn->defaults[i];
+    } else if (args.maybe_more) {
+      frame->locals[params[i]->str] = Value::unknown();
     } else {
       report(
           site, Severity::Error, "missing-argument",

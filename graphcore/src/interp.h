@@ -38,6 +38,10 @@ struct CallArgs {
   // More arguments may have been passed than `pos`/`kw` show (`*args` or `**kwargs` whose
   // contents are unknown): no arity error holds, and what is not bound is Unknown.
   bool open = false;
+  // The call forwards the `**kwargs` a root was tried with (a factory or class built with its
+  // defaults): its callers may well pass more keywords. Defaults still apply, but a required
+  // argument nobody gave is unknown rather than missing.
+  bool maybe_more = false;
   const Value* find_kw(std::string_view name) const;
 };
 
@@ -113,6 +117,8 @@ class ModuleLoader {
 
  private:
   std::optional<std::filesystem::path> resolve(std::string_view dotted, int level, ModuleObj* from);
+  // The directories Python would search for an absolute import made from `from`.
+  [[nodiscard]] std::vector<std::filesystem::path> sys_path(const ModuleObj* from) const;
   SourceProvider& sources_;
   const AnalysisOptions& options_;
   std::map<std::string, Ref> modules_;  // by canonical file path
@@ -170,6 +176,10 @@ class Interpreter {
   int speculative = 0;
   // > 0 inside an `if` whose condition is unknown (see exec_if_unknown).
   int uncertain_branches = 0;
+  // The execution mode the program selects (`set_context(mode=...)`: 0 GRAPH_MODE, 1
+  // PYNATIVE_MODE), if it does. Without one MindSpore 2.10 runs PYNATIVE_MODE, where construct
+  // may use what GRAPH_MODE rejects.
+  std::optional<int> selected_mode;
   // The root being compiled has inputs the analyser guessed (no --input, no call site).
   bool guessed_inputs = false;
   // True when the `try` statements being executed catch `type`.

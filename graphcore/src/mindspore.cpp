@@ -1149,11 +1149,18 @@ void register_mindspore_natives(Interpreter& /*interp*/,
   });
   natives["context.get_context"] = natives["ms.get_context"];
   auto none_fn = [](Interpreter&, CallArgs&, const Site&) -> Value { return Value::none(); };
+  // `set_context(mode=GRAPH_MODE)`: construct's GRAPH_MODE restrictions are then certain.
+  auto set_context = [](Interpreter& in, CallArgs& a, const Site&) -> Value {
+    if (const Value* m = a.find_kw("mode"); m && m->is_int())
+      in.selected_mode = static_cast<int>(m->as_int());
+    return Value::none();
+  };
+  add("ms.set_context", set_context);
+  add("context.set_context", set_context);
   for (const char* n :
-       {"ms.set_context", "ms.set_seed", "context.set_context", "ms.set_auto_parallel_context",
-        "context.set_auto_parallel_context", "ms.set_device", "ms.set_recursion_limit",
-        "ms.load_param_into_net", "ms.save_checkpoint", "ms.set_dump",
-        "ms.reset_auto_parallel_context", "context.reset_auto_parallel_context"}) {
+       {"ms.set_seed", "ms.set_auto_parallel_context", "context.set_auto_parallel_context",
+        "ms.set_device", "ms.set_recursion_limit", "ms.load_param_into_net", "ms.save_checkpoint",
+        "ms.set_dump", "ms.reset_auto_parallel_context", "context.reset_auto_parallel_context"}) {
     add(n, none_fn);
   }
   auto identity_decorator = [](Interpreter&, CallArgs& a, const Site&) -> Value {

@@ -61,32 +61,64 @@ namespace graphcore::eval {
 
 namespace fs = std::filesystem;
 
+namespace {
+// The directory of a module's file, absolute: `check layoutlmv3.py` run inside its package
+// must resolve `from ..layoutxlm import ...` as Python would.
+fs::path module_dir(const ModuleObj* m) {
+  fs::path file(m->file);
+  if (file.is_relative()) {
+    std::error_code ec;
+    fs::path abs = fs::absolute(file, ec);
+    if (!ec) file = abs.lexically_normal();
+  }
+  return file.parent_path();
+}
+
+// A path found from module_dir(from), written the way `from`'s own path is: relative to the
+// working directory when that one is, so diagnostics name files one way.
+fs::path like_importer(const fs::path& found, const ModuleObj* from) {
+  if (!from || fs::path(from->file).is_absolute() || found.is_relative()) return found;
+  std::error_code ec;
+  fs::path cwd = fs::current_path(ec);
+  if (ec) return found;
+  fs::path rel = found.lexically_normal().lexically_relative(cwd);
+  if (rel.empty() || *rel.begin() == "..") return found;
+  return rel;
+}
+}  // namespace
+
 ModuleLoader::ModuleLoader(SourceProvider& sources, const AnalysisOptions& options)
     : sources_(sources), options_(options) {}
+
+// Where Python would look: sys.path entries. A directory that is itself a package (has an
+// __init__.py) never is one, so `import transformers` inside mindone/transformers/... is the
+// third-party library, not the sibling package mindone.transformers.
+std::vector<fs::path> ModuleLoader::sys_path(const ModuleObj* from) const {
+  std::vector<fs::path> roots;
+  if (options_.workspace_root) roots.push_back(*options_.workspace_root);
+  if (from && !from->file.empty()) {
+    std::error_code ec;
+    fs::path dir = module_dir(from);
+    for (int i = 0; i < 8 && !dir.empty(); ++i) {
+      // The analysed file's own directory is sys.path[0] when it runs as a script.
+      bool script_dir = i == 0 && from->name == "__main__";
+      if (script_dir || !fs::exists(dir / "__init__.py", ec)) roots.push_back(dir);
+      if (dir == dir.parent_path()) break;
+      dir = dir.parent_path();
+    }
+  }
+  return roots;
+}
 
 std::optional<fs::path> ModuleLoader::resolve(std::string_view dotted, int level, ModuleObj* from) {
   std::vector<fs::path> roots;
   if (level > 0) {
     if (!from || from->file.empty()) return std::nullopt;
-    fs::path base = fs::path(from->file).parent_path();
+    fs::path base = module_dir(from);
     for (int i = 1; i < level; ++i) base = base.parent_path();
     roots.push_back(base);
   } else {
-    // Where Python would look: sys.path entries. A directory that is itself a package (has an
-    // __init__.py) never is one, so `import transformers` inside mindone/transformers/... is the
-    // third-party library, not the sibling package mindone.transformers.
-    if (options_.workspace_root) roots.push_back(*options_.workspace_root);
-    if (from && !from->file.empty()) {
-      std::error_code ec;
-      fs::path dir = fs::path(from->file).parent_path();
-      for (int i = 0; i < 8 && !dir.empty(); ++i) {
-        // The analysed file's own directory is sys.path[0] when it runs as a script.
-        bool script_dir = i == 0 && from->name == "__main__";
-        if (script_dir || !fs::exists(dir / "__init__.py", ec)) roots.push_back(dir);
-        if (dir == dir.parent_path()) break;
-        dir = dir.parent_path();
-      }
-    }
+    roots = sys_path(from);
   }
   std::string rel;
   for (char c : dotted) rel.push_back(c == '.' ? '/' : c);
@@ -95,6 +127,7 @@ std::optional<fs::path> ModuleLoader::resolve(std::string_view dotted, int level
     for (fs::path candidate : {fs::path(base.string() + ".py"), base / "__init__.py"}) {
       if (rel.empty() && candidate.filename() != "__init__.py") continue;
       if (auto text = sources_.read(candidate)) {
+        candidate = like_importer(candidate, from);
         prefetched_[candidate.string()] = std::move(*text);  // load_file uses it: one read
         return candidate;
       }
@@ -159,14 +192,14 @@ ModuleObj* ModuleLoader::load(Interpreter& in, std::string_view dotted, int leve
     // A relative import of a directory without __init__.py: a namespace package (PEP 420),
     // whose submodules load as usual (`from . import qwen_vl`).
     if (level > 0 && from && !from->file.empty()) {
-      fs::path dir = fs::path(from->file).parent_path();
+      fs::path dir = module_dir(from);
       for (int i = 1; i < level; ++i) dir = dir.parent_path();
       std::string rel;
       for (char c : dotted) rel.push_back(c == '.' ? '/' : c);
       if (!rel.empty()) dir /= rel;
       std::error_code ec;
       if (fs::is_directory(dir, ec)) {
-        return namespace_package(dir.string());
+        return namespace_package(like_importer(dir, from).string());
       }
     }
     *missing_relative = level > 0;
@@ -219,7 +252,7 @@ bool module_open(ModuleObj* m) {
 bool cycle_through_script(const ModuleObj* m) {
   if (m->name != "__main__" || m->file.empty()) return false;
   std::error_code ec;
-  return !std::filesystem::exists(std::filesystem::path(m->file).parent_path() / "__init__.py", ec);
+  return !std::filesystem::exists(module_dir(m) / "__init__.py", ec);
 }
 
 bool is_stdlib_or_known(std::string_view top) {
@@ -558,6 +591,20 @@ void Interpreter::exec_import_from(const ast::Node* s, Frame& f) {
     ws_module = loader.load(*this, module, level, f.module, site, &missing_rel);
     if (ws_module) {
       source = Value::obj(std::shared_ptr<Object>(std::shared_ptr<Object>{}, ws_module));
+      // `from .lr import build_lr` in a package's __init__.py: importing the submodule also
+      // binds `lr` in the package (`__all__.extend(lr.__all__)` relies on it).
+      if (level == 1 && !top.empty() && f.module && f.is_module &&
+          fs::path(f.module->file).filename() == "__init__.py" &&
+          !f.module->globals.find_str(top)) {
+        ModuleObj* child = ws_module;
+        if (top.size() != module.size()) {
+          bool ignored = false;
+          child = loader.load(*this, std::string(top), level, f.module, site, &ignored);
+        }
+        if (child)
+          f.module->globals.set(make_str(std::string(top)), Value::obj(std::shared_ptr<Object>(
+                                                                std::shared_ptr<Object>{}, child)));
+      }
     } else if (missing_rel) {
       report(site, Severity::Error, "import-error",
              "cannot resolve `" + std::string(static_cast<size_t>(level), '.') + module +
@@ -644,13 +691,13 @@ ModuleObj* ModuleLoader::namespace_package(const std::string& dotted) {
   return m.get();
 }
 
+// A regular package (with __init__.py) on the import path: a module missing from it is
+// really missing. A namespace package (no __init__.py, like mindone's partial `comfy`) may have
+// other portions installed elsewhere, so it proves nothing.
 bool ModuleLoader::package_dir_exists(std::string_view top, ModuleObj* from) {
-  std::vector<fs::path> roots;
-  if (options_.workspace_root) roots.push_back(*options_.workspace_root);
-  if (from && !from->file.empty()) roots.push_back(fs::path(from->file).parent_path());
-  for (auto& r : roots) {
+  for (auto& r : sys_path(from)) {
     std::error_code ec;
-    if (fs::is_directory(r / std::string(top), ec)) return true;
+    if (fs::exists(r / std::string(top) / "__init__.py", ec)) return true;
   }
   return false;
 }

@@ -366,6 +366,47 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
     }
     return Value::unknown();
   }
+  // Instances compare through their class's rich comparisons (`VersionComparator.__gt__`),
+  // tried on the left operand, then reflected on the right, as Python does.
+  if (a.as<InstanceObj>() || b.as<InstanceObj>()) {
+    struct Dunder {
+      CmpKind op;
+      const char* name;
+      const char* reflected;
+    };
+    static const Dunder kDunders[] = {
+        {CmpKind::Eq, "__eq__", "__eq__"}, {CmpKind::NotEq, "__ne__", "__ne__"},
+        {CmpKind::Lt, "__lt__", "__gt__"}, {CmpKind::LtE, "__le__", "__ge__"},
+        {CmpKind::Gt, "__gt__", "__lt__"}, {CmpKind::GtE, "__ge__", "__le__"}};
+    for (const Dunder& d : kDunders) {
+      if (d.op != op) continue;
+      for (int side = 0; side < 2; ++side) {
+        const Value& self = side == 0 ? a : b;
+        const Value& other = side == 0 ? b : a;
+        auto* inst = self.as<InstanceObj>();
+        if (!inst) continue;
+        const Value* m = inst->cls->lookup(side == 0 ? d.name : d.reflected);
+        if (auto* fn = m ? m->as<FunctionObj>() : nullptr) {
+          CallArgs args;
+          args.pos.push_back(other);
+          args.pos_ranges.push_back(site.range());
+          return call_function(fn, args, site, &self, inst->cls);
+        }
+      }
+    }
+    // No method for this operator: equality is identity; an ordering may come from what the
+    // evaluator does not see (functools.total_ordering, an unknown base): unknown.
+    if (op == CmpKind::Eq) return Value::boolean(values_equal(a, b));
+    if (op == CmpKind::NotEq) {
+      auto* ia = a.as<InstanceObj>();
+      auto* ib = b.as<InstanceObj>();
+      bool has_eq = (ia && ia->cls->lookup("__eq__")) || (ib && ib->cls->lookup("__eq__"));
+      if (!has_eq) return Value::boolean(!values_equal(a, b));
+      Value eq = compare(CmpKind::Eq, a, b, site);  // the default __ne__ inverts __eq__
+      return eq.k == VK::Bool ? Value::boolean(!eq.b) : Value::unknown();
+    }
+    return Value::unknown();
+  }
   if (op == CmpKind::Eq) return Value::boolean(values_equal(a, b));
   if (op == CmpKind::NotEq) return Value::boolean(!values_equal(a, b));
   int c = 0;

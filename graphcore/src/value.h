@@ -149,6 +149,9 @@ struct DictObj : Object {
   // not know (`**kwargs` of an unknown caller, `dict.update(unknown)`). A missing key then reads
   // as Unknown, never a KeyError, and the dict cannot be iterated statically.
   bool open = false;
+  // The `**kwargs` of a root tried with its defaults: empty here, maybe not for real callers
+  // (see CallArgs::maybe_more).
+  bool maybe_more = false;
   Value* find(const Value& key);
   Value* find_str(std::string_view key);
   void set(const Value& key, Value v);
@@ -267,6 +270,8 @@ struct ClassObj : Object {
   // third-party or unresolved class), a `__getattr__`/`__getattribute__`, a dict subclass.
   // A missing attribute of such an instance is Unknown, never an error.
   bool open = false;
+  // One of its bases is not a class the evaluator knows: it may be anything, a Cell included.
+  bool unknown_base = false;
   // An enum.Enum subclass: its class attributes are members (`Color.RED.value`), not the plain
   // values written in the body.
   bool is_enum = false;
@@ -329,6 +334,8 @@ struct InstanceObj : Object {
   // with an unknown name, `self.__dict__.update(...)`): a missing attribute is Unknown.
   bool open = false;
   [[nodiscard]] bool is_cell() const { return cls->is_cell; }
+  // Attributes may exist that the evaluator cannot see (here or through the class).
+  [[nodiscard]] bool is_open() const { return open || cls->open; }
 };
 
 struct ModuleObj : Object {
@@ -401,8 +408,10 @@ struct SuperObj : Object {
 
 struct PropertyObj : Object {
   static constexpr OK kKind = OK::Property;
-  explicit PropertyObj(Value g) : Object(kKind), getter(std::move(g)) {}
+  explicit PropertyObj(Value g, Value s = {})
+      : Object(kKind), getter(std::move(g)), setter(std::move(s)) {}
   Value getter;
+  Value setter;  // `@name.setter`: what `obj.name = v` calls
 };
 
 // Something the evaluator tracks by name only: initializers, dataset objects, optimisers...

@@ -57,7 +57,7 @@ std::optional<std::vector<TensorType>> tensor_list(CallContext& ctx, const std::
 }  // namespace
 
 InferFn unary_rule(std::string api, std::string x, UnaryDType rule, double flops) {
-  return on_tensor(x, [api, rule, flops](CallContext& ctx, const TensorType& t) {
+  return on_any_tensor(x, [api, rule, flops](CallContext& ctx, const TensorType& t) {
     DType out = t.dtype;
     if (rule == UnaryDType::FloatOnly && !require_float(ctx, api, t.dtype)) return;
     if (rule == UnaryDType::ToFloat && t.dtype != DType::Unknown && !is_floating(t.dtype) &&
@@ -139,7 +139,7 @@ void reduce_output(CallContext& ctx, const std::string& api, const TensorType& t
 
 InferFn reduce_rule(std::string api, std::string x, ReduceNames names, ReduceDType rule,
                     bool with_indices) {
-  return on_tensor(
+  return on_any_tensor(
       x,
       [api, names, rule, with_indices](CallContext& ctx, const TensorType& t) {
         DType dt = reduce_dtype(t.dtype, rule);
@@ -152,14 +152,14 @@ InferFn reduce_rule(std::string api, std::string x, ReduceNames names, ReduceDTy
 }
 
 InferFn reduce_prim_rule(std::string api, std::string x, std::string axis, ReduceDType rule) {
-  return on_tensor(x, [api, axis, rule](CallContext& ctx, const TensorType& t) {
+  return on_any_tensor(x, [api, axis, rule](CallContext& ctx, const TensorType& t) {
     bool keep = ctx.init_arg("keep_dims").as_bool().value_or(false);
     reduce_output(ctx, api, t, ctx.arg(axis), keep, reduce_dtype(t.dtype, rule), false);
   });
 }
 
 InferFn reduce_init_axis_rule(std::string api, std::string x, std::string axis, ReduceDType rule) {
-  return on_tensor(x, [api, axis, rule](CallContext& ctx, const TensorType& t) {
+  return on_any_tensor(x, [api, axis, rule](CallContext& ctx, const TensorType& t) {
     bool keep = ctx.init_arg("keep_dims").as_bool().value_or(false);
     reduce_output(ctx, api, t, ctx.init_arg(axis), keep, reduce_dtype(t.dtype, rule), false);
   });
@@ -347,7 +347,7 @@ InferFn flatten_rule(std::string api, std::string x, int64_t default_start) {
 }
 
 InferFn cast_rule(std::string api, std::string x, std::string dtype) {
-  return on_tensor(x, [api, dtype](CallContext& ctx, const TensorType& t) {
+  return on_any_tensor(x, [api, dtype](CallContext& ctx, const TensorType& t) {
     const ArgValue& v = ctx.arg(dtype);
     auto d = dtype_value(v);
     if (!d && !v.is_unknown()) {
@@ -361,7 +361,7 @@ InferFn cast_rule(std::string api, std::string x, std::string dtype) {
 
 InferFn to_dtype_rule(std::string api, std::string x, DType dtype) {
   (void)api;
-  return on_tensor(x, [dtype](CallContext& ctx, const TensorType& t) {
+  return on_any_tensor(x, [dtype](CallContext& ctx, const TensorType& t) {
     ctx.add_output({t.shape, dtype});
   });
 }

@@ -147,6 +147,8 @@ std::optional<std::vector<Dim>> shape_value(const ArgValue& v) {
     }
     return out;
   }
+  // An unknown value may be an int or a whole tuple: the rank is unknown too.
+  if (v.kind == K::Unknown) return std::nullopt;
   if (auto d = one(v)) return std::vector<Dim>{*d};
   return std::nullopt;
 }
@@ -387,6 +389,18 @@ InferFn on_tensor(std::string arg, TensorRule fn, size_t n_outputs) {
     if (!t || !t->shape.ranked) {
       if (ctx.failed()) return;
       for (size_t i = 0; i < n_outputs; ++i) add_unknown_output(ctx, t ? t->dtype : DType::Unknown);
+      return;
+    }
+    fn(ctx, *t);
+  };
+}
+
+InferFn on_any_tensor(std::string arg, TensorRule fn, size_t n_outputs) {
+  return [arg = std::move(arg), fn = std::move(fn), n_outputs](CallContext& ctx) {
+    auto t = tensor_arg(ctx, arg);
+    if (!t) {
+      if (ctx.failed()) return;
+      for (size_t i = 0; i < n_outputs; ++i) add_unknown_output(ctx, DType::Unknown);
       return;
     }
     fn(ctx, *t);

@@ -142,6 +142,10 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
 // its rank is unknown) adds `n_outputs` unranked outputs instead.
 using TensorRule = std::function<void(CallContext&, const TensorType&)>;
 InferFn on_tensor(std::string arg, TensorRule fn, size_t n_outputs = 1);
+// Like on_tensor, but the rule also runs on an unranked tensor: for rules that work on any
+// shape and decide the output dtype (a cast, a comparison, argmax), which on_tensor's
+// pass-through of the input dtype would get wrong.
+InferFn on_any_tensor(std::string arg, TensorRule fn, size_t n_outputs = 1);
 
 // Reduction over `axes` (empty: all axes). Reports "axis-error".
 std::optional<Shape> reduce_shape(ContextBase& ctx, std::string_view api, const Shape& s,
