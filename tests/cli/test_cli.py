@@ -766,5 +766,97 @@ class ViewTests(unittest.TestCase):
         self.assertIn("--format html", r.stderr)
 
 
+def frame(body):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+def parse_frames(data):
+    """The bodies (parsed JSON) of a Content-Length framed stream."""
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        length = int(re.search(rb"Content-Length: *(\d+)", head, re.I).group(1))
+        out.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return out
+
+
+class ServerRobustnessTests(unittest.TestCase):
+    """`cellscope dap` and `cellscope lsp` given hostile messages: they answer or drop them with a
+    logged error, and keep serving (issue 14)."""
+
+    def serve(self, cmd, stream, timeout=120):
+        p = subprocess.run([str(BIN), cmd], input=stream, capture_output=True, timeout=timeout)
+        return p.returncode, parse_frames(p.stdout), p.stderr.decode(errors="replace")
+
+    def dap(self, *requests):
+        """Runs `cellscope dap` on these requests (dicts or raw bodies) then `threads` with seq
+        1000; returns the exit code, the responses by request_seq, and stderr."""
+        stream = b"".join(frame(r) for r in requests)
+        stream += frame({"seq": 1000, "type": "request", "command": "threads"})
+        code, msgs, err = self.serve("dap", stream)
+        responses = {m["request_seq"]: m for m in msgs if m.get("type") == "response"}
+        return code, responses, err
+
+    def test_dap_requests_with_wrongly_typed_seq_or_command(self):
+        code, responses, err = self.dap(
+            {"seq": "1", "type": "request", "command": "initialize", "arguments": {}},
+            {"seq": None, "type": "request", "command": "initialize"},
+            {"seq": 3, "type": "request", "command": 5},
+            {"seq": 4, "type": 7, "command": "initialize"},
+            {"seq": 5.5, "type": "request", "command": "threads"},
+            {"seq": [6], "type": "request", "command": None},
+            [1, 2, 3],
+            {"seq": 8, "type": "request", "command": "initialize", "arguments": "oops"})
+        self.assertEqual(code, 0, err)
+        self.assertIn("seq", err)  # the dropped ones are logged
+        self.assertEqual(responses[3]["success"], False)
+        self.assertEqual(responses[3]["command"], "")
+        self.assertIn("command", responses[3]["message"])
+        self.assertTrue(responses[8]["success"])  # arguments of the wrong type: ignored
+        self.assertTrue(responses[1000]["success"])  # still serving
+        self.assertEqual(sorted(responses), [3, 8, 1000])
+
+    def lsp_initialize(self, id_):
+        return frame({"jsonrpc": "2.0", "id": id_, "method": "initialize",
+                      "params": {"capabilities": {}}})
+
+    def test_lsp_ids_methods_and_params_of_the_wrong_types(self):
+        bad = [{"jsonrpc": "2.0", "id": 1.5, "method": "initialize"},
+               {"jsonrpc": "2.0", "id": None, "method": "initialize"},
+               {"jsonrpc": "2.0", "id": [1], "method": "initialize"},
+               {"jsonrpc": "2.0", "id": 4, "method": 7},
+               {"jsonrpc": 2, "id": 5, "method": "initialize"},
+               {"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": "x"}]
+        uri = "file:///tmp/cellscope_bad_types.py"
+        opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                  "params": {"textDocument": {"uri": uri, "languageId": "python",
+                                              "version": "1", "text": "x = 1\n"}}}
+        changed = {"jsonrpc": "2.0", "method": "textDocument/didChange",
+                   "params": {"textDocument": {"uri": uri, "version": 2},
+                              "contentChanges": [{"text": "y = 2\n"}]}}
+        complete = {"jsonrpc": "2.0", "id": 8, "method": "textDocument/completion",
+                    "params": {"textDocument": {"uri": uri},
+                               "position": {"line": 0, "character": 1}}}
+        stream = b"".join(frame(m) for m in bad) + self.lsp_initialize(7)
+        stream += frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        stream += frame(opened) + frame(changed) + frame(complete)
+        stream += frame({"jsonrpc": "2.0", "id": 9, "method": "shutdown"})
+        stream += frame({"jsonrpc": "2.0", "method": "exit"})
+        code, msgs, err = self.serve("lsp", stream)
+        self.assertEqual(code, 0, err)
+        errors = [m for m in msgs if "error" in m]
+        self.assertEqual(len(errors), len(bad), msgs)
+        by_id = {m.get("id"): m for m in msgs if "id" in m}
+        self.assertIn("capabilities", by_id[7]["result"])
+        # A didOpen whose version is a string is dropped whole: the document is not open, and
+        # completion in it answers null instead of reading a missing text.
+        self.assertIsNone(by_id[8].get("result"), by_id[8])
+        self.assertIn(9, by_id)
+
+
 if __name__ == "__main__":
     unittest.main()
