@@ -824,6 +824,22 @@ class ServerRobustnessTests(unittest.TestCase):
         return frame({"jsonrpc": "2.0", "id": id_, "method": "initialize",
                       "params": {"capabilities": {}}})
 
+    def test_lsp_content_length_beyond_the_limit_with_a_short_body(self):
+        for length in (33 << 20, 10 ** 15 - 1):  # longer ones are malformed (15 digits at most)
+            with self.subTest(length=length):
+                short = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "shutdown"}).encode()
+                stream = (b"Content-Length: %d\r\n\r\n" % length + short + self.lsp_initialize(2) +
+                          frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}) +
+                          frame({"jsonrpc": "2.0", "method": "exit"}))
+                code, msgs, err = self.serve("lsp", stream)
+                self.assertEqual(code, 0, err)
+                by_id = {m.get("id"): m for m in msgs if "id" in m}
+                self.assertEqual(by_id[1]["error"]["code"], -32600)  # refused, answered
+                self.assertIn("exceeds the limit", by_id[1]["error"]["message"])
+                self.assertIn("capabilities", by_id[2]["result"])  # the next message is served
+                self.assertIn(3, by_id)
+                self.assertIn("exceeds the limit", err)
+
     def test_lsp_ids_methods_and_params_of_the_wrong_types(self):
         bad = [{"jsonrpc": "2.0", "id": 1.5, "method": "initialize"},
                {"jsonrpc": "2.0", "id": None, "method": "initialize"},
