@@ -378,6 +378,16 @@ struct Session::Impl {
       else if (*p != "fp32")
         throw LaunchError("launch: precision must be \"fp32\" or \"target\", not \"" + *p + "\"");
     }
+    // The largest tensor the runtime may allocate; larger inputs, parameters or outputs fail with
+    // their shape and size instead of exhausting the machine (default: its physical memory).
+    size_t max_tensor_bytes = 0;
+    if (args.contains("maxTensorBytes")) {
+      const json& m = args["maxTensorBytes"];
+      if (!m.is_number_unsigned() || m.get<uint64_t>() == 0)
+        throw LaunchError("launch: 'maxTensorBytes' must be a positive integer");
+      max_tensor_bytes = static_cast<size_t>(m.get<uint64_t>());
+    }
+    rt::set_max_tensor_bytes(max_tensor_bytes);
     stop_on_entry = args.value("stopOnEntry", false);
     // checkpoint: a MindSpore .ckpt (or .safetensors) loaded into the parameters after they are
     // initialised. Checked here, before the analysis, so a wrong path fails fast.

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "graphcore/checked.h"
 #include "interp.h"
 #include "npvalues.h"
 
@@ -81,6 +82,16 @@ std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* e
     }
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
+  }
+  int64_t count = 1;
+  for (const Dim& d : t.shape.dims) {
+    if (!d.is_known()) continue;
+    auto c = checked_mul(count, d.value());
+    if (!c) {
+      if (error) *error = "shape `" + std::string(dims) + "` has more elements than fit in int64";
+      return std::nullopt;
+    }
+    count = *c;
   }
   return t;
 }

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -784,6 +785,20 @@ def parse_frames(data):
     return out
 
 
+# A model whose input may have any shape (the DAP launch tests choose it).
+ANY_SHAPE_MODEL = """import mindspore.nn as nn
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        return self.relu(x)
+"""
+
+
 class ServerRobustnessTests(unittest.TestCase):
     """`cellscope dap` and `cellscope lsp` given hostile messages: they answer or drop them with a
     logged error, and keep serving (issue 14)."""
@@ -819,6 +834,53 @@ class ServerRobustnessTests(unittest.TestCase):
         self.assertTrue(responses[8]["success"])  # arguments of the wrong type: ignored
         self.assertTrue(responses[1000]["success"])  # still serving
         self.assertEqual(sorted(responses), [3, 8, 1000])
+
+    def launch_error(self, inputs, extra=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = Path(tmp) / "net.py"
+            model.write_text(ANY_SHAPE_MODEL)
+            args = {"program": str(model), "inputs": inputs, **(extra or {})}
+            code, responses, err = self.dap(
+                {"seq": 1, "type": "request", "command": "initialize", "arguments": {}},
+                {"seq": 2, "type": "request", "command": "launch", "arguments": args})
+        self.assertEqual(code, 0, err)
+        self.assertTrue(responses[1000]["success"], err)  # still serving
+        self.assertFalse(responses[2]["success"], responses[2])
+        return responses[2]["message"]
+
+    def test_dap_launch_with_input_shapes_whose_size_overflows(self):
+        # 2**31 * 2**31 elements fit in int64 but their byte count wraps size_t (to 0: a one-byte
+        # allocation that Tensor::random wrote past); 3037000500**2 and 100000**4 overflow int64.
+        msg = self.launch_error(["2147483648,2147483648"])
+        self.assertIn("(2147483648, 2147483648)", msg)
+        self.assertIn("bytes", msg)
+        for shape in ("3037000500,3037000500", "100000,100000,100000,100000"):
+            with self.subTest(shape=shape):
+                msg = self.launch_error([shape])
+                self.assertIn("bad input shape", msg)
+                self.assertIn("more elements than fit in int64", msg)
+
+    def test_dap_launch_with_a_tensor_larger_than_the_limit(self):
+        # 4 TB: more than this machine's memory (the default limit), refused before allocating.
+        msg = self.launch_error(["1000000,1000000"])
+        self.assertIn("more than the runtime's limit", msg)
+        msg = self.launch_error(["1000,1000"], {"maxTensorBytes": 1000000})
+        self.assertIn("tensor (1000, 1000) f32 needs 3.8 MiB, more than the runtime's limit of "
+                      "976.6 KiB", msg)
+
+    def test_dap_launch_with_a_forged_npy_header(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for shape in ("(100000, 100000, 100000)", "(100000, 100000, 100000, 100000)",
+                          "(-1, 4)", "(99999999999999999999999,)"):
+                with self.subTest(shape=shape):
+                    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape
+                    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+                    npy = Path(tmp) / "forged.npy"
+                    npy.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) +
+                                    header.encode() + b"\0" * 64)
+                    msg = self.launch_error([str(npy)])
+                    self.assertIn("cannot read input", msg)
+                    self.assertIn("not a supported .npy file", msg)
 
     def lsp_initialize(self, id_):
         return frame({"jsonrpc": "2.0", "id": id_, "method": "initialize",
