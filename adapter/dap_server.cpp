@@ -36,6 +36,12 @@ namespace {
 
 constexpr int kThreadId = 1;
 
+// At most the first 40 characters of `s`, for logs.
+std::string excerpt(std::string s) {
+  if (s.size() > 40) s = s.substr(0, 40) + "...";
+  return s;
+}
+
 std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -183,21 +189,31 @@ struct Session::Impl {
     json msg = {{"seq", seq++}, {"type", "event"}, {"event", name}, {"body", std::move(body)}};
     send(msg.dump(-1, ' ', false, json::error_handler_t::replace));
   }
+  // The request's seq and command, as sent when they have the right types (handle() answers
+  // only requests with an integer seq); never throws, whatever the request holds.
+  static json request_seq(const json& req) {
+    auto it = req.find("seq");
+    return it != req.end() && it->is_number_integer() ? *it : json(0);
+  }
+  static std::string request_command(const json& req) {
+    auto it = req.find("command");
+    return it != req.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
   void respond(const json& req, json body = json::object()) {
     json msg = {{"seq", seq++},
                 {"type", "response"},
-                {"request_seq", req.value("seq", 0)},
+                {"request_seq", request_seq(req)},
                 {"success", true},
-                {"command", req.value("command", "")},
+                {"command", request_command(req)},
                 {"body", std::move(body)}};
     send(msg.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   void fail(const json& req, const std::string& message) {
     json msg = {{"seq", seq++},
                 {"type", "response"},
-                {"request_seq", req.value("seq", 0)},
+                {"request_seq", request_seq(req)},
                 {"success", false},
-                {"command", req.value("command", "")},
+                {"command", request_command(req)},
                 {"message", message},
                 {"body", {{"error", {{"id", 1}, {"format", message}, {"showUser", true}}}}}};
     send(msg.dump(-1, ' ', false, json::error_handler_t::replace));
@@ -215,10 +231,33 @@ struct Session::Impl {
       spdlog::error("dap: invalid message: {}", e.what());
       return;
     }
-    if (!req.is_object() || req.value("type", "") != "request") return;
+    // Members of the wrong JSON type never throw here: a message that cannot be answered (no
+    // integer seq to put in request_seq) is dropped with a warning, one that can is answered
+    // with an error response.
+    if (!req.is_object()) {
+      spdlog::warn("dap: ignoring a message that is not a JSON object");
+      return;
+    }
+    auto type = req.find("type");
+    if (type == req.end() || !type->is_string()) {
+      spdlog::warn("dap: ignoring a message without a string 'type'");
+      return;
+    }
+    if (*type != "request") return;
+    auto seq_it = req.find("seq");
+    if (seq_it == req.end() || !seq_it->is_number_integer()) {
+      spdlog::warn("dap: ignoring a request whose 'seq' is not an integer ({})",
+                   seq_it == req.end() ? std::string("missing") : excerpt(seq_it->dump()));
+      return;
+    }
+    auto command = req.find("command");
+    if (command == req.end() || !command->is_string()) {
+      spdlog::warn("dap: request {} has no string 'command'", seq_it->dump());
+      return fail(req, "invalid request: 'command' must be a string");
+    }
     if (!req.contains("arguments") || !req["arguments"].is_object())
       req["arguments"] = json::object();
-    const std::string cmd = req.value("command", "");
+    const std::string cmd = command->get<std::string>();
     spdlog::debug("dap: request {}", cmd);
     try {
       if (cmd == "initialize") return on_initialize(req);
@@ -339,6 +378,16 @@ struct Session::Impl {
       else if (*p != "fp32")
         throw LaunchError("launch: precision must be \"fp32\" or \"target\", not \"" + *p + "\"");
     }
+    // The largest tensor the runtime may allocate; larger inputs, parameters or outputs fail with
+    // their shape and size instead of exhausting the machine (default: its physical memory).
+    size_t max_tensor_bytes = 0;
+    if (args.contains("maxTensorBytes")) {
+      const json& m = args["maxTensorBytes"];
+      if (!m.is_number_unsigned() || m.get<uint64_t>() == 0)
+        throw LaunchError("launch: 'maxTensorBytes' must be a positive integer");
+      max_tensor_bytes = static_cast<size_t>(m.get<uint64_t>());
+    }
+    rt::set_max_tensor_bytes(max_tensor_bytes);
     stop_on_entry = args.value("stopOnEntry", false);
     // checkpoint: a MindSpore .ckpt (or .safetensors) loaded into the parameters after they are
     // initialised. Checked here, before the analysis, so a wrong path fails fast.
@@ -1344,7 +1393,12 @@ int run_stdio_server(const std::string& log_file) {
           spdlog::error("dap: {}", f.error);
           return;
         }
-        session.handle(f.body);
+        // One message's failure (e.g. out of memory) never ends the session.
+        try {
+          session.handle(f.body);
+        } catch (const std::exception& e) {
+          spdlog::error("dap: message dropped: {}", e.what());
+        }
       },
       [&](const std::string& error) {
         if (!error.empty()) spdlog::error("dap: input: {}", error);

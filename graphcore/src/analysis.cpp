@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "graphcore/checked.h"
 #include "interp.h"
 #include "npvalues.h"
 
@@ -82,6 +83,16 @@ std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* e
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }
+  int64_t count = 1;
+  for (const Dim& d : t.shape.dims) {
+    if (!d.is_known()) continue;
+    auto c = checked_mul(count, d.value());
+    if (!c) {
+      if (error) *error = "shape `" + std::string(dims) + "` has more elements than fit in int64";
+      return std::nullopt;
+    }
+    count = *c;
+  }
   return t;
 }
 
@@ -100,10 +111,36 @@ uint32_t next_walk_mark() {
   return ++counter;
 }
 
+// The element count of a Parameter of this shape; nullopt if a dim is not known. Sets `overflow`
+// when the dims are known but their product does not fit in int64.
+std::optional<int64_t> param_elements(const Shape& shape, bool& overflow) {
+  overflow = false;
+  if (!shape.fully_known()) return std::nullopt;
+  int64_t n = 1;
+  for (const Dim& d : shape.dims) {
+    auto p = checked_mul(n, d.value());
+    if (!p) {
+      overflow = true;
+      return std::nullopt;
+    }
+    n = *p;
+  }
+  return n;
+}
+
+// The first Parameter whose count overflows int64, at the construction of the Cell that owns it.
+struct CountOverflow {
+  std::string message;  // empty: none
+  std::string file;
+  SourceRange range;
+};
+
 // Walks a root's Cell tree, giving each instance its path ("layer1.0.conv1"), and collecting
-// the classes met (`classes`) and the Parameters with their counts (`report`) when given.
+// the classes met (`classes`) and the Parameters with their counts (`report`) when given. A count
+// that overflows int64 is left out of the totals and recorded in `overflow` (when given).
 void assign_paths(const Value& v, std::string& path, uint32_t mark,
-                  std::unordered_set<const ClassObj*>* classes, CellReport* report) {
+                  std::unordered_set<const ClassObj*>* classes, CellReport* report,
+                  CountOverflow* overflow = nullptr) {
   auto* inst = v.as<InstanceObj>();
   if (!inst || !inst->cell || inst->cell->walk_mark == mark) return;
   CellState& cs = *inst->cell;
@@ -124,23 +161,36 @@ void assign_paths(const Value& v, std::string& path, uint32_t mark,
       t->walk_mark = mark;
       join(k);
       report->params.push_back(ParamInfo{path, t->type.shape, t->type.dtype, t->requires_grad});
-      Dim n = t->type.shape.num_elements();
-      if (n.is_known()) {
-        report->total_params += n.value();
-        if (t->requires_grad) report->trainable_params += n.value();
+      bool too_large = false;
+      auto n = param_elements(t->type.shape, too_large);
+      std::optional<int64_t> total, trainable = report->trainable_params;
+      if (n) {
+        total = checked_add(report->total_params, *n);
+        if (t->requires_grad) trainable = checked_add(report->trainable_params, *n);
+      }
+      if (n && total && trainable) {
+        report->total_params = *total;
+        report->trainable_params = *trainable;
+      } else if ((too_large || n) && overflow && overflow->message.empty()) {
+        overflow->message = too_large ? "the element count of Parameter `" + path + "` (shape " +
+                                            t->type.shape.str() + ") overflows int64"
+                                      : "the parameter count overflows int64 at Parameter `" +
+                                            path + "` (shape " + t->type.shape.str() + ")";
+        overflow->file = std::string(std::string_view(cs.file));
+        overflow->range = cs.site;
       }
     }
   }
   for (auto& [k, child] : cs.children) {
     join(k);
-    assign_paths(child, path, mark, classes, report);
+    assign_paths(child, path, mark, classes, report, overflow);
   }
   for (size_t i = 0; i < cs.items.size(); ++i) {
     if (i < cs.item_names.size())
       join(cs.item_names[i]);
     else
       join(std::to_string(i));
-    assign_paths(cs.items[i], path, mark, classes, report);
+    assign_paths(cs.items[i], path, mark, classes, report, overflow);
   }
   path.resize(len);
 }
@@ -310,7 +360,17 @@ class RootCompiler {
     rep.range = inst->cls->def ? inst->cls->def->range : root.site.range();
     {
       std::string path;
-      assign_paths(root.cell, path, next_walk_mark(), nullptr, &rep);
+      CountOverflow overflow;
+      assign_paths(root.cell, path, next_walk_mark(), nullptr, &rep, &overflow);
+      // MindSpore could not build such a Cell either (numpy cannot create the array).
+      if (!overflow.message.empty()) {
+        if (overflow.file.empty()) {
+          overflow.file = rep.file;
+          overflow.range = rep.range;
+        }
+        in_.report_at(overflow.file, overflow.range, Severity::Error, "invalid-argument",
+                      "`" + rep.name + "`: " + overflow.message);
+      }
     }
     if (options_.record_facts) collect_instances(in_, root.cell, next_walk_mark(), rep);
 

@@ -11,6 +11,7 @@
 #include <span>
 #include <unordered_set>
 
+#include "graphcore/checked.h"
 #include "interp.h"
 #include "known_names.h"
 #include "npvalues.h"
@@ -831,6 +832,24 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
     if (a.defaulted) continue;
     cs.init_args.push_back(CellState::InitArg{a.name, std::move(a.value), a.range, a.explicit_arg});
   }
+  // A Parameter with more elements than int64 holds: MindSpore cannot create it either (the
+  // initializer's numpy array); the layer is broken, not counted with a wrapped size.
+  std::erase_if(ctx.params, [&](const ParamInfo& p) {
+    if (!p.shape.fully_known()) return false;
+    int64_t n = 1;
+    for (const Dim& d : p.shape.dims) {
+      auto m = checked_mul(n, d.value());
+      if (!m) {
+        report(site, Severity::Error, "invalid-argument",
+               "`" + e->name + "`: Parameter `" + p.name + "` of shape " + p.shape.str() +
+                   " has more elements than fit in int64" + instance_note());
+        cs.init_failed = true;
+        return true;
+      }
+      n = *m;
+    }
+    return false;
+  });
   cs.attrs = shared_attrs(std::move(ctx.attrs));
   cs.api_params = shared_params(std::move(ctx.params));
   for (const ParamInfo& p : *cs.api_params) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "graphcore/checked.h"
+
 namespace graphcore::eval::npv {
 
 namespace {
@@ -30,7 +32,9 @@ bool known_shape(const Shape& s, std::vector<int64_t>& dims, int64_t& numel) {
   for (Dim d : s.dims) {
     if (!d.is_known()) return false;
     dims.push_back(d.value());
-    numel *= d.value();
+    auto n = checked_mul(numel, d.value());
+    if (!n) return false;  // more elements than int64 holds: never materialised
+    numel = *n;
   }
   return true;
 }

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "graphcore/checked.h"
+
 namespace graphcore {
 
 // ---- dtypes -------------------------------------------------------------------------------
@@ -196,24 +198,44 @@ std::string operand(Dim d) {
 }
 }  // namespace
 
+// Dim arithmetic is checked: a coefficient or offset that would overflow int64 makes the result
+// unknown (never a wrapped size).
 Dim operator+(Dim a, Dim b) {
   if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
-  if (a.is_known() && b.is_known()) return Dim::known(a.coef_ + b.coef_);
-  if (b.is_known()) return DimBuilder::make(a.coef_, a.sym_, a.offset_ + b.coef_);
-  if (a.is_known()) return DimBuilder::make(b.coef_, b.sym_, b.offset_ + a.coef_);
-  if (a.sym_ == b.sym_) return DimBuilder::make(a.coef_ + b.coef_, a.sym_, a.offset_ + b.offset_);
+  if (a.is_known() && b.is_known()) {
+    auto v = checked_add(a.coef_, b.coef_);
+    return v ? Dim::known(*v) : Dim::unknown();
+  }
+  if (b.is_known() || a.is_known()) {
+    const Dim& s = a.is_known() ? b : a;
+    const Dim& k = a.is_known() ? a : b;
+    auto o = checked_add(s.offset_, k.coef_);
+    return o ? DimBuilder::make(s.coef_, s.sym_, *o) : Dim::unknown();
+  }
+  if (a.sym_ == b.sym_) {
+    auto c = checked_add(a.coef_, b.coef_);
+    auto o = checked_add(a.offset_, b.offset_);
+    return c && o ? DimBuilder::make(*c, a.sym_, *o) : Dim::unknown();
+  }
   return expression_atom(a.str() + "+" + b.str());
 }
 
 Dim operator-(Dim a, Dim b) {
   if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
-  if (a.is_known() && b.is_known()) return Dim::known(a.coef_ - b.coef_);
-  if (b.is_known()) return DimBuilder::make(a.coef_, a.sym_, a.offset_ - b.coef_);
+  if (a.is_known() && b.is_known()) {
+    auto v = checked_sub(a.coef_, b.coef_);
+    return v ? Dim::known(*v) : Dim::unknown();
+  }
+  if (b.is_known()) {
+    auto o = checked_sub(a.offset_, b.coef_);
+    return o ? DimBuilder::make(a.coef_, a.sym_, *o) : Dim::unknown();
+  }
   if (a.sym_ == b.sym_) {
-    int64_t c = a.coef_ - b.coef_;
-    int64_t o = a.offset_ - b.offset_;
-    if (c == 0) return o >= 0 ? Dim::known(o) : Dim::unknown();
-    return DimBuilder::make(c, a.sym_, o);
+    auto c = checked_sub(a.coef_, b.coef_);
+    auto o = checked_sub(a.offset_, b.offset_);
+    if (!c || !o) return Dim::unknown();
+    if (*c == 0) return *o >= 0 ? Dim::known(*o) : Dim::unknown();
+    return DimBuilder::make(*c, a.sym_, *o);
   }
   return expression_atom(a.str() + "-" + operand(b));
 }
@@ -222,15 +244,21 @@ Dim operator*(Dim a, Dim b) {
   if (a.is_known() && a.coef_ == 0) return a;
   if (b.is_known() && b.coef_ == 0) return b;
   if (a.is_unknown() || b.is_unknown()) return Dim::unknown();
-  if (a.is_known() && b.is_known()) return Dim::known(a.coef_ * b.coef_);
-  if (a.is_known()) return DimBuilder::make(a.coef_ * b.coef_, b.sym_, a.coef_ * b.offset_);
-  if (b.is_known()) return DimBuilder::make(a.coef_ * b.coef_, a.sym_, a.offset_ * b.coef_);
+  auto c = checked_mul(a.coef_, b.coef_);
+  if (!c) return Dim::unknown();
+  if (a.is_known() && b.is_known()) return Dim::known(*c);
+  if (a.is_known() || b.is_known()) {
+    const Dim& s = a.is_known() ? b : a;
+    const Dim& k = a.is_known() ? a : b;
+    auto o = checked_mul(s.offset_, k.coef_);
+    return o ? DimBuilder::make(*c, s.sym_, *o) : Dim::unknown();
+  }
   if (a.offset_ != 0 || b.offset_ != 0) return expression_atom(operand(a) + "*" + operand(b));
   auto& tb = DimBuilder::get();
   std::vector<uint32_t> atoms = tb.atoms_of(a.sym_);
   auto more = tb.atoms_of(b.sym_);
   atoms.insert(atoms.end(), more.begin(), more.end());
-  return DimBuilder::make(a.coef_ * b.coef_, tb.product(std::move(atoms)));
+  return DimBuilder::make(*c, tb.product(std::move(atoms)));
 }
 
 std::optional<Dim> Dim::exact_div(Dim a, Dim b) {

@@ -101,21 +101,37 @@ void FrameReader::feed(std::string_view data, std::vector<Frame>& out) {
         break;
       }
       case State::kSkip: {
+        // The skipped bytes are searched for the next header as well: a Content-Length beyond
+        // the limit with a shorter body (up to 10^15 bytes declared) must not swallow every
+        // later message. Refused, reported, resynchronised, as clangd does.
         const std::size_t n = std::min(remaining_, data.size());
-        if (body_.size() < options_.oversize_prefix_bytes) {
-          body_.append(data.substr(0, std::min(n, options_.oversize_prefix_bytes - body_.size())));
+        std::size_t consumed = n;
+        bool found = false;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (match_header_byte(data[i])) {
+            consumed = i + 1;
+            found = true;
+            break;
+          }
         }
-        data.remove_prefix(n);
-        remaining_ -= n;
-        if (remaining_ == 0) {
-          Frame f =
-              error_frame(Frame::Kind::kOversize,
-                          "message of " + std::to_string(length_) + " bytes exceeds the limit of " +
-                              std::to_string(options_.max_message_bytes) + " bytes");
-          f.declared_length = length_;
-          f.body = std::move(body_);
-          out.push_back(std::move(f));
+        if (body_.size() < options_.oversize_prefix_bytes) {
+          body_.append(
+              data.substr(0, std::min(consumed, options_.oversize_prefix_bytes - body_.size())));
+        }
+        data.remove_prefix(consumed);
+        remaining_ -= consumed;
+        if (found) {
+          // The kept prefix ends before the header that was found.
+          const std::size_t header_at = length_ - remaining_ - kLengthHeader.size();
+          if (body_.size() > header_at) body_.resize(header_at);
+          report_oversize(out);
           reset_headers();
+          line_ = "Content-Length:";
+        } else if (remaining_ == 0) {
+          report_oversize(out);
+          reset_headers();
+        } else if (body_.size() >= options_.oversize_prefix_bytes) {
+          report_oversize(out);  // at once, not when (if ever) the declared length has passed
         }
         break;
       }
@@ -126,16 +142,33 @@ void FrameReader::feed(std::string_view data, std::vector<Frame>& out) {
   }
 }
 
+bool FrameReader::match_header_byte(char byte) {
+  const char c = lower(byte);
+  if (c == kLengthHeader[matched_]) {
+    ++matched_;
+  } else {
+    // No proper prefix of "content-length:" is also its suffix: restart at this character.
+    matched_ = (c == kLengthHeader[0]) ? 1 : 0;
+  }
+  if (matched_ < kLengthHeader.size()) return false;
+  matched_ = 0;
+  return true;
+}
+
+void FrameReader::report_oversize(std::vector<Frame>& out) {
+  if (oversize_reported_) return;
+  oversize_reported_ = true;
+  Frame f = error_frame(Frame::Kind::kOversize,
+                        "message of " + std::to_string(length_) + " bytes exceeds the limit of " +
+                            std::to_string(options_.max_message_bytes) + " bytes");
+  f.declared_length = length_;
+  f.body = body_;
+  out.push_back(std::move(f));
+}
+
 std::size_t FrameReader::resync(std::string_view data) {
   for (std::size_t i = 0; i < data.size(); ++i) {
-    const char c = lower(data[i]);
-    if (c == kLengthHeader[matched_]) {
-      ++matched_;
-    } else {
-      // No proper prefix of "content-length:" is also its suffix: restart at this character.
-      matched_ = (c == kLengthHeader[0]) ? 1 : 0;
-    }
-    if (matched_ == kLengthHeader.size()) {
+    if (match_header_byte(data[i])) {
       reset_headers();
       line_ = "Content-Length:";
       return i + 1;
@@ -153,6 +186,7 @@ void FrameReader::reset_headers() {
   body_.clear();
   remaining_ = 0;
   matched_ = 0;
+  oversize_reported_ = false;
 }
 
 void FrameReader::header_error(std::string message, std::string_view rest, bool terminated,
@@ -178,6 +212,7 @@ void FrameReader::header_line(std::string_view line, std::vector<Frame>& out) {
       state_ = State::kSkip;
       remaining_ = length_;
       body_.clear();
+      matched_ = 0;
       return;
     }
     if (length_ == 0) {  // an empty body; the JSON layer reports it

@@ -14,8 +14,12 @@
 //     duplicate / missing Content-Length, a header line or block that is too long): reported,
 //     then the bytes up to the next "Content-Length:" are skipped (the search starts inside the
 //     bad line itself, so "}Content-Length: 10" left over by a too-short Content-Length recovers);
-//   - a message larger than the limit: its bytes are skipped without being stored (only the first
-//     FramingOptions::oversize_prefix_bytes are kept, so that its request id can be recovered);
+//   - a message larger than the limit is refused: reported (one kOversize frame, as soon as its
+//     first FramingOptions::oversize_prefix_bytes are in, which are kept so that its request id
+//     can be recovered), then its bytes are skipped without being stored -- until its declared
+//     length has passed or a "Content-Length:" shows up in them, whichever comes first. So a
+//     huge Content-Length (up to 10^15) followed by a short body costs only that message, as in
+//     clangd, instead of swallowing everything after it;
 //   - a Content-Length that is too short delivers a truncated body (invalid JSON for the next
 //     layer) and the rest of it resynchronises as above; one that is too long swallows the start
 //     of the next message (both become one invalid body) -- no framing can recover that earlier.
@@ -79,6 +83,10 @@ class FrameReader {
   void reset_headers();
   // Consumes bytes from `data` while resynchronising; returns how many.
   std::size_t resync(std::string_view data);
+  // Feeds one byte to the search for "content-length:" (matched_); true when it completes it.
+  bool match_header_byte(char byte);
+  // Emits the kOversize frame of the message being skipped (once).
+  void report_oversize(std::vector<Frame>& out);
 
   FramingOptions options_;
   State state_ = State::kHeaders;
@@ -88,7 +96,8 @@ class FrameReader {
   std::size_t length_ = 0;
   std::string body_;           // kBody: the body so far; kSkip: the kept prefix
   std::size_t remaining_ = 0;  // kBody / kSkip: bytes still to come
-  std::size_t matched_ = 0;    // kResync: length of the "content-length:" prefix matched so far
+  std::size_t matched_ = 0;    // kResync / kSkip: length of the "content-length:" prefix matched
+  bool oversize_reported_ = false;  // kSkip: the kOversize frame was emitted
 };
 
 // Frames a body for sending: "Content-Length: N\r\n\r\n" + body.

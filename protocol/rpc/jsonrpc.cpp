@@ -451,7 +451,7 @@ void Dispatcher::handle_frame(const Frame& frame) {
       handle_message(frame.body);
       return;
     case Frame::Kind::kOversize: {
-      spdlog::warn("rpc: {}; skipped", frame.error);
+      spdlog::error("rpc: {}; refused", frame.error);
       const auto members = PrefixScanner(frame.body).members();
       const auto id_it = members.find("id");
       const std::optional<RequestId> id =

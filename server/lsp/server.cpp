@@ -897,12 +897,17 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         log(2, "ignoring " + uri + ": only file: URIs are analysed");
         return;
       }
+      // Every field is read (and type-checked: a wrong type throws, and the notification is
+      // dropped) before the document is touched: never a half-opened document without a text.
+      std::string language_id = td.value("languageId", "python");
+      const int64_t version = td.at("version").get<int64_t>();
+      auto text = std::make_shared<const std::string>(td.at("text").get<std::string>());
       OpenDoc& d = docs[uri];
       d.doc.uri = uri;
       d.doc.path = fs::path(*path).lexically_normal().string();
-      d.doc.language_id = td.value("languageId", "python");
-      d.doc.version = td.at("version").get<int64_t>();
-      d.doc.text = std::make_shared<const std::string>(td.at("text").get<std::string>());
+      d.doc.language_id = std::move(language_id);
+      d.doc.version = version;
+      d.doc.text = std::move(text);
       d.published.clear();
       schedule(uri, true);
       reschedule_dependents(d.doc.path, d.doc.path);
@@ -916,10 +921,11 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         return;
       }
       OpenDoc& d = it->second;
+      const int64_t version = td.at("version").get<int64_t>();
       std::string text = *d.doc.text;
       for (const auto& change : p.at("contentChanges")) text = apply_change(text, change, encoding);
       d.doc.text = std::make_shared<const std::string>(std::move(text));
-      d.doc.version = td.at("version").get<int64_t>();
+      d.doc.version = version;
       schedule(uri, false);
       reschedule_dependents(d.doc.path, d.doc.path);
     });
@@ -1300,13 +1306,21 @@ int run_stdio_server(const ServerOptions& options, const std::string& log_file) 
   LanguageServer server(io, dispatcher, options);
   server.set_exit_handler([&] { dispatcher.when_idle([&] { transport.close(); }); });
   server.attach();
-  transport.start([&](const rpc::Frame& f) { dispatcher.handle_frame(f); },
-                  [&](const std::string& error) {
-                    if (!error.empty()) spdlog::error("input: {}", error);
-                    dispatcher.fail_pending_calls("the client went away");
-                    server.end_of_input();
-                    dispatcher.when_idle([&] { transport.close(); });
-                  });
+  transport.start(
+      [&](const rpc::Frame& f) {
+        // One message's failure (e.g. out of memory) never ends the server.
+        try {
+          dispatcher.handle_frame(f);
+        } catch (const std::exception& e) {
+          spdlog::error("message dropped: {}", e.what());
+        }
+      },
+      [&](const std::string& error) {
+        if (!error.empty()) spdlog::error("input: {}", error);
+        dispatcher.fail_pending_calls("the client went away");
+        server.end_of_input();
+        dispatcher.when_idle([&] { transport.close(); });
+      });
   spdlog::info("cellscope lsp: serving on stdio");
   io.run();
   server.stop();

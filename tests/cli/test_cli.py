@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -764,6 +765,175 @@ class ViewTests(unittest.TestCase):
         r = run("graph", LENET, "--format", "html", "--layer", "semantic")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--format html", r.stderr)
+
+
+def frame(body):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+def parse_frames(data):
+    """The bodies (parsed JSON) of a Content-Length framed stream."""
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        length = int(re.search(rb"Content-Length: *(\d+)", head, re.I).group(1))
+        out.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return out
+
+
+# A model whose input may have any shape (the DAP launch tests choose it).
+ANY_SHAPE_MODEL = """import mindspore.nn as nn
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        return self.relu(x)
+"""
+
+
+class ServerRobustnessTests(unittest.TestCase):
+    """`cellscope dap` and `cellscope lsp` given hostile messages: they answer or drop them with a
+    logged error, and keep serving (issue 14)."""
+
+    def serve(self, cmd, stream, timeout=120):
+        p = subprocess.run([str(BIN), cmd], input=stream, capture_output=True, timeout=timeout)
+        return p.returncode, parse_frames(p.stdout), p.stderr.decode(errors="replace")
+
+    def dap(self, *requests):
+        """Runs `cellscope dap` on these requests (dicts or raw bodies) then `threads` with seq
+        1000; returns the exit code, the responses by request_seq, and stderr."""
+        stream = b"".join(frame(r) for r in requests)
+        stream += frame({"seq": 1000, "type": "request", "command": "threads"})
+        code, msgs, err = self.serve("dap", stream)
+        responses = {m["request_seq"]: m for m in msgs if m.get("type") == "response"}
+        return code, responses, err
+
+    def test_dap_requests_with_wrongly_typed_seq_or_command(self):
+        code, responses, err = self.dap(
+            {"seq": "1", "type": "request", "command": "initialize", "arguments": {}},
+            {"seq": None, "type": "request", "command": "initialize"},
+            {"seq": 3, "type": "request", "command": 5},
+            {"seq": 4, "type": 7, "command": "initialize"},
+            {"seq": 5.5, "type": "request", "command": "threads"},
+            {"seq": [6], "type": "request", "command": None},
+            [1, 2, 3],
+            {"seq": 8, "type": "request", "command": "initialize", "arguments": "oops"})
+        self.assertEqual(code, 0, err)
+        self.assertIn("seq", err)  # the dropped ones are logged
+        self.assertEqual(responses[3]["success"], False)
+        self.assertEqual(responses[3]["command"], "")
+        self.assertIn("command", responses[3]["message"])
+        self.assertTrue(responses[8]["success"])  # arguments of the wrong type: ignored
+        self.assertTrue(responses[1000]["success"])  # still serving
+        self.assertEqual(sorted(responses), [3, 8, 1000])
+
+    def launch_error(self, inputs, extra=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = Path(tmp) / "net.py"
+            model.write_text(ANY_SHAPE_MODEL)
+            args = {"program": str(model), "inputs": inputs, **(extra or {})}
+            code, responses, err = self.dap(
+                {"seq": 1, "type": "request", "command": "initialize", "arguments": {}},
+                {"seq": 2, "type": "request", "command": "launch", "arguments": args})
+        self.assertEqual(code, 0, err)
+        self.assertTrue(responses[1000]["success"], err)  # still serving
+        self.assertFalse(responses[2]["success"], responses[2])
+        return responses[2]["message"]
+
+    def test_dap_launch_with_input_shapes_whose_size_overflows(self):
+        # 2**31 * 2**31 elements fit in int64 but their byte count wraps size_t (to 0: a one-byte
+        # allocation that Tensor::random wrote past); 3037000500**2 and 100000**4 overflow int64.
+        msg = self.launch_error(["2147483648,2147483648"])
+        self.assertIn("(2147483648, 2147483648)", msg)
+        self.assertIn("bytes", msg)
+        for shape in ("3037000500,3037000500", "100000,100000,100000,100000"):
+            with self.subTest(shape=shape):
+                msg = self.launch_error([shape])
+                self.assertIn("bad input shape", msg)
+                self.assertIn("more elements than fit in int64", msg)
+
+    def test_dap_launch_with_a_tensor_larger_than_the_limit(self):
+        # 4 TB: more than this machine's memory (the default limit), refused before allocating.
+        msg = self.launch_error(["1000000,1000000"])
+        self.assertIn("more than the runtime's limit", msg)
+        msg = self.launch_error(["1000,1000"], {"maxTensorBytes": 1000000})
+        self.assertIn("tensor (1000, 1000) f32 needs 3.8 MiB, more than the runtime's limit of "
+                      "976.6 KiB", msg)
+
+    def test_dap_launch_with_a_forged_npy_header(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for shape in ("(100000, 100000, 100000)", "(100000, 100000, 100000, 100000)",
+                          "(-1, 4)", "(99999999999999999999999,)"):
+                with self.subTest(shape=shape):
+                    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape
+                    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+                    npy = Path(tmp) / "forged.npy"
+                    npy.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) +
+                                    header.encode() + b"\0" * 64)
+                    msg = self.launch_error([str(npy)])
+                    self.assertIn("cannot read input", msg)
+                    self.assertIn("not a supported .npy file", msg)
+
+    def lsp_initialize(self, id_):
+        return frame({"jsonrpc": "2.0", "id": id_, "method": "initialize",
+                      "params": {"capabilities": {}}})
+
+    def test_lsp_content_length_beyond_the_limit_with_a_short_body(self):
+        for length in (33 << 20, 10 ** 15 - 1):  # longer ones are malformed (15 digits at most)
+            with self.subTest(length=length):
+                short = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "shutdown"}).encode()
+                stream = (b"Content-Length: %d\r\n\r\n" % length + short + self.lsp_initialize(2) +
+                          frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}) +
+                          frame({"jsonrpc": "2.0", "method": "exit"}))
+                code, msgs, err = self.serve("lsp", stream)
+                self.assertEqual(code, 0, err)
+                by_id = {m.get("id"): m for m in msgs if "id" in m}
+                self.assertEqual(by_id[1]["error"]["code"], -32600)  # refused, answered
+                self.assertIn("exceeds the limit", by_id[1]["error"]["message"])
+                self.assertIn("capabilities", by_id[2]["result"])  # the next message is served
+                self.assertIn(3, by_id)
+                self.assertIn("exceeds the limit", err)
+
+    def test_lsp_ids_methods_and_params_of_the_wrong_types(self):
+        bad = [{"jsonrpc": "2.0", "id": 1.5, "method": "initialize"},
+               {"jsonrpc": "2.0", "id": None, "method": "initialize"},
+               {"jsonrpc": "2.0", "id": [1], "method": "initialize"},
+               {"jsonrpc": "2.0", "id": 4, "method": 7},
+               {"jsonrpc": 2, "id": 5, "method": "initialize"},
+               {"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": "x"}]
+        uri = "file:///tmp/cellscope_bad_types.py"
+        opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                  "params": {"textDocument": {"uri": uri, "languageId": "python",
+                                              "version": "1", "text": "x = 1\n"}}}
+        changed = {"jsonrpc": "2.0", "method": "textDocument/didChange",
+                   "params": {"textDocument": {"uri": uri, "version": 2},
+                              "contentChanges": [{"text": "y = 2\n"}]}}
+        complete = {"jsonrpc": "2.0", "id": 8, "method": "textDocument/completion",
+                    "params": {"textDocument": {"uri": uri},
+                               "position": {"line": 0, "character": 1}}}
+        stream = b"".join(frame(m) for m in bad) + self.lsp_initialize(7)
+        stream += frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        stream += frame(opened) + frame(changed) + frame(complete)
+        stream += frame({"jsonrpc": "2.0", "id": 9, "method": "shutdown"})
+        stream += frame({"jsonrpc": "2.0", "method": "exit"})
+        code, msgs, err = self.serve("lsp", stream)
+        self.assertEqual(code, 0, err)
+        errors = [m for m in msgs if "error" in m]
+        self.assertEqual(len(errors), len(bad), msgs)
+        by_id = {m.get("id"): m for m in msgs if "id" in m}
+        self.assertIn("capabilities", by_id[7]["result"])
+        # A didOpen whose version is a string is dropped whole: the document is not open, and
+        # completion in it answers null instead of reading a missing text.
+        self.assertIsNone(by_id[8].get("result"), by_id[8])
+        self.assertIn(9, by_id)
 
 
 if __name__ == "__main__":

@@ -1000,6 +1000,86 @@ TEST(BadInput, MainFileMissing) {
   EXPECT_EQ(r.diagnostics.front().severity, Severity::Error);
 }
 
+// Issue 14: parameter counts that overflow int64 used to wrap silently (nn.Dense(2**62, 4)
+// reported 4, nn.Conv2d(2**31, 2**31, 2**16) 0). MindSpore cannot create such a Parameter either:
+// an error at the layer's construction, and no wrapped number.
+const Diagnostic* find_message(const AnalysisResult& r, const std::string& text) {
+  for (const Diagnostic& d : r.diagnostics)
+    if (d.message.find(text) != std::string::npos) return &d;
+  return nullptr;
+}
+
+TEST(BadInput, ParameterCountsThatOverflowInt64) {
+  struct Case {
+    const char* layer;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{
+               "nn.Dense(2**62, 4)",
+               "`nn.Dense`: Parameter `weight` of shape (4, 4611686018427387904) has more elements "
+               "than fit in int64"},
+           Case{"nn.Conv2d(2**31, 2**31, 2**16)",
+                "`nn.Conv2d`: Parameter `weight` of shape (2147483648, 2147483648, 65536, 65536) "
+                "has more elements than fit in int64"},
+           Case{"nn.Embedding(2**40, 2**40)", "Parameter `embedding_table`"},
+       }) {
+    std::string text = std::string(R"(import mindspore.nn as nn
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.layer = )") +
+                       c.layer + R"(
+
+    def construct(self, x):
+        return self.layer(x)
+)";
+    AnalysisResult r = analyze_text(text, c.layer);
+    const Diagnostic* d = find_message(r, c.message);
+    ASSERT_TRUE(d) << c.layer;
+    EXPECT_EQ(d->severity, Severity::Error);
+    EXPECT_EQ(d->code, "invalid-argument");
+    EXPECT_EQ(d->range.start.line, 6u) << c.layer;  // the layer's construction
+    int errors = 0;
+    for (const Diagnostic& x : r.diagnostics) errors += x.severity == Severity::Error;
+    EXPECT_EQ(errors, 1) << c.layer;  // the call of the broken layer does not pile on
+    ASSERT_EQ(r.cells.size(), 1u);
+    for (const ParamInfo& p : r.cells[0].params) EXPECT_NE(p.name, "layer.weight") << c.layer;
+    EXPECT_LE(r.cells[0].total_params, int64_t{1} << 40) << c.layer;
+  }
+}
+
+TEST(BadInput, ParameterTotalsThatOverflowInt64) {
+  // Each Parameter fits (2**62 elements), their sum does not; and a Parameter made from a huge
+  // initializer shape in model code.
+  for (const char* init : {"self.a = nn.Dense(2**31, 2**31, has_bias=False)\n"
+                           "        self.b = nn.Dense(2**31, 2**31, has_bias=False)\n"
+                           "        self.c = nn.Dense(2**31, 2**31, has_bias=False)",
+                           "self.w = Parameter(initializer('normal', (2**40, 2**40)), name='w')"}) {
+    std::string text = std::string(R"(import mindspore.nn as nn
+from mindspore import Parameter
+from mindspore.common.initializer import initializer
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        )") + init + R"(
+
+    def construct(self, x):
+        return x
+)";
+    AnalysisResult r = analyze_text(text, init);
+    const Diagnostic* d = find_message(r, "overflows int64");
+    ASSERT_TRUE(d) << init;
+    EXPECT_EQ(d->severity, Severity::Error);
+    ASSERT_EQ(r.cells.size(), 1u);
+    EXPECT_GE(r.cells[0].total_params, 0) << init;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Workspace imports on disk: `from .blocks import Bottleneck` and `from src.resnet import
 // resnet50`.

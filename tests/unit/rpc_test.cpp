@@ -191,6 +191,49 @@ TEST(FramingTest, FiftyMegabyteMessageIsRefusedByDefault) {
   EXPECT_EQ(frames[1].body, "{}");
 }
 
+// Issue 14: a Content-Length beyond the limit followed by a short body used to make the reader
+// skip that many bytes (up to 10^15), swallowing every later message. It is refused, reported,
+// and the reader resynchronises on the next header, as clangd does.
+TEST(FramingTest, HugeContentLengthWithAShortBodyResynchronises) {
+  const std::string body = R"({"jsonrpc":"2.0","id":3,"method":"x"})";
+  for (const std::size_t length : {std::size_t{33} << 20, std::size_t{999999999999999}}) {
+    const std::string stream = "Content-Length: " + std::to_string(length) + "\r\n\r\n" + body +
+                               framed(R"({"after":1})") + framed(R"({"after":2})");
+    for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+      FrameReader reader;
+      std::vector<Frame> frames;
+      reader.feed(std::string_view(stream).substr(0, cut), frames);
+      reader.feed(std::string_view(stream).substr(cut), frames);
+      ASSERT_EQ(frames.size(), 3u) << "length " << length << ", cut at " << cut;
+      EXPECT_EQ(frames[0].kind, Kind::kOversize);
+      EXPECT_EQ(frames[0].declared_length, length);
+      EXPECT_EQ(frames[0].body, body) << "cut at " << cut;  // the next header is not in it
+      EXPECT_NE(frames[0].error.find("exceeds the limit"), std::string::npos);
+      EXPECT_EQ(frames[1].body, R"({"after":1})");
+      EXPECT_EQ(frames[2].body, R"({"after":2})");
+      EXPECT_TRUE(reader.finish().empty());
+    }
+  }
+}
+
+TEST(FramingTest, OversizeIsReportedOnceItsPrefixIsIn) {
+  // Not when (if ever) the declared length has passed: the client may wait for the answer.
+  FramingOptions options;
+  options.max_message_bytes = 100;
+  options.oversize_prefix_bytes = 16;
+  FrameReader reader(options);
+  std::vector<Frame> frames;
+  reader.feed("Content-Length: 1000000\r\n\r\n" + std::string(15, 'a'), frames);
+  EXPECT_TRUE(frames.empty());
+  reader.feed(std::string(100, 'b'), frames);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].kind, Kind::kOversize);
+  EXPECT_EQ(frames[0].body, std::string(15, 'a') + "b");
+  reader.feed(std::string(1000, 'c') + framed("[1]"), frames);
+  EXPECT_EQ(bodies(frames), (std::vector<std::string>{"[1]"}));
+  EXPECT_EQ(frames.size(), 2u);
+}
+
 TEST(FramingTest, TruncatedStream) {
   FrameReader reader;
   EXPECT_TRUE(reader.feed("Content-Length: 10\r\n\r\n{\"a\"").empty());
@@ -512,6 +555,21 @@ TEST_F(JsonRpcTest, OversizeFrameAnswersTheRequestIdItCanSee) {
   frame.body = R"({"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"te)";
   rpc_.handle_frame(frame);  // a notification: nothing to answer
   EXPECT_EQ(sent().size(), 1u);
+}
+
+TEST_F(JsonRpcTest, HugeContentLengthWithAShortBodyIsAnsweredAndServingContinues) {
+  rpc_.on_request("echo", [](const Json& p, const Context&) { return p; });
+  FrameReader reader;
+  const std::string stream =
+      "Content-Length: 999999999999999\r\n\r\n" +
+      std::string(R"({"jsonrpc":"2.0","id":1,"method":"echo","params":[1]})") +
+      framed(R"({"jsonrpc":"2.0","id":2,"method":"echo","params":[2]})");
+  for (const Frame& f : reader.feed(stream)) rpc_.handle_frame(f);
+  const auto out = sent();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0]["id"], 1);
+  EXPECT_EQ(code(out[0]), -32600);
+  EXPECT_EQ(out[1]["result"], Json::array({2}));
 }
 
 TEST(JsonRpcPeekTest, PeekId) {

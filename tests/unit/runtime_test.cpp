@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <limits>
 
 #include "graphcore/analysis.h"
@@ -133,6 +135,109 @@ TEST(RuntimeTensor, NpyRoundTrip) {
   EXPECT_EQ(read_npy(dir / "s.npy").rank(), 0u);
   EXPECT_THROW(read_npy(dir / "missing.npy"), std::runtime_error);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 14: sizes are checked before anything is allocated or written.
+std::string runtime_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RuntimeTensor, ElementAndByteCountsThatOverflowAreErrors) {
+  // 2**62 elements fit in int64, their 2**64 bytes wrap size_t to 0: a one-byte allocation that
+  // random() wrote 2**62 floats into.
+  std::string e = runtime_error_of([] {
+    (void)Tensor::random({2147483648, 2147483648}, DType::Float32, 1);
+  });
+  EXPECT_NE(e.find("(2147483648, 2147483648) f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("bytes"), std::string::npos) << e;
+  // 3037000500**2 > 2**63 - 1: the element count itself overflows.
+  e = runtime_error_of([] { (void)Tensor::zeros({3037000500, 3037000500}); });
+  EXPECT_NE(e.find("(3037000500, 3037000500) has more elements than fit in int64"),
+            std::string::npos)
+      << e;
+  e = runtime_error_of([] { (void)Tensor::ones({100000, 100000, 100000, 100000}, DType::Int64); });
+  EXPECT_NE(e.find("more elements than fit in int64"), std::string::npos) << e;
+  e = runtime_error_of([] { (void)Tensor::zeros({2, -3}); });
+  EXPECT_NE(e.find("negative dimension"), std::string::npos) << e;
+  // reshape's product of the known dims.
+  Tensor t = Tensor::zeros({4});
+  e = runtime_error_of([&] { (void)t.reshape({-1, 3037000500, 3037000500}); });
+  EXPECT_NE(e.find("cannot reshape"), std::string::npos) << e;
+  EXPECT_EQ(t.reshape({-1, 2}).shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(Tensor::zeros({0, 3037000500, 3037000500}).numel(), 0);
+}
+
+TEST(RuntimeTensor, TensorsOverTheByteLimitAreRefusedBeforeAllocating) {
+  EXPECT_GT(max_tensor_bytes(), size_t{1} << 20);
+  // 4 TB: more than the machine's memory (the default limit).
+  std::string e = runtime_error_of([] {
+    (void)Tensor::random({1000000, 1000000}, DType::Float32, 1);
+  });
+  EXPECT_NE(e.find("tensor (1000000, 1000000) f32 needs 3.6 TiB, more than the runtime's limit"),
+            std::string::npos)
+      << e;
+  set_max_tensor_bytes(1000000);
+  e = runtime_error_of([] { (void)Tensor::zeros({1000, 1000}); });
+  EXPECT_EQ(e,
+            "tensor (1000, 1000) f32 needs 3.8 MiB, more than the runtime's limit of 976.6 KiB for "
+            "one tensor");
+  EXPECT_EQ(Tensor::zeros({500, 500}).numel(), 250000);  // 1,000,000 bytes: at the limit
+  set_max_tensor_bytes(0);                               // the default again
+  EXPECT_EQ(Tensor::zeros({1000, 1000}).numel(), 1000000);
+}
+
+TEST(RuntimeTensor, ForgedNpyHeadersFailWithoutAllocating) {
+  auto dir = std::filesystem::temp_directory_path() / "cellscope_rt_forged_npy";
+  std::filesystem::create_directories(dir);
+  auto forged = [&](const std::string& shape, size_t data_bytes) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    auto path = dir / "forged.npy";
+    std::ofstream out(path, std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+    out.write(len, 2);
+    out << header << std::string(data_bytes, '\0');
+    out.close();
+    return runtime_error_of([&] { (void)read_npy(path); });
+  };
+  std::string e = forged("(100000, 100000, 100000)", 64);
+  EXPECT_NE(
+      e.find("truncated data: shape (100000, 100000, 100000) needs 3.6 PiB, the file has 64 bytes"),
+      std::string::npos)
+      << e;
+  e = forged("(100000, 100000, 100000, 100000)", 64);
+  EXPECT_NE(e.find("more elements than fit in int64"), std::string::npos) << e;
+  e = forged("(2147483648, 2147483648)", 64);  // 2**64 bytes: wraps size_t
+  EXPECT_NE(e.find("truncated data"), std::string::npos) << e;
+  e = forged("(-1, 4)", 64);
+  EXPECT_NE(e.find("bad dimension '-1'"), std::string::npos) << e;
+  e = forged("(99999999999999999999999,)", 64);
+  EXPECT_NE(e.find("bad dimension"), std::string::npos) << e;
+  e = forged("(4, 4)", 63);  // one byte short
+  EXPECT_NE(e.find("needs 64 bytes, the file has 63 bytes"), std::string::npos) << e;
+  EXPECT_EQ(forged("(4, 4)", 64), "(no error)");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RuntimeInputSpec, ShapesWhoseElementCountOverflowsAreRejected) {
+  std::string err;
+  EXPECT_FALSE(parse_input_spec("3037000500,3037000500", &err));
+  EXPECT_EQ(err, "shape `3037000500,3037000500` has more elements than fit in int64");
+  EXPECT_FALSE(parse_input_spec("100000,100000,100000,100000:int32", &err));
+  EXPECT_NE(err.find("more elements than fit in int64"), std::string::npos) << err;
+  // Symbolic and unknown dims are at least 1 (0 makes any shape empty); 2**62 elements fit
+  // (their bytes are the runtime's business).
+  EXPECT_FALSE(parse_input_spec("N,3037000500,3037000500", &err));
+  EXPECT_TRUE(parse_input_spec("N,?,2147483648,2147483648", &err));
+  EXPECT_TRUE(parse_input_spec("2147483648,2147483648", &err));
+  EXPECT_TRUE(parse_input_spec("0,3037000500,3037000500", &err));
 }
 
 TEST(RuntimeInit, ParseAndFill) {

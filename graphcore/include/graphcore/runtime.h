@@ -92,6 +92,13 @@ class Tensor {
   int64_t numel_ = 0;
 };
 
+// The largest tensor the runtime allocates, in bytes. A larger one (a huge input shape, a forged
+// .npy header, a kernel output) fails with a RuntimeError naming its type before anything is
+// allocated, and an allocation that fails anyway is a RuntimeError ("out of memory ..."), never
+// std::bad_alloc. Process-wide; the default (or 0) is the machine's physical memory.
+size_t max_tensor_bytes();
+void set_max_tensor_bytes(size_t bytes);
+
 // Rounds every value of a float tensor to binary16 in place (round to nearest even; values
 // beyond 65504 become +-inf, as fp16 storage would make them).
 void round_to_half(Tensor& t);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "graphcore/checked.h"
 #include "opt/passes.h"
 
 namespace graphcore {
@@ -154,16 +155,18 @@ std::optional<uint64_t> tensor_bytes(const TensorType& type, Format format) {
   }
   const uint64_t c0 = elem == 1 ? 32 : 16;
   auto round_up = [](uint64_t v, uint64_t m) { return (v + m - 1) / m * m; };
-  uint64_t n = 1;
   if (format == Format::NC1HWC0 && dims.size() == 4) {
-    n = dims[0] * round_up(dims[1], c0) * dims[2] * dims[3];
+    dims[1] = round_up(dims[1], c0);
   } else if (format == Format::FRACTAL_NZ && dims.size() >= 2) {
-    for (size_t i = 0; i + 2 < dims.size(); ++i) n *= dims[i];
-    n *= round_up(dims[dims.size() - 2], 16) * round_up(dims.back(), c0);
-  } else {
-    for (uint64_t d : dims) n *= d;
+    dims[dims.size() - 2] = round_up(dims[dims.size() - 2], 16);
+    dims.back() = round_up(dims.back(), c0);
   }
-  return n * elem;
+  // Sizes that overflow are unknown, not wrapped.
+  std::optional<uint64_t> n = elem;
+  for (uint64_t d : dims) {
+    if (n) n = checked_mul(*n, d);
+  }
+  return n;
 }
 
 std::vector<std::string_view> pass_names() {

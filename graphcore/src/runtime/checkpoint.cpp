@@ -26,6 +26,7 @@
 #include <set>
 #include <span>
 
+#include "graphcore/checked.h"
 #include "graphcore_proto/mindspore_checkpoint.pb.h"
 #include "internal.h"
 
@@ -176,16 +177,6 @@ struct Parsed {
   std::vector<std::string> notes;
 };
 
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return -1;
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
-    n *= d;
-  }
-  return n;
-}
-
 // Checks an entry's byte count against its shape and type; sets `skipped` for entries the
 // runtime cannot hold.
 void finish_entry(Entry& e, const std::string& file) {
@@ -204,16 +195,16 @@ void finish_entry(Entry& e, const std::string& file) {
   // MindSpore writes a Python scalar from append_dict with dims [0] (load_checkpoint reads it
   // back as shape ()).
   if (e.shape == std::vector<int64_t>{0} && e.bytes() == e.info.size) e.shape.clear();
-  int64_t n = numel_of(e.shape);
-  if (n < 0)
+  auto n = checked_numel(e.shape);
+  auto bytes = n ? checked_bytes(*n, e.info.size) : std::nullopt;
+  if (!bytes)
     throw RuntimeError("checkpoint " + file + " is corrupt: entry '" + e.name + "' has shape " +
                        shape_str(e.shape));
-  if (static_cast<size_t>(n) * e.info.size != e.bytes())
+  if (*bytes != e.bytes())
     throw RuntimeError("checkpoint " + file + " is corrupt: entry '" + e.name + "' (" +
                        e.type_name + " " + shape_str(e.shape) + ") needs " +
-                       std::to_string(static_cast<size_t>(n) * e.info.size) +
-                       " bytes of data, the file has " + std::to_string(e.bytes()) + " (at byte " +
-                       std::to_string(e.offset) + ")");
+                       std::to_string(*bytes) + " bytes of data, the file has " +
+                       std::to_string(e.bytes()) + " (at byte " + std::to_string(e.offset) + ")");
 }
 
 // What a file that is not a MindSpore checkpoint is, from its first bytes; empty if unknown.

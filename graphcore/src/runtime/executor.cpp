@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 #include "runtime/internal.h"
@@ -319,14 +320,22 @@ void Executor::set_input_spec(size_t i, std::string_view spec, uint64_t seed) {
   auto dims = known_dims(tt);
   if (!dims) throw RuntimeError("input #" + std::to_string(i) + " has an unknown shape");
   DType dt = Tensor::supported(tt.dtype) ? tt.dtype : DType::Float32;
+  // A shape too large to allocate names the input.
+  auto make = [&](const std::function<Tensor()>& f) {
+    try {
+      return f();
+    } catch (const RuntimeError& e) {
+      throw RuntimeError("input '" + input_name(i) + "': " + e.what());
+    }
+  };
   if (spec == "zeros") {
-    set_input(i, Tensor::zeros(*dims, dt));
+    set_input(i, make([&] { return Tensor::zeros(*dims, dt); }));
   } else if (spec == "ones") {
-    set_input(i, Tensor::ones(*dims, dt));
+    set_input(i, make([&] { return Tensor::ones(*dims, dt); }));
   } else if (spec == "random" || spec.starts_with("random:")) {
     uint64_t s = seed;
     if (spec.size() > 7) s = std::stoull(std::string(spec.substr(7)));
-    set_input(i, Tensor::random(*dims, dt, hash_name(s, input_name(i))));
+    set_input(i, make([&] { return Tensor::random(*dims, dt, hash_name(s, input_name(i))); }));
   } else {
     Tensor t;
     try {
@@ -551,6 +560,8 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
       if (outs[k].dtype() != dt) outs[k] = outs[k].cast(dt);
       if (dt == DType::Float16 && n.kind == NodeKind::Op) round_to_half(outs[k]);
     }
+  } catch (const std::bad_alloc&) {
+    return error("out of memory running this node");
   } catch (const std::exception& e) {
     return error(e.what());
   }

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,15 @@
 namespace graphcore::runtime {
 
 std::string shape_str(const std::vector<int64_t>& s);
+
+// "512 bytes", "1.5 GiB".
+std::string byte_size_str(size_t bytes);
+// Throws RuntimeError when `bytes` exceed max_tensor_bytes(); `what` names the tensor.
+void check_tensor_bytes(size_t bytes, const std::string& what);
+// The element count of a scratch buffer of these dims (im2col columns...), checked for overflow
+// and against max_tensor_bytes() as a tensor would be; throws RuntimeError naming `what`.
+size_t checked_buffer_elements(std::span<const int64_t> dims, size_t element_size,
+                               const std::string& what);
 
 // splitmix64-based generator: the same numbers on every platform and standard library.
 class Rng {

@@ -886,7 +886,11 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt, const Tensor* bia
                      w.pad_before[0] == 0 && w.pad_before[1] == 0 && w.pad_after[0] == 0 &&
                      w.pad_after[1] == 0;
     std::vector<float> col;
-    if (!pointwise) col.resize(static_cast<size_t>(kk * hw));
+    if (!pointwise) {
+      const int64_t dims[] = {kk, hw};
+      col.resize(
+          checked_buffer_elements(dims, sizeof(float), "the im2col buffer of a convolution"));
+    }
     for (int64_t b = 0; b < n; ++b)
       for (int64_t g = 0; g < groups; ++g) {
         const float* xg = px + (b * ch + g * icg) * h * wd;

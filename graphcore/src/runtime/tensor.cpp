@@ -1,13 +1,22 @@
 // Tensor storage, binary16 rounding, statistics and .npy files.
+#include <unistd.h>
+
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <map>
+#include <new>
 #include <sstream>
 
+#include "graphcore/checked.h"
 #include "graphcore/runtime.h"
 #include "runtime/internal.h"
 
@@ -15,24 +24,82 @@ namespace graphcore::runtime {
 
 namespace {
 
-std::shared_ptr<std::byte[]> allocate(size_t bytes) {
+std::atomic<size_t> g_max_tensor_bytes{0};  // 0: not set, default_max_tensor_bytes()
+
+size_t default_max_tensor_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0) {
+    if (auto b = checked_mul(static_cast<size_t>(pages), static_cast<size_t>(page_size))) return *b;
+  }
+  return size_t{16} << 30;
+}
+
+// `what`: the tensor's type ("(2, 3) f32"), for the messages.
+std::shared_ptr<std::byte[]> allocate(size_t bytes, const std::string& what) {
+  check_tensor_bytes(bytes, what);
   // 64-byte aligned for vector loads; zero-filled.
   size_t n = std::max<size_t>(bytes, 1);
-  auto* p = static_cast<std::byte*>(::operator new[](n, std::align_val_t(64)));
+  std::byte* p = nullptr;
+  try {
+    p = static_cast<std::byte*>(::operator new[](n, std::align_val_t(64)));
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError("out of memory: cannot allocate " + byte_size_str(bytes) + " for tensor " +
+                       what);
+  }
   std::memset(p, 0, n);
   return {p, [](std::byte* q) { ::operator delete[](q, std::align_val_t(64)); }};
 }
 
 int64_t product(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) {
+  for (int64_t d : s)
     if (d < 0) throw RuntimeError("negative dimension in tensor shape " + shape_str(s));
-    n *= d;
-  }
-  return n;
+  auto n = checked_numel(s);
+  if (!n)
+    throw RuntimeError("tensor shape " + shape_str(s) +
+                       " has more elements than fit in int64 (2**63 - 1)");
+  return *n;
 }
 
 }  // namespace
+
+std::string byte_size_str(size_t bytes) {
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+size_t max_tensor_bytes() {
+  size_t v = g_max_tensor_bytes.load(std::memory_order_relaxed);
+  return v ? v : default_max_tensor_bytes();
+}
+
+void set_max_tensor_bytes(size_t bytes) { g_max_tensor_bytes.store(bytes); }
+
+void check_tensor_bytes(size_t bytes, const std::string& what) {
+  const size_t limit = max_tensor_bytes();
+  if (bytes > limit)
+    throw RuntimeError("tensor " + what + " needs " + byte_size_str(bytes) +
+                       ", more than the runtime's limit of " + byte_size_str(limit) +
+                       " for one tensor");
+}
+
+size_t checked_buffer_elements(std::span<const int64_t> dims, size_t element_size,
+                               const std::string& what) {
+  auto n = checked_numel(dims);
+  auto bytes = n ? checked_bytes(*n, element_size) : std::nullopt;
+  if (!bytes) throw RuntimeError("the size of " + what + " overflows");
+  check_tensor_bytes(*bytes, what);
+  return static_cast<size_t>(*n);
+}
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string r = "(";
@@ -53,7 +120,10 @@ Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape
   if (!supported(dtype))
     throw RuntimeError("the runtime does not support dtype " + std::string(dtype_name(dtype)));
   numel_ = product(shape_);
-  storage_ = allocate(static_cast<size_t>(numel_) * element_size());
+  auto bytes = checked_bytes(numel_, element_size());
+  if (!bytes)
+    throw RuntimeError("tensor " + type_str() + " has more bytes than fit in the address space");
+  storage_ = allocate(*bytes, type_str());
 }
 
 size_t Tensor::element_size() const {
@@ -201,8 +271,14 @@ Tensor Tensor::reshape(std::vector<int64_t> shape) const {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1 && infer < 0) {
       infer = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      throw RuntimeError("cannot reshape " + type_str() + " to " + shape_str(shape) +
+                         ": negative dimension");
+    } else if (auto k = checked_mul(known, shape[i])) {
+      known = *k;
     } else {
-      known *= shape[i];
+      throw RuntimeError("cannot reshape " + type_str() + " to " + shape_str(shape) +
+                         ": its element count overflows int64");
     }
   }
   if (infer >= 0 && known > 0) shape[infer] = numel_ / known;
@@ -366,7 +442,8 @@ Tensor read_npy(const std::filesystem::path& path) {
     size_t k = header.find("'" + key + "'");
     if (k == std::string::npos) fail("no '" + key + "' in header");
     size_t colon = header.find(':', k);
-    size_t b = header.find_first_not_of(' ', colon + 1);
+    size_t b = colon == std::string::npos ? colon : header.find_first_not_of(' ', colon + 1);
+    if (b == std::string::npos) fail("no value for '" + key + "' in header");
     if (header[b] == '\'') return header.substr(b + 1, header.find('\'', b + 1) - b - 1);
     if (header[b] == '(') return header.substr(b + 1, header.find(')', b) - b - 1);
     size_t e = header.find_first_of(",}", b);
@@ -382,15 +459,45 @@ Tensor read_npy(const std::filesystem::path& path) {
     while (std::getline(ds, tok, ',')) {
       size_t b = tok.find_first_not_of(' ');
       if (b == std::string::npos) continue;
-      shape.push_back(std::stoll(tok.substr(b)));
+      size_t e = tok.find_last_not_of(' ') + 1;
+      int64_t d = -1;
+      auto [end, ec] = std::from_chars(tok.data() + b, tok.data() + e, d);
+      if (ec != std::errc() || end != tok.data() + e || d < 0)
+        fail("bad dimension '" + tok.substr(b, e - b) + "' in shape (" + dims + ")");
+      shape.push_back(d);
     }
   }
   if (descr.size() < 3 || descr[0] == '>') fail("big-endian or unknown dtype '" + descr + "'");
   std::string code = descr.substr(1);
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  auto count = checked_numel(shape);
+  if (!count) fail("shape " + shape_str(shape) + " has more elements than fit in int64");
+  const int64_t n = *count;
+  // The data the header announces must be in the file: checked before allocating anything, so
+  // that a forged header cannot ask for more memory than the file holds.
+  static const std::map<std::string, size_t> kItemSizes = {{"f4", 4}, {"f8", 8}, {"f2", 2},
+                                                           {"i4", 4}, {"i8", 8}, {"i2", 2},
+                                                           {"i1", 1}, {"u1", 1}, {"b1", 1}};
+  auto item = kItemSizes.find(code);
+  if (item == kItemSizes.end()) fail("dtype '" + descr + "'");
+  const std::streamoff data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streamoff file_end = in.tellg();
+  in.seekg(data_start);
+  if (data_start < 0 || file_end < data_start) fail("cannot determine the data size");
+  const auto available = static_cast<uint64_t>(file_end - data_start);
+  auto data_bytes = checked_bytes(n, item->second);
+  if (!data_bytes || *data_bytes > available)
+    fail("truncated data: shape " + shape_str(shape) + " needs " +
+         (data_bytes ? byte_size_str(*data_bytes) : std::string("more bytes than fit in memory")) +
+         ", the file has " + byte_size_str(static_cast<size_t>(available)));
+  check_tensor_bytes(*data_bytes, shape_str(shape) + " " + descr + " in " + path.string());
   auto read_raw = [&](size_t bytes) {
-    std::vector<char> buf(static_cast<size_t>(n) * bytes);
+    std::vector<char> buf;
+    try {
+      buf.resize(static_cast<size_t>(n) * bytes);  // checked above
+    } catch (const std::bad_alloc&) {
+      fail("out of memory reading " + byte_size_str(*data_bytes));
+    }
     if (!in.read(buf.data(), static_cast<std::streamsize>(buf.size()))) fail("truncated data");
     return buf;
   };
