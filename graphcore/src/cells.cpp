@@ -11,29 +11,125 @@ namespace {
 
 // Attributes every nn.Cell has that model code reads; reading them is not an error.
 const std::unordered_set<std::string_view>& cell_plain_attrs() {
-  static const std::unordered_set<std::string_view> kAttrs = {"training",
-                                                              "phase",
-                                                              "cls_name",
-                                                              "requires_grad",
-                                                              "param_prefix",
-                                                              "bprop_debug",
-                                                              "parameter_layout_dict",
-                                                              "parallel_parameter_name_list",
-                                                              "enable_hook",
-                                                              "is_dynamic",
-                                                              "_params",
-                                                              "_cells",
-                                                              "_auto_prefix",
-                                                              "_construct_inputs_names",
-                                                              "__class__",
-                                                              "__name__",
-                                                              "_is_dynamic_name",
-                                                              "jit_config_dict",
-                                                              "recompute_cell",
-                                                              "mixed_precision_type",
-                                                              "__dict__",
-                                                              "_params_list",
-                                                              "_primitives"};
+  static const std::unordered_set<std::string_view> kAttrs = {
+      "training",
+      "phase",
+      "cls_name",
+      "requires_grad",
+      "param_prefix",
+      "bprop_debug",
+      "parameter_layout_dict",
+      "parallel_parameter_name_list",
+      "enable_hook",
+      "is_dynamic",
+      "_params",
+      "_cells",
+      "_auto_prefix",
+      "_construct_inputs_names",
+      "__class__",
+      "__name__",
+      "_is_dynamic_name",
+      "jit_config_dict",
+      "recompute_cell",
+      "mixed_precision_type",
+      "__dict__",
+      "_params_list",
+      "_primitives",
+      // Every public attribute of
+      // MindSpore 2.10's nn.Cell
+      // (dir(nn.Cell)); those modelled
+      // in cell_method win.
+      "IGNORE_LIST",
+      "T_destination",
+      "add_flags",
+      "add_flags_recursive",
+      "apply",
+      "bprop_debug",
+      "buffers",
+      "cast_inputs",
+      "cell_init_args",
+      "cells",
+      "cells_and_names",
+      "check_names",
+      "check_names_and_refresh_name",
+      "cls_name",
+      "compile",
+      "compile_and_run",
+      "compile_cache",
+      "compile_phase",
+      "compiled",
+      "construct",
+      "create_time",
+      "enable_backward_hook",
+      "exist_names",
+      "exist_objs",
+      "extend_repr",
+      "generate_scope",
+      "get_buffer",
+      "get_extra_state",
+      "get_flags",
+      "get_func_graph_proto",
+      "get_inputs",
+      "get_mixed_precision_type",
+      "get_parameters",
+      "get_scope",
+      "get_sub_cell",
+      "global_cells",
+      "init_parameters_data",
+      "insert_child_to_cell",
+      "insert_param_to_cell",
+      "jit_config_dict",
+      "load_state_dict",
+      "name_cells",
+      "named_buffers",
+      "offload",
+      "parallel_parameter_merge_net_dict",
+      "parallel_parameter_name_list",
+      "param_prefix",
+      "parameter_layout_dict",
+      "parameters_and_names",
+      "parameters_broadcast_dict",
+      "parameters_dict",
+      "phase",
+      "phase_cache",
+      "pipeline_segment",
+      "pipeline_stage",
+      "recompute",
+      "register_backward_hook",
+      "register_backward_pre_hook",
+      "register_buffer",
+      "register_forward_hook",
+      "register_forward_pre_hook",
+      "register_load_state_dict_post_hook",
+      "register_load_state_dict_pre_hook",
+      "register_parameter_forward_hook",
+      "register_saved_tensors_hooks",
+      "register_state_dict_post_hook",
+      "register_state_dict_pre_hook",
+      "remove_redundant_parameters",
+      "run_construct",
+      "set_boost",
+      "set_broadcast_flag",
+      "set_comm_fusion",
+      "set_data_parallel",
+      "set_extra_state",
+      "set_grad",
+      "set_inputs",
+      "set_jit_config",
+      "set_mixed_precision_type",
+      "set_train",
+      "shard",
+      "state_dict",
+      "to",
+      "to_empty",
+      "to_float",
+      "total_instance_count",
+      "trainable_params",
+      "untrainable_params",
+      "update_cell_prefix",
+      "update_cell_type",
+      "update_parameters_name",
+  };
   return kAttrs;
 }
 
@@ -350,6 +446,14 @@ void Interpreter::setattr(const Value& obj, const std::string& name, Value v, co
 
 void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const Value& v) {
   CellState& cs = *inst->cell;
+  // Cell.__setattr__ of a Tensor onto a Parameter attribute is that Parameter's set_data
+  // (`self.pos_embed = init.initializer(...)`, `m.weight = initializer(...)` in _init_weights):
+  // the Parameter stays, with its shape.
+  if (auto* t = v.as<TensorObj>(); (t && !t->is_parameter) || v.is_unknown()) {
+    for (const auto& [k, p] : cs.params) {
+      if (k == name) return;
+    }
+  }
   // First assignment of a name (the common case, e.g. thousands of layers in an unrolled
   // __init__): append without scanning the registration lists.
   if (!inst->attrs.find_str(name)) {
@@ -441,6 +545,8 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
 void Interpreter::init_container(InstanceObj* target, CallArgs& args, const Site& site) {
   std::vector<Value> items;
   std::vector<SourceRange> ranges;
+  if (args.open || (args.pos.size() == 1 && args.pos[0].is_unknown()))
+    target->cell->items_unknown = true;
   if (args.pos.size() == 1 && (seq_items(args.pos[0]) || args.pos[0].as<DictObj>())) {
     if (auto* d = args.pos[0].as<DictObj>()) {
       for (auto& [k, v] : d->entries) {
@@ -462,9 +568,10 @@ void Interpreter::init_container(InstanceObj* target, CallArgs& args, const Site
     if (ci && ci->cell) {
       target->cell->items.push_back(items[i]);
     } else if (ci && ci->cls->unknown_base) {
-      continue;  // built on a class the evaluator does not know: maybe a Cell
-    } else if (!items[i].is_unknown() &&
-               std::find(reported.begin(), reported.end(), at) == reported.end()) {
+      target->cell->items_unknown = true;  // built on a class the evaluator does not know
+    } else if (items[i].is_unknown()) {
+      target->cell->items_unknown = true;
+    } else if (std::find(reported.begin(), reported.end(), at) == reported.end()) {
       reported.push_back(at);
       report_at(site.file(), at, Severity::Error, "type-error",
                 target->cls->name + " takes Cells, but element " + std::to_string(i) + " is `" +
@@ -637,6 +744,10 @@ Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArg
   const Value* construct = inst->cls->lookup("construct");
   bool user_construct = construct && construct->as<FunctionObj>();
   if (graph == nullptr) {
+    // A primitive applied outside construct (`zeros = ops.Zeros(); Parameter(zeros(shape,
+    // dtype))` in __init__) computes a value as its functional form does.
+    if (!user_construct && inst->cell->api && inst->cell->api->kind == ApiKind::PrimitiveClass)
+      return call_api_function(inst->cell->api, args, site, inst);
     // Outside any construct being compiled: a call site that tells us the input types.
     if (cell_init_depth == 0) {
       std::vector<Value> inputs = args.pos;
@@ -653,6 +764,17 @@ Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArg
       return Value::unknown();
     }
     Value x = args.pos[0];
+    if (inst->cell->items_unknown) {
+      mark_consumed(args.pos);
+      auto* t = x.as<TensorObj>();
+      if (graph && t && t->type.shape.ranked) {
+        report(site, Severity::Hint, "shape-unknown",
+               "shapes are unknown from here: this `" + inst->cls->name +
+                   "` holds layers only known at run time (built from a list whose length "
+                   "depends on run-time data)");
+      }
+      return Value::unknown();
+    }
     cell_stack.push_back(inst);
     for (const Value& item : inst->cell->items) {
       CallArgs a;

@@ -109,13 +109,18 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
   static const std::unordered_set<std::string_view> kDataErrors = {
       "unknown-attribute", "key-error",    "index-error",     "type-error",
       "value-error",       "unpack-error", "assertion-failed"};
-  // Of those, the ones a guessed construct input makes (a list of tensors where it guessed one).
-  static const std::unordered_set<std::string_view> kGuessErrors = {"assertion-failed",
-                                                                    "type-error", "unpack-error"};
+  // Of those, the ones a guessed construct input makes (a list of tensors where it guessed one,
+  // a float32 tensor where callers pass a bool mask).
+  static const std::unordered_set<std::string_view> kGuessErrors = {
+      "assertion-failed", "type-error", "unpack-error", "dtype-error"};
   if (sev == Severity::Error) {
     // Code under a condition nobody knows is taken, or construct on inputs nothing gave.
     if (uncertain_branches > 0 && kDataErrors.count(code)) return;
     if (graph && guessed_inputs && kGuessErrors.count(code)) return;
+    // `self.clip_embeds = None` in __init__, set by the pipeline before it calls the Cell: on
+    // a construct nobody in the file calls, a None attribute is state its callers fill in.
+    if (graph && guessed_inputs && code == "unknown-attribute" && message.starts_with("`NoneType`"))
+      return;
     // A root tried with its defaults: what those defaults break ends the attempt (analysis.cpp).
     if (speculative > 0 && graph == nullptr &&
         (kDataErrors.count(code) || code == "zero-division" || code == "missing-argument"))

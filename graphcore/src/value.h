@@ -288,7 +288,10 @@ struct CellState {
   std::vector<std::pair<std::string, Value>> children;  // registered sub-Cells in order
   std::vector<std::pair<std::string, Value>> params;    // own Parameters (relative names)
   std::vector<Value> items;                             // SequentialCell / CellList contents
-  std::vector<std::string> item_names;                  // SequentialCell from an OrderedDict
+  // Some contents are not known (`SequentialCell(*layers)` of a list a loop over run-time data
+  // filled): what the container computes is unknown, never a pass-through of `items`.
+  bool items_unknown = false;
+  std::vector<std::string> item_names;  // SequentialCell from an OrderedDict
   // Registry-backed objects (nn.Conv2d instances, ops.Add instances).
   const ApiEntry* api = nullptr;
   // Constructor arguments as bound; the registry reads them as ArgValues, converted on demand

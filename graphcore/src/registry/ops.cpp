@@ -513,6 +513,41 @@ void register_creation(Registry& r) {
      "tensor of ones (float32 by default)");
   fn(r, "ops.zeros", "Zeros", {P("size"), P("dtype", "None")}, filled("size", std::nullopt),
      "tensor of zeros (float32 by default)");
+  // Random tensors: randn(2, 3) and randn((2, 3)) both give (2, 3); float32 unless dtype says.
+  auto random = [](std::string sampler) {
+    return [sampler](CallContext& ctx) {
+      std::optional<std::vector<Dim>> dims;
+      const auto& va = ctx.varargs();
+      if (va.size() == 1 && va[0].kind == ArgValue::Kind::Sequence) {
+        dims = shape_value(va[0]);
+      } else if (!va.empty()) {
+        ArgValue seq;
+        seq.kind = ArgValue::Kind::Sequence;
+        seq.items = va;
+        dims = shape_value(seq);
+      }
+      DType dt = DType::Float32;
+      if (auto d = dtype_value(ctx.arg("dtype"))) dt = *d;
+      ctx.set_attr("sampler", sampler);
+      if (!dims) return add_unknown_output(ctx, dt);
+      ctx.add_output({Shape(*dims), dt});
+    };
+  };
+  fn(r, "ops.randn", "StandardNormal", {VAR("size"), KW("dtype", "None"), KW("seed", "None")},
+     random("normal"), "tensor of standard-normal samples (float32 by default)");
+  fn(r, "ops.rand", "UniformReal", {VAR("size"), KW("dtype", "None"), KW("seed", "None")},
+     random("uniform"), "tensor of uniform [0, 1) samples (float32 by default)");
+  fn(
+      r, "ops.randint", "UniformInt",
+      {P("low"), P("high"), P("size"), P("seed", "None"), KW("dtype", "None")},
+      [](CallContext& ctx) {
+        auto dims = shape_value(ctx.arg("size"));
+        DType dt = DType::Int64;
+        if (auto d = dtype_value(ctx.arg("dtype"))) dt = *d;
+        if (!dims) return add_unknown_output(ctx, dt);
+        ctx.add_output({Shape(*dims), dt});
+      },
+      "tensor of integers in [low, high) (int64 by default)");
   fn(r, "ops.full", "Fill", {P("size"), P("fill_value"), KW("dtype", "None")},
      filled("size", "fill_value"), "tensor filled with fill_value");
   // Ones()/Zeros() took (size, type) up to MindSpore 2.7.x; since 2.8.0 Ones() takes
