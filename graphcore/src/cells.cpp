@@ -625,6 +625,19 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
     return out;
   };
   std::string n(name);
+  if (n == "register_buffer" || n == "insert_param_to_cell") {
+    // `self.register_buffer("wavelets", t, persistent=False)`: an attribute by another name;
+    // `insert_param_to_cell(name, param)`: a Parameter registered by name.
+    return method(n == "register_buffer" ? "register_buffer" : "insert_param_to_cell",
+                  [self](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+                    if (a.pos.size() < 2) return Value::none();
+                    if (auto* key = str_of(a.pos[0]))
+                      in.setattr(self, *key, a.pos[1], s);
+                    else if (auto* i = self.as<InstanceObj>())
+                      i->open = true;
+                    return Value::none();
+                  });
+  }
   if (n == "cells_and_names") {
     return method("cells_and_names", [self, walk](Interpreter&, CallArgs&, const Site&) {
       std::vector<Value> out;

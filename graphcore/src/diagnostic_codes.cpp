@@ -71,8 +71,9 @@ constexpr DiagnosticCodeInfo kCodes[] = {
     {"branch-shape", "warning",
      "the branches of an if on a tensor value give a variable different shapes (dynamic shape)"},
     {"graph-mode-unsupported", "error/warning",
-     "syntax that GRAPH_MODE rejects in construct (yield, await, import, global, class "
-     "definitions; try and del as warnings)"},
+     "syntax that GRAPH_MODE rejects in construct (yield, await, import, try, del, class "
+     "definitions; global and nonlocal as warnings); an error only where the program selects "
+     "GRAPH_MODE, a warning otherwise (PYNATIVE_MODE is the default)"},
     {"recursion", "error", "a Cell whose construct calls itself"},
     {"budget-exceeded", "error/information",
      "evaluation exhausted the step budget in a loop that does not end (while True: in "
