@@ -563,13 +563,39 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
   }
 
   // The Cell of `fa` whose class definition contains `line` (0-based), else the first Cell.
+  // The Cell "under the cursor": the innermost root whose definition holds the line (a factory
+  // `def resnet50`, a class built with its defaults); else a root built from the class the
+  // cursor is in (`class ResNet`, built by the factories); else the first root. Never a private
+  // helper: those are not roots.
   static std::string cell_at(const FileAnalysis& fa, int64_t line) {
+    if (fa.result.cells.empty()) return "";
+    if (line < 0) return fa.result.cells.front().name;
+    const auto l = static_cast<uint32_t>(line);
+    auto holds = [l](const graphcore::SourceRange& r) {
+      return l >= r.start.line && l <= r.end.line;
+    };
+    // A factory root (`resnet50()`): its own `def`, from the outline.
     for (const auto& c : fa.result.cells) {
-      if (c.file == fa.path && line >= 0 && static_cast<uint32_t>(line) >= c.range.start.line &&
-          static_cast<uint32_t>(line) <= c.range.end.line)
-        return c.name;
+      if (c.file != fa.path || !c.name.ends_with("()")) continue;
+      const auto* fn = graphcore::find_symbol(
+          fa.outline.symbols, std::string_view(c.name).substr(0, c.name.size() - 2));
+      if (fn && holds(fn->range)) return c.name;
     }
-    return fa.result.cells.empty() ? "" : fa.result.cells.front().name;
+    const graphcore::CellReport* best = nullptr;
+    for (const auto& c : fa.result.cells) {
+      if (c.file != fa.path || !holds(c.range)) continue;
+      if (!best ||
+          c.range.end.line - c.range.start.line < best->range.end.line - best->range.start.line)
+        best = &c;
+    }
+    if (best) return best->name;
+    for (const auto& sym : fa.outline.symbols) {
+      if (!holds(sym.range)) continue;
+      for (const auto& c : fa.result.cells) {
+        if (c.class_name == sym.name) return c.name;
+      }
+    }
+    return fa.result.cells.front().name;
   }
 
   // ---- diagnostics ----

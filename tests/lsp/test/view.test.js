@@ -101,3 +101,53 @@ test('visualizeGraph: a URL for the cursor\'s Cell; the view follows edits; reve
   view.ws.close();
   assert.equal(await s.stop(), 0);
 });
+
+test('visualizeGraph: the Cell under the cursor is the factory or class it is in, never a private helper', async (t) => {
+  const text = [
+    'from mindspore import nn',
+    '',
+    '',
+    'def register_model(fn):',
+    '    return fn',
+    '',
+    '',
+    'class Net(nn.Cell):',
+    '    def __init__(self, width, num_classes=10):',
+    '        super().__init__()',
+    '        self.fc = nn.Dense(width, num_classes)',
+    '',
+    '    def construct(self, x):',
+    '        return self.fc(x)',
+    '',
+    '',
+    'def _create(width, **kwargs):',
+    '    return Net(width, **kwargs)',
+    '',
+    '',
+    '@register_model',
+    'def net_small(**kwargs):',
+    '    return _create(8, **kwargs)',
+    '',
+    '',
+    '@register_model',
+    'def net_big(**kwargs):',
+    '    return _create(64, **kwargs)',
+    '',
+  ].join('\n');
+  const ws = tempWorkspace({ 'zoo.py': { text } });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws] });
+  t.after(() => s.dispose());
+  const file = path.join(ws, 'zoo.py');
+  const uri = s.open(file, text);
+  await s.waitDiagnostics(uri);
+  const at = async (needle) => {
+    const line = lineOf(text, needle);
+    const res = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri, { line, character: 4 }] });
+    return res.cell;
+  };
+  assert.equal(await at('return _create(64, **kwargs)'), 'net_big()');
+  assert.equal(await at('return _create(8, **kwargs)'), 'net_small()');
+  assert.equal(await at('return self.fc(x)'), 'net_small()');  // the class: a factory that builds it
+  assert.equal(await at('return Net(width, **kwargs)'), 'net_small()');  // a helper: not a root
+});
