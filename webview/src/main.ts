@@ -1,6 +1,6 @@
 // The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
 import './styles.css';
-import type { Cell, CellSkeleton, DebugFocus, Diagnostic, GraphDocument, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
+import type { Cell, CellSkeleton, DebugFocus, Diagnostic, GraphDocument, Range, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
 import { LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
@@ -503,6 +503,10 @@ class App {
     const cell = this.currentCell();
     const my = ++this.renderSeq;
     this.syncButtons();
+    // The page title and the error banner follow the Cell shown.
+    const base = (this.doc?.file ?? '').split(/[\\/]/).pop() ?? '';
+    document.title = cell ? `${cell.name} — ${base} · Cellscope` : 'Cellscope';
+    this.renderBanner();
     if (!cell) {
       this.empty.textContent = this.doc ? 'This document has no Cell.' : 'Waiting for the graph…';
       this.empty.classList.remove('hidden');
@@ -648,15 +652,32 @@ class App {
     fill(this.legendB, this.viewB && this.split ? this.viewB : null);
   }
 
+  // Whether a diagnostic is in a Cell's code: its class, or a line one of its nodes comes from.
+  private static claims(c: Cell, d: Diagnostic): boolean {
+    const line = d.range?.start.line;
+    if (line === undefined) return false;
+    const inRange = (file: string | undefined, r: Range | undefined) =>
+      !!r && (file ?? '') === (d.file ?? '') && line >= r.start.line && line <= r.end.line;
+    if (inRange(c.file, c.range)) return true;
+    return (c.nodes ?? []).some((n) => inRange(n.file ?? c.file, n.range));
+  }
+
   private renderBanner(): void {
     const st = this.status;
-    const docErrors = (this.doc?.diagnostics ?? []).filter((d) => d.severity === 'error');
+    const all = (this.doc?.diagnostics ?? []).filter((d) => d.severity === 'error');
+    // Errors of the Cell shown, and those no Cell claims (imports, module code); errors only in
+    // other Cells' code are counted, not listed.
+    const cell = this.currentCell();
+    const cells = this.doc?.cells ?? [];
+    const docErrors = cell ? all.filter((d) => App.claims(cell, d) || !cells.some((c) => App.claims(c, d))) : all;
+    const elsewhere = all.length - docErrors.length;
+    const more = elsewhere ? ` (and ${elsewhere} in other Cells)` : '';
     if (st.state === 'failed') {
       const list = st.diagnostics.map((d) => this.diagHtml(d)).join('');
       this.banner.innerHTML = `<div class="bt"><b>Analysis failed</b> — showing the last good graph${st.message ? ': ' + h(st.message) : ''}</div><ul>${list}</ul>`;
       this.banner.className = 'banner failed';
     } else if (docErrors.length) {
-      this.banner.innerHTML = `<div class="bt"><b>${docErrors.length} error${docErrors.length > 1 ? 's' : ''}</b> in the model</div><ul>${docErrors.slice(0, 20).map((d) => this.diagHtml(d)).join('')}</ul>`;
+      this.banner.innerHTML = `<div class="bt"><b>${docErrors.length} error${docErrors.length > 1 ? 's' : ''}</b> in ${h(cell?.name ?? 'the model')}${h(more)}</div><ul>${docErrors.slice(0, 20).map((d) => this.diagHtml(d)).join('')}</ul>`;
       this.banner.className = 'banner warn';
     } else {
       this.banner.className = 'banner hidden';
