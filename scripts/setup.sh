@@ -22,6 +22,7 @@ PACKAGES=(
   libtree-sitter-dev      # parser runtime (the Python grammar comes from npm at configure time)
   libcli11-dev            # command-line parsing
   libeigen3-dev           # kernels (later issues)
+  libyaml-cpp-dev         # config files (YAML/JSON) named in mindspore_config.json
   libmimalloc-dev         # fast malloc for the executables (cmake/Allocator.cmake)
   clang-format
   clang-tidy

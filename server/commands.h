@@ -21,6 +21,9 @@ struct CommonOptions {
   std::string target = "cpu";
   std::string ms_version;  // empty: the registry's default
   std::string root;        // workspace root for absolute imports; empty: automatic
+  // Config files (YAML/JSON) whose loads are known constants: --config, then
+  // mindspore_config.json's `configs`.
+  std::vector<std::string> configs;
   // Problems in the project's mindspore_config.json (reported with the analysis' diagnostics).
   std::vector<graphcore::Diagnostic> config_diagnostics;
 };

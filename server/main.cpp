@@ -55,6 +55,10 @@ void add_common(CLI::App* cmd, cellscope::server::CommonOptions* common) {
   cmd->add_option("--root", common->root,
                   "Workspace root for absolute imports (default: the file's directory and its "
                   "ancestors)");
+  cmd->add_option("--config", common->configs,
+                  "A YAML or JSON config file the model loads (yaml.safe_load(open(path)), "
+                  "json.load): its values are constants (repeatable; adds to "
+                  "mindspore_config.json's `configs`)");
 }
 
 // The options that say which model to compile and how: shared by graph and view.
@@ -276,6 +280,7 @@ int main(int argc, char** argv) {
         inputs->push_back(spec + ":" + std::string(graphcore::dtype_name(t.dtype)));
       }
     }
+    for (const auto& c : config.config_paths()) common.configs.push_back(c.string());
     common.config_diagnostics = std::move(config.diagnostics);
   };
   if (check_cmd->parsed() && !check.paths.empty())

@@ -112,6 +112,19 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
       }
     }
   }
+  if (auto c = j.find("configs"); c != j.end()) {
+    bool ok = c->is_string() || c->is_array();
+    for (const auto& item : c->is_array() ? *c : Json::array({*c})) {
+      if (item.is_string() && !item.get<std::string>().empty())
+        out.configs.push_back(item.get<std::string>());
+      else
+        ok = false;
+    }
+    if (!ok)
+      problem("configs",
+              "`configs` must be a path or a list of paths of YAML/JSON files, e.g. "
+              "[\"configs/yolov8n.yaml\"]");
+  }
   if (auto d = j.find("debounceMs"); d != j.end()) {
     if (d->is_number_integer()) {
       out.debounce_ms = std::clamp(d->get<int>(), 0, 5000);
@@ -119,6 +132,16 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
       problem("debounceMs", "`debounceMs` must be an integer number of milliseconds");
     }
   }
+}
+
+std::vector<fs::path> ProjectConfig::config_paths() const {
+  std::vector<fs::path> out;
+  for (const std::string& c : configs) {
+    fs::path p(c);
+    if (p.is_relative() && !file.empty()) p = fs::path(file).parent_path() / p;
+    out.push_back(p.lexically_normal());
+  }
+  return out;
 }
 
 std::vector<graphcore::TensorType> ProjectConfig::inputs_for(const std::string& cell,

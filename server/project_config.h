@@ -5,7 +5,8 @@
 //     "graph_visualization": {"enable": true, "backend": "ascend"},   // backend: the target
 //     "target": "ascend910b",              // optional: the chip, overriding the backend's default
 //     "mindspore_version": "2.10.0",       // optional: the MindSpore API to check against
-//     "inputs": {"LeNet5": ["32,1,32,32"], "models/resnet.py": ["1,3,224,224"], "*": [...]}
+//     "inputs": {"LeNet5": ["32,1,32,32"], "models/resnet.py": ["1,3,224,224"], "*": [...]},
+//     "configs": ["configs/yolov8n.yaml"]  // YAML/JSON files the models load: known constants
 //   }
 //
 // A "cellscope" object may hold the same keys (and "debounceMs" for the language server). Bad
@@ -36,7 +37,11 @@ struct ProjectConfig {
   // Input shapes by Cell name, by file (relative to the config's directory, or a file name),
   // or "*" for any.
   std::map<std::string, std::vector<graphcore::TensorType>> inputs;
-  std::optional<int> debounce_ms;                  // the language server's debounce
+  std::optional<int> debounce_ms;  // the language server's debounce
+  // `configs`: YAML/JSON files the models load, as written (relative to the config's directory).
+  std::vector<std::string> configs;
+  // `configs` as paths: relative ones against the directory of `file` (or as they are).
+  [[nodiscard]] std::vector<std::filesystem::path> config_paths() const;
   std::vector<graphcore::Diagnostic> diagnostics;  // problems, located in `file`
 
   // The inputs for `cell` (may be empty) in `model_file`, or an empty list.

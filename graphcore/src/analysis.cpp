@@ -586,6 +586,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
   Interpreter in(options, loader);
   npv::Enable element_values(options.constant_values);
   if (options.record_facts) in.refs = &result.references;
+  in.main_file = file.string();
   ModuleObj* main = loader.load_file(in, file, "__main__");
   if (main && main->parsed && options.outline) result.outline = ast::outline_of(*main->parsed);
   if (!main) {

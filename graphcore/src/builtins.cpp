@@ -1,6 +1,7 @@
 // Python builtins and the methods of builtin types, plus the synthetic `math` and `numpy`
 // modules that model code uses to compute sizes and build constant arrays.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <unordered_set>
@@ -580,11 +581,56 @@ void Interpreter::init_builtins() {
     return Value::obj(std::make_shared<PropertyObj>(a.pos[0]));
   });
   for (const char* name :
-       {"id",     "hash", "open",    "input",  "exit", "quit",       "vars",      "globals",
-        "locals", "iter", "next",    "format", "chr",  "ord",        "bytes",     "memoryview",
-        "eval",   "exec", "compile", "dir",    "help", "__import__", "breakpoint"}) {
+       {"id",         "hash", "input",   "exit",   "quit", "vars",       "globals",
+        "locals",     "iter", "next",    "format", "chr",  "ord",        "bytes",
+        "memoryview", "exec", "compile", "dir",    "help", "__import__", "breakpoint"}) {
     add(name, [](Interpreter&, CallArgs&, const Site&) { return Value::unknown(); });
   }
+  // eval of a (dotted) name, as config-driven builders do (mindyolo's `eval("ConvNormAct")`):
+  // the name in the calling module. Any other expression is unknown.
+  add("eval", [](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+    const std::string* src = a.pos.size() == 1 ? str_of(a.pos[0]) : nullptr;
+    if (!src || src->empty() || !s.module) return Value::unknown();
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t i = 0; i <= src->size(); ++i) {
+      if (i < src->size() && (*src)[i] != '.') {
+        char c = (*src)[i];
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return Value::unknown();
+        continue;
+      }
+      if (i == start || std::isdigit(static_cast<unsigned char>((*src)[start])))
+        return Value::unknown();
+      parts.push_back(src->substr(start, i - start));
+      start = i + 1;
+    }
+    const Value* v = s.module->globals.find_str(parts[0]);
+    Value cur = v ? *v : in.builtin(parts[0]);
+    for (size_t i = 1; i < parts.size() && !cur.is_unknown(); ++i)
+      cur = in.getattr(cur, parts[i], s, false);
+    return cur;
+  });
+  // A file object that remembers its path: yaml.safe_load / json.load of a config file the user
+  // names read it as constants (configs.cpp); anything else about it is unknown.
+  add("open", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+    const Value* p = a.pos.empty() ? a.find_kw("file") : &a.pos[0];
+    if (!p || !str_of(*p)) return Value::unknown();
+    auto f = std::make_shared<OpaqueObj>("file");
+    f->attrs.set(make_str("name"), *p);
+    Value file = Value::obj(f);
+    // f.read() of a named config: its text (a constant); of any other file: unknown.
+    std::weak_ptr<Object> weak = f;
+    f->attrs.set(make_str("read"),
+                 Value::obj(std::make_shared<BuiltinObj>(
+                     "read", [weak](Interpreter& in, CallArgs&, const Site& s) -> Value {
+                       auto self = weak.lock();
+                       if (!self) return Value::unknown();
+                       std::string shown;
+                       auto text = in.config_text(Value::obj(self), s, &shown);
+                       return text ? make_str(*text) : Value::unknown();
+                     })));
+    return file;
+  });
   add("slice", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     Value s = a.pos.size() >= 2 ? a.pos[0] : Value::none();
     Value e = a.pos.size() >= 2 ? a.pos[1] : (a.pos.empty() ? Value::none() : a.pos[0]);

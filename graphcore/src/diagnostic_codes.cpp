@@ -79,6 +79,9 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "evaluation exhausted the step budget in a loop that does not end (while True: in "
      "__init__) or the call-depth limit (runaway recursion): an error; a bounded computation "
      "larger than the budget: information, and what it builds is unknown"},
+    {"config-error", "error",
+     "a config file named in mindspore_config.json (or --config) that the program loads cannot "
+     "be read or is not valid YAML/JSON"},
     {"not-analysed", "information",
      "a Cell class or public factory tried with its default arguments raised (a failed assert, "
      "a missing argument, an attribute its subclasses set): it is analysed through its users "

@@ -110,6 +110,10 @@ class ModuleLoader {
   [[nodiscard]] const ast::ParsedFile* parsed(const std::string& file) const;
   // True when a directory `top` exists in a search root (an absolute import of the workspace).
   bool package_dir_exists(std::string_view top, ModuleObj* from);
+  // A file's text through the SourceProvider (config files).
+  std::optional<std::string> read_text(const std::filesystem::path& file) {
+    return sources_.read(file);
+  }
   // A synthetic module for a directory without __init__.py (a namespace package).
   ModuleObj* namespace_package(const std::string& dotted);
   // Keeps the AST of an expression given on the command line alive.
@@ -133,6 +137,16 @@ class Interpreter {
   ~Interpreter();
 
   const AnalysisOptions& options;
+  std::string main_file;  // the analysed file (config paths may be relative to its directory)
+  // The config file (AnalysisOptions::config_files) a path the program opens refers to.
+  [[nodiscard]] std::optional<std::filesystem::path> named_config(const std::string& path) const;
+  // `yaml.safe_load(f)` / `json.load(f)` of a file object: the named config's contents as
+  // constants, Unknown for any other file (configs.cpp).
+  Value load_config(const Value& source, const Site& site, bool all_documents = false);
+  // The text of a file object opened on a named config (`f.read()`), else nullopt; `shown`
+  // gets the config's path.
+  std::optional<std::string> config_text(const Value& file_obj, const Site& site,
+                                         std::string* shown);
   ModuleLoader& loader;
 
   // ---- evaluation ----

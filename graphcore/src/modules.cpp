@@ -176,7 +176,13 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   m->parsed = parsed.get();
   parsed_.emplace(key, std::move(parsed));
   m->globals.set(make_str("__name__"), make_str(name));
-  m->globals.set(make_str("__file__"), make_str(m->file));
+  {
+    // Python gives a script's __file__ as an absolute path (3.9+).
+    std::error_code abs_ec;
+    fs::path abs = fs::absolute(m->file, abs_ec);
+    m->globals.set(make_str("__file__"),
+                   make_str(abs_ec ? m->file : abs.lexically_normal().string()));
+  }
   m->loading = true;
   in.run_module(m.get());
   m->loading = false;
@@ -333,6 +339,99 @@ Value std_module(Interpreter& interp, std::string_view name) {
     m->globals.set(make_str("defaultdict"), interp.builtin("dict"));
     add("namedtuple", [](Interpreter&, CallArgs&, const Site&) { return Value::unknown(); });
     m->globals.set(make_str("abc"), std_module(interp, "collections.abc"));
+    return Value::obj(m);
+  }
+  if (name == "yaml" || name == "json") {
+    // Loading a config file the user names gives its contents (configs.cpp); the rest of the
+    // module (dump, Loader classes, loads of strings read at run time) is unknown.
+    auto load = [](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+      return a.pos.empty() ? Value::unknown() : in.load_config(a.pos[0], s);
+    };
+    auto load_all = [](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+      return a.pos.empty() ? Value::unknown() : in.load_config(a.pos[0], s, true);
+    };
+    if (name == "yaml") {
+      for (const char* n : {"safe_load", "load", "full_load", "unsafe_load"}) add(n, load);
+      for (const char* n : {"safe_load_all", "load_all", "full_load_all"}) add(n, load_all);
+    } else {
+      add("load", load);
+      add("loads", load);
+    }
+    return Value::obj(m);
+  }
+  if (name == "os" || name == "os.path") {
+    // os.path on known strings (`os.path.join(os.path.dirname(__file__), "cfg.yaml")`): pure
+    // path arithmetic. Whatever depends on the machine (exists, abspath of a relative path, the
+    // environment) is unknown.
+    auto p = std::make_shared<ModuleObj>();
+    p->name = "os.path";
+    auto padd = [&](const char* n, BuiltinFn fn) {
+      p->globals.set(make_str(n), Value::obj(std::make_shared<BuiltinObj>(n, std::move(fn))));
+    };
+    auto strs = [](const CallArgs& a) -> std::optional<std::vector<std::string>> {
+      std::vector<std::string> out;
+      for (const Value& v : a.pos) {
+        const std::string* s = str_of(v);
+        if (!s) return std::nullopt;
+        out.push_back(*s);
+      }
+      return out;
+    };
+    padd("join", [strs](Interpreter&, CallArgs& a, const Site&) -> Value {
+      auto s = strs(a);
+      if (!s || s->empty()) return Value::unknown();
+      std::string out;
+      for (const std::string& part : *s) {
+        if (!part.empty() && part[0] == '/')
+          out = part;
+        else if (out.empty() || out.back() == '/')
+          out += part;
+        else
+          out += "/" + part;
+      }
+      return make_str(out);
+    });
+    padd("dirname", [strs](Interpreter&, CallArgs& a, const Site&) -> Value {
+      auto s = strs(a);
+      if (!s || s->size() != 1) return Value::unknown();
+      auto slash = (*s)[0].rfind('/');
+      if (slash == std::string::npos) return make_str("");
+      std::string head = (*s)[0].substr(0, slash + 1);
+      while (head.size() > 1 && head.back() == '/') head.pop_back();
+      return make_str(head);
+    });
+    padd("basename", [strs](Interpreter&, CallArgs& a, const Site&) -> Value {
+      auto s = strs(a);
+      if (!s || s->size() != 1) return Value::unknown();
+      auto slash = (*s)[0].rfind('/');
+      return make_str(slash == std::string::npos ? (*s)[0] : (*s)[0].substr(slash + 1));
+    });
+    auto absolute_only = [strs](Interpreter&, CallArgs& a, const Site&) -> Value {
+      auto s = strs(a);
+      if (!s || s->size() != 1 || (*s)[0].empty() || (*s)[0][0] != '/') return Value::unknown();
+      return make_str(std::filesystem::path((*s)[0]).lexically_normal().string());
+    };
+    padd("splitext", [strs](Interpreter&, CallArgs& a, const Site&) -> Value {
+      auto s = strs(a);
+      if (!s || s->size() != 1) return Value::unknown();
+      const std::string& x = (*s)[0];
+      auto slash = x.rfind('/');
+      auto dot = x.rfind('.');
+      size_t base = slash == std::string::npos ? 0 : slash + 1;
+      while (base < x.size() && x[base] == '.') ++base;  // leading dots are not an extension
+      if (dot == std::string::npos || dot < base) return make_tuple({make_str(x), make_str("")});
+      return make_tuple({make_str(x.substr(0, dot)), make_str(x.substr(dot))});
+    });
+    padd("abspath", absolute_only);
+    padd("realpath", absolute_only);
+    padd("normpath", [strs](Interpreter&, CallArgs& a, const Site&) -> Value {
+      auto s = strs(a);
+      if (!s || s->size() != 1 || (*s)[0].empty()) return Value::unknown();
+      return make_str(std::filesystem::path((*s)[0]).lexically_normal().string());
+    });
+    if (name == "os.path") return Value::obj(p);
+    m->globals.set(make_str("path"), Value::obj(p));
+    m->globals.set(make_str("sep"), make_str("/"));
     return Value::obj(m);
   }
   if (name == "copy") {

@@ -330,6 +330,12 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     o.target = target();
     o.mindspore_version = ms_version();
     o.inputs = inputs_for(d.doc.path);
+    for (const auto& c : project_settings.config_paths()) o.config_files.push_back(c);
+    for (const auto& c : client_settings.configs) {
+      fs::path p(c);
+      if (p.is_relative() && !root_of(d.doc.path).empty()) p = fs::path(root_of(d.doc.path)) / p;
+      o.config_files.push_back(p);
+    }
     if (std::string root = root_of(d.doc.path); !root.empty()) o.workspace_root = root;
     o.record_facts = true;
     o.outline = true;

@@ -666,6 +666,49 @@ class ProjectConfigTests(unittest.TestCase):
         self.assertIn("mindspore_config.json:1:", p.stdout)
         self.assertIn("not valid JSON", p.stdout)
 
+    def test_configs_make_yaml_loads_known(self):
+        # A model built from a YAML config (tests/fixtures/yaml_config.py): named in `configs`,
+        # relative to mindspore_config.json, the model builds; a broken one is a located error
+        # at the load; unnamed, the config is run-time data (no error, no parameters).
+        d = Path(tempfile.mkdtemp(prefix="cellscope-configs-"))
+        self.addCleanup(shutil.rmtree, d)
+        fixtures = Path(SOURCE_DIR) / "tests" / "fixtures"
+        shutil.copy(fixtures / "yaml_config.py", d / "net.py")
+        cfg = d / "yaml_config_net.yaml"  # where net.py reads it (next to itself)
+        shutil.copy(fixtures / "yaml_config_net.yaml", cfg)
+
+        def graph(*args):
+            p = run("graph", d / "net.py", "--input", "1,3,8,8", "--cell", "Net", "--format",
+                    "json", *args)
+            return p, json.loads(p.stdout) if p.stdout.strip() else None
+
+        p, doc = graph()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(doc["cells"][0]["totalParams"], 0)
+        self.assertFalse([x for x in doc["diagnostics"] if x["severity"] == "error"])
+        # --config names it; so does mindspore_config.json (paths relative to it).
+        p, doc = graph("--config", str(cfg))
+        self.assertEqual(doc["cells"][0]["params"], 1586, doc["diagnostics"])
+        (d / "mindspore_config.json").write_text(json.dumps({"configs": ["yaml_config_net.yaml"]}))
+        p, doc = graph()
+        self.assertEqual(doc["cells"][0]["params"], 1586, doc["diagnostics"])
+        self.assertEqual(doc["cells"][0]["outputs"][0]["shape"], [1, 10])
+        # A broken config: an error at the load, with the line in the config.
+        cfg.write_text("backbone: [ConvBNReLU, [8, 3\n")
+        p = run("check", d / "net.py", "--format", "json")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        errs = [x for x in json.loads(p.stdout)["diagnostics"] if x["code"] == "config-error"]
+        self.assertEqual(len(errs), 1, p.stdout)
+        self.assertTrue(errs[0]["file"].endswith("net.py"))
+        self.assertIn("not valid YAML/JSON: line", errs[0]["message"])
+        # `configs` of the wrong type: a located problem in mindspore_config.json.
+        (d / "mindspore_config.json").write_text('{"configs": 3}')
+        p = run("check", d / "net.py", "--format", "json")
+        bad = [x for x in json.loads(p.stdout)["diagnostics"] if x["code"] == "invalid-config"]
+        self.assertEqual(len(bad), 1, p.stdout)
+        self.assertIn("configs", bad[0]["message"])
+
+
 class ViewTests(unittest.TestCase):
     """`cellscope view` (the live view's server) and `cellscope graph --format html` (a snapshot)."""
 

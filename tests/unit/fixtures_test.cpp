@@ -8,6 +8,7 @@
 //   # input: N,3,32,32          AnalysisOptions.inputs (graphcore::parse_input_spec; repeatable)
 //   # entry: make_net(4)        AnalysisOptions.entries (repeatable)
 //   # target: ascend910b        AnalysisOptions.target
+//   # config: net.yaml           AnalysisOptions.config_files, relative to the fixture (repeatable)
 // Trailing comments on a line L (0-based):
 //   # expect: <severity> <code> [substring]
 //        a diagnostic with that severity and code starts on line L (and mentions substring)
@@ -121,6 +122,9 @@ Fixture load_fixture(const fs::path& path) {
         f.options.entries.push_back(trim(body.substr(6)));
       } else if (starts_with(body, "target:")) {
         f.options.target = trim(body.substr(7));
+      } else if (starts_with(body, "config:")) {
+        f.options.config_files.push_back(std::filesystem::path(path).parent_path() /
+                                         trim(body.substr(7)));
       } else if (starts_with(body, "cell:")) {
         ExpectCell c;
         c.name = *field(body, "cell");

@@ -86,6 +86,10 @@ struct AnalysisOptions {
   std::shared_ptr<ParseCache> parse_cache;
   // true: AnalysisResult::outline gets the analysed file's outline (from the same parse).
   bool outline = false;
+  // Config files (YAML or JSON) the user names (mindspore_config.json `configs`, `--config`):
+  // when the program loads one (`yaml.safe_load(open(path))`, `json.load(f)`), its contents
+  // are known constants instead of run-time data. Read through the SourceProvider.
+  std::vector<std::filesystem::path> config_files;
 };
 
 // What a name or attribute used in the analysed code refers to (recorded with record_facts).
