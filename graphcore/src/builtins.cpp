@@ -326,6 +326,10 @@ void Interpreter::init_builtins() {
     if (auto* inst = v.as<InstanceObj>(); inst && inst->cell) {
       return Value::integer(static_cast<int64_t>(inst->cell->items.size()));
     }
+    if (auto* inst = v.as<InstanceObj>(); inst && inst->mapping && !inst->cls->lookup("__len__")) {
+      if (inst->mapping->open) return Value::unknown();
+      return Value::integer(static_cast<int64_t>(inst->mapping->entries.size()));
+    }
     if (auto* t = v.as<TensorObj>()) {
       if (!t->type.shape.ranked || t->type.shape.rank() == 0) return Value::unknown();
       Dim d = t->type.shape.dims[0];

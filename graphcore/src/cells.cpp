@@ -247,6 +247,21 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
             }));
       }
       if (name == "__class__") return inst->cls_value;
+      // A dict subclass answers dict's methods from its items.
+      if (inst->mapping) {
+        if (auto m = builtin_method(Value::obj(inst->mapping), name)) return *m;
+      }
+      // A user `__getattr__` answers what is not found (Config: `return self[name]`).
+      if (const Value* ga = inst->cls->lookup("__getattr__"); ga && ga->as<FunctionObj>()) {
+        CallArgs a;
+        a.pos.push_back(make_str(std::string(name)));
+        a.pos_ranges.push_back(site.range());
+        try {
+          return call_function(ga->as<FunctionObj>(), a, site, &obj, inst->cls);
+        } catch (const PyRaise&) {
+          return Value::unknown();  // AttributeError: the class stays open (see ClassObj::open)
+        }
+      }
       if (inst->is_open()) return Value::unknown();
       if (name == "__dict__") {
         // `self.__dict__.update(cfg)`, `vars(self)`: from here on, attributes come and go by
@@ -331,6 +346,23 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
           init->init_of = native->api;
           return Value::obj(init);
         }
+        if (name == "__init__" && c->native == NativeClass::Dict) {
+          // dict.__init__(self, mapping_or_pairs, **kw) of a dict subclass: its items.
+          Value self = sup->self;
+          return Value::obj(std::make_shared<BuiltinObj>(
+              "__init__", [self](Interpreter& in, CallArgs& a, const Site& s) -> Value {
+                auto* target = self.as<InstanceObj>();
+                if (!target || !target->mapping) return Value::none();
+                Value made = in.call(in.builtin("dict"), a, s);
+                if (auto* d = made.as<DictObj>()) {
+                  for (auto& [k, v] : d->entries) target->mapping->set(k, v);
+                  if (d->open) target->mapping->open = true;
+                } else {
+                  target->mapping->open = true;
+                }
+                return Value::none();
+              }));
+        }
         if (name == "__init__" && c->native == NativeClass::Object) {
           return Value::obj(std::make_shared<BuiltinObj>(
               "__init__", [](Interpreter&, CallArgs&, const Site&) { return Value::none(); }));
@@ -396,6 +428,18 @@ bool Interpreter::hasattr(const Value& obj, std::string_view name) {
 
 void Interpreter::setattr(const Value& obj, const std::string& name, Value v, const Site& site) {
   if (auto* inst = obj.as<InstanceObj>()) {
+    // A class's own `__setattr__` decides (mindyolo's Config stores into its dict items).
+    // Not for Cells: their overrides end in nn.Cell's, which the analyser models itself.
+    if (!inst->cell) {
+      if (const Value* sa = inst->cls->lookup("__setattr__"); sa && sa->as<FunctionObj>()) {
+        CallArgs a;
+        a.pos.push_back(make_str(name));
+        a.pos.push_back(std::move(v));
+        a.pos_ranges.assign(2, site.range());
+        call_function(sa->as<FunctionObj>(), a, site, &obj, inst->cls);
+        return;
+      }
+    }
     // A property of the class: assignment runs its setter (which may store elsewhere).
     if (const Value* cv = inst->cls->lookup(name)) {
       if (auto* p = cv->as<PropertyObj>()) {
@@ -504,6 +548,7 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
   }
   auto inst = std::make_shared<InstanceObj>(cls, cls_value);
   Value self = Value::obj(inst);
+  if (cls->native_base() == NativeClass::Dict) inst->mapping = std::make_shared<DictObj>();
   if (cls->is_cell) {
     inst->cell = std::make_unique<CellState>();
     inst->cell->file = site.file_id();
@@ -530,6 +575,17 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
     }
     if (c->api) {
       init_api_object(inst.get(), c->api, args, site);
+      break;
+    }
+    if (c->native == NativeClass::Dict && inst->mapping) {
+      // A dict subclass without its own __init__: dict(*args, **kwargs) are its items.
+      Value made = call(builtin("dict"), args, site);
+      if (auto* d = made.as<DictObj>()) {
+        for (auto& [k, v] : d->entries) inst->mapping->set(k, v);
+        inst->mapping->open = d->open;
+      } else {
+        inst->mapping->open = true;
+      }
       break;
     }
     if (c->native == NativeClass::SequentialCell || c->native == NativeClass::CellList) {
@@ -625,6 +681,26 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
     return out;
   };
   std::string n(name);
+  if (n == "training") return Value::boolean(inst->cell->training);
+  if (n == "set_train") {
+    return method("set_train", [self](Interpreter&, CallArgs& a, const Site&) -> Value {
+      bool mode = true;
+      const Value* m = a.pos.empty() ? a.find_kw("mode") : &a.pos[0];
+      if (m) {
+        if (m->k != VK::Bool) return self;  // a mode known only at run time: leave it as it was
+        mode = m->b;
+      }
+      std::function<void(const Value&)> set = [&](const Value& v) {
+        auto* i = v.as<InstanceObj>();
+        if (!i || !i->cell) return;
+        i->cell->training = mode;
+        for (auto& [k, c] : i->cell->children) set(c);
+        for (auto& c : i->cell->items) set(c);
+      };
+      set(self);
+      return self;
+    });
+  }
   if (n == "register_buffer" || n == "insert_param_to_cell") {
     // `self.register_buffer("wavelets", t, persistent=False)`: an attribute by another name;
     // `insert_param_to_cell(name, param)`: a Parameter registered by name.

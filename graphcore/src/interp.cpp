@@ -3,6 +3,7 @@
 #include "npvalues.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace graphcore::eval {
@@ -367,6 +368,12 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
           npv::assign(*t, {idx}, v);
       } else if (auto* d = obj.as<DictObj>()) {
         d->set(idx, v);
+      } else if (auto* mi = obj.as<InstanceObj>();
+                 mi && mi->mapping && !mi->cls->lookup("__setitem__")) {
+        if (idx.is_unknown())
+          mi->mapping->open = true;
+        else
+          mi->mapping->set(idx, v);
       } else if (auto* inst = obj.as<InstanceObj>()) {
         if (inst->cell && idx.is_int()) {
           int64_t i = idx.as_int();
@@ -1290,6 +1297,31 @@ Value Interpreter::eval_call(const Node* e, Frame& f) {
     }
     args.kw.emplace_back(std::string(k->str), eval(k->a, f));
     args.kw_ranges.push_back(k->range);
+  }
+  // `eval("nc")`, `eval("ConvNormAct")` of a known name, as config-driven builders do: the name
+  // where the call is made (locals first). Other sources are the builtin's (Unknown).
+  if (auto* b = callee.as<BuiltinObj>(); b && b->name == "eval" && args.pos.size() == 1) {
+    const std::string* src = str_of(args.pos[0]);
+    std::string_view head = src ? std::string_view(*src).substr(0, src->find('.')) : "";
+    bool ident = !head.empty() && !std::isdigit(static_cast<unsigned char>(head[0])) &&
+                 std::all_of(head.begin(), head.end(), [](char c) {
+                   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                 });
+    if (ident) {
+      for (Frame* fr = &f; fr; fr = fr->parent.get()) {
+        auto it = fr->locals.find(head);
+        if (it == fr->locals.end()) continue;
+        if (head.size() == src->size()) return it->second;
+        Value cur = it->second;
+        std::string_view rest = std::string_view(*src).substr(head.size() + 1);
+        while (!cur.is_unknown() && !rest.empty()) {
+          auto dot = rest.find('.');
+          cur = getattr(cur, rest.substr(0, dot), site, false);
+          rest = dot == std::string_view::npos ? "" : rest.substr(dot + 1);
+        }
+        return cur;
+      }
+    }
   }
   return call(callee, args, site);
 }

@@ -364,7 +364,22 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
     else if (auto dt = dtype_from_name(n); dt && p == "dtype.")
       result = dtype_value(*dt);
     // mindspore.numpy has numpy's signatures (`split(x, indices_or_sections, axis)`), not those
-    // of the ops with the same names: its other functions are unknown until modelled.
+    // of the ops with the same names. Its array creation functions compute what numpy's do, as
+    // MindSpore Tensors (`mnp.arange(w, dtype=mstype.float32)` for anchor grids); the other
+    // functions are unknown until modelled.
+    static const std::unordered_set<std::string_view> kCreation = {
+        "arange", "ones", "zeros", "full", "linspace", "eye", "array", "asarray"};
+    if (p == "numpy." && result.is_unknown() && kCreation.count(name) && has_builtin("np." + n)) {
+      Value np_fn = builtin("np." + n);
+      if (!np_fn.is_unknown()) {
+        result = Value::obj(std::make_shared<BuiltinObj>(
+            "mindspore.numpy." + n, [np_fn](Interpreter& in, CallArgs& a, const Site& s) {
+              Value v = in.call(np_fn, a, s);
+              if (auto* t = v.as<TensorObj>()) t->is_numpy = false;  // a fresh array: now a Tensor
+              return v;
+            }));
+      }
+    }
   }
   // Private names (`ops._inner_pad`) are MindSpore's internals: they exist or not by version,
   // and no public list says which.

@@ -314,6 +314,12 @@ Value deep_copy(const Value& v, std::unordered_map<const Object*, Value>& memo) 
       Value out = Value::obj(c);
       memo[v.o.get()] = out;
       for (auto& [k, x] : src->attrs.entries) c->attrs.set(k, deep_copy(x, memo));
+      c->open = src->open;
+      if (src->mapping) {
+        c->mapping = std::make_shared<DictObj>();
+        c->mapping->open = src->mapping->open;
+        for (auto& [k, x] : src->mapping->entries) c->mapping->set(k, deep_copy(x, memo));
+      }
       if (src->cell) {
         c->cell = std::make_unique<CellState>(*src->cell);
         for (auto& [k, x] : c->cell->children) x = deep_copy(x, memo);

@@ -323,6 +323,8 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
   }
   if (op == CmpKind::In || op == CmpKind::NotIn) {
     if (a.is_unknown() || b.is_unknown()) return Value::unknown();
+    if (auto* i = b.as<InstanceObj>(); i && i->mapping && !i->cls->lookup("__contains__"))
+      return compare(op, a, Value::obj(i->mapping), site);  // `k in config` of a dict subclass
     bool found = false;
     if (auto* s = str_of(b)) {
       auto* needle = str_of(a);
@@ -515,6 +517,8 @@ bool Interpreter::truthy(const Value& v, bool* known) {
 
 std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Site& site) {
   if (auto* items = seq_items(v)) return *items;
+  if (auto* i = v.as<InstanceObj>(); i && i->mapping && !i->cls->lookup("__iter__"))
+    return iterate(Value::obj(i->mapping), site);  // a dict subclass: its keys
   if (auto* s = v.as<SetObj>()) return s->items;
   if (auto* d = v.as<DictObj>()) {
     if (d->open) return std::nullopt;  // keys nobody knows
@@ -645,6 +649,10 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
         return call_function(fn, a, site, &obj, inst->cls);
       }
     }
+    if (inst->mapping) {
+      if (Value* v = inst->mapping->find(index)) return *v;
+      return Value::unknown();  // `__missing__`, items set where the analyser cannot see
+    }
     return Value::unknown();
   }
   return Value::unknown();  // typing generics (List[int]), opaque objects
@@ -673,7 +681,8 @@ bool Interpreter::isinstance(const Value& v, const Value& cls) {
     case NativeClass::Tuple:
       return v.as<TupleObj>() != nullptr;
     case NativeClass::Dict:
-      return v.as<DictObj>() != nullptr;
+      return v.as<DictObj>() != nullptr ||
+             (v.as<InstanceObj>() && v.as<InstanceObj>()->mapping != nullptr);
     case NativeClass::Set:
       return v.as<SetObj>() != nullptr;
     case NativeClass::Tensor:

@@ -313,6 +313,9 @@ struct CellState {
     return kNone;
   }
   bool init_failed = false;
+  // nn.Cell.training: False for a new Cell (MindSpore 2.10), set by set_train(mode=True) on the
+  // Cell and its sub-Cells.
+  bool training = false;
   // Where it was constructed (the call in the parent's __init__).
   IStr file;
   SourceRange site;
@@ -336,6 +339,9 @@ struct InstanceObj : Object {
   // Attributes were set where the evaluator cannot see their names (`setattr(self, name, v)`
   // with an unknown name, `self.__dict__.update(...)`): a missing attribute is Unknown.
   bool open = false;
+  // An instance of a dict subclass (mindyolo's Config, easydict): its items, which
+  // `self[k] = v`, `dict.__init__`, `d.get(k)`, `k in d` and iteration use.
+  std::shared_ptr<DictObj> mapping;
   [[nodiscard]] bool is_cell() const { return cls->is_cell; }
   // Attributes may exist that the evaluator cannot see (here or through the class).
   [[nodiscard]] bool is_open() const { return open || cls->open; }

@@ -5,6 +5,8 @@
 #   2. every registered mindcv factory built with `--entry`, against MindSpore 2.10's parameter
 #      counts and output shapes (check_factories.py on mindcv-ground-truth.json, which
 #      ground_truth.py wrote by running MindSpore);
+#   2b. mindyolo's YOLOv8 built from a YAML config written here (mindyolo/yolov8n.yaml, named
+#      with --config), against MindSpore 2.10's figures in mindyolo-ground-truth.json;
 #   3. that recorded ground truth re-measured with MindSpore for a few factories in this run
 #      (the MindSpore venv of tests/mindspore/run.sh, plus requirements.txt here).
 # Environment: CELLSCOPE_BIN (default build/cellscope), BUILD_DIR (default build),
@@ -42,6 +44,29 @@ python3 "$HERE/check_corpus.py" --bin "$BIN" --src "$WORK/src" --json-out "$WORK
 echo "realworld: part 2, mindcv factories against MindSpore's figures"
 python3 "$HERE/check_factories.py" --bin "$BIN" --src "$WORK/src" \
   --truth "$HERE/mindcv-ground-truth.json" || status=1
+
+echo "realworld: part 2b, mindyolo's YOLOv8 built from a YAML config (mindspore_config.json configs / --config)"
+python3 - "$BIN" "$HERE" "$WORK/src/mindyolo" <<'PY' || status=1
+import json, subprocess, sys
+bin_, here, root = sys.argv[1:]
+bad = 0
+for m in json.load(open(f"{here}/mindyolo-ground-truth.json"))["models"]:
+    p = subprocess.run([bin_, "graph", f"{here}/{m['driver']}", "--root", root, "--config",
+                        f"{here}/{m['config']}", "--input", ",".join(map(str, m["input"])),
+                        "--cell", m["name"], "--format", "json"],
+                       capture_output=True, text=True, timeout=120)
+    doc = json.loads(p.stdout) if p.stdout.strip() else {"cells": [], "diagnostics": []}
+    c = doc["cells"][0] if doc["cells"] else {}
+    got = (c.get("params"), c.get("totalParams"), (c.get("outputs") or [{}])[0].get("shape"))
+    want = (m["trainable_params"], m["total_params"], m["output"])
+    errors = [d["message"] for d in doc["diagnostics"] if d["severity"] == "error"]
+    ok = got == want and not errors
+    print(f"  {'ok' if ok else 'BAD'}: {m['name']} from {m['config']}: {got} vs MindSpore {want}"
+          + (f"; errors: {errors}" if errors else ""))
+    bad += not ok
+print(f"{0 if bad else 1} passed, {bad} failed")
+sys.exit(1 if bad else 0)
+PY
 
 echo "realworld: part 3, the recorded ground truth re-measured with MindSpore"
 if [ ! -x "$VENV/bin/python" ]; then

@@ -811,6 +811,21 @@ void register_nn_ops(Registry& r) {
                  ctx.add_output({out, t.dtype});
                }),
      "pads the last dims: (left, right, top, bottom, ...)");
+  // Built in construct with the target size (`ops.ResizeNearestNeighbor((h * 2, w * 2))(x)`:
+  // HRNet, mindyolo's Upsample), sizes may be symbolic.
+  prim(r, "ops.ResizeNearestNeighbor",
+       {P("size"), P("align_corners", "False"), P("half_pixel_centers", "False")}, {P("input_x")},
+       on_tensor("input_x",
+                 [](CallContext& ctx, const TensorType& t) {
+                   if (!require_rank(ctx, "ops.ResizeNearestNeighbor", t.shape, 4, 4, "input_x"))
+                     return;
+                   Shape out = t.shape;
+                   auto size = shape_value(ctx.init_arg("size"));
+                   for (size_t i = 0; i < 2; ++i)
+                     out.dims[2 + i] = size && size->size() == 2 ? (*size)[i] : Dim::unknown();
+                   ctx.add_output({out, t.dtype});
+                 }),
+       "ResizeNearestNeighbor(size)(x): nearest-neighbour resize of NCHW to size");
   fn(r, "ops.interpolate", "ResizeNearestNeighbor",
      {P("input"), P("size", "None"), P("scale_factor", "None"), P("mode", "'nearest'"),
       P("align_corners", "None"), P("recompute_scale_factor", "None")},
