@@ -1178,6 +1178,17 @@ Value Interpreter::make_function(const Node* def, Frame& f, std::string name) {
     fn->has_default.push_back(p->a != nullptr);
     fn->defaults.push_back(p->a ? eval(p->a, f) : Value::unknown());
   }
+  if (def->kind == K::FunctionDef) {
+    std::function<bool(const Node*)> yields = [&](const Node* n) {
+      if (!n || n->kind == K::FunctionDef || n->kind == K::ClassDef || n->kind == K::Lambda)
+        return false;
+      if (n->kind == K::Yield) return true;
+      bool found = false;
+      for_each_child(n, [&](const Node* c) { found = found || yields(c); });
+      return found;
+    };
+    fn->is_generator = std::any_of(def->list2.begin(), def->list2.end(), yields);
+  }
   return Value::obj(fn);
 }
 
@@ -1543,6 +1554,9 @@ Value Interpreter::call_function(FunctionObj* fn, CallArgs& args, const Site& si
     }
   } restore{this, saved_module_level};
   if (def->kind == K::Lambda) return eval(def->a, *frame);
+  // A generator (`for name, cell in _cell_list(net)`): what it yields is not followed, so the
+  // iterator is unknown. In construct its body still runs, for what GRAPH_MODE says of `yield`.
+  if (fn->is_generator && !frame->in_construct) return Value::unknown();
   Flow fl = exec_block(def->list2, *frame);
   if (fl == Flow::Return) {
     // Outer factories return last, so the outermost one is what stays recorded.

@@ -204,6 +204,9 @@ struct FunctionObj : Object {
   // when a decorator's wrapper calls it as a plain function.
   ClassObj* owner = nullptr;
   std::string qualname;  // "ResNet.__init__"
+  // Its body yields (outside nested definitions): calling it makes a generator, and the body
+  // runs only as that is iterated.
+  bool is_generator = false;
 };
 
 struct BoundMethodObj : Object {
