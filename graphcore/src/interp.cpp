@@ -522,6 +522,11 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       // In-place list extension keeps identity (x += [..]).
       if (auto* l = cur.as<ListObj>(); l && op == ast::BinOpKind::Add) {
         if (auto items = iterate(rhs, site)) {
+          // Larger than the analyser follows (see binop): the list is unknown from here.
+          if (l->items.size() + items->size() > (size_t{1} << 20)) {
+            assign(s->a, Value::unknown(), f);
+            return Flow::Normal;
+          }
           l->items.insert(l->items.end(), items->begin(), items->end());
           return Flow::Normal;
         }

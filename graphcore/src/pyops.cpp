@@ -257,11 +257,24 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
     report(site, Severity::Error, "zero-division", "float division by zero");
     return Value::unknown();
   }
-  // Sequences and strings.
+  // Sequences and strings. A result larger than the analyser follows (a string or list doubled
+  // in a loop) is unknown: the evaluation's memory stays bounded, and no value is truncated.
+  constexpr size_t kMaxItems = size_t{1} << 20;   // list/tuple elements
+  constexpr size_t kMaxChars = size_t{16} << 20;  // string bytes
+  auto too_big = [](size_t unit, int64_t count, size_t limit) {
+    return count > 0 && unit > 0 && static_cast<uint64_t>(count) > limit / unit;
+  };
   if (op == BinOpKind::Add) {
     if (auto* x = str_of(a)) {
-      if (auto* y = str_of(b)) return make_str(*x + *y);
+      if (auto* y = str_of(b)) {
+        if (x->size() + y->size() > kMaxChars) return Value::unknown();
+        return make_str(*x + *y);
+      }
     }
+    if (auto* sa = seq_items(a);
+        sa && seq_items(b) && sa->size() + seq_items(b)->size() > kMaxItems &&
+        ((a.as<TupleObj>() && b.as<TupleObj>()) || (a.as<ListObj>() && b.as<ListObj>())))
+      return Value::unknown();
     if (a.as<TupleObj>() && b.as<TupleObj>()) {
       auto items = a.as<TupleObj>()->items;
       auto& more = b.as<TupleObj>()->items;
@@ -279,11 +292,15 @@ Value Interpreter::binop(BinOpKind op, const Value& a, const Value& b, const Sit
     const Value& seq = a.is_int() ? b : a;
     const Value& n = a.is_int() ? a : b;
     if (n.is_int()) {
-      if (auto* t = seq.as<TupleObj>()) return make_tuple(repeat(t->items, n.as_int()));
-      if (auto* l = seq.as<ListObj>()) return make_list(repeat(l->items, n.as_int()));
+      const int64_t times = n.as_int();
+      if (auto* items = seq_items(seq); items && too_big(items->size(), times, kMaxItems))
+        return Value::unknown();
+      if (auto* t = seq.as<TupleObj>()) return make_tuple(repeat(t->items, times));
+      if (auto* l = seq.as<ListObj>()) return make_list(repeat(l->items, times));
       if (auto* s = str_of(seq)) {
+        if (too_big(s->size(), times, kMaxChars)) return Value::unknown();
         std::string out;
-        for (int64_t i = 0; i < n.as_int() && out.size() < 1'000'000; ++i) out += *s;
+        for (int64_t i = 0; i < times; ++i) out += *s;
         return make_str(out);
       }
     }
