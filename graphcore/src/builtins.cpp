@@ -594,25 +594,7 @@ void Interpreter::init_builtins() {
   // the name in the calling module. Any other expression is unknown.
   add("eval", [](Interpreter& in, CallArgs& a, const Site& s) -> Value {
     const std::string* src = a.pos.size() == 1 ? str_of(a.pos[0]) : nullptr;
-    if (!src || src->empty() || !s.module) return Value::unknown();
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (size_t i = 0; i <= src->size(); ++i) {
-      if (i < src->size() && (*src)[i] != '.') {
-        char c = (*src)[i];
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return Value::unknown();
-        continue;
-      }
-      if (i == start || std::isdigit(static_cast<unsigned char>((*src)[start])))
-        return Value::unknown();
-      parts.push_back(src->substr(start, i - start));
-      start = i + 1;
-    }
-    const Value* v = s.module->globals.find_str(parts[0]);
-    Value cur = v ? *v : in.builtin(parts[0]);
-    for (size_t i = 1; i < parts.size() && !cur.is_unknown(); ++i)
-      cur = in.getattr(cur, parts[i], s, false);
-    return cur;
+    return src ? in.eval_name(*src, nullptr, s) : Value::unknown();
   });
   // A file object that remembers its path: yaml.safe_load / json.load of a config file the user
   // names read it as constants (configs.cpp); anything else about it is unknown.

@@ -35,16 +35,13 @@ const std::unordered_set<std::string_view>& cell_plain_attrs() {
       "__dict__",
       "_params_list",
       "_primitives",
-      // Every public attribute of
-      // MindSpore 2.10's nn.Cell
-      // (dir(nn.Cell)); those modelled
-      // in cell_method win.
+      // The rest of MindSpore 2.10's public nn.Cell attributes (dir(nn.Cell)); those
+      // cell_method models win.
       "IGNORE_LIST",
       "T_destination",
       "add_flags",
       "add_flags_recursive",
       "apply",
-      "bprop_debug",
       "buffers",
       "cast_inputs",
       "cell_init_args",
@@ -52,7 +49,6 @@ const std::unordered_set<std::string_view>& cell_plain_attrs() {
       "cells_and_names",
       "check_names",
       "check_names_and_refresh_name",
-      "cls_name",
       "compile",
       "compile_and_run",
       "compile_cache",
@@ -78,19 +74,14 @@ const std::unordered_set<std::string_view>& cell_plain_attrs() {
       "init_parameters_data",
       "insert_child_to_cell",
       "insert_param_to_cell",
-      "jit_config_dict",
       "load_state_dict",
       "name_cells",
       "named_buffers",
       "offload",
       "parallel_parameter_merge_net_dict",
-      "parallel_parameter_name_list",
-      "param_prefix",
-      "parameter_layout_dict",
       "parameters_and_names",
       "parameters_broadcast_dict",
       "parameters_dict",
-      "phase",
       "phase_cache",
       "pipeline_segment",
       "pipeline_stage",
@@ -351,15 +342,8 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
           Value self = sup->self;
           return Value::obj(std::make_shared<BuiltinObj>(
               "__init__", [self](Interpreter& in, CallArgs& a, const Site& s) -> Value {
-                auto* target = self.as<InstanceObj>();
-                if (!target || !target->mapping) return Value::none();
-                Value made = in.call(in.builtin("dict"), a, s);
-                if (auto* d = made.as<DictObj>()) {
-                  for (auto& [k, v] : d->entries) target->mapping->set(k, v);
-                  if (d->open) target->mapping->open = true;
-                } else {
-                  target->mapping->open = true;
-                }
+                if (auto* target = self.as<InstanceObj>(); target && target->mapping)
+                  in.add_dict_items(*target->mapping, a, s);
                 return Value::none();
               }));
         }
@@ -578,14 +562,7 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
       break;
     }
     if (c->native == NativeClass::Dict && inst->mapping) {
-      // A dict subclass without its own __init__: dict(*args, **kwargs) are its items.
-      Value made = call(builtin("dict"), args, site);
-      if (auto* d = made.as<DictObj>()) {
-        for (auto& [k, v] : d->entries) inst->mapping->set(k, v);
-        inst->mapping->open = d->open;
-      } else {
-        inst->mapping->open = true;
-      }
+      add_dict_items(*inst->mapping, args, site);  // a dict subclass without its own __init__
       break;
     }
     if (c->native == NativeClass::SequentialCell || c->native == NativeClass::CellList) {
@@ -596,6 +573,16 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
   }
   if (root_candidate) module_level_cells.push_back(RootCandidate{self, site});
   return self;
+}
+
+void Interpreter::add_dict_items(DictObj& items, CallArgs& args, const Site& site) {
+  Value made = call(builtin("dict"), args, site);
+  if (auto* d = made.as<DictObj>()) {
+    for (auto& [k, v] : d->entries) items.set(k, v);
+    if (d->open) items.open = true;
+  } else {
+    items.open = true;
+  }
 }
 
 void Interpreter::init_container(InstanceObj* target, CallArgs& args, const Site& site) {

@@ -443,20 +443,27 @@ Flow Interpreter::exec_block(std::span<Node*> body, Frame& f) {
   return Flow::Normal;
 }
 
+// Certain only where the program selects GRAPH_MODE; otherwise it fails only once the model is
+// compiled as a graph (MindSpore's default mode is PYNATIVE_MODE): a warning.
+void Interpreter::report_graph_mode(const Site& site, Severity sev, std::string message) {
+  const bool graph = selected_mode == 0;
+  if (!graph) {
+    sev = Severity::Warning;
+    message +=
+        "; this program does not select GRAPH_MODE, so it fails only when compiled as a "
+        "graph";
+  }
+  report(site, sev, "graph-mode-unsupported", std::move(message));
+}
+
 void Interpreter::check_graph_mode(const Node* s, Frame& f) {
   if (!f.in_construct) return;
   Site site{s, f.module};
-  // Certain only where the program selects GRAPH_MODE; otherwise it fails only once the model
-  // is compiled as a graph (MindSpore's default mode is PYNATIVE_MODE): a warning.
-  bool graph = selected_mode == 0;
   auto unsupported = [&](const char* what, Severity sev) {
-    report(site, graph ? sev : Severity::Warning, "graph-mode-unsupported",
-           std::string(what) +
-               " is not supported in `construct`: MindSpore compiles construct to a static graph "
-               "(GRAPH_MODE)" +
-               (graph ? ""
-                      : "; this program does not select GRAPH_MODE, so it fails only when "
-                        "compiled as a graph"));
+    report_graph_mode(site, sev,
+                      std::string(what) +
+                          " is not supported in `construct`: MindSpore compiles construct to a "
+                          "static graph (GRAPH_MODE)");
   };
   switch (s->kind) {
     case K::ClassDef:
@@ -1025,13 +1032,9 @@ Value Interpreter::eval(const Node* e, Frame& f) {
     case K::Await:
     case K::Yield:
       if (f.in_construct) {
-        bool graph = selected_mode == 0;  // see check_graph_mode
-        report(site, graph ? Severity::Error : Severity::Warning, "graph-mode-unsupported",
-               std::string(e->kind == K::Yield ? "`yield`" : "`await`") +
-                   " is not supported in `construct` (GRAPH_MODE)" +
-                   (graph ? ""
-                          : "; this program does not select GRAPH_MODE, so it fails only "
-                            "when compiled as a graph"));
+        report_graph_mode(site, Severity::Error,
+                          std::string(e->kind == K::Yield ? "`yield`" : "`await`") +
+                              " is not supported in `construct` (GRAPH_MODE)");
       }
       return Value::unknown();
     default:
@@ -1315,31 +1318,41 @@ Value Interpreter::eval_call(const Node* e, Frame& f) {
     args.kw_ranges.push_back(k->range);
   }
   // `eval("nc")`, `eval("ConvNormAct")` of a known name, as config-driven builders do: the name
-  // where the call is made (locals first). Other sources are the builtin's (Unknown).
+  // where the call is made, locals first (the builtin alone sees only the module).
   if (auto* b = callee.as<BuiltinObj>(); b && b->name == "eval" && args.pos.size() == 1) {
-    const std::string* src = str_of(args.pos[0]);
-    std::string_view head = src ? std::string_view(*src).substr(0, src->find('.')) : "";
-    bool ident = !head.empty() && !std::isdigit(static_cast<unsigned char>(head[0])) &&
-                 std::all_of(head.begin(), head.end(), [](char c) {
-                   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                 });
-    if (ident) {
-      for (Frame* fr = &f; fr; fr = fr->parent.get()) {
-        auto it = fr->locals.find(head);
-        if (it == fr->locals.end()) continue;
-        if (head.size() == src->size()) return it->second;
-        Value cur = it->second;
-        std::string_view rest = std::string_view(*src).substr(head.size() + 1);
-        while (!cur.is_unknown() && !rest.empty()) {
-          auto dot = rest.find('.');
-          cur = getattr(cur, rest.substr(0, dot), site, false);
-          rest = dot == std::string_view::npos ? "" : rest.substr(dot + 1);
-        }
-        return cur;
-      }
-    }
+    if (const std::string* src = str_of(args.pos[0])) return eval_name(*src, &f, site);
   }
   return call(callee, args, site);
+}
+
+Value Interpreter::eval_name(const std::string& src, Frame* f, const Site& site) {
+  std::vector<std::string_view> parts;
+  for (size_t start = 0; start <= src.size();) {
+    size_t dot = std::min(src.find('.', start), src.size());
+    std::string_view part = std::string_view(src).substr(start, dot - start);
+    bool ident = !part.empty() && !std::isdigit(static_cast<unsigned char>(part[0])) &&
+                 std::all_of(part.begin(), part.end(), [](char c) {
+                   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                 });
+    if (!ident) return Value::unknown();
+    parts.push_back(part);
+    start = dot + 1;
+  }
+  Value cur = Value::unknown();
+  bool found = false;
+  for (Frame* fr = f; fr && !found; fr = fr->parent.get()) {
+    if (auto it = fr->locals.find(parts[0]); it != fr->locals.end()) {
+      cur = it->second;
+      found = true;
+    }
+  }
+  if (!found && site.module) {
+    const Value* g = site.module->globals.find_str(parts[0]);
+    cur = g ? *g : builtin(parts[0]);
+  }
+  for (size_t i = 1; i < parts.size() && !cur.is_unknown(); ++i)
+    cur = getattr(cur, parts[i], site, false);
+  return cur;
 }
 
 Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {

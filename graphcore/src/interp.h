@@ -211,6 +211,9 @@ class Interpreter {
   void report_budget(const BudgetExceeded& b);
 
   // ---- MindSpore and Python natives (mindspore.cpp, builtins.cpp) ----
+  // `eval` of a (dotted) name: in `f`'s locals (when given), the module's globals, the
+  // builtins; Unknown for any other expression.
+  Value eval_name(const std::string& src, Frame* f, const Site& site);
   Value builtin(std::string_view name);  // Unknown-free lookup; Undefined -> VK::Unknown + flag
   bool has_builtin(std::string_view name) const;
   Value mindspore_module(
@@ -248,6 +251,8 @@ class Interpreter {
   Value make_parameter(TensorType t, std::string name, bool requires_grad);
   // Registers `child` under `name` in a Cell's children / params when appropriate.
   void cell_setattr(InstanceObj* inst, const std::string& name, const Value& v);
+  // dict.__init__'s arguments (`dict(*args, **kwargs)`) added to a dict subclass's items.
+  void add_dict_items(DictObj& items, CallArgs& args, const Site& site);
   // SequentialCell/CellList constructor arguments: Cells, a list of Cells or an OrderedDict.
   void init_container(InstanceObj* target, CallArgs& args, const Site& site);
 
@@ -325,6 +330,9 @@ class Interpreter {
   static bool loop_can_exit(std::span<ast::Node*> body);
   void exec_import(const ast::Node* s, Frame& f);
   void exec_import_from(const ast::Node* s, Frame& f);
+  // A graph-mode-unsupported diagnostic: `sev` where the program selects GRAPH_MODE, else a
+  // warning that says so.
+  void report_graph_mode(const Site& site, Severity sev, std::string message);
   void check_graph_mode(const ast::Node* s, Frame& f);
   void init_builtins();
   friend class Builtins;
