@@ -74,6 +74,7 @@ export type AnalysisState =
   | { kind: 'starting' }
   | { kind: 'analysing' }
   | { kind: 'done'; errors: number; warnings: number }
+  | { kind: 'restarting'; reason: string }
   | { kind: 'stopped'; reason: string };
 
 export interface StatusText {
@@ -103,6 +104,7 @@ export function statusText(eff: Effective, state: AnalysisState): StatusText {
         icon = '$(check)';
       }
       break;
+    case 'restarting': stateText = 'restarting…'; icon = '$(sync~spin)'; break;
     case 'stopped': stateText = 'stopped'; icon = '$(debug-disconnect)'; error = true; break;
   }
   const text = `${icon} ${label} · MindSpore ${eff.version} · ${stateText}`;
@@ -110,8 +112,10 @@ export function statusText(eff: Effective, state: AnalysisState): StatusText {
   const tooltip = [
     `Cellscope: graphs compiled for ${label} (${eff.target}, from ${from(eff.targetFrom)})`,
     `MindSpore API ${eff.version} (from ${from(eff.versionFrom)})`,
-    state.kind === 'stopped' ? `Language server stopped: ${state.reason}` : `Analysis: ${stateText}`,
-    'Click to select the target backend',
+    state.kind === 'stopped' ? `Language server stopped: ${state.reason}`
+      : state.kind === 'restarting' ? `Language server ${state.reason}` : `Analysis: ${stateText}`,
+    state.kind === 'stopped' || state.kind === 'restarting'
+      ? 'Click to restart the language server' : 'Click to select the target backend',
   ].join('\n');
   return { text, tooltip, error };
 }

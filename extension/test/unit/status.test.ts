@@ -39,7 +39,14 @@ test('status text: target · version · state', () => {
   assert.match(statusText(eff, { kind: 'done', errors: 0, warnings: 0 }).text, /^\$\(check\) .* no errors$/);
   const stopped = statusText(eff, { kind: 'stopped', reason: 'cellscope not found' });
   assert.match(stopped.tooltip, /cellscope not found/);
-  assert.match(stopped.tooltip, /Click to select the target backend/);
+  assert.match(stopped.tooltip, /Click to restart the language server/);
+  assert.equal(stopped.error, true);
+  assert.match(statusText(eff, { kind: 'done', errors: 0, warnings: 0 }).tooltip, /Click to select the target backend/);
+  const restarting = statusText(eff, { kind: 'restarting', reason: 'crashed (killed by signal SIGKILL); 2nd restart in 1 s' });
+  assert.equal(restarting.text, '$(sync~spin) Ascend 910B · MindSpore 2.10.0 · restarting…');
+  assert.match(restarting.tooltip, /Language server crashed \(killed by signal SIGKILL\); 2nd restart in 1 s/);
+  assert.match(restarting.tooltip, /Click to restart the language server/);
+  assert.equal(restarting.error, false);
 });
 
 test('server settings leave out unset values and the extension\'s own keys', () => {
