@@ -1,5 +1,7 @@
-// The Cellscope VS Code extension: starts `cellscope lsp` through vscode-languageclient and adds
-// the graph view panel, the target backend picker and the status bar. The daemon does the work.
+// The Cellscope VS Code extension: starts `cellscope lsp` through vscode-languageclient (and
+// restarts it when it dies, restart.ts) and adds the graph view panel, the target backend picker
+// and the status bar. The daemon does the work.
+import * as cp from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -12,7 +14,6 @@ import {
   LanguageClient,
   RevealOutputChannelOn,
   State,
-  TransportKind,
   type CloseHandlerResult,
   type ErrorHandler,
   type ErrorHandlerResult,
@@ -22,6 +23,7 @@ import {
 import { findBinary, FIX_HINT, type Discovery } from './binary';
 import { DebugFocusRelay, type FocusBody } from './debugfocus';
 import { GraphPanel, type VisualizeResult } from './panel';
+import { CrashHistory, crashReport, describeExit, formatDuration, type ExitInfo } from './restart';
 import { serverSettings } from './settings';
 import { effectiveSettings, statusText, TARGETS, TARGET_LABELS, type AnalysisState } from './status';
 
@@ -98,7 +100,11 @@ function updateStatus(): void {
   statusItem.text = st.text;
   statusItem.tooltip = st.tooltip;
   statusItem.backgroundColor = analysis.kind === 'stopped'
-    ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    ? new vscode.ThemeColor('statusBarItem.errorBackground')
+    : analysis.kind === 'restarting' ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+  // While the server is down a click restarts it; otherwise it picks the target.
+  statusItem.command = analysis.kind === 'stopped' || analysis.kind === 'restarting'
+    ? 'cellscope.restartServer' : 'cellscope.selectTarget';
   statusItem.show();
 }
 
@@ -114,12 +120,12 @@ function countDiagnostics(): void {
   }
   if (analysingTimer) clearTimeout(analysingTimer);
   analysingTimer = undefined;
-  if (analysis.kind !== 'stopped') analysis = { kind: 'done', errors, warnings };
+  if (analysis.kind !== 'stopped' && analysis.kind !== 'restarting') analysis = { kind: 'done', errors, warnings };
   updateStatus();
 }
 
 function markAnalysing(): void {
-  if (!client || analysis.kind === 'stopped') return;
+  if (!client || client.state !== State.Running) return;
   analysis = { kind: 'analysing' };
   updateStatus();
   if (analysingTimer) clearTimeout(analysingTimer);
@@ -129,33 +135,167 @@ function markAnalysing(): void {
 
 // ---- language client ----------------------------------------------------------------------------
 
-class RestartingErrorHandler implements ErrorHandler {
-  private restarts: number[] = [];
-  constructor(private readonly binary: string) {}
+/** One run of `cellscope lsp`: the process this extension spawned, and how it ended. */
+interface ServerRun {
+  binary: string;
+  /** Why it was started: at activation or by the user, or by the supervisor after a crash. */
+  why: 'start' | 'restart';
+  proc?: cp.ChildProcess;
+  client?: LanguageClient;
+  /** When it was spawned (Date.now()). */
+  startedAt: number;
+  /** Resolves on the process's 'exit' event. */
+  exited: Promise<ExitInfo>;
+  onExit: (e: ExitInfo) => void;
+  /** Its death has been handled (reported once, whichever of the close handler or start() saw it). */
+  ended: boolean;
+}
+
+const crashes = new CrashHistory();
+let currentRun: ServerRun | undefined;
+let restartTimer: ReturnType<typeof setTimeout> | undefined;
+/** When the last crash was seen, to log how long the server was down. */
+let lastCrashAt: number | undefined;
+
+function newRun(binary: string, why: ServerRun['why']): ServerRun {
+  let onExit: (e: ExitInfo) => void = () => {};
+  const exited = new Promise<ExitInfo>((resolve) => { onExit = resolve; });
+  return { binary, why, startedAt: Date.now(), exited, onExit, ended: false };
+}
+
+function runName(run: ServerRun): string {
+  return `cellscope lsp${run.proc?.pid !== undefined ? ` (pid ${run.proc.pid})` : ''}`;
+}
+
+/**
+ * Spawns the server for vscode-languageclient (stdio). Spawned here rather than by the library so
+ * that the exit code or signal of a crash is known and reported.
+ */
+function spawnServer(run: ServerRun): Promise<cp.ChildProcess> {
+  return new Promise((resolve, reject) => {
+    let proc: cp.ChildProcess;
+    try {
+      proc = cp.spawn(run.binary, ['lsp'], { stdio: 'pipe' });
+    } catch (e) {
+      reject(e);
+      return;
+    }
+    proc.on('error', (e) => {
+      if (!run.proc) reject(e); // could not be spawned (ENOENT, EACCES)
+      else output.appendLine(`${runName(run)}: ${errorText(e)}`);
+    });
+    proc.once('spawn', () => {
+      run.proc = proc;
+      run.startedAt = Date.now();
+      resolve(proc);
+    });
+    proc.once('exit', (code, signal) => {
+      run.onExit({ code, signal });
+      // Its connection normally closes at the same time (closed() handles the death); should the
+      // client miss that (output closed before it listened), the exit alone counts.
+      setTimeout(() => {
+        if (run.ended || run !== currentRun) return;
+        void run.client?.stop(); // its diagnostics are stale: cleared
+        void onServerDied(run);
+      }, 1000);
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * The server died (its connection closed, or it failed to start): restart it after the policy's
+ * delay, or give up on a crash loop. Reported once per run, to the output channel always and in a
+ * notification once per burst (restart.ts).
+ */
+async function onServerDied(run: ServerRun, failure?: string): Promise<void> {
+  if (run.ended || run !== currentRun) return; // already handled, or an older run stopped on purpose
+  run.ended = true;
+  const now = Date.now();
+  client = undefined;
+  // The connection closes just before the process's 'exit' event: wait briefly for the exit status.
+  // A server that closed its output but lives on is killed.
+  let exit: ExitInfo | undefined;
+  if (run.proc) {
+    exit = await Promise.race([run.exited, sleep(2000).then(() => undefined)]);
+    if (!exit) {
+      run.proc.kill('SIGKILL');
+      output.appendLine(`${runName(run)} did not exit: killed`);
+    }
+  }
+  if (run !== currentRun) return; // the user restarted it meanwhile
+  const decision = crashes.crash(run.startedAt, now);
+  // A crash's own status (a signal, an error code) says most; else what went wrong here.
+  const how = exit && (exit.signal !== null || exit.code !== 0) ? describeExit(exit) : failure ?? describeExit(exit);
+  const report = crashReport(decision, how, now - run.startedAt, runName(run));
+  output.appendLine(report.log);
+  lastCrashAt = now;
+  if (decision.action === 'stop') {
+    currentRun = undefined;
+    analysis = { kind: 'stopped', reason: report.status };
+    updateStatus();
+    void vscode.window.showErrorMessage(report.notification ?? report.log, 'Restart', 'Show Output').then((pick) => {
+      if (pick === 'Restart') void cmdRestartServer();
+      if (pick === 'Show Output') output.show(true);
+    });
+    return;
+  }
+  analysis = { kind: 'restarting', reason: report.status };
+  updateStatus();
+  if (report.notification) {
+    void vscode.window.showWarningMessage(report.notification, 'Show Output').then((pick) => {
+      if (pick) output.show(true);
+    });
+  }
+  if (restartTimer) clearTimeout(restartTimer);
+  restartTimer = setTimeout(() => {
+    restartTimer = undefined;
+    if (run === currentRun) void startClient('restart');
+  }, decision.delayMs);
+}
+
+class SupervisedErrorHandler implements ErrorHandler {
+  constructor(private readonly run: ServerRun) {}
   error(_error: Error, _message: unknown, count: number | undefined): ErrorHandlerResult {
-    return { action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown };
+    // Writes to a server that just died fail before its connection closes: closed() decides.
+    if (this.run.ended || this.run.proc?.exitCode !== null || this.run.proc?.signalCode !== null) {
+      return { action: ErrorAction.Continue, handled: true };
+    }
+    if (count !== undefined && count <= 3) return { action: ErrorAction.Continue, handled: true };
+    // A connection that keeps failing (garbled output?) is shut down and handled as a crash.
+    void onServerDied(this.run, 'its connection failed repeatedly');
+    return { action: ErrorAction.Shutdown, handled: true };
   }
   closed(): CloseHandlerResult {
-    const now = Date.now();
-    this.restarts = this.restarts.filter((t) => now - t < 3 * 60 * 1000);
-    this.restarts.push(now);
-    if (this.restarts.length <= 4) {
-      output.appendLine(`cellscope lsp exited; restarting (${this.restarts.length} of 4 in 3 minutes)`);
-      return { action: CloseAction.Restart, handled: true };
-    }
-    analysis = { kind: 'stopped', reason: 'crashed 5 times in 3 minutes' };
-    updateStatus();
-    return {
-      action: CloseAction.DoNotRestart,
-      message: `Cellscope: the language server (${this.binary} lsp) stopped 5 times in 3 minutes and is not ` +
-        `restarted. See "MindSpore: Show Output". ${FIX_HINT} Then run "Developer: Reload Window".`,
-    };
+    // Restarts are the supervisor's (with backoff): the library only lets this client go.
+    void onServerDied(this.run);
+    return { action: CloseAction.DoNotRestart, handled: true, message: `the connection to ${runName(this.run)} closed` };
   }
 }
 
-async function startClient(): Promise<void> {
+/**
+ * vscode-languageclient, minus its own notifications for crashes and failed starts: the supervisor
+ * reports those (once per burst, with the reason). They stay in the output channel.
+ */
+class CellscopeClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    super.error(message, data, showNotification === 'force' ? false : showNotification);
+  }
+
+  // The library stops a client whose initialize failed, which rejects when it never ran; the
+  // process is the supervisor's to end. (Failures of a real stop are logged by the library.)
+  override stop(timeout?: number): Promise<void> {
+    return super.stop(timeout).catch(() => {});
+  }
+}
+
+async function startClient(why: ServerRun['why'] = 'start'): Promise<void> {
+  if (restartTimer) clearTimeout(restartTimer);
+  restartTimer = undefined;
   const found = discover();
   if (!found.ok) {
+    currentRun = undefined;
     analysis = { kind: 'stopped', reason: 'cellscope not found' };
     updateStatus();
     output.appendLine(found.message);
@@ -165,19 +305,18 @@ async function startClient(): Promise<void> {
     if (pick === 'Show Output') output.show(true);
     return;
   }
-  output.appendLine(`cellscope: ${found.path} (${found.source})`);
-  const serverOptions: ServerOptions = {
-    command: found.path,
-    args: ['lsp'],
-    transport: TransportKind.stdio,
-  };
+  if (why === 'start') output.appendLine(`cellscope: ${found.path} (${found.source})`);
+  const run = newRun(found.path, why);
+  currentRun = run;
   const clientOptions: LanguageClientOptions = {
     // The server analyses file: URIs only (imports are resolved on disk).
     documentSelector: [{ scheme: 'file', language: 'python' }],
     initializationOptions: { cellscope: currentServerSettings() },
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
-    errorHandler: new RestartingErrorHandler(found.path),
+    errorHandler: new SupervisedErrorHandler(run),
+    // A failed initialize (the server died in it, or refused): the supervisor handles it.
+    initializationFailedHandler: () => false,
     middleware: {
       // The server asks for section `cellscope`: only the values it reads, unset ones left out.
       workspace: {
@@ -198,33 +337,79 @@ async function startClient(): Promise<void> {
       },
     },
   };
-  client = new LanguageClient('cellscope', 'Cellscope', serverOptions, clientOptions);
-  client.onDidChangeState((e) => {
-    if (e.newState === State.Running) {
-      if (analysis.kind !== 'analysing') analysis = { kind: 'starting' };
-      countDiagnostics();
+  const serverOptions: ServerOptions = () => spawnServer(run);
+  // A new client per run: one whose server died while starting cannot be started again.
+  const c = new CellscopeClient('cellscope', 'Cellscope', serverOptions, clientOptions);
+  client = c;
+  run.client = c;
+  c.onDidChangeState((e) => {
+    if (client !== c || e.newState !== State.Running) return;
+    analysis = { kind: 'starting' };
+    if (run.why === 'restart') {
+      const down = lastCrashAt !== undefined ? `, ${formatDuration(Date.now() - lastCrashAt)} after the crash` : '';
+      output.appendLine(`${runName(run)} restarted${down}; the open documents are sent to it again`);
     }
+    // The client (re)opens every Python document: each is analysed afresh.
+    const open = vscode.workspace.textDocuments.some((d) => d.languageId === 'python' && d.uri.scheme === 'file');
+    if (open) markAnalysing();
+    else countDiagnostics();
   });
-  analysis = { kind: 'starting' };
-  updateStatus();
+  if (why === 'start') {
+    analysis = { kind: 'starting' };
+    updateStatus();
+  }
   try {
-    await client.start();
+    await c.start();
+    // An open graph view was connected to the previous server's view server: connect it to this
+    // one (after start(): the documents are open there by then).
+    if (!run.ended && run === currentRun && GraphPanel.current) void followEditor();
   } catch (e) {
+    if (run.ended || run !== currentRun) return; // it died while starting: onServerDied has it
+    if (run.proc || why === 'restart') {
+      // Spawned but failed to initialize, or (re)spawning failed after a crash (the binary being
+      // rebuilt?): a crash like any other, retried with backoff.
+      void onServerDied(run, run.proc ? `failed to start: ${errorText(e)}` : `could not be started: ${errorText(e)}`);
+      return;
+    }
+    currentRun = undefined;
+    client = undefined;
     analysis = { kind: 'stopped', reason: String(e) };
     updateStatus();
     void vscode.window.showErrorMessage(
-      `Cellscope: could not start ${found.path} lsp: ${String(e)}. ${FIX_HINT}`, 'Show Output',
+      `Cellscope: could not start ${found.path} lsp: ${errorText(e)}. ${FIX_HINT}`, 'Show Output',
     ).then((p) => { if (p) output.show(true); });
   }
 }
 
-async function restartClient(): Promise<void> {
+/** Stops the running server on purpose (no crash handling), if any. */
+async function stopClient(): Promise<void> {
+  if (restartTimer) clearTimeout(restartTimer);
+  restartTimer = undefined;
+  const run = currentRun;
+  currentRun = undefined;
   const c = client;
   client = undefined;
   if (c) {
-    try { await c.stop(); } catch { /* already stopped */ }
+    try { await c.stop(); } catch { /* not running (died, or still starting) */ }
   }
+  // The library does not track a process it did not spawn: make sure this one ends.
+  const proc = run?.proc;
+  if (proc && proc.exitCode === null && proc.signalCode === null) {
+    const t = setTimeout(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); }, 2000);
+    void run.exited.then(() => clearTimeout(t));
+  }
+}
+
+/** A restart the user asked for (command, notification, setting): a fresh crash history. */
+async function restartClient(): Promise<void> {
+  crashes.reset();
+  await stopClient();
   await startClient();
+}
+
+async function cmdRestartServer(): Promise<void> {
+  output.appendLine('restarting the language server (requested)');
+  await restartClient();
 }
 
 function isVisualizeResult(r: unknown): r is VisualizeResult {
@@ -421,6 +606,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('cellscope.showGraph', () => cmdShowGraph());
   reg('cellscope.selectTarget', () => cmdSelectTarget());
   reg('cellscope.showOutput', () => output.show(true));
+  reg('cellscope.restartServer', () => cmdRestartServer());
   reg('cellscope.deployToDevice', () =>
     vscode.window.showInformationMessage('MindSpore: Deploy to Ascend Device needs the device deployment support of cellscope, which this version does not include yet.'));
   reg('cellscope.exportMindIR', () =>
@@ -476,7 +662,5 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
 export async function deactivate(): Promise<void> {
   GraphPanel.current?.dispose();
-  const c = client;
-  client = undefined;
-  if (c) await c.stop();
+  await stopClient();
 }

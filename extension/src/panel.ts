@@ -110,9 +110,11 @@ export class GraphPanel {
 
   /** Follows the file and Cell of a visualizeGraph result (a new connection when they change). */
   follow(result: VisualizeResult): void {
-    // Outside any Cell the server names none: keep the Cell shown.
-    if (!result.cell && this.target && this.target.file === result.file) return;
-    const t: ViewTarget = { wsUrl: wsUrlFor(result), file: result.file, cell: result.cell };
+    // Outside any Cell the server names none: keep the Cell shown, unless the server is a new one
+    // (restarted after a crash: another port), whose view must be connected to.
+    const wsUrl = wsUrlFor(result);
+    if (!result.cell && this.target && this.target.file === result.file && this.target.wsUrl === wsUrl) return;
+    const t: ViewTarget = { wsUrl, file: result.file, cell: result.cell };
     this.target = t;
     this.relay.retarget(t);
     const base = path.basename(result.file);

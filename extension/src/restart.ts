@@ -139,17 +139,16 @@ export interface CrashReport {
 }
 
 /**
- * What to say about one crash: `exit` is how the process ended, `ranMs` how long that run lasted,
- * `server` names it (e.g. "cellscope lsp (pid 1234)").
+ * What to say about one crash: `how` is how the process ended (describeExit, or why it could not
+ * start), `ranMs` how long that run lasted, `server` names it (e.g. "cellscope lsp (pid 1234)").
  */
 export function crashReport(
   decision: CrashDecision,
-  exit: ExitInfo | undefined,
+  how: string,
   ranMs: number,
   server: string,
   policy: Readonly<RestartPolicy> = DEFAULT_RESTART_POLICY,
 ): CrashReport {
-  const how = describeExit(exit);
   const ended = `${server} ended unexpectedly (${how}) after running ${formatDuration(ranMs)}`;
   if (decision.action === 'stop') {
     const loop = `${decision.crashes} crashes in ${formatDuration(decision.burstMs)}`;

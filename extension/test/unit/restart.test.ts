@@ -117,18 +117,18 @@ test('durations and ordinals', () => {
 test('what is said: one notification per burst, every crash in the log, the give-up with its reason', () => {
   const h = new CrashHistory();
   const server = 'cellscope lsp (pid 42)';
-  const first = crashReport(h.crash(0, 12 * S), { code: null, signal: 'SIGKILL' }, 12 * S, server);
+  const first = crashReport(h.crash(0, 12 * S), describeExit({ code: null, signal: 'SIGKILL' }), 12 * S, server);
   assert.equal(first.notification, 'Cellscope: the language server crashed (killed by signal SIGKILL) and is being restarted.');
   assert.equal(first.log, 'cellscope lsp (pid 42) ended unexpectedly (killed by signal SIGKILL) after running 12 s; ' +
     'restarting now (restart 1 of at most 5 in a row)');
   assert.match(first.status, /killed by signal SIGKILL.*1st restart now/);
 
-  const second = crashReport(h.crash(12 * S, 12 * S + 300), { code: 134, signal: null }, 300, server);
+  const second = crashReport(h.crash(12 * S, 12 * S + 300), describeExit({ code: 134, signal: null }), 300, server);
   assert.equal(second.notification, undefined);
   assert.match(second.log, /\(exit code 134\) after running 300 ms; restarting in 1 s \(restart 2 of at most 5 in a row\)$/);
   assert.match(second.status, /2nd restart in 1 s/);
 
-  const stop = crashReport({ action: 'stop', crashes: 6, burstMs: 15300 }, { code: 3, signal: null }, 20, server);
+  const stop = crashReport({ action: 'stop', crashes: 6, burstMs: 15300 }, describeExit({ code: 3, signal: null }), 20, server);
   assert.equal(stop.notification,
     'Cellscope: the language server crashed 6 times in 15 s (last: exit code 3) and is not restarted. Its messages are in the output.');
   assert.match(stop.log, /6 crashes in 15 s, not restarted again\. "MindSpore: Restart Language Server" starts it\.$/);
