@@ -11,9 +11,14 @@
 // error disappears and the view updates. Then the debugger: on lenet5.py (the view following it), a
 // breakpoint on a line of construct and "Debug: Start Debugging" (F5) with no launch.json runs the
 // `mindspore` debug type (cellscope dap); while it is paused the graph view highlights the node
-// with its live statistics, and the highlight clears when the run ends.
+// with its live statistics, and the highlight clears when the run ends. Then crash containment:
+// the `cellscope lsp` process is killed (SIGKILL) and an edit typed at once; the extension restarts
+// the server, the client re-sends the open document, the new error is in Problems, and exactly one
+// notification said so. A crash loop (cellscope.path pointed at a wrapper that exits at once):
+// restarts with backoff, then one "not restarted" notification, the status bar at "stopped"; its
+// "Restart" button (the wrapper fixed) brings the diagnostics back.
 import { spawn, execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -29,7 +34,7 @@ const codeServer = join(here, 'node_modules', '.bin', 'code-server');
 const artifacts = join(here, 'artifacts');
 const keep = process.env.KEEP_E2E === '1';
 const T0 = Date.now();
-const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 240000);
+const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 300000);
 
 let passed = 0;
 let failed = 0;
@@ -55,7 +60,7 @@ for (const d of [ud, join(ud, 'User'), exts, ws, env.XDG_CONFIG_HOME, env.XDG_DA
 const modelFile = join(ws, 'mnist_article_bug.py');
 copyFileSync(join(repo, 'tests', 'corpus', 'buggy', 'mnist_article_bug.py'), modelFile);
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'lenet5.py'), join(ws, 'lenet5.py'));
-writeFileSync(join(ud, 'User', 'settings.json'), JSON.stringify({
+const userSettings = {
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
   'workbench.enableExperiments': false,
@@ -66,7 +71,29 @@ writeFileSync(join(ud, 'User', 'settings.json'), JSON.stringify({
   'telemetry.telemetryLevel': 'off',
   'files.autoSave': 'off',
   'window.commandCenter': false,
-}, null, 2));
+};
+writeFileSync(join(ud, 'User', 'settings.json'), JSON.stringify(userSettings, null, 2));
+
+/** The `cellscope lsp` processes under code-server (found through /proc; others' are left alone). */
+function lspProcesses(rootPid) {
+  const parentOf = (pid) => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  };
+  const out = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    let argv;
+    try { argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0'); } catch { continue; }
+    if (!/(^|\/)cellscope$/.test(argv[0] ?? '') || argv[1] !== 'lsp') continue;
+    try {
+      for (let p = Number(d), i = 0; p > 1 && i < 64; p = parentOf(p), i++) {
+        if (p === rootPid) { out.push(Number(d)); break; }
+      }
+    } catch { /* it or an ancestor just ended */ }
+  }
+  return out;
+}
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -390,6 +417,145 @@ try {
   await until('the debug session ended', async () => (await page.locator('.debug-toolbar').count()) === 0 ||
     !(await page.locator('.debug-toolbar').first().isVisible()), 15000).catch(() => {});
   await shot('9-debug-ended');
+
+  // ---- crash containment: the daemon killed, restarted, the document re-synced ---------------
+  // (The Run and Debug view replaced the explorer, the debug console the Problems panel.)
+  await page.locator('.tabs-container .tab', { hasText: 'mnist_article_bug.py' }).first().click();
+  await until('mnist_article_bug.py in the editor', async () => (await editorText()).includes('self.fc2 = nn.Dense(128, 10)'), 10000);
+  await page.locator('.editor-instance .view-lines').first().click();
+  await page.keyboard.press('Control+Shift+M');
+  await until('the ops.MaxPool2d error in Problems', async () =>
+    (await problems.isVisible()) && norm(await problems.innerText()).includes('ops.MaxPool2d'), 20000);
+  // Every notification toast from now on, counted once each (a repeated message is a new toast).
+  await page.evaluate(() => {
+    window.cellscopeToasts = [];
+    const seen = new WeakSet(document.querySelectorAll('.notifications-toasts .notification-toast-container'));
+    const scan = () => {
+      for (const el of document.querySelectorAll('.notifications-toasts .notification-toast-container')) {
+        if (seen.has(el)) continue;
+        const msg = el.querySelector('.notification-list-item-message')?.textContent ?? '';
+        if (!msg) continue;
+        seen.add(el);
+        window.cellscopeToasts.push({ t: Date.now(), text: msg });
+      }
+    };
+    new MutationObserver(scan).observe(document.body, { childList: true, subtree: true, characterData: true });
+  });
+  const toasts = () => page.evaluate(() => window.cellscopeToasts);
+  const before = lspProcesses(server.pid);
+  check('one cellscope lsp process runs under code-server', before.length === 1, `pid ${before.join(', ')}`);
+  // The cursor on `128` of `nn.Dense(128, 10)` (line 15) before the kill, so the edit follows it at once.
+  const fc2Line = readFileSync(modelFile, 'utf8').split('\n').findIndex((l) => l.includes('self.fc2 = nn.Dense(128, 10)'));
+  await page.locator('.editor-instance .view-lines').first().click();
+  await page.keyboard.press('Control+G');
+  await page.keyboard.type(`${fc2Line + 1}:29`);
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('Shift+ArrowRight');
+  await page.keyboard.press('Shift+ArrowRight');
+  await page.keyboard.press('Shift+ArrowRight');
+  const tKill = Date.now();
+  process.kill(before[0], 'SIGKILL');
+  await page.keyboard.type('127');
+  await until('the edit in the editor', async () => (await editorText()).includes('nn.Dense(127, 10)'), 5000);
+  const tTyped = Date.now();
+  const back = await until('the new error in Problems', async () => {
+    const t = norm(await problems.innerText());
+    return t.includes('nn.Dense expects 127 input features') && t.includes('ops.MaxPool2d') ? t : null;
+  }, 30000);
+  const tBack = Date.now();
+  check('after the kill, the edit\'s new error is in Problems (server restarted, document re-sent)', true,
+    `${tBack - tKill} ms from the kill, ${tBack - tTyped} ms after the edit was in the editor: ` +
+    `${back.split('\n').find((l) => l.includes('127 input features'))}`);
+  const after = lspProcesses(server.pid);
+  check('a new cellscope lsp process replaced the killed one', after.length === 1 && after[0] !== before[0],
+    `pid ${before[0]} -> ${after.join(', ')}`);
+  const viewBack = await until('the graph view on the new server', async () => {
+    const t = norm(await view.locator('body').innerText());
+    return /expects 127 input features/.test(t) ? t : null;
+  }, 15000).catch(() => null);
+  check('the graph view reconnects to the restarted server', !!viewBack,
+    viewBack ? `${Date.now() - tKill} ms from the kill` : 'no 127 error in the view');
+  const statusBack = await until('the status bar at 2 errors', async () => {
+    const t = norm(await status.innerText());
+    return /2 errors/.test(t) ? t : null;
+  }, 10000);
+  check('the status bar is back to the analysis', true, statusBack.trim());
+  await wait(1500); // a late or repeated notification would show by now
+  const crashToasts = await toasts();
+  check('exactly one notification said the server crashed', crashToasts.length === 1 &&
+    /crashed \(killed by signal SIGKILL\) and is being restarted/.test(crashToasts[0].text),
+  crashToasts.map((n) => `${n.t - tKill} ms: ${n.text}`).join(' | '));
+  // The output channel (VS Code keeps a copy in the logs) has the reason and the restart.
+  const outputLog = () => {
+    const found = [];
+    const walk = (d) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(d, e.name));
+        else if (/Cellscope\.log$/.test(e.name)) found.push(readFileSync(join(d, e.name), 'utf8'));
+      }
+    };
+    try { walk(join(ud, 'logs')); } catch { /* no logs yet */ }
+    return found.join('\n');
+  };
+  const logged = await until('the crash in the output channel', () => {
+    const t = outputLog();
+    const ended = t.split('\n').find((l) => l.includes(`(pid ${before[0]}) ended unexpectedly (killed by signal SIGKILL)`));
+    return ended && t.includes(`(pid ${after[0]}) restarted`) ? ended : null;
+  }, 10000).catch(() => null);
+  check('the output channel has the reason (signal) and the restart', !!logged, logged ?? 'not found in the logs');
+  await shot('10-restarted-after-kill');
+
+  // ---- a crash loop: backoff, then given up with a "Restart" button --------------------------
+  const bundled = join(exts, `${pkg.publisher}.${pkg.name}-${pkg.version}`, 'bin', 'cellscope');
+  const real = [bundled, process.env.CELLSCOPE_BIN, join(repo, 'build', 'cellscope')].find((p) => p && existsSync(p));
+  const marker = join(work, 'crash-on-start');
+  const wrapper = join(work, 'cellscope-crashing');
+  writeFileSync(wrapper, `#!/bin/sh\nif [ -e '${marker}' ]; then echo 'cellscope-crashing: exiting at once' >&2; exit 3; fi\n` +
+    `exec '${real}' "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  writeFileSync(marker, '');
+  const nToasts = (await toasts()).length;
+  const tLoop = Date.now();
+  // A changed cellscope.path restarts the server. It is a machine setting: in code-server the
+  // server's (remote) settings hold it, not the browser user's.
+  mkdirSync(join(ud, 'Machine'), { recursive: true });
+  writeFileSync(join(ud, 'Machine', 'settings.json'), JSON.stringify({ 'cellscope.path': wrapper }, null, 2));
+  const gaveUp = await until('the crash loop given up', async () => {
+    const t = (await toasts()).slice(nToasts);
+    return t.some((n) => /is not restarted/.test(n.text)) ? t : null;
+  }, 60000, 250);
+  const loopToasts = gaveUp.map((n) => `${n.t - tLoop} ms: ${n.text}`).join(' | ');
+  check('a crash loop: one "restarting" and one "not restarted" notification', gaveUp.length === 2 &&
+    /crashed \(exit code 3\) and is being restarted/.test(gaveUp[0].text) &&
+    /crashed 6 times in .* \(last: exit code 3\) and is not restarted/.test(gaveUp[1].text), loopToasts);
+  const stoppedText = await until('the status bar at stopped', async () => {
+    const t = norm(await status.innerText());
+    return /stopped/.test(t) ? t : null;
+  }, 5000);
+  check('the status bar shows the server stopped', true, stoppedText.trim());
+  const loopLog = outputLog().split('\n').filter((l) => /ended unexpectedly \(exit code 3\)/.test(l));
+  check('every crash of the loop is in the output channel, with its backoff', loopLog.length === 6 &&
+    /restarting now/.test(loopLog[0]) && /restarting in 1 s/.test(loopLog[1]) && /restarting in 8 s/.test(loopLog[4]) &&
+    /not restarted again/.test(loopLog[5]), `${loopLog.length} lines; last: ${loopLog.at(-1)}`);
+  check('the problems of the dead server are cleared', !norm(await problems.innerText()).includes('ops.MaxPool2d'));
+  await shot('11-crash-loop-stopped');
+
+  // The wrapper fixed, the notification's "Restart" brings the server back.
+  unlinkSync(marker);
+  const tRestart = Date.now();
+  await page.locator('.notifications-toasts .notification-toast-container', { hasText: 'is not restarted' })
+    .locator('.monaco-button', { hasText: 'Restart' }).first().click();
+  await until('the errors back in Problems after "Restart"', async () => {
+    const t = norm(await problems.innerText());
+    return t.includes('nn.Dense expects 127 input features') && t.includes('ops.MaxPool2d');
+  }, 30000);
+  const statusRestarted = await until('the status bar at 2 errors', async () => {
+    const t = norm(await status.innerText());
+    return /2 errors/.test(t) ? t : null;
+  }, 10000);
+  check('"Restart" brings the server and the diagnostics back', true,
+    `${Date.now() - tRestart} ms after the click; ${statusRestarted.trim()}`);
+  await shot('12-restarted-by-the-user');
 
   const unexpected = pageErrors.filter((e) => !/vsda|marketplace|Canceled/i.test(e));
   check('no uncaught errors in the workbench page', unexpected.length === 0, unexpected.slice(0, 3).join(' | '));
