@@ -29,7 +29,7 @@ import { effectiveSettings, statusText, TARGETS, TARGET_LABELS, type AnalysisSta
 
 const SECTION = 'cellscope';
 
-let client: LanguageClient | undefined;
+let client: CellscopeClient | undefined;
 let output: vscode.OutputChannel;
 let statusItem: vscode.StatusBarItem;
 let analysis: AnalysisState = { kind: 'starting' };
@@ -141,7 +141,7 @@ interface ServerRun {
   /** Why it was started: at activation or by the user, or by the supervisor after a crash. */
   why: 'start' | 'restart';
   proc?: cp.ChildProcess;
-  client?: LanguageClient;
+  client?: CellscopeClient;
   /** When it was spawned (Date.now()). */
   startedAt: number;
   /** Resolves on the process's 'exit' event. */
@@ -389,14 +389,18 @@ async function stopClient(): Promise<void> {
   currentRun = undefined;
   const c = client;
   client = undefined;
-  if (c) {
-    try { await c.stop(); } catch { /* not running (died, or still starting) */ }
-  }
-  // The library does not track a process it did not spawn: make sure this one ends.
+  const wasRunning = c?.state === State.Running;
+  if (c) await c.stop(); // (never rejects: CellscopeClient.stop)
+  // The library does not track a process it did not spawn: make sure this one ends, at once if it
+  // was still starting (the library cannot stop that client), else after a grace period.
   const proc = run?.proc;
   if (proc && proc.exitCode === null && proc.signalCode === null) {
-    const t = setTimeout(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); }, 2000);
-    void run.exited.then(() => clearTimeout(t));
+    const kill = () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); };
+    if (!wasRunning) kill();
+    else {
+      const t = setTimeout(kill, 2000);
+      void run.exited.then(() => clearTimeout(t));
+    }
   }
 }
 
