@@ -316,6 +316,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       if (!queue_.empty()) pending_bytes_ += f->size();
       queue_.push_back(std::move(f));
     }
+    if (read_paused_) {
+      read_paused_ = false;
+      read();
+    }
   }
 
   void read() {
@@ -327,6 +331,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       std::string text = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
       if (auto server = self->server_.lock()) server->on_request(self, self->file_, text);
+      // A view that does not read its answers is not read from either (its requests would
+      // cost the I/O thread for nothing) until it catches up.
+      if (self->behind_) {
+        self->read_paused_ = true;
+        return;
+      }
       self->read();
     });
   }
@@ -359,7 +369,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   size_t pending_bytes_ = 0;                              // bytes of queue_ but its front
   uint64_t writes_ = 0;                                   // writes finished
   uint32_t last_seq_ = 0;
-  bool behind_ = false;  // unsent frames were dropped: send the latest state when caught up
+  bool behind_ = false;       // unsent frames were dropped: send the latest state when caught up
+  bool read_paused_ = false;  // not reading requests while behind_
   bool warned_ = false;
   bool closed_ = false;
 };
