@@ -201,6 +201,11 @@ int main(int argc, char** argv) {
   view_cmd->add_option("--port", view.port, "Port to listen on (default: a free port)")
       ->check(CLI::Range(0, 65535));
   view_cmd->add_flag("--open", view.open, "Open the URL in the desktop's browser (xdg-open)");
+  view_cmd
+      ->add_option("--max-connections", view.max_connections,
+                   "Connections (HTTP and WebSocket) served at once; more are answered 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
 
   cellscope::lsp::ServerOptions lsp_options;
   auto* lsp_cmd =

@@ -120,6 +120,7 @@ int run_view(const ViewCommandOptions& options) {
   const std::string served = graph.file;
   ServerOptions server_options;
   server_options.port = options.port;
+  server_options.max_connections = options.max_connections;
   server_options.focus_cell = graph.cell.value_or("");
   // Tests lower the size above which Cells are sent lazily (view/delta.h's kLazyThreshold).
   if (const char* lazy = std::getenv("CELLSCOPE_VIEW_LAZY_THRESHOLD"); lazy != nullptr && *lazy)

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "commands.h"
+#include "view/view_server.h"
 
 namespace cellscope::server::view {
 
@@ -12,6 +13,7 @@ struct ViewCommandOptions {
   GraphOptions graph;  // file, --cell/--entry/--input, --target, --mode, ... (layer: hardware)
   uint16_t port = 0;   // 0: a free port
   bool open = false;   // open the URL in the desktop's browser (xdg-open)
+  size_t max_connections = ServerOptions{}.max_connections;  // --max-connections
 };
 
 int run_view(const ViewCommandOptions& options);

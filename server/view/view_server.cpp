@@ -2,15 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -34,9 +38,17 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr size_t kMaxQueuedFrames = 32;  // a view this far behind is dropped (it reconnects)
 constexpr uint64_t kMaxRequestBody = 64 * 1024;
-constexpr size_t kMaxWsMessage = 1024 * 1024;
+constexpr uint32_t kMaxRequestHeader = 16 * 1024;
+// Accept back-off on errors: 10 ms doubling to 1 s.
+constexpr std::chrono::milliseconds kAcceptBackoffFirst{10};
+constexpr std::chrono::milliseconds kAcceptBackoffMax{1000};
+// A long accept failure is logged again at most this often.
+constexpr std::chrono::seconds kAcceptLogInterval{60};
+// Refused connections (their 503 sent) drained at the same time; more are closed at once.
+constexpr size_t kMaxRefusing = 32;
+// How long a refused connection is drained (so that closing it does not reset the 503).
+constexpr std::chrono::milliseconds kRefuseDrain{1000};
 
 std::string message_json(const protocol::ViewMessage& message) {
   return protocol::to_json(message, {.pretty = false, .defaults = false});
@@ -45,6 +57,45 @@ std::string message_json(const protocol::ViewMessage& message) {
 class WsSession;
 
 // The state of one followed file.
+// One open connection, counted in `open` while alive (moved from the HTTP session to the
+// WebSocket session it becomes).
+class ConnectionSlot {
+ public:
+  explicit ConnectionSlot(std::shared_ptr<std::atomic<size_t>> counter)
+      : counter_(std::move(counter)) {
+    ++*counter_;
+  }
+  ~ConnectionSlot() { --*counter_; }
+  ConnectionSlot(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+
+ private:
+  std::shared_ptr<std::atomic<size_t>> counter_;
+};
+
+struct Counters {
+  std::shared_ptr<std::atomic<size_t>> open = std::make_shared<std::atomic<size_t>>(0);
+  std::shared_ptr<std::atomic<size_t>> refusing = std::make_shared<std::atomic<size_t>>(0);
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> refused{0};
+  std::atomic<uint64_t> accept_errors{0};
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> coalesced{0};
+  std::atomic<uint64_t> write_timeouts{0};
+};
+
+// What a view that falls behind is sent instead of its unsent frames: what a new view gets.
+struct ViewState {
+  uint32_t seq = 0;
+  std::vector<std::shared_ptr<const std::string>> frames;  // update (if any), status, debug
+};
+
+bool resource_exhausted(const beast::error_code& ec) {
+  if (ec.category() != boost::system::system_category()) return false;
+  const int v = ec.value();
+  return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
+}
+
 struct Channel {
   uint32_t seq = 0;
   bool has_document = false;
@@ -83,6 +134,14 @@ struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
   std::unique_ptr<tcp::acceptor> acceptor;
   std::thread thread;
   std::atomic<bool> running{false};
+  Counters counters;
+
+  // Accept errors (I/O thread only): the current burst of consecutive failures and its back-off.
+  asio::steady_timer accept_timer{io};
+  std::chrono::milliseconds accept_backoff{kAcceptBackoffFirst};
+  uint64_t accept_burst = 0;  // failures since the last successful accept
+  std::chrono::steady_clock::time_point accept_burst_start, accept_logged;
+  uint64_t refused_burst = 0;  // connections refused since the last one accepted
 
   mutable std::mutex mutex;  // guards channels and the debug focus
   std::map<std::string, Channel> channels;
@@ -92,7 +151,10 @@ struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
   std::string debug_file;
 
   void accept();
+  void accepted(tcp::socket socket);
+  void accept_failed(const beast::error_code& ec);
   void join(const std::shared_ptr<WsSession>& session, const std::string& file);
+  ViewState state_of(const std::string& file);
   void leave(const std::shared_ptr<WsSession>& session, const std::string& file);
   void on_request(const std::shared_ptr<WsSession>& session, const std::string& file,
                   const std::string& text);
@@ -129,23 +191,38 @@ http::response<http::string_body> text_response(http::status status, unsigned ve
 
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(tcp::socket socket, std::weak_ptr<ViewServer::Impl> server, std::string file)
-      : ws_(std::move(socket)), server_(std::move(server)), file_(std::move(file)) {}
+  WsSession(tcp::socket socket, std::weak_ptr<ViewServer::Impl> server, std::string file,
+            std::unique_ptr<ConnectionSlot> slot, const ServerOptions& options, Counters* counters)
+      : ws_(std::move(socket)),
+        write_timer_(ws_.get_executor()),
+        server_(std::move(server)),
+        file_(std::move(file)),
+        slot_(std::move(slot)),
+        max_frames_(options.max_queued_frames),
+        max_bytes_(options.max_queued_bytes),
+        write_timeout_(options.write_timeout),
+        counters_(counters) {
+    ws_.read_message_max(options.max_message_bytes);
+    auto timeout = websocket::stream_base::timeout::suggested(beast::role_type::server);
+    timeout.handshake_timeout = options.handshake_timeout;
+    // Pings a silent view at half the idle time: a dead peer is dropped, a live one is kept.
+    timeout.keep_alive_pings = true;
+    ws_.set_option(timeout);
+  }
 
   void start(http::request<http::string_body> request) {
-    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     websocket::permessage_deflate deflate;
     deflate.server_enable = true;
     // Level 1: documents are large and repetitive; the fastest level already shrinks them ~10x,
     // and higher levels cost more time than the transfer they save on a loopback connection.
     deflate.compLevel = 1;
     ws_.set_option(deflate);
-    ws_.read_message_max(kMaxWsMessage);
     ws_.auto_fragment(false);  // one frame per message
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "cellscope"); }));
     ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
       if (ec) {
+        if (ec == beast::error::timeout && self->counters_ != nullptr) ++self->counters_->timeouts;
         spdlog::debug("view: websocket handshake failed: {}", ec.message());
         return;
       }
@@ -154,15 +231,31 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     });
   }
 
-  // On the I/O thread.
-  void send(std::shared_ptr<const std::string> frame) {
+  // On the I/O thread. `seq` is the update a frame carries (0: not an update): an update not
+  // newer than the last one queued is stale (the view got a later document) and dropped.
+  void send(std::shared_ptr<const std::string> frame, uint32_t seq = 0) {
     if (closed_) return;
-    if (queue_.size() >= kMaxQueuedFrames) {
-      spdlog::warn("view: a view of {} fell {} messages behind; closing it (it will reconnect)",
-                   file_, queue_.size());
-      close(websocket::close_code::try_again_later);
+    if (seq != 0) {
+      if (seq <= last_seq_) return;
+      last_seq_ = seq;
+    }
+    if (behind_) return;  // the latest state is sent when the view catches up
+    // Frames queued behind the one being written; a new update supersedes them all.
+    const size_t pending = queue_.empty() ? 0 : queue_.size() - 1;
+    if (pending > 0 && (pending >= max_frames_ || (seq != 0 && pending_bytes_ >= max_bytes_))) {
+      if (!warned_)
+        spdlog::warn(
+            "view: a view of {} fell behind ({} frames, {} bytes unsent); it gets the latest "
+            "document when it reads again",
+            file_, pending, pending_bytes_);
+      warned_ = true;
+      if (counters_ != nullptr) ++counters_->coalesced;
+      queue_.erase(queue_.begin() + 1, queue_.end());
+      pending_bytes_ = 0;
+      behind_ = true;
       return;
     }
+    if (!queue_.empty()) pending_bytes_ += frame->size();
     queue_.push_back(std::move(frame));
     if (queue_.size() == 1) write_next();
   }
@@ -171,6 +264,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (closed_) return;
     closed_ = true;
     queue_.clear();
+    pending_bytes_ = 0;
+    write_timer_.cancel();
     ws_.async_close(code, [self = shared_from_this()](beast::error_code) {});
   }
 
@@ -179,15 +274,52 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
  private:
   void write_next() {
     ws_.text(true);
-    ws_.async_write(asio::buffer(*queue_.front()),
-                    [self = shared_from_this()](beast::error_code ec, size_t) {
+    // A view that stops reading stalls the write: after write_timeout it is disconnected (a
+    // close frame could not reach it either).
+    write_timer_.expires_after(write_timeout_);
+    write_timer_.async_wait([weak = weak_from_this(), n = writes_](beast::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_ || self->writes_ != n) return;
+      spdlog::warn("view: a view of {} read nothing for {} ms; disconnecting it", self->file_,
+                   self->write_timeout_.count());
+      if (self->counters_ != nullptr) ++self->counters_->write_timeouts;
+      beast::get_lowest_layer(self->ws_).close();
+    });
+    // The handler owns the frame being written: close() and fail() may clear the queue while
+    // the write is in flight.
+    auto frame = queue_.front();
+    ws_.async_write(asio::buffer(*frame),
+                    [self = shared_from_this(), frame](beast::error_code ec, size_t) {
+                      ++self->writes_;
+                      self->write_timer_.cancel();
                       if (ec) {
                         self->fail(ec);
                         return;
                       }
                       if (!self->queue_.empty()) self->queue_.pop_front();
-                      if (!self->queue_.empty() && !self->closed_) self->write_next();
+                      if (!self->queue_.empty())
+                        self->pending_bytes_ -= self->queue_.front()->size();
+                      if (self->closed_) return;
+                      if (self->queue_.empty() && self->behind_) self->catch_up();
+                      if (!self->queue_.empty()) self->write_next();
                     });
+  }
+
+  // The view read what was being written: it gets the latest state in place of what it missed.
+  void catch_up() {
+    behind_ = false;
+    auto server = server_.lock();
+    if (!server) return;
+    auto state = server->state_of(file_);
+    last_seq_ = std::max(last_seq_, state.seq);
+    for (auto& f : state.frames) {
+      if (!queue_.empty()) pending_bytes_ += f->size();
+      queue_.push_back(std::move(f));
+    }
+    if (read_paused_) {
+      read_paused_ = false;
+      read();
+    }
   }
 
   void read() {
@@ -199,31 +331,85 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       std::string text = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
       if (auto server = self->server_.lock()) server->on_request(self, self->file_, text);
+      // A view that does not read its answers is not read from either (its requests would
+      // cost the I/O thread for nothing) until it catches up.
+      if (self->behind_) {
+        self->read_paused_ = true;
+        return;
+      }
       self->read();
     });
   }
 
   void fail(beast::error_code ec) {
-    if (ec != websocket::error::closed && ec != asio::error::operation_aborted &&
-        ec != asio::error::eof)
+    if (ec == websocket::error::message_too_big)
+      spdlog::warn("view: a view of {} sent a message over {} bytes; closed it (1009)", file_,
+                   ws_.read_message_max());
+    else if (ec != websocket::error::closed && ec != asio::error::operation_aborted &&
+             ec != asio::error::eof)
       spdlog::debug("view: connection for {} ended: {}", file_, ec.message());
     closed_ = true;
     queue_.clear();
+    pending_bytes_ = 0;
+    write_timer_.cancel();
     if (auto server = server_.lock()) server->leave(shared_from_this(), file_);
   }
 
   websocket::stream<beast::tcp_stream> ws_;
+  asio::steady_timer write_timer_;
   beast::flat_buffer buffer_;
   std::weak_ptr<ViewServer::Impl> server_;
   std::string file_;
-  std::deque<std::shared_ptr<const std::string>> queue_;
+  std::unique_ptr<ConnectionSlot> slot_;
+  size_t max_frames_;
+  size_t max_bytes_;
+  std::chrono::milliseconds write_timeout_;
+  Counters* counters_;  // the server's; outlives the I/O thread's sessions (see stop())
+  std::deque<std::shared_ptr<const std::string>> queue_;  // front: being written
+  size_t pending_bytes_ = 0;                              // bytes of queue_ but its front
+  uint64_t writes_ = 0;                                   // writes finished
+  uint32_t last_seq_ = 0;
+  bool behind_ = false;       // unsent frames were dropped: send the latest state when caught up
+  bool read_paused_ = false;  // not reading requests while behind_
+  bool warned_ = false;
   bool closed_ = false;
+};
+
+// A connection over max_connections, its 503 written and its sending side shut: drained until
+// the client closes or kRefuseDrain passes, so that closing it does not reset the answer.
+class RefusedSession : public std::enable_shared_from_this<RefusedSession> {
+ public:
+  RefusedSession(tcp::socket socket, std::shared_ptr<std::atomic<size_t>> refusing)
+      : stream_(std::move(socket)), slot_(std::move(refusing)) {}
+
+  void start() {
+    stream_.expires_after(kRefuseDrain);
+    drain();
+  }
+
+ private:
+  void drain() {
+    stream_.async_read_some(asio::buffer(buffer_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (!ec) self->drain();
+                            });
+  }
+
+  beast::tcp_stream stream_;
+  ConnectionSlot slot_;
+  std::array<char, 4096> buffer_{};
 };
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket socket, std::weak_ptr<ViewServer::Impl> server)
-      : stream_(std::move(socket)), server_(std::move(server)) {}
+  HttpSession(tcp::socket socket, std::weak_ptr<ViewServer::Impl> server,
+              std::unique_ptr<ConnectionSlot> slot, std::chrono::milliseconds timeout,
+              Counters* counters)
+      : stream_(std::move(socket)),
+        server_(std::move(server)),
+        slot_(std::move(slot)),
+        timeout_(timeout),
+        counters_(counters) {}
 
   void start() { read(); }
 
@@ -231,11 +417,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void read() {
     parser_.emplace();
     parser_->body_limit(kMaxRequestBody);
-    parser_->header_limit(16 * 1024);
-    stream_.expires_after(std::chrono::seconds(30));
+    parser_->header_limit(kMaxRequestHeader);
+    // The whole request (a slow-loris trickling its headers included), or an idle keep-alive
+    // connection's next one, within the handshake timeout.
+    stream_.expires_after(timeout_);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        if (ec) {
+                         // A timeout before the first byte is an idle keep-alive connection.
+                         if (ec == beast::error::timeout && self->parser_->got_some())
+                           ++self->counters_->timeouts;
                          if (ec != http::error::end_of_stream && ec != asio::error::eof &&
                              ec != beast::error::timeout)
                            spdlog::debug("view: bad HTTP request: {}", ec.message());
@@ -315,7 +506,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         return;
       }
       beast::get_lowest_layer(stream_).expires_never();
-      std::make_shared<WsSession>(stream_.release_socket(), server_, file)->start(std::move(req));
+      std::make_shared<WsSession>(stream_.release_socket(), server_, file, std::move(slot_),
+                                  server->options, counters_)
+          ->start(std::move(req));
       return;
     }
 
@@ -359,6 +552,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::weak_ptr<ViewServer::Impl> server_;
+  std::unique_ptr<ConnectionSlot> slot_;
+  std::chrono::milliseconds timeout_;
+  Counters* counters_;
 };
 
 }  // namespace
@@ -366,15 +562,100 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 void ViewServer::Impl::accept() {
   acceptor->async_accept(asio::make_strand(io),
                          [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+                           if (!self->running || ec == asio::error::operation_aborted) return;
                            if (ec) {
-                             if (ec != asio::error::operation_aborted)
-                               spdlog::warn("view: accept failed: {}", ec.message());
-                             if (!self->running) return;
-                           } else {
-                             std::make_shared<HttpSession>(std::move(socket), self)->start();
+                             self->accept_failed(ec);
+                             return;
                            }
-                           if (self->running) self->accept();
+                           self->accepted(std::move(socket));
+                           self->accept();
                          });
+}
+
+void ViewServer::Impl::accepted(tcp::socket socket) {
+  using clock = std::chrono::steady_clock;
+  if (accept_burst > 0) {
+    const double s = std::chrono::duration<double>(clock::now() - accept_burst_start).count();
+    spdlog::warn("view: accepting connections again after {} failed accepts in {:.1f} s",
+                 accept_burst, s);
+    accept_burst = 0;
+    accept_backoff = kAcceptBackoffFirst;
+  }
+  ++counters.accepted;
+  const size_t open = counters.open->load();
+  if (open < options.max_connections) {
+    if (refused_burst > 0) {
+      spdlog::warn("view: refused {} connections over the limit of {}", refused_burst,
+                   options.max_connections);
+      refused_burst = 0;
+    }
+    std::make_shared<HttpSession>(std::move(socket), shared_from_this(),
+                                  std::make_unique<ConnectionSlot>(counters.open),
+                                  options.handshake_timeout, &counters)
+        ->start();
+    return;
+  }
+  ++counters.refused;
+  if (refused_burst++ == 0)
+    spdlog::warn("view: {} connections open, the limit; answering new ones 503", open);
+  static const std::string response = [] {
+    const std::string body =
+        "503 Service Unavailable: too many connections to the Cellscope view server; retry "
+        "later.\n";
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: cellscope\r\nContent-Type: text/plain; "
+           "charset=utf-8\r\nCache-Control: no-store\r\nRetry-After: 1\r\nConnection: "
+           "close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  // Answered at once (a new socket's send buffer takes it whole), not after the burst of
+  // accepts this one may be part of; the request, if any, is not read.
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  if (!ec) asio::write(socket, asio::buffer(response), ec);
+  if (!ec) socket.shutdown(tcp::socket::shutdown_send, ec);
+  // Beyond kMaxRefusing being drained, closed now: the answer is already on its way.
+  if (ec || counters.refusing->load() >= kMaxRefusing) return;
+  std::make_shared<RefusedSession>(std::move(socket), counters.refusing)->start();
+}
+
+void ViewServer::Impl::accept_failed(const beast::error_code& ec) {
+  using clock = std::chrono::steady_clock;
+  ++counters.accept_errors;
+  const auto now = clock::now();
+  if (accept_burst++ == 0) {
+    accept_burst_start = accept_logged = now;
+    spdlog::warn("view: accept failed: {} ({} connections open); retrying with back-off",
+                 ec.message(), counters.open->load());
+  } else if (now - accept_logged >= kAcceptLogInterval) {
+    accept_logged = now;
+    spdlog::warn("view: accept still failing: {} ({} failures so far)", ec.message(), accept_burst);
+  }
+  // A connection reset before it was accepted is that connection's problem: retry at once. Out
+  // of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) the pending connection stays
+  // ready, so an immediate retry would spin: wait 10 ms, doubling to 1 s.
+  if (!resource_exhausted(ec) && accept_burst < 8) {
+    accept();
+    return;
+  }
+  accept_timer.expires_after(accept_backoff);
+  accept_backoff = std::min(accept_backoff * 2, kAcceptBackoffMax);
+  accept_timer.async_wait([self = shared_from_this()](beast::error_code timer_ec) {
+    if (!timer_ec && self->running) self->accept();
+  });
+}
+
+ViewState ViewServer::Impl::state_of(const std::string& file) {
+  ViewState state;
+  std::lock_guard lock(mutex);
+  auto& channel = channels[file];
+  if (channel.has_document) {
+    state.seq = channel.seq;
+    state.frames.push_back(channel.full_frame);
+  }
+  if (channel.status_frame) state.frames.push_back(channel.status_frame);
+  if (channel.has_document && debug_frame && canonical_of(file, channel) == debug_file)
+    state.frames.push_back(debug_frame);
+  return state;
 }
 
 void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std::string& file) {
@@ -391,7 +672,7 @@ void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std
     h->set_editor(options.editor);
     h->set_focus_cell(channel.focus_cell.empty() ? options.focus_cell : channel.focus_cell);
     session->send(std::make_shared<const std::string>(message_json(hello)));
-    if (channel.has_document) session->send(channel.full_frame);
+    if (channel.has_document) session->send(channel.full_frame, channel.seq);
     if (channel.status_frame) session->send(channel.status_frame);
     // The debugger's focus follows the document (the first publish sends it when there is none).
     if (channel.has_document && debug_frame && canonical_of(file, channel) == debug_file)
@@ -509,6 +790,7 @@ void ViewServer::stop() {
   asio::post(impl_->io, [impl = impl_] {
     beast::error_code ignored;
     if (impl->acceptor) impl->acceptor->close(ignored);
+    impl->accept_timer.cancel();
     std::lock_guard lock(impl->mutex);
     for (auto& [file, channel] : impl->channels)
       for (const auto& s : channel.sessions) s->close(websocket::close_code::going_away);
@@ -606,9 +888,9 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
   std::vector<std::shared_ptr<WsSession>> sessions(channel.sessions.begin(),
                                                    channel.sessions.end());
   // Posted under the lock: frames reach each view in publish order.
-  asio::post(impl_->io, [sessions = std::move(sessions), frame, debug] {
+  asio::post(impl_->io, [sessions = std::move(sessions), frame, debug, seq = base + 1] {
     for (const auto& s : sessions) {
-      s->send(frame);
+      s->send(frame, seq);
       if (debug) s->send(debug);
     }
   });
@@ -718,6 +1000,19 @@ std::vector<std::string> ViewServer::watched_files() const {
   std::vector<std::string> out;
   for (const auto& [file, channel] : impl_->channels)
     if (!channel.sessions.empty()) out.push_back(file);
+  return out;
+}
+
+ServerStats ViewServer::stats() const {
+  const auto& c = impl_->counters;
+  ServerStats out;
+  out.open = c.open->load();
+  out.accepted = c.accepted.load();
+  out.refused = c.refused.load();
+  out.accept_errors = c.accept_errors.load();
+  out.timeouts = c.timeouts.load();
+  out.coalesced = c.coalesced.load();
+  out.write_timeouts = c.write_timeouts.load();
   return out;
 }
 

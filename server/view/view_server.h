@@ -6,6 +6,7 @@
 // disk) and `cellscope lsp` (open documents) feed it documents through publish().
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +28,33 @@ struct ServerOptions {
   // Cells with more semantic nodes than this are sent lazily (view.proto's CellSkeleton; the view
   // asks for each scope's nodes when it expands its group). See kLazyThreshold (view/delta.h).
   size_t lazy_threshold = kLazyThreshold;
+
+  // Load limits (issue 14). Connections (HTTP and WebSocket) beyond max_connections are answered
+  // 503 and closed.
+  size_t max_connections = 64;
+  // An HTTP request (headers and body), or the WebSocket handshake, must arrive in this time
+  // (slow-loris); it is also how long a keep-alive connection may stay idle between requests.
+  std::chrono::milliseconds handshake_timeout{5000};
+  // The largest message a view may send, fragments reassembled (RFC 6455); larger ones close the
+  // connection with 1009 (message too big).
+  size_t max_message_bytes = 64 * 1024;
+  // A view's unsent frames: when a new one would exceed either bound, the unsent ones are dropped
+  // and the view gets only the latest state (document, status, debug focus) once it reads again.
+  size_t max_queued_frames = 32;
+  size_t max_queued_bytes = 8 * 1024 * 1024;
+  // A write to a view that makes no progress for this long: the view is disconnected.
+  std::chrono::milliseconds write_timeout{30000};
+};
+
+// Counters since start() (for tests and logs).
+struct ServerStats {
+  size_t open = 0;              // connections open now (HTTP and WebSocket)
+  uint64_t accepted = 0;        // connections accepted
+  uint64_t refused = 0;         // connections answered 503 (over max_connections)
+  uint64_t accept_errors = 0;   // failed accept() calls (each one, back-off retries included)
+  uint64_t timeouts = 0;        // requests or handshakes cut by handshake_timeout
+  uint64_t coalesced = 0;       // times a slow view's unsent frames were replaced by the latest
+  uint64_t write_timeouts = 0;  // views disconnected by write_timeout
 };
 
 struct Handlers {
@@ -84,6 +112,7 @@ class ViewServer {
   // Files with at least one connected view.
   std::vector<std::string> watched_files() const;
   size_t connections() const;
+  ServerStats stats() const;
 
   struct Impl;  // view_server.cpp (public so that its session classes can name it)
 

@@ -1,7 +1,18 @@
 // The view server's pure parts (server/view/security.h, delta.h), and the server itself over a
 // real socket: access rules, the document and its deltas.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -10,8 +21,12 @@
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "commands.h"
 #include "graphcore/analysis.h"
@@ -430,6 +445,411 @@ TEST(ViewServer, SendsLargeCellsLazily) {
   EXPECT_EQ(second.update().seq(), 2u);
   EXPECT_FALSE(second.update().has_delta());
   EXPECT_EQ(second.update().skeletons_size(), 1);
+  server.stop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Under load (issue 14): the accept back-off, the connection limit, the handshake timeout, the
+// message size limit and slow views.
+
+// The lines logged while alive (spdlog's default logger replaced, then restored).
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>("capture", sink_);
+    logger->set_level(spdlog::level::info);
+    spdlog::set_default_logger(std::move(logger));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  // Lines containing `text`.
+  size_t count(const std::string& text) const { return sink_->count(text); }
+
+ private:
+  class Sink : public spdlog::sinks::base_sink<std::mutex> {
+   public:
+    size_t count(const std::string& text) {
+      std::lock_guard lock(mutex_);
+      size_t n = 0;
+      for (const auto& l : lines_) n += l.find(text) != std::string::npos ? 1 : 0;
+      return n;
+    }
+
+   protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+      lines_.emplace_back(msg.payload.data(), msg.payload.size());
+    }
+    void flush_() override {}
+
+   private:
+    std::vector<std::string> lines_;
+  };
+  std::shared_ptr<Sink> sink_ = std::make_shared<Sink>();
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return sec(usage.ru_utime) + sec(usage.ru_stime);
+}
+
+// A plain TCP client socket (a descriptor of its own).
+struct RawClient {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  RawClient() = default;
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+  ~RawClient() {
+    if (fd >= 0) ::close(fd);
+  }
+  bool connect(uint16_t port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  bool send(const std::string& data) const {
+    return ::send(fd, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  }
+  // Reads until the server closes the connection (true) or `timeout_ms` passes (false).
+  bool read_to_end(std::string* out, int timeout_ms) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      if (left <= 0) return false;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return true;  // EOF or reset: closed
+      out->append(buf, static_cast<size_t>(n));
+    }
+  }
+};
+
+std::string get_request(uint16_t port, const std::string& target) {
+  return "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+         "\r\nConnection: close\r\n\r\n";
+}
+
+// The regression of issue 14: out of descriptors, the server spun on accept at ~97 % CPU and
+// logged 1.4 million lines in 5 s. Now it backs off (10 ms doubling to 1 s), logs the burst once,
+// and serves the waiting connection when descriptors are free again.
+TEST(ViewServerLoad, AcceptBacksOffWhenOutOfDescriptorsAndRecovers) {
+  LogCapture log;
+  ViewServer server({}, Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
+  server.start();
+  const uint16_t port = server.port();
+  RawClient client;  // its descriptor before they run out
+  ASSERT_GE(client.fd, 0);
+
+  // Run out of descriptors: the limit just above the highest open one, every free one taken.
+  int highest = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd"))
+    highest = std::max(highest, std::stoi(entry.path().filename().string()));
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(highest) + 1;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> taken;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) taken.push_back(fd);
+  EXPECT_EQ(errno, EMFILE);
+
+  // The kernel completes the connection; the server cannot accept it.
+  ASSERT_TRUE(client.connect(port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const double cpu0 = cpu_seconds();
+  const auto errors0 = server.stats().accept_errors;
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double cpu = cpu_seconds() - cpu0;
+  const auto attempts = server.stats().accept_errors - errors0;
+
+  for (const int fd : taken) ::close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+
+  EXPECT_LT(cpu, 0.2) << "spinning on accept";
+  EXPECT_GE(attempts, 1u);
+  EXPECT_LE(attempts, 10u) << "no back-off";  // 10 ms doubling: ~7 attempts in a second
+  EXPECT_EQ(log.count("accept failed"), 1u);  // once per burst
+  EXPECT_EQ(log.count("accept still failing"), 0u);
+
+  // Descriptors free: the waiting connection is served within the back-off's 1 s.
+  ASSERT_TRUE(client.send(get_request(port, "/?token=" + server.token())));
+  std::string response;
+  EXPECT_TRUE(client.read_to_end(&response, 3000));
+  EXPECT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << response.substr(0, 100);
+  EXPECT_EQ(log.count("accepting connections again after"), 1u);  // with the count
+  EXPECT_EQ(http_status(port, "/?token=" + server.token()), 200);
+  server.stop();
+}
+
+TEST(ViewServerLoad, ConnectionsOverTheLimitGet503AndAreClosed) {
+  LogCapture log;
+  ServerOptions options;
+  options.max_connections = 2;
+  ViewServer server(options,
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
+  server.start();
+  const uint16_t port = server.port();
+  // Two idle connections take the two places.
+  auto first = std::make_unique<RawClient>();
+  RawClient second;
+  ASSERT_TRUE(first->connect(port));
+  ASSERT_TRUE(second.connect(port));
+  for (int i = 0; i < 100 && server.stats().open < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(server.stats().open, 2u);
+
+  // Over the limit: a 503 and a close, quickly (not hung until some timeout).
+  for (int i = 0; i < 3; ++i) {
+    RawClient over;
+    ASSERT_TRUE(over.connect(port));
+    over.send(get_request(port, "/?token=" + server.token()));
+    std::string response;
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(over.read_to_end(&response, 2000)) << "not closed";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500));
+    EXPECT_EQ(response.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << response;
+    EXPECT_NE(response.find("Connection: close"), std::string::npos);
+  }
+  EXPECT_EQ(server.stats().refused, 3u);
+  EXPECT_EQ(log.count("answering new ones 503"), 1u);  // once per burst
+
+  // A place frees up: served again, and the burst is summed up.
+  first.reset();
+  for (int i = 0; i < 100 && server.stats().open > 1; ++i) {
+    // The server notices the close only when it reads: poke it with nothing to wait for.
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // The first connection is idle (no request): its close is seen at once by its pending read.
+  EXPECT_EQ(server.stats().open, 1u);
+  EXPECT_EQ(http_status(port, "/?token=" + server.token()), 200);
+  EXPECT_EQ(log.count("refused 3 connections over the limit of 2"), 1u);
+  server.stop();
+}
+
+TEST(ViewServerLoad, SlowHandshakesAreCut) {
+  ServerOptions options;
+  options.handshake_timeout = std::chrono::milliseconds(400);
+  ViewServer server(options,
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
+  server.start();
+  const uint16_t port = server.port();
+  // Slow-loris: a WebSocket upgrade request trickled a byte every 20 ms (it would take ~4 s).
+  RawClient loris;
+  ASSERT_TRUE(loris.connect(port));
+  const std::string request = "GET /ws?file=m.py&token=" + server.token() +
+                              " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                              "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                              "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+                              "dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  bool cut = false;
+  for (const char c : request) {
+    if (!loris.send(std::string(1, c))) {
+      cut = true;
+      break;
+    }
+    pollfd p{loris.fd, POLLIN, 0};
+    if (::poll(&p, 1, 20) > 0) {  // the server closed it
+      char b = 0;
+      if (::recv(loris.fd, &b, 1, MSG_DONTWAIT) <= 0) {
+        cut = true;
+        break;
+      }
+    }
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(cut);
+  EXPECT_GE(took, std::chrono::milliseconds(350));
+  EXPECT_LT(took, std::chrono::milliseconds(1500));
+  for (int i = 0; i < 100 && server.stats().open > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server.stats().timeouts, 1u);
+  EXPECT_EQ(server.stats().open, 0u);
+  // A request sent at once is served.
+  EXPECT_EQ(http_status(port, "/?token=" + server.token()), 200);
+  server.stop();
+}
+
+TEST(ViewServerLoad, FragmentedMessagesAreReassembledAndOversizedOnesClosedWith1009) {
+  ServerOptions options;
+  options.max_message_bytes = 1024;
+  ViewServer server(options,
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
+  server.start();
+  const uint16_t port = server.port();
+  const auto doc = document_of(kModel);
+  server.update("m.py", doc, true, 1.0);
+  const std::string target = "/ws?file=m.py&token=" + server.token();
+  boost::asio::io_context io;
+
+  // A request in three fragments (RFC 6455 5.4): reassembled, answered.
+  {
+    ViewClient client(io, port, target);
+    EXPECT_TRUE(client.read().has_hello());
+    EXPECT_TRUE(client.read().has_update());  // no status: the last one was "ok"
+    const std::string request =
+        R"({"details":{"cell":")" + doc.cells(0).name() + R"(","node":"nope"}})";
+    const size_t third = request.size() / 3;
+    client.ws.auto_fragment(false);
+    client.ws.write_some(false, boost::asio::buffer(request.substr(0, third)));
+    client.ws.write_some(false, boost::asio::buffer(request.substr(third, third)));
+    client.ws.write_some(true, boost::asio::buffer(request.substr(2 * third)));
+    const auto answer = client.read();
+    ASSERT_TRUE(answer.has_details());
+    EXPECT_FALSE(answer.details().error().empty());  // no node "nope", but answered
+  }
+  // Over the limit, in one frame or in fragments each under it: closed with 1009.
+  for (const bool fragmented : {false, true}) {
+    ViewClient client(io, port, target);
+    EXPECT_TRUE(client.read().has_hello());
+    EXPECT_TRUE(client.read().has_update());  // no status: the last one was "ok"
+    const std::string big(3000, 'x');
+    client.ws.auto_fragment(false);
+    // The server may fail the connection before the last fragment is written.
+    beast::error_code ignored;
+    if (fragmented) {
+      client.ws.write_some(false, boost::asio::buffer(big.substr(0, 700)), ignored);
+      client.ws.write_some(false, boost::asio::buffer(big.substr(700, 700)), ignored);
+      client.ws.write_some(true, boost::asio::buffer(big.substr(1400)), ignored);
+    } else {
+      client.ws.write(boost::asio::buffer(big), ignored);
+    }
+    beast::flat_buffer buffer;
+    beast::error_code ec;
+    client.ws.read(buffer, ec);
+    EXPECT_TRUE(ec);  // closed (or reset after the close frame)
+    EXPECT_EQ(client.ws.reason().code, websocket::close_code::too_big) << fragmented;
+  }
+  // The server is still there.
+  ViewClient after(io, port, target);
+  EXPECT_TRUE(after.read().has_hello());
+  server.stop();
+}
+
+// A view that stops reading: its unsent frames stay bounded (the latest state replaces them),
+// other views get every update, and when it reads again it gets the latest document.
+TEST(ViewServerLoad, AViewThatDoesNotReadIsBoundedAndCatchesUpWithTheLatest) {
+  ServerOptions options;
+  options.max_queued_frames = 4;
+  options.max_queued_bytes = 64 * 1024;
+  ViewServer server(options,
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
+  server.start();
+  const uint16_t port = server.port();
+  // Two documents whose deltas are no smaller than they are: every update is a full one.
+  const std::array<protocol::GraphDocument, 2> docs = {document_of(kModel),
+                                                       document_of(kDeepModel)};
+  server.update("m.py", docs[0], true, 1.0);
+  const std::string target = "/ws?file=m.py&token=" + server.token();
+
+  boost::asio::io_context io;
+  // The stalled view: a small receive buffer, and it does not read.
+  websocket::stream<tcp::socket> stalled(io);
+  stalled.next_layer().open(tcp::v4());
+  stalled.next_layer().set_option(boost::asio::socket_base::receive_buffer_size(4096));
+  stalled.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  stalled.handshake("127.0.0.1:" + std::to_string(port), target);
+
+  // A reading view, in its own thread: every update applies to the document it has.
+  boost::asio::io_context reader_io;
+  ViewClient reader(reader_io, port, target);
+  std::atomic<uint32_t> last{std::numeric_limits<uint32_t>::max()};
+  std::atomic<uint32_t> reader_seq{0};
+  std::atomic<int> reader_broken{0};
+  std::thread reading([&] {
+    try {
+      while (reader_seq < last) {
+        const auto m = reader.read();
+        if (!m.has_update()) continue;
+        if (m.update().has_delta() && m.update().delta().base() != reader_seq) ++reader_broken;
+        reader_seq = m.update().seq();
+      }
+    } catch (const std::exception&) {
+      ++reader_broken;
+    }
+  });
+  // Full documents until far more than the stalled view's socket buffers can hold (the kernel's
+  // send buffer grows to tcp_wmem's maximum, 4 MiB by default) has been sent.
+  const std::array<size_t, 2> sizes = {protocol::to_json(slim_document(docs[0])).size(),
+                                       protocol::to_json(slim_document(docs[1])).size()};
+  uint32_t published = 1;
+  size_t sent = 0;
+  for (uint32_t i = 1; i <= 5000 && (sent < 24u << 20 || server.stats().coalesced == 0); ++i) {
+    server.update("m.py", docs[i % 2], true, 1.0);
+    ++published;
+    sent += sizes[i % 2];
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  last = published;
+  server.publish_status("m.py", "ok");  // wakes the reader if it already has the last update
+  reading.join();
+  EXPECT_EQ(reader_seq, published);
+  EXPECT_EQ(reader_broken, 0);
+  EXPECT_GE(server.stats().coalesced, 1u);
+  EXPECT_EQ(server.connections(), 2u);  // the stalled view is still connected
+
+  // The stalled view reads again: what it gets ends with the latest document, and every delta
+  // on the way applies to what it has.
+  uint32_t seq = 0;
+  uint32_t updates = 0;
+  bool broken = false;
+  while (seq < published) {
+    beast::flat_buffer buffer;
+    stalled.read(buffer);
+    protocol::ViewMessage m;
+    ASSERT_TRUE(protocol::from_json(beast::buffers_to_string(buffer.data()), &m));
+    if (!m.has_update()) continue;
+    ++updates;
+    if (m.update().has_delta() && m.update().delta().base() != seq) broken = true;
+    EXPECT_GT(m.update().seq(), seq);
+    seq = m.update().seq();
+  }
+  EXPECT_FALSE(broken);
+  EXPECT_EQ(seq, published);
+  EXPECT_LT(updates, published);  // the intermediate ones it could not take were dropped
+  server.stop();
+}
+
+TEST(ViewServerLoad, AViewStalledPastTheWriteTimeoutIsDisconnected) {
+  ServerOptions options;
+  options.write_timeout = std::chrono::milliseconds(500);
+  ViewServer server(options,
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
+  server.start();
+  const uint16_t port = server.port();
+  const std::array<protocol::GraphDocument, 2> docs = {document_of(kModel),
+                                                       document_of(kDeepModel)};
+  server.update("m.py", docs[0], true, 1.0);
+  boost::asio::io_context io;
+  websocket::stream<tcp::socket> stalled(io);
+  stalled.next_layer().open(tcp::v4());
+  stalled.next_layer().set_option(boost::asio::socket_base::receive_buffer_size(4096));
+  stalled.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  stalled.handshake("127.0.0.1:" + std::to_string(port), "/ws?file=m.py&token=" + server.token());
+  // Full documents until the socket buffers are full: a write then stalls.
+  for (int i = 1; i <= 5000 && server.stats().write_timeouts == 0; ++i) {
+    server.update("m.py", docs[static_cast<size_t>(i % 2)], true, 1.0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (int i = 0; i < 200 && server.stats().write_timeouts == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server.stats().write_timeouts, 1u);
+  for (int i = 0; i < 100 && server.connections() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server.connections(), 0u);
+  EXPECT_EQ(server.stats().open, 0u);
   server.stop();
 }
 
