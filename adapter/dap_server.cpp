@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
+#include "graphcore/lines.h"
 #include "graphcore/optimize.h"
 #include "graphcore/runtime.h"
 #include "rpc/stdio_transport.h"
@@ -80,9 +81,12 @@ class SourceCache {
     auto it = files_.find(file);
     if (it != files_.end()) return it->second;
     std::vector<std::string> out;
-    std::ifstream in(file);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(line);
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream os;
+    os << in.rdbuf();
+    const std::string text = os.str();
+    // "\r", "\n" and "\r\n" end lines, as in the analysis that located the nodes.
+    for (std::string_view line : graphcore::split_lines(text)) out.emplace_back(line);
     return files_.emplace(file, std::move(out)).first->second;
   }
   // The text of `r` when it lies on one line, else the rest of its first line.

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ast.h"
+#include "graphcore/lines.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
 
@@ -1558,6 +1559,8 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
                    {},
                    {}});
   }
+  // Offsets, lines and columns are unchanged: the grammar then sees the line ends CPython sees.
+  normalize_lone_cr(file->text);
   limit_indentation(*file, 100);
   file->text_is_original = file->text.size() == file->original_size &&
                            std::hash<std::string>{}(file->text) == file->original_hash;

@@ -144,6 +144,29 @@ class GeneralTests(unittest.TestCase):
 
 
 class CheckTests(unittest.TestCase):
+
+    def test_cr_only_line_ends_are_lines(self):
+        # issue 14: CPython compiles "\r" alone as a line end; the article's bug is reported at
+        # the same lines and columns whatever the line ends.
+        lf = (SOURCE_DIR / BUGGY).read_bytes()
+        self.assertNotIn(b"\r", lf)
+        located = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, end in (("lf", b"\n"), ("crlf", b"\r\n"), ("cr", b"\r")):
+                path = Path(tmp) / f"{name}.py"
+                path.write_bytes(lf.replace(b"\n", end))
+                compile(path.read_bytes(), str(path), "exec")
+                doc = json.loads(run("check", path, "--format", "json").stdout)
+                located[name] = sorted((d["code"], d["range"]["start"]["line"],
+                                        d["range"]["start"]["character"], d["range"]["end"]["line"],
+                                        d["range"]["end"]["character"], d["message"])
+                                       for d in doc["diagnostics"])
+        self.assertIn(BUGGY_DENSE_LINE - 1, [d[1] for d in located["lf"] if d[0] == "shape-mismatch"])
+        self.assertEqual(located["crlf"], located["lf"])
+        self.assertEqual(located["cr"], located["lf"])
+        text = run("check", BUGGY).stdout
+        self.assertIn(f"{BUGGY}:{BUGGY_DENSE_LINE}:", text)
+
     def test_clean_model_text(self):
         p = run("check", LENET)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)

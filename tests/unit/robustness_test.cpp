@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
+#include "graphcore/lines.h"
+#include "graphcore/source.h"
 
 namespace fs = std::filesystem;
 
@@ -1289,5 +1291,81 @@ TEST(Workspace, CyclicAbsoluteImportsThatPythonAccepts) {
   EXPECT_EQ(c->trainable_params, 10);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Line endings and indentation as CPython reads them (issue 14).
+
+// A model with a shape error (Dense(16, 4) given 8 features) on line 9, column 15, and an
+// unknown API on line 6, written with "\n", "\r\n" and lone "\r" line ends: CPython compiles all
+// three the same, and every diagnostic is at the same line and column in each.
+TEST(LineEndings, CrCrLfAndLfGiveTheSameLocatedDiagnostics) {
+  const std::string lf =
+      "import mindspore.nn as nn\n"
+      "\n"
+      "class Net(nn.Cell):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.act = nn.Relu()\n"
+      "        self.fc = nn.Dense(16, 4)\n"
+      "    def construct(self, x):\n"
+      "        return self.fc(x)  # comment\n"
+      "\n"
+      "net = Net()\n"
+      "import mindspore as ms\n"
+      "import numpy as np\n"
+      "y = net(ms.Tensor(np.ones((2, 8)), ms.float32))\n";
+  auto with_ends = [&](const std::string& end) {
+    std::string out;
+    for (char c : lf) {
+      if (c == '\n')
+        out += end;
+      else
+        out += c;
+    }
+    return out;
+  };
+  auto located = [](const AnalysisResult& r) {
+    std::vector<std::string> out;
+    for (const Diagnostic& d : r.diagnostics)
+      out.push_back(d.code + "@" + std::to_string(d.range.start.line) + ":" +
+                    std::to_string(d.range.start.column) + "-" + std::to_string(d.range.end.line) +
+                    ":" + std::to_string(d.range.end.column) + " " + d.message);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  AnalysisResult r_lf = analyze_text(lf, "LF");
+  auto want = located(r_lf);
+  ASSERT_EQ(r_lf.error_count(), 2u) << dump(r_lf);
+  bool shape = false, api = false;
+  for (const Diagnostic& d : r_lf.diagnostics) {
+    if (d.code == "shape-mismatch") shape = d.range.start.line == 8;
+    if (d.code == "unknown-api") api = d.range.start.line == 5;
+  }
+  EXPECT_TRUE(shape && api) << dump(r_lf);
+  for (const std::string end : {"\r\n", "\r"}) {
+    const std::string text = with_ends(end);
+    AnalysisResult r = analyze_text(text, end == "\r" ? "CR" : "CRLF");
+    EXPECT_EQ(located(r), want) << (end == "\r" ? "CR" : "CRLF") << "\n" << dump(r);
+    ASSERT_NE(find_cell(r, "Net"), nullptr) << dump(r);
+    expect_ranges_sane(r, text, "line ends");
+  }
+}
+
+TEST(LineEndings, LineIndexEndsLinesAtCrLfAndCrLf) {
+  const std::string text = "a\rbc\r\nd\n\r\re";
+  LineIndex index(text);
+  ASSERT_EQ(index.line_count(), 6u);
+  const std::vector<std::string> lines = {"a", "bc", "d", "", "", "e"};
+  for (uint32_t i = 0; i < lines.size(); ++i) EXPECT_EQ(index.line_text(i), lines[i]) << i;
+  EXPECT_EQ(index.position_of(2), (Position{1, 0}));  // 'b'
+  EXPECT_EQ(index.position_of(6), (Position{2, 0}));  // 'd'
+  EXPECT_EQ(index.position_of(9), (Position{4, 0}));  // the second lone '\r'
+  EXPECT_EQ(index.position_of(10), (Position{5, 0}));
+  EXPECT_EQ(index.offset_of(Position{5, 0}), 10u);
+  EXPECT_EQ(index.utf16_column(Position{1, 9}), 2u);  // clamped to the line, "\r\n" excluded
+  std::string cr = "x\ry\r\nz\r";
+  EXPECT_EQ(normalize_lone_cr(cr), 2u);
+  EXPECT_EQ(cr, "x\ny\r\nz\n");
+  EXPECT_EQ(split_lines("p\rq\r\nr"), (std::vector<std::string_view>{"p", "q", "r"}));
+}
 }  // namespace
 }  // namespace graphcore

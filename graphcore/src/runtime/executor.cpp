@@ -27,16 +27,8 @@ std::optional<std::string> read_disk(const std::string& file) {
 
 // The text of `range` (0-based lines, byte columns) in `text`.
 std::string slice_range(const std::string& text, const SourceRange& r) {
-  auto offset = [&](Position p) -> size_t {
-    size_t off = 0;
-    for (uint32_t l = 0; l < p.line; ++l) {
-      off = text.find('\n', off);
-      if (off == std::string::npos) return text.size();
-      ++off;
-    }
-    return std::min(off + p.column, text.size());
-  };
-  size_t b = offset(r.start), e = offset(r.end);
+  const LineIndex index(text);  // "\r", "\n" and "\r\n" end lines, as in the analysis
+  size_t b = index.offset_of(r.start), e = index.offset_of(r.end);
   return e > b ? text.substr(b, e - b) : std::string();
 }
 

@@ -274,3 +274,20 @@ test('$/cancelRequest of a request waiting for an analysis answers RequestCancel
   assert.match(h.contents.value, /x: \(1, 9216\) f32/);
   assert.equal(await s.stop(), 0);
 });
+
+test('"\\r", "\\n" and "\\r\\n" all end lines: diagnostics and positions agree across the three', async (t) => {
+  const c = await ready(t);
+  const lf = read(ARTICLE);
+  const results = {};
+  for (const [name, end] of [['lf', '\n'], ['crlf', '\r\n'], ['cr', '\r']]) {
+    const uri = uriOf(`/tmp/cellscope_line_ends_${name}.py`);
+    await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: lf.split('\n').join(end) } });
+    const p = await c.until((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri, `diagnostics of ${name}`);
+    const hover = await c.request('textDocument/hover', { textDocument: { uri }, position: { line: 17, character: 8 } });
+    results[name] = { diagnostics: p.params.diagnostics.map((d) => [d.code, d.range, d.message]), hover: hover.result?.contents?.value };
+  }
+  assert.deepEqual(results.lf.diagnostics.map((d) => d[0]).sort(), ['shape-mismatch', 'unknown-api']);
+  assert.match(results.lf.hover, /x: \(1, 32, 26, 26\) f32/);
+  assert.deepEqual(results.crlf, results.lf);
+  assert.deepEqual(results.cr, results.lf);
+});
