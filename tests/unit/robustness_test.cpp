@@ -1367,5 +1367,69 @@ TEST(LineEndings, LineIndexEndsLinesAtCrLfAndCrLf) {
   EXPECT_EQ(cr, "x\ny\r\nz\n");
   EXPECT_EQ(split_lines("p\rq\r\nr"), (std::vector<std::string_view>{"p", "q", "r"}));
 }
+
+// TabError where CPython 3.11 raises it, at its line (column 0), and nowhere else. Each case was
+// checked with compile(): the expected line is CPython's SyntaxError.lineno (0: it compiles, or
+// fails with another error first). tests/cli/test_cli.py repeats the check against the python3
+// that runs it.
+TEST(Indentation, TabErrorWhereCPythonRaisesIt) {
+  struct Case {
+    const char* name;
+    const char* text;
+    uint32_t tab_error_line;  // 1-based; 0 = none
+  };
+  const Case cases[] = {
+      {"tabs_then_spaces", "if True:\n\tx = 1\n        y = 2\n", 3},
+      {"spaces_then_tabs", "if True:\n        x = 1\n\ty = 2\n", 3},
+      {"consistent_tabs", "if True:\n\tx = 1\n\tif x:\n\t\ty = 2\n", 0},
+      {"consistent_spaces", "if True:\n    x = 1\n", 0},
+      {"tab_plus_spaces_consistent", "if True:\n\t    x = 1\n\t    y = 2\n", 0},
+      {"tab8_equiv_indent_dedent", "if True:\n\tif True:\n\t\tx = 1\n\ty = 2\n", 0},
+      {"space_tab_mix_same_each_line", "if True:\n  \tx = 1\n  \ty = 2\n", 0},
+      {"tab_vs_8spaces_nested", "if True:\n\tif True:\n\t        x = 1\n", 0},
+      {"dedent_mixed", "if True:\n\tif True:\n\t\tx = 1\n        y = 2\n", 4},
+      {"indent_altcol_less", "if True:\n        if True:\n\t x = 1\n", 3},
+      {"continuation_line", "x = 1 + \\\n\t        2\nif x:\n    y = 3\n", 0},
+      {"inside_brackets", "x = (1,\n\t2,\n        3)\nif x:\n    y = 1\n", 0},
+      {"in_triple_string", "s = '''\n\tabc\n        def\n'''\nif s:\n    y = 1\n", 0},
+      {"in_string_escape_newline", "s = 'a\\\n\tb'\nif s:\n    y = 1\n", 0},
+      {"comment_lines_mixed",
+       "if True:\n    x = 1\n\t# tab comment\n        # spaces comment\n    y = 2\n", 0},
+      {"blank_lines_mixed", "if True:\n    x = 1\n\t\n        \n    y = 2\n", 0},
+      {"formfeed", "if True:\n    x = 1\n\f    y = 2\n", 0},
+      {"crlf_tabs_then_spaces", "if True:\r\n\tx = 1\r\n        y = 2\r\n", 3},
+      {"cr_tabs_then_spaces", "if True:\r\tx = 1\r        y = 2\r", 3},
+      {"fstring_braces", "s = f\"{'{'}\"\nif s:\n\tx = 1\n        y = 2\n", 4},
+      {"later_in_class",
+       "import mindspore.nn as nn\nclass N(nn.Cell):\n    def __init__(self):\n        "
+       "super().__init__()\n\tself.x = 1\n",
+       5},
+      {"unindent_mismatch", "if True:\n        x = 1\n    y = 2\n\tz = 3\n", 0},
+      {"after_string_with_hash", "s = '#'\nif s:\n\tx = 1\n        y = 2\n", 4},
+      {"bracket_in_string", "s = '('\nif s:\n\tx = 1\n        y = 2\n", 4},
+      {"tab_after_spaces_deeper", "if True:\n    if True:\n    \tx = 1\n", 0},
+      {"tab_after_spaces_deeper2", "if True:\n    x = 0\n    \tx = 1\n", 0},
+      {"spaces7_tab_vs_tab", "if True:\n       \tx = 1\n\ty = 2\n", 3},
+      {"tab_spaces_vs_spaces_tab", "if True:\n\t x = 1\n \ty = 2\n", 0},
+  };
+  for (const Case& c : cases) {
+    AnalysisResult r = analyze_text(c.text, c.name);
+    std::vector<const Diagnostic*> tab;
+    for (const Diagnostic& d : r.diagnostics)
+      if (d.message.find("inconsistent use of tabs and spaces") != std::string::npos)
+        tab.push_back(&d);
+    if (c.tab_error_line == 0) {
+      EXPECT_TRUE(tab.empty()) << c.name << "\n" << dump(r);
+      continue;
+    }
+    ASSERT_EQ(tab.size(), 1u) << c.name << "\n" << dump(r);
+    EXPECT_EQ(tab[0]->message, "TabError: inconsistent use of tabs and spaces in indentation");
+    EXPECT_EQ(tab[0]->code, "syntax-error");
+    EXPECT_EQ(tab[0]->severity, Severity::Error);
+    EXPECT_EQ(tab[0]->range.start, (Position{c.tab_error_line - 1, 0})) << c.name;
+    EXPECT_EQ(tab[0]->range.end.line, c.tab_error_line - 1) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace graphcore
