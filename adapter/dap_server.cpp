@@ -25,6 +25,7 @@
 #include "graphcore/lines.h"
 #include "graphcore/optimize.h"
 #include "graphcore/runtime.h"
+#include "rpc/jsonrpc.h"
 #include "rpc/stdio_transport.h"
 
 namespace cellscope::dap {
@@ -228,11 +229,10 @@ struct Session::Impl {
 
   // ---- dispatch -------------------------------------------------------------------------------
   void handle(const std::string& body) {
-    json req;
-    try {
-      req = json::parse(body);
-    } catch (const std::exception& e) {
-      spdlog::error("dap: invalid message: {}", e.what());
+    // Lone surrogate escapes (JSON.stringify's output for unpaired surrogates) read as U+FFFD.
+    json req = rpc::parse_message(body);
+    if (req.is_discarded()) {
+      spdlog::error("dap: a message that is not valid JSON was dropped ({} bytes)", body.size());
       return;
     }
     // Members of the wrong JSON type never throw here: a message that cannot be answered (no

@@ -117,6 +117,59 @@ bool is_valid_utf8(std::string_view text) {
 
 namespace {
 
+// The value of the 4 hex digits at `text[pos]`, or -1.
+int hex4(std::string_view text, std::size_t pos) {
+  if (pos + 4 > text.size()) return -1;
+  int v = 0;
+  for (std::size_t k = pos; k < pos + 4; ++k) {
+    const char c = text[k];
+    int d = -1;
+    if (c >= '0' && c <= '9') d = c - '0';
+    if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<std::string> replace_lone_surrogate_escapes(std::string_view json) {
+  std::optional<std::string> out;
+  std::size_t i = 0;
+  // Backslashes occur only in strings (elsewhere the text is not JSON, and the parser says so):
+  // every one starts an escape, so "\\u..." is an escaped backslash followed by a 'u'.
+  while ((i = json.find('\\', i)) != std::string_view::npos) {
+    if (i + 1 >= json.size()) break;
+    const int unit = json[i + 1] == 'u' ? hex4(json, i + 2) : -1;
+    if (unit < 0xD800 || unit > 0xDFFF) {  // not a \u escape, or not a surrogate
+      i += 2;
+      continue;
+    }
+    if (unit <= 0xDBFF && i + 7 < json.size() && json[i + 6] == '\\' && json[i + 7] == 'u') {
+      const int low = hex4(json, i + 8);
+      if (low >= 0xDC00 && low <= 0xDFFF) {  // a pair: one code point above U+FFFF
+        i += 12;
+        continue;
+      }
+    }
+    if (!out) out.emplace(json);
+    out->replace(i, 6, "\\ufffd");
+    i += 6;
+  }
+  return out;
+}
+
+Json parse_message(std::string_view body) {
+  if (auto fixed = replace_lone_surrogate_escapes(body)) {
+    return Json::parse(*fixed, nullptr, /*allow_exceptions=*/false);
+  }
+  return Json::parse(body, nullptr, /*allow_exceptions=*/false);
+}
+
+namespace {
+
 // Whether JSON text nests arrays / objects deeper than `limit` (strings are skipped; the text
 // need not be valid). Deep nesting costs nlohmann::json ~70 bytes per level: refuse it early.
 bool nests_deeper_than(std::string_view text, std::size_t limit) {
@@ -494,7 +547,7 @@ void Dispatcher::handle_message(std::string_view body) {
                              RpcError(ErrorCode::kParseError, "message nests too deeply")));
     return;
   }
-  Json message = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  Json message = parse_message(body);
   if (message.is_discarded()) {
     spdlog::warn("rpc: message is not valid JSON");
     send(make_error_response(std::nullopt,

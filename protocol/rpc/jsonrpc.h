@@ -88,6 +88,15 @@ Json make_error_response(const std::optional<RequestId>& id, const RpcError& err
 
 // Checks UTF-8 strictly (no overlong forms, surrogates or code points above U+10FFFF).
 bool is_valid_utf8(std::string_view text);
+// JSON text with every lone UTF-16 surrogate escape ("\ud800" not followed by a low surrogate
+// escape, or "\udc00" not preceded by a high one) replaced by "\ufffd" (same length); nullopt
+// when there is none. JSON.stringify writes such escapes for strings holding unpaired
+// surrogates (an editor buffer cut inside an emoji), and nlohmann::json refuses them.
+std::optional<std::string> replace_lone_surrogate_escapes(std::string_view json);
+// Parses a message body as JSON, lone surrogate escapes read as U+FFFD (as VS Code and clangd
+// read them); a discarded value (is_discarded()) when the body is not JSON. Used for LSP and DAP
+// alike.
+Json parse_message(std::string_view body);
 // Best-effort: the top-level "id" of a JSON object given only its first bytes.
 std::optional<RequestId> peek_id(std::string_view json_prefix);
 

@@ -330,6 +330,42 @@ TEST_F(JsonRpcTest, InvalidUtf8IsParseError) {
   EXPECT_TRUE(is_valid_utf8("aé€😀"));
 }
 
+// JSON.stringify writes an unpaired surrogate as a lone "\ud800" escape; nlohmann::json refuses
+// it. The message is accepted and the surrogate read as U+FFFD (issue 14).
+TEST_F(JsonRpcTest, LoneSurrogateEscapesBecomeReplacementCharacters) {
+  std::vector<std::string> texts;
+  rpc_.on_notification("textDocument/didOpen", [&](const Json& p) {
+    texts.push_back(p.at("textDocument").at("text").get<std::string>());
+  });
+  rpc_.on_request("echo", [](const Json& p, const Context&) { return p; });
+  const std::string head = R"({"jsonrpc":"2.0","method":"textDocument/didOpen",)"
+                           R"("params":{"textDocument":{"uri":"file:///a.py","text":")";
+  for (const char* text : {R"(x = '\ud800'\n)", R"(\udc00 lone low)", R"(end \ud83d)",
+                           R"(\ud83d\ud83d\ude00 high, then a pair)", R"(\ud83d\u0041)",
+                           R"(\\ud800 is no escape)", R"(\uD800\uDBFF)"}) {
+    rpc_.handle_message(head + text + R"("}}})");
+  }
+  const char* fffd = "\xEF\xBF\xBD";
+  ASSERT_EQ(texts.size(), 7u) << (sent().empty() ? "" : sent().back().dump());
+  EXPECT_EQ(texts[0], std::string("x = '") + fffd + "'\n");
+  EXPECT_EQ(texts[1], std::string(fffd) + " lone low");
+  EXPECT_EQ(texts[2], std::string("end ") + fffd);
+  EXPECT_EQ(texts[3], std::string(fffd) + "\xF0\x9F\x98\x80 high, then a pair");
+  EXPECT_EQ(texts[4], std::string(fffd) + "A");
+  EXPECT_EQ(texts[5], "\\ud800 is no escape");
+  EXPECT_EQ(texts[6], std::string(fffd) + fffd);
+  EXPECT_TRUE(sent().empty());  // no ParseError
+  // A request with one is answered, its id intact.
+  rpc_.handle_message(R"({"jsonrpc":"2.0","id":"s\udfff","method":"echo","params":["\ud800"]})");
+  ASSERT_TRUE(last().contains("result")) << last().dump();
+  EXPECT_EQ(last()["id"], std::string("s") + fffd);
+  EXPECT_EQ(last()["result"][0], fffd);
+  // Replacement keeps the text's length and leaves everything else as it was.
+  EXPECT_EQ(replace_lone_surrogate_escapes(R"(["\ud800x"])"), R"(["\ufffdx"])");
+  EXPECT_EQ(replace_lone_surrogate_escapes(R"(["\ud83d\ude00", "\\ud800", "\u00e9"])"),
+            std::nullopt);
+  EXPECT_TRUE(parse_message(R"({"a":"\ud800)").is_discarded());  // still not JSON
+}
 TEST_F(JsonRpcTest, DeepNestingIsParseError) {
   rpc_.on_request("x", [](const Json& p, const Context&) { return p; });
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');

@@ -275,6 +275,29 @@ test('$/cancelRequest of a request waiting for an analysis answers RequestCancel
   assert.equal(await s.stop(), 0);
 });
 
+test('a lone surrogate in didOpen / didChange text (JSON.stringify writes "\\ud800") is read as U+FFFD', async (t) => {
+  const c = await ready(t);
+  const uri = uriOf('/tmp/cellscope_lone_surrogate.py');
+  const from = c.messages.length;
+  // An editor buffer cut inside an emoji: JSON.stringify escapes the lone surrogates.
+  const text = "import mindspore.nn as nn\n\nLABEL = 'cut \ud83d'\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Dense(4, 2)\n\n    def construct(self, x):\n        return self.fc(x)\n";
+  assert.match(JSON.stringify(text), /\\ud83d'/);
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+  const p1 = await c.until((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri && m.params.version === 1, 'diagnostics of version 1');
+  assert.deepEqual(p1.params.diagnostics, []);
+  await c.notify('textDocument/didChange', {
+    textDocument: { uri, version: 2 },
+    contentChanges: [{ range: { start: { line: 2, character: 13 }, end: { line: 2, character: 13 } }, text: '\udc00 and nn.Relu' }],
+  });
+  await c.until((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri && m.params.version === 2, 'diagnostics of version 2');
+  assert.deepEqual(nullIdErrors(c, from), [], 'no ParseError');
+  // The server holds U+FFFD where the surrogates were: a hover on `fc` answers, and an edit at
+  // a column after them (UTF-16: U+FFFD is one unit, like the surrogate) lands where it should.
+  const h = await c.request('textDocument/hover', { textDocument: { uri }, position: { line: 11, character: 21 } });
+  assert.equal(h.error, undefined, JSON.stringify(h));
+  await stillWorks(c);
+});
+
 test('"\\r", "\\n" and "\\r\\n" all end lines: diagnostics and positions agree across the three', async (t) => {
   const c = await ready(t);
   const lf = read(ARTICLE);
