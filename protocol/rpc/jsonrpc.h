@@ -79,6 +79,15 @@ Json id_to_json(const RequestId& id);
 std::optional<RequestId> id_from_json(const Json& id);
 std::string id_to_string(const RequestId& id);  // for logs: 7, "abc"
 
+// A message for the peer about an exception a handler let through, naming the member, what was
+// expected and what was found, never a library's internals: nlohmann::json's
+// "[json.exception.type_error.302] (/params/position/line) type must be number, but is string"
+// becomes "params.position.line must be a number, but is a string", "... key 'uri' not found"
+// "params.textDocument.uri is missing"; std::stoi's bare "stoi" says a number was expected.
+// Anything else: its what(). `root`: the name of the JSON value the handler was given, that
+// paths are relative to ("params" for a JSON-RPC handler).
+std::string describe_exception(const std::exception& e, std::string_view root = {});
+
 // Message builders (bodies, unframed).
 Json make_request(const RequestId& id, std::string_view method, const Json& params);
 Json make_notification(std::string_view method, const Json& params);

@@ -114,6 +114,24 @@ class GeneralTests(unittest.TestCase):
                 self.assertEqual(p.stdout, "")
                 self.assertTrue(p.stderr.strip())
 
+    def test_numeric_option_values_name_the_option_and_the_value(self):
+        # issue 14: a number that is not one, or does not fit, is a usage error naming the option
+        # and the value; no library wording (stoll, json.exception) reaches the user.
+        for args, says in ((["graph", LENET, "--input", "2x3"], "bad dimension `2x3`"),
+                           (["graph", LENET, "--input", "99999999999999999999"], "too large"),
+                           (["graph", LENET, "--input", "3037000500,3037000500"],
+                            "more elements than fit in int64"),
+                           (["check", LENET, "--ms-version", "99999999999999999999"], "--ms-version"),
+                           (["view", LENET, "--port", "abc"], "--port: Value abc"),
+                           (["view", LENET, "--port", "99999999999999999999"],
+                            "--port: Value 99999999999999999999"),
+                           (["lsp", "--debounce-ms", "1e3"], "--debounce-ms")):
+            with self.subTest(args=args):
+                p = run(*args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(says, p.stderr)
+                self.assertNotRegex(p.stderr, r"json\.exception|\bsto[a-z]+\b|what\(\)")
+
     def test_missing_file_is_usage_error_with_clear_message(self):
         for cmd in ("check", "graph"):
             with self.subTest(cmd=cmd):

@@ -366,6 +366,46 @@ TEST_F(JsonRpcTest, LoneSurrogateEscapesBecomeReplacementCharacters) {
             std::nullopt);
   EXPECT_TRUE(parse_message(R"({"a":"\ud800)").is_discarded());  // still not JSON
 }
+
+// Errors a handler lets through name the member, what was expected and what was found; none of
+// nlohmann::json's or the standard library's wording reaches the client (issue 14).
+TEST_F(JsonRpcTest, HandlerErrorsAreLocatedAndFreeOfLibraryInternals) {
+  rpc_.on_request("hover", [](const Json& p, const Context&) -> Json {
+    return p.at("position").at("line").get<int>() + p.at("position").at("character").get<int>();
+  });
+  rpc_.on_request("change", [](const Json& p, const Context&) -> Json {
+    return p.at("contentChanges").at(1).at("text").get<std::string>();
+  });
+  rpc_.on_request("number", [](const Json& p, const Context&) -> Json {
+    return std::stoll(p.at(0).get<std::string>());
+  });
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("hover","params":{"position":{"line":"3","character":1}})",
+       "invalid params: params.position.line must be a number, but is a string"},
+      {R"("hover","params":{"position":{"line":3}})",
+       "invalid params: params.position.character is missing"},
+      {R"("hover","params":{"position":[1,2]})",
+       "invalid params: params.position must be an object, but is an array"},
+      {R"("hover","params":{})", "invalid params: params.position is missing"},
+      {R"("change","params":{"contentChanges":[{"text":"a"}]})",
+       "invalid params: params.contentChanges has no item 1"},
+      {R"("change","params":{"contentChanges":[{}, {"text":null}]})",
+       "invalid params: params.contentChanges[1].text must be a string, but is null"},
+      {R"("number","params":["abc"])", "a number was expected"},
+      {R"("number","params":["99999999999999999999"])", "a number is out of range"},
+  };
+  int id = 100;
+  for (const auto& [call, want] : cases) {
+    rpc_.handle_message(R"({"jsonrpc":"2.0","id":)" + std::to_string(++id) + R"(,"method":)" +
+                        call + "}");
+    ASSERT_TRUE(last().contains("error")) << call;
+    EXPECT_EQ(last()["error"]["message"], want) << call;
+    const std::string message = last()["error"]["message"];
+    EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+  }
+  EXPECT_EQ(describe_exception(std::runtime_error("kaput")), "kaput");
+}
+
 TEST_F(JsonRpcTest, DeepNestingIsParseError) {
   rpc_.on_request("x", [](const Json& p, const Context&) { return p; });
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');

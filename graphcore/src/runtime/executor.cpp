@@ -1,6 +1,7 @@
 // The Executor: binds a compiled semantic graph, initialises its parameters, and runs it node by
 // node with debugger hooks.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <new>
@@ -339,7 +340,13 @@ void Executor::set_input_spec(size_t i, std::string_view spec, uint64_t seed) {
     set_input(i, make([&] { return Tensor::ones(*dims, dt); }));
   } else if (spec == "random" || spec.starts_with("random:")) {
     uint64_t s = seed;
-    if (spec.size() > 7) s = std::stoull(std::string(spec.substr(7)));
+    if (spec.size() > 7) {
+      const std::string_view digits = spec.substr(7);
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), s);
+      if (ec != std::errc() || end != digits.data() + digits.size())
+        throw RuntimeError("input '" + input_name(i) + "': the seed in `" + std::string(spec) +
+                           "` must be an integer from 0 to 18446744073709551615");
+    }
     set_input(i, make([&] { return Tensor::random(*dims, dt, hash_name(s, input_name(i))); }));
   } else {
     Tensor t;

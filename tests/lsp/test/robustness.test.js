@@ -298,6 +298,23 @@ test('a lone surrogate in didOpen / didChange text (JSON.stringify writes "\\ud8
   await stillWorks(c);
 });
 
+test('parameters of the wrong type: the error names the member, what was expected and what was found', async (t) => {
+  const c = await ready(t);
+  for (const [params, message] of [
+    [{ textDocument: { uri: URI }, position: { line: 'a', character: 0 } }, 'invalid params: params.position.line must be a number, but is a string'],
+    [{ textDocument: { uri: URI }, position: { line: 1 } }, 'invalid params: params.position.character is missing'],
+    [{ textDocument: { uri: URI }, position: { line: -1, character: 0 } }, 'invalid params: params.position: line must be between 0 and 4294967295, but is -1'],
+    [{ textDocument: { uri: 7 }, position: { line: 1, character: 0 } }, 'invalid params: params.textDocument.uri must be a string, but is a number'],
+    [{ textDocument: { uri: URI } }, 'invalid params: params.position is missing'],
+  ]) {
+    const r = await c.request('textDocument/hover', params);
+    assert.equal(r.error?.code, -32602, JSON.stringify(r));
+    assert.equal(r.error.message, message);
+    assert.doesNotMatch(r.error.message, /json\.exception|type_error|out_of_range/);
+  }
+  await stillWorks(c);
+});
+
 test('"\\r", "\\n" and "\\r\\n" all end lines: diagnostics and positions agree across the three', async (t) => {
   const c = await ready(t);
   const lf = read(ARTICLE);
