@@ -168,7 +168,7 @@ const CellReport* find_cell(const AnalysisResult& r, const std::string& class_na
 
 // Every diagnostic must be located inside the text it refers to (or at 0:0 for whole-file ones).
 void expect_ranges_sane(const AnalysisResult& r, const std::string& text, const std::string& what) {
-  size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  size_t lines = LineIndex(text).line_count();  // "\r", "\n" and "\r\n" end lines
   for (const Diagnostic& d : r.diagnostics) {
     if (d.file != r.file) continue;
     EXPECT_LE(d.range.start.line, lines) << what << ": diagnostic beyond the end of the file\n"
@@ -189,7 +189,7 @@ struct SweepCase {
 
 // Problems found in the child, one line each: "<label>: <what>".
 bool ranges_sane(const AnalysisResult& r, const std::string& text, std::string* why) {
-  size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  size_t lines = LineIndex(text).line_count();  // "\r", "\n" and "\r\n" end lines
   for (const Diagnostic& d : r.diagnostics) {
     if (d.file != r.file) continue;
     if (d.range.start.line > lines)
