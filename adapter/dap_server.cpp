@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -22,8 +23,10 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
+#include "graphcore/lines.h"
 #include "graphcore/optimize.h"
 #include "graphcore/runtime.h"
+#include "rpc/jsonrpc.h"
 #include "rpc/stdio_transport.h"
 
 namespace cellscope::dap {
@@ -80,9 +83,12 @@ class SourceCache {
     auto it = files_.find(file);
     if (it != files_.end()) return it->second;
     std::vector<std::string> out;
-    std::ifstream in(file);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(line);
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream os;
+    os << in.rdbuf();
+    const std::string text = os.str();
+    // "\r", "\n" and "\r\n" end lines, as in the analysis that located the nodes.
+    for (std::string_view line : graphcore::split_lines(text)) out.emplace_back(line);
     return files_.emplace(file, std::move(out)).first->second;
   }
   // The text of `r` when it lies on one line, else the rest of its first line.
@@ -224,11 +230,10 @@ struct Session::Impl {
 
   // ---- dispatch -------------------------------------------------------------------------------
   void handle(const std::string& body) {
-    json req;
-    try {
-      req = json::parse(body);
-    } catch (const std::exception& e) {
-      spdlog::error("dap: invalid message: {}", e.what());
+    // Lone surrogate escapes (JSON.stringify's output for unpaired surrogates) read as U+FFFD.
+    json req = rpc::parse_message(body);
+    if (req.is_discarded()) {
+      spdlog::error("dap: a message that is not valid JSON was dropped ({} bytes)", body.size());
       return;
     }
     // Members of the wrong JSON type never throw here: a message that cannot be answered (no
@@ -282,7 +287,7 @@ struct Session::Impl {
       fail(req, "unsupported request '" + cmd + "'");
     } catch (const std::exception& e) {
       spdlog::error("dap: {} failed: {}", cmd, e.what());
-      fail(req, cmd + " failed: " + e.what());
+      fail(req, cmd + " failed: " + rpc::describe_exception(e));
     }
   }
 
@@ -634,7 +639,15 @@ struct Session::Impl {
     table.clear();
     json out = json::array();
     const auto lines_it = node_lines.find(file);
-    for (const json& b : args.value("breakpoints", json::array())) {
+    // By reference into the request, so that a member of the wrong type is named in full
+    // ("arguments.breakpoints[0].line must be a number, but is a string").
+    static const json kNone = json::array();
+    const auto bps_it = args.find("breakpoints");
+    const json& bps = bps_it != args.end() && !bps_it->is_null() ? *bps_it : kNone;
+    if (!bps.is_array())
+      throw json::type_error::create(
+          302, "type must be array, but is " + std::string(bps.type_name()), &bps);
+    for (const json& b : bps) {
       int line = b.value("line", 0);
       json r = {{"verified", false}, {"line", line}};
       if (lines_it == node_lines.end()) {
@@ -658,6 +671,13 @@ struct Session::Impl {
       bp.condition = b.value("condition", "");
       bp.hit_condition = b.value("hitCondition", "");
       bp.log_message = b.value("logMessage", "");
+      if (bp.hit_condition.find_first_not_of(' ') != std::string::npos &&
+          !parse_hit_condition(bp.hit_condition)) {
+        r["message"] = "invalid hit condition `" + bp.hit_condition +
+                       "`: expected a count N, =N, >N, >=N or %N (every N-th hit, N > 0)";
+        out.push_back(r);
+        continue;
+      }
       r = {{"id", bp.id}, {"verified", true}, {"line", bp.line}};
       if (bp.line != line)
         r["message"] = "moved from line " + std::to_string(line) +
@@ -672,7 +692,14 @@ struct Session::Impl {
     std::unique_lock lock(m);
     filters.clear();
     json out = json::array();
-    for (const json& f : req["arguments"].value("filters", json::array())) {
+    static const json kNone = json::array();
+    const json& args = req["arguments"];
+    const auto filters_it = args.find("filters");
+    const json& fs = filters_it != args.end() && !filters_it->is_null() ? *filters_it : kNone;
+    if (!fs.is_array())
+      throw json::type_error::create(
+          302, "type must be array, but is " + std::string(fs.type_name()), &fs);
+    for (const json& f : fs) {
       std::string id = f.get<std::string>();
       bool ok = id == "nan" || id == "inf" || id == "fp16-overflow" || id == "all-zero";
       if (ok) filters.insert(id);
@@ -695,21 +722,37 @@ struct Session::Impl {
     worker = std::thread([this] { run_worker(); });
   }
 
-  bool hit_condition_met(const std::string& cond, int hits) {
+  // A hit condition: `N`, `=N`, `==N`, `>N`, `>=N` or `%N` (every N-th hit), spaces ignored.
+  struct HitCondition {
+    std::string op;
+    int n = 0;
+  };
+  static std::optional<HitCondition> parse_hit_condition(const std::string& cond) {
     std::string c;
     for (char ch : cond)
       if (ch != ' ') c += ch;
-    if (c.empty()) return true;
-    try {
-      if (c[0] == '%') return hits % std::stoi(c.substr(1)) == 0;
-      if (c.rfind(">=", 0) == 0) return hits >= std::stoi(c.substr(2));
-      if (c[0] == '>') return hits > std::stoi(c.substr(1));
-      if (c.rfind("==", 0) == 0) return hits == std::stoi(c.substr(2));
-      if (c[0] == '=') return hits == std::stoi(c.substr(1));
-      return hits == std::stoi(c);
-    } catch (const std::exception&) {
-      return true;
+    HitCondition h;
+    for (const char* op : {">=", "==", "%", ">", "="}) {
+      if (c.rfind(op, 0) == 0) {
+        h.op = op;
+        break;
+      }
     }
+    const char* b = c.data() + h.op.size();
+    const char* e = c.data() + c.size();
+    auto [end, ec] = std::from_chars(b, e, h.n);
+    if (b == e || ec != std::errc() || end != e || (h.op == "%" && h.n <= 0)) return std::nullopt;
+    if (h.op.empty() || h.op == "=") h.op = "==";
+    return h;
+  }
+  static bool hit_condition_met(const std::string& cond, int hits) {
+    if (cond.find_first_not_of(' ') == std::string::npos) return true;
+    auto h = parse_hit_condition(cond);
+    if (!h) return true;  // refused when the breakpoint was set
+    if (h->op == "%") return hits % h->n == 0;
+    if (h->op == ">=") return hits >= h->n;
+    if (h->op == ">") return hits > h->n;
+    return hits == h->n;
   }
 
   // Called with m held, from a hook: whether to stop before node `i`.

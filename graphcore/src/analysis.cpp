@@ -559,7 +559,7 @@ class RootCompiler {
     size_t b = index.offset_of(r.end);
     std::string t = b > a ? p->text.substr(a, b - a) : std::string("...");
     for (char& c : t) {
-      if (c == '\n') c = ' ';
+      if (c == '\n' || c == '\r') c = ' ';
     }
     if (t.size() > 60) t = t.substr(0, 57) + "...";
     return t;

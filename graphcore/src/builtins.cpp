@@ -2,6 +2,7 @@
 // modules that model code uses to compute sizes and build constant arrays.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <unordered_set>
@@ -1284,7 +1285,9 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
           if (field.empty())
             v = next < a.pos.size() ? &a.pos[next++] : nullptr;
           else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-            size_t k = std::stoul(field);
+            size_t k = 0;  // the leading digits ("{0.x}" reads argument 0)
+            auto [end2, ec] = std::from_chars(field.data(), field.data() + field.size(), k);
+            if (ec != std::errc()) return Value::unknown();  // an index beyond size_t
             v = k < a.pos.size() ? &a.pos[k] : nullptr;
           } else {
             v = a.find_kw(field);

@@ -37,6 +37,8 @@ Value resolve_scalar(const std::string& s) {
     if (s != "." && std::regex_match(s, kFloat)) return Value::real(std::stod(digits(s)));
   } catch (const std::out_of_range&) {
     return Value::unknown();  // a number Python holds but int64 does not
+  } catch (const std::invalid_argument&) {
+    return Value::unknown();  // "._": PyYAML's float() of it raises
   }
   if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf")
     return Value::real(std::numeric_limits<double>::infinity());

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ast.h"
+#include "graphcore/lines.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
 
@@ -1410,6 +1411,134 @@ void collect_syntax_errors(TSNode n, ParsedFile& f, size_t& budget) {
   ts_tree_cursor_delete(&cur);
 }
 
+// CPython's TabError ("inconsistent use of tabs and spaces in indentation"). Its tokenizer
+// measures the indentation of every logical line that starts outside brackets twice: with tabs to
+// the next multiple of 8 (`col`) and with tabs as one column (`altcol`); a line whose two
+// measures disagree about indent / same level / dedent against the enclosing block is a TabError,
+// located at the start of that line. tree-sitter's grammar only uses the first measure, so it
+// parses such a file without complaint. This scans the text the way CPython's tokenizer does
+// (comments, strings, bracket depth, backslash continuations) and reports the first such line.
+// Where CPython would fail first for another reason (unterminated string, an unindent matching no
+// outer level, an unmatched bracket, too many levels), or where it is unsure (a backslash within
+// a line's indentation), it stops without reporting: it never reports where CPython compiles.
+void check_tab_consistency(ParsedFile& f) {
+  const std::string& t = f.text;  // lone "\r" already read as "\n"
+  const size_t n = t.size();
+  auto at_eol = [&](size_t i) {
+    return i >= n || t[i] == '\n' || (t[i] == '\r' && i + 1 < n && t[i + 1] == '\n');
+  };
+  auto skip_eol = [&](size_t i) { return t[i] == '\r' ? i + 2 : i + 1; };  // at_eol(i), i < n
+  constexpr size_t kMaxIndent = 100;                                       // CPython's MAXINDENT
+  std::vector<uint32_t> cols{0};
+  std::vector<uint32_t> altcols{0};
+  int level = 0;
+  uint32_t line_no = 0;
+  size_t i = 0;
+  while (i < n) {
+    // Beginning of a line: measure its indentation.
+    const size_t line_start = i;
+    uint32_t col = 0;
+    uint32_t altcol = 0;
+    for (; i < n; ++i) {
+      if (t[i] == ' ') {
+        ++col;
+        ++altcol;
+      } else if (t[i] == '\t') {
+        col = (col / 8 + 1) * 8;
+        ++altcol;
+      } else if (t[i] == '\f') {
+        col = altcol = 0;
+      } else {
+        break;
+      }
+    }
+    if (i < n && t[i] == '\\') return;  // a continuation inside indentation: not judged
+    const bool blank = at_eol(i) || t[i] == '#';
+    if (!blank && level == 0) {
+      bool inconsistent = false;
+      if (col == cols.back()) {
+        inconsistent = altcol != altcols.back();
+      } else if (col > cols.back()) {
+        if (cols.size() >= kMaxIndent) return;
+        inconsistent = altcol <= altcols.back();
+        cols.push_back(col);
+        altcols.push_back(altcol);
+      } else {
+        while (cols.size() > 1 && col < cols.back()) {
+          cols.pop_back();
+          altcols.pop_back();
+        }
+        if (col != cols.back()) return;  // IndentationError: unindent does not match
+        inconsistent = altcol != altcols.back();
+      }
+      if (inconsistent) {
+        f.diagnostics.push_back(
+            Diagnostic{f.path,
+                       SourceRange{Position{line_no, 0},
+                                   Position{line_no, static_cast<uint32_t>(i - line_start)}},
+                       Severity::Error,
+                       "syntax-error",
+                       "TabError: inconsistent use of tabs and spaces in indentation",
+                       {},
+                       {}});
+        return;
+      }
+    }
+    // The rest of the logical line's tokens on this physical line (and those it continues onto).
+    bool line_ended = false;
+    while (i < n && !line_ended) {
+      const char c = t[i];
+      if (at_eol(i)) {
+        i = skip_eol(i);
+        ++line_no;
+        line_ended = true;
+      } else if (c == '#') {
+        while (!at_eol(i)) ++i;
+      } else if (c == '\\') {
+        if (i + 1 >= n) return;      // unexpected end of file after a continuation
+        if (!at_eol(i + 1)) return;  // a stray backslash: CPython's SyntaxError
+        i = skip_eol(i + 1);
+        ++line_no;
+      } else if (c == '(' || c == '[' || c == '{') {
+        ++level;
+        ++i;
+      } else if (c == ')' || c == ']' || c == '}') {
+        if (level == 0) return;  // unmatched bracket: CPython's SyntaxError
+        --level;
+        ++i;
+      } else if (c == '\'' || c == '"') {
+        // A string (any prefix: r, b, f, u... only change what is inside, not where it ends).
+        const bool triple = i + 2 < n && t[i + 1] == c && t[i + 2] == c;
+        i += triple ? 3 : 1;
+        bool closed = false;
+        while (i < n) {
+          if (t[i] == '\\') {
+            if (i + 1 < n && at_eol(i + 1)) {
+              i = skip_eol(i + 1);
+              ++line_no;
+            } else {
+              i += 2;
+            }
+          } else if (t[i] == c && (!triple || (i + 2 < n && t[i + 1] == c && t[i + 2] == c))) {
+            i += triple ? 3 : 1;
+            closed = true;
+            break;
+          } else if (at_eol(i)) {
+            if (!triple) return;  // unterminated string literal: CPython's SyntaxError
+            i = skip_eol(i);
+            ++line_no;
+          } else {
+            ++i;
+          }
+        }
+        if (!closed) return;  // unterminated at the end of the file
+      } else {
+        ++i;
+      }
+    }
+  }
+}
+
 // Python refuses more than 100 levels of indentation, and tree-sitter's indentation scanner gives
 // up on far deeper nesting by failing the whole file. Lines of blocks nested deeper than the limit
 // are emptied (line numbers, and columns of every other line, are kept) and reported once, so the
@@ -1558,6 +1687,9 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
                    {},
                    {}});
   }
+  // Offsets, lines and columns are unchanged: the grammar then sees the line ends CPython sees.
+  normalize_lone_cr(file->text);
+  check_tab_consistency(*file);
   limit_indentation(*file, 100);
   file->text_is_original = file->text.size() == file->original_size &&
                            std::hash<std::string>{}(file->text) == file->original_hash;

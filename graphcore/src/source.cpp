@@ -4,14 +4,19 @@
 
 #include "graphcore/diagnostic.h"
 #include "graphcore/graph.h"
+#include "graphcore/lines.h"
 #include "graphcore/version.h"
 
 namespace graphcore {
 
+// "\n", "\r\n" and a lone "\r" all end a line, as in CPython's tokenizer and LSP.
 LineIndex::LineIndex(std::string_view text) : text_(text) {
   line_starts_.push_back(0);
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n') line_starts_.push_back(i + 1);
+    const char c = text[i];
+    if (c == '\n' || (c == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))) {
+      line_starts_.push_back(i + 1);
+    }
   }
 }
 
@@ -30,8 +35,31 @@ size_t LineIndex::offset_of(Position pos) const {
 std::string_view LineIndex::line_text(uint32_t line) const {
   if (line >= line_starts_.size()) return {};
   size_t start = line_starts_[line];
-  size_t end = line + 1 < line_starts_.size() ? line_starts_[line + 1] - 1 : text_.size();
+  if (line + 1 == line_starts_.size()) return text_.substr(start);
+  size_t end = line_starts_[line + 1] - 1;  // the terminator's last byte
+  if (end > start && text_[end] == '\n' && text_[end - 1] == '\r') --end;
   return text_.substr(start, end - start);
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  LineIndex index(text);
+  std::vector<std::string_view> lines;
+  lines.reserve(index.line_count());
+  for (size_t i = 0; i < index.line_count(); ++i) {
+    lines.push_back(index.line_text(static_cast<uint32_t>(i)));
+  }
+  return lines;
+}
+
+size_t normalize_lone_cr(std::string& text) {
+  size_t n = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) {
+      text[i] = '\n';
+      ++n;
+    }
+  }
+  return n;
 }
 
 namespace {

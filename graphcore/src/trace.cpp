@@ -1,6 +1,7 @@
 // Compiling `construct`: tensor operations become nodes of the root Cell's graph, sub-Cell calls
 // are compiled recursively under their scope path, and Python values fold away.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "interp.h"
@@ -66,7 +67,8 @@ Value nest_outputs(const std::vector<Value>& outs, std::string_view spec, size_t
   }
   size_t start = pos;
   while (pos < spec.size() && std::isdigit(static_cast<unsigned char>(spec[pos]))) ++pos;
-  size_t idx = start < pos ? std::stoul(std::string(spec.substr(start, pos - start))) : outs.size();
+  size_t idx = outs.size();
+  if (start < pos) (void)std::from_chars(spec.data() + start, spec.data() + pos, idx);
   return idx < outs.size() ? outs[idx] : Value::unknown();
 }
 }  // namespace

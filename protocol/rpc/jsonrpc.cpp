@@ -2,9 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -78,6 +81,110 @@ Json make_error_response(const std::optional<RequestId>& id, const RpcError& err
 }
 
 // ---------------------------------------------------------------------------------------------
+// Describing exceptions
+
+namespace {
+
+// "/params/contentChanges/0/text" -> "params.contentChanges[0].text" (JSON pointer unescaped).
+std::string member_path(std::string_view pointer) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < pointer.size()) {
+    if (pointer[i] != '/') return std::string(pointer);
+    const std::size_t end = std::min(pointer.find('/', i + 1), pointer.size());
+    std::string token;
+    for (std::size_t k = i + 1; k < end; ++k) {
+      if (pointer[k] == '~' && k + 1 < end && (pointer[k + 1] == '0' || pointer[k + 1] == '1')) {
+        token += pointer[++k] == '0' ? '~' : '/';
+      } else {
+        token += pointer[k];
+      }
+    }
+    const bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+    if (index) {
+      out += "[" + token + "]";
+    } else {
+      if (!out.empty()) out += '.';
+      out += token;
+    }
+    i = end;
+  }
+  return out;
+}
+
+// nlohmann's type names with an article: "number" -> "a number".
+std::string with_article(std::string_view type) {
+  if (type == "null") return "null";
+  const bool vowel = !type.empty() && std::string_view("aeiou").find(type[0]) != std::string::npos;
+  return std::string(vowel ? "an " : "a ") + std::string(type);
+}
+
+std::string describe_json_exception(const Json::exception& e, std::string_view root) {
+  std::string_view text = e.what();
+  // "[json.exception.type_error.302] " prefix.
+  if (text.starts_with("[json.exception.")) {
+    const std::size_t close = text.find("] ");
+    if (close != std::string_view::npos) text.remove_prefix(close + 2);
+  }
+  // "(/a/b) " names the value (JSON_DIAGNOSTICS); the message's root when absent.
+  std::string path;
+  if (text.starts_with("(")) {
+    const std::size_t close = text.find(") ");
+    if (close != std::string_view::npos) {
+      path = member_path(text.substr(1, close - 1));
+      text.remove_prefix(close + 2);
+    }
+  }
+  std::string where(root);
+  if (!path.empty()) where += where.empty() || path[0] == '[' ? path : "." + path;
+  const bool at_root = where.empty();
+  if (at_root) where = "the message";
+  auto after = [&](std::string_view prefix, std::string_view& rest) {
+    if (!text.starts_with(prefix)) return false;
+    rest = text.substr(prefix.size());
+    return true;
+  };
+  std::string_view rest;
+  if (after("type must be ", rest)) {  // 302: get<T>() of the wrong type
+    const std::size_t but = rest.find(", but is ");
+    if (but != std::string_view::npos) {
+      return where + " must be " + with_article(rest.substr(0, but)) + ", but is " +
+             with_article(rest.substr(but + 9));
+    }
+  }
+  if (after("key '", rest) && rest.ends_with("' not found")) {  // 403: at("key")
+    const std::string_view key = rest.substr(0, rest.size() - 11);
+    return (at_root ? std::string(key) : where + "." + std::string(key)) + " is missing";
+  }
+  if (after("array index ", rest) && rest.ends_with(" is out of range")) {  // 401: at(i)
+    return where + " has no item " + std::string(rest.substr(0, rest.size() - 16));
+  }
+  if (after("cannot use at() with ", rest) ||                               // 304
+      after("cannot use operator[] with a string argument with ", rest)) {  // 305
+    return where + " must be an object, but is " + with_article(rest);
+  }
+  return where + ": " + std::string(text);
+}
+
+}  // namespace
+
+std::string describe_exception(const std::exception& e, std::string_view root) {
+  if (const auto* je = dynamic_cast<const Json::exception*>(&e)) {
+    return describe_json_exception(*je, root);
+  }
+  // std::stoi and its siblings name only themselves: "stoi" (invalid_argument: no digits) or
+  // "stoi" too (out_of_range: the number does not fit).
+  const std::string_view what = e.what();
+  static constexpr std::string_view kConversions[] = {"stoi",   "stol", "stoll", "stoul",
+                                                      "stoull", "stof", "stod",  "stold"};
+  if (std::find(std::begin(kConversions), std::end(kConversions), what) != std::end(kConversions)) {
+    if (dynamic_cast<const std::out_of_range*>(&e)) return "a number is out of range";
+    if (dynamic_cast<const std::invalid_argument*>(&e)) return "a number was expected";
+  }
+  return std::string(what);
+}
+
+// ---------------------------------------------------------------------------------------------
 // UTF-8 and peeking into truncated JSON
 
 bool is_valid_utf8(std::string_view text) {
@@ -113,6 +220,59 @@ bool is_valid_utf8(std::string_view text) {
     i += len;
   }
   return true;
+}
+
+namespace {
+
+// The value of the 4 hex digits at `text[pos]`, or -1.
+int hex4(std::string_view text, std::size_t pos) {
+  if (pos + 4 > text.size()) return -1;
+  int v = 0;
+  for (std::size_t k = pos; k < pos + 4; ++k) {
+    const char c = text[k];
+    int d = -1;
+    if (c >= '0' && c <= '9') d = c - '0';
+    if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<std::string> replace_lone_surrogate_escapes(std::string_view json) {
+  std::optional<std::string> out;
+  std::size_t i = 0;
+  // Backslashes occur only in strings (elsewhere the text is not JSON, and the parser says so):
+  // every one starts an escape, so "\\u..." is an escaped backslash followed by a 'u'.
+  while ((i = json.find('\\', i)) != std::string_view::npos) {
+    if (i + 1 >= json.size()) break;
+    const int unit = json[i + 1] == 'u' ? hex4(json, i + 2) : -1;
+    if (unit < 0xD800 || unit > 0xDFFF) {  // not a \u escape, or not a surrogate
+      i += 2;
+      continue;
+    }
+    if (unit <= 0xDBFF && i + 7 < json.size() && json[i + 6] == '\\' && json[i + 7] == 'u') {
+      const int low = hex4(json, i + 8);
+      if (low >= 0xDC00 && low <= 0xDFFF) {  // a pair: one code point above U+FFFF
+        i += 12;
+        continue;
+      }
+    }
+    if (!out) out.emplace(json);
+    out->replace(i, 6, "\\ufffd");
+    i += 6;
+  }
+  return out;
+}
+
+Json parse_message(std::string_view body) {
+  if (auto fixed = replace_lone_surrogate_escapes(body)) {
+    return Json::parse(*fixed, nullptr, /*allow_exceptions=*/false);
+  }
+  return Json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 
 namespace {
@@ -352,9 +512,10 @@ RpcError current_exception_error() {
   } catch (const RpcError& e) {
     return e;
   } catch (const Json::exception& e) {
-    return RpcError(ErrorCode::kInvalidParams, e.what());
+    return RpcError(ErrorCode::kInvalidParams,
+                    "invalid params: " + describe_exception(e, "params"));
   } catch (const std::exception& e) {
-    return RpcError(ErrorCode::kInternalError, e.what());
+    return RpcError(ErrorCode::kInternalError, describe_exception(e, "params"));
   } catch (...) {
     return RpcError(ErrorCode::kInternalError, "unknown exception");
   }
@@ -494,7 +655,7 @@ void Dispatcher::handle_message(std::string_view body) {
                              RpcError(ErrorCode::kParseError, "message nests too deeply")));
     return;
   }
-  Json message = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  Json message = parse_message(body);
   if (message.is_discarded()) {
     spdlog::warn("rpc: message is not valid JSON");
     send(make_error_response(std::nullopt,

@@ -79,6 +79,15 @@ Json id_to_json(const RequestId& id);
 std::optional<RequestId> id_from_json(const Json& id);
 std::string id_to_string(const RequestId& id);  // for logs: 7, "abc"
 
+// A message for the peer about an exception a handler let through, naming the member, what was
+// expected and what was found, never a library's internals: nlohmann::json's
+// "[json.exception.type_error.302] (/params/position/line) type must be number, but is string"
+// becomes "params.position.line must be a number, but is a string", "... key 'uri' not found"
+// "params.textDocument.uri is missing"; std::stoi's bare "stoi" says a number was expected.
+// Anything else: its what(). `root`: the name of the JSON value the handler was given, that
+// paths are relative to ("params" for a JSON-RPC handler).
+std::string describe_exception(const std::exception& e, std::string_view root = {});
+
 // Message builders (bodies, unframed).
 Json make_request(const RequestId& id, std::string_view method, const Json& params);
 Json make_notification(std::string_view method, const Json& params);
@@ -88,6 +97,15 @@ Json make_error_response(const std::optional<RequestId>& id, const RpcError& err
 
 // Checks UTF-8 strictly (no overlong forms, surrogates or code points above U+10FFFF).
 bool is_valid_utf8(std::string_view text);
+// JSON text with every lone UTF-16 surrogate escape ("\ud800" not followed by a low surrogate
+// escape, or "\udc00" not preceded by a high one) replaced by "\ufffd" (same length); nullopt
+// when there is none. JSON.stringify writes such escapes for strings holding unpaired
+// surrogates (an editor buffer cut inside an emoji), and nlohmann::json refuses them.
+std::optional<std::string> replace_lone_surrogate_escapes(std::string_view json);
+// Parses a message body as JSON, lone surrogate escapes read as U+FFFD (as VS Code and clangd
+// read them); a discarded value (is_discarded()) when the body is not JSON. Used for LSP and DAP
+// alike.
+Json parse_message(std::string_view body);
 // Best-effort: the top-level "id" of a JSON object given only its first bytes.
 std::optional<RequestId> peek_id(std::string_view json_prefix);
 

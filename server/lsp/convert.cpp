@@ -71,8 +71,12 @@ std::string path_to_uri(std::string_view path) {
 std::pair<uint32_t, uint32_t> read_position(const Json& position) {
   auto line = position.at("line").get<int64_t>();
   auto character = position.at("character").get<int64_t>();
-  if (line < 0 || character < 0 || line > UINT32_MAX || character > UINT32_MAX) {
-    throw Json::type_error::create(302, "position out of range", &position);
+  for (auto [name, v] : {std::pair{"line", line}, std::pair{"character", character}}) {
+    if (v < 0 || v > UINT32_MAX) {
+      throw Json::type_error::create(
+          302, std::string(name) + " must be between 0 and 4294967295, but is " + std::to_string(v),
+          &position);
+    }
   }
   return {static_cast<uint32_t>(line), static_cast<uint32_t>(character)};
 }

@@ -446,11 +446,11 @@ size_t statement_end(std::string_view text, size_t from) {
       continue;
     }
     if (c == '#') {
-      while (i < text.size() && text[i] != '\n') ++i;
+      while (i < text.size() && text[i] != '\n' && text[i] != '\r') ++i;
       if (depth == 0) return last_code;
       continue;
     }
-    if (c == '\n') {
+    if (c == '\n' || c == '\r') {  // "\r\n" and a lone "\r" end lines too
       if (depth == 0) return last_code;
       continue;
     }

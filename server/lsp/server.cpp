@@ -358,14 +358,14 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
         spdlog::error("analysis of {} failed: {}", job->path, e.what());
         fa->result = graphcore::AnalysisResult{};
         fa->result.file = job->path;
-        fa->result.diagnostics.push_back(
-            graphcore::Diagnostic{job->path,
-                                  {},
-                                  graphcore::Severity::Error,
-                                  "internal-error",
-                                  std::string("Cellscope could not analyse this file: ") + e.what(),
-                                  {},
-                                  {}});
+        fa->result.diagnostics.push_back(graphcore::Diagnostic{
+            job->path,
+            {},
+            graphcore::Severity::Error,
+            "internal-error",
+            "Cellscope could not analyse this file: " + rpc::describe_exception(e),
+            {},
+            {}});
       }
       if (fa->result.cancelled || job->cancel->load()) return;
       fa->outline = std::move(fa->result.outline);
@@ -466,7 +466,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     } catch (const std::exception& e) {
       spdlog::error("view: building the document of {} failed: {}", path, e.what());
       vs.publish_status(path, "failed",
-                        std::string("Cellscope could not build the graph: ") + e.what());
+                        "Cellscope could not build the graph: " + rpc::describe_exception(e));
     }
   }
 
@@ -1068,9 +1068,10 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
           } catch (const RpcError& e) {
             ctx.error(e);
           } catch (const Json::exception& e) {
-            ctx.error(RpcError(ErrorCode::kInvalidParams, e.what()));
+            ctx.error(RpcError(ErrorCode::kInvalidParams,
+                               "invalid params: " + rpc::describe_exception(e, "params")));
           } catch (const std::exception& e) {
-            ctx.error(RpcError(ErrorCode::kInternalError, e.what()));
+            ctx.error(RpcError(ErrorCode::kInternalError, rpc::describe_exception(e, "params")));
           }
         });
       });
@@ -1219,7 +1220,7 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
           try {
             ctx.reply(graph_document_json(feature_context(*fa), cell, target()));
           } catch (const std::exception& e) {
-            ctx.error(RpcError(ErrorCode::kInternalError, e.what()));
+            ctx.error(RpcError(ErrorCode::kInternalError, rpc::describe_exception(e, "params")));
           }
         });
         return;

@@ -114,6 +114,24 @@ class GeneralTests(unittest.TestCase):
                 self.assertEqual(p.stdout, "")
                 self.assertTrue(p.stderr.strip())
 
+    def test_numeric_option_values_name_the_option_and_the_value(self):
+        # issue 14: a number that is not one, or does not fit, is a usage error naming the option
+        # and the value; no library wording (stoll, json.exception) reaches the user.
+        for args, says in ((["graph", LENET, "--input", "2x3"], "bad dimension `2x3`"),
+                           (["graph", LENET, "--input", "99999999999999999999"], "too large"),
+                           (["graph", LENET, "--input", "3037000500,3037000500"],
+                            "more elements than fit in int64"),
+                           (["check", LENET, "--ms-version", "99999999999999999999"], "--ms-version"),
+                           (["view", LENET, "--port", "abc"], "--port: Value abc"),
+                           (["view", LENET, "--port", "99999999999999999999"],
+                            "--port: Value 99999999999999999999"),
+                           (["lsp", "--debounce-ms", "1e3"], "--debounce-ms")):
+            with self.subTest(args=args):
+                p = run(*args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(says, p.stderr)
+                self.assertNotRegex(p.stderr, r"json\.exception|\bsto[a-z]+\b|what\(\)")
+
     def test_missing_file_is_usage_error_with_clear_message(self):
         for cmd in ("check", "graph"):
             with self.subTest(cmd=cmd):
@@ -143,7 +161,92 @@ class GeneralTests(unittest.TestCase):
             self.assertIn("checking", log.read_text())
 
 
+TAB_CASES = {
+    'tabs_then_spaces': 'if True:\n\tx = 1\n        y = 2\n',
+    'spaces_then_tabs': 'if True:\n        x = 1\n\ty = 2\n',
+    'consistent_tabs': 'if True:\n\tx = 1\n\tif x:\n\t\ty = 2\n',
+    'consistent_spaces': 'if True:\n    x = 1\n',
+    'tab_plus_spaces_consistent': 'if True:\n\t    x = 1\n\t    y = 2\n',
+    'tab8_equiv_indent_dedent': 'if True:\n\tif True:\n\t\tx = 1\n\ty = 2\n',
+    'space_tab_mix_same_each_line': 'if True:\n  \tx = 1\n  \ty = 2\n',
+    'tab_vs_8spaces_nested': 'if True:\n\tif True:\n\t        x = 1\n',
+    'dedent_mixed': 'if True:\n\tif True:\n\t\tx = 1\n        y = 2\n',
+    'indent_altcol_less': 'if True:\n        if True:\n\t x = 1\n',
+    'continuation_line': 'x = 1 + \\\n\t        2\nif x:\n    y = 3\n',
+    'inside_brackets': 'x = (1,\n\t2,\n        3)\nif x:\n    y = 1\n',
+    'in_triple_string': "s = '''\n\tabc\n        def\n'''\nif s:\n    y = 1\n",
+    'in_string_escape_newline': "s = 'a\\\n\tb'\nif s:\n    y = 1\n",
+    'comment_lines_mixed': 'if True:\n    x = 1\n\t# tab comment\n        # spaces comment\n    y = 2\n',
+    'blank_lines_mixed': 'if True:\n    x = 1\n\t\n        \n    y = 2\n',
+    'formfeed': 'if True:\n    x = 1\n\x0c    y = 2\n',
+    'crlf_tabs_then_spaces': 'if True:\r\n\tx = 1\r\n        y = 2\r\n',
+    'cr_tabs_then_spaces': 'if True:\r\tx = 1\r        y = 2\r',
+    'fstring_braces': 's = f"{\'{\'}"\nif s:\n\tx = 1\n        y = 2\n',
+    'later_in_class': 'import mindspore.nn as nn\nclass N(nn.Cell):\n    def __init__(self):\n        super().__init__()\n\tself.x = 1\n',
+    'unindent_mismatch': 'if True:\n        x = 1\n    y = 2\n\tz = 3\n',
+    'after_string_with_hash': "s = '#'\nif s:\n\tx = 1\n        y = 2\n",
+    'bracket_in_string': "s = '('\nif s:\n\tx = 1\n        y = 2\n",
+    'tab_after_spaces_deeper': 'if True:\n    if True:\n    \tx = 1\n',
+    'tab_after_spaces_deeper2': 'if True:\n    x = 0\n    \tx = 1\n',
+    'spaces7_tab_vs_tab': 'if True:\n       \tx = 1\n\ty = 2\n',
+    'tab_spaces_vs_spaces_tab': 'if True:\n\t x = 1\n \ty = 2\n',
+}
+
+
 class CheckTests(unittest.TestCase):
+    def test_tab_errors_exactly_where_this_python_raises_them(self):
+        # issue 14: CPython's tokenizer raises TabError where tabs and spaces disagree; tree-sitter
+        # does not. Every case is compiled by the python3 running this test; cellscope must report
+        # the TabError at its line and never where CPython compiles (or fails otherwise first).
+        with tempfile.TemporaryDirectory() as tmp:
+            want = {}
+            for name, src in TAB_CASES.items():
+                path = Path(tmp) / f"{name}.py"
+                path.write_bytes(src.encode())
+                try:
+                    with open(path) as f:  # universal newlines, as the brief's check reads it
+                        compile(f.read(), str(path), "exec")
+                    want[name] = None
+                except TabError as e:
+                    want[name] = (e.lineno - 1, e.offset - 1, e.msg)
+                except SyntaxError:
+                    want[name] = None
+            self.assertIn((2, 0, "inconsistent use of tabs and spaces in indentation"),
+                          want.values())
+            p = run("check", tmp, "--format", "json")
+            doc = json.loads(p.stdout)
+            got = {name: None for name in TAB_CASES}
+            for d in doc["diagnostics"]:
+                if "inconsistent use of tabs and spaces" in d["message"]:
+                    name = Path(d["file"]).stem
+                    self.assertIsNone(got[name], f"two TabErrors in {name}")
+                    got[name] = (d["range"]["start"]["line"], d["range"]["start"]["character"],
+                                 d["message"].removeprefix("TabError: "))
+                    self.assertEqual(d["severity"], "error")
+            self.assertEqual(got, want)
+
+    def test_cr_only_line_ends_are_lines(self):
+        # issue 14: CPython compiles "\r" alone as a line end; the article's bug is reported at
+        # the same lines and columns whatever the line ends.
+        lf = (SOURCE_DIR / BUGGY).read_bytes()
+        self.assertNotIn(b"\r", lf)
+        located = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, end in (("lf", b"\n"), ("crlf", b"\r\n"), ("cr", b"\r")):
+                path = Path(tmp) / f"{name}.py"
+                path.write_bytes(lf.replace(b"\n", end))
+                compile(path.read_bytes(), str(path), "exec")
+                doc = json.loads(run("check", path, "--format", "json").stdout)
+                located[name] = sorted((d["code"], d["range"]["start"]["line"],
+                                        d["range"]["start"]["character"], d["range"]["end"]["line"],
+                                        d["range"]["end"]["character"], d["message"])
+                                       for d in doc["diagnostics"])
+        self.assertIn(BUGGY_DENSE_LINE - 1, [d[1] for d in located["lf"] if d[0] == "shape-mismatch"])
+        self.assertEqual(located["crlf"], located["lf"])
+        self.assertEqual(located["cr"], located["lf"])
+        text = run("check", BUGGY).stdout
+        self.assertIn(f"{BUGGY}:{BUGGY_DENSE_LINE}:", text)
+
     def test_clean_model_text(self):
         p = run("check", LENET)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)

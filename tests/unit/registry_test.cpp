@@ -326,6 +326,43 @@ TEST(RegistryConv, InvalidConfigurationsAndChannelMismatch) {
   EXPECT_TRUE(has_code(r3.diags, "rank-error"));
 }
 
+// MindSpore 2.10 (CPU, PyNative and graph mode alike) raises TypeError "For primitive[Conv2D], the
+// input type must be same." for an int8 (or float16, int32, bool...) input to a float32 Conv2d,
+// and a float16 Conv2d (dtype=mindspore.float16) takes float16 only (issue 14).
+TEST(RegistryConv, InputDtypeMustBeTheWeightDtypeAsInMindSpore) {
+  Layer conv = construct("nn.Conv2d", {I(3), I(4), I(3)});
+  FakeCall i8 = apply(conv, {Ten({1, 3, 8, 8}, DType::Int8)});
+  ASSERT_EQ(i8.diags.size(), 1u) << i8.errors();
+  EXPECT_EQ(i8.diags[0].code, "dtype-error");
+  EXPECT_EQ(i8.diags[0].message,
+            "nn.Conv2d receives an input of dtype int8 but its weight is float32; MindSpore's "
+            "Conv2D requires the same dtype for both (it raises TypeError: For "
+            "primitive[Conv2D], the input type must be same.); cast the input first (e.g. "
+            "x.astype(mindspore.float32))");
+  EXPECT_TRUE(i8.outputs.empty());
+  for (DType dt : {DType::Float16, DType::Float64, DType::Int32, DType::UInt8, DType::Bool}) {
+    FakeCall c = apply(conv, {Ten({1, 3, 8, 8}, dt)});
+    EXPECT_TRUE(has_code(c.diags, "dtype-error")) << dtype_name(dt);
+  }
+  EXPECT_TRUE(apply(conv, {Ten({1, 3, 8, 8}, DType::Float32)}).diags.empty());
+  EXPECT_TRUE(apply(conv, {Ten({1, 3, 8, 8}, DType::Unknown)}).diags.empty());
+  Layer half = construct("nn.Conv2d", {I(3), I(4), I(3)}, {{"dtype", DT(DType::Float16)}});
+  FakeCall h = apply(half, {Ten({1, 3, 8, 8}, DType::Float16)});
+  EXPECT_TRUE(h.diags.empty()) << h.errors();
+  ASSERT_EQ(h.outputs.size(), 1u);
+  EXPECT_EQ(h.outputs[0].dtype, DType::Float16);
+  EXPECT_TRUE(has_code(apply(half, {Ten({1, 3, 8, 8})}).diags, "dtype-error"));
+  // Conv1d (Conv2D inside), Conv2dTranspose and Conv3d alike.
+  FakeCall c1 = apply(construct("nn.Conv1d", {I(3), I(4), I(3)}), {Ten({1, 3, 8}, DType::Int8)});
+  EXPECT_NE(c1.errors().find("MindSpore's Conv2D requires"), std::string::npos) << c1.errors();
+  FakeCall ct =
+      apply(construct("nn.Conv2dTranspose", {I(3), I(4), I(3)}), {Ten({1, 3, 8, 8}, DType::Int8)});
+  EXPECT_NE(ct.errors().find("primitive[Conv2DTranspose]"), std::string::npos) << ct.errors();
+  FakeCall c3 =
+      apply(construct("nn.Conv3d", {I(3), I(4), I(3)}), {Ten({1, 3, 8, 8, 8}, DType::Int8)});
+  EXPECT_TRUE(has_code(c3.diags, "dtype-error"));
+}
+
 TEST(RegistryConv, TransposedConvMatchesMindSpore) {
   // Verified with MindSpore 2.10: (1, 2, 5, 5), k=3, stride=2.
   const std::vector<std::pair<Kwargs, std::string>> cases = {

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
+#include "graphcore/lines.h"
+#include "graphcore/source.h"
 
 namespace fs = std::filesystem;
 
@@ -166,7 +168,7 @@ const CellReport* find_cell(const AnalysisResult& r, const std::string& class_na
 
 // Every diagnostic must be located inside the text it refers to (or at 0:0 for whole-file ones).
 void expect_ranges_sane(const AnalysisResult& r, const std::string& text, const std::string& what) {
-  size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  size_t lines = LineIndex(text).line_count();  // "\r", "\n" and "\r\n" end lines
   for (const Diagnostic& d : r.diagnostics) {
     if (d.file != r.file) continue;
     EXPECT_LE(d.range.start.line, lines) << what << ": diagnostic beyond the end of the file\n"
@@ -187,7 +189,7 @@ struct SweepCase {
 
 // Problems found in the child, one line each: "<label>: <what>".
 bool ranges_sane(const AnalysisResult& r, const std::string& text, std::string* why) {
-  size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  size_t lines = LineIndex(text).line_count();  // "\r", "\n" and "\r\n" end lines
   for (const Diagnostic& d : r.diagnostics) {
     if (d.file != r.file) continue;
     if (d.range.start.line > lines)
@@ -1287,6 +1289,146 @@ TEST(Workspace, CyclicAbsoluteImportsThatPythonAccepts) {
   const CellReport* c = find_cell(r, "Net");
   ASSERT_NE(c, nullptr) << dump(r);
   EXPECT_EQ(c->trainable_params, 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Line endings and indentation as CPython reads them (issue 14).
+
+// A model with a shape error (Dense(16, 4) given 8 features) on line 9, column 15, and an
+// unknown API on line 6, written with "\n", "\r\n" and lone "\r" line ends: CPython compiles all
+// three the same, and every diagnostic is at the same line and column in each.
+TEST(LineEndings, CrCrLfAndLfGiveTheSameLocatedDiagnostics) {
+  const std::string lf =
+      "import mindspore.nn as nn\n"
+      "\n"
+      "class Net(nn.Cell):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.act = nn.Relu()\n"
+      "        self.fc = nn.Dense(16, 4)\n"
+      "    def construct(self, x):\n"
+      "        return self.fc(x)  # comment\n"
+      "\n"
+      "net = Net()\n"
+      "import mindspore as ms\n"
+      "import numpy as np\n"
+      "y = net(ms.Tensor(np.ones((2, 8)), ms.float32))\n";
+  auto with_ends = [&](const std::string& end) {
+    std::string out;
+    for (char c : lf) {
+      if (c == '\n')
+        out += end;
+      else
+        out += c;
+    }
+    return out;
+  };
+  auto located = [](const AnalysisResult& r) {
+    std::vector<std::string> out;
+    for (const Diagnostic& d : r.diagnostics)
+      out.push_back(d.code + "@" + std::to_string(d.range.start.line) + ":" +
+                    std::to_string(d.range.start.column) + "-" + std::to_string(d.range.end.line) +
+                    ":" + std::to_string(d.range.end.column) + " " + d.message);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  AnalysisResult r_lf = analyze_text(lf, "LF");
+  auto want = located(r_lf);
+  ASSERT_EQ(r_lf.error_count(), 2u) << dump(r_lf);
+  bool shape = false, api = false;
+  for (const Diagnostic& d : r_lf.diagnostics) {
+    if (d.code == "shape-mismatch") shape = d.range.start.line == 8;
+    if (d.code == "unknown-api") api = d.range.start.line == 5;
+  }
+  EXPECT_TRUE(shape && api) << dump(r_lf);
+  for (const std::string end : {"\r\n", "\r"}) {
+    const std::string text = with_ends(end);
+    AnalysisResult r = analyze_text(text, end == "\r" ? "CR" : "CRLF");
+    EXPECT_EQ(located(r), want) << (end == "\r" ? "CR" : "CRLF") << "\n" << dump(r);
+    ASSERT_NE(find_cell(r, "Net"), nullptr) << dump(r);
+    expect_ranges_sane(r, text, "line ends");
+  }
+}
+
+TEST(LineEndings, LineIndexEndsLinesAtCrLfAndCrLf) {
+  const std::string text = "a\rbc\r\nd\n\r\re";
+  LineIndex index(text);
+  ASSERT_EQ(index.line_count(), 6u);
+  const std::vector<std::string> lines = {"a", "bc", "d", "", "", "e"};
+  for (uint32_t i = 0; i < lines.size(); ++i) EXPECT_EQ(index.line_text(i), lines[i]) << i;
+  EXPECT_EQ(index.position_of(2), (Position{1, 0}));  // 'b'
+  EXPECT_EQ(index.position_of(6), (Position{2, 0}));  // 'd'
+  EXPECT_EQ(index.position_of(9), (Position{4, 0}));  // the second lone '\r'
+  EXPECT_EQ(index.position_of(10), (Position{5, 0}));
+  EXPECT_EQ(index.offset_of(Position{5, 0}), 10u);
+  EXPECT_EQ(index.utf16_column(Position{1, 9}), 2u);  // clamped to the line, "\r\n" excluded
+  std::string cr = "x\ry\r\nz\r";
+  EXPECT_EQ(normalize_lone_cr(cr), 2u);
+  EXPECT_EQ(cr, "x\ny\r\nz\n");
+  EXPECT_EQ(split_lines("p\rq\r\nr"), (std::vector<std::string_view>{"p", "q", "r"}));
+}
+
+// TabError where CPython 3.11 raises it, at its line (column 0), and nowhere else. Each case was
+// checked with compile(): the expected line is CPython's SyntaxError.lineno (0: it compiles, or
+// fails with another error first). tests/cli/test_cli.py repeats the check against the python3
+// that runs it.
+TEST(Indentation, TabErrorWhereCPythonRaisesIt) {
+  struct Case {
+    const char* name;
+    const char* text;
+    uint32_t tab_error_line;  // 1-based; 0 = none
+  };
+  const Case cases[] = {
+      {"tabs_then_spaces", "if True:\n\tx = 1\n        y = 2\n", 3},
+      {"spaces_then_tabs", "if True:\n        x = 1\n\ty = 2\n", 3},
+      {"consistent_tabs", "if True:\n\tx = 1\n\tif x:\n\t\ty = 2\n", 0},
+      {"consistent_spaces", "if True:\n    x = 1\n", 0},
+      {"tab_plus_spaces_consistent", "if True:\n\t    x = 1\n\t    y = 2\n", 0},
+      {"tab8_equiv_indent_dedent", "if True:\n\tif True:\n\t\tx = 1\n\ty = 2\n", 0},
+      {"space_tab_mix_same_each_line", "if True:\n  \tx = 1\n  \ty = 2\n", 0},
+      {"tab_vs_8spaces_nested", "if True:\n\tif True:\n\t        x = 1\n", 0},
+      {"dedent_mixed", "if True:\n\tif True:\n\t\tx = 1\n        y = 2\n", 4},
+      {"indent_altcol_less", "if True:\n        if True:\n\t x = 1\n", 3},
+      {"continuation_line", "x = 1 + \\\n\t        2\nif x:\n    y = 3\n", 0},
+      {"inside_brackets", "x = (1,\n\t2,\n        3)\nif x:\n    y = 1\n", 0},
+      {"in_triple_string", "s = '''\n\tabc\n        def\n'''\nif s:\n    y = 1\n", 0},
+      {"in_string_escape_newline", "s = 'a\\\n\tb'\nif s:\n    y = 1\n", 0},
+      {"comment_lines_mixed",
+       "if True:\n    x = 1\n\t# tab comment\n        # spaces comment\n    y = 2\n", 0},
+      {"blank_lines_mixed", "if True:\n    x = 1\n\t\n        \n    y = 2\n", 0},
+      {"formfeed", "if True:\n    x = 1\n\f    y = 2\n", 0},
+      {"crlf_tabs_then_spaces", "if True:\r\n\tx = 1\r\n        y = 2\r\n", 3},
+      {"cr_tabs_then_spaces", "if True:\r\tx = 1\r        y = 2\r", 3},
+      {"fstring_braces", "s = f\"{'{'}\"\nif s:\n\tx = 1\n        y = 2\n", 4},
+      {"later_in_class",
+       "import mindspore.nn as nn\nclass N(nn.Cell):\n    def __init__(self):\n        "
+       "super().__init__()\n\tself.x = 1\n",
+       5},
+      {"unindent_mismatch", "if True:\n        x = 1\n    y = 2\n\tz = 3\n", 0},
+      {"after_string_with_hash", "s = '#'\nif s:\n\tx = 1\n        y = 2\n", 4},
+      {"bracket_in_string", "s = '('\nif s:\n\tx = 1\n        y = 2\n", 4},
+      {"tab_after_spaces_deeper", "if True:\n    if True:\n    \tx = 1\n", 0},
+      {"tab_after_spaces_deeper2", "if True:\n    x = 0\n    \tx = 1\n", 0},
+      {"spaces7_tab_vs_tab", "if True:\n       \tx = 1\n\ty = 2\n", 3},
+      {"tab_spaces_vs_spaces_tab", "if True:\n\t x = 1\n \ty = 2\n", 0},
+  };
+  for (const Case& c : cases) {
+    AnalysisResult r = analyze_text(c.text, c.name);
+    std::vector<const Diagnostic*> tab;
+    for (const Diagnostic& d : r.diagnostics)
+      if (d.message.find("inconsistent use of tabs and spaces") != std::string::npos)
+        tab.push_back(&d);
+    if (c.tab_error_line == 0) {
+      EXPECT_TRUE(tab.empty()) << c.name << "\n" << dump(r);
+      continue;
+    }
+    ASSERT_EQ(tab.size(), 1u) << c.name << "\n" << dump(r);
+    EXPECT_EQ(tab[0]->message, "TabError: inconsistent use of tabs and spaces in indentation");
+    EXPECT_EQ(tab[0]->code, "syntax-error");
+    EXPECT_EQ(tab[0]->severity, Severity::Error);
+    EXPECT_EQ(tab[0]->range.start, (Position{c.tab_error_line - 1, 0})) << c.name;
+    EXPECT_EQ(tab[0]->range.end.line, c.tab_error_line - 1) << c.name;
+  }
 }
 
 }  // namespace

@@ -330,6 +330,82 @@ TEST_F(JsonRpcTest, InvalidUtf8IsParseError) {
   EXPECT_TRUE(is_valid_utf8("aé€😀"));
 }
 
+// JSON.stringify writes an unpaired surrogate as a lone "\ud800" escape; nlohmann::json refuses
+// it. The message is accepted and the surrogate read as U+FFFD (issue 14).
+TEST_F(JsonRpcTest, LoneSurrogateEscapesBecomeReplacementCharacters) {
+  std::vector<std::string> texts;
+  rpc_.on_notification("textDocument/didOpen", [&](const Json& p) {
+    texts.push_back(p.at("textDocument").at("text").get<std::string>());
+  });
+  rpc_.on_request("echo", [](const Json& p, const Context&) { return p; });
+  const std::string head = R"({"jsonrpc":"2.0","method":"textDocument/didOpen",)"
+                           R"("params":{"textDocument":{"uri":"file:///a.py","text":")";
+  for (const char* text : {R"(x = '\ud800'\n)", R"(\udc00 lone low)", R"(end \ud83d)",
+                           R"(\ud83d\ud83d\ude00 high, then a pair)", R"(\ud83d\u0041)",
+                           R"(\\ud800 is no escape)", R"(\uD800\uDBFF)"}) {
+    rpc_.handle_message(head + text + R"("}}})");
+  }
+  const char* fffd = "\xEF\xBF\xBD";
+  ASSERT_EQ(texts.size(), 7u) << (sent().empty() ? "" : sent().back().dump());
+  EXPECT_EQ(texts[0], std::string("x = '") + fffd + "'\n");
+  EXPECT_EQ(texts[1], std::string(fffd) + " lone low");
+  EXPECT_EQ(texts[2], std::string("end ") + fffd);
+  EXPECT_EQ(texts[3], std::string(fffd) + "\xF0\x9F\x98\x80 high, then a pair");
+  EXPECT_EQ(texts[4], std::string(fffd) + "A");
+  EXPECT_EQ(texts[5], "\\ud800 is no escape");
+  EXPECT_EQ(texts[6], std::string(fffd) + fffd);
+  EXPECT_TRUE(sent().empty());  // no ParseError
+  // A request with one is answered, its id intact.
+  rpc_.handle_message(R"({"jsonrpc":"2.0","id":"s\udfff","method":"echo","params":["\ud800"]})");
+  ASSERT_TRUE(last().contains("result")) << last().dump();
+  EXPECT_EQ(last()["id"], std::string("s") + fffd);
+  EXPECT_EQ(last()["result"][0], fffd);
+  // Replacement keeps the text's length and leaves everything else as it was.
+  EXPECT_EQ(replace_lone_surrogate_escapes(R"(["\ud800x"])"), R"(["\ufffdx"])");
+  EXPECT_EQ(replace_lone_surrogate_escapes(R"(["\ud83d\ude00", "\\ud800", "\u00e9"])"),
+            std::nullopt);
+  EXPECT_TRUE(parse_message(R"({"a":"\ud800)").is_discarded());  // still not JSON
+}
+
+// Errors a handler lets through name the member, what was expected and what was found; none of
+// nlohmann::json's or the standard library's wording reaches the client (issue 14).
+TEST_F(JsonRpcTest, HandlerErrorsAreLocatedAndFreeOfLibraryInternals) {
+  rpc_.on_request("hover", [](const Json& p, const Context&) -> Json {
+    return p.at("position").at("line").get<int>() + p.at("position").at("character").get<int>();
+  });
+  rpc_.on_request("change", [](const Json& p, const Context&) -> Json {
+    return p.at("contentChanges").at(1).at("text").get<std::string>();
+  });
+  rpc_.on_request("number", [](const Json& p, const Context&) -> Json {
+    return std::stoll(p.at(0).get<std::string>());
+  });
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("hover","params":{"position":{"line":"3","character":1}})",
+       "invalid params: params.position.line must be a number, but is a string"},
+      {R"("hover","params":{"position":{"line":3}})",
+       "invalid params: params.position.character is missing"},
+      {R"("hover","params":{"position":[1,2]})",
+       "invalid params: params.position must be an object, but is an array"},
+      {R"("hover","params":{})", "invalid params: params.position is missing"},
+      {R"("change","params":{"contentChanges":[{"text":"a"}]})",
+       "invalid params: params.contentChanges has no item 1"},
+      {R"("change","params":{"contentChanges":[{}, {"text":null}]})",
+       "invalid params: params.contentChanges[1].text must be a string, but is null"},
+      {R"("number","params":["abc"])", "a number was expected"},
+      {R"("number","params":["99999999999999999999"])", "a number is out of range"},
+  };
+  int id = 100;
+  for (const auto& [call, want] : cases) {
+    rpc_.handle_message(R"({"jsonrpc":"2.0","id":)" + std::to_string(++id) + R"(,"method":)" +
+                        call + "}");
+    ASSERT_TRUE(last().contains("error")) << call;
+    EXPECT_EQ(last()["error"]["message"], want) << call;
+    const std::string message = last()["error"]["message"];
+    EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+  }
+  EXPECT_EQ(describe_exception(std::runtime_error("kaput")), "kaput");
+}
+
 TEST_F(JsonRpcTest, DeepNestingIsParseError) {
   rpc_.on_request("x", [](const Json& p, const Context&) { return p; });
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');

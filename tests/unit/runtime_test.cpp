@@ -466,6 +466,54 @@ TEST(RuntimeExecutor, UnsupportedOpIsAClearError) {
   EXPECT_THROW(ex.set_input(0, Tensor::ones({3})), RuntimeError);  // wrong input shape
 }
 
+// The runtime has no int8 (uint8, int16, complex...) storage or kernels: before, an int8 input
+// was silently made float32 and a float32 Conv2d ran on it (MindSpore raises TypeError). Now an
+// input, a parameter or a node output of such a dtype fails with its name (issue 14).
+TEST(RuntimeExecutor, DtypesTheRuntimeCannotHoldAreRefusedNotComputedAsFloat) {
+  const std::string why =
+      "has dtype int8, which the CPU runtime does not support (it computes float32, float16, "
+      "int32, int64 and bool; float64 and bfloat16 as float32)";
+  {
+    G g;
+    uint32_t x = g.input({1, 3, 4, 4}, DType::Int8);
+    g.param("conv.weight", {2, 3, 1, 1});
+    uint32_t c =
+        g.op("Conv2D", {x}, {1, 2, 4, 4}, {}, {"conv.weight"}, DType::Int8, 4, "nn.Conv2d");
+    g.output(c);
+    Executor ex(g.r);
+    try {
+      ex.set_input_spec(0, "ones", 0);
+      ADD_FAILURE() << "an int8 input was accepted";
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(std::string(e.what()), "input 'in0' " + why);
+    }
+    EXPECT_THROW(ex.set_input(0, Tensor::ones({1, 3, 4, 4}, DType::Int32)), RuntimeError);
+    RunStatus s = ex.run();  // never set: the run fails, it computes nothing
+    EXPECT_EQ(s.kind, RunStatus::Kind::Error);
+  }
+  {
+    G g;  // a float input cast to int8 inside construct
+    uint32_t x = g.input({4});
+    uint32_t c = g.op("Cast", {x}, {4}, {}, {}, DType::Int8, 6, "Tensor.astype");
+    g.output(c);
+    Executor ex(g.r);
+    ex.set_input(0, Tensor::from_floats({4}, {0.5f, 1.5f, -2.f, 3.f}));
+    RunStatus s = ex.run();
+    ASSERT_EQ(s.kind, RunStatus::Kind::Error);
+    EXPECT_NE(s.message.find("output 0 " + why), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("model.py:7"), std::string::npos) << s.message;
+  }
+  {
+    G g;  // float64 and bfloat16 are computed as float32, as before
+    uint32_t x = g.input({2}, DType::Float64);
+    uint32_t r = g.op("ReLU", {x}, {2}, {}, {}, DType::BFloat16);
+    g.output(r);
+    Tensor out = run1(g, {Tensor::from_floats({2}, {-1.f, 2.f})});
+    EXPECT_EQ(out.dtype(), DType::Float32);
+    EXPECT_EQ(values(out), (std::vector<float>{0.f, 2.f}));
+  }
+}
+
 TEST(RuntimeExecutor, HooksPauseResumeAbortInterrupt) {
   G g;
   uint32_t x = g.input({2});

@@ -128,8 +128,30 @@ void add_conv(Registry& r, const ConvSpec& s) {
                      "dilation", "group", "has_bias"});
     if (s.transpose && s.nd == 2) copy_attrs(ctx, {"output_padding"});
   };
-  auto infer = [s](CallContext& ctx, const TensorType& x) {
+  const std::string prim = s.transpose ? "Conv2DTranspose" : (s.nd == 3 ? "Conv3D" : "Conv2D");
+  auto infer = [s, prim](CallContext& ctx, const TensorType& x) {
     if (!require_rank(ctx, s.name, x.shape, s.nd + 2, s.nd + 2, "x")) return;
+    // MindSpore's convolution primitives take only an input of the weight's dtype, a float one
+    // (TypeError in PyNative and graph mode: "For primitive[Conv2D], the input type must be
+    // same." for an int8 input to a float32 Conv2d).
+    const ParamInfo* weight = ctx.param("weight");
+    DType wdt =
+        weight ? weight->dtype : dtype_value(ctx.init_arg("dtype")).value_or(DType::Float32);
+    if (x.dtype != DType::Unknown && wdt != DType::Unknown && x.dtype != wdt) {
+      // Conv3D words its TypeError differently ("the input argument[x] must be a type of...").
+      const std::string raises =
+          prim == "Conv3D" ? "TypeError"
+                           : "TypeError: For primitive[" + prim + "], the input type must be same.";
+      ctx.error("dtype-error",
+                s.name + " receives an input of dtype " + std::string(dtype_name(x.dtype)) +
+                    " but its weight is " + std::string(dtype_name(wdt)) + "; MindSpore's " + prim +
+                    " requires the same dtype for both (it raises " + raises +
+                    "); cast the input first (e.g. x.astype(mindspore." +
+                    std::string(dtype_name(wdt)) + "))",
+                "x");
+      return;
+    }
+    if (!require_float(ctx, s.name, x.dtype, "x")) return;
     int64_t in = init_i(ctx, "in_channels", -1);
     int64_t out = init_i(ctx, "out_channels", -1);
     int64_t group = init_i(ctx, "group", 1);
@@ -157,8 +179,7 @@ void add_conv(Registry& r, const ConvSpec& s) {
                     (init_b(ctx, "has_bias") ? *ny : 0.0));
   };
   std::string kind = s.transpose ? "transposed convolution" : "convolution";
-  r.add(cell(s.name, s.transpose ? "Conv2DTranspose" : (s.nd == 3 ? "Conv3D" : "Conv2D"),
-             conv_init_params(s), {P("x")}, init, on_tensor("x", infer),
+  r.add(cell(s.name, prim, conv_init_params(s), {P("x")}, init, on_tensor("x", infer),
              std::to_string(s.nd) + "-D " + kind + "; weight " +
                  (s.transpose ? "(in, out/group, *k)" : "(out, in/group, *k)") +
                  ", no bias unless has_bias=True, pad_mode='same' by default"));

@@ -1,6 +1,7 @@
 // The Executor: binds a compiled semantic graph, initialises its parameters, and runs it node by
 // node with debugger hooks.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <new>
@@ -25,18 +26,23 @@ std::optional<std::string> read_disk(const std::string& file) {
   return os.str();
 }
 
+// The dtype the runtime holds a value of graph dtype `d` in: `d` itself when it has storage for
+// it; float32 for an unknown dtype and for the float types it computes in float32 (float64,
+// bfloat16: docs/runtime.md). Any other dtype (int8, int16, uint8, complex64...) is refused with
+// a RuntimeError naming `what`: computing it as float32 would silently give values MindSpore
+// never computes (an int8 input to a float32 Conv2d, which MindSpore rejects).
+DType runtime_dtype(DType d, const std::string& what) {
+  if (Tensor::supported(d)) return d;
+  if (d == DType::Unknown || d == DType::Float64 || d == DType::BFloat16) return DType::Float32;
+  throw RuntimeError(what + " has dtype " + std::string(dtype_name(d)) +
+                     ", which the CPU runtime does not support (it computes float32, float16, "
+                     "int32, int64 and bool; float64 and bfloat16 as float32)");
+}
+
 // The text of `range` (0-based lines, byte columns) in `text`.
 std::string slice_range(const std::string& text, const SourceRange& r) {
-  auto offset = [&](Position p) -> size_t {
-    size_t off = 0;
-    for (uint32_t l = 0; l < p.line; ++l) {
-      off = text.find('\n', off);
-      if (off == std::string::npos) return text.size();
-      ++off;
-    }
-    return std::min(off + p.column, text.size());
-  };
-  size_t b = offset(r.start), e = offset(r.end);
+  const LineIndex index(text);  // "\r", "\n" and "\r\n" end lines, as in the analysis
+  size_t b = index.offset_of(r.start), e = index.offset_of(r.end);
   return e > b ? text.substr(b, e - b) : std::string();
 }
 
@@ -179,7 +185,7 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
     if (!dims)
       throw RuntimeError("parameter '" + info.name +
                          "' has a shape that is not fully known: " + info.shape.str());
-    DType dt = Tensor::supported(info.dtype) ? info.dtype : DType::Float32;
+    DType dt = runtime_dtype(info.dtype, "parameter '" + info.name + "'");
     if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
     ps.value = Tensor(*dims, dt);
 
@@ -309,7 +315,7 @@ void Executor::set_input(size_t i, Tensor t) {
   if (!dims || *dims != t.shape())
     throw RuntimeError("input '" + n.id + "' must have shape " + want.shape.str() + ", got " +
                        shape_str(t.shape()));
-  DType dt = Tensor::supported(want.dtype) ? want.dtype : DType::Float32;
+  DType dt = runtime_dtype(want.dtype, "input '" + n.id + "'");
   if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
   if (t.dtype() != dt) t = t.cast(dt);
   values_[ins[i]] = {std::move(t)};
@@ -319,7 +325,7 @@ void Executor::set_input_spec(size_t i, std::string_view spec, uint64_t seed) {
   TensorType tt = input_type(i);
   auto dims = known_dims(tt);
   if (!dims) throw RuntimeError("input #" + std::to_string(i) + " has an unknown shape");
-  DType dt = Tensor::supported(tt.dtype) ? tt.dtype : DType::Float32;
+  DType dt = runtime_dtype(tt.dtype, "input '" + input_name(i) + "'");
   // A shape too large to allocate names the input.
   auto make = [&](const std::function<Tensor()>& f) {
     try {
@@ -334,7 +340,13 @@ void Executor::set_input_spec(size_t i, std::string_view spec, uint64_t seed) {
     set_input(i, make([&] { return Tensor::ones(*dims, dt); }));
   } else if (spec == "random" || spec.starts_with("random:")) {
     uint64_t s = seed;
-    if (spec.size() > 7) s = std::stoull(std::string(spec.substr(7)));
+    if (spec.size() > 7) {
+      const std::string_view digits = spec.substr(7);
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), s);
+      if (ec != std::errc() || end != digits.data() + digits.size())
+        throw RuntimeError("input '" + input_name(i) + "': the seed in `" + std::string(spec) +
+                           "` must be an integer from 0 to 18446744073709551615");
+    }
     set_input(i, make([&] { return Tensor::random(*dims, dt, hash_name(s, input_name(i))); }));
   } else {
     Tensor t;
@@ -491,6 +503,9 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> outs;
   try {
+    // Before any kernel runs: an output of a dtype the runtime cannot hold fails the node.
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      (void)runtime_dtype(n.outputs[k].dtype, "output " + std::to_string(k));
     switch (n.kind) {
       case NodeKind::Input:
         if (values_[i].empty()) return error("input '" + n.id + "' is not set");
@@ -503,7 +518,7 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
       case NodeKind::Constant: {
         auto dims = n.outputs.empty() ? std::nullopt : known_dims(n.outputs[0]);
         DType dt = n.outputs.empty() ? DType::Float32 : n.outputs[0].dtype;
-        if (!Tensor::supported(dt)) dt = DType::Float32;
+        dt = runtime_dtype(dt, "this constant");
         const AttrValue* v = n.find_attr("value");
         if (!dims || (!v && !n.constant_values))
           return error("the value of this constant is not recorded in the graph");
@@ -553,9 +568,9 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
         return error("output " + std::to_string(k) + " has shape " + shape_str(outs[k].shape()) +
                      ", the graph says " + want.shape.str());
       }
-      DType dt = Tensor::supported(want.dtype) ? want.dtype
-                 : is_floating(want.dtype)     ? DType::Float32
-                                               : outs[k].dtype();
+      DType dt = want.dtype == DType::Unknown
+                     ? outs[k].dtype()
+                     : runtime_dtype(want.dtype, "output " + std::to_string(k));
       if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
       if (outs[k].dtype() != dt) outs[k] = outs[k].cast(dt);
       if (dt == DType::Float16 && n.kind == NodeKind::Op) round_to_half(outs[k]);

@@ -372,6 +372,24 @@ describe('cellscope dap', () => {
     // afterEach disconnects while stopped: the adapter ends the run and exits.
   });
 
+  test('setBreakpoints with members of the wrong type: a located error; a bad hit condition is refused', async () => {
+    await start({ program: NAN_MODEL, cell: 'NanNet', inputs: ['2,4'] });
+    await assert.rejects(
+      dc.setBreakpointsRequest({ source: { path: NAN_MODEL }, breakpoints: [{ line: 'abc' }] }),
+      (e) => e.message === 'setBreakpoints failed: arguments.breakpoints[0].line must be a number, but is a string',
+    );
+    await assert.rejects(
+      dc.setBreakpointsRequest({ source: { path: NAN_MODEL }, breakpoints: { line: 3 } }),
+      (e) => e.message === 'setBreakpoints failed: arguments.breakpoints must be an array, but is an object',
+    );
+    const r = await dc.setBreakpointsRequest({ source: { path: NAN_MODEL }, breakpoints: [{ line: NAN_LOG, hitCondition: '%0' }, { line: NAN_LOG, hitCondition: 'often' }] });
+    for (const bp of r.body.breakpoints) {
+      assert.equal(bp.verified, false);
+      assert.match(bp.message, /^invalid hit condition `(%0|often)`: expected a count N, =N, >N, >=N or %N/);
+    }
+    await runToEnd(go); // a refused hit condition is no breakpoint: the run ends
+  });
+
   for (const [what, args, re] of [
     ['a missing file', { program: path.join(repo, 'tests/dap/fixtures/missing.py') }, /does not exist/],
     ['an unknown cell', { program: NAN_MODEL, cell: 'NoSuchCell', inputs: ['2,4'] }, /unknown cell 'NoSuchCell'.*NanNet/],
@@ -379,6 +397,15 @@ describe('cellscope dap', () => {
     ['an input of the wrong size', { program: NAN_MODEL, cell: 'NanNet', inputs: ['2,4'], input: path.join(repo, 'tests/dap/fixtures/ones_3x3.npy') }, /shape|match/],
     ['a malformed input shape', { program: RESNET, inputs: ['1,3,,224'] }, /bad input shape/],
     ['an unknown precision', { program: NAN_MODEL, inputs: ['2,4'], precision: 'fp8' }, /precision must be/],
+    // issue 14: numbers that are not numbers, or too large, are named; none of std::stoull's or
+    // nlohmann::json's wording reaches the user.
+    ['an input shape with an x', { program: NAN_MODEL, cell: 'NanNet', inputs: ['2x4'] }, /launch: bad input shape "2x4": bad dimension `2x4` in `2x4` \(use e\.g\. 1,3,224,224 or N,128:int32\)$/],
+    ['a dimension beyond int64', { program: NAN_MODEL, cell: 'NanNet', inputs: ['99999999999999999999,4'] }, /launch: bad input shape "99999999999999999999,4": dimension `99999999999999999999` is too large$/],
+    ['a random seed that is not a number', { program: NAN_MODEL, cell: 'NanNet', inputs: ['2,4'], input: 'random:abc' }, /the seed in `random:abc` must be an integer from 0 to 18446744073709551615/],
+    ['a random seed beyond uint64', { program: NAN_MODEL, cell: 'NanNet', inputs: ['2,4'], input: 'random:99999999999999999999' }, /the seed in `random:99999999999999999999` must be an integer/],
+    // MindSpore 2.10 raises TypeError for an int8 input to a float32 Conv2d (PyNative and graph
+    // mode); the runtime never runs it.
+    ['an int8 input to Conv2d', { program: RESNET, inputs: ['1,3,64,64:int8'] }, /does not compile with the given inputs:\n.*nn\.Conv2d receives an input of dtype int8 but its weight is float32/],
   ]) {
     test(`a bad launch (${what}) fails clearly and terminates`, async () => {
       await Promise.all([dc.initializeRequest(), dc.waitForEvent('initialized')]);

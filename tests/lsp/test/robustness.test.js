@@ -274,3 +274,60 @@ test('$/cancelRequest of a request waiting for an analysis answers RequestCancel
   assert.match(h.contents.value, /x: \(1, 9216\) f32/);
   assert.equal(await s.stop(), 0);
 });
+
+test('a lone surrogate in didOpen / didChange text (JSON.stringify writes "\\ud800") is read as U+FFFD', async (t) => {
+  const c = await ready(t);
+  const uri = uriOf('/tmp/cellscope_lone_surrogate.py');
+  const from = c.messages.length;
+  // An editor buffer cut inside an emoji: JSON.stringify escapes the lone surrogates.
+  const text = "import mindspore.nn as nn\n\nLABEL = 'cut \ud83d'\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Dense(4, 2)\n\n    def construct(self, x):\n        return self.fc(x)\n";
+  assert.match(JSON.stringify(text), /\\ud83d'/);
+  await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+  const p1 = await c.until((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri && m.params.version === 1, 'diagnostics of version 1');
+  assert.deepEqual(p1.params.diagnostics, []);
+  await c.notify('textDocument/didChange', {
+    textDocument: { uri, version: 2 },
+    contentChanges: [{ range: { start: { line: 2, character: 13 }, end: { line: 2, character: 13 } }, text: '\udc00 and nn.Relu' }],
+  });
+  await c.until((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri && m.params.version === 2, 'diagnostics of version 2');
+  assert.deepEqual(nullIdErrors(c, from), [], 'no ParseError');
+  // The server holds U+FFFD where the surrogates were: a hover on `fc` answers, and an edit at
+  // a column after them (UTF-16: U+FFFD is one unit, like the surrogate) lands where it should.
+  const h = await c.request('textDocument/hover', { textDocument: { uri }, position: { line: 11, character: 21 } });
+  assert.equal(h.error, undefined, JSON.stringify(h));
+  await stillWorks(c);
+});
+
+test('parameters of the wrong type: the error names the member, what was expected and what was found', async (t) => {
+  const c = await ready(t);
+  for (const [params, message] of [
+    [{ textDocument: { uri: URI }, position: { line: 'a', character: 0 } }, 'invalid params: params.position.line must be a number, but is a string'],
+    [{ textDocument: { uri: URI }, position: { line: 1 } }, 'invalid params: params.position.character is missing'],
+    [{ textDocument: { uri: URI }, position: { line: -1, character: 0 } }, 'invalid params: params.position: line must be between 0 and 4294967295, but is -1'],
+    [{ textDocument: { uri: 7 }, position: { line: 1, character: 0 } }, 'invalid params: params.textDocument.uri must be a string, but is a number'],
+    [{ textDocument: { uri: URI } }, 'invalid params: params.position is missing'],
+  ]) {
+    const r = await c.request('textDocument/hover', params);
+    assert.equal(r.error?.code, -32602, JSON.stringify(r));
+    assert.equal(r.error.message, message);
+    assert.doesNotMatch(r.error.message, /json\.exception|type_error|out_of_range/);
+  }
+  await stillWorks(c);
+});
+
+test('"\\r", "\\n" and "\\r\\n" all end lines: diagnostics and positions agree across the three', async (t) => {
+  const c = await ready(t);
+  const lf = read(ARTICLE);
+  const results = {};
+  for (const [name, end] of [['lf', '\n'], ['crlf', '\r\n'], ['cr', '\r']]) {
+    const uri = uriOf(`/tmp/cellscope_line_ends_${name}.py`);
+    await c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: lf.split('\n').join(end) } });
+    const p = await c.until((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri, `diagnostics of ${name}`);
+    const hover = await c.request('textDocument/hover', { textDocument: { uri }, position: { line: 17, character: 8 } });
+    results[name] = { diagnostics: p.params.diagnostics.map((d) => [d.code, d.range, d.message]), hover: hover.result?.contents?.value };
+  }
+  assert.deepEqual(results.lf.diagnostics.map((d) => d[0]).sort(), ['shape-mismatch', 'unknown-api']);
+  assert.match(results.lf.hover, /x: \(1, 32, 26, 26\) f32/);
+  assert.deepEqual(results.crlf, results.lf);
+  assert.deepEqual(results.cr, results.lf);
+});
