@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Soak (issue 14): one long-lived `cellscope lsp` takes N edits -- the typing simulation of
 // lib/typist.mjs over a fixed cycle of model files, each opened, typed into and closed in turn --
-// while its resident memory (VmRSS from /proc/<pid>/status) is sampled every K edits. After the
-// warm-up, every sample must stay within 10 % of the first sample after it (flat), the server
+// while its resident memory (VmRSS from /proc/<pid>/status) is sampled every K edits and at the
+// end of every cycle. After the warm-up the RSS must stay flat within 10 % (below), the server
 // must never die or stop answering, and the final text of the first file of every cycle must
 // get the diagnostics a fresh server gives it.
 //
@@ -12,6 +12,10 @@
 //   --warmup F         fraction of the edits that is warm-up (default 0.1), and at least two
 //                      whole cycles over the files (the heap grows to the largest file's working
 //                      set during the first one)
+//   Flat means both: the RSS at each cycle's end never exceeds the first cycle end after the
+//   warm-up by more than the tolerance, and the highest every-K sample of the last window (10 %
+//   of the edits after the warm-up, at least one cycle) exceeds the highest of the first window
+//   by no more than the tolerance (a sample mid-cycle depends on which file is being analysed)
 //   --tolerance F      allowed growth over the first sample after warm-up (default 0.10)
 //   --per-file E       keystrokes typed into each file per visit (default 120)
 //   --files F          .py files or directories (repeatable; default tests/corpus/models), opened
@@ -113,8 +117,14 @@ async function main() {
   };
   let failure = null;
   let warmEnd = Infinity; // until two cycles are done
+  let cycleEdits = NaN;
+  const cycleEnds = []; // RSS at the end of every cycle: the same point of the same workload
   try {
     for (let visit = 0; rec.edits < o.edits; visit++) {
+      if (visit > 0 && visit % o.files.length === 0) {
+        cycleEnds.push({ edits: rec.edits, rss_kb: session.rssKb() });
+        if (visit === o.files.length) cycleEdits = rec.edits;
+      }
       if (visit === 2 * o.files.length) warmEnd = Math.max(o.warmup * o.edits, rec.edits);
       if (visit % o.files.length === 0 && !o.vary) rng = rngOf(o.seed);
       const file = o.files[visit % o.files.length];
@@ -130,12 +140,23 @@ async function main() {
   if (series[series.length - 1].edits !== last.edits) series.push(last);
   await session.stop();
 
-  // Flatness after the warm-up.
+  // Flatness after the warm-up, two ways: (1) the RSS at the end of each cycle (comparable
+  // samples) never exceeds the first one after the warm-up by more than the tolerance; (2) the
+  // every-K series: its highest sample over the last window (10 % of the post-warm-up edits, at
+  // least one cycle) against its highest over the first window -- high-water marks, since a
+  // sample mid-cycle depends on which file is being analysed.
   const warm = series.filter((s) => s.edits >= warmEnd && s.edits > 0);
-  const base = warm.length ? warm[0].rss_kb : NaN;
   const max = Math.max(...warm.map((s) => s.rss_kb));
   const min = Math.min(...warm.map((s) => s.rss_kb));
-  const growth = (max - base) / base;
+  const ends = cycleEnds.filter((s) => s.edits >= warmEnd);
+  const endBase = ends.length ? ends[0].rss_kb : NaN;
+  const endGrowth = (Math.max(...ends.map((s) => s.rss_kb)) - endBase) / endBase;
+  const span = warm.length ? warm[warm.length - 1].edits - warm[0].edits : 0;
+  const win = Math.max(0.1 * span, cycleEdits || 0);
+  const first = warm.filter((s) => s.edits <= warm[0].edits + win);
+  const lastWin = warm.filter((s) => s.edits >= warm[warm.length - 1].edits - win);
+  const base = Math.max(...first.map((s) => s.rss_kb));
+  const growth = (Math.max(...lastWin.map((s) => s.rss_kb)) - base) / base;
   // Least-squares slope over the post-warm-up samples, MB per 10,000 edits.
   let slope = NaN;
   if (warm.length > 1) {
@@ -146,7 +167,7 @@ async function main() {
     const sxx = warm.reduce((a, s) => a + (s.edits - mx) ** 2, 0);
     slope = mb((sxy / sxx) * 10000);
   }
-  const flat = warm.length > 1 && growth <= o.tolerance;
+  const flat = warm.length > 1 && ends.length > 1 && growth <= o.tolerance && endGrowth <= o.tolerance;
   const result = {
     seed: o.seed,
     edits: rec.edits,
@@ -155,9 +176,15 @@ async function main() {
     seconds: (Date.now() - t0) / 1000,
     rss: {
       idle_mb: mb(series[0].rss_kb),
-      baseline_mb: mb(base),
       warmup_edits: Number.isFinite(warmEnd) ? Math.round(warmEnd) : null,
-      baseline_at_edits: warm.length ? warm[0].edits : null,
+      cycle_edits: cycleEdits,
+      window_edits: Math.round(win),
+      first_window_max_mb: mb(base),
+      last_window_max_mb: mb(Math.max(...lastWin.map((s) => s.rss_kb))),
+      cycle_end_first_mb: mb(endBase),
+      cycle_end_max_mb: mb(Math.max(...ends.map((s) => s.rss_kb))),
+      cycle_end_last_mb: ends.length ? mb(ends[ends.length - 1].rss_kb) : NaN,
+      cycle_end_growth: endGrowth,
       min_after_warmup_mb: mb(min),
       max_after_warmup_mb: mb(max),
       final_mb: mb(last.rss_kb),
@@ -165,6 +192,7 @@ async function main() {
       slope_mb_per_10k_edits: slope,
       flat,
       series: series.map((s) => [s.edits, +mb(s.rss_kb).toFixed(2)]),
+      cycle_end_series: cycleEnds.map((s) => [s.edits, +mb(s.rss_kb).toFixed(2)]),
     },
     latency_ms: { p50: percentile(rec.latency, 50), p90: percentile(rec.latency, 90), p99: percentile(rec.latency, 99), max: Math.max(...rec.latency) },
     analysis_cpu_ms: { p50: percentile(rec.cpu.filter(Number.isFinite), 50), p99: percentile(rec.cpu.filter(Number.isFinite), 99), max: Math.max(...rec.cpu.filter(Number.isFinite)) },
@@ -178,15 +206,16 @@ async function main() {
   const failures = [];
   if (failure) failures.push(`${failure.kind}: ${failure.error}`);
   if (!Number.isFinite(warmEnd)) failures.push('too few edits for two cycles of warm-up over the files');
-  else if (!flat) failures.push(`RSS grew ${fmt(growth * 100)} % after the warm-up (limit ${o.tolerance * 100} %)`);
+  else if (!flat) failures.push(`RSS grew after the warm-up: ${fmt(growth * 100)} % (high-water marks), ${fmt(endGrowth * 100)} % (cycle ends); limit ${o.tolerance * 100} %`);
   if (rec.mismatches.length) failures.push(`${rec.mismatches.length} incremental/fresh mismatches`);
   if (rec.versionOrder.length) failures.push(`${rec.versionOrder.length} publishes out of version order`);
   result.failures = failures;
   const r = result.rss;
   console.log(
     `soak: ${rec.edits} edits in ${fmt(result.seconds, 0)} s (${rec.files} file visits, ${rec.waits} publishes awaited); ` +
-      `RSS idle ${fmt(r.idle_mb)} MB, after warm-up ${fmt(r.baseline_mb)} MB (at ${r.baseline_at_edits} edits), min ${fmt(r.min_after_warmup_mb)} / max ${fmt(r.max_after_warmup_mb)} / final ${fmt(r.final_mb)} MB, ` +
-      `growth ${fmt(growth * 100)} %, slope ${fmt(slope, 2)} MB per 10k edits; ` +
+      `RSS idle ${fmt(r.idle_mb)} MB; after the warm-up (${r.warmup_edits} edits) min ${fmt(r.min_after_warmup_mb)} / max ${fmt(r.max_after_warmup_mb)} / final ${fmt(r.final_mb)} MB, ` +
+      `high-water first ${fmt(r.first_window_max_mb)} -> last ${fmt(r.last_window_max_mb)} MB (${fmt(growth * 100)} %), ` +
+      `cycle ends ${fmt(r.cycle_end_first_mb)} -> ${fmt(r.cycle_end_last_mb)} MB (max ${fmt(r.cycle_end_max_mb)}, ${fmt(endGrowth * 100)} %), slope ${fmt(slope, 2)} MB per 10k edits; ` +
       `latency p50 ${fmt(result.latency_ms.p50)} / p99 ${fmt(result.latency_ms.p99)} / max ${fmt(result.latency_ms.max)} ms; ` +
       `fresh comparisons ${rec.compared}, mismatches ${rec.mismatches.length}`,
   );
