@@ -98,3 +98,58 @@ test(
     assert.equal(uriOf(file), uri);
   },
 );
+
+// Found by the typing simulation (tests/reliability, seed 14, mindcv's mobilenetv3.py while one
+// row of a list of layer configurations was being retyped): the diagnostics of a text depend on
+// the text the server parsed before it. The analysis re-parses the edited file incrementally
+// from its previous parse (ParseCache), and on text with syntax errors tree-sitter's recovery
+// from the old tree differs from a parse from scratch, so the editor shows other errors than a
+// fresh open of the same text (here `layers` vs `else` undefined; on mobilenetv3.py 31 vs 29
+// diagnostics, 7 and 5 of them different). Minimised to these two 14-line texts, our own. Fix
+// in graphcore (e.g. a parse from scratch when the incremental one has errors), not the server.
+const BEFORE_ROW_RETYPED = `class Net(nn.Cell):
+    r"""A network.
+    """
+    def __init__(
+    ) -> None:
+        if kind == "big":
+                [3, 64, 16, True, "relu", 1],
+                [5, 64, 24, True, "relu", 2],
+            ]
+            width = scale(ratio * 1280, step)
+        elif kind == "small":
+            width = scale(ratio * 1024, step)
+        else:
+        layers = [
+`;
+const AFTER_ROW_RETYPED = BEFORE_ROW_RETYPED.replace(
+  '                [3, 64, 16, True, "relu", 1],\n                [5,',
+  '                [3                [5,',
+);
+
+test(
+  'typing: the diagnostics of a text do not depend on the text parsed before it (incremental re-parse vs fresh)',
+  { todo: 'issue 14: incremental re-parse of a text with syntax errors recovers differently from a fresh parse' },
+  async (t) => {
+    assert.notEqual(AFTER_ROW_RETYPED, BEFORE_ROW_RETYPED);
+    const dir = tempWorkspace({ 'net.py': { text: BEFORE_ROW_RETYPED } });
+    t.after(() => removeDir(dir));
+    const file = path.join(dir, 'net.py');
+
+    const s = await startSession({ folders: [dir] });
+    t.after(() => s.dispose());
+    const uri = s.open(file, BEFORE_ROW_RETYPED, 1);
+    await s.waitDiagnostics(uri, (p) => p.version === 1);
+    await s.conn.sendNotification(DidChangeTextDocumentNotification.type, {
+      textDocument: { uri, version: 2 },
+      contentChanges: [{ text: AFTER_ROW_RETYPED }],
+    });
+    const incremental = await s.waitDiagnostics(uri, (p) => p.version === 2);
+
+    const fresh = await startSession({ folders: [dir] });
+    t.after(() => fresh.dispose());
+    const freshUri = fresh.open(file, AFTER_ROW_RETYPED, 1);
+    const expected = await fresh.waitDiagnostics(freshUri, (p) => p.version === 1);
+    assert.deepEqual(incremental.diagnostics, expected.diagnostics);
+  },
+);
