@@ -1563,16 +1563,34 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
                            std::hash<std::string>{}(file->text) == file->original_hash;
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
-  TSTree* old_tree = nullptr;
+  const auto size = static_cast<uint32_t>(file->text.size());
+  TSTree* tree = nullptr;
   if (previous && previous->tree && previous->text.size() < UINT32_MAX) {
-    old_tree = ts_tree_copy(reinterpret_cast<const TSTree*>(previous->tree.get()));
-    TSInputEdit edit = diff_edit(previous->text, file->text);
-    ts_tree_edit(old_tree, &edit);
-    file->reparsed_incrementally = true;
+    // Incremental re-parsing is exact only for text without syntax errors: tree-sitter's error
+    // recovery reuses subtrees of the old tree, so on erroneous text its result depends on the
+    // text parsed before (a fresh parse of the same text can recover differently, and the
+    // diagnostics would depend on the history of the buffer). An erroneous previous tree is not
+    // reused at all (its text was broken; the next one most likely is too); an incremental
+    // result with errors is thrown away and the text parsed from scratch.
+    const auto* prev = reinterpret_cast<const TSTree*>(previous->tree.get());
+    if (ts_node_has_error(ts_tree_root_node(prev))) {
+      file->reparsed_from_scratch = true;
+    } else {
+      TSTree* old_tree = ts_tree_copy(prev);
+      TSInputEdit edit = diff_edit(previous->text, file->text);
+      ts_tree_edit(old_tree, &edit);
+      tree = ts_parser_parse_string(parser, old_tree, file->text.data(), size);
+      ts_tree_delete(old_tree);
+      if (ts_node_has_error(ts_tree_root_node(tree))) {
+        ts_tree_delete(tree);
+        tree = nullptr;
+        file->reparsed_from_scratch = true;
+      } else {
+        file->reparsed_incrementally = true;
+      }
+    }
   }
-  TSTree* tree = ts_parser_parse_string(parser, old_tree, file->text.data(),
-                                        static_cast<uint32_t>(file->text.size()));
-  if (old_tree) ts_tree_delete(old_tree);
+  if (!tree) tree = ts_parser_parse_string(parser, nullptr, file->text.data(), size);
   TSNode root = ts_tree_root_node(tree);
   size_t budget = 20;
   collect_syntax_errors(root, *file, budget);

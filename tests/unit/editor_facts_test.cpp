@@ -290,8 +290,65 @@ TEST(ParseCache, IncrementalReparsesMatchFullParses) {
       ASSERT_EQ(c, b) << name << " step " << step;
     }
     EXPECT_GE(cache->hits(), 40u);
-    EXPECT_GE(cache->incremental_reparses(), 39u);
+    EXPECT_GE(cache->incremental_reparses() + cache->reparses_from_scratch(), 39u);
   }
+}
+
+// Found by the typing simulation (issue 14, mindcv's mobilenetv3.py): re-parsed incrementally
+// from the parse of `before`, the erroneous text `after` recovered differently from a fresh parse
+// of it (other syntax errors, `layers` instead of `else` reported), so the diagnostics of a
+// text depended on the text analysed before it.
+TEST(ParseCache, ErroneousTextGivesTheDiagnosticsOfAFreshParse) {
+  const std::string before =
+      "class Net(nn.Cell):\n"
+      "    r\"\"\"A network.\n"
+      "    \"\"\"\n"
+      "    def __init__(\n"
+      "    ) -> None:\n"
+      "        if kind == \"big\":\n"
+      "                [3, 64, 16, True, \"relu\", 1],\n"
+      "                [5, 64, 24, True, \"relu\", 2],\n"
+      "            ]\n"
+      "            width = scale(ratio * 1280, step)\n"
+      "        elif kind == \"small\":\n"
+      "            width = scale(ratio * 1024, step)\n"
+      "        else:\n"
+      "        layers = [\n";
+  std::string after = before;
+  const std::string row = "                [3, 64, 16, True, \"relu\", 1],\n                [5,";
+  after.replace(after.find(row), row.size(), "                [3                [5,");
+
+  MemorySources src;
+  const std::string path = "/w/net.py";
+  auto cache = std::make_shared<ParseCache>();
+  AnalysisOptions cached;
+  cached.parse_cache = cache;
+  AnalysisOptions fresh = cached;
+  fresh.parse_cache = nullptr;
+  auto summary = [&](const std::string& text, const AnalysisOptions& o) {
+    src.files[path] = text;
+    return summary_of(analyze_file(path, o, src));
+  };
+  summary(before, cached);
+  const std::string incremental = summary(after, cached);
+  const std::string expected = summary(after, fresh);
+  EXPECT_EQ(incremental, expected);
+  EXPECT_NE(expected.find("`else`"), std::string::npos) << expected;
+  EXPECT_EQ(cache->reparses_from_scratch(), 1u);
+  EXPECT_EQ(cache->incremental_reparses(), 0u);
+
+  // Error-free texts are still re-parsed incrementally, and an edit from erroneous text to
+  // error-free text (parsed from scratch) ends where a fresh parse does.
+  const std::string good_a = "x = 1\ny = x + 2\n";
+  const std::string good_b = "x = 1\ny = x + 3\n";
+  const std::string broken = "x = 1\ny = (x + 3\n";
+  summary(good_a, cached);
+  EXPECT_EQ(summary(good_b, cached), summary(good_b, fresh));
+  EXPECT_EQ(cache->incremental_reparses(), 1u);
+  EXPECT_EQ(summary(broken, cached), summary(broken, fresh));
+  EXPECT_EQ(summary(good_a, cached), summary(good_a, fresh));
+  EXPECT_EQ(cache->incremental_reparses(), 1u);
+  EXPECT_EQ(cache->reparses_from_scratch(), 4u);
 }
 
 }  // namespace

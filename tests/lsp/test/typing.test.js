@@ -105,8 +105,9 @@ test(
 // from its previous parse (ParseCache), and on text with syntax errors tree-sitter's recovery
 // from the old tree differs from a parse from scratch, so the editor shows other errors than a
 // fresh open of the same text (here `layers` vs `else` undefined; on mobilenetv3.py 31 vs 29
-// diagnostics, 7 and 5 of them different). Minimised to these two 14-line texts, our own. Fix
-// in graphcore (e.g. a parse from scratch when the incremental one has errors), not the server.
+// diagnostics, 7 and 5 of them different). Minimised to these two 14-line texts, our own. Fixed
+// in graphcore (parse_python): text with syntax errors is parsed from scratch, never from the
+// previous tree.
 const BEFORE_ROW_RETYPED = `class Net(nn.Cell):
     r"""A network.
     """
@@ -129,7 +130,6 @@ const AFTER_ROW_RETYPED = BEFORE_ROW_RETYPED.replace(
 
 test(
   'typing: the diagnostics of a text do not depend on the text parsed before it (incremental re-parse vs fresh)',
-  { todo: 'issue 14: incremental re-parse of a text with syntax errors recovers differently from a fresh parse' },
   async (t) => {
     assert.notEqual(AFTER_ROW_RETYPED, BEFORE_ROW_RETYPED);
     const dir = tempWorkspace({ 'net.py': { text: BEFORE_ROW_RETYPED } });
