@@ -38,13 +38,14 @@ PACKAGES=(
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 # The locked npm packages (scripts/npm-deps.sh: no-op when fresh), after node/npm are there:
-# the graph view (built into the binary) and the LSP tests.
+# the graph view (built into the binary), the LSP tests and the reliability tier.
 lsp_test_deps() {
   local repo
   repo="$(dirname "$0")/.."
   bash "$repo/scripts/npm-deps.sh" "$repo/webview" install
   bash "$repo/scripts/npm-deps.sh" "$repo/tests/lsp" install
   bash "$repo/scripts/npm-deps.sh" "$repo/tests/dap" install
+  bash "$repo/scripts/npm-deps.sh" "$repo/tests/reliability" install
 }
 
 if [[ "$(uname -s)" != Linux ]] || ! command -v dpkg-query >/dev/null 2>&1; then

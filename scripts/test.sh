@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test tier after the build: ctest (unit + CLI tests), the LSP tiers (protocol tests
-# with real client libraries under Node, then neovim as a second client), the view tier (the
+# with real client libraries under Node, then neovim as a second client), the reliability tier
+# (typing simulation and soak of the language server), the view tier (the
 # graph view in chromium), the debug adapter, the CPU runtime against PyTorch, the VS Code
 # extension (unit, then end to end in code-server), then the MindSpore ground-truth tier. All
 # tiers run even if one fails; the exit status is non-zero if any failed.
@@ -34,6 +35,13 @@ tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 # then by neovim's built-in client (tests/lsp/nvim).
 tier lsp-protocol env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/run.sh
 tier lsp-nvim env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/nvim/run.sh
+
+# Reliability (issue 14): real model files (the corpus, mindcv and mindocr from their wheels)
+# typed into `cellscope lsp` a keystroke at a time with deletions and undo -- no crash or hang,
+# latency against the p99 goal, final diagnostics equal to a fresh open -- then a 10,000-edit
+# soak of one server with its RSS flat after warm-up (tests/reliability; --full: 100,000).
+tier reliability env CI="$CI" BUILD_DIR="$BUILD_DIR" CELLSCOPE_BIN="$BUILD_DIR/cellscope" \
+  bash tests/reliability/run.sh
 
 # The graph view: its type check and unit tests, then the real server and html snapshots in
 # Debian's chromium (playwright-core); screenshots in $BUILD_DIR/test-artifacts/view.

@@ -179,7 +179,10 @@ struct ParsedFile {
   Node* module = nullptr;                               // Block of statements
   std::vector<Diagnostic> diagnostics;                  // syntax errors, encoding problems, limits
   std::unique_ptr<SyntaxTree, SyntaxTreeDeleter> tree;  // only with ParseOptions::keep_tree
+  // With a `previous` parse: its tree was reused (only when both texts parse without errors),
+  // or the text was parsed from scratch because one of them has syntax errors.
   bool reparsed_incrementally = false;
+  bool reparsed_from_scratch = false;
 };
 
 struct ParseLimits {

@@ -862,6 +862,9 @@ Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArg
     return x;
   }
   if (inst->cell->api) return call_api_function(inst->cell->api, args, site, inst);
+  // A construct lost to a syntax error in the class (a half-typed `def construct(self,`) is
+  // reported as that syntax error, not at every call of the Cell.
+  if (inst->cls->def && inst->cls->def->has_error) return Value::unknown();
   report(site, Severity::Error, "type-error",
          "`" + inst->cls->name + "` has no `construct` method, so it cannot be called");
   return Value::unknown();

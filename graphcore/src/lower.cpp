@@ -3,6 +3,7 @@
 // complete statements, so an intact Cell survives a syntax error elsewhere in the file.
 #include <tree_sitter/api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -343,9 +344,11 @@ class Lowerer {
  public:
   Lowerer(ParsedFile& file, const ParseLimits& limits) : f_(file), limits_(limits), s_(symbols()) {}
 
-  Node* module(TSNode root) {
-    std::vector<Node*> stmts;
-    for (TSNode c : children(root)) stmt(c, stmts);
+  // The top-level statements of `root` (a module, or a piece of one: see parse_python).
+  void statements(TSNode root, std::vector<Node*>& out) {
+    for (TSNode c : children(root)) stmt(c, out);
+  }
+  Node* module(TSNode root, const std::vector<Node*>& stmts) {
     Node* m = mk(K::Block, root);
     m->list = f_.arena.nodes(stmts);
     return m;
@@ -1649,6 +1652,85 @@ TSInputEdit diff_edit(std::string_view before, std::string_view after) {
   return e;
 }
 
+// A half-typed statement can swallow the code after it: in `def construct(self,` the parameter
+// list is never closed, and inside brackets Python ignores line breaks and indentation, so
+// tree-sitter's recovery reads the next lines -- `class Model(nn.Cell):` included -- as more of
+// the parameter list, and the following methods as more of the class being edited (whose
+// construction could then build itself). But a `class` or `def` keyword at column 0 can only
+// start a top-level statement in whatever the half-typed text becomes. The first such keyword
+// inside an erroneous top-level statement of `root` (not that statement's own first token), at
+// or after `from`, moved back over the decorators right above it: its offset, or 0 if none.
+uint32_t swallowed_statement(TSNode root, uint32_t from, std::string_view text) {
+  uint32_t found = 0;
+  TSTreeCursor top = ts_tree_cursor_new(root);
+  for (bool more = ts_tree_cursor_goto_first_child(&top); more && !found;
+       more = ts_tree_cursor_goto_next_sibling(&top)) {
+    TSNode statement = ts_tree_cursor_current_node(&top);
+    if (ts_node_end_byte(statement) <= from || !ts_node_has_error(statement)) continue;
+    const uint32_t statement_start = ts_node_start_byte(statement);
+    // Depth first, in text order, over the statement's tokens.
+    TSTreeCursor cur = ts_tree_cursor_new(statement);
+    while (!found) {
+      TSNode n = ts_tree_cursor_current_node(&cur);
+      if (ts_node_child_count(n) > 0 && ts_tree_cursor_goto_first_child(&cur)) continue;
+      // By its text: inside an ERROR, recovery can lex a keyword as an identifier.
+      const uint32_t start = ts_node_start_byte(n);
+      if (start > statement_start && start > from && start < text.size() &&
+          ts_node_start_point(n).column == 0) {
+        const std::string_view token =
+            text.substr(start, std::min<size_t>(ts_node_end_byte(n), text.size()) - start);
+        if (token == "class" || token == "def") found = start;
+      }
+      bool next = false;
+      while (!next) {
+        if (ts_tree_cursor_goto_next_sibling(&cur)) {
+          next = true;
+        } else if (!ts_tree_cursor_goto_parent(&cur)) {
+          break;
+        }
+      }
+      if (!next) break;
+    }
+    ts_tree_cursor_delete(&cur);
+  }
+  ts_tree_cursor_delete(&top);
+  if (!found) return 0;
+  // `@decorator` lines right above the keyword belong to its statement.
+  uint32_t cut = found;  // a line start: text[cut - 1] is '\n'
+  while (cut >= 2) {
+    const size_t newline = text.rfind('\n', cut - 2);
+    const size_t line = newline == std::string_view::npos ? 0 : newline + 1;
+    if (line <= from || text[line] != '@') break;
+    cut = static_cast<uint32_t>(line);
+  }
+  return cut;
+}
+
+// Lowers the text in [begin, end) (a piece of the file: tree-sitter parses only that range, its
+// positions those of the whole file) into `out`, each statement swallowed by a half-typed one
+// (swallowed_statement) lowered from a parse of its own, at most `splits` times.
+void lower_piece(Lowerer& lower, TSParser* parser, const std::string& text, uint32_t begin,
+                 uint32_t end, TSTree* whole, std::vector<Node*>& out, int& splits) {
+  TSTree* tree = whole;
+  if (!tree) {
+    TSRange range{point_at(text, begin), point_at(text, end), begin, end};
+    ts_parser_set_included_ranges(parser, &range, 1);
+    tree = ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
+    ts_parser_set_included_ranges(parser, nullptr, 0);
+  }
+  TSNode root = ts_tree_root_node(tree);
+  uint32_t cut = 0;
+  if (splits > 0 && ts_node_has_error(root)) cut = swallowed_statement(root, begin, text);
+  if (cut > begin && cut < end) {
+    --splits;
+    lower_piece(lower, parser, text, begin, cut, nullptr, out, splits);
+    lower_piece(lower, parser, text, cut, end, nullptr, out, splits);
+  } else {
+    lower.statements(root, out);
+  }
+  if (tree != whole) ts_tree_delete(tree);
+}
+
 }  // namespace
 
 std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
@@ -1695,21 +1777,42 @@ std::unique_ptr<ParsedFile> parse_python(std::string path, std::string text,
                            std::hash<std::string>{}(file->text) == file->original_hash;
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
-  TSTree* old_tree = nullptr;
+  const auto size = static_cast<uint32_t>(file->text.size());
+  TSTree* tree = nullptr;
   if (previous && previous->tree && previous->text.size() < UINT32_MAX) {
-    old_tree = ts_tree_copy(reinterpret_cast<const TSTree*>(previous->tree.get()));
-    TSInputEdit edit = diff_edit(previous->text, file->text);
-    ts_tree_edit(old_tree, &edit);
-    file->reparsed_incrementally = true;
+    // Incremental re-parsing is exact only for text without syntax errors: tree-sitter's error
+    // recovery reuses subtrees of the old tree, so on erroneous text its result depends on the
+    // text parsed before (a fresh parse of the same text can recover differently, and the
+    // diagnostics would depend on the history of the buffer). An erroneous previous tree is not
+    // reused at all (its text was broken; the next one most likely is too); an incremental
+    // result with errors is thrown away and the text parsed from scratch.
+    const auto* prev = reinterpret_cast<const TSTree*>(previous->tree.get());
+    if (ts_node_has_error(ts_tree_root_node(prev))) {
+      file->reparsed_from_scratch = true;
+    } else {
+      TSTree* old_tree = ts_tree_copy(prev);
+      TSInputEdit edit = diff_edit(previous->text, file->text);
+      ts_tree_edit(old_tree, &edit);
+      tree = ts_parser_parse_string(parser, old_tree, file->text.data(), size);
+      ts_tree_delete(old_tree);
+      if (ts_node_has_error(ts_tree_root_node(tree))) {
+        ts_tree_delete(tree);
+        tree = nullptr;
+        file->reparsed_from_scratch = true;
+      } else {
+        file->reparsed_incrementally = true;
+      }
+    }
   }
-  TSTree* tree = ts_parser_parse_string(parser, old_tree, file->text.data(),
-                                        static_cast<uint32_t>(file->text.size()));
-  if (old_tree) ts_tree_delete(old_tree);
+  if (!tree) tree = ts_parser_parse_string(parser, nullptr, file->text.data(), size);
   TSNode root = ts_tree_root_node(tree);
   size_t budget = 20;
   collect_syntax_errors(root, *file, budget);
   Lowerer lower(*file, limits);
-  file->module = lower.module(root);
+  std::vector<Node*> statements;
+  int splits = 8;
+  lower_piece(lower, parser, file->text, 0, size, tree, statements, splits);
+  file->module = lower.module(root, statements);
   if (keep_tree) {
     file->tree.reset(reinterpret_cast<SyntaxTree*>(tree));
   } else {

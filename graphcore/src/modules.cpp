@@ -18,6 +18,7 @@ struct ParseCache::Impl {
   size_t hits = 0;
   size_t misses = 0;
   size_t incremental = 0;
+  size_t from_scratch = 0;
   size_t max_bytes = 0;  // the limit the cached parses were made with
 
   // The parse of `path` with this text, or nullptr; `*previous` then gets the file's last parse
@@ -49,6 +50,7 @@ struct ParseCache::Impl {
       max_bytes = limits.max_bytes;
     }
     if (parsed->reparsed_incrementally) ++incremental;
+    if (parsed->reparsed_from_scratch) ++from_scratch;
     std::erase_if(files, [&](const auto& f) { return f->path == parsed->path; });
     files.push_back(parsed);
     while (files.size() > capacity) files.pop_front();
@@ -822,6 +824,10 @@ size_t ParseCache::hits() const {
 size_t ParseCache::incremental_reparses() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->incremental;
+}
+size_t ParseCache::reparses_from_scratch() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->from_scratch;
 }
 size_t ParseCache::misses() const {
   std::lock_guard lock(impl_->mutex);

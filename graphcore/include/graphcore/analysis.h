@@ -43,6 +43,10 @@ class ParseCache {
   [[nodiscard]] size_t misses() const;
   // Misses re-parsed incrementally from an earlier version of the same file.
   [[nodiscard]] size_t incremental_reparses() const;
+  // Misses with an earlier version parsed from scratch all the same, because that version or
+  // the new text has syntax errors (tree-sitter's recovery from an old tree is not that of a
+  // fresh parse, so the result would depend on the earlier text).
+  [[nodiscard]] size_t reparses_from_scratch() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }
