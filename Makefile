@@ -15,7 +15,7 @@ CXX_SOURCES = $(shell find graphcore protocol server adapter bench tests -type f
                 -not -path '*/node_modules/*' -not -name '*.pb.*' 2>/dev/null)
 TIDY_SOURCES = $(filter %.cpp %.cc,$(CXX_SOURCES))
 
-.PHONY: all setup configure build test demo bench format format-check tidy clean
+.PHONY: all setup configure build test demo bench fuzz sanitize format format-check tidy clean
 
 all: build
 
@@ -41,6 +41,15 @@ bench: build
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh --lsp
 	@node webview/scripts/view-bench.mjs --bin $(BUILD_DIR)/cellscope --bench $(BUILD_DIR)/bench/cellscope-bench
 	@node tests/dap/bench-overhead.mjs --bin $(BUILD_DIR)/cellscope --run $(BUILD_DIR)/bench/cellscope-run
+
+# The ASan + UBSan and TSan tiers (scripts/sanitizers.sh; build-asan/, build-tsan/).
+sanitize: setup
+	@JOBS=$(JOBS) bash scripts/sanitizers.sh asan; a=$$?; JOBS=$(JOBS) bash scripts/sanitizers.sh tsan; t=$$?; \
+	  test $$a -eq 0 -a $$t -eq 0
+
+# libFuzzer harnesses (tests/fuzz) for FUZZ_SECONDS each (default 60); see docs/reliability.md.
+fuzz: setup
+	@bash scripts/fuzz.sh
 
 format: setup
 	@clang-format -i $(CXX_SOURCES)

@@ -3,7 +3,8 @@
 # with real client libraries under Node, then neovim as a second client), the reliability tier
 # (typing simulation and soak of the language server), the view tier (the
 # graph view in chromium), the debug adapter, the CPU runtime against PyTorch, the VS Code
-# extension (unit, then end to end in code-server), then the MindSpore ground-truth tier. All
+# extension (unit, then end to end in code-server), the MindSpore ground-truth tier, then the
+# real-world tier. (The sanitizer tiers run with `make sanitize`; docs/reliability.md.) All
 # tiers run even if one fails; the exit status is non-zero if any failed.
 # In CI (CI=true) a tier that cannot run is a failure, never a silent skip; the LSP tiers never
 # skip (scripts/setup.sh installs what they need).

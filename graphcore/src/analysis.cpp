@@ -819,11 +819,12 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
           }
           continue;
         }
+        const Value& cls_value = v;  // (clang 14 cannot capture a structured binding)
         speculative(cls->name, in.def_name_range(cls->def, main), [&] {
           CallArgs none;
           none.maybe_more = true;
           size_t before = in.module_level_cells.size();
-          Value inst = in.instantiate(cls, v, none, Site{cls->def, main});
+          Value inst = in.instantiate(cls, cls_value, none, Site{cls->def, main});
           in.module_level_cells.resize(before);
           add_root(cls->name, inst, Site{cls->def, main});
         });

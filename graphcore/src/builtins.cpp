@@ -1100,13 +1100,16 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
     if (nm == "append")
       return method([l](Interpreter&, CallArgs& a, const Site&) {
         if (!a.pos.empty()) l->items.push_back(a.pos[0]);
+        charge_value_bytes(kItemBytes);
         return Value::none();
       });
     if (nm == "extend")
       return method([l](Interpreter& in, CallArgs& a, const Site& s) {
         if (!a.pos.empty()) {
-          if (auto it = in.iterate(a.pos[0], s))
+          if (auto it = in.iterate(a.pos[0], s)) {
             l->items.insert(l->items.end(), it->begin(), it->end());
+            charge_value_bytes(it->size() * kItemBytes);
+          }
         }
         return Value::none();
       });

@@ -654,8 +654,9 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   };
   auto params_of = [walk](const Value& root, int which) {  // 0 all, 1 trainable, 2 frozen
     std::vector<std::pair<std::string, Value>> out;
-    for (auto& [prefix, cellv] : walk(root)) {
+    for (auto& [cell_prefix, cellv] : walk(root)) {
       auto* c = cellv.as<InstanceObj>();
+      const std::string& prefix = cell_prefix;  // (clang 14 cannot capture a structured binding)
       auto add = [&](const std::string& n, const Value& p) {
         auto* t = p.as<TensorObj>();
         if (!t) return;

@@ -27,6 +27,7 @@ const Value* CallArgs::find_kw(std::string_view name) const {
 
 Interpreter::Interpreter(const AnalysisOptions& opts, ModuleLoader& ld)
     : options(opts), loader(ld) {
+  reset_value_bytes();
   init_builtins();
 }
 Interpreter::~Interpreter() = default;
@@ -281,11 +282,28 @@ void Interpreter::step(const Site& site) {
                              " steps) exhausted; is there an infinite loop?",
                          site, unbounded_loops == 0};
   }
+  if (value_bytes_charged() > options.max_value_bytes) {
+    // Values this large are built by bounded work (a loop nesting lists) that is too big to
+    // follow, never by a program that cannot end: information, like a bounded step budget.
+    reset_value_bytes();
+    steps_ = 0;
+    throw BudgetExceeded{
+        "value memory budget (" + std::to_string(options.max_value_bytes >> 20) + " MiB) exhausted",
+        site, true, true};
+  }
 }
 
 void Interpreter::report_budget(const BudgetExceeded& b) {
   if (!b.bounded) {
     report(b.site, Severity::Error, "budget-exceeded", b.what);
+    return;
+  }
+  if (b.memory) {
+    report(b.site, Severity::Information, "budget-exceeded",
+           "evaluation stopped here: the values built so far exceed the " +
+               std::to_string(options.max_value_bytes >> 20) +
+               " MiB the analyser follows, so what this computes is unknown (not an error in "
+               "the code)");
     return;
   }
   report(b.site, Severity::Information, "budget-exceeded",
@@ -1059,6 +1077,7 @@ Value Interpreter::eval_comprehension(const Node* e, Frame& f) {
         dict->set(k, eval(e->b, *frame));
       } else {
         out.push_back(eval(e->a, *frame));
+        charge_value_bytes(kItemBytes);
       }
       return;
     }

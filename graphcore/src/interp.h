@@ -73,6 +73,8 @@ struct BudgetExceeded {
   // True when the work was bounded (loops over finite data, `for i in range(10**9)`): the
   // analyser's limit, not a program that never ends.
   bool bounded = false;
+  // The memory budget (AnalysisOptions::max_value_bytes) rather than the step budget.
+  bool memory = false;
 };
 // Thrown when AnalysisOptions::cancel is set; caught only by analyze_file.
 struct Cancelled {};

@@ -446,6 +446,13 @@ struct SymIntObj : Object {
 // Python 3.11 itself (pynames.cpp): a builtin name, a public method of a builtin type.
 bool python_builtin_exists(std::string_view name);
 bool python_method_exists(OK kind, std::string_view name);
+// The memory budget (AnalysisOptions::max_value_bytes): bytes of values built so far by the
+// evaluation running on this thread. Strings count their length, list/tuple/dict items
+// kItemBytes each; Interpreter::step compares the total with the budget.
+inline constexpr size_t kItemBytes = 32;
+void charge_value_bytes(size_t bytes);
+size_t value_bytes_charged();
+void reset_value_bytes();
 Value make_str(std::string s);
 Value make_tuple(std::vector<Value> v);
 Value make_list(std::vector<Value> v);

@@ -1,16 +1,33 @@
 // Value helpers: construction, repr, equality, dict storage, class lookup.
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include "value.h"
 
 namespace graphcore::eval {
 
-Value make_str(std::string s) { return Value::obj(std::make_shared<StrObj>(std::move(s))); }
+namespace {
+thread_local size_t t_value_bytes = 0;
+}  // namespace
+
+void charge_value_bytes(size_t bytes) {
+  // Saturating: the total is compared with a budget, never used as a size.
+  t_value_bytes = bytes > SIZE_MAX - t_value_bytes ? SIZE_MAX : t_value_bytes + bytes;
+}
+size_t value_bytes_charged() { return t_value_bytes; }
+void reset_value_bytes() { t_value_bytes = 0; }
+
+Value make_str(std::string s) {
+  charge_value_bytes(s.size());
+  return Value::obj(std::make_shared<StrObj>(std::move(s)));
+}
 Value make_tuple(std::vector<Value> v) {
+  charge_value_bytes(v.size() * kItemBytes);
   return Value::obj(std::make_shared<TupleObj>(std::move(v)));
 }
 Value make_list(std::vector<Value> v) {
+  charge_value_bytes(v.size() * kItemBytes);
   return Value::obj(std::make_shared<ListObj>(std::move(v)));
 }
 Value make_tensor(TensorType t) { return Value::obj(std::make_shared<TensorObj>(std::move(t))); }
@@ -97,6 +114,7 @@ void DictObj::set(const Value& key, Value v) {
     return;
   }
   entries.emplace_back(key, std::move(v));
+  charge_value_bytes(2 * kItemBytes);
   if (entries.size() == kIndexFrom) {
     reindex();
   } else if (entries.size() > kIndexFrom) {

@@ -70,6 +70,11 @@ struct AnalysisOptions {
   std::optional<std::filesystem::path> workspace_root;
   // Budgets: evaluation steps per root Cell and Python call depth.
   size_t step_budget = 5'000'000;
+  // Bytes of Python values (strings, list/tuple/dict items) the evaluation of one root may build,
+  // counted as they are built (an estimate; freed values still count). Past it the evaluation
+  // stops as for the step budget: what it was computing is unknown, never an error. Keeps a
+  // model that builds 10^10 list items in __init__ from exhausting the machine.
+  size_t max_value_bytes = size_t{512} << 20;
   size_t max_call_depth = 120;
   size_t max_file_bytes = 4u << 20;
   bool include_nodes =

@@ -137,7 +137,12 @@ void add_conv(Registry& r, const ConvSpec& s) {
     const ParamInfo* weight = ctx.param("weight");
     DType wdt =
         weight ? weight->dtype : dtype_value(ctx.init_arg("dtype")).value_or(DType::Float32);
-    if (x.dtype != DType::Unknown && wdt != DType::Unknown && x.dtype != wdt) {
+    // Only a non-float input is reported: a float16 input to a float32 layer may be what the
+    // program's automatic mixed precision (amp.auto_mixed_precision, Cell.to_float in a training
+    // script the analyser does not see) casts to the weight's dtype, so it is not an error
+    // whatever the analyser does not know.
+    if (x.dtype != DType::Unknown && wdt != DType::Unknown && x.dtype != wdt &&
+        !is_floating(x.dtype)) {
       // Conv3D words its TypeError differently ("the input argument[x] must be a type of...").
       const std::string raises =
           prim == "Conv3D" ? "TypeError"

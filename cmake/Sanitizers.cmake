@@ -1,0 +1,53 @@
+# Sanitizer and fuzzing builds (docs/reliability.md). Each is its own build tree:
+#
+#   -DCELLSCOPE_SANITIZE=address,undefined   ASan + UBSan (make test: tier asan, build-asan/)
+#   -DCELLSCOPE_SANITIZE=thread              TSan (make test: tier tsan, build-tsan/)
+#   -DCELLSCOPE_FUZZ=ON                      clang: libFuzzer harnesses under ASan + UBSan
+#                                            (make fuzz, build-fuzz/)
+#
+# The flags apply to every target of the tree (our libraries, the tests, the binary), so that a
+# report points into our code. The system libraries (protobuf, yaml-cpp, tree-sitter) are not
+# instrumented: their bugs are out of reach, races through them are not seen. UBSan findings are
+# fatal (-fno-sanitize-recover), as ASan's are, so a test run cannot pass with a report in its log.
+set(CELLSCOPE_SANITIZE "" CACHE STRING "Sanitizers for the whole build: address,undefined | thread")
+option(CELLSCOPE_FUZZ "Build the libFuzzer harnesses (tests/fuzz; needs clang)" OFF)
+
+set(CELLSCOPE_SANITIZED OFF)
+if(CELLSCOPE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "CELLSCOPE_FUZZ needs clang (-DCMAKE_CXX_COMPILER=clang++-14)")
+  endif()
+  set(_cellscope_sanitize "fuzzer-no-link,address,undefined")
+elseif(CELLSCOPE_SANITIZE)
+  set(_cellscope_sanitize "${CELLSCOPE_SANITIZE}")
+endif()
+
+if(_cellscope_sanitize)
+  set(CELLSCOPE_SANITIZED ON)
+  add_compile_options(-fsanitize=${_cellscope_sanitize} -fno-omit-frame-pointer
+                      -fno-sanitize-recover=all)
+  # The fuzzer's own runtime is linked into the harnesses only (tests/fuzz/CMakeLists.txt).
+  string(REPLACE "fuzzer-no-link," "" _cellscope_link_sanitize "${_cellscope_sanitize}")
+  add_link_options(-fsanitize=${_cellscope_link_sanitize})
+  # An instrumented build is several times slower: optimise a little, keep line tables for the
+  # reports, and skip the full debug information (half the compile time).
+  if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+    add_compile_options(-O1 -g1)
+  endif()
+  add_compile_definitions(CELLSCOPE_SANITIZED=1)
+  # GCC's flow analysis is unreliable on instrumented code: it reports maybe-uninitialized inside
+  # libstdc++ (<regex>, std::function) that the plain build does not (GCC's manual warns of this).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_compile_options(-Wno-maybe-uninitialized)
+  endif()
+endif()
+
+# Boost.Asio's handler invocation adds std::atomic_thread_fence, which TSan does not model (GCC
+# warns, -Wtsan); the happens-before edges between threads come from the scheduler's mutex and
+# condition variable, which TSan does see. For the targets that include Asio.
+function(cellscope_asio_target target)
+  if(CELLSCOPE_SANITIZED AND _cellscope_sanitize MATCHES "thread" AND
+     CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE -Wno-tsan)
+  endif()
+endfunction()

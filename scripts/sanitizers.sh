@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The sanitizer tiers of `make test` (docs/reliability.md):
+#   asan  build-asan/ (-DCELLSCOPE_SANITIZE=address,undefined): ctest (unit, CLI, the fuzz
+#         harnesses replaying their seeds and regression inputs), then the LSP protocol, DAP and
+#         view tiers against its binary.
+#   tsan  build-tsan/ (-DCELLSCOPE_SANITIZE=thread): the unit tests of the threaded parts (the
+#         LSP's analysis worker, the JSON-RPC layer, the view server), then the LSP protocol, DAP
+#         and view tiers against its binary (the LSP worker, the DAP worker and the view server
+#         run there under real clients).
+# Every report is fatal (halt_on_error) and also written under <build>/sanitizer-logs/: a report
+# from a child process that a test tolerated (a server it restarts) still fails the tier.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MODE=${1:?usage: sanitizers.sh asan|tsan}
+JOBS=${JOBS:-2}
+case $MODE in
+  asan) DIR=${ASAN_BUILD_DIR:-build-asan} SAN=address,undefined ;;
+  tsan) DIR=${TSAN_BUILD_DIR:-build-tsan} SAN=thread ;;
+  *) echo "sanitizers.sh: unknown mode $MODE" >&2; exit 2 ;;
+esac
+
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$ROOT
+cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=$SAN >/dev/null ||
+  cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=$SAN || exit 1
+targets=(cellscope cellscope_unit_tests)
+if [[ $MODE == asan ]]; then
+  targets+=(lsp_fuzz dap_fuzz python_fuzz config_fuzz project_config_fuzz target_fuzz checkpoint_fuzz view_fuzz)
+fi
+ninja -C "$DIR" -j "$JOBS" "${targets[@]}" || exit 1
+
+LOGS="$ROOT/$DIR/sanitizer-logs"
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:log_path=$LOGS/asan:allocator_may_return_null=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$LOGS/tsan"
+export CELLSCOPE_BIN="$ROOT/$DIR/cellscope" CELLSCOPE_SANITIZED=1
+
+failed=()
+step() {  # step NAME COMMAND...
+  local name=$1
+  shift
+  printf '\n--> %s: %s\n' "$MODE" "$name"
+  "$@" || failed+=("$name")
+}
+
+if [[ $MODE == asan ]]; then
+  step ctest ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" -L 'unit|cli|fuzz'
+else
+  # The suites with threads or shared state: the JSON-RPC layer (dispatcher, cancellation, the
+  # stdio transport), the view server, the parse cache shared by analyses, the analysis
+  # cancellation flag, the language server's units.
+  step ctest ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" -L unit \
+    -R 'JsonRpc|Framing|RpcStdio|Cancellation|View|ParseCache|Lsp|Workspace'
+fi
+step lsp-protocol bash tests/lsp/run.sh
+step dap bash tests/dap/run.sh
+step view env CELLSCOPE_ARTIFACTS="$ROOT/$DIR/test-artifacts/view" bash webview/test/browser/run.sh
+
+reports=$(find "$LOGS" -type f | sort)
+if [[ -n $reports ]]; then
+  printf '\n%s: sanitizer reports:\n' "$MODE"
+  for r in $reports; do
+    printf '==> %s\n' "$r"
+    head -60 "$r"
+  done
+  failed+=("reports in $LOGS")
+fi
+if ((${#failed[@]})); then
+  printf '\n%s: FAILED: %s\n' "$MODE" "${failed[*]}"
+  exit 1
+fi
+printf '\n%s: clean\n' "$MODE"

@@ -1,0 +1,1 @@
+import mindspore.nn as nnclass N(nn.Cell):	def __init__(self):		super().__init__()        	self.d = nn.Dense(3, 4)	def construct(self, x):		return self.d(x)

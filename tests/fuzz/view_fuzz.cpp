@@ -1,0 +1,96 @@
+// The view server (server/view) from arbitrary bytes on a real connection: the input is what a
+// local client sends on one TCP connection (an HTTP request, a WebSocket upgrade and frames, or
+// garbage). "@TOKEN@" and "@PORT@" in the input are replaced by the session's token and port, so
+// that mutations get past the access checks into the WebSocket protocol. The server runs in this
+// process (one instance for the whole run, as in `cellscope lsp`); after each input the harness
+// reads until the server closes the connection or 2 s pass, then checks the server still
+// answers a plain request.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "fuzz.h"
+#include "view/view_server.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+cellscope::server::view::ViewServer& server() {
+  static std::unique_ptr<cellscope::server::view::ViewServer> s = [] {
+    auto v = std::make_unique<cellscope::server::view::ViewServer>(
+        cellscope::server::view::ServerOptions{});
+    v->start();
+    return v;
+  }();
+  return *s;
+}
+
+int connect_to(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `data`, half-closes, reads until EOF or `limit`; returns the bytes read.
+std::string exchange(uint16_t port, const std::string& data, std::chrono::milliseconds limit) {
+  int fd = connect_to(port);
+  if (fd < 0) __builtin_trap();  // the server stopped accepting
+  size_t sent = 0;
+  auto deadline = Clock::now() + limit;
+  std::string got;
+  char buf[4096];
+  while (Clock::now() < deadline) {
+    pollfd p{fd, static_cast<short>(POLLIN | (sent < data.size() ? POLLOUT : 0)), 0};
+    if (poll(&p, 1, 20) < 0) break;
+    if ((p.revents & POLLOUT) != 0 && sent < data.size()) {
+      ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+      if (sent == data.size()) shutdown(fd, SHUT_WR);
+    }
+    if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      if (got.size() < (1u << 20)) got.append(buf, static_cast<size_t>(n));
+    }
+  }
+  if (data.empty()) shutdown(fd, SHUT_WR);
+  close(fd);
+  return got;
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto& view = server();
+  std::string input(cellscope::fuzz::as_text(data, size));
+  replace_all(input, "@TOKEN@", view.token());
+  replace_all(input, "@PORT@", std::to_string(view.port()));
+  (void)exchange(view.port(), input, std::chrono::milliseconds(2000));
+  // Still serving: an unauthenticated request is answered (401), not ignored.
+  std::string probe = "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(view.port()) +
+                      "\r\nConnection: close\r\n\r\n";
+  std::string answer = exchange(view.port(), probe, std::chrono::milliseconds(5000));
+  if (answer.rfind("HTTP/1.1 ", 0) != 0) __builtin_trap();
+  return 0;
+}
