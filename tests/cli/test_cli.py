@@ -949,31 +949,35 @@ class ServerRobustnessTests(unittest.TestCase):
     """`cellscope dap` and `cellscope lsp` given hostile messages: they answer or drop them with a
     logged error, and keep serving (issue 14)."""
 
+    def check_init_under_data_limit(self, init_lines, gib, *args):
+        """Runs `cellscope check ARGS` on a Net whose __init__ runs `init_lines` (indented 8),
+        under a data limit of `gib` GiB. Under AddressSanitizer the limit cannot apply (its
+        shadow memory alone is larger): the sanitizer tier runs the check unlimited, where ASan's
+        own allocator would report the growth instead."""
+        import resource
+        d = Path(tempfile.mkdtemp(prefix="cellscope-limit-"))
+        self.addCleanup(shutil.rmtree, d)
+        f = d / "net.py"
+        f.write_text("from mindspore import nn\n\n\nclass Net(nn.Cell):\n"
+                     "    def __init__(self):\n        super().__init__()\n"
+                     + "".join(f"        {line}\n" for line in init_lines) +
+                     "        self.fc = nn.Dense(4, 2)\n\n    def construct(self, x):\n"
+                     "        return self.fc(x)\n\n\nnet = Net()\n")
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_DATA, (gib << 30, gib << 30))
+
+        sanitized = os.environ.get("CELLSCOPE_SANITIZED") == "1"
+        return subprocess.run([str(BIN), "check", *args, str(f)], capture_output=True,
+                              text=True, timeout=60, preexec_fn=None if sanitized else limit)
+
     def test_values_doubled_in_a_loop_stay_bounded(self):
         # A string, list and tuple doubled 64 times in __init__: before, `check` ran 100 s and
         # reached 24 GB. Now what grows past what the analyser follows is unknown; under a 1 GiB
         # data limit the check finishes with no problem.
-        import resource
-        d = Path(tempfile.mkdtemp(prefix="cellscope-grow-"))
-        self.addCleanup(shutil.rmtree, d)
-        (d / "grow.py").write_text(
-            "from mindspore import nn\n\n\nclass Net(nn.Cell):\n"
-            "    def __init__(self):\n        super().__init__()\n"
-            "        s, l, t, m = 'ab', [1], (1,), [0]\n"
-            "        for _ in range(64):\n"
-            "            s = s + s\n            l = l * 2\n            t = t + t\n            m += m\n"
-            "        self.fc = nn.Dense(4, 2)\n\n    def construct(self, x):\n"
-            "        return self.fc(x)\n\n\nnet = Net()\n")
-
-        def limit():
-            resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))
-
-        # Under AddressSanitizer the limit cannot apply (its shadow memory alone is larger): the
-        # sanitizer tier runs the check unlimited, where ASan's own allocator would report the
-        # growth instead.
-        sanitized = os.environ.get("CELLSCOPE_SANITIZED") == "1"
-        p = subprocess.run([str(BIN), "check", str(d / "grow.py")], capture_output=True,
-                           text=True, timeout=60, preexec_fn=None if sanitized else limit)
+        p = self.check_init_under_data_limit(
+            ["s, l, t, m = 'ab', [1], (1,), [0]", "for _ in range(64):",
+             "    s = s + s", "    l = l * 2", "    t = t + t", "    m += m"], 1)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("no problems", p.stdout)
 
@@ -982,31 +986,15 @@ class ServerRobustnessTests(unittest.TestCase):
         # of a million items: each value is under the per-value limit, but together they took
         # `check` past 4-9 GB in 2 minutes. The evaluator's memory budget (512 MiB of values)
         # stops them with a note, under a 2 GiB data limit.
-        import resource
-        d = Path(tempfile.mkdtemp(prefix="cellscope-many-"))
-        self.addCleanup(shutil.rmtree, d)
-        cases = ["e = [[0] * 100000 for _ in range(100000)]",
-                 "s = 'ab' * (2**22)\n        t = [s + str(i) for i in range(100000)]",
-                 "x = [list(range(1000000)) for _ in range(100)]"]
-
-        def limit():
-            resource.setrlimit(resource.RLIMIT_DATA, (2 << 30, 2 << 30))
-
-        sanitized = os.environ.get("CELLSCOPE_SANITIZED") == "1"
-        for i, stmt in enumerate(cases):
-            f = d / f"many{i}.py"
-            f.write_text("from mindspore import nn\n\n\nclass Net(nn.Cell):\n"
-                         "    def __init__(self):\n        super().__init__()\n"
-                         f"        {stmt}\n"
-                         "        self.fc = nn.Dense(4, 2)\n\n    def construct(self, x):\n"
-                         "        return self.fc(x)\n\n\nnet = Net()\n")
-            p = subprocess.run([str(BIN), "check", "--format", "json", str(f)],
-                               capture_output=True, text=True, timeout=60,
-                               preexec_fn=None if sanitized else limit)
+        cases = [["e = [[0] * 100000 for _ in range(100000)]"],
+                 ["s = 'ab' * (2**22)", "t = [s + str(i) for i in range(100000)]"],
+                 ["x = [list(range(1000000)) for _ in range(100)]"]]
+        for lines in cases:
+            p = self.check_init_under_data_limit(lines, 2, "--format", "json")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             diags = json.loads(p.stdout)["diagnostics"]
-            self.assertEqual([x["code"] for x in diags], ["budget-exceeded"], stmt)
-            self.assertEqual(diags[0]["severity"], "information", stmt)
+            self.assertEqual([x["code"] for x in diags], ["budget-exceeded"], lines)
+            self.assertEqual(diags[0]["severity"], "information", lines)
             self.assertIn("512 MiB", diags[0]["message"])
 
     def serve(self, cmd, stream, timeout=120):
