@@ -201,8 +201,11 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
         max_frames_(options.max_queued_frames),
         max_bytes_(options.max_queued_bytes),
         write_timeout_(options.write_timeout),
-        counters_(counters) {
-    ws_.read_message_max(options.max_message_bytes);
+        counters_(counters),
+        max_message_bytes_(options.max_message_bytes) {
+    // The message limit is enforced in read(), not with read_message_max: Beast's own 1009 path
+    // (Boost 1.74) closes the socket after draining at most 2 KiB of what the peer is still
+    // sending, so the peer gets a reset and usually loses the close frame.
     auto timeout = websocket::stream_base::timeout::suggested(beast::role_type::server);
     timeout.handshake_timeout = options.handshake_timeout;
     // Pings a silent view at half the idle time: a dead peer is dropped, a live one is kept.
@@ -322,10 +325,22 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     }
   }
 
+  // Reads a message a bounded piece at a time (a deflate bomb inflates no further than the
+  // limit); one over max_message_bytes_ is refused with a close frame (1009), which also drains
+  // what the view is still sending until its close frame or the handshake timeout.
   void read() {
-    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    const size_t room = max_message_bytes_ - std::min(max_message_bytes_, buffer_.size()) + 1;
+    ws_.async_read_some(buffer_, room, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) {
         self->fail(ec);
+        return;
+      }
+      if (self->buffer_.size() > self->max_message_bytes_) {
+        self->refuse_too_big();
+        return;
+      }
+      if (!self->ws_.is_message_done()) {
+        self->read();
         return;
       }
       std::string text = beast::buffers_to_string(self->buffer_.data());
@@ -341,12 +356,17 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     });
   }
 
+  void refuse_too_big() {
+    spdlog::warn("view: a view of {} sent a message over {} bytes; closed it (1009)", file_,
+                 max_message_bytes_);
+    buffer_.consume(buffer_.size());
+    close(websocket::close_code::too_big);
+    if (auto server = server_.lock()) server->leave(shared_from_this(), file_);
+  }
+
   void fail(beast::error_code ec) {
-    if (ec == websocket::error::message_too_big)
-      spdlog::warn("view: a view of {} sent a message over {} bytes; closed it (1009)", file_,
-                   ws_.read_message_max());
-    else if (ec != websocket::error::closed && ec != asio::error::operation_aborted &&
-             ec != asio::error::eof)
+    if (ec != websocket::error::closed && ec != asio::error::operation_aborted &&
+        ec != asio::error::eof)
       spdlog::debug("view: connection for {} ended: {}", file_, ec.message());
     closed_ = true;
     queue_.clear();
@@ -365,6 +385,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   size_t max_bytes_;
   std::chrono::milliseconds write_timeout_;
   Counters* counters_;  // the server's; outlives the I/O thread's sessions (see stop())
+  size_t max_message_bytes_;
   std::deque<std::shared_ptr<const std::string>> queue_;  // front: being written
   size_t pending_bytes_ = 0;                              // bytes of queue_ but its front
   uint64_t writes_ = 0;                                   // writes finished

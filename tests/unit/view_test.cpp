@@ -732,6 +732,22 @@ TEST(ViewServerLoad, FragmentedMessagesAreReassembledAndOversizedOnesClosedWith1
     EXPECT_TRUE(ec);  // closed (or reset after the close frame)
     EXPECT_EQ(client.ws.reason().code, websocket::close_code::too_big) << fragmented;
   }
+  // Far over the limit and over what the socket buffers hold: the server drains the rest of the
+  // message after its close frame, so the write completes and the close frame is read (a server
+  // that closes with unread data resets the connection and the view loses the close code).
+  {
+    ViewClient client(io, port, target);
+    EXPECT_TRUE(client.read().has_hello());
+    EXPECT_TRUE(client.read().has_update());
+    const std::string huge(std::size_t{4} << 20U, 'x');
+    beast::error_code ec;
+    client.ws.write(boost::asio::buffer(huge), ec);
+    EXPECT_FALSE(ec) << ec.message();
+    beast::flat_buffer buffer;
+    client.ws.read(buffer, ec);
+    EXPECT_EQ(ec, websocket::error::closed) << ec.message();
+    EXPECT_EQ(client.ws.reason().code, websocket::close_code::too_big);
+  }
   // The server is still there.
   ViewClient after(io, port, target);
   EXPECT_TRUE(after.read().has_hello());
