@@ -582,6 +582,8 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
   auto t_start = Clock::now();
+  // Declared first, closed last: what the loader and the interpreter leave alive is cycles.
+  ObjectHeap heap;
   ModuleLoader loader(sources, options);
   Interpreter in(options, loader);
   npv::Enable element_values(options.constant_values);
@@ -871,6 +873,8 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
 }
 
 }  // namespace
+
+int64_t evaluator_objects_alive() { return eval::objects_alive(); }
 
 AnalysisResult analyze_file(const fs::path& file, const AnalysisOptions& options,
                             SourceProvider& sources) {

@@ -101,13 +101,48 @@ enum class OK : uint8_t {
   SymInt,
 };
 
-struct Object {
-  explicit Object(OK k) : kind(k) {}
-  virtual ~Object() = default;
+// A link of the list of objects an ObjectHeap tracks (unlinked: both null).
+struct HeapLink {
+  HeapLink* prev = nullptr;
+  HeapLink* next = nullptr;
+};
+
+struct Object : HeapLink {
+  explicit Object(OK k);  // joins this thread's ObjectHeap, if one is open
+  virtual ~Object();
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
+  Object(Object&&) = delete;
+  Object& operator=(Object&&) = delete;
   OK kind;
 };
+
+// The objects one evaluation creates. Python code makes reference cycles everywhere (a method
+// of a class in the class's namespace whose module holds the class, a closure in the frame it
+// closes over, `self.parent = parent`) and shared_ptr never frees a cycle: when the heap
+// closes, after the evaluation's own owners (Interpreter, ModuleLoader) are gone, every object
+// still alive is garbage; their references are dropped all at once, which frees them. One heap
+// per thread at a time; heaps nest (the inner one is current until it closes).
+class ObjectHeap {
+ public:
+  ObjectHeap();
+  ~ObjectHeap();
+  ObjectHeap(const ObjectHeap&) = delete;
+  ObjectHeap& operator=(const ObjectHeap&) = delete;
+  ObjectHeap(ObjectHeap&&) = delete;
+  ObjectHeap& operator=(ObjectHeap&&) = delete;
+  [[nodiscard]] static ObjectHeap* current();
+  void adopt(Object* o);
+
+ private:
+  // Frees the objects still alive, all of them garbage (in cycles) once the evaluation's owners
+  // are gone; returns how many there were.
+  size_t sweep() noexcept;
+  HeapLink head_;
+  ObjectHeap* outer_;
+};
+// Objects alive in this process, on every thread (tests: none survives an analysis).
+int64_t objects_alive();
 
 template <class T>
 T* Value::as() const {
@@ -156,6 +191,8 @@ struct DictObj : Object {
   Value* find_str(std::string_view key);
   void set(const Value& key, Value v);
   bool erase(const Value& key);
+  // Moves every key and value to `out` and empties the dict (ObjectHeap::sweep).
+  void release(std::vector<Value>& out);
 
  private:
   // Index of string keys, built once the dict outgrows a linear scan (attribute dicts and module

@@ -133,6 +133,15 @@ bool DictObj::erase(const Value& key) {
   return false;
 }
 
+void DictObj::release(std::vector<Value>& out) {
+  str_index_.clear();  // views strings of the keys
+  for (auto& [k, v] : entries) {
+    out.push_back(std::move(k));
+    out.push_back(std::move(v));
+  }
+  entries.clear();
+}
+
 void DictObj::reindex() {
   str_index_.clear();
   if (entries.size() < kIndexFrom) return;

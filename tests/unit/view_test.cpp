@@ -545,6 +545,11 @@ std::string get_request(uint16_t port, const std::string& target) {
 // logged 1.4 million lines in 5 s. Now it backs off (10 ms doubling to 1 s), logs the burst once,
 // and serves the waiting connection when descriptors are free again.
 TEST(ViewServerLoad, AcceptBacksOffWhenOutOfDescriptorsAndRecovers) {
+#ifdef CELLSCOPE_SANITIZED
+  // The sanitizer runtimes need descriptors of their own: UBSan's vptr check tests memory with a
+  // pipe and, out of descriptors, reports a false "invalid vptr". The plain build runs this.
+  GTEST_SKIP() << "not under sanitizers: UBSan's vptr check needs a free descriptor";
+#endif
   LogCapture log;
   ViewServer server({}, Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}});
   server.start();

@@ -139,6 +139,10 @@ struct AnalysisResult {
 AnalysisResult analyze_file(const std::filesystem::path& file, const AnalysisOptions& options,
                             SourceProvider& sources);
 
+// Objects of the static evaluator alive in this process, on every thread: an analysis frees all
+// it made, cycles included (tests; the soak reports it).
+int64_t evaluator_objects_alive();
+
 // Parses an input spec such as "1,3,224,224", "8,128:int32" or "N,3,224,224:float16".
 std::optional<TensorType> parse_input_spec(std::string_view spec, std::string* error);
 
