@@ -9,10 +9,22 @@
 #         run there under real clients).
 # Every report is fatal (halt_on_error) and also written under <build>/sanitizer-logs/: a report
 # from a child process that a test tolerated (a server it restarts) still fails the tier.
+#
+#   sanitizers.sh asan|tsan [STEP...]   STEP: ctest lsp-protocol dap view (default: all four).
+#   `make test` runs `asan ctest lsp-protocol` and `tsan ctest dap`: those sanitizer runs replace
+#   the plain LSP protocol and DAP tiers; `make sanitize` runs every step of both.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-MODE=${1:?usage: sanitizers.sh asan|tsan}
+MODE=${1:?usage: sanitizers.sh asan|tsan [ctest lsp-protocol dap view]}
+shift
+STEPS=("$@")
+((${#STEPS[@]})) || STEPS=(ctest lsp-protocol dap view)
+wants() {
+  local s
+  for s in "${STEPS[@]}"; do [[ $s == "$1" ]] && return 0; done
+  return 1
+}
 JOBS=${JOBS:-2}
 case $MODE in
   asan) DIR=${ASAN_BUILD_DIR:-build-asan} SAN=address,undefined ;;
@@ -44,18 +56,20 @@ step() {  # step NAME COMMAND...
   "$@" || failed+=("$name")
 }
 
-if [[ $MODE == asan ]]; then
-  step ctest ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" -L 'unit|cli|fuzz'
-else
-  # The suites with threads or shared state: the JSON-RPC layer (dispatcher, cancellation, the
-  # stdio transport), the view server, the parse cache shared by analyses, the analysis
-  # cancellation flag, the language server's units.
-  step ctest ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" -L unit \
-    -R 'JsonRpc|Framing|RpcStdio|Cancellation|View|ParseCache|Lsp|Workspace'
+if wants ctest; then
+  if [[ $MODE == asan ]]; then
+    step ctest ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" -L 'unit|cli|fuzz'
+  else
+    # The suites with threads or shared state: the JSON-RPC layer (dispatcher, cancellation, the
+    # stdio transport), the view server, the parse cache shared by analyses, the analysis
+    # cancellation flag, the language server's units.
+    step ctest ctest --test-dir "$DIR" --output-on-failure -j "$JOBS" -L unit \
+      -R 'JsonRpc|Framing|RpcStdio|Cancellation|View|ParseCache|Lsp|Workspace'
+  fi
 fi
-step lsp-protocol bash tests/lsp/run.sh
-step dap bash tests/dap/run.sh
-step view env CELLSCOPE_ARTIFACTS="$ROOT/$DIR/test-artifacts/view" bash webview/test/browser/run.sh
+wants lsp-protocol && step lsp-protocol bash tests/lsp/run.sh
+wants dap && step dap bash tests/dap/run.sh
+wants view && step view env CELLSCOPE_ARTIFACTS="$ROOT/$DIR/test-artifacts/view" bash webview/test/browser/run.sh
 
 reports=$(find "$LOGS" -type f | sort)
 if [[ -n $reports ]]; then

@@ -4,8 +4,9 @@
 # (typing simulation and soak of the language server), the view tier (the
 # graph view in chromium), the debug adapter, the CPU runtime against PyTorch, the VS Code
 # extension (unit, then end to end in code-server), the MindSpore ground-truth tier, then the
-# real-world tier. (The sanitizer tiers run with `make sanitize`; docs/reliability.md.) All
-# tiers run even if one fails; the exit status is non-zero if any failed.
+# real-world tier. The LSP protocol tier runs inside the ASan tier, the DAP tier inside the TSan
+# tier (their binaries instrumented); `make sanitize` runs every tier under both. All tiers run
+# even if one fails; the exit status is non-zero if any failed.
 # In CI (CI=true) a tier that cannot run is a failure, never a silent skip; the LSP tiers never
 # skip (scripts/setup.sh installs what they need).
 set -uo pipefail
@@ -32,9 +33,11 @@ tier() {  # tier NAME COMMAND...
 
 tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 
-# `cellscope lsp` driven by vscode-jsonrpc / vscode-languageserver-protocol (tests/lsp/test),
-# then by neovim's built-in client (tests/lsp/nvim).
-tier lsp-protocol env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/run.sh
+# Sanitizers (issue 14; docs/reliability.md), each its own build tree: ASan + UBSan under the
+# unit, CLI and fuzz-replay tests, then `cellscope lsp` driven by vscode-jsonrpc /
+# vscode-languageserver-protocol (tests/lsp/test) against the instrumented binary -- this is the
+# LSP protocol tier. Then neovim's built-in client (tests/lsp/nvim) against the plain binary.
+tier asan bash scripts/sanitizers.sh asan ctest lsp-protocol
 tier lsp-nvim env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/nvim/run.sh
 
 # Reliability (issue 14): real model files (the corpus, mindcv and mindocr from their wheels)
@@ -49,8 +52,11 @@ tier reliability env CI="$CI" BUILD_DIR="$BUILD_DIR" CELLSCOPE_BIN="$BUILD_DIR/c
 tier view env CELLSCOPE_BIN="$BUILD_DIR/cellscope" CELLSCOPE_ARTIFACTS="$BUILD_DIR/test-artifacts/view" \
   bash webview/test/browser/run.sh
 
-# `cellscope dap` driven by @vscode/debugadapter-testsupport's DebugClient (tests/dap).
-tier dap env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/dap/run.sh
+# TSan: the unit tests of the threaded parts (JSON-RPC dispatcher and transport, view server,
+# parse cache, language server units), then `cellscope dap` driven by
+# @vscode/debugadapter-testsupport's DebugClient (tests/dap) against the instrumented binary --
+# this is the DAP tier.
+tier tsan bash scripts/sanitizers.sh tsan ctest dap
 
 # The CPU runtime against PyTorch (Debian's python3-torch under /usr/bin/python3): every node of
 # the kernel-family models, LeNet-5, MobileNetV2 and ResNet-50 recomputed in torch from the

@@ -451,7 +451,10 @@ void parse_safetensors(const MappedFile& f, const std::string& file, Parsed& out
     throw RuntimeError("checkpoint " + file + " is a corrupt safetensors file: no header object");
   size_t data_start = 8 + hlen, data_size = f.size() - data_start;
   nlohmann::json meta = header.value("__metadata__", nlohmann::json::object());
-  for (const auto& [name, v] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    const std::string& name = item.key();
+    const nlohmann::json& v = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& why) {
       throw RuntimeError("checkpoint " + file + " is a corrupt safetensors file: tensor '" + name +
