@@ -8,6 +8,9 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
 export CCACHE_BASEDIR := $(CURDIR)
+# With -g, ccache hashes the working directory by default: a fresh clone elsewhere (CI) would
+# miss every object. Paths in debug information then name the directory of the first build.
+export CCACHE_NOHASHDIR := true
 
 # Files formatted / linted: our C++ sources, never generated code or build trees.
 CXX_SOURCES = $(shell find graphcore protocol server adapter bench tests -type f \

@@ -31,6 +31,7 @@ if ((${#need[@]})); then
 fi
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$ROOT
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}  # see Makefile
 cmake -S . -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DCELLSCOPE_FUZZ=ON >/dev/null || exit 1
 ninja -C "$OUT" $(for t in $TARGETS; do printf '%s_fuzz ' "$t"; done) || exit 1

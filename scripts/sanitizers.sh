@@ -33,6 +33,7 @@ case $MODE in
 esac
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$ROOT
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}  # see Makefile
 cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=$SAN >/dev/null ||
   cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=$SAN || exit 1
 targets=(cellscope cellscope_unit_tests)
