@@ -544,7 +544,9 @@ void k_clip(KernelCall& c) {
   std::optional<Tensor> lo = bound("min"), hi = bound("max");
   Tensor y = as_float(x).clone();
   DType dt = out_dtype(c, 0, x.dtype());
-  for (const auto& [b, is_lo] : {std::pair{&lo, true}, std::pair{&hi, false}}) {
+  for (const auto& bound_of : {std::pair{&lo, true}, std::pair{&hi, false}}) {
+    const auto* b = bound_of.first;
+    const bool is_lo = bound_of.second;  // not a structured binding: clang 14 cannot capture one
     if (!*b) continue;
     const Tensor& t = **b;
     std::vector<int64_t> shape = broadcast(y.shape(), t.shape());
