@@ -54,7 +54,6 @@ seeds() {
         [[ -d build/realworld/src/$lib ]] && echo "build/realworld/src/$lib"
       done
       ;;
-    config) echo tests/fixtures/yaml_config_net.yaml ;;
     target) echo graphcore/targets ;;
     checkpoint) echo tests/fixtures/checkpoints ;;
   esac

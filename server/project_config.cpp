@@ -172,6 +172,16 @@ ProjectConfig parse_project_config(const std::string& file, const std::string& t
     report.at_offset(e.byte > 0 ? e.byte - 1 : 0,
                      std::string("mindspore_config.json is not valid JSON: ") + e.what());
     return out;
+  } catch (const Json::out_of_range& e) {
+    // A number past a double's range (1e400): nlohmann names the token but not its offset.
+    const std::string what = e.what();
+    const size_t open = what.find('\''), close = what.rfind('\'');
+    size_t at = 0;
+    if (open != std::string::npos && close > open + 1)
+      at = text.find(what.substr(open + 1, close - open - 1));
+    report.at_offset(at == std::string::npos ? 0 : at,
+                     "mindspore_config.json is not valid JSON: " + what);
+    return out;
   }
   if (!j.is_object()) {
     report.at_offset(0, "mindspore_config.json must be a JSON object");

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "graphcore/checked.h"
 #include "interp.h"
 #include "npvalues.h"
 
@@ -196,8 +197,11 @@ void Interpreter::init_builtins() {
     if (a.pos.empty()) return Value::integer(0);
     const Value& v = a.pos[0];
     if (v.is_int()) return Value::integer(v.as_int());
-    if (v.k == VK::Float)
-      return std::isfinite(v.f) ? Value::integer(static_cast<int64_t>(v.f)) : Value::unknown();
+    if (v.k == VK::Float) {
+      // int(1e30) is a Python int past int64: unknown here, never a wrapped number.
+      auto i = checked_to_int64(v.f);
+      return i ? Value::integer(*i) : Value::unknown();
+    }
     if (v.as<SymIntObj>()) return v;
     if (auto* s = str_of(v)) {
       char* end = nullptr;

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 
+#include "graphcore/checked.h"
 #include "interp.h"
 
 namespace graphcore::eval {
@@ -582,7 +583,10 @@ std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Sit
                       t->type.dtype == DType::UInt8;
       for (int64_t i = 0; i < s.dims[0].value(); ++i) {
         double x = t->values ? (*t->values)[static_cast<size_t>(i)] : *t->fill;
-        out.push_back(integral ? Value::integer(static_cast<int64_t>(x)) : Value::real(x));
+        const auto as_int = integral ? checked_to_int64(x) : std::nullopt;
+        out.push_back(as_int     ? Value::integer(*as_int)
+                      : integral ? Value::unknown()
+                                 : Value::real(x));
       }
       return out;
     }

@@ -93,6 +93,11 @@ TEST(HardwareTargets, BadFilesGiveClearErrors) {
   EXPECT_NE(
       error_of([] { parse_hardware_target("{not json", "x.json"); }).find("x.json: invalid JSON"),
       std::string::npos);
+  // A number past a double's range (out_of_range, not parse_error; found by the target harness).
+  EXPECT_NE(error_of([] {
+              parse_hardware_target(R"({"name": 1e400})", "x.json");
+            }).find("x.json: invalid JSON"),
+            std::string::npos);
   EXPECT_NE(error_of([] { hardware_target("tpu"); }).find("no hardware model for target 'tpu'"),
             std::string::npos);
 

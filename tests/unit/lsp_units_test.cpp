@@ -121,6 +121,17 @@ TEST(ProjectConfig, ReadsBackendTargetVersionAndInputs) {
             "ascend310p");
 }
 
+// Found by the project_config fuzz harness: a number past a double's range is nlohmann's
+// out_of_range, not a parse_error; it escaped and ended the process.
+TEST(ProjectConfig, ANumberPastADoublesRangeIsALocatedError) {
+  ProjectConfig c =
+      parse_project_config("/w/c.json", "{\n  \"cellscope\": {\"debounceMs\": 1e400}}");
+  ASSERT_EQ(c.diagnostics.size(), 1u);
+  EXPECT_NE(c.diagnostics[0].message.find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(c.diagnostics[0].range.start.line, 1u);
+  EXPECT_EQ(c.diagnostics[0].range.start.column, 30u);
+}
+
 TEST(ProjectConfig, BadValuesAreLocatedAndTheRestApplies) {
   ProjectConfig c = parse_project_config("/w/mindspore_config.json",
                                          "{\n  \"graph_visualization\": {\"backend\": \"tpu\"},\n"

@@ -33,6 +33,16 @@ template <std::integral T>
   return r;
 }
 
+// A double truncated toward zero as int64 (C++'s cast, Python's int()); nullopt when it is not
+// finite or out of int64's range (the cast would be undefined behaviour).
+[[nodiscard]] constexpr std::optional<int64_t> checked_to_int64(double x) {
+  // -2^63 is exact as a double; 2^63 is the first value past the range.
+  constexpr double kLow = -9223372036854775808.0;
+  constexpr double kHigh = 9223372036854775808.0;
+  if (!(x >= kLow && x < kHigh)) return std::nullopt;  // NaN fails both
+  return static_cast<int64_t>(x);
+}
+
 // The number of elements of a shape with these (non-negative) dims; nullopt when a dim is
 // negative or the product does not fit in int64.
 [[nodiscard]] constexpr std::optional<int64_t> checked_numel(std::span<const int64_t> dims) {

@@ -146,7 +146,7 @@ HardwareTarget parse_hardware_target(std::string_view text, std::string_view ori
   json doc;
   try {
     doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     throw TargetError(std::string(origin) + ": invalid JSON: " + e.what());
   }
   if (!doc.is_object()) throw TargetError(std::string(origin) + ": expected a JSON object");
