@@ -49,6 +49,15 @@ shape depends on tensor *values* (nonzero, masked_select, unique, ...) or for
 ``--execution real`` and compare the ``output`` of every factory in the two files
 (done for mindcv 0.3.0 / MindSpore 2.10.0: identical for all 275 factories).
 
+Each factory is measured in a fresh interpreter (this script re-run with
+``--measure-one``): a simulated forward can leave state behind that changes what
+a later factory's constructor computes from tensor values (seen: after
+convit_small's simulated forward, pvt_v2_b2's ``[float(x) for x in
+ops.linspace(...)]`` gave a Dropout rate of 1.0 and its build failed).  A child
+that dies (signal, out of memory) is recorded as an error of stage ``process``.
+``--in-process`` measures everything in one interpreter, faster and only
+trustworthy with ``--no-forward`` or ``--execution real``.
+
 Every step is timed; an exception is recorded (stage, type, short message)
 instead of aborting the run.  The JSON result is rewritten atomically (temp
 file + os.replace) after every factory, so an interrupted run still leaves a
@@ -70,6 +79,8 @@ import inspect
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -185,8 +196,9 @@ def patch_embed_image_size(net):
 def simulated_kernels(enabled):
     """Set MindSpore's dry-run switch for the duration of the block (if enabled).
 
-    MindSpore reads the variable when it launches an operator, so it can be
-    toggled per call.
+    MindSpore reads the variable when it launches an operator, so kernels run
+    again after the block; but state made during it can outlive it (see the
+    module docstring), hence one interpreter per factory by default.
     """
     if not enabled:
         yield
@@ -216,19 +228,13 @@ def output_tree(value):
     return {"python_type": type(value).__name__}
 
 
-def measure_factory(name, registry, package_root, def_lines, forward, simulate):
-    """Build one factory (and unless told otherwise run it); return its JSON record."""
-    import mindspore as ms
-
-    fn = registry.model_entrypoint(name)
-    source_path = inspect.getsourcefile(fn)
-    cfg_input_size = registry.get_pretrained_cfg_value(name, "input_size")
-
-    record = {
+def empty_record(name):
+    """The record of a factory before anything about it is known."""
+    return {
         "name": name,
-        "file": os.path.relpath(source_path, package_root).replace(os.sep, "/"),
-        "def_line": def_lines.def_line(fn, source_path),
-        "signature": str(inspect.signature(fn)),
+        "file": None,
+        "def_line": None,
+        "signature": None,
         "built": False,
         "trainable_params": None,
         "total_params": None,
@@ -242,6 +248,22 @@ def measure_factory(name, registry, package_root, def_lines, forward, simulate):
         "forward_seconds": None,
         "error": None,
     }
+
+
+def measure_factory(name, registry, package_root, def_lines, forward, simulate):
+    """Build one factory (and unless told otherwise run it); return its JSON record."""
+    import mindspore as ms
+
+    fn = registry.model_entrypoint(name)
+    source_path = inspect.getsourcefile(fn)
+    cfg_input_size = registry.get_pretrained_cfg_value(name, "input_size")
+
+    record = empty_record(name)
+    record.update({
+        "file": os.path.relpath(source_path, package_root).replace(os.sep, "/"),
+        "def_line": def_lines.def_line(fn, source_path),
+        "signature": str(inspect.signature(fn)),
+    })
 
     net = None
     try:
@@ -309,7 +331,40 @@ def parse_args(argv):
     parser.add_argument("--execution", choices=("simulated", "real"), default="simulated",
                         help="run net(x) with kernels skipped (MindSpore dry-run; default) "
                              "or executed")
+    parser.add_argument("--in-process", action="store_true",
+                        help="measure every factory in this interpreter instead of one fresh "
+                             "interpreter each (faster; a simulated forward can change later "
+                             "builds)")
+    parser.add_argument("--measure-one", metavar="NAME", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def child_command(args, name, record_path):
+    """The command line that measures `name` alone in a fresh interpreter."""
+    command = [sys.executable, os.path.abspath(__file__), "--out", record_path,
+               "--measure-one", name, "--execution", args.execution]
+    if args.no_forward:
+        command.append("--no-forward")
+    return command
+
+
+def measure_in_child(args, name, workdir):
+    """Run one factory's measurement in a fresh interpreter; return its record.
+
+    The child writes the record (atomically) to a file; a child that exits
+    without one (killed, out of memory, crashed in C++) becomes an error record.
+    """
+    record_path = os.path.join(workdir, name + ".json")
+    completed = subprocess.run(child_command(args, name, record_path), check=False)
+    if completed.returncode == 0 and os.path.exists(record_path):
+        with open(record_path, encoding="utf-8") as handle:
+            return json.load(handle)
+    record = empty_record(name)
+    reason = ("signal %d" % -completed.returncode if completed.returncode < 0
+              else "exit code %d" % completed.returncode)
+    record["error"] = {"stage": "process", "type": "ChildProcessError",
+                       "message": "the interpreter measuring it ended with " + reason}
+    return record
 
 
 def summarise(records):
@@ -348,6 +403,13 @@ def main(argv=None):
     ms.set_seed(0)
 
     package_root = os.path.dirname(os.path.abspath(mindcv.__file__))
+    simulate = args.execution == "simulated"
+    if args.measure_one:
+        record = measure_factory(args.measure_one, registry, package_root, DefLineFinder(),
+                                 not args.no_forward, simulate)
+        write_json_atomically(args.out, record)
+        return 0
+
     names = registry.list_models()
     if args.only:
         unknown = [name for name in args.only if not registry.is_model(name)]
@@ -355,7 +417,6 @@ def main(argv=None):
             sys.exit("ground_truth.py: unknown mindcv factory: " + ", ".join(unknown))
         names = sorted(set(args.only))
 
-    simulate = args.execution == "simulated"
     result = {
         "schema_version": SCHEMA_VERSION,
         "generator": "tests/realworld/ground_truth.py",
@@ -380,6 +441,8 @@ def main(argv=None):
                      "patch embedding's image size (3 channels), else (%d, %d, %d)"
                      % FALLBACK_INPUT_SIZE,
             "only": sorted(set(args.only)) or None,
+            "isolation": "one interpreter for all factories" if args.in_process
+                         else "one fresh interpreter per factory",
         },
         "summary": None,
         "total_seconds": None,
@@ -388,9 +451,13 @@ def main(argv=None):
 
     def_lines = DefLineFinder()
     run_start = time.perf_counter()
+    workdir = tempfile.mkdtemp(prefix="ground_truth.")
     for index, name in enumerate(names, 1):
-        record = measure_factory(name, registry, package_root, def_lines,
-                                 not args.no_forward, simulate)
+        if args.in_process:
+            record = measure_factory(name, registry, package_root, def_lines,
+                                     not args.no_forward, simulate)
+        else:
+            record = measure_in_child(args, name, workdir)
         result["models"].append(record)
         status = "ok" if record["error"] is None else record["error"]["stage"] + " error"
         print("[%3d/%d] %-30s %-13s params=%s out=%s build=%ss fwd=%ss" % (
@@ -401,6 +468,7 @@ def main(argv=None):
         result["total_seconds"] = round(time.perf_counter() - run_start, 1)
         write_json_atomically(args.out, result)
 
+    shutil.rmtree(workdir, ignore_errors=True)
     result["complete"] = True
     result["summary"] = summarise(result["models"])
     result["total_seconds"] = round(time.perf_counter() - run_start, 1)
