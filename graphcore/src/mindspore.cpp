@@ -965,6 +965,18 @@ std::optional<CellState::InitArg> Interpreter::api_init_arg(const CellState& cs,
   return std::nullopt;
 }
 
+// The bound non-tensor arguments of a call that have an attribute form, appended to `attrs`
+// unless an attribute of that name is already there.
+static void record_call_args(const BoundArgs& b, std::vector<Attr>& attrs) {
+  for (const BoundArgs::Arg& a : b.values) {
+    if (a.value.as<TensorObj>() || a.name == "self") continue;
+    if (std::ranges::any_of(attrs, [&](const Attr& x) { return x.name == a.name; })) continue;
+    const ArgValue* v = b.find(a.name);
+    if (!v) continue;
+    if (auto attr = v->as_attr()) attrs.push_back(Attr{std::string(a.name), std::move(*attr)});
+  }
+}
+
 Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Site& site,
                                      InstanceObj* self_obj) {
   if (self_obj && self_obj->cell && self_obj->cell->init_failed) {
@@ -1023,6 +1035,11 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
     mark_consumed();
     return poison();
   }
+  // What a layer or primitive records when it is constructed, a function or a Tensor method
+  // records when it is called: its arguments (defaults included) are its node's attributes, so
+  // `ops.gelu(x, approximate='tanh')` carries approximate='tanh' to every later stage. An
+  // attribute the rule set itself (normalised, resolved) wins.
+  if (e->kind == ApiKind::Function || e->kind == ApiKind::TensorMethod) record_call_args(b, ctx.attrs);
   if (ctx.outputs.empty()) {
     if (unknown_input) return Value::unknown();
     return Value::none();

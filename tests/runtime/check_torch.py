@@ -8,7 +8,8 @@ re-executes the same graph in PyTorch with the same weights and inputs and compa
   * per node: the torch op applied to the runtime's own input values (isolates each kernel), and
   * end to end: the whole network chained in torch from the inputs, against the runtime's outputs.
 
-LeNet-5 is additionally rebuilt as an explicit torch.nn.Module (independent of the graph walk).
+LeNet-5 and the functional-arguments model are additionally written directly in torch (independent
+of the graph walk: the arguments are those of the source, not read back from the graph).
 
 A tensor passes when max|a - b| <= atol + rtol * max|b| (per tensor; reported as max abs error
 and error relative to the tensor's scale). Tolerances: fp32 per node rtol 1e-4; end to end
@@ -49,6 +50,9 @@ CASES = [
      1e-4),
     # Python scalar operands on both sides, int tensors with float scalars, compare with scalars
     # (int inputs are random in [0, 10)); outputs must also have torch's dtype.
+    # A function's call-time arguments reach its kernel (gelu tanh, leaky_relu alpha, softplus
+    # beta/threshold), also checked against the source's arguments written in torch.
+    ("functional_args", "tests/runtime/models/functional_args.py", ["5,7"], [], 1e-5),
     ("scalars", "tests/runtime/models/scalars.py", ["4,6", "4,6:int32"], ["random", "random"],
      1e-6),
     ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
@@ -265,6 +269,12 @@ def run_op(node, ins, params):
         return [F.relu6(x)]
     if op == "GeLU":
         return [F.gelu(x, approximate="tanh" if gelu_approx(node) else "none")]
+    if op == "LeakyReLU":
+        return [F.leaky_relu(x, attr(node, "alpha", 0.2))]
+    if op == "Elu":
+        return [F.elu(x, attr(node, "alpha", 1.0))]
+    if op == "Softplus":
+        return [F.softplus(x, attr(node, "beta", 1), attr(node, "threshold", 20))]
     if op == "Sigmoid":
         return [torch.sigmoid(x)]
     if op == "Tanh":
@@ -365,6 +375,23 @@ class TorchLeNet5(torch.nn.Module):
         return F.linear(x, p["fc3.weight"], p["fc3.bias"])
 
 
+class TorchFunctionalArgs(torch.nn.Module):
+    """tests/runtime/models/functional_args.py written directly in torch, with the arguments its
+    source passes (not read back from the graph: a runtime that dropped them must fail here)."""
+
+    def forward(self, x):
+        return (F.gelu(x, approximate="tanh"), F.gelu(x), F.leaky_relu(x, 0.01),
+                F.leaky_relu(x, 0.5), F.softplus(x, beta=2, threshold=1.5), F.softplus(x),
+                F.elu(x), F.leaky_relu(x, 0.3) + F.elu(x))
+
+
+# Cases also checked against a network written directly in torch: (module from params, what).
+EXPLICIT = {
+    "lenet5": (TorchLeNet5, "explicit torch.nn LeNet-5"),
+    "functional_args": (lambda params: TorchFunctionalArgs(), "the arguments as written, in torch"),
+}
+
+
 def check_case(name, model, shapes, specs, e2e_rtol, binary, work, verbose):
     out = os.path.join(work, name)
     cmd = [binary, os.path.join(ROOT, model), "--out", out, "--dump-all", "--seed", "3"]
@@ -445,14 +472,18 @@ def check_case(name, model, shapes, specs, e2e_rtol, binary, work, verbose):
             ok = False
             print(f"FAIL {name}: end-to-end output {j}: max abs err {err:.3g}, relative {rel:.3g} "
                   f"(rtol {e2e_rtol}) {why}")
-    if name == "lenet5":
+    if name in EXPLICIT:
+        make, what = EXPLICIT[name]
         with torch.no_grad():
-            ref = TorchLeNet5(params)(load(os.path.join(out, "inputs", "0.npy")))
-        passed, err, rel, why = compare(load(os.path.join(out, "outputs", "0.npy")), ref, e2e_rtol)
-        e2e.append((err, rel))
-        ok = ok and passed
-        print(f"{'ok  ' if passed else 'FAIL'} {name}: explicit torch.nn LeNet-5: max abs err "
-              f"{err:.3g}, relative {rel:.3g}")
+            refs = make(params)(load(os.path.join(out, "inputs", "0.npy")))
+        refs = refs if isinstance(refs, tuple) else (refs,)
+        for j, ref in enumerate(refs):
+            got = load(os.path.join(out, "outputs", f"{j}.npy"))
+            passed, err, rel, why = compare(got, ref, e2e_rtol)
+            e2e.append((err, rel))
+            ok = ok and passed
+            print(f"{'ok  ' if passed else 'FAIL'} {name}: {what}, output {j}: max abs err "
+                  f"{err:.3g}, relative {rel:.3g} {why}")
     e2e_err = max((e for e, _ in e2e), default=0.0)
     e2e_rel = max((r for _, r in e2e), default=0.0)
     print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(nodes)} nodes; worst node {worst[2]!r} "

@@ -514,6 +514,22 @@ TEST(RegistryDropout, KeepProbIsDeprecated) {
   EXPECT_TRUE(found);
 }
 
+// MindSpore 2.10: nn.ELU(alpha=0.7) builds and fails at the call ("In Elu, alpha must be 1.0f");
+// an int alpha fails to dispatch (TypeError); alpha=1.0 runs.
+TEST(RegistryActivation, EluSupportsOnlyAFloatAlphaOfOne) {
+  FakeCall layer = apply(construct("nn.ELU", {}, {{"alpha", Fl(0.7)}}), {Ten({2, 3})});
+  ASSERT_TRUE(has_code(layer.diags, "invalid-argument"));
+  EXPECT_NE(layer.errors().find("alpha=1.0"), std::string::npos) << layer.errors();
+  EXPECT_NE(layer.errors().find("0.7"), std::string::npos) << layer.errors();
+  EXPECT_TRUE(apply(construct("nn.ELU", {}, {{"alpha", I(1)}}), {Ten({2, 3})}).failed());
+  EXPECT_TRUE(apply(construct("nn.ELU"), {Ten({2, 3})}).diags.empty());
+  EXPECT_TRUE(call("ops.elu", {Ten({2, 3}), Fl(0.5)}).failed());
+  EXPECT_TRUE(call("ops.elu", {Ten({2, 3})}, {{"alpha", I(1)}}).failed());
+  FakeCall ok = call("ops.elu", {Ten({2, 3})}, {{"alpha", Fl(1.0)}});
+  EXPECT_TRUE(ok.diags.empty());
+  EXPECT_EQ(shape_of(ok), "(2, 3)");
+}
+
 // ---- Operator rules -----------------------------------------------------------------------------
 
 TEST(RegistryOps, BroadcastingAndDtypes) {

@@ -78,6 +78,9 @@ struct ArgValue {
   [[nodiscard]] std::optional<double> as_float() const;  // Int, Bool or Float
   [[nodiscard]] std::optional<bool> as_bool() const;
   [[nodiscard]] std::optional<std::string> as_str() const;
+  // The value as a node attribute: Bool, Int, Float, Str, or a sequence of ints; nullopt for
+  // anything else (tensors, None, unknown values, dtypes, objects).
+  [[nodiscard]] std::optional<AttrValue> as_attr() const;
   // An int expanded to `n` copies, or a sequence of ints of length `n` (any length if n == 0).
   [[nodiscard]] std::optional<std::vector<int64_t>> as_ints(size_t n = 0) const;
   // Like as_ints, but symbolic ints (SymInt) and unknown ints (Unknown) are kept as Dims, so

@@ -51,17 +51,7 @@ DType dtype_or(const ContextBase& ctx, std::string_view name, DType fallback) {
 
 void copy_attrs(InitContext& ctx, std::initializer_list<std::string_view> names) {
   for (std::string_view n : names) {
-    const ArgValue& v = ctx.arg(n);
-    if (auto i = v.as_ints(); i && v.kind == ArgValue::Kind::Sequence)
-      ctx.set_attr(std::string(n), *i);
-    else if (v.kind == ArgValue::Kind::Bool)
-      ctx.set_attr(std::string(n), v.b);
-    else if (v.kind == ArgValue::Kind::Int)
-      ctx.set_attr(std::string(n), v.i);
-    else if (v.kind == ArgValue::Kind::Float)
-      ctx.set_attr(std::string(n), v.f);
-    else if (v.kind == ArgValue::Kind::Str)
-      ctx.set_attr(std::string(n), v.s);
+    if (auto a = ctx.arg(n).as_attr()) ctx.set_attr(std::string(n), std::move(*a));
   }
 }
 
@@ -458,6 +448,8 @@ struct SimpleLayer {
   const char* axis_attr;  // init arg holding an axis to validate, or nullptr
   double flops;           // per element
   const char* summary;
+  // Checks of the constructor's arguments at the call, before the shape rule; false: reported.
+  ArgCheck check = nullptr;
 };
 
 void add_simple(Registry& r, const SimpleLayer& s) {
@@ -480,7 +472,9 @@ void add_simple(Registry& r, const SimpleLayer& s) {
   auto init = [attr_names](InitContext& ctx) {
     for (const std::string& n : attr_names) copy_attrs(ctx, {n});
   };
-  r.add(cell(s.name, s.op, s.init, {P(s.input)}, init, on_tensor(s.input, infer), s.summary));
+  InferFn rule = on_tensor(s.input, infer);
+  if (s.check) rule = checked_first(s.check, name, std::move(rule));
+  r.add(cell(s.name, s.op, s.init, {P(s.input)}, init, std::move(rule), s.summary));
 }
 
 void add_activations(Registry& r) {
@@ -516,7 +510,15 @@ void add_activations(Registry& r) {
        nullptr,
        1,
        "leaky ReLU with slope alpha (default 0.2)"},
-      {"nn.ELU", "Elu", {P("alpha", "1.0")}, "x", true, nullptr, 1, "exponential linear unit"},
+      {"nn.ELU",
+       "Elu",
+       {P("alpha", "1.0")},
+       "x",
+       true,
+       nullptr,
+       1,
+       "exponential linear unit",
+       [](CallContext& ctx, std::string_view api) { return elu_alpha_supported(ctx, api, true); }},
       {"nn.HSwish", "HSwish", {}, "input", false, nullptr, 1, "hard swish"},
       {"nn.HSigmoid", "HSigmoid", {}, "input", false, nullptr, 1, "hard sigmoid"},
       {"nn.Mish", "Mish", {}, "input_x", true, nullptr, 1, "x * tanh(softplus(x))"},

@@ -35,17 +35,7 @@ void prim(Registry& r, std::string name, std::vector<ParamSpec> init, std::vecto
   for (const ParamSpec& p : e.init_params) attr_names.push_back(p.name);
   e.init = [attr_names](InitContext& ctx) {
     for (const std::string& n : attr_names) {
-      const ArgValue& v = ctx.arg(n);
-      if (v.kind == ArgValue::Kind::Bool)
-        ctx.set_attr(n, v.b);
-      else if (v.kind == ArgValue::Kind::Int)
-        ctx.set_attr(n, v.i);
-      else if (v.kind == ArgValue::Kind::Float)
-        ctx.set_attr(n, v.f);
-      else if (v.kind == ArgValue::Kind::Str)
-        ctx.set_attr(n, v.s);
-      else if (auto ints = v.as_ints(); ints && v.kind == ArgValue::Kind::Sequence)
-        ctx.set_attr(n, *ints);
+      if (auto a = ctx.arg(n).as_attr()) ctx.set_attr(n, std::move(*a));
     }
   };
   e.infer = std::move(infer);
@@ -63,6 +53,8 @@ struct Unary {
   const char* op;
   UnaryDType dtype;
   std::vector<ParamSpec> extra;  // further function parameters
+  // Checks of the function's further arguments before the shape rule; false: reported.
+  ArgCheck check = nullptr;
 };
 
 void register_unary(Registry& r) {
@@ -78,7 +70,14 @@ void register_unary(Registry& r) {
       {"mish", "x", "Mish", "x", "Mish", U::FloatOnly, {}},
       {"hardswish", "input", "HSwish", "input", "HSwish", U::Keep, {}},
       {"leaky_relu", "input", nullptr, nullptr, "LeakyReLU", U::Keep, {P("alpha", "0.2")}},
-      {"elu", "input_x", nullptr, nullptr, "Elu", U::FloatOnly, {P("alpha", "1.0")}},
+      {"elu",
+       "input_x",
+       nullptr,
+       nullptr,
+       "Elu",
+       U::FloatOnly,
+       {P("alpha", "1.0")},
+       [](CallContext& ctx, std::string_view api) { return elu_alpha_supported(ctx, api, false); }},
       {"softplus",
        "input",
        nullptr,
@@ -108,13 +107,14 @@ void register_unary(Registry& r) {
       {"cumsum", "x", nullptr, nullptr, "CumSum", U::Keep, {P("axis"), P("dtype", "None")}},
   };
   for (const Unary& u : table) {
-    double flops = u.dtype == U::ToBool ? 1 : 1;
+    const double flops = 1;
     if (u.fn) {
       std::vector<ParamSpec> params = {P(u.fn_arg)};
       params.insert(params.end(), u.extra.begin(), u.extra.end());
       std::string name = std::string("ops.") + u.fn;
-      fn(r, name, u.op, params, unary_rule(name, u.fn_arg, u.dtype, flops),
-         std::string("elementwise ") + u.fn);
+      InferFn rule = unary_rule(name, u.fn_arg, u.dtype, flops);
+      if (u.check) rule = checked_first(u.check, name, std::move(rule));
+      fn(r, name, u.op, params, std::move(rule), std::string("elementwise ") + u.fn);
     }
     if (u.prim) {
       std::string name = std::string("ops.") + u.prim;

@@ -33,6 +33,24 @@ std::optional<std::string> ArgValue::as_str() const {
   return std::nullopt;
 }
 
+std::optional<AttrValue> ArgValue::as_attr() const {
+  switch (kind) {
+    case Kind::Bool:
+      return AttrValue(b);
+    case Kind::Int:
+      return AttrValue(i);
+    case Kind::Float:
+      return AttrValue(f);
+    case Kind::Str:
+      return AttrValue(s);
+    case Kind::Sequence:
+      if (auto ints = as_ints()) return AttrValue(std::move(*ints));
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::optional<std::vector<int64_t>> ArgValue::as_ints(size_t n) const {
   if (kind == Kind::Int) return std::vector<int64_t>(n == 0 ? 1 : n, i);
   if (kind != Kind::Sequence) return std::nullopt;

@@ -229,6 +229,26 @@ bool require_float(ContextBase& ctx, std::string_view api, DType t, std::string_
   return false;
 }
 
+bool elu_alpha_supported(CallContext& ctx, std::string_view api, bool from_init) {
+  const ArgValue& alpha = from_init ? ctx.init_arg("alpha") : ctx.arg("alpha");
+  const std::string_view at = from_init ? std::string_view{} : std::string_view{"alpha"};
+  std::string problem;
+  if (alpha.kind == ArgValue::Kind::Int)
+    problem = "takes a float `alpha`, but receives the int " + alpha.repr();
+  else if (alpha.kind == ArgValue::Kind::Float && alpha.f != 1.0)
+    problem = "supports only alpha=1.0, but receives " + alpha.repr();
+  if (problem.empty()) return true;
+  ctx.error("invalid-argument", std::string(api) + " " + problem + " (MindSpore's Elu kernel)", at);
+  if (from_init) ctx.suggest_init_value("alpha", "1.0");
+  return false;
+}
+
+InferFn checked_first(ArgCheck check, std::string api, InferFn rule) {
+  return [check, api = std::move(api), rule = std::move(rule)](CallContext& ctx) {
+    if (check(ctx, api)) rule(ctx);
+  };
+}
+
 std::optional<size_t> axis_or_error(ContextBase& ctx, std::string_view api, int64_t axis,
                                     size_t rank, std::string_view arg) {
   if (auto a = normalize_axis(axis, rank)) return a;

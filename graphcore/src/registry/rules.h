@@ -98,6 +98,14 @@ bool require_dim(ContextBase& ctx, std::string_view api, std::string_view what,
                  std::string_view arg = {});
 // Floating dtypes only (MindSpore rejects integer/bool inputs for these kernels).
 bool require_float(ContextBase& ctx, std::string_view api, DType t, std::string_view arg = {});
+// MindSpore's Elu takes a float alpha and supports only 1.0 (documented since 1.x; 2.10 raises
+// "In Elu, alpha must be 1.0f" for another float, and fails to dispatch an int). `from_init`:
+// alpha is a constructor argument (nn.ELU), reported at the call with a fix at the constructor.
+bool elu_alpha_supported(CallContext& ctx, std::string_view api, bool from_init);
+// A check of an API's non-tensor arguments, run before its shape rule whatever the inputs are
+// (known or not); false: it reported the problem.
+using ArgCheck = bool (*)(CallContext&, std::string_view api);
+InferFn checked_first(ArgCheck check, std::string api, InferFn rule);
 // Normalises `axis` for `rank`, reporting "axis-error" when it is out of range.
 std::optional<size_t> axis_or_error(ContextBase& ctx, std::string_view api, int64_t axis,
                                     size_t rank, std::string_view arg = {});

@@ -197,8 +197,16 @@ void k_elu(KernelCall& c) {
   float alpha = static_cast<float>(attr_float(c.node, "alpha").value_or(1.0));
   unary_float(c, [alpha](float v) { return v >= 0 ? v : alpha * (std::exp(v) - 1); });
 }
+// ops.softplus(x, beta, threshold): x where beta * x > threshold, else log(1 + exp(beta * x)) /
+// beta; the ops.Softplus primitive has beta 1 and threshold 20.
 void k_softplus(KernelCall& c) {
-  unary_float(c, [](float v) { return v > 20 ? v : std::log1p(std::exp(v)); });
+  const auto beta = static_cast<float>(attr_float(c.node, "beta").value_or(1.0));
+  const auto threshold = static_cast<float>(attr_float(c.node, "threshold").value_or(20.0));
+  if (beta == 0.0f) fail("Softplus beta must not be 0");
+  unary_float(c, [beta, threshold](float v) {
+    const float bv = beta * v;
+    return bv > threshold ? v : std::log1p(std::exp(bv)) / beta;
+  });
 }
 void k_exp(KernelCall& c) {
   unary_float(c, [](float v) { return std::exp(v); });
