@@ -10,6 +10,8 @@
 #include <utility>
 #include <variant>
 
+#include "graphcore/opdef.h"
+
 namespace cellscope::protocol {
 
 #ifndef CELLSCOPE_VERSION
@@ -152,6 +154,17 @@ std::string_view node_kind_name(graphcore::NodeKind kind) {
   return "op";
 }
 
+namespace {
+
+// Node.category: the category of an operator node's definition; "" for the other kinds.
+std::string category_of(graphcore::NodeKind kind, std::string_view op) {
+  if (kind != graphcore::NodeKind::Op) return {};
+  const auto c = graphcore::op_category(op);
+  return c ? std::string(graphcore::category_name(*c)) : std::string();
+}
+
+}  // namespace
+
 Diagnostic diagnostic(const graphcore::Diagnostic& diag, PositionMapper& positions) {
   Diagnostic d;
   d.set_file(diag.file);
@@ -230,6 +243,7 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
     out->set_id(n.id);
     out->set_kind(std::string(node_kind_name(n.kind)));
     out->set_op(n.op);
+    out->set_category(category_of(n.kind, n.op));
     out->set_api(n.api);
     out->set_scope(n.scope);
     for (const auto& ref : n.inputs) {
@@ -282,6 +296,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
     o->set_id(n.id);
     o->set_kind(std::string(node_kind_name(n.kind)));
     o->set_op(n.op);
+    o->set_category(category_of(n.kind, n.op));
     o->set_pattern(n.pattern);
     for (const auto& r : n.inputs) set_edge(o->add_inputs(), r);
     for (size_t k = 0; k < n.outputs.size(); ++k) {

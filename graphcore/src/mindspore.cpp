@@ -1039,7 +1039,8 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   // records when it is called: its arguments (defaults included) are its node's attributes, so
   // `ops.gelu(x, approximate='tanh')` carries approximate='tanh' to every later stage. An
   // attribute the rule set itself (normalised, resolved) wins.
-  if (e->kind == ApiKind::Function || e->kind == ApiKind::TensorMethod) record_call_args(b, ctx.attrs);
+  if (e->kind == ApiKind::Function || e->kind == ApiKind::TensorMethod)
+    record_call_args(b, ctx.attrs);
   if (ctx.outputs.empty()) {
     if (unknown_input) return Value::unknown();
     return Value::none();

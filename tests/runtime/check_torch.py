@@ -53,6 +53,8 @@ CASES = [
     # A function's call-time arguments reach its kernel (gelu tanh, leaky_relu alpha, softplus
     # beta/threshold), also checked against the source's arguments written in torch.
     ("functional_args", "tests/runtime/models/functional_args.py", ["5,7"], [], 1e-5),
+    # Operators added by their definition alone: GroupNorm, Mish, Erf, CumSum.
+    ("more_ops", "tests/runtime/models/more_ops.py", ["2,4,5,6"], [], 1e-5),
     ("scalars", "tests/runtime/models/scalars.py", ["4,6", "4,6:int32"], ["random", "random"],
      1e-6),
     ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
@@ -213,9 +215,7 @@ def gelu_approx(node):
     a = attr(node, "approximate")
     if isinstance(a, str):
         return a == "tanh"
-    if a is not None:
-        return bool(a)
-    return node["api"] == "nn.GELU"
+    return bool(a)
 
 
 def with_scalar(node, ins):
@@ -275,6 +275,14 @@ def run_op(node, ins, params):
         return [F.elu(x, attr(node, "alpha", 1.0))]
     if op == "Softplus":
         return [F.softplus(x, attr(node, "beta", 1), attr(node, "threshold", 20))]
+    if op == "Mish":
+        return [F.mish(x)]
+    if op == "Erf":
+        return [torch.erf(x)]
+    if op == "CumSum":
+        return [torch.cumsum(x, dim=attr(node, "axis"))]
+    if op == "GroupNorm":
+        return [F.group_norm(x, attr(node, "num_groups"), params[0], params[1], attr(node, "eps"))]
     if op == "Sigmoid":
         return [torch.sigmoid(x)]
     if op == "Tanh":
@@ -385,10 +393,20 @@ class TorchFunctionalArgs(torch.nn.Module):
                 F.elu(x), F.leaky_relu(x, 0.3) + F.elu(x))
 
 
+class TorchMoreOps(torch.nn.Module):
+    """tests/runtime/models/more_ops.py written directly in torch with its source's arguments
+    (GroupNorm's affine parameters are MindSpore's initial ones, ones and zeros)."""
+
+    def forward(self, x):
+        return (F.group_norm(x, 2, torch.ones(4), torch.zeros(4), 1e-5), F.mish(x),
+                F.mish(x * 3.0), torch.erf(x), torch.cumsum(x, 2), torch.cumsum(x, -1))
+
+
 # Cases also checked against a network written directly in torch: (module from params, what).
 EXPLICIT = {
     "lenet5": (TorchLeNet5, "explicit torch.nn LeNet-5"),
     "functional_args": (lambda params: TorchFunctionalArgs(), "the arguments as written, in torch"),
+    "more_ops": (lambda params: TorchMoreOps(), "the source written in torch"),
 }
 
 

@@ -103,17 +103,23 @@ export function groupSums(g: ViewGraph, scale: MetricScale): Map<string, number>
   return sums;
 }
 
-/** Category colours for "Op type" colouring (Netron-like families). */
+/** The colour family of each operator category the server sends (graph.proto Node.category,
+ * from the operator's definition): Netron-like families. */
+const CATEGORY_FAMILY: Record<string, string> = {
+  convolution: 'compute', matmul: 'compute', attention: 'compute',
+  normalization: 'norm',
+  activation: 'act', softmax: 'act',
+  pooling: 'pool',
+  shape: 'shape', index: 'shape',
+  random: 'dropout',
+  'data-move': 'move',
+};
+
+/** Category colours for "Op type" colouring, from the category the server gives each node. */
 export function opCategory(n: VNode): string {
   if (n.kind === 'input') return 'input';
   if (n.kind === 'parameter' || n.kind === 'constant') return 'const';
   if (n.dataMove) return 'move';
-  const op = n.op;
-  if (/Conv|MatMul|Dense|Attention|Gemm|BatchMatMul|Einsum/i.test(op)) return 'compute';
-  if (/Norm|BatchNorm/i.test(op)) return 'norm';
-  if (/ReLU|GELU|Sigmoid|Tanh|Softmax|SiLU|Swish|Elu|Activation/i.test(op)) return 'act';
-  if (/Pool/i.test(op)) return 'pool';
-  if (/Reshape|Transpose|Flatten|Squeeze|ExpandDims|Concat|Split|Slice|Gather|Stack|Tile|Broadcast/i.test(op)) return 'shape';
-  if (/Dropout/i.test(op)) return 'dropout';
-  return 'elem';
+  const category = n.optimized?.category ?? n.semantic?.category ?? '';
+  return CATEGORY_FAMILY[category] ?? 'elem';
 }

@@ -81,6 +81,11 @@ export function nodeWidth(label: string, sub: string): number {
 }
 
 /** The Cell path a semantic node belongs to: its scope, or the scope's parent for a leaf-Cell call. */
+/** A dtype or layout conversion (Cast, TransData), by the category the server gives the node. */
+function movesData(category: string | undefined): boolean {
+  return category === 'cast' || category === 'data-move';
+}
+
 export function scopeGroupPath(id: string, scope: string): string {
   if (!scope) return '';
   if (id === scope || id.startsWith(scope + '#')) {
@@ -125,7 +130,7 @@ export function buildNodes(cell: Cell, layer: Layer): VNode[] {
         group: scopeGroupPath(n.id, scope), order: i,
         width: nodeWidth(label, sub), height: NODE_H,
         inputs: edgesOf(n.inputs, n.id, outs), outputs: n.outputs ?? [], semantic: n,
-        fused: false, dataMove: op === 'Cast' || op === 'TransData',
+        fused: false, dataMove: movesData(n.category),
         scope,
       };
       return v;
@@ -170,7 +175,7 @@ export function buildNodes(cell: Cell, layer: Layer): VNode[] {
       height: hw ? NODE_H_HW : NODE_H,
       inputs: edgesOf(n.inputs, n.id, outs), outputs: n.outputs ?? [],
       semantic: main, optimized: n, fused,
-      dataMove: op === 'TransData' || op === 'Cast',
+      dataMove: movesData(n.category),
       scope: main?.scope ?? '',
     };
     res.push(v);

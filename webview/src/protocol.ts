@@ -32,6 +32,7 @@ export interface Node {
   file?: string;
   range?: Range;
   flops?: number;
+  category?: string; // the operator's category from its definition (graph.proto Node.category)
 }
 
 export interface Parameter {
@@ -85,6 +86,7 @@ export interface OptimizedNode {
   id: string;
   kind?: string;
   op?: string;
+  category?: string;
   pattern?: string;
   inputs?: Edge[];
   outputs?: Tensor[];

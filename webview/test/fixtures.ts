@@ -13,12 +13,12 @@ export function smallCell(): Cell {
     name: 'Net()', className: 'Net', compiled: true,
     nodes: [
       { ...node('x', '', [], 'Input'), kind: 'input', flops: 0 },
-      node('layer1.0.conv1', 'layer1.0.conv1', ['x'], 'Conv2D', { flops: 1000 }),
-      node('layer1.0.relu', 'layer1.0.relu', ['layer1.0.conv1'], 'ReLU'),
-      node('layer1.0/Add', 'layer1.0', ['layer1.0.relu', 'x']),
-      node('layer1.1.conv1', 'layer1.1.conv1', ['layer1.0/Add'], 'Conv2D', { flops: 5000 }),
-      node('layer1.1.relu', 'layer1.1.relu', ['layer1.1.conv1'], 'ReLU'),
-      node('fc', 'fc', ['layer1.1.relu'], 'MatMul', { flops: 100 }),
+      node('layer1.0.conv1', 'layer1.0.conv1', ['x'], 'Conv2D', { flops: 1000, category: 'convolution' }),
+      node('layer1.0.relu', 'layer1.0.relu', ['layer1.0.conv1'], 'ReLU', { category: 'activation' }),
+      node('layer1.0/Add', 'layer1.0', ['layer1.0.relu', 'x'], 'Add', { category: 'elementwise' }),
+      node('layer1.1.conv1', 'layer1.1.conv1', ['layer1.0/Add'], 'Conv2D', { flops: 5000, category: 'convolution' }),
+      node('layer1.1.relu', 'layer1.1.relu', ['layer1.1.conv1'], 'ReLU', { category: 'activation' }),
+      node('fc', 'fc', ['layer1.1.relu'], 'MatMul', { flops: 100, category: 'matmul' }),
     ],
   };
 }

@@ -32,6 +32,12 @@ test('op categories', () => {
   assert.equal(opCategory(g.byId.get('layer1.0.conv1')!), 'compute');
   assert.equal(opCategory(g.byId.get('layer1.0.relu')!), 'act');
   assert.equal(opCategory(g.byId.get('x')!), 'input');
+  assert.equal(opCategory(g.byId.get('fc')!), 'compute');
+  assert.equal(opCategory(g.byId.get('layer1.0/Add')!), 'elem');
+  // The family comes from the server's category, never from the operator's name.
+  const unnamed = smallCell();
+  unnamed.nodes![1].category = undefined;
+  assert.equal(opCategory(buildViewGraph(unnamed, 'semantic').byId.get('layer1.0.conv1')!), 'elem');
 });
 
 test('search by name, op and scope, best first', () => {

@@ -101,7 +101,7 @@ test('optimized layer: groups from origins, TransData follows its producer', () 
   cell.optimized = {
     nodes: [
       { id: 'x', kind: 'input', op: 'Input', origins: ['x'] },
-      { id: 'TransData/x', op: 'TransData', inputs: [{ node: 'x' }], origins: [] },
+      { id: 'TransData/x', op: 'TransData', category: 'data-move', inputs: [{ node: 'x' }], origins: [] },
       { id: 'conv/layer1.0.conv1', op: 'FusedConv2D', pattern: 'conv', origins: ['layer1.0.conv1', 'layer1.0.relu'], inputs: [{ node: 'TransData/x' }] },
       { id: 'layer1.0/Add', op: 'Add', origins: ['layer1.0/Add'], inputs: [{ node: 'conv/layer1.0.conv1' }, { node: 'x' }] },
     ],

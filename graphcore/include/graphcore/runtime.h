@@ -286,10 +286,6 @@ class RuntimeError : public std::runtime_error {
   std::optional<size_t> node_;
 };
 
-// Whether the runtime has a kernel for graph operator `op` ("Conv2D", "Add").
-bool has_kernel(std::string_view op);
-std::vector<std::string> kernel_ops();  // sorted
-
 class Executor {
  public:
   // Binds the graph and initialises every parameter (CellReport::params) from opts.seed. The

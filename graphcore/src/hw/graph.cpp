@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "graphcore/hardware.h"
+#include "graphcore/opdef.h"
 #include "hw/model.h"
 
 namespace graphcore {
@@ -24,27 +25,11 @@ constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
 
 enum class OpClass { Skip, HostNoop, Conv, MatMul, Attention, Vector, AiCpu, Unsupported };
 
-// Shape-only operators: on contiguous (default-format) data they only relabel the shape, so the
-// runtime does not launch a kernel. The layout pass inserts TransData before any of them that
-// reads a private format.
-const std::unordered_set<std::string_view> kHostNoops = {
-    "Reshape", "Flatten", "ExpandDims", "Squeeze", "Identity", "Depend", "Shape", "Narrow"};
-
-// Operators with no AI-core kernel in CANN's operator library: they run on the AI CPU.
-const std::unordered_set<std::string_view> kAiCpuOps = {
-    "Unique",       "NonZero", "MaskedSelect", "Multinomial", "RandomCategorical",
-    "SearchSorted", "Range"};
-
-// Vector instructions per element of the heavier vector operators (a plain elementwise op is 1).
+// Vector instructions per element of an operator (graphcore/opdef.h; 1 for a plain elementwise
+// operator and for one nobody defined).
 double vector_ops(std::string_view op) {
-  static const std::unordered_map<std::string_view, double> kOps = {
-      {"Softmax", 5},   {"LogSoftmax", 6}, {"LayerNorm", 8}, {"AddLayerNorm", 9}, {"BatchNorm", 4},
-      {"GroupNorm", 8}, {"GeLU", 6},       {"FastGeLU", 4},  {"SiLU", 4},         {"Sigmoid", 4},
-      {"Tanh", 4},      {"Mish", 6},       {"HSwish", 3},    {"HSigmoid", 3},     {"Exp", 2},
-      {"Log", 2},       {"Sqrt", 2},       {"Rsqrt", 2},     {"Erf", 4},          {"Pow", 3},
-      {"Dropout", 3},   {"ReduceStd", 3},  {"ReduceVar", 3}, {"LogSumExp", 4}};
-  auto it = kOps.find(op);
-  return it == kOps.end() ? 1 : it->second;
+  const OpDef* d = find_op(op);
+  return d == nullptr ? 1 : d->vector_ops;
 }
 
 double product(const Shape& s, size_t from, size_t to) {
@@ -244,20 +229,28 @@ class Estimator {
     if (n.kind != NodeKind::Op) return OpClass::Skip;
     const std::string_view op = n.op;
     if (op == "Custom") return OpClass::Unsupported;  // resolved per func_type in forward()
-    if (kHostNoops.contains(op)) return OpClass::HostNoop;
+    // Shape-only operators (kHostNoop): on contiguous (default-format) data they only relabel
+    // the shape, so the runtime does not launch a kernel. The layout pass inserts TransData
+    // before any of them that reads a private format.
+    const OpDef* def = find_op(op);
+    if (def != nullptr && def->unit == OpUnit::Host) return OpClass::HostNoop;
     if (op == "Dropout" && !train_) return OpClass::HostNoop;  // identity in inference graphs
     // An amp Cast estimated at fp32 (a graph optimized for mixed precision): both sides are
     // float32, and a Cast between equal types is removed.
     if (op == "Cast" && n.pass == "amp" && !o_.mixed_precision) return OpClass::HostNoop;
-    if (op == "FusedAttention") return OpClass::Attention;
-    if (op == "Conv2D" || op == "FusedConv2D" || op == "Conv1D" || op == "Conv3D" ||
-        op == "Conv2DTranspose") {
-      return OpClass::Conv;
+    if (def == nullptr) return OpClass::Vector;
+    if (def->unit == OpUnit::Cube) {
+      switch (def->category) {
+        case OpCategory::Attention:
+          return OpClass::Attention;
+        case OpCategory::Convolution:
+          return OpClass::Conv;
+        default:
+          return OpClass::MatMul;
+      }
     }
-    if (op == "MatMul" || op == "FusedMatMul" || op == "BatchMatMul" || op == "Dense") {
-      return OpClass::MatMul;
-    }
-    if (kAiCpuOps.contains(op)) return OpClass::AiCpu;
+    // No AI-core kernel in CANN's operator library: it runs on the AI CPU.
+    if (def->unit == OpUnit::AiCpu) return OpClass::AiCpu;
     return OpClass::Vector;
   }
 

@@ -22,16 +22,19 @@
 // (the layout pass lets them follow their input's format, as any elementwise op).
 #include <unordered_map>
 
+#include "graphcore/opdef.h"
 #include "opt/passes.h"
 
 namespace graphcore::opt {
 
 namespace {
 
-// A kernel that computes in float32 under amp O2 (AMP_BLACK_LIST: BatchNorm1d/2d/3d, LayerNorm).
+// A kernel that computes in float32 under amp O2 (AMP_BLACK_LIST: BatchNorm1d/2d/3d, LayerNorm;
+// the operators whose definition says OpPrecision::KeepFloat32).
 bool fp32_kernel(const OptNode& n) {
   if (n.pattern == "conv" || n.pattern == "dense" || n.pattern == "attention") return false;
-  return n.op == "BatchNorm" || n.op == "LayerNorm" || n.op == "AddLayerNorm";
+  const OpDef* d = find_op(n.op);
+  return d != nullptr && d->precision == OpPrecision::KeepFloat32;
 }
 
 // A kernel containing an explicit ops.Cast of the model: it keeps the dtypes the user chose.

@@ -3,13 +3,14 @@
 // weights (Parameters can be updated between runs) and it is not random. ZerosLike/OnesLike
 // only read their input's shape, so they fold whenever that shape is fully known. A constant
 // input read only by the folded op is absorbed into the new constant (its origins move along).
+#include "graphcore/opdef.h"
 #include "opt/passes.h"
 
 namespace graphcore::opt {
 
 namespace {
 
-bool shape_only(std::string_view op) { return op == "ZerosLike" || op == "OnesLike"; }
+bool shape_only(std::string_view op) { return op_has(op, kLikeInput); }
 
 }  // namespace
 

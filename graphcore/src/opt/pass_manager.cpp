@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "graphcore/checked.h"
+#include "graphcore/opdef.h"
 #include "opt/passes.h"
 
 namespace graphcore {
@@ -376,90 +377,11 @@ void add_origins(const OptNode& n, std::vector<uint32_t>& out) {
   out.insert(out.end(), n.origins.begin(), n.origins.end());
 }
 
-namespace {
-
-bool in_list(std::string_view op, std::initializer_list<std::string_view> list) {
-  return std::find(list.begin(), list.end(), op) != list.end();
-}
-
-}  // namespace
-
-bool is_elementwise(std::string_view op) {
-  return in_list(op, {"Add",
-                      "AddN",
-                      "Sub",
-                      "Mul",
-                      "Div",
-                      "RealDiv",
-                      "FloorDiv",
-                      "FloorMod",
-                      "Mod",
-                      "Maximum",
-                      "Minimum",
-                      "Pow",
-                      "Neg",
-                      "Abs",
-                      "Exp",
-                      "Log",
-                      "Log1p",
-                      "Sqrt",
-                      "Rsqrt",
-                      "Square",
-                      "Reciprocal",
-                      "Sign",
-                      "Floor",
-                      "Ceil",
-                      "Round",
-                      "Erf",
-                      "Erfc",
-                      "Sin",
-                      "Cos",
-                      "ReLU",
-                      "ReLU6",
-                      "Sigmoid",
-                      "Tanh",
-                      "GeLU",
-                      "FastGeLU",
-                      "SiLU",
-                      "HSwish",
-                      "HSigmoid",
-                      "LeakyReLU",
-                      "Elu",
-                      "SeLU",
-                      "Softplus",
-                      "Mish",
-                      "PReLU",
-                      "Cast",
-                      "Equal",
-                      "NotEqual",
-                      "Greater",
-                      "GreaterEqual",
-                      "Less",
-                      "LessEqual",
-                      "LogicalAnd",
-                      "LogicalOr",
-                      "LogicalNot",
-                      "Select",
-                      "BiasAdd",
-                      "Dropout",
-                      "ClipByValue",
-                      "SquaredDifference"});
-}
-
-bool is_reshape_like(std::string_view op) {
-  return in_list(op, {"Reshape", "ExpandDims", "Squeeze", "Flatten"});
-}
-
-bool is_activation(std::string_view op) {
-  return in_list(op, {"ReLU", "ReLU6", "GeLU", "FastGeLU", "Sigmoid", "Tanh", "SiLU", "HSwish",
-                      "HSigmoid", "LeakyReLU", "Elu"});
-}
-
-bool is_random(std::string_view op) {
-  return op.find("Random") != std::string_view::npos ||
-         in_list(op, {"Dropout", "StandardNormal", "StandardLaplace", "UniformReal", "UniformInt",
-                      "Multinomial", "Gamma", "Poisson"});
-}
+// The operators' traits are facts of their definitions (graphcore/opdef.h).
+bool is_elementwise(std::string_view op) { return op_has(op, kElementwise); }
+bool is_reshape_like(std::string_view op) { return op_has(op, kReshapeLike); }
+bool is_activation(std::string_view op) { return op_has(op, kActivation); }
+bool is_random(std::string_view op) { return op_has(op, kRandom); }
 
 }  // namespace opt
 

@@ -11,7 +11,8 @@
 #include <numeric>
 #include <set>
 
-#include "runtime/internal.h"
+#include "graphcore/opdef.h"
+#include "runtime/kernels.h"
 
 namespace graphcore::runtime {
 
@@ -81,7 +82,9 @@ const Tensor* find_param(const KernelCall& c, std::string_view suffix) {
   return nullptr;
 }
 
-namespace {
+// The kernels and their helpers. The kernels are declared in kernels.h for the operator
+// definitions (graphcore/src/ops/) that name them.
+namespace kernels {
 
 [[noreturn]] void fail(const std::string& msg) { throw RuntimeError(msg); }
 
@@ -154,11 +157,11 @@ float gelu_tanh(float v) {
   return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
 }
 
+// nn.GELU's approximate (bool, default True) and ops.gelu's ('none' or 'tanh', default 'none') are
+// recorded with their defaults; the ops.GeLU primitive has no attribute and is the erf form.
 bool gelu_approximate(const Node& n) {
   if (auto s = attr_str(n, "approximate")) return *s == "tanh";
-  if (auto b = attr_bool(n, "approximate")) return *b;
-  // nn.GELU defaults to approximate=True, ops.gelu to 'none'.
-  return n.api == "nn.GELU";
+  return attr_bool(n, "approximate").value_or(false);
 }
 
 void k_relu(KernelCall& c) {
@@ -207,6 +210,10 @@ void k_softplus(KernelCall& c) {
     const float bv = beta * v;
     return bv > threshold ? v : std::log1p(std::exp(bv)) / beta;
   });
+}
+// x * tanh(softplus(x)), softplus linear past 20 as MindSpore's kernel.
+void k_mish(KernelCall& c) {
+  unary_float(c, [](float v) { return v * std::tanh(v > 20 ? v : std::log1p(std::exp(v))); });
 }
 void k_exp(KernelCall& c) {
   unary_float(c, [](float v) { return std::exp(v); });
@@ -600,18 +607,6 @@ void k_not(KernelCall& c) {
   const Tensor& x = in(c, 0);
   Tensor& y = emit(c, Tensor(x.shape(), DType::Bool));
   for (int64_t i = 0; i < x.numel(); ++i) y.set(i, x.at(i) == 0 ? 1 : 0);
-}
-
-void k_addn(KernelCall& c) {
-  if (c.inputs.empty()) fail("AddN needs inputs");
-  Tensor acc = as_float(c.inputs[0]).clone();
-  for (size_t i = 1; i < c.inputs.size(); ++i) {
-    Tensor x = as_float(c.inputs[i]);
-    if (x.shape() != acc.shape()) fail("AddN inputs must have the same shape");
-    Eigen::Map<Eigen::ArrayXf>(acc.data<float>(), acc.numel()) +=
-        Eigen::Map<const Eigen::ArrayXf>(x.data<float>(), x.numel());
-  }
-  emit(c, acc);
 }
 
 // ---- GEMM family
@@ -1088,6 +1083,42 @@ void k_layernorm(KernelCall& c) {
   }
 }
 
+// nn.GroupNorm over (N, C, *): the channels of each sample in num_groups groups, each group
+// normalised over its channels and spatial positions (biased variance), then gamma/beta per
+// channel.
+void k_group_norm(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  if (x.rank() < 2) fail("GroupNorm expects (N, C, ...), got " + x.type_str());
+  const int64_t n = x.shape()[0], ch = x.shape()[1];
+  const int64_t groups = attr_int(c.node, "num_groups").value_or(1);
+  if (groups <= 0 || ch % groups != 0)
+    fail("GroupNorm: " + std::to_string(ch) + " channels cannot form " + std::to_string(groups) +
+         " groups");
+  const double eps = attr_float(c.node, "eps").value_or(1e-5);
+  const Tensor *gamma = find_param(c, "gamma"), *beta = find_param(c, "beta");
+  if ((gamma && gamma->numel() != ch) || (beta && beta->numel() != ch))
+    fail("GroupNorm: gamma/beta do not have " + std::to_string(ch) + " elements");
+  const int64_t spatial = n * ch == 0 ? 0 : x.numel() / (n * ch);
+  const int64_t group_size = ch / groups * spatial;
+  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
+  for (int64_t s = 0; s < n; ++s) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t offset = (s * ch + g * (ch / groups)) * spatial;
+      Eigen::Map<const Eigen::ArrayXf> xg(x.data<float>() + offset, group_size);
+      Eigen::Map<Eigen::ArrayXf> yg(y.data<float>() + offset, group_size);
+      const float mu = xg.mean();
+      const float var = (xg - mu).square().mean();
+      yg = (xg - mu) / std::sqrt(var + static_cast<float>(eps));
+      for (int64_t k = 0; k < ch / groups; ++k) {
+        const int64_t channel = g * (ch / groups) + k;
+        auto block = yg.segment(k * spatial, spatial);
+        if (gamma) block *= gamma->data<float>()[channel];
+        if (beta) block += beta->data<float>()[channel];
+      }
+    }
+  }
+}
+
 // ---- softmax
 // ----------------------------------------------------------------------------------------
 void softmax(KernelCall& c, bool log) {
@@ -1124,7 +1155,7 @@ void k_log_softmax(KernelCall& c) { softmax(c, true); }
 
 // ---- reductions
 // -----------------------------------------------------------------------------------
-enum class Red { Sum, Mean, Max, Min, Prod, All, Any };
+enum class Red { Sum, Mean, Max, Min, Prod };
 
 // The reduced axes: the "axis" attribute, else inferred from the input and output shapes (the
 // graph does not record call-time axis arguments). Throws when the shapes are ambiguous.
@@ -1213,12 +1244,6 @@ Tensor reduce_one(const Tensor& x, int64_t axis, Red op) {
         case Red::Prod:
           yo[0] = row.prod();
           break;
-        case Red::All:
-          yo[0] = (row != 0).all() ? 1.0f : 0.0f;
-          break;
-        case Red::Any:
-          yo[0] = (row != 0).any() ? 1.0f : 0.0f;
-          break;
       }
       continue;
     }
@@ -1239,12 +1264,6 @@ Tensor reduce_one(const Tensor& x, int64_t axis, Red op) {
           break;
         case Red::Prod:
           acc *= v;
-          break;
-        case Red::All:
-          acc = ((acc != 0) && (v != 0)).cast<float>();
-          break;
-        case Red::Any:
-          acc = ((acc != 0) || (v != 0)).cast<float>();
           break;
       }
     }
@@ -1272,8 +1291,6 @@ void k_reduce_mean(KernelCall& c) { reduce(c, Red::Mean); }
 void k_reduce_max(KernelCall& c) { reduce(c, Red::Max); }
 void k_reduce_min(KernelCall& c) { reduce(c, Red::Min); }
 void k_reduce_prod(KernelCall& c) { reduce(c, Red::Prod); }
-void k_reduce_all(KernelCall& c) { reduce(c, Red::All); }
-void k_reduce_any(KernelCall& c) { reduce(c, Red::Any); }
 
 void k_argmax(KernelCall& c, bool is_max) {
   Tensor x = as_float(in(c, 0));
@@ -1780,123 +1797,43 @@ void k_range(KernelCall& c) {
   for (int64_t i = 0; i < n; ++i) y.set(i, start.value_or(0) + static_cast<double>(i) * delta);
 }
 
-const std::map<std::string, KernelFn, std::less<>>& table() {
-  static const std::map<std::string, KernelFn, std::less<>> t = {
-      {"Abs", k_abs},
-      {"AdaptiveAvgPool2D", k_adaptive_avgpool},
-      {"Add", k_add},
-      {"AddN", k_addn},
-      {"All", k_reduce_all},
-      {"Any", k_reduce_any},
-      {"Argmax", k_argmax_},
-      {"Argmin", k_argmin_},
-      {"AvgPool", k_avgpool},
-      {"BatchMatMul", k_matmul},
-      {"BatchNorm", k_batchnorm},
-      {"BiasAdd", k_bias_add},
-      {"BroadcastTo", k_broadcast_to},
-      {"Cast", k_cast},
-      {"ClipByValue", k_clip},
-      {"Concat", k_concat},
-      {"Conv2D", k_conv2d},
-      {"Cos", k_cos},
-      {"Dense", k_dense},
-      {"Depend", k_identity},
-      {"Div", k_div},
-      {"Dropout", k_identity},
-      {"Elu", k_elu},
-      {"Equal", k_eq},
-      {"Erf", k_erf},
-      {"Exp", k_exp},
-      {"ExpandDims", k_reshape},
-      {"Flatten", k_reshape},
-      {"Floor", k_floor},
-      {"FloorDiv", k_floordiv},
-      {"FloorMod", k_mod},
-      {"Fill", k_fill},
-      {"FillLike", k_fill},
-      {"Gather", k_gather},
-      {"GatherV2", k_gather},
-      {"GeLU", k_gelu},
-      {"GELU", k_gelu},
-      {"Greater", k_gt},
-      {"GreaterEqual", k_ge},
-      {"HSigmoid", k_hsigmoid},
-      {"HSwish", k_hswish},
-      {"Identity", k_identity},
-      {"LayerNorm", k_layernorm},
-      {"LeakyReLU", k_leaky_relu},
-      {"Less", k_lt},
-      {"LessEqual", k_le},
-      {"Log", k_log},
-      {"LogSoftmax", k_log_softmax},
-      {"LogicalAnd", k_and},
-      {"LogicalNot", k_not},
-      {"LogicalOr", k_or},
-      {"MaskedFill", k_masked_fill},
-      {"MatMul", k_matmul},
-      {"MaxPool", k_maxpool},
-      {"Maximum", k_maximum},
-      {"Minimum", k_minimum},
-      {"Mul", k_mul},
-      {"Neg", k_neg},
-      {"NotEqual", k_ne},
-      {"OneHot", k_one_hot},
-      {"Ones", k_fill},
-      {"OnesLike", k_ones_like},
-      {"Pow", k_pow},
-      {"Range", k_range},
-      {"RealDiv", k_div},
-      {"Reciprocal", k_reciprocal},
-      {"ReduceMax", k_reduce_max},
-      {"ReduceMean", k_reduce_mean},
-      {"ReduceMin", k_reduce_min},
-      {"ReduceProd", k_reduce_prod},
-      {"ReduceSum", k_reduce_sum},
-      {"ReLU", k_relu},
-      {"ReLU6", k_relu6},
-      {"Reshape", k_reshape},
-      {"Rsqrt", k_rsqrt},
-      {"Select", k_select},
-      {"SiLU", k_silu},
-      {"Sigmoid", k_sigmoid},
-      {"Sin", k_sin},
-      {"Softmax", k_softmax},
-      {"Softplus", k_softplus},
-      {"Split", k_split},
-      {"Sqrt", k_sqrt},
-      {"Square", k_square},
-      {"Squeeze", k_reshape},
-      {"Stack", k_stack},
-      {"StridedSlice", k_strided_slice},
-      {"Sub", k_sub},
-      {"Tanh", k_tanh},
-      {"Tile", k_tile},
-      {"Transpose", k_transpose},
-      {"Unsqueeze", k_reshape},
-      {"Unstack", k_unstack},
-      {"View", k_reshape},
-      {"Zeros", k_fill},
-      {"ZerosLike", k_zeros_like},
-  };
-  return t;
+// ops.cumsum(x, axis): running sums along `axis`, in the output's dtype (its `dtype` argument,
+// else the input's).
+void k_cumsum(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const auto axis_attr = attr_int(c.node, "axis");
+  if (!axis_attr) fail("CumSum needs its axis attribute");
+  const int64_t axis = norm_axis(*axis_attr, std::max<size_t>(x.rank(), 1));
+  Tensor& y = emit(c, Tensor(x.shape(), out_dtype(c, 0, x.dtype())));
+  const int64_t len = x.rank() == 0 ? 1 : x.shape()[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  const int64_t outer = len * inner == 0 ? 0 : x.numel() / (len * inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t at = (o * len + k) * inner + i;
+        sum += x.at(at);
+        y.set(at, sum);
+      }
+    }
+  }
 }
 
-}  // namespace
+}  // namespace kernels
 
 KernelFn find_kernel(std::string_view op) {
-  const auto& t = table();
-  auto it = t.find(op);
-  return it == t.end() ? nullptr : it->second;
+  const OpDef* d = find_op(op);
+  return d == nullptr ? nullptr : d->kernel;
 }
 
 std::vector<std::string> kernel_names() {
   std::vector<std::string> r;
-  for (const auto& [k, v] : table()) r.push_back(k);
+  for (const OpDef& d : all_ops()) {
+    if (d.kernel != nullptr) r.emplace_back(d.name);
+  }
   return r;
 }
-
-bool has_kernel(std::string_view op) { return find_kernel(op) != nullptr; }
-std::vector<std::string> kernel_ops() { return kernel_names(); }
 
 }  // namespace graphcore::runtime

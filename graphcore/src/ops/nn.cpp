@@ -1,0 +1,48 @@
+// Operator definitions of layers: normalization, convolution, matrix multiplication, attention,
+// recurrent cells, pooling.
+// Columns (graphcore/opdef.h): name, category, traits, unit, vector instructions per element (the
+// hardware model's cost), precision under amp O2, CPU kernel, produced only by a pass.
+#include "ops/families.h"
+
+namespace graphcore::ops {
+
+std::span<const OpDef> nn_ops() {
+  using C = OpCategory;
+  using U = OpUnit;
+  using P = OpPrecision;
+  static const OpDef kRows[] = {
+      {"BatchNorm", C::Normalization, kTraitNone, U::Vector, 4, P::KeepFloat32,
+       &kernels::k_batchnorm, false},
+      {"LayerNorm", C::Normalization, kTraitNone, U::Vector, 8, P::KeepFloat32,
+       &kernels::k_layernorm, false},
+      {"AddLayerNorm", C::Normalization, kTraitNone, U::Vector, 9, P::KeepFloat32, nullptr, true},
+      {"GroupNorm", C::Normalization, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_group_norm,
+       false},
+      {"Norm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
+      {"Conv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false},
+      {"Conv3D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
+      {"Conv2DTranspose", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
+      {"FusedConv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
+      {"MatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false},
+      {"BatchMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false},
+      {"Dense", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_dense, false},
+      {"FusedMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
+      {"MultiheadAttention", C::Attention, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"FusedAttention", C::Attention, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
+      {"LSTM", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"GRU", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"RNN", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"MaxPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_maxpool, false},
+      {"AvgPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_avgpool, false},
+      {"AdaptiveAvgPool1D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"AdaptiveAvgPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
+       &kernels::k_adaptive_avgpool, false},
+      {"AdaptiveMaxPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+  };
+  return kRows;
+}
+
+}  // namespace graphcore::ops

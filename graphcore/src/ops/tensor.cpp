@@ -1,0 +1,81 @@
+// Operator definitions: reductions, shape and index operators, creation, random operators, and
+// the operators only passes (fusion, amp, layout, folding) or control flow (Merge) produce.
+// Columns (graphcore/opdef.h): name, category, traits, unit, vector instructions per element (the
+// hardware model's cost), precision under amp O2, CPU kernel, produced only by a pass.
+#include "ops/families.h"
+
+namespace graphcore::ops {
+
+std::span<const OpDef> tensor_ops() {
+  using C = OpCategory;
+  using U = OpUnit;
+  using P = OpPrecision;
+  static const OpDef kRows[] = {
+      {"ReduceSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_sum,
+       false},
+      {"ReduceMean", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_mean,
+       false},
+      {"ReduceMax", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_max,
+       false},
+      {"ReduceMin", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_min,
+       false},
+      {"ReduceProd", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_prod,
+       false},
+      {"ReduceStd", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, nullptr, false},
+      {"ReduceVar", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, nullptr, false},
+      {"LogSumExp", C::Reduction, kTraitNone, U::Vector, 4, P::Float16, nullptr, false},
+      {"Argmax", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_argmax_, false},
+      {"Argmin", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_argmin_, false},
+      {"ArgMaxWithValue", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"ArgMinWithValue", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"TopK", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"CumSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_cumsum, false},
+      {"Reshape", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
+       false},
+      {"Flatten", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
+       false},
+      {"ExpandDims", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16,
+       &kernels::k_reshape, false},
+      {"Squeeze", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
+       false},
+      {"Identity", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_identity, false},
+      {"Narrow", C::Shape, kHostNoop, U::Host, 1, P::Float16, nullptr, false},
+      {"Transpose", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_transpose, false},
+      {"Concat", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_concat, false},
+      {"Stack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_stack, false},
+      {"Split", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_split, false},
+      {"Unstack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_unstack, false},
+      {"Tile", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tile, false},
+      {"BroadcastTo", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_broadcast_to,
+       false},
+      {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,
+       false},
+      {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Gather", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_gather, false},
+      {"OneHot", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_one_hot, false},
+      {"MaskedFill", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_masked_fill,
+       false},
+      {"Zeros", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false},
+      {"Ones", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false},
+      {"Fill", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false},
+      {"FillLike", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false},
+      {"LinSpace", C::Creation, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Range", C::Creation, kTraitNone, U::AiCpu, 1, P::Float16, &kernels::k_range, false},
+      {"ZerosLike", C::Creation, kLikeInput, U::Vector, 1, P::Float16, &kernels::k_zeros_like,
+       false},
+      {"OnesLike", C::Creation, kLikeInput, U::Vector, 1, P::Float16, &kernels::k_ones_like, false},
+      {"Constant", C::Creation, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
+      {"Dropout", C::Random, kElementwise | kRandom, U::Vector, 3, P::Float16, &kernels::k_identity,
+       false},
+      {"Dropout2D", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},
+      {"StandardNormal", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},
+      {"UniformReal", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},
+      {"UniformInt", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},
+      {"TransData", C::DataMove, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
+      {"Merge", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Custom", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+  };
+  return kRows;
+}
+
+}  // namespace graphcore::ops
