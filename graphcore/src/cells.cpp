@@ -139,7 +139,7 @@ std::optional<Value> Interpreter::api_internal_attr(InstanceObj* inst, std::stri
   CellState& cs = *inst->cell;
   for (const ParamInfo& p : *cs.api_params) {
     if (p.name != name) continue;
-    Value v = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
+    Value v = make_parameter(p);
     inst->attrs.set(name_str(name), v);
     return v;
   }

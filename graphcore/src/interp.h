@@ -251,6 +251,8 @@ class Interpreter {
   Value tensor_subscript(const Value& t, const Value& index, const Site& site);
   Value dtype_value(DType t);
   Value make_parameter(TensorType t, std::string name, bool requires_grad);
+  // A layer's Parameter as the registry declared it (its initializer included).
+  Value make_parameter(const ParamInfo& p);
   // Registers `child` under `name` in a Cell's children / params when appropriate.
   void cell_setattr(InstanceObj* inst, const std::string& name, const Value& v);
   // dict.__init__'s arguments (`dict(*args, **kwargs)`) added to a dict subclass's items.

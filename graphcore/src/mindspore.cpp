@@ -202,6 +202,7 @@ ArgValue Interpreter::to_arg(const Value& v, SourceRange range, bool explicit_ar
     case OK::Opaque:
       a.kind = ArgValue::Kind::Other;
       a.s = v.as<OpaqueObj>()->type_name;
+      a.initializer = v.as<OpaqueObj>()->initializer;
       return a;
     default:
       a.kind = ArgValue::Kind::Other;
@@ -246,6 +247,12 @@ Value Interpreter::make_parameter(TensorType t, std::string name, bool requires_
   p->requires_grad = requires_grad;
   p->param_name = std::move(name);
   return Value::obj(p);
+}
+
+Value Interpreter::make_parameter(const ParamInfo& p) {
+  Value v = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
+  v.as<TensorObj>()->init = p.init;
+  return v;
 }
 
 Value Interpreter::api_class(const ApiEntry* e) {
@@ -584,9 +591,12 @@ class BoundCtx : public Base {
 
 class InitCtx final : public BoundCtx<InitContext> {
  public:
-  using BoundCtx::BoundCtx;
+  InitCtx(Interpreter& in, const BoundArgs& b, const Site& site, std::string_view api)
+      : BoundCtx(in, b, site), api_(api) {}
   void add_parameter(std::string name, Shape shape, DType dtype, bool trainable) override {
-    params.push_back(ParamInfo{std::move(name), std::move(shape), dtype, trainable});
+    ParamInfo p{std::move(name), std::move(shape), dtype, trainable};
+    p.init = initializer_of(p);
+    params.push_back(std::move(p));
   }
   void set_attr(std::string name, AttrValue value) override {
     attrs.push_back(Attr{std::move(name), std::move(value)});
@@ -604,6 +614,43 @@ class InitCtx final : public BoundCtx<InitContext> {
     in_.report_at(site_.file(), location(at_arg), sev, std::string(code),
                   std::move(message) + in_.instance_note());
   }
+  // How the layer initialises Parameter `p`: its `<p>_init` argument (as written, or the
+  // signature's default such as gamma_init='ones'), else MindSpore's default for the layer.
+  // nullptr when that is not known (a tensor or an unknown value passed as the initializer).
+  std::shared_ptr<const ParamInit> initializer_of(const ParamInfo& p) const {
+    const std::string keyword = init_argument_of(p.name);
+    const ArgValue* given = b_.find(keyword);
+    if (given && (given->is_none() || given->is_missing())) given = nullptr;
+    if (given) {
+      if (auto spec = given->as_initializer()) {
+        const bool written = given->explicit_arg;
+        std::string note = (written ? "" : "default ") + keyword + "=" + spec->str();
+        return std::make_shared<const ParamInit>(
+            ParamInit{std::move(*spec),
+                      written ? ParamInit::Origin::Argument : ParamInit::Origin::LayerDefault,
+                      std::move(note)});
+      }
+    }
+    // A bias's default depends on the fan-in of the weight declared before it.
+    const Shape* weight = nullptr;
+    const size_t dot = p.name.rfind('.');
+    const std::string weight_name =
+        (dot == std::string::npos ? std::string() : p.name.substr(0, dot + 1)) + "weight";
+    for (const ParamInfo& q : params) {
+      if (q.name == weight_name) weight = &q.shape;
+    }
+    auto spec = default_initializer(api_, p.name, weight, arg("hidden_size").as_int());
+    if (!spec) return nullptr;
+    std::string note = std::string(api_) + "'s default for " + p.name + ": " + spec->str();
+    if (given) {
+      note = keyword + "=" + given->repr() + " is not known statically; " + note + " stands in";
+      return std::make_shared<const ParamInit>(
+          ParamInit{std::move(*spec), ParamInit::Origin::Substitute, std::move(note)});
+    }
+    return std::make_shared<const ParamInit>(
+        ParamInit{std::move(*spec), ParamInit::Origin::LayerDefault, std::move(note)});
+  }
+  std::string_view api_;
 };
 
 class CallCtx final : public BoundCtx<CallContext> {
@@ -835,7 +882,7 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
   CellState& cs = *inst->cell;
   cs.api = e;
   BoundArgs b = bind_specs(*this, e->init_params, args, site, e->name);
-  InitCtx ctx(*this, b, site);
+  InitCtx ctx(*this, b, site, e->name);
   if (b.ok && e->init) e->init(ctx);
   cs.init_failed = !b.ok || ctx.failed();
   // Defaulted arguments are not kept: init_arg() finds them from the registry entry.
@@ -868,7 +915,7 @@ void Interpreter::init_api_object(InstanceObj* inst, const ApiEntry* e, CallArgs
   cs.attrs = shared_attrs(std::move(ctx.attrs));
   cs.api_params = shared_params(std::move(ctx.params));
   for (const ParamInfo& p : *cs.api_params) {
-    Value pv = make_parameter(TensorType{p.shape, p.dtype}, p.name, p.trainable);
+    Value pv = make_parameter(p);
     cs.params.emplace_back(p.name, pv);
     inst->attrs.set(name_str(p.name), pv);
   }
@@ -930,6 +977,7 @@ std::shared_ptr<const std::vector<ParamInfo>> Interpreter::shared_params(
       if (a.name != b.name || !(a.shape == b.shape) || a.dtype != b.dtype ||
           a.trainable != b.trainable)
         return false;
+      if (a.init != b.init && (!a.init || !b.init || !(*a.init == *b.init))) return false;
     }
     return true;
   };
@@ -1076,6 +1124,32 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   return pack_outputs(std::move(outs), ctx.attrs, e->returns_tuple);
 }
 
+// `cls(...)` of an initializer class when every argument is a known number or string.
+static std::optional<InitSpec> initializer_call(std::string_view cls, const CallArgs& a) {
+  if (a.open) return std::nullopt;
+  std::vector<InitSpec::Arg> args;
+  auto add = [&](std::string_view keyword, const Value& v) {
+    InitSpec::Arg x;
+    x.keyword = keyword;
+    if (v.is_number()) {
+      x.number = v.as_float();
+    } else if (const std::string* text = str_of(v)) {
+      x.string = *text;
+    } else {
+      return false;
+    }
+    args.push_back(std::move(x));
+    return true;
+  };
+  for (const Value& v : a.pos) {
+    if (!add({}, v)) return std::nullopt;
+  }
+  for (const auto& [k, v] : a.kw) {
+    if (!add(k, v)) return std::nullopt;
+  }
+  return InitSpec::call(cls, args);
+}
+
 // ---- natives: Tensor, Parameter, initializers, context
 // ---------------------------------------------
 
@@ -1163,13 +1237,24 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     const Value* name = arg(a, 1, "name");
     const Value* rg = arg(a, 2, "requires_grad");
     TensorType t{Shape{}, DType::Float32};
+    std::shared_ptr<const ParamInit> init;
     if (data) {
-      if (auto* src = data->as<TensorObj>())
+      if (auto* src = data->as<TensorObj>()) {
         t = src->type;
-      else if (data->k == VK::Int)
+        init = src->init;          // initializer(...)
+        if (!init && src->fill) {  // Tensor(np.zeros(...)), ops.ones(...)
+          InitSpec c;
+          c.kind = InitSpec::Kind::Constant;
+          c.value = *src->fill;
+          std::string note = "a tensor filled with " + repr(Value::real(*src->fill));
+          init = std::make_shared<const ParamInit>(
+              ParamInit{c, ParamInit::Origin::Argument, std::move(note)});
+        }
+      } else if (data->k == VK::Int) {
         t = TensorType{Shape{}, DType::Int64};
-      else if (data->is_unknown())
+      } else if (data->is_unknown()) {
         t = TensorType{Shape::unranked(), DType::Float32};
+      }
     }
     bool requires_grad = true;
     if (rg) {
@@ -1180,7 +1265,9 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     if (name) {
       if (auto* s = str_of(*name)) n = *s;
     }
-    return in.make_parameter(t, n, requires_grad);
+    Value p = in.make_parameter(t, n, requires_grad);
+    p.as<TensorObj>()->init = std::move(init);
+    return p;
   });
   add("ms.ParameterTuple", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.empty()) return make_tuple({});
@@ -1279,10 +1366,12 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     add(std::string("init.") + n, [name](Interpreter&, CallArgs& a, const Site&) -> Value {
       auto o = std::make_shared<OpaqueObj>(name);
       o->args = a.pos;
+      if (auto spec = initializer_call(name, a))
+        o->initializer = std::make_shared<const InitSpec>(std::move(*spec));
       return Value::obj(o);
     });
   }
-  add("init.initializer", [arg](Interpreter&, CallArgs& a, const Site&) -> Value {
+  add("init.initializer", [arg](Interpreter& in, CallArgs& a, const Site& site) -> Value {
     const Value* shape = arg(a, 1, "shape");
     const Value* dt = arg(a, 2, "dtype");
     TensorType t{Shape::unranked(), DType::Float32};
@@ -1305,7 +1394,16 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     if (dt) {
       if (auto* d = dt->as<DTypeObj>()) t.dtype = d->dtype;
     }
-    return make_tensor(t);
+    Value tensor = make_tensor(t);
+    // What a Parameter wrapping this tensor starts from.
+    if (const Value* init = arg(a, 0, "init")) {
+      if (auto spec = in.to_arg(*init, site.range(), true).as_initializer()) {
+        std::string note = "initializer(" + spec->str() + ")";
+        tensor.as<TensorObj>()->init = std::make_shared<const ParamInit>(
+            ParamInit{std::move(*spec), ParamInit::Origin::Argument, std::move(note)});
+      }
+    }
+    return tensor;
   });
 }
 

@@ -438,6 +438,9 @@ struct TensorObj : Object {
   // uniform (then `fill`). Immutable and shared: Tensor(arr) shares it, a slice assignment
   // replaces it. Recorded on the Constant node for the runtime (Node::constant_values).
   std::shared_ptr<const std::vector<double>> values;
+  // A Parameter's initializer as the program gives it (a layer's `weight_init`, its default, the
+  // `initializer(...)` a Parameter wraps); also set on the tensor `initializer(...)` returns.
+  std::shared_ptr<const ParamInit> init;
   bool poisoned = false;   // produced by a failed op: suppress follow-on diagnostics
   uint32_t walk_mark = 0;  // last parameter walk that counted it
 };
@@ -470,6 +473,8 @@ struct OpaqueObj : Object {
   std::string type_name;  // "Normal", "mindspore.dataset.MnistDataset"
   std::vector<Value> args;
   DictObj attrs;
+  // An initializer object (init.Normal(0.02)) whose arguments are known.
+  std::shared_ptr<const InitSpec> initializer;
 };
 
 // A Python int known only symbolically, such as a batch size read from `x.shape`.

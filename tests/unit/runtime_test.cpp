@@ -8,12 +8,15 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
+#include <span>
 
 #include "graphcore/analysis.h"
 #include "graphcore/runtime.h"
 
 using namespace graphcore;
 using namespace graphcore::runtime;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -240,22 +243,35 @@ TEST(RuntimeInputSpec, ShapesWhoseElementCountOverflowsAreRejected) {
   EXPECT_TRUE(parse_input_spec("0,3037000500,3037000500", &err));
 }
 
-TEST(RuntimeInit, ParseAndFill) {
-  auto n = InitSpec::parse("Normal(0.02)");
+TEST(RuntimeInit, InitializersByNameAndCall) {
+  using A = InitSpec::Arg;
+  const A sigma{{}, 0.02, std::nullopt};
+  auto n = InitSpec::call("Normal", std::span(&sigma, 1));
   ASSERT_TRUE(n);
   EXPECT_EQ(n->kind, InitSpec::Kind::Normal);
   EXPECT_DOUBLE_EQ(n->sigma, 0.02);
-  auto t = InitSpec::parse("init.TruncatedNormal(sigma=0.1, mean=1)");
+  const A kw[] = {{"sigma", 0.1, std::nullopt}, {"mean", 1.0, std::nullopt}};
+  auto t = InitSpec::call("TruncatedNormal", kw);
   ASSERT_TRUE(t);
   EXPECT_DOUBLE_EQ(t->mean, 1);
-  auto he = InitSpec::parse("HeUniform(math.sqrt(5))");
+  const A he_args[] = {{{}, std::sqrt(5.0), std::nullopt}, {"mode", std::nullopt, "fan_out"}};
+  auto he = InitSpec::call("HeUniform", std::span(he_args, 1));
   ASSERT_TRUE(he);
   EXPECT_DOUBLE_EQ(he->negative_slope, std::sqrt(5.0));
-  EXPECT_EQ(InitSpec::parse("'zeros'")->kind, InitSpec::Kind::Zero);
-  EXPECT_EQ(InitSpec::parse("\"xavier_uniform\"")->kind, InitSpec::Kind::XavierUniform);
-  EXPECT_DOUBLE_EQ(InitSpec::parse("0.5")->value, 0.5);
-  EXPECT_FALSE(InitSpec::parse("my_init(3)"));
-  EXPECT_FALSE(InitSpec::parse("self.w_init"));
+  EXPECT_TRUE(InitSpec::call("HeNormal", he_args)->fan_out);
+  EXPECT_EQ(InitSpec::named("zeros")->kind, InitSpec::Kind::Zero);
+  EXPECT_EQ(InitSpec::named("xavier_uniform")->kind, InitSpec::Kind::XavierUniform);
+  EXPECT_EQ(InitSpec::named("HeUniform")->kind, InitSpec::Kind::HeUniform);
+  EXPECT_FALSE(InitSpec::named("orthogonal"));  // not modelled: unknown, never a guess
+  EXPECT_FALSE(InitSpec::named("constant"));    // Constant needs its value
+  EXPECT_FALSE(InitSpec::call("Constant", {}));
+  const A extra[] = {{{}, 0.1, std::nullopt}, {{}, 0.2, std::nullopt}};
+  EXPECT_FALSE(InitSpec::call("Uniform", extra));  // Uniform(scale) takes one
+  const A bad_kw{"sigma", 0.1, std::nullopt};
+  EXPECT_FALSE(InitSpec::call("Uniform", std::span(&bad_kw, 1)));
+  const A bad_mode{"mode", std::nullopt, "fan_avg"};
+  EXPECT_FALSE(InitSpec::call("HeUniform", std::span(&bad_mode, 1)));
+  EXPECT_FALSE(InitSpec::call("my_init", {}));
 
   // MindSpore's Conv2d default HeUniform(sqrt(5)): bound 1/sqrt(fan_in).
   Tensor w({8, 4, 3, 3}, DType::Float32);
@@ -269,9 +285,112 @@ TEST(RuntimeInit, ParseAndFill) {
   fill_init(w2, *he, 1);
   EXPECT_EQ(values(w), values(w2));  // reproducible from the seed
   Tensor tn({1000}, DType::Float32);
-  fill_init(tn, *InitSpec::parse("TruncatedNormal(1.0, 0, -0.5, 0.5)"), 2);
+  const A bounds[] = {{{}, 1.0, std::nullopt},
+                      {{}, 0.0, std::nullopt},
+                      {{}, -0.5, std::nullopt},
+                      {{}, 0.5, std::nullopt}};
+  fill_init(tn, *InitSpec::call("TruncatedNormal", bounds), 2);
   EXPECT_LE(compute_stats(tn).max, 0.5);
   EXPECT_GE(compute_stats(tn).min, -0.5);
+}
+
+// The initializer of every Parameter is recorded when the analysis creates it: a layer's
+// argument (evaluated, not re-read from the text: math.sqrt(5) is a number), the signature's
+// default (gamma_init='ones'), MindSpore's default for the layer, the initializer() a Parameter
+// wraps, a tensor of one known value; the layer's default standing in for an initializer that is
+// not known statically; and nothing for a Parameter of computed values.
+TEST(RuntimeInit, InitializersAreRecordedAtEvaluation) {
+  const fs::path dir = fs::temp_directory_path() / "cellscope_init_test";
+  fs::create_directories(dir);
+  const fs::path file = dir / "inits.py";
+  std::ofstream(file) << R"(import math
+import numpy as np
+import mindspore as ms
+from mindspore import nn, ops, Parameter, Tensor
+from mindspore.common.initializer import initializer, Normal, TruncatedNormal, HeUniform
+
+
+def my_init(scale):
+    return ops.randn((3, 4)) * scale
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Dense(4, 3, weight_init=Normal(0.02))
+        self.b = nn.Dense(4, 3, weight_init=TruncatedNormal(sigma=0.1, mean=1), bias_init='zeros')
+        self.c = nn.Dense(4, 3, weight_init=HeUniform(math.sqrt(5), mode='fan_out'))
+        self.d = nn.Dense(4, 3, weight_init='xavier_uniform', has_bias=False)
+        self.e = nn.Dense(4, 3, weight_init=my_init(1.0), has_bias=False)
+        self.bn = nn.BatchNorm1d(3)
+        self.pos = Parameter(initializer(TruncatedNormal(0.02), (1, 3)), name='pos')
+        self.cls = Parameter(Tensor(np.zeros((1, 3)), ms.float32), name='cls')
+        self.noise = Parameter(ops.randn((1, 3)), name='noise')
+
+    def construct(self, x):
+        y = self.a(x) + self.b(x) + self.c(x) + self.d(x) + self.e(x)
+        return self.bn(y) + self.pos + self.cls + self.noise
+)";
+  AnalysisOptions opts;
+  opts.inputs.push_back({Shape::of({2, 4}), DType::Float32});
+  DiskSourceProvider disk;
+  AnalysisResult res = analyze_file(file, opts, disk);
+  ASSERT_EQ(res.cells.size(), 1u);
+  std::map<std::string, const ParamInfo*> p;
+  for (const ParamInfo& info : res.cells[0].params) p[info.name] = &info;
+  using K = InitSpec::Kind;
+  using O = ParamInit::Origin;
+  auto init = [&](const std::string& name) -> const ParamInit* {
+    auto it = p.find(name);
+    return it == p.end() ? nullptr : it->second->init.get();
+  };
+  ASSERT_TRUE(init("a.weight"));
+  EXPECT_EQ(init("a.weight")->spec.kind, K::Normal);
+  EXPECT_DOUBLE_EQ(init("a.weight")->spec.sigma, 0.02);
+  EXPECT_EQ(init("a.weight")->origin, O::Argument);
+  EXPECT_EQ(init("a.weight")->note, "weight_init=Normal(sigma=0.02, mean=0)");
+  ASSERT_TRUE(init("a.bias"));  // MindSpore's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+  EXPECT_EQ(init("a.bias")->spec.kind, K::Uniform);
+  EXPECT_DOUBLE_EQ(init("a.bias")->spec.scale, 0.5);
+  EXPECT_EQ(init("a.bias")->origin, O::LayerDefault);
+  ASSERT_TRUE(init("b.weight"));
+  EXPECT_EQ(init("b.weight")->spec.kind, K::TruncatedNormal);
+  EXPECT_DOUBLE_EQ(init("b.weight")->spec.mean, 1);
+  EXPECT_EQ(init("b.bias")->spec.kind, K::Zero);
+  ASSERT_TRUE(init("c.weight"));
+  EXPECT_DOUBLE_EQ(init("c.weight")->spec.negative_slope, std::sqrt(5.0));
+  EXPECT_TRUE(init("c.weight")->spec.fan_out);
+  EXPECT_EQ(init("d.weight")->spec.kind, K::XavierUniform);
+  // A tensor of computed values: not known; the layer's default stands in, and says so.
+  ASSERT_TRUE(init("e.weight"));
+  EXPECT_EQ(init("e.weight")->origin, O::Substitute);
+  EXPECT_EQ(init("e.weight")->spec.kind, K::HeUniform);
+  EXPECT_NE(init("e.weight")->note.find("not known statically"), std::string::npos)
+      << init("e.weight")->note;
+  ASSERT_TRUE(init("bn.gamma"));
+  EXPECT_EQ(init("bn.gamma")->spec.kind, K::One);
+  EXPECT_EQ(init("bn.gamma")->origin, O::LayerDefault);
+  EXPECT_EQ(init("bn.moving_variance")->spec.kind, K::One);
+  EXPECT_EQ(init("bn.moving_mean")->spec.kind, K::Zero);
+  ASSERT_TRUE(init("pos"));
+  EXPECT_EQ(init("pos")->spec.kind, K::TruncatedNormal);
+  EXPECT_DOUBLE_EQ(init("pos")->spec.sigma, 0.02);
+  ASSERT_TRUE(init("cls"));
+  EXPECT_EQ(init("cls")->spec.kind, K::Constant);
+  EXPECT_DOUBLE_EQ(init("cls")->spec.value, 0);
+  EXPECT_EQ(init("noise"), nullptr);
+
+  // The runtime fills from the records and says where each came from.
+  ExecOptions eo;
+  eo.seed = 3;
+  Executor ex(res.cells[0], eo);
+  EXPECT_EQ(ex.param("a.weight")->source, InitSource::Argument);
+  EXPECT_NEAR(compute_stats(ex.param("a.weight")->value).std, 0.02, 0.015);
+  EXPECT_EQ(ex.param("a.bias")->source, InitSource::LayerDefault);
+  EXPECT_LE(compute_stats(ex.param("a.bias")->value).max, 0.5);
+  EXPECT_EQ(compute_stats(ex.param("bn.gamma")->value).min, 1);
+  EXPECT_TRUE(compute_stats(ex.param("cls")->value).all_zero());
+  EXPECT_EQ(ex.param("noise")->source, InitSource::Unknown);
 }
 
 TEST(RuntimeKernels, ConvSamePaddingOnOnes) {
@@ -604,7 +723,7 @@ TEST(RuntimeExecutor, LeNetFromSource) {
   Executor ex(res.cells[0], eo);
   const ParamState* fc1 = ex.param("fc1.weight");
   ASSERT_NE(fc1, nullptr);
-  EXPECT_EQ(fc1->source, InitSource::SourceText);  // weight_init=Normal(0.02)
+  EXPECT_EQ(fc1->source, InitSource::Argument);  // weight_init=Normal(0.02)
   EXPECT_EQ(fc1->init.kind, InitSpec::Kind::Normal);
   EXPECT_NEAR(compute_stats(fc1->value).std, 0.02, 0.002);
   EXPECT_EQ(ex.param("conv1.weight")->source, InitSource::LayerDefault);

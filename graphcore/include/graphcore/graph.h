@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "graphcore/initializer.h"
 #include "graphcore/istr.h"
 #include "graphcore/shape.h"
 #include "graphcore/source.h"
@@ -44,6 +45,9 @@ struct ParamInfo {
   Shape shape;
   DType dtype = DType::Float32;
   bool trainable = true;
+  // How the program initialises it, recorded when it was created; nullptr when that is not known
+  // (a Parameter wrapping a tensor of computed or loaded values).
+  std::shared_ptr<const ParamInit> init = nullptr;
 };
 
 // `op`, `api`, `scope` and `file` repeat across nodes and are interned (IStr): they read as

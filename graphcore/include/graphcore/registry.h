@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graphcore/graph.h"
+#include "graphcore/initializer.h"
 #include "graphcore/shape.h"
 #include "graphcore/source.h"
 #include "graphcore/version.h"
@@ -62,13 +63,14 @@ struct ArgValue {
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string s;                 // Str value; for Cell/Other the type name
-  std::vector<ArgValue> items;   // Sequence
-  TensorType tensor;             // Tensor
-  DType dtype = DType::Unknown;  // DType
-  Dim dim;                       // SymInt (also set for Int: the known value)
-  SourceRange range;             // where the argument was written (or the call if defaulted)
-  bool explicit_arg = false;     // written by the user rather than defaulted
+  std::string s;                                // Str value; for Cell/Other the type name
+  std::vector<ArgValue> items;                  // Sequence
+  TensorType tensor;                            // Tensor
+  DType dtype = DType::Unknown;                 // DType
+  Dim dim;                                      // SymInt (also set for Int: the known value)
+  std::shared_ptr<const InitSpec> initializer;  // Other: an initializer object, arguments known
+  SourceRange range;          // where the argument was written (or the call if defaulted)
+  bool explicit_arg = false;  // written by the user rather than defaulted
 
   [[nodiscard]] bool is_none() const { return kind == Kind::None; }
   [[nodiscard]] bool is_missing() const { return kind == Kind::Missing; }
@@ -78,6 +80,10 @@ struct ArgValue {
   [[nodiscard]] std::optional<double> as_float() const;  // Int, Bool or Float
   [[nodiscard]] std::optional<bool> as_bool() const;
   [[nodiscard]] std::optional<std::string> as_str() const;
+  // The initializer the value stands for where MindSpore takes one (`weight_init=`, the first
+  // argument of `initializer()`): an initializer object, a name ('normal', 'zeros'), a number
+  // (a constant); nullopt for anything else (None, a tensor, an unknown value).
+  [[nodiscard]] std::optional<InitSpec> as_initializer() const;
   // The value as a node attribute: Bool, Int, Float, Str, or a sequence of ints; nullopt for
   // anything else (tensors, None, unknown values, dtypes, objects).
   [[nodiscard]] std::optional<AttrValue> as_attr() const;
@@ -194,6 +200,17 @@ std::string api_signature(const ApiEntry& e, const Version& version, bool init,
 // The parameters api_signature shows, in order.
 std::vector<const ParamSpec*> api_signature_params(const ApiEntry& e, const Version& version,
                                                    bool init);
+
+// MindSpore's initializer for Parameter `rel` ("weight", "bias", "gamma", "moving_variance",
+// "out_proj.weight") of layer `api` when the layer's `<rel>_init` argument is None or absent
+// (checked against MindSpore 2.10's nn layer sources). `weight` is the shape of the layer's
+// weight when known (a bias's fan-in), `hidden_size` the RNN family's. nullopt: not known.
+std::optional<InitSpec> default_initializer(std::string_view api, std::string_view rel,
+                                            const Shape* weight,
+                                            std::optional<int64_t> hidden_size);
+// The constructor argument that initialises Parameter `rel` of a layer ("weight" ->
+// "weight_init", "moving_variance" -> "moving_var_init", "embedding_table" -> itself).
+std::string init_argument_of(std::string_view rel);
 
 // Registration functions, one per family file under graphcore/src/registry/.
 void register_nn_layers(Registry& r);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "graphcore/graph.h"
+#include "graphcore/initializer.h"
 #include "graphcore/shape.h"
 
 namespace graphcore::runtime {
@@ -126,37 +127,8 @@ Tensor read_npy(const std::filesystem::path& path);
 void write_npy(const std::filesystem::path& path, const Tensor& t);  // f4/f2/i4/i8/b1
 
 // ---- Parameter initialisation -------------------------------------------------------------------
-// A MindSpore initializer (mindspore.common.initializer) with its arguments.
-struct InitSpec {
-  enum class Kind : uint8_t {
-    Zero,
-    One,
-    Constant,         // value
-    Normal,           // sigma, mean
-    TruncatedNormal,  // sigma, mean, a, b (absolute bounds, like MindSpore)
-    Uniform,          // scale: U(-scale, scale)
-    HeUniform,        // negative_slope, mode, nonlinearity
-    HeNormal,
-    XavierUniform,  // gain
-    XavierNormal,
-  };
-  Kind kind = Kind::Zero;
-  double value = 0;                         // Constant
-  double sigma = 0.01;                      // Normal, TruncatedNormal
-  double mean = 0;                          // Normal, TruncatedNormal
-  double a = -2, b = 2;                     // TruncatedNormal
-  double scale = 0.07;                      // Uniform
-  double negative_slope = 0;                // He*
-  bool fan_out = false;                     // He*: mode='fan_out'
-  std::string nonlinearity = "leaky_relu";  // He*
-  double gain = 1;                          // Xavier*
-
-  // Parses Python source as written in model code: "Normal(0.02)", "'normal'", "'zeros'",
-  // "TruncatedNormal(sigma=0.02)", "HeUniform(math.sqrt(5))", "init.Uniform(0.1)", "0.5", "1".
-  // nullopt when not recognised.
-  static std::optional<InitSpec> parse(std::string_view python_src);
-  [[nodiscard]] std::string str() const;  // "Normal(sigma=0.02, mean=0)"
-};
+// Initializers are facts of the analysed program (graphcore/initializer.h): ParamInfo::init.
+using graphcore::InitSpec;
 
 // Fills `t` (float) as MindSpore's initializer would (fans from its shape), from `seed`.
 void fill_init(Tensor& t, const InitSpec& spec, uint64_t seed);
@@ -164,10 +136,9 @@ void fill_init(Tensor& t, const InitSpec& spec, uint64_t seed);
 // Where a parameter's initializer came from, for the debugger to show.
 enum class InitSource : uint8_t {
   Override,      // ExecOptions::param_inits
-  Attribute,     // a "<param>_init" attribute recorded on the layer's node
-  SourceText,    // the layer's constructor call in the model file (needs CellReport::instances)
-  LayerDefault,  // MindSpore's default for this layer and parameter
-  Unknown,       // nothing known (Parameters built in user code): zeros, with a note
+  Argument,      // what the program passed (`weight_init=...`, `initializer(...)`): ParamInfo::init
+  LayerDefault,  // MindSpore's default for this layer and parameter: ParamInfo::init
+  Unknown,       // nothing known (a Parameter from a tensor of unknown values): zeros, with a note
   Loaded,        // set_param / load_params_npy / load_checkpoint
 };
 std::string_view init_source_name(InitSource s);
@@ -177,7 +148,7 @@ struct ParamState {
   Tensor value;
   InitSpec init;
   InitSource source = InitSource::LayerDefault;
-  std::string note;  // e.g. the text the initializer was read from
+  std::string note;  // where the initializer came from ("weight_init=Normal(sigma=0.02, mean=0)")
 };
 
 // ---- MindSpore checkpoints ----------------------------------------------------------------------
@@ -235,8 +206,6 @@ struct ExecOptions {
   Precision precision = Precision::Float32;
   // Initializers by parameter name, overriding everything else.
   std::map<std::string, InitSpec> param_inits;
-  // Reads the model file (for initializers written at constructor sites); nullptr: the disk.
-  std::function<std::optional<std::string>(const std::string& file)> read_source;
   // Keep every node's outputs after they are last used (a debugger inspects earlier locals; a
   // backward pass needs them). false frees values once their last consumer ran.
   bool keep_values = true;

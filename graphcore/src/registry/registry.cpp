@@ -33,6 +33,26 @@ std::optional<std::string> ArgValue::as_str() const {
   return std::nullopt;
 }
 
+std::optional<InitSpec> ArgValue::as_initializer() const {
+  switch (kind) {
+    case Kind::Other:
+      if (initializer) return *initializer;
+      return std::nullopt;
+    case Kind::Str:
+      return InitSpec::named(s);
+    case Kind::Bool:
+    case Kind::Int:
+    case Kind::Float: {
+      InitSpec c;
+      c.kind = InitSpec::Kind::Constant;
+      c.value = *as_float();
+      return c;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 std::optional<AttrValue> ArgValue::as_attr() const {
   switch (kind) {
     case Kind::Bool:

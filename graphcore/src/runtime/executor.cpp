@@ -7,6 +7,7 @@
 #include <new>
 #include <sstream>
 
+#include "graphcore/registry.h"
 #include "runtime/internal.h"
 
 namespace graphcore::runtime {
@@ -16,14 +17,6 @@ namespace {
 std::string base_name(const std::string& file) {
   size_t s = file.find_last_of('/');
   return s == std::string::npos ? file : file.substr(s + 1);
-}
-
-std::optional<std::string> read_disk(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 // The dtype the runtime holds a value of graph dtype `d` in: `d` itself when it has storage for
@@ -39,119 +32,24 @@ DType runtime_dtype(DType d, const std::string& what) {
                      "int32, int64 and bool; float64 and bfloat16 as float32)");
 }
 
-// The text of `range` (0-based lines, byte columns) in `text`.
-std::string slice_range(const std::string& text, const SourceRange& r) {
-  const LineIndex index(text);  // "\r", "\n" and "\r\n" end lines, as in the analysis
-  size_t b = index.offset_of(r.start), e = index.offset_of(r.end);
-  return e > b ? text.substr(b, e - b) : std::string();
-}
-
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// The source of keyword argument `kw` in the call text "nn.Dense(1, 2, weight_init=Normal(0.02))".
-std::optional<std::string> keyword_arg(const std::string& call, const std::string& kw) {
-  size_t pos = 0;
-  while ((pos = call.find(kw, pos)) != std::string::npos) {
-    size_t end = pos + kw.size();
-    bool start_ok = pos == 0 || !ident_char(call[pos - 1]);
-    size_t eq = call.find_first_not_of(" \t\r\n", end);
-    if (start_ok && eq != std::string::npos && call[eq] == '=' &&
-        (eq + 1 >= call.size() || call[eq + 1] != '=')) {
-      size_t b = eq + 1;
-      int depth = 0;
-      char quote = 0;
-      size_t i = b;
-      for (; i < call.size(); ++i) {
-        char c = call[i];
-        if (quote) {
-          if (c == quote) quote = 0;
-          continue;
-        }
-        if (c == '\'' || c == '"') {
-          quote = c;
-        } else if (c == '(' || c == '[' || c == '{') {
-          ++depth;
-        } else if (c == ')' || c == ']' || c == '}') {
-          if (depth == 0) break;
-          --depth;
-        } else if (c == ',' && depth == 0) {
-          break;
-        }
-      }
-      std::string v = call.substr(b, i - b);
-      size_t f = v.find_first_not_of(" \t\r\n");
-      size_t l = v.find_last_not_of(" \t\r\n");
-      if (f == std::string::npos) return std::nullopt;
-      return v.substr(f, l - f + 1);
-    }
-    pos = end;
+// MindSpore's default initializer (graphcore::default_initializer) for a parameter the graph
+// records none for, from the layer of the node that reads it; nullopt when there is none.
+std::optional<InitSpec> unrecorded_default(
+    const ParamInfo& info, const std::map<std::string, size_t, std::less<>>& owner,
+    const std::map<std::string, const Shape*, std::less<>>& shapes, const Graph& g) {
+  std::string api, rel = info.name;
+  const Node* node = nullptr;
+  if (auto it = owner.find(info.name); it != owner.end()) {
+    node = &g.nodes[it->second];
+    api = std::string(node->api);
+    const std::string& scope = node->scope;
+    if (!scope.empty() && info.name.starts_with(scope + "."))
+      rel = info.name.substr(scope.size() + 1);
   }
-  return std::nullopt;
-}
-
-std::string init_keyword(const std::string& rel) {
-  if (rel == "moving_variance") return "moving_var_init";
-  if (rel == "embedding_table") return "embedding_table";
-  return rel + "_init";
-}
-
-InitSpec make(InitSpec::Kind k) {
-  InitSpec s;
-  s.kind = k;
-  return s;
-}
-
-// MindSpore's default initializer for parameter `rel` of a layer `api` (checked against
-// MindSpore 2.10's nn layer sources). `weight_shape` is the layer's weight shape when known.
-std::optional<InitSpec> layer_default(const std::string& api, const std::string& rel,
-                                      const std::vector<int64_t>* weight_shape, const Node* node) {
-  using K = InitSpec::Kind;
-  auto he_sqrt5 = [] {
-    InitSpec s = make(K::HeUniform);
-    s.negative_slope = std::sqrt(5.0);
-    return s;
-  };
-  auto fan_in_bias = [&]() -> InitSpec {
-    if (!weight_shape || weight_shape->size() < 2) return make(K::Zero);
-    double fan = static_cast<double>((*weight_shape)[1]);
-    for (size_t i = 2; i < weight_shape->size(); ++i)
-      fan *= static_cast<double>((*weight_shape)[i]);
-    if (fan <= 0) return make(K::Zero);
-    InitSpec s = make(K::Uniform);
-    s.scale = 1.0 / std::sqrt(fan);
-    return s;
-  };
-  if (api.starts_with("nn.Conv") || api == "nn.Dense" || api == "nn.BiDense") {
-    if (rel == "weight") return he_sqrt5();
-    if (rel == "bias") return fan_in_bias();
-  }
-  // Normalisation layers and embeddings, by the parameter's own name.
-  std::string leaf = rel.substr(rel.find_last_of('.') + 1);
-  if (leaf == "gamma") return make(K::One);
-  if (leaf == "beta" || leaf == "moving_mean") return make(K::Zero);
-  if (leaf == "moving_variance") return make(K::One);
-  if (leaf == "embedding_table") return make(K::Normal);  // 'normal': Normal(sigma=0.01)
-  if (api == "nn.PReLU" && rel == "w") {
-    InitSpec s = make(K::Constant);
-    s.value = 0.25;
-    return s;
-  }
-  if (api == "nn.MultiheadAttention") {
-    if (rel.ends_with("proj_weight")) return make(K::XavierUniform);
-    if (rel == "out_proj.weight") return he_sqrt5();
-    if (rel.ends_with("bias")) return make(K::Zero);
-    if (rel == "bias_k" || rel == "bias_v") return make(K::XavierNormal);
-  }
-  if (node) {
-    if (auto hidden = attr_int(*node, "hidden_size"); hidden && *hidden > 0) {  // RNN family
-      InitSpec s = make(K::Uniform);
-      s.scale = 1.0 / std::sqrt(static_cast<double>(*hidden));
-      return s;
-    }
-  }
-  if (leaf == "weight") return he_sqrt5();
-  if (leaf == "bias") return make(K::Zero);
-  return std::nullopt;
+  const std::string weight_name = info.name.substr(0, info.name.size() - rel.size()) + "weight";
+  auto ws = shapes.find(weight_name);
+  std::optional<int64_t> hidden = node ? attr_int(*node, "hidden_size") : std::nullopt;
+  return default_initializer(api, rel, ws == shapes.end() ? nullptr : ws->second, hidden);
 }
 
 }  // namespace
@@ -166,16 +64,14 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
   values_.resize(g.nodes.size());
   node_ms_.assign(g.nodes.size(), 0);
 
-  // Which node reads each parameter (first reader), for its layer API and scope.
+  // Which node reads each parameter (first reader): for a graph whose parameters carry no
+  // recorded initializer (built by hand or read back from a graph document), the reader's layer
+  // gives MindSpore's default.
   std::map<std::string, size_t, std::less<>> owner;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const std::string& p : g.nodes[i].params) owner.emplace(p, i);
-  std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
-  for (const ParamInfo& p : report_.params)
-    if (auto d = known_dims({p.shape, p.dtype})) shapes[p.name] = *d;
-
-  auto read = opts_.read_source ? opts_.read_source : read_disk;
-  std::map<std::string, std::optional<std::string>> files;
+  std::map<std::string, const Shape*, std::less<>> shapes;
+  for (const ParamInfo& p : report_.params) shapes[p.name] = &p.shape;
 
   params_.reserve(report_.params.size());
   for (const ParamInfo& info : report_.params) {
@@ -189,67 +85,26 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
     if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
     ps.value = Tensor(*dims, dt);
 
-    const Node* node = nullptr;
-    std::string api, rel = info.name;
-    if (auto it = owner.find(info.name); it != owner.end()) {
-      node = &g.nodes[it->second];
-      api = std::string(node->api);
-      const std::string& scope = node->scope;
-      if (!scope.empty() && info.name.starts_with(scope + "."))
-        rel = info.name.substr(scope.size() + 1);
-    }
-    std::optional<InitSpec> spec;
+    // The initializer the analysis recorded when the Parameter was created.
     if (auto it = opts_.param_inits.find(info.name); it != opts_.param_inits.end()) {
-      spec = it->second;
+      ps.init = it->second;
       ps.source = InitSource::Override;
+    } else if (info.init) {
+      ps.init = info.init->spec;
+      ps.source = info.init->origin == ParamInit::Origin::Argument ? InitSource::Argument
+                                                                   : InitSource::LayerDefault;
+      ps.note = info.init->note;
+    } else if (auto fallback = unrecorded_default(info, owner, shapes, g)) {
+      ps.init = *fallback;
+      ps.source = InitSource::LayerDefault;
+      ps.note = "no initializer recorded: the default for a parameter named like this, " +
+                fallback->str();
+    } else {
+      ps.source = InitSource::Unknown;
+      ps.note =
+          "initializer not known to the analysis (a Parameter wrapping a tensor of computed "
+          "values): zeros";
     }
-    std::string kw = init_keyword(rel);
-    if (!spec && node) {
-      if (auto text = attr_str(*node, kw)) {
-        spec = InitSpec::parse(*text);
-        if (!spec) spec = InitSpec::parse("'" + *text + "'");
-        if (spec) {
-          ps.source = InitSource::Attribute;
-          ps.note = kw + "=" + *text;
-        }
-      }
-    }
-    if (!spec && node && node->kind == NodeKind::Op) {
-      // The layer's constructor call in the model file (CellReport::instances, recorded with
-      // AnalysisOptions::record_facts).
-      for (const CellInstance& ci : report_.instances) {
-        if (ci.path != std::string_view(node->scope) || ci.site_file.empty()) continue;
-        auto& text = files[ci.site_file];
-        if (!files.count(ci.site_file) || !text) text = read(ci.site_file);
-        if (!text) break;
-        std::string call = slice_range(*text, ci.site_range);
-        if (auto arg = keyword_arg(call, kw)) {
-          if (arg != "None") {
-            spec = InitSpec::parse(*arg);
-            if (spec) {
-              ps.source = InitSource::SourceText;
-              ps.note = kw + "=" + *arg;
-            } else {
-              ps.note = kw + "=" + *arg + " is not a literal initializer; using the layer default";
-            }
-          }
-        }
-        break;
-      }
-    }
-    if (!spec) {
-      std::string wname = info.name.substr(0, info.name.size() - rel.size()) + "weight";
-      auto ws = shapes.find(wname);
-      spec = layer_default(api, rel, ws == shapes.end() ? nullptr : &ws->second, node);
-      if (spec) {
-        ps.source = InitSource::LayerDefault;
-      } else {
-        spec = make(InitSpec::Kind::Zero);
-        ps.source = InitSource::Unknown;
-        ps.note = "initializer not known to the graph (a Parameter built in user code): zeros";
-      }
-    }
-    ps.init = *spec;
     fill_init(ps.value, ps.init, hash_name(opts_.seed, info.name));
     params_.push_back(std::move(ps));
   }

@@ -1,102 +1,13 @@
-// Parameter initializers: MindSpore's mindspore.common.initializer classes, parsed from the text
-// model code writes, and filled reproducibly from a seed.
+// Parameter initializers (graphcore/initializer.h, recorded by the analysis) filled reproducibly
+// from a seed, as MindSpore's mindspore.common.initializer classes fill them.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <sstream>
 
 #include "runtime/internal.h"
 
 namespace graphcore::runtime {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
-// Splits "a, b=(1, 2), c" at top-level commas.
-std::vector<std::string_view> split_args(std::string_view s) {
-  std::vector<std::string_view> out;
-  int depth = 0;
-  char quote = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '(' || c == '[' || c == '{') {
-      ++depth;
-    } else if (c == ')' || c == ']' || c == '}') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      out.push_back(trim(s.substr(start, i - start)));
-      start = i + 1;
-    }
-  }
-  std::string_view last = trim(s.substr(start));
-  if (!last.empty()) out.push_back(last);
-  return out;
-}
-
-// A numeric literal, possibly negated, or math.sqrt(<number>) / sqrt(<number>).
-std::optional<double> number(std::string_view s) {
-  s = trim(s);
-  if (s.empty()) return std::nullopt;
-  if (s.front() == '-') {
-    auto v = number(s.substr(1));
-    return v ? std::optional<double>(-*v) : std::nullopt;
-  }
-  for (std::string_view p : {"math.sqrt(", "np.sqrt(", "numpy.sqrt(", "sqrt("}) {
-    if (s.starts_with(p) && s.back() == ')') {
-      auto v = number(s.substr(p.size(), s.size() - p.size() - 1));
-      return v ? std::optional<double>(std::sqrt(*v)) : std::nullopt;
-    }
-  }
-  if (s == "True") return 1.0;
-  if (s == "False") return 0.0;
-  std::string text(s);
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0') return std::nullopt;
-  return v;
-}
-
-std::optional<std::string> string_literal(std::string_view s) {
-  s = trim(s);
-  if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front())
-    return std::string(s.substr(1, s.size() - 2));
-  return std::nullopt;
-}
-
-std::optional<InitSpec::Kind> kind_from_name(std::string_view name) {
-  std::string n = lower(name);
-  n.erase(std::remove(n.begin(), n.end(), '_'), n.end());
-  using K = InitSpec::Kind;
-  if (n == "zero" || n == "zeros") return K::Zero;
-  if (n == "one" || n == "ones") return K::One;
-  if (n == "normal") return K::Normal;
-  if (n == "truncatednormal") return K::TruncatedNormal;
-  if (n == "uniform") return K::Uniform;
-  if (n == "heuniform") return K::HeUniform;
-  if (n == "henormal") return K::HeNormal;
-  if (n == "xavieruniform") return K::XavierUniform;
-  if (n == "xaviernormal") return K::XavierNormal;
-  if (n == "constant") return K::Constant;
-  return std::nullopt;
-}
 
 // fan_in, fan_out as mindspore.common.initializer._calculate_fan_in_and_fan_out.
 std::pair<double, double> fans(const std::vector<int64_t>& shape) {
@@ -127,136 +38,6 @@ uint64_t hash_name(uint64_t seed, std::string_view name) {
     h *= 1099511628211ull;
   }
   return h;
-}
-
-std::optional<InitSpec> InitSpec::parse(std::string_view src) {
-  src = trim(src);
-  if (src.empty()) return std::nullopt;
-  InitSpec spec;
-  if (auto s = string_literal(src)) {
-    auto k = kind_from_name(*s);
-    if (!k || *k == Kind::Constant) return std::nullopt;
-    spec.kind = *k;
-    return spec;
-  }
-  if (auto v = number(src)) {
-    spec.kind = Kind::Constant;
-    spec.value = *v;
-    return spec;
-  }
-  size_t open = src.find('(');
-  if (open == std::string_view::npos || src.back() != ')') return std::nullopt;
-  std::string_view callee = trim(src.substr(0, open));
-  if (size_t dot = callee.rfind('.'); dot != std::string_view::npos)
-    callee = callee.substr(dot + 1);
-  auto k = kind_from_name(callee);
-  if (!k) return std::nullopt;
-  spec.kind = *k;
-  // Positional parameter order of each initializer's __init__.
-  std::vector<std::string> order;
-  switch (*k) {
-    case Kind::Normal:
-      order = {"sigma", "mean"};
-      break;
-    case Kind::TruncatedNormal:
-      order = {"sigma", "mean", "a", "b"};
-      break;
-    case Kind::Uniform:
-      order = {"scale"};
-      break;
-    case Kind::HeUniform:
-    case Kind::HeNormal:
-      order = {"negative_slope", "mode", "nonlinearity"};
-      break;
-    case Kind::XavierUniform:
-    case Kind::XavierNormal:
-      order = {"gain"};
-      break;
-    case Kind::Constant:
-      order = {"value"};
-      break;
-    default:
-      break;
-  }
-  std::vector<std::string_view> args = split_args(src.substr(open + 1, src.size() - open - 2));
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name;
-    std::string_view val = args[i];
-    size_t eq = val.find('=');
-    if (eq != std::string_view::npos && val.find('(') > eq) {
-      name = std::string(trim(val.substr(0, eq)));
-      val = trim(val.substr(eq + 1));
-    } else if (i < order.size()) {
-      name = order[i];
-    } else {
-      return std::nullopt;
-    }
-    if (name == "mode" || name == "nonlinearity") {
-      auto s = string_literal(val);
-      if (!s) return std::nullopt;
-      if (name == "mode")
-        spec.fan_out = *s == "fan_out";
-      else
-        spec.nonlinearity = *s;
-      continue;
-    }
-    auto v = number(val);
-    if (!v) return std::nullopt;
-    if (name == "sigma")
-      spec.sigma = *v;
-    else if (name == "mean")
-      spec.mean = *v;
-    else if (name == "a")
-      spec.a = *v;
-    else if (name == "b")
-      spec.b = *v;
-    else if (name == "scale")
-      spec.scale = *v;
-    else if (name == "negative_slope")
-      spec.negative_slope = *v;
-    else if (name == "gain")
-      spec.gain = *v;
-    else if (name == "value")
-      spec.value = *v;
-    else
-      return std::nullopt;
-  }
-  return spec;
-}
-
-std::string InitSpec::str() const {
-  std::ostringstream os;
-  switch (kind) {
-    case Kind::Zero:
-      return "Zero()";
-    case Kind::One:
-      return "One()";
-    case Kind::Constant:
-      os << "Constant(" << value << ")";
-      break;
-    case Kind::Normal:
-      os << "Normal(sigma=" << sigma << ", mean=" << mean << ")";
-      break;
-    case Kind::TruncatedNormal:
-      os << "TruncatedNormal(sigma=" << sigma << ", mean=" << mean << ", a=" << a << ", b=" << b
-         << ")";
-      break;
-    case Kind::Uniform:
-      os << "Uniform(scale=" << scale << ")";
-      break;
-    case Kind::HeUniform:
-    case Kind::HeNormal:
-      os << (kind == Kind::HeUniform ? "HeUniform" : "HeNormal")
-         << "(negative_slope=" << negative_slope << ", mode='" << (fan_out ? "fan_out" : "fan_in")
-         << "', nonlinearity='" << nonlinearity << "')";
-      break;
-    case Kind::XavierUniform:
-    case Kind::XavierNormal:
-      os << (kind == Kind::XavierUniform ? "XavierUniform" : "XavierNormal") << "(gain=" << gain
-         << ")";
-      break;
-  }
-  return os.str();
 }
 
 void fill_init(Tensor& t, const InitSpec& s, uint64_t seed) {
@@ -329,10 +110,8 @@ std::string_view init_source_name(InitSource s) {
   switch (s) {
     case InitSource::Override:
       return "override";
-    case InitSource::Attribute:
-      return "attribute";
-    case InitSource::SourceText:
-      return "source";
+    case InitSource::Argument:
+      return "argument";
     case InitSource::LayerDefault:
       return "layer default";
     case InitSource::Unknown:
