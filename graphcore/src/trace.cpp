@@ -464,8 +464,75 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
       }));
 }
 
+namespace {
+
+// A basic index (ints, slices of ints, None, Ellipsis) as MindSpore's StridedSlice primitive takes
+// it and MindIR records it: per index item a begin, end and stride, and five bit masks (item k is
+// bit k): begin/end left out, Ellipsis, None (a new axis), an int (the axis is dropped). Not
+// encodable (`ok` false): a symbolic or unknown int, a tensor, list or bool index.
+struct SliceAttrs {
+  std::vector<int64_t> begin, end, strides;
+  int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;
+  bool ok = true;
+
+  void add(const Value& x) {
+    const size_t k = begin.size();
+    if (k >= 63) ok = false;
+    if (!ok) return;
+    const int64_t bit = int64_t{1} << k;
+    int64_t b = 0, e = 0, st = 1;
+    if (x.is_none()) {
+      new_axis_mask |= bit;
+    } else if (x.as<EllipsisObj>()) {
+      ellipsis_mask |= bit;
+    } else if (x.is_int()) {
+      b = x.as_int();
+      e = b + 1;
+      shrink_axis_mask |= bit;
+    } else if (auto* sl = x.as<SliceObj>()) {
+      auto part = [&](const Value& v, int64_t& out, int64_t& mask) {
+        if (v.is_none()) {
+          mask |= bit;
+        } else if (v.is_int()) {
+          out = v.as_int();
+        } else {
+          ok = false;
+        }
+      };
+      part(sl->start, b, begin_mask);
+      part(sl->stop, e, end_mask);
+      if (sl->step.is_int()) {
+        st = sl->step.as_int();
+        ok &= st != 0;
+      } else if (!sl->step.is_none()) {
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+    begin.push_back(b);
+    end.push_back(e);
+    strides.push_back(st);
+  }
+
+  void record(std::vector<Attr>& attrs) const {
+    attrs.push_back(Attr{"begin", begin});
+    attrs.push_back(Attr{"end", end});
+    attrs.push_back(Attr{"strides", strides});
+    attrs.push_back(Attr{"begin_mask", begin_mask});
+    attrs.push_back(Attr{"end_mask", end_mask});
+    attrs.push_back(Attr{"ellipsis_mask", ellipsis_mask});
+    attrs.push_back(Attr{"new_axis_mask", new_axis_mask});
+    attrs.push_back(Attr{"shrink_axis_mask", shrink_axis_mask});
+  }
+};
+
+}  // namespace
+
 // Indexing a tensor with ints, slices, None, Ellipsis, lists and integer tensors (GRAPH_MODE
-// semantics): the result shape, plus a StridedSlice/Gather node.
+// semantics): the result shape, plus a StridedSlice/Gather node. A StridedSlice records the
+// index as typed attributes (SliceAttrs) for the kernels and exporters, and `index`, the index
+// as written, for people (hovers, the view) only.
 Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const Site& site) {
   auto* t = tv.as<TensorObj>();
   const Shape& s = t->type.shape;
@@ -628,6 +695,11 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
     return e;
   }();
   std::vector<Attr> attrs{Attr{"index", "[" + index_text + "]"}};
+  if (!gather) {
+    SliceAttrs slice;
+    for (const Value& x : idx) slice.add(x);
+    if (slice.ok && s.ranked) slice.record(attrs);
+  }
   return add_op_node(gather ? &kGather : &kIndex, nullptr, std::move(inputs), {rt},
                      std::move(attrs), 0, site, false);
 }

@@ -393,6 +393,44 @@ class Net(nn.Cell):
   EXPECT_EQ(ex.param("noise")->source, InitSource::Unknown);
 }
 
+// Tensor indexing reaches the StridedSlice kernel as the typed attributes the evaluator records
+// (begin/end/strides and masks), never as text: ellipsis, new axes, negative steps and indices.
+TEST(RuntimeKernels, IndexingFromRecordedSliceAttributes) {
+  const fs::path dir = fs::temp_directory_path() / "cellscope_slice_test";
+  fs::create_directories(dir);
+  const fs::path file = dir / "slices.py";
+  std::ofstream(file) << R"(from mindspore import nn
+
+
+class Net(nn.Cell):
+    def construct(self, x):
+        return x[..., 1:3], x[None, :, ::-1], x[-1], x[1::-1, 0], x[:, -3:-1:1]
+)";
+  AnalysisOptions opts;
+  opts.inputs.push_back({Shape::of({3, 4}), DType::Float32});
+  DiskSourceProvider disk;
+  AnalysisResult res = analyze_file(file, opts, disk);
+  ASSERT_EQ(res.cells.size(), 1u);
+  for (const Node& n : res.cells[0].graph.nodes) {
+    if (n.op == "StridedSlice") {
+      EXPECT_NE(n.find_attr("strides"), nullptr) << n.id;
+    }
+  }
+  Executor ex(res.cells[0], ExecOptions{});
+  std::vector<float> arange(12);
+  for (size_t i = 0; i < arange.size(); ++i) arange[i] = static_cast<float>(i);
+  ex.set_input(0, Tensor::from_floats({3, 4}, arange));
+  ASSERT_EQ(ex.run().kind, RunStatus::Kind::Finished);
+  const auto& out = ex.outputs();
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(values(out[0]), (std::vector<float>{1, 2, 5, 6, 9, 10}));
+  EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8}));
+  EXPECT_EQ(values(out[2]), (std::vector<float>{8, 9, 10, 11}));
+  EXPECT_EQ(values(out[3]), (std::vector<float>{4, 0}));
+  EXPECT_EQ(values(out[4]), (std::vector<float>{1, 2, 5, 6, 9, 10}));
+}
+
 TEST(RuntimeKernels, ConvSamePaddingOnOnes) {
   G g;
   uint32_t x = g.input({1, 1, 3, 3});
@@ -545,10 +583,16 @@ TEST(RuntimeKernels, MatMulBroadcastReduceTranspose) {
     EXPECT_NE(s.message.find("model.py:42"), std::string::npos) << s.message;
   }
   {
-    G g;  // concat, strided slice from the recorded index text, embedding gather
+    G g;  // concat, strided slice from its recorded attributes ([:, -1]), embedding gather
     uint32_t a = g.input({2, 2}), b = g.input({2, 1});
     uint32_t c = g.op("Concat", {a, b}, {2, 3}, {{"axis", int64_t{1}}});
-    uint32_t s = g.op("StridedSlice", {c}, {2}, {{"index", std::string("[:, -1]")}});
+    uint32_t s = g.op("StridedSlice", {c}, {2},
+                      {{"begin", std::vector<int64_t>{0, -1}},
+                       {"end", std::vector<int64_t>{0, 0}},
+                       {"strides", std::vector<int64_t>{1, 1}},
+                       {"begin_mask", int64_t{1}},
+                       {"end_mask", int64_t{1}},
+                       {"shrink_axis_mask", int64_t{2}}});
     g.output(s);
     auto v = values(
         run1(g, {Tensor::from_floats({2, 2}, {1, 2, 3, 4}), Tensor::from_floats({2, 1}, {5, 6})}));

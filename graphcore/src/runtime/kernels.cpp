@@ -1637,7 +1637,8 @@ void k_one_hot(KernelCall& c) {
     }
 }
 
-// Python index text as the graph records it for Tensor.__getitem__: "[:, 0]", "[..., 1:3]".
+// One item of a basic index, from the StridedSlice attributes the evaluator records (begin, end,
+// strides and the five masks: graphcore/src/trace.cpp, SliceAttrs).
 struct IndexItem {
   enum Kind { Int, Slice, Ellipsis, NewAxis } kind;
   int64_t i = 0;
@@ -1650,62 +1651,41 @@ struct IndexItem {
   }
 };
 
-std::vector<IndexItem> parse_index(std::string s) {
-  auto trim = [](std::string v) {
-    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.erase(0, 1);
-    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.pop_back();
-    return v;
-  };
-  s = trim(s);
-  if (s.size() >= 2 && s.front() == '[' && s.back() == ']') s = s.substr(1, s.size() - 2);
-  if (s.size() >= 2 && s.front() == '(' && s.back() == ')') s = s.substr(1, s.size() - 2);
+std::vector<IndexItem> index_items(const Node& n) {
+  auto begin = attr_ints(n, "begin"), end = attr_ints(n, "end"), strides = attr_ints(n, "strides");
+  if (!begin || !end || !strides || begin->size() != end->size() ||
+      begin->size() != strides->size() || begin->size() > 63)
+    fail("the slice is not recorded in the graph (begin/end/strides)");
+  auto mask = [&](std::string_view name) { return attr_int(n, name).value_or(0); };
+  const int64_t begin_mask = mask("begin_mask"), end_mask = mask("end_mask"),
+                ellipsis_mask = mask("ellipsis_mask"), new_axis_mask = mask("new_axis_mask"),
+                shrink_mask = mask("shrink_axis_mask");
   std::vector<IndexItem> items;
-  auto number = [&](const std::string& t) -> std::optional<int64_t> {
-    std::string v = trim(t);
-    if (v.empty() || v == "None") return std::nullopt;
-    size_t pos = 0;
-    int64_t r = 0;
-    try {
-      r = std::stoll(v, &pos);
-    } catch (...) {
-      fail("index '" + s + "' is not made of integer literals");
-    }
-    if (pos != v.size()) fail("index '" + s + "' is not made of integer literals");
-    return r;
-  };
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i < s.size() && s[i] != ',') continue;
-    std::string part = trim(s.substr(start, i - start));
-    start = i + 1;
-    if (part.empty()) continue;
-    IndexItem it = IndexItem::of(IndexItem::Int);
-    if (part == "..." || part == "Ellipsis") {
-      it.kind = IndexItem::Ellipsis;
-    } else if (part == "None") {
-      it.kind = IndexItem::NewAxis;
-    } else if (part.find(':') != std::string::npos) {
-      it.kind = IndexItem::Slice;
-      size_t c1 = part.find(':');
-      size_t c2 = part.find(':', c1 + 1);
-      it.start = number(part.substr(0, c1));
-      it.stop =
-          number(part.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1));
-      if (c2 != std::string::npos) it.step = number(part.substr(c2 + 1)).value_or(1);
-      if (it.step == 0) fail("slice step cannot be zero");
+  for (size_t k = 0; k < begin->size(); ++k) {
+    const int64_t bit = int64_t{1} << k;
+    if (new_axis_mask & bit) {
+      items.push_back(IndexItem::of(IndexItem::NewAxis));
+    } else if (ellipsis_mask & bit) {
+      items.push_back(IndexItem::of(IndexItem::Ellipsis));
+    } else if (shrink_mask & bit) {
+      IndexItem it = IndexItem::of(IndexItem::Int);
+      it.i = (*begin)[k];
+      items.push_back(it);
     } else {
-      it.i = *number(part);
+      IndexItem it = IndexItem::of(IndexItem::Slice);
+      if (!(begin_mask & bit)) it.start = (*begin)[k];
+      if (!(end_mask & bit)) it.stop = (*end)[k];
+      it.step = (*strides)[k];
+      if (it.step == 0) fail("slice step cannot be zero");
+      items.push_back(it);
     }
-    items.push_back(it);
   }
   return items;
 }
 
 void k_strided_slice(KernelCall& c) {
   const Tensor& x = in(c, 0);
-  auto text = attr_str(c.node, "index");
-  if (!text) fail("the slice is not recorded in the graph");
-  std::vector<IndexItem> items = parse_index(*text);
+  std::vector<IndexItem> items = index_items(c.node);
   size_t consumed = 0;
   for (const IndexItem& it : items)
     if (it.kind == IndexItem::Int || it.kind == IndexItem::Slice) ++consumed;
