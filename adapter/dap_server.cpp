@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
-#include "graphcore/lines.h"
 #include "graphcore/optimize.h"
+#include "graphcore/outline.h"
 #include "graphcore/runtime.h"
 #include "rpc/jsonrpc.h"
 #include "rpc/stdio_transport.h"
@@ -77,32 +77,31 @@ std::string tensor_summary(const rt::Tensor& t) {
 }
 
 // Lines of source files, read once.
-class SourceCache {
+// The lines (1-based) on which a class or function definition starts, per file, from the file's
+// syntactic outline (graphcore/outline.h): where a breakpoint would leave its function.
+class DefinitionLines {
  public:
-  const std::vector<std::string>& lines(const std::string& file) {
+  const std::set<int>& of(const std::string& file) {
     auto it = files_.find(file);
     if (it != files_.end()) return it->second;
-    std::vector<std::string> out;
     std::ifstream in(file, std::ios::binary);
     std::ostringstream os;
     os << in.rdbuf();
-    const std::string text = os.str();
-    // "\r", "\n" and "\r\n" end lines, as in the analysis that located the nodes.
-    for (std::string_view line : graphcore::split_lines(text)) out.emplace_back(line);
-    return files_.emplace(file, std::move(out)).first->second;
-  }
-  // The text of `r` when it lies on one line, else the rest of its first line.
-  std::string text(const std::string& file, const graphcore::SourceRange& r) {
-    const auto& ls = lines(file);
-    if (r.start.line >= ls.size()) return "";
-    const std::string& l = ls[r.start.line];
-    if (r.start.column >= l.size()) return "";
-    size_t end = r.end.line == r.start.line ? std::min<size_t>(r.end.column, l.size()) : l.size();
-    return l.substr(r.start.column, end - r.start.column);
+    std::set<int> lines;
+    collect(graphcore::outline_python(file, os.str()).symbols, lines);
+    return files_.emplace(file, std::move(lines)).first->second;
   }
 
  private:
-  std::map<std::string, std::vector<std::string>> files_;
+  static void collect(const std::vector<graphcore::OutlineSymbol>& symbols, std::set<int>& out) {
+    using K = graphcore::OutlineSymbol::Kind;
+    for (const auto& sym : symbols) {
+      if (sym.kind == K::Class || sym.kind == K::Function || sym.kind == K::Method)
+        out.insert(static_cast<int>(sym.selection.start.line) + 1);
+      collect(sym.children, out);
+    }
+  }
+  std::map<std::string, std::set<int>> files_;
 };
 
 struct NodeInfo {
@@ -162,7 +161,7 @@ struct Session::Impl {
   bool launched = false;
   bool configured = false;
   std::vector<json> pending_set_breakpoints;
-  SourceCache sources;
+  DefinitionLines definitions;
 
   // Breakpoints and filters.
   std::map<std::string, std::map<int, Breakpoint>> breakpoints;  // canonical file -> line
@@ -572,30 +571,26 @@ struct Session::Impl {
       ni.stoppable = n.kind == graphcore::NodeKind::Op;
       if (ni.stoppable) node_lines[ni.file].insert(ni.line);
     }
-    // Call sites: the Call fact in the parent's construct whose text is `self.<child attr>...`.
+    // Call sites: where a construct first called each user Cell, as the analysis recorded it.
+    // A Cell inside a MindSpore container (nn.SequentialCell) is called by the container: the
+    // call of the container in the user frame's construct stands for it.
+    std::map<std::string, const graphcore::CellInstance*> by_path;
+    for (const auto& ci : rep.instances) by_path[ci.path] = &ci;
     for (const auto& path : user_cells) {
       if (path.empty()) continue;
-      std::string par = frame_of(parent(path));
-      std::string rest = par.empty() ? path : path.substr(par.size() + 1);
-      std::string attr = rest.substr(0, rest.find('.'));
-      for (const auto& f : rep.facts) {
-        if (f.kind != graphcore::TypeFact::Kind::Call || f.scope != par) continue;
-        std::string text = sources.text(f.file, f.range);
-        std::string prefix = "self." + attr;
-        if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
-            (text[prefix.size()] == '(' || text[prefix.size()] == '[' ||
-             text[prefix.size()] == '.')) {
-          call_site[path] = {canonical(f.file), static_cast<int>(f.range.start.line) + 1};
-          break;
-        }
+      const std::string frame = frame_of(parent(path));
+      for (std::string p = path; p != frame && !p.empty(); p = parent(p)) {
+        auto it = by_path.find(p);
+        if (it == by_path.end() || it->second->call_file.empty()) continue;
+        call_site[path] = {canonical(it->second->call_file),
+                           static_cast<int>(it->second->call_range.start.line) + 1};
+        break;
       }
     }
     // Variable names assigned on each line of each frame's construct.
     for (const auto& f : rep.facts) {
-      if (f.kind != graphcore::TypeFact::Kind::Assignment) continue;
-      std::string name = sources.text(f.file, f.range);
-      if (!name.empty())
-        assigned[f.scope].emplace_back(static_cast<int>(f.range.start.line) + 1, name);
+      if (f.kind == graphcore::TypeFact::Kind::Assignment && !f.name.empty())
+        assigned[f.scope].emplace_back(static_cast<int>(f.range.start.line) + 1, f.name);
     }
   }
 
@@ -616,18 +611,11 @@ struct Session::Impl {
     set_breakpoints(req);
   }
 
-  // Whether a `def`/`class` line lies in (from, to): the breakpoint would leave its function.
+  // Whether a `def`/`class` starts in (from, to): the breakpoint would leave its function.
   bool crosses_definition(const std::string& file, int from, int to) {
-    const auto& ls = sources.lines(file);
-    for (int l = from + 1; l < to && l <= static_cast<int>(ls.size()); ++l) {
-      std::string_view s = ls[static_cast<size_t>(l - 1)];
-      auto k = s.find_first_not_of(" \t");
-      if (k == std::string_view::npos) continue;
-      s = s.substr(k);
-      if (s.rfind("def ", 0) == 0 || s.rfind("class ", 0) == 0 || s.rfind("async def ", 0) == 0)
-        return true;
-    }
-    return false;
+    const std::set<int>& defs = definitions.of(file);
+    auto it = defs.upper_bound(from);
+    return it != defs.end() && *it < to;
   }
 
   void set_breakpoints(const json& req) {

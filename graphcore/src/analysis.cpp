@@ -211,6 +211,8 @@ void collect_instances(Interpreter& in, const Value& v, uint32_t mark, CellRepor
   }
   ci.site_file = inst->cell->file;
   ci.site_range = inst->cell->site;
+  ci.call_file = inst->cell->call_file;
+  ci.call_range = inst->cell->call_site;
   report.instances.push_back(std::move(ci));
   for (auto& [k, child] : inst->cell->children) collect_instances(in, child, mark, report);
   for (const Value& item : inst->cell->items) collect_instances(in, item, mark, report);
@@ -505,6 +507,10 @@ class RootCompiler {
     in_.graph = nullptr;
     in_.facts = nullptr;
     in_.cell_stack.clear();
+    if (options_.record_facts) {  // again: compiling construct recorded the call sites
+      rep.instances.clear();
+      collect_instances(in_, root.cell, next_walk_mark(), rep);
+    }
     // Outputs (a tensor, or a tuple/list of them).
     std::vector<Value> outs;
     if (auto* items = seq_items(out))

@@ -182,10 +182,12 @@ void Interpreter::finalize_diagnostics() {
   }
 }
 
-void Interpreter::record_fact(TypeFact::Kind kind, const Site& site, const Value& v) {
+void Interpreter::record_fact(TypeFact::Kind kind, const Site& site, const Value& v,
+                              std::string_view name) {
   auto* t = v.as<TensorObj>();
   if (!t || t->poisoned) return;
-  facts->push_back(TypeFact{kind, site.file(), site.range(), current_scope(), t->type});
+  facts->push_back(
+      TypeFact{kind, site.file(), site.range(), current_scope(), t->type, std::string(name)});
 }
 
 SourceRange Interpreter::def_name_range(const ast::Node* def, const ModuleObj* module) {
@@ -352,7 +354,7 @@ void Interpreter::assign(const Node* target, const Value& v, Frame& f) {
   Site site{target, f.module};
   switch (target->kind) {
     case K::Name:
-      if (facts && f.in_construct) record_fact(TypeFact::Kind::Assignment, site, v);
+      if (facts && f.in_construct) record_fact(TypeFact::Kind::Assignment, site, v, target->str);
       store_name(target->str, v, f);
       return;
     case K::Attribute: {
@@ -951,8 +953,15 @@ Value Interpreter::eval(const Node* e, Frame& f) {
       return result;
     }
     case K::Call: {
-      Value v = eval_call(e, f);
-      if (facts && f.in_construct) record_fact(TypeFact::Kind::Call, site, v);
+      if (!facts || !f.in_construct) return eval_call(e, f);
+      InstanceObj* called = nullptr;
+      Value v = eval_call(e, f, &called);
+      record_fact(TypeFact::Kind::Call, site, v);
+      // The debugger's call-site map: where a construct first called each sub-Cell.
+      if (called && called->cell && called->cell->call_file.empty()) {
+        called->cell->call_file = site.file_id();
+        called->cell->call_site = site.range();
+      }
       return v;
     }
     case K::Attribute: {
@@ -1280,7 +1289,7 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
 
 // ---- calls ------------------------------------------------------------------------------------
 
-Value Interpreter::eval_call(const Node* e, Frame& f) {
+Value Interpreter::eval_call(const Node* e, Frame& f, InstanceObj** called_cell) {
   Site site{e, f.module};
   // super() without arguments: the method's class and self.
   if (e->a && e->a->kind == K::Name && e->a->str == "super" && e->list.empty()) {
@@ -1293,6 +1302,9 @@ Value Interpreter::eval_call(const Node* e, Frame& f) {
     return Value::unknown();
   }
   Value callee = eval(e->a, f);
+  if (called_cell) {
+    if (auto* inst = callee.as<InstanceObj>(); inst && inst->cell) *called_cell = inst;
+  }
   CallArgs args;
   args.pos.reserve(e->list.size());
   for (Node* a : e->list) {

@@ -263,7 +263,8 @@ class Interpreter {
   // ---- construct compilation (trace.cpp) ----
   GraphBuilder* graph = nullptr;
   std::vector<TypeFact>* facts = nullptr;  // where to record expression types (LSP), or null
-  void record_fact(TypeFact::Kind kind, const Site& site, const Value& v);
+  void record_fact(TypeFact::Kind kind, const Site& site, const Value& v,
+                   std::string_view name = {});
   std::vector<Reference>* refs = nullptr;  // where to record what names refer to, or null
   // Records what the name or attribute at `site` refers to, when it is an API or user code.
   void record_ref(const Site& site, const Value& v);
@@ -324,7 +325,8 @@ class Interpreter {
   Value lookup_name(std::string_view name, Frame& f, const Site& site);
   void assign(const ast::Node* target, const Value& v, Frame& f);
   void store_name(std::string_view name, const Value& v, Frame& f);
-  Value eval_call(const ast::Node* e, Frame& f);
+  // `called_cell`, when given, receives the Cell instance the call applies (nullptr otherwise).
+  Value eval_call(const ast::Node* e, Frame& f, InstanceObj** called_cell = nullptr);
   Value eval_comprehension(const ast::Node* e, Frame& f);
   Value make_function(const ast::Node* def, Frame& f, std::string name);
   Value make_class(const ast::Node* def, Frame& f);

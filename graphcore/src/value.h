@@ -359,6 +359,9 @@ struct CellState {
   // Where it was constructed (the call in the parent's __init__).
   IStr file;
   SourceRange site;
+  // Where a construct first called it (`self.layer1(x)`; recorded with record_facts).
+  IStr call_file;
+  SourceRange call_site;
   IStr path;  // instance path within the analysed root, e.g. "layer1.0.conv1"
   // The outermost user function that returned this Cell (`resnet50()`), if any: a call site of
   // an instance tells the inputs of another only when the same factory built both.

@@ -166,6 +166,64 @@ TEST(References, NamesResolveToApisAndDefinitionsAcrossFiles) {
   EXPECT_FALSE(r.cells[0].facts.empty());
 }
 
+// The debugger's facts are recorded as structure: where a construct first calls each Cell
+// instance (a Cell in a CellList through its index, one inside nn.SequentialCell only through the
+// container) and the name each assignment binds.
+TEST(DebuggerFacts, CallSitesAndAssignedNames) {
+  MemorySources src;
+  src.files["/w/net.py"] = R"(from mindspore import nn
+
+
+class Block(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4)
+
+    def construct(self, x):
+        return self.fc(x)
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.first = Block()
+        self.blocks = nn.CellList([Block(), Block()])
+        self.seq = nn.SequentialCell([Block()])
+
+    def construct(self, x):
+        h = self.first(x)
+        h = self.blocks[1](h)
+        out = self.seq(h)
+        return self.first(out)
+)";
+  AnalysisOptions opt;
+  opt.record_facts = true;
+  opt.inputs.push_back({Shape::of({2, 4}), DType::Float32});
+  opt.cell = "Net";
+  AnalysisResult r = analyze_file("/w/net.py", opt, src);
+  ASSERT_EQ(r.cells.size(), 1u);
+  std::map<std::string, const CellInstance*> by_path;
+  for (const CellInstance& ci : r.cells[0].instances) by_path[ci.path] = &ci;
+  auto call_line = [&](const std::string& path) -> int {
+    auto it = by_path.find(path);
+    if (it == by_path.end() || it->second->call_file.empty()) return -1;
+    return static_cast<int>(it->second->call_range.start.line);
+  };
+  EXPECT_EQ(call_line("first"), 20);  // the first of its two calls
+  EXPECT_EQ(call_line("blocks.1"), 21);
+  EXPECT_EQ(call_line("blocks.0"), -1);  // never called
+  EXPECT_EQ(call_line("seq"), 22);
+  EXPECT_EQ(call_line("seq.0"), -1);  // called by the container, not by a construct
+  EXPECT_EQ(call_line("first.fc"), 9);
+  std::vector<std::pair<uint32_t, std::string>> assigned;
+  for (const TypeFact& f : r.cells[0].facts) {
+    if (f.kind == TypeFact::Kind::Assignment && f.scope.empty())
+      assigned.emplace_back(f.range.start.line, f.name);
+  }
+  EXPECT_EQ(assigned,
+            (std::vector<std::pair<uint32_t, std::string>>{{20, "h"}, {21, "h"}, {22, "out"}}));
+}
+
 TEST(References, NotRecordedWithoutFacts) {
   MemorySources src;
   src.files["/w/lenet.py"] = kLeNet;

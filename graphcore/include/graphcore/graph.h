@@ -105,6 +105,7 @@ struct TypeFact {
   SourceRange range;
   std::string scope;  // Cell instance whose construct evaluated it ("" for the root)
   TensorType type;
+  std::string name{};  // Assignment: the variable assigned
 };
 
 // One Cell instance of a root's tree (recorded with AnalysisOptions::record_facts).
@@ -116,6 +117,8 @@ struct CellInstance {
   SourceRange class_range;  // ... its name in the `class` statement
   std::string site_file;    // where the instance was constructed
   SourceRange site_range;
+  std::string call_file{};   // where a construct first called it (`self.layer1(x)`); "" if never
+  SourceRange call_range{};  // ... the whole call expression
 };
 
 // Everything Cellscope knows about one analysed root Cell.
