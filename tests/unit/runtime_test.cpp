@@ -294,16 +294,26 @@ TEST(RuntimeInit, InitializersByNameAndCall) {
   EXPECT_GE(compute_stats(tn).min, -0.5);
 }
 
+// Analyses model source `text`, written to the temporary file `name`, with one input `input`.
+AnalysisResult analyze_source(const std::string& name, const std::string& text,
+                              const TensorType& input) {
+  const fs::path dir = fs::temp_directory_path() / "cellscope_runtime_test";
+  fs::create_directories(dir);
+  const fs::path file = dir / name;
+  std::ofstream(file) << text;
+  AnalysisOptions opts;
+  opts.inputs.push_back(input);
+  DiskSourceProvider disk;
+  return analyze_file(file, opts, disk);
+}
+
 // The initializer of every Parameter is recorded when the analysis creates it: a layer's
 // argument (evaluated, not re-read from the text: math.sqrt(5) is a number), the signature's
 // default (gamma_init='ones'), MindSpore's default for the layer, the initializer() a Parameter
 // wraps, a tensor of one known value; the layer's default standing in for an initializer that is
 // not known statically; and nothing for a Parameter of computed values.
 TEST(RuntimeInit, InitializersAreRecordedAtEvaluation) {
-  const fs::path dir = fs::temp_directory_path() / "cellscope_init_test";
-  fs::create_directories(dir);
-  const fs::path file = dir / "inits.py";
-  std::ofstream(file) << R"(import math
+  AnalysisResult res = analyze_source("inits.py", R"(import math
 import numpy as np
 import mindspore as ms
 from mindspore import nn, ops, Parameter, Tensor
@@ -330,11 +340,8 @@ class Net(nn.Cell):
     def construct(self, x):
         y = self.a(x) + self.b(x) + self.c(x) + self.d(x) + self.e(x)
         return self.bn(y) + self.pos + self.cls + self.noise
-)";
-  AnalysisOptions opts;
-  opts.inputs.push_back({Shape::of({2, 4}), DType::Float32});
-  DiskSourceProvider disk;
-  AnalysisResult res = analyze_file(file, opts, disk);
+)",
+                                      {Shape::of({2, 4}), DType::Float32});
   ASSERT_EQ(res.cells.size(), 1u);
   std::map<std::string, const ParamInfo*> p;
   for (const ParamInfo& info : res.cells[0].params) p[info.name] = &info;
@@ -396,20 +403,14 @@ class Net(nn.Cell):
 // Tensor indexing reaches the StridedSlice kernel as the typed attributes the evaluator records
 // (begin/end/strides and masks), never as text: ellipsis, new axes, negative steps and indices.
 TEST(RuntimeKernels, IndexingFromRecordedSliceAttributes) {
-  const fs::path dir = fs::temp_directory_path() / "cellscope_slice_test";
-  fs::create_directories(dir);
-  const fs::path file = dir / "slices.py";
-  std::ofstream(file) << R"(from mindspore import nn
+  AnalysisResult res = analyze_source("slices.py", R"(from mindspore import nn
 
 
 class Net(nn.Cell):
     def construct(self, x):
         return x[..., 1:3], x[None, :, ::-1], x[-1], x[1::-1, 0], x[:, -3:-1:1]
-)";
-  AnalysisOptions opts;
-  opts.inputs.push_back({Shape::of({3, 4}), DType::Float32});
-  DiskSourceProvider disk;
-  AnalysisResult res = analyze_file(file, opts, disk);
+)",
+                                      {Shape::of({3, 4}), DType::Float32});
   ASSERT_EQ(res.cells.size(), 1u);
   for (const Node& n : res.cells[0].graph.nodes) {
     if (n.op == "StridedSlice") {
@@ -751,6 +752,36 @@ TEST(RuntimeExecutor, TargetPrecisionRoundsToHalf) {
   TensorStats st = compute_stats(out);
   EXPECT_EQ(st.inf_count, 1);  // 300*300 = 90000 overflows fp16
   EXPECT_EQ(out.at(1), 1.0);   // 1 + 1e-4 rounds back to 1 in fp16
+}
+
+// Amp O2 keeps BatchNorm (and LayerNorm) in float32, Parameters included (OpPrecision::
+// KeepFloat32): a moving variance past float16's range stays finite; other Parameters are float16.
+TEST(RuntimeExecutor, TargetPrecisionKeepsNormalizationParametersInFloat32) {
+  G g;
+  uint32_t x = g.input({1, 2, 1, 1});
+  for (const char* p : {"bn.gamma", "bn.beta", "bn.moving_mean", "bn.moving_variance"})
+    g.param(p, {2});
+  g.param("fc.weight", {2, 2});
+  uint32_t b = g.op("BatchNorm", {x}, {1, 2, 1, 1}, {{"eps", 1e-5}},
+                    {"bn.gamma", "bn.beta", "bn.moving_mean", "bn.moving_variance"});
+  uint32_t f = g.op("Flatten", {b}, {1, 2});
+  uint32_t d = g.op("MatMul", {f}, {1, 2}, {{"transpose_b", true}}, {"fc.weight"}, DType::Float32,
+                    0, "nn.Dense");
+  g.output(d);
+  ExecOptions o;
+  o.precision = Precision::Target;
+  Executor ex(g.r, o);
+  EXPECT_EQ(ex.param("bn.moving_variance")->value.dtype(), DType::Float32);
+  EXPECT_EQ(ex.param("bn.gamma")->value.dtype(), DType::Float32);
+  EXPECT_EQ(ex.param("fc.weight")->value.dtype(), DType::Float16);
+  ex.set_param("bn.moving_variance", Tensor::from_floats({2}, {1e5f, 1e5f}));
+  ex.set_param("fc.weight", Tensor::from_floats({2, 2}, {1, 0, 0, 1}));
+  ex.set_input(0, Tensor::from_floats({1, 2, 1, 1}, {1000, -1000}));
+  ASSERT_EQ(ex.run().kind, RunStatus::Kind::Finished);
+  const auto v = values(ex.outputs()[0]);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_NEAR(v[0], 1000 / std::sqrt(1e5), 0.01);  // float16 storage would make the variance inf
+  EXPECT_NEAR(v[1], -1000 / std::sqrt(1e5), 0.01);
 }
 
 TEST(RuntimeExecutor, LeNetFromSource) {

@@ -7,6 +7,7 @@
 #include <new>
 #include <sstream>
 
+#include "graphcore/opdef.h"
 #include "graphcore/registry.h"
 #include "runtime/internal.h"
 
@@ -66,10 +67,11 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
 
   // Which node reads each parameter (first reader): for a graph whose parameters carry no
   // recorded initializer (built by hand or read back from a graph document), the reader's layer
-  // gives MindSpore's default.
+  // gives MindSpore's default; in target precision, its operator's amp policy the storage.
   std::map<std::string, size_t, std::less<>> owner;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const std::string& p : g.nodes[i].params) owner.emplace(p, i);
+  }
   std::map<std::string, const Shape*, std::less<>> shapes;
   for (const ParamInfo& p : report_.params) shapes[p.name] = &p.shape;
 
@@ -82,7 +84,13 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
       throw RuntimeError("parameter '" + info.name +
                          "' has a shape that is not fully known: " + info.shape.str());
     DType dt = runtime_dtype(info.dtype, "parameter '" + info.name + "'");
-    if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
+    // Amp O2 keeps the cells of its black list (BatchNorm, LayerNorm: OpPrecision::KeepFloat32)
+    // in float32, their Parameters included; every other float Parameter is float16.
+    if (opts_.precision == Precision::Target && dt == DType::Float32) {
+      auto reader = owner.find(info.name);
+      const OpDef* op = reader == owner.end() ? nullptr : find_op(g.nodes[reader->second].op);
+      if (op == nullptr || op->precision != OpPrecision::KeepFloat32) dt = DType::Float16;
+    }
     ps.value = Tensor(*dims, dt);
 
     // The initializer the analysis recorded when the Parameter was created.
