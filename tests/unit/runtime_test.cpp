@@ -784,6 +784,25 @@ TEST(RuntimeExecutor, TargetPrecisionKeepsNormalizationParametersInFloat32) {
   EXPECT_NEAR(v[1], -1000 / std::sqrt(1e5), 0.01);
 }
 
+// ops.maximum / ops.minimum on NaN as MindSpore 2.10's CPU kernels compute them (measured: a NaN
+// first operand gives the second, a NaN second operand NaN), not numpy's NaN propagation, which
+// npvalues keeps for numpy code.
+TEST(RuntimeKernels, MaximumMinimumOnNaNAsMindSpore) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const char* op : {"Maximum", "Minimum"}) {
+    G g;
+    uint32_t a = g.input({4}), b = g.input({4});
+    g.output(g.op(op, {a, b}, {4}));
+    Tensor out = run1(g, {Tensor::from_floats({4}, {1, nan, 3, nan}),
+                          Tensor::from_floats({4}, {nan, 2, 1, nan})});
+    const auto v = values(out);
+    EXPECT_TRUE(std::isnan(v[0])) << op;
+    EXPECT_EQ(v[1], 2) << op;
+    EXPECT_EQ(v[2], std::string(op) == "Maximum" ? 3 : 1) << op;
+    EXPECT_TRUE(std::isnan(v[3])) << op;
+  }
+}
+
 TEST(RuntimeExecutor, LeNetFromSource) {
   AnalysisOptions opts;
   opts.record_facts = true;
