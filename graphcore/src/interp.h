@@ -87,7 +87,14 @@ class GraphBuilder {
   GraphBuilder(Graph& g, uint32_t id) : graph(g), graph_id(id) {}
   Graph& graph;
   uint32_t graph_id;
-  std::unordered_map<const TensorObj*, ValueRef> captured;  // constants/Parameters from __init__
+  // Constants and Parameters from outside construct, by object. The map keeps each object alive:
+  // a freed one's address can be reused by a new tensor, which would then alias its node
+  // (`y = Tensor(np.ones(...))` made afresh on every call of a helper).
+  struct Captured {
+    ValueRef ref;
+    Value keep;
+  };
+  std::unordered_map<const TensorObj*, Captured> captured;
   std::unordered_map<std::string, uint32_t> id_counts;
   std::unordered_map<const ApiEntry*, std::pair<IStr, IStr>> api_names;  // (api, op)
   std::unordered_set<uint32_t> consumed_by_failed;  // nodes feeding an op that failed to compile

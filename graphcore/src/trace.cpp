@@ -123,7 +123,7 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   auto* t = v.as<TensorObj>();
   if (t->graph_id == graph->graph_id) return t->ref;
   auto it = graph->captured.find(t);
-  if (it != graph->captured.end()) return it->second;
+  if (it != graph->captured.end()) return it->second.ref;
   Node n;
   n.outputs.push_back(t->type);
   n.file = site.file_id();
@@ -168,7 +168,7 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   auto idx = static_cast<uint32_t>(graph->graph.nodes.size());
   graph->graph.nodes.push_back(std::move(n));
   ValueRef ref{idx, 0};
-  graph->captured.emplace(t, ref);
+  graph->captured.emplace(t, GraphBuilder::Captured{ref, v});
   return ref;
 }
 

@@ -803,6 +803,40 @@ TEST(RuntimeKernels, MaximumMinimumOnNaNAsMindSpore) {
   }
 }
 
+// A constant made afresh on each call of a helper is a node of its own: the graph keeps every
+// captured object alive, so a new tensor never reuses a freed one's address and with it the old
+// node (it did: offsets 3 and 4 were read as 1 and 2, x + 1 instead of x + 3).
+TEST(RuntimeExecutor, ConstantsMadeOnEveryCallAreNotAliased) {
+  AnalysisResult res = analyze_source("aliasing.py", R"(import numpy as np
+from mindspore import nn, Tensor
+
+
+class Net(nn.Cell):
+    def offset(self, x, k):
+        y = Tensor(np.full((2, 3), k), x.dtype)
+        return x + y
+
+    def construct(self, x):
+        for k in range(6):
+            x = self.offset(x, k)
+        return x
+)",
+                                      {Shape::of({2, 3}), DType::Float32});
+  ASSERT_EQ(res.cells.size(), 1u);
+  std::vector<double> offsets;
+  for (const Node& n : res.cells[0].graph.nodes) {
+    if (n.kind != NodeKind::Constant) continue;
+    const AttrValue* v = n.find_attr("value");
+    ASSERT_NE(v, nullptr);
+    offsets.push_back(std::get<double>(*v));
+  }
+  EXPECT_EQ(offsets, (std::vector<double>{0, 1, 2, 3, 4, 5}));
+  Executor ex(res.cells[0], ExecOptions{});
+  ex.set_input(0, Tensor::from_floats({2, 3}, {0, 0, 0, 0, 0, 0}));
+  ASSERT_EQ(ex.run().kind, RunStatus::Kind::Finished);
+  EXPECT_EQ(values(ex.outputs()[0]), (std::vector<float>(6, 15)));
+}
+
 TEST(RuntimeExecutor, LeNetFromSource) {
   AnalysisOptions opts;
   opts.record_facts = true;
