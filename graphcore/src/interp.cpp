@@ -954,13 +954,14 @@ Value Interpreter::eval(const Node* e, Frame& f) {
     }
     case K::Call: {
       if (!facts || !f.in_construct) return eval_call(e, f);
-      InstanceObj* called = nullptr;
+      Value called;  // holds the callee alive: `nn.ReLU()(x)` builds it in the expression
       Value v = eval_call(e, f, &called);
       record_fact(TypeFact::Kind::Call, site, v);
       // The debugger's call-site map: where a construct first called each sub-Cell.
-      if (called && called->cell && called->cell->call_file.empty()) {
-        called->cell->call_file = site.file_id();
-        called->cell->call_site = site.range();
+      if (auto* inst = called.as<InstanceObj>();
+          inst && inst->cell && inst->cell->call_file.empty()) {
+        inst->cell->call_file = site.file_id();
+        inst->cell->call_site = site.range();
       }
       return v;
     }
@@ -1289,7 +1290,7 @@ Value Interpreter::make_class(const Node* def, Frame& f) {
 
 // ---- calls ------------------------------------------------------------------------------------
 
-Value Interpreter::eval_call(const Node* e, Frame& f, InstanceObj** called_cell) {
+Value Interpreter::eval_call(const Node* e, Frame& f, Value* called_cell) {
   Site site{e, f.module};
   // super() without arguments: the method's class and self.
   if (e->a && e->a->kind == K::Name && e->a->str == "super" && e->list.empty()) {
@@ -1303,7 +1304,7 @@ Value Interpreter::eval_call(const Node* e, Frame& f, InstanceObj** called_cell)
   }
   Value callee = eval(e->a, f);
   if (called_cell) {
-    if (auto* inst = callee.as<InstanceObj>(); inst && inst->cell) *called_cell = inst;
+    if (auto* inst = callee.as<InstanceObj>(); inst && inst->cell) *called_cell = callee;
   }
   CallArgs args;
   args.pos.reserve(e->list.size());

@@ -332,8 +332,9 @@ class Interpreter {
   Value lookup_name(std::string_view name, Frame& f, const Site& site);
   void assign(const ast::Node* target, const Value& v, Frame& f);
   void store_name(std::string_view name, const Value& v, Frame& f);
-  // `called_cell`, when given, receives the Cell instance the call applies (nullptr otherwise).
-  Value eval_call(const ast::Node* e, Frame& f, InstanceObj** called_cell = nullptr);
+  // `called_cell`, when given, receives the Cell instance the call applies (left as it is
+  // otherwise): a reference that keeps it alive after the call.
+  Value eval_call(const ast::Node* e, Frame& f, Value* called_cell = nullptr);
   Value eval_comprehension(const ast::Node* e, Frame& f);
   Value make_function(const ast::Node* def, Frame& f, std::string name);
   Value make_class(const ast::Node* def, Frame& f);
