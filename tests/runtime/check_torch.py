@@ -277,6 +277,18 @@ def run_op(node, ins, params):
         return [F.softplus(x, attr(node, "beta", 1), attr(node, "threshold", 20))]
     if op == "Mish":
         return [F.mish(x)]
+    if op == "Sign":
+        return [torch.sign(x)]
+    if op == "Round":
+        return [torch.round(x)]  # halves to even, as MindSpore
+    if op == "Tanhshrink":
+        return [F.tanhshrink(x)]
+    if op == "Softmin":
+        return [F.softmin(x, dim=attr(node, "axis", -1))]
+    if op == "FastGeLU":
+        return [fast_gelu(x)]
+    if op == "Dropout2D":
+        return [x]
     if op == "Erf":
         return [torch.erf(x)]
     if op == "CumSum":
@@ -393,13 +405,20 @@ class TorchFunctionalArgs(torch.nn.Module):
                 F.elu(x), F.leaky_relu(x, 0.3) + F.elu(x))
 
 
+def fast_gelu(x):
+    """MindSpore's FastGeLU: x / (1 + exp(-1.702 |x|)) * exp(0.851 (x - |x|))."""
+    return x / (1 + torch.exp(-1.702 * x.abs())) * torch.exp(0.851 * (x - x.abs()))
+
+
 class TorchMoreOps(torch.nn.Module):
     """tests/runtime/models/more_ops.py written directly in torch with its source's arguments
     (GroupNorm's affine parameters are MindSpore's initial ones, ones and zeros)."""
 
     def forward(self, x):
         return (F.group_norm(x, 2, torch.ones(4), torch.zeros(4), 1e-5), F.mish(x),
-                F.mish(x * 3.0), torch.erf(x), torch.cumsum(x, 2), torch.cumsum(x, -1))
+                F.mish(x * 3.0), torch.erf(x), torch.cumsum(x, 2), torch.cumsum(x, -1),
+                torch.sign(x) + torch.round(x * 4.0) + torch.round(x * 2.0 + 0.5),
+                F.tanhshrink(x) + F.softmin(x, dim=1) + fast_gelu(x))
 
 
 # Cases also checked against a network written directly in torch: (module from params, what).

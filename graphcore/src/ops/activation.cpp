@@ -20,8 +20,8 @@ std::span<const OpDef> activation_ops() {
        &kernels::k_tanh, false},
       {"GeLU", C::Activation, kElementwise | kActivation, U::Vector, 6, P::Float16,
        &kernels::k_gelu, false},
-      {"FastGeLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16, nullptr,
-       false},
+      {"FastGeLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
+       &kernels::k_fast_gelu, false},
       {"SiLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
        &kernels::k_silu, false},
       {"HSwish", C::Activation, kElementwise | kActivation, U::Vector, 3, P::Float16,
@@ -36,11 +36,12 @@ std::span<const OpDef> activation_ops() {
        false},
       {"Mish", C::Activation, kElementwise, U::Vector, 6, P::Float16, &kernels::k_mish, false},
       {"PReLU", C::Activation, kElementwise, U::Vector, 1, P::Float16, nullptr, false},
-      {"Tanhshrink", C::Activation, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Tanhshrink", C::Activation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tanhshrink,
+       false},
       {"Softmax", C::Softmax, kTraitNone, U::Vector, 5, P::Float16, &kernels::k_softmax, false},
       {"LogSoftmax", C::Softmax, kTraitNone, U::Vector, 6, P::Float16, &kernels::k_log_softmax,
        false},
-      {"Softmin", C::Softmax, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Softmin", C::Softmax, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_softmin, false},
   };
   return kRows;
 }

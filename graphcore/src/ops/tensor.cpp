@@ -67,7 +67,7 @@ std::span<const OpDef> tensor_ops() {
       {"Constant", C::Creation, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
       {"Dropout", C::Random, kElementwise | kRandom, U::Vector, 3, P::Float16, &kernels::k_identity,
        false},
-      {"Dropout2D", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},
+      {"Dropout2D", C::Random, kRandom, U::Vector, 1, P::Float16, &kernels::k_identity, false},
       {"StandardNormal", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},
       {"UniformReal", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},
       {"UniformInt", C::Random, kRandom, U::Vector, 1, P::Float16, nullptr, false},

@@ -245,6 +245,27 @@ void k_reciprocal(KernelCall& c) {
 void k_floor(KernelCall& c) {
   unary_float(c, [](float v) { return std::floor(v); });
 }
+void k_sign(KernelCall& c) {
+  unary_float(c, [](float v) { return static_cast<float>((v > 0) - (v < 0)); });
+}
+// ops.round(input): halves to even, as MindSpore (and numpy) round. MindSpore 2.10's CPU kernel
+// refuses decimals other than 0 ("For Round only support decimals equal 0"); so does this one.
+void k_round(KernelCall& c) {
+  if (const int64_t decimals = attr_int(c.node, "decimals").value_or(0); decimals != 0)
+    fail("Round supports only decimals=0 on CPU (as MindSpore 2.10), got " +
+         std::to_string(decimals));
+  unary_float(c, [](float v) { return std::nearbyint(v); });
+}
+void k_tanhshrink(KernelCall& c) {
+  unary_float(c, [](float v) { return v - std::tanh(v); });
+}
+// ops.FastGeLU: x / (1 + exp(-1.702 |x|)) * exp(0.851 (x - |x|)).
+void k_fast_gelu(KernelCall& c) {
+  unary_float(c, [](float v) {
+    const float a = std::fabs(v);
+    return v / (1.0f + std::exp(-1.702f * a)) * std::exp(0.851f * (v - a));
+  });
+}
 void k_sin(KernelCall& c) {
   unary_float(c, [](float v) { return std::sin(v); });
 }
@@ -1121,8 +1142,13 @@ void k_group_norm(KernelCall& c) {
 
 // ---- softmax
 // ----------------------------------------------------------------------------------------
-void softmax(KernelCall& c, bool log) {
+// Softmax (or its log) over the `axis` attribute; `negate`: of -x (Softmin).
+void softmax(KernelCall& c, bool log, bool negate = false) {
   Tensor x = as_float(in(c, 0));
+  if (negate) {
+    x = x.clone();
+    Eigen::Map<Eigen::ArrayXf>(x.data<float>(), x.numel()) *= -1.0f;
+  }
   auto axes = attr_ints(c.node, "axis").value_or(std::vector<int64_t>{-1});
   if (axes.size() != 1) fail("Softmax over several axes is not supported");
   int64_t axis = norm_axis(axes[0], x.rank());
@@ -1152,6 +1178,7 @@ void softmax(KernelCall& c, bool log) {
 }
 void k_softmax(KernelCall& c) { softmax(c, false); }
 void k_log_softmax(KernelCall& c) { softmax(c, true); }
+void k_softmin(KernelCall& c) { softmax(c, false, true); }
 
 // ---- reductions
 // -----------------------------------------------------------------------------------
