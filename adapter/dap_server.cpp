@@ -76,7 +76,6 @@ std::string tensor_summary(const rt::Tensor& t) {
   return s;
 }
 
-// Lines of source files, read once.
 // The lines (1-based) on which a class or function definition starts, per file, from the file's
 // syntactic outline (graphcore/outline.h): where a breakpoint would leave its function.
 class DefinitionLines {

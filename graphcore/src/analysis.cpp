@@ -375,10 +375,10 @@ class RootCompiler {
                       "`" + rep.name + "`: " + overflow.message);
       }
     }
-    if (options_.record_facts) collect_instances(in_, root.cell, next_walk_mark(), rep);
-
     FunctionObj* fn = construct_of(inst);
     if (!fn && !inst->cell->api && inst->cls->native_base() != NativeClass::SequentialCell) {
+      // Not compiled: the Cell tree is all there is (no call sites).
+      if (options_.record_facts) collect_instances(in_, root.cell, next_walk_mark(), rep);
       // A construct lost to a syntax error is already reported as one.
       if (inst->cls->def && inst->cls->def->has_error) return rep;
       // A container (CellList) is never called; a Cell without construct is a mistake only
@@ -507,10 +507,8 @@ class RootCompiler {
     in_.graph = nullptr;
     in_.facts = nullptr;
     in_.cell_stack.clear();
-    if (options_.record_facts) {  // again: compiling construct recorded the call sites
-      rep.instances.clear();
-      collect_instances(in_, root.cell, next_walk_mark(), rep);
-    }
+    // After compiling: construct recorded where each instance is called.
+    if (options_.record_facts) collect_instances(in_, root.cell, next_walk_mark(), rep);
     // Outputs (a tensor, or a tuple/list of them).
     std::vector<Value> outs;
     if (auto* items = seq_items(out))

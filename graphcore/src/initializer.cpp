@@ -109,16 +109,13 @@ std::optional<InitSpec> InitSpec::named(std::string_view name) {
   auto k = kind_from_name(name);
   // 'constant' is not a name MindSpore's initializer() accepts (Constant needs its value).
   if (!k || *k == Kind::Constant) return std::nullopt;
-  InitSpec spec;
-  spec.kind = *k;
-  return spec;
+  return of(*k);
 }
 
 std::optional<InitSpec> InitSpec::call(std::string_view cls, std::span<const Arg> args) {
   auto k = kind_from_name(cls);
   if (!k) return std::nullopt;
-  InitSpec spec;
-  spec.kind = *k;
+  InitSpec spec = of(*k);
   const auto order = parameters(*k);
   bool value_given = false;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -633,9 +633,7 @@ class InitCtx final : public BoundCtx<InitContext> {
     }
     // A bias's default depends on the fan-in of the weight declared before it.
     const Shape* weight = nullptr;
-    const size_t dot = p.name.rfind('.');
-    const std::string weight_name =
-        (dot == std::string::npos ? std::string() : p.name.substr(0, dot + 1)) + "weight";
+    const std::string weight_name = weight_beside(p.name);
     for (const ParamInfo& q : params) {
       if (q.name == weight_name) weight = &q.shape;
     }
@@ -1243,12 +1241,9 @@ void register_mindspore_natives(Interpreter& /*interp*/,
         t = src->type;
         init = src->init;          // initializer(...)
         if (!init && src->fill) {  // Tensor(np.zeros(...)), ops.ones(...)
-          InitSpec c;
-          c.kind = InitSpec::Kind::Constant;
-          c.value = *src->fill;
           std::string note = "a tensor filled with " + repr(Value::real(*src->fill));
-          init = std::make_shared<const ParamInit>(
-              ParamInit{c, ParamInit::Origin::Argument, std::move(note)});
+          init = std::make_shared<const ParamInit>(ParamInit{
+              InitSpec::constant(*src->fill), ParamInit::Origin::Argument, std::move(note)});
         }
       } else if (data->k == VK::Int) {
         t = TensorType{Shape{}, DType::Int64};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "interp.h"
 #include "npvalues.h"
@@ -487,7 +488,7 @@ struct SliceAttrs {
       ellipsis_mask |= bit;
     } else if (x.is_int()) {
       b = x.as_int();
-      e = b + 1;
+      e = b == std::numeric_limits<int64_t>::max() ? b : b + 1;  // a shrunk axis reads `begin`
       shrink_axis_mask |= bit;
     } else if (auto* sl = x.as<SliceObj>()) {
       auto part = [&](const Value& v, int64_t& out, int64_t& mask) {

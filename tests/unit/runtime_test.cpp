@@ -432,6 +432,33 @@ class Net(nn.Cell):
   EXPECT_EQ(values(out[4]), (std::vector<float>{1, 2, 5, 6, 9, 10}));
 }
 
+// The largest int index on an axis of unknown size is recorded without overflowing its end
+// (UBSan in the ASan tier checks the arithmetic).
+TEST(RuntimeKernels, SliceAttributesOfTheLargestIndex) {
+  std::string err;
+  auto input = parse_input_spec("N,3", &err);
+  ASSERT_TRUE(input) << err;
+  AnalysisResult res = analyze_source("largest_index.py", R"(from mindspore import nn
+
+
+class Net(nn.Cell):
+    def construct(self, x):
+        return x[9223372036854775807]
+)",
+                                      *input);
+  ASSERT_EQ(res.cells.size(), 1u);
+  bool found = false;
+  for (const Node& n : res.cells[0].graph.nodes) {
+    if (n.op != "StridedSlice") continue;
+    found = true;
+    ASSERT_NE(n.find_attr("begin"), nullptr);
+    EXPECT_EQ(std::get<std::vector<int64_t>>(*n.find_attr("begin")),
+              std::vector<int64_t>{std::numeric_limits<int64_t>::max()});
+    EXPECT_EQ(std::get<int64_t>(*n.find_attr("shrink_axis_mask")), 1);
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(RuntimeKernels, ConvSamePaddingOnOnes) {
   G g;
   uint32_t x = g.input({1, 1, 3, 3});

@@ -38,6 +38,17 @@ struct InitSpec {
   std::string nonlinearity = "leaky_relu";  // He*
   double gain = 1;                          // Xavier*
 
+  // `kind` with its default arguments; Constant(value).
+  static InitSpec of(Kind kind) {
+    InitSpec s;
+    s.kind = kind;
+    return s;
+  }
+  static InitSpec constant(double value) {
+    InitSpec s = of(Kind::Constant);
+    s.value = value;
+    return s;
+  }
   // One argument of an initializer's constructor as the evaluator knows it.
   struct Arg {
     std::string_view keyword;           // empty: positional

@@ -208,6 +208,9 @@ std::vector<const ParamSpec*> api_signature_params(const ApiEntry& e, const Vers
 std::optional<InitSpec> default_initializer(std::string_view api, std::string_view rel,
                                             const Shape* weight,
                                             std::optional<int64_t> hidden_size);
+// The weight declared beside Parameter `param` ("layer1.conv.bias" -> "layer1.conv.weight",
+// "bias" -> "weight"): the fan-in a bias's default initializer needs.
+std::string weight_beside(std::string_view param);
 // The constructor argument that initialises Parameter `rel` of a layer ("weight" ->
 // "weight_init", "moving_variance" -> "moving_var_init", "embedding_table" -> itself).
 std::string init_argument_of(std::string_view rel);

@@ -8,16 +8,10 @@ namespace graphcore {
 
 namespace {
 
-InitSpec of(InitSpec::Kind k) {
-  InitSpec s;
-  s.kind = k;
-  return s;
-}
-
 // HeUniform(negative_slope=sqrt(5)): the weight default of nn.Conv*, nn.Dense (the PyTorch-like
 // kaiming_uniform_(a=sqrt(5))).
 InitSpec he_uniform_sqrt5() {
-  InitSpec s = of(InitSpec::Kind::HeUniform);
+  InitSpec s = InitSpec::of(InitSpec::Kind::HeUniform);
   s.negative_slope = std::sqrt(5.0);
   return s;
 }
@@ -28,12 +22,19 @@ std::optional<InitSpec> fan_in_uniform(const Shape* weight) {
   double fan = 1;
   for (size_t i = 1; i < weight->rank(); ++i) fan *= static_cast<double>(weight->dims[i].value());
   if (fan <= 0) return std::nullopt;
-  InitSpec s = of(InitSpec::Kind::Uniform);
+  InitSpec s = InitSpec::of(InitSpec::Kind::Uniform);
   s.scale = 1.0 / std::sqrt(fan);
   return s;
 }
 
 }  // namespace
+
+std::string weight_beside(std::string_view param) {
+  const size_t dot = param.rfind('.');
+  return std::string(dot == std::string_view::npos ? std::string_view()
+                                                   : param.substr(0, dot + 1)) +
+         "weight";
+}
 
 std::string init_argument_of(std::string_view rel) {
   if (rel == "moving_variance") return "moving_var_init";
@@ -45,6 +46,7 @@ std::optional<InitSpec> default_initializer(std::string_view api, std::string_vi
                                             const Shape* weight,
                                             std::optional<int64_t> hidden_size) {
   using K = InitSpec::Kind;
+  constexpr auto of = &InitSpec::of;
   if (api.starts_with("nn.Conv") || api == "nn.Dense" || api == "nn.BiDense") {
     if (rel == "weight") return he_uniform_sqrt5();
     if (rel == "bias") return fan_in_uniform(weight);
@@ -54,11 +56,7 @@ std::optional<InitSpec> default_initializer(std::string_view api, std::string_vi
   if (leaf == "gamma" || leaf == "moving_variance") return of(K::One);
   if (leaf == "beta" || leaf == "moving_mean") return of(K::Zero);
   if (leaf == "embedding_table") return of(K::Normal);  // 'normal': Normal(sigma=0.01)
-  if (api == "nn.PReLU" && rel == "w") {
-    InitSpec s = of(K::Constant);
-    s.value = 0.25;
-    return s;
-  }
+  if (api == "nn.PReLU" && rel == "w") return InitSpec::constant(0.25);
   if (api == "nn.MultiheadAttention") {
     if (rel.ends_with("proj_weight")) return of(K::XavierUniform);
     if (rel == "out_proj.weight") return he_uniform_sqrt5();

@@ -42,12 +42,8 @@ std::optional<InitSpec> ArgValue::as_initializer() const {
       return InitSpec::named(s);
     case Kind::Bool:
     case Kind::Int:
-    case Kind::Float: {
-      InitSpec c;
-      c.kind = InitSpec::Kind::Constant;
-      c.value = *as_float();
-      return c;
-    }
+    case Kind::Float:
+      return InitSpec::constant(*as_float());
     default:
       return std::nullopt;
   }

@@ -47,8 +47,7 @@ std::optional<InitSpec> unrecorded_default(
     if (!scope.empty() && info.name.starts_with(scope + "."))
       rel = info.name.substr(scope.size() + 1);
   }
-  const std::string weight_name = info.name.substr(0, info.name.size() - rel.size()) + "weight";
-  auto ws = shapes.find(weight_name);
+  auto ws = shapes.find(weight_beside(info.name));
   std::optional<int64_t> hidden = node ? attr_int(*node, "hidden_size") : std::nullopt;
   return default_initializer(api, rel, ws == shapes.end() ? nullptr : ws->second, hidden);
 }
