@@ -26,6 +26,7 @@
 #include "graphcore/optimize.h"
 #include "graphcore/outline.h"
 #include "graphcore/runtime.h"
+#include "graphcore/text.h"
 #include "rpc/jsonrpc.h"
 #include "rpc/stdio_transport.h"
 
@@ -1262,19 +1263,15 @@ struct Session::Impl {
   };
   std::optional<EvalResult> eval_name(std::string expr, const std::string& frame,
                                       std::optional<size_t> upto, std::string* err) const {
-    auto trim = [](std::string s) {
-      s.erase(0, s.find_first_not_of(" \t"));
-      s.erase(s.find_last_not_of(" \t") + 1);
-      return s;
-    };
-    expr = trim(expr);
+    expr = std::string(graphcore::text::trim(expr));
     std::string method;
     for (const char* m_ : {".max()", ".min()", ".mean()", ".std()", ".shape", ".sum()",
                            ".nan_count()", ".inf_count()"}) {
       std::string s = m_;
       if (expr.size() > s.size() && expr.compare(expr.size() - s.size(), s.size(), s) == 0) {
         method = s;
-        expr = trim(expr.substr(0, expr.size() - s.size()));
+        expr = std::string(
+            graphcore::text::trim(std::string_view(expr).substr(0, expr.size() - s.size())));
         break;
       }
     }

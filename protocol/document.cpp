@@ -1,6 +1,10 @@
 #include "protocol/document.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/type_resolver_util.h>
 
 #include <nlohmann/json.hpp>
 
@@ -594,8 +598,25 @@ std::string to_json(const google::protobuf::Message& message, const JsonOptions&
   print.add_whitespace = false;
   print.always_print_primitive_fields = options.defaults;
   print.preserve_proto_field_names = false;
+  // MessageToJsonString writes map fields (a node's attrs) in the Map's iteration order, which
+  // is unspecified; the same document must give the same text. So: a deterministic (key-sorted)
+  // binary serialisation, converted to JSON in wire order.
+  std::string binary;
+  {
+    google::protobuf::io::StringOutputStream stream(&binary);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!message.SerializeToCodedStream(&coded))
+      throw std::runtime_error("cannot serialise " + message.GetTypeName());
+  }
+  constexpr std::string_view kTypeUrlPrefix = "type.googleapis.com";
+  static const std::unique_ptr<google::protobuf::util::TypeResolver> resolver(
+      google::protobuf::util::NewTypeResolverForDescriptorPool(
+          std::string(kTypeUrlPrefix), google::protobuf::DescriptorPool::generated_pool()));
   std::string out;
-  auto status = google::protobuf::util::MessageToJsonString(message, &out, print);
+  auto status = google::protobuf::util::BinaryToJsonString(
+      resolver.get(), std::string(kTypeUrlPrefix) + "/" + message.GetDescriptor()->full_name(),
+      binary, &out, print);
   if (!status.ok()) {
     throw std::runtime_error("cannot serialise " + message.GetTypeName() +
                              " to JSON: " + std::string(status.message()));

@@ -3,20 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
 #include <tuple>
-#include <unordered_map>
 
 #include "files.h"
 #include "graphcore/analysis.h"
 #include "graphcore/hardware.h"
-#include "graphcore/optimize.h"
 #include "protocol/document.h"
 #include "render.h"
 #include "view/view_server.h"
@@ -26,26 +22,6 @@ namespace cellscope::server {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Reads each file once: graphcore and the position mapper share the cache.
-class CachingSourceProvider : public graphcore::SourceProvider {
- public:
-  // Reads through `base` (the disk when null).
-  explicit CachingSourceProvider(graphcore::SourceProvider* base = nullptr) : base_(base) {}
-
-  std::optional<std::string> read(const fs::path& path) override {
-    const std::string key = path.string();
-    auto it = cache_.find(key);
-    if (it == cache_.end())
-      it = cache_.emplace(key, base_ != nullptr ? base_->read(path) : disk_.read(path)).first;
-    return it->second;
-  }
-
- private:
-  graphcore::SourceProvider* base_;
-  graphcore::DiskSourceProvider disk_;
-  std::unordered_map<std::string, std::optional<std::string>> cache_;
-};
 
 void usage_error(const std::string& message) {
   std::cerr << "cellscope: error: " << message << "\n";
@@ -72,40 +48,6 @@ bool common_analysis_options(const CommonOptions& common, graphcore::AnalysisOpt
   }
   for (const std::string& c : common.configs) out->config_files.emplace_back(c);
   return true;
-}
-
-protocol::DocumentInfo document_info(const graphcore::AnalysisOptions& options) {
-  protocol::DocumentInfo info;
-  info.target = options.target;
-  info.mindspore_version = options.mindspore_version.str();
-  return info;
-}
-
-// graphcore reports problems as diagnostics and is not expected to throw; if it does, the file
-// still gets a located error instead of taking the whole run down.
-graphcore::AnalysisResult analyze_guarded(const fs::path& file,
-                                          const graphcore::AnalysisOptions& options,
-                                          graphcore::SourceProvider& sources) {
-  const auto t0 = std::chrono::steady_clock::now();
-  try {
-    auto result = graphcore::analyze_file(file, options, sources);
-    const auto ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
-    spdlog::debug("analysed {} in {:.2f} ms: {} cells, {} diagnostics", file.string(), ms.count(),
-                  result.cells.size(), result.diagnostics.size());
-    return result;
-  } catch (const std::exception& e) {
-    spdlog::error("internal error analysing {}: {}", file.string(), e.what());
-    graphcore::AnalysisResult result;
-    result.file = file.string();
-    graphcore::Diagnostic d;
-    d.file = result.file;
-    d.severity = graphcore::Severity::Error;
-    d.code = "internal-error";
-    d.message = std::string("cellscope failed while analysing this file: ") + e.what();
-    result.diagnostics.push_back(std::move(d));
-    return result;
-  }
 }
 
 bool diagnostic_less(const protocol::Diagnostic& a, const protocol::Diagnostic& b) {
@@ -138,76 +80,6 @@ bool emit(const std::string& path, const std::string& data) {
     std::cerr << "cellscope: error: " << e.what() << "\n";
     return false;
   }
-}
-
-// A file-name-safe form of a Cell name ("resnet50(num_classes=10)" -> "resnet50_num_classes_10_").
-std::string file_slug(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    out.push_back(ok ? c : '_');
-  }
-  if (out.empty() || out == "." || out == "..") out = "cell";
-  return out;
-}
-
-// Adds the optimization layer (and with --layer hardware the hardware layer) to every compiled
-// Cell of `doc`, dumping the passes when asked. False (after a message) when a dump cannot be
-// written.
-bool add_optimized_layers(const graphcore::AnalysisResult& result, const GraphOptions& options,
-                          protocol::PositionMapper& positions, protocol::GraphDocument* doc) {
-  bool ok = true;
-  for (size_t i = 0; i < result.cells.size(); ++i) {
-    const auto& cell = result.cells[i];
-    if (!cell.compiled) {
-      spdlog::warn("{}: construct did not compile; no optimization layer", cell.name);
-      continue;
-    }
-    graphcore::OptimizeOptions opt;
-    opt.target = options.common.target;
-    opt.precision = options.precision;
-    fs::path dir;
-    if (!options.dump_passes.empty() && options.dump_passes != "-") {
-      dir = fs::path(options.dump_passes) / (std::to_string(i) + "-" + file_slug(cell.name));
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) {
-        std::cerr << "cellscope: error: --dump-passes: cannot create " << dir.string() << ": "
-                  << ec.message() << "\n";
-        return false;
-      }
-    }
-    if (!options.dump_passes.empty()) {
-      opt.dump = [&](std::string_view pass, size_t index, const graphcore::OptimizedGraph& g) {
-        if (!ok) return;
-        auto layer = protocol::optimized_layer(g, cell.graph);
-        if (dir.empty()) {
-          std::cerr << protocol::to_json(layer, {.pretty = false});
-          return;
-        }
-        char prefix[8];
-        std::snprintf(prefix, sizeof prefix, "%02zu-", index);
-        ok =
-            emit((dir / (prefix + std::string(pass) + ".json")).string(), protocol::to_json(layer));
-      };
-    }
-    const auto graph = graphcore::optimize(cell, opt);
-    if (!ok) return false;
-    auto* out = doc->mutable_cells(static_cast<int>(i));
-    *out->mutable_optimized() = protocol::optimized_layer(graph, cell.graph);
-    if (options.layer != "hardware") continue;
-    graphcore::HardwareOptions hw_options;
-    hw_options.target = options.common.target;
-    hw_options.mode = options.mode;
-    hw_options.optimizer = options.optimizer;
-    hw_options.mixed_precision = options.precision == "mixed";
-    const auto hw = graphcore::estimate_hardware(cell, graph, hw_options);
-    protocol::add_hardware_layer(hw, graph, graphcore::hardware_target(hw_options.target), out);
-    for (const auto& d : hw.diagnostics)
-      *doc->add_diagnostics() = protocol::diagnostic(d, positions);
-  }
-  return true;
 }
 
 }  // namespace
@@ -282,27 +154,28 @@ bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOpti
                 " is a directory (graph takes one model file; check takes directories)");
     return false;
   }
-  if (options.layer != "semantic" && options.layer != "optimized" && options.layer != "hardware") {
-    usage_error("unknown --layer '" + options.layer +
+  if (options.pipeline.layer != "semantic" && options.pipeline.layer != "optimized" &&
+      options.pipeline.layer != "hardware") {
+    usage_error("unknown --layer '" + options.pipeline.layer +
                 "' (expected semantic, optimized or hardware)");
     return false;
   }
-  const bool optimized = options.layer != "semantic";
-  if (options.format == "html" && options.layer == "semantic") {
+  const bool optimized = options.pipeline.layer != "semantic";
+  if (options.format == "html" && options.pipeline.layer == "semantic") {
     usage_error(
         "--format html shows every layer: use it with --layer hardware (the default for html)");
     return false;
   }
-  if (!optimized && !options.dump_passes.empty()) {
+  if (!optimized && !options.pipeline.dump_passes.empty()) {
     usage_error("--dump-passes needs --layer optimized or hardware");
     return false;
   }
   if (optimized && options.format == "dot") {
     usage_error("--format dot draws the semantic layer only; use json or text with --layer " +
-                options.layer);
+                options.pipeline.layer);
     return false;
   }
-  if (options.layer == "hardware") {
+  if (options.pipeline.layer == "hardware") {
     const auto names = graphcore::hardware_target_names();
     if (std::find(names.begin(), names.end(), options.common.target) == names.end()) {
       std::string known;
@@ -317,8 +190,8 @@ bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOpti
       usage_error(std::string("invalid target file: ") + e.what());
       return false;
     }
-  } else if (options.mode != "infer") {
-    usage_error("--mode " + options.mode + " needs --layer hardware");
+  } else if (options.pipeline.mode != "infer") {
+    usage_error("--mode " + options.pipeline.mode + " needs --layer hardware");
     return false;
   }
   analysis.cell = options.cell;
@@ -336,41 +209,10 @@ bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOpti
   return true;
 }
 
-GraphBuild graph_document_of(const graphcore::AnalysisResult& analysed, const GraphOptions& options,
-                             const graphcore::AnalysisOptions& analysis,
-                             graphcore::SourceProvider& sources) {
-  GraphBuild out;
-  const auto t0 = std::chrono::steady_clock::now();
-  protocol::PositionMapper positions(sources);
-  const graphcore::AnalysisResult* result = &analysed;
-  graphcore::AnalysisResult with_config;
-  if (!options.common.config_diagnostics.empty()) {
-    with_config = analysed;
-    with_config.diagnostics.insert(with_config.diagnostics.begin(),
-                                   options.common.config_diagnostics.begin(),
-                                   options.common.config_diagnostics.end());
-    result = &with_config;
-  }
-  auto info = document_info(analysis);
-  info.layer = options.layer;
-  out.document = protocol::graph_document(*result, positions, info);
-  if (options.layer != "semantic")
-    out.dumps_ok = add_optimized_layers(*result, options, positions, &out.document);
-  out.compiled = !result->cells.empty();
-  for (const auto& cell : result->cells) out.compiled = out.compiled && cell.compiled;
-  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return out;
-}
-
-GraphBuild build_graph_document(const GraphOptions& options,
-                                const graphcore::AnalysisOptions& analysis,
-                                graphcore::SourceProvider& disk) {
-  const auto t0 = std::chrono::steady_clock::now();
-  CachingSourceProvider sources(&disk);
-  const auto result = analyze_guarded(options.file, analysis, sources);
-  auto out = graph_document_of(result, options, analysis, sources);
-  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return out;
+PipelineOptions pipeline_options(const GraphOptions& options) {
+  PipelineOptions pipeline = options.pipeline;
+  pipeline.config_diagnostics = options.common.config_diagnostics;
+  return pipeline;
 }
 
 int run_graph(const GraphOptions& options) {
@@ -378,7 +220,7 @@ int run_graph(const GraphOptions& options) {
   if (!graph_analysis_options(options, &analysis)) return kExitUsage;
   // One cache for the analysis and the text renderer: each file is read from disk once.
   CachingSourceProvider sources;
-  auto built = build_graph_document(options, analysis, sources);
+  auto built = build_graph_document(options.file, analysis, pipeline_options(options), sources);
   if (!built.dumps_ok) return kExitUsage;
   const auto& doc = built.document;
   std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());

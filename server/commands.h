@@ -9,6 +9,7 @@
 #include "graphcore/analysis.h"
 #include "graphcore/diagnostic.h"
 #include "graphcore/source.h"
+#include "pipeline.h"
 #include "protocol/graph.pb.h"
 
 namespace cellscope::server {
@@ -44,17 +45,9 @@ struct GraphOptions {
   std::string format = "json";      // json | text | dot | html (the view, self-contained)
   std::string output;               // empty or "-": stdout
   bool compact = false;             // json: no whitespace
-  // Which layers of the graph document to build: "semantic" (the graph from construct),
-  // "optimized" (plus the optimization layer for the target) or "hardware" (plus the analytical
-  // hardware model of the optimized graph on the target).
-  std::string layer = "semantic";
-  // --layer hardware: "infer" (one forward pass) or "train" (forward, backward, optimizer).
-  std::string mode = "infer";
-  std::string optimizer = "momentum";  // train: sgd | momentum | adam | lamb
-  std::string precision = "mixed";     // mixed (fp16 activations on Ascend) | fp32
-  // --layer optimized: write the optimization layer after import and after each pass, one JSON
-  // file per pass under this directory ("-": to stderr). Empty: no dumps.
-  std::string dump_passes;
+  // --layer, --mode, --optimizer, --precision, --dump-passes (config_diagnostics: see
+  // pipeline_options).
+  PipelineOptions pipeline;
 };
 
 int run_check(const CheckOptions& options);
@@ -63,21 +56,7 @@ int run_graph(const GraphOptions& options);
 // The pieces of `graph` that `view` reuses.
 // Validates `options` and fills `analysis`; false after printing a usage error.
 bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOptions* analysis);
-struct GraphBuild {
-  protocol::GraphDocument document;
-  bool compiled = false;  // every Cell's construct compiled (false: no Cells, or a syntax error)
-  bool dumps_ok = true;   // --dump-passes files were written
-  double ms = 0;          // analysis + optimization + hardware model
-};
-// The document of an analysis already made, with the layers options.layer asks for (positions
-// converted with the texts `sources` gives).
-GraphBuild graph_document_of(const graphcore::AnalysisResult& result, const GraphOptions& options,
-                             const graphcore::AnalysisOptions& analysis,
-                             graphcore::SourceProvider& sources);
-// Analyses options.file, reading sources through `sources`, and builds the document with the
-// layers options.layer asks for.
-GraphBuild build_graph_document(const GraphOptions& options,
-                                const graphcore::AnalysisOptions& analysis,
-                                graphcore::SourceProvider& sources);
+// options.pipeline with the project configuration's problems (options.common).
+PipelineOptions pipeline_options(const GraphOptions& options);
 
 }  // namespace cellscope::server

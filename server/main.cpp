@@ -76,16 +76,16 @@ void add_model_options(CLI::App* cmd, cellscope::server::GraphOptions* graph) {
                   "Input shape[:dtype] for construct, e.g. 1,3,224,224 or 8,128:int32 "
                   "(repeat for several inputs)")
       ->allow_extra_args(false);
-  cmd->add_option("--mode", graph->mode,
+  cmd->add_option("--mode", graph->pipeline.mode,
                   "With --layer hardware: infer (one forward pass per batch) or train (forward, "
                   "backward and optimizer update per step)")
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
-  cmd->add_option("--optimizer", graph->optimizer,
+  cmd->add_option("--optimizer", graph->pipeline.optimizer,
                   "With --mode train: the optimizer whose update is costed")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "lamb"}))
       ->capture_default_str();
-  cmd->add_option("--precision", graph->precision,
+  cmd->add_option("--precision", graph->pipeline.precision,
                   "With --layer hardware: mixed (float tensors in fp16 on Ascend, as MindSpore "
                   "amp and ATC models run) or fp32")
       ->check(CLI::IsMember({"mixed", "fp32"}))
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   graph_cmd->add_flag("--compact", graph.compact, "json: no indentation");
   auto* layer_opt =
       graph_cmd
-          ->add_option("--layer", graph.layer,
+          ->add_option("--layer", graph.pipeline.layer,
                        "Graph layer: semantic (the graph construct builds), optimized (after "
                        "dead-code elimination, constant folding, fusion, layout and memory "
                        "planning for --target) or hardware (an analytical model of the optimized "
@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
           ->check(CLI::IsMember({"semantic", "optimized", "hardware"}))
           ->capture_default_str();
   graph_cmd->add_option(
-      "--dump-passes", graph.dump_passes,
+      "--dump-passes", graph.pipeline.dump_passes,
       "With --layer optimized|hardware: write the optimization layer after each pass as "
       "DIR/<cell>/NN-<pass>.json (\"-\": JSON lines on stderr)");
 
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
   if (graph_cmd->parsed()) {
     apply_project_config(graph_cmd, graph.common, graph.file,
                          graph.entries.empty() ? &graph.inputs : nullptr, graph.cell.value_or(""));
-    if (graph.format == "html" && layer_opt->count() == 0) graph.layer = "hardware";
+    if (graph.format == "html" && layer_opt->count() == 0) graph.pipeline.layer = "hardware";
   }
   if (view_cmd->parsed())
     apply_project_config(view_cmd, view.graph.common, view.graph.file,

@@ -9,6 +9,7 @@
 #include "graphcore/analysis.h"
 #include "graphcore/optimize.h"
 #include "graphcore/source.h"
+#include "graphcore/text.h"
 
 namespace cellscope::server {
 
@@ -61,7 +62,7 @@ std::string target_list() {
 }  // namespace
 
 std::optional<std::string> normalize_target(std::string name) {
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  name = graphcore::text::lower(name);
   if (name == "ascend") return std::string("ascend910b");
   if (graphcore::find_target(name) != nullptr) return name;
   return std::nullopt;

@@ -29,6 +29,16 @@ std::optional<std::string> DiskSourceProvider::read(const fs::path& path) {
   return ss.str();
 }
 
+void MemorySourceProvider::add(const fs::path& path, std::string text) {
+  files_[path.lexically_normal().generic_string()] = std::move(text);
+}
+
+std::optional<std::string> MemorySourceProvider::read(const fs::path& path) {
+  auto it = files_.find(path.lexically_normal().generic_string());
+  if (it == files_.end()) return std::nullopt;
+  return it->second;
+}
+
 size_t AnalysisResult::error_count() const {
   return static_cast<size_t>(
       std::count_if(diagnostics.begin(), diagnostics.end(),

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "graphcore/checked.h"
+#include "graphcore/text.h"
 #include "interp.h"
 #include "npvalues.h"
 
@@ -1332,11 +1333,7 @@ std::optional<Value> Interpreter::builtin_method(const Value& obj, std::string_v
         return make_str(r);
       });
     if (nm == "lower")
-      return str_fn([](const std::string& x, CallArgs&) {
-        std::string r = x;
-        for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return make_str(r);
-      });
+      return str_fn([](const std::string& x, CallArgs&) { return make_str(text::lower(x)); });
     if (nm == "strip" || nm == "lstrip" || nm == "rstrip") {
       bool l = nm != "rstrip", r = nm != "lstrip";
       return str_fn([l, r](const std::string& x, CallArgs&) {

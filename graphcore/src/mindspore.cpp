@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "graphcore/checked.h"
+#include "graphcore/text.h"
 #include "interp.h"
 #include "known_names.h"
 #include "npvalues.h"
@@ -569,8 +570,8 @@ class BoundCtx : public Base {
     // A keyword argument's range covers `name=value`; keep the keyword.
     std::string written = in_.source_text(file, a.range);
     size_t eq = written.find('=');
-    std::string lhs = eq == std::string::npos ? "" : written.substr(0, eq);
-    while (!lhs.empty() && (lhs.back() == ' ' || lhs.back() == '\t')) lhs.pop_back();
+    const std::string_view lhs =
+        eq == std::string::npos ? "" : text::trim(std::string_view(written).substr(0, eq));
     std::string text = lhs == param ? std::string(param) + "=" + value : value;
     in_.diagnostics.back().fixes.push_back(
         Fix{"Change " + std::string(param) + " to " + value, {TextEdit{file, a.range, text}}});

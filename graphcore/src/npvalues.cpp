@@ -252,23 +252,15 @@ std::optional<Selection> select(const std::vector<int64_t>& shape, const std::ve
     }
     auto* sl = x.as<SliceObj>();
     if (!sl) return std::nullopt;  // arrays, lists, bools, unknowns: advanced indexing
-    auto part_ok = [](const Value& v) { return v.is_none() || (v.is_int() && v.k != VK::Bool); };
-    if (!part_ok(sl->start) || !part_ok(sl->stop) || !part_ok(sl->step)) return std::nullopt;
-    int64_t step = sl->step.is_none() ? 1 : sl->step.as_int();
-    if (step == 0) return std::nullopt;
-    auto clampv = [&](const Value& v, int64_t dflt) {
-      if (v.is_none()) return dflt;
-      int64_t q = v.as_int();
-      if (q < 0) q += n;
-      return step > 0 ? std::clamp<int64_t>(q, 0, n) : std::clamp<int64_t>(q, -1, n - 1);
-    };
-    int64_t a = clampv(sl->start, step > 0 ? 0 : n - 1);
-    int64_t b = clampv(sl->stop, step > 0 ? n : -1);
-    int64_t len = step > 0 ? (b > a ? (b - a + step - 1) / step : 0)
-                           : (a > b ? (a - b - step - 1) / (-step) : 0);
-    s.shape.push_back(len);
-    s.strides.push_back(step * st[axis]);
-    s.base += a * st[axis];
+    // NumPy takes no bools as slice bounds.
+    auto is_bool = [](const Value& v) { return v.k == VK::Bool; };
+    if (is_bool(sl->start) || is_bool(sl->stop) || is_bool(sl->step)) return std::nullopt;
+    const auto b = slice_indices(*sl, n);
+    if (!b) return std::nullopt;
+    s.shape.push_back(b->length);
+    // With two items or more, |step| * stride is within the array; with fewer it is not used.
+    s.strides.push_back(b->length > 1 ? b->step * st[axis] : 0);
+    s.base += b->length > 0 ? b->start * st[axis] : 0;
     ++axis;
   }
   for (; axis < shape.size(); ++axis) {

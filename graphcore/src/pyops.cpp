@@ -88,33 +88,15 @@ std::vector<Value> repeat(const std::vector<Value>& items, int64_t n) {
   return out;
 }
 
-// Python's slice.indices for a sequence of length n.
-void slice_bounds(const SliceObj& s, int64_t n, int64_t& start, int64_t& stop, int64_t& step) {
-  step = s.step.is_int() ? s.step.as_int() : 1;
-  if (step == 0) step = 1;
-  auto clamp = [&](const Value& v, int64_t dflt, bool is_start) {
-    if (!v.is_int()) return dflt;
-    int64_t x = v.as_int();
-    if (x < 0) x += n;
-    if (step > 0) return std::clamp<int64_t>(x, 0, n);
-    (void)is_start;
-    return std::clamp<int64_t>(x, -1, n - 1);
-  };
-  if (step > 0) {
-    start = clamp(s.start, 0, true);
-    stop = clamp(s.stop, n, false);
-  } else {
-    start = clamp(s.start, n - 1, true);
-    stop = clamp(s.stop, -1, false);
-  }
-}
-
-std::vector<Value> slice_items(const std::vector<Value>& items, const SliceObj& s) {
-  int64_t start = 0, stop = 0, step = 1;
-  slice_bounds(s, static_cast<int64_t>(items.size()), start, stop, step);
+// items[s], or nullopt when the slice is not known (slice_indices).
+std::optional<std::vector<Value>> slice_items(const std::vector<Value>& items, const SliceObj& s) {
+  const auto b = slice_indices(s, static_cast<int64_t>(items.size()));
+  if (!b) return std::nullopt;
   std::vector<Value> out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-    out.push_back(items[static_cast<size_t>(i)]);
+  out.reserve(static_cast<size_t>(b->length));
+  // k * step stays within the sequence (never start + length * step, which can overflow).
+  for (int64_t k = 0; k < b->length; ++k)
+    out.push_back(items[static_cast<size_t>(b->start + k * b->step)]);
   return out;
 }
 
@@ -605,7 +587,10 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
   // over run-time data) may have filled: an empty one is not known to be empty.
   auto index_into = [&](const std::vector<Value>& items, const char* what,
                         bool mutable_seq = false) -> Value {
-    if (auto* sl = index.as<SliceObj>()) return make_list(slice_items(items, *sl));
+    if (auto* sl = index.as<SliceObj>()) {
+      auto part = slice_items(items, *sl);
+      return part ? make_list(std::move(*part)) : Value::unknown();
+    }
     if (!index.is_int()) {
       // A tensor index, or a type (`Sequence[np.ndarray]` in an annotation alias).
       if (index.as<TensorObj>() || index.as<ClassObj>() || index.as<OpaqueObj>() ||
@@ -630,7 +615,7 @@ Value Interpreter::subscript(const Value& obj, const Value& index, const Site& s
   };
   if (auto* t = obj.as<TupleObj>()) {
     Value r = index_into(t->items, "tuple");
-    if (index.as<SliceObj>()) return make_tuple(*seq_items(r));
+    if (index.as<SliceObj>() && !r.is_unknown()) return make_tuple(*seq_items(r));
     return r;
   }
   if (auto* l = obj.as<ListObj>()) return index_into(l->items, "list", true);

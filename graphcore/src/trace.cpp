@@ -606,23 +606,8 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
                     (sl->step.is_none() || (sl->step.is_int() && sl->step.as_int() == 1));
         if (full) {
           out.dims.push_back(d);
-        } else if (d.is_known() && (sl->start.is_none() || sl->start.is_int()) &&
-                   (sl->stop.is_none() || sl->stop.is_int()) &&
-                   (sl->step.is_none() || sl->step.is_int())) {
-          int64_t n = d.value();
-          int64_t step = sl->step.is_int() ? sl->step.as_int() : 1;
-          if (step == 0) step = 1;
-          auto clampv = [&](const Value& v, int64_t dflt) {
-            if (!v.is_int()) return dflt;
-            int64_t q = v.as_int();
-            if (q < 0) q += n;
-            return step > 0 ? std::clamp<int64_t>(q, 0, n) : std::clamp<int64_t>(q, -1, n - 1);
-          };
-          int64_t a = clampv(sl->start, step > 0 ? 0 : n - 1);
-          int64_t b = clampv(sl->stop, step > 0 ? n : -1);
-          int64_t len = step > 0 ? (b > a ? (b - a + step - 1) / step : 0)
-                                 : (a > b ? (a - b - step - 1) / (-step) : 0);
-          out.dims.push_back(Dim::known(len));
+        } else if (auto b = d.is_known() ? slice_indices(*sl, d.value()) : std::nullopt) {
+          out.dims.push_back(Dim::known(b->length));
         } else if ((sl->start.is_none() || (sl->start.is_int() && sl->start.as_int() >= 0)) &&
                    sl->stop.is_int() && sl->stop.as_int() >= 0 && (sl->step.is_none())) {
           int64_t a = sl->start.is_int() ? sl->start.as_int() : 0;

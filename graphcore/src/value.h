@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ast.h"
+#include "graphcore/checked.h"
 #include "graphcore/registry.h"
 #include "graphcore/shape.h"
 
@@ -216,6 +217,10 @@ struct SliceObj : Object {
       : Object(kKind), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
   Value start, stop, step;
 };
+
+// Python's slice.indices(n) of `s` and the number of items it selects (checked.h), or nullopt
+// when a part is neither an int nor None (unknown, symbolic) or the step is 0 (a ValueError).
+std::optional<SliceIndices> slice_indices(const SliceObj& s, int64_t n);
 
 struct EllipsisObj : Object {
   static constexpr OK kKind = OK::Ellipsis;

@@ -43,10 +43,17 @@ const std::vector<Value>* seq_items(const Value& v) {
   return nullptr;
 }
 
+std::optional<SliceIndices> slice_indices(const SliceObj& s, int64_t n) {
+  auto known = [](const Value& v) { return v.is_none() || v.is_int(); };
+  if (!known(s.start) || !known(s.stop) || !known(s.step)) return std::nullopt;
+  const int64_t step = s.step.is_int() ? s.step.as_int() : 1;
+  if (step == 0) return std::nullopt;
+  auto part = [](const Value& v) { return v.is_int() ? std::optional(v.as_int()) : std::nullopt; };
+  return graphcore::slice_indices(part(s.start), part(s.stop), step, n);
+}
+
 int64_t RangeObj::size() const {
-  if (step > 0 && start < stop) return (stop - start + step - 1) / step;
-  if (step < 0 && start > stop) return (start - stop - step - 1) / (-step);
-  return 0;
+  return checked_range_length(start, stop, step).value_or(INT64_MAX);
 }
 
 bool values_equal(const Value& a, const Value& b) {

@@ -4,32 +4,22 @@
 #include <cstring>
 #include <utility>
 
+#include "graphcore/text.h"
+
 namespace cellscope::rpc {
 namespace {
 
 constexpr std::string_view kLengthHeader = "content-length:";  // matched case-insensitively
 constexpr std::size_t kMaxLengthDigits = 15;                   // beyond that: malformed
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
+using graphcore::text::iequals;
+using graphcore::text::lower;
+using graphcore::text::trim;
 
 // RFC 9110 token characters (header field names).
 bool is_token_char(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   return c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // Printable excerpt of a header line for error messages.

@@ -4,25 +4,14 @@
 #include <cctype>
 #include <cstdint>
 
+#include "graphcore/text.h"
+
 namespace cellscope::lsp {
-
-namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 std::optional<std::string> uri_to_path(std::string_view uri) {
   constexpr std::string_view kScheme = "file://";
   if (uri.size() < kScheme.size()) return std::nullopt;
-  for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(uri[i])) != kScheme[i]) return std::nullopt;
-  }
+  if (!graphcore::text::iequals(uri.substr(0, kScheme.size()), kScheme)) return std::nullopt;
   std::string_view rest = uri.substr(kScheme.size());
   // file://host/path: only an empty host or "localhost" names this machine.
   size_t slash = rest.find('/');
@@ -31,23 +20,7 @@ std::optional<std::string> uri_to_path(std::string_view uri) {
   if (!host.empty() && host != "localhost") return std::nullopt;
   rest = rest.substr(slash);
   if (size_t q = rest.find_first_of("?#"); q != std::string_view::npos) rest = rest.substr(0, q);
-  std::string out;
-  out.reserve(rest.size());
-  for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == '%') {
-      if (i + 2 >= rest.size()) return std::nullopt;
-      int hi = hex_value(rest[i + 1]);
-      int lo = hex_value(rest[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      char c = static_cast<char>(hi * 16 + lo);
-      if (c == '\0') return std::nullopt;
-      out += c;
-      i += 2;
-    } else {
-      out += rest[i];
-    }
-  }
-  return out;
+  return graphcore::text::percent_decode(rest, graphcore::text::PercentDecoding::kStrict);
 }
 
 std::string path_to_uri(std::string_view path) {

@@ -19,12 +19,12 @@
 #include <sstream>
 #include <thread>
 
-#include "commands.h"
 #include "graphcore/analysis.h"
 #include "graphcore/outline.h"
 #include "lsp/document.h"
 #include "lsp/features.h"
 #include "lsp/workspace_index.h"
+#include "pipeline.h"
 #include "project_config.h"
 #include "protocol/document.h"
 #include "rpc/jsonrpc.h"
@@ -456,12 +456,10 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
                            const graphcore::AnalysisResult& result,
                            const graphcore::AnalysisOptions& analysis,
                            graphcore::SourceProvider& sources) {
-    server::GraphOptions graph;
-    graph.file = path;
-    graph.layer = "hardware";
-    graph.common.target = analysis.target;
+    server::PipelineOptions pipeline;
+    pipeline.layer = "hardware";
     try {
-      auto built = server::graph_document_of(result, graph, analysis, sources);
+      auto built = server::graph_document_of(result, analysis, pipeline, sources);
       vs.update(path, std::move(built.document), built.compiled, built.ms);
     } catch (const std::exception& e) {
       spdlog::error("view: building the document of {} failed: {}", path, e.what());
@@ -505,11 +503,9 @@ struct LanguageServer::Impl : std::enable_shared_from_this<Impl> {
     auto options = analysis_options_for(path);
     submit([vs, path, options, overlay] {
       SnapshotSources sources(overlay);
-      server::GraphOptions graph;
-      graph.file = path;
-      graph.layer = "hardware";
-      graph.common.target = options.target;
-      auto built = server::build_graph_document(graph, options, sources);
+      server::PipelineOptions pipeline;
+      pipeline.layer = "hardware";
+      auto built = server::build_graph_document(path, options, pipeline, sources);
       vs->update(path, std::move(built.document), built.compiled, built.ms);
     });
   }

@@ -1,4 +1,5 @@
 #include "lsp/workspace_index.h"
+#include "graphcore/text.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -56,12 +57,8 @@ int kind_of(const graphcore::OutlineSymbol& s) {
 // Lower is better; nullopt: no match.
 std::optional<int> match_score(const std::string& name, const std::string& query) {
   if (query.empty()) return 3;
-  auto lower = [](std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  std::string n = lower(name);
-  std::string q = lower(query);
+  std::string n = graphcore::text::lower(name);
+  std::string q = graphcore::text::lower(query);
   if (n == q) return 0;
   if (n.starts_with(q)) return 1;
   if (n.find(q) != std::string::npos) return 2;

@@ -4,7 +4,21 @@
 #include <cctype>
 #include <random>
 
+#include "graphcore/text.h"
+
 namespace cellscope::server::view {
+
+using graphcore::text::lower;
+using graphcore::text::trim;
+
+namespace {
+
+std::string query_decode(std::string_view text) {
+  return *graphcore::text::percent_decode(text, graphcore::text::PercentDecoding::kLenient,
+                                          /*plus_is_space=*/true);
+}
+
+}  // namespace
 
 std::string random_token() {
   std::random_device device;  // /dev/urandom on Linux
@@ -24,48 +38,6 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   for (size_t i = 0; i < n; ++i)
     diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
   return diff == 0;
-}
-
-namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
-
-std::string percent_decode(std::string_view text, bool plus_is_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '%' && i + 2 < text.size()) {
-      const int hi = hex_value(text[i + 1]);
-      const int lo = hex_value(text[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out.push_back(static_cast<char>(hi * 16 + lo));
-        i += 2;
-        continue;
-      }
-    }
-    out.push_back(c == '+' && plus_is_space ? ' ' : c);
-  }
-  return out;
 }
 
 std::string percent_encode(std::string_view text) {
@@ -88,7 +60,8 @@ std::optional<Target> parse_target(std::string_view target) {
   if (target.empty() || target.front() != '/') return std::nullopt;
   Target out;
   const auto q = target.find('?');
-  out.path = percent_decode(target.substr(0, q), /*plus_is_space=*/false);
+  out.path = *graphcore::text::percent_decode(target.substr(0, q),
+                                              graphcore::text::PercentDecoding::kLenient);
   if (q == std::string_view::npos) return out;
   std::string_view rest = target.substr(q + 1);
   if (const auto hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
@@ -97,9 +70,9 @@ std::optional<Target> parse_target(std::string_view target) {
     const std::string_view pair = rest.substr(0, amp);
     if (!pair.empty()) {
       const auto eq = pair.find('=');
-      const std::string key = percent_decode(pair.substr(0, eq));
+      const std::string key = query_decode(pair.substr(0, eq));
       const std::string value =
-          eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
+          eq == std::string_view::npos ? std::string() : query_decode(pair.substr(eq + 1));
       out.query.emplace(key, value);  // the first occurrence wins
     }
     if (amp == std::string_view::npos) break;

@@ -27,7 +27,6 @@ struct Target {
   std::map<std::string, std::string> query;
 };
 std::optional<Target> parse_target(std::string_view target);
-std::string percent_decode(std::string_view text, bool plus_is_space = true);
 std::string percent_encode(std::string_view text);
 
 // The value of cookie `name` in a Cookie header, or "".

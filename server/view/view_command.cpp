@@ -112,7 +112,7 @@ void open_in_browser(const std::string& url) {
 
 int run_view(const ViewCommandOptions& options) {
   GraphOptions graph = options.graph;
-  graph.layer = "hardware";
+  graph.pipeline.layer = "hardware";
   graphcore::AnalysisOptions analysis;
   if (!graph_analysis_options(graph, &analysis)) return kExitUsage;
   analysis.parse_cache = std::make_shared<graphcore::ParseCache>();
@@ -138,7 +138,8 @@ int run_view(const ViewCommandOptions& options) {
   }
 
   graphcore::DiskSourceProvider disk;
-  auto build = build_graph_document(graph, analysis, disk);
+  const PipelineOptions pipeline = pipeline_options(graph);
+  auto build = build_graph_document(graph.file, analysis, pipeline, disk);
   std::vector<std::string> files(build.document.files().begin(), build.document.files().end());
   server.update(served, std::move(build.document), build.compiled, build.ms);
   spdlog::info("view: {} analysed in {:.1f} ms", served, build.ms);
@@ -161,7 +162,7 @@ int run_view(const ViewCommandOptions& options) {
     while (watcher.wait(15)) {
     }
     server.publish_status(served, "analysing");
-    build = build_graph_document(graph, analysis, disk);
+    build = build_graph_document(graph.file, analysis, pipeline, disk);
     spdlog::info("view: {} re-analysed in {:.1f} ms", served, build.ms);
     std::vector<std::string> now(build.document.files().begin(), build.document.files().end());
     server.update(served, std::move(build.document), build.compiled, build.ms);

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz.h"
-#include "memory_sources.h"
+#include "fuzz_analysis.h"
 #include "python_mutator.h"
 
 namespace {
@@ -42,7 +42,7 @@ out = net(mindspore.ops.ones((2, cfg.get('in', 4)), mindspore.float32))
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cellscope::fuzz;
-  MemorySources sources;
+  graphcore::MemorySourceProvider sources;
   sources.add("/fuzz/model.py", kModel);
   sources.add("/fuzz/config.yaml", std::string(as_text(data, size)));
   graphcore::AnalysisOptions options;

@@ -1,10 +1,10 @@
+#include "fuzz_analysis.h"
 #include "graphcore/hardware.h"
 #include "graphcore/optimize.h"
-#include "memory_sources.h"
 
 namespace cellscope::fuzz {
 
-void analyse_everything(const std::filesystem::path& file, MemorySources& sources,
+void analyse_everything(const std::filesystem::path& file, graphcore::MemorySourceProvider& sources,
                         graphcore::AnalysisOptions options, const std::string& target) {
   // Small budgets: a fuzzed `while True` or deep recursion must end quickly, and does (the budget
   // is the analyser's own defence; the defaults are for real models).

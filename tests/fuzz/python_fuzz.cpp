@@ -7,13 +7,13 @@
 #include <string>
 
 #include "fuzz.h"
+#include "fuzz_analysis.h"
 #include "graphcore/analysis.h"
-#include "memory_sources.h"
 #include "python_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cellscope::fuzz;
-  MemorySources sources;
+  graphcore::MemorySourceProvider sources;
   sources.add("/fuzz/model.py", std::string(as_text(data, size)));
   // The target from the input's length: every target's numbers get exercised.
   static const char* const kTargets[] = {"cpu", "ascend910", "ascend910b", "ascend310",

@@ -7,22 +7,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-export CELLSCOPE_BIN=${CELLSCOPE_BIN:-build/cellscope}
-[[ "$CELLSCOPE_BIN" = /* ]] || CELLSCOPE_BIN="$repo/$CELLSCOPE_BIN"
-
-if ! command -v node >/dev/null 2>&1; then
-  echo "lsp-protocol: node is not installed (scripts/setup.sh installs it)" >&2
-  exit 1
-fi
-if ! bash "$here/deps.sh" check; then
-  echo "lsp-protocol: run 'bash tests/lsp/deps.sh install' (or scripts/setup.sh) first" >&2
-  exit 1
-fi
-if [[ ! -x "$CELLSCOPE_BIN" ]]; then
-  echo "lsp-protocol: $CELLSCOPE_BIN is not built" >&2
-  exit 1
-fi
+source "$here/../lib.sh"
+tier_init lsp-protocol
+need_node
+need_npm "$here"
+need_bin
 
 cd "$here"
 exec node --test --test-reporter=spec test/

@@ -13,29 +13,18 @@
 # CELLSCOPE_MS_VENV (default ~/.cache/cellscope/msvenv), CI.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-build}"
-BIN="${CELLSCOPE_BIN:-$BUILD_DIR/cellscope}"
+source "$HERE/../lib.sh"
+tier_init realworld
+ROOT=$REPO
+BIN=$CELLSCOPE_BIN
 VENV="${CELLSCOPE_MS_VENV:-$HOME/.cache/cellscope/msvenv}"
 cd "$ROOT" || exit 1
 WORK="$BUILD_DIR/realworld"
-mkdir -p "$WORK/wheels" "$WORK/src"
+need_bin
 
-# The wheels, once (pip's cache and this folder make later runs offline).
+# The wheels, once (pip's cache and the stamps make later runs offline).
 mapfile -t LIBS < <(grep -v '^\s*#' "$HERE/libraries.txt" | grep -v '^\s*$')
-for spec in "${LIBS[@]}"; do
-  name="${spec%%==*}"
-  version="${spec##*==}"
-  if [ ! -f "$WORK/src/$name/.unpacked-$version" ]; then
-    echo "realworld: fetching $spec"
-    python3 -m pip download -q --no-deps -d "$WORK/wheels" "$spec" || { echo "realworld: pip download $spec failed"; exit 1; }
-    wheel=$(ls "$WORK/wheels/${name}-${version}"-*.whl 2>/dev/null | head -1)
-    [ -n "$wheel" ] || { echo "realworld: no wheel for $spec"; exit 1; }
-    rm -rf "$WORK/src/$name" && mkdir -p "$WORK/src/$name"
-    python3 -m zipfile -e "$wheel" "$WORK/src/$name" || exit 1
-    touch "$WORK/src/$name/.unpacked-$version"
-  fi
-done
+fetch_wheels "${LIBS[@]}"
 
 status=0
 echo "realworld: part 1, cellscope check on every model file"

@@ -17,46 +17,24 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+source "$here/../lib.sh"
+tier_init reliability
+repo=$REPO
 cd "$repo" || exit 1
-BUILD_DIR=${BUILD_DIR:-build}
-BIN=${CELLSCOPE_BIN:-$BUILD_DIR/cellscope}
-[[ "$BIN" = /* ]] || BIN="$repo/$BIN"
+BIN=$CELLSCOPE_BIN
 SEED=${RELIABILITY_SEED:-14}
 [[ "$SEED" == random ]] && SEED=$((RANDOM * 32768 + RANDOM))
 full=false
 [[ "${1:-}" == --full ]] && full=true
 
-if ! command -v node >/dev/null 2>&1; then
-  echo "reliability: node is not installed (scripts/setup.sh installs it)" >&2
-  exit 1
-fi
-if ! bash "$here/deps.sh" install; then
-  echo "reliability: cannot install the npm dependencies (bash tests/reliability/deps.sh install)" >&2
-  exit 1
-fi
-if [[ ! -x "$BIN" ]]; then
-  echo "reliability: $BIN is not built" >&2
-  exit 1
-fi
-
+need_node
+need_npm "$here" install
+need_bin
 # mindcv and mindocr as tests/realworld/run.sh fetches them (same folders and stamps, so the two
-# tiers share one download): their wheels carry the sources; nothing is copied into the repository.
+# tiers share one download).
+mapfile -t specs < <(library_specs 'mindcv|mindocr')
+fetch_wheels "${specs[@]}"
 work="$BUILD_DIR/realworld"
-mkdir -p "$work/wheels" "$work/src"
-for spec in $(grep -E '^(mindcv|mindocr)==' "$repo/tests/realworld/libraries.txt"); do
-  name="${spec%%==*}"
-  version="${spec##*==}"
-  if [[ ! -f "$work/src/$name/.unpacked-$version" ]]; then
-    echo "reliability: fetching $spec"
-    python3 -m pip download -q --no-deps -d "$work/wheels" "$spec" || { echo "reliability: pip download $spec failed" >&2; exit 1; }
-    wheel=$(ls "$work/wheels/${name}-${version}"-*.whl 2>/dev/null | head -1)
-    [[ -n "$wheel" ]] || { echo "reliability: no wheel for $spec" >&2; exit 1; }
-    rm -rf "$work/src/$name" && mkdir -p "$work/src/$name"
-    python3 -m zipfile -e "$wheel" "$work/src/$name" || exit 1
-    touch "$work/src/$name/.unpacked-$version"
-  fi
-done
 
 out="$BUILD_DIR/reliability"
 rm -rf "$out" && mkdir -p "$out"

@@ -146,11 +146,6 @@ TEST(CorpusRuntime, TransformerRunsWithItsNumpyConstants) {
 }
 
 // ---- Recorded call-time values ------------------------------------------------------------------
-class MemorySource : public SourceProvider {
- public:
-  std::string text;
-  std::optional<std::string> read(const std::filesystem::path&) override { return text; }
-};
 
 struct Compiled {
   AnalysisResult res;
@@ -166,13 +161,13 @@ struct Compiled {
 
 Compiled compile(const std::string& construct_body, std::vector<TensorType> inputs,
                  const std::string& args = "x") {
-  MemorySource src;
-  src.text =
+  const std::string text =
       "import math\nimport numpy as np\nimport mindspore as ms\nfrom mindspore import nn, "
       "ops, Tensor\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        "
       "super().__init__()\n        self.half = Tensor(0.5, ms.float32)\n        self.ones "
       "= Tensor(np.ones((2, 3)), ms.float32)\n\n    def construct(self, " +
       args + "):\n" + construct_body;
+  MemorySourceProvider src("/mem/net.py", text);
   AnalysisOptions opts;
   opts.cell = "Net";
   opts.inputs = std::move(inputs);

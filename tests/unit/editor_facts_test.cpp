@@ -16,16 +16,6 @@
 namespace graphcore {
 namespace {
 
-class MemorySources : public SourceProvider {
- public:
-  std::map<std::string, std::string> files;
-  std::optional<std::string> read(const std::filesystem::path& p) override {
-    auto it = files.find(p.lexically_normal().string());
-    if (it == files.end()) return std::nullopt;
-    return it->second;
-  }
-};
-
 const char* kLeNet = R"(import mindspore as ms
 from mindspore import nn, ops
 from .blocks import Block
@@ -104,9 +94,9 @@ TEST(Outline, SurvivesBrokenSource) {
 }
 
 TEST(References, NamesResolveToApisAndDefinitionsAcrossFiles) {
-  MemorySources src;
-  src.files["/w/lenet.py"] = kLeNet;
-  src.files["/w/blocks.py"] = kBlocks;
+  MemorySourceProvider src;
+  src.add("/w/lenet.py", kLeNet);
+  src.add("/w/blocks.py", kBlocks);
   AnalysisOptions opt;
   opt.record_facts = true;
   AnalysisResult r = analyze_file("/w/lenet.py", opt, src);
@@ -171,8 +161,8 @@ TEST(References, NamesResolveToApisAndDefinitionsAcrossFiles) {
 // container; one built inside the call expression, `nn.ReLU()(out)`, is freed only after its
 // call site is written: ASan checks it) and the name each assignment binds.
 TEST(DebuggerFacts, CallSitesAndAssignedNames) {
-  MemorySources src;
-  src.files["/w/net.py"] = R"(from mindspore import nn
+  MemorySourceProvider src;
+  src.add("/w/net.py", R"(from mindspore import nn
 
 
 class Block(nn.Cell):
@@ -197,7 +187,7 @@ class Net(nn.Cell):
         out = self.seq(h)
         out = nn.ReLU()(out)
         return self.first(out)
-)";
+)");
   AnalysisOptions opt;
   opt.record_facts = true;
   opt.inputs.push_back({Shape::of({2, 4}), DType::Float32});
@@ -227,9 +217,9 @@ class Net(nn.Cell):
 }
 
 TEST(References, NotRecordedWithoutFacts) {
-  MemorySources src;
-  src.files["/w/lenet.py"] = kLeNet;
-  src.files["/w/blocks.py"] = kBlocks;
+  MemorySourceProvider src;
+  src.add("/w/lenet.py", kLeNet);
+  src.add("/w/blocks.py", kBlocks);
   AnalysisResult r = analyze_file("/w/lenet.py", AnalysisOptions{}, src);
   EXPECT_TRUE(r.references.empty());
   ASSERT_EQ(r.cells.size(), 1u);
@@ -237,8 +227,8 @@ TEST(References, NotRecordedWithoutFacts) {
 }
 
 TEST(Cancellation, ACancelledAnalysisStopsAndSaysSo) {
-  MemorySources src;
-  src.files["/w/loop.py"] = "n = 0\nwhile True:\n    n = n + 1\n";
+  MemorySourceProvider src;
+  src.add("/w/loop.py", "n = 0\nwhile True:\n    n = n + 1\n");
   std::atomic<bool> cancel{true};
   AnalysisOptions opt;
   opt.cancel = &cancel;
@@ -319,7 +309,7 @@ TEST(ParseCache, IncrementalReparsesMatchFullParses) {
       ss << in.rdbuf();
       text = ss.str();
     }
-    MemorySources src;
+    MemorySourceProvider src;
     const std::string path = "/w/model.py";
     auto cache = std::make_shared<ParseCache>();
     AnalysisOptions cached;
@@ -341,7 +331,7 @@ TEST(ParseCache, IncrementalReparsesMatchFullParses) {
       } else {
         text.insert(at, snippets[rnd(std::size(snippets))]);
       }
-      src.files[path] = text;
+      src.add(path, text);
       std::string a = summary_of(analyze_file(path, cached, src));
       std::string b = summary_of(analyze_file(path, fresh, src));
       ASSERT_EQ(a, b) << name << " step " << step;
@@ -378,7 +368,7 @@ TEST(ParseCache, ErroneousTextGivesTheDiagnosticsOfAFreshParse) {
   const std::string row = "                [3, 64, 16, True, \"relu\", 1],\n                [5,";
   after.replace(after.find(row), row.size(), "                [3                [5,");
 
-  MemorySources src;
+  MemorySourceProvider src;
   const std::string path = "/w/net.py";
   auto cache = std::make_shared<ParseCache>();
   AnalysisOptions cached;
@@ -386,7 +376,7 @@ TEST(ParseCache, ErroneousTextGivesTheDiagnosticsOfAFreshParse) {
   AnalysisOptions fresh = cached;
   fresh.parse_cache = nullptr;
   auto summary = [&](const std::string& text, const AnalysisOptions& o) {
-    src.files[path] = text;
+    src.add(path, text);
     return summary_of(analyze_file(path, o, src));
   };
   summary(before, cached);
@@ -442,9 +432,9 @@ TEST(SyntaxRecovery, HalfTypedDefDoesNotSwallowTheNextClass) {
       "\n"
       "    def construct(self, x):\n"
       "        return self.pooler(x)\n";
-  MemorySources src;
+  MemorySourceProvider src;
   const std::string path = "/w/model.py";
-  src.files[path] = text;
+  src.add(path, text);
   AnalysisResult r = analyze_file(path, AnalysisOptions{}, src);
   bool syntax_error = false;
   for (const auto& d : r.diagnostics) {

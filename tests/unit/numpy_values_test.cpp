@@ -15,12 +15,6 @@
 namespace graphcore {
 namespace {
 
-class MemorySource : public SourceProvider {
- public:
-  std::string text;
-  std::optional<std::string> read(const std::filesystem::path&) override { return text; }
-};
-
 // A Cell whose __init__ runs `init` (8-space indented lines) and whose construct returns x and
 // a copy of each attribute of `outs` (constant tensors): one Constant node per attribute, in order.
 struct ConstNet {
@@ -30,13 +24,13 @@ struct ConstNet {
 
 ConstNet compile_consts(const std::string& init, const std::vector<std::string>& outs,
                         bool constant_values = true) {
-  MemorySource src;
   std::string ret;
   for (const std::string& o : outs) ret += ", self." + o + ".copy()";
-  src.text =
-      "import math\nimport numpy as np\nimport mindspore as ms\nfrom mindspore import nn, "
-      "Tensor\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n" +
-      init + "\n    def construct(self, x):\n        return x" + ret + "\n";
+  MemorySourceProvider src;
+  src.add("/mem/net.py",
+          "import math\nimport numpy as np\nimport mindspore as ms\nfrom mindspore import nn, "
+          "Tensor\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n" +
+              init + "\n    def construct(self, x):\n        return x" + ret + "\n");
   AnalysisOptions opts;
   opts.cell = "Net";
   opts.inputs = {{Shape::of({1}), DType::Float32}};

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -172,6 +173,28 @@ TEST(ProtocolDocument, JsonAndBinaryRoundTrip) {
   ASSERT_TRUE(cp::from_binary(cp::to_binary(doc), &back));
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(back, doc));
   EXPECT_FALSE(cp::from_json("{not json", &back));
+}
+
+// A node's attrs are a protobuf map, whose iteration order is unspecified (it depends on the
+// insertion order and the table's state): the JSON text of equal documents is the same, keys
+// sorted.
+TEST(ProtocolDocument, MapFieldsAreWrittenInKeyOrder) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i) keys.push_back("k" + std::to_string((i * 17) % 40));
+  cp::Node forward;
+  cp::Node backward;
+  for (const std::string& k : keys) (*forward.mutable_attrs())[k].set_number_value(1);
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it)
+    (*backward.mutable_attrs())[*it].set_number_value(1);
+  for (bool pretty : {true, false}) {
+    const std::string a = cp::to_json(forward, {.pretty = pretty});
+    EXPECT_EQ(a, cp::to_json(backward, {.pretty = pretty}));
+    const auto parsed = nlohmann::ordered_json::parse(a);
+    std::vector<std::string> written;
+    for (const auto& [k, v] : parsed["attrs"].items()) written.push_back(k);
+    EXPECT_TRUE(std::is_sorted(written.begin(), written.end())) << a;
+    EXPECT_EQ(written.size(), 40U);
+  }
 }
 
 TEST(CliRender, TextDiagnosticsAndSummary) {

@@ -34,21 +34,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-// Source text kept in memory, keyed by the lexically normalised path.
-class MemorySources : public SourceProvider {
- public:
-  void add(const fs::path& path, std::string text) { files_[key(path)] = std::move(text); }
-  std::optional<std::string> read(const fs::path& path) override {
-    auto it = files_.find(key(path));
-    if (it == files_.end()) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  static std::string key(const fs::path& p) { return p.lexically_normal().generic_string(); }
-  std::map<std::string, std::string> files_;
-};
-
 // What is being analysed right now, printed by the crash handler so that a signal in the middle
 // of a sweep names its input.
 char g_case[512] = "";
@@ -127,7 +112,7 @@ const fs::path kVirtualDir = "/virtual/ws";
 // Analyses `text` as a single in-memory file; any exception fails the test.
 AnalysisResult analyze_text(const std::string& text, const std::string& what,
                             AnalysisOptions options = {}, const std::string& name = "model.py") {
-  MemorySources src;
+  MemorySourceProvider src;
   fs::path path = kVirtualDir / name;
   src.add(path, text);
   set_case(what, &text);
@@ -237,7 +222,7 @@ std::vector<std::string> run_sweep_isolated(const std::vector<SweepCase>& cases)
           write_all(fds[1], buf.data(), buf.size());
         };
         record(0, "");
-        MemorySources src;
+        MemorySourceProvider src;
         fs::path path = kVirtualDir / "model.py";
         src.add(path, cases[i].text);
         set_case(cases[i].label, &cases[i].text);
@@ -921,7 +906,7 @@ TEST(BadInput, MissingRelativeImport) {
 }
 
 TEST(BadInput, MissingNamesAndModulesInWorkspaceImports) {
-  MemorySources src;
+  MemorySourceProvider src;
   src.add(kVirtualDir / "blocks.py",
           "import mindspore.nn as nn\n\nclass Block(nn.Cell):\n    def construct(self, x):\n       "
           " return x\n");
@@ -947,7 +932,7 @@ TEST(BadInput, MissingNamesAndModulesInWorkspaceImports) {
 }
 
 TEST(BadInput, CyclicRelativeImports) {
-  MemorySources src;
+  MemorySourceProvider src;
   src.add(kVirtualDir / "a.py",
           "import mindspore.nn as nn\n"
           "from .b import helper\n"
@@ -981,7 +966,7 @@ TEST(BadInput, CyclicRelativeImports) {
 }
 
 TEST(BadInput, SelfImport) {
-  MemorySources src;
+  MemorySourceProvider src;
   src.add(kVirtualDir / "model.py", "from .model import Net\n" + std::string(kSmallNet));
   set_case("self import");
   auto t0 = std::chrono::steady_clock::now();
@@ -997,7 +982,7 @@ TEST(BadInput, SelfImport) {
 // never free a cycle alone. Every object an analysis makes must be gone when it returns (the
 // LSP server analyses on every edit: a leak per analysis is unbounded growth).
 TEST(Memory, AnAnalysisFreesEveryObjectItMadeCyclesIncluded) {
-  MemorySources src;
+  MemorySourceProvider src;
   src.add(kVirtualDir / "helpers.py", R"(from .model import Net
 def make():
     return Net()
@@ -1048,7 +1033,7 @@ net = Net()
   // Every corpus model and buggy file, and the same again: nothing accumulates.
   for (int round = 0; round < 2; ++round) {
     for (const CorpusFile& f : corpus()) {
-      MemorySources one;
+      MemorySourceProvider one;
       one.add(kVirtualDir / "m.py", f.text);
       set_case("objects alive after " + f.rel, &f.text);
       (void)analyze_file(kVirtualDir / "m.py", {}, one);
@@ -1058,7 +1043,7 @@ net = Net()
 }
 
 TEST(BadInput, MainFileMissing) {
-  MemorySources src;
+  MemorySourceProvider src;
   set_case("main file missing");
   AnalysisResult r = analyze_file(kVirtualDir / "nope.py", {}, src);
   EXPECT_TRUE(r.cells.empty());

@@ -56,7 +56,8 @@ TEST(ViewSecurity, ParsesTargetsAndCookies) {
   EXPECT_EQ(t->query["file"], "/tmp/a b.py");
   EXPECT_EQ(t->query["cell"], "Net");
   EXPECT_FALSE(parse_target("ws?x"));
-  EXPECT_EQ(percent_decode("%zz%4"), "%zz%4");  // malformed escapes are kept
+  EXPECT_EQ(parse_target("/a%zz%4?q=1+2")->path, "/a%zz%4");  // malformed escapes are kept
+  EXPECT_EQ(parse_target("/a%zz%4?q=1+2")->query["q"], "1 2");
   EXPECT_EQ(percent_encode("/a b&c.py"), "/a%20b%26c.py");
   EXPECT_EQ(cookie_value("a=1; cellscope-token-80=xyz ;b=2", "cellscope-token-80"), "xyz");
   EXPECT_EQ(cookie_value("a=1", "cellscope-token-80"), "");
@@ -112,13 +113,13 @@ protocol::GraphDocument document_of(const std::string& text,
   { std::ofstream(file) << text; }
   GraphOptions options;
   options.file = file;
-  options.layer = "hardware";
+  options.pipeline.layer = "hardware";
   options.common.target = target;
   options.inputs = {"1,3,32,32"};
   graphcore::AnalysisOptions analysis;
   EXPECT_TRUE(graph_analysis_options(options, &analysis));
   graphcore::DiskSourceProvider disk;
-  auto built = build_graph_document(options, analysis, disk);
+  auto built = build_graph_document(options.file, analysis, options.pipeline, disk);
   fs::remove(file);
   return built.document;
 }

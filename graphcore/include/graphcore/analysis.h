@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,21 @@ class SourceProvider {
 class DiskSourceProvider : public SourceProvider {
  public:
   std::optional<std::string> read(const std::filesystem::path& path) override;
+};
+
+// Texts held in memory by lexically normalised path (tests, fuzzing, embedders); any other path
+// does not exist.
+class MemorySourceProvider : public SourceProvider {
+ public:
+  MemorySourceProvider() = default;
+  MemorySourceProvider(const std::filesystem::path& path, std::string text) {
+    add(path, std::move(text));
+  }
+  void add(const std::filesystem::path& path, std::string text);
+  std::optional<std::string> read(const std::filesystem::path& path) override;
+
+ private:
+  std::map<std::string, std::string> files_;
 };
 
 // Parsed files kept between analyses: an editor re-analyses on every keystroke, and the files a

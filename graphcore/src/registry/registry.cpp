@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "graphcore/text.h"
+
 namespace graphcore {
 
 // ---- ArgValue ---------------------------------------------------------------------------------
@@ -198,11 +200,7 @@ std::vector<const ApiEntry*> Registry::list(std::string_view prefix, const Versi
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using text::lower;
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);

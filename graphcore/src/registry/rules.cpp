@@ -1,5 +1,7 @@
 #include "registry/rules.h"
 
+#include "graphcore/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <numeric>
@@ -8,11 +10,7 @@ namespace graphcore::rules {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using text::lower;
 
 // d + c for a possibly negative constant (Dim cannot hold negative constants).
 Dim add_const(Dim d, int64_t c) {

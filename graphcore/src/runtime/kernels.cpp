@@ -11,7 +11,9 @@
 #include <numeric>
 #include <set>
 
+#include "graphcore/checked.h"
 #include "graphcore/opdef.h"
+#include "graphcore/text.h"
 #include "runtime/kernels.h"
 
 namespace graphcore::runtime {
@@ -787,8 +789,7 @@ Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vect
   if (w.stride.size() == nd + 2) w.stride = {w.stride.begin() + 2, w.stride.end()};
   if (w.dilation.size() == nd + 2) w.dilation = {w.dilation.begin() + 2, w.dilation.end()};
   if (w.stride.size() != nd || w.dilation.size() != nd) fail("bad stride/dilation attributes");
-  std::string mode = attr_str(n, "pad_mode").value_or("valid");
-  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string mode = text::lower(attr_str(n, "pad_mode").value_or("valid"));
   w.pad_before.assign(nd, 0);
   w.pad_after.assign(nd, 0);
   w.out.resize(nd);
@@ -965,8 +966,7 @@ void pool2d(KernelCall& c, bool is_max) {
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
   Window w = make_window(c.node, {h, wd}, k, ceil_mode);
   (void)stride;
-  std::string mode = attr_str(c.node, "pad_mode").value_or("valid");
-  for (char& chr : mode) chr = static_cast<char>(std::tolower(static_cast<unsigned char>(chr)));
+  const std::string mode = text::lower(attr_str(c.node, "pad_mode").value_or("valid"));
   // 'same' averages over the valid elements; 'pad' follows count_include_pad (default True).
   bool include_pad = mode == "pad" && attr_bool(c.node, "count_include_pad").value_or(true);
   int64_t oh = w.out[0], ow = w.out[1];
@@ -1750,26 +1750,11 @@ void k_strided_slice(KernelCall& c) {
       step[axis] = 1;
       cnt[axis] = 1;
     } else {
-      int64_t s = it.step;
-      int64_t b, e;
-      auto clampi = [&](std::optional<int64_t> v, int64_t dflt, int64_t lo, int64_t hi) {
-        if (!v) return dflt;
-        int64_t q = *v < 0 ? *v + d : *v;
-        return std::clamp(q, lo, hi);
-      };
-      if (s > 0) {
-        b = clampi(it.start, 0, 0, d);
-        e = clampi(it.stop, d, 0, d);
-      } else {
-        b = clampi(it.start, d - 1, -1, d - 1);
-        e = clampi(it.stop, -1, -1, d - 1);
-      }
-      int64_t n = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s)
-                        : std::max<int64_t>(0, (b - e + (-s) - 1) / (-s));
-      st[axis] = b;
-      step[axis] = s;
-      cnt[axis] = n;
-      out_shape_v.push_back(n);
+      const SliceIndices b = slice_indices(it.start, it.stop, it.step, d);
+      st[axis] = b.start;
+      step[axis] = b.step;
+      cnt[axis] = b.length;
+      out_shape_v.push_back(b.length);
     }
     ++axis;
   }

@@ -11,20 +11,15 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 webview=$(cd "$here/../.." && pwd)
-repo=$(cd "$webview/.." && pwd)
-export CELLSCOPE_BIN=${CELLSCOPE_BIN:-build/cellscope}
-[[ "$CELLSCOPE_BIN" = /* ]] || CELLSCOPE_BIN="$repo/$CELLSCOPE_BIN"
+source "$webview/../tests/lib.sh"
+tier_init view
+repo=$REPO
 
-if [[ ! -x /usr/bin/chromium ]]; then
-  echo "view: /usr/bin/chromium is missing (scripts/setup.sh installs Debian's chromium)" >&2
-  exit 1
-fi
-bash "$repo/scripts/npm-deps.sh" "$webview" check
-bash "$repo/scripts/npm-deps.sh" "$repo/tests/lsp" check
-if [[ ! -x "$CELLSCOPE_BIN" ]]; then
-  echo "view: $CELLSCOPE_BIN is not built" >&2
-  exit 1
-fi
+[[ -x /usr/bin/chromium ]] || tier_fail "/usr/bin/chromium is missing (scripts/setup.sh installs Debian's chromium)"
+need_node
+need_npm "$webview"
+need_npm "$repo/tests/lsp"
+need_bin
 cd "$webview"
 npm run --silent check
 npm test --silent
