@@ -21,8 +21,8 @@ PACKAGES=(
   libgmock-dev
   libtree-sitter-dev      # parser runtime (the Python grammar comes from npm at configure time)
   libcli11-dev            # command-line parsing
-  libeigen3-dev           # kernels (later issues)
-  libyaml-cpp-dev         # config files (YAML/JSON) named in mindspore_config.json
+  libeigen3-dev           # the CPU runtime's kernels (GEMM)
+  libyaml-dev             # config files (YAML/JSON) named in mindspore_config.json
   libmimalloc-dev         # fast malloc for the executables (cmake/Allocator.cmake)
   clang-format
   clang-tidy

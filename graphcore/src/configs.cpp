@@ -2,12 +2,17 @@
 // one (`yaml.safe_load(open(path))`, `json.load(f)`), its contents become known constants, so
 // models built from a YAML config (mindyolo's `parse_model(cfg.backbone + cfg.head)`) can be
 // built statically. The file is read through the SourceProvider (an editor's unsaved buffer
-// wins) and parsed with yaml-cpp (JSON is read the same way); scalars are resolved the way
-// PyYAML's safe_load does (YAML 1.1: `yes`/`on` are booleans, `1e-4` without a dot is a string).
-#include <yaml-cpp/yaml.h>
+// wins) and parsed with libyaml, the parser of PyYAML's C loader (JSON is read the same way);
+// scalars are resolved the way PyYAML's safe_load does (YAML 1.1: `yes`/`on` are booleans,
+// `1e-4` without a dot is a string).
+#include <yaml.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <regex>
+#include <unordered_map>
 
 #include "interp.h"
 
@@ -48,30 +53,169 @@ Value resolve_scalar(const std::string& s) {
   return make_str(s);
 }
 
-Value to_value(const YAML::Node& n, int depth) {
-  if (depth > 256) return Value::unknown();
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return Value::none();
-    case YAML::NodeType::Scalar:
-      // A quoted scalar (tag "!") is a string whatever it looks like.
-      return n.Tag() == "!" ? make_str(n.Scalar()) : resolve_scalar(n.Scalar());
-    case YAML::NodeType::Sequence: {
-      std::vector<Value> items;
-      items.reserve(n.size());
-      for (const auto& item : n) items.push_back(to_value(item, depth + 1));
-      return make_list(std::move(items));
-    }
-    case YAML::NodeType::Map: {
-      auto d = std::make_shared<DictObj>();
-      for (const auto& kv : n)
-        d->set(to_value(kv.first, depth + 1), to_value(kv.second, depth + 1));
-      return Value::obj(d);
+struct YamlError {
+  size_t line = 0;  // 0-based, as libyaml's marks
+  size_t column = 0;
+  std::string message;
+};
+
+// The documents of a YAML stream, built from libyaml's events: collections are made when they
+// start (an alias inside its own anchor's collection is the same object, as in PyYAML) and
+// filled as their items arrive, on an explicit stack (no recursion, whatever the nesting).
+// Nodes with tags safe_load would not construct are unknown. A stream nested deeper than
+// kMaxDepth is not read on (nullopt): libyaml's time grows with the square of the depth (25 s
+// for 100,000 levels), and PyYAML's recursive composer fails far earlier on CPython's recursion
+// limit. Throws YamlError.
+class YamlReader {
+ public:
+  static constexpr size_t kMaxDepth = 256;
+
+  explicit YamlReader(const std::string& text) : text_(text) {
+    if (yaml_parser_initialize(&parser_) == 0) throw YamlError{0, 0, "out of memory"};
+    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
+                                 text.size());
+  }
+  ~YamlReader() { yaml_parser_delete(&parser_); }
+  YamlReader(const YamlReader&) = delete;
+  YamlReader& operator=(const YamlReader&) = delete;
+
+  std::optional<std::vector<Value>> documents() {
+    try {
+      return read_documents();
+    } catch (YamlError& e) {
+      // libyaml puts the end of the stream on a line of its own; PyYAML at the end of the text.
+      const auto lines = static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n'));
+      if (e.column == 0 && e.line > lines) {
+        const size_t last = text_.rfind('\n');
+        e.line = lines;
+        e.column = last == std::string::npos ? text_.size() : text_.size() - last - 1;
+      }
+      throw;
     }
   }
-  return Value::unknown();
-}
+
+ private:
+  std::optional<std::vector<Value>> read_documents() {
+    std::vector<Value> docs;
+    for (;;) {
+      if (stack_.size() > kMaxDepth) return std::nullopt;
+      Event e(parser_);
+      switch (e.event.type) {
+        case YAML_STREAM_END_EVENT:
+          return docs;
+        case YAML_DOCUMENT_START_EVENT:
+          anchors_.clear();  // anchors do not cross documents
+          root_ = Value::none();
+          break;
+        case YAML_DOCUMENT_END_EVENT:
+          docs.push_back(root_);
+          break;
+        case YAML_ALIAS_EVENT: {
+          auto it = anchors_.find(text_of(e.event.data.alias.anchor));
+          if (it == anchors_.end())
+            throw YamlError{e.event.start_mark.line, e.event.start_mark.column,
+                            "found undefined alias"};
+          add(it->second);
+          break;
+        }
+        case YAML_SCALAR_EVENT: {
+          const auto& sc = e.event.data.scalar;
+          Value v = scalar(std::string(reinterpret_cast<const char*>(sc.value), sc.length),
+                           text_of(sc.tag), sc.style == YAML_PLAIN_SCALAR_STYLE);
+          anchor(sc.anchor, v);
+          add(v);
+          break;
+        }
+        case YAML_SEQUENCE_START_EVENT:
+          open(make_list({}), e.event.data.sequence_start.anchor,
+               text_of(e.event.data.sequence_start.tag), "tag:yaml.org,2002:seq");
+          break;
+        case YAML_MAPPING_START_EVENT:
+          open(Value::obj(std::make_shared<DictObj>()), e.event.data.mapping_start.anchor,
+               text_of(e.event.data.mapping_start.tag), "tag:yaml.org,2002:map");
+          break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: {
+          Open done = std::move(stack_.back());
+          stack_.pop_back();
+          add(done.usable ? done.value : Value::unknown());
+          break;
+        }
+        default:  // stream start, no event
+          break;
+      }
+    }
+  }
+
+  // One event, deleted when it goes out of scope.
+  struct Event {
+    yaml_event_t event{};
+    explicit Event(yaml_parser_t& parser) {
+      if (yaml_parser_parse(&parser, &event) == 0) {
+        std::string why = parser.problem != nullptr ? parser.problem : "invalid YAML";
+        if (parser.context != nullptr) why = std::string(parser.context) + ": " + why;
+        throw YamlError{parser.problem_mark.line, parser.problem_mark.column, why};
+      }
+    }
+    ~Event() { yaml_event_delete(&event); }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+  };
+
+  struct Open {
+    Value value;               // the ListObj or DictObj being filled
+    std::optional<Value> key;  // a mapping's key waiting for its value
+    bool usable = true;        // false: a tag safe_load does not construct
+  };
+
+  static std::string text_of(const yaml_char_t* s) {
+    return s != nullptr ? reinterpret_cast<const char*>(s) : "";
+  }
+
+  // A scalar as safe_load constructs it: plain ones by PyYAML's implicit resolvers, quoted and
+  // block ones as strings; explicit tags of the core schema honoured, others unknown.
+  static Value scalar(const std::string& text, const std::string& tag, bool plain) {
+    if (tag.empty() || tag == "!")
+      return plain && tag.empty() ? resolve_scalar(text) : make_str(text);
+    if (tag == "tag:yaml.org,2002:str") return make_str(text);
+    for (const char* t : {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+                          "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"})
+      if (tag == t) return resolve_scalar(text);
+    return Value::unknown();
+  }
+
+  void anchor(const yaml_char_t* name, const Value& v) {
+    if (name != nullptr) anchors_[text_of(name)] = v;
+  }
+
+  void open(Value v, const yaml_char_t* name, const std::string& tag, const char* own_tag) {
+    anchor(name, v);
+    const bool usable = tag.empty() || tag == own_tag;
+    stack_.push_back(Open{std::move(v), std::nullopt, usable});
+  }
+
+  void add(const Value& v) {
+    if (stack_.empty()) {
+      root_ = v;
+      return;
+    }
+    Open& top = stack_.back();
+    if (auto* list = top.value.as<ListObj>()) {
+      list->items.push_back(v);
+    } else if (!top.key) {
+      top.key = v;
+    } else {
+      top.value.as<DictObj>()->set(*top.key, v);
+      top.key.reset();
+    }
+  }
+
+  const std::string& text_;
+  yaml_parser_t parser_{};
+  std::vector<Open> stack_;
+  std::unordered_map<std::string, Value> anchors_;
+  Value root_ = Value::none();
+};
 
 }  // namespace
 
@@ -157,14 +301,14 @@ Value Interpreter::load_config(const Value& source, const Site& site, bool all_d
     shown = "the config file `" + shown + "`";
   }
   try {
-    if (!all_documents) return to_value(YAML::Load(*text), 0);
-    std::vector<Value> docs;
-    for (const YAML::Node& d : YAML::LoadAll(*text)) docs.push_back(to_value(d, 0));
-    return make_list(std::move(docs));
-  } catch (const YAML::Exception& e) {
+    std::optional<std::vector<Value>> docs = YamlReader(*text).documents();
+    if (!docs) return Value::unknown();
+    if (all_documents) return make_list(std::move(*docs));
+    return docs->empty() ? Value::none() : docs->front();  // an empty stream loads as None
+  } catch (const YamlError& e) {
     report(site, Severity::Error, "config-error",
-           shown + " is not valid YAML/JSON: line " + std::to_string(e.mark.line + 1) +
-               ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+           shown + " is not valid YAML/JSON: line " + std::to_string(e.line + 1) + ", column " +
+               std::to_string(e.column + 1) + ": " + e.message);
     return Value::unknown();
   }
 }

@@ -11,9 +11,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "fuzz.h"
 #include "view/view_server.h"
@@ -32,24 +36,37 @@ cellscope::server::view::ViewServer& server() {
   return *s;
 }
 
+// A connection to the server, or -1. Thousands of connections a second use up the loopback's
+// ephemeral ports while closed ones wait out TIME_WAIT (EADDRNOTAVAIL: the harness's limit, not
+// the server's; what the first campaign's view "crash" was): wait for ports to free up.
 int connect_to(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    const int error = errno;
     close(fd);
-    return -1;
+    if (error != EADDRNOTAVAIL) {
+      std::fprintf(stderr, "view_fuzz: connect: %s\n", std::strerror(error));
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return fd;
+  std::fprintf(stderr, "view_fuzz: no ephemeral port free for 10 s\n");
+  return -1;
 }
 
 // Sends `data`, half-closes, reads until EOF or `limit`; returns the bytes read.
 std::string exchange(uint16_t port, const std::string& data, std::chrono::milliseconds limit) {
   int fd = connect_to(port);
   if (fd < 0) __builtin_trap();  // the server stopped accepting
+  // When the harness closes first, a reset rather than a FIN: no TIME_WAIT holding the port.
+  const linger reset{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   size_t sent = 0;
   auto deadline = Clock::now() + limit;
   std::string got;

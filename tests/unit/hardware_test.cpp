@@ -113,7 +113,14 @@ TEST(HardwareTargets, BadFilesGiveClearErrors) {
   EXPECT_EQ(mutated([](nlohmann::json& d) { d["ub_bytes"]["value"] = -1; }),
             "ascend910.json: field 'ub_bytes': expected a positive number");
   EXPECT_EQ(mutated([](nlohmann::json& d) { d["ai_cores"]["value"] = 2.5; }),
-            "ascend910.json: field 'ai_cores': expected a whole number");
+            "ascend910.json: field 'ai_cores': expected a whole number below 2^32");
+  // Past the integer's range: the cast was undefined behaviour (found by the target harness).
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d["ai_cores"]["value"] = 6.5e87; }),
+            "ascend910.json: field 'ai_cores': expected a whole number below 2^32");
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d["ai_cores"]["value"] = 4294967296.0; }),
+            "ascend910.json: field 'ai_cores': expected a whole number below 2^32");
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d["ub_bytes"]["value"] = 1.8446744073709552e19; }),
+            "ascend910.json: field 'ub_bytes': expected whole bytes below 2^64");
   EXPECT_NE(mutated([](nlohmann::json& d) {
               d["ai_cores"]["confidence"] = "sure";
             }).find("field 'ai_cores': confidence must be"),

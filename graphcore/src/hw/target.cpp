@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "graphcore/checked.h"
 #include "graphcore/hardware.h"
 #include "hw/embedded_targets.h"
 
@@ -77,14 +78,14 @@ class Reader {
     return v.get<double>();
   }
   uint32_t count(std::string_view name) {
-    const double v = positive(name);
-    if (v != static_cast<double>(static_cast<uint32_t>(v))) fail(name, "expected a whole number");
-    return static_cast<uint32_t>(v);
+    const auto v = checked_whole<uint32_t>(positive(name));
+    if (!v) fail(name, "expected a whole number below 2^32");
+    return *v;
   }
   uint64_t bytes(std::string_view name) {
-    const double v = positive(name);
-    if (v != static_cast<double>(static_cast<uint64_t>(v))) fail(name, "expected whole bytes");
-    return static_cast<uint64_t>(v);
+    const auto v = checked_whole<uint64_t>(positive(name));
+    if (!v) fail(name, "expected whole bytes below 2^64");
+    return *v;
   }
   bool boolean(std::string_view name) {
     const json& v = field(name);
