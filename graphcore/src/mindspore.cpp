@@ -1015,8 +1015,16 @@ std::optional<CellState::InitArg> Interpreter::api_init_arg(const CellState& cs,
 // The bound non-tensor arguments of a call that have an attribute form, appended to `attrs`
 // unless an attribute of that name is already there.
 static void record_call_args(const BoundArgs& b, std::vector<Attr>& attrs) {
-  for (const BoundArgs::Arg& a : b.values) {
-    if (a.value.as<TensorObj>() || a.name == "self") continue;
+  // A Python scalar operand of an elementwise op is recorded by its rule as `scalar` at operand
+  // position `scalar_index` (rules.h, record_scalar), which is its argument's position: not twice.
+  std::optional<size_t> scalar_operand;
+  for (const Attr& x : attrs)
+    if (x.name == "scalar_index")
+      if (const auto* i = std::get_if<int64_t>(&x.value); i && *i >= 0)
+        scalar_operand = static_cast<size_t>(*i);
+  for (size_t k = 0; k < b.values.size(); ++k) {
+    const BoundArgs::Arg& a = b.values[k];
+    if (a.value.as<TensorObj>() || a.name == "self" || k == scalar_operand) continue;
     if (std::ranges::any_of(attrs, [&](const Attr& x) { return x.name == a.name; })) continue;
     const ArgValue* v = b.find(a.name);
     if (!v) continue;

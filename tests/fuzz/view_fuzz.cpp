@@ -82,6 +82,7 @@ std::string exchange(uint16_t port, const std::string& data, std::chrono::millis
     }
     if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n < 0 && got.empty()) std::fprintf(stderr, "view_fuzz: recv: %s\n", std::strerror(errno));
       if (n <= 0) break;
       if (got.size() < (1u << 20)) got.append(buf, static_cast<size_t>(n));
     }
@@ -107,7 +108,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Still serving: an unauthenticated request is answered (401), not ignored.
   std::string probe = "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(view.port()) +
                       "\r\nConnection: close\r\n\r\n";
+  const auto t0 = Clock::now();
   std::string answer = exchange(view.port(), probe, std::chrono::milliseconds(5000));
-  if (answer.rfind("HTTP/1.1 ", 0) != 0) __builtin_trap();
+  if (answer.rfind("HTTP/1.1 ", 0) != 0) {
+    std::fprintf(
+        stderr, "view_fuzz: the probe got %zu bytes in %lld ms: %.200s\n", answer.size(),
+        static_cast<long long>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()),
+        answer.c_str());
+    __builtin_trap();
+  }
   return 0;
 }
