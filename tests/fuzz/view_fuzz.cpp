@@ -19,6 +19,8 @@
 #include <string>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "fuzz.h"
 #include "view/view_server.h"
 
@@ -28,6 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 cellscope::server::view::ViewServer& server() {
   static std::unique_ptr<cellscope::server::view::ViewServer> s = [] {
+    // CELLSCOPE_FUZZ_VERBOSE=1: the server's debug log too (why it closed a connection).
+    if (cellscope::fuzz::verbose()) spdlog::set_level(spdlog::level::debug);
     auto v = std::make_unique<cellscope::server::view::ViewServer>(
         cellscope::server::view::ServerOptions{});
     v->start();
