@@ -435,6 +435,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void start() { read(); }
 
  private:
+  uint16_t peer_port() {
+    beast::error_code ec;
+    return stream_.socket().remote_endpoint(ec).port();
+  }
+
   void read() {
     parser_.emplace();
     parser_->body_limit(kMaxRequestBody);
@@ -451,6 +456,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                          if (ec != http::error::end_of_stream && ec != asio::error::eof &&
                              ec != beast::error::timeout)
                            spdlog::debug("view: bad HTTP request: {}", ec.message());
+                         else if (spdlog::should_log(spdlog::level::debug))
+                           spdlog::debug("view: connection from port {} ended: {}",
+                                         self->peer_port(), ec.message());
                          beast::error_code ignored;
                          self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
                          return;
@@ -604,6 +612,11 @@ void ViewServer::Impl::accepted(tcp::socket socket) {
   }
   ++counters.accepted;
   const size_t open = counters.open->load();
+  if (spdlog::should_log(spdlog::level::debug)) {
+    beast::error_code peer_ec;
+    spdlog::debug("view: accepted a connection from port {} ({} open)",
+                  socket.remote_endpoint(peer_ec).port(), open);
+  }
   if (open < options.max_connections) {
     if (refused_burst > 0) {
       spdlog::warn("view: refused {} connections over the limit of {}", refused_burst,

@@ -64,13 +64,21 @@ int connect_to(uint16_t port) {
   return -1;
 }
 
-// Sends `data`, half-closes, reads until EOF or `limit`; returns the bytes read.
-std::string exchange(uint16_t port, const std::string& data, std::chrono::milliseconds limit) {
+// Sends `data`, half-closes, reads until EOF or `limit`; returns the bytes read (and in
+// `local_port` the connection's own port).
+std::string exchange(uint16_t port, const std::string& data, std::chrono::milliseconds limit,
+                     uint16_t* local_port = nullptr) {
   int fd = connect_to(port);
   if (fd < 0) __builtin_trap();  // the server stopped accepting
   // When the harness closes first, a reset rather than a FIN: no TIME_WAIT holding the port.
   const linger reset{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  if (local_port != nullptr) {
+    sockaddr_in self{};
+    socklen_t len = sizeof self;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0)
+      *local_port = ntohs(self.sin_port);
+  }
   size_t sent = 0;
   auto deadline = Clock::now() + limit;
   std::string got;
@@ -113,10 +121,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string probe = "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(view.port()) +
                       "\r\nConnection: close\r\n\r\n";
   const auto t0 = Clock::now();
-  std::string answer = exchange(view.port(), probe, std::chrono::milliseconds(5000));
+  uint16_t probe_port = 0;
+  std::string answer = exchange(view.port(), probe, std::chrono::milliseconds(5000), &probe_port);
   if (answer.rfind("HTTP/1.1 ", 0) != 0) {
     std::fprintf(
-        stderr, "view_fuzz: the probe got %zu bytes in %lld ms: %.200s\n", answer.size(),
+        stderr, "view_fuzz: the probe (port %u) got %zu bytes in %lld ms: %.200s\n",
+        static_cast<unsigned>(probe_port), answer.size(),
         static_cast<long long>(
             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()),
         answer.c_str());
