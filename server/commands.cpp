@@ -65,23 +65,6 @@ std::string diagnostic_key(const protocol::Diagnostic& d) {
   return key.str();
 }
 
-// Writes `data` to `path` atomically, or to stdout for "" / "-".
-bool emit(const std::string& path, const std::string& data) {
-  if (path.empty() || path == "-") {
-    std::cout << data;
-    std::cout.flush();
-    return static_cast<bool>(std::cout);
-  }
-  try {
-    write_file_atomic(path, data);
-    spdlog::info("wrote {} ({} bytes)", path, data.size());
-    return true;
-  } catch (const std::exception& e) {
-    std::cerr << "cellscope: error: " << e.what() << "\n";
-    return false;
-  }
-}
-
 }  // namespace
 
 int run_check(const CheckOptions& options) {

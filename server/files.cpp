@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <iostream>
 #include <set>
 #include <system_error>
 
@@ -111,6 +114,22 @@ std::string display_path(const std::string& path) {
     }
   }
   return p.lexically_normal().generic_string();
+}
+
+bool emit(const std::string& path, const std::string& data) {
+  if (path.empty() || path == "-") {
+    std::cout << data;
+    std::cout.flush();
+    return static_cast<bool>(std::cout);
+  }
+  try {
+    write_file_atomic(path, data);
+    spdlog::info("wrote {} ({} bytes)", path, data.size());
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "cellscope: error: " << e.what() << "\n";
+    return false;
+  }
 }
 
 }  // namespace cellscope::server

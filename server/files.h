@@ -20,6 +20,10 @@ std::vector<std::filesystem::path> collect_python_files(const std::vector<std::s
 // Throws std::system_error on failure (the temporary file is removed).
 void write_file_atomic(const std::filesystem::path& path, std::string_view data);
 
+// Writes `data` to `path` atomically (logged), or to stdout for "" / "-"; false after printing
+// the error on stderr.
+bool emit(const std::string& path, const std::string& data);
+
 // `path` relative to the current directory when it lies below it, with '/' separators.
 std::string display_path(const std::string& path);
 

@@ -72,13 +72,8 @@ bool add_optimized_layers(const graphcore::AnalysisResult& result,
         }
         char prefix[8];
         std::snprintf(prefix, sizeof prefix, "%02zu-", index);
-        const fs::path file = dir / (prefix + std::string(pass) + ".json");
-        try {
-          write_file_atomic(file, protocol::to_json(layer));
-        } catch (const std::exception& e) {
-          std::cerr << "cellscope: error: " << e.what() << "\n";
-          ok = false;
-        }
+        ok =
+            emit((dir / (prefix + std::string(pass) + ".json")).string(), protocol::to_json(layer));
       };
     }
     const auto graph = graphcore::optimize(cell, opt);
