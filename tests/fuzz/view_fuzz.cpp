@@ -4,7 +4,10 @@
 // that mutations get past the access checks into the WebSocket protocol. The server runs in this
 // process (one instance for the whole run, as in `cellscope lsp`); after each input the harness
 // reads until the server closes the connection or 2 s pass, then checks the server still
-// answers a plain request.
+// answers a plain request. Every socket call retries when a signal interrupts it: libFuzzer's
+// -timeout alarm (SIGALRM every few seconds, no SA_RESTART) lands on whichever thread is in a
+// system call, and a probe whose poll() was interrupted used to be reported as the server
+// closing without an answer (the "probe finding" of docs/reliability.md).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -40,6 +43,30 @@ cellscope::server::view::ViewServer& server() {
   return *s;
 }
 
+// poll() on one descriptor, again when a signal interrupts it.
+int poll_one(pollfd& p, int timeout_ms) {
+  int rc = 0;
+  do {
+    rc = poll(&p, 1, timeout_ms);
+  } while (rc < 0 && errno == EINTR);
+  return rc;
+}
+
+// The end of a connect() a signal interrupted: 0 once connected, -1 with errno set otherwise.
+int wait_connected(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  const int rc = poll_one(p, 10000);
+  if (rc <= 0) {
+    if (rc == 0) errno = ETIMEDOUT;
+    return -1;
+  }
+  int error = 0;
+  socklen_t len = sizeof error;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) return -1;
+  errno = error;
+  return error == 0 ? 0 : -1;
+}
+
 // A connection to the server, or -1. Thousands of connections a second use up the loopback's
 // ephemeral ports while closed ones wait out TIME_WAIT (EADDRNOTAVAIL: the harness's limit, not
 // the server's; what the first campaign's view "crash" was): wait for ports to free up.
@@ -51,7 +78,10 @@ int connect_to(uint16_t port) {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    // An interrupted connect() goes on in the background: wait for it to finish.
+    if (rc != 0 && errno == EINTR) rc = wait_connected(fd);
+    if (rc == 0) return fd;
     const int error = errno;
     close(fd);
     if (error != EADDRNOTAVAIL) {
@@ -85,15 +115,17 @@ std::string exchange(uint16_t port, const std::string& data, std::chrono::millis
   char buf[4096];
   while (Clock::now() < deadline) {
     pollfd p{fd, static_cast<short>(POLLIN | (sent < data.size() ? POLLOUT : 0)), 0};
-    if (poll(&p, 1, 20) < 0) break;
+    if (poll_one(p, 20) < 0) break;
     if ((p.revents & POLLOUT) != 0 && sent < data.size()) {
       ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       sent += static_cast<size_t>(n);
       if (sent == data.size()) shutdown(fd, SHUT_WR);
     }
     if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
       if (n < 0 && got.empty()) std::fprintf(stderr, "view_fuzz: recv: %s\n", std::strerror(errno));
       if (n <= 0) break;
       if (got.size() < (1u << 20)) got.append(buf, static_cast<size_t>(n));
