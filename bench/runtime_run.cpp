@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -50,10 +51,16 @@ json attr_json(const graphcore::AttrValue& v) {
   return std::visit(
       [](const auto& x) -> json {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::monostate>)
+        if constexpr (std::is_same_v<T, std::monostate>) {
           return nullptr;
-        else
+        } else if constexpr (std::is_same_v<T, double>) {
+          // JSON has no infinity or NaN (nlohmann writes null): the names Python's float() reads.
+          if (std::isnan(x)) return "nan";
+          if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
           return x;
+        } else {
+          return x;
+        }
       },
       v);
 }

@@ -55,6 +55,9 @@ CASES = [
     ("functional_args", "tests/runtime/models/functional_args.py", ["5,7"], [], 1e-5),
     # Operators added by their definition alone: GroupNorm, Mish, Erf, CumSum.
     ("more_ops", "tests/runtime/models/more_ops.py", ["2,4,5,6"], [], 1e-5),
+    # Reductions, selection and padding added by their definitions (std/var, logsumexp, norm,
+    # max/min with indices, topk, narrow, linspace, pad in five modes, PReLU, Mod, invert).
+    ("select_pad", "tests/runtime/models/select_pad.py", ["2,4,5,6"], [], 1e-5),
     ("scalars", "tests/runtime/models/scalars.py", ["4,6", "4,6:int32"], ["random", "random"],
      1e-6),
     ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
@@ -328,12 +331,57 @@ def run_op(node, ins, params):
             return [{"Less": torch.gt, "LessEqual": torch.ge, "Greater": torch.lt,
                      "GreaterEqual": torch.le}.get(op, COMPARE[op])(a, b)]
         return [COMPARE[op](a, b)]
-    if op in ("ReduceMean", "ReduceSum", "ReduceMax"):
+    if op in ("ReduceMean", "ReduceSum", "ReduceMax") and len(node["outputs"]) == 1:
         axes, keep = reduce_axes(node, x)
         if op == "ReduceMax":
             return [torch.amax(x, dim=axes, keepdim=keep)]
         fn = torch.mean if op == "ReduceMean" else torch.sum
         return [fn(x, dim=axes, keepdim=keep) if axes else x.clone()]
+    if op in ("ReduceStd", "ReduceVar"):
+        axes, keep = reduce_axes(node, x)
+        fn = torch.std if op == "ReduceStd" else torch.var
+        return [fn(x, dim=axes, correction=attr(node, "ddof", 0), keepdim=keep)]
+    if op == "LogSumExp":
+        axes, keep = reduce_axes(node, x)
+        return [torch.logsumexp(x, dim=axes, keepdim=keep)]
+    if op == "Norm":
+        axes, keep = reduce_axes(node, x)
+        order = attr(node, "ord")
+        order = float(order) if order in ("inf", "-inf") else order  # JSON has no infinity
+        return [torch.linalg.vector_norm(x, 2 if order in (None, "fro") else order, dim=axes,
+                                         keepdim=keep)]
+    if op in ("ArgMaxWithValue", "ArgMinWithValue") or (
+            op in ("ReduceMax", "ReduceMin") and len(node["outputs"]) == 2):
+        axes, keep = reduce_axes(node, x)
+        fn = torch.max if op in ("ArgMaxWithValue", "ReduceMax") else torch.min
+        values, indices = fn(x, dim=axes[0], keepdim=keep)
+        return [values, indices]
+    if op == "TopK":
+        values, indices = torch.topk(x, attr(node, "k"), dim=attr(node, "dim", -1),
+                                     largest=attr(node, "largest", True), sorted=True)
+        return [values, indices.int()]
+    if op == "Narrow":
+        return [torch.narrow(x, attr(node, "axis"), attr(node, "start"), attr(node, "length"))]
+    if op == "LinSpace":
+        return [torch.linspace(attr(node, "start"), attr(node, "end"), attr(node, "steps"))]
+    if op == "Pad" and "paddings" in node["attrs"]:  # nn.Pad: pairs from the first dim; numpy
+        flat = attr(node, "paddings")
+        pairs = [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+        mode = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}[
+            attr(node, "mode", "CONSTANT").upper()]
+        return [torch.from_numpy(np.pad(x.numpy(), pairs, mode=mode))]
+    if op == "Pad":  # ops.pad: pairs from the last dim, torch's own convention
+        mode = attr(node, "mode", "constant")
+        if mode == "constant":
+            return [F.pad(x, attr(node, "padding"), value=attr(node, "value", 0.0) or 0.0)]
+        return [F.pad(x, attr(node, "padding"), mode=mode)]
+    if op == "PReLU":
+        return [F.prelu(x, params[0])]
+    if op == "Mod":
+        a, b = with_scalar(node, ins)
+        return [torch.fmod(a, b)]
+    if op == "Invert":
+        return [torch.bitwise_not(x)]
     if op in ("Reshape", "Flatten", "ExpandDims", "Squeeze"):
         return [x.reshape(out_shape(node))]
     if op == "Transpose":
@@ -421,11 +469,42 @@ class TorchMoreOps(torch.nn.Module):
                 F.tanhshrink(x) + F.softmin(x, dim=1) + fast_gelu(x))
 
 
+class TorchSelectPad(torch.nn.Module):
+    """tests/runtime/models/select_pad.py written directly in torch (numpy for nn.Pad's
+    SYMMETRIC mode, which torch lacks) with its source's arguments; PReLU's slopes are the
+    runtime's initial ones (MindSpore's 0.25)."""
+
+    def __init__(self, params):
+        super().__init__()
+        self.w = params["prelu.w"]
+
+    def forward(self, x):
+        def np_pad(t, pairs, mode):
+            return torch.from_numpy(np.pad(t.numpy(), pairs, mode=mode))
+        k, l = torch.max(x, 1)
+        return (x.std(1, correction=1, keepdim=True) + x.var(1, correction=0, keepdim=True),
+                x.var((2, 3), correction=0), x.std(2, correction=0) + x.std(2, correction=1),
+                torch.logsumexp(x * 20.0, 2, keepdim=True), torch.linalg.vector_norm(x, dim=1),
+                torch.linalg.vector_norm(x, 1, dim=3)
+                + torch.linalg.vector_norm(x, float("inf"), dim=3),
+                *torch.max(x, 2), *torch.min(x, 3, keepdim=True), k, l,
+                torch.topk(x, 2, dim=1)[0], torch.topk(x, 2, dim=1)[1].int(),
+                torch.topk(x, 3, largest=False)[0], torch.topk(x, 3, largest=False)[1].int(),
+                torch.narrow(x, 3, 2, 3), torch.linspace(0.5, 2.0, 7),
+                F.pad(x, (1, 2, -1, 1), value=1.5),
+                F.pad(x, (2, 1, 1, 3), mode="reflect") + F.pad(x, (2, 1, 1, 3), mode="replicate"),
+                np_pad(x, ((0, 0), (0, 0), (1, 2), (2, 1)), "reflect"),
+                np_pad(x, ((0, 0), (1, 1), (0, 0), (3, 2)), "symmetric"), F.prelu(x, self.w),
+                torch.fmod(x * 5.0, 0.7) + torch.fmod(x * -5.0, x + 2.5),
+                torch.bitwise_not((x * 10.0).int()))
+
+
 # Cases also checked against a network written directly in torch: (module from params, what).
 EXPLICIT = {
     "lenet5": (TorchLeNet5, "explicit torch.nn LeNet-5"),
     "functional_args": (lambda params: TorchFunctionalArgs(), "the arguments as written, in torch"),
     "more_ops": (lambda params: TorchMoreOps(), "the source written in torch"),
+    "select_pad": (TorchSelectPad, "the source written in torch"),
 }
 
 

@@ -35,7 +35,7 @@ std::span<const OpDef> activation_ops() {
       {"Softplus", C::Activation, kElementwise, U::Vector, 1, P::Float16, &kernels::k_softplus,
        false},
       {"Mish", C::Activation, kElementwise, U::Vector, 6, P::Float16, &kernels::k_mish, false},
-      {"PReLU", C::Activation, kElementwise, U::Vector, 1, P::Float16, nullptr, false},
+      {"PReLU", C::Activation, kElementwise, U::Vector, 1, P::Float16, &kernels::k_prelu, false},
       {"Tanhshrink", C::Activation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tanhshrink,
        false},
       {"Softmax", C::Softmax, kTraitNone, U::Vector, 5, P::Float16, &kernels::k_softmax, false},

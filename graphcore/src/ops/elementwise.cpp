@@ -18,7 +18,7 @@ std::span<const OpDef> elementwise_ops() {
       {"FloorDiv", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_floordiv,
        false},
       {"FloorMod", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_mod, false},
-      {"Mod", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, nullptr, false},
+      {"Mod", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_trunc_mod, false},
       {"Maximum", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_maximum,
        false},
       {"Minimum", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_minimum,
@@ -56,7 +56,7 @@ std::span<const OpDef> elementwise_ops() {
        false},
       {"ClipByValue", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_clip,
        false},
-      {"Invert", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Invert", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_invert, false},
       {"Cast", C::Cast, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cast, false},
       {"FusedElemwise", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
   };

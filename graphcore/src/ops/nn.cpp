@@ -18,7 +18,7 @@ std::span<const OpDef> nn_ops() {
       {"AddLayerNorm", C::Normalization, kTraitNone, U::Vector, 9, P::KeepFloat32, nullptr, true},
       {"GroupNorm", C::Normalization, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_group_norm,
        false},
-      {"Norm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Norm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_norm, false},
       {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
       {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
       {"Conv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false},

@@ -612,8 +612,13 @@ void add_activations(Registry& r) {
       return;
     }
     Shape out = x.shape;
-    for (size_t i = 0; i < pairs.size(); ++i)
+    std::vector<int64_t> flat;  // the kernel's `paddings`: before/after of each dim, from the first
+    for (size_t i = 0; i < pairs.size(); ++i) {
       out.dims[i] = out.dims[i] + pairs[i].first + pairs[i].second;
+      for (const Dim& d : {pairs[i].first, pairs[i].second})
+        if (d.is_known()) flat.push_back(d.value());
+    }
+    if (flat.size() == 2 * pairs.size()) ctx.set_attr("paddings", std::move(flat));
     ctx.add_output({out, x.dtype});
   };
   r.add(cell(

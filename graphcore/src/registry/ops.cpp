@@ -422,8 +422,28 @@ void register_shape_ops(Registry& r) {
                  auto n = a ? axis_or_error(ctx, "ops.narrow", *a, t.shape.rank(), "axis")
                             : std::nullopt;
                  if (!n) return ctx.failed() ? void() : add_unknown_output(ctx, t.dtype);
-                 Shape out = t.shape;
+                 // MindSpore 2.10 checks start in [0, dim) and length in [1, dim - start].
+                 auto start = ctx.arg("start").as_int();
                  auto len = ctx.arg("length").as_int();
+                 const Dim& dim = t.shape.dims[*n];
+                 if (dim.is_known() && start && (*start < 0 || *start >= dim.value())) {
+                   ctx.error("invalid-argument",
+                             "ops.narrow: start must be in [0, " + std::to_string(dim.value()) +
+                                 ") for axis " + std::to_string(*n) + " of " + t.shape.str() +
+                                 ", got " + std::to_string(*start),
+                             "start");
+                   return;
+                 }
+                 if (dim.is_known() && start && len && (*len < 1 || *len > dim.value() - *start)) {
+                   ctx.error("invalid-argument",
+                             "ops.narrow: length must be in [1, " +
+                                 std::to_string(dim.value() - *start) + "] from start " +
+                                 std::to_string(*start) + " of axis " + std::to_string(*n) +
+                                 " of " + t.shape.str() + ", got " + std::to_string(*len),
+                             "length");
+                   return;
+                 }
+                 Shape out = t.shape;
                  out.dims[*n] = len ? Dim::known(*len) : Dim::unknown();
                  ctx.add_output({out, t.dtype});
                }),

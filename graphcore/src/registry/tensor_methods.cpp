@@ -136,10 +136,20 @@ void register_reductions(Registry& r) {
   for (const char* name : {"std", "var"}) {
     std::vector<ParamSpec> p = {P("axis", "None"), P("ddof", "0"),        P("keepdims", "False"),
                                 KW("dim", "None"), KW("correction", "1"), KW("keepdim", "False")};
-    method(r, name, name[0] == 's' ? "ReduceStd" : "ReduceVar", p,
-           reduce_rule(api(name), "self", {{"axis", "dim"}, {"keepdims", "keepdim"}, {}},
-                       ReduceDType::Keep),
-           std::string(name) + " over axis");
+    // The divisor is n - ddof; a `correction` written by the user replaces ddof (MindSpore
+    // 2.10 on CPU: x.std(dim=1) divides by n, x.std(dim=1, correction=1) by n - 1). The kernel
+    // reads `ddof`.
+    auto rule = reduce_rule(api(name), "self", {{"axis", "dim"}, {"keepdims", "keepdim"}, {}},
+                            ReduceDType::Keep);
+    method(
+        r, name, name[0] == 's' ? "ReduceStd" : "ReduceVar", p,
+        [rule](CallContext& ctx) {
+          rule(ctx);
+          const ArgValue& correction = ctx.arg("correction");
+          if (correction.explicit_arg)
+            if (auto v = correction.as_int()) ctx.set_attr("ddof", *v);
+        },
+        std::string(name) + " over axis");
   }
   method(r, "norm", "Norm",
          {P("ord", "None"), P("dim", "None"), P("keepdim", "False"), KW("dtype", "None")},

@@ -398,7 +398,8 @@ enum class Bin {
   Mul,
   Div,
   FloorDiv,
-  Mod,
+  Mod,       // floored: the sign of the divisor (FloorMod, Python's %)
+  TruncMod,  // truncated: the sign of the dividend (ops.Mod, C's fmod)
   Max,
   Min,
   Pow,
@@ -432,6 +433,8 @@ T apply_bin(Bin op, T a, T b) {
       if (r != 0 && ((r < 0) != (b < 0))) r += static_cast<double>(b);
       return static_cast<T>(r);
     }
+    case Bin::TruncMod:
+      return static_cast<T>(std::fmod(static_cast<double>(a), static_cast<double>(b)));
     case Bin::Max:
       return a > b ? a : b;
     case Bin::Min:
@@ -522,6 +525,7 @@ void k_mul(KernelCall& c) { binary(c, Bin::Mul); }
 void k_div(KernelCall& c) { binary(c, Bin::Div); }
 void k_floordiv(KernelCall& c) { binary(c, Bin::FloorDiv); }
 void k_mod(KernelCall& c) { binary(c, Bin::Mod); }
+void k_trunc_mod(KernelCall& c) { binary(c, Bin::TruncMod); }
 void k_maximum(KernelCall& c) { binary(c, Bin::Max); }
 void k_minimum(KernelCall& c) { binary(c, Bin::Min); }
 void k_pow(KernelCall& c) { binary(c, Bin::Pow); }
@@ -1299,7 +1303,12 @@ Tensor reduce_one(const Tensor& x, int64_t axis, Red op) {
   return y;
 }
 
+void extremum_with_index(KernelCall& c, bool is_max);
+
 void reduce(KernelCall& c, Red op) {
+  // x.max(dim) / x.min(dim): (values, indices), as ops.max / ops.min.
+  if ((op == Red::Max || op == Red::Min) && c.node.outputs.size() == 2)
+    return extremum_with_index(c, op == Red::Max);
   const Tensor& x0 = in(c, 0);
   bool keep = false;
   std::vector<int64_t> axes = reduce_axes(c, x0.shape(), &keep);
@@ -1813,6 +1822,344 @@ void k_cumsum(KernelCall& c) {
   }
 }
 
+// ---- statistics over axes, selection, padding ------------------------------------------------
+
+// Visits x in groups: for each element of the output (the kept axes, in order), `f(out, group)`
+// with the values along `axes` (row-major over those axes) as float.
+template <class F>
+void for_each_group(const Tensor& x, const std::vector<int64_t>& axes, F f) {
+  const std::vector<int64_t>& shape = x.shape();
+  const size_t r = shape.size();
+  std::vector<int64_t> stride(r, 1);
+  for (size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * shape[i];
+  std::vector<bool> reduced(r, false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  std::vector<size_t> kept_axes, red_axes;
+  for (size_t i = 0; i < r; ++i) (reduced[i] ? red_axes : kept_axes).push_back(i);
+  int64_t group = 1;
+  for (size_t a : red_axes) group *= shape[a];
+  const int64_t groups = group == 0 ? 0 : x.numel() / group;
+  // Offsets of the group's elements relative to its first, computed once.
+  std::vector<int64_t> offsets(static_cast<size_t>(group), 0);
+  for (int64_t g = 0; g < group; ++g) {
+    int64_t rest = g, off = 0;
+    for (size_t k = red_axes.size(); k-- > 0;) {
+      const size_t a = red_axes[k];
+      off += (rest % shape[a]) * stride[a];
+      rest /= shape[a];
+    }
+    offsets[static_cast<size_t>(g)] = off;
+  }
+  const Tensor xf = as_float(x);
+  const float* px = xf.data<float>();
+  std::vector<float> values(static_cast<size_t>(group));
+  for (int64_t o = 0; o < groups; ++o) {
+    int64_t rest = o, base = 0;
+    for (size_t k = kept_axes.size(); k-- > 0;) {
+      const size_t a = kept_axes[k];
+      base += (rest % shape[a]) * stride[a];
+      rest /= shape[a];
+    }
+    for (size_t g = 0; g < values.size(); ++g) values[g] = px[base + offsets[g]];
+    f(o, std::span<const float>(values));
+  }
+}
+
+// The output shape of a reduction of `in_shape` over `axes`.
+std::vector<int64_t> reduced_shape(const std::vector<int64_t>& in_shape,
+                                   const std::vector<int64_t>& axes, bool keep) {
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    const bool r = std::ranges::find(axes, static_cast<int64_t>(i)) != axes.end();
+    if (!r)
+      shape.push_back(in_shape[i]);
+    else if (keep)
+      shape.push_back(1);
+  }
+  return shape;
+}
+
+// A reduction computed group by group in double: `g(values)` gives one output element.
+template <class G>
+void group_reduce(KernelCall& c, G g) {
+  const Tensor& x = in(c, 0);
+  bool keep = false;
+  const std::vector<int64_t> axes = reduce_axes(c, x.shape(), &keep);
+  Tensor& y = emit(c, Tensor(reduced_shape(x.shape(), axes, keep), out_dtype(c, 0, x.dtype())));
+  for_each_group(x, axes, [&](int64_t o, std::span<const float> v) { y.set(o, g(v)); });
+}
+
+// ops.std / ops.var / Tensor.std / Tensor.var: divisor n - ddof (a `correction` the user wrote
+// is recorded as ddof by the API's rule).
+void moments(KernelCall& c, bool std_dev) {
+  const double ddof = static_cast<double>(attr_int(c.node, "ddof").value_or(0));
+  group_reduce(c, [&](std::span<const float> v) {
+    double mean = 0;
+    for (float e : v) mean += e;
+    mean /= static_cast<double>(v.size());
+    double ss = 0;
+    for (float e : v) ss += (e - mean) * (e - mean);
+    const double var = ss / (static_cast<double>(v.size()) - ddof);
+    return std_dev ? std::sqrt(var) : var;
+  });
+}
+void k_reduce_std(KernelCall& c) { moments(c, true); }
+void k_reduce_var(KernelCall& c) { moments(c, false); }
+
+// log(sum(exp(x))) without overflow: max + log(sum(exp(x - max))).
+void k_logsumexp(KernelCall& c) {
+  group_reduce(c, [](std::span<const float> v) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (float e : v) m = std::max(m, static_cast<double>(e));
+    if (!std::isfinite(m)) return m;
+    double sum = 0;
+    for (float e : v) sum += std::exp(e - m);
+    return m + std::log(sum);
+  });
+}
+
+// ops.norm / Tensor.norm: ord None or 'fro' is the 2-norm of the elements over the axes (all of
+// them without `dim`); a numeric ord over one axis is the vector p-norm (inf: max |x|, -inf:
+// min |x|, 0: the count of non-zeros). Matrix norms (a numeric ord over two axes, 'nuc') are
+// not implemented: the runtime says so.
+void k_norm(KernelCall& c) {
+  const AttrValue* ord = c.node.find_attr("ord");
+  const auto p = attr_float(c.node, "ord");
+  const auto s = attr_str(c.node, "ord");
+  const bool two_norm =
+      ord == nullptr || std::holds_alternative<std::monostate>(*ord) || (s && *s == "fro");
+  if (!two_norm) {
+    if (!p) fail("Norm: ord " + attr_to_string(*ord) + " is not implemented by the CPU runtime");
+    bool keep = false;
+    if (reduce_axes(c, in(c, 0).shape(), &keep).size() != 1)
+      fail("Norm: a matrix norm (ord " + attr_to_string(*ord) +
+           " over two dims) is not implemented by the CPU runtime");
+  }
+  group_reduce(c, [&](std::span<const float> v) {
+    if (two_norm || *p == 2) {
+      double ss = 0;
+      for (float e : v) ss += static_cast<double>(e) * e;
+      return std::sqrt(ss);
+    }
+    if (std::isinf(*p)) {
+      double m = *p > 0 ? 0 : std::numeric_limits<double>::infinity();
+      for (float e : v)
+        m = *p > 0 ? std::max(m, std::fabs(static_cast<double>(e)))
+                   : std::min(m, std::fabs(static_cast<double>(e)));
+      return m;
+    }
+    if (*p == 0) {
+      double n = 0;
+      for (float e : v) n += e != 0 ? 1 : 0;
+      return n;
+    }
+    double sum = 0;
+    for (float e : v) sum += std::pow(std::fabs(static_cast<double>(e)), *p);
+    return std::pow(sum, 1.0 / *p);
+  });
+}
+
+// (values, indices) of the extremum over the axes, the first on ties; ops.max / ops.min and
+// Tensor.max(dim) / Tensor.min(dim). Several axes are searched as one flattened axis.
+void extremum_with_index(KernelCall& c, bool is_max) {
+  const Tensor& x = in(c, 0);
+  bool keep = false;
+  const std::vector<int64_t> axes = reduce_axes(c, x.shape(), &keep);
+  const std::vector<int64_t> shape = reduced_shape(x.shape(), axes, keep);
+  Tensor values(shape, out_dtype(c, 0, x.dtype()));
+  Tensor indices(shape, out_dtype(c, 1, DType::Int64));
+  for_each_group(x, axes, [&](int64_t o, std::span<const float> v) {
+    size_t best = 0;
+    for (size_t k = 1; k < v.size(); ++k) {
+      if (std::isnan(v[best])) break;  // NaN wins, as in MindSpore's max/min
+      if (std::isnan(v[k]) || (is_max ? v[k] > v[best] : v[k] < v[best])) best = k;
+    }
+    values.set(o, v.empty() ? 0 : v[best]);
+    indices.set(o, static_cast<double>(best));
+  });
+  emit(c, std::move(values));
+  emit(c, std::move(indices));
+}
+void k_argmax_with_value(KernelCall& c) { extremum_with_index(c, true); }
+void k_argmin_with_value(KernelCall& c) { extremum_with_index(c, false); }
+
+// ops.topk / Tensor.topk: the k largest (or smallest) along `dim` (default the last), values
+// then int32 indices, in order of value (ties: the lower index first).
+void k_topk(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const auto k_attr = attr_int(c.node, "k");
+  if (!k_attr) fail("TopK needs its k attribute");
+  const size_t rank = std::max<size_t>(x.rank(), 1);
+  const int64_t axis = norm_axis(attr_int(c.node, "dim").value_or(-1), rank);
+  const int64_t len = x.rank() == 0 ? 1 : x.shape()[static_cast<size_t>(axis)];
+  const int64_t k = *k_attr;
+  if (k < 0 || k > len)
+    fail("TopK: k " + std::to_string(k) + " is out of range for a dim of size " +
+         std::to_string(len));
+  const bool largest = attr_bool(c.node, "largest").value_or(true);
+  std::vector<int64_t> shape = x.shape();
+  if (!shape.empty()) shape[static_cast<size_t>(axis)] = k;
+  // Emitted when filled: a second emit() may move the first.
+  Tensor values(shape, out_dtype(c, 0, x.dtype()));
+  Tensor indices(shape, out_dtype(c, 1, DType::Int32));
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  const int64_t outer = len * inner == 0 ? 0 : x.numel() / (len * inner);
+  std::vector<int64_t> order(static_cast<size_t>(len));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const auto at = [&](int64_t j) { return x.at((o * len + j) * inner + i); };
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return largest ? at(a) > at(b) : at(a) < at(b);
+      });
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t to = (o * k + j) * inner + i;
+        values.set(to, at(order[static_cast<size_t>(j)]));
+        indices.set(to, static_cast<double>(order[static_cast<size_t>(j)]));
+      }
+    }
+  emit(c, std::move(values));
+  emit(c, std::move(indices));
+}
+
+// ops.narrow(x, axis, start, length): `length` elements along `axis` from `start` (MindSpore
+// 2.10: start in [0, dim), length in [1, dim - start]).
+void k_narrow(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const auto axis_attr = attr_int(c.node, "axis");
+  const auto start_attr = attr_int(c.node, "start");
+  const auto length = attr_int(c.node, "length");
+  if (!axis_attr || !start_attr || !length) fail("Narrow needs its axis, start and length");
+  const int64_t axis = norm_axis(*axis_attr, x.rank());
+  const int64_t len = x.shape()[static_cast<size_t>(axis)];
+  const int64_t start = *start_attr;
+  if (start < 0 || start >= len || *length < 1 || *length > len - start)
+    fail("Narrow: start " + std::to_string(*start_attr) + " and length " + std::to_string(*length) +
+         " do not fit a dim of size " + std::to_string(len));
+  std::vector<int64_t> shape = x.shape();
+  shape[static_cast<size_t>(axis)] = *length;
+  Tensor& y = emit(c, Tensor(shape, x.dtype()));
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
+  const int64_t outer = len * inner == 0 ? 0 : x.numel() / (len * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < *length * inner; ++j)
+      y.set(o * *length * inner + j, x.at((o * len + start) * inner + j));
+}
+
+// ops.linspace(start, end, steps): float32, both ends included.
+void k_linspace(KernelCall& c) {
+  const auto start = attr_float(c.node, "start");
+  const auto end = attr_float(c.node, "end");
+  const auto steps = attr_int(c.node, "steps");
+  if (!start || !end || !steps || *steps < 0) fail("LinSpace needs its start, end and steps");
+  Tensor& y = emit(c, Tensor({*steps}, DType::Float32));
+  const double step = *steps > 1 ? (*end - *start) / static_cast<double>(*steps - 1) : 0;
+  for (int64_t i = 0; i < *steps; ++i)
+    y.set(i, i == *steps - 1 && *steps > 1 ? *end : *start + step * static_cast<double>(i));
+}
+
+// Padding. nn.Pad: `paddings` (before, after) per dim from the first, mode CONSTANT (zeros),
+// REFLECT (mirrored, the edge not repeated) or SYMMETRIC (the edge repeated). ops.pad:
+// `padding` (before, after) pairs from the last dim backwards, mode constant (`value`, default
+// 0; a negative amount crops), reflect, replicate or circular.
+void k_pad(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const size_t r = x.rank();
+  std::vector<int64_t> before(r, 0), after(r, 0);
+  if (auto flat = attr_ints(c.node, "paddings")) {
+    if (flat->size() != 2 * r) fail("Pad: the paddings do not match the input's rank");
+    for (size_t i = 0; i < r; ++i) {
+      before[i] = (*flat)[2 * i];
+      after[i] = (*flat)[2 * i + 1];
+    }
+  } else if (auto pairs = attr_ints(c.node, "padding")) {
+    if (pairs->size() % 2 != 0 || pairs->size() / 2 > r)
+      fail("Pad: the padding does not match the input's rank");
+    for (size_t i = 0; i < pairs->size() / 2; ++i) {
+      before[r - 1 - i] = (*pairs)[2 * i];
+      after[r - 1 - i] = (*pairs)[2 * i + 1];
+    }
+  } else {
+    fail("Pad: the padding is not recorded in the graph");
+  }
+  const std::string mode = text::lower(attr_str(c.node, "mode").value_or("constant"));
+  const double value = attr_float(c.node, "value").value_or(0);
+  std::vector<int64_t> shape(r);
+  for (size_t i = 0; i < r; ++i) {
+    shape[i] = x.shape()[i] + before[i] + after[i];
+    if (shape[i] < 0) fail("Pad: a negative padding removes more than the dim holds");
+    const int64_t n = x.shape()[i];
+    const int64_t most = std::max(before[i], after[i]);
+    if ((mode == "reflect" && most >= n) || (mode == "symmetric" && most > n) ||
+        (mode != "constant" && n == 0))
+      fail("Pad: " + mode + " padding of " + std::to_string(most) + " is too large for a dim of " +
+           std::to_string(n));
+  }
+  // The source index of output index `o` along a dim of `n`, or -1 for the constant.
+  const auto source = [&](int64_t o, int64_t n, int64_t b) -> int64_t {
+    int64_t i = o - b;
+    if (i >= 0 && i < n) return i;
+    if (mode == "constant") return -1;
+    if (mode == "replicate" || mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+    if (mode == "circular") return ((i % n) + n) % n;
+    if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
+    if (mode == "symmetric") return i < 0 ? -i - 1 : 2 * n - 1 - i;
+    fail("Pad: mode '" + mode + "' is not implemented by the CPU runtime");
+  };
+  Tensor& y = emit(c, Tensor(shape, x.dtype()));
+  std::vector<int64_t> stride(r, 1);
+  for (size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x.shape()[i];
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    int64_t rest = o, from = 0;
+    bool constant = false;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t s = source(rest % shape[d], x.shape()[d], before[d]);
+      rest /= shape[d];
+      if (s < 0) {
+        constant = true;
+        break;
+      }
+      from += s * stride[d];
+    }
+    y.set(o, constant ? value : x.at(from));
+  }
+}
+
+// nn.PReLU: x where x > 0, else w * x with w per channel (dim 1) or one shared slope.
+void k_prelu(KernelCall& c) {
+  const Tensor& x = need_float(in(c, 0), "PReLU's input");
+  const Tensor* w = find_param(c, "w");
+  if (w == nullptr) fail("PReLU's slope parameter w is missing");
+  const Tensor wf = as_float(*w);
+  const int64_t channels = wf.numel();
+  const int64_t cdim = x.rank() >= 2 ? x.shape()[1] : 1;
+  if (channels != 1 && channels != cdim)
+    fail("PReLU: " + std::to_string(channels) + " slopes for " + std::to_string(cdim) +
+         " channels");
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
+  Tensor& y = emit(c, Tensor(x.shape(), x.dtype()));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.at(i);
+    const int64_t ch = channels == 1 ? 0 : (i / inner) % cdim;
+    y.set(i, v > 0 ? v : wf.at(ch) * v);
+  }
+}
+
+// ops.invert: bitwise NOT of an integer tensor.
+void k_invert(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  Tensor& y = emit(c, Tensor(x.shape(), x.dtype()));
+  if (x.dtype() == DType::Int32) {
+    for (int64_t i = 0; i < x.numel(); ++i) y.data<int32_t>()[i] = ~x.data<int32_t>()[i];
+  } else if (x.dtype() == DType::Int64) {
+    for (int64_t i = 0; i < x.numel(); ++i) y.data<int64_t>()[i] = ~x.data<int64_t>()[i];
+  } else {
+    fail("Invert takes an integer tensor, got " + x.type_str());
+  }
+}
 }  // namespace kernels
 
 KernelFn find_kernel(std::string_view op) {
