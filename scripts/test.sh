@@ -69,7 +69,7 @@ tier runtime-torch /usr/bin/python3 tests/runtime/check_torch.py --bin "$BUILD_D
 tier extension env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash scripts/extension.sh test
 
 if [[ -f tests/mindspore/run.sh ]]; then
-  tier mindspore env CI="$CI" BUILD_DIR="$BUILD_DIR" bash tests/mindspore/run.sh
+  tier mindspore env CI="$CI" BUILD_DIR="$BUILD_DIR" CELLSCOPE_REQUIRE_BIN=1 bash tests/mindspore/run.sh
 elif [[ "$CI" == true ]]; then
   printf '\n==> tier: mindspore\ntests/mindspore/run.sh is missing\n'
   failed+=("mindspore (tests/mindspore/run.sh missing)")

@@ -58,6 +58,9 @@ CASES = [
     # Reductions, selection and padding added by their definitions (std/var, logsumexp, norm,
     # max/min with indices, topk, narrow, linspace, pad in five modes, PReLU, Mod, invert).
     ("select_pad", "tests/runtime/models/select_pad.py", ["2,4,5,6"], [], 1e-5),
+    # 1-D convolutions (nn.Conv1d as MindSpore's height-1 Conv2D, ops.conv1d) and adaptive
+    # pools (1-D average; 2-D max with indices, shrinking and growing).
+    ("conv1d_pool", "tests/runtime/models/conv1d_pool.py", ["2,4,10"], [], 1e-5),
     ("scalars", "tests/runtime/models/scalars.py", ["4,6", "4,6:int32"], ["random", "random"],
      1e-6),
     ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
@@ -162,6 +165,24 @@ def conv2d(node, x, params):
                     groups=attr(node, "group", 1))
 
 
+def conv1d(node, x, w, b):
+    """A 1-D convolution (nn.Conv1d's Conv2D with a (out, in, 1, k) weight, ops.conv1d's
+    Conv1D) in torch, its padding worked out from MindSpore's pad modes."""
+    w = w.reshape(w.shape[0], w.shape[1], w.shape[-1])
+    first = lambda v: v[-1] if isinstance(v, list) else v
+    k, s, d = w.shape[-1], first(attr(node, "stride", 1)), first(attr(node, "dilation", 1))
+    mode = str(attr(node, "pad_mode", "valid")).lower()
+    if mode == "pad":
+        p = attr(node, "padding", 0)
+        x = F.pad(x, tuple(p[-2:]) if isinstance(p, list) and len(p) > 1 else (first(p),) * 2)
+    elif mode == "same":
+        out = -(-x.shape[-1] // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - x.shape[-1], 0)
+        x = F.pad(x, (total // 2, total - total // 2))
+    return F.conv1d(x, w, b, stride=s, dilation=d,
+                    groups=attr(node, "group", attr(node, "groups", 1)))
+
+
 def pool2d(node, x, is_max):
     k = pair(attr(node, "kernel_size", 1))
     stride = pair(attr(node, "stride", 1))
@@ -242,6 +263,16 @@ def run_op(node, ins, params):
     if node["kind"] == "constant":
         return [torch.full(out_shape(node), attr(node, "value"),
                            dtype=TORCH_DTYPES[node["outputs"][0]["dtype"]])]
+    if op == "Conv2D" and x.dim() == 3:
+        return [conv1d(node, x, params[0],
+                       params[1] if len(params) > 1 and attr(node, "has_bias", False) else None)]
+    if op == "Conv1D":
+        return [conv1d(node, x, ins[1], ins[2] if len(ins) > 2 else None)]
+    if op == "AdaptiveAvgPool1D":
+        return [F.adaptive_avg_pool1d(x, out_shape(node)[-1])]
+    if op == "AdaptiveMaxPool2D":
+        values, indices = F.adaptive_max_pool2d(x, out_shape(node)[-2:], return_indices=True)
+        return [values, indices] if len(node["outputs"]) == 2 else [values]
     if op == "Conv2D":
         return [conv2d(node, x, params)]
     if op == "MaxPool":

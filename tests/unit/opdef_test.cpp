@@ -34,9 +34,6 @@ const std::set<std::string, std::less<>> kEvaluatorOps = {"Merge"};
 // operator that gains a kernel must leave it (the test fails), and a new operator without a
 // kernel fails until it has one or is added here with the reason in the note of its change.
 const std::set<std::string, std::less<>> kNoKernelYet = {
-    "AdaptiveAvgPool1D",
-    "AdaptiveMaxPool2D",
-    "Conv1D",
     "Conv2DTranspose",
     "Conv3D",
     "Custom",

@@ -20,7 +20,7 @@ std::span<const OpDef> nn_ops() {
        false},
       {"Norm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_norm, false},
       {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
-      {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
+      {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false},
       {"Conv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false},
       {"Conv3D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
       {"Conv2DTranspose", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
@@ -36,10 +36,12 @@ std::span<const OpDef> nn_ops() {
       {"RNN", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
       {"MaxPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_maxpool, false},
       {"AvgPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_avgpool, false},
-      {"AdaptiveAvgPool1D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"AdaptiveAvgPool1D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
+       &kernels::k_adaptive_avgpool, false},
       {"AdaptiveAvgPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_adaptive_avgpool, false},
-      {"AdaptiveMaxPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"AdaptiveMaxPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
+       &kernels::k_adaptive_maxpool, false},
       {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
   };
   return kRows;

@@ -865,8 +865,32 @@ void im2col(const float* x, int64_t ch, int64_t h, int64_t wd, const Window& w, 
   }
 }
 
-void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt, const Tensor* bias) {
+// A 1-D convolution's window as a 2-D one of height 1 (the attributes describe the length).
+Window window_1d(const Node& n, int64_t length, int64_t kernel) {
+  Window w1 = make_window(n, {length}, {kernel}, false);
+  Window w;
+  w.kernel = {1, w1.kernel[0]};
+  w.stride = {1, w1.stride[0]};
+  w.dilation = {1, w1.dilation[0]};
+  w.pad_before = {0, w1.pad_before[0]};
+  w.pad_after = {0, w1.pad_after[0]};
+  w.out = {1, w1.out[0]};
+  return w;
+}
+
+// Conv2D on NCHW, and 1-D convolutions on NCL (nn.Conv1d's Conv2D with a (out, in, 1, k)
+// weight, ops.conv1d's Conv1D with (out, in, k)) as height-1 images, as MindSpore runs them.
+void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bias) {
   Tensor x = as_float(x0);
+  Tensor wt = wt0;
+  const bool one_d = x.rank() == 3;
+  if (one_d) {
+    if (wt.rank() == 3) wt = wt.reshape({wt.shape()[0], wt.shape()[1], 1, wt.shape()[2]});
+    if (wt.rank() != 4 || wt.shape()[2] != 1)
+      fail("a 1-D convolution's weight must be (out, in, k) or (out, in, 1, k), got " +
+           wt.type_str());
+    x = x.reshape({x.shape()[0], x.shape()[1], 1, x.shape()[2]});
+  }
   if (x.rank() != 4) fail("Conv2D expects a 4-D NCHW input, got " + x.type_str());
   if (wt.rank() != 4) fail("Conv2D weight must be 4-D, got " + wt.type_str());
   if (auto fmt = attr_str(c.node, "data_format"); fmt && *fmt != "NCHW")
@@ -877,9 +901,11 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt, const Tensor* bia
   if (groups <= 0 || ch != icg * groups || oc % groups != 0)
     fail("Conv2D: input " + x.type_str() + " does not match weight " + wt.type_str() +
          " with group=" + std::to_string(groups));
-  Window w = make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
+  Window w = one_d ? window_1d(c.node, wd, wt.shape()[3])
+                   : make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
   int64_t oh = w.out[0], ow = w.out[1], hw = oh * ow;
-  Tensor& y = emit(c, Tensor({n, oc, oh, ow}, DType::Float32));
+  Tensor& y = emit(
+      c, one_d ? Tensor({n, oc, ow}, DType::Float32) : Tensor({n, oc, oh, ow}, DType::Float32));
   const float* px = x.data<float>();
   const float* pw = wt.data<float>();
   float* py = y.data<float>();
@@ -1009,26 +1035,55 @@ void pool2d(KernelCall& c, bool is_max) {
 void k_maxpool(KernelCall& c) { pool2d(c, true); }
 void k_avgpool(KernelCall& c) { pool2d(c, false); }
 
-void k_adaptive_avgpool(KernelCall& c) {
+// Adaptive pooling over the last `nd` dims (nn.AdaptiveAvgPool1d/2d, nn.AdaptiveMaxPool2d and
+// its indices, flat over the pooled plane): output cell i of a dim of n in, m out covers
+// [floor(i n / m), ceil((i + 1) n / m)), so cells overlap when m does not divide n or m > n.
+void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
   Tensor x = as_float(in(c, 0));
-  if (x.rank() != 4) fail("AdaptiveAvgPool2D expects 4-D input");
+  if (x.rank() != nd + 1 && x.rank() != nd + 2)
+    fail(std::string(c.node.op) + " expects a " + std::to_string(nd + 1) + "-D or " +
+         std::to_string(nd + 2) + "-D input, got " + x.type_str());
   auto os = out_shape(c);
-  if (!os || os->size() != 4) fail("output size of the adaptive pool is not known");
-  int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
-  int64_t oh = (*os)[2], ow = (*os)[3];
-  Tensor& y = emit(c, Tensor({n, ch, oh, ow}, DType::Float32));
-  for (int64_t b = 0; b < n * ch; ++b)
+  if (!os || os->size() != x.rank()) fail("the output size of the adaptive pool is not known");
+  const size_t first = x.rank() - nd;
+  const int64_t h = nd == 2 ? x.shape()[first] : 1, wd = x.shape()[x.rank() - 1];
+  const int64_t oh = nd == 2 ? (*os)[first] : 1, ow = os->back();
+  int64_t planes = 1;
+  for (size_t i = 0; i < first; ++i) planes *= x.shape()[i];
+  Tensor values(*os, DType::Float32);
+  Tensor indices(*os, DType::Int64);
+  const float* px = x.data<float>();
+  for (int64_t b = 0; b < planes; ++b)
     for (int64_t r = 0; r < oh; ++r)
       for (int64_t q = 0; q < ow; ++q) {
-        int64_t hs = r * h / oh, he = ((r + 1) * h + oh - 1) / oh;
-        int64_t ws = q * wd / ow, we = ((q + 1) * wd + ow - 1) / ow;
+        const int64_t hs = r * h / oh, he = ((r + 1) * h + oh - 1) / oh;
+        const int64_t ws = q * wd / ow, we = ((q + 1) * wd + ow - 1) / ow;
         double acc = 0;
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t best_at = hs * wd + ws;
         for (int64_t i = hs; i < he; ++i)
-          for (int64_t j = ws; j < we; ++j) acc += x.data<float>()[b * h * wd + i * wd + j];
-        y.data<float>()[(b * oh + r) * ow + q] =
-            static_cast<float>(acc / static_cast<double>((he - hs) * (we - ws)));
+          for (int64_t j = ws; j < we; ++j) {
+            const float v = px[b * h * wd + i * wd + j];
+            acc += v;
+            if (v > best || std::isnan(v)) {
+              best = v;
+              best_at = i * wd + j;
+              if (std::isnan(v)) i = he;  // NaN propagates
+              if (std::isnan(v)) break;
+            }
+          }
+        const int64_t at = (b * oh + r) * ow + q;
+        values.data<float>()[at] =
+            is_max ? best : static_cast<float>(acc / static_cast<double>((he - hs) * (we - ws)));
+        indices.set(at, static_cast<double>(best_at));
       }
+  emit(c, std::move(values));
+  if (is_max && c.node.outputs.size() == 2) emit(c, std::move(indices));
 }
+void k_adaptive_avgpool(KernelCall& c) {
+  adaptive_pool(c, c.node.op == "AdaptiveAvgPool1D" ? 1 : 2, false);
+}
+void k_adaptive_maxpool(KernelCall& c) { adaptive_pool(c, 2, true); }
 
 // ---- normalisation
 // --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ namespace graphcore::runtime::kernels {
 
 void k_abs(KernelCall& c);
 void k_adaptive_avgpool(KernelCall& c);
+void k_adaptive_maxpool(KernelCall& c);
 void k_add(KernelCall& c);
 void k_and(KernelCall& c);
 void k_argmax_(KernelCall& c);
