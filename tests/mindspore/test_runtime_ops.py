@@ -35,6 +35,7 @@ RTOL, ATOL = 1e-5, 1e-5
 CASES = {
     "select_pad": ["2,4,5,6"],
     "conv1d_pool": ["2,4,10"],
+    "resize_transpose": ["2,4,5,6"],
     "more_ops": ["2,4,5,6"],
     "functional_args": ["5,7"],
     "activations": ["4,6", "4,6"],

@@ -61,6 +61,9 @@ CASES = [
     # 1-D convolutions (nn.Conv1d as MindSpore's height-1 Conv2D, ops.conv1d) and adaptive
     # pools (1-D average; 2-D max with indices, shrinking and growing).
     ("conv1d_pool", "tests/runtime/models/conv1d_pool.py", ["2,4,10"], [], 1e-5),
+    # Nearest resizes (plain, align_corners, interpolate), transposed convolutions (same,
+    # valid, pad with dilation and groups), LpNorm with its epsilon floor.
+    ("resize_transpose", "tests/runtime/models/resize_transpose.py", ["2,4,5,6"], [], 1e-5),
     ("scalars", "tests/runtime/models/scalars.py", ["4,6", "4,6:int32"], ["random", "random"],
      1e-6),
     ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
@@ -263,6 +266,37 @@ def run_op(node, ins, params):
     if node["kind"] == "constant":
         return [torch.full(out_shape(node), attr(node, "value"),
                            dtype=TORCH_DTYPES[node["outputs"][0]["dtype"]])]
+    if op == "ResizeNearestNeighbor":
+        size = out_shape(node)[2:]
+        if not attr(node, "align_corners", False):
+            return [F.interpolate(x, size=size, mode="nearest")]
+        for d, m in enumerate(size):  # align_corners: round(dst * (in - 1) / (out - 1))
+            n = x.shape[2 + d]
+            idx = torch.tensor([int(np.floor(o * (n - 1) / (m - 1) + 0.5)) if m > 1 else 0
+                                for o in range(m)])
+            x = x.index_select(2 + d, idx)
+        return [x]
+    if op == "Conv2DTranspose":
+        w = params[0]
+        b = params[1] if len(params) > 1 and attr(node, "has_bias", False) else None
+        stride, dilation = pair(attr(node, "stride", 1)), pair(attr(node, "dilation", 1))
+        full = F.conv_transpose2d(x, w, b, stride=stride, dilation=dilation,
+                                  groups=attr(node, "group", 1))
+        oh, ow = out_shape(node)[2:]
+        mode = str(attr(node, "pad_mode", "same")).lower()
+        if mode == "pad":
+            p = attr(node, "padding", 0)
+            p = [p] * 4 if isinstance(p, int) else p
+            top, left = p[0], p[2] if len(p) == 4 else p[-1]
+        elif mode == "same":
+            top, left = (full.shape[2] - oh) // 2, (full.shape[3] - ow) // 2
+        else:
+            top, left = 0, 0
+        return [full[:, :, top:top + oh, left:left + ow]]
+    if op == "LpNorm":
+        axes, keep = reduce_axes(node, x)
+        y = torch.linalg.vector_norm(x, attr(node, "p", 2), dim=axes, keepdim=keep)
+        return [y.clamp_min(attr(node, "epsilon", 1e-12))]
     if op == "Conv2D" and x.dim() == 3:
         return [conv1d(node, x, params[0],
                        params[1] if len(params) > 1 and attr(node, "has_bias", False) else None)]

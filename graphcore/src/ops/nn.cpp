@@ -19,11 +19,12 @@ std::span<const OpDef> nn_ops() {
       {"GroupNorm", C::Normalization, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_group_norm,
        false},
       {"Norm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_norm, false},
-      {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_lp_norm, false},
       {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false},
       {"Conv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false},
       {"Conv3D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
-      {"Conv2DTranspose", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, false},
+      {"Conv2DTranspose", C::Convolution, kTraitNone, U::Cube, 1, P::Float16,
+       &kernels::k_conv2d_transpose, false},
       {"FusedConv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
       {"MatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false},
       {"BatchMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false},
@@ -42,7 +43,8 @@ std::span<const OpDef> nn_ops() {
        &kernels::k_adaptive_avgpool, false},
       {"AdaptiveMaxPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_adaptive_maxpool, false},
-      {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16,
+       &kernels::k_resize_nearest, false},
   };
   return kRows;
 }

@@ -64,6 +64,7 @@ struct KernelCall {
   const std::vector<Tensor>& inputs;
   const std::vector<const ParamState*>& params;
   std::vector<Tensor>& outputs;
+  uint64_t seed = 0;  // the run's seed mixed with the node's id (random operators)
 };
 
 using KernelFn = void (*)(KernelCall&);

@@ -2215,6 +2215,160 @@ void k_invert(KernelCall& c) {
     fail("Invert takes an integer tensor, got " + x.type_str());
   }
 }
+
+// ops.LpNorm(axis, p, keep_dims, epsilon)(x): (sum |x|^p)^(1/p) over axis, at least epsilon
+// (MindSpore 2.10: the norm of zeros is epsilon).
+void k_lp_norm(KernelCall& c) {
+  const double p = attr_float(c.node, "p").value_or(2);
+  const double eps = attr_float(c.node, "epsilon").value_or(1e-12);
+  if (p <= 0) fail("LpNorm: p must be positive, got " + std::to_string(p));
+  group_reduce(c, [&](std::span<const float> v) {
+    double sum = 0;
+    for (float e : v) sum += std::pow(std::fabs(static_cast<double>(e)), p);
+    return std::max(std::pow(sum, 1.0 / p), eps);
+  });
+}
+
+// Nearest-neighbour resize of the spatial dims (all but the first two) to the output's size.
+// ops.ResizeNearestNeighbor: source floor(dst * in / out), with align_corners
+// round(dst * (in - 1) / (out - 1)); half_pixel_centers changes nothing (what MindSpore 2.10
+// computes on CPU: measured, resizing 5x6 to 8x11 with and without it gives the same result);
+// ops.interpolate(mode='nearest'): floor(dst * in / out), or floor(dst / scale_factor) when a
+// scale factor was given. Other interpolate modes are not nearest and not implemented.
+void k_resize_nearest(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  if (auto mode = attr_str(c.node, "mode"); mode && *mode != "nearest")
+    fail("interpolate mode '" + *mode + "' is not implemented by the CPU runtime (nearest only)");
+  auto os = out_shape(c);
+  if (!os || os->size() != x.rank() || x.rank() < 3)
+    fail("the output size of the resize is not known");
+  const size_t r = x.rank();
+  const bool align = attr_bool(c.node, "align_corners").value_or(false);
+  const auto scale_factor = attr_ints(c.node, "scale_factor", r - 2);
+  const auto scale_factor_f = attr_float(c.node, "scale_factor");
+  // Per spatial dim: output index -> input index.
+  std::vector<std::vector<int64_t>> src(r);
+  for (size_t d = 2; d < r; ++d) {
+    const int64_t n = x.shape()[d], m = (*os)[d];
+    src[d].resize(static_cast<size_t>(m));
+    for (int64_t o = 0; o < m; ++o) {
+      double at = 0;
+      if (align)
+        at = m > 1 ? std::round(static_cast<double>(o) * static_cast<double>(n - 1) /
+                                static_cast<double>(m - 1))
+                   : 0;
+      else if (scale_factor_f && *scale_factor_f > 0)
+        at = std::floor(static_cast<double>(o) / *scale_factor_f);
+      else if (scale_factor && (*scale_factor)[d - 2] > 0)
+        at = std::floor(static_cast<double>(o) / static_cast<double>((*scale_factor)[d - 2]));
+      else
+        at = std::floor(static_cast<double>(o) * static_cast<double>(n) / static_cast<double>(m));
+      src[d][static_cast<size_t>(o)] = std::clamp<int64_t>(static_cast<int64_t>(at), 0, n - 1);
+    }
+  }
+  Tensor& y = emit(c, Tensor(*os, x.dtype()));
+  std::vector<int64_t> stride(r, 1);
+  for (size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x.shape()[i];
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    int64_t rest = o, from = 0;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t i = rest % (*os)[d];
+      rest /= (*os)[d];
+      from += (d < 2 ? i : src[d][static_cast<size_t>(i)]) * stride[d];
+    }
+    y.set(o, x.at(from));
+  }
+}
+
+// nn.Conv2dTranspose: weight (in, out / group, kh, kw); each input pixel scatters its kernel
+// into the output at stride steps. The output size is the graph's; the padding taken off the
+// top/left is the explicit padding, or for 'same' half of what the full result has over it.
+void k_conv2d_transpose(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  const Tensor* wp = find_param(c, "weight");
+  const Tensor wt = as_float(wp != nullptr ? *wp : in(c, 1));
+  const Tensor* bias =
+      attr_bool(c.node, "has_bias").value_or(false) ? find_param(c, "bias") : nullptr;
+  if (x.rank() != 4 || wt.rank() != 4)
+    fail("Conv2DTranspose expects a 4-D input and weight, got " + x.type_str() + " and " +
+         wt.type_str());
+  auto os = out_shape(c);
+  if (!os || os->size() != 4) fail("the output size of the transposed convolution is not known");
+  const int64_t n = x.shape()[0], ic = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  const int64_t groups = attr_int(c.node, "group").value_or(1);
+  const int64_t kh = wt.shape()[2], kw = wt.shape()[3];
+  if (groups <= 0 || wt.shape()[0] != ic || ic % groups != 0)
+    fail("Conv2DTranspose: input " + x.type_str() + " does not match weight " + wt.type_str());
+  const int64_t ocg = wt.shape()[1], oc = ocg * groups, icg = ic / groups;
+  if ((*os)[1] != oc) fail("Conv2DTranspose: the weight gives " + std::to_string(oc) + " channels");
+  const int64_t oh = (*os)[2], ow = (*os)[3];
+  const auto stride = attr_ints(c.node, "stride", 2).value_or(std::vector<int64_t>{1, 1});
+  const auto dil = attr_ints(c.node, "dilation", 2).value_or(std::vector<int64_t>{1, 1});
+  if (stride.size() != 2 || dil.size() != 2) fail("bad stride/dilation attributes");
+  const std::string mode = text::lower(attr_str(c.node, "pad_mode").value_or("same"));
+  int64_t top = 0, left = 0;
+  if (mode == "pad") {
+    const auto p = attr_ints(c.node, "padding").value_or(std::vector<int64_t>{0});
+    top = p.empty() ? 0 : p[0];
+    left = p.size() == 4 ? p[2] : p.size() == 2 ? p[1] : top;
+  } else if (mode == "same") {
+    top = std::max<int64_t>((h - 1) * stride[0] + dil[0] * (kh - 1) + 1 - oh, 0) / 2;
+    left = std::max<int64_t>((wd - 1) * stride[1] + dil[1] * (kw - 1) + 1 - ow, 0) / 2;
+  } else if (mode != "valid") {
+    fail("unknown pad_mode '" + mode + "'");
+  }
+  Tensor& y = emit(c, Tensor(*os, DType::Float32));
+  float* py = y.data<float>();
+  const float* px = x.data<float>();
+  const float* pw = wt.data<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < oc; ++o) {
+      const float bv = bias != nullptr ? static_cast<float>(bias->at(o)) : 0.0f;
+      std::fill_n(py + (b * oc + o) * oh * ow, oh * ow, bv);
+    }
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < ic; ++ci) {
+      const int64_t g = ci / icg;
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < wd; ++j) {
+          const float v = px[((b * ic + ci) * h + i) * wd + j];
+          for (int64_t q = 0; q < ocg; ++q) {
+            float* yo = py + (b * oc + g * ocg + q) * oh * ow;
+            const float* wk = pw + (ci * ocg + q) * kh * kw;
+            for (int64_t a = 0; a < kh; ++a) {
+              const int64_t r = i * stride[0] - top + a * dil[0];
+              if (r < 0 || r >= oh) continue;
+              for (int64_t e = 0; e < kw; ++e) {
+                const int64_t col = j * stride[1] - left + e * dil[1];
+                if (col >= 0 && col < ow) yo[r * ow + col] += v * wk[a * kw + e];
+              }
+            }
+          }
+        }
+    }
+}
+
+// ops.randn / ops.rand / ops.randint: samples of the runtime's own generator, seeded per node
+// from the run's seed (the same values on every run and platform; not MindSpore's Philox
+// stream, so only the distribution matches MindSpore's).
+void k_random(KernelCall& c) {
+  auto os = out_shape(c);
+  if (!os) fail("the shape of the random tensor is not known");
+  const DType dt = out_dtype(c, 0, c.node.op == "UniformInt" ? DType::Int64 : DType::Float32);
+  Tensor& y = emit(c, Tensor(*os, dt));
+  Rng rng(c.seed);
+  if (c.node.op == "UniformInt") {
+    const auto low = attr_int(c.node, "low");
+    const auto high = attr_int(c.node, "high");
+    if (!low || !high || *high <= *low) fail("UniformInt needs low < high");
+    const auto span = static_cast<uint64_t>(*high - *low);
+    for (int64_t i = 0; i < y.numel(); ++i)
+      y.set(i, static_cast<double>(*low + static_cast<int64_t>(rng.next() % span)));
+    return;
+  }
+  const bool normal = c.node.op == "StandardNormal";
+  for (int64_t i = 0; i < y.numel(); ++i) y.set(i, normal ? rng.normal() : rng.uniform());
+}
 }  // namespace kernels
 
 KernelFn find_kernel(std::string_view op) {
