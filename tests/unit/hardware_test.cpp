@@ -1,7 +1,9 @@
 // The hardware layer (graphcore/hardware.h): target files load, validate and reject bad input with
-// clear messages; kernel tiles never exceed the target's buffers; cycles grow with the problem;
-// every corpus model gets an estimate on every Ascend target (infer and train) with core ids in
-// range; ops.Custom kernels a target cannot run give a located `unsupported-on-target`.
+// clear messages, and give the optimizer its targets (graphcore::targets(): the files, nothing
+// else, with the facts the former C++ table had; gpu has no hardware model); kernel tiles never
+// exceed the target's buffers; cycles grow with the problem; every corpus model gets an estimate on
+// every Ascend target (infer and train) with core ids in range; ops.Custom kernels a target cannot
+// run give a located `unsupported-on-target`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -141,12 +143,198 @@ TEST(HardwareTargets, BadFilesGiveClearErrors) {
               d["dma_channels"]["value"].push_back("FixPipe");
             }).find("FixPipe exists exactly on separated"),
             std::string::npos);
-  EXPECT_NE(mutated([](nlohmann::json& d) { d["kind"] = "gpu"; }).find("field 'kind'"),
-            std::string::npos);
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d["kind"] = "tpu"; }),
+            "ascend910.json: field 'kind': expected \"ascend\", \"cpu\" or \"gpu\"");
+  EXPECT_EQ(mutated([](nlohmann::json& d) { d.erase("kind"); }),
+            "ascend910.json: field 'kind': missing");
   EXPECT_EQ(mutated([](nlohmann::json& d) { d["mmad_issue_cycles"]["value"] = -1; }),
             "ascend910.json: field 'mmad_issue_cycles': expected a number >= 0");
   EXPECT_EQ(mutated([](nlohmann::json& d) { d.erase("mmad_issue_cycles"); }),
             "ascend910.json: field 'mmad_issue_cycles': missing");
+}
+
+// --- the optimization layer's facts (graphcore::targets(), read from the same files) -----------
+
+// What the C++ table of pass_manager.cpp (kTargets) said before the facts moved to the target
+// files: every TargetInfo field read from the files must equal it.
+struct FormerTargetInfo {
+  std::string name;
+  bool ascend;
+  uint32_t alignment;
+  std::string attention_kernel;
+  std::string attention_source;
+};
+const std::string kCann =
+    "CANN 7.0 aclnnFlashAttentionScore / aclnnPromptFlashAttention product support";
+const std::vector<FormerTargetInfo> kFormerTargets = {
+    {"cpu", false, 32, "FusedAttention", "a generic CPU attention kernel"},
+    {"gpu", false, 512, "FusedAttention", "FlashAttention (CUDA)"},
+    {"ascend910", true, 512, "", kCann},
+    {"ascend910b", true, 512, "FlashAttentionScore", kCann},
+    {"ascend310p", true, 512, "PromptFlashAttention", kCann},
+    {"ascend310", true, 512, "", kCann},
+};
+
+TEST(TargetFiles, OptimizerFactsEqualTheFormerTable) {
+  const auto ts = targets();
+  ASSERT_EQ(ts.size(), kFormerTargets.size());
+  for (size_t i = 0; i < ts.size(); ++i) {  // same targets, in the order the CLI lists them
+    const auto& want = kFormerTargets[i];
+    SCOPED_TRACE(want.name);
+    EXPECT_EQ(ts[i].name, want.name);
+    EXPECT_EQ(ts[i].ascend, want.ascend);
+    EXPECT_EQ(ts[i].alignment, want.alignment);
+    EXPECT_EQ(ts[i].attention_kernel, want.attention_kernel);
+    EXPECT_EQ(ts[i].attention_source, want.attention_source);
+    EXPECT_EQ(find_target(want.name), &ts[i]);
+  }
+  EXPECT_EQ(find_target("cpu")->alignment, 32u);
+  EXPECT_EQ(find_target("ascend910b")->alignment, 512u);
+  EXPECT_TRUE(find_target("ascend910")->attention_kernel.empty());
+  EXPECT_EQ(find_target("ascend910b")->attention_kernel, "FlashAttentionScore");
+  EXPECT_EQ(find_target("tpu"), nullptr);
+  EXPECT_EQ(find_target(""), nullptr);
+}
+
+TEST(TargetFiles, EveryFileIsATargetAndEveryTargetAFile) {
+  // One definition per target: graphcore/targets/<name>.json. targets() holds exactly the files,
+  // read as they are on disk; the hardware layer exactly those with a hardware model.
+  std::set<std::string> files;
+  for (const auto& entry : fs::directory_iterator(target_file("cpu").parent_path())) {
+    if (entry.path().extension() == ".json") files.insert(entry.path().stem().string());
+  }
+  std::set<std::string> names, modelled;
+  for (const auto& t : targets()) names.emplace(t.name);
+  EXPECT_EQ(names, files);
+  for (const auto& name : files) {
+    SCOPED_TRACE(name);
+    const HardwareTarget file = load_hardware_target_file(target_file(name));
+    const TargetInfo* info = find_target(name);
+    ASSERT_NE(info, nullptr);
+    EXPECT_EQ(info->ascend, file.kind == "ascend");
+    EXPECT_EQ(info->alignment, file.buffer_alignment);
+    EXPECT_EQ(info->attention_kernel, file.fused_attention_kernel);
+    ASSERT_EQ(file.optimizer_sources.size(), 2u);
+    EXPECT_EQ(file.optimizer_sources[0].field, "buffer_alignment_bytes");
+    EXPECT_EQ(file.optimizer_sources[1].field, "fused_attention_kernel");
+    EXPECT_EQ(info->attention_source, file.optimizer_sources[1].source);
+    for (const auto& s : file.optimizer_sources) {
+      EXPECT_FALSE(s.confidence.empty()) << s.field;
+      EXPECT_FALSE(s.source.empty()) << s.field;
+    }
+    // The hardware layer's document lists the hardware model's sources only.
+    for (const auto& s : file.sources) {
+      EXPECT_NE(s.field, "buffer_alignment_bytes");
+      EXPECT_NE(s.field, "fused_attention_kernel");
+    }
+    if (file.has_hardware_model()) modelled.insert(name);
+  }
+  EXPECT_EQ(modelled,
+            std::set<std::string>(hardware_target_names().begin(), hardware_target_names().end()));
+  // The hardware layer's list is what it was before gpu had a file.
+  const std::vector<std::string_view> hw(hardware_target_names().begin(),
+                                         hardware_target_names().end());
+  EXPECT_EQ(hw, (std::vector<std::string_view>{"cpu", "ascend910", "ascend910b", "ascend310",
+                                               "ascend310p"}));
+}
+
+TEST(TargetFiles, GpuHasOnlyTheOptimizerFacts) {
+  const HardwareTarget gpu = load_hardware_target_file(target_file("gpu"));
+  EXPECT_EQ(gpu.name, "gpu");
+  EXPECT_EQ(gpu.kind, "gpu");
+  EXPECT_FALSE(gpu.ascend);
+  EXPECT_FALSE(gpu.has_hardware_model());
+  EXPECT_EQ(gpu.buffer_alignment, 512u);
+  EXPECT_EQ(gpu.fused_attention_kernel, "FusedAttention");
+  ASSERT_EQ(gpu.optimizer_sources.size(), 2u);
+  EXPECT_EQ(gpu.optimizer_sources[1].source, "FlashAttention (CUDA)");
+  EXPECT_TRUE(gpu.sources.empty());
+  EXPECT_EQ(gpu.frequency_mhz, 0);
+  // As before gpu had a file: the hardware layer has no model for it.
+  EXPECT_EQ(error_of([] { hardware_target("gpu"); }),
+            "no hardware model for target 'gpu' (targets: cpu, ascend910, ascend910b, ascend310, "
+            "ascend310p)");
+  for (const auto& name : {"cpu", "ascend910b"})
+    EXPECT_TRUE(hardware_target(name).has_hardware_model());
+}
+
+TEST(TargetFiles, BadOptimizerFieldsGiveLocatedErrors) {
+  for (const std::string name : {"ascend910", "cpu", "gpu"}) {
+    SCOPED_TRACE(name);
+    const auto good = nlohmann::json::parse(read_text(target_file(name)));
+    const std::string origin = name + ".json";
+    auto mutated = [&](auto&& edit) {
+      auto doc = good;
+      edit(doc);
+      return error_of([&] { parse_hardware_target(doc.dump(), origin); });
+    };
+    EXPECT_EQ(mutated([](nlohmann::json&) {}), "");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d.erase("buffer_alignment_bytes"); }),
+              origin + ": field 'buffer_alignment_bytes': missing");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d.erase("fused_attention_kernel"); }),
+              origin + ": field 'fused_attention_kernel': missing");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = 0; }),
+              origin + ": field 'buffer_alignment_bytes': expected a positive number");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = -512; }),
+              origin + ": field 'buffer_alignment_bytes': expected a positive number");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = 48; }),
+              origin + ": field 'buffer_alignment_bytes': expected a power of two");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = 3; }),
+              origin + ": field 'buffer_alignment_bytes': expected a power of two");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = 64.5; }),
+              origin + ": field 'buffer_alignment_bytes': expected a whole number below 2^32");
+    EXPECT_EQ(
+        mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = 4294967296.0; }),
+        origin + ": field 'buffer_alignment_bytes': expected a whole number below 2^32");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = "512"; }),
+              origin + ": field 'buffer_alignment_bytes': expected a positive number");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"] = 512; }),
+              origin +
+                  ": field 'buffer_alignment_bytes': expected {\"value\": ..., \"confidence\": "
+                  "..., \"source\": ...}");
+    EXPECT_EQ(
+        mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"].erase("source"); }),
+        origin + ": field 'buffer_alignment_bytes': every number needs a non-empty \"source\"");
+    EXPECT_EQ(mutated([](nlohmann::json& d) { d["fused_attention_kernel"]["value"] = nullptr; }),
+              origin + ": field 'fused_attention_kernel': expected a string");
+    EXPECT_EQ(
+        mutated([](nlohmann::json& d) { d["fused_attention_kernel"]["source"] = ""; }),
+        origin + ": field 'fused_attention_kernel': every number needs a non-empty \"source\"");
+    EXPECT_NE(mutated([](nlohmann::json& d) {
+                d["fused_attention_kernel"]["confidence"] = "sure";
+              }).find(origin + ": field 'fused_attention_kernel': confidence must be"),
+              std::string::npos);
+    // The largest power of two below 2^32 is a valid (if odd) alignment.
+    EXPECT_EQ(
+        mutated([](nlohmann::json& d) { d["buffer_alignment_bytes"]["value"] = 2147483648.0; }),
+        "");
+  }
+  // A kind "gpu" file holds no hardware fields, and the kind is never implied.
+  const auto gpu = nlohmann::json::parse(read_text(target_file("gpu")));
+  auto gpu_error = [&gpu](auto&& edit) {
+    auto doc = gpu;
+    edit(doc);
+    return error_of([&doc] { parse_hardware_target(doc.dump(), "gpu.json"); });
+  };
+  EXPECT_EQ(gpu_error([](nlohmann::json& d) {
+              d["frequency_mhz"] = {{"value", 1500}, {"confidence", "A"}, {"source", "a guess"}};
+            })
+                .rfind("gpu.json: field 'frequency_mhz': not a field of a \"gpu\" target: kind "
+                       "\"gpu\" has no hardware model",
+                       0),
+            0u);
+  EXPECT_EQ(gpu_error([](nlohmann::json& d) { d["kind"] = "cpu"; }),
+            "gpu.json: field 'frequency_mhz': missing");
+  EXPECT_EQ(gpu_error([](nlohmann::json& d) { d.erase("kind"); }),
+            "gpu.json: field 'kind': missing");
+  // An Ascend file relabelled "gpu": its hardware fields are refused, not ignored.
+  const auto ascend = nlohmann::json::parse(read_text(target_file("ascend910")));
+  auto relabelled = ascend;
+  relabelled["kind"] = "gpu";
+  EXPECT_EQ(error_of([&relabelled] {
+              parse_hardware_target(relabelled.dump(), "ascend910.json");
+            }).rfind("ascend910.json: field 'ai_cores': not a field of a \"gpu\" target", 0),
+            0u);
 }
 
 // --- kernel models ---------------------------------------------------------------------------

@@ -36,10 +36,19 @@ struct FieldSource {
   std::string source;
 };
 
+// A parsed target file. Every file holds the optimization layer's facts (graphcore::targets() is
+// made of them); its "kind" says which hardware model the rest of the file is for: "ascend" (the
+// Ascend fields), "cpu" (the CPU fields) or "gpu" (none: the hardware layer has no GPU model, and
+// such a file holds no hardware fields).
 struct HardwareTarget {
-  std::string name;          // "ascend910", ..., "cpu"
+  std::string name;          // "ascend910", ..., "cpu", "gpu"
   std::string display_name;  // "Ascend 910 (A)"
-  bool ascend = false;
+  std::string kind;          // "ascend" | "cpu" | "gpu"
+  bool ascend = false;       // kind == "ascend"
+  // Every kind: the optimization layer's facts (TargetInfo).
+  uint32_t buffer_alignment = 0;       // bytes, a power of two: each planned tensor's alignment
+  std::string fused_attention_kernel;  // the kernel library's fused attention kernel; "": none
+  std::vector<FieldSource> optimizer_sources;  // buffer_alignment_bytes, fused_attention_kernel
   // Ascend.
   bool separated = false;     // AIC/AIV split (220x) vs coupled cube+vector cores
   uint32_t ai_cores = 0;      // cube-capable cores (AIC on separated chips)
@@ -67,12 +76,16 @@ struct HardwareTarget {
   // Both.
   double launch_overhead_us = 0;
   std::string notes;
-  std::vector<FieldSource> sources;  // one per field, in file order
+  // One per field of the hardware model, in file order (what the hardware layer's document lists;
+  // the optimizer's fields are in optimizer_sources). Empty for kind "gpu".
+  std::vector<FieldSource> sources;
 
+  [[nodiscard]] bool has_hardware_model() const { return kind == "ascend" || kind == "cpu"; }
   [[nodiscard]] double cycles_per_us() const { return frequency_mhz; }
 };
 
-// The names of the built-in targets: "cpu", "ascend910", "ascend910b", "ascend310", "ascend310p".
+// The built-in targets with a hardware model, in the order the hardware layer's messages list
+// them: "cpu", "ascend910", "ascend910b", "ascend310", "ascend310p" (not "gpu").
 std::span<const std::string_view> hardware_target_names();
 // Parses and validates a target file's text; `origin` names it in error messages. Throws
 // TargetError ("ascend910.json: field 'l0a_bytes': expected a positive number").
@@ -80,8 +93,9 @@ HardwareTarget parse_hardware_target(std::string_view json, std::string_view ori
 // Reads and parses a target file. Throws TargetError (missing or unreadable file, invalid JSON,
 // invalid fields).
 HardwareTarget load_hardware_target_file(const std::filesystem::path& path);
-// The built-in target `name` (parsed once from the embedded file). Throws TargetError for an
-// unknown name.
+// The built-in target `name` with a hardware model (every built-in file is parsed once, on first
+// use of this or of graphcore::targets()). Throws TargetError for an unknown name or a target
+// without a hardware model ("gpu").
 const HardwareTarget& hardware_target(std::string_view name);
 
 enum class Unit : uint8_t { Cube, Vector, AiCpu, Host, Cpu };

@@ -22,7 +22,10 @@
 namespace graphcore {
 
 // A compilation target as far as the optimization layer cares: whether it is an Ascend chip
-// (private formats, TransData) and the alignment of activation buffers.
+// (private formats, TransData), the alignment of activation buffers and its fused attention
+// kernel. Read from the target's file, graphcore/targets/<name>.json (embedded at build time):
+// "kind", "buffer_alignment_bytes" and "fused_attention_kernel" (docs/hardware-model.md). The
+// views point into the parsed files, which live as long as the program.
 struct TargetInfo {
   std::string_view name;  // "cpu", "gpu", "ascend910", "ascend910b", "ascend310", "ascend310p"
   bool ascend = false;
@@ -31,10 +34,12 @@ struct TargetInfo {
   // matrix never leaves the chip). Empty: it has none, and the attention pattern runs as
   // separate BatchMatMul / Mul / Add / Softmax / Dropout kernels. Else the kernel's name.
   std::string_view attention_kernel;
-  std::string_view attention_source;  // where that fact comes from
+  std::string_view attention_source;  // where that fact comes from (the field's "source")
 };
 
-// Every target, in the order the CLI lists them.
+// Every target, in the order the CLI lists them: cpu, gpu, ascend910, ascend910b, ascend310p,
+// ascend310. The first call parses the built-in target files; a file that does not parse (a build
+// defect the unit tests catch) throws graphcore::TargetError (hardware.h).
 std::span<const TargetInfo> targets();
 // The target named `name`, or nullptr.
 const TargetInfo* find_target(std::string_view name);

@@ -1,10 +1,8 @@
-// Target files: parsing, validation and the embedded built-in targets.
+// Target files: parsing, validation and the embedded built-in targets, which are both the
+// optimization layer's targets (graphcore::targets(), optimize.h) and the hardware layer's.
 #include <algorithm>
 #include <array>
 #include <fstream>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -18,8 +16,18 @@ namespace {
 
 using json = nlohmann::json;
 
+// The built-in targets (graphcore/targets/<name>.json, one file each) in the order the CLI lists
+// them (graphcore::targets()). Only the order is defined here: every fact is in the files, and
+// the files and this list must name the same targets (checked when they are first parsed).
+constexpr std::array<std::string_view, 6> kTargetOrder = {"cpu",        "gpu",        "ascend910",
+                                                          "ascend910b", "ascend310p", "ascend310"};
+// The built-in targets with a hardware model (kind "ascend" or "cpu"), in the order the hardware
+// layer's messages list them (checked against the files too).
 constexpr std::array<std::string_view, 5> kNames = {"cpu", "ascend910", "ascend910b", "ascend310",
                                                     "ascend310p"};
+// The fields of a kind "gpu" file: it has no hardware model, so no hardware fields.
+constexpr std::array<std::string_view, 6> kGpuFields = {
+    "name", "display_name", "kind", "notes", "buffer_alignment_bytes", "fused_attention_kernel"};
 
 constexpr std::array<std::string_view, 6> kConfidence = {"O", "T", "3P", "D", "?", "A"};
 
@@ -40,7 +48,10 @@ bool valid_confidence(std::string_view c) {
 class Reader {
  public:
   Reader(const json& doc, std::string_view origin, HardwareTarget* out)
-      : doc_(doc), origin_(origin), out_(out) {}
+      : doc_(doc), origin_(origin), sources_(&out->sources) {}
+
+  // Where field() records the sources of the fields read next.
+  void record_sources_in(std::vector<FieldSource>* sources) { sources_ = sources; }
 
   [[noreturn]] void fail(std::string_view field, std::string_view what) const {
     throw TargetError(std::string(origin_) + ": field '" + std::string(field) +
@@ -63,7 +74,7 @@ class Reader {
     if (src == it->end() || !src->is_string() || src->get_ref<const std::string&>().empty()) {
       fail(name, "every number needs a non-empty \"source\"");
     }
-    out_->sources.push_back({std::string(name), conf->get<std::string>(), src->get<std::string>()});
+    sources_->push_back({std::string(name), conf->get<std::string>(), src->get<std::string>()});
     return it->at("value");
   }
 
@@ -81,6 +92,11 @@ class Reader {
     const auto v = checked_whole<uint32_t>(positive(name));
     if (!v) fail(name, "expected a whole number below 2^32");
     return *v;
+  }
+  uint32_t power_of_two(std::string_view name) {
+    const uint32_t v = count(name);
+    if ((v & (v - 1)) != 0) fail(name, "expected a power of two");
+    return v;
   }
   uint64_t bytes(std::string_view name) {
     const auto v = checked_whole<uint64_t>(positive(name));
@@ -120,7 +136,7 @@ class Reader {
  private:
   const json& doc_;
   std::string_view origin_;
-  HardwareTarget* out_;
+  std::vector<FieldSource>* sources_;
 };
 
 }  // namespace
@@ -156,9 +172,28 @@ HardwareTarget parse_hardware_target(std::string_view text, std::string_view ori
   t.name = r.plain("name", true);
   t.display_name = r.plain("display_name", true);
   t.notes = r.plain("notes", false);
-  const std::string kind = r.plain("kind", true);
-  if (kind != "ascend" && kind != "cpu") r.fail("kind", "expected \"ascend\" or \"cpu\"");
-  t.ascend = kind == "ascend";
+  t.kind = r.plain("kind", true);
+  if (t.kind != "ascend" && t.kind != "cpu" && t.kind != "gpu") {
+    r.fail("kind", "expected \"ascend\", \"cpu\" or \"gpu\"");
+  }
+  t.ascend = t.kind == "ascend";
+  // Every kind: the optimization layer's facts, whose sources are kept apart from the hardware
+  // model's.
+  r.record_sources_in(&t.optimizer_sources);
+  t.buffer_alignment = r.power_of_two("buffer_alignment_bytes");
+  t.fused_attention_kernel = r.text("fused_attention_kernel");
+  r.record_sources_in(&t.sources);
+  if (t.kind == "gpu") {
+    for (const auto& item : doc.items()) {
+      if (std::find(kGpuFields.begin(), kGpuFields.end(), item.key()) == kGpuFields.end()) {
+        r.fail(item.key(),
+               "not a field of a \"gpu\" target: kind \"gpu\" has no hardware model (the hardware "
+               "layer models \"ascend\" and \"cpu\" targets), so its file holds only name, "
+               "display_name, kind, notes, buffer_alignment_bytes and fused_attention_kernel");
+      }
+    }
+    return t;
+  }
   t.frequency_mhz = r.positive("frequency_mhz");
   t.launch_overhead_us = r.positive("launch_overhead_us");
   if (!t.ascend) {
@@ -229,20 +264,78 @@ HardwareTarget load_hardware_target_file(const std::filesystem::path& path) {
   return parse_hardware_target(text.str(), path.filename().string());
 }
 
-const HardwareTarget& hardware_target(std::string_view name) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<HardwareTarget>, std::less<>> cache;
-  std::lock_guard lock(mutex);
-  if (auto it = cache.find(name); it != cache.end()) return *it->second;
-  for (const auto& e : hw::embedded_targets()) {
-    if (e.name != name) continue;
-    auto t = std::make_unique<HardwareTarget>(
-        parse_hardware_target(e.json, std::string(name) + ".json"));
-    if (t->name != name) {
-      throw TargetError(std::string(name) + ".json: field 'name': '" + t->name +
-                        "' does not match the file name");
+namespace {
+
+// The built-in target files, parsed once: `files` in kTargetOrder's order, `infos` their
+// optimizer facts (TargetInfo's views point into `files`, which never change after the build).
+struct BuiltInTargets {
+  std::vector<HardwareTarget> files;
+  std::vector<TargetInfo> infos;
+};
+
+BuiltInTargets parse_built_in_targets() {
+  BuiltInTargets out;
+  out.files.reserve(kTargetOrder.size());
+  for (const auto name : kTargetOrder) {
+    const std::string origin = std::string(name) + ".json";
+    const auto embedded = hw::embedded_targets();
+    const auto e = std::find_if(embedded.begin(), embedded.end(),
+                                [name](const hw::EmbeddedTarget& x) { return x.name == name; });
+    if (e == embedded.end()) {
+      throw TargetError(origin + ": missing: target '" + std::string(name) +
+                        "' is listed (kTargetOrder, graphcore/src/hw/target.cpp) but "
+                        "graphcore/targets/ has no file for it");
     }
-    return *cache.emplace(std::string(name), std::move(t)).first->second;
+    HardwareTarget t = parse_hardware_target(e->json, origin);
+    if (t.name != name) {
+      throw TargetError(origin + ": field 'name': '" + t.name + "' does not match the file name");
+    }
+    const bool listed = std::find(kNames.begin(), kNames.end(), name) != kNames.end();
+    if (t.has_hardware_model() != listed) {
+      throw TargetError(origin + ": field 'kind': \"" + t.kind + "\" " +
+                        (listed ? "has no hardware model, but the target is listed with one"
+                                : "has a hardware model, but the target is not listed with one") +
+                        " (kNames, graphcore/src/hw/target.cpp)");
+    }
+    out.files.push_back(std::move(t));
+  }
+  for (const auto& e : hw::embedded_targets()) {
+    if (std::find(kTargetOrder.begin(), kTargetOrder.end(), e.name) == kTargetOrder.end()) {
+      throw TargetError(std::string(e.name) +
+                        ".json: not a listed target (add it to kTargetOrder in "
+                        "graphcore/src/hw/target.cpp, where the CLI's order of targets is)");
+    }
+  }
+  for (const auto& t : out.files) {
+    const auto source =
+        std::find_if(t.optimizer_sources.begin(), t.optimizer_sources.end(),
+                     [](const FieldSource& f) { return f.field == "fused_attention_kernel"; });
+    out.infos.push_back(
+        TargetInfo{t.name, t.ascend, t.buffer_alignment, t.fused_attention_kernel, source->source});
+  }
+  return out;
+}
+
+const BuiltInTargets& built_in_targets() {
+  // Moving the vectors keeps their elements where they are, so the views stay valid.
+  static const BuiltInTargets parsed = parse_built_in_targets();
+  return parsed;
+}
+
+}  // namespace
+
+std::span<const TargetInfo> targets() { return built_in_targets().infos; }
+
+const TargetInfo* find_target(std::string_view name) {
+  for (const auto& t : targets()) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const HardwareTarget& hardware_target(std::string_view name) {
+  for (const auto& t : built_in_targets().files) {
+    if (t.name == name && t.has_hardware_model()) return t;
   }
   std::string known;
   for (auto n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);

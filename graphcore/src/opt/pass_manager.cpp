@@ -1,5 +1,6 @@
-// The pass manager: targets, formats, the import of a semantic graph, the shared rewriting
-// helpers and the pipeline itself.
+// The pass manager: formats, the import of a semantic graph, the shared rewriting helpers and the
+// pipeline itself. The targets (targets(), find_target()) are read from the target files
+// (graphcore/targets/*.json) by src/hw/target.cpp.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -13,23 +14,6 @@
 namespace graphcore {
 
 namespace {
-
-// Alignment of activation buffers: 32 bytes on the host CPU (AVX-256 loads, as TFLite's arena);
-// 512 bytes on GPU and Ascend devices (MindSpore's device memory pools align blocks to 512).
-// Fused attention on Ascend (CANN's operator documentation, "product support" tables):
-// FlashAttentionScore (training) runs on Atlas A2 training products (910B) and not on Atlas
-// training products (910A); PromptFlashAttention (inference) runs on A2 and on Atlas inference
-// cards (310P), not on Atlas training products; neither exists for the Ascend 310.
-constexpr std::string_view kCannAttention =
-    "CANN 7.0 aclnnFlashAttentionScore / aclnnPromptFlashAttention product support";
-constexpr std::array kTargets = {
-    TargetInfo{"cpu", false, 32, "FusedAttention", "a generic CPU attention kernel"},
-    TargetInfo{"gpu", false, 512, "FusedAttention", "FlashAttention (CUDA)"},
-    TargetInfo{"ascend910", true, 512, "", kCannAttention},
-    TargetInfo{"ascend910b", true, 512, "FlashAttentionScore", kCannAttention},
-    TargetInfo{"ascend310p", true, 512, "PromptFlashAttention", kCannAttention},
-    TargetInfo{"ascend310", true, 512, "", kCannAttention},
-};
 
 struct PassInfo {
   std::string_view name;
@@ -76,7 +60,7 @@ constexpr std::array kPasses = {
 
 std::string target_list() {
   std::string out;
-  for (const auto& t : kTargets) {
+  for (const auto& t : targets()) {
     if (!out.empty()) out += ", ";
     out += t.name;
   }
@@ -118,15 +102,6 @@ OptimizedGraph import_graph(const CellReport& report, std::string_view target) {
 }
 
 }  // namespace
-
-std::span<const TargetInfo> targets() { return kTargets; }
-
-const TargetInfo* find_target(std::string_view name) {
-  for (const auto& t : kTargets) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
 
 std::string_view format_name(Format f) {
   switch (f) {
