@@ -64,6 +64,14 @@ CASES = [
     # Nearest resizes (plain, align_corners, interpolate), transposed convolutions (same,
     # valid, pad with dilation and groups), LpNorm with its epsilon floor.
     ("resize_transpose", "tests/runtime/models/resize_transpose.py", ["2,4,5,6"], [], 1e-5),
+    # LSTM (2 layers, bidirectional, batch_first), GRU with an initial state, RNN relu no bias.
+    ("recurrent", "tests/runtime/models/recurrent.py", ["2,7,6"], [], 1e-5),
+    # nn.MultiheadAttention: self-attention, cross-attention with kdim/vdim, per-head weights.
+    ("attention", "tests/runtime/models/attention.py", ["2,7,6", "2,3,5"], [], 1e-5),
+    # nn.Conv3d: per-side padding, dilation and groups under 'same', the default pad mode.
+    ("conv3d", "tests/runtime/models/conv3d.py", ["2,4,5,6,7"], [], 1e-5),
+    # `if` on a tensor: the Merge of both branches' values picks the taken one.
+    ("branches", "tests/runtime/models/branches.py", ["3,4"], [], 1e-6),
     ("scalars", "tests/runtime/models/scalars.py", ["4,6", "4,6:int32"], ["random", "random"],
      1e-6),
     ("lenet5", "tests/corpus/models/lenet5.py", ["64,1,32,32"], [], 1e-4),
@@ -266,6 +274,43 @@ def run_op(node, ins, params):
     if node["kind"] == "constant":
         return [torch.full(out_shape(node), attr(node, "value"),
                            dtype=TORCH_DTYPES[node["outputs"][0]["dtype"]])]
+    if op in ("LSTM", "GRU", "RNN"):
+        kw = dict(num_layers=attr(node, "num_layers", 1), bias=attr(node, "has_bias", True),
+                  batch_first=attr(node, "batch_first", False),
+                  bidirectional=attr(node, "bidirectional", False))
+        if op == "RNN":
+            kw["nonlinearity"] = attr(node, "nonlinearity", "tanh")
+        m = getattr(torch.nn, op)(attr(node, "input_size"), attr(node, "hidden_size"), **kw)
+        with torch.no_grad():  # MindSpore's parameter names are torch's
+            for name, value in zip(node["params"], params):
+                getattr(m, name.rsplit(".", 1)[-1]).copy_(value)
+        state = tuple(ins[1:]) if len(ins) > 1 else None
+        y, hn = m(x, (state if op == "LSTM" else state[0]) if state else None)
+        return [y, *hn] if op == "LSTM" else [y, hn]
+    if op == "MultiheadAttention":
+        names = [n.split(".", 1)[1] for n in node["params"]]  # MindSpore's names are torch's
+        e = attr(node, "embed_dim")
+        m = torch.nn.MultiheadAttention(
+            e, attr(node, "num_heads"), bias="in_proj_bias" in names,
+            kdim=attr(node, "kdim") or e, vdim=attr(node, "vdim") or e,
+            batch_first=attr(node, "batch_first", False))
+        with torch.no_grad():
+            for name, value in zip(names, params):
+                m.get_parameter(name).copy_(value)
+        per_head = len(node["outputs"]) > 1 and len(node["outputs"][1]["shape"]) == 4
+        y, w = m(ins[0], ins[1], ins[2], average_attn_weights=not per_head)
+        return [y, w] if len(node["outputs"]) > 1 else [y]
+    if op == "Conv3D":
+        w = params[0]
+        b = params[1] if len(params) > 1 and attr(node, "has_bias", False) else None
+        triple = lambda v: list(v[-3:]) if isinstance(v, list) and len(v) >= 3 else [
+            v[0] if isinstance(v, list) else v] * 3
+        stride, dilation = triple(attr(node, "stride", 1)), triple(attr(node, "dilation", 1))
+        pads = window_pads(node, list(x.shape[2:]), list(w.shape[2:]), stride, dilation)
+        return [F.conv3d(torch_pad(x, pads), w, b, stride=stride, dilation=dilation,
+                         groups=attr(node, "group", 1))]
+    if op == "Merge":  # the `if` on a one-element tensor picks a branch's value
+        return [ins[1] if bool(ins[0]) else ins[2]]
     if op == "ResizeNearestNeighbor":
         size = out_shape(node)[2:]
         if not attr(node, "align_corners", False):
@@ -396,10 +441,10 @@ def run_op(node, ins, params):
             return [{"Less": torch.gt, "LessEqual": torch.ge, "Greater": torch.lt,
                      "GreaterEqual": torch.le}.get(op, COMPARE[op])(a, b)]
         return [COMPARE[op](a, b)]
-    if op in ("ReduceMean", "ReduceSum", "ReduceMax") and len(node["outputs"]) == 1:
+    if op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin") and len(node["outputs"]) == 1:
         axes, keep = reduce_axes(node, x)
-        if op == "ReduceMax":
-            return [torch.amax(x, dim=axes, keepdim=keep)]
+        if op in ("ReduceMax", "ReduceMin"):
+            return [(torch.amax if op == "ReduceMax" else torch.amin)(x, dim=axes, keepdim=keep)]
         fn = torch.mean if op == "ReduceMean" else torch.sum
         return [fn(x, dim=axes, keepdim=keep) if axes else x.clone()]
     if op in ("ReduceStd", "ReduceVar"):
@@ -457,6 +502,9 @@ def run_op(node, ins, params):
         if a is None:
             a = next((i for i in range(len(out)) if out[i] != ins[0].shape[i]), 0)
         return [torch.cat(ins, dim=a)]
+    if op in ("Ones", "Zeros"):
+        return [(torch.ones if op == "Ones" else torch.zeros)(
+            out_shape(node), dtype=TORCH_DTYPES[node["outputs"][0]["dtype"]])]
     if op == "ZerosLike":
         return [torch.zeros_like(x)]
     if op == "Range":

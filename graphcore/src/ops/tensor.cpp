@@ -77,7 +77,7 @@ std::span<const OpDef> tensor_ops() {
       {"UniformReal", C::Random, kRandom, U::Vector, 1, P::Float16, &kernels::k_random, false},
       {"UniformInt", C::Random, kRandom, U::Vector, 1, P::Float16, &kernels::k_random, false},
       {"TransData", C::DataMove, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
-      {"Merge", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
+      {"Merge", C::Other, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_merge, false},
       {"Custom", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
   };
   return kRows;

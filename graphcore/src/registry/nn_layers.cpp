@@ -774,7 +774,9 @@ void add_rnn(Registry& r, const RnnSpec& s) {
                                                    : Shape::of({s.gates * h});
           ctx.add_parameter(name, shape, dt, true);
         }
-    copy_attrs(ctx, {"input_size", "hidden_size", "num_layers", "batch_first", "bidirectional"});
+    copy_attrs(ctx, {"input_size", "hidden_size", "num_layers", "batch_first", "bidirectional",
+                     "has_bias"});
+    if (s.name == "nn.RNN") copy_attrs(ctx, {"nonlinearity"});
   };
   auto infer = [s](CallContext& ctx, const TensorType& x) {
     if (!require_rank(ctx, s.name, x.shape, 3, 3, "x")) return;

@@ -2369,6 +2369,283 @@ void k_random(KernelCall& c) {
   const bool normal = c.node.op == "StandardNormal";
   for (int64_t i = 0; i < y.numel(); ++i) y.set(i, normal ? rng.normal() : rng.uniform());
 }
+
+// nn.LSTM / nn.GRU / nn.RNN (inference): gates in MindSpore's (and PyTorch's) order, LSTM
+// i, f, g, o; GRU r, z, n with n = tanh(W_in x + b_in + r * (W_hn h + b_hn)); RNN tanh or relu.
+// Inputs: x, then the optional initial state (h0, and c0 for the LSTM); zeros without it.
+// Outputs: the last layer's output at every step (both directions concatenated), h_n (and c_n).
+void k_recurrent(KernelCall& c) {
+  const std::string_view op = c.node.op;
+  const int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  const Tensor x0 = as_float(in(c, 0));
+  const auto hidden = attr_int(c.node, "hidden_size");
+  if (!hidden || x0.rank() != 3) fail(std::string(op) + " needs hidden_size and a 3-D input");
+  const int64_t H = *hidden;
+  const int64_t layers = attr_int(c.node, "num_layers").value_or(1);
+  const int64_t dirs = attr_bool(c.node, "bidirectional").value_or(false) ? 2 : 1;
+  const bool batch_first = attr_bool(c.node, "batch_first").value_or(false);
+  const bool has_bias = attr_bool(c.node, "has_bias").value_or(true);
+  const bool relu = attr_str(c.node, "nonlinearity").value_or("tanh") == "relu";
+  const size_t states = op == "LSTM" ? 2 : 1;
+  if (c.inputs.size() > 1 + states)
+    fail(std::string(op) + ": seq_length is not implemented by the CPU runtime");
+  const Tensor& x = x0;
+  const int64_t T = x.shape()[batch_first ? 1 : 0], N = x.shape()[batch_first ? 0 : 1];
+  const auto at_x = [&](int64_t t, int64_t b) {
+    return x.data<float>() + (batch_first ? (b * T + t) : (t * N + b)) * x.shape()[2];
+  };
+  const auto state_in = [&](size_t k) -> std::optional<Tensor> {
+    if (c.inputs.size() <= 1 + k) return std::nullopt;
+    Tensor s = as_float(c.inputs[1 + k]);
+    if (s.shape() != std::vector<int64_t>{layers * dirs, N, H})
+      fail(std::string(op) + ": the initial state must be " + shape_str({layers * dirs, N, H}) +
+           ", got " + s.type_str());
+    return s;
+  };
+  const auto h0 = state_in(0);
+  const auto c0 = op == "LSTM" ? state_in(1) : std::nullopt;
+  Tensor hn({layers * dirs, N, H}, DType::Float32), cn({layers * dirs, N, H}, DType::Float32);
+  // The current layer's input sequence, (T, N, F) row-major.
+  int64_t F = x.shape()[2];
+  std::vector<float> seq(static_cast<size_t>(T * N * F));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < N; ++b) std::copy_n(at_x(t, b), F, seq.data() + (t * N + b) * F);
+  const auto sigmoid = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+  for (int64_t l = 0; l < layers; ++l) {
+    std::vector<float> out(static_cast<size_t>(T * N * dirs * H));
+    for (int64_t d = 0; d < dirs; ++d) {
+      const std::string sfx = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+      const Tensor* wih = find_param(c, "weight_ih" + sfx);
+      const Tensor* whh = find_param(c, "weight_hh" + sfx);
+      const Tensor* bih = has_bias ? find_param(c, "bias_ih" + sfx) : nullptr;
+      const Tensor* bhh = has_bias ? find_param(c, "bias_hh" + sfx) : nullptr;
+      if (wih == nullptr || whh == nullptr || (has_bias && (bih == nullptr || bhh == nullptr)))
+        fail(std::string(op) + ": the parameters of layer " + std::to_string(l) + " are missing");
+      if (wih->shape() != std::vector<int64_t>{gates * H, F})
+        fail(std::string(op) + ": weight_ih" + sfx + " is " + wih->type_str());
+      const Tensor Wih = as_float(*wih), Whh = as_float(*whh);
+      MapCM wi(Wih.data<float>(), gates * H, F), wh(Whh.data<float>(), gates * H, H);
+      // Input projections of every step at once: (T*N, G*H).
+      RowMat xp = MapCM(seq.data(), T * N, F) * wi.transpose();
+      RowMat bi = RowMat::Zero(1, gates * H), bh = RowMat::Zero(1, gates * H);
+      if (has_bias) {
+        const Tensor Bi = as_float(*bih), Bh = as_float(*bhh);
+        bi = MapCM(Bi.data<float>(), 1, gates * H);
+        bh = MapCM(Bh.data<float>(), 1, gates * H);
+      }
+      xp.rowwise() += bi.row(0);
+      const int64_t slot = l * dirs + d;
+      RowMat h = RowMat::Zero(N, H), cs = RowMat::Zero(N, H);
+      if (h0) h = MapCM(h0->data<float>() + slot * N * H, N, H);
+      if (c0) cs = MapCM(c0->data<float>() + slot * N * H, N, H);
+      for (int64_t step = 0; step < T; ++step) {
+        const int64_t t = d == 0 ? step : T - 1 - step;
+        RowMat hp = h * wh.transpose();
+        hp.rowwise() += bh.row(0);
+        for (int64_t b = 0; b < N; ++b) {
+          const float* a = xp.data() + (t * N + b) * gates * H;
+          const float* r = hp.data() + b * gates * H;
+          for (int64_t k = 0; k < H; ++k) {
+            float v = 0;
+            if (gates == 4) {
+              const float ig = sigmoid(a[k] + r[k]), fg = sigmoid(a[H + k] + r[H + k]);
+              const float gg = std::tanh(a[2 * H + k] + r[2 * H + k]);
+              const float og = sigmoid(a[3 * H + k] + r[3 * H + k]);
+              cs(b, k) = fg * cs(b, k) + ig * gg;
+              v = og * std::tanh(cs(b, k));
+            } else if (gates == 3) {
+              const float rg = sigmoid(a[k] + r[k]), zg = sigmoid(a[H + k] + r[H + k]);
+              const float ng = std::tanh(a[2 * H + k] + rg * r[2 * H + k]);
+              v = (1 - zg) * ng + zg * h(b, k);
+            } else {
+              v = a[k] + r[k];
+              v = relu ? std::max(v, 0.0f) : std::tanh(v);
+            }
+            out[static_cast<size_t>(((t * N + b) * dirs + d) * H + k)] = v;
+          }
+        }
+        for (int64_t b = 0; b < N; ++b)
+          for (int64_t k = 0; k < H; ++k)
+            h(b, k) = out[static_cast<size_t>(((t * N + b) * dirs + d) * H + k)];
+      }
+      std::copy_n(h.data(), N * H, hn.data<float>() + slot * N * H);
+      std::copy_n(cs.data(), N * H, cn.data<float>() + slot * N * H);
+    }
+    seq = std::move(out);
+    F = dirs * H;
+  }
+  Tensor y(batch_first ? std::vector<int64_t>{N, T, F} : std::vector<int64_t>{T, N, F},
+           DType::Float32);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < N; ++b)
+      std::copy_n(seq.data() + (t * N + b) * F, F,
+                  y.data<float>() + (batch_first ? (b * T + t) : (t * N + b)) * F);
+  emit(c, std::move(y));
+  emit(c, std::move(hn));
+  if (op == "LSTM") emit(c, std::move(cn));
+}
+
+// nn.MultiheadAttention (inference): projections (packed in_proj_weight, or q/k/v_proj_weight
+// when kdim/vdim differ), softmax(q k^T / sqrt(head_dim)) v per head, the output projection;
+// the weights averaged over heads (N, L, S), or per head (N, heads, L, S) as the graph's second
+// output says. Inputs query, key, value; masks are not implemented (the runtime says so).
+void k_multihead_attention(KernelCall& c) {
+  if (c.inputs.size() != 3)
+    fail(
+        "MultiheadAttention: attention masks are not implemented by the CPU runtime (the node "
+        "has " +
+        std::to_string(c.inputs.size()) + " tensor inputs, query/key/value are 3)");
+  const auto e_attr = attr_int(c.node, "embed_dim");
+  const auto h_attr = attr_int(c.node, "num_heads");
+  if (!e_attr || !h_attr || *h_attr <= 0 || *e_attr % *h_attr != 0)
+    fail("MultiheadAttention needs embed_dim divisible by num_heads");
+  const int64_t E = *e_attr, heads = *h_attr, hd = E / heads;
+  const bool bf = attr_bool(c.node, "batch_first").value_or(false);
+  const Tensor q0 = as_float(c.inputs[0]), k0 = as_float(c.inputs[1]), v0 = as_float(c.inputs[2]);
+  if (q0.rank() != 3 || k0.rank() != 3 || v0.rank() != 3)
+    fail("MultiheadAttention: unbatched (2-D) inputs are not implemented by the CPU runtime");
+  const int64_t N = q0.shape()[bf ? 0 : 1], L = q0.shape()[bf ? 1 : 0], S = k0.shape()[bf ? 1 : 0];
+  // Rows of a (seq, batch, feature) or (batch, seq, feature) tensor as (batch, seq, feature).
+  const auto batch_major = [&](const Tensor& t, int64_t len) {
+    const int64_t f = t.shape()[2];
+    RowMat m(N * len, f);
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t i = 0; i < len; ++i)
+        m.row(b * len + i) =
+            MapCM(t.data<float>() + (bf ? b * len + i : i * N + b) * f, 1, f).row(0);
+    return m;
+  };
+  const Tensor* packed = find_param(c, "in_proj_weight");
+  const Tensor* bias = find_param(c, "in_proj_bias");
+  const auto project = [&](const Tensor& t, int64_t len, int which, const char* own) {
+    RowMat m = batch_major(t, len);
+    RowMat y;
+    if (packed != nullptr) {
+      const Tensor w = as_float(*packed);
+      y = m * MapCM(w.data<float>() + which * E * E, E, E).transpose();
+    } else {
+      const Tensor* wp = find_param(c, own);
+      if (wp == nullptr) fail(std::string("MultiheadAttention: ") + own + " is missing");
+      const Tensor w = as_float(*wp);
+      y = m * MapCM(w.data<float>(), E, w.shape()[1]).transpose();
+    }
+    if (bias != nullptr) {
+      const Tensor b = as_float(*bias);
+      y.rowwise() += MapCM(b.data<float>() + which * E, 1, E).row(0);
+    }
+    return y;
+  };
+  const RowMat q = project(q0, L, 0, "q_proj_weight");
+  const RowMat k = project(k0, S, 1, "k_proj_weight");
+  const RowMat v = project(v0, S, 2, "v_proj_weight");
+  const bool per_head = c.node.outputs.size() > 1 && c.node.outputs[1].shape.rank() == 4;
+  RowMat ctx(N * L, E);
+  Tensor weights(per_head ? std::vector<int64_t>{N, heads, L, S} : std::vector<int64_t>{N, L, S},
+                 DType::Float32);
+  std::fill_n(weights.data<float>(), weights.numel(), 0.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      RowMat sc = q.block(b * L, h * hd, L, hd) * k.block(b * S, h * hd, S, hd).transpose() * scale;
+      for (int64_t i = 0; i < L; ++i) {
+        const float m = sc.row(i).maxCoeff();
+        sc.row(i) = (sc.row(i).array() - m).exp().matrix();
+        sc.row(i) /= sc.row(i).sum();
+      }
+      ctx.block(b * L, h * hd, L, hd) = sc * v.block(b * S, h * hd, S, hd);
+      float* w = weights.data<float>() + (per_head ? (b * heads + h) * L * S : b * L * S);
+      MapM(w, L, S) += per_head ? sc : RowMat(sc / static_cast<float>(heads));
+    }
+  const Tensor* ow = find_param(c, "out_proj.weight");
+  const Tensor* ob = find_param(c, "out_proj.bias");
+  if (ow == nullptr) fail("MultiheadAttention: out_proj.weight is missing");
+  const Tensor owf = as_float(*ow);
+  RowMat out = ctx * MapCM(owf.data<float>(), E, E).transpose();
+  if (ob != nullptr) {
+    const Tensor obf = as_float(*ob);
+    out.rowwise() += MapCM(obf.data<float>(), 1, E).row(0);
+  }
+  Tensor y(bf ? std::vector<int64_t>{N, L, E} : std::vector<int64_t>{L, N, E}, DType::Float32);
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      std::copy_n(out.row(b * L + i).data(), E, y.data<float>() + (bf ? b * L + i : i * N + b) * E);
+  emit(c, std::move(y));
+  if (c.node.outputs.size() > 1) emit(c, std::move(weights));
+}
+
+// nn.Conv3d on NCDHW: weight (out, in / group, kd, kh, kw), the pad modes of make_window.
+// A direct loop (no im2col): 3-D convolutions are rare in the models this runtime checks.
+void k_conv3d(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor* wp = find_param(c, "weight");
+  const Tensor wt = as_float(wp != nullptr ? *wp : in(c, 1));
+  const Tensor* bias =
+      attr_bool(c.node, "has_bias").value_or(false) ? find_param(c, "bias") : nullptr;
+  if (x.rank() != 5 || wt.rank() != 5)
+    fail("Conv3D expects a 5-D NCDHW input and weight, got " + x.type_str() + " and " +
+         wt.type_str());
+  const int64_t n = x.shape()[0], ch = x.shape()[1];
+  const int64_t oc = wt.shape()[0], icg = wt.shape()[1];
+  const int64_t groups = attr_int(c.node, "group").value_or(attr_int(c.node, "groups").value_or(1));
+  if (groups <= 0 || ch != icg * groups || oc % groups != 0)
+    fail("Conv3D: input " + x.type_str() + " does not match weight " + wt.type_str() +
+         " with group=" + std::to_string(groups));
+  const std::vector<int64_t> in_dims = {x.shape()[2], x.shape()[3], x.shape()[4]};
+  const Window w =
+      make_window(c.node, in_dims, {wt.shape()[2], wt.shape()[3], wt.shape()[4]}, false);
+  Tensor& y = emit(c, Tensor({n, oc, w.out[0], w.out[1], w.out[2]}, DType::Float32));
+  const int64_t ocg = oc / groups;
+  const int64_t id = in_dims[0], ih = in_dims[1], iw = in_dims[2];
+  const int64_t kd = w.kernel[0], kh = w.kernel[1], kw = w.kernel[2];
+  float* py = y.data<float>();
+  const float* px = x.data<float>();
+  const float* pw = wt.data<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < oc; ++o) {
+      const int64_t g = o / ocg;
+      const float bv = bias != nullptr ? static_cast<float>(bias->at(o)) : 0.0f;
+      for (int64_t od = 0; od < w.out[0]; ++od)
+        for (int64_t oh = 0; oh < w.out[1]; ++oh)
+          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+            double acc = bv;
+            for (int64_t ci = 0; ci < icg; ++ci) {
+              const float* xc = px + (b * ch + g * icg + ci) * id * ih * iw;
+              const float* wc = pw + (o * icg + ci) * kd * kh * kw;
+              for (int64_t a = 0; a < kd; ++a) {
+                const int64_t zd = od * w.stride[0] - w.pad_before[0] + a * w.dilation[0];
+                if (zd < 0 || zd >= id) continue;
+                for (int64_t e = 0; e < kh; ++e) {
+                  const int64_t zh = oh * w.stride[1] - w.pad_before[1] + e * w.dilation[1];
+                  if (zh < 0 || zh >= ih) continue;
+                  for (int64_t f = 0; f < kw; ++f) {
+                    const int64_t zw = ow * w.stride[2] - w.pad_before[2] + f * w.dilation[2];
+                    if (zw < 0 || zw >= iw) continue;
+                    acc += static_cast<double>(xc[(zd * ih + zh) * iw + zw]) *
+                           wc[(a * kh + e) * kw + f];
+                  }
+                }
+              }
+            }
+            py[(((b * oc + o) * w.out[0] + od) * w.out[1] + oh) * w.out[2] + ow] =
+                static_cast<float>(acc);
+          }
+    }
+}
+
+// The value of a variable after an `if` on a tensor (the evaluator's Merge: condition, the value
+// the `if` branch left, the value the other left). Both branches' operators ran (the graph holds
+// both); the condition picks one, as Python's truth value of a one-element tensor.
+void k_merge(KernelCall& c) {
+  if (c.inputs.size() != 3)
+    fail(
+        "Merge: the condition of the `if` is not a tensor of the graph; the runtime cannot "
+        "tell which branch ran");
+  const Tensor& cond = c.inputs[0];
+  if (cond.numel() != 1)
+    fail("Merge: the truth value of a tensor of " + std::to_string(cond.numel()) +
+         " elements is ambiguous (MindSpore raises the same)");
+  emit(c, cond.at(0) != 0 ? c.inputs[1] : c.inputs[2]);
+}
 }  // namespace kernels
 
 KernelFn find_kernel(std::string_view op) {
