@@ -27,6 +27,7 @@
 #include "graphcore/outline.h"
 #include "graphcore/runtime.h"
 #include "graphcore/text.h"
+#include "pipeline.h"
 #include "rpc/jsonrpc.h"
 #include "rpc/stdio_transport.h"
 
@@ -455,9 +456,11 @@ struct Session::Impl {
       }
     }
 
-    graphcore::DiskSourceProvider disk;
+    // The pipeline's first stage, as the CLI and the language server run it (an internal error
+    // becomes an error diagnostic); both analyses read each file once.
+    cellscope::server::CachingSourceProvider sources;
     auto cell = str_arg("cell");
-    graphcore::AnalysisResult res = graphcore::analyze_file(program, opts, disk);
+    graphcore::AnalysisResult res = cellscope::server::analyze_guarded(program, opts, sources);
     const graphcore::CellReport* report = nullptr;
     auto pick = [&](const graphcore::AnalysisResult& r) -> const graphcore::CellReport* {
       for (const auto& c : r.cells)
@@ -468,7 +471,7 @@ struct Session::Impl {
     graphcore::AnalysisResult res2;
     if (!report && cell) {
       opts.cell = *cell;
-      res2 = graphcore::analyze_file(program, opts, disk);
+      res2 = cellscope::server::analyze_guarded(program, opts, sources);
       report = pick(res2);
       if (!report) {
         std::string names;
