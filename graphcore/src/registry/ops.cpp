@@ -642,6 +642,84 @@ void register_creation(Registry& r) {
 }
 
 // ---- Neural-network functions and primitives ----------------------------------------------------
+
+// MindSpore 2.10's argument checks of ops.interpolate (ops/function/nn_func.py: the modes, the
+// ranks each supports, and which modes take scale_factor or align_corners at which rank); an
+// argument that is not a constant is not judged.
+bool interpolate_arguments_valid(CallContext& ctx, const Shape& shape) {
+  struct ModeRule {
+    std::string_view mode;
+    int ranks;          // bit r: rank r supported
+    int scale_factor;   // bit r: scale_factor accepted at rank r
+    int align_corners;  // bit r: align_corners accepted at rank r
+  };
+  static constexpr ModeRule kModes[] = {
+      {"nearest", 0b111000, 0b100000, 0},
+      {"linear", 0b1000, 0, 0b1000},
+      {"bilinear", 0b10000, 0, 0b10000},
+      {"bicubic", 0b10000, 0, 0b10000},
+      {"area", 0b111000, 0b111000, 0},
+      {"nearest-exact", 0b11000, 0, 0},
+      {"trilinear", 0b100000, 0b100000, 0b100000},
+  };
+  const ArgValue& size = ctx.arg("size");
+  const ArgValue& factor = ctx.arg("scale_factor");
+  const bool has_size = !size.is_missing() && !size.is_none();
+  const bool has_factor = !factor.is_missing() && !factor.is_none();
+  if (has_size && has_factor) {
+    ctx.error("invalid-argument",
+              "ops.interpolate: 'size' and 'scale_factor' cannot be set simultaneously",
+              "scale_factor");
+    return false;
+  }
+  const auto mode = ctx.arg("mode").as_str();
+  if (!mode || !shape.ranked) return true;
+  const ModeRule* rule = nullptr;
+  for (const ModeRule& m : kModes)
+    if (m.mode == *mode) rule = &m;
+  if (rule == nullptr) {
+    ctx.error("invalid-argument",
+              "ops.interpolate: 'mode' must be one of nearest, linear, bilinear, bicubic, area, "
+              "nearest-exact, trilinear, got '" +
+                  *mode + "'",
+              "mode");
+    return false;
+  }
+  const auto rank = static_cast<int>(shape.rank());
+  const auto ranks_of = [](int bits) {
+    std::string out;
+    for (int r = 3; r <= 5; ++r)
+      if ((bits & (1 << r)) != 0) out += (out.empty() ? "" : ", ") + std::to_string(r) + "-D";
+    return out;
+  };
+  if ((rule->ranks & (1 << rank)) == 0) {
+    ctx.error("shape-mismatch",
+              "ops.interpolate: mode '" + *mode + "' takes a " + ranks_of(rule->ranks) +
+                  " input, got " + shape.str(),
+              "input");
+    return false;
+  }
+  const ArgValue& recompute = ctx.arg("recompute_scale_factor");
+  const bool recomputed = recompute.as_bool().value_or(false);
+  if (has_factor && !recomputed && (rule->scale_factor & (1 << rank)) == 0) {
+    ctx.error("invalid-argument",
+              "ops.interpolate: 'scale_factor' cannot be set with mode '" + *mode + "' and a " +
+                  std::to_string(rank) +
+                  "-D input in MindSpore 2.10 (pass 'size', or recompute_scale_factor=True)",
+              "scale_factor");
+    return false;
+  }
+  const ArgValue& align = ctx.arg("align_corners");
+  if (!align.is_missing() && !align.is_none() && (rule->align_corners & (1 << rank)) == 0) {
+    ctx.error("invalid-argument",
+              "ops.interpolate: 'align_corners' cannot be set with mode '" + *mode + "' and a " +
+                  std::to_string(rank) + "-D input (leave it None)",
+              "align_corners");
+    return false;
+  }
+  return true;
+}
+
 void register_nn_ops(Registry& r) {
   auto softmax = [](std::string api, std::string x) {
     return on_tensor(x, [api](CallContext& ctx, const TensorType& t) {
@@ -852,6 +930,7 @@ void register_nn_ops(Registry& r) {
      on_tensor("input",
                [](CallContext& ctx, const TensorType& t) {
                  if (!require_rank(ctx, "ops.interpolate", t.shape, 3, 5, "input")) return;
+                 if (!interpolate_arguments_valid(ctx, t.shape)) return;
                  size_t nd = t.shape.rank() - 2;
                  Shape out = t.shape;
                  if (auto size = ctx.arg("size").as_ints(nd)) {
