@@ -49,7 +49,7 @@ template <std::integral T>
 // For counts and sizes read as JSON numbers.
 template <std::integral T>
 [[nodiscard]] constexpr std::optional<T> checked_whole(double x) {
-  constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());  // 0 or -2^(n-1)
+  constexpr auto kLow = static_cast<double>(std::numeric_limits<T>::min());  // 0 or -2^(n-1)
   // The first number past T's maximum, 2^n or 2^(n-1): exact as a double.
   constexpr double kPastHigh = 2.0 * static_cast<double>(std::numeric_limits<T>::max() / 2 + 1);
   if (!(x >= kLow && x < kPastHigh)) return std::nullopt;  // NaN fails both

@@ -91,10 +91,11 @@ namespace kernels {
 [[noreturn]] void fail(const std::string& msg) { throw RuntimeError(msg); }
 
 const Tensor& in(const KernelCall& c, size_t i) {
-  if (i >= c.inputs.size())
+  if (i >= c.inputs.size()) {
     fail("expects at least " + std::to_string(i + 1) + " tensor input(s), the graph gives " +
          std::to_string(c.inputs.size()) +
          " (a scalar or constant operand is not recorded in the graph)");
+  }
   return c.inputs[i];
 }
 
@@ -139,7 +140,7 @@ void unary_float(KernelCall& c, F f) {
   if (dt != DType::Float32 && dt != DType::Float16) dt = DType::Float32;
   Tensor& y = emit(c, Tensor(x.shape(), dt));
   const float* p = x.data<float>();
-  float* q = y.data<float>();
+  auto* q = y.data<float>();
   int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) q[i] = f(p[i]);
 }
@@ -179,10 +180,11 @@ void k_tanh(KernelCall& c) {
   unary_float(c, [](float v) { return std::tanh(v); });
 }
 void k_gelu(KernelCall& c) {
-  if (gelu_approximate(c.node))
+  if (gelu_approximate(c.node)) {
     unary_float(c, gelu_tanh);
-  else
+  } else {
     unary_float(c, gelu_erf);
+  }
 }
 void k_silu(KernelCall& c) {
   unary_float(c, [](float v) { return v / (1.0f + std::exp(-v)); });
@@ -253,9 +255,10 @@ void k_sign(KernelCall& c) {
 // ops.round(input): halves to even, as MindSpore (and numpy) round. MindSpore 2.10's CPU kernel
 // refuses decimals other than 0 ("For Round only support decimals equal 0"); so does this one.
 void k_round(KernelCall& c) {
-  if (const int64_t decimals = attr_int(c.node, "decimals").value_or(0); decimals != 0)
+  if (const int64_t decimals = attr_int(c.node, "decimals").value_or(0); decimals != 0) {
     fail("Round supports only decimals=0 on CPU (as MindSpore 2.10), got " +
          std::to_string(decimals));
+  }
   unary_float(c, [](float v) { return std::nearbyint(v); });
 }
 void k_tanhshrink(KernelCall& c) {
@@ -322,18 +325,20 @@ std::vector<Tensor> operands(const KernelCall& c, size_t n) {
   const AttrValue* s = c.node.find_attr("scalar");
   auto idx = attr_int(c.node, "scalar_index");
   if (s && idx) {
-    if (*idx < 0 || static_cast<size_t>(*idx) > ops.size())
+    if (*idx < 0 || static_cast<size_t>(*idx) > ops.size()) {
       fail("scalar_index " + std::to_string(*idx) + " does not fit " + std::to_string(ops.size()) +
            " tensor input(s)");
+    }
     if (ops.empty()) fail("both operands are Python scalars: there is no tensor to compute with");
     // The scalar's dtype follows the tensor operand next to it (the one it combines with).
     const Tensor& other = static_cast<size_t>(*idx) < ops.size() ? ops[*idx] : ops.back();
     ops.insert(ops.begin() + *idx, scalar_tensor(*s, other.dtype()));
   }
-  if (ops.size() < n)
+  if (ops.size() < n) {
     fail("expects " + std::to_string(n) + " operands, the graph gives " +
          std::to_string(c.inputs.size()) + " tensor input(s)" +
          (s ? std::string() : " and no recorded scalar operand"));
+  }
   return ops;
 }
 
@@ -478,7 +483,7 @@ void binary(KernelCall& c, Bin op) {
     Tensor fa = as_float(a), fb = as_float(b);
     const float* pa = fa.data<float>();
     const float* pb = fb.data<float>();
-    float* q = y.data<float>();
+    auto* q = y.data<float>();
     if (a.shape() == b.shape()) {
       Eigen::Map<const Eigen::ArrayXf> ea(pa, fa.numel()), eb(pb, fb.numel());
       Eigen::Map<Eigen::ArrayXf> ey(q, y.numel());
@@ -558,14 +563,15 @@ void k_masked_fill(KernelCall& c) {
   const Tensor& x = in(c, 0);
   const Tensor& m = in(c, 1);
   double v = 0;
-  if (auto a = attr_float(c.node, "value"))
+  if (auto a = attr_float(c.node, "value")) {
     v = *a;
-  else if (auto b = attr_bool(c.node, "value"))
+  } else if (auto b = attr_bool(c.node, "value")) {
     v = *b ? 1 : 0;
-  else if (c.inputs.size() >= 3 && c.inputs[2].numel() == 1)
+  } else if (c.inputs.size() >= 3 && c.inputs[2].numel() == 1) {
     v = c.inputs[2].at(0);
-  else
+  } else {
     fail("the fill value is neither recorded in the graph nor a one-element tensor input");
+  }
   std::vector<int64_t> shape = broadcast(x.shape(), m.shape());
   Tensor& y = emit(c, Tensor(shape, out_dtype(c, 0, x.dtype())));
   for_broadcast(shape, bstrides(x.shape(), shape), bstrides(m.shape(), shape),
@@ -610,14 +616,15 @@ void k_fill(KernelCall& c) {
   if (c.node.op == "Ones") {
     v = 1;
   } else if (c.node.op != "Zeros") {
-    if (auto a = attr_float(c.node, "value"))
+    if (auto a = attr_float(c.node, "value")) {
       v = *a;
-    else if (auto b = attr_bool(c.node, "value"))
+    } else if (auto b = attr_bool(c.node, "value")) {
       v = *b ? 1 : 0;
-    else if (!c.inputs.empty() && c.inputs.back().numel() == 1 && c.node.op != "FillLike")
+    } else if (!c.inputs.empty() && c.inputs.back().numel() == 1 && c.node.op != "FillLike") {
       v = c.inputs.back().at(0);
-    else
+    } else {
       fail("the fill value is not recorded in the graph");
+    }
   }
   std::vector<int64_t> shape;
   if (c.node.op == "FillLike") {
@@ -641,23 +648,24 @@ void k_not(KernelCall& c) {
 // W^T + b), x (..., in), W (out, in).
 void apply_activation(Tensor& y, const std::string& act) {
   if (act.empty() || act == "None") return;
-  float* p = y.data<float>();
+  auto* p = y.data<float>();
   int64_t n = y.numel();
   std::function<float(float)> f;
-  if (act == "relu")
+  if (act == "relu") {
     f = [](float v) { return v > 0 ? v : 0.0f; };
-  else if (act == "relu6")
+  } else if (act == "relu6") {
     f = [](float v) { return std::clamp(v, 0.0f, 6.0f); };
-  else if (act == "tanh")
+  } else if (act == "tanh") {
     f = [](float v) { return std::tanh(v); };
-  else if (act == "sigmoid")
+  } else if (act == "sigmoid") {
     f = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
-  else if (act == "gelu")
+  } else if (act == "gelu") {
     f = gelu_tanh;  // nn.GELU() default (approximate=True)
-  else if (act == "silu" || act == "swish")
+  } else if (act == "silu" || act == "swish") {
     f = [](float v) { return v / (1.0f + std::exp(-v)); };
-  else
+  } else {
     fail("Dense activation '" + act + "' is not supported by the runtime");
+  }
   for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
 }
 
@@ -707,9 +715,10 @@ void batched_matmul(KernelCall& c, const Tensor& a0, const Tensor& b0, bool ta, 
   int64_t k = ta ? sa[sa.size() - 2] : sa[sa.size() - 1];
   int64_t kb = tb ? sb[sb.size() - 1] : sb[sb.size() - 2];
   int64_t n = tb ? sb[sb.size() - 2] : sb[sb.size() - 1];
-  if (k != kb)
+  if (k != kb) {
     fail("MatMul: inner dimensions differ: " + a.type_str() + " @ " + b.type_str() +
          (ta || tb ? " (with transposes)" : ""));
+  }
   std::vector<int64_t> ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
   std::vector<int64_t> batch = broadcast(ba, bb);
   std::vector<int64_t> shape = batch;
@@ -721,7 +730,7 @@ void batched_matmul(KernelCall& c, const Tensor& a0, const Tensor& b0, bool ta, 
   int64_t b_mat = sb[sb.size() - 1] * sb[sb.size() - 2];
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
-  float* py = y.data<float>();
+  auto* py = y.data<float>();
   int64_t rows_a = sa[sa.size() - 2], cols_a = sa[sa.size() - 1];
   int64_t rows_b = sb[sb.size() - 2], cols_b = sb[sb.size() - 1];
   std::vector<int64_t> one;  // for rank-0 batch
@@ -729,14 +738,15 @@ void batched_matmul(KernelCall& c, const Tensor& a0, const Tensor& b0, bool ta, 
     MapCM A(pa + i * a_mat, rows_a, cols_a);
     MapCM B(pb + j * b_mat, rows_b, cols_b);
     MapM Y(py + o * m * n, m, n);
-    if (!ta && !tb)
+    if (!ta && !tb) {
       Y.noalias() = A * B;
-    else if (ta && !tb)
+    } else if (ta && !tb) {
       Y.noalias() = A.transpose() * B;
-    else if (!ta && tb)
+    } else if (!ta && tb) {
       Y.noalias() = A * B.transpose();
-    else
+    } else {
       Y.noalias() = A.transpose() * B.transpose();
+    }
   });
 }
 
@@ -763,13 +773,14 @@ void k_bias_add(KernelCall& c) {
   int64_t inner = 1;
   for (size_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   int64_t outer = x.numel() / (ch * inner);
-  float* p = y.data<float>();
-  for (int64_t o = 0; o < outer; ++o)
+  auto* p = y.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t ci = 0; ci < ch; ++ci) {
-      float bv = static_cast<float>(b.at(ci));
+      auto bv = static_cast<float>(b.at(ci));
       float* q = p + (o * ch + ci) * inner;
       for (int64_t i = 0; i < inner; ++i) q[i] += bv;
     }
+  }
 }
 
 // ---- convolution
@@ -886,9 +897,10 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
   const bool one_d = x.rank() == 3;
   if (one_d) {
     if (wt.rank() == 3) wt = wt.reshape({wt.shape()[0], wt.shape()[1], 1, wt.shape()[2]});
-    if (wt.rank() != 4 || wt.shape()[2] != 1)
+    if (wt.rank() != 4 || wt.shape()[2] != 1) {
       fail("a 1-D convolution's weight must be (out, in, k) or (out, in, 1, k), got " +
            wt.type_str());
+    }
     x = x.reshape({x.shape()[0], x.shape()[1], 1, x.shape()[2]});
   }
   if (x.rank() != 4) fail("Conv2D expects a 4-D NCHW input, got " + x.type_str());
@@ -898,9 +910,10 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
   int64_t oc = wt.shape()[0], icg = wt.shape()[1];
   int64_t groups = attr_int(c.node, "group").value_or(attr_int(c.node, "groups").value_or(1));
-  if (groups <= 0 || ch != icg * groups || oc % groups != 0)
+  if (groups <= 0 || ch != icg * groups || oc % groups != 0) {
     fail("Conv2D: input " + x.type_str() + " does not match weight " + wt.type_str() +
          " with group=" + std::to_string(groups));
+  }
   Window w = one_d ? window_1d(c.node, wd, wt.shape()[3])
                    : make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
   int64_t oh = w.out[0], ow = w.out[1], hw = oh * ow;
@@ -908,20 +921,20 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
       c, one_d ? Tensor({n, oc, ow}, DType::Float32) : Tensor({n, oc, oh, ow}, DType::Float32));
   const float* px = x.data<float>();
   const float* pw = wt.data<float>();
-  float* py = y.data<float>();
+  auto* py = y.data<float>();
   int64_t ocg = oc / groups, kk = icg * w.kernel[0] * w.kernel[1];
   bool depthwise = groups == ch && icg == 1 && groups > 1;
   if (depthwise) {
     // Per channel: a light direct loop (k*k multiply-adds per output).
     int64_t mult = ocg;
     int64_t kh = w.kernel[0], kw = w.kernel[1];
-    for (int64_t b = 0; b < n; ++b)
+    for (int64_t b = 0; b < n; ++b) {
       for (int64_t o = 0; o < oc; ++o) {
         const float* xc = px + (b * ch + o / mult) * h * wd;
         const float* wk = pw + o * kh * kw;
         float* yo = py + (b * oc + o) * hw;
         std::fill_n(yo, hw, 0.0f);
-        for (int64_t i = 0; i < kh; ++i)
+        for (int64_t i = 0; i < kh; ++i) {
           for (int64_t j = 0; j < kw; ++j) {
             float wv = wk[i * kw + j];
             for (int64_t r = 0; r < oh; ++r) {
@@ -937,7 +950,9 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
               }
             }
           }
+        }
       }
+    }
   } else {
     bool pointwise = w.kernel[0] == 1 && w.kernel[1] == 1 && w.stride[0] == 1 && w.stride[1] == 1 &&
                      w.pad_before[0] == 0 && w.pad_before[1] == 0 && w.pad_after[0] == 0 &&
@@ -948,7 +963,7 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
       col.resize(
           checked_buffer_elements(dims, sizeof(float), "the im2col buffer of a convolution"));
     }
-    for (int64_t b = 0; b < n; ++b)
+    for (int64_t b = 0; b < n; ++b) {
       for (int64_t g = 0; g < groups; ++g) {
         const float* xg = px + (b * ch + g * icg) * h * wd;
         const float* src = xg;
@@ -961,16 +976,19 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
         MapM Y(py + (b * oc + g * ocg) * hw, ocg, hw);
         Y.noalias() = W * X;
       }
+    }
   }
   if (bias) {
-    if (bias->numel() != oc)
+    if (bias->numel() != oc) {
       fail("Conv2D bias " + bias->type_str() + " does not match " + std::to_string(oc) +
            " output channels");
-    const float* pb = bias->data<float>();
-    for (int64_t b = 0; b < n; ++b)
+    }
+    const auto* pb = bias->data<float>();
+    for (int64_t b = 0; b < n; ++b) {
       for (int64_t o = 0; o < oc; ++o) {
         Eigen::Map<Eigen::ArrayXf>(py + (b * oc + o) * hw, hw) += pb[o];
       }
+    }
   }
 }
 
@@ -1002,11 +1020,11 @@ void pool2d(KernelCall& c, bool is_max) {
   int64_t oh = w.out[0], ow = w.out[1];
   Tensor& y = emit(c, Tensor({n, ch, oh, ow}, DType::Float32));
   const float* px = x.data<float>();
-  float* py = y.data<float>();
+  auto* py = y.data<float>();
   for (int64_t b = 0; b < n * ch; ++b) {
     const float* xc = px + b * h * wd;
     float* yc = py + b * oh * ow;
-    for (int64_t r = 0; r < oh; ++r)
+    for (int64_t r = 0; r < oh; ++r) {
       for (int64_t q = 0; q < ow; ++q) {
         int64_t h0 = r * w.stride[0] - w.pad_before[0];
         int64_t w0 = q * w.stride[1] - w.pad_before[1];
@@ -1016,20 +1034,23 @@ void pool2d(KernelCall& c, bool is_max) {
         int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
         int64_t he = std::min(h1, h), we = std::min(w1, wd);
         float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-        for (int64_t i = hs; i < he; ++i)
+        for (int64_t i = hs; i < he; ++i) {
           for (int64_t j = ws; j < we; ++j) {
             float v = xc[i * wd + j];
-            if (is_max)
+            if (is_max) {
               acc = (v > acc || std::isnan(v)) ? v : acc;
-            else
+            } else {
               acc += v;
+            }
           }
+        }
         if (!is_max) {
           int64_t cnt = include_pad ? pool_size : (he - hs) * (we - ws);
           acc = cnt > 0 ? acc / static_cast<float>(cnt) : 0.0f;
         }
         yc[r * ow + q] = acc;
       }
+    }
   }
 }
 void k_maxpool(KernelCall& c) { pool2d(c, true); }
@@ -1040,9 +1061,10 @@ void k_avgpool(KernelCall& c) { pool2d(c, false); }
 // [floor(i n / m), ceil((i + 1) n / m)), so cells overlap when m does not divide n or m > n.
 void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
   Tensor x = as_float(in(c, 0));
-  if (x.rank() != nd + 1 && x.rank() != nd + 2)
+  if (x.rank() != nd + 1 && x.rank() != nd + 2) {
     fail(std::string(c.node.op) + " expects a " + std::to_string(nd + 1) + "-D or " +
          std::to_string(nd + 2) + "-D input, got " + x.type_str());
+  }
   auto os = out_shape(c);
   if (!os || os->size() != x.rank()) fail("the output size of the adaptive pool is not known");
   const size_t first = x.rank() - nd;
@@ -1053,15 +1075,15 @@ void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
   Tensor values(*os, DType::Float32);
   Tensor indices(*os, DType::Int64);
   const float* px = x.data<float>();
-  for (int64_t b = 0; b < planes; ++b)
-    for (int64_t r = 0; r < oh; ++r)
+  for (int64_t b = 0; b < planes; ++b) {
+    for (int64_t r = 0; r < oh; ++r) {
       for (int64_t q = 0; q < ow; ++q) {
         const int64_t hs = r * h / oh, he = ((r + 1) * h + oh - 1) / oh;
         const int64_t ws = q * wd / ow, we = ((q + 1) * wd + ow - 1) / ow;
         double acc = 0;
         float best = -std::numeric_limits<float>::infinity();
         int64_t best_at = hs * wd + ws;
-        for (int64_t i = hs; i < he; ++i)
+        for (int64_t i = hs; i < he; ++i) {
           for (int64_t j = ws; j < we; ++j) {
             const float v = px[b * h * wd + i * wd + j];
             acc += v;
@@ -1072,11 +1094,14 @@ void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
               if (std::isnan(v)) break;
             }
           }
+        }
         const int64_t at = (b * oh + r) * ow + q;
         values.data<float>()[at] =
             is_max ? best : static_cast<float>(acc / static_cast<double>((he - hs) * (we - ws)));
         indices.set(at, static_cast<double>(best_at));
       }
+    }
+  }
   emit(c, std::move(values));
   if (is_max && c.node.outputs.size() == 2) emit(c, std::move(indices));
 }
@@ -1104,10 +1129,12 @@ void k_batchnorm(KernelCall& c) {
   int64_t inner = 1;
   for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
   int64_t outer = x.shape()[0];
-  for (const Tensor* t : {gamma, beta, mean, var})
-    if (t->numel() != ch)
+  for (const Tensor* t : {gamma, beta, mean, var}) {
+    if (t->numel() != ch) {
       fail("BatchNorm parameter " + t->type_str() + " does not match " + std::to_string(ch) +
            " channels");
+    }
+  }
   Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
   std::vector<float> scale(ch), shift(ch);
   for (int64_t i = 0; i < ch; ++i) {
@@ -1116,14 +1143,15 @@ void k_batchnorm(KernelCall& c) {
     shift[i] = static_cast<float>(beta->at(i) - mean->at(i) * s);
   }
   const float* px = x.data<float>();
-  float* py = y.data<float>();
-  for (int64_t b = 0; b < outer; ++b)
+  auto* py = y.data<float>();
+  for (int64_t b = 0; b < outer; ++b) {
     for (int64_t i = 0; i < ch; ++i) {
       const float* xi = px + (b * ch + i) * inner;
       float* yi = py + (b * ch + i) * inner;
       Eigen::Map<Eigen::ArrayXf>(yi, inner) =
           Eigen::Map<const Eigen::ArrayXf>(xi, inner) * scale[i] + shift[i];
     }
+  }
   for (size_t i = 1; i < c.node.outputs.size(); ++i) {  // primitive: batch mean/var outputs
     emit(c, i % 2 ? mean->clone() : var->clone());
   }
@@ -1140,11 +1168,12 @@ void k_layernorm(KernelCall& c) {
   begin = norm_axis(begin, x.rank());
   double eps = attr_float(c.node, "epsilon").value_or(attr_float(c.node, "eps").value_or(1e-7));
   int64_t inner = 1;
-  for (size_t i = static_cast<size_t>(begin); i < x.rank(); ++i) inner *= x.shape()[i];
+  for (auto i = static_cast<size_t>(begin); i < x.rank(); ++i) inner *= x.shape()[i];
   int64_t outer = inner ? x.numel() / inner : 0;
-  if (gamma && gamma->numel() != inner)
+  if (gamma && gamma->numel() != inner) {
     fail("LayerNorm: gamma " + gamma->type_str() + " does not match normalized size " +
          std::to_string(inner) + " (begin_params_axis other than begin_norm_axis is unsupported)");
+  }
   Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
   for (int64_t o = 0; o < outer; ++o) {
     Eigen::Map<const Eigen::ArrayXf> xr(x.data<float>() + o * inner, inner);
@@ -1171,9 +1200,10 @@ void k_group_norm(KernelCall& c) {
   if (x.rank() < 2) fail("GroupNorm expects (N, C, ...), got " + x.type_str());
   const int64_t n = x.shape()[0], ch = x.shape()[1];
   const int64_t groups = attr_int(c.node, "num_groups").value_or(1);
-  if (groups <= 0 || ch % groups != 0)
+  if (groups <= 0 || ch % groups != 0) {
     fail("GroupNorm: " + std::to_string(ch) + " channels cannot form " + std::to_string(groups) +
          " groups");
+  }
   const double eps = attr_float(c.node, "eps").value_or(1e-5);
   const Tensor *gamma = find_param(c, "gamma"), *beta = find_param(c, "beta");
   if ((gamma && gamma->numel() != ch) || (beta && beta->numel() != ch))
@@ -1217,8 +1247,8 @@ void softmax(KernelCall& c, bool log, bool negate = false) {
   int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
   Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
   const float* px = x.data<float>();
-  float* py = y.data<float>();
-  for (int64_t o = 0; o < outer; ++o)
+  auto* py = y.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const float* xs = px + o * len * inner + i;
       float* ys = py + o * len * inner + i;
@@ -1234,6 +1264,7 @@ void softmax(KernelCall& c, bool log, bool negate = false) {
         for (int64_t k = 0; k < len; ++k) ys[k * inner] = std::exp(xs[k * inner] - mx) * inv;
       }
     }
+  }
 }
 void k_softmax(KernelCall& c) { softmax(c, false); }
 void k_log_softmax(KernelCall& c) { softmax(c, true); }
@@ -1263,11 +1294,12 @@ std::vector<int64_t> reduce_axes(const KernelCall& c, const std::vector<int64_t>
   if (os->size() == r && (keep_attr.value_or(true) || r == 0)) {
     *keep = true;
     std::vector<int64_t> axes;
-    for (size_t i = 0; i < r; ++i)
+    for (size_t i = 0; i < r; ++i) {
       if ((*os)[i] != in_shape[i]) {
         if ((*os)[i] != 1) fail("output shape does not match a reduction of the input");
         axes.push_back(static_cast<int64_t>(i));
       }
+    }
     return axes;
   }
   *keep = false;
@@ -1286,9 +1318,10 @@ std::vector<int64_t> reduce_axes(const KernelCall& c, const std::vector<int64_t>
       }
     }
     if (rest != *os) continue;
-    if (chosen && big != chosen_big)
+    if (chosen && big != chosen_big) {
       fail("the reduction axes are not recorded in the graph and the shapes " +
            shape_str(in_shape) + " -> " + shape_str(*os) + " are ambiguous");
+    }
     if (!chosen) {
       chosen = axes;
       chosen_big = big;
@@ -1307,8 +1340,8 @@ Tensor reduce_one(const Tensor& x, int64_t axis, Red op) {
   int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
   shape[axis] = 1;
   Tensor y(shape, x.dtype() == DType::Float16 ? DType::Float16 : DType::Float32);
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
+  const auto* px = x.data<float>();
+  auto* py = y.data<float>();
   for (int64_t o = 0; o < outer; ++o) {
     float* yo = py + o * inner;
     const float* xo = px + o * len * inner;
@@ -1392,12 +1425,13 @@ void k_argmax(KernelCall& c, bool is_max) {
   int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
   std::vector<int64_t> shape = x.shape();
   auto os = out_shape(c);
-  if (os && os->size() == shape.size())
+  if (os && os->size() == shape.size()) {
     shape[axis] = 1;
-  else
+  } else {
     shape.erase(shape.begin() + axis);
+  }
   Tensor& y = emit(c, Tensor(shape, out_dtype(c, 0, DType::Int32)));
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       int64_t best = 0;
       float bv = x.data<float>()[o * len * inner + i];
@@ -1410,6 +1444,7 @@ void k_argmax(KernelCall& c, bool is_max) {
       }
       y.set(o * inner + i, static_cast<double>(best));
     }
+  }
 }
 void k_argmax_(KernelCall& c) { k_argmax(c, true); }
 void k_argmin_(KernelCall& c) { k_argmax(c, false); }
@@ -1490,9 +1525,10 @@ void k_transpose(KernelCall& c) {
     std::vector<int64_t> big;
     for (int64_t a : p)
       if (x.shape()[a] != 1) big.push_back(a);
-    if (chosen && big != *chosen_big)
+    if (chosen && big != *chosen_big) {
       fail("the permutation is not recorded in the graph and " + shape_str(x.shape()) + " -> " +
            shape_str(*os) + " is ambiguous");
+    }
     if (!chosen) {
       chosen = p;
       chosen_big = big;
@@ -1521,10 +1557,12 @@ void k_concat(KernelCall& c) {
   DType dt = out_dtype(c, 0, x0.dtype());
   for (const Tensor& t : c.inputs) {
     if (t.rank() != r) fail("Concat inputs have different ranks");
-    for (size_t i = 0; i < r; ++i)
-      if (static_cast<int64_t>(i) != a && t.shape()[i] != x0.shape()[i])
+    for (size_t i = 0; i < r; ++i) {
+      if (static_cast<int64_t>(i) != a && t.shape()[i] != x0.shape()[i]) {
         fail("Concat inputs " + x0.type_str() + " and " + t.type_str() + " differ off axis " +
              std::to_string(a));
+      }
+    }
     shape[a] += t.shape()[a];
   }
   Tensor& y = emit(c, Tensor(shape, dt));
@@ -1595,9 +1633,10 @@ void k_split(KernelCall& c) {
     std::vector<int64_t> shape = x.shape();
     shape[axis] = part;
     Tensor& y = emit(c, Tensor(shape, x.dtype()));
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < part * inner; ++i)
         y.set(o * part * inner + i, x.at((o * len + start) * inner + i));
+    }
     start += part;
   }
 }
@@ -1662,19 +1701,22 @@ void gather_rows(KernelCall& c, const Tensor& table, const Tensor& ids, int64_t 
   int64_t n = ids.numel();
   for (int64_t k = 0; k < n; ++k) {
     auto id = static_cast<int64_t>(ids.at(k));
-    if (id < 0 || id >= len)
+    if (id < 0 || id >= len) {
       fail("index " + std::to_string(id) + " at " + index_str(ids.shape(), k) +
            " is out of range [0, " + std::to_string(len) + ")");
+    }
   }
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t k = 0; k < n; ++k) {
       auto id = static_cast<int64_t>(ids.at(k));
       int64_t src = (o * len + id) * inner, dst = (o * n + k) * inner;
-      if (table.is_float())
+      if (table.is_float()) {
         std::memcpy(y.data<float>() + dst, table.data<float>() + src, inner * sizeof(float));
-      else
+      } else {
         for (int64_t i = 0; i < inner; ++i) y.set(dst + i, table.at(src + i));
+      }
     }
+  }
 }
 
 void k_gather(KernelCall& c) {
@@ -1721,11 +1763,12 @@ void k_one_hot(KernelCall& c) {
   int64_t inner = 1;
   for (size_t i = static_cast<size_t>(a) + 1; i < os->size(); ++i) inner *= (*os)[i];
   int64_t outer = ids.numel() / std::max<int64_t>(inner, 1);
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       auto id = static_cast<int64_t>(ids.at(o * inner + i));
       if (id >= 0 && id < depth) y.set((o * depth + id) * inner + i, on);
     }
+  }
 }
 
 // One item of a basic index, from the StridedSlice attributes the evaluator records (begin, end,
@@ -1807,9 +1850,10 @@ void k_strided_slice(KernelCall& c) {
     int64_t d = x.shape()[axis];
     if (it.kind == IndexItem::Int) {
       int64_t i = it.i < 0 ? it.i + d : it.i;
-      if (i < 0 || i >= d)
+      if (i < 0 || i >= d) {
         fail("index " + std::to_string(it.i) + " is out of bounds for axis " +
              std::to_string(axis) + " with size " + std::to_string(d));
+      }
       st[axis] = i;
       step[axis] = 1;
       cnt[axis] = 1;
@@ -1906,7 +1950,7 @@ void for_each_group(const Tensor& x, const std::vector<int64_t>& axes, F f) {
     offsets[static_cast<size_t>(g)] = off;
   }
   const Tensor xf = as_float(x);
-  const float* px = xf.data<float>();
+  const auto* px = xf.data<float>();
   std::vector<float> values(static_cast<size_t>(group));
   for (int64_t o = 0; o < groups; ++o) {
     int64_t rest = o, base = 0;
@@ -1926,10 +1970,11 @@ std::vector<int64_t> reduced_shape(const std::vector<int64_t>& in_shape,
   std::vector<int64_t> shape;
   for (size_t i = 0; i < in_shape.size(); ++i) {
     const bool r = std::ranges::find(axes, static_cast<int64_t>(i)) != axes.end();
-    if (!r)
+    if (!r) {
       shape.push_back(in_shape[i]);
-    else if (keep)
+    } else if (keep) {
       shape.push_back(1);
+    }
   }
   return shape;
 }
@@ -1986,9 +2031,10 @@ void k_norm(KernelCall& c) {
   if (!two_norm) {
     if (!p) fail("Norm: ord " + attr_to_string(*ord) + " is not implemented by the CPU runtime");
     bool keep = false;
-    if (reduce_axes(c, in(c, 0).shape(), &keep).size() != 1)
+    if (reduce_axes(c, in(c, 0).shape(), &keep).size() != 1) {
       fail("Norm: a matrix norm (ord " + attr_to_string(*ord) +
            " over two dims) is not implemented by the CPU runtime");
+    }
   }
   group_reduce(c, [&](std::span<const float> v) {
     if (two_norm || *p == 2) {
@@ -1998,9 +2044,10 @@ void k_norm(KernelCall& c) {
     }
     if (std::isinf(*p)) {
       double m = *p > 0 ? 0 : std::numeric_limits<double>::infinity();
-      for (float e : v)
+      for (float e : v) {
         m = *p > 0 ? std::max(m, std::fabs(static_cast<double>(e)))
                    : std::min(m, std::fabs(static_cast<double>(e)));
+      }
       return m;
     }
     if (*p == 0) {
@@ -2048,9 +2095,10 @@ void k_topk(KernelCall& c) {
   const int64_t axis = norm_axis(attr_int(c.node, "dim").value_or(-1), rank);
   const int64_t len = x.rank() == 0 ? 1 : x.shape()[static_cast<size_t>(axis)];
   const int64_t k = *k_attr;
-  if (k < 0 || k > len)
+  if (k < 0 || k > len) {
     fail("TopK: k " + std::to_string(k) + " is out of range for a dim of size " +
          std::to_string(len));
+  }
   const bool largest = attr_bool(c.node, "largest").value_or(true);
   std::vector<int64_t> shape = x.shape();
   if (!shape.empty()) shape[static_cast<size_t>(axis)] = k;
@@ -2061,7 +2109,7 @@ void k_topk(KernelCall& c) {
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   const int64_t outer = len * inner == 0 ? 0 : x.numel() / (len * inner);
   std::vector<int64_t> order(static_cast<size_t>(len));
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const auto at = [&](int64_t j) { return x.at((o * len + j) * inner + i); };
       std::iota(order.begin(), order.end(), 0);
@@ -2074,6 +2122,7 @@ void k_topk(KernelCall& c) {
         indices.set(to, static_cast<double>(order[static_cast<size_t>(j)]));
       }
     }
+  }
   emit(c, std::move(values));
   emit(c, std::move(indices));
 }
@@ -2089,18 +2138,20 @@ void k_narrow(KernelCall& c) {
   const int64_t axis = norm_axis(*axis_attr, x.rank());
   const int64_t len = x.shape()[static_cast<size_t>(axis)];
   const int64_t start = *start_attr;
-  if (start < 0 || start >= len || *length < 1 || *length > len - start)
+  if (start < 0 || start >= len || *length < 1 || *length > len - start) {
     fail("Narrow: start " + std::to_string(*start_attr) + " and length " + std::to_string(*length) +
          " do not fit a dim of size " + std::to_string(len));
+  }
   std::vector<int64_t> shape = x.shape();
   shape[static_cast<size_t>(axis)] = *length;
   Tensor& y = emit(c, Tensor(shape, x.dtype()));
   int64_t inner = 1;
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   const int64_t outer = len * inner == 0 ? 0 : x.numel() / (len * inner);
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t j = 0; j < *length * inner; ++j)
       y.set(o * *length * inner + j, x.at((o * len + start) * inner + j));
+  }
 }
 
 // ops.linspace(start, end, steps): float32, both ends included.
@@ -2148,9 +2199,10 @@ void k_pad(KernelCall& c) {
     const int64_t n = x.shape()[i];
     const int64_t most = std::max(before[i], after[i]);
     if ((mode == "reflect" && most >= n) || (mode == "symmetric" && most > n) ||
-        (mode != "constant" && n == 0))
+        (mode != "constant" && n == 0)) {
       fail("Pad: " + mode + " padding of " + std::to_string(most) + " is too large for a dim of " +
            std::to_string(n));
+    }
   }
   // The source index of output index `o` along a dim of `n`, or -1 for the constant.
   const auto source = [&](int64_t o, int64_t n, int64_t b) -> int64_t {
@@ -2190,9 +2242,10 @@ void k_prelu(KernelCall& c) {
   const Tensor wf = as_float(*w);
   const int64_t channels = wf.numel();
   const int64_t cdim = x.rank() >= 2 ? x.shape()[1] : 1;
-  if (channels != 1 && channels != cdim)
+  if (channels != 1 && channels != cdim) {
     fail("PReLU: " + std::to_string(channels) + " slopes for " + std::to_string(cdim) +
          " channels");
+  }
   int64_t inner = 1;
   for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
   Tensor& y = emit(c, Tensor(x.shape(), x.dtype()));
@@ -2253,16 +2306,17 @@ void k_resize_nearest(KernelCall& c) {
     src[d].resize(static_cast<size_t>(m));
     for (int64_t o = 0; o < m; ++o) {
       double at = 0;
-      if (align)
+      if (align) {
         at = m > 1 ? std::round(static_cast<double>(o) * static_cast<double>(n - 1) /
                                 static_cast<double>(m - 1))
                    : 0;
-      else if (scale_factor_f && *scale_factor_f > 0)
+      } else if (scale_factor_f && *scale_factor_f > 0) {
         at = std::floor(static_cast<double>(o) / *scale_factor_f);
-      else if (scale_factor && (*scale_factor)[d - 2] > 0)
+      } else if (scale_factor && (*scale_factor)[d - 2] > 0) {
         at = std::floor(static_cast<double>(o) / static_cast<double>((*scale_factor)[d - 2]));
-      else
+      } else {
         at = std::floor(static_cast<double>(o) * static_cast<double>(n) / static_cast<double>(m));
+      }
       src[d][static_cast<size_t>(o)] = std::clamp<int64_t>(static_cast<int64_t>(at), 0, n - 1);
     }
   }
@@ -2289,9 +2343,10 @@ void k_conv2d_transpose(KernelCall& c) {
   const Tensor wt = as_float(wp != nullptr ? *wp : in(c, 1));
   const Tensor* bias =
       attr_bool(c.node, "has_bias").value_or(false) ? find_param(c, "bias") : nullptr;
-  if (x.rank() != 4 || wt.rank() != 4)
+  if (x.rank() != 4 || wt.rank() != 4) {
     fail("Conv2DTranspose expects a 4-D input and weight, got " + x.type_str() + " and " +
          wt.type_str());
+  }
   auto os = out_shape(c);
   if (!os || os->size() != 4) fail("the output size of the transposed convolution is not known");
   const int64_t n = x.shape()[0], ic = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
@@ -2318,18 +2373,19 @@ void k_conv2d_transpose(KernelCall& c) {
     fail("unknown pad_mode '" + mode + "'");
   }
   Tensor& y = emit(c, Tensor(*os, DType::Float32));
-  float* py = y.data<float>();
+  auto* py = y.data<float>();
   const float* px = x.data<float>();
-  const float* pw = wt.data<float>();
-  for (int64_t b = 0; b < n; ++b)
+  const auto* pw = wt.data<float>();
+  for (int64_t b = 0; b < n; ++b) {
     for (int64_t o = 0; o < oc; ++o) {
       const float bv = bias != nullptr ? static_cast<float>(bias->at(o)) : 0.0f;
       std::fill_n(py + (b * oc + o) * oh * ow, oh * ow, bv);
     }
-  for (int64_t b = 0; b < n; ++b)
+  }
+  for (int64_t b = 0; b < n; ++b) {
     for (int64_t ci = 0; ci < ic; ++ci) {
       const int64_t g = ci / icg;
-      for (int64_t i = 0; i < h; ++i)
+      for (int64_t i = 0; i < h; ++i) {
         for (int64_t j = 0; j < wd; ++j) {
           const float v = px[((b * ic + ci) * h + i) * wd + j];
           for (int64_t q = 0; q < ocg; ++q) {
@@ -2345,7 +2401,9 @@ void k_conv2d_transpose(KernelCall& c) {
             }
           }
         }
+      }
     }
+  }
 }
 
 // ops.randn / ops.rand / ops.randint: samples of the runtime's own generator, seeded per node
@@ -2397,9 +2455,10 @@ void k_recurrent(KernelCall& c) {
   const auto state_in = [&](size_t k) -> std::optional<Tensor> {
     if (c.inputs.size() <= 1 + k) return std::nullopt;
     Tensor s = as_float(c.inputs[1 + k]);
-    if (s.shape() != std::vector<int64_t>{layers * dirs, N, H})
+    if (s.shape() != std::vector<int64_t>{layers * dirs, N, H}) {
       fail(std::string(op) + ": the initial state must be " + shape_str({layers * dirs, N, H}) +
            ", got " + s.type_str());
+    }
     return s;
   };
   const auto h0 = state_in(0);
@@ -2464,9 +2523,10 @@ void k_recurrent(KernelCall& c) {
             out[static_cast<size_t>(((t * N + b) * dirs + d) * H + k)] = v;
           }
         }
-        for (int64_t b = 0; b < N; ++b)
+        for (int64_t b = 0; b < N; ++b) {
           for (int64_t k = 0; k < H; ++k)
             h(b, k) = out[static_cast<size_t>(((t * N + b) * dirs + d) * H + k)];
+        }
       }
       std::copy_n(h.data(), N * H, hn.data<float>() + slot * N * H);
       std::copy_n(cs.data(), N * H, cn.data<float>() + slot * N * H);
@@ -2476,10 +2536,12 @@ void k_recurrent(KernelCall& c) {
   }
   Tensor y(batch_first ? std::vector<int64_t>{N, T, F} : std::vector<int64_t>{T, N, F},
            DType::Float32);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t b = 0; b < N; ++b)
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t b = 0; b < N; ++b) {
       std::copy_n(seq.data() + (t * N + b) * F, F,
                   y.data<float>() + (batch_first ? (b * T + t) : (t * N + b)) * F);
+    }
+  }
   emit(c, std::move(y));
   emit(c, std::move(hn));
   if (op == "LSTM") emit(c, std::move(cn));
@@ -2490,11 +2552,12 @@ void k_recurrent(KernelCall& c) {
 // the weights averaged over heads (N, L, S), or per head (N, heads, L, S) as the graph's second
 // output says. Inputs query, key, value; masks are not implemented (the runtime says so).
 void k_multihead_attention(KernelCall& c) {
-  if (c.inputs.size() != 3)
+  if (c.inputs.size() != 3) {
     fail(
         "MultiheadAttention: attention masks are not implemented by the CPU runtime (the node "
         "has " +
         std::to_string(c.inputs.size()) + " tensor inputs, query/key/value are 3)");
+  }
   const auto e_attr = attr_int(c.node, "embed_dim");
   const auto h_attr = attr_int(c.node, "num_heads");
   if (!e_attr || !h_attr || *h_attr <= 0 || *e_attr % *h_attr != 0)
@@ -2509,10 +2572,12 @@ void k_multihead_attention(KernelCall& c) {
   const auto batch_major = [&](const Tensor& t, int64_t len) {
     const int64_t f = t.shape()[2];
     RowMat m(N * len, f);
-    for (int64_t b = 0; b < N; ++b)
-      for (int64_t i = 0; i < len; ++i)
+    for (int64_t b = 0; b < N; ++b) {
+      for (int64_t i = 0; i < len; ++i) {
         m.row(b * len + i) =
             MapCM(t.data<float>() + (bf ? b * len + i : i * N + b) * f, 1, f).row(0);
+      }
+    }
     return m;
   };
   const Tensor* packed = find_param(c, "in_proj_weight");
@@ -2544,7 +2609,7 @@ void k_multihead_attention(KernelCall& c) {
                  DType::Float32);
   std::fill_n(weights.data<float>(), weights.numel(), 0.0f);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (int64_t b = 0; b < N; ++b)
+  for (int64_t b = 0; b < N; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       RowMat sc = q.block(b * L, h * hd, L, hd) * k.block(b * S, h * hd, S, hd).transpose() * scale;
       for (int64_t i = 0; i < L; ++i) {
@@ -2556,6 +2621,7 @@ void k_multihead_attention(KernelCall& c) {
       float* w = weights.data<float>() + (per_head ? (b * heads + h) * L * S : b * L * S);
       MapM(w, L, S) += per_head ? sc : RowMat(sc / static_cast<float>(heads));
     }
+  }
   const Tensor* ow = find_param(c, "out_proj.weight");
   const Tensor* ob = find_param(c, "out_proj.bias");
   if (ow == nullptr) fail("MultiheadAttention: out_proj.weight is missing");
@@ -2566,9 +2632,10 @@ void k_multihead_attention(KernelCall& c) {
     out.rowwise() += MapCM(obf.data<float>(), 1, E).row(0);
   }
   Tensor y(bf ? std::vector<int64_t>{N, L, E} : std::vector<int64_t>{L, N, E}, DType::Float32);
-  for (int64_t b = 0; b < N; ++b)
+  for (int64_t b = 0; b < N; ++b) {
     for (int64_t i = 0; i < L; ++i)
       std::copy_n(out.row(b * L + i).data(), E, y.data<float>() + (bf ? b * L + i : i * N + b) * E);
+  }
   emit(c, std::move(y));
   if (c.node.outputs.size() > 1) emit(c, std::move(weights));
 }
@@ -2581,15 +2648,17 @@ void k_conv3d(KernelCall& c) {
   const Tensor wt = as_float(wp != nullptr ? *wp : in(c, 1));
   const Tensor* bias =
       attr_bool(c.node, "has_bias").value_or(false) ? find_param(c, "bias") : nullptr;
-  if (x.rank() != 5 || wt.rank() != 5)
+  if (x.rank() != 5 || wt.rank() != 5) {
     fail("Conv3D expects a 5-D NCDHW input and weight, got " + x.type_str() + " and " +
          wt.type_str());
+  }
   const int64_t n = x.shape()[0], ch = x.shape()[1];
   const int64_t oc = wt.shape()[0], icg = wt.shape()[1];
   const int64_t groups = attr_int(c.node, "group").value_or(attr_int(c.node, "groups").value_or(1));
-  if (groups <= 0 || ch != icg * groups || oc % groups != 0)
+  if (groups <= 0 || ch != icg * groups || oc % groups != 0) {
     fail("Conv3D: input " + x.type_str() + " does not match weight " + wt.type_str() +
          " with group=" + std::to_string(groups));
+  }
   const std::vector<int64_t> in_dims = {x.shape()[2], x.shape()[3], x.shape()[4]};
   const Window w =
       make_window(c.node, in_dims, {wt.shape()[2], wt.shape()[3], wt.shape()[4]}, false);
@@ -2597,15 +2666,15 @@ void k_conv3d(KernelCall& c) {
   const int64_t ocg = oc / groups;
   const int64_t id = in_dims[0], ih = in_dims[1], iw = in_dims[2];
   const int64_t kd = w.kernel[0], kh = w.kernel[1], kw = w.kernel[2];
-  float* py = y.data<float>();
-  const float* px = x.data<float>();
-  const float* pw = wt.data<float>();
-  for (int64_t b = 0; b < n; ++b)
+  auto* py = y.data<float>();
+  const auto* px = x.data<float>();
+  const auto* pw = wt.data<float>();
+  for (int64_t b = 0; b < n; ++b) {
     for (int64_t o = 0; o < oc; ++o) {
       const int64_t g = o / ocg;
       const float bv = bias != nullptr ? static_cast<float>(bias->at(o)) : 0.0f;
-      for (int64_t od = 0; od < w.out[0]; ++od)
-        for (int64_t oh = 0; oh < w.out[1]; ++oh)
+      for (int64_t od = 0; od < w.out[0]; ++od) {
+        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
           for (int64_t ow = 0; ow < w.out[2]; ++ow) {
             double acc = bv;
             for (int64_t ci = 0; ci < icg; ++ci) {
@@ -2629,21 +2698,26 @@ void k_conv3d(KernelCall& c) {
             py[(((b * oc + o) * w.out[0] + od) * w.out[1] + oh) * w.out[2] + ow] =
                 static_cast<float>(acc);
           }
+        }
+      }
     }
+  }
 }
 
 // The value of a variable after an `if` on a tensor (the evaluator's Merge: condition, the value
 // the `if` branch left, the value the other left). Both branches' operators ran (the graph holds
 // both); the condition picks one, as Python's truth value of a one-element tensor.
 void k_merge(KernelCall& c) {
-  if (c.inputs.size() != 3)
+  if (c.inputs.size() != 3) {
     fail(
         "Merge: the condition of the `if` is not a tensor of the graph; the runtime cannot "
         "tell which branch ran");
+  }
   const Tensor& cond = c.inputs[0];
-  if (cond.numel() != 1)
+  if (cond.numel() != 1) {
     fail("Merge: the truth value of a tensor of " + std::to_string(cond.numel()) +
          " elements is ambiguous (MindSpore raises the same)");
+  }
   emit(c, cond.at(0) != 0 ? c.inputs[1] : c.inputs[2]);
 }
 }  // namespace kernels
