@@ -2334,15 +2334,21 @@ void k_resize_nearest(KernelCall& c) {
   }
 }
 
+// A layer's weight (float) and its bias when has_bias: the layer's parameters, else the
+// weight as the call's second tensor input.
+std::pair<Tensor, const Tensor*> layer_weight_and_bias(const KernelCall& c) {
+  const Tensor* wp = find_param(c, "weight");
+  const Tensor* bias =
+      attr_bool(c.node, "has_bias").value_or(false) ? find_param(c, "bias") : nullptr;
+  return {as_float(wp != nullptr ? *wp : in(c, 1)), bias};
+}
+
 // nn.Conv2dTranspose: weight (in, out / group, kh, kw); each input pixel scatters its kernel
 // into the output at stride steps. The output size is the graph's; the padding taken off the
 // top/left is the explicit padding, or for 'same' half of what the full result has over it.
 void k_conv2d_transpose(KernelCall& c) {
   Tensor x = as_float(in(c, 0));
-  const Tensor* wp = find_param(c, "weight");
-  const Tensor wt = as_float(wp != nullptr ? *wp : in(c, 1));
-  const Tensor* bias =
-      attr_bool(c.node, "has_bias").value_or(false) ? find_param(c, "bias") : nullptr;
+  const auto [wt, bias] = layer_weight_and_bias(c);
   if (x.rank() != 4 || wt.rank() != 4) {
     fail("Conv2DTranspose expects a 4-D input and weight, got " + x.type_str() + " and " +
          wt.type_str());
@@ -2644,10 +2650,7 @@ void k_multihead_attention(KernelCall& c) {
 // A direct loop (no im2col): 3-D convolutions are rare in the models this runtime checks.
 void k_conv3d(KernelCall& c) {
   const Tensor x = as_float(in(c, 0));
-  const Tensor* wp = find_param(c, "weight");
-  const Tensor wt = as_float(wp != nullptr ? *wp : in(c, 1));
-  const Tensor* bias =
-      attr_bool(c.node, "has_bias").value_or(false) ? find_param(c, "bias") : nullptr;
+  const auto [wt, bias] = layer_weight_and_bias(c);
   if (x.rank() != 5 || wt.rank() != 5) {
     fail("Conv3D expects a 5-D NCDHW input and weight, got " + x.type_str() + " and " +
          wt.type_str());
