@@ -1938,27 +1938,23 @@ void for_each_group(const Tensor& x, const std::vector<int64_t>& axes, F f) {
   int64_t group = 1;
   for (size_t a : red_axes) group *= shape[a];
   const int64_t groups = group == 0 ? 0 : x.numel() / group;
+  // The storage offset of the i-th index (row-major) over the axes `over` of x.
+  const auto offset_of = [&](int64_t i, const std::vector<size_t>& over) {
+    int64_t off = 0;
+    for (size_t k = over.size(); k-- > 0;) {
+      off += (i % shape[over[k]]) * stride[over[k]];
+      i /= shape[over[k]];
+    }
+    return off;
+  };
   // Offsets of the group's elements relative to its first, computed once.
   std::vector<int64_t> offsets(static_cast<size_t>(group), 0);
-  for (int64_t g = 0; g < group; ++g) {
-    int64_t rest = g, off = 0;
-    for (size_t k = red_axes.size(); k-- > 0;) {
-      const size_t a = red_axes[k];
-      off += (rest % shape[a]) * stride[a];
-      rest /= shape[a];
-    }
-    offsets[static_cast<size_t>(g)] = off;
-  }
+  for (int64_t g = 0; g < group; ++g) offsets[static_cast<size_t>(g)] = offset_of(g, red_axes);
   const Tensor xf = as_float(x);
   const auto* px = xf.data<float>();
   std::vector<float> values(static_cast<size_t>(group));
   for (int64_t o = 0; o < groups; ++o) {
-    int64_t rest = o, base = 0;
-    for (size_t k = kept_axes.size(); k-- > 0;) {
-      const size_t a = kept_axes[k];
-      base += (rest % shape[a]) * stride[a];
-      rest /= shape[a];
-    }
+    const int64_t base = offset_of(o, kept_axes);
     for (size_t g = 0; g < values.size(); ++g) values[g] = px[base + offsets[g]];
     f(o, std::span<const float>(values));
   }
