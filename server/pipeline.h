@@ -5,7 +5,7 @@
 //   protocol's GraphDocument, positions in UTF-16)
 //
 // `cellscope graph` and `cellscope view` (server/commands.cpp, view/view_command.cpp) and the
-// language server's graph view (lsp/server.cpp) call it; none of them repeats a stage. The
+// language server's graph view (lsp/view_bridge.cpp) call it; none of them repeats a stage. The
 // target and the MindSpore version are the analysis options' (graphcore::AnalysisOptions); what
 // follows the analysis is PipelineOptions.
 #pragma once

@@ -1,5 +1,6 @@
 // The language features, as functions of one analysed snapshot of a document. No I/O, no
-// threads: the server (server.cpp) decides when a snapshot is current and calls these.
+// threads: the scheduler (scheduler.h) decides when a snapshot is current, the protocol layer
+// (protocol.h) calls these.
 #pragma once
 
 #include <functional>

@@ -1,5 +1,8 @@
 // `cellscope lsp`: a language server over the base protocol (protocol/rpc) that keeps every open
-// model compiled as the user types.
+// model compiled as the user types. LanguageServer is the composition of three parts, each with
+// its own header: the protocol layer (protocol.h: handlers, capabilities, diagnostics, progress),
+// the analysis scheduler (scheduler.h: open documents, debounce, worker, cancellation, versions)
+// and the view bridge (view_bridge.h: the graph view's server).
 //
 // Threads: all protocol state (documents, settings, published results) lives on the I/O thread
 // that runs the io_context; analyses run on one worker thread over immutable snapshots (the text

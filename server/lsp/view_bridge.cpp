@@ -1,0 +1,168 @@
+#include "lsp/view_bridge.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <filesystem>
+#include <map>
+
+#include "graphcore/outline.h"
+#include "pipeline.h"
+#include "rpc/jsonrpc.h"
+
+namespace cellscope::lsp {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The view's document for an analysis of `path` (hardware layer: all three layers), on the
+// worker thread.
+void publish_view(server::view::ViewServer& vs, const std::string& path,
+                  const graphcore::AnalysisResult& result,
+                  const graphcore::AnalysisOptions& analysis, graphcore::SourceProvider& sources) {
+  server::PipelineOptions pipeline;
+  pipeline.layer = "hardware";
+  try {
+    auto built = server::graph_document_of(result, analysis, pipeline, sources);
+    vs.update(path, std::move(built.document), built.compiled, built.ms);
+  } catch (const std::exception& e) {
+    spdlog::error("view: building the document of {} failed: {}", path, e.what());
+    vs.publish_status(path, "failed",
+                      "Cellscope could not build the graph: " + rpc::describe_exception(e));
+  }
+}
+
+}  // namespace
+
+ViewBridge::ViewBridge(asio::io_context& io, AnalysisScheduler& scheduler)
+    : io_(io), scheduler_(scheduler) {}
+
+std::shared_ptr<server::view::ViewServer> ViewBridge::current() {
+  std::lock_guard lock(mutex_);
+  return view_server_;
+}
+
+void ViewBridge::stop() {
+  if (auto vs = current()) vs->stop();
+}
+
+void ViewBridge::worker_analysed(const Job& job, const FileAnalysis& fa,
+                                 graphcore::SourceProvider& sources) {
+  if (auto vs = current(); vs && vs->watching(job.path))
+    publish_view(*vs, job.path, fa.result, job.options, sources);
+}
+
+void ViewBridge::subscribed(const std::string& path) {
+  auto vs = current();
+  if (!vs) return;
+  Overlay overlay = scheduler_.overlay();
+  for (auto& [uri, d] : scheduler_.documents()) {
+    if (d.doc.path != path) continue;
+    if (d.up_to_date()) {
+      std::shared_ptr<const FileAnalysis> fa = d.analysis;
+      auto options = hooks_.options_for(path);
+      scheduler_.submit([vs, fa, options, overlay] {
+        SnapshotSources sources(overlay);
+        publish_view(*vs, fa->path, fa->result, options, sources);
+      });
+    } else {
+      scheduler_.schedule(uri, true);  // the analysis publishes to the view when it is done
+    }
+    return;
+  }
+  // Not open in the editor: from disk (and the open documents it imports).
+  auto options = hooks_.options_for(path);
+  scheduler_.submit([vs, path, options, overlay] {
+    SnapshotSources sources(overlay);
+    server::PipelineOptions pipeline;
+    pipeline.layer = "hardware";
+    auto built = server::build_graph_document(path, options, pipeline, sources);
+    vs->update(path, std::move(built.document), built.compiled, built.ms);
+  });
+}
+
+std::shared_ptr<server::view::ViewServer> ViewBridge::ensure() {
+  if (auto vs = current()) return vs;
+  server::view::ServerOptions options;
+  options.editor = true;
+  server::view::Handlers handlers;
+  std::weak_ptr<ViewBridge> weak = weak_from_this();
+  handlers.allow_file = [](const std::string& file) -> std::string {
+    const fs::path p(file);
+    std::error_code ec;
+    if (!p.is_absolute()) return "file= must be an absolute path";
+    if (p.extension() != ".py") return file + " is not a Python file";
+    if (!fs::is_regular_file(p, ec)) return "no such file: " + file;
+    return "";
+  };
+  handlers.subscribed = [weak](const std::string& file) {
+    if (auto self = weak.lock()) {
+      asio::post(self->io_, [weak, file] {
+        if (auto s = weak.lock()) s->subscribed(file);
+      });
+    }
+  };
+  handlers.reveal = [weak](const protocol::RevealRequest& reveal) {
+    if (auto self = weak.lock()) {
+      asio::post(self->io_, [weak, reveal] {
+        if (auto s = weak.lock()) s->hooks_.reveal(reveal);
+      });
+    }
+  };
+  auto vs = std::make_shared<server::view::ViewServer>(options, handlers);
+  vs->start();
+  hooks_.log(3, "graph view server listening on 127.0.0.1:" + std::to_string(vs->port()));
+  std::lock_guard lock(mutex_);
+  view_server_ = vs;
+  if (debug_focus_) vs->set_debug_focus(*debug_focus_);
+  return vs;
+}
+
+size_t ViewBridge::set_debug_focus(const protocol::DebugFocus& focus) {
+  std::shared_ptr<server::view::ViewServer> vs;
+  {
+    std::lock_guard lock(mutex_);
+    if (focus.node().empty()) {
+      debug_focus_.reset();
+    } else {
+      debug_focus_ = focus;
+    }
+    vs = view_server_;
+  }
+  return vs ? vs->set_debug_focus(focus) : 0;
+}
+
+std::string cell_at(const FileAnalysis& fa, int64_t line) {
+  if (fa.result.cells.empty()) return "";
+  if (line < 0) return fa.result.cells.front().name;
+  const auto l = static_cast<uint32_t>(line);
+  auto holds = [l](const graphcore::SourceRange& r) {
+    return l >= r.start.line && l <= r.end.line;
+  };
+  // A factory root (`resnet50()`): its own `def`, from the outline.
+  for (const auto& c : fa.result.cells) {
+    if (c.file != fa.path || !c.name.ends_with("()")) continue;
+    const auto* fn = graphcore::find_symbol(fa.outline.symbols,
+                                            std::string_view(c.name).substr(0, c.name.size() - 2));
+    if (fn && holds(fn->range)) return c.name;
+  }
+  const graphcore::CellReport* best = nullptr;
+  for (const auto& c : fa.result.cells) {
+    if (c.file != fa.path || !holds(c.range)) continue;
+    if (!best ||
+        c.range.end.line - c.range.start.line < best->range.end.line - best->range.start.line)
+      best = &c;
+  }
+  if (best) return best->name;
+  for (const auto& sym : fa.outline.symbols) {
+    if (!holds(sym.range)) continue;
+    for (const auto& c : fa.result.cells) {
+      if (c.class_name == sym.name) return c.name;
+    }
+  }
+  return fa.result.cells.front().name;
+}
+
+}  // namespace cellscope::lsp
