@@ -409,7 +409,7 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
       case NodeKind::Op: {
         KernelFn fn = find_kernel(n.op);
         if (!fn) return error("the runtime has no kernel for operator '" + std::string(n.op) + "'");
-        KernelCall call{n, inputs, nparams, outs, hash_name(opts_.seed, n.id)};
+        KernelCall call{n, inputs, nparams, outs, opts_.seed};
         fn(call);
         break;
       }

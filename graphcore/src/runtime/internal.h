@@ -64,7 +64,7 @@ struct KernelCall {
   const std::vector<Tensor>& inputs;
   const std::vector<const ParamState*>& params;
   std::vector<Tensor>& outputs;
-  uint64_t seed = 0;  // the run's seed mixed with the node's id (random operators)
+  uint64_t run_seed = 0;  // ExecOptions::seed (random operators mix in the node's id)
 };
 
 using KernelFn = void (*)(KernelCall&);

@@ -1087,11 +1087,10 @@ void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
           for (int64_t j = ws; j < we; ++j) {
             const float v = px[b * h * wd + i * wd + j];
             acc += v;
-            if (v > best || std::isnan(v)) {
+            // The first NaN wins and stays (it propagates, as in MindSpore's max).
+            if (!std::isnan(best) && (v > best || std::isnan(v))) {
               best = v;
               best_at = i * wd + j;
-              if (std::isnan(v)) i = he;  // NaN propagates
-              if (std::isnan(v)) break;
             }
           }
         }
@@ -2416,7 +2415,7 @@ void k_random(KernelCall& c) {
   if (!os) fail("the shape of the random tensor is not known");
   const DType dt = out_dtype(c, 0, c.node.op == "UniformInt" ? DType::Int64 : DType::Float32);
   Tensor& y = emit(c, Tensor(*os, dt));
-  Rng rng(c.seed);
+  Rng rng(hash_name(c.run_seed, c.node.id));
   if (c.node.op == "UniformInt") {
     const auto low = attr_int(c.node, "low");
     const auto high = attr_int(c.node, "high");
@@ -2437,9 +2436,9 @@ void k_random(KernelCall& c) {
 void k_recurrent(KernelCall& c) {
   const std::string_view op = c.node.op;
   const int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
-  const Tensor x0 = as_float(in(c, 0));
+  const Tensor x = as_float(in(c, 0));
   const auto hidden = attr_int(c.node, "hidden_size");
-  if (!hidden || x0.rank() != 3) fail(std::string(op) + " needs hidden_size and a 3-D input");
+  if (!hidden || x.rank() != 3) fail(std::string(op) + " needs hidden_size and a 3-D input");
   const int64_t H = *hidden;
   const int64_t layers = attr_int(c.node, "num_layers").value_or(1);
   const int64_t dirs = attr_bool(c.node, "bidirectional").value_or(false) ? 2 : 1;
@@ -2449,7 +2448,6 @@ void k_recurrent(KernelCall& c) {
   const size_t states = op == "LSTM" ? 2 : 1;
   if (c.inputs.size() > 1 + states)
     fail(std::string(op) + ": seq_length is not implemented by the CPU runtime");
-  const Tensor& x = x0;
   const int64_t T = x.shape()[batch_first ? 1 : 0], N = x.shape()[batch_first ? 0 : 1];
   const auto at_x = [&](int64_t t, int64_t b) {
     return x.data<float>() + (batch_first ? (b * T + t) : (t * N + b)) * x.shape()[2];
