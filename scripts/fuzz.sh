@@ -79,6 +79,17 @@ run_one() {
   echo $? >"$OUT/fuzz-$t.rc"
 }
 
+# Findings of this run are the artefacts newer than this stamp (those of earlier runs stay for
+# whoever reads them, and do not fail this one).
+mkdir -p "$OUT"
+stamp="$OUT/.run-start"
+touch "$stamp"
+
+new_findings() {
+  find "$OUT/artifacts/$1" -type f -newer "$stamp" \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \
+    -o -name 'leak-*' \)
+}
+
 running=0
 for t in $TARGETS; do
   run_one "$t" &
@@ -90,9 +101,9 @@ for t in $TARGETS; do
 done
 wait
 
-# The report: executions, corpus size, slow units, findings per harness.
-status=0
-{
+# The report: executions, corpus size, slow units, findings of this run per harness. The exit
+# status is non-zero when a harness failed or found something.
+report() {
   printf '| harness | seconds | executions | exec/s | corpus | slowest unit | crashes/timeouts/ooms |\n'
   printf '|---|---|---|---|---|---|---|\n'
   for t in $TARGETS; do
@@ -100,12 +111,16 @@ status=0
     execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$f" | awk '{print $2}' | tail -1)
     slowest=$(grep -o 'Slowest unit: [0-9]* s' "$f" | awk '{print $3}' | sort -n | tail -1)
     corpus=$(find "$OUT/corpus/$t" -type f | wc -l)
-    findings=$(find "$OUT/artifacts/$t" -type f \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
+    findings=$(new_findings "$t" | wc -l)
     rc=$(cat "$OUT/fuzz-$t.rc")
-    ((rc != 0 || findings > 0)) && status=1
     printf '| %s | %s | %s | %s | %s | %s | %s%s |\n' "$t" "$SECONDS_EACH" "${execs:-0}" \
       "$(( ${execs:-0} / SECONDS_EACH ))" "$corpus" "${slowest:+${slowest} s}" "$findings" \
       "$( ((rc != 0)) && printf ' (exit %s, see %s)' "$rc" "$f")"
   done
-} | tee "$OUT/fuzz-report.md"
-exit $status
+}
+report | tee "$OUT/fuzz-report.md"
+for t in $TARGETS; do
+  [[ "$(cat "$OUT/fuzz-$t.rc")" == 0 ]] || exit 1
+  [[ -z "$(new_findings "$t")" ]] || exit 1
+done
+exit 0

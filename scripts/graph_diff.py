@@ -16,6 +16,7 @@ Usage:
 Exit status 0 when no document differs.
 """
 import argparse
+import ast
 import concurrent.futures
 import json
 import os
@@ -23,10 +24,14 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUNTIME_MODELS = [("activations", ["4,6", "4,6"]), ("functional_args", ["5,7"]),
-                  ("more_ops", ["2,4,5,6"]), ("shapes", ["3,4,5", "2,5:int32"]),
-                  ("scalars", ["4,6", "4,6:int32"]), ("conv_family", ["2,4,17,19"]),
-                  ("dense_norm", ["2,4,6,6"]), ("pool_family", ["2,3,11,13"])]
+def runtime_models():
+    """(file, input shapes) of every case of the torch tier (tests/runtime/check_torch.py's
+    CASES, read as data: that file imports torch)."""
+    tree = ast.parse(open(os.path.join(ROOT, "tests/runtime/check_torch.py")).read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "CASES":
+            return [(case[1], case[2]) for case in ast.literal_eval(node.value)]
+    raise SystemExit("tests/runtime/check_torch.py has no CASES list")
 
 
 def cases(mindcv):
@@ -35,11 +40,12 @@ def cases(mindcv):
         ins = [",".join(map(str, i["shape"])) + ":" + i["dtype"] for i in m["inputs"]]
         entry = ["--entry", m["cell"]] if "(" in m["cell"] else ["--cell", m["cell"]]
         yield "tests/corpus/" + m["file"], entry + sum((["--input", i] for i in ins), [])
-    for name, ins in RUNTIME_MODELS:
-        path = "tests/runtime/models/%s.py" % name
-        if os.path.exists(os.path.join(ROOT, path)):
-            yield path, sum((["--input", i] for i in ins), [])
+    for path, ins in runtime_models():
+        yield path, sum((["--input", i] for i in ins), [])
     if mindcv:
+        if not os.path.isdir(os.path.join(mindcv, "mindcv")):
+            raise SystemExit("--mindcv: %s has no mindcv package (give the directory holding it)"
+                             % mindcv)
         truth = json.load(open(os.path.join(ROOT, "tests/realworld/mindcv-ground-truth.json")))
         for m in truth["models"]:
             if m.get("input_shape"):
@@ -96,19 +102,25 @@ def main():
 
     def one(job):
         path, args, layer = job
-        d = differences(run(opts.old, path, args, layer, flags),
-                        run(opts.new, path, args, layer, flags), opts)
-        return path, layer, d
+        old, new = run(opts.old, path, args, layer, flags), run(opts.new, path, args, layer, flags)
+        # A binary that printed no graph compared nothing: that is a failure, not "no difference".
+        err = old.get("stderr") or new.get("stderr") or ""
+        if ("stderr" in old or "stderr" in new) and not err:
+            err = "no output"
+        return path, layer, differences(old, new, opts), err
 
-    bad = 0
+    bad = failed = 0
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        for path, layer, d in pool.map(one, jobs):
-            if d:
+        for path, layer, d, err in pool.map(one, jobs):
+            if err:
+                failed += 1
+                print("FAILED %s (%s): %s" % (path, layer, err[:200]))
+            elif d:
                 bad += 1
                 print("DIFF %s (%s): %s" % (path, layer, "; ".join(d[:3])))
-    print("%d documents (%s%s), %d differ" % (len(jobs), ", ".join(layers),
-                                              (" " + opts.flags) if flags else "", bad))
-    return 1 if bad else 0
+    print("%d documents (%s%s), %d differ, %d without a graph" % (
+        len(jobs), ", ".join(layers), (" " + opts.flags) if flags else "", bad, failed))
+    return 1 if bad or failed else 0
 
 
 if __name__ == "__main__":

@@ -285,7 +285,7 @@ class Interpreter {
   ValueRef graph_value(const Value& tensor, const Site& site);  // node output feeding an op
   Value add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
                     std::vector<TensorType> outputs, std::vector<Attr> attrs, double flops,
-                    const Site& site, bool returns_tuple);
+                    const Site& site, bool returns_tuple, IStr selected_op = {});
   IStr current_scope() const;
   // Output values of an op: one tensor, a tuple, or a nested tuple per a tuple_structure attr.
   Value merge_branches(const Value& cond, const Value& a, const Value& b, const Site& site);

@@ -689,6 +689,7 @@ class CallCtx final : public BoundCtx<CallContext> {
     attrs.push_back(Attr{std::move(name), std::move(value)});
   }
   void set_flops(double f) override { flops = f; }
+  void set_op(std::string_view o) override { op = IStr(o); }
   void suggest_init_value(std::string_view param, std::string value) override {
     if (obj_ && obj_->cell)
       attach_init_fix(obj_->cell->file, init_arg(param), param, std::move(value));
@@ -696,6 +697,7 @@ class CallCtx final : public BoundCtx<CallContext> {
   std::vector<TensorType> outputs;
   std::vector<Attr> attrs;
   double flops = 0;
+  IStr op;  // set_op's operator; empty: the entry's
 
  private:
   void emit(Severity sev, std::string_view code, std::string message,
@@ -1108,7 +1110,7 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   bool count_unknown = e->returns_tuple && ctx.outputs.size() == 1 && !ctx.outputs[0].shape.ranked;
   if (graph) {
     Value r = add_op_node(e, self_obj, std::move(tensor_inputs), std::move(ctx.outputs),
-                          std::move(ctx.attrs), ctx.flops, site, e->returns_tuple);
+                          std::move(ctx.attrs), ctx.flops, site, e->returns_tuple, ctx.op);
     if (count_unknown) {
       if (auto* items = seq_items(r); items && !items->empty()) {
         if (auto* t = (*items)[0].as<TensorObj>(); t && t->graph_id == graph->graph_id)

@@ -175,7 +175,8 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
 
 Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
                                std::vector<TensorType> outputs, std::vector<Attr> attrs,
-                               double flops, const Site& site, bool returns_tuple) {
+                               double flops, const Site& site, bool returns_tuple,
+                               IStr selected_op) {
   Node n;
   n.kind = NodeKind::Op;
   auto names = graph->api_names.find(e);
@@ -185,7 +186,7 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
     names = graph->api_names.emplace(e, std::make_pair(IStr(e->name), op)).first;
   }
   n.api = names->second.first;
-  n.op = names->second.second;
+  n.op = selected_op.empty() ? names->second.second : selected_op;
   if (obj && obj->cell && !obj->cell->path.empty()) {
     n.scope = obj->cell->path;
     // A layer's node is named after its path; applying it again adds #2, #3...

@@ -36,6 +36,7 @@ CASES = {
     "select_pad": ["2,4,5,6"],
     "conv1d_pool": ["2,4,10"],
     "resize_transpose": ["2,4,5,6"],
+    "interpolate": ["2,3,7", "2,3,5,6", "1,2,3,4,5"],
     "recurrent": ["2,7,6"],
     "attention": ["2,7,6", "2,3,5"],
     "conv3d": ["2,4,5,6,7"],

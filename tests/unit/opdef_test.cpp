@@ -21,7 +21,9 @@ namespace {
 std::set<std::string, std::less<>> api_ops() {
   std::set<std::string, std::less<>> ops;
   for (const auto& e : Registry::instance().entries()) {
-    if (e->replacement.empty() && e->infer) ops.insert(e->op);
+    if (!e->replacement.empty() || !e->infer) continue;
+    ops.insert(e->op);
+    ops.insert(e->variants.begin(), e->variants.end());
   }
   return ops;
 }

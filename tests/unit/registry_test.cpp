@@ -231,6 +231,8 @@ class FakeCall : public FakeBase<CallContext> {
   void add_output(TensorType t) override { outputs.push_back(std::move(t)); }
   void set_attr(std::string name, AttrValue value) override { attrs[name] = std::move(value); }
   void set_flops(double f) override { flops = f; }
+  void set_op(std::string_view o) override { op = o; }
+  std::string op;
 };
 
 const ApiEntry& entry(std::string_view name) {
@@ -385,6 +387,51 @@ TEST(RegistryConv, TransposedConvMatchesMindSpore) {
   }
   Layer l = construct("nn.Conv2dTranspose", {I(4), I(6), I(3)}, {{"has_bias", Bo(true)}});
   EXPECT_EQ(l.init.params[0].shape.str(), "(4, 6, 3, 3)");
+}
+
+// ops.interpolate compiles to the operator MindSpore 2.10 runs for its mode and rank
+// (ops/function/nn_func.py); the shape is the same whichever it is.
+TEST(RegistryResize, InterpolateSelectsTheOperatorOfItsModeAndRank) {
+  struct Case {
+    std::initializer_list<int64_t> input;
+    const char* mode;
+    std::vector<int64_t> size;
+    const char* op;
+  };
+  const Case cases[] = {
+      {{2, 3, 7}, "nearest", {11}, "ResizeNearestNeighborV2"},
+      {{2, 3, 5, 6}, "nearest-exact", {8, 11}, "ResizeNearestNeighborV2"},
+      {{1, 2, 3, 4, 5}, "nearest", {5, 7, 6}, "UpsampleNearest3D"},
+      {{2, 3, 7}, "linear", {11}, "ResizeLinear1D"},
+      {{2, 3, 5, 6}, "bilinear", {8, 11}, "ResizeBilinearV2"},
+      {{2, 3, 5, 6}, "bicubic", {8, 11}, "ResizeBicubic"},
+      {{1, 2, 3, 4, 5}, "trilinear", {5, 7, 6}, "UpsampleTrilinear3D"},
+      {{2, 3, 8}, "area", {4}, "AdaptiveAvgPool1D"},
+      {{2, 3, 5, 6}, "area", {3, 4}, "AdaptiveAvgPool2D"},
+      {{1, 2, 3, 4, 5}, "area", {2, 3, 4}, "AdaptiveAvgPool3D"},
+  };
+  for (const Case& c : cases) {
+    FakeCall r =
+        call("ops.interpolate", {Ten(c.input)}, {{"size", Ints(c.size)}, {"mode", Str(c.mode)}});
+    EXPECT_EQ(r.op, c.op) << c.mode << " " << r.errors();
+    ASSERT_EQ(r.outputs.size(), 1U) << c.mode;
+    EXPECT_EQ(r.outputs[0].shape.rank(), c.input.size()) << c.mode;
+    EXPECT_EQ(r.outputs[0].shape.dims.back().value(), c.size.back()) << c.mode;
+  }
+  // MindSpore's default mode is 'nearest'; a mode that is not a constant selects nothing (the
+  // entry's own operator stays).
+  FakeCall plain = call("ops.interpolate", {Ten({2, 3, 5, 6})}, {{"size", Ints({8, 11})}});
+  EXPECT_EQ(plain.op, "ResizeNearestNeighborV2");
+  FakeCall unknown =
+      call("ops.interpolate", {Ten({2, 3, 5, 6})}, {{"size", Ints({8, 11})}, {"mode", ArgValue{}}});
+  EXPECT_EQ(unknown.op, "");
+  EXPECT_EQ(unknown.outputs.size(), 1U);
+  // 'area' on 3-D input is adaptive_avg_pool1d: the length must divide by the size (MindSpore
+  // raises for 7 -> 4).
+  FakeCall area =
+      call("ops.interpolate", {Ten({2, 3, 7})}, {{"size", Ints({4})}, {"mode", Str("area")}});
+  EXPECT_TRUE(area.outputs.empty());
+  EXPECT_NE(area.errors().find("divisible by output_size (4)"), std::string::npos) << area.errors();
 }
 
 TEST(RegistryDense, MismatchMessageNamesBothNumbers) {

@@ -138,6 +138,10 @@ class CallContext : public ContextBase {
   virtual void add_output(TensorType t) = 0;
   virtual void set_attr(std::string name, AttrValue value) = 0;  // node attribute
   virtual void set_flops(double flops) = 0;
+  // The operator this call compiles to, for an API that maps onto one of several by its
+  // arguments (ops.interpolate: one per mode and rank, as MindSpore does): the entry's `op` or
+  // one of its `variants`.
+  virtual void set_op(std::string_view op) = 0;
 };
 
 using InitFn = std::function<void(InitContext&)>;
@@ -148,6 +152,7 @@ struct ApiEntry {
                      // "Tensor.reshape"
   ApiKind kind = ApiKind::Function;
   std::string op;  // graph operator name ("Conv2D", "MatMul"); defaults to the last name component
+  std::vector<std::string> variants;   // the other operators `infer` may select (set_op)
   std::vector<ParamSpec> init_params;  // constructor (CellClass, PrimitiveClass)
   std::vector<ParamSpec> call_params;  // construct / __call__ / function / method (self first)
   VersionRange versions;

@@ -243,17 +243,7 @@ void add_adaptive_pool(Registry& r, std::string name, std::string op, size_t nd,
     // input whose last dim is at least output_size and divisible by it.
     if (!require_rank(ctx, name, x.shape, nd == 1 ? 3 : nd + 1, nd + 2, "input")) return;
     const ArgValue& os = ctx.init_arg("output_size");
-    if (nd == 1 && os.kind == ArgValue::Kind::Int && os.i > 0 && x.shape.dims[2].is_known()) {
-      const int64_t len = x.shape.dims[2].value();
-      if (len < os.i || len % os.i != 0) {
-        ctx.error("shape-mismatch",
-                  name + ": the input's last dimension (" + std::to_string(len) + ") must be " +
-                      (len < os.i ? "at least" : "divisible by") + " output_size (" +
-                      std::to_string(os.i) + "); input " + x.shape.str(),
-                  "input");
-        return;
-      }
-    }
+    if (nd == 1 && !adaptive_1d_length_valid(ctx, name, x.shape, os, "input")) return;
     Shape y = x.shape;
     size_t first = y.rank() - nd;
     for (size_t i = 0; i < nd; ++i) {

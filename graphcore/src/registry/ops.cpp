@@ -717,7 +717,25 @@ bool interpolate_arguments_valid(CallContext& ctx, const Shape& shape) {
               "align_corners");
     return false;
   }
+  // 'area' on a 3-D input is ops.adaptive_avg_pool1d to the size.
+  if (*mode == "area" && rank == 3 && has_size) {
+    const bool one = size.kind == ArgValue::Kind::Sequence && size.items.size() == 1;
+    return adaptive_1d_length_valid(ctx, "ops.interpolate(mode='area')", shape,
+                                    one ? size.items[0] : size, "size");
+  }
   return true;
+}
+
+// The operator MindSpore 2.10's ops.interpolate runs for `mode` on a rank-`rank` input
+// (ops/function/nn_func.py: run_nearest, run_linear, ... run_area); `mode` was validated.
+std::string_view interpolate_op(std::string_view mode, size_t rank) {
+  if (mode == "linear") return "ResizeLinear1D";
+  if (mode == "bilinear") return "ResizeBilinearV2";
+  if (mode == "bicubic") return "ResizeBicubic";
+  if (mode == "trilinear") return "UpsampleTrilinear3D";
+  if (mode == "area")
+    return rank == 3 ? "AdaptiveAvgPool1D" : rank == 4 ? "AdaptiveAvgPool2D" : "AdaptiveAvgPool3D";
+  return mode == "nearest" && rank == 5 ? "UpsampleNearest3D" : "ResizeNearestNeighborV2";
 }
 
 void register_nn_ops(Registry& r) {
@@ -924,37 +942,47 @@ void register_nn_ops(Registry& r) {
                    ctx.add_output({out, t.dtype});
                  }),
        "ResizeNearestNeighbor(size)(x): nearest-neighbour resize of NCHW to size");
-  fn(r, "ops.interpolate", "ResizeNearestNeighbor",
-     {P("input"), P("size", "None"), P("scale_factor", "None"), P("mode", "'nearest'"),
-      P("align_corners", "None"), P("recompute_scale_factor", "None")},
-     on_tensor("input",
-               [](CallContext& ctx, const TensorType& t) {
-                 if (!require_rank(ctx, "ops.interpolate", t.shape, 3, 5, "input")) return;
-                 if (!interpolate_arguments_valid(ctx, t.shape)) return;
-                 size_t nd = t.shape.rank() - 2;
-                 Shape out = t.shape;
-                 if (auto size = ctx.arg("size").as_ints(nd)) {
-                   for (size_t i = 0; i < nd; ++i) out.dims[2 + i] = Dim::known((*size)[i]);
-                 } else if (const ArgValue& sf = ctx.arg("scale_factor"); !sf.is_none()) {
-                   for (size_t i = 0; i < nd; ++i) {
-                     const ArgValue& f = sf.kind == ArgValue::Kind::Sequence && i < sf.items.size()
-                                             ? sf.items[i]
-                                             : sf;
-                     const Dim& d = t.shape.dims[2 + i];
-                     auto v = f.as_float();
-                     out.dims[2 + i] = v && d.is_known()
-                                           ? Dim::known(static_cast<int64_t>(
-                                                 std::floor(static_cast<double>(d.value()) * *v)))
-                                       : v && *v == std::floor(*v) && !d.is_unknown()
-                                           ? d * Dim::known(static_cast<int64_t>(*v))
-                                           : Dim::unknown();
-                   }
-                 } else {
-                   return add_unknown_output(ctx, t.dtype);
-                 }
-                 ctx.add_output({out, t.dtype});
-               }),
-     "resizes the spatial dims to size or by scale_factor");
+  ApiEntry interpolate;
+  interpolate.name = "ops.interpolate";
+  interpolate.op = "ResizeNearestNeighborV2";
+  interpolate.variants = {"UpsampleNearest3D", "ResizeLinear1D",      "ResizeBilinearV2",
+                          "ResizeBicubic",     "UpsampleTrilinear3D", "AdaptiveAvgPool1D",
+                          "AdaptiveAvgPool2D", "AdaptiveAvgPool3D"};
+  interpolate.call_params = {P("input"),
+                             P("size", "None"),
+                             P("scale_factor", "None"),
+                             P("mode", "'nearest'"),
+                             P("align_corners", "None"),
+                             P("recompute_scale_factor", "None")};
+  interpolate.infer = on_tensor("input", [](CallContext& ctx, const TensorType& t) {
+    if (!require_rank(ctx, "ops.interpolate", t.shape, 3, 5, "input")) return;
+    if (!interpolate_arguments_valid(ctx, t.shape)) return;
+    if (auto mode = ctx.arg("mode").as_str(); mode && t.shape.ranked)
+      ctx.set_op(interpolate_op(*mode, t.shape.rank()));
+    size_t nd = t.shape.rank() - 2;
+    Shape out = t.shape;
+    if (auto size = ctx.arg("size").as_ints(nd)) {
+      for (size_t i = 0; i < nd; ++i) out.dims[2 + i] = Dim::known((*size)[i]);
+    } else if (const ArgValue& sf = ctx.arg("scale_factor"); !sf.is_none()) {
+      for (size_t i = 0; i < nd; ++i) {
+        const ArgValue& f =
+            sf.kind == ArgValue::Kind::Sequence && i < sf.items.size() ? sf.items[i] : sf;
+        const Dim& d = t.shape.dims[2 + i];
+        auto v = f.as_float();
+        out.dims[2 + i] =
+            v && d.is_known()
+                ? Dim::known(static_cast<int64_t>(std::floor(static_cast<double>(d.value()) * *v)))
+            : v && *v == std::floor(*v) && !d.is_unknown()
+                ? d * Dim::known(static_cast<int64_t>(*v))
+                : Dim::unknown();
+      }
+    } else {
+      return add_unknown_output(ctx, t.dtype);
+    }
+    ctx.add_output({out, t.dtype});
+  });
+  interpolate.summary = "resizes the spatial dims to size or by scale_factor";
+  r.add(std::move(interpolate));
 
   // Convolution and pooling functions/primitives.
   auto conv = [](std::string api, size_t nd, WindowArgNames names, bool functional) {

@@ -192,6 +192,21 @@ void flops_per_element(CallContext& ctx, const Shape& shape, double per_element)
 }
 
 // ---- Checks -----------------------------------------------------------------------------------
+bool adaptive_1d_length_valid(ContextBase& ctx, std::string_view api, const Shape& x,
+                              const ArgValue& output_size, std::string_view arg) {
+  if (output_size.kind != ArgValue::Kind::Int || output_size.i <= 0 || !x.ranked || x.rank() == 0 ||
+      !x.dims.back().is_known())
+    return true;
+  const int64_t len = x.dims.back().value(), os = output_size.i;
+  if (len >= os && len % os == 0) return true;
+  ctx.error("shape-mismatch",
+            std::string(api) + ": the input's last dimension (" + std::to_string(len) +
+                ") must be " + (len < os ? "at least" : "divisible by") + " output_size (" +
+                std::to_string(os) + "); input " + x.str(),
+            arg);
+  return false;
+}
+
 bool require_rank(ContextBase& ctx, std::string_view api, const Shape& s, size_t min_rank,
                   size_t max_rank, std::string_view arg) {
   if (!s.ranked || (s.rank() >= min_rank && s.rank() <= max_rank)) return true;

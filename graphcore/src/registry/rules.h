@@ -90,6 +90,11 @@ std::optional<double> known_count(const Shape& shape);  // element count when fu
 // Requires rank in [min_rank, max_rank]; reports "rank-error" naming `api` and the shape.
 bool require_rank(ContextBase& ctx, std::string_view api, const Shape& s, size_t min_rank,
                   size_t max_rank, std::string_view arg = {});
+// MindSpore 2.10's 1-D adaptive average pool (nn.AdaptiveAvgPool1d, ops.adaptive_avg_pool1d,
+// ops.interpolate's 'area' on 3-D input): the last dim of `x` must be at least `output_size`
+// and divisible by it; false: reported at `arg`. Unknown sizes pass.
+bool adaptive_1d_length_valid(ContextBase& ctx, std::string_view api, const Shape& x,
+                              const ArgValue& output_size, std::string_view arg);
 // Requires `actual` to equal `expected` when that is not certainly false; reports
 // "shape-mismatch": "<api> expects <expected> <what> (<param>=<expected>), but receives
 // <actual> from input of shape <shape>".

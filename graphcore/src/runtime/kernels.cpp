@@ -3,6 +3,7 @@
 // output shapes; the executor checks them against the graph's known dims.
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -1056,9 +1057,10 @@ void pool2d(KernelCall& c, bool is_max) {
 void k_maxpool(KernelCall& c) { pool2d(c, true); }
 void k_avgpool(KernelCall& c) { pool2d(c, false); }
 
-// Adaptive pooling over the last `nd` dims (nn.AdaptiveAvgPool1d/2d, nn.AdaptiveMaxPool2d and
-// its indices, flat over the pooled plane): output cell i of a dim of n in, m out covers
-// [floor(i n / m), ceil((i + 1) n / m)), so cells overlap when m does not divide n or m > n.
+// Adaptive pooling over the last `nd` dims (nn.AdaptiveAvgPool1d/2d/3d, ops.interpolate's
+// 'area', nn.AdaptiveMaxPool2d and its indices, flat over the pooled dims): output cell i of a
+// dim of n in, m out covers [floor(i n / m), ceil((i + 1) n / m)), so cells overlap when m does
+// not divide n or m > n.
 void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
   Tensor x = as_float(in(c, 0));
   if (x.rank() != nd + 1 && x.rank() != nd + 2) {
@@ -1068,36 +1070,52 @@ void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
   auto os = out_shape(c);
   if (!os || os->size() != x.rank()) fail("the output size of the adaptive pool is not known");
   const size_t first = x.rank() - nd;
-  const int64_t h = nd == 2 ? x.shape()[first] : 1, wd = x.shape()[x.rank() - 1];
-  const int64_t oh = nd == 2 ? (*os)[first] : 1, ow = os->back();
+  // The pooled dims as (depth, height, width), 1 where the pool has fewer.
+  std::array<int64_t, 3> n{1, 1, 1}, m{1, 1, 1};
+  for (size_t i = 0; i < nd; ++i) {
+    n[3 - nd + i] = x.shape()[first + i];
+    m[3 - nd + i] = (*os)[first + i];
+  }
+  const auto window = [&](size_t d, int64_t i) {
+    return std::pair{i * n[d] / m[d], ((i + 1) * n[d] + m[d] - 1) / m[d]};
+  };
   int64_t planes = 1;
   for (size_t i = 0; i < first; ++i) planes *= x.shape()[i];
   Tensor values(*os, DType::Float32);
   Tensor indices(*os, DType::Int64);
   const float* px = x.data<float>();
+  const int64_t plane = n[0] * n[1] * n[2];
+  int64_t at = 0;
   for (int64_t b = 0; b < planes; ++b) {
-    for (int64_t r = 0; r < oh; ++r) {
-      for (int64_t q = 0; q < ow; ++q) {
-        const int64_t hs = r * h / oh, he = ((r + 1) * h + oh - 1) / oh;
-        const int64_t ws = q * wd / ow, we = ((q + 1) * wd + ow - 1) / ow;
-        double acc = 0;
-        float best = -std::numeric_limits<float>::infinity();
-        int64_t best_at = hs * wd + ws;
-        for (int64_t i = hs; i < he; ++i) {
-          for (int64_t j = ws; j < we; ++j) {
-            const float v = px[b * h * wd + i * wd + j];
-            acc += v;
-            // The first NaN wins and stays (it propagates, as in MindSpore's max).
-            if (!std::isnan(best) && (v > best || std::isnan(v))) {
-              best = v;
-              best_at = i * wd + j;
+    for (int64_t p = 0; p < m[0]; ++p) {
+      for (int64_t r = 0; r < m[1]; ++r) {
+        for (int64_t q = 0; q < m[2]; ++q, ++at) {
+          const auto [zs, ze] = window(0, p);
+          const auto [hs, he] = window(1, r);
+          const auto [ws, we] = window(2, q);
+          double acc = 0;
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_at = (zs * n[1] + hs) * n[2] + ws;
+          for (int64_t z = zs; z < ze; ++z) {
+            for (int64_t i = hs; i < he; ++i) {
+              for (int64_t j = ws; j < we; ++j) {
+                const int64_t k = (z * n[1] + i) * n[2] + j;
+                const float v = px[b * plane + k];
+                acc += v;
+                // The first NaN wins and stays (it propagates, as in MindSpore's max).
+                if (!std::isnan(best) && (v > best || std::isnan(v))) {
+                  best = v;
+                  best_at = k;
+                }
+              }
             }
           }
+          values.data<float>()[at] =
+              is_max ? best
+                     : static_cast<float>(acc /
+                                          static_cast<double>((ze - zs) * (he - hs) * (we - ws)));
+          indices.set(at, static_cast<double>(best_at));
         }
-        const int64_t at = (b * oh + r) * ow + q;
-        values.data<float>()[at] =
-            is_max ? best : static_cast<float>(acc / static_cast<double>((he - hs) * (we - ws)));
-        indices.set(at, static_cast<double>(best_at));
       }
     }
   }
@@ -1105,7 +1123,8 @@ void adaptive_pool(KernelCall& c, size_t nd, bool is_max) {
   if (is_max && c.node.outputs.size() == 2) emit(c, std::move(indices));
 }
 void k_adaptive_avgpool(KernelCall& c) {
-  adaptive_pool(c, c.node.op == "AdaptiveAvgPool1D" ? 1 : 2, false);
+  const std::string_view op = c.node.op;
+  adaptive_pool(c, op == "AdaptiveAvgPool1D" ? 1 : op == "AdaptiveAvgPool3D" ? 3 : 2, false);
 }
 void k_adaptive_maxpool(KernelCall& c) { adaptive_pool(c, 2, true); }
 
@@ -2277,56 +2296,183 @@ void k_lp_norm(KernelCall& c) {
   });
 }
 
-// Nearest-neighbour resize of the spatial dims (all but the first two) to the output's size.
-// ops.ResizeNearestNeighbor: source floor(dst * in / out), with align_corners
-// round(dst * (in - 1) / (out - 1)); half_pixel_centers changes nothing (what MindSpore 2.10
-// computes on CPU: measured, resizing 5x6 to 8x11 with and without it gives the same result);
-// ops.interpolate(mode='nearest'): floor(dst * in / out), or floor(dst / scale_factor) when a
-// scale factor was given. Other interpolate modes are not nearest and not implemented.
-void k_resize_nearest(KernelCall& c) {
-  const Tensor& x = in(c, 0);
-  if (auto mode = attr_str(c.node, "mode"); mode && *mode != "nearest")
-    fail("interpolate mode '" + *mode + "' is not implemented by the CPU runtime (nearest only)");
+// ---- resizing (ops.ResizeNearestNeighbor, ops.interpolate's operators) -------------------------
+// Where output index `o` of a spatial dim (n in, m out) samples the input, continuously:
+// align_corners maps the corner samples onto each other, half-pixel maps centres (o + 0.5)
+// to centres, asymmetric maps o to o * step. `step` is in / out, or 1 / scale_factor when the
+// call gave one (as MindSpore's and PyTorch's upsampling kernels do).
+enum class ResizeGrid : uint8_t { AlignCorners, HalfPixel, Asymmetric };
+double resize_source(ResizeGrid g, int64_t o, int64_t n, int64_t m, double step) {
+  const auto od = static_cast<double>(o);
+  switch (g) {
+    case ResizeGrid::AlignCorners:
+      return m > 1 ? od * static_cast<double>(n - 1) / static_cast<double>(m - 1) : 0;
+    case ResizeGrid::HalfPixel:
+      return (od + 0.5) * step - 0.5;
+    case ResizeGrid::Asymmetric:
+      return od * step;
+  }
+  return 0;
+}
+
+// The input, the output shape and each spatial dim's step (see resize_source) of a resize whose
+// spatial dims are all but the first two.
+struct ResizeShape {
+  Tensor x;
+  std::vector<int64_t> out;
+  std::vector<double> step;  // per dim; the first two unused
+};
+ResizeShape resize_shape(const KernelCall& c, std::string_view what) {
+  ResizeShape r{in(c, 0), {}, {}};
   auto os = out_shape(c);
-  if (!os || os->size() != x.rank() || x.rank() < 3)
-    fail("the output size of the resize is not known");
-  const size_t r = x.rank();
-  const bool align = attr_bool(c.node, "align_corners").value_or(false);
-  const auto scale_factor = attr_ints(c.node, "scale_factor", r - 2);
-  const auto scale_factor_f = attr_float(c.node, "scale_factor");
-  // Per spatial dim: output index -> input index.
-  std::vector<std::vector<int64_t>> src(r);
-  for (size_t d = 2; d < r; ++d) {
-    const int64_t n = x.shape()[d], m = (*os)[d];
-    src[d].resize(static_cast<size_t>(m));
-    for (int64_t o = 0; o < m; ++o) {
-      double at = 0;
-      if (align) {
-        at = m > 1 ? std::round(static_cast<double>(o) * static_cast<double>(n - 1) /
-                                static_cast<double>(m - 1))
-                   : 0;
-      } else if (scale_factor_f && *scale_factor_f > 0) {
-        at = std::floor(static_cast<double>(o) / *scale_factor_f);
-      } else if (scale_factor && (*scale_factor)[d - 2] > 0) {
-        at = std::floor(static_cast<double>(o) / static_cast<double>((*scale_factor)[d - 2]));
-      } else {
-        at = std::floor(static_cast<double>(o) * static_cast<double>(n) / static_cast<double>(m));
-      }
-      src[d][static_cast<size_t>(o)] = std::clamp<int64_t>(static_cast<int64_t>(at), 0, n - 1);
+  if (!os || os->size() != r.x.rank() || r.x.rank() < 3)
+    fail("the output size of the " + std::string(what) + " is not known");
+  r.out = std::move(*os);
+  const size_t rank = r.x.rank();
+  const auto factors = attr_ints(c.node, "scale_factor", rank - 2);
+  const auto factor = attr_float(c.node, "scale_factor");
+  const bool recompute = attr_bool(c.node, "recompute_scale_factor").value_or(false);
+  r.step.assign(rank, 1);
+  for (size_t d = 2; d < rank; ++d) {
+    double f = 0;
+    if (!recompute && factor) f = *factor;
+    if (!recompute && factors && factors->size() == rank - 2)
+      f = static_cast<double>((*factors)[d - 2]);
+    r.step[d] = f > 0 ? 1 / f : static_cast<double>(r.x.shape()[d]) / static_cast<double>(r.out[d]);
+  }
+  return r;
+}
+
+// y[o] = sum over taps of weight * x[source], the taps of each spatial dim chosen by `taps_of`
+// (dim, output index) -> (input indices, weights): separable resampling of every plane.
+template <class TapsOf>
+void resample(KernelCall& c, const ResizeShape& r, TapsOf taps_of) {
+  struct Taps {
+    std::vector<int64_t> at;
+    std::vector<double> w;
+  };
+  const size_t rank = r.x.rank();
+  std::vector<std::vector<Taps>> taps(rank);
+  for (size_t d = 2; d < rank; ++d) {
+    for (int64_t o = 0; o < r.out[d]; ++o) {
+      auto [at, w] = taps_of(d, o);
+      taps[d].push_back(Taps{std::move(at), std::move(w)});
     }
   }
-  Tensor& y = emit(c, Tensor(*os, x.dtype()));
-  std::vector<int64_t> stride(r, 1);
-  for (size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x.shape()[i];
+  Tensor& y = emit(c, Tensor(r.out, r.x.dtype()));
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t i = rank; i-- > 1;) stride[i - 1] = stride[i] * r.x.shape()[i];
+  std::vector<const Taps*> pick(rank);
+  std::vector<size_t> k(rank, 0);
   for (int64_t o = 0; o < y.numel(); ++o) {
-    int64_t rest = o, from = 0;
-    for (size_t d = r; d-- > 0;) {
-      const int64_t i = rest % (*os)[d];
-      rest /= (*os)[d];
-      from += (d < 2 ? i : src[d][static_cast<size_t>(i)]) * stride[d];
+    int64_t rest = o, base = 0;
+    for (size_t d = rank; d-- > 0;) {
+      const int64_t i = rest % r.out[d];
+      rest /= r.out[d];
+      if (d < 2) {
+        base += i * stride[d];
+      } else {
+        pick[d] = &taps[d][static_cast<size_t>(i)];
+      }
     }
-    y.set(o, x.at(from));
+    // Every combination of one tap per spatial dim (k: the odometer of taps).
+    double acc = 0;
+    std::fill(k.begin(), k.end(), 0);
+    for (;;) {
+      int64_t from = base;
+      double w = 1;
+      for (size_t d = 2; d < rank; ++d) {
+        from += pick[d]->at[k[d]] * stride[d];
+        w *= pick[d]->w[k[d]];
+      }
+      acc += w * r.x.at(from);
+      size_t d = rank;
+      while (d-- > 2 && ++k[d] == pick[d]->at.size()) k[d] = 0;
+      if (d < 2) break;
+    }
+    y.set(o, acc);
   }
+}
+
+// Nearest neighbour. ops.ResizeNearestNeighbor and ops.interpolate(mode='nearest')
+// (ResizeNearestNeighborV2, UpsampleNearest3D): floor of the asymmetric source, with
+// align_corners its rounding (half_pixel_centers changes nothing: what MindSpore 2.10 computes
+// on CPU, measured resizing 5x6 to 8x11 with and without it); mode='nearest-exact': the
+// half-pixel source rounded half up.
+void k_resize_nearest(KernelCall& c) {
+  const ResizeShape r = resize_shape(c, "resize");
+  const bool align = attr_bool(c.node, "align_corners").value_or(false);
+  const bool exact = attr_str(c.node, "mode") == "nearest-exact";
+  const ResizeGrid g = align   ? ResizeGrid::AlignCorners
+                       : exact ? ResizeGrid::HalfPixel
+                               : ResizeGrid::Asymmetric;
+  resample(c, r, [&](size_t d, int64_t o) {
+    const int64_t n = r.x.shape()[d];
+    const double at = resize_source(g, o, n, r.out[d], r.step[d]);
+    const double i = align ? std::round(at) : std::floor(exact ? at + 0.5 : at);
+    return std::pair{std::vector<int64_t>{std::clamp<int64_t>(static_cast<int64_t>(i), 0, n - 1)},
+                     std::vector<double>{1.0}};
+  });
+}
+
+// Linear interpolation along every spatial dim: ops.interpolate's 'linear' (ResizeLinear1D),
+// 'bilinear' (ResizeBilinearV2) and 'trilinear' (UpsampleTrilinear3D). Half-pixel sources
+// below 0 clamp to 0; checked against MindSpore 2.10 on CPU and PyTorch.
+void k_resize_linear(KernelCall& c) {
+  const ResizeShape r = resize_shape(c, "resize");
+  const ResizeGrid g = attr_bool(c.node, "align_corners").value_or(false) ? ResizeGrid::AlignCorners
+                                                                          : ResizeGrid::HalfPixel;
+  resample(c, r, [&](size_t d, int64_t o) {
+    const int64_t n = r.x.shape()[d];
+    const double at = std::max(0.0, resize_source(g, o, n, r.out[d], r.step[d]));
+    const auto i0 = std::min(static_cast<int64_t>(at), n - 1);
+    const int64_t i1 = std::min(i0 + 1, n - 1);
+    const double t = at - static_cast<double>(i0);
+    return std::pair{std::vector<int64_t>{i0, i1}, std::vector<double>{1 - t, t}};
+  });
+}
+
+// Bicubic (ops.interpolate 'bicubic', ResizeBicubic), as MindSpore 2.10's CPU kernel computes
+// it (measured against it to 4e-7): the cubic convolution kernel with a = -0.5 on the half-pixel
+// grid, taps outside the image dropped and the rest renormalised; with align_corners a = -0.75
+// and taps clamped to the edge. The fractional offset is quantised to 1/1024 (a table of the
+// kernel's values), which is why PyTorch's exact kernel differs by up to ~1e-3.
+void k_resize_bicubic(KernelCall& c) {
+  const ResizeShape r = resize_shape(c, "resize");
+  if (r.x.rank() != 4) fail("ResizeBicubic expects a 4-D input, got " + r.x.type_str());
+  const bool align = attr_bool(c.node, "align_corners").value_or(false);
+  const double a = align ? -0.75 : -0.5;
+  constexpr int64_t kTable = 1024;
+  // The kernel at distance t in [0, 1] (near taps) and 1 + t (far taps), in float as tabled.
+  const auto near = [a](double t) {
+    const auto x = static_cast<float>(t);
+    return static_cast<double>(((a + 2) * x - (a + 3)) * x * x + 1);
+  };
+  const auto far = [a](double t) {
+    const auto x = static_cast<float>(t) + 1.0f;
+    return static_cast<double>(((a * x - 5 * a) * x + 8 * a) * x - 4 * a);
+  };
+  resample(c, r, [&](size_t d, int64_t o) {
+    const int64_t n = r.x.shape()[d], m = r.out[d];
+    const double at = align ? resize_source(ResizeGrid::AlignCorners, o, n, m, 0)
+                            : resize_source(ResizeGrid::HalfPixel, o, n, m, r.step[d]);
+    const auto base = static_cast<int64_t>(std::floor(at));
+    const auto q = static_cast<int64_t>(
+        std::lrint((at - static_cast<double>(base)) * static_cast<double>(kTable)));
+    const double t = static_cast<double>(q) / kTable, u = static_cast<double>(kTable - q) / kTable;
+    std::vector<double> w = {far(t), near(t), near(u), far(u)};
+    std::vector<int64_t> at4 = {base - 1, base, base + 1, base + 2};
+    if (!align) {
+      double sum = 0;
+      for (size_t k = 0; k < 4; ++k) {
+        if (at4[k] < 0 || at4[k] >= n) w[k] = 0;
+        sum += w[k];
+      }
+      for (double& v : w) v /= sum;
+    }
+    for (int64_t& i : at4) i = std::clamp<int64_t>(i, 0, n - 1);
+    return std::pair{std::move(at4), std::move(w)};
+  });
 }
 
 // A layer's weight (float) and its bias when has_bias: the layer's parameters, else the

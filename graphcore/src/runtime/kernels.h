@@ -90,6 +90,8 @@ void k_reduce_var(KernelCall& c);
 void k_relu(KernelCall& c);
 void k_relu6(KernelCall& c);
 void k_reshape(KernelCall& c);
+void k_resize_bicubic(KernelCall& c);
+void k_resize_linear(KernelCall& c);
 void k_resize_nearest(KernelCall& c);
 void k_round(KernelCall& c);
 void k_rsqrt(KernelCall& c);
