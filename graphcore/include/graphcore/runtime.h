@@ -117,6 +117,8 @@ struct TensorStats {
   [[nodiscard]] std::string str() const;
 };
 TensorStats compute_stats(const Tensor& t);
+// "(1, 3, 224, 224)", "(8,)", "()".
+std::string shape_str(const std::vector<int64_t>& shape);
 // Flat index -> multi-index ("[0, 3, 1, 2]").
 std::string index_str(const std::vector<int64_t>& shape, int64_t flat);
 

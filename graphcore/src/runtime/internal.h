@@ -12,8 +12,6 @@
 
 namespace graphcore::runtime {
 
-std::string shape_str(const std::vector<int64_t>& s);
-
 // "512 bytes", "1.5 GiB".
 std::string byte_size_str(size_t bytes);
 // Throws RuntimeError when `bytes` exceed max_tensor_bytes(); `what` names the tensor.

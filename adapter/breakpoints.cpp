@@ -1,0 +1,270 @@
+// Breakpoints, conditions and exception filters of the debug adapter: see breakpoints.h.
+#include "breakpoints.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "graphcore/outline.h"
+
+namespace cellscope::dap {
+
+namespace rt = graphcore::runtime;
+
+namespace {
+
+void collect_definitions(const std::vector<graphcore::OutlineSymbol>& symbols, std::set<int>& out) {
+  using K = graphcore::OutlineSymbol::Kind;
+  for (const auto& sym : symbols) {
+    if (sym.kind == K::Class || sym.kind == K::Function || sym.kind == K::Method)
+      out.insert(static_cast<int>(sym.selection.start.line) + 1);
+    collect_definitions(sym.children, out);
+  }
+}
+
+}  // namespace
+
+// ---- verification -----------------------------------------------------------------------------
+
+const std::set<int>& DefinitionLines::of(const std::string& file) {
+  auto it = files_.find(file);
+  if (it != files_.end()) return it->second;
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  std::set<int> lines;
+  collect_definitions(graphcore::outline_python(file, os.str()).symbols, lines);
+  return files_.emplace(file, std::move(lines)).first->second;
+}
+
+LineVerdict verify_line(const std::set<int>* node_lines, const std::set<int>& definitions, int line,
+                        const std::string& cell, const std::string& file_name) {
+  LineVerdict v;
+  if (!node_lines) {
+    v.message = "no graph node of " + cell + " comes from " + file_name;
+    return v;
+  }
+  auto it = node_lines->lower_bound(line);
+  // A `def` or `class` between the line and the next node: the breakpoint would leave its
+  // function.
+  auto def = it == node_lines->end() ? definitions.end() : definitions.upper_bound(line);
+  if (it == node_lines->end() || (def != definitions.end() && *def < *it)) {
+    v.message = "line " + std::to_string(line) +
+                " produces no graph node (not in construct of a compiled Cell, or no tensor "
+                "operation follows it in that function)";
+    return v;
+  }
+  v.line = *it;
+  if (v.line != line) {
+    v.message =
+        "moved from line " + std::to_string(line) + " to the next line that produces a graph node";
+  }
+  return v;
+}
+
+// ---- conditions ---------------------------------------------------------------------------------
+
+std::optional<HitCondition> parse_hit_condition(const std::string& cond) {
+  std::string c;
+  for (char ch : cond)
+    if (ch != ' ') c += ch;
+  HitCondition h;
+  for (const char* op : {">=", "==", "%", ">", "="}) {
+    if (c.rfind(op, 0) == 0) {
+      h.op = op;
+      break;
+    }
+  }
+  const char* b = c.data() + h.op.size();
+  const char* e = c.data() + c.size();
+  auto [end, ec] = std::from_chars(b, e, h.n);
+  if (b == e || ec != std::errc() || end != e || (h.op == "%" && h.n <= 0)) return std::nullopt;
+  if (h.op.empty() || h.op == "=") h.op = "==";
+  return h;
+}
+
+bool hit_condition_met(const std::string& cond, int hits) {
+  if (cond.find_first_not_of(' ') == std::string::npos) return true;
+  auto h = parse_hit_condition(cond);
+  if (!h) return true;  // refused when the breakpoint was set
+  if (h->op == "%") return hits % h->n == 0;
+  if (h->op == ">=") return hits >= h->n;
+  if (h->op == ">") return hits > h->n;
+  return hits == h->n;
+}
+
+std::optional<std::string> hit_condition_error(const std::string& cond) {
+  if (cond.find_first_not_of(' ') == std::string::npos || parse_hit_condition(cond))
+    return std::nullopt;
+  return "invalid hit condition `" + cond +
+         "`: expected a count N, =N, >N, >=N or %N (every N-th hit, N > 0)";
+}
+
+bool eval_condition(const std::string& cond, const Evaluate& eval, std::string* err) {
+  static const char* ops[] = {"<=", ">=", "==", "!=", "<", ">"};
+  for (const char* op : ops) {
+    auto k = cond.find(op);
+    if (k == std::string::npos) continue;
+    std::string lhs = cond.substr(0, k), rhs = cond.substr(k + std::string(op).size());
+    auto l = eval(lhs, err);
+    if (!l) return false;
+    if (!l->number) {
+      *err = "the left side must be a number, e.g. x.max()";
+      return false;
+    }
+    double b = 0;
+    try {
+      b = std::stod(rhs);
+    } catch (const std::exception&) {
+      *err = "the right side must be a number";
+      return false;
+    }
+    double a = *l->number;
+    std::string o = op;
+    return o == "<="   ? a <= b
+           : o == ">=" ? a >= b
+           : o == "==" ? a == b
+           : o == "!=" ? a != b
+           : o == "<"  ? a < b
+                       : a > b;
+  }
+  *err = "unsupported condition (use e.g. `x.max() > 10`)";
+  return false;
+}
+
+std::string interpolate(const std::string& msg, const Evaluate& eval) {
+  std::string out;
+  for (size_t i = 0; i < msg.size(); ++i) {
+    if (msg[i] == '{') {
+      auto j = msg.find('}', i);
+      if (j != std::string::npos) {
+        std::string err;
+        auto r = eval(msg.substr(i + 1, j - i - 1), &err);
+        out += r ? r->text : "<" + err + ">";
+        i = j;
+        continue;
+      }
+    }
+    out += msg[i];
+  }
+  return out;
+}
+
+Reached reach(Breakpoint& bp, const Evaluate& eval) {
+  Reached r;
+  bool cond_ok = true;
+  if (!bp.condition.empty()) {
+    std::string err;
+    cond_ok = eval_condition(bp.condition, eval, &err);
+    if (!err.empty()) {
+      r.condition_error = "breakpoint condition \"" + bp.condition + "\": " + err;
+      cond_ok = true;
+    }
+  }
+  if (!cond_ok) return r;
+  ++bp.hits;
+  if (!hit_condition_met(bp.hit_condition, bp.hits)) return r;
+  if (!bp.log_message.empty()) {
+    r.log = interpolate(bp.log_message, eval);
+  } else {
+    r.stop = true;
+  }
+  return r;
+}
+
+// ---- the table ----------------------------------------------------------------------------------
+
+std::map<int, Breakpoint> BreakpointTable::take(const std::string& file) {
+  auto& table = files_[file];
+  std::map<int, Breakpoint> old = std::move(table);
+  table.clear();
+  return old;
+}
+
+int BreakpointTable::id_for(const std::map<int, Breakpoint>& previous, int line) {
+  auto prev = previous.find(line);
+  return prev != previous.end() ? prev->second.id : next_id_++;
+}
+
+void BreakpointTable::add(const std::string& file, const Breakpoint& bp) {
+  files_[file][bp.line] = bp;
+}
+
+Breakpoint* BreakpointTable::find(const std::string& file, int line) {
+  auto bf = files_.find(file);
+  if (bf == files_.end()) return nullptr;
+  auto bi = bf->second.find(line);
+  return bi == bf->second.end() ? nullptr : &bi->second;
+}
+
+LineVerdict BreakpointTable::verify(const GraphIndex& index, const std::string& file, int line,
+                                    const std::string& cell, const std::string& file_name) {
+  static const std::set<int> kNone;
+  auto lines = index.node_lines.find(file);
+  if (lines == index.node_lines.end()) return verify_line(nullptr, kNone, line, cell, file_name);
+  return verify_line(&lines->second, definitions_.of(file), line, cell, file_name);
+}
+
+// ---- exception filters --------------------------------------------------------------------------
+
+const std::vector<ExceptionFilter>& exception_filters() {
+  static const std::vector<ExceptionFilter> kFilters = {
+      {"nan", "NaN", "Stop after a node whose output has a NaN"},
+      {"inf", "Inf", "Stop after a node whose output has an infinity"},
+      {"fp16-overflow", "fp16 overflow",
+       "Stop after a node whose output has a finite value beyond the fp16 range (|v| > 65504)"},
+      {"all-zero", "All zero", "Stop after a node whose output is all zeros"},
+  };
+  return kFilters;
+}
+
+bool is_exception_filter(const std::string& id) {
+  for (const ExceptionFilter& f : exception_filters())
+    if (id == f.id) return true;
+  return false;
+}
+
+std::optional<std::string> filter_exception(const std::set<std::string>& filters,
+                                            const rt::NodeEvent& e, const rt::Executor& ex) {
+  for (size_t k = 0; k < e.outputs.size(); ++k) {
+    const rt::Tensor& t = e.outputs[k];
+    if (!t.defined() || !t.is_float() || t.numel() == 0) continue;
+    rt::TensorStats st = rt::compute_stats(t);
+    std::string what;
+    int64_t at = -1;
+    if (filters.count("nan") && st.nan_count) {
+      what = "NaN";
+      at = st.first_nan;
+    } else if (filters.count("inf") && st.inf_count) {
+      what = "Inf";
+      at = st.first_inf;
+    } else if (filters.count("fp16-overflow") && st.fp16_overflow_count) {
+      what = "fp16 overflow";
+      at = st.first_fp16_overflow;
+    } else if (filters.count("all-zero") && st.all_zero()) {
+      what = "all-zero output";
+      at = 0;
+    }
+    if (what.empty()) continue;
+    const graphcore::Node& n = e.node;
+    std::string count = what == "NaN"             ? std::to_string(st.nan_count)
+                        : what == "Inf"           ? std::to_string(st.inf_count)
+                        : what == "fp16 overflow" ? std::to_string(st.fp16_overflow_count)
+                                                  : std::to_string(st.count);
+    std::string text = what + " in the output";
+    if (e.outputs.size() > 1) text += " " + std::to_string(k);
+    text += " of node '" + n.id + "' (" + std::string(n.op) + ") at " + ex.node_location(e.index) +
+            ": " + count + " of " + std::to_string(st.count) + " elements, first at index " +
+            rt::index_str(t.shape(), at) + " (flat " + std::to_string(at) + ")";
+    return text;
+  }
+  return std::nullopt;
+}
+
+std::string exception_id(const std::string& description) {
+  return description.rfind("RuntimeError: ", 0) == 0
+             ? "RuntimeError"
+             : description.substr(0, description.find(" in the output"));
+}
+
+}  // namespace cellscope::dap

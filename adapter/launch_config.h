@@ -1,0 +1,59 @@
+// The `launch` request of `cellscope dap`, without protocol: its arguments read into a typed
+// configuration (parse_launch_config), and the model that configuration loads (load_model: the
+// pipeline's analysis, the executor, its inputs and checkpoint). See docs/dap.md's table of keys.
+//
+// Errors name the key and the value at fault ("launch: 'seed' must be a non-negative integer");
+// the first problem found wins, in the order of the keys below.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graphcore/analysis.h"
+#include "graphcore/runtime.h"
+
+namespace cellscope::dap {
+
+// A launch configuration the adapter refuses; what() is the message for the user.
+struct LaunchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct LaunchConfig {
+  std::string program;                   // the model file, as given
+  std::optional<std::string> cell;       // the root Cell (class name or analysed entry)
+  graphcore::AnalysisOptions analysis;   // target and input types; facts and constant values on
+  graphcore::runtime::ExecOptions exec;  // seed, precision
+  size_t max_tensor_bytes = 0;           // 0: the runtime's default (physical memory)
+  bool stop_on_entry = false;
+  std::optional<std::string> checkpoint;
+  // One per entry of `inputs`: its value spec (random[:seed], ones, zeros, a .npy path), or ""
+  // for an entry that gives a shape only. Empty when `inputs` is not given.
+  std::vector<std::string> value_specs;
+  std::string default_spec = "random";  // `input`: for inputs given by shape only
+};
+
+// Reads the launch arguments. Throws LaunchError (or, for `stopOnEntry` of the wrong type,
+// nlohmann::json::type_error). Besides the arguments it reads the file system only: the program
+// and the checkpoint must be files, and an .npy input is read for its shape and dtype, under the
+// `maxTensorBytes` limit, which is applied to the runtime's process-wide limit
+// (graphcore::runtime::set_max_tensor_bytes) before any input is read.
+LaunchConfig parse_launch_config(const nlohmann::json& args);
+
+// Analyses `config.program` (the pipeline's guarded analysis), picks the Cell, binds an executor
+// (parameters initialised, inputs set from their specs, the checkpoint loaded: `console` gets
+// its summary). Throws LaunchError with the compile diagnostics or the runtime's reason.
+std::unique_ptr<graphcore::runtime::Executor> load_model(
+    const LaunchConfig& config, const std::function<void(const std::string&)>& console);
+
+// "cellscope: LeNet5 from lenet5.py, 12 nodes, 10 parameters, inputs x(1, 1, 32, 32) f32".
+std::string launch_summary(const graphcore::runtime::Executor& ex, const std::string& program);
+
+}  // namespace cellscope::dap
