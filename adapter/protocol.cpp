@@ -231,6 +231,7 @@ void DebugProtocol::on_launch(const json& req) {
   } catch (const std::exception& e) {
     std::string msg = e.what();
     spdlog::warn("dap: launch failed: {}", msg);
+    launch_error_ = msg;
     for (const json& p : pending_set_breakpoints_) set_breakpoints_unlaunched(p, msg);
     pending_set_breakpoints_.clear();
     channel_.fail(req, msg);
@@ -241,7 +242,14 @@ void DebugProtocol::on_launch(const json& req) {
   }
   launched_ = true;
   channel_.respond(req);
-  for (const json& p : pending_set_breakpoints_) set_breakpoints(p);
+  // Each held request gets its own answer: one that cannot be read fails alone, not the launch.
+  for (const json& p : pending_set_breakpoints_) {
+    try {
+      set_breakpoints(p);
+    } catch (const std::exception& e) {
+      channel_.fail(p, "setBreakpoints failed: " + rpc::describe_exception(e));
+    }
+  }
   pending_set_breakpoints_.clear();
   if (configured_) runner_.start();
 }
@@ -258,17 +266,29 @@ void DebugProtocol::launch(const json& args) {
 
 // ---- breakpoints --------------------------------------------------------------------------------
 
+// Never throws, whatever the request holds: it answers on paths that must not fail (a failed
+// launch answering the requests it held).
 void DebugProtocol::set_breakpoints_unlaunched(const json& req, const std::string& why) {
   json out = json::array();
-  for (const json& b : req["arguments"].value("breakpoints", json::array()))
-    out.push_back({{"verified", false}, {"line", b.value("line", 0)}, {"message", why}});
+  const json* args = req.contains("arguments") ? &req["arguments"] : nullptr;
+  if (args && args->is_object() && args->contains("breakpoints") &&
+      (*args)["breakpoints"].is_array()) {
+    for (const json& b : (*args)["breakpoints"]) {
+      const bool has_line = b.is_object() && b.contains("line") && b["line"].is_number_integer();
+      out.push_back({{"verified", false},
+                     {"line", has_line ? b["line"].get<int64_t>() : 0},
+                     {"message", why}});
+    }
+  }
   channel_.respond(req, {{"breakpoints", out}});
 }
 
 void DebugProtocol::on_set_breakpoints(const json& req) {
   std::unique_lock lock(runner_.mutex());
   if (!launched_) {
-    pending_set_breakpoints_.push_back(req);  // answered once launch compiled the model
+    // A failed launch answers at once (nothing will compile); else once launch compiled.
+    if (!launch_error_.empty()) return set_breakpoints_unlaunched(req, launch_error_);
+    pending_set_breakpoints_.push_back(req);
     return;
   }
   set_breakpoints(req);

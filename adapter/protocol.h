@@ -109,6 +109,7 @@ class DebugProtocol {
   bool launched_ = false;
   bool configured_ = false;
   std::vector<json> pending_set_breakpoints_;  // answered once launch compiled the model
+  std::string launch_error_;                   // why launch failed; "" before or on success
 };
 
 }  // namespace cellscope::dap

@@ -69,7 +69,7 @@ TEST(DapLaunchConfig, ReadsEveryKey) {
 
 TEST(DapLaunchConfig, NamesTheKeyAtFault) {
   EXPECT_EQ(launch_error(json::object()), "launch: 'program' (the model file) is required");
-  EXPECT_EQ(launch_error({{"program", 5}}), "'program' must be a string");
+  EXPECT_EQ(launch_error({{"program", 5}}), "launch: 'program' must be a string");
   EXPECT_EQ(launch_error({{"program", "/no/such/model.py"}}),
             "launch: program '/no/such/model.py' does not exist or is not a file");
   EXPECT_EQ(launch_error({{"program", kNanModel}, {"seed", -1}}),
@@ -92,7 +92,7 @@ TEST(DapLaunchConfig, NamesTheKeyAtFault) {
             "\"sevens\"");
   EXPECT_EQ(launch_error({{"program", kNanModel}, {"input", 7}}),
             "launch: 'input' must be a string");
-  EXPECT_EQ(launch_error({{"program", kNanModel}, {"cell", 1}}), "'cell' must be a string");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"cell", 1}}), "launch: 'cell' must be a string");
   const std::string unknown = launch_error({{"program", kNanModel}, {"target", "tpu9"}});
   EXPECT_EQ(unknown.rfind("launch: unknown target 'tpu9' (known: cpu, ", 0), 0u) << unknown;
   // The first problem wins, in the order of the keys: the program before the seed, the seed
@@ -402,6 +402,13 @@ class Client {
     return nullptr;
   }
   void send_raw(const std::string& body) { session_.handle(body); }
+  // How many responses answer request `seq` (exactly one, always).
+  size_t responses_to(int seq) {
+    std::lock_guard lock(m_);
+    size_t n = 0;
+    for (const json& m : messages_) n += m["type"] == "response" && m["request_seq"] == seq ? 1 : 0;
+    return n;
+  }
 
   // The next event named `name` after the ones already waited for, or null after 60 s.
   json wait_event(const std::string& name) {
@@ -570,12 +577,44 @@ TEST(DapSession, ABadLaunchFailsAndTerminates) {
   EXPECT_EQ(bps["body"]["breakpoints"][0]["verified"], false);
   EXPECT_EQ(bps["body"]["breakpoints"][0]["message"], r["message"]);
   EXPECT_TRUE(c.wait_event("terminated").is_object());
+  // After the failed launch a setBreakpoints is answered at once (it used to wait forever),
+  // whatever its members hold.
+  json late = c.request("setBreakpoints", {{"source", {{"path", kNanModel}}},
+                                           {"breakpoints", {{{"line", "x"}}, {{"line", 16}}}}});
+  EXPECT_EQ(late["success"], true);
+  ASSERT_EQ(late["body"]["breakpoints"].size(), 2U);
+  EXPECT_EQ(late["body"]["breakpoints"][0]["line"], 0);
+  EXPECT_EQ(late["body"]["breakpoints"][1]["line"], 16);
+  EXPECT_EQ(late["body"]["breakpoints"][1]["message"], r["message"]);
   EXPECT_EQ(c.request("launch", {{"program", kNanModel}})["message"],
             "launch: the session was already launched");
   bool disconnected = false;
   c.session().set_disconnect_handler([&] { disconnected = true; });
   EXPECT_EQ(c.request("disconnect")["success"], true);
   EXPECT_TRUE(disconnected);
+}
+
+// A held setBreakpoints that cannot be read fails alone: the launch succeeds once and the run
+// starts (it used to answer the launch a second time, failed, and never run).
+TEST(DapSession, AnUnreadableHeldRequestDoesNotFailTheLaunch) {
+  Client c;
+  c.request("initialize");
+  c.send_raw(
+      json{{"seq", 60},
+           {"type", "request"},
+           {"command", "setBreakpoints"},
+           {"arguments", {{"source", {{"path", kNanModel}}}, {"breakpoints", {{{"line", "x"}}}}}}}
+          .dump());
+  json r = c.request("launch", {{"program", kNanModel}, {"cell", "NanNet"}, {"inputs", {"2,4"}}});
+  ASSERT_EQ(r["success"], true) << r.dump();
+  json held = c.response_to(60);
+  ASSERT_TRUE(held.is_object());
+  EXPECT_EQ(held["success"], false);
+  EXPECT_NE(held["message"].get<std::string>().find("setBreakpoints failed"), std::string::npos);
+  EXPECT_EQ(c.responses_to(r["request_seq"].get<int>()), 1U);
+  c.request("configurationDone");
+  EXPECT_TRUE(c.wait_event("terminated").is_object());
+  EXPECT_EQ(c.events("exited").size(), 1U);
 }
 
 }  // namespace
