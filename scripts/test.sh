@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test tier after the build: ctest (unit + CLI tests), the LSP tiers (protocol tests
+# Runs every test tier after the build: ctest (unit + CLI tests), short libFuzzer runs of every
+# harness, the LSP tiers (protocol tests
 # with real client libraries under Node, then neovim as a second client), the reliability tier
 # (typing simulation and soak of the language server), the view tier (the
 # graph view in chromium), the debug adapter, the CPU runtime against PyTorch, the VS Code
@@ -32,6 +33,11 @@ tier() {  # tier NAME COMMAND...
 }
 
 tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+
+# libFuzzer (issue 14): every harness of tests/fuzz built with clang (ASan + UBSan, build tree
+# build-fuzz/) and run for FUZZ_SECONDS (20 here; `make fuzz` for long campaigns) from its seed
+# corpus and regressions. A crash, timeout or out-of-memory found in this run fails the tier.
+tier fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_JOBS="$JOBS" bash scripts/fuzz.sh
 
 # Sanitizers (issue 14; docs/reliability.md), each its own build tree: ASan + UBSan under the
 # unit, CLI and fuzz-replay tests, then `cellscope lsp` driven by vscode-jsonrpc /

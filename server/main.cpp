@@ -215,10 +215,10 @@ int main(int argc, char** argv) {
   lsp_cmd->add_flag("--stdio", lsp_stdio, "Use stdin/stdout (the default and only transport)");
   lsp_cmd
       ->add_option("--debounce-ms", lsp_options.debounce_ms,
-                   "Delay between a keystroke and its analysis (the `cellscope.debounceMs` "
-                   "setting overrides it)")
-      ->check(CLI::Range(0, 5000))
-      ->capture_default_str();
+                   "A fixed delay between a keystroke and its analysis (the `cellscope.debounceMs` "
+                   "setting overrides it); by default the delay follows the file's measured "
+                   "analysis time (10-500 ms)")
+      ->check(CLI::Range(0, 5000));
   lsp_cmd
       ->add_option("--progress-delay-ms", lsp_options.progress_delay_ms,
                    "Show an analysis still running after this long as work-done progress")

@@ -126,7 +126,7 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
               "`configs` must be a path or a list of paths of YAML/JSON files, e.g. "
               "[\"configs/yolov8n.yaml\"]");
   }
-  if (auto d = j.find("debounceMs"); d != j.end()) {
+  if (auto d = j.find("debounceMs"); d != j.end() && !d->is_null()) {  // null: adaptive
     if (d->is_number_integer()) {
       out.debounce_ms = std::clamp(d->get<int>(), 0, 5000);
     } else {

@@ -34,7 +34,8 @@ ProtocolServer::ProtocolServer(asio::io_context& io, rpc::Dispatcher& rpc, Serve
       options_(options),
       scheduler_(scheduler),
       view_(view),
-      settings_(options.debounce_ms) {}
+      settings_(options.debounce_ms >= 0 ? std::optional<int>(options.debounce_ms) : std::nullopt) {
+}
 
 void ProtocolServer::join_indexer() {
   if (indexer_.joinable()) indexer_.join();
@@ -108,8 +109,11 @@ void ProtocolServer::apply_client_settings(const Json& j) {
 // Shows "Cellscope: analysing FILE" when an analysis of `uri` is still running after
 // ServerOptions::progress_delay_ms (clients that support server-initiated work-done progress).
 void ProtocolServer::analysis_queued(const std::string& uri) {
+  const OpenDoc* queued = scheduler_.find(uri);
+  if (!queued) return;
+  log_trace("queued " + queued->doc.path + " v" + std::to_string(queued->doc.version) + " after " +
+            std::to_string(queued->last_debounce_ms) + " ms");
   if (!client_.work_done_progress) return;
-  if (!scheduler_.find(uri)) return;
   DocumentFeedback& f = feedback_[uri];
   if (f.progress_begun || !f.progress_token.empty()) return;
   if (!f.progress_timer) f.progress_timer = std::make_unique<asio::steady_timer>(io_);

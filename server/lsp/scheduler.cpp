@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include "rpc/jsonrpc.h"
@@ -98,6 +99,18 @@ Overlay AnalysisScheduler::overlay() const {
 
 // ---- scheduling ----
 
+int DebouncePolicy::compute(const std::deque<double>& recent_ms) const {
+  if (recent_ms.empty()) return std::clamp(initial_ms, min_ms, max_ms);
+  const double longest = *std::max_element(recent_ms.begin(), recent_ms.end());
+  const double ms = std::ceil(ratio * longest);
+  return ms >= max_ms ? max_ms : std::max(min_ms, static_cast<int>(ms));
+}
+
+void DebouncePolicy::record(std::deque<double>& recent_ms, double ms) const {
+  recent_ms.push_back(ms);
+  while (recent_ms.size() > std::max<size_t>(history, 1)) recent_ms.pop_front();
+}
+
 void AnalysisScheduler::schedule(const std::string& uri, bool immediate, bool from_dependency) {
   auto it = docs_.find(uri);
   if (it == docs_.end()) return;
@@ -105,7 +118,9 @@ void AnalysisScheduler::schedule(const std::string& uri, bool immediate, bool fr
   ++d.generation;
   if (d.running_cancel && d.running_version != d.doc.version) d.running_cancel->store(true);
   if (!d.timer) d.timer = std::make_unique<asio::steady_timer>(io_);
-  int delay = immediate ? 0 : hooks_.debounce_ms();
+  const std::optional<int> fixed = hooks_.debounce_ms ? hooks_.debounce_ms() : std::nullopt;
+  const int delay = immediate ? 0 : fixed.value_or(policy_.compute(d.recent_analysis_ms));
+  d.last_debounce_ms = delay;
   d.timer->expires_after(std::chrono::milliseconds(delay));
   std::weak_ptr<AnalysisScheduler> weak = weak_from_this();
   d.timer->async_wait(
@@ -188,6 +203,8 @@ void AnalysisScheduler::enqueue(const std::string& uri, bool from_dependency, ui
 
 void AnalysisScheduler::finished(const Job& job, const std::shared_ptr<FileAnalysis>& fa) {
   auto it = docs_.find(job.uri);
+  // Stale or not, it measured what an analysis of this document costs.
+  if (it != docs_.end()) policy_.record(it->second.recent_analysis_ms, fa->elapsed_ms);
   // Stale: the document changed, or it (or a file it imports, or the settings) changed after
   // the job was made -- a newer job is scheduled.
   if (it == docs_.end() || it->second.doc.version != job.version || job.cancel->load() ||

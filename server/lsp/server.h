@@ -28,7 +28,9 @@ class Dispatcher;
 namespace cellscope::lsp {
 
 struct ServerOptions {
-  int debounce_ms = 120;  // default; clients change it with the `cellscope.debounceMs` setting
+  // A fixed debounce; -1 (the default): sized from measured analysis times (DebouncePolicy in
+  // lsp/scheduler.h). Clients fix it with the `cellscope.debounceMs` setting.
+  int debounce_ms = -1;
   // An analysis still running after this long is shown as window/workDoneProgress.
   int progress_delay_ms = 300;
 };

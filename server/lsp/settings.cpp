@@ -15,8 +15,10 @@ Settings parse_settings(const Json& j, std::vector<std::string>& problems) {
   return s;
 }
 
-int WorkspaceSettings::debounce_ms() const {
-  return client.debounce_ms.value_or(project_.debounce_ms.value_or(default_debounce_ms_));
+std::optional<int> WorkspaceSettings::debounce_ms() const {
+  if (client.debounce_ms) return client.debounce_ms;
+  if (project_.debounce_ms) return project_.debounce_ms;
+  return default_debounce_ms_;
 }
 
 std::string WorkspaceSettings::target() const {

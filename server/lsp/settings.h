@@ -25,12 +25,16 @@ Settings parse_settings(const Json& j, std::vector<std::string>& problems);
 
 class WorkspaceSettings {
  public:
-  explicit WorkspaceSettings(int default_debounce_ms) : default_debounce_ms_(default_debounce_ms) {}
+  // `default_debounce_ms`: the server's --debounce-ms, or nullopt (adaptive).
+  explicit WorkspaceSettings(std::optional<int> default_debounce_ms)
+      : default_debounce_ms_(default_debounce_ms) {}
 
   std::vector<std::string> roots;  // the workspace folders, normalised, without a trailing '/'
   Settings client;                 // `cellscope.*` from the client
 
-  [[nodiscard]] int debounce_ms() const;
+  // The debounce someone chose (the client's setting, mindspore_config.json, --debounce-ms), or
+  // nullopt: the scheduler sizes it from measured analysis times (DebouncePolicy).
+  [[nodiscard]] std::optional<int> debounce_ms() const;
   [[nodiscard]] std::string target() const;
   [[nodiscard]] graphcore::Version ms_version() const;
   // The workspace folder holding `path` (the innermost), or "".
@@ -50,7 +54,7 @@ class WorkspaceSettings {
   [[nodiscard]] const Settings& project() const { return project_; }
 
  private:
-  int default_debounce_ms_;
+  std::optional<int> default_debounce_ms_;
   Settings project_;         // mindspore_config.json
   std::string config_file_;  // the mindspore_config.json in use, if any
 };

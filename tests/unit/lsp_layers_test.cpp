@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "lsp/capabilities.h"
+#include "lsp/scheduler.h"
 #include "lsp/settings.h"
 
 namespace cellscope::lsp {
@@ -57,7 +58,7 @@ TEST(LspCapabilities, WorkspaceRootsFromFoldersElseRootUriElseRootPath) {
 }
 
 TEST(LspSettings, ClientOverProjectOverDefaults) {
-  WorkspaceSettings s(120);
+  WorkspaceSettings s(std::optional<int>(120));
   EXPECT_EQ(s.debounce_ms(), 120);
   EXPECT_EQ(s.target(), "cpu");
   std::vector<std::string> problems;
@@ -67,8 +68,39 @@ TEST(LspSettings, ClientOverProjectOverDefaults) {
   EXPECT_EQ(s.target(), "ascend910b");
 }
 
+// Nobody fixed the debounce (no --debounce-ms, no setting, no mindspore_config.json): the
+// scheduler sizes it; any of the three fixes it, the client's setting first.
+TEST(LspSettings, DebounceIsAdaptiveUnlessSomeoneFixesIt) {
+  WorkspaceSettings adaptive(std::nullopt);
+  EXPECT_EQ(adaptive.debounce_ms(), std::nullopt);
+  std::vector<std::string> problems;
+  adaptive.client = parse_settings(Json{{"debounceMs", 0}}, problems);
+  EXPECT_EQ(adaptive.debounce_ms(), 0);
+  adaptive.client = parse_settings(Json{{"debounceMs", nullptr}}, problems);
+  EXPECT_EQ(adaptive.debounce_ms(), std::nullopt);
+}
+
+// clangd's rule: the longest of the last analyses, within bounds; before any, the initial delay.
+TEST(LspDebounce, FollowsTheLongestRecentAnalysisWithinBounds) {
+  const DebouncePolicy p;
+  std::deque<double> recent;
+  EXPECT_EQ(p.compute(recent), 50);
+  p.record(recent, 6.2);  // ResNet-50's analysis: the floor
+  EXPECT_EQ(p.compute(recent), 10);
+  p.record(recent, 31.5);
+  EXPECT_EQ(p.compute(recent), 32);
+  p.record(recent, 2000);  // capped
+  EXPECT_EQ(p.compute(recent), 500);
+  for (int i = 0; i < 4; ++i) p.record(recent, 20);  // the slow one ages out after four more
+  EXPECT_EQ(recent.size(), 4U);
+  EXPECT_EQ(p.compute(recent), 20);
+  DebouncePolicy twice;
+  twice.ratio = 2;
+  EXPECT_EQ(twice.compute(recent), 40);
+}
+
 TEST(LspSettings, RootsAndConfigFilesResolvePerFile) {
-  WorkspaceSettings s(120);
+  WorkspaceSettings s(std::optional<int>(120));
   s.roots = {"/w", "/w/inner"};
   EXPECT_EQ(s.root_of("/w/inner/m.py"), "/w/inner");
   EXPECT_EQ(s.root_of("/elsewhere/m.py"), "");

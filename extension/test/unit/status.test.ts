@@ -52,6 +52,8 @@ test('status text: target · version · state', () => {
 test('server settings leave out unset values and the extension\'s own keys', () => {
   assert.deepEqual(serverSettings({ path: '/x', target: '', mindsporeVersion: '', inputs: {}, debounceMs: 120, trace: { server: 'off' } }),
     { debounceMs: 120 });
+  // Unset (VS Code's null default): the server's adaptive debounce.
+  assert.deepEqual(serverSettings({ debounceMs: null }), {});
   assert.deepEqual(serverSettings({ target: 'Ascend', mindsporeVersion: ' 2.3.1 ', inputs: { '*': ['1,3,224,224'] } }),
     { target: 'ascend910b', mindsporeVersion: '2.3.1', inputs: { '*': ['1,3,224,224'] } });
   // An unknown target is passed on for the server to report.
