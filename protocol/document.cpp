@@ -239,6 +239,22 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
     e->set_node(node_id(ref.node));
     e->set_output(ref.output);
   }
+  for (const auto& f : report.graph.failures) {
+    auto* out = c.add_failures();
+    out->set_id(f.id);
+    out->set_api(f.api);
+    out->set_op(f.op);
+    out->set_scope(f.scope);
+    for (const auto& ref : f.inputs) {
+      auto* e = out->add_inputs();
+      e->set_node(node_id(ref.node));
+      e->set_output(ref.output);
+    }
+    out->set_file(f.file);
+    *out->mutable_range() = positions.range(f.file.empty() ? report.file : f.file, f.range);
+    out->set_code(f.code);
+    out->set_message(f.message);
+  }
   if (!include_nodes) return c;
 
   c.mutable_nodes()->Reserve(static_cast<int>(nodes.size()));

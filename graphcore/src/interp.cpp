@@ -99,7 +99,7 @@ bool Interpreter::caught(std::string_view type) const {
   return false;
 }
 
-void Interpreter::report_at(const std::string& file, SourceRange range, Severity sev,
+bool Interpreter::report_at(const std::string& file, SourceRange range, Severity sev,
                             std::string code, std::string message,
                             std::vector<RelatedLocation> related) {
   // Inside `try: ... except AttributeError:` the error is the program's own control flow.
@@ -117,12 +117,12 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
       "assertion-failed", "type-error", "unpack-error", "dtype-error"};
   if (sev == Severity::Error) {
     // Code under a condition nobody knows is taken, or construct on inputs nothing gave.
-    if (uncertain_branches > 0 && kDataErrors.count(code)) return;
-    if (graph && guessed_inputs && kGuessErrors.count(code)) return;
+    if (uncertain_branches > 0 && kDataErrors.count(code)) return false;
+    if (graph && guessed_inputs && kGuessErrors.count(code)) return false;
     // `self.clip_embeds = None` in __init__, set by the pipeline before it calls the Cell: on
     // a construct nobody in the file calls, a None attribute is state its callers fill in.
     if (graph && guessed_inputs && code == "unknown-attribute" && message.starts_with("`NoneType`"))
-      return;
+      return false;
     // A root tried with its defaults: what those defaults break ends the attempt (analysis.cpp).
     if (speculative > 0 && graph == nullptr &&
         (kDataErrors.count(code) || code == "zero-division" || code == "missing-argument"))
@@ -143,12 +143,13 @@ void Interpreter::report_at(const std::string& file, SourceRange range, Severity
     auto& notes = notes_[it->second];
     if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end())
       notes.push_back(note);
-    return;
+    return true;
   }
   seen_.emplace(key, diagnostics.size());
   notes_.push_back(note.empty() ? std::vector<std::string>{} : std::vector<std::string>{note});
   diagnostics.push_back(
       Diagnostic{file, range, sev, std::move(code), std::move(message), std::move(related), {}});
+  return true;
 }
 
 void Interpreter::rollback_diagnostics(size_t mark) {

@@ -184,7 +184,9 @@ class Interpreter {
   // ---- diagnostics ----
   void report(const Site& site, Severity sev, std::string code, std::string message,
               std::vector<RelatedLocation> related = {});
-  void report_at(const std::string& file, SourceRange range, Severity sev, std::string code,
+  // Whether the diagnostic is shown (false: suppressed, e.g. a data error under an unknown
+  // condition); a repeat of one already reported counts as shown.
+  bool report_at(const std::string& file, SourceRange range, Severity sev, std::string code,
                  std::string message, std::vector<RelatedLocation> related = {});
   std::vector<Diagnostic> diagnostics;
   // The exception types caught by the `try` statements being executed, innermost last ("*" for
@@ -286,6 +288,9 @@ class Interpreter {
   Value add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
                     std::vector<TensorType> outputs, std::vector<Attr> attrs, double flops,
                     const Site& site, bool returns_tuple, IStr selected_op = {});
+  // Records a call of construct whose error was reported (Graph::failures).
+  void add_failed_call(const ApiEntry* e, InstanceObj* obj, const std::vector<Value>& inputs,
+                       const Site& site, std::string code, std::string message, IStr selected_op);
   IStr current_scope() const;
   // Output values of an op: one tensor, a tuple, or a nested tuple per a tuple_structure attr.
   Value merge_branches(const Value& cond, const Value& a, const Value& b, const Site& site);

@@ -698,19 +698,27 @@ class CallCtx final : public BoundCtx<CallContext> {
   std::vector<Attr> attrs;
   double flops = 0;
   IStr op;  // set_op's operator; empty: the entry's
+  // The first error shown to the user (not one the interpreter suppressed): what the failed
+  // call's marker says.
+  std::string error_code, error_message;
 
  private:
   void emit(Severity sev, std::string_view code, std::string message,
             std::string_view at_arg) override {
     SourceRange r = location(at_arg);
+    const std::string text = message.substr(0, message.find('\x1f'));
     std::vector<RelatedLocation> related;
     if (obj_ && obj_->cell && !obj_->cell->file.empty()) {
       std::string who = obj_->cell->path.empty() ? obj_->cls->name : "`" + obj_->cell->path + "`";
       related.push_back(RelatedLocation{obj_->cell->file, obj_->cell->site,
                                         who + " (" + obj_->cls->name + ") is defined here"});
     }
-    in_.report_at(site_.file(), r, sev, std::string(code), std::move(message) + in_.instance_note(),
-                  std::move(related));
+    const bool shown = in_.report_at(site_.file(), r, sev, std::string(code),
+                                     std::move(message) + in_.instance_note(), std::move(related));
+    if (shown && sev == Severity::Error && error_code.empty()) {
+      error_code = code;
+      error_message = text;
+    }
   }
   InstanceObj* obj_;
   mutable std::deque<std::pair<std::string_view, ArgValue>> init_cache_;  // converted init args
@@ -1090,6 +1098,9 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   if (e->infer) e->infer(ctx);
   if (ctx.failed()) {
     mark_consumed();
+    if (graph && !ctx.error_code.empty())
+      add_failed_call(e, self_obj, tensor_inputs, site, std::move(ctx.error_code),
+                      std::move(ctx.error_message), ctx.op);
     return poison();
   }
   // What a layer or primitive records when it is constructed, a function or a Tensor method

@@ -173,6 +173,31 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   return ref;
 }
 
+void Interpreter::add_failed_call(const ApiEntry* e, InstanceObj* obj,
+                                  const std::vector<Value>& inputs, const Site& site,
+                                  std::string code, std::string message, IStr selected_op) {
+  FailedCall f;
+  f.api = IStr(e->name);
+  f.op = !selected_op.empty() ? selected_op : IStr(e->op);
+  const bool layer = obj && obj->cell && !obj->cell->path.empty();
+  f.scope = layer ? obj->cell->path : current_scope();
+  f.id = layer ? f.scope.str() : (f.scope.empty() ? f.op.str() : f.scope + "/" + f.op);
+  // Unique among the failures (a layer applied twice fails twice); node ids are not touched.
+  size_t same = 0;
+  for (const FailedCall& g : graph->graph.failures)
+    same += g.id == f.id || g.id.starts_with(f.id + "#") ? 1 : 0;
+  if (same > 0) f.id += "#" + std::to_string(same + 1);
+  for (const Value& v : inputs) {
+    const auto* t = v.as<TensorObj>();
+    if (t && !t->poisoned && t->graph_id == graph->graph_id) f.inputs.push_back(t->ref);
+  }
+  f.file = site.file_id();
+  f.range = site.range();
+  f.code = std::move(code);
+  f.message = std::move(message);
+  graph->graph.failures.push_back(std::move(f));
+}
+
 Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<Value> inputs,
                                std::vector<TensorType> outputs, std::vector<Attr> attrs,
                                double flops, const Site& site, bool returns_tuple,

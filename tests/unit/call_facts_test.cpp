@@ -70,5 +70,42 @@ TEST(CallFacts, PadRecordsItsPaddingsFlat) {
   EXPECT_EQ(std::get<std::vector<int64_t>>(*v), (std::vector<int64_t>{0, 0, 1, 2}));
 }
 
+// A call whose error is reported becomes a FailedCall of the graph (the view marks where the
+// graph stops): the layer's path or scope/op, the values it received, the diagnostic. What
+// consumes its (poisoned) result fails silently and is not a failure of its own.
+TEST(CallFacts, ACallWhoseErrorIsReportedIsRecordedAsAFailure) {
+  const std::string text =
+      "import mindspore.nn as nn\nimport mindspore.ops as ops\n\n\nclass Net(nn.Cell):\n"
+      "    def __init__(self):\n        super().__init__()\n"
+      "        self.fc = nn.Dense(4, 3)\n        self.head = nn.Dense(3, 2)\n\n"
+      "    def construct(self, x):\n        y = ops.relu(x)\n"
+      "        a = self.head(self.fc(y))\n        b = self.fc(x)\n"
+      "        c = ops.narrow(x, 1, 8, 1)\n        return a, b, c\n";
+  const AnalysisResult r = analyse_net(text);
+  ASSERT_EQ(r.cells.size(), 1U);
+  const Graph& g = r.cells[0].graph;
+  ASSERT_EQ(g.failures.size(), 3U);
+  const FailedCall& fc = g.failures[0];
+  EXPECT_EQ(fc.id, "fc");
+  EXPECT_EQ(fc.api, "nn.Dense");
+  EXPECT_EQ(fc.op, "MatMul");
+  EXPECT_EQ(fc.scope, "fc");
+  EXPECT_EQ(fc.code, "shape-mismatch");
+  EXPECT_EQ(fc.message, first_error(r));
+  ASSERT_EQ(fc.inputs.size(), 1U);
+  EXPECT_EQ(g.nodes[fc.inputs[0].node].op, "ReLU");
+  EXPECT_EQ(fc.range.start.line, 12U);
+  // The same layer failing again on another input: its own id.
+  EXPECT_EQ(g.failures[1].id, "fc#2");
+  ASSERT_EQ(g.failures[1].inputs.size(), 1U);
+  EXPECT_EQ(g.nodes[g.failures[1].inputs[0].node].kind, NodeKind::Input);
+  // A function: scope/op (the root's scope is empty).
+  EXPECT_EQ(g.failures[2].id, "Narrow");
+  EXPECT_EQ(g.failures[2].api, "ops.narrow");
+  EXPECT_EQ(g.failures[2].code, "invalid-argument");
+  // `self.head` received fc's poisoned value: no diagnostic, no failure.
+  for (const FailedCall& f : g.failures) EXPECT_NE(f.id, "head");
+}
+
 }  // namespace
 }  // namespace graphcore

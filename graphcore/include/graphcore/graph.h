@@ -87,9 +87,24 @@ struct Node {
   }
 };
 
+// A call of construct that an error was reported at: it produced no node, and nothing that
+// depends on it was compiled. The view marks it where the graph stops.
+struct FailedCall {
+  std::string id;  // the layer's path ("fc1"), else "<scope>/<op>"; unique among failures
+  IStr api;        // "nn.Dense"
+  IStr op;         // the operator it would have been ("MatMul")
+  IStr scope;      // as Node::scope
+  std::vector<ValueRef> inputs;  // the graph values it received
+  IStr file;
+  SourceRange range;  // the call
+  std::string code;   // the diagnostic's code ("shape-mismatch") and message
+  std::string message;
+};
+
 struct Graph {
   std::vector<Node> nodes;
   std::vector<ValueRef> outputs;
+  std::vector<FailedCall> failures;  // in evaluation order
 };
 
 struct NamedTensor {
