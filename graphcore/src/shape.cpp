@@ -110,6 +110,10 @@ struct DimBuilder {
     std::string name;
     std::vector<uint32_t> atoms;  // sorted; an atom lists itself
     bool compound = false;        // an expression that needs parentheses inside a product
+    // A floor division by a known positive divisor, `num // den`, kept as structure so that
+    // floor divisions of floor divisions merge: ((x // a) + k) // b == (x + k * a) // (a * b).
+    Dim num{};
+    int64_t den = 0;  // 0: not a floor division
   };
   std::mutex mu;
   std::vector<Entry> entries{Entry{}};
@@ -121,12 +125,12 @@ struct DimBuilder {
     return b;
   }
 
-  uint32_t atom(const std::string& name, bool compound) {
+  uint32_t atom(const std::string& name, bool compound, Dim num = {}, int64_t den = 0) {
     std::lock_guard lock(mu);
     auto it = atoms_by_name.find(name);
     if (it != atoms_by_name.end()) return it->second;
     auto id = static_cast<uint32_t>(entries.size());
-    entries.push_back(Entry{name, {id}, compound});
+    entries.push_back(Entry{name, {id}, compound, num, den});
     atoms_by_name.emplace(name, id);
     products.emplace(std::vector<uint32_t>{id}, id);
     return id;
@@ -152,6 +156,13 @@ struct DimBuilder {
   std::vector<uint32_t> atoms_of(uint32_t sym) {
     std::lock_guard lock(mu);
     return entries[sym].atoms;
+  }
+  // The floor division `sym` stands for, when it is one.
+  std::optional<std::pair<Dim, int64_t>> floor_of(uint32_t sym) {
+    std::lock_guard lock(mu);
+    const Entry& e = entries[sym];
+    if (e.den == 0) return std::nullopt;
+    return std::pair{e.num, e.den};
   }
   std::string name_of(uint32_t sym, bool* compound) {
     std::lock_guard lock(mu);
@@ -190,9 +201,21 @@ namespace {
 Dim expression_atom(const std::string& text) {
   return DimBuilder::make(1, DimBuilder::get().atom(text, true));
 }
+// Whether `s` is one parenthesised group: "(H-2)" but not "(H-3)//2+1".
+bool wrapped(const std::string& s) {
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return false;
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+    if (depth == 0 && i + 1 < s.size()) return false;
+  }
+  return true;
+}
+// `d` as an operand of a binary operator: parenthesised unless it is a name, a number or
+// already one group.
 std::string operand(Dim d) {
   std::string s = d.str();
-  if (d.is_symbolic() && (s.find_first_of("+-*/") != std::string::npos) && s.front() != '(')
+  if (d.is_symbolic() && s.find_first_of("+-*/") != std::string::npos && !wrapped(s))
     return "(" + s + ")";
   return s;
 }
@@ -286,22 +309,46 @@ std::optional<Dim> Dim::exact_div(Dim a, Dim b) {
   return DimBuilder::make(coef, tb.product(std::move(rest)));
 }
 
+namespace {
+int64_t floor_of_quotient(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+}  // namespace
+
 Dim Dim::floor_div(Dim a, Dim b) {
   if (a.is_unknown() || b.is_unknown() || (b.is_known() && b.coef_ == 0)) return Dim::unknown();
-  if (a.is_known() && b.is_known()) {
-    int64_t q = a.coef_ / b.coef_;
-    if ((a.coef_ % b.coef_ != 0) && ((a.coef_ < 0) != (b.coef_ < 0))) --q;
-    return Dim::known(q);
-  }
+  if (a.is_known() && b.is_known()) return Dim::known(floor_of_quotient(a.coef_, b.coef_));
   if (auto exact = exact_div(a, b)) return *exact;
-  return expression_atom(operand(a) + "//" + operand(b));
+  if (!b.is_known() || b.coef_ < 0) return expression_atom(operand(a) + "//" + operand(b));
+  const int64_t den = b.coef_;
+  // (m*S + k) // b with b | m: (m/b)*S + k//b.
+  if (a.coef_ % den == 0)
+    return DimBuilder::make(a.coef_ / den, a.sym_, floor_of_quotient(a.offset_, den));
+  // (x // c + k) // b == (x + k*c) // (c*b): nested floor divisions merge (c, b > 0).
+  if (a.coef_ == 1) {
+    if (auto inner = DimBuilder::get().floor_of(a.sym_)) {
+      const Dim& x = inner->first;  // symbolic: a known numerator would have been divided
+      auto shift = checked_mul(a.offset_, inner->second);
+      auto offset = shift ? checked_add(x.offset_, *shift) : std::nullopt;
+      auto merged = checked_mul(inner->second, den);
+      if (offset && merged)
+        return floor_div(DimBuilder::make(x.coef_, x.sym_, *offset), Dim::known(*merged));
+    }
+  }
+  const std::string name = operand(a) + "//" + std::to_string(den);
+  return DimBuilder::make(1, DimBuilder::get().atom(name, true, a, den));
 }
 
+// ceil(a / b) == (a + b - 1) // b for a positive divisor: one notation, and it merges with the
+// floor divisions around it ("(H+1)//4" rather than "ceil(((H-3)//2+1)/2)").
 Dim Dim::ceil_div(Dim a, Dim b) {
   if (a.is_unknown() || b.is_unknown() || (b.is_known() && b.coef_ == 0)) return Dim::unknown();
-  if (a.is_known() && b.is_known()) return Dim::known(-floor_div(Dim::known(-a.coef_), b).coef_);
+  if (a.is_known() && b.is_known()) return Dim::known(-floor_of_quotient(-a.coef_, b.coef_));
   if (auto exact = exact_div(a, b)) return *exact;
-  return expression_atom("ceil(" + a.str() + "/" + b.str() + ")");
+  if (b.is_known() && b.coef_ > 0) return floor_div(a + Dim::known(b.coef_ - 1), b);
+  return expression_atom("ceil(" + operand(a) + "/" + operand(b) + ")");
 }
 
 Tri dims_equal(Dim a, Dim b) {

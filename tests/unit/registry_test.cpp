@@ -497,6 +497,30 @@ TEST(RegistrySymbolic, BatchFlowsThroughConvDenseReshape) {
   EXPECT_EQ(m.outputs[0].shape.dims[1], Dim::known(6 * 28 * 28));
 }
 
+// Symbolic sizes print in one notation and simplify: ceil(x / b) is (x + b - 1) // b, floor
+// divisions of floor divisions merge, and an operand is parenthesised unless it is one group.
+// The chain is a stride-2 stem as ResNet's (valid conv, same-padded pool, padded conv, pool):
+// (H - 11) // 16 + 1 at H = 224 is 14, as each step computes.
+TEST(RegistrySymbolic, StridedChainsSimplifyToOneFloorDivision) {
+  const Dim h = Dim::symbol("H");
+  const Dim conv = Dim::floor_div(h - Dim::known(3), Dim::known(2)) + Dim::known(1);
+  EXPECT_EQ(conv.str(), "(H-3)//2+1");
+  const Dim pool = Dim::ceil_div(conv, Dim::known(2));
+  EXPECT_EQ(pool.str(), "(H+1)//4");
+  const Dim conv2 =
+      Dim::floor_div(pool + Dim::known(2) - Dim::known(3), Dim::known(2)) + Dim::known(1);
+  EXPECT_EQ(conv2.str(), "(H-3)//8+1");
+  const Dim pool2 = Dim::floor_div(conv2 - Dim::known(2), Dim::known(2)) + Dim::known(1);
+  EXPECT_EQ(pool2.str(), "(H-11)//16+1");
+  EXPECT_EQ((224 - 11) / 16 + 1, 14);
+  // A multiple of the divisor divides out; an operand that is not one group keeps its
+  // parentheses (one starting with "(" used to be left bare: "(H-3)//2-1//2").
+  EXPECT_EQ(Dim::floor_div(Dim::known(4) * h + Dim::known(6), Dim::known(2)).str(), "2*H+3");
+  const Dim w = Dim::symbol("W");
+  EXPECT_EQ(Dim::floor_div(conv, w).str(), "((H-3)//2+1)//W");
+  EXPECT_EQ(Dim::ceil_div(conv, w).str(), "ceil(((H-3)//2+1)/W)");
+}
+
 // ---- Normalisation, pooling, recurrent -------------------------------------------------------
 
 TEST(RegistryNorm, BatchNormParamsTrainability) {
