@@ -25,10 +25,11 @@ export function diffGraphs(before: ViewGraph | null, after: ViewGraph): GraphDif
   for (const n of after.nodes) {
     const o = before.byId.get(n.id);
     if (!o) { d.added.add(n.id); continue; }
-    if (o.semantic === n.semantic && o.optimized === n.optimized) continue;
+    if (o.semantic === n.semantic && o.optimized === n.optimized && o.failure === n.failure) continue;
     const sameAttrs = stableJson(o.semantic?.attrs ?? o.optimized?.attrs ?? {}) ===
       stableJson(n.semantic?.attrs ?? n.optimized?.attrs ?? {});
-    if (nodeSig(o) !== nodeSig(n) || !sameAttrs || inputsSig(before, n.id) !== inputsSig(after, n.id)) d.changed.add(n.id);
+    const sameError = (o.failure?.message ?? '') === (n.failure?.message ?? '');  // failed calls
+    if (nodeSig(o) !== nodeSig(n) || !sameAttrs || !sameError || inputsSig(before, n.id) !== inputsSig(after, n.id)) d.changed.add(n.id);
   }
   for (const n of before.nodes) if (!after.byId.has(n.id)) d.removed.push(n.id);
   return d;

@@ -58,6 +58,19 @@ export function buildSvg(view: GraphView): string {
       continue;
     }
     const n = it.node!;
+    if (n.failure) {
+      // A failed call: the error colour's border and tint, the error glyph, "id · api" and the code.
+      const gx = it.x + 17, gy = it.y + it.h / 2, ty = it.y + (it.h - 40) / 2;
+      out.push(`<g><title>${escapeHtml(`${n.failure.id}: ${n.failure.message ?? ''}`)}</title>` +
+        `<rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="6" fill="${th.node}"/>` +
+        `<rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="6" fill="${th.danger}" fill-opacity="0.14" stroke="${th.danger}" stroke-width="2"/>` +
+        `<circle cx="${gx}" cy="${gy}" r="8" fill="${th.danger}"/>` +
+        `<rect x="${gx - 1.3}" y="${gy - 5}" width="2.6" height="6.2" rx="1.2" fill="${th.dangerFg}"/>` +
+        `<circle cx="${gx}" cy="${gy + 3.7}" r="1.45" fill="${th.dangerFg}"/>` +
+        `<text x="${it.x + 31}" y="${ty + 18}" font-size="12" font-weight="600" fill="${th.fg}">${escapeHtml(clip(n.label, 32))}</text>` +
+        `<text x="${it.x + 31}" y="${ty + 32}" font-size="10" fill="${th.danger}">${escapeHtml(clip(n.sub, 38))}</text></g>`);
+      continue;
+    }
     const bar = th.cat[opCategory(n)] ?? th.nodeBorder;
     out.push(`<g><title>${escapeHtml(n.id)}</title><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="6" ` +
       `fill="${n.dataMove ? th.move : th.node}" stroke="${n.fused ? th.fused : th.nodeBorder}"${n.fused ? ' stroke-dasharray="5 3"' : ''}/>` +

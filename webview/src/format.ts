@@ -5,11 +5,18 @@ export function dimText(d: Dim): string {
   return d === null ? '?' : String(d);
 }
 
+/** A dim as a factor of `a×b×c`: an expression ("(H-3)//8+1") in parentheses, so that the
+ * shape reads as its factors. */
+export function dimFactor(d: Dim): string {
+  const s = dimText(d);
+  return /[-+*/ ]/.test(s) && !/^\((?:[^()]|\([^()]*\))*\)$/.test(s) ? `(${s})` : s;
+}
+
 export function shapeText(t: Tensor | undefined): string {
   if (!t) return '';
   if (t.unranked) return '[*]';
   const s = t.shape ?? [];
-  return s.length === 0 ? '[]' : s.map(dimText).join('×');
+  return s.length === 0 ? '[]' : s.map(dimFactor).join('×');
 }
 
 export function tensorText(t: Tensor | undefined): string {

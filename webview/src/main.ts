@@ -3,13 +3,14 @@ import './styles.css';
 import type { Cell, CellSkeleton, DebugFocus, Diagnostic, GraphDocument, Range, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
-import { LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
+import { FAILED_PREFIX, LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
 import { LayoutEngine } from './layout';
 import { GraphView, readTheme } from './view';
 import { METRICS, metricDef, rampColor, type MetricId } from './metrics';
 import { search } from './search';
 import { diffGraphs, type GraphDiff } from './diff';
-import { renderCellSummary, renderPanel, sourceLink } from './panel';
+import { ERROR_ICON, renderCellSummary, renderPanel, sourceLink } from './panel';
+import { layerState } from './failures';
 import { debugPanelHtml, debugTargets, isPaused, scopesToLoad } from './debug';
 import { buildTimeline, MemoryPanel } from './memory';
 import { exportPng, exportSvg, buildSvg } from './export';
@@ -107,6 +108,9 @@ class App {
   private legendB = el('div', 'legend');
   private titleA = el('div', 'pane-title');
   private titleB = el('div', 'pane-title');
+  // Where the graph stops (Cell.failures), per pane: its layer's state.
+  private noteA = el('div', 'pane-note hidden');
+  private noteB = el('div', 'pane-note hidden');
   private empty = el('div', 'empty', 'Waiting for the graph…');
 
   constructor() {
@@ -123,7 +127,8 @@ class App {
       onLayout: () => this.onLayout(),
       onExpand: (ex) => this.loadExpanded(this.viewA, ex),
     });
-    this.paneA.append(this.titleA, this.legendA, this.empty);
+    this.paneA.append(this.titleA, this.noteA, this.legendA, this.empty);
+    this.noteA.addEventListener('click', (e) => this.onNoteClick(e, this.viewA));
     this.mem = new MemoryPanel(this.memHost, (id) => this.selectNode(id));
     this.bindKeys();
     this.transport.start((m) => this.onMessage(m), (s, info) => this.onConn(s, info));
@@ -537,6 +542,8 @@ class App {
     this.applyDiff();
     this.titleA.textContent = this.split ? 'Semantic' : '';
     this.titleA.classList.toggle('hidden', !this.split);
+    this.renderNote(this.noteA, cell, la);
+    this.renderNote(this.noteB, cell, this.layerB());
     const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset })];
     if (this.split && this.viewB) {
       const gb = buildViewGraph(cell, this.layerB(), undefined, lazy);
@@ -551,6 +558,23 @@ class App {
     this.applyDebugFocus();  // also renders the panel and the legend
     this.renderMem();
     this.syncButtons();
+  }
+
+  /** A pane's note on where the graph stops: the layer's state (layerState), linking to the failure. */
+  private renderNote(box: HTMLElement, cell: Cell, layer: Layer): void {
+    const st = layerState(cell, layer);
+    box.classList.toggle('hidden', st.kind === 'complete');
+    if (st.kind === 'complete' || !st.failure) { box.innerHTML = ''; return; }
+    box.innerHTML = `${ERROR_ICON}<span class="nt">${h(st.text)}</span> <a href="#" class="goto" data-id="${h(FAILED_PREFIX + st.failure.id)}">show</a>`;
+    box.title = st.text;
+  }
+
+  private onNoteClick(e: MouseEvent, v: GraphView): void {
+    const a = (e.target as HTMLElement).closest<HTMLElement>('a.goto');
+    if (!a?.dataset.id) return;
+    e.preventDefault();
+    const id = a.dataset.id;
+    void v.reveal(id).then(() => v.select(id, 'click'));
   }
 
   private applyDiff(): void {
@@ -599,7 +623,8 @@ class App {
         onLayout: () => this.onLayout(),
         onExpand: (ex) => { if (this.viewB) this.loadExpanded(this.viewB, ex); },
       });
-      this.paneB.append(this.titleB, this.legendB);
+      this.paneB.append(this.titleB, this.noteB, this.legendB);
+      this.noteB.addEventListener('click', (e) => { if (this.viewB) this.onNoteClick(e, this.viewB); });
     }
     if (!on) this.active = 'A';
     void this.render({ reset: true });
@@ -633,6 +658,7 @@ class App {
           ['shape', 'Shape'], ['elem', 'Elementwise'], ['move', 'TransData / Cast'], ['input', 'Input']];
         let html = cats.map(([k, l]) => `<span class="chip"><i style="background:${th.cat[k]}"></i>${l}</span>`).join('');
         if (v.graph.layer !== 'semantic') html += `<span class="chip"><i class="dashed"></i>fused kernel</span>`;
+        if (v.graph.nodes.some((n) => n.failure)) html += `<span class="chip">${ERROR_ICON}failed call</span>`;
         const marks: [string, string][] = [[th.accent, 'selected'], [th.highlight, 'search match'],
           [th.mapped, v.graph.layer === 'semantic' ? 'mapped' : 'shared buffer / mapped']];
         if (v.diff && (v.diff.added.size || v.diff.changed.size)) marks.push([th.added, 'added'], [th.changed, 'changed']);
@@ -643,9 +669,15 @@ class App {
       }
       const s = v.metricScale();
       const def = metricDef(v.metric);
-      if (!s || s.max <= 0) { box.innerHTML = `<span class="muted">${h(def.label)}: no data</span>`; return; }
+      const cell = this.currentCell();
+      const st = cell ? layerState(cell, v.graph.layer) : null;
+      const failed = st?.failure ? `construct stops at ${st.failure.id}` : '';
+      if (!s || s.max <= 0) {
+        box.innerHTML = `<span class="muted">${h(def.label)}: ${st?.kind === 'unavailable' ? h('unavailable, ' + failed) : 'no data'}</span>`;
+        return;
+      }
       const stops = [0, 0.25, 0.5, 0.75, 1].map((t) => `${rampColor(t)} ${t * 100}%`).join(',');
-      box.innerHTML = `<div><div class="ramp-title">${h(def.label)} (log scale)</div><div class="ramp" style="background:linear-gradient(90deg,${stops})"></div>` +
+      box.innerHTML = `<div><div class="ramp-title">${h(def.label)} (log scale)${failed ? h(`, partial: ${failed}`) : ''}</div><div class="ramp" style="background:linear-gradient(90deg,${stops})"></div>` +
         `<div class="ramp-lbl"><span>${h(def.format(s.min))}</span><span>${h(def.format(s.max))}</span></div></div>`;
     };
     fill(this.legendA, this.viewA);
@@ -732,7 +764,8 @@ class App {
       other.secondary.clear();
       const og = other.graph;
       let mapped: string[] = [];
-      if (v.graph?.layer === 'semantic') mapped = og.semanticToOptimized.get(id ?? '') ?? [];
+      if (id?.startsWith(FAILED_PREFIX)) mapped = og.byId.has(id) ? [id] : [];  // drawn in every layer
+      else if (v.graph?.layer === 'semantic') mapped = og.semanticToOptimized.get(id ?? '') ?? [];
       else if (id) mapped = (v.graph?.byId.get(id)?.optimized?.origins ?? []).filter((o) => og.byId.has(o));
       for (const m of mapped) other.secondary.add(m);
       other.selection = null;
@@ -827,6 +860,11 @@ class App {
     this.results.innerHTML = `<div class="rc">${hits.length}${hits.length === 200 ? '+' : ''} match${hits.length === 1 ? '' : 'es'}</div>` +
       hits.slice(0, 100).map((x) => {
         const n = v.graph!.byId.get(x.id)!;
+        const f = n.failure;
+        if (f) {
+          return `<div class="hit failed" data-id="${h(x.id)}" title="${h(f.message ?? '')}">${ERROR_ICON}<b>${h(f.api || n.op)}</b> <span class="mono">${h(f.id)}</span>` +
+            `<span class="muted"> ${h(f.message ?? '')}</span></div>`;
+        }
         return `<div class="hit" data-id="${h(x.id)}"><b>${h(n.op)}</b> <span class="mono">${h(x.id)}</span><span class="muted"> ${h(n.scope)}</span></div>`;
       }).join('');
     for (const d of this.results.querySelectorAll<HTMLElement>('.hit')) {
@@ -929,6 +967,17 @@ class App {
         return lz ? { loaded: [...lz.chunks.keys()], pending: [...lz.pending], nodes: lz.skeleton.nodes ?? 0 } : null;
       },
       panelText: () => app.panel.innerText,
+      // The edges drawn (between visible items) and an item's box in client coordinates.
+      edges: (which?: string) => (viewOf(which).scene?.edges ?? []).map((e) => ({ src: e.src, tgt: e.tgt, label: e.label })),
+      nodeRect: (id: string, which?: string) => {
+        const v = viewOf(which);
+        const it = v.scene?.byId.get(id);
+        if (!it) return null;
+        const r = v.canvas.getBoundingClientRect();
+        return { x: r.left + it.x * v.scale + v.tx, y: r.top + it.y * v.scale + v.ty, w: it.w * v.scale, h: it.h * v.scale, scale: v.scale, kind: it.node?.kind ?? it.type };
+      },
+      paneNote: (which?: string) => (which === 'B' ? app.noteB : app.noteA).innerText,
+      tipText: (which?: string) => { const t = viewOf(which).tip; return t.classList.contains('hidden') ? '' : t.textContent; },
       bannerText: () => app.banner.innerText,
       svg: () => buildSvg(app.activeView()),
       // Actions (for tests and benchmarks).

@@ -1,6 +1,6 @@
 // The view model: one layer of one Cell as a graph of drawable nodes, with the Cell-scope
 // hierarchy (collapsible groups) and artificial sub-groups for very wide groups.
-import type { Cell, CellSkeleton, HardwareKernel, Node, OptimizedNode, ScopeNodes, ScopeSummary, Tensor } from './protocol';
+import type { Cell, CellSkeleton, FailedCall, HardwareKernel, Node, OptimizedNode, ScopeNodes, ScopeSummary, Tensor } from './protocol';
 import { shapeText, tensorBytes } from './format';
 
 export type Layer = 'semantic' | 'optimized' | 'hardware';
@@ -36,6 +36,7 @@ export interface VNode {
   scope: string;
   weight?: number;   // lazy placeholders (kind "lazy"): the nodes of the scope it stands for
   items?: number;    // lazy placeholders: the scope's own nodes plus its sub-scopes (drawn items once loaded)
+  failure?: FailedCall;  // kind "failed": the call of construct an error stopped (id FAILED_PREFIX + its id)
 }
 
 /** What the drawing of a node depends on (for the before/after comparison). */
@@ -70,6 +71,8 @@ export interface ViewGraph {
 }
 
 export const ROOT_ID = 'g:';
+/** Drawn failed calls (Cell.failures) have this prefix: a failure's id may equal a node's. */
+export const FAILED_PREFIX = 'failed:';
 export const GROUP_THRESHOLD_DEFAULT = 400;
 
 const NODE_H = 40;
@@ -181,6 +184,67 @@ export function buildNodes(cell: Cell, layer: Layer): VNode[] {
     res.push(v);
   });
   return res;
+}
+
+/**
+ * The drawn nodes of the Cell's failed calls (Cell.failures) in `layer`, given the layer's other
+ * nodes: each sits in its scope's group, just after the latest of its inputs, with an edge from
+ * each input drawn in the layer. Semantic: the input node itself. Optimized and hardware: the
+ * optimized node of the same id, else the first whose origins include it; an input the passes
+ * eliminated has no edge.
+ */
+export function failureNodes(cell: Cell, layer: Layer, nodes: readonly VNode[]): VNode[] {
+  const failures = cell.failures ?? [];
+  if (failures.length === 0) return [];
+  const opt = layer !== 'semantic' && !!cell.optimized;
+  const drawn = new Map<string, VNode>();
+  const fromOrigin = new Map<string, VNode>();
+  for (const n of nodes) {
+    if (n.kind === 'lazy' || n.failure) continue;
+    drawn.set(n.id, n);
+    if (opt) for (const o of n.optimized?.origins ?? []) if (!fromOrigin.has(o)) fromOrigin.set(o, n);
+  }
+  const semById = new Map<string, Node>();
+  for (const n of cell.nodes ?? []) semById.set(n.id, n);
+  let last = -1;
+  for (const n of nodes) last = Math.max(last, n.order);
+  const hw = opt && layer === 'hardware';
+  return failures.map((f, k) => {
+    const id = FAILED_PREFIX + f.id;
+    const inputs: VEdge[] = [];
+    const seen = new Set<string>();
+    let anchor = -Infinity;
+    for (const e of f.inputs ?? []) {
+      const out = e.output ?? 0;
+      const same = drawn.get(e.node);
+      const src = opt ? (same?.optimized ? same : fromOrigin.get(e.node)) : same;
+      if (!src) continue;
+      const output = src.id === e.node ? out : 0;
+      if (seen.has(`${src.id}:${output}`)) continue;
+      seen.add(`${src.id}:${output}`);
+      // The tensor the call received (the semantic one: a fused kernel's output is the same value).
+      inputs.push({ src: src.id, tgt: id, output, tensor: semById.get(e.node)?.outputs?.[out] ?? src.outputs[output] });
+      anchor = Math.max(anchor, src.order);
+    }
+    const label = `${f.id} · ${f.api || f.op || 'call'}`;
+    const sub = f.code ? `error: ${f.code}` : 'error';
+    const scope = f.scope ?? '';
+    return {
+      id, kind: 'failed', op: f.op ?? '', label, sub,
+      group: scopeGroupPath(f.id, scope),
+      // Just after its latest input (evaluation order), else after everything.
+      order: (anchor > -Infinity ? anchor : last + 1) + 0.5 + k * 1e-3,
+      width: Math.min(260, nodeWidth(label, sub) + 20), height: hw ? NODE_H_HW : NODE_H,
+      inputs, outputs: [], fused: false, dataMove: false, scope, failure: f,
+    };
+  });
+}
+
+/** `nodes` with the failed calls' nodes inserted in execution order. */
+function withFailures(cell: Cell, layer: Layer, nodes: VNode[]): VNode[] {
+  const fs = failureNodes(cell, layer, nodes);
+  if (fs.length === 0) return nodes;
+  return nodes.concat(fs).sort((a, b) => a.order - b.order);
 }
 
 /**
@@ -406,7 +470,7 @@ export function buildLazyNodes(cell: Cell, layer: Layer, lz: LazyInput): VNode[]
 }
 
 export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRESHOLD_DEFAULT, lazy?: LazyInput): ViewGraph {
-  const nodes = lazy ? buildLazyNodes(cell, layer, lazy) : buildNodes(cell, layer);
+  const nodes = withFailures(cell, layer, lazy ? buildLazyNodes(cell, layer, lazy) : buildNodes(cell, layer));
   const byId = new Map<string, VNode>();
   for (const n of nodes) byId.set(n.id, n);
   const edges: VEdge[] = [];

@@ -1,7 +1,8 @@
 // The side panel: everything known about the selected node, per layer.
-import type { AttrValue, Cell, HardwareKernel, Range } from './protocol';
-import { edgeLabel, type Layer, type VNode } from './model';
+import type { AttrValue, Cell, FailedCall, HardwareKernel, Range } from './protocol';
+import { FAILED_PREFIX, edgeLabel, type Layer, type VNode } from './model';
 import { escapeHtml as h, fmtBytes, fmtNum, rangeText, tensorText } from './format';
+import { layerState } from './failures';
 
 export interface PanelContext {
   cell: Cell;
@@ -28,11 +29,13 @@ function section(title: string, body: string, open = true): string {
   return `<details class="sec"${open ? ' open' : ''}><summary>${h(title)}</summary>${body}</details>`;
 }
 
+const ZERO_RANGE: Range = { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } };
+
 export function sourceLink(file: string | undefined, range: Range | undefined, editor: boolean): string {
   if (!file) return '';
   const text = rangeText(file, range);
   if (!editor) return `<span class="src">${h(text)}</span>`;
-  const payload = h(JSON.stringify({ file, range: range ?? { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } } }));
+  const payload = h(JSON.stringify({ file, range: range ?? ZERO_RANGE }));
   return `<a href="#" class="src reveal" data-reveal="${payload}">${h(text)}</a>`;
 }
 
@@ -83,8 +86,55 @@ function kernelHtml(k: HardwareKernel, detail: boolean): string {
   return out;
 }
 
+/** The error glyph (a danger-coloured disc with "!"), as in the canvas. */
+export const ERROR_ICON = '<i class="err-icon" aria-hidden="true"></i>';
+
+/** A failed call of construct (Cell.failures): the error, where it is, what it received. */
+function failurePanel(c: PanelContext, f: FailedCall): string {
+  const n = c.node;
+  const parts: string[] = [];
+  parts.push(`<div class="ph failed"><div class="op">${ERROR_ICON}${h(f.id)} · ${h(f.api || f.op || '')}</div>` +
+    `<div class="id">failed call: construct stops here</div></div>`);
+  const file = f.file || c.cell.file;
+  const src = sourceLink(file, f.range, c.editor);
+  const open = c.editor && file ? ` <a href="#" class="reveal open" data-reveal="${h(JSON.stringify({ file, range: f.range ?? ZERO_RANGE }))}">open in editor</a>` : '';
+  parts.push(`<div class="failure-msg">${f.code ? `<span class="code">${h(f.code)}</span> ` : ''}${h(f.message ?? '')}${open}</div>`);
+  const gen: string[] = [];
+  gen.push(row('kind', 'failed call'));
+  if (f.api) gen.push(row('api', f.api));
+  if (f.op) gen.push(row('op', f.op));
+  gen.push(row('scope', f.scope || '(root)'));
+  if (src) gen.push(row('source', src, true));
+  parts.push(section('Call', `<table class="kv">${gen.join('')}</table>`));
+  // What it received (the semantic values), and the nodes drawn for them in this layer.
+  const semById = new Map((c.cell.nodes ?? []).map((x) => [x.id, x] as const));
+  const drawn = new Set(n.inputs.map((e) => e.src));
+  const ins = (f.inputs ?? []).map((e) => {
+    const out = e.output ?? 0;
+    const name = `${e.node}:${out}`;
+    const link = c.layer === 'semantic' && drawn.has(e.node) ? `<a href="#" class="goto" data-id="${h(e.node)}">${h(name)}</a>` : h(name);
+    return `<tr><td class="mono">${link}</td><td class="mono">${h(tensorText(semById.get(e.node)?.outputs?.[out]))}</td></tr>`;
+  }).join('');
+  let here = '';
+  if (c.layer !== 'semantic' && (f.inputs ?? []).length > 0) {
+    here = n.inputs.length
+      ? `<div class="sub">In this layer, from</div><ul class="origins">${n.inputs.map((e) =>
+        `<li><a href="#" class="goto" data-id="${h(e.src)}">${h(e.src)}</a></li>`).join('')}</ul>`
+      : '<div class="muted small">Not in this layer: the passes eliminated what it received (nothing used it).</div>';
+  }
+  parts.push(section('Inputs', (ins ? `<table class="grid">${ins}</table>` : '<div class="none">none</div>') + here));
+  parts.push(section('Outputs', '<div class="none">none: nothing that depends on this call is in the graph</div>'));
+  const more = (c.cell.failures ?? []).filter((x) => x !== f);
+  if (more.length) {
+    parts.push(section('Other failed calls', `<ul class="origins">${more.map((x) =>
+      `<li><a href="#" class="goto" data-id="${h(FAILED_PREFIX + x.id)}">${h(x.id)}</a> <span class="muted">${h(x.api ?? '')}: ${h(x.message ?? '')}</span></li>`).join('')}</ul>`));
+  }
+  return parts.join('');
+}
+
 export function renderPanel(c: PanelContext): string {
   const n = c.node;
+  if (n.failure) return failurePanel(c, n.failure);
   const sem = n.semantic;
   const opt = n.optimized;
   const parts: string[] = [];
@@ -151,9 +201,26 @@ export function renderPanel(c: PanelContext): string {
   return parts.join('');
 }
 
+/** The note at the top of the summary: where the graph stops (links to the failed call). */
+function failureNote(text: string, cell: Cell): string {
+  const f = cell.failures?.[0];
+  const link = f ? ` <a href="#" class="goto" data-id="${h(FAILED_PREFIX + f.id)}">show</a>` : '';
+  return `<div class="failure-note">${ERROR_ICON}<span>${h(text)}</span>${link}</div>`;
+}
+
+function unavailable(text: string): string {
+  return `<div class="layer-state unavailable">${h(text)}: no kernel was compiled, so there are no figures.</div>`;
+}
+
+function partial(text: string): string {
+  return `<div class="layer-state partial">${h(text)}: the figures cover the graph only up to there.</div>`;
+}
+
 export function renderCellSummary(cell: Cell, layer: Layer): string {
   const parts: string[] = [];
   parts.push(`<div class="ph"><div class="op">${h(cell.className || cell.name)}</div><div class="id">${h(cell.name)}</div></div>`);
+  const st = layerState(cell, layer);
+  if (st.kind !== 'complete') parts.push(failureNote(st.text, cell));
   const r: string[] = [];
   r.push(row('parameters', `${fmtNum(cell.params ?? 0)} trainable · ${fmtNum(cell.totalParams ?? 0)} total`));
   r.push(row('FLOPs', fmtNum(cell.flops ?? 0)));
@@ -163,7 +230,9 @@ export function renderCellSummary(cell: Cell, layer: Layer): string {
   if (!cell.compiled) r.push(row('compiled', 'no — see diagnostics'));
   parts.push(section('Cell', `<table class="kv">${r.join('')}</table>`));
   const o = cell.optimized;
-  if (o && layer !== 'semantic') {
+  if (o && layer !== 'semantic' && st.kind === 'unavailable') {
+    parts.push(section('Optimization', `<table class="kv">${row('target', o.target ?? '')}</table>${unavailable(st.short)}`));
+  } else if (o && layer !== 'semantic') {
     const m = o.memory;
     const rows = [
       row('target', o.target ?? ''),
@@ -176,14 +245,19 @@ export function renderCellSummary(cell: Cell, layer: Layer): string {
       rows.push(row('weights', fmtBytes(m.weightBytes ?? 0)));
       rows.push(row('buffers', `${m.buffers?.length ?? 0} for ${m.tensors ?? 0} tensors (${m.algorithm ?? ''})`));
     }
-    parts.push(section('Optimization', `<table class="kv">${rows.join('')}</table>`));
+    parts.push(section(st.kind === 'partial' ? 'Optimization (partial)' : 'Optimization',
+      (st.kind === 'partial' ? partial(st.short) : '') + `<table class="kv">${rows.join('')}</table>`));
+  }
+  if (o && layer !== 'semantic') {
     if (o.passes?.length) {
       parts.push(section('Passes', `<table class="grid"><tr><th>pass</th><th>nodes</th><th>changes</th></tr>${o.passes.map((p) =>
         `<tr><td title="${h(p.description ?? '')}">${h(p.name ?? '')}</td><td>${p.nodesBefore ?? 0} → ${p.nodesAfter ?? 0}</td><td>${p.changes ?? 0}</td></tr>`).join('')}</table>`, false));
     }
   }
   const hw = cell.hardware;
-  if (hw && layer === 'hardware') {
+  if (hw && layer === 'hardware' && st.kind === 'unavailable') {
+    parts.push(section('Hardware estimate', `<table class="kv">${row('target', hw.spec?.displayName ?? hw.target ?? '')}</table>${unavailable(st.short)}`));
+  } else if (hw && layer === 'hardware') {
     const e = hw.estimate ?? {};
     const rows = [
       row('target', hw.spec?.displayName ?? hw.target ?? ''),
@@ -194,7 +268,8 @@ export function renderCellSummary(cell: Cell, layer: Layer): string {
       row('GM traffic', fmtBytes(e.gmBytes ?? 0)),
       row('kernels', String(hw.kernels ?? 0)),
     ];
-    parts.push(section('Hardware estimate', `<table class="kv">${rows.join('')}</table>` +
+    parts.push(section(st.kind === 'partial' ? 'Hardware estimate (partial)' : 'Hardware estimate',
+      (st.kind === 'partial' ? partial(st.short) : '') + `<table class="kv">${rows.join('')}</table>` +
       (hw.statement ? `<p class="muted small">${h(hw.statement)}</p>` : '') +
       ((e.notes ?? []).length ? `<ul class="notes">${(e.notes ?? []).map((x) => `<li>${h(x)}</li>`).join('')}</ul>` : '')));
   }

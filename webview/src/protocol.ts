@@ -180,6 +180,23 @@ export interface HardwareLayer {
   kernels?: number;
 }
 
+/**
+ * A call of construct at which an error was reported (graph.proto FailedCall): it produced no
+ * node, and nothing that depends on it is in the Cell's nodes. The view draws it where the graph
+ * stops. `id` is unique among the failures but may equal a node's id.
+ */
+export interface FailedCall {
+  id: string;
+  api?: string;
+  op?: string;
+  scope?: string;
+  inputs?: Edge[];
+  file?: string;
+  range?: Range;
+  code?: string;
+  message?: string;
+}
+
 export interface Cell {
   name: string;
   className?: string;
@@ -196,6 +213,7 @@ export interface Cell {
   results?: Edge[];
   optimized?: OptimizedLayer;
   hardware?: HardwareLayer;
+  failures?: FailedCall[];  // in evaluation order
 }
 
 export interface RelatedInformation { file?: string; range?: Range; message?: string }

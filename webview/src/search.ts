@@ -1,7 +1,7 @@
-// Search over node names, op types, APIs and scopes.
+// Search over node names, op types, APIs and scopes (and a failed call's message).
 import type { ViewGraph } from './model';
 
-export interface SearchHit { id: string; score: number; field: 'id' | 'op' | 'api' | 'scope' }
+export interface SearchHit { id: string; score: number; field: 'id' | 'op' | 'api' | 'scope' | 'message' }
 
 export function search(g: ViewGraph, query: string, limit = 200): SearchHit[] {
   const q = query.trim().toLowerCase();
@@ -20,9 +20,11 @@ export function search(g: ViewGraph, query: string, limit = 200): SearchHit[] {
   };
   const hits: SearchHit[] = [];
   for (const n of g.nodes) {
+    const f = n.failure;
     const fields: [SearchHit['field'], string, number][] = [
-      ['id', n.id, 4], ['op', n.op, 3], ['api', n.semantic?.api ?? '', 2], ['scope', n.scope, 1],
+      ['id', f ? f.id : n.id, 4], ['op', n.op, 3], ['api', (f ? f.api : n.semantic?.api) ?? '', 2], ['scope', n.scope, 1],
     ];
+    if (f) fields.push(['message', `${f.code ?? ''} ${f.message ?? ''}`, 0]);
     let best: SearchHit | null = null;
     for (const [field, s, w] of fields) {
       const m = test(s);

@@ -18,6 +18,7 @@ export interface Theme {
   frame: string; frameBorder: string; frameHeader: string; accent: string; highlight: string;
   added: string; changed: string; fused: string; move: string; grid: string; mapped: string;
   debug: string; debugFg: string;
+  danger: string; dangerFg: string;  // failed calls (Cell.failures): border, glyph and its mark
   cat: Record<string, string>;
 }
 
@@ -33,6 +34,7 @@ export function readTheme(el: HTMLElement): Theme {
     changed: v('--cs-changed', '#bc4c00'), fused: v('--cs-fused', '#8250df'), move: v('--cs-move', '#d4a72c'),
     grid: v('--cs-grid', 'rgba(128,128,128,0.08)'), mapped: v('--cs-mapped', '#d63384'),
     debug: v('--cs-debug', '#d4380d'), debugFg: v('--cs-debug-fg', '#ffffff'),
+    danger: v('--cs-danger', '#cf222e'), dangerFg: v('--cs-danger-fg', '#ffffff'),
     cat: {
       input: v('--cs-cat-input', '#57606a'), const: v('--cs-cat-const', '#8c959f'), move: v('--cs-cat-move', '#d4a72c'),
       compute: v('--cs-cat-compute', '#0969da'), norm: v('--cs-cat-norm', '#1a7f37'), act: v('--cs-cat-act', '#cf222e'),
@@ -81,12 +83,19 @@ export class GraphView {
   /** The drawn nodes the debugger is paused on (DebugFocus; outlined with a "paused" badge). */
   debugNodes = new Set<string>();
   layoutError: string | null = null;
+  /** The node under the pointer; a failed call's message shows in `tip`. */
+  hovered: string | null = null;
+  readonly tip: HTMLDivElement;
+  private failures = false;  // the graph has failed calls (hover hit-tests only then, or for onHover)
 
   constructor(private host: HTMLElement, private engine: LayoutEngine, private cb: ViewCallbacks) {
     this.canvas = document.createElement('canvas');
     this.canvas.className = 'graph-canvas';
     this.canvas.tabIndex = 0;
     host.appendChild(this.canvas);
+    this.tip = document.createElement('div');
+    this.tip.className = 'node-tip hidden';
+    host.appendChild(this.tip);
     const ctx = this.canvas.getContext('2d', { alpha: false });
     if (!ctx) throw new Error('2D canvas unavailable');
     this.ctx = ctx;
@@ -102,6 +111,8 @@ export class GraphView {
   async setGraph(g: ViewGraph, opts: { reset?: boolean; focus?: string } = {}): Promise<void> {
     const prev = this.graph;
     this.graph = g;
+    this.failures = g.nodes.some((n) => n.failure !== undefined);
+    this.hoverAt(null);
     this.agg = aggregateEdges(g);
     this.ports = computePorts(g, this.agg);
     if (!prev || opts.reset) {
@@ -286,6 +297,7 @@ export class GraphView {
     let drag: { x: number; y: number; moved: boolean } | null = null;
     c.addEventListener('wheel', (e) => {
       e.preventDefault();
+      this.hoverAt(null);
       const r = c.getBoundingClientRect();
       if (!e.shiftKey && Math.abs(e.deltaY) >= Math.abs(e.deltaX)) {
         const f = Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0018));
@@ -299,10 +311,12 @@ export class GraphView {
       drag = { x: e.clientX, y: e.clientY, moved: false };
       c.setPointerCapture(e.pointerId);
     });
+    c.addEventListener('pointerleave', () => this.hoverAt(null));
     c.addEventListener('pointermove', (e) => {
-      if (!drag) return;
+      if (!drag) { this.hoverAt(e.clientX, e.clientY); return; }
       const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
       if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
+      if (!drag.moved) this.hoverAt(null);
       drag.moved = true;
       drag.x = e.clientX; drag.y = e.clientY;
       c.classList.add('panning');
@@ -316,6 +330,34 @@ export class GraphView {
       const r = c.getBoundingClientRect();
       this.clickAt(e.clientX - r.left, e.clientY - r.top);
     });
+  }
+
+  /** The pointer at client (x, y), or gone (null): hovering a failed call shows its message. */
+  hoverAt(cx: number | null, cy = 0): void {
+    if (cx !== null && !this.failures && !this.cb.onHover) return;
+    let it: DrawItem | null = null;
+    const r = this.canvas.getBoundingClientRect();
+    if (cx !== null) it = this.hitTest(cx - r.left, cy - r.top);
+    const id = it?.type === 'node' ? it.id : null;
+    const f = it?.node?.failure;
+    if (f && cx !== null) {
+      const text = `${f.id} · ${f.api || f.op || ''}: ${f.message ?? ''}${f.code ? ` [${f.code}]` : ''}`;
+      if (this.tip.textContent !== text) this.tip.textContent = text;
+      this.tip.classList.remove('hidden');
+      const hr = this.host.getBoundingClientRect();
+      const w = this.tip.offsetWidth, h = this.tip.offsetHeight;
+      let x = cx - hr.left + 14, y = cy - hr.top + 16;
+      if (x + w > hr.width - 4) x = Math.max(4, hr.width - 4 - w);
+      if (y + h > hr.height - 4) y = Math.max(4, cy - hr.top - 12 - h);
+      this.tip.style.left = `${x}px`;
+      this.tip.style.top = `${y}px`;
+    } else if (!this.tip.classList.contains('hidden')) {
+      this.tip.classList.add('hidden');
+    }
+    if (id !== this.hovered) {
+      this.hovered = id;
+      this.cb.onHover?.(id);
+    }
   }
 
   hitTest(sx: number, sy: number): DrawItem | null {
@@ -521,7 +563,7 @@ export class GraphView {
       const batches = new Map<string, Path2D>();
       for (const it of s.items) {
         if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
-        const col = this.fillFor(it, useMetric, ms).fill;
+        const col = it.node?.failure ? th.danger : this.fillFor(it, useMetric, ms).fill;
         let p = batches.get(col);
         if (!p) { p = new Path2D(); batches.set(col, p); }
         p.rect(it.x, it.y, it.w, it.h);
@@ -562,6 +604,8 @@ export class GraphView {
           if (useMetric && sum) sub += ` · Σ ${metricDef(this.metric).format(sum)}`;
           ctx.fillText(clip(sub, Math.floor((it.w - 16) / 6)), it.x + 10, it.y + 34, it.w - 16);
         }
+      } else if (it.node?.failure) {
+        this.drawFailure(ctx, it, px, text);
       } else {
         const n = it.node!;
         ctx.fillStyle = fill;
@@ -604,6 +648,38 @@ export class GraphView {
       if (mark) this.outline(ctx, it, mark, (mark === th.accent ? 3 : 2.5) * px);
       if (paused.has(it.id)) this.drawPaused(ctx, it, px, text);
     }
+  }
+
+  /**
+   * A failed call (Cell.failures): the theme's error colour as border and tint, an error glyph
+   * (a disc with "!"), "id · api" and the diagnostic's code. Never coloured by a metric.
+   */
+  private drawFailure(ctx: CanvasRenderingContext2D, it: DrawItem, px: number, text: boolean): void {
+    const th = this.theme;
+    const n = it.node!;
+    ctx.fillStyle = th.node;
+    ctx.beginPath();
+    ctx.roundRect(it.x, it.y, it.w, it.h, 6);
+    ctx.fill();
+    ctx.globalAlpha = 0.14;
+    ctx.fillStyle = th.danger;
+    ctx.fill();
+    ctx.globalAlpha = 1;
+    ctx.strokeStyle = th.danger;
+    ctx.lineWidth = Math.max(2, 2 * px);
+    ctx.stroke();
+    drawErrorGlyph(ctx, it.x + 17, it.y + it.h / 2, 8, th.danger, th.dangerFg);
+    if (!text) return;
+    const cx = it.x + 31;
+    const w = it.w - 36;
+    const top = it.y + (it.h - 40) / 2;
+    ctx.textBaseline = 'middle';
+    ctx.fillStyle = th.fg;
+    ctx.font = '600 12px system-ui, sans-serif';
+    ctx.fillText(clip(n.label, Math.floor(w / 6.7)), cx, top + 14, w);
+    ctx.fillStyle = th.danger;
+    ctx.font = '10.5px system-ui, sans-serif';
+    ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, top + 29, w);
   }
 
   /** The debug focus: a thick outline and, when text is drawn, a "paused here" badge on top. */
@@ -695,6 +771,22 @@ export class GraphView {
     this.drawScene(ctx, s, -m, -m, s.width + m, s.height + m, Math.max(k, 0.8));
     return c;
   }
+}
+
+/** The error glyph: a disc of `bg` with a "!" of `fg` (drawn, so no font is needed). */
+export function drawErrorGlyph(ctx: CanvasRenderingContext2D, cx: number, cy: number, r: number, bg: string, fg: string): void {
+  ctx.fillStyle = bg;
+  ctx.beginPath();
+  ctx.arc(cx, cy, r, 0, 2 * Math.PI);
+  ctx.fill();
+  ctx.fillStyle = fg;
+  const k = r / 8;
+  ctx.beginPath();
+  ctx.roundRect(cx - 1.3 * k, cy - 5 * k, 2.6 * k, 6.2 * k, 1.2 * k);
+  ctx.fill();
+  ctx.beginPath();
+  ctx.arc(cx, cy + 3.7 * k, 1.45 * k, 0, 2 * Math.PI);
+  ctx.fill();
 }
 
 function hwLine1(n: { optimized?: { hardware?: { unit?: string; cycles?: number; bound?: string }[] }; sub: string }): string {

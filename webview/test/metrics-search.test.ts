@@ -4,6 +4,7 @@ import { buildViewGraph } from '../src/model';
 import { computeScale, groupSums, rampColor, opCategory } from '../src/metrics';
 import { search } from '../src/search';
 import { diffGraphs } from '../src/diff';
+import { shapeText } from '../src/format';
 import { smallCell, node } from './fixtures';
 
 test('metric scale is log-normalised between min and max', () => {
@@ -69,4 +70,10 @@ test('diff ignores the order of attribute keys', () => {
   after.nodes![1].attrs = { b: [1, 2], a: 1 };
   const d = diffGraphs(buildViewGraph(before, 'semantic'), buildViewGraph(after, 'semantic'));
   assert.equal(d.changed.size, 0);
+});
+
+test('a symbolic dim that is an expression is one parenthesised factor of the shape', () => {
+  assert.equal(shapeText({ shape: ['N', 64, '(H-3)//8+1', 'W'], dtype: 'float32' }), 'N×64×((H-3)//8+1)×W');
+  assert.equal(shapeText({ shape: ['N', '(H+1)//4', '2*W', null], dtype: 'float32' }), 'N×((H+1)//4)×(2*W)×?');
+  assert.equal(shapeText({ shape: ['(H-2)', 3], dtype: 'float32' }), '(H-2)×3');
 });
