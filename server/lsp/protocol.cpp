@@ -102,6 +102,7 @@ void ProtocolServer::apply_client_settings(const Json& j) {
   }
   settings_.client = s;
   for (auto& [uri, od] : scheduler_.documents()) scheduler_.schedule(uri, true);
+  view_.settings_changed();
 }
 
 // ---- the scheduler's hooks ----
@@ -501,6 +502,7 @@ void ProtocolServer::attach_workspace() {
       int type = change.at("type").get<int>();
       if (fs::path(norm).filename() == "mindspore_config.json") {
         load_project_config();
+        view_.settings_changed();
         structure_changed = true;
         continue;
       }

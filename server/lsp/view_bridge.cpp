@@ -72,15 +72,32 @@ void ViewBridge::subscribed(const std::string& path) {
     }
     return;
   }
-  // Not open in the editor: from disk (and the open documents it imports).
+  rebuild_from_disk(vs, path, std::move(overlay));
+}
+
+// Not open in the editor: from disk (and the open documents it imports), on the worker.
+void ViewBridge::rebuild_from_disk(const std::shared_ptr<server::view::ViewServer>& vs,
+                                   const std::string& path, Overlay overlay) {
   auto options = hooks_.options_for(path);
-  scheduler_.submit([vs, path, options, overlay] {
+  scheduler_.submit([vs, path, options, overlay = std::move(overlay)] {
     SnapshotSources sources(overlay);
     server::PipelineOptions pipeline;
     pipeline.layer = "hardware";
     auto built = server::build_graph_document(path, options, pipeline, sources);
     vs->update(path, std::move(built.document), built.compiled, built.ms);
   });
+}
+
+void ViewBridge::settings_changed() {
+  auto vs = current();
+  if (!vs) return;
+  Overlay overlay = scheduler_.overlay();
+  for (const std::string& file : vs->watched_files()) {
+    bool open = false;
+    for (const auto& [uri, d] : scheduler_.documents()) open |= d.doc.path == file;
+    // An open file is re-analysed by the scheduler, which publishes to its views.
+    if (!open) rebuild_from_disk(vs, file, overlay);
+  }
 }
 
 std::shared_ptr<server::view::ViewServer> ViewBridge::ensure() {

@@ -54,9 +54,16 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
   // following that file.
   void worker_analysed(const Job& job, const FileAnalysis& fa, graphcore::SourceProvider& sources);
 
+  // The settings analyses run under changed (the client's, or mindspore_config.json): views of
+  // files that are not open in the editor get a new document (open ones are re-analysed by the
+  // scheduler, which publishes to their views).
+  void settings_changed();
+
  private:
   // A view started following `path`: give it a document.
   void subscribed(const std::string& path);
+  void rebuild_from_disk(const std::shared_ptr<server::view::ViewServer>& vs,
+                         const std::string& path, Overlay overlay);
 
   boost::asio::io_context& io_;
   AnalysisScheduler& scheduler_;

@@ -6,7 +6,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { DidChangeTextDocumentNotification, ExecuteCommandRequest, ShowDocumentRequest } from 'vscode-languageserver-protocol/node';
+import { DidChangeConfigurationNotification, DidChangeTextDocumentNotification, DidCloseTextDocumentNotification, ExecuteCommandRequest, ShowDocumentRequest } from 'vscode-languageserver-protocol/node';
 
 import { openView } from '../lib/view-client.js';
 import { startSession, clientCapabilities, tempWorkspace, removeDir, corpus, path, read, lineOf } from '../lib/harness.js';
@@ -150,4 +150,29 @@ test('visualizeGraph: the Cell under the cursor is the factory or class it is in
   assert.equal(await at('return _create(8, **kwargs)'), 'net_small()');
   assert.equal(await at('return self.fc(x)'), 'net_small()');  // the class: a factory that builds it
   assert.equal(await at('return Net(width, **kwargs)'), 'net_small()');  // a helper: not a root
+});
+
+// A view of a file that is not open in the editor follows the settings too: a change of
+// `cellscope.inputs` (the issue's "had no effect while running") or of mindspore_config.json
+// gives it a new document, analysed with the new inputs.
+test('visualizeGraph: a view of a file not open in the editor gets a new document when the settings change', async (t) => {
+  const ws = tempWorkspace({ 'lenet.py': path.join(corpus, 'models', 'lenet5.py') });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws] });
+  t.after(() => s.dispose());
+  const file = path.join(ws, 'lenet.py');
+  const text = read(file);
+  const uri = s.open(file, text);
+  await s.waitDiagnostics(uri);
+  const res = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri, { line: lineOf(text, 'x = self.conv1(x)'), character: 4 }] });
+  const view = openView(res.url);
+  t.after(() => view.ws.close());
+  await view.opened;
+  const first = await view.next((m) => m.update, 'first document');
+  assert.equal(first.update.document.cells[0].inputs[0].shape[0], 1);
+  await s.conn.sendNotification(DidCloseTextDocumentNotification.type, { textDocument: { uri } });
+  await s.conn.sendNotification(DidChangeConfigurationNotification.type, { settings: { cellscope: { inputs: { 'lenet.py': ['4,1,32,32'] } } } });
+  const second = await view.next((m) => m.update && (m.update.document ?? m.update.delta), 'update after the settings changed');
+  const cell = second.update.document ? second.update.document.cells[0] : second.update.delta.cells[0].header;
+  assert.deepEqual(cell.inputs[0].shape, [4, 1, 32, 32]);
 });
