@@ -38,7 +38,8 @@ LaunchConfig parse_launch_config(const json& args) {
   LaunchConfig c;
   auto str_arg = [&](const char* key) -> std::optional<std::string> {
     if (!args.contains(key) || args[key].is_null()) return std::nullopt;
-    if (!args[key].is_string()) throw LaunchError(std::string("launch: '") + key + "' must be a string");
+    if (!args[key].is_string())
+      throw LaunchError(std::string("launch: '") + key + "' must be a string");
     return args[key].get<std::string>();
   };
   auto prog = str_arg("program");
