@@ -231,25 +231,18 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
   }
 
   const auto& nodes = report.graph.nodes;
-  auto node_id = [&nodes](uint32_t index) -> std::string {
-    return index < nodes.size() ? nodes[index].id : std::string();
-  };
-  for (const auto& ref : report.graph.outputs) {
-    auto* e = c.add_results();
-    e->set_node(node_id(ref.node));
+  auto set_edge = [&nodes](Edge* e, const graphcore::ValueRef& ref) {
+    e->set_node(ref.node < nodes.size() ? nodes[ref.node].id : std::string());
     e->set_output(ref.output);
-  }
+  };
+  for (const auto& ref : report.graph.outputs) set_edge(c.add_results(), ref);
   for (const auto& f : report.graph.failures) {
     auto* out = c.add_failures();
     out->set_id(f.id);
     out->set_api(f.api);
     out->set_op(f.op);
     out->set_scope(f.scope);
-    for (const auto& ref : f.inputs) {
-      auto* e = out->add_inputs();
-      e->set_node(node_id(ref.node));
-      e->set_output(ref.output);
-    }
+    for (const auto& ref : f.inputs) set_edge(out->add_inputs(), ref);
     out->set_file(f.file);
     *out->mutable_range() = positions.range(f.file.empty() ? report.file : f.file, f.range);
     out->set_code(f.code);
@@ -266,11 +259,7 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
     out->set_category(category_of(n.kind, n.op));
     out->set_api(n.api);
     out->set_scope(n.scope);
-    for (const auto& ref : n.inputs) {
-      auto* e = out->add_inputs();
-      e->set_node(node_id(ref.node));
-      e->set_output(ref.output);
-    }
+    for (const auto& ref : n.inputs) set_edge(out->add_inputs(), ref);
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       *out->add_outputs() =
           tensor(n.outputs.size() == 1 ? std::string() : std::to_string(i), n.outputs[i]);

@@ -237,6 +237,10 @@ try {
   check('the graph is drawn in the webview', drawn.nodesDrawn > 0,
     `${drawn.nodesDrawn} nodes of ${det1.cell}, ${Date.now() - tv} ms after Enter, transport ${det1.transport ?? det1.connection}`);
   check('the view is connected through the VS Code bridge', JSON.stringify(det1).includes('vscode'));
+  // The failing fc1 is marked where the graph stops (a failed-call node), not left out.
+  const failed = await view.evaluate(() => window.cellscopeView.nodeRect('failed:fc1'));
+  check('the error node is marked (fc1, a failed call)', failed?.kind === 'failed',
+    failed ? `kind ${failed.kind}` : 'no failed:fc1 node');
   await view.evaluate(() => window.cellscopeView.idle());
   await shot('2-graph-view');
 
@@ -321,6 +325,8 @@ try {
   }, 20000);
   await view.evaluate(() => window.cellscopeView.idle());
   check('the view updates after the fix', true, `seq ${seqBefore} -> ${upd.seq}, nodes ${nodesBefore} -> ${upd.nodes}`);
+  check('the error node is gone after the fix',
+    (await view.evaluate(() => window.cellscopeView.nodeRect('failed:fc1'))) === null);
   await shot('5-after-fix');
 
   // ---- MindSpore: Select Target Backend (the status bar item opens the same picker) -------------
