@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include "graphcore/registry.h"
@@ -158,9 +159,26 @@ std::vector<ClassUse> uses_of_class(const FileAnalysis& fa, const std::string& n
 
 std::string md_code(const std::string& code) { return "```python\n" + code + "\n```"; }
 
+// The markdown this file writes (fences, `code`, a line in *emphasis*) as plain text, for
+// clients that render no markdown: the markers go, the text (and a product's `*`) stays.
+std::string plain_text(const std::string& markdown) {
+  std::string out;
+  std::istringstream in(markdown);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("```")) continue;
+    if (line.size() > 2 && line.front() == '*' && line.back() == '*')
+      line = line.substr(1, line.size() - 2);
+    std::erase(line, '`');
+    out += line + "\n";
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 Json markup(const FeatureContext& ctx, const std::string& markdown) {
   if (ctx.client.markdown_hover) return Json{{"kind", "markdown"}, {"value", markdown}};
-  return Json{{"kind", "plaintext"}, {"value", markdown}};
+  return Json{{"kind", "plaintext"}, {"value", plain_text(markdown)}};
 }
 
 std::string class_summary(const FileAnalysis& fa, const std::string& name) {
@@ -210,7 +228,8 @@ std::string api_hover(const FeatureContext& ctx, const std::string& name) {
       e->kind == graphcore::ApiKind::CellClass || e->kind == graphcore::ApiKind::PrimitiveClass;
   std::string out = md_code(graphcore::api_signature(*e, ctx.mindspore_version, init));
   if (init && !e->call_params.empty()) {
-    out += "\n\ncalled as " + md_code(graphcore::api_signature(*e, ctx.mindspore_version, false));
+    // A fence opens a line (CommonMark): after "called as " it rendered as raw backticks.
+    out += "\n\ncalled as:\n" + md_code(graphcore::api_signature(*e, ctx.mindspore_version, false));
   }
   if (!e->summary.empty()) out += "\n\n" + e->summary;
   if (!e->replacement.empty()) out += "\n\nUse `" + e->replacement + "` instead.";

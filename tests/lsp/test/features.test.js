@@ -67,6 +67,12 @@ test('hover: tensor shapes in construct, API signatures with MindSpore defaults,
   assert.match(api.contents.value, /nn\.Conv2d\(in_channels, out_channels, kernel_size, stride=1, pad_mode='same', padding=0/);
   assert.match(api.contents.value, /has_bias=False/);
   assert.match(api.contents.value, /MindSpore 2\.10\.0 signature and defaults/);
+  // Markdown that renders: every code fence opens and closes at the start of a line (a fence
+  // after "called as " on the same line showed as raw backticks in VS Code).
+  for (const m of api.contents.value.matchAll(/```/g)) {
+    assert.ok(m.index === 0 || api.contents.value[m.index - 1] === '\n', `a fence inside a line at ${m.index}: ${api.contents.value}`);
+  }
+  assert.match(api.contents.value, /called as:\n```python\nnn\.Conv2d\(x\)\n```/);
   // The range is the API's name in `nn.Conv2d`.
   const at = LENET_TEXT.split('\n')[conv1].indexOf('Conv2d');
   assert.deepEqual(api.range, { start: { line: conv1, character: at }, end: { line: conv1, character: at + 6 } });
@@ -102,7 +108,9 @@ test('hover: tensor shapes in construct, API signatures with MindSpore defaults,
   t.after(() => s2.dispose());
   const art2 = s2.open(ARTICLE, FIXED_ARTICLE);
   await s2.waitDiagnostics(art2);
-  assert.equal((await hoverAt(s2, art2, { line: 17, character: 8 })).contents.kind, 'plaintext');
+  const plain = (await hoverAt(s2, art2, { line: 17, character: 8 })).contents;
+  assert.equal(plain.kind, 'plaintext');
+  assert.doesNotMatch(plain.value, /```|`/, 'no markdown markers in plain text');
   assert.equal(await s2.stop(), 0);
   assert.equal(await s.stop(), 0);
 });
