@@ -159,7 +159,7 @@ std::vector<ClassUse> uses_of_class(const FileAnalysis& fa, const std::string& n
 
 std::string md_code(const std::string& code) { return "```python\n" + code + "\n```"; }
 
-// The markdown this file writes (fences, `code`, a line in *emphasis*) as plain text, for
+// The markdown this file writes (fences, `code`, **bold**, a line in *emphasis*) as plain text, for
 // clients that render no markdown: the markers go, the text (and a product's `*`) stays.
 std::string plain_text(const std::string& markdown) {
   std::string out;
@@ -170,6 +170,8 @@ std::string plain_text(const std::string& markdown) {
     if (line.size() > 2 && line.front() == '*' && line.back() == '*')
       line = line.substr(1, line.size() - 2);
     std::erase(line, '`');
+    for (size_t at = line.find("**"); at != std::string::npos; at = line.find("**", at))
+      line.erase(at, 2);
     out += line + "\n";
   }
   while (!out.empty() && out.back() == '\n') out.pop_back();
@@ -414,6 +416,26 @@ Json hover(const FeatureContext& ctx, const Json& position) {
       body = body.empty() ? block : block + "\n\n---\n\n" + body;
       if (!range || extent(f->range) < extent(*range)) range = f->range;
     }
+  }
+  // A call whose error was reported (the graph stops there): why, and what it received.
+  for (const auto& rep : fa.result.cells) {
+    const auto& g = rep.graph;
+    const auto at = std::find_if(g.failures.begin(), g.failures.end(), [&](const auto& f) {
+      return f.file == fa.path && contains(f.range, p);
+    });
+    if (at == g.failures.end()) continue;
+    std::string received;
+    for (const auto& in : at->inputs) {
+      if (in.node >= g.nodes.size() || in.output >= g.nodes[in.node].outputs.size()) continue;
+      received += (received.empty() ? "" : ", ") + g.nodes[in.node].outputs[in.output].str();
+    }
+    std::string block = "**" + at->id + "** (`" + at->api.str() + "`) fails here: " + at->message +
+                        " [" + at->code + "]";
+    if (!received.empty()) block += "\n\nreceives `" + received + "`";
+    block += "\n\nNothing that depends on this call is compiled.";
+    body = body.empty() ? block : block + "\n\n---\n\n" + body;
+    if (!range) range = at->range;
+    break;
   }
   // A Cell class name, or a `self.x = ...` attribute, in the outline.
   if (body.empty()) {

@@ -111,6 +111,14 @@ test('hover: tensor shapes in construct, API signatures with MindSpore defaults,
   const plain = (await hoverAt(s2, art2, { line: 17, character: 8 })).contents;
   assert.equal(plain.kind, 'plaintext');
   assert.doesNotMatch(plain.value, /```|`/, 'no markdown markers in plain text');
+  // The failing call of the article as written: why it fails and what it received (the graph
+  // stops there).
+  s2.conn.sendNotification('textDocument/didChange', { textDocument: { uri: art2, version: 2 }, contentChanges: [{ text: ARTICLE_TEXT }] });
+  await s2.waitDiagnostics(art2, (p) => p.version === 2);
+  const fc1Call = lineOf(ARTICLE_TEXT, 'self.fc1(x)');
+  const failed = (await hoverAt(s2, art2, posOf(ARTICLE_TEXT, fc1Call, 'fc1'))).contents.value;
+  assert.match(failed, /^fc1 \(nn\.Dense\) fails here: nn\.Dense expects 1600 input features .* \[shape-mismatch\]/);
+  assert.match(failed, /receives \(1, 9216\) f32/);
   assert.equal(await s2.stop(), 0);
   assert.equal(await s.stop(), 0);
 });
