@@ -118,22 +118,30 @@ std::optional<EvalResult> Inspector::evaluate(std::string expr, const std::strin
       break;
     }
   }
+  // `self.<path>` (as written in construct): the frame's own layer or Parameter, never a
+  // same-named one elsewhere (`self.conv2.weight` in the root frame is `conv2.weight`).
+  const bool self_path = expr.starts_with("self.");
+  if (self_path) expr.erase(0, 5);
+  const std::string relative = frame.empty() ? expr : frame + "." + expr;
   std::optional<rt::Tensor> t;
-  for (const auto& [name, v] : locals(frame))
-    if (name == expr) t = v;
+  if (!self_path) {
+    for (const auto& [name, v] : locals(frame))
+      if (name == expr) t = v;
+  }
   if (!t) {
-    auto n = ex_.find_node(expr);
-    if (!n && !frame.empty()) n = ex_.find_node(frame + "." + expr);
-    if (!n && !frame.empty()) n = ex_.find_node(frame + "/" + expr);
+    auto n = self_path ? ex_.find_node(relative) : ex_.find_node(expr);
+    if (!n && !self_path && !frame.empty()) n = ex_.find_node(relative);
+    if (!n && !self_path && !frame.empty()) n = ex_.find_node(frame + "/" + expr);
     if (n && *n < end_) {
       if (const rt::Tensor* v = ex_.value(*n)) t = *v;
     }
   }
   if (!t) {
-    const rt::ParamState* p = ex_.param(expr);
-    if (!p && !frame.empty()) p = ex_.param(frame + "." + expr);
+    const rt::ParamState* p = ex_.param(self_path ? relative : expr);
+    if (!p && !self_path && !frame.empty()) p = ex_.param(relative);
     if (p) t = p->value;
   }
+  if (self_path) expr = "self." + expr;
   if (!t) {
     *err = "'" + expr + "' is not a computed tensor in this frame";
     return std::nullopt;

@@ -188,6 +188,32 @@ TEST(DapGraphIndex, FramesCallSitesLinesAndLocals) {
   EXPECT_EQ(err, "'z' is not a computed tensor in this frame");
 }
 
+// `self.<path>` as written in construct: the frame's layer output or Parameter (the issue: the
+// Debug Console could not evaluate `self.conv2.weight`).
+TEST(DapVariables, SelfPathsNameTheFramesOwnLayersAndParameters) {
+  LaunchConfig c =
+      parse_launch_config({{"program", CELLSCOPE_SOURCE_DIR "/tests/corpus/models/lenet5.py"},
+                           {"cell", "LeNet5"},
+                           {"inputs", {"1,1,32,32"}},
+                           {"input", "ones"}});
+  auto ex = load_model(c, [](const std::string&) {});
+  ASSERT_EQ(ex->run({}).kind, rt::RunStatus::Kind::Finished);
+  GraphIndex index = index_graph(ex->report());
+  Inspector inspector(*ex, index, ex->graph().nodes.size());
+  std::string err;
+  auto w = inspector.evaluate("self.conv2.weight", "", &err);
+  ASSERT_TRUE(w) << err;
+  EXPECT_EQ(w->text.substr(0, 29), "Tensor(16, 6, 5, 5) float32 m");
+  auto shape = inspector.evaluate("self.conv2.weight.shape", "", &err);
+  ASSERT_TRUE(shape) << err;
+  EXPECT_EQ(shape->text, "(16, 6, 5, 5)");
+  auto out = inspector.evaluate("self.conv2", "", &err);  // the layer's output
+  ASSERT_TRUE(out) << err;
+  EXPECT_EQ(out->text.substr(0, 27), "Tensor(1, 16, 10, 10) float");
+  EXPECT_FALSE(inspector.evaluate("self.conv9.weight", "", &err));
+  EXPECT_EQ(err, "'self.conv9.weight' is not a computed tensor in this frame");
+}
+
 // ---- breakpoints --------------------------------------------------------------------------------
 
 TEST(DapBreakpoints, HitConditions) {
