@@ -55,6 +55,20 @@ std::string num(double v) {
   return buf;
 }
 
+// The MMAD instruction of one k-step as the schedule names it: the blocks the tiling and loops
+// describe (m x k x n), and, when edge blocks are smaller, the average the cycles are counted
+// with ("mmad 16x1024x16 (16x922x16 on average: edge blocks are smaller)"; it used to print
+// only the average next to "K steps of 1024").
+std::string mmad_label(double m, double k, double n, double avg_m, double avg_k, double avg_n) {
+  const auto dims = [](double a, double b, double c) {
+    return num(a) + "x" + num(b) + "x" + num(c);
+  };
+  std::string label = "mmad " + dims(m, k, n);
+  if (num(avg_m) != num(m) || num(avg_k) != num(k) || num(avg_n) != num(n))
+    label += " (" + dims(avg_m, avg_k, avg_n) + " on average: edge blocks are smaller)";
+  return label;
+}
+
 }  // namespace
 
 KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) {
@@ -231,7 +245,7 @@ KernelEstimate model_cube_kernel(const HardwareTarget& t, const CubeProblem& p) 
        k_steps * am * ak * frac_bytes / t.l1_to_l0a_bytes_per_cycle},
       {"load2d B L1->L0B", "MTE1", ks,
        k_steps * ak * an * frac_bytes / t.l1_to_l0b_bytes_per_cycle},
-      {"mmad " + num(am * 16) + "x" + num(ak * k0_elems) + "x" + num(an * 16), "Cube", ks,
+      {mmad_label(m0 * 16, k0 * k0_elems, n0 * 16, am * 16, ak * k0_elems, an * 16), "Cube", ks,
        k_steps * mmad},
   };
   if (p.residual_gm_bytes > 0) {
