@@ -50,8 +50,53 @@ void ViewBridge::stop() {
 
 void ViewBridge::worker_analysed(const Job& job, const FileAnalysis& fa,
                                  graphcore::SourceProvider& sources) {
-  if (auto vs = current(); vs && vs->watching(job.path))
-    publish_view(*vs, job.path, fa.result, job.options, sources);
+  auto vs = current();
+  if (!vs || !vs->watching(job.path)) return;
+  std::optional<std::vector<graphcore::TensorType>> inputs;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = input_overrides_.find(job.path); it != input_overrides_.end())
+      inputs = it->second;
+  }
+  if (!inputs) return publish_view(*vs, job.path, fa.result, job.options, sources);
+  // The views set their own input shapes: their document is an analysis of the same snapshot
+  // with those (the editor's diagnostics keep the settings').
+  graphcore::AnalysisOptions options = job.options;
+  options.inputs = std::move(*inputs);
+  options.record_facts = false;
+  options.outline = false;
+  server::PipelineOptions pipeline;
+  pipeline.layer = "hardware";
+  auto built = server::build_graph_document(job.path, options, pipeline, sources);
+  vs->update(job.path, std::move(built.document), built.compiled, built.ms);
+}
+
+bool ViewBridge::has_override(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  return input_overrides_.count(path) != 0;
+}
+
+graphcore::AnalysisOptions ViewBridge::view_options(const std::string& path) {
+  graphcore::AnalysisOptions options = hooks_.options_for(path);
+  std::lock_guard lock(mutex_);
+  if (auto it = input_overrides_.find(path); it != input_overrides_.end())
+    options.inputs = it->second;
+  return options;
+}
+
+void ViewBridge::set_inputs(const std::string& path, std::vector<graphcore::TensorType> inputs) {
+  {
+    std::lock_guard lock(mutex_);
+    if (inputs.empty()) {
+      input_overrides_.erase(path);
+    } else {
+      input_overrides_[path] = std::move(inputs);
+    }
+  }
+  auto vs = current();
+  if (!vs) return;
+  hooks_.log(3, "graph view: input shapes of " + path + " set from the view");
+  rebuild_from_disk(vs, path, scheduler_.overlay());
 }
 
 void ViewBridge::subscribed(const std::string& path) {
@@ -60,6 +105,8 @@ void ViewBridge::subscribed(const std::string& path) {
   Overlay overlay = scheduler_.overlay();
   for (auto& [uri, d] : scheduler_.documents()) {
     if (d.doc.path != path) continue;
+    // Input shapes the views set: an analysis of the snapshot with them.
+    if (has_override(path)) return rebuild_from_disk(vs, path, std::move(overlay));
     if (d.up_to_date()) {
       std::shared_ptr<const FileAnalysis> fa = d.analysis;
       auto options = hooks_.options_for(path);
@@ -75,10 +122,11 @@ void ViewBridge::subscribed(const std::string& path) {
   rebuild_from_disk(vs, path, std::move(overlay));
 }
 
-// Not open in the editor: from disk (and the open documents it imports), on the worker.
+// From the snapshot of the open documents, else the disk, on the worker (a file not open in the
+// editor, or one whose views set their own input shapes).
 void ViewBridge::rebuild_from_disk(const std::shared_ptr<server::view::ViewServer>& vs,
                                    const std::string& path, Overlay overlay) {
-  auto options = hooks_.options_for(path);
+  auto options = view_options(path);
   scheduler_.submit([vs, path, options, overlay = std::move(overlay)] {
     SnapshotSources sources(overlay);
     server::PipelineOptions pipeline;
@@ -125,6 +173,13 @@ std::shared_ptr<server::view::ViewServer> ViewBridge::ensure() {
     if (auto self = weak.lock()) {
       asio::post(self->io_, [weak, reveal] {
         if (auto s = weak.lock()) s->hooks_.reveal(reveal);
+      });
+    }
+  };
+  handlers.inputs = [weak](const std::string& file, std::vector<graphcore::TensorType> inputs) {
+    if (auto self = weak.lock()) {
+      asio::post(self->io_, [weak, file, inputs = std::move(inputs)]() mutable {
+        if (auto s = weak.lock()) s->set_inputs(file, std::move(inputs));
       });
     }
   };

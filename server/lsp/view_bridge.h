@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,7 +65,15 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
   void subscribed(const std::string& path);
   void rebuild_from_disk(const std::shared_ptr<server::view::ViewServer>& vs,
                          const std::string& path, Overlay overlay);
+  // A view set the input shapes of `path` (empty: back to the settings).
+  void set_inputs(const std::string& path, std::vector<graphcore::TensorType> inputs);
+  bool has_override(const std::string& path);
+  // The options for a view of `path`: the settings', with the views' input override if any.
+  graphcore::AnalysisOptions view_options(const std::string& path);
 
+  // Input shapes the views set per file (view.proto's InputsRequest), guarded by mutex_: the
+  // worker reads them when it publishes an editor analysis.
+  std::map<std::string, std::vector<graphcore::TensorType>> input_overrides_;
   boost::asio::io_context& io_;
   AnalysisScheduler& scheduler_;
   ViewBridgeHooks hooks_;

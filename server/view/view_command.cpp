@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -129,6 +131,14 @@ int run_view(const ViewCommandOptions& options) {
   handlers.allow_file = [served](const std::string& file) -> std::string {
     return file == served ? "" : "this server shows " + served + " only";
   };
+  // Input shapes a view set (view.proto's InputsRequest), taken by the loop below.
+  std::mutex inputs_mutex;
+  std::optional<std::vector<graphcore::TensorType>> view_inputs;
+  handlers.inputs = [&](const std::string&, std::vector<graphcore::TensorType> inputs) {
+    std::lock_guard lock(inputs_mutex);
+    view_inputs = std::move(inputs);
+  };
+  const std::vector<graphcore::TensorType> command_inputs = analysis.inputs;
   ViewServer server(server_options, handlers);
   try {
     server.start();
@@ -157,7 +167,17 @@ int run_view(const ViewCommandOptions& options) {
   if (files.empty()) files.push_back(served);
   watcher.watch(files);
   while (g_stop == 0) {
-    if (!watcher.wait(200)) continue;
+    bool changed = watcher.wait(200);
+    {
+      std::lock_guard lock(inputs_mutex);
+      if (view_inputs) {
+        // An empty list: back to the command line's inputs.
+        analysis.inputs = view_inputs->empty() ? command_inputs : std::move(*view_inputs);
+        view_inputs.reset();
+        changed = true;
+      }
+    }
+    if (!changed) continue;
     // Coalesce the burst of events one save makes.
     while (watcher.wait(15)) {
     }

@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "graphcore/analysis.h"
 #include "protocol/document.h"
 #include "view/delta.h"
 #include "view/security.h"
@@ -779,6 +780,23 @@ void ViewServer::Impl::on_request(const std::shared_ptr<WsSession>& session,
     session->send(std::make_shared<const std::string>(message_json(m)));
   } else if (request.has_reveal()) {
     if (handlers.reveal) handlers.reveal(request.reveal());
+  } else if (request.has_inputs()) {
+    // A spec that does not parse is this view's typo: answered to it alone, not broadcast.
+    const auto refuse = [&](const std::string& why) {
+      protocol::ViewMessage m;
+      m.mutable_status()->set_state("failed");
+      m.mutable_status()->set_message(why);
+      session->send(std::make_shared<const std::string>(message_json(m)));
+    };
+    std::vector<graphcore::TensorType> inputs;
+    for (const std::string& spec : request.inputs().inputs()) {
+      std::string why;
+      auto t = graphcore::parse_input_spec(spec, &why);
+      if (!t) return refuse("input '" + spec + "': " + (why.empty() ? "not a shape" : why));
+      inputs.push_back(std::move(*t));
+    }
+    if (!handlers.inputs) return refuse("this server does not take input shapes");
+    handlers.inputs(file, std::move(inputs));
   }
 }
 

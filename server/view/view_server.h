@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graphcore/shape.h"
 #include "protocol/graph.pb.h"
 #include "protocol/view.pb.h"
 #include "view/delta.h"
@@ -65,6 +66,10 @@ struct Handlers {
   std::function<void(const std::string& file)> subscribed;
   // The view asked to reveal a source range in the editor. Called on the I/O thread.
   std::function<void(const protocol::RevealRequest& reveal)> reveal;
+  // A view of `file` set its input shapes (view.proto's InputsRequest; the specs are checked,
+  // empty: back to the settings): analyse it with them and publish. Must not block. Called on
+  // the I/O thread.
+  std::function<void(const std::string& file, std::vector<graphcore::TensorType> inputs)> inputs;
 };
 
 class ViewServer {

@@ -176,3 +176,41 @@ test('visualizeGraph: a view of a file not open in the editor gets a new documen
   const cell = second.update.document ? second.update.document.cells[0] : second.update.delta.cells[0].header;
   assert.deepEqual(cell.inputs[0].shape, [4, 1, 32, 32]);
 });
+
+// The view's input box (view.proto's InputsRequest): the views of the file get a document
+// analysed with the shapes they set, the editor keeps the settings' (its diagnostics do not
+// change), a spec that does not parse is refused to that view alone, and an empty list goes
+// back to the settings.
+test('visualizeGraph: input shapes set from the view; refused when they do not parse; reset', async (t) => {
+  const ws = tempWorkspace({ 'lenet.py': path.join(corpus, 'models', 'lenet5.py') });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws] });
+  t.after(() => s.dispose());
+  const file = path.join(ws, 'lenet.py');
+  const text = read(file);
+  const uri = s.open(file, text);
+  await s.waitDiagnostics(uri);
+  const res = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri, { line: lineOf(text, 'x = self.conv1(x)'), character: 4 }] });
+  const view = openView(res.url);
+  t.after(() => view.ws.close());
+  await view.opened;
+  await view.next((m) => m.update, 'first document');
+  const inputsOf = (m) => (m.update.document ? m.update.document.cells[0] : m.update.delta.cells[0].header).inputs[0];
+
+  view.ws.send(JSON.stringify({ inputs: { inputs: ['8,1,32,32'] } }));
+  const set = await view.next((m) => m.update, 'the document with the view\'s inputs');
+  assert.deepEqual(inputsOf(set).shape, [8, 1, 32, 32]);
+  // An edit: the views keep their shapes.
+  await s.conn.sendNotification(DidChangeTextDocumentNotification.type, { textDocument: { uri, version: 2 }, contentChanges: [{ text: text + '\n' }] });
+  const edited = await view.next((m) => m.update, 'the update after an edit');
+  assert.deepEqual(inputsOf(edited).shape, [8, 1, 32, 32]);
+
+  view.ws.send(JSON.stringify({ inputs: { inputs: ['1,x y'] } }));
+  const refused = await view.next((m) => m.status?.state === 'failed', 'the refusal');
+  assert.equal(refused.status.state, 'failed');
+  assert.match(refused.status.message, /^input '1,x y': /);
+
+  view.ws.send(JSON.stringify({ inputs: { inputs: [] } }));
+  const reset = await view.next((m) => m.update, 'the document with the settings\' inputs again');
+  assert.deepEqual(inputsOf(reset).shape, [1, 1, 32, 32]);
+});
