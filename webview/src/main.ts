@@ -222,6 +222,7 @@ class App {
     main.append(left, this.panel);
     this.root.append(bar, this.banner, main, this.statusBar);
     this.panel.addEventListener('click', (e) => this.onPanelClick(e));
+    this.panel.addEventListener('submit', (e) => this.onInputsSubmit(e));
     this.banner.addEventListener('click', (e) => this.onPanelClick(e));
     this.syncButtons();
   }
@@ -821,7 +822,22 @@ class App {
     this.panel.innerHTML = this.debugCard() + html + removed;
   }
 
+  /** The input box: its shapes go to the server, which answers with a new document (or a
+   * failed status naming the spec it could not read). */
+  private onInputsSubmit(e: SubmitEvent): void {
+    const form = (e.target as HTMLElement).closest<HTMLFormElement>('form.inputs-form');
+    if (!form) return;
+    e.preventDefault();
+    const text = (form.elements.namedItem('shapes') as HTMLInputElement | null)?.value ?? '';
+    this.transport.send({ inputs: { inputs: text.split(';').map((s) => s.trim()).filter((s) => s !== '') } });
+  }
+
   private onPanelClick(e: MouseEvent): void {
+    const reset = (e.target as HTMLElement).closest<HTMLElement>('button.inputs-reset');
+    if (reset) {
+      this.transport.send({ inputs: { inputs: [] } });
+      return;
+    }
     const t = (e.target as HTMLElement).closest<HTMLElement>('a');
     if (!t) return;
     e.preventDefault();

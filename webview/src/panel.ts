@@ -25,6 +25,24 @@ function row(k: string, v: string, raw = false): string {
   return `<tr><th>${h(k)}</th><td>${raw ? v : h(v)}</td></tr>`;
 }
 
+/** The input shapes in the CLI's --input syntax, one per construct input: "1,3,224,224",
+ * "8,128:int32"; symbolic dims as written ("N,3,H,W"). */
+export function inputSpecs(cell: Cell): string {
+  return (cell.inputs ?? []).map((t) => {
+    const dims = (t.shape ?? []).map((d) => (d === null ? '?' : String(d))).join(',');
+    return t.dtype && t.dtype !== 'float32' && t.dtype !== 'unknown' ? `${dims}:${t.dtype}` : dims;
+  }).join('; ');
+}
+
+/** The input box (view.proto's InputsRequest): the shapes to analyse the Cell with, for the
+ * views of this file; "Settings" goes back to the workspace's. */
+function inputsForm(cell: Cell): string {
+  return `<form class="inputs-form" title="Input shapes for the graph view, one per construct input, separated by ';' (e.g. 8,3,224,224 or 8,128:int32 or N,3,H,W)">` +
+    `<input class="mono" name="shapes" value="${h(inputSpecs(cell))}" aria-label="Input shapes" spellcheck="false">` +
+    `<button type="submit" title="Analyse the graph with these input shapes">Apply</button>` +
+    `<button type="button" class="inputs-reset" title="Back to the input shapes of the settings (mindspore_config.json / cellscope.inputs)">Settings</button></form>`;
+}
+
 function section(title: string, body: string, open = true): string {
   return `<details class="sec"${open ? ' open' : ''}><summary>${h(title)}</summary>${body}</details>`;
 }
@@ -225,7 +243,7 @@ export function renderCellSummary(cell: Cell, layer: Layer): string {
   r.push(row('parameters', `${fmtNum(cell.params ?? 0)} trainable · ${fmtNum(cell.totalParams ?? 0)} total`));
   r.push(row('FLOPs', fmtNum(cell.flops ?? 0)));
   r.push(row('nodes', String(cell.nodes?.length ?? 0)));
-  r.push(row('inputs', (cell.inputs ?? []).map(tensorText).join(', ')));
+  r.push(row('inputs', `${h((cell.inputs ?? []).map(tensorText).join(', '))}${inputsForm(cell)}`, true));
   r.push(row('outputs', (cell.outputs ?? []).map(tensorText).join(', ')));
   if (!cell.compiled) r.push(row('compiled', 'no — see diagnostics'));
   parts.push(section('Cell', `<table class="kv">${r.join('')}</table>`));

@@ -329,6 +329,8 @@ export interface ViewRequest {
   reveal?: { file: string; range: Range };
   details?: { cell: string; node: string };
   nodes?: { cell: string; scope: string };
+  /** The input shapes to analyse the file with (empty: the settings'). */
+  inputs?: { inputs: string[] };
 }
 
 export function seqNumber(v: number | string | undefined): number {

@@ -5,6 +5,7 @@ import { computeScale, groupSums, rampColor, opCategory } from '../src/metrics';
 import { search } from '../src/search';
 import { diffGraphs } from '../src/diff';
 import { shapeText } from '../src/format';
+import { inputSpecs } from '../src/panel';
 import { smallCell, node } from './fixtures';
 
 test('metric scale is log-normalised between min and max', () => {
@@ -76,4 +77,9 @@ test('a symbolic dim that is an expression is one parenthesised factor of the sh
   assert.equal(shapeText({ shape: ['N', 64, '(H-3)//8+1', 'W'], dtype: 'float32' }), 'N×64×((H-3)//8+1)×W');
   assert.equal(shapeText({ shape: ['N', '(H+1)//4', '2*W', null], dtype: 'float32' }), 'N×((H+1)//4)×(2*W)×?');
   assert.equal(shapeText({ shape: ['(H-2)', 3], dtype: 'float32' }), '(H-2)×3');
+});
+
+test('the input box writes the Cell inputs in the CLI syntax', () => {
+  const cell = { name: 'Net', inputs: [{ shape: [8, 3, 224, 224], dtype: 'float32' }, { shape: [8, 128], dtype: 'int32' }, { shape: ['N', 3, 'H', null], dtype: 'float32' }] };
+  assert.equal(inputSpecs(cell as never), '8,3,224,224; 8,128:int32; N,3,H,?');
 });
