@@ -433,7 +433,8 @@ Json hover(const FeatureContext& ctx, const Json& position) {
                         " [" + at->code + "]";
     if (!received.empty()) block += "\n\nreceives `" + received + "`";
     block += "\n\nNothing that depends on this call is compiled.";
-    body = body.empty() ? block : block + "\n\n---\n\n" + body;
+    if (!body.empty()) block.append("\n\n---\n\n").append(body);
+    body = std::move(block);
     if (!range) range = at->range;
     break;
   }

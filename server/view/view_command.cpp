@@ -172,7 +172,11 @@ int run_view(const ViewCommandOptions& options) {
       std::lock_guard lock(inputs_mutex);
       if (view_inputs) {
         // An empty list: back to the command line's inputs.
-        analysis.inputs = view_inputs->empty() ? command_inputs : std::move(*view_inputs);
+        if (view_inputs->empty()) {
+          analysis.inputs = command_inputs;
+        } else {
+          analysis.inputs = std::move(*view_inputs);
+        }
         view_inputs.reset();
         changed = true;
       }
