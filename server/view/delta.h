@@ -13,8 +13,8 @@
 
 namespace cellscope::server::view {
 
-// `doc` without per-kernel detail (tiling, loops, dma, schedule): what live views receive. The
-// detail of one node is sent on request (node_details).
+// `doc` without per-kernel detail (tiling, loops, schedule; the DMA transfers stay, for the core
+// timeline): what live views receive. The detail of one node is sent on request (node_details).
 protocol::GraphDocument slim_document(const protocol::GraphDocument& doc);
 
 // The kernels of optimized node `node` of Cell `cell` in `doc`, in full; `error` set when the

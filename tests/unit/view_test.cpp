@@ -159,14 +159,18 @@ TEST(ViewDelta, SlimDropsKernelDetailAndDetailsGiveItBack) {
   const auto slim = slim_document(doc);
   EXPECT_LT(slim.ByteSizeLong(), doc.ByteSizeLong());
   std::string with_kernels;  // the convolution's kernel
+  size_t dma = 0;
   for (const auto& n : slim.cells(0).optimized().nodes()) {
     for (const auto& k : n.hardware()) {
       EXPECT_EQ(k.schedule_size(), 0);
       EXPECT_EQ(k.tiling_size(), 0);
+      EXPECT_EQ(k.loops_size(), 0);
+      dma += static_cast<size_t>(k.dma_size());  // kept: the core timeline's DMA channel rows
       if (n.op().find("Conv2D") != std::string::npos) with_kernels = n.id();
     }
   }
   ASSERT_FALSE(with_kernels.empty());
+  EXPECT_GT(dma, 0u);
   const auto details = node_details(doc, doc.cells(0).name(), with_kernels);
   EXPECT_TRUE(details.error().empty());
   ASSERT_GT(details.kernels_size(), 0);

@@ -14,6 +14,7 @@ import { layerState } from './failures';
 import { debugPanelHtml, debugTargets, isPaused, scopesToLoad } from './debug';
 import { buildTimeline, MemoryPanel } from './memory';
 import { exportPng, exportSvg, buildSvg } from './export';
+import { TimelinePanel, graphNodeForKernel, kernelSource, type TimelineModel } from './timeline';
 import { makeLayoutWorker, pickTransport, snapshotParseMs, type ConnectionState, type Transport } from './transport';
 import { escapeHtml as h, fmtNum, rangeText } from './format';
 
@@ -104,6 +105,13 @@ class App {
   private btnSplit!: HTMLButtonElement;
   private btnMem!: HTMLButtonElement;
   private mem: MemoryPanel;
+  // The core timeline (timeline.ts): a dock below the graph, toggled from the toolbar.
+  private tl = new TimelinePanel({
+    onPick: (m, i) => this.pickKernel(m, i),
+    onReveal: (m, i) => this.revealKernel(m, i),
+    onToggle: () => this.renderTimeline(),
+    sourceLink: (file, range) => sourceLink(file, range, !!this.hello.editor),
+  });
   private legendA = el('div', 'legend');
   private legendB = el('div', 'legend');
   private titleA = el('div', 'pane-title');
@@ -161,6 +169,7 @@ class App {
     this.viewA.setTheme(readTheme(this.paneA));
     this.viewB?.setTheme(readTheme(this.paneB));
     this.mem?.paint();
+    this.tl.invalidate();
     this.renderLegend();
   }
 
@@ -204,7 +213,7 @@ class App {
       this.button('Fit', 'Fit to view (0)', () => this.activeView().fit()),
       this.button('Expand', 'Expand all groups', () => void this.activeView().expandAll()),
       this.button('Collapse', 'Collapse all groups', () => void this.activeView().collapseAll()),
-      this.btnDiff, this.btnSplit, this.btnMem,
+      this.btnDiff, this.btnSplit, this.btnMem, this.tl.button,
       this.button('PNG', 'Export PNG', () => void exportPng(this.activeView(), this.exportName('png'))),
       this.button('SVG', 'Export SVG', () => exportSvg(this.activeView(), this.exportName('svg'))),
       this.button('◐', 'Light/dark theme', () => {
@@ -218,7 +227,8 @@ class App {
     this.views.append(this.paneA, this.paneB);
     const main = el('main', 'main');
     const left = el('div', 'left');
-    left.append(this.views, this.memHost);
+    left.append(this.views, this.memHost, this.tl.host);
+    this.tl.host.addEventListener('click', (e) => this.onPanelClick(e));  // its source link
     main.append(left, this.panel);
     this.root.append(bar, this.banner, main, this.statusBar);
     this.panel.addEventListener('click', (e) => this.onPanelClick(e));
@@ -558,6 +568,7 @@ class App {
     if (my !== this.renderSeq) return;
     this.applyDebugFocus();  // also renders the panel and the legend
     this.renderMem();
+    this.renderTimeline();
     this.syncButtons();
   }
 
@@ -776,6 +787,29 @@ class App {
     this.requestDetails(v, id);
     this.renderPanel();
     this.renderMem();
+    this.renderTimeline();
+  }
+
+  // ---- the core timeline -------------------------------------------------------------------
+
+  /** The timeline follows the Cell shown and the active pane's selection. */
+  private renderTimeline(): void {
+    const v = this.activeView();
+    this.tl.update(this.currentCell(), v.selection, v.graph?.layer ?? this.layer);
+  }
+
+  /** A bar clicked on the timeline: its node selected in the graph (the pane drawing kernels when side by side). */
+  private pickKernel(m: TimelineModel, index: number): void {
+    const v = this.split && this.viewB?.graph && this.viewB.graph.layer !== 'semantic' ? this.viewB : this.viewA;
+    const id = graphNodeForKernel(m, index, v.graph?.layer ?? 'semantic');
+    if (id && v.graph?.byId.has(id)) void v.reveal(id).then(() => v.select(id, 'click'));
+    else this.renderTimeline();
+  }
+
+  /** Double-click / Enter on a bar: the editor reveals its source line (as the panel's link does). */
+  private revealKernel(m: TimelineModel, index: number): void {
+    const src = kernelSource(m, index);
+    if (src && this.hello.editor) this.transport.send({ reveal: { file: src.file, range: src.range ?? { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } } } });
   }
 
   private bufferMates(v: GraphView, id: string | null): string[] {
@@ -1005,6 +1039,13 @@ class App {
       setMetric: (m: MetricId) => app.setMetric(m),
       setSplit: (on: boolean) => { app.setSplit(on); return Promise.resolve(); },
       setMemory: (on: boolean) => app.setMem(on),
+      // The core timeline (timeline.ts): its rows, bars, window, selection; a kernel's bar on screen; a click on it.
+      setTimeline: (on: boolean) => { app.renderTimeline(); app.tl.setOpen(on); return app.tl.open; },
+      timelineState: () => app.tl.state(),
+      timelineBar: (id: string) => app.tl.barRect(id),
+      clickBar: (id: string) => app.tl.clickBar(id),
+      timelineZoom: (f: number) => app.tl.zoom(f),
+      timelinePaint: () => { app.tl.paint(); return app.tl.lastPaintMs; },
       fit: () => app.activeView().fit(),
       zoom: (f: number) => app.activeView().zoom(f),
       pan: (dx: number, dy: number) => app.activeView().pan(dx, dy),
