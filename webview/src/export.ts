@@ -1,6 +1,7 @@
 // PNG and SVG export of the current (laid out) graph.
 import type { GraphView } from './view';
-import { clip, labelPoint } from './view';
+import { clip, labelPlace } from './view';
+import { groupHeader } from './groups';
 import { escapeHtml } from './format';
 import { opCategory } from './metrics';
 
@@ -38,15 +39,17 @@ export function buildSvg(view: GraphView): string {
     if (it.type !== 'frame') continue;
     out.push(`<g><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="8" fill="${th.frame}" stroke="${th.frameBorder}"` +
       `${it.group?.artificial ? ' stroke-dasharray="6 4"' : ''}/>` +
-      `<text x="${it.x + 10}" y="${it.y + 20}" font-size="12" font-weight="600" fill="${th.frameHeader}">${escapeHtml(it.group?.label ?? it.id)}</text></g>`);
+      `<text x="${it.x + 10}" y="${it.y + 20}" font-size="12" font-weight="600" fill="${th.frameHeader}">${escapeHtml(it.group?.label ?? it.id)}` +
+      `${it.group?.cls ? `<tspan font-weight="400" fill="${th.muted}">  ·  ${escapeHtml(it.group.cls)}</tspan>` : ''}</text></g>`);
   }
   for (const e of s.edges) {
     const d: string[] = [];
     for (let i = 0; i < e.pts.length; i += 2) d.push(`${i === 0 ? 'M' : 'L'}${e.pts[i].toFixed(1)},${e.pts[i + 1].toFixed(1)}`);
     out.push(`<path d="${d.join(' ')}" fill="none" stroke="${th.edge}" stroke-width="1.2" marker-end="url(#arrow)"/>`);
     if (e.label) {
-      const [x, y] = labelPoint(e.pts);
-      out.push(`<text x="${x + 6}" y="${y + 3}" font-size="9" font-family="monospace" fill="${th.edgeLabel}">${escapeHtml(e.label)}</text>`);
+      const [x, y, across] = labelPlace(e.pts);
+      const anchor = across ? `x="${x}" y="${y - 5}" text-anchor="middle"` : `x="${x + 6}" y="${y + 3}"`;
+      out.push(`<text ${anchor} font-size="9" font-family="monospace" fill="${th.edgeLabel}">${escapeHtml(e.label)}</text>`);
     }
   }
   for (const it of s.items) {
@@ -54,7 +57,7 @@ export function buildSvg(view: GraphView): string {
     if (it.type === 'group') {
       out.push(`<g><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="7" fill="${th.node}" stroke="${th.frameBorder}"/>` +
         `<text x="${it.x + 10}" y="${it.y + 20}" font-size="12" font-weight="600" fill="${th.frameHeader}">${escapeHtml(clip('▸ ' + (it.group?.label ?? ''), 34))}</text>` +
-        `<text x="${it.x + 10}" y="${it.y + 37}" font-size="11" fill="${th.muted}">${it.group?.leafCount ?? 0} nodes</text></g>`);
+        `<text x="${it.x + 10}" y="${it.y + 37}" font-size="11" fill="${th.muted}">${escapeHtml(it.group ? groupHeader(it.group).rest : '')}</text></g>`);
       continue;
     }
     const n = it.node!;

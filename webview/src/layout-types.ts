@@ -12,11 +12,16 @@ export interface LayoutChild {
 
 export interface LayoutEdgeIn { id: string; s: string; t: string }
 
+/** The layout's main axis: layers top to bottom ('DOWN') or left to right ('RIGHT'). */
+export type Direction = 'DOWN' | 'RIGHT';
+
 export interface LayoutJob {
   group: string;
   key: string;
   children: LayoutChild[];
   edges: LayoutEdgeIn[];
+  /** Absent: 'DOWN'. */
+  dir?: Direction;
 }
 
 export interface LayoutRequest { id: number; jobs: LayoutJob[] }

@@ -1,17 +1,18 @@
-// The layout worker: lays out one hierarchy level per job with elkjs (layered, top to bottom).
+// The layout worker: lays out one hierarchy level per job with elkjs (layered, top to bottom or
+// left to right, as the job says).
 import ELK from 'elkjs/lib/elk.bundled.js';
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api';
-import { frameSize, type GroupLayout, type LayoutJob, type LayoutRequest, type LayoutResponse } from './layout-types';
+import { frameSize, type Direction, type GroupLayout, type LayoutJob, type LayoutRequest, type LayoutResponse } from './layout-types';
 
 const elk = new ELK();
 
-function options(n: number): Record<string, string> {
+export function options(n: number, dir: Direction = 'DOWN'): Record<string, string> {
   const o: Record<string, string> = {
     'elk.algorithm': 'layered',
-    'elk.direction': 'DOWN',
+    'elk.direction': dir,
     'elk.edgeRouting': 'POLYLINE',
     'elk.spacing.nodeNode': '22',
-    'elk.layered.spacing.nodeNodeBetweenLayers': '34',
+    'elk.layered.spacing.nodeNodeBetweenLayers': String(dir === 'RIGHT' ? GAP_RIGHT : GAP),
     'elk.spacing.edgeNode': '14',
     'elk.spacing.edgeEdge': '8',
     'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES',
@@ -26,12 +27,30 @@ function options(n: number): Record<string, string> {
 }
 
 const GAP = 34;
+/** Left to right, edge labels (shapes, written horizontally) sit between the layers: more room. */
+export const GAP_RIGHT = 84;
 
 /**
  * A group whose children form one chain in model order (each feeds the next, ports only at the
  * ends) is stacked directly: long sequential stacks are common and elkjs is slow on them.
+ * Left to right: the top-down stack of the transposed boxes, transposed back.
  */
 export function chainLayout(job: LayoutJob): GroupLayout | null {
+  if ((job.dir ?? 'DOWN') === 'DOWN') return chainDown(job, GAP);
+  const t = chainDown({ ...job, dir: 'DOWN', children: job.children.map((c) => ({ ...c, w: c.h, h: c.w })) }, GAP_RIGHT);
+  if (!t) return null;
+  const pos: GroupLayout['pos'] = {};
+  for (const [id, [x, y, w, h]] of Object.entries(t.pos)) pos[id] = [y, x, h, w];
+  const edges: GroupLayout['edges'] = {};
+  for (const [id, pts] of Object.entries(t.edges)) {
+    const q = new Array<number>(pts.length);
+    for (let i = 0; i < pts.length; i += 2) { q[i] = pts[i + 1]; q[i + 1] = pts[i]; }
+    edges[id] = q;
+  }
+  return { ...t, width: t.height, height: t.width, pos, edges };
+}
+
+function chainDown(job: LayoutJob, gap: number): GroupLayout | null {
   const kids = job.children.filter((c) => !c.port);
   if (kids.length < 2) return null;
   const index = new Map(kids.map((c, i) => [c.id, i] as const));
@@ -53,9 +72,9 @@ export function chainLayout(job: LayoutJob): GroupLayout | null {
   let y = 0;
   const ins = job.children.filter((c) => c.port === 'in');
   const outs = job.children.filter((c) => c.port === 'out');
-  if (ins.length) { for (const p of ins) pos[p.id] = [cx - p.w / 2, 0, p.w, p.h]; y = 2 + GAP; }
-  for (const c of kids) { pos[c.id] = [cx - c.w / 2, y, c.w, c.h]; y += c.h + GAP; }
-  let height = y - GAP;
+  if (ins.length) { for (const p of ins) pos[p.id] = [cx - p.w / 2, 0, p.w, p.h]; y = 2 + gap; }
+  for (const c of kids) { pos[c.id] = [cx - c.w / 2, y, c.w, c.h]; y += c.h + gap; }
+  let height = y - gap;
   if (outs.length) { for (const p of outs) pos[p.id] = [cx - p.w / 2, y, p.w, p.h]; height = y + 2; }
   const edges: GroupLayout['edges'] = {};
   for (const e of job.edges) {
@@ -81,7 +100,7 @@ async function layoutJob(job: LayoutJob, done: Map<string, GroupLayout>): Promis
     return n;
   });
   const edges: ElkExtendedEdge[] = job.edges.map((e) => ({ id: e.id, sources: [e.s], targets: [e.t] }));
-  const res = await elk.layout({ id: 'root', layoutOptions: options(children.length), children, edges });
+  const res = await elk.layout({ id: 'root', layoutOptions: options(children.length, job.dir), children, edges });
   const pos: GroupLayout['pos'] = {};
   let width = 0, height = 0;
   for (const c of res.children ?? []) {

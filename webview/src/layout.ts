@@ -4,7 +4,7 @@
 // boxes); untouched groups keep their cached layouts, so unchanged parts keep their place.
 import { ROOT_ID, edgeLabel, type Group, type VEdge, type VNode, type ViewGraph } from './model';
 import {
-  GROUP_PAD_TOP, GROUP_PAD_X, frameSize, type GroupLayout, type LayoutChild, type LayoutJob,
+  GROUP_PAD_TOP, GROUP_PAD_X, frameSize, type Direction, type GroupLayout, type LayoutChild, type LayoutJob,
   type LayoutRequest, type LayoutResponse,
 } from './layout-types';
 
@@ -97,9 +97,14 @@ export class LayoutCache {
 
 interface Plan { jobs: LayoutJob[]; keys: Map<string, string> }
 
-/** Keys of every expanded group (post-order) and the jobs for those without a cached layout. */
+/**
+ * Keys of every expanded group (post-order) and the jobs for those without a cached layout. The
+ * direction is part of the key (a left-right layout is cached beside the top-down one).
+ */
 export function planLayouts(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>,
-                            cache: LayoutCache, ports?: Map<string, Ports>): Plan {
+                            cache: LayoutCache, ports?: Map<string, Ports>, dir: Direction = 'DOWN'): Plan {
+  // Port proxies lie across the main axis: a flat bar on the frame's entry (exit) side.
+  const [pw, ph] = dir === 'RIGHT' ? [2, 8] : [8, 2];
   const keys = new Map<string, string>();
   const jobs: LayoutJob[] = [];
   const visit = (grp: Group): { key: string; size?: [number, number] } => {
@@ -130,20 +135,22 @@ export function planLayouts(g: ViewGraph, expanded: ReadonlySet<string>, agg: Ma
     const pp = ports?.get(grp.id);
     if (pp) {
       for (const c of pp.ins) {
-        children.push({ id: PORT_IN + c, w: 8, h: 2, port: 'in' });
+        children.push({ id: PORT_IN + c, w: pw, h: ph, port: 'in' });
         edges.push({ id: PORT_IN + c, s: PORT_IN + c, t: c });
       }
       for (const c of pp.outs) {
-        children.push({ id: PORT_OUT + c, w: 8, h: 2, port: 'out' });
+        children.push({ id: PORT_OUT + c, w: pw, h: ph, port: 'out' });
         edges.push({ id: PORT_OUT + c, s: c, t: PORT_OUT + c });
       }
     }
     for (const e of edges) parts.push(e.id);
-    const key = parts.join('|');
+    const key = (dir === 'DOWN' ? '' : dir + '|') + parts.join('|');
     keys.set(grp.id, key);
     const cached = cache.get(grp.id, key);
     if (cached) return { key, size: frameSize(cached) };
-    jobs.push({ group: grp.id, key, children, edges });
+    const job: LayoutJob = { group: grp.id, key, children, edges };
+    if (dir !== 'DOWN') job.dir = dir;
+    jobs.push(job);
     return { key };
   };
   visit(g.root);
@@ -193,9 +200,9 @@ export class LayoutEngine {
 
   /** Lays out whatever is missing; resolves with the keys of every expanded group. */
   async ensure(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>,
-               ports?: Map<string, Ports>): Promise<Map<string, string>> {
+               ports?: Map<string, Ports>, dir: Direction = 'DOWN'): Promise<Map<string, string>> {
     for (;;) {
-      const plan = planLayouts(g, expanded, agg, this.cache, ports);
+      const plan = planLayouts(g, expanded, agg, this.cache, ports, dir);
       if (plan.jobs.length === 0) return plan.keys;
       const t0 = performance.now();
       const done = new Map<string, GroupLayout>();
@@ -267,7 +274,10 @@ export interface Scene {
 }
 
 export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: Map<string, string>,
-                             cache: LayoutCache, agg: Map<string, Map<string, AggEdge>>): Scene {
+                             cache: LayoutCache, agg: Map<string, Map<string, AggEdge>>, dir: Direction = 'DOWN'): Scene {
+  // Where an edge leaves (enters) an item without a port route: the middle of its exit (entry) side.
+  const exitOf = (it: DrawItem): [number, number] => (dir === 'RIGHT' ? [it.x + it.w, it.y + it.h / 2] : [it.x + it.w / 2, it.y + it.h]);
+  const entryOf = (it: DrawItem): [number, number] => (dir === 'RIGHT' ? [it.x, it.y + it.h / 2] : [it.x + it.w / 2, it.y]);
   const origin = new Map<string, { ox: number; oy: number; l: GroupLayout }>();
   /** The inner route of a port edge, in absolute coordinates ([] when unknown). */
   const portRoute = (grp: string, id: string): number[] => {
@@ -354,7 +364,7 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
           }
           const pre: number[] = [];
           for (let i = chain.length - 1; i >= 0; i--) pre.push(...chain[i]);
-          if (pre.length === 0) { const si = byId.get(vs); if (si) pre.push(si.x + si.w / 2, si.y + si.h); }
+          if (pre.length === 0) { const si = byId.get(vs); if (si) pre.push(...exitOf(si)); }
           pts = pre.concat(pts);
         }
         if (vt !== e.t) {
@@ -364,7 +374,7 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
             post.push(...portRoute(cur, PORT_IN + c));
             cur = c;
           }
-          if (post.length === 0) { const ti = byId.get(vt); if (ti) post.push(ti.x + ti.w / 2, ti.y); }
+          if (post.length === 0) { const ti = byId.get(vt); if (ti) post.push(...entryOf(ti)); }
           pts = pts.concat(post);
         }
         if (pts === base) pts = base.slice();

@@ -16,6 +16,9 @@ import { buildTimeline, MemoryPanel } from './memory';
 import { exportPng, exportSvg, buildSvg } from './export';
 import { TimelinePanel, graphNodeForKernel, kernelSource, type TimelineModel } from './timeline';
 import { makeLayoutWorker, pickTransport, snapshotParseMs, type ConnectionState, type Transport } from './transport';
+import { Minimap } from './minimap';
+import { decorateToolbar, setButtonBadge, setButtonFace } from './toolbar';
+import type { Direction } from './layout-types';
 import { escapeHtml as h, fmtNum, rangeText } from './format';
 
 /** A lazy Cell (view.proto's CellSkeleton): the scopes loaded so far, and the Cell they make. */
@@ -120,6 +123,13 @@ class App {
   private noteA = el('div', 'pane-note hidden');
   private noteB = el('div', 'pane-note hidden');
   private empty = el('div', 'empty', 'Waiting for the graph…');
+  // The overview (minimap) per pane and the layout direction, both remembered (localStorage).
+  private minimapA!: Minimap;
+  private minimapB: Minimap | null = null;
+  private showMinimap = App.stored('cellscope-minimap') !== 'off';
+  private direction: Direction = App.stored('cellscope-direction') === 'RIGHT' ? 'RIGHT' : 'DOWN';
+  private btnMinimap!: HTMLButtonElement;
+  private btnDirection!: HTMLButtonElement;
 
   constructor() {
     const params = new URLSearchParams(location.search);
@@ -136,6 +146,7 @@ class App {
       onExpand: (ex) => this.loadExpanded(this.viewA, ex),
     });
     this.paneA.append(this.titleA, this.noteA, this.legendA, this.empty);
+    this.minimapA = this.setupView(this.viewA, this.paneA);
     this.noteA.addEventListener('click', (e) => this.onNoteClick(e, this.viewA));
     this.mem = new MemoryPanel(this.memHost, (id) => this.selectNode(id));
     this.bindKeys();
@@ -223,6 +234,7 @@ class App {
       }, 'icon'),
     );
     bar.append(brand, this.cellSel, this.layerSeg, metricLbl, sbox, tools);
+    tools.before(this.viewTools());
     this.paneB.append(this.titleB, this.legendB);
     this.views.append(this.paneA, this.paneB);
     const main = el('main', 'main');
@@ -235,6 +247,62 @@ class App {
     this.panel.addEventListener('submit', (e) => this.onInputsSubmit(e));
     this.banner.addEventListener('click', (e) => this.onPanelClick(e));
     this.syncButtons();
+    decorateToolbar(bar);
+  }
+
+  // ---- the overview and the layout direction -------------------------------------------------
+
+  private static stored(key: string): string | null {
+    try { return localStorage.getItem(key); } catch { return null; }
+  }
+
+  private static store(key: string, value: string): void {
+    try { localStorage.setItem(key, value); } catch { /* private mode */ }
+  }
+
+  /** The toolbar's view group: the layout direction and the overview toggle. */
+  private viewTools(): HTMLElement {
+    const box = el('div', 'tools view-tools');
+    this.btnDirection = this.button('', '', () => void this.setDirection(this.direction === 'DOWN' ? 'RIGHT' : 'DOWN'));
+    this.btnMinimap = this.button('', '', () => this.setMinimap(!this.showMinimap));
+    setButtonFace(this.btnMinimap, 'Overview', 'overview',
+      'Overview: a small map of the whole graph and of the part shown; click or drag in it to move there (remembered)', 'Overview');
+    for (const b of [this.btnDirection, this.btnMinimap]) b.dataset.decorated = '1';
+    box.append(this.btnDirection, this.btnMinimap);
+    this.syncViewTools();
+    return box;
+  }
+
+  private syncViewTools(): void {
+    const lr = this.direction === 'RIGHT';
+    setButtonFace(this.btnDirection, lr ? 'Left-right' : 'Top-down', lr ? 'right' : 'down',
+      `Layout direction: ${lr ? 'left to right' : 'top down'} (click for ${lr ? 'top down' : 'left to right'}; remembered)`,
+      `Layout direction: ${lr ? 'left to right' : 'top down'}`);
+    this.btnMinimap.classList.toggle('on', this.showMinimap);
+    this.btnMinimap.setAttribute('aria-pressed', String(this.showMinimap));
+  }
+
+  /** A graph view's overview and direction (pane A at start, pane B when split). */
+  private setupView(v: GraphView, pane: HTMLElement): Minimap {
+    v.direction = this.direction;
+    const m = new Minimap(pane, v);
+    m.setEnabled(this.showMinimap);
+    return m;
+  }
+
+  private setMinimap(on: boolean): void {
+    this.showMinimap = on;
+    App.store('cellscope-minimap', on ? 'on' : 'off');
+    this.minimapA.setEnabled(on);
+    this.minimapB?.setEnabled(on);
+    this.syncViewTools();
+  }
+
+  private setDirection(d: Direction): Promise<unknown> {
+    this.direction = d;
+    App.store('cellscope-direction', d);
+    this.syncViewTools();
+    return Promise.all([this.viewA.setDirection(d), this.viewB?.setDirection(d)]);
   }
 
   private exportName(ext: string): string {
@@ -260,7 +328,7 @@ class App {
     this.btnSplit.disabled = !this.currentCell()?.optimized;
     const d = this.diff;
     const n = d ? d.added.size + d.changed.size + d.removed.length : 0;
-    this.btnDiff.innerHTML = `Changes${n ? ` <span class="badge">${n}</span>` : ''}`;
+    setButtonBadge(this.btnDiff, n);
     // Metric list for the layer.
     const want = METRICS.filter((m) => m.layers.includes(this.layer));
     const cur = [...this.metricSel.options].map((o) => o.value).join(',');
@@ -636,6 +704,7 @@ class App {
         onExpand: (ex) => { if (this.viewB) this.loadExpanded(this.viewB, ex); },
       });
       this.paneB.append(this.titleB, this.noteB, this.legendB);
+      this.minimapB = this.setupView(this.viewB, this.paneB);
       this.noteB.addEventListener('click', (e) => { if (this.viewB) this.onNoteClick(e, this.viewB); });
     }
     if (!on) this.active = 'A';
@@ -929,6 +998,7 @@ class App {
     window.addEventListener('keydown', (e) => {
       const t = e.target as HTMLElement;
       if (t && (t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA')) return;
+      if ((e.key === 'Enter' || e.key === ' ') && t?.closest?.('button, a, summary')) return;  // the control's own
       const v = this.activeView();
       if ((e.key === 'f' && (e.ctrlKey || e.metaKey)) || e.key === '/') { e.preventDefault(); this.searchInput.focus(); this.searchInput.select(); return; }
       if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -936,6 +1006,8 @@ class App {
         case '+': case '=': v.zoom(1.25); break;
         case '-': case '_': v.zoom(0.8); break;
         case '0': v.fit(); break;
+        case 'Home': v.jump('start'); break;
+        case 'End': v.jump('end'); break;
         case 'ArrowDown': v.step('down'); break;
         case 'ArrowUp': v.step('up'); break;
         case 'ArrowLeft': v.step('left'); break;
@@ -985,6 +1057,33 @@ class App {
         }));
       },
       lastUpdateSeq: () => app.seq,
+      // The overview, the layout direction, Fit and the pane's overlays.
+      minimap: (which?: string) => (which === 'B' ? app.minimapB : app.minimapA)?.info() ?? null,
+      setMinimap: (on: boolean) => app.setMinimap(on),
+      direction: () => app.direction,
+      setDirection: (d: Direction) => app.setDirection(d),
+      jump: (where: 'start' | 'end') => app.activeView().jump(where),
+      camera: (which?: string) => ({ ...viewOf(which).camera(), ...viewOf(which).paneSize() }),
+      insets: (which?: string) => viewOf(which).insets(),
+      // Items of the drawing: their ids and boxes in client coordinates (the last along the layout's axis last).
+      items: (which?: string) => {
+        const v = viewOf(which);
+        const r = v.canvas.getBoundingClientRect();
+        return (v.scene?.items ?? []).filter((it) => it.type !== 'frame').map((it) => ({
+          id: it.id, type: it.type, x: r.left + it.x * v.scale + v.tx, y: r.top + it.y * v.scale + v.ty, w: it.w * v.scale, h: it.h * v.scale,
+        }));
+      },
+      // The share of the canvas's sampled pixels that differ from the background (0: blank).
+      ink: (which?: string) => {
+        const v = viewOf(which);
+        const ctx = v.canvas.getContext('2d');
+        if (!ctx || v.canvas.width < 2) return 0;
+        const d = ctx.getImageData(0, 0, v.canvas.width, v.canvas.height).data;
+        const bg = [d[0], d[1], d[2]];
+        let n = 0, k = 0;
+        for (let i = 0; i < d.length; i += 4 * 97) { k++; if (Math.abs(d[i] - bg[0]) + Math.abs(d[i + 1] - bg[1]) + Math.abs(d[i + 2] - bg[2]) > 24) n++; }
+        return k ? n / k : 0;
+      },
       timings: () => ({ ...app.timings, snapshotParseMs, updateMs: app.lastUpdateMs, layoutJobs: app.engine.jobsRun, sinceNavigationMs: performance.now() }),
       lastUpdateMs: () => app.lastUpdateMs,
       lastPaintMs: () => app.activeView().lastPaintMs,

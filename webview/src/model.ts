@@ -2,6 +2,7 @@
 // hierarchy (collapsible groups) and artificial sub-groups for very wide groups.
 import type { Cell, CellSkeleton, FailedCall, HardwareKernel, Node, OptimizedNode, ScopeNodes, ScopeSummary, Tensor } from './protocol';
 import { shapeText, tensorBytes } from './format';
+import { annotateClasses, scopeClasses } from './groups';
 
 export type Layer = 'semantic' | 'optimized' | 'hardware';
 export const LAYERS: Layer[] = ['semantic', 'optimized', 'hardware'];
@@ -54,6 +55,7 @@ export interface Group {
   depth: number;
   artificial: boolean;
   order: number;       // first execution step inside
+  cls?: string;        // the Cell's class, when the document names it (groups.ts)
 }
 
 export interface ViewGraph {
@@ -485,6 +487,7 @@ export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRES
     }
   }
   const { groups, root, parentOf } = buildHierarchy(nodes, threshold);
+  annotateClasses(groups.values(), scopeClasses(cell));
   const semanticToOptimized = new Map<string, string[]>();
   if (layer !== 'semantic') {
     for (const n of nodes) for (const o of n.optimized?.origins ?? []) {

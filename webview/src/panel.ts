@@ -291,6 +291,6 @@ export function renderCellSummary(cell: Cell, layer: Layer): string {
       (hw.statement ? `<p class="muted small">${h(hw.statement)}</p>` : '') +
       ((e.notes ?? []).length ? `<ul class="notes">${(e.notes ?? []).map((x) => `<li>${h(x)}</li>`).join('')}</ul>` : '')));
   }
-  parts.push(`<p class="muted small">Click a node for its details. Keys: +/− zoom, 0 fit, arrows follow edges, / search.</p>`);
+  parts.push(`<p class="muted small">Click a node for its details. Keys: +/− zoom, 0 fit, Home/End the graph's start/end, arrows follow edges, / search.</p>`);
   return parts.join('');
 }

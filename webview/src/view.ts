@@ -6,7 +6,11 @@ import {
 import {
   aggregateEdges, composeScene, computePorts, type AggEdge, type Ports, type DrawEdge, type DrawItem, type LayoutEngine, type Scene,
 } from './layout';
-import { GROUP_PAD_TOP } from './layout-types';
+import { GROUP_PAD_TOP, type Direction } from './layout-types';
+import {
+  fitCamera, jumpCamera, keepCentre, overlayInsets, sceneOnScreen, type Camera, type FitInput, type Insets,
+} from './fit';
+import { groupHeader } from './groups';
 import {
   computeScale, groupSums, metricDef, opCategory, rampColor, rampTextColor, type MetricId, type MetricScale,
 } from './metrics';
@@ -87,6 +91,15 @@ export class GraphView {
   hovered: string | null = null;
   readonly tip: HTMLDivElement;
   private failures = false;  // the graph has failed calls (hover hit-tests only then, or for onHover)
+  /** The layout's main axis (the layout worker gets it; edges and ports follow). */
+  direction: Direction = 'DOWN';
+  // The scene the camera was fitted to while the user has not moved it since (null: moved): a
+  // resize, or an overlay (legend, overview) changing size, fits it again.
+  private fittedScene: Scene | null = null;
+  private fitMax = 1;
+  private overlayObserver: ResizeObserver;
+  private paintListeners: (() => void)[] = [];
+  private sceneListeners: (() => void)[] = [];
 
   constructor(private host: HTMLElement, private engine: LayoutEngine, private cb: ViewCallbacks) {
     this.canvas = document.createElement('canvas');
@@ -101,6 +114,7 @@ export class GraphView {
     this.ctx = ctx;
     this.theme = readTheme(host);
     new ResizeObserver(() => this.resize()).observe(host);
+    this.overlayObserver = new ResizeObserver(() => this.overlaysChanged());
     this.resize();
     this.bindInput();
   }
@@ -159,7 +173,7 @@ export class GraphView {
       const expanded = new Set(this.expanded);
       let keys: Map<string, string>;
       try {
-        keys = await this.engine.ensure(g, expanded, this.agg, this.ports);
+        keys = await this.engine.ensure(g, expanded, this.agg, this.ports, this.direction);
       } catch (e) {
         // Keep the previous drawing; the error is reported once per failed layout.
         console.error('cellscope: layout failed:', e);
@@ -168,7 +182,8 @@ export class GraphView {
       }
       this.layoutError = null;
       if (this.graph !== g) return;
-      this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg);
+      this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg, this.direction);
+      for (const f of this.sceneListeners) f();
       if (!this.fitted && this.scene.width > 0) { this.fitInitial(); this.fitted = true; }
       this.paintNow();
       this.cb.onLayout();
@@ -178,6 +193,19 @@ export class GraphView {
   }
 
   idle(): Promise<void> { return this.busy; }
+
+  /** Lays the graph out along another axis and fits it again. */
+  setDirection(d: Direction): Promise<void> {
+    if (d === this.direction) return this.busy;
+    this.direction = d;
+    this.fitted = false;
+    return this.relayout();
+  }
+
+  /** Called after every paint (the overview follows the camera and the scene). */
+  onPaint(f: () => void): void { this.paintListeners.push(f); }
+  /** Called when a new scene is composed, before the first fit (overlays size themselves). */
+  onScene(f: () => void): void { this.sceneListeners.push(f); }
 
   toggleGroup(id: string): Promise<void> {
     if (this.expanded.has(id)) {
@@ -224,8 +252,14 @@ export class GraphView {
 
   // ---- camera ------------------------------------------------------------------------------
 
+  /**
+   * The pane changed size (a split, the side panel, the editor's pane un-maximised): the canvas
+   * follows and is repainted at once. A camera still fitted to this scene is fitted again; else
+   * what was in the middle stays there (the graph never ends up outside a shrunken pane).
+   */
   private resize(): void {
     const r = this.host.getBoundingClientRect();
+    const w0 = this.cssW, h0 = this.cssH;
     this.dpr = window.devicePixelRatio || 1;
     this.cssW = Math.max(1, Math.floor(r.width));
     this.cssH = Math.max(1, Math.floor(r.height));
@@ -233,28 +267,91 @@ export class GraphView {
     this.canvas.height = Math.floor(this.cssH * this.dpr);
     this.canvas.style.width = this.cssW + 'px';
     this.canvas.style.height = this.cssH + 'px';
+    const s = this.scene;
+    if (s && s.width > 0 && (w0 !== this.cssW || h0 !== this.cssH)) {
+      if (this.fittedScene === s) this.applyFit(this.fitMax);
+      else if (w0 > 1 && h0 > 1) {
+        // (from 1×1, a hidden pane shown again: the camera was set for this size)
+        const c = keepCentre(this.camera(), w0, h0, this.cssW, this.cssH);
+        this.tx = c.tx;
+        this.ty = c.ty;
+        if (!sceneOnScreen(this.camera(), s.width, s.height, this.cssW, this.cssH)) this.applyFit(this.fitMax);
+      }
+    }
     this.paintNow();
   }
 
-  fit(): void {
-    const s = this.scene;
-    if (!s || s.width <= 0) return;
-    const m = 24;
-    this.scale = Math.min(this.fitted ? 1.5 : 1, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
-    this.tx = (this.cssW - s.width * this.scale) / 2;
-    this.ty = (this.cssH - s.height * this.scale) / 2;
+  /** The pane's size (CSS px). */
+  paneSize(): { w: number; h: number } { return { w: this.cssW, h: this.cssH }; }
+
+  camera(): Camera { return { scale: this.scale, tx: this.tx, ty: this.ty }; }
+
+  /** Moves the camera (the overview's click and drag). */
+  setCamera(c: Camera): void {
+    this.scale = c.scale;
+    this.tx = c.tx;
+    this.ty = c.ty;
+    this.fittedScene = null;
     this.invalidate();
   }
 
-  /** First view: the whole graph if it is readable, else the top at a readable zoom. */
-  private fitInitial(): void {
+  /** Fit: the whole graph, or its start at a readable zoom (fit.ts); overlays are kept clear. */
+  fit(): void { this.applyFit(this.fitted ? 1.5 : 1); }
+
+  /** First view: as Fit, never magnified. */
+  private fitInitial(): void { this.applyFit(1); }
+
+  private applyFit(maxScale: number): void {
+    const s = this.scene;
+    if (!s || s.width <= 0) return;
+    const cam = fitCamera({ ...this.fitInput(), maxScale, startCross: this.crossOf('start') });
+    this.scale = cam.scale;
+    this.tx = cam.tx;
+    this.ty = cam.ty;
+    this.fittedScene = s;
+    this.fitMax = maxScale;
+    this.invalidate();
+  }
+
+  /** Moves (zoom kept) to the graph's start or end along the layout's axis, clear of the overlays. */
+  jump(where: 'start' | 'end'): void {
+    const s = this.scene;
+    if (!s || s.width <= 0) return;
+    this.setCamera(jumpCamera(this.camera(), where, { ...this.fitInput(), crossAt: this.crossOf(where) }));
+  }
+
+  private fitInput(): FitInput {
     const s = this.scene!;
-    const m = 24;
-    const sc = Math.min(1, (this.cssW - 2 * m) / s.width, (this.cssH - 2 * m) / s.height);
-    if (sc >= 0.45) { this.fit(); return; }
-    this.scale = Math.max(0.3, Math.min(0.85, (this.cssW - 2 * m) / s.width));
-    this.tx = (this.cssW - s.width * this.scale) / 2;
-    this.ty = m;
+    return { sceneW: s.width, sceneH: s.height, paneW: this.cssW, paneH: this.cssH, insets: this.insets(), dir: this.direction };
+  }
+
+  /** Across the main axis (world): the centre of the first (last) item drawn along it. */
+  private crossOf(where: 'start' | 'end'): number | undefined {
+    const s = this.scene;
+    if (!s) return undefined;
+    const right = this.direction === 'RIGHT';
+    let best: DrawItem | null = null, bestV = 0;
+    for (const it of s.items) {
+      if (it.type === 'frame') continue;
+      const v = right ? (where === 'start' ? -it.x : it.x + it.w) : (where === 'start' ? -it.y : it.y + it.h);
+      if (!best || v > bestV) { best = it; bestV = v; }
+    }
+    if (!best) return undefined;
+    return right ? best.y + best.h / 2 : best.x + best.w / 2;
+  }
+
+  /** What the pane's overlays (legend, title, notes, overview) cover, as insets; they are watched. */
+  insets(): Insets {
+    const boxes: DOMRect[] = [];
+    for (const el of this.host.querySelectorAll<HTMLElement>(':scope > .legend, :scope > .pane-title, :scope > .pane-note, :scope > .minimap')) {
+      this.overlayObserver.observe(el);
+      boxes.push(el.getBoundingClientRect());
+    }
+    return overlayInsets(this.host.getBoundingClientRect(), boxes);
+  }
+
+  private overlaysChanged(): void {
+    if (this.scene && this.fittedScene === this.scene) this.applyFit(this.fitMax);
   }
 
   zoomAt(f: number, sx: number, sy: number): void {
@@ -263,16 +360,18 @@ export class GraphView {
     this.tx = sx - (sx - this.tx) * k;
     this.ty = sy - (sy - this.ty) * k;
     this.scale = ns;
+    this.fittedScene = null;
     this.invalidate();
   }
 
   zoom(f: number): void { this.zoomAt(f, this.cssW / 2, this.cssH / 2); }
 
-  pan(dx: number, dy: number): void { this.tx += dx; this.ty += dy; this.invalidate(); }
+  pan(dx: number, dy: number): void { this.tx += dx; this.ty += dy; this.fittedScene = null; this.invalidate(); }
 
   centerOn(id: string): void {
     const it = this.scene?.byId.get(id);
     if (!it) return;
+    this.fittedScene = null;
     if (this.scale < 0.6) this.scale = 0.9;
     this.tx = this.cssW / 2 - (it.x + it.w / 2) * this.scale;
     this.ty = this.cssH / 2 - (it.y + it.h / 2) * this.scale;
@@ -382,9 +481,12 @@ export class GraphView {
   }
 
   /** Moves the selection along edges: down = a consumer, up = a producer, left/right = siblings. */
-  step(dir: 'up' | 'down' | 'left' | 'right'): void {
+  step(key: 'up' | 'down' | 'left' | 'right'): void {
     const g = this.graph;
     if (!g) return;
+    // Left to right, the arrows follow the layout: right = a consumer, left = a producer.
+    const lr: Record<typeof key, typeof key> = { right: 'down', left: 'up', down: 'right', up: 'left' };
+    const dir = this.direction === 'RIGHT' ? lr[key] : key;
     if (!this.selection) {
       const first = g.nodes[0];
       if (first) { void this.reveal(first.id).then(() => this.select(first.id, 'key')); }
@@ -420,6 +522,7 @@ export class GraphView {
     const x1 = x0 + it.w * this.scale, y1 = y0 + it.h * this.scale;
     const m = Math.min(margin, this.cssW / 4, this.cssH / 4);
     if (x0 >= m && y0 >= m && x1 <= this.cssW - m && y1 <= this.cssH - m) return false;
+    this.fittedScene = null;
     this.tx = this.cssW / 2 - (it.x + it.w / 2) * this.scale;
     this.ty = this.cssH / 2 - (it.y + it.h / 2) * this.scale;
     this.invalidate();
@@ -472,6 +575,7 @@ export class GraphView {
     this.frames++;
     this.lastPaintMs = performance.now() - t0;
     this.lastRenderAt = performance.now();
+    for (const f of this.paintListeners) f();
   }
 
   /** Draws the scene in world coordinates (shared by the canvas, PNG export). */
@@ -498,13 +602,7 @@ export class GraphView {
       ctx.fill();
       ctx.stroke();
       ctx.setLineDash([]);
-      if (text || scale >= 0.12) {
-        ctx.fillStyle = th.frameHeader;
-        ctx.font = `600 ${text ? 12 : 12 * 0.38 / scale}px system-ui, sans-serif`;
-        ctx.textBaseline = 'middle';
-        const lbl = `▾ ${it.group?.label ?? it.id}  ·  ${it.group?.leafCount ?? 0} nodes`;
-        ctx.fillText(clip(lbl, Math.floor((it.w - 16) / 6.6)), it.x + 10, it.y + 16, it.w - 16);
-      }
+      if (text || scale >= 0.12) this.drawFrameHeader(ctx, it, text ? 12 : 12 * 0.38 / scale);
       if (this.selection === it.id) this.outline(ctx, it, th.accent, 2.5 * px);
     }
     // Edges.
@@ -547,8 +645,10 @@ export class GraphView {
         if (e.maxX < vx0 || e.maxY < vy0 || e.minX > vx1 || e.minY > vy1) continue;
         const lbl = e.count > 1 && !e.label ? `${e.count} tensors` : e.label;
         if (!lbl) continue;
-        const [x, y] = labelPoint(e.pts);
+        const [x0, y0, across] = labelPlace(e.pts);
         const w = lbl.length * 6.1 + 6;
+        // Beside a vertical segment; above a horizontal one (left to right), centred.
+        const x = across ? x0 - w / 2 - 4 : x0, y = across ? y0 - 10 : y0;
         ctx.fillStyle = th.bg;
         ctx.globalAlpha = 0.85;
         ctx.fillRect(x + 4, y - 7, w, 14);
@@ -599,7 +699,7 @@ export class GraphView {
           ctx.fillText(clip('▸ ' + g.label, Math.floor((it.w - 16) / 6.8)), it.x + 10, it.y + 17, it.w - 16);
           ctx.font = '11px system-ui, sans-serif';
           ctx.fillStyle = useMetric ? fg : th.muted;
-          let sub = `${g.leafCount} nodes`;
+          let sub = groupHeader(g).rest;
           const sum = this.gsums.get(g.id);
           if (useMetric && sum) sub += ` · Σ ${metricDef(this.metric).format(sum)}`;
           ctx.fillText(clip(sub, Math.floor((it.w - 16) / 6)), it.x + 10, it.y + 34, it.w - 16);
@@ -648,6 +748,25 @@ export class GraphView {
       if (mark) this.outline(ctx, it, mark, (mark === th.accent ? 3 : 2.5) * px);
       if (paused.has(it.id)) this.drawPaused(ctx, it, px, text);
     }
+  }
+
+  /** An expanded group's header: "▾ path" in the header colour, then its class and size, muted. */
+  private drawFrameHeader(ctx: CanvasRenderingContext2D, it: DrawItem, size: number): void {
+    const th = this.theme;
+    const hd = it.group ? groupHeader(it.group) : { path: it.id, rest: '' };
+    const room = it.w - 16;
+    const k = size / 12;  // characters are about 6.6 px wide at 12 px
+    ctx.textBaseline = 'middle';
+    ctx.font = `600 ${size}px system-ui, sans-serif`;
+    ctx.fillStyle = th.frameHeader;
+    const head = clip(`▾ ${hd.path}`, Math.floor(room / (6.6 * k)));
+    ctx.fillText(head, it.x + 10, it.y + 16, room);
+    const used = Math.min(room, ctx.measureText(head).width);
+    const left = room - used - 6 * k;
+    if (!hd.rest || left < 30 * k || head.endsWith('…')) return;
+    ctx.font = `${size}px system-ui, sans-serif`;
+    ctx.fillStyle = th.muted;
+    ctx.fillText(clip(`·  ${hd.rest}`, Math.floor(left / (6.2 * k))), it.x + 10 + used + 6 * k, it.y + 16, left);
   }
 
   /**
@@ -706,6 +825,17 @@ export class GraphView {
     ctx.fillRect(bx + 10.5, by + 4, 2.5, 8);
     ctx.textBaseline = 'middle';
     ctx.fillText(label, bx + 17, by + 8.5);
+  }
+
+  /** One colour for an item at a glance (the overview): its metric's, else its category's. */
+  boxColour(it: DrawItem): string {
+    const th = this.theme;
+    if (it.node?.failure) return th.danger;
+    const ms = this.ensureScale();
+    const useMetric = this.metric !== 'none' && ms !== null && ms.max > 0;
+    const f = this.fillFor(it, useMetric, ms);
+    if (it.type === 'group') return useMetric && f.fill !== th.node ? f.fill : th.frameBorder;
+    return useMetric ? f.fill : f.bar ?? th.nodeBorder;
   }
 
   private markColor(id: string): string | null {
@@ -823,13 +953,13 @@ function addArrow(p: Path2D, pts: number[], size: number): void {
   p.closePath();
 }
 
-/** A point on the edge for its label: the middle of its longest segment. */
-export function labelPoint(pts: number[]): [number, number] {
-  let best = 0, bx = pts[0], by = pts[1];
+/** The middle of the edge's longest segment, and whether that segment is more horizontal than vertical. */
+export function labelPlace(pts: number[]): [number, number, boolean] {
+  let best = -1, bx = pts[0], by = pts[1], horiz = false;
   for (let i = 0; i + 3 < pts.length; i += 2) {
     const dx = pts[i + 2] - pts[i], dy = pts[i + 3] - pts[i + 1];
     const l = dx * dx + dy * dy;
-    if (l > best) { best = l; bx = (pts[i] + pts[i + 2]) / 2; by = (pts[i + 1] + pts[i + 3]) / 2; }
+    if (l > best) { best = l; bx = (pts[i] + pts[i + 2]) / 2; by = (pts[i + 1] + pts[i + 3]) / 2; horiz = Math.abs(dx) > Math.abs(dy); }
   }
-  return [bx, by];
+  return [bx, by, horiz];
 }

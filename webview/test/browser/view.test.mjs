@@ -91,7 +91,7 @@ test('live view of ResNet-50: panel, layers, live edits, a broken edit, collapse
   assert.ok((await state(page)).nodesDrawn > collapsed);
 
   // Export PNG.
-  const [download] = await Promise.all([page.waitForEvent('download'), page.click('button[title="Export PNG"]')]);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('button[aria-label="Export PNG"]')]);
   const png = path.join(artifacts, 'resnet50-export.png');
   await download.saveAs(png);
   const bytes = fs.readFileSync(png);

@@ -1,0 +1,128 @@
+// The camera rules of "Fit" and of the start/end jumps, as pure functions (view.ts applies them):
+// the whole graph when it is readable so, else a readable zoom from the graph's start (the user
+// scrolls on); the panes' overlays (legend, titles, notes, the overview) are kept clear.
+import type { Direction } from './layout-types';
+
+/**
+ * The smallest zoom Fit chooses: node labels (12 px) are drawn from 38 % (view.ts) and read from
+ * about half size. A graph that would need less to fit whole is shown from its start at a
+ * readable zoom instead of as a sliver.
+ */
+export const READABLE_SCALE = 0.5;
+/** Empty space kept around the graph (CSS px). */
+export const FIT_MARGIN = 24;
+
+export interface Insets { top: number; right: number; bottom: number; left: number }
+export const NO_INSETS: Insets = { top: 0, right: 0, bottom: 0, left: 0 };
+
+export interface Camera { scale: number; tx: number; ty: number }
+
+export interface FitInput {
+  sceneW: number; sceneH: number;   // the laid-out graph (world units)
+  paneW: number; paneH: number;     // the canvas (CSS px)
+  insets?: Insets;                  // overlays to keep clear
+  dir?: Direction;                  // the main axis
+  maxScale?: number;                // 1 for the first view, more for Fit on a small graph
+  minScale?: number;                // READABLE_SCALE
+  margin?: number;
+  /** Where the graph starts across the main axis (world): the first item's centre. */
+  startCross?: number;
+}
+
+export interface FitResult extends Camera { whole: boolean }
+
+/** The rectangle (CSS px) free of overlays, with the margin. */
+export function freeRect(paneW: number, paneH: number, ins: Insets, margin: number): { x: number; y: number; w: number; h: number } {
+  const x = ins.left + margin, y = ins.top + margin;
+  return { x, y, w: Math.max(1, paneW - ins.right - margin - x), h: Math.max(1, paneH - ins.bottom - margin - y) };
+}
+
+/**
+ * Fit: the whole graph centred in the free rectangle when that zoom is at least `minScale`;
+ * else the graph's start (top, or left for 'RIGHT') at the zoom that fits its breadth (across the
+ * main axis), kept between `minScale` and 1: labels stay readable and the rest is scrolled to.
+ */
+export function fitCamera(i: FitInput): FitResult {
+  const ins = i.insets ?? NO_INSETS;
+  const m = i.margin ?? FIT_MARGIN;
+  const maxScale = i.maxScale ?? 1;
+  const minScale = Math.min(i.minScale ?? READABLE_SCALE, maxScale);
+  const r = freeRect(i.paneW, i.paneH, ins, m);
+  const W = Math.max(1, i.sceneW), H = Math.max(1, i.sceneH);
+  const whole = Math.min(maxScale, r.w / W, r.h / H);
+  if (whole >= minScale) {
+    return { scale: whole, tx: r.x + (r.w - W * whole) / 2, ty: r.y + (r.h - H * whole) / 2, whole: true };
+  }
+  const right = i.dir === 'RIGHT';
+  const breadth = right ? r.h / H : r.w / W;
+  const scale = Math.max(minScale, Math.min(1, maxScale, breadth));
+  // Along the main axis: the start at the free rectangle's edge. Across: centred when the graph's
+  // breadth fits, else centred on where it starts, without leaving space beside the graph.
+  const cross = (len: number, room: number, at: number): number => {
+    if (len * scale <= room) return at + (room - len * scale) / 2;
+    const c = i.startCross ?? len / 2;
+    const t = at + room / 2 - c * scale;
+    return Math.min(at, Math.max(at + room - len * scale, t));
+  };
+  return right
+    ? { scale, tx: r.x, ty: cross(H, r.h, r.y), whole: false }
+    : { scale, tx: cross(W, r.w, r.x), ty: r.y, whole: false };
+}
+
+/**
+ * The camera moved (zoom kept) so that the graph's start ('start') or end ('end') lies at the
+ * free rectangle's edge along the main axis; across, `crossAt` (world) is centred, clamped as Fit.
+ */
+export function jumpCamera(cam: Camera, where: 'start' | 'end', i: FitInput & { crossAt?: number }): Camera {
+  const ins = i.insets ?? NO_INSETS;
+  const m = i.margin ?? FIT_MARGIN;
+  const r = freeRect(i.paneW, i.paneH, ins, m);
+  const s = cam.scale;
+  const W = Math.max(1, i.sceneW), H = Math.max(1, i.sceneH);
+  const cross = (len: number, room: number, at: number, c: number): number => {
+    if (len * s <= room) return at + (room - len * s) / 2;
+    return Math.min(at, Math.max(at + room - len * s, at + room / 2 - c * s));
+  };
+  if (i.dir === 'RIGHT') {
+    const tx = where === 'start' ? r.x : r.x + r.w - W * s;
+    return { scale: s, tx, ty: cross(H, r.h, r.y, i.crossAt ?? H / 2) };
+  }
+  const ty = where === 'start' ? r.y : r.y + r.h - H * s;
+  return { scale: s, tx: cross(W, r.w, r.x, i.crossAt ?? W / 2), ty };
+}
+
+/**
+ * How far each overlay reaches into the pane, as insets: an overlay counts on the side it hugs
+ * (the one needing the smallest inset), e.g. the legend at the bottom, the overview bottom or right.
+ */
+export function overlayInsets(pane: { left: number; top: number; width: number; height: number },
+                              boxes: readonly { left: number; top: number; width: number; height: number }[], gap = 6): Insets {
+  const out: Insets = { ...NO_INSETS };
+  for (const b of boxes) {
+    if (b.width <= 0 || b.height <= 0) continue;
+    const top = b.top + b.height - pane.top + gap;
+    const bottom = pane.top + pane.height - b.top + gap;
+    const left = b.left + b.width - pane.left + gap;
+    const right = pane.left + pane.width - b.left + gap;
+    const min = Math.min(top, bottom, left, right);
+    if (min === bottom) out.bottom = Math.max(out.bottom, bottom);
+    else if (min === top) out.top = Math.max(out.top, top);
+    else if (min === right) out.right = Math.max(out.right, right);
+    else out.left = Math.max(out.left, left);
+  }
+  return out;
+}
+
+/**
+ * After the pane changed size (w0×h0 → w1×h1): the camera keeping the world point at the pane's
+ * centre in place, so a shrinking pane keeps showing what was in its middle.
+ */
+export function keepCentre(cam: Camera, w0: number, h0: number, w1: number, h1: number): Camera {
+  return { scale: cam.scale, tx: cam.tx + (w1 - w0) / 2, ty: cam.ty + (h1 - h0) / 2 };
+}
+
+/** Whether any of the scene (world box 0..W × 0..H) is inside the pane at this camera. */
+export function sceneOnScreen(cam: Camera, sceneW: number, sceneH: number, paneW: number, paneH: number): boolean {
+  const x0 = cam.tx, y0 = cam.ty, x1 = cam.tx + sceneW * cam.scale, y1 = cam.ty + sceneH * cam.scale;
+  return x1 > 0 && y1 > 0 && x0 < paneW && y0 < paneH;
+}
