@@ -853,6 +853,7 @@ Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArg
       return Value::unknown();
     }
     cell_stack.push_back(inst);
+    if (graph) graph->graph.scope_classes.emplace(inst->cell->path.str(), inst->cls->name);
     for (const Value& item : inst->cell->items) {
       CallArgs a;
       a.pos.push_back(x);

@@ -271,7 +271,10 @@ Value Interpreter::compile_construct(InstanceObj* cell, const Value& cell_value,
   }
   if (!fn) return Value::unknown();
   cell_stack.push_back(cell);
-  if (graph) graph->scope_class[cell->cell->path] = &cell->cls->name;
+  if (graph) {
+    graph->scope_class[cell->cell->path] = &cell->cls->name;
+    graph->graph.scope_classes.emplace(cell->cell->path.str(), cell->cls->name);
+  }
   Value result;
   try {
     result = call_function(fn, args, site, &cell_value, owner);

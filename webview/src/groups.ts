@@ -1,16 +1,16 @@
 // Group headers: a group is a Cell instance (its path, "layer1.0") and, when the document says
-// which, the Cell's class. The graph document (graph.proto) names the class of the root Cell
-// (Cell.className) and, through Node.api, the MindSpore layer behind a leaf-Cell call (a node whose
-// id is its scope: "layer1.0.conv1" → "nn.Conv2d"); it does not carry the class of the other
-// sub-Cells (a Bottleneck, a SequentialCell): those headers show the path alone. Nothing is
+// which, the Cell's class. The graph document (graph.proto) names the class of every Cell
+// instance whose construct ran (Cell.scopeClasses: "layer1.0" → "Bottleneck", "layer1" →
+// "SequentialCell"), the root's (Cell.className) and, through Node.api, the MindSpore layer behind
+// a leaf-Cell call (a node whose id is its scope: "layer1.0.conv1" → "nn.Conv2d"). Nothing is
 // guessed from names.
 import type { Cell } from './protocol';
 import type { Group } from './model';
 
 /** The class of each Cell instance path the document names ('' is the root). */
 export function scopeClasses(cell: Cell): Map<string, string> {
-  const m = new Map<string, string>();
-  if (cell.className) m.set('', cell.className);
+  const m = new Map<string, string>(Object.entries(cell.scopeClasses ?? {}));
+  if (cell.className && !m.has('')) m.set('', cell.className);
   for (const n of cell.nodes ?? []) {
     const sc = n.scope ?? '';
     if (sc && n.api && !m.has(sc) && (n.id === sc || n.id.startsWith(sc + '#'))) m.set(sc, n.api);

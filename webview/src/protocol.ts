@@ -213,7 +213,9 @@ export interface Cell {
   results?: Edge[];
   optimized?: OptimizedLayer;
   hardware?: HardwareLayer;
-  failures?: FailedCall[];  // in evaluation order
+  failures?: FailedCall[];
+  /** The class of every Cell instance whose construct ran ("layer1.0" -> "Bottleneck"; "" the root). */
+  scopeClasses?: Record<string, string>;  // in evaluation order
 }
 
 export interface RelatedInformation { file?: string; range?: Range; message?: string }

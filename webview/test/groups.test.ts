@@ -4,7 +4,7 @@ import { groupHeader, scopeClasses } from '../src/groups';
 import { buildViewGraph } from '../src/model';
 import { flatCell, node, smallCell } from './fixtures';
 
-test('the document names the root Cell\'s class and leaf-Cell calls\' layers, not the other sub-Cells\'', () => {
+test('the document names every Cell instance\'s class (scopeClasses), the root\'s and leaf-Cell calls\' layers', () => {
   const cell = smallCell();
   cell.nodes![1] = { ...cell.nodes![1], api: 'nn.Conv2d' };
   cell.nodes!.push(node('head.fc', 'head.fc', ['fc'], 'MatMul', { api: 'nn.Dense' }), node('head.fc#1', 'head.fc', ['head.fc'], 'BiasAdd', { api: 'nn.Dense' }));
@@ -12,8 +12,12 @@ test('the document names the root Cell\'s class and leaf-Cell calls\' layers, no
   assert.equal(m.get(''), 'Net');
   assert.equal(m.get('layer1.0.conv1'), 'nn.Conv2d');
   assert.equal(m.get('head.fc'), 'nn.Dense');
-  assert.equal(m.has('layer1.0'), false, 'a composite sub-Cell: not in the document');
+  assert.equal(m.has('layer1.0'), false, 'a composite sub-Cell the document does not name');
   assert.equal(m.has('layer1.0.relu'), false, 'no api: not named');
+  const named = scopeClasses({ ...cell, scopeClasses: { '': 'Net', layer1: 'SequentialCell', 'layer1.0': 'Bottleneck' } });
+  assert.equal(named.get('layer1'), 'SequentialCell');
+  assert.equal(named.get('layer1.0'), 'Bottleneck');
+  assert.equal(named.get('layer1.0.conv1'), 'nn.Conv2d');
 });
 
 test('group headers: the instance path, then the class when known, and the size', () => {

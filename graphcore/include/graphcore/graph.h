@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -105,6 +106,9 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<ValueRef> outputs;
   std::vector<FailedCall> failures;  // in evaluation order
+  // The class of every Cell instance whose construct ran while the graph was built ("layer1.0"
+  // -> "Bottleneck", "layer1" -> "SequentialCell"; "" is the root).
+  std::map<std::string, std::string> scope_classes;
 };
 
 struct NamedTensor {
