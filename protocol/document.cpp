@@ -236,7 +236,8 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
     e->set_output(ref.output);
   };
   for (const auto& ref : report.graph.outputs) set_edge(c.add_results(), ref);
-  for (const auto& [scope, cls] : report.graph.scope_classes) (*c.mutable_scope_classes())[scope] = cls;
+  for (const auto& [scope, cls] : report.graph.scope_classes)
+    (*c.mutable_scope_classes())[scope] = cls;
   for (const auto& f : report.graph.failures) {
     auto* out = c.add_failures();
     out->set_id(f.id);
