@@ -7,6 +7,7 @@
 //
 // The pure parts (rows, geometry, zoom, the node links) are exported for test/timeline.test.ts;
 // `TimelinePanel` is the dock below the graph that main.ts toggles.
+import { attachDragPan } from './dragpan';
 import type { Cell, DmaTransfer, HardwareKernel, Range } from './protocol';
 import type { Layer } from './model';
 import { escapeHtml as h, fmtBytes, fmtNum } from './format';
@@ -765,7 +766,6 @@ export class TimelinePanel {
 
   private bindInput(): void {
     const c = this.canvas;
-    let drag: { x: number; y: number; moved: boolean } | null = null;
     c.addEventListener('wheel', (e) => {
       e.preventDefault();
       this.hideTip();
@@ -778,31 +778,17 @@ export class TimelinePanel {
         this.pan(-(e.deltaX || e.deltaY));
       }
     }, { passive: false });
-    c.addEventListener('pointerdown', (e) => {
-      if (e.button !== 0) return;
-      drag = { x: e.clientX, y: e.clientY, moved: false };
-      c.setPointerCapture(e.pointerId);
+    const dragging = attachDragPan(c, {
+      hover: (x, y) => this.hoverAt(x, y),
+      dragStart: () => this.hideTip(),
+      pan: (dx, dy) => this.pan(dx, dy),
+      click: (x, y) => {
+        c.focus();
+        const hit = this.hit(x, y);
+        if (hit) this.pick(hit.kernel);
+      },
     });
-    c.addEventListener('pointermove', (e) => {
-      if (!drag) { this.hoverAt(e.clientX, e.clientY); return; }
-      const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
-      if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
-      if (!drag.moved) this.hideTip();
-      drag.moved = true;
-      drag.x = e.clientX; drag.y = e.clientY;
-      c.classList.add('panning');
-      this.pan(dx, dy);
-    });
-    c.addEventListener('pointerup', (e) => {
-      const d = drag;
-      drag = null;
-      c.classList.remove('panning');
-      if (!d || d.moved) return;
-      c.focus();
-      const hit = this.hit(e.clientX, e.clientY);
-      if (hit) this.pick(hit.kernel);
-    });
-    c.addEventListener('pointerleave', () => { if (!drag) this.hideTip(); });
+    c.addEventListener('pointerleave', () => { if (!dragging()) this.hideTip(); });
     c.addEventListener('dblclick', (e) => {
       const hit = this.hit(e.clientX, e.clientY);
       if (hit && this.model) this.cb.onReveal(this.model, hit.kernel);

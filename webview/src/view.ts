@@ -1,5 +1,6 @@
 // One graph canvas: hierarchical layout (through the layout engine), 2D-canvas rendering with
 // viewport culling and level of detail, pan/zoom, hit testing and selection.
+import { attachDragPan } from './dragpan';
 import {
   ROOT_ID, ancestors, defaultExpansion, visibleRep, type ViewGraph,
 } from './model';
@@ -393,7 +394,6 @@ export class GraphView {
 
   private bindInput(): void {
     const c = this.canvas;
-    let drag: { x: number; y: number; moved: boolean } | null = null;
     c.addEventListener('wheel', (e) => {
       e.preventDefault();
       this.hoverAt(null);
@@ -405,29 +405,15 @@ export class GraphView {
         this.pan(-e.deltaX, -e.deltaY);
       }
     }, { passive: false });
-    c.addEventListener('pointerdown', (e) => {
-      if (e.button !== 0) return;
-      drag = { x: e.clientX, y: e.clientY, moved: false };
-      c.setPointerCapture(e.pointerId);
-    });
     c.addEventListener('pointerleave', () => this.hoverAt(null));
-    c.addEventListener('pointermove', (e) => {
-      if (!drag) { this.hoverAt(e.clientX, e.clientY); return; }
-      const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
-      if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
-      if (!drag.moved) this.hoverAt(null);
-      drag.moved = true;
-      drag.x = e.clientX; drag.y = e.clientY;
-      c.classList.add('panning');
-      this.pan(dx, dy);
-    });
-    c.addEventListener('pointerup', (e) => {
-      const d = drag;
-      drag = null;
-      c.classList.remove('panning');
-      if (!d || d.moved) return;
-      const r = c.getBoundingClientRect();
-      this.clickAt(e.clientX - r.left, e.clientY - r.top);
+    attachDragPan(c, {
+      hover: (x, y) => this.hoverAt(x, y),
+      dragStart: () => this.hoverAt(null),
+      pan: (dx, dy) => this.pan(dx, dy),
+      click: (x, y) => {
+        const r = c.getBoundingClientRect();
+        this.clickAt(x - r.left, y - r.top);
+      },
     });
   }
 
