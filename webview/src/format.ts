@@ -42,6 +42,18 @@ export function tensorBytes(t: Tensor | undefined): number {
   return n * (DTYPE_BYTES[t.dtype ?? ''] ?? 4);
 }
 
+/** Operator categories that compute no FLOPs (graph.proto's Node.category). */
+const NO_FLOPS = new Set(['shape', 'index', 'creation', 'cast', 'data-move']);
+
+/** FLOPs as the panel shows them: a count, or "?" when they are 0 only because a shape they
+ * depend on is symbolic (the analyser counts FLOPs of fully known shapes); `category`: the
+ * node's, when it is one node (a reshape's 0 is a real 0). */
+export function flopsText(flops: number, tensors: readonly (Tensor | undefined)[], category?: string): string {
+  if (flops > 0 || (category !== undefined && NO_FLOPS.has(category))) return fmtNum(flops);
+  const symbolic = tensors.some((t) => !!t && (t.unranked || (t.shape ?? []).some((d) => typeof d !== 'number')));
+  return symbolic ? '? (symbolic shape)' : fmtNum(flops);
+}
+
 export function fmtNum(v: number, digits = 3): string {
   if (!Number.isFinite(v)) return String(v);
   const a = Math.abs(v);

@@ -1,7 +1,7 @@
 // The side panel: everything known about the selected node, per layer.
 import type { AttrValue, Cell, FailedCall, HardwareKernel, Range } from './protocol';
 import { FAILED_PREFIX, edgeLabel, type Layer, type VNode } from './model';
-import { escapeHtml as h, fmtBytes, fmtNum, rangeText, tensorText } from './format';
+import { escapeHtml as h, flopsText, fmtBytes, fmtNum, rangeText, tensorText } from './format';
 import { layerState } from './failures';
 
 export interface PanelContext {
@@ -164,7 +164,8 @@ export function renderPanel(c: PanelContext): string {
   const link = sourceLink(sem?.file, sem?.range, c.editor);
   if (link) gen.push(row('source', link, true));
   const flops = opt?.flops ?? sem?.flops ?? 0;
-  if (flops) gen.push(row('FLOPs', fmtNum(flops)));
+  const shown = flopsText(flops, sem?.outputs ?? [], sem?.category ?? '');
+  if (flops || shown !== '0') gen.push(row('FLOPs', shown));
   parts.push(section('Node', `<table class="kv">${gen.join('')}</table>`));
   // Tensors.
   const ins = n.inputs.map((e) => `<tr><td class="mono">${h(e.src)}:${e.output}</td><td class="mono">${h(edgeLabel(e))}</td></tr>`).join('');
@@ -241,7 +242,7 @@ export function renderCellSummary(cell: Cell, layer: Layer): string {
   if (st.kind !== 'complete') parts.push(failureNote(st.text, cell));
   const r: string[] = [];
   r.push(row('parameters', `${fmtNum(cell.params ?? 0)} trainable · ${fmtNum(cell.totalParams ?? 0)} total`));
-  r.push(row('FLOPs', fmtNum(cell.flops ?? 0)));
+  r.push(row('FLOPs', flopsText(cell.flops ?? 0, cell.inputs ?? [])));
   r.push(row('nodes', String(cell.nodes?.length ?? 0)));
   r.push(row('inputs', `${h((cell.inputs ?? []).map(tensorText).join(', '))}${inputsForm(cell)}`, true));
   r.push(row('outputs', (cell.outputs ?? []).map(tensorText).join(', ')));

@@ -4,7 +4,7 @@ import { buildViewGraph } from '../src/model';
 import { computeScale, groupSums, rampColor, opCategory } from '../src/metrics';
 import { search } from '../src/search';
 import { diffGraphs } from '../src/diff';
-import { shapeText } from '../src/format';
+import { flopsText, shapeText } from '../src/format';
 import { inputSpecs } from '../src/panel';
 import { smallCell, node } from './fixtures';
 
@@ -82,4 +82,14 @@ test('a symbolic dim that is an expression is one parenthesised factor of the sh
 test('the input box writes the Cell inputs in the CLI syntax', () => {
   const cell = { name: 'Net', inputs: [{ shape: [8, 3, 224, 224], dtype: 'float32' }, { shape: [8, 128], dtype: 'int32' }, { shape: ['N', 3, 'H', null], dtype: 'float32' }] };
   assert.equal(inputSpecs(cell as never), '8,3,224,224; 8,128:int32; N,3,H,?');
+});
+
+test('FLOPs that are 0 only because a shape is symbolic show as "?"', () => {
+  const sym = { shape: ['N', 64, '(H-3)//2+1', 'W'], dtype: 'float32' };
+  const known = { shape: [1, 64, 56, 56], dtype: 'float32' };
+  assert.equal(flopsText(0, [sym], 'convolution'), '? (symbolic shape)');
+  assert.equal(flopsText(0, [sym], 'shape'), '0', 'a reshape computes nothing');
+  assert.equal(flopsText(0, [known], 'convolution'), '0');
+  assert.equal(flopsText(2.5e9, [sym], 'convolution'), '2.50G');
+  assert.equal(flopsText(0, [sym]), '? (symbolic shape)', 'a Cell: its inputs');
 });
