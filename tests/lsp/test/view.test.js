@@ -152,10 +152,8 @@ test('visualizeGraph: the Cell under the cursor is the factory or class it is in
   assert.equal(await at('return Net(width, **kwargs)'), 'net_small()');  // a helper: not a root
 });
 
-// A view of a file that is not open in the editor follows the settings too: a change of
-// `cellscope.inputs` (the issue's "had no effect while running") or of mindspore_config.json
-// gives it a new document, analysed with the new inputs.
-test('visualizeGraph: a view of a file not open in the editor gets a new document when the settings change', async (t) => {
+// LeNet-5 in a temporary workspace, open in the editor, and a view of it (connected).
+async function lenetView(t) {
   const ws = tempWorkspace({ 'lenet.py': path.join(corpus, 'models', 'lenet5.py') });
   t.after(() => removeDir(ws));
   const s = await startSession({ folders: [ws] });
@@ -168,6 +166,14 @@ test('visualizeGraph: a view of a file not open in the editor gets a new documen
   const view = openView(res.url);
   t.after(() => view.ws.close());
   await view.opened;
+  return { s, uri, text, view };
+}
+
+// A view of a file that is not open in the editor follows the settings too: a change of
+// `cellscope.inputs` (the issue's "had no effect while running") or of mindspore_config.json
+// gives it a new document, analysed with the new inputs.
+test('visualizeGraph: a view of a file not open in the editor gets a new document when the settings change', async (t) => {
+  const { s, uri, text, view } = await lenetView(t);
   const first = await view.next((m) => m.update, 'first document');
   assert.equal(first.update.document.cells[0].inputs[0].shape[0], 1);
   await s.conn.sendNotification(DidCloseTextDocumentNotification.type, { textDocument: { uri } });
@@ -182,18 +188,7 @@ test('visualizeGraph: a view of a file not open in the editor gets a new documen
 // change), a spec that does not parse is refused to that view alone, and an empty list goes
 // back to the settings.
 test('visualizeGraph: input shapes set from the view; refused when they do not parse; reset', async (t) => {
-  const ws = tempWorkspace({ 'lenet.py': path.join(corpus, 'models', 'lenet5.py') });
-  t.after(() => removeDir(ws));
-  const s = await startSession({ folders: [ws] });
-  t.after(() => s.dispose());
-  const file = path.join(ws, 'lenet.py');
-  const text = read(file);
-  const uri = s.open(file, text);
-  await s.waitDiagnostics(uri);
-  const res = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.visualizeGraph', arguments: [uri, { line: lineOf(text, 'x = self.conv1(x)'), character: 4 }] });
-  const view = openView(res.url);
-  t.after(() => view.ws.close());
-  await view.opened;
+  const { s, uri, text, view } = await lenetView(t);
   await view.next((m) => m.update, 'first document');
   const inputsOf = (m) => (m.update.document ? m.update.document.cells[0] : m.update.delta.cells[0].header).inputs[0];
 
