@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import WebSocket from 'ws';
+import { withInputs } from './config';
 import { viewHtml, makeNonce, type ViewAssets } from './html';
 import { ViewRelay, wsUrlFor, type RevealRange, type SocketLike, type ViewTarget } from './relay';
 
@@ -66,6 +67,7 @@ export class GraphPanel {
     this.relay = new ViewRelay(wsSocket, {
       post: (msg) => this.panel.webview.postMessage(msg),
       reveal: (file, range) => void this.reveal(file, range),
+      saveInputs: (file, specs) => void this.saveInputs(file, specs),
       state: (s, info) => {
         if (s === 'closed') this.log.appendLine(`graph view: connection closed (${info ?? ''}), reconnecting`);
       },
@@ -140,6 +142,42 @@ export class GraphPanel {
       if (selection) editor.revealRange(selection, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     } catch (e) {
       void vscode.window.showErrorMessage(`Cellscope: cannot open ${abs}: ${String(e)}`);
+    }
+  }
+
+  /** Writes the view's input shapes for `file` to its workspace folder's mindspore_config.json,
+   * after the user agreed; atomically (a temporary file renamed over it). The server watches the
+   * file and re-analyses. */
+  private async saveInputs(file: string, specs: string[]): Promise<void> {
+    const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(file));
+    if (!folder) {
+      void vscode.window.showWarningMessage(`Cellscope: ${path.basename(file)} is not in a workspace folder; there is no mindspore_config.json to write.`);
+      return;
+    }
+    const configPath = path.join(folder.uri.fsPath, 'mindspore_config.json');
+    const key = path.relative(folder.uri.fsPath, file).split(path.sep).join('/');
+    let next: string;
+    try {
+      const text = fs.existsSync(configPath) ? fs.readFileSync(configPath, 'utf8') : undefined;
+      next = withInputs(text, key, specs);
+    } catch (e) {
+      void vscode.window.showErrorMessage(`Cellscope: cannot update ${configPath}: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    const answer = await vscode.window.showInformationMessage(
+      `Write the input shapes of ${key} (${specs.join('; ')}) to mindspore_config.json?`,
+      { modal: true, detail: `${configPath}: "inputs" → "${key}". Other settings in the file are kept.` },
+      'Write',
+    );
+    if (answer !== 'Write') return;
+    const tmp = `${configPath}.${process.pid}.tmp`;
+    try {
+      fs.writeFileSync(tmp, next, 'utf8');
+      fs.renameSync(tmp, configPath);
+      this.log.appendLine(`graph view: wrote the inputs of ${key} to ${configPath}`);
+    } catch (e) {
+      fs.rmSync(tmp, { force: true });
+      void vscode.window.showErrorMessage(`Cellscope: cannot write ${configPath}: ${String(e)}`);
     }
   }
 

@@ -32,6 +32,9 @@ export interface RelayHost {
   post(msg: unknown): boolean | Thenable<boolean>;
   /** The view asked to show a source range (handled by the extension, not the daemon). */
   reveal(file: string, range: RevealRange | undefined): void;
+  /** The view asked to save its input shapes to the workspace's mindspore_config.json (handled
+   * by the extension, which asks the user first). */
+  saveInputs?(file: string, specs: string[]): void;
   /** Connection state for the panel's title / logs. */
   state?(s: 'connecting' | 'open' | 'closed', info?: string): void;
   log?(line: string): void;
@@ -98,10 +101,16 @@ export class ViewRelay {
       return;
     }
     if (m.request && typeof m.request === 'object') {
-      const req = m.request as { reveal?: { file?: string; range?: RevealRange } };
+      const req = m.request as { reveal?: { file?: string; range?: RevealRange }; saveInputs?: { inputs?: unknown } };
       if (req.reveal) {
         const file = req.reveal.file || this.target?.file;
         if (file) this.host.reveal(file, req.reveal.range);
+        return;
+      }
+      if (req.saveInputs) {
+        const specs = Array.isArray(req.saveInputs.inputs)
+          ? req.saveInputs.inputs.filter((s): s is string => typeof s === 'string') : [];
+        if (this.target?.file && specs.length > 0) this.host.saveInputs?.(this.target.file, specs);
         return;
       }
       this.send(JSON.stringify(m.request));

@@ -52,6 +52,12 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, html?: 
   return e;
 }
 
+/** The specs typed in an input box, one per construct input (';' between). */
+function inputBoxSpecs(form: HTMLFormElement): string[] {
+  const text = (form.elements.namedItem('shapes') as HTMLInputElement | null)?.value ?? '';
+  return text.split(';').map((s) => s.trim()).filter((s) => s !== '');
+}
+
 class App {
   private transport: Transport;
   private engine: LayoutEngine;
@@ -931,14 +937,15 @@ class App {
     const form = (e.target as HTMLElement).closest<HTMLFormElement>('form.inputs-form');
     if (!form) return;
     e.preventDefault();
-    const text = (form.elements.namedItem('shapes') as HTMLInputElement | null)?.value ?? '';
-    this.transport.send({ inputs: { inputs: text.split(';').map((s) => s.trim()).filter((s) => s !== '') } });
+    this.transport.send({ inputs: { inputs: inputBoxSpecs(form) } });
   }
 
   private onPanelClick(e: MouseEvent): void {
-    const reset = (e.target as HTMLElement).closest<HTMLElement>('button.inputs-reset');
-    if (reset) {
-      this.transport.send({ inputs: { inputs: [] } });
+    const button = (e.target as HTMLElement).closest<HTMLElement>('button.inputs-reset, button.inputs-save');
+    if (button) {
+      const form = button.closest<HTMLFormElement>('form.inputs-form');
+      if (button.classList.contains('inputs-reset')) this.transport.send({ inputs: { inputs: [] } });
+      else if (form) this.transport.send({ saveInputs: { inputs: inputBoxSpecs(form) } });
       return;
     }
     const t = (e.target as HTMLElement).closest<HTMLElement>('a');

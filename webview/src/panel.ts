@@ -40,7 +40,8 @@ function inputsForm(cell: Cell): string {
   return `<form class="inputs-form" title="Input shapes for the graph view, one per construct input, separated by ';' (e.g. 8,3,224,224 or 8,128:int32 or N,3,H,W)">` +
     `<input class="mono" name="shapes" value="${h(inputSpecs(cell))}" aria-label="Input shapes" spellcheck="false">` +
     `<button type="submit" title="Analyse the graph with these input shapes">Apply</button>` +
-    `<button type="button" class="inputs-reset" title="Back to the input shapes of the settings (mindspore_config.json / cellscope.inputs)">Settings</button></form>`;
+    `<button type="button" class="inputs-reset" title="Back to the input shapes of the settings (mindspore_config.json / cellscope.inputs)">Settings</button>` +
+    `<button type="button" class="inputs-save" title="Write these input shapes to the workspace's mindspore_config.json (VS Code asks first)">Save</button></form>`;
 }
 
 function section(title: string, body: string, open = true): string {

@@ -333,6 +333,9 @@ export interface ViewRequest {
   nodes?: { cell: string; scope: string };
   /** The input shapes to analyse the file with (empty: the settings'). */
   inputs?: { inputs: string[] };
+  /** Inside VS Code: write these input shapes to the workspace's mindspore_config.json (the
+   * extension asks the user first; not a daemon request). */
+  saveInputs?: { inputs: string[] };
 }
 
 export function seqNumber(v: number | string | undefined): number {

@@ -329,6 +329,25 @@ try {
     (await view.evaluate(() => window.cellscopeView.nodeRect('failed:fc1'))) === null);
   await shot('5-after-fix');
 
+  // ---- the view's input shapes, saved to mindspore_config.json with the user's consent ---------
+  await view.evaluate(() => window.cellscopeView.select(null));  // the Cell summary and its box
+  const shapesBox = view.locator('form.inputs-form input[name="shapes"]');
+  await shapesBox.waitFor({ timeout: 10000 });
+  await shapesBox.fill('2,1,28,28');
+  await view.locator('form.inputs-form button.inputs-save').click();
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ timeout: 10000 });
+  check('saving the input shapes asks first (a modal dialog)', (await dialog.innerText()).includes('mindspore_config.json'));
+  await shot('6-save-inputs');
+  await dialog.locator('.monaco-button', { hasText: 'Write' }).first().click();
+  const configFile = join(ws, 'mindspore_config.json');
+  const saved = await until('mindspore_config.json written', () => {
+    try { return JSON.parse(readFileSync(configFile, 'utf8')); } catch { return null; }
+  }, 10000);
+  check('the shapes are in mindspore_config.json', JSON.stringify(saved.inputs?.['mnist_article_bug.py']) === '["2,1,28,28"]',
+    JSON.stringify(saved));
+  rmSync(configFile, { force: true });  // the rest of the run uses the defaults
+
   // ---- MindSpore: Select Target Backend (the status bar item opens the same picker) -------------
   await status.click();
   await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });

@@ -18,15 +18,17 @@ function setup() {
   const sockets: FakeSocket[] = [];
   const posted: unknown[] = [];
   const reveals: [string, unknown][] = [];
+  const saved: [string, string[]][] = [];
   const timers: (() => void)[] = [];
   const host: RelayHost = {
     post: (m) => { posted.push(m); return true; },
     reveal: (f, r) => { reveals.push([f, r]); },
+    saveInputs: (f, specs) => { saved.push([f, specs]); },
     setTimer: (fn) => { timers.push(fn); return timers.length; },
     clearTimer: () => {},
   };
   const relay = new ViewRelay((url) => { const s = new FakeSocket(url); sockets.push(s); return s; }, host);
-  return { relay, sockets, posted, reveals, timers };
+  return { relay, sockets, posted, reveals, saved, timers };
 }
 
 const target = (file = '/w/a.py', cell = 'Net') =>
@@ -112,4 +114,14 @@ test('a closed socket is reopened with back-off; dispose stops it', () => {
   assert.equal(sockets[1]!.closed, true);
   relay.retarget(target('/w/c.py'));
   assert.equal(sockets.length, 2);
+});
+
+test('a view\'s "save input shapes" goes to the extension for the followed file, never to the daemon', () => {
+  const { relay, sockets, saved } = setup();
+  relay.retarget(target('/w/m.py'));
+  sockets[0].onopen?.();
+  relay.fromWebview({ type: 'cellscope', request: { saveInputs: { inputs: ['8,3,224,224', 5, '8,128:int32'] } } });
+  relay.fromWebview({ type: 'cellscope', request: { saveInputs: { inputs: [] } } });
+  assert.deepEqual(saved, [['/w/m.py', ['8,3,224,224', '8,128:int32']]]);
+  assert.equal(sockets[0].sent.length, 0);
 });
