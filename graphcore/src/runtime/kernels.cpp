@@ -2360,25 +2360,28 @@ void resample(KernelCall& c, const ResizeShape& r, TapsOf taps_of) {
     }
   }
   Tensor& y = emit(c, Tensor(r.out, r.x.dtype()));
-  std::vector<int64_t> stride(rank, 1);
-  for (size_t i = rank; i-- > 1;) stride[i - 1] = stride[i] * r.x.shape()[i];
-  std::vector<const Taps*> pick(rank);
-  std::vector<size_t> k(rank, 0);
+  constexpr size_t kMaxRank = 5;  // ops.interpolate's 3-D to 5-D inputs
+  if (rank > kMaxRank) fail("a resize takes at most a 5-D input, got " + r.x.type_str());
+  std::array<int64_t, kMaxRank> stride{};
+  stride[rank - 1] = 1;
+  for (size_t i = rank - 1; i > 0; --i) stride[i - 1] = stride[i] * r.x.shape()[i];
+  std::array<const Taps*, kMaxRank> pick{};
   for (int64_t o = 0; o < y.numel(); ++o) {
     int64_t rest = o, base = 0;
-    for (size_t d = rank; d-- > 0;) {
-      const int64_t i = rest % r.out[d];
-      rest /= r.out[d];
-      if (d < 2) {
-        base += i * stride[d];
+    for (size_t d = rank; d > 0; --d) {
+      const int64_t i = rest % r.out[d - 1];
+      rest /= r.out[d - 1];
+      if (d - 1 < 2) {
+        base += i * stride[d - 1];
       } else {
-        pick[d] = &taps[d][static_cast<size_t>(i)];
+        pick[d - 1] = &taps[d - 1][static_cast<size_t>(i)];
       }
     }
-    // Every combination of one tap per spatial dim (k: the odometer of taps).
+    // Every combination of one tap per spatial dim (k: the odometer of taps, the last dim
+    // turning fastest).
     double acc = 0;
-    std::fill(k.begin(), k.end(), 0);
-    for (;;) {
+    std::array<size_t, kMaxRank> k{};
+    for (bool more = true; more;) {
       int64_t from = base;
       double w = 1;
       for (size_t d = 2; d < rank; ++d) {
@@ -2386,9 +2389,14 @@ void resample(KernelCall& c, const ResizeShape& r, TapsOf taps_of) {
         w *= pick[d]->w[k[d]];
       }
       acc += w * r.x.at(from);
-      size_t d = rank;
-      while (d-- > 2 && ++k[d] == pick[d]->at.size()) k[d] = 0;
-      if (d < 2) break;
+      more = false;
+      for (size_t d = rank; d > 2; --d) {
+        if (++k[d - 1] < pick[d - 1]->at.size()) {
+          more = true;
+          break;
+        }
+        k[d - 1] = 0;
+      }
     }
     y.set(o, acc);
   }
