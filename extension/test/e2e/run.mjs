@@ -347,6 +347,9 @@ try {
   check('the shapes are in mindspore_config.json', JSON.stringify(saved.inputs?.['mnist_article_bug.py']) === '["2,1,28,28"]',
     JSON.stringify(saved));
   rmSync(configFile, { force: true });  // the rest of the run uses the defaults
+  // The Save button and the dialog left the focus in the graph's editor group: give it back to
+  // the model's editor, so that files opened next open there (not beside the graph).
+  await page.locator('.editor-instance .view-lines').first().click();
 
   // ---- MindSpore: Select Target Backend (the status bar item opens the same picker) -------------
   await status.click();
