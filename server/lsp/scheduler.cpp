@@ -102,8 +102,8 @@ Overlay AnalysisScheduler::overlay() const {
 int DebouncePolicy::compute(const std::deque<double>& recent_ms) const {
   if (recent_ms.empty()) return std::clamp(initial_ms, min_ms, max_ms);
   const double longest = *std::max_element(recent_ms.begin(), recent_ms.end());
-  const double ms = std::ceil(ratio * longest);
-  return ms >= max_ms ? max_ms : std::max(min_ms, static_cast<int>(ms));
+  return static_cast<int>(std::clamp(std::ceil(ratio * longest), static_cast<double>(min_ms),
+                                     static_cast<double>(max_ms)));
 }
 
 void DebouncePolicy::record(std::deque<double>& recent_ms, double ms) const {

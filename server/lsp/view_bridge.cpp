@@ -34,6 +34,17 @@ void publish_view(server::view::ViewServer& vs, const std::string& path,
   }
 }
 
+// The view's document for a fresh analysis of `path` with `options` (a file not open in the
+// editor, or one whose views set their own input shapes), on the worker thread.
+void publish_analysis(server::view::ViewServer& vs, const std::string& path,
+                      const graphcore::AnalysisOptions& options,
+                      graphcore::SourceProvider& sources) {
+  server::PipelineOptions pipeline;
+  pipeline.layer = "hardware";
+  auto built = server::build_graph_document(path, options, pipeline, sources);
+  vs.update(path, std::move(built.document), built.compiled, built.ms);
+}
+
 }  // namespace
 
 ViewBridge::ViewBridge(asio::io_context& io, AnalysisScheduler& scheduler)
@@ -52,12 +63,7 @@ void ViewBridge::worker_analysed(const Job& job, const FileAnalysis& fa,
                                  graphcore::SourceProvider& sources) {
   auto vs = current();
   if (!vs || !vs->watching(job.path)) return;
-  std::optional<std::vector<graphcore::TensorType>> inputs;
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = input_overrides_.find(job.path); it != input_overrides_.end())
-      inputs = it->second;
-  }
+  auto inputs = input_override(job.path);
   if (!inputs) return publish_view(*vs, job.path, fa.result, job.options, sources);
   // The views set their own input shapes: their document is an analysis of the same snapshot
   // with those (the editor's diagnostics keep the settings').
@@ -65,23 +71,15 @@ void ViewBridge::worker_analysed(const Job& job, const FileAnalysis& fa,
   options.inputs = std::move(*inputs);
   options.record_facts = false;
   options.outline = false;
-  server::PipelineOptions pipeline;
-  pipeline.layer = "hardware";
-  auto built = server::build_graph_document(job.path, options, pipeline, sources);
-  vs->update(job.path, std::move(built.document), built.compiled, built.ms);
+  publish_analysis(*vs, job.path, options, sources);
 }
 
-bool ViewBridge::has_override(const std::string& path) {
+std::optional<std::vector<graphcore::TensorType>> ViewBridge::input_override(
+    const std::string& path) {
   std::lock_guard lock(mutex_);
-  return input_overrides_.count(path) != 0;
-}
-
-graphcore::AnalysisOptions ViewBridge::view_options(const std::string& path) {
-  graphcore::AnalysisOptions options = hooks_.options_for(path);
-  std::lock_guard lock(mutex_);
-  if (auto it = input_overrides_.find(path); it != input_overrides_.end())
-    options.inputs = it->second;
-  return options;
+  auto it = input_overrides_.find(path);
+  if (it == input_overrides_.end()) return std::nullopt;
+  return it->second;
 }
 
 void ViewBridge::set_inputs(const std::string& path, std::vector<graphcore::TensorType> inputs) {
@@ -106,7 +104,7 @@ void ViewBridge::subscribed(const std::string& path) {
   for (auto& [uri, d] : scheduler_.documents()) {
     if (d.doc.path != path) continue;
     // Input shapes the views set: an analysis of the snapshot with them.
-    if (has_override(path)) return rebuild_from_disk(vs, path, std::move(overlay));
+    if (input_override(path)) return rebuild_from_disk(vs, path, std::move(overlay));
     if (d.up_to_date()) {
       std::shared_ptr<const FileAnalysis> fa = d.analysis;
       auto options = hooks_.options_for(path);
@@ -126,13 +124,11 @@ void ViewBridge::subscribed(const std::string& path) {
 // editor, or one whose views set their own input shapes).
 void ViewBridge::rebuild_from_disk(const std::shared_ptr<server::view::ViewServer>& vs,
                                    const std::string& path, Overlay overlay) {
-  auto options = view_options(path);
+  auto options = hooks_.options_for(path);
+  if (auto inputs = input_override(path)) options.inputs = std::move(*inputs);
   scheduler_.submit([vs, path, options, overlay = std::move(overlay)] {
     SnapshotSources sources(overlay);
-    server::PipelineOptions pipeline;
-    pipeline.layer = "hardware";
-    auto built = server::build_graph_document(path, options, pipeline, sources);
-    vs->update(path, std::move(built.document), built.compiled, built.ms);
+    publish_analysis(*vs, path, options, sources);
   });
 }
 
@@ -141,10 +137,8 @@ void ViewBridge::settings_changed() {
   if (!vs) return;
   Overlay overlay = scheduler_.overlay();
   for (const std::string& file : vs->watched_files()) {
-    bool open = false;
-    for (const auto& [uri, d] : scheduler_.documents()) open |= d.doc.path == file;
     // An open file is re-analysed by the scheduler, which publishes to its views.
-    if (!open) rebuild_from_disk(vs, file, overlay);
+    if (!scheduler_.text_of(file)) rebuild_from_disk(vs, file, overlay);
   }
 }
 

@@ -67,9 +67,8 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
                          const std::string& path, Overlay overlay);
   // A view set the input shapes of `path` (empty: back to the settings).
   void set_inputs(const std::string& path, std::vector<graphcore::TensorType> inputs);
-  bool has_override(const std::string& path);
-  // The options for a view of `path`: the settings', with the views' input override if any.
-  graphcore::AnalysisOptions view_options(const std::string& path);
+  // The input shapes the views of `path` set, if they set some. Any thread.
+  std::optional<std::vector<graphcore::TensorType>> input_override(const std::string& path);
 
   // Input shapes the views set per file (view.proto's InputsRequest), guarded by mutex_: the
   // worker reads them when it publishes an editor analysis.

@@ -1,7 +1,7 @@
 // The side panel: everything known about the selected node, per layer.
 import type { AttrValue, Cell, FailedCall, HardwareKernel, Range } from './protocol';
 import { FAILED_PREFIX, edgeLabel, type Layer, type VNode } from './model';
-import { escapeHtml as h, flopsText, fmtBytes, fmtNum, rangeText, tensorText } from './format';
+import { dimText, escapeHtml as h, flopsText, fmtBytes, fmtNum, rangeText, tensorText } from './format';
 import { layerState } from './failures';
 
 export interface PanelContext {
@@ -29,7 +29,7 @@ function row(k: string, v: string, raw = false): string {
  * "8,128:int32"; symbolic dims as written ("N,3,H,W"). */
 export function inputSpecs(cell: Cell): string {
   return (cell.inputs ?? []).map((t) => {
-    const dims = (t.shape ?? []).map((d) => (d === null ? '?' : String(d))).join(',');
+    const dims = (t.shape ?? []).map(dimText).join(',');
     return t.dtype && t.dtype !== 'float32' && t.dtype !== 'unknown' ? `${dims}:${t.dtype}` : dims;
   }).join('; ');
 }
