@@ -1,13 +1,13 @@
 #include "protocol/document.h"
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/type_resolver_util.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>
@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "graphcore/opdef.h"
+#include "protocol/proto_json.h"
 
 namespace cellscope::protocol {
 
@@ -563,6 +564,51 @@ std::string scalar_json(const nlohmann::ordered_json& j) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+// A string that needs no escaping (printable ASCII without quote or backslash: identifiers,
+// op names, dtypes, most file paths) is copied as it is; anything else goes through the
+// serialiser, which escapes and replaces invalid UTF-8.
+bool plain_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+}
+
+void append_string(std::string_view s, std::string& out) {
+  if (plain_ascii(s)) {
+    out.push_back('"');
+    out.append(s);
+    out.push_back('"');
+  } else {
+    out += scalar_json(nlohmann::ordered_json(s));
+  }
+}
+
+// One scalar, without constructing a serialiser (which reads the locale) for the common kinds.
+void append_scalar(const nlohmann::ordered_json& j, std::string& out) {
+  switch (j.type()) {
+    case nlohmann::ordered_json::value_t::string:
+      append_string(j.get_ref<const std::string&>(), out);
+      return;
+    case nlohmann::ordered_json::value_t::boolean:
+      out += j.get<bool>() ? "true" : "false";
+      return;
+    case nlohmann::ordered_json::value_t::null:
+      out += "null";
+      return;
+    case nlohmann::ordered_json::value_t::number_integer:
+    case nlohmann::ordered_json::value_t::number_unsigned: {
+      std::array<char, 24> buf{};
+      const auto res = j.is_number_unsigned()
+                           ? std::to_chars(buf.data(), buf.data() + buf.size(), j.get<uint64_t>())
+                           : std::to_chars(buf.data(), buf.data() + buf.size(), j.get<int64_t>());
+      out.append(buf.data(), res.ptr);
+      return;
+    }
+    default:
+      out += scalar_json(j);
+      return;
+  }
+}
+
 bool inline_json(const nlohmann::ordered_json& j) {
   if (!j.is_structured()) return true;
   if (j.is_object() && j.size() > 3) return false;
@@ -579,7 +625,7 @@ void write_pretty(const nlohmann::ordered_json& j, int indent, std::string& out)
   };
   const bool one_line = inline_json(j);
   if (!j.is_structured()) {
-    out += scalar_json(j);
+    append_scalar(j, out);
     return;
   }
   out.push_back(j.is_object() ? '{' : '[');
@@ -589,7 +635,7 @@ void write_pretty(const nlohmann::ordered_json& j, int indent, std::string& out)
     first = false;
     if (!one_line) newline(indent + 2);
     if (j.is_object()) {
-      out += scalar_json(nlohmann::ordered_json(it.key()));
+      append_string(it.key(), out);
       out += ": ";
     }
     write_pretty(*it, indent + 2, out);
@@ -601,41 +647,13 @@ void write_pretty(const nlohmann::ordered_json& j, int indent, std::string& out)
 }  // namespace
 
 std::string to_json(const google::protobuf::Message& message, const JsonOptions& options) {
-  google::protobuf::util::JsonPrintOptions print;
-  print.add_whitespace = false;
-  print.always_print_primitive_fields = options.defaults;
-  print.preserve_proto_field_names = false;
-  // MessageToJsonString writes map fields (a node's attrs) in the Map's iteration order, which
-  // is unspecified; the same document must give the same text. So: a deterministic (key-sorted)
-  // binary serialisation, converted to JSON in wire order.
-  std::string binary;
-  {
-    google::protobuf::io::StringOutputStream stream(&binary);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    if (!message.SerializeToCodedStream(&coded))
-      throw std::runtime_error("cannot serialise " + message.GetTypeName());
-  }
-  constexpr std::string_view kTypeUrlPrefix = "type.googleapis.com";
-  static const std::unique_ptr<google::protobuf::util::TypeResolver> resolver(
-      google::protobuf::util::NewTypeResolverForDescriptorPool(
-          std::string(kTypeUrlPrefix), google::protobuf::DescriptorPool::generated_pool()));
+  const nlohmann::ordered_json tree = message_to_json(message, options.defaults);
   std::string out;
-  auto status = google::protobuf::util::BinaryToJsonString(
-      resolver.get(), std::string(kTypeUrlPrefix) + "/" + message.GetDescriptor()->full_name(),
-      binary, &out, print);
-  if (!status.ok()) {
-    throw std::runtime_error("cannot serialise " + message.GetTypeName() +
-                             " to JSON: " + std::string(status.message()));
-  }
   if (options.pretty) {
-    // Same document, laid out for people: protobuf's own pretty printer puts every dimension of
-    // every shape on its own line.
-    const auto parsed = nlohmann::ordered_json::parse(out, nullptr, /*allow_exceptions=*/false);
-    if (!parsed.is_discarded()) {
-      out.clear();
-      write_pretty(parsed, 0, out);
-    }
+    // Laid out for people: shapes and positions on one line, everything else indented.
+    write_pretty(tree, 0, out);
+  } else {
+    out = tree.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   }
   out.push_back('\n');
   return out;
