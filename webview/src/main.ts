@@ -20,6 +20,7 @@ import { Minimap } from './minimap';
 import { decorateToolbar, setButtonBadge, setButtonFace } from './toolbar';
 import type { Direction } from './layout-types';
 import { escapeHtml as h, fmtNum, rangeText } from './format';
+import { type ThemeKind, browserThemeKind, nextThemeKind, themeLabel, vscodeThemeKind } from './theme';
 
 /** A lazy Cell (view.proto's CellSkeleton): the scopes loaded so far, and the Cell they make. */
 interface LazyCell {
@@ -113,6 +114,7 @@ class App {
   private btnDiff!: HTMLButtonElement;
   private btnSplit!: HTMLButtonElement;
   private btnMem!: HTMLButtonElement;
+  private themeBtn!: HTMLButtonElement;
   private mem: MemoryPanel;
   // The core timeline (timeline.ts): a dock below the graph, toggled from the toolbar.
   private tl = new TimelinePanel({
@@ -163,21 +165,26 @@ class App {
   // ---- DOM ---------------------------------------------------------------------------------
 
   private initTheme(): void {
-    let saved: string | null = null;
-    try { saved = localStorage.getItem('cellscope-theme'); } catch { saved = null; }
-    const dark = saved ? saved === 'dark' : window.matchMedia?.('(prefers-color-scheme: dark)').matches;
-    document.documentElement.dataset.theme = dark ? 'dark' : 'light';
-    window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', (e) => {
-      let s: string | null = null;
-      try { s = localStorage.getItem('cellscope-theme'); } catch { s = null; }
-      if (!s) this.setTheme(e.matches ? 'dark' : 'light');
+    const media = (q: string): MediaQueryList | null => window.matchMedia?.(q) ?? null;
+    const saved = (): string | null => {
+      try { return localStorage.getItem('cellscope-theme'); } catch { return null; }
+    };
+    const pick = (): ThemeKind => vscodeThemeKind(document.body.classList) ?? browserThemeKind({
+      saved: saved(),
+      prefersDark: !!media('(prefers-color-scheme: dark)')?.matches,
+      moreContrast: !!media('(prefers-contrast: more)')?.matches || !!media('(forced-colors: active)')?.matches,
     });
+    document.documentElement.dataset.theme = pick();
+    for (const q of ['(prefers-color-scheme: dark)', '(prefers-contrast: more)', '(forced-colors: active)']) {
+      media(q)?.addEventListener?.('change', () => this.setTheme(pick()));
+    }
     // VS Code switches theme by changing the body's classes.
-    new MutationObserver(() => this.refreshTheme()).observe(document.body, { attributes: true, attributeFilter: ['class'] });
+    new MutationObserver(() => this.setTheme(pick())).observe(document.body, { attributes: true, attributeFilter: ['class'] });
   }
 
-  private setTheme(t: 'light' | 'dark'): void {
-    document.documentElement.dataset.theme = t;
+  private setTheme(t: ThemeKind): void {
+    if (document.documentElement.dataset.theme !== t) document.documentElement.dataset.theme = t;
+    if (this.themeBtn) this.themeBtn.title = `Theme: ${themeLabel(t)} (click for ${themeLabel(nextThemeKind(t))})`;
     this.refreshTheme();
   }
 
@@ -223,6 +230,11 @@ class App {
     });
     sbox.append(this.searchInput, this.results);
     const tools = el('div', 'tools');
+    this.themeBtn = this.button('◐', 'Theme', () => {
+      const t = nextThemeKind((document.documentElement.dataset.theme ?? 'light') as ThemeKind);
+      try { localStorage.setItem('cellscope-theme', t); } catch { /* private mode */ }
+      this.setTheme(t);
+    }, 'icon');
     this.btnDiff = this.button('Changes', 'Highlight nodes added/changed by the last edit', () => { this.showDiff = !this.showDiff; this.applyDiff(); this.syncButtons(); });
     this.btnSplit = this.button('Side by side', 'Semantic vs optimized, with synchronized selection', () => this.setSplit(!this.split));
     this.btnMem = this.button('Memory', 'Memory timeline (buffer lifetimes, peak)', () => this.setMem(!this.showMem));
@@ -233,12 +245,10 @@ class App {
       this.btnDiff, this.btnSplit, this.btnMem, this.tl.button,
       this.button('PNG', 'Export PNG', () => void exportPng(this.activeView(), this.exportName('png'))),
       this.button('SVG', 'Export SVG', () => exportSvg(this.activeView(), this.exportName('svg'))),
-      this.button('◐', 'Light/dark theme', () => {
-        const t = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
-        try { localStorage.setItem('cellscope-theme', t); } catch { /* private mode */ }
-        this.setTheme(t);
-      }, 'icon'),
+      this.themeBtn,
     );
+    // Inside VS Code the editor's theme rules: no toggle.
+    if (vscodeThemeKind(document.body.classList)) this.themeBtn.classList.add('hidden');
     bar.append(brand, this.cellSel, this.layerSeg, metricLbl, sbox, tools);
     tools.before(this.viewTools());
     this.paneB.append(this.titleB, this.legendB);
@@ -254,6 +264,8 @@ class App {
     this.banner.addEventListener('click', (e) => this.onPanelClick(e));
     this.syncButtons();
     decorateToolbar(bar);
+    const theme = (document.documentElement.dataset.theme ?? 'light') as ThemeKind;
+    this.themeBtn.title = `Theme: ${themeLabel(theme)} (click for ${themeLabel(nextThemeKind(theme))})`;
   }
 
   // ---- the overview and the layout direction -------------------------------------------------

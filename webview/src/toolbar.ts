@@ -35,7 +35,7 @@ const KNOWN: Record<string, { icon?: string; name?: string; title?: string; togg
   Memory: { icon: 'memory', title: 'Memory: the timeline of buffer lifetimes and the peak', toggle: true },
   PNG: { icon: 'png', name: 'Export PNG', title: 'Export PNG: save the whole graph as an image' },
   SVG: { icon: 'svg', name: 'Export SVG', title: 'Export SVG: save the whole graph as a vector drawing' },
-  '◐': { icon: 'theme', name: 'Theme', title: 'Theme: switch between light and dark' },
+  '◐': { icon: 'theme', name: 'Theme', title: 'Theme: light, dark, high contrast (dark), high contrast (light)' },
   Timeline: { icon: 'timeline', toggle: true },
 };
 

@@ -24,6 +24,7 @@ export interface Theme {
   added: string; changed: string; fused: string; move: string; grid: string; mapped: string;
   debug: string; debugFg: string;
   danger: string; dangerFg: string;  // failed calls (Cell.failures): border, glyph and its mark
+  line: number;  // line-width factor: 1, more in the high-contrast themes
   cat: Record<string, string>;
 }
 
@@ -40,6 +41,7 @@ export function readTheme(el: HTMLElement): Theme {
     grid: v('--cs-grid', 'rgba(128,128,128,0.08)'), mapped: v('--cs-mapped', '#d63384'),
     debug: v('--cs-debug', '#d4380d'), debugFg: v('--cs-debug-fg', '#ffffff'),
     danger: v('--cs-danger', '#cf222e'), dangerFg: v('--cs-danger-fg', '#ffffff'),
+    line: Math.min(3, Math.max(1, Number.parseFloat(v('--cs-line', '1')) || 1)),
     cat: {
       input: v('--cs-cat-input', '#57606a'), const: v('--cs-cat-const', '#8c959f'), move: v('--cs-cat-move', '#d4a72c'),
       compute: v('--cs-cat-compute', '#0969da'), norm: v('--cs-cat-norm', '#1a7f37'), act: v('--cs-cat-act', '#cf222e'),
@@ -581,7 +583,7 @@ export class GraphView {
       if (!inView(it.x, it.y, it.w, it.h)) continue;
       ctx.fillStyle = th.frame;
       ctx.strokeStyle = it.group?.artificial ? th.muted : th.frameBorder;
-      ctx.lineWidth = Math.max(1, px);
+      ctx.lineWidth = Math.max(1, px) * th.line;
       ctx.setLineDash(it.group?.artificial ? [6, 4] : []);
       ctx.beginPath();
       ctx.roundRect(it.x, it.y, it.w, it.h, 8);
@@ -602,7 +604,7 @@ export class GraphView {
       addPolyline(plain, e.pts, detail ? 10 : 0);
     }
     ctx.strokeStyle = th.edge;
-    ctx.lineWidth = Math.max(1.2, px);
+    ctx.lineWidth = Math.max(1.2, px) * th.line;
     ctx.stroke(plain);
     if (detail) {
       ctx.fillStyle = th.edge;
@@ -671,7 +673,7 @@ export class GraphView {
         // A collapsed group: stacked cards.
         ctx.fillStyle = fill;
         ctx.strokeStyle = th.frameBorder;
-        ctx.lineWidth = Math.max(1, px);
+        ctx.lineWidth = Math.max(1, px) * th.line;
         ctx.beginPath();
         ctx.roundRect(it.x + 5, it.y - 4, it.w - 10, it.h, 7);
         ctx.fill(); ctx.stroke();
@@ -699,7 +701,7 @@ export class GraphView {
         ctx.roundRect(it.x, it.y, it.w, it.h, 6);
         ctx.fill();
         ctx.strokeStyle = n.fused ? th.fused : th.nodeBorder;
-        ctx.lineWidth = n.fused ? Math.max(1.6, 1.5 * px) : Math.max(1, px);
+        ctx.lineWidth = (n.fused ? Math.max(1.6, 1.5 * px) : Math.max(1, px)) * th.line;
         if (n.fused) ctx.setLineDash([5, 3]);
         ctx.stroke();
         ctx.setLineDash([]);
