@@ -1,6 +1,7 @@
 // PNG and SVG export of the current (laid out) graph.
 import type { GraphView } from './view';
-import { clip, labelPlace } from './view';
+import { clip } from './view';
+import { LABEL_LINE, LABEL_PAD } from './labels';
 import { groupHeader } from './groups';
 import { escapeHtml } from './format';
 import { opCategory } from './metrics';
@@ -37,20 +38,30 @@ export function buildSvg(view: GraphView): string {
   out.push(`<rect x="${-m}" y="${-m}" width="100%" height="100%" fill="${th.bg}"/>`);
   for (const it of s.items) {
     if (it.type !== 'frame') continue;
-    out.push(`<g><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="8" fill="${th.frame}" stroke="${th.frameBorder}"` +
-      `${it.group?.artificial ? ' stroke-dasharray="6 4"' : ''}/>` +
-      `<text x="${it.x + 10}" y="${it.y + 20}" font-size="12" font-weight="600" fill="${th.frameHeader}">${escapeHtml(it.group?.label ?? it.id)}` +
-      `${it.group?.cls ? `<tspan font-weight="400" fill="${th.muted}">  ·  ${escapeHtml(it.group.cls)}</tspan>` : ''}</text></g>`);
+    out.push(`<rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="8" fill="${th.frame}" stroke="${th.frameBorder}"` +
+      `${it.group?.artificial ? ' stroke-dasharray="6 4"' : ''}/>`);
   }
   for (const e of s.edges) {
     const d: string[] = [];
     for (let i = 0; i < e.pts.length; i += 2) d.push(`${i === 0 ? 'M' : 'L'}${e.pts[i].toFixed(1)},${e.pts[i + 1].toFixed(1)}`);
     out.push(`<path d="${d.join(' ')}" fill="none" stroke="${th.edge}" stroke-width="1.2" marker-end="url(#arrow)"/>`);
-    if (e.label) {
-      const [x, y, across] = labelPlace(e.pts);
-      const anchor = across ? `x="${x}" y="${y - 5}" text-anchor="middle"` : `x="${x + 6}" y="${y + 3}"`;
-      out.push(`<text ${anchor} font-size="9" font-family="monospace" fill="${th.edgeLabel}">${escapeHtml(e.label)}</text>`);
-    }
+  }
+  // Group headers over the edges entering their frames, on the frame's own colour.
+  for (const it of s.items) {
+    if (it.type !== 'frame') continue;
+    const head = `${it.group?.label ?? it.id}${it.group?.cls ? `  ·  ${it.group.cls}` : ''}`;
+    const w = Math.min(it.w - 10, head.length * 6.8 + 12);
+    const chip = [th.bg, ...Array.from({ length: Math.max(1, it.depth) }, () => th.frame)]
+      .map((f) => `<rect x="${it.x + 6}" y="${it.y + 7}" width="${w.toFixed(1)}" height="18" fill="${f}"/>`).join('');
+    out.push(`<g>${chip}<text x="${it.x + 10}" y="${it.y + 20}" font-size="12" font-weight="600" fill="${th.frameHeader}">${escapeHtml(it.group?.label ?? it.id)}` +
+      `${it.group?.cls ? `<tspan font-weight="400" fill="${th.muted}">  ·  ${escapeHtml(it.group.cls)}</tspan>` : ''}</text></g>`);
+  }
+  // Edge labels where the canvas places them (clear of nodes, group headers and each other).
+  for (const l of view.edgeLabels()) {
+    const b = l.box;
+    out.push(`<rect x="${b.x.toFixed(1)}" y="${b.y.toFixed(1)}" width="${b.w.toFixed(1)}" height="${b.h}" fill="${th.bg}" fill-opacity="0.85"/>` +
+      l.lines.map((t, i) => `<text x="${(b.x + LABEL_PAD).toFixed(1)}" y="${(b.y + 1 + LABEL_LINE * (i + 0.5) + 3.5).toFixed(1)}" font-size="10" ` +
+        `font-family="ui-monospace, SFMono-Regular, Menlo, monospace" fill="${th.edgeLabel}">${escapeHtml(t)}</text>`).join(''));
   }
   for (const it of s.items) {
     if (it.type === 'frame') continue;

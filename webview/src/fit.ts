@@ -113,6 +113,66 @@ export function overlayInsets(pane: { left: number; top: number; width: number; 
   return out;
 }
 
+export type Side = keyof Insets;
+const SIDES: readonly Side[] = ['bottom', 'top', 'right', 'left'];
+
+/** The inset an overlay box needs when counted on each side of the pane. */
+export function overlaySideInsets(pane: { left: number; top: number; width: number; height: number },
+                                  b: { left: number; top: number; width: number; height: number }, gap = 6): Insets {
+  return {
+    top: b.top + b.height - pane.top + gap,
+    bottom: pane.top + pane.height - b.top + gap,
+    left: b.left + b.width - pane.left + gap,
+    right: pane.left + pane.width - b.left + gap,
+  };
+}
+
+export interface FitAround extends FitResult { insets: Insets }
+
+/**
+ * Fit, choosing for each overlay the side of the pane it is kept clear on (the legend at the
+ * bottom left can be cleared from below or from the left): the whole graph at the largest zoom;
+ * when it cannot be shown whole, its start at a readable zoom with its breadth beside as many
+ * overlays as possible (cleared from the sides across the graph's axis, no node passes under them
+ * while scrolling along it), else as `fitCamera` with the sides the overlays hug.
+ */
+export function fitAround(i: FitInput, pane: { left: number; top: number; width: number; height: number },
+                          boxes: readonly { left: number; top: number; width: number; height: number }[], gap = 6): FitAround {
+  const shown = boxes.filter((b) => b.width > 0 && b.height > 0).slice(0, 6);
+  const sides = shown.map((b) => overlaySideInsets(pane, b, gap));
+  // The sides each overlay hugs come first: ties keep the usual choice.
+  const order = sides.map((o) => [...SIDES].sort((a, b) => o[a] - o[b]));
+  const m = i.margin ?? FIT_MARGIN;
+  let best: FitAround | null = null;
+  let bestScore = -Infinity;
+  const pick = new Array<number>(shown.length).fill(0);
+  for (;;) {
+    const ins: Insets = { ...NO_INSETS };
+    pick.forEach((k, j) => { const side = order[j][k]; ins[side] = Math.max(ins[side], sides[j][side]); });
+    const r = fitCamera({ ...i, insets: ins });
+    let score = r.scale;
+    if (r.whole) score += 4;
+    else {
+      // Shown from its start, the graph runs on past the pane along its axis: an overlay is clear of
+      // it only when cleared from a side across the axis, with the graph's breadth fitting beside it.
+      const free = freeRect(i.paneW, i.paneH, ins, m);
+      const right = i.dir === 'RIGHT';
+      const breadth = right ? Math.max(1, i.sceneH) * r.scale <= free.h + 0.5 : Math.max(1, i.sceneW) * r.scale <= free.w + 0.5;
+      const across = pick.filter((k, j) => {
+        const side = order[j][k];
+        return right ? side === 'top' || side === 'bottom' : side === 'left' || side === 'right';
+      }).length;
+      if (breadth) score = 2 + across / Math.max(1, pick.length) + 0.5 * r.scale;
+    }
+    if (score > bestScore + 1e-9) { bestScore = score; best = { ...r, insets: ins }; }
+    // The next combination (an odometer over the overlays' four sides).
+    let j = 0;
+    while (j < pick.length && ++pick[j] === SIDES.length) { pick[j] = 0; j++; }
+    if (j === pick.length) break;
+  }
+  return best ?? { ...fitCamera({ ...i, insets: NO_INSETS }), insets: { ...NO_INSETS } };
+}
+
 /**
  * After the pane changed size (w0×h0 → w1×h1): the camera keeping the world point at the pane's
  * centre in place, so a shrinking pane keeps showing what was in its middle.

@@ -19,6 +19,39 @@ export function shapeText(t: Tensor | undefined): string {
   return s.length === 0 ? '[]' : s.map(dimFactor).join('×');
 }
 
+/** Short dtype names, as the compiler writes them (graphcore's dtype_short_name, the CLI's text
+ * form and the inlay hints): "f32", "f16", "bf16", "i64", "u8", "bool", "c64"; "?" unknown. */
+const DTYPE_SHORT: Record<string, string> = {
+  float64: 'f64', float32: 'f32', float16: 'f16', bfloat16: 'bf16', int64: 'i64', int32: 'i32', int16: 'i16', int8: 'i8',
+  uint8: 'u8', uint16: 'u16', uint32: 'u32', uint64: 'u64', bool: 'bool', complex64: 'c64', complex128: 'c128', unknown: '?',
+};
+
+export function dtypeShort(dtype: string | undefined): string {
+  if (!dtype) return '';
+  return DTYPE_SHORT[dtype] ?? dtype;
+}
+
+/** Longest shape text an edge label shows (a symbolic shape can be long: it is cut with "…"). */
+export const EDGE_SHAPE_MAX = 40;
+
+/**
+ * An edge's label, one or two lines: the tensor's shape, its dtype abbreviated ("1×64×56×56 f16")
+ * and, where the layout pass recorded one (optimization and hardware layers), its format
+ * ("1×64×56×56 f16 NC1HWC0"). `twoLines` puts dtype and format on a line of their own (left to
+ * right layouts, where labels sit in the narrow gap between layers). [] for no tensor.
+ */
+export function edgeLabelLines(t: Tensor | undefined, twoLines = false): string[] {
+  if (!t) return [];
+  let shape = shapeText(t);
+  if (shape.length > EDGE_SHAPE_MAX) shape = shape.slice(0, EDGE_SHAPE_MAX - 1) + '…';
+  const rest: string[] = [];
+  const dt = t.dtype && t.dtype !== 'unknown' ? dtypeShort(t.dtype) : '';
+  if (dt) rest.push(dt);
+  if (t.format) rest.push(t.format);
+  if (rest.length === 0) return [shape];
+  return twoLines ? [shape, rest.join(' ')] : [`${shape} ${rest.join(' ')}`];
+}
+
 export function tensorText(t: Tensor | undefined): string {
   if (!t) return '';
   const parts = [shapeText(t)];

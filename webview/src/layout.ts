@@ -2,7 +2,9 @@
 // everything the layout depends on (children, their sizes, the edges between them). Expanding a
 // group lays out that group and re-lays out its ancestors (one level each, with children as
 // boxes); untouched groups keep their cached layouts, so unchanged parts keep their place.
-import { ROOT_ID, edgeLabel, type Group, type VEdge, type VNode, type ViewGraph } from './model';
+import { ROOT_ID, type Group, type VEdge, type VNode, type ViewGraph } from './model';
+import { edgeLabelLines } from './format';
+import { groupHeader } from './groups';
 import {
   GROUP_PAD_TOP, GROUP_PAD_X, frameSize, type Direction, type GroupLayout, type LayoutChild, type LayoutJob,
   type LayoutRequest, type LayoutResponse,
@@ -82,8 +84,10 @@ export function computePorts(g: ViewGraph, agg: Map<string, Map<string, AggEdge>
 export const PORT_IN = '\u22b3in:';
 export const PORT_OUT = '\u22b3out:';
 
+/** A collapsed group's box: room for its title, and for its class and size with a metric's Σ before them. */
 export function collapsedGroupSize(grp: Group): [number, number] {
-  return [Math.round(Math.min(260, Math.max(150, grp.label.length * 7 + 44))), 50];
+  const rest = groupHeader(grp).rest.length + 16;  // "Σ 12.3M cyc · " + class · size
+  return [Math.round(Math.min(260, Math.max(150, grp.label.length * 7 + 44, rest * 6 + 20))), 50];
 }
 
 export class LayoutCache {
@@ -257,6 +261,8 @@ export interface DrawEdge {
   src: string;  // visible item ids
   tgt: string;
   pts: number[];
+  /** The tensor's shape, dtype and format (format.ts edgeLabelLines; lines joined by "\n"); '' when
+   * the tensors it stands for differ. */
   label: string;
   count: number;
   minX: number; minY: number; maxX: number; maxY: number;
@@ -351,7 +357,7 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
         const vs = repOf(r.src), vt = repOf(r.tgt);
         const k = vs + '\n' + vt;
         let de = pairs.get(k);
-        const lbl = edgeLabel(r);
+        const lbl = edgeLabelLines(r.tensor, dir === 'RIGHT').join('\n');
         if (de) { de.count++; de.real.push(r); if (de.label !== lbl) de.label = ''; continue; }
         let pts = base;
         if (vs !== e.s) {

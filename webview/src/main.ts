@@ -6,7 +6,9 @@ import { applyDelta } from './delta';
 import { FAILED_PREFIX, LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
 import { LayoutEngine } from './layout';
 import { GraphView, readTheme } from './view';
-import { METRICS, metricDef, rampColor, type MetricId } from './metrics';
+import { METRICS, type MetricId } from './metrics';
+import { LEGEND_KEY, Legend, parseLegendPrefs, type LegendPrefs } from './legend';
+import { LABEL_MIN_SCALE, labelLines } from './labels';
 import { search } from './search';
 import { diffGraphs, type GraphDiff } from './diff';
 import { ERROR_ICON, renderCellSummary, renderPanel, sourceLink } from './panel';
@@ -123,8 +125,11 @@ class App {
     onToggle: () => this.renderTimeline(),
     sourceLink: (file, range) => sourceLink(file, range, !!this.hello.editor),
   });
-  private legendA = el('div', 'legend');
-  private legendB = el('div', 'legend');
+  // The legend per pane (legend.ts): shown, docked and collapsed alike, remembered (localStorage).
+  private legendPrefs: LegendPrefs = parseLegendPrefs(App.stored(LEGEND_KEY));
+  private legendA = new Legend(this.paneA, { change: (p) => this.setLegend(p) });
+  private legendB = new Legend(this.paneB, { change: (p) => this.setLegend(p) });
+  private btnLegend!: HTMLButtonElement;
   private titleA = el('div', 'pane-title');
   private titleB = el('div', 'pane-title');
   // Where the graph stops (Cell.failures), per pane: its layer's state.
@@ -153,7 +158,7 @@ class App {
       onLayout: () => this.onLayout(),
       onExpand: (ex) => this.loadExpanded(this.viewA, ex),
     });
-    this.paneA.append(this.titleA, this.noteA, this.legendA, this.empty);
+    this.paneA.append(this.titleA, this.noteA, this.legendA.el, this.empty);
     this.minimapA = this.setupView(this.viewA, this.paneA);
     this.noteA.addEventListener('click', (e) => this.onNoteClick(e, this.viewA));
     this.mem = new MemoryPanel(this.memHost, (id) => this.selectNode(id));
@@ -251,7 +256,7 @@ class App {
     if (vscodeThemeKind(document.body.classList)) this.themeBtn.classList.add('hidden');
     bar.append(brand, this.cellSel, this.layerSeg, metricLbl, sbox, tools);
     tools.before(this.viewTools());
-    this.paneB.append(this.titleB, this.legendB);
+    this.paneB.append(this.titleB, this.legendB.el);
     this.views.append(this.paneA, this.paneB);
     const main = el('main', 'main');
     const left = el('div', 'left');
@@ -285,8 +290,13 @@ class App {
     this.btnMinimap = this.button('', '', () => this.setMinimap(!this.showMinimap));
     setButtonFace(this.btnMinimap, 'Overview', 'overview',
       'Overview: a small map of the whole graph and of the part shown; click or drag in it to move there (remembered)', 'Overview');
-    for (const b of [this.btnDirection, this.btnMinimap]) b.dataset.decorated = '1';
-    box.append(this.btnDirection, this.btnMinimap);
+    // The legend's toggle: an icon only (the toolbar keeps its labels on a wide window).
+    this.btnLegend = this.button('', '', () => this.setLegend({ shown: !this.legendPrefs.shown }), 'icon');
+    setButtonFace(this.btnLegend, 'Legend', 'legend',
+      'Legend: what the colours and the node text mean; dock it in another corner or collapse it from its own buttons (remembered)', 'Legend');
+    this.btnLegend.querySelector('.btn-text')?.remove();
+    for (const b of [this.btnDirection, this.btnMinimap, this.btnLegend]) b.dataset.decorated = '1';
+    box.append(this.btnDirection, this.btnMinimap, this.btnLegend);
     this.syncViewTools();
     return box;
   }
@@ -298,6 +308,20 @@ class App {
       `Layout direction: ${lr ? 'left to right' : 'top down'}`);
     this.btnMinimap.classList.toggle('on', this.showMinimap);
     this.btnMinimap.setAttribute('aria-pressed', String(this.showMinimap));
+    this.btnLegend.classList.toggle('on', this.legendPrefs.shown);
+    this.btnLegend.setAttribute('aria-pressed', String(this.legendPrefs.shown));
+  }
+
+  /** Shows, hides, docks or collapses the legends (both panes alike); remembered. Fit follows. */
+  private setLegend(p: Partial<LegendPrefs>): void {
+    this.legendPrefs = { ...this.legendPrefs, ...p };
+    App.store(LEGEND_KEY, JSON.stringify(this.legendPrefs));
+    this.legendA.setPrefs(this.legendPrefs);
+    this.legendB.setPrefs(this.legendPrefs);
+    this.syncViewTools();
+    // A legend that moved without changing size: a fitted view is fitted again around it.
+    this.viewA.overlaysMoved();
+    this.viewB?.overlaysMoved();
   }
 
   /** A graph view's overview and direction (pane A at start, pane B when split). */
@@ -313,6 +337,8 @@ class App {
     App.store('cellscope-minimap', on ? 'on' : 'off');
     this.minimapA.setEnabled(on);
     this.minimapB?.setEnabled(on);
+    this.legendA.place();
+    this.legendB.place();
     this.syncViewTools();
   }
 
@@ -601,7 +627,8 @@ class App {
 
   private layerB(): Layer { return this.layer === 'semantic' ? 'optimized' : this.layer; }
 
-  private async render(opts: { reset?: boolean } = {}): Promise<void> {
+  /** `refit`: another layer is shown, so a camera still fitted (not moved since) is fitted to it. */
+  private async render(opts: { reset?: boolean; refit?: boolean } = {}): Promise<void> {
     const cell = this.currentCell();
     const my = ++this.renderSeq;
     this.syncButtons();
@@ -641,13 +668,13 @@ class App {
     this.titleA.classList.toggle('hidden', !this.split);
     this.renderNote(this.noteA, cell, la);
     this.renderNote(this.noteB, cell, this.layerB());
-    const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset })];
+    const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset, refit: opts.refit })];
     if (this.split && this.viewB) {
       const gb = buildViewGraph(cell, this.layerB(), undefined, lazy);
 
       this.viewB.setMetric(this.metric);
       this.titleB.textContent = LAYER_LABEL[this.layerB()];
-      jobs.push(this.viewB.setGraph(gb, { reset: opts.reset }));
+      jobs.push(this.viewB.setGraph(gb, { reset: opts.reset, refit: opts.refit }));
     }
     await Promise.all(jobs);
     this.timings.layoutMs = performance.now() - tl;
@@ -689,7 +716,7 @@ class App {
     this.layer = l;
     if (l === 'hardware' && this.metric === 'none') this.metric = 'cycles';
     if (l !== 'hardware' && !METRICS.find((m) => m.id === this.metric)?.layers.includes(l)) this.metric = 'none';
-    void this.render().then(() => {
+    void this.render({ refit: true }).then(() => {
       // Keep the selection across layers through the origins mapping.
       if (!sel) return;
       const v = this.activeView();
@@ -721,7 +748,7 @@ class App {
         onLayout: () => this.onLayout(),
         onExpand: (ex) => { if (this.viewB) this.loadExpanded(this.viewB, ex); },
       });
-      this.paneB.append(this.titleB, this.noteB, this.legendB);
+      this.paneB.append(this.titleB, this.noteB, this.legendB.el);
       this.minimapB = this.setupView(this.viewB, this.paneB);
       this.noteB.addEventListener('click', (e) => { if (this.viewB) this.onNoteClick(e, this.viewB); });
     }
@@ -749,38 +776,11 @@ class App {
   }
 
   private renderLegend(): void {
-    const fill = (box: HTMLElement, v: GraphView | null): void => {
-      if (!v || !v.graph) { box.innerHTML = ''; return; }
-      const th = v.theme;
-      if (v.metric === 'none') {
-        const cats: [string, string][] = [['compute', 'Conv / MatMul'], ['norm', 'Norm'], ['act', 'Activation'], ['pool', 'Pool'],
-          ['shape', 'Shape'], ['elem', 'Elementwise'], ['move', 'TransData / Cast'], ['input', 'Input']];
-        let html = cats.map(([k, l]) => `<span class="chip"><i style="background:${th.cat[k]}"></i>${l}</span>`).join('');
-        if (v.graph.layer !== 'semantic') html += `<span class="chip"><i class="dashed"></i>fused kernel</span>`;
-        if (v.graph.nodes.some((n) => n.failure)) html += `<span class="chip">${ERROR_ICON}failed call</span>`;
-        const marks: [string, string][] = [[th.accent, 'selected'], [th.highlight, 'search match'],
-          [th.mapped, v.graph.layer === 'semantic' ? 'mapped' : 'shared buffer / mapped']];
-        if (v.diff && (v.diff.added.size || v.diff.changed.size)) marks.push([th.added, 'added'], [th.changed, 'changed']);
-        if (v.debugNodes.size) marks.push([th.debug, 'paused here']);
-        html += `<span class="marks">${marks.map(([c, l]) => `<span class="chip"><i class="ring" style="border-color:${c}"></i>${l}</span>`).join('')}</span>`;
-        box.innerHTML = html;
-        return;
-      }
-      const s = v.metricScale();
-      const def = metricDef(v.metric);
-      const cell = this.currentCell();
-      const st = cell ? layerState(cell, v.graph.layer) : null;
-      const failed = st?.failure ? `construct stops at ${st.failure.id}` : '';
-      if (!s || s.max <= 0) {
-        box.innerHTML = `<span class="muted">${h(def.label)}: ${st?.kind === 'unavailable' ? h('unavailable, ' + failed) : 'no data'}</span>`;
-        return;
-      }
-      const stops = [0, 0.25, 0.5, 0.75, 1].map((t) => `${rampColor(t)} ${t * 100}%`).join(',');
-      box.innerHTML = `<div><div class="ramp-title">${h(def.label)} (log scale)${failed ? h(`, partial: ${failed}`) : ''}</div><div class="ramp" style="background:linear-gradient(90deg,${stops})"></div>` +
-        `<div class="ramp-lbl"><span>${h(def.format(s.min))}</span><span>${h(def.format(s.max))}</span></div></div>`;
-    };
-    fill(this.legendA, this.viewA);
-    fill(this.legendB, this.viewB && this.split ? this.viewB : null);
+    const cell = this.currentCell();
+    this.legendA.setPrefs(this.legendPrefs);
+    this.legendB.setPrefs(this.legendPrefs);
+    this.legendA.render(this.viewA.graph ? this.viewA : null, cell);
+    this.legendB.render(this.viewB?.graph && this.split ? this.viewB : null, cell);
   }
 
   // Whether a diagnostic is in a Cell's code: its class, or a line one of its nodes comes from.
@@ -846,6 +846,7 @@ class App {
 
   private onLayout(): void {
     this.renderStatus();
+    this.renderLegend();  // the collapsed groups' scale follows what is drawn
   }
 
   // ---- selection and panel -----------------------------------------------------------------
@@ -1144,6 +1145,36 @@ class App {
         const r = v.canvas.getBoundingClientRect();
         return { x: r.left + it.x * v.scale + v.tx, y: r.top + it.y * v.scale + v.ty, w: it.w * v.scale, h: it.h * v.scale, scale: v.scale, kind: it.node?.kind ?? it.type };
       },
+      // Edge labels as placed (drawn from LABEL_MIN_SCALE on) and the group header bands, in client
+      // coordinates: {src, tgt, text, x, y, w, h, drawn}; {id, x, y, w, h}. `labelled`: edges with a label.
+      edgeLabels: (which?: string) => {
+        const v = viewOf(which);
+        const r = v.canvas.getBoundingClientRect();
+        const es = v.scene?.edges ?? [];
+        const drawn = v.scale >= LABEL_MIN_SCALE;
+        return {
+          labelled: es.filter((e) => labelLines(e).length > 0).length,
+          labels: v.edgeLabels().map((l) => ({
+            src: es[l.edge].src, tgt: es[l.edge].tgt, text: l.lines.join('\n'), drawn,
+            x: r.left + l.box.x * v.scale + v.tx, y: r.top + l.box.y * v.scale + v.ty, w: l.box.w * v.scale, h: l.box.h * v.scale,
+          })),
+        };
+      },
+      headerBoxes: (which?: string) => {
+        const v = viewOf(which);
+        const r = v.canvas.getBoundingClientRect();
+        return v.headerBoxes().map(({ id, box: b }) => ({ id, x: r.left + b.x * v.scale + v.tx, y: r.top + b.y * v.scale + v.ty, w: b.w * v.scale, h: b.h * v.scale }));
+      },
+      // The canvas's accessible name and description, the live region's last announcement.
+      a11y: (which?: string) => {
+        const v = viewOf(which);
+        return { label: v.canvas.getAttribute('aria-label'), description: v.canvas.getAttribute('aria-description'), live: v.live.textContent, role: v.canvas.getAttribute('role') };
+      },
+      // A drawn item's node text line in the hardware layer, and its hover tooltip (as if hovered, without the delay).
+      hover: (id: string | null, which?: string) => viewOf(which).hoverItem(id),
+      legend: () => ({ prefs: app.legendPrefs, text: app.legendA.el.innerText, hidden: app.legendA.el.classList.contains('hidden') }),
+      setLegend: (p: Partial<LegendPrefs>) => app.setLegend(p),
+      groupColour: (id: string, which?: string) => viewOf(which).colourOf(id),
       paneNote: (which?: string) => (which === 'B' ? app.noteB : app.noteA).innerText,
       tipText: (which?: string) => { const t = viewOf(which).tip; return t.classList.contains('hidden') ? '' : t.textContent; },
       bannerText: () => app.banner.innerText,

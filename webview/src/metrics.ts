@@ -1,5 +1,5 @@
 // Node metrics and their colour scale (log-scaled, perceptually ordered gradient).
-import { outputBytes, totalCycles, type Layer, type VNode, type ViewGraph } from './model';
+import { ROOT_ID, outputBytes, totalCycles, type Layer, type VNode, type ViewGraph } from './model';
 import { fmtBytes, fmtNum } from './format';
 
 export type MetricId = 'none' | 'cycles' | 'time' | 'bytes' | 'flops' | 'memory' | 'bandwidth';
@@ -72,24 +72,45 @@ export interface MetricScale {
 export function computeScale(g: ViewGraph, metric: MetricId): MetricScale {
   const def = metricDef(metric);
   const values = new Map<string, number>();
-  let min = Infinity, max = 0;
   if (metric !== 'none') {
     for (const n of g.nodes) {
       const v = def.value(n);
-      if (!(v > 0)) continue;
-      values.set(n.id, v);
-      if (v < min) min = v;
-      if (v > max) max = v;
+      if (v > 0) values.set(n.id, v);
     }
+  }
+  return scaleOf(metric, values);
+}
+
+/** A log scale between the smallest and the largest of `values` (all > 0). */
+export function scaleOf(metric: MetricId, values: Map<string, number>): MetricScale {
+  let min = Infinity, max = 0;
+  for (const v of values.values()) {
+    if (v < min) min = v;
+    if (v > max) max = v;
   }
   if (!(min <= max)) { min = 0; max = 0; }
   const lmin = Math.log(Math.max(min, 1e-12)), lmax = Math.log(Math.max(max, 1e-12));
   const norm = (v: number): number => {
     if (!(v > 0) || max <= 0) return 0;
     if (lmax - lmin < 1e-9) return 1;
-    return (Math.log(v) - lmin) / (lmax - lmin);
+    return Math.min(1, Math.max(0, (Math.log(v) - lmin) / (lmax - lmin)));
   };
   return { metric, min, max, values, norm };
+}
+
+/**
+ * The colour scale of collapsed groups: their own, over the Σ of the groups drawn collapsed (of
+ * every group when none is). A group's Σ is far above any one node's value, so on the nodes' scale
+ * every group would be its top colour; on this one the groups drawn discriminate among themselves.
+ */
+export function groupScale(metric: MetricId, sums: ReadonlyMap<string, number>, drawn: Iterable<string>): MetricScale {
+  const values = new Map<string, number>();
+  for (const id of drawn) {
+    const v = sums.get(id) ?? 0;
+    if (v > 0) values.set(id, v);
+  }
+  if (values.size === 0) for (const [id, v] of sums) if (id !== ROOT_ID && v > 0) values.set(id, v);
+  return scaleOf(metric, values);
 }
 
 /** Sum of a metric over a group's leaves (for collapsed groups). */

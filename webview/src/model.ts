@@ -3,6 +3,7 @@
 import type { Cell, CellSkeleton, FailedCall, HardwareKernel, Node, OptimizedNode, ScopeNodes, ScopeSummary, Tensor } from './protocol';
 import { shapeText, tensorBytes } from './format';
 import { annotateClasses, scopeClasses } from './groups';
+import { vocabOf, type Vocab } from './vocab';
 
 export type Layer = 'semantic' | 'optimized' | 'hardware';
 export const LAYERS: Layer[] = ['semantic', 'optimized', 'hardware'];
@@ -70,6 +71,7 @@ export interface ViewGraph {
   succ: Map<string, string[]>;
   pred: Map<string, string[]>;
   semanticToOptimized: Map<string, string[]>; // semantic id -> optimized ids (optimized layers)
+  vocab: Vocab;  // the hardware layer's words for this Cell's target (vocab.ts)
 }
 
 export const ROOT_ID = 'g:';
@@ -494,7 +496,7 @@ export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRES
       (semanticToOptimized.get(o) ?? semanticToOptimized.set(o, []).get(o)!).push(n.id);
     }
   }
-  return { layer, cell: cell.name, nodes, byId, edges, groups, root, parentOf, succ, pred, semanticToOptimized };
+  return { layer, cell: cell.name, nodes, byId, edges, groups, root, parentOf, succ, pred, semanticToOptimized, vocab: vocabOf(cell.hardware) };
 }
 
 /** Group ids from the root down to (excluding) the item. */

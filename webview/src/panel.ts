@@ -3,6 +3,7 @@ import type { AttrValue, Cell, FailedCall, HardwareKernel, Range } from './proto
 import { FAILED_PREFIX, edgeLabel, type Layer, type VNode } from './model';
 import { dimText, escapeHtml as h, flopsText, fmtBytes, fmtNum, rangeText, tensorText } from './format';
 import { layerState } from './failures';
+import { vocabOf } from './vocab';
 
 export interface PanelContext {
   cell: Cell;
@@ -279,13 +280,17 @@ export function renderCellSummary(cell: Cell, layer: Layer): string {
     parts.push(section('Hardware estimate', `<table class="kv">${row('target', hw.spec?.displayName ?? hw.target ?? '')}</table>${unavailable(st.short)}`));
   } else if (hw && layer === 'hardware') {
     const e = hw.estimate ?? {};
+    const voc = vocabOf(hw);
     const rows = [
       row('target', hw.spec?.displayName ?? hw.target ?? ''),
       row('latency', `${fmtNum(e.latencyMs ?? 0)} ms (${e.mode ?? hw.mode ?? ''}, batch ${e.batch ?? 1})`),
       row('throughput', `${fmtNum(e.throughputPerSec ?? 0)} / s`),
-      row('cube · vector · dispatch', `${fmtNum(e.cubeMs ?? 0)} · ${fmtNum(e.vectorMs ?? 0)} · ${fmtNum(e.dispatchMs ?? 0)} ms`),
-      row('cube utilization', `${((e.cubeUtilization ?? 0) * 100).toFixed(1)} %`),
-      row('GM traffic', fmtBytes(e.gmBytes ?? 0)),
+      // In the target's words (vocab.ts): a cpu target has no Cube, Vector or launch dispatch.
+      voc.ascend
+        ? row('cube · vector · dispatch', `${fmtNum(e.cubeMs ?? 0)} · ${fmtNum(e.vectorMs ?? 0)} · ${fmtNum(e.dispatchMs ?? 0)} ms`)
+        : row('CPU · overhead', `${fmtNum(e.cpuMs ?? 0)} · ${fmtNum(e.dispatchMs ?? 0)} ms`),
+      row(voc.ascend ? 'cube utilization' : 'FMA utilization', `${((e.cubeUtilization ?? 0) * 100).toFixed(1)} %`),
+      row(`${voc.memory} traffic`, fmtBytes(e.gmBytes ?? 0)),
       row('kernels', String(hw.kernels ?? 0)),
     ];
     parts.push(section(st.kind === 'partial' ? 'Hardware estimate (partial)' : 'Hardware estimate',

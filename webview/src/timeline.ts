@@ -11,6 +11,7 @@ import { attachDragPan } from './dragpan';
 import type { Cell, DmaTransfer, HardwareKernel, Range } from './protocol';
 import type { Layer } from './model';
 import { escapeHtml as h, fmtBytes, fmtNum } from './format';
+import { boundDefinition, boundWord, vocabOf } from './vocab';
 
 // ---- the model ---------------------------------------------------------------------------------
 
@@ -424,7 +425,7 @@ export function kernelTip(m: TimelineModel, index: number, row?: TlRow): string 
     `${k.name ?? '?'} · ${t.node || '(optimizer update)'} · kernel ${index + 1} of ${m.kernels.length}`,
     `unit ${k.unit ?? '?'} · ${cores} · block dim ${k.blockDim ?? ids.length}`,
     `start ${fmtUs(t.start)} · duration ${fmtUs(t.end - t.start)}`,
-    `bound ${k.bound ?? '?'} · ${fmtNum(k.cycles ?? 0)} cycles per core (compute ${fmtNum(k.computeCycles ?? 0)}, movement ${fmtNum(k.movementCycles ?? 0)})`,
+    `bound ${boundWord(vocabOf({ ascend: m.ascend }), k.bound) || '?'} · ${fmtNum(k.cycles ?? 0)} cycles per core (compute ${fmtNum(k.computeCycles ?? 0)}, movement ${fmtNum(k.movementCycles ?? 0)})`,
   ];
   if (row?.section === 'dma') {
     const d = t.dma.get(row.label);
@@ -503,7 +504,7 @@ export class TimelinePanel {
     this.head.className = 'tl-head';
     this.head.innerHTML = `<span class="tl-title">Core timeline</span><span class="tl-meta"></span>` +
       `<span class="tl-est" title="">analytical estimate, not a measurement</span>` +
-      `<span class="tl-legend">${BOUNDS.map((b) => `<span class="chip"><i class="b-${b}"></i>${h(b === 'dispatch' ? 'dispatch-bound' : b === 'other' ? 'other' : b + '-bound')}</span>`).join('')}</span>` +
+      `<span class="tl-legend">${BOUNDS.map((b) => `<span class="chip"><i class="b-${b}"></i><span class="bw" data-bound="${b}">${h(b === 'other' ? 'other' : b + '-bound')}</span></span>`).join('')}</span>` +
       `<span class="tl-tools"><button type="button" class="btn" data-act="out" title="Zoom out (-)" aria-label="Zoom out">−</button>` +
       `<button type="button" class="btn" data-act="in" title="Zoom in (+)" aria-label="Zoom in">+</button>` +
       `<button type="button" class="btn" data-act="fit" title="The whole schedule (0)">Fit</button>` +
@@ -634,6 +635,14 @@ export class TimelinePanel {
     this.meta.textContent = parts.join(' · ');
     const est = this.head.querySelector<HTMLElement>('.tl-est');
     if (est) est.title = m.statement;
+    // The bound words in the target's vocabulary (a cpu target's launch cost is the executor's overhead).
+    const voc = vocabOf({ ascend: m.ascend });
+    for (const e of this.head.querySelectorAll<HTMLElement>('.tl-legend .bw')) {
+      const b = e.dataset.bound as Bound;
+      if (b === 'other') continue;
+      e.textContent = `${boundWord(voc, b)}-bound`;
+      e.title = boundDefinition(voc, b);
+    }
   }
 
   /** The announcement (aria-live): the selected kernel, or what the selection has. */
@@ -654,7 +663,7 @@ export class TimelinePanel {
     const more = this.selected.length > 1 ? ` <span class="muted">(${this.selected.length} kernels: ${[...new Set(this.selected.map((i) => m.kernels[i].k.phase || 'forward'))].join(', ')})</span>` : '';
     this.sel.innerHTML = `Selected <b>${h(k.name ?? '')}</b> <span class="mono">${h(f.node || '(optimizer update)')}</span> · ${h(k.unit ?? '')} · ` +
       `${cores} core${cores === 1 ? '' : 's'} · ${h(fmtUs(f.start))} → ${h(fmtUs(f.end))} (${h(fmtUs(f.end - f.start))}) · ` +
-      `<span class="tl-bound b-${f.bound}">${h(k.bound ?? '')}</span>${more}${link ? ' · ' + link : ''}`;
+      `<span class="tl-bound b-${f.bound}">${h(boundWord(vocabOf({ ascend: m.ascend }), k.bound))}</span>${more}${link ? ' · ' + link : ''}`;
   }
 
   // ---- layout ----------------------------------------------------------------------------------

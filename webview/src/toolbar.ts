@@ -20,6 +20,7 @@ export const ICONS: Record<string, string> = {
   down: svg('<path d="M8 2v11M4 9l4 4 4-4"/>'),
   right: svg('<path d="M2 8h11M9 4l4 4-4 4"/>'),
   timeline: svg('<path d="M2 4h6M5 8h8M3 12h5"/>'),
+  legend: svg('<rect x="2" y="2.5" width="12" height="11" rx="1.5"/><path d="M4.5 6h1.5M8 6h3.5M4.5 10h1.5M8 10h3.5"/>'),
 };
 
 /** Per button (by its label): the icon, the accessible name and what the tooltip explains. */

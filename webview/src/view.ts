@@ -9,14 +9,15 @@ import {
 } from './layout';
 import { GROUP_PAD_TOP, type Direction } from './layout-types';
 import {
-  fitCamera, jumpCamera, keepCentre, overlayInsets, sceneOnScreen, type Camera, type FitInput, type Insets,
+  fitAround, jumpCamera, keepCentre, overlayInsets, sceneOnScreen, type Camera, type FitInput, type Insets,
 } from './fit';
-import { groupHeader } from './groups';
+import { groupHeader, headerFont, headerLayout, type HeaderLayout } from './groups';
 import {
-  computeScale, groupSums, metricDef, opCategory, rampColor, rampTextColor, type MetricId, type MetricScale,
+  computeScale, groupScale, groupSums, metricDef, opCategory, rampColor, rampTextColor, type MetricId, type MetricScale,
 } from './metrics';
 import type { GraphDiff } from './diff';
-import { fmtNum } from './format';
+import { LABEL_FONT, LABEL_LINE, LABEL_MIN_SCALE, LABEL_PAD, headerBand, placeEdgeLabels, type Box, type LabelPlace } from './labels';
+import { accessibleName, groupTip, hardwareLine, nodeTip, vocabOf } from './vocab';
 
 export interface Theme {
   bg: string; fg: string; muted: string; node: string; nodeBorder: string; edge: string; edgeLabel: string;
@@ -59,6 +60,10 @@ export interface ViewCallbacks {
   onExpand?(expanded: ReadonlySet<string>): void;
 }
 
+/** A tooltip shows after the pointer rests this long on a node (a failed call's at once). */
+export const TIP_DELAY_MS = 280;
+let tipIds = 0;
+
 export class GraphView {
   readonly canvas: HTMLCanvasElement;
   private ctx: CanvasRenderingContext2D;
@@ -77,6 +82,17 @@ export class GraphView {
   metric: MetricId = 'none';
   private mscale: MetricScale | null = null;
   private gsums = new Map<string, number>();
+  // Collapsed groups' Σ on a scale of their own (metrics.ts groupScale), for the groups of `gscaleOf`.
+  private gscale: MetricScale | null = null;
+  private gscaleOf: Scene | null = null;
+  // The edge labels of the scene (labels.ts), placed the first time they are drawn.
+  private labels: LabelPlace[] | null = null;
+  private labelsOf: Scene | null = null;
+  private tipTimer = 0;
+  private pendingTip: (() => void) | null = null;
+  private pointer: [number, number] = [0, 0];
+  /** Announces the node selected from the keyboard (a polite live region). */
+  readonly live: HTMLDivElement;
   theme: Theme;
   lastPaintMs = 0;
   lastRenderAt = 0;
@@ -93,13 +109,13 @@ export class GraphView {
   /** The node under the pointer; a failed call's message shows in `tip`. */
   hovered: string | null = null;
   readonly tip: HTMLDivElement;
-  private failures = false;  // the graph has failed calls (hover hit-tests only then, or for onHover)
   /** The layout's main axis (the layout worker gets it; edges and ports follow). */
   direction: Direction = 'DOWN';
   // The scene the camera was fitted to while the user has not moved it since (null: moved): a
   // resize, or an overlay (legend, overview) changing size, fits it again.
   private fittedScene: Scene | null = null;
   private fitMax = 1;
+  private refitNext = false;  // the next scene is fitted (another layer, the camera untouched since Fit)
   private overlayObserver: ResizeObserver;
   private paintListeners: (() => void)[] = [];
   private sceneListeners: (() => void)[] = [];
@@ -111,7 +127,18 @@ export class GraphView {
     host.appendChild(this.canvas);
     this.tip = document.createElement('div');
     this.tip.className = 'node-tip hidden';
+    this.tip.setAttribute('role', 'tooltip');
+    this.tip.id = `node-tip-${++tipIds}`;
     host.appendChild(this.tip);
+    this.live = document.createElement('div');
+    this.live.className = 'sr-only';
+    this.live.setAttribute('aria-live', 'polite');
+    host.appendChild(this.live);
+    // The canvas is one widget: its name says what it shows and how to move in it; the node
+    // selected (or hovered) is its description, and keyboard selections are announced.
+    this.canvas.setAttribute('role', 'application');
+    this.canvas.setAttribute('aria-roledescription', 'graph');
+    this.canvas.setAttribute('aria-label', 'Graph');
     const ctx = this.canvas.getContext('2d', { alpha: false });
     if (!ctx) throw new Error('2D canvas unavailable');
     this.ctx = ctx;
@@ -124,11 +151,13 @@ export class GraphView {
 
   // ---- model -------------------------------------------------------------------------------
 
-  /** Shows a new graph. Expanded groups that still exist stay expanded; the camera stays. */
-  async setGraph(g: ViewGraph, opts: { reset?: boolean; focus?: string } = {}): Promise<void> {
+  /**
+   * Shows a new graph. Expanded groups that still exist stay expanded; the camera stays, unless
+   * `refit` (another layer) and it is still as Fit left it: then the new drawing is fitted.
+   */
+  async setGraph(g: ViewGraph, opts: { reset?: boolean; focus?: string; refit?: boolean } = {}): Promise<void> {
     const prev = this.graph;
     this.graph = g;
-    this.failures = g.nodes.some((n) => n.failure !== undefined);
     this.hoverAt(null);
     this.agg = aggregateEdges(g);
     this.ports = computePorts(g, this.agg);
@@ -147,6 +176,8 @@ export class GraphView {
     }
     if (this.selection && !g.byId.has(this.selection)) this.selection = null;
     this.mscale = null;
+    if (opts.refit && this.fitted && this.scene && this.fittedScene === this.scene) this.refitNext = true;
+    this.describe();
     await this.relayout();
     if (opts.focus) this.reveal(opts.focus);
   }
@@ -154,6 +185,7 @@ export class GraphView {
   setMetric(m: MetricId): void {
     this.metric = m;
     this.mscale = null;
+    this.gscale = null;
     this.invalidate();
   }
 
@@ -162,11 +194,60 @@ export class GraphView {
     if (!this.mscale || this.mscale.metric !== this.metric) {
       this.mscale = computeScale(this.graph, this.metric);
       this.gsums = groupSums(this.graph, this.mscale);
+      this.gscale = null;
     }
     return this.mscale;
   }
 
   metricScale(): MetricScale | null { return this.ensureScale(); }
+
+  /** The collapsed groups' scale for the scene drawn (null without a metric or a scene). */
+  groupMetricScale(): MetricScale | null {
+    const ms = this.ensureScale();
+    const s = this.scene;
+    if (!ms || !s || this.metric === 'none') return null;
+    if (!this.gscale || this.gscaleOf !== s || this.gscale.metric !== this.metric) {
+      const drawn: string[] = [];
+      for (const it of s.items) if (it.type === 'group') drawn.push(it.id);
+      this.gscale = groupScale(this.metric, this.gsums, drawn);
+      this.gscaleOf = s;
+    }
+    return this.gscale;
+  }
+
+  /** Whether any collapsed group is drawn (the legend then shows the groups' own scale). */
+  hasCollapsedGroups(): boolean { return (this.scene?.groupsDrawn ?? 0) > 0; }
+
+  /** A group's Σ of the metric shown (0 when none). */
+  groupSum(id: string): number { this.ensureScale(); return this.gsums.get(id) ?? 0; }
+
+  /** The edge labels of the scene shown, placed (once per scene) clear of nodes, headers and each other. */
+  edgeLabels(): LabelPlace[] {
+    const s = this.scene;
+    if (!s) return [];
+    if (this.labelsOf !== s || !this.labels) {
+      const ctx = this.ctx;
+      ctx.save();
+      ctx.font = LABEL_FONT;
+      const widths = new Map<string, number>();
+      const headers = new Map<DrawItem, Box>();
+      for (const it of s.items) if (it.type === 'frame') headers.set(it, this.headerLayoutOf(it).chip);
+      ctx.font = LABEL_FONT;
+      this.labels = placeEdgeLabels(s, (t) => {
+        let w = widths.get(t);
+        if (w === undefined) { w = ctx.measureText(t).width; widths.set(t, w); }
+        return w;
+      }, (f) => headers.get(f as DrawItem) ?? headerBand(f));
+      ctx.restore();
+      this.labelsOf = s;
+    }
+    return this.labels;
+  }
+
+  /** The headers of the expanded groups drawn (their text's chip, world units at full text size), which edge labels keep clear of. */
+  headerBoxes(): { id: string; box: Box }[] {
+    return (this.scene?.items ?? []).filter((it) => it.type === 'frame').map((it) => ({ id: it.id, box: this.headerLayoutOf(it).chip }));
+  }
 
   relayout(): Promise<void> {
     if (this.graph) this.cb.onExpand?.(this.expanded);
@@ -188,6 +269,8 @@ export class GraphView {
       this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg, this.direction);
       for (const f of this.sceneListeners) f();
       if (!this.fitted && this.scene.width > 0) { this.fitInitial(); this.fitted = true; }
+      else if (this.refitNext && this.scene.width > 0) this.applyFit(this.fitMax);
+      this.refitNext = false;
       this.paintNow();
       this.cb.onLayout();
     };
@@ -250,7 +333,34 @@ export class GraphView {
   select(id: string | null, from: 'click' | 'key' | 'api' = 'api'): void {
     this.selection = id;
     this.invalidate();
+    this.describe();
+    if (from === 'key') this.live.textContent = id ? this.accessibleNameOf(id) : 'Selection cleared';
     this.cb.onSelect(id, from);
+  }
+
+  /** A drawn item's accessible name: a node's (vocab.ts), or a group's header. */
+  accessibleNameOf(id: string): string {
+    const g = this.graph;
+    if (!g) return id;
+    const n = g.byId.get(id);
+    if (n) return accessibleName(g.vocab, n, g.layer);
+    const grp = g.groups.get(id);
+    if (!grp) return id;
+    const hd = groupHeader(grp);
+    return `Group ${hd.path}, ${hd.rest}, ${this.expanded.has(id) ? 'expanded' : 'collapsed'}`;
+  }
+
+  /** The canvas's name (the Cell, layer, size and keys) and description (the selection). */
+  private describe(): void {
+    const g = this.graph;
+    const c = this.canvas;
+    if (!g) { c.setAttribute('aria-label', 'Graph'); return; }
+    const layer = g.layer === 'optimized' ? 'optimization' : g.layer;
+    c.setAttribute('aria-label', `Graph of ${g.cell}, ${layer} layer, ${g.nodes.length} nodes. ` +
+      'Arrow keys move along the edges, Enter centres the selection, Escape clears it, plus and minus zoom, 0 fits.');
+    const id = this.selection ?? this.hovered;
+    if (id) c.setAttribute('aria-description', this.accessibleNameOf(id));
+    else c.removeAttribute('aria-description');
   }
 
   // ---- camera ------------------------------------------------------------------------------
@@ -307,7 +417,8 @@ export class GraphView {
   private applyFit(maxScale: number): void {
     const s = this.scene;
     if (!s || s.width <= 0) return;
-    const cam = fitCamera({ ...this.fitInput(), maxScale, startCross: this.crossOf('start') });
+    const { boxes, pane } = this.overlayBoxes();
+    const cam = fitAround({ ...this.fitInput(), maxScale, startCross: this.crossOf('start') }, pane, boxes);
     this.scale = cam.scale;
     this.tx = cam.tx;
     this.ty = cam.ty;
@@ -345,17 +456,26 @@ export class GraphView {
 
   /** What the pane's overlays (legend, title, notes, overview) cover, as insets; they are watched. */
   insets(): Insets {
+    const { boxes, pane } = this.overlayBoxes();
+    return overlayInsets(pane, boxes);
+  }
+
+  /** The boxes of the pane's overlays (client px), watched for size changes, and the pane's. */
+  private overlayBoxes(): { boxes: DOMRect[]; pane: DOMRect } {
     const boxes: DOMRect[] = [];
     for (const el of this.host.querySelectorAll<HTMLElement>(':scope > .legend, :scope > .pane-title, :scope > .pane-note, :scope > .minimap')) {
       this.overlayObserver.observe(el);
       boxes.push(el.getBoundingClientRect());
     }
-    return overlayInsets(this.host.getBoundingClientRect(), boxes);
+    return { boxes, pane: this.host.getBoundingClientRect() };
   }
 
   private overlaysChanged(): void {
     if (this.scene && this.fittedScene === this.scene) this.applyFit(this.fitMax);
   }
+
+  /** An overlay moved without changing size (the legend docked elsewhere): a fitted view is fitted again. */
+  overlaysMoved(): void { this.overlaysChanged(); }
 
   zoomAt(f: number, sx: number, sy: number): void {
     const ns = Math.min(4, Math.max(0.01, this.scale * f));
@@ -419,32 +539,94 @@ export class GraphView {
     });
   }
 
-  /** The pointer at client (x, y), or gone (null): hovering a failed call shows its message. */
+  /**
+   * The pointer at client (x, y), or gone (null). Hovering a node shows its tooltip (nodeTip: what
+   * it is, its tensors, and in the hardware layer its kernels with the sentences behind its text);
+   * a failed call's message at once, anything else after a short rest; a collapsed group its Σ.
+   */
   hoverAt(cx: number | null, cy = 0): void {
-    if (cx !== null && !this.failures && !this.cb.onHover) return;
     let it: DrawItem | null = null;
     const r = this.canvas.getBoundingClientRect();
-    if (cx !== null) it = this.hitTest(cx - r.left, cy - r.top);
-    const id = it?.type === 'node' ? it.id : null;
-    const f = it?.node?.failure;
-    if (f && cx !== null) {
-      const text = `${f.id} · ${f.api || f.op || ''}: ${f.message ?? ''}${f.code ? ` [${f.code}]` : ''}`;
-      if (this.tip.textContent !== text) this.tip.textContent = text;
-      this.tip.classList.remove('hidden');
-      const hr = this.host.getBoundingClientRect();
-      const w = this.tip.offsetWidth, h = this.tip.offsetHeight;
-      let x = cx - hr.left + 14, y = cy - hr.top + 16;
-      if (x + w > hr.width - 4) x = Math.max(4, hr.width - 4 - w);
-      if (y + h > hr.height - 4) y = Math.max(4, cy - hr.top - 12 - h);
-      this.tip.style.left = `${x}px`;
-      this.tip.style.top = `${y}px`;
-    } else if (!this.tip.classList.contains('hidden')) {
-      this.tip.classList.add('hidden');
+    if (cx !== null) { it = this.hitTest(cx - r.left, cy - r.top); this.pointer = [cx, cy]; }
+    const g = this.graph;
+    const tipFor = it && it.type !== 'frame' ? it.id : null;
+    if (tipFor !== this.tip.dataset.for || cx === null) {
+      window.clearTimeout(this.tipTimer);
+      this.pendingTip = null;
+      this.hideTip();
+      if (tipFor && g && it && cx !== null) {
+        const lines = it.node ? nodeTip(g.vocab, it.node, g.layer) : this.groupTipLines(it);
+        // Shown where the pointer rests by then.
+        const show = (): void => { this.pendingTip = null; this.showTip(tipFor, lines, !!it?.node?.failure, this.pointer[0], this.pointer[1]); };
+        if (it.node?.failure) show();
+        else { this.pendingTip = show; this.tipTimer = window.setTimeout(show, TIP_DELAY_MS); }
+      }
+    } else if (tipFor && !this.tip.classList.contains('hidden')) {
+      this.moveTip(cx, cy);
     }
+    const id = it?.type === 'node' ? it.id : null;
     if (id !== this.hovered) {
       this.hovered = id;
+      this.describe();
       this.cb.onHover?.(id);
     }
+  }
+
+  /** The tooltip of a drawn item, as hovering its centre shows it (at once); '' for none. null: the pointer leaves. */
+  hoverItem(id: string | null): string {
+    if (id === null) { this.hoverAt(null); return ''; }
+    const p = this.screenPosition(id);
+    if (!p) return '';
+    this.hoverAt(p.x, p.y);
+    this.pendingTip?.();
+    return this.tip.classList.contains('hidden') ? '' : this.tip.innerText;
+  }
+
+  /** The fill colour a drawn item has (a node's or collapsed group's), or null. */
+  colourOf(id: string): string | null {
+    const it = this.scene?.byId.get(id);
+    if (!it || it.type === 'frame') return null;
+    const ms = this.ensureScale();
+    return this.fillFor(it, this.metric !== 'none' && ms !== null && ms.max > 0, ms).fill;
+  }
+
+  private groupTipLines(it: DrawItem): string[] {
+    const grp = it.group!;
+    const hd = groupHeader(grp);
+    const sum = this.metric !== 'none' ? this.groupSum(grp.id) : 0;
+    return groupTip(hd.path, hd.rest, grp.leafCount, sum > 0 ? metricDef(this.metric).format(sum) : undefined);
+  }
+
+  private showTip(id: string, lines: string[], failure: boolean, cx: number, cy: number): void {
+    const t = this.tip;
+    t.dataset.for = id;
+    t.classList.toggle('failed', failure);
+    t.textContent = '';
+    lines.forEach((l, i) => {
+      const d = document.createElement('div');
+      d.textContent = l;
+      if (i === 0) d.className = 'tt';
+      t.appendChild(d);
+    });
+    t.classList.remove('hidden');
+    this.canvas.setAttribute('aria-describedby', t.id);
+    this.moveTip(cx, cy);
+  }
+
+  private hideTip(): void {
+    delete this.tip.dataset.for;
+    if (!this.tip.classList.contains('hidden')) this.tip.classList.add('hidden');
+    this.canvas.removeAttribute('aria-describedby');
+  }
+
+  private moveTip(cx: number, cy: number): void {
+    const hr = this.host.getBoundingClientRect();
+    const w = this.tip.offsetWidth, h = this.tip.offsetHeight;
+    let x = cx - hr.left + 14, y = cy - hr.top + 16;
+    if (x + w > hr.width - 4) x = Math.max(4, hr.width - 4 - w);
+    if (y + h > hr.height - 4) y = Math.max(4, cy - hr.top - 12 - h);
+    this.tip.style.left = `${x}px`;
+    this.tip.style.top = `${y}px`;
   }
 
   hitTest(sx: number, sy: number): DrawItem | null {
@@ -577,6 +759,7 @@ export class GraphView {
     const detail = scale >= 0.16;
     const px = 1 / scale;
     const paused = this.debugItems();
+    const vocab = this.graph?.vocab ?? vocabOf(undefined);
     // Frames (expanded groups).
     for (const it of s.items) {
       if (it.type !== 'frame') continue;
@@ -590,7 +773,6 @@ export class GraphView {
       ctx.fill();
       ctx.stroke();
       ctx.setLineDash([]);
-      if (text || scale >= 0.12) this.drawFrameHeader(ctx, it, text ? 12 : 12 * 0.38 / scale);
       if (this.selection === it.id) this.outline(ctx, it, th.accent, 2.5 * px);
     }
     // Edges.
@@ -625,24 +807,26 @@ export class GraphView {
       ctx.fillStyle = th.accent;
       ctx.fill(heads);
     }
-    // Edge labels (shapes) only when zoomed in.
-    if (scale >= 0.75) {
-      ctx.font = '10px ui-monospace, SFMono-Regular, Menlo, monospace';
+    // Group headers over the edges that enter their frames (the line passes under the title).
+    if (text || scale >= 0.12) {
+      for (const it of s.items) {
+        if (it.type !== 'frame' || !inView(it.x, it.y, it.w, GROUP_PAD_TOP)) continue;
+        this.drawFrameHeader(ctx, it, text ? 12 : 12 * 0.38 / scale);
+      }
+    }
+    // Edge labels (tensor shape, dtype, format) when they are readable, where labels.ts placed them.
+    if (scale >= LABEL_MIN_SCALE) {
+      ctx.font = LABEL_FONT;
       ctx.textBaseline = 'middle';
-      for (const e of s.edges) {
-        if (e.maxX < vx0 || e.maxY < vy0 || e.minX > vx1 || e.minY > vy1) continue;
-        const lbl = e.count > 1 && !e.label ? `${e.count} tensors` : e.label;
-        if (!lbl) continue;
-        const [x0, y0, across] = labelPlace(e.pts);
-        const w = lbl.length * 6.1 + 6;
-        // Beside a vertical segment; above a horizontal one (left to right), centred.
-        const x = across ? x0 - w / 2 - 4 : x0, y = across ? y0 - 10 : y0;
+      for (const l of this.edgeLabels()) {
+        const b = l.box;
+        if (!inView(b.x, b.y, b.w, b.h)) continue;
         ctx.fillStyle = th.bg;
         ctx.globalAlpha = 0.85;
-        ctx.fillRect(x + 4, y - 7, w, 14);
+        ctx.fillRect(b.x, b.y, b.w, b.h);
         ctx.globalAlpha = 1;
         ctx.fillStyle = th.edgeLabel;
-        ctx.fillText(lbl, x + 7, y);
+        l.lines.forEach((t, i) => ctx.fillText(t, b.x + LABEL_PAD, b.y + 1 + LABEL_LINE * (i + 0.5)));
       }
     }
     // Nodes and collapsed groups.
@@ -689,8 +873,8 @@ export class GraphView {
           ctx.fillStyle = useMetric ? fg : th.muted;
           let sub = groupHeader(g).rest;
           const sum = this.gsums.get(g.id);
-          if (useMetric && sum) sub += ` · Σ ${metricDef(this.metric).format(sum)}`;
-          ctx.fillText(clip(sub, Math.floor((it.w - 16) / 6)), it.x + 10, it.y + 34, it.w - 16);
+          if (useMetric && sum) sub = `Σ ${metricDef(this.metric).format(sum)} · ${sub}`;
+          ctx.fillText(clip(sub, Math.floor((it.w - 16) / 5.6)), it.x + 10, it.y + 34, it.w - 16);
         }
       } else if (it.node?.failure) {
         this.drawFailure(ctx, it, px, text);
@@ -721,7 +905,7 @@ export class GraphView {
             ctx.fillText(clip(n.label, maxc), cx, it.y + 14, w);
             ctx.font = '10.5px system-ui, sans-serif';
             ctx.globalAlpha = 0.8;
-            ctx.fillText(clip(hwLine1(n), Math.floor(w / 5.6)), cx, it.y + 29, w);
+            ctx.fillText(clip(hardwareLine(vocab, n.optimized?.hardware), Math.floor(w / 5.6)), cx, it.y + 29, w);
             ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, it.y + 43, w);
           } else {
             ctx.fillText(clip(n.label, maxc), cx, it.y + 14, w);
@@ -738,23 +922,34 @@ export class GraphView {
     }
   }
 
-  /** An expanded group's header: "▾ path" in the header colour, then its class and size, muted. */
+  /**
+   * An expanded group's header: "▾ path" in the header colour, then its class and size, muted. The
+   * text sits on its frame's own colour (the canvas under `depth` frame fills), so an edge entering
+   * the frame passes under the title instead of striking through it.
+   */
   private drawFrameHeader(ctx: CanvasRenderingContext2D, it: DrawItem, size: number): void {
     const th = this.theme;
-    const hd = it.group ? groupHeader(it.group) : { path: it.id, rest: '' };
+    const hl = this.headerLayoutOf(it, size);
     const room = it.w - 16;
-    const k = size / 12;  // characters are about 6.6 px wide at 12 px
+    // The chip: the header's background as drawn (canvas, then one frame fill per nesting level).
+    const c = hl.chip;
+    ctx.fillStyle = th.bg;
+    ctx.fillRect(c.x, c.y, c.w, c.h);
+    ctx.fillStyle = th.frame;
+    for (let d = 0; d < Math.max(1, it.depth); d++) ctx.fillRect(c.x, c.y, c.w, c.h);
     ctx.textBaseline = 'middle';
-    ctx.font = `600 ${size}px system-ui, sans-serif`;
+    ctx.font = headerFont(size, true);
     ctx.fillStyle = th.frameHeader;
-    const head = clip(`▾ ${hd.path}`, Math.floor(room / (6.6 * k)));
-    ctx.fillText(head, it.x + 10, it.y + 16, room);
-    const used = Math.min(room, ctx.measureText(head).width);
-    const left = room - used - 6 * k;
-    if (!hd.rest || left < 30 * k || head.endsWith('…')) return;
-    ctx.font = `${size}px system-ui, sans-serif`;
+    ctx.fillText(hl.head, hl.headX, hl.y, room);
+    if (!hl.rest) return;
+    ctx.font = headerFont(size, false);
     ctx.fillStyle = th.muted;
-    ctx.fillText(clip(`·  ${hd.rest}`, Math.floor(left / (6.2 * k))), it.x + 10 + used + 6 * k, it.y + 16, left);
+    ctx.fillText(hl.rest, hl.restX, hl.y, it.x + it.w - 6 - hl.restX);
+  }
+
+  private headerLayoutOf(it: DrawItem, size = 12): HeaderLayout {
+    const ctx = this.ctx;
+    return headerLayout(it, size, GROUP_PAD_TOP, (font, t) => { ctx.font = font; return ctx.measureText(t).width; }, clip);
   }
 
   /**
@@ -841,10 +1036,11 @@ export class GraphView {
   private fillFor(it: DrawItem, useMetric: boolean, ms: MetricScale | null): { fill: string; fg: string; bar: string | null } {
     const th = this.theme;
     if (it.type === 'group') {
-      if (useMetric && ms) {
+      const gs = useMetric && ms ? this.groupMetricScale() : null;
+      if (gs) {
         const v = this.gsums.get(it.id) ?? 0;
         if (v > 0) {
-          const t = ms.norm(Math.min(v, ms.max));
+          const t = gs.norm(v);
           return { fill: rampColor(t), fg: rampTextColor(t), bar: null };
         }
       }
@@ -907,13 +1103,6 @@ export function drawErrorGlyph(ctx: CanvasRenderingContext2D, cx: number, cy: nu
   ctx.fill();
 }
 
-function hwLine1(n: { optimized?: { hardware?: { unit?: string; cycles?: number; bound?: string }[] }; sub: string }): string {
-  const ks = n.optimized?.hardware ?? [];
-  if (ks.length === 0) return '';
-  const k = ks[0];
-  return `${k.unit ?? '?'} · ${fmtNum(ks.reduce((s, x) => s + (x.cycles ?? 0), 0))} cyc · ${k.bound ?? ''}`;
-}
-
 export function clip(s: string, n: number): string {
   if (n <= 1) return '';
   return s.length > n ? s.slice(0, Math.max(1, n - 1)) + '…' : s;
@@ -939,15 +1128,4 @@ function addArrow(p: Path2D, pts: number[], size: number): void {
   p.lineTo(x1 - size * Math.cos(a - 0.4), y1 - size * Math.sin(a - 0.4));
   p.lineTo(x1 - size * Math.cos(a + 0.4), y1 - size * Math.sin(a + 0.4));
   p.closePath();
-}
-
-/** The middle of the edge's longest segment, and whether that segment is more horizontal than vertical. */
-export function labelPlace(pts: number[]): [number, number, boolean] {
-  let best = -1, bx = pts[0], by = pts[1], horiz = false;
-  for (let i = 0; i + 3 < pts.length; i += 2) {
-    const dx = pts[i + 2] - pts[i], dy = pts[i + 3] - pts[i + 1];
-    const l = dx * dx + dy * dy;
-    if (l > best) { best = l; bx = (pts[i] + pts[i + 2]) / 2; by = (pts[i + 1] + pts[i + 3]) / 2; horiz = Math.abs(dx) > Math.abs(dy); }
-  }
-  return [bx, by, horiz];
 }

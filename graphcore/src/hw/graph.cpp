@@ -891,8 +891,13 @@ class Estimator {
           "and the amp Casts (now between equal types) cost nothing");
     }
     if (t_.ascend && !t_.cube_fp32) notes_.insert("float32 matmuls run on the fp16 cube");
-    notes_.insert("one stream: kernels run one after another; dispatch " +
-                  std::to_string(t_.launch_overhead_us).substr(0, 4) + " us per launched kernel");
+    // In the target's words: an Ascend kernel is dispatched (launched) on the AI cores; the CPU
+    // backend's executor spends its overhead per operator.
+    const std::string overhead = std::to_string(t_.launch_overhead_us).substr(0, 4);
+    notes_.insert(t_.ascend ? "one stream: kernels run one after another; dispatch " + overhead +
+                                  " us per launched kernel"
+                            : "one stream: operators run one after another; executor overhead " +
+                                  overhead + " us per operator");
     e.notes.assign(notes_.begin(), notes_.end());
     std::sort(e.notes.begin(), e.notes.end());
   }
