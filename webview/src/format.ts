@@ -109,7 +109,8 @@ export function fmtBytes(v: number): string {
 export function rangeText(file: string | undefined, r: Range | undefined): string {
   if (!file) return '';
   if (!r) return file;
-  return `${file}:${r.start.line + 1}:${r.start.character + 1}`;
+  // proto3 JSON leaves out zeros: a range on the first line or column has no line / character.
+  return `${file}:${(r.start?.line ?? 0) + 1}:${(r.start?.character ?? 0) + 1}`;
 }
 
 export function escapeHtml(s: string): string {

@@ -9,9 +9,12 @@ import { GraphView, readTheme } from './view';
 import { METRICS, type MetricId } from './metrics';
 import { LEGEND_KEY, Legend, parseLegendPrefs, type LegendPrefs } from './legend';
 import { LABEL_MIN_SCALE, labelLines } from './labels';
-import { search } from './search';
+import { searchContext, type SearchContext } from './search';
+import { SearchBar } from './searchbar';
 import { diffGraphs, type GraphDiff } from './diff';
-import { ERROR_ICON, renderCellSummary, renderPanel, sourceLink } from './panel';
+import { ERROR_ICON, bufferMates, cellJson, debugStrip, matchRows, nodeJson, renderCellSummary, renderMatches, renderPanel, sourceLink } from './panel';
+import { bindTabs, showTab } from './tabs';
+import { copyWithFeedback } from './copy';
 import { layerState } from './failures';
 import { debugPanelHtml, debugTargets, isPaused, scopesToLoad } from './debug';
 import { buildTimeline, MemoryPanel } from './memory';
@@ -103,13 +106,25 @@ class App {
   private cellSel = el('select', 'cell-select');
   private layerSeg = el('div', 'seg');
   private metricSel = el('select');
-  private searchInput = el('input', 'search-input');
-  private results = el('div', 'results hidden');
+  // The search box (searchbar.ts): matches, next / previous, select all (a multi-selection).
+  private search = new SearchBar({
+    view: () => this.activeView(),
+    views: () => (this.viewB ? [this.viewA, this.viewB] : [this.viewA]),
+    context: () => this.searchContext(),
+    goTo: (id) => { const v = this.activeView(); void v.reveal(id).then(() => v.select(id, 'click')); },
+    onMulti: () => this.renderPanel(),
+    coverage: () => this.searchCoverage(),
+  });
+  private searchCtx: { cell: Cell; ctx: SearchContext } | null = null;
+  // The side panel's tab (tabs.ts), kept across selections, updates and reloads.
+  private panelTab = App.stored('cellscope-panel-tab') ?? 'node';
   private banner = el('div', 'banner hidden');
   private views = el('div', 'views');
   private paneA = el('div', 'pane');
   private paneB = el('div', 'pane hidden');
   private panel = el('aside', 'panel');
+  private panelBody = el('div', 'panel-body');
+  private copyStatus = el('div', 'copy-status');
   private memHost = el('div', 'mem hidden');
   private statusBar = el('footer', 'statusbar');
   private connEl = el('span', 'conn');
@@ -225,15 +240,7 @@ class App {
     this.metricSel.addEventListener('change', () => this.setMetric(this.metricSel.value as MetricId));
     const metricLbl = el('label', 'lbl', 'Colour ');
     metricLbl.appendChild(this.metricSel);
-    const sbox = el('div', 'search');
-    this.searchInput.placeholder = 'Search name, op, scope…  (/)';
-    this.searchInput.type = 'search';
-    this.searchInput.addEventListener('input', () => this.runSearch());
-    this.searchInput.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter') { const f = this.results.querySelector<HTMLElement>('.hit'); f?.click(); }
-      if (e.key === 'Escape') { this.searchInput.value = ''; this.runSearch(); this.searchInput.blur(); }
-    });
-    sbox.append(this.searchInput, this.results);
+    const sbox = this.search.root;
     const tools = el('div', 'tools');
     this.themeBtn = this.button('◐', 'Theme', () => {
       const t = nextThemeKind((document.documentElement.dataset.theme ?? 'light') as ThemeKind);
@@ -264,6 +271,11 @@ class App {
     this.tl.host.addEventListener('click', (e) => this.onPanelClick(e));  // its source link
     main.append(left, this.panel);
     this.root.append(bar, this.banner, main, this.statusBar);
+    this.panel.setAttribute('aria-label', 'Details');
+    this.copyStatus.setAttribute('role', 'status');
+    this.copyStatus.setAttribute('aria-live', 'polite');
+    this.panel.append(this.panelBody, this.copyStatus);
+    bindTabs(this.panelBody, (id) => { this.panelTab = id; App.store('cellscope-panel-tab', id); });
     this.panel.addEventListener('click', (e) => this.onPanelClick(e));
     this.panel.addEventListener('submit', (e) => this.onInputsSubmit(e));
     this.banner.addEventListener('click', (e) => this.onPanelClick(e));
@@ -679,6 +691,7 @@ class App {
     await Promise.all(jobs);
     this.timings.layoutMs = performance.now() - tl;
     if (my !== this.renderSeq) return;
+    this.search.refresh();   // the query on the new graph
     this.applyDebugFocus();  // also renders the panel and the legend
     this.renderMem();
     this.renderTimeline();
@@ -709,14 +722,14 @@ class App {
     this.syncButtons();
   }
 
-  private setLayer(l: Layer): void {
-    if (l === this.layer) return;
+  private setLayer(l: Layer): Promise<void> {
+    if (l === this.layer) return Promise.resolve();
     const sel = this.activeView().selection;
     const wasLayer = this.split ? this.layerB() : this.layer;
     this.layer = l;
     if (l === 'hardware' && this.metric === 'none') this.metric = 'cycles';
     if (l !== 'hardware' && !METRICS.find((m) => m.id === this.metric)?.layers.includes(l)) this.metric = 'none';
-    void this.render({ refit: true }).then(() => {
+    return this.render({ refit: true }).then(() => {
       // Keep the selection across layers through the origins mapping.
       if (!sel) return;
       const v = this.activeView();
@@ -727,7 +740,8 @@ class App {
         const old = this.currentCell()?.optimized?.nodes?.find((n) => n.id === sel);
         target = old?.origins?.[0];
       } else if (!target) target = g.semanticToOptimized.get(sel)?.[0];
-      if (target) { const t = target; void v.reveal(t).then(() => v.select(t, 'api')); }
+      if (target) { const t = target; return v.reveal(t).then(() => v.select(t, 'api')); }
+      return undefined;
     });
   }
 
@@ -852,7 +866,9 @@ class App {
   // ---- selection and panel -----------------------------------------------------------------
 
   private onSelect(which: 'A' | 'B', id: string | null, from: 'click' | 'key' | 'api'): void {
+    const paneChanged = this.active !== which;
     this.active = which;
+    if (paneChanged) this.search.refresh();  // the search follows the active pane
     const v = which === 'A' ? this.viewA : this.viewB!;
     const other = which === 'A' ? this.viewB : this.viewA;
     v.secondary.clear();
@@ -903,13 +919,8 @@ class App {
   private bufferMates(v: GraphView, id: string | null): string[] {
     if (!id || !v.graph || v.graph.layer === 'semantic') return [];
     const n = v.graph.byId.get(id)?.optimized;
-    const bufs = this.currentCell()?.optimized?.memory?.buffers ?? [];
-    const out: string[] = [];
-    for (const p of n?.memory ?? []) {
-      const b = bufs[p.buffer ?? -1];
-      for (const t of b?.tensors ?? []) if (t !== `${id}:${p.output ?? 0}`) out.push(t);
-    }
-    return out;
+    const cell = this.currentCell();
+    return n && cell ? bufferMates(cell, n) : [];
   }
 
   private requestDetails(v: GraphView, id: string | null): void {
@@ -926,22 +937,81 @@ class App {
     const cell = this.currentCell();
     const v = this.activeView();
     const id = v.selection;
-    if (!cell) { this.panel.innerHTML = ''; return; }
+    const body = this.panelBody;
+    if (!cell) { body.innerHTML = ''; return; }
+    // What a re-render must keep: the scroll, a focused tab, what is being typed in the input box.
+    const scroll = this.panel.scrollTop;
+    const active = document.activeElement as HTMLElement | null;
+    const focusTab = active && body.contains(active) && active.getAttribute('role') === 'tab';
+    const typing = active instanceof HTMLInputElement && active.name === 'shapes' && body.contains(active)
+      ? { value: active.value, start: active.selectionStart, end: active.selectionEnd } : null;
     const n = id ? v.graph?.byId.get(id) : undefined;
+    const f = this.focus && this.focusOnCell() ? this.focus : null;
+    const card = this.debugCard();
+    const multi = this.search.multi();
     let html: string;
-    if (!n || !v.graph) html = renderCellSummary(cell, this.split ? this.layerB() : this.layer);
-    else {
+    if (!n || !v.graph) {
+      if (multi && v.graph) {
+        const nodes = multi.ids.map((x) => v.graph!.byId.get(x)).filter((x): x is NonNullable<typeof x> => !!x);
+        html = renderMatches(multi.query, matchRows(nodes), cell, v.graph.layer);
+      } else {
+        html = renderCellSummary(cell, this.split ? this.layerB() : this.layer, {
+          tab: this.panelTab, debugCard: card, editor: !!this.hello.editor, partialNodes: this.lazy.has(this.cellName),
+        });
+      }
+    } else {
       const key = `${this.cellName}|${n.id}`;
+      const pausedHere = v.debugNodes.has(n.id);
       html = renderPanel({
         cell, layer: v.graph.layer, node: n, editor: !!this.hello.editor,
         kernels: this.details.get(key) ?? null, detailsPending: this.detailsPending.has(key),
         semanticById: new Map((cell.nodes ?? []).map((x) => [x.id, x] as const)),
         bufferMates: this.bufferMates(v, n.id),
+        tab: this.panelTab, consumers: v.graph.succ.get(n.id) ?? [], debugCard: card, pausedHere,
       });
+      if (multi) {
+        html = `<a href="#" class="back-matches">‹ ${multi.ids.length} selected: <span class="mono">${h(multi.query)}</span></a>` + html;
+      }
     }
+    const strip = f ? debugStrip(f, (file, line) => sourceLink(file, { start: { line: line - 1, character: 0 }, end: { line: line - 1, character: 0 } }, !!this.hello.editor),
+      !!n && v.debugNodes.has(n.id)) : '';
     const removed = this.showDiff && this.diff && this.diff.removed.length && v === this.viewA
       ? `<details class="sec" open><summary>Removed by the last edit</summary><ul class="origins">${this.diff.removed.slice(0, 50).map((r) => `<li class="removed">${h(r)}</li>`).join('')}</ul></details>` : '';
-    this.panel.innerHTML = this.debugCard() + html + removed;
+    body.innerHTML = strip + html + removed;
+    this.panel.scrollTop = scroll;
+    if (focusTab) body.querySelector<HTMLElement>('[role="tab"][aria-selected="true"]')?.focus();
+    if (typing) {
+      const box = body.querySelector<HTMLInputElement>('form.inputs-form input[name="shapes"]');
+      if (box) { box.value = typing.value; box.focus(); box.setSelectionRange(typing.start, typing.end); }
+    }
+  }
+
+  /** The panel's text: every tab's (a hidden tab panel is laid out off screen for innerText), or only what is shown. */
+  private panelText(which?: string): string {
+    if (which === 'shown') return this.panelBody.innerText;
+    const clone = this.panelBody.cloneNode(true) as HTMLElement;
+    for (const p of clone.querySelectorAll<HTMLElement>('[role="tabpanel"]')) p.hidden = false;
+    for (const d of clone.querySelectorAll<HTMLDetailsElement>('details')) d.open = true;
+    clone.style.cssText = `position:fixed;left:-20000px;top:0;width:${this.panel.clientWidth || 360}px;visibility:visible`;
+    this.panel.appendChild(clone);
+    const text = clone.innerText;
+    clone.remove();
+    return text;
+  }
+
+  private searchContext(): SearchContext {
+    const cell = this.currentCell();
+    if (!cell) return searchContext(undefined);
+    if (this.searchCtx?.cell !== cell) this.searchCtx = { cell, ctx: searchContext(cell) };
+    return this.searchCtx.ctx;
+  }
+
+  private searchCoverage(): string {
+    const lz = this.lazy.get(this.cellName);
+    if (!lz) return '';
+    const loaded = this.currentCell()?.nodes?.length ?? 0;
+    const total = lz.skeleton.nodes ?? 0;
+    return loaded < total ? `Searched the ${loaded} of ${total} nodes loaded: open a group to load its nodes.` : '';
   }
 
   /** The input box: its shapes go to the server, which answers with a new document (or a
@@ -954,6 +1024,14 @@ class App {
   }
 
   private onPanelClick(e: MouseEvent): void {
+    const copy = (e.target as HTMLElement).closest<HTMLElement>('button.copy');
+    if (copy) {
+      e.preventDefault();
+      const text = copy.dataset.copy ?? this.copyJson(copy.dataset.copyJson ?? '');
+      void copyWithFeedback(copy, text, this.copyStatus);
+      return;
+    }
+    if ((e.target as HTMLElement).closest('button.clear-multi')) { this.search.clearMulti(); return; }
     const button = (e.target as HTMLElement).closest<HTMLElement>('button.inputs-reset, button.inputs-save');
     if (button) {
       const form = button.closest<HTMLFormElement>('form.inputs-form');
@@ -962,8 +1040,37 @@ class App {
       return;
     }
     const t = (e.target as HTMLElement).closest<HTMLElement>('a');
-    if (!t) return;
+    if (!t) {
+      // A row of the multi-selection's list: go to its node.
+      const tr = (e.target as HTMLElement).closest<HTMLElement>('tr.match');
+      if (tr?.dataset.id) this.selectNode(tr.dataset.id);
+      return;
+    }
     e.preventDefault();
+    if (t.classList.contains('back-matches')) { this.activeView().select(null, 'click'); return; }
+    if (t.classList.contains('show-tab') && t.dataset.tab) {
+      this.panelTab = t.dataset.tab;
+      App.store('cellscope-panel-tab', t.dataset.tab);
+      showTab(this.panelBody, t.dataset.tab);
+      this.panelBody.querySelector<HTMLElement>(`[role="tab"][data-tab="${t.dataset.tab}"]`)?.focus();
+      return;
+    }
+    if (t.classList.contains('goto-focus') && t.dataset.id) {
+      const v = this.activeView();
+      const target = v.graph && this.focus ? debugTargets(v.graph, this.focus)[0] : undefined;
+      if (target) void v.reveal(target).then(() => v.select(target, 'click'));
+      return;
+    }
+    if (t.classList.contains('goto-layer') && t.dataset.layer && t.dataset.id) {
+      const id = t.dataset.id;
+      const layer = t.dataset.layer as Layer;
+      if (this.split) { this.selectNode(id); return; }
+      void this.setLayer(layer).then(() => {
+        const v = this.activeView();
+        if (v.graph?.byId.has(id)) void v.reveal(id).then(() => v.select(id, 'click'));
+      });
+      return;
+    }
     if (t.classList.contains('reveal') && t.dataset.reveal) {
       const req = JSON.parse(t.dataset.reveal) as NonNullable<ViewRequest['reveal']>;
       this.transport.send({ reveal: req });
@@ -973,11 +1080,21 @@ class App {
     if (!id) return;
     if (t.classList.contains('goto-sem')) {
       if (this.split) { void this.viewA.reveal(id).then(() => this.viewA.select(id, 'click')); return; }
-      this.setLayer('semantic');
-      setTimeout(() => void this.viewA.reveal(id).then(() => this.viewA.select(id, 'api')), 0);
+      void this.setLayer('semantic').then(() => this.viewA.reveal(id)).then(() => this.viewA.select(id, 'api'));
       return;
     }
     this.selectNode(id);
+  }
+
+  /** The JSON a "Copy as JSON" button copies: the node shown, or the Cell's summary. */
+  private copyJson(what: string): string {
+    const v = this.activeView();
+    const n = v.selection ? v.graph?.byId.get(v.selection) : undefined;
+    if (what === 'node' && n && v.graph) {
+      return nodeJson({ node: n, layer: v.graph.layer, kernels: this.details.get(`${this.cellName}|${n.id}`) ?? null });
+    }
+    const cell = this.currentCell();
+    return cell ? cellJson(cell) : '';
   }
 
   private selectNode(id: string): void {
@@ -987,40 +1104,14 @@ class App {
 
   // ---- search and keys ---------------------------------------------------------------------
 
-  private runSearch(): void {
-    const v = this.activeView();
-    const q = this.searchInput.value;
-    v.highlight.clear();
-    if (!v.graph || !q.trim()) { this.results.classList.add('hidden'); v.invalidate(); return; }
-    const hits = search(v.graph, q);
-    for (const hh of hits) v.highlight.add(hh.id);
-    v.invalidate();
-    this.results.classList.remove('hidden');
-    this.results.innerHTML = `<div class="rc">${hits.length}${hits.length === 200 ? '+' : ''} match${hits.length === 1 ? '' : 'es'}</div>` +
-      hits.slice(0, 100).map((x) => {
-        const n = v.graph!.byId.get(x.id)!;
-        const f = n.failure;
-        if (f) {
-          return `<div class="hit failed" data-id="${h(x.id)}" title="${h(f.message ?? '')}">${ERROR_ICON}<b>${h(f.api || n.op)}</b> <span class="mono">${h(f.id)}</span>` +
-            `<span class="muted"> ${h(f.message ?? '')}</span></div>`;
-        }
-        return `<div class="hit" data-id="${h(x.id)}"><b>${h(n.op)}</b> <span class="mono">${h(x.id)}</span><span class="muted"> ${h(n.scope)}</span></div>`;
-      }).join('');
-    for (const d of this.results.querySelectorAll<HTMLElement>('.hit')) {
-      d.addEventListener('click', () => {
-        const id = d.dataset.id!;
-        void v.reveal(id).then(() => v.select(id, 'click'));
-      });
-    }
-  }
-
   private bindKeys(): void {
     window.addEventListener('keydown', (e) => {
       const t = e.target as HTMLElement;
       if (t && (t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA')) return;
       if ((e.key === 'Enter' || e.key === ' ') && t?.closest?.('button, a, summary')) return;  // the control's own
+      if (e.key.startsWith('Arrow') && t?.closest?.('.panel')) return;  // scrolls the panel, not the graph
       const v = this.activeView();
-      if ((e.key === 'f' && (e.ctrlKey || e.metaKey)) || e.key === '/') { e.preventDefault(); this.searchInput.focus(); this.searchInput.select(); return; }
+      if ((e.key === 'f' && (e.ctrlKey || e.metaKey)) || e.key === '/') { e.preventDefault(); this.search.focus(); return; }
       if (e.ctrlKey || e.metaKey || e.altKey) return;
       switch (e.key) {
         case '+': case '=': v.zoom(1.25); break;
@@ -1032,16 +1123,17 @@ class App {
         case 'ArrowUp': v.step('up'); break;
         case 'ArrowLeft': v.step('left'); break;
         case 'ArrowRight': v.step('right'); break;
-        case 'Escape': v.select(null, 'key'); this.results.classList.add('hidden'); break;
+        case 'Escape':
+          // Step by step: the selection, then the multi-selection.
+          this.search.close();
+          if (v.selection !== null || !this.search.multi()) v.select(null, 'key');
+          else this.search.clearMulti();
+          break;
         case 'Enter': if (v.selection) v.centerOn(v.selection); break;
         default: return;
       }
       e.preventDefault();
     });
-    document.addEventListener('click', (e) => {
-      if (!(e.target as HTMLElement).closest('.search')) this.results.classList.add('hidden');
-    });
-    this.searchInput.addEventListener('focus', () => { if (this.searchInput.value) this.results.classList.remove('hidden'); });
   }
 
   // ---- test hook ---------------------------------------------------------------------------
@@ -1135,7 +1227,18 @@ class App {
         const lz = app.lazy.get(app.cellName);
         return lz ? { loaded: [...lz.chunks.keys()], pending: [...lz.pending], nodes: lz.skeleton.nodes ?? 0 } : null;
       },
-      panelText: () => app.panel.innerText,
+      // The panel's text, every tab's ('shown': only what is on screen); its tabs; the search box.
+      panelText: (which?: string) => app.panelText(which),
+      panelTabs: () => ({
+        chosen: app.panelTab,
+        tabs: [...app.panelBody.querySelectorAll<HTMLElement>('[role="tab"]')].map((t) => ({
+          id: t.dataset.tab, label: t.textContent, selected: t.getAttribute('aria-selected') === 'true' })),
+      }),
+      setPanelTab: (id: string) => { app.panelTab = id; App.store('cellscope-panel-tab', id); showTab(app.panelBody, id); },
+      searchState: () => app.search.state(),
+      search: (q: string) => { app.search.input.value = q; app.search.input.dispatchEvent(new Event('input')); return app.search.state(); },
+      searchStep: (dir: 1 | -1) => { app.search.step(dir); return app.search.state(); },
+      selectAllMatches: () => { app.search.selectAll(); return app.search.state(); },
       // The edges drawn (between visible items) and an item's box in client coordinates.
       edges: (which?: string) => (viewOf(which).scene?.edges ?? []).map((e) => ({ src: e.src, tgt: e.tgt, label: e.label })),
       nodeRect: (id: string, which?: string) => {
@@ -1184,7 +1287,7 @@ class App {
       toggleGroup: (id: string) => app.activeView().toggleGroup(id),
       expandAll: () => app.activeView().expandAll(),
       collapseAll: () => app.activeView().collapseAll(),
-      setLayer: (l: Layer) => { app.setLayer(l); return app.viewA.idle(); },
+      setLayer: (l: Layer) => app.setLayer(l).then(() => app.viewA.idle()),
       setMetric: (m: MetricId) => app.setMetric(m),
       setSplit: (on: boolean) => { app.setSplit(on); return Promise.resolve(); },
       setMemory: (on: boolean) => app.setMem(on),

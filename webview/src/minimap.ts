@@ -98,7 +98,7 @@ export function minimapDrawing(scene: Scene, geo: MiniGeo, colours: MiniColours)
   return { frames, boxes, marks };
 }
 
-export function themeColours(th: Theme, view: Pick<GraphView, 'selection' | 'highlight'> & Partial<Pick<GraphView, 'boxColour'>>): MiniColours {
+export function themeColours(th: Theme, view: Pick<GraphView, 'selection' | 'highlight'> & Partial<Pick<GraphView, 'boxColour' | 'multi'>>): MiniColours {
   return {
     box: (it) => {
       if (view.boxColour) return view.boxColour(it);
@@ -108,7 +108,7 @@ export function themeColours(th: Theme, view: Pick<GraphView, 'selection' | 'hig
       if (n.failure) return th.danger;
       return th.cat[opCategory(n)] ?? th.nodeBorder;
     },
-    mark: (id) => (id === view.selection ? th.accent : view.highlight.has(id) ? th.highlight : null),
+    mark: (id) => (id === view.selection || view.multi?.has(id) ? th.accent : view.highlight.has(id) ? th.highlight : null),
   };
 }
 
@@ -188,7 +188,7 @@ export class Minimap {
 
   private marksKey(): string {
     const v = this.view;
-    let k = `${v.metric}|${v.selection ?? ''}|${v.highlight.size}`;
+    let k = `${v.metric}|${v.selection ?? ''}|${v.highlight.size}|${v.multi.size}`;
     for (const id of v.highlight) { k += '|' + id; if (k.length > 200) break; }
     return k;
   }

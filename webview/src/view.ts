@@ -77,6 +77,8 @@ export class GraphView {
   ty = 0;
   selection: string | null = null;
   highlight = new Set<string>();
+  /** A multi-selection (the search's "select all matches"): outlined as selected. */
+  multi = new Set<string>();
   secondary = new Set<string>();  // buffer mates, mapped nodes
   diff: GraphDiff | null = null;
   metric: MetricId = 'none';
@@ -1023,7 +1025,7 @@ export class GraphView {
 
   private markColor(id: string): string | null {
     const th = this.theme;
-    if (id === this.selection) return th.accent;
+    if (id === this.selection || this.multi.has(id)) return th.accent;
     if (this.highlight.has(id)) return th.highlight;
     if (this.secondary.has(id)) return th.mapped;
     if (this.diff) {

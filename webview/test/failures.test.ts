@@ -201,7 +201,10 @@ test('summary: no kernels: "Unavailable" instead of latency 0 ms, 0 / s, kernels
   const sem = renderCellSummary(c, 'semantic');
   assert.match(sem, /Graph stops at fc \(nn\.Dense, line 22\)/);
   assert.match(sem, new RegExp(`data-id="${FAILED_PREFIX}fc"`));
-  assert.doesNotMatch(sem, /Unavailable/);
+  // The note on top is the semantic layer's; the Cost and Fusion tabs say the figures are unavailable.
+  assert.doesNotMatch(sem.slice(0, sem.indexOf('role="tablist"')), /Unavailable/);
+  assert.match(sem.slice(sem.indexOf('data-tab="cost" aria-labelledby')), /Unavailable: construct stops at fc/);
+  assert.doesNotMatch(sem, /<th>latency<\/th>/);
 });
 
 test('summary: with kernels the figures are shown, labelled partial', () => {
@@ -231,7 +234,7 @@ test('panel: a failed call shows its code, message, api/op, inputs and the sourc
   assert.match(html, /class="err-icon"/);
   assert.match(html, /fc · nn\.Dense/);
   assert.match(html, /<span class="code">shape-mismatch<\/span> nn\.Dense expects 1600 input features/);
-  assert.match(html, /<th>api<\/th><td>nn\.Dense<\/td>/);
+  assert.match(html, /<th>api<\/th><td>nn\.Dense <button type="button" class="copy" data-copy="nn\.Dense"/);
   assert.match(html, /<th>op<\/th><td>MatMul<\/td>/);
   // The editor reveals the call's range (1-based in the text, 0-based in the request).
   assert.match(html, /class="reveal open" data-reveal="[^"]*&quot;line&quot;:21,&quot;character&quot;:22/);
