@@ -206,6 +206,11 @@ int main(int argc, char** argv) {
                    "Connections (HTTP and WebSocket) served at once; more are answered 503")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  view_cmd->add_option(
+      "--compare-with", view.compare_with,
+      "Compare the graph with a base: HEAD (the file as of the last git commit) or another "
+      "model file (analysed with its own settings); the view marks the nodes added, removed and "
+      "changed and the change of the totals");
 
   cellscope::lsp::ServerOptions lsp_options;
   auto* lsp_cmd =

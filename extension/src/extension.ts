@@ -21,6 +21,7 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { findBinary, FIX_HINT, type Discovery } from './binary';
+import { HEAD } from './compare';
 import { DebugFocusRelay, type FocusBody } from './debugfocus';
 import { GraphPanel, type VisualizeResult } from './panel';
 import { CrashHistory, crashReport, describeExit, formatDuration, type ExitInfo } from './restart';
@@ -470,6 +471,32 @@ async function cmdShowGraph(): Promise<void> {
   }
 }
 
+/**
+ * "Compare Graph with Last Commit" / "… with File…": the graph panel of the active Python file
+ * (opened, or moved to that file, first), then its comparison with the base.
+ */
+async function cmdCompare(base: 'HEAD' | 'pick'): Promise<void> {
+  const editor = pythonEditor();
+  let panel = GraphPanel.current;
+  if (editor && requireClient()) {
+    try {
+      const result = await visualize(editor);
+      if (!result) throw new Error('the server returned no view');
+      showPanel(result, editor.viewColumn);
+      panel = GraphPanel.current;
+    } catch (e) {
+      void vscode.window.showErrorMessage(`Cellscope: cannot show the graph: ${errorText(e)}`);
+      return;
+    }
+  }
+  if (!panel) {
+    void vscode.window.showInformationMessage('MindSpore: Compare Graph compares the graph of a Python model file: open one first.');
+    return;
+  }
+  if (base === 'pick') await panel.pickCompareFile();
+  else panel.compare(HEAD);
+}
+
 async function cmdSelectTarget(): Promise<void> {
   const cfg = vscode.workspace.getConfiguration(SECTION);
   const eff = effectiveSettings({ target: cfg.get('target'), mindsporeVersion: cfg.get('mindsporeVersion') }, readProjectConfig());
@@ -608,6 +635,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, fn));
   reg('cellscope.showGraph', () => cmdShowGraph());
+  reg('cellscope.compareWithHead', () => cmdCompare('HEAD'));
+  reg('cellscope.compareWithFile', () => cmdCompare('pick'));
   reg('cellscope.selectTarget', () => cmdSelectTarget());
   reg('cellscope.showOutput', () => output.show(true));
   reg('cellscope.restartServer', () => cmdRestartServer());

@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import WebSocket from 'ws';
+import { compareRequest, pickedBase, pickerOptions } from './compare';
 import { withInputs } from './config';
 import { viewHtml, makeNonce, type ViewAssets } from './html';
 import { ViewRelay, wsUrlFor, type RevealRange, type SocketLike, type ViewTarget } from './relay';
@@ -68,6 +69,7 @@ export class GraphPanel {
       post: (msg) => this.panel.webview.postMessage(msg),
       reveal: (file, range) => void this.reveal(file, range),
       saveInputs: (file, specs) => void this.saveInputs(file, specs),
+      pickCompareFile: (file) => void this.pickCompareFile(file),
       state: (s, info) => {
         if (s === 'closed') this.log.appendLine(`graph view: connection closed (${info ?? ''}), reconnecting`);
       },
@@ -179,6 +181,28 @@ export class GraphPanel {
       fs.rmSync(tmp, { force: true });
       void vscode.window.showErrorMessage(`Cellscope: cannot write ${configPath}: ${String(e)}`);
     }
+  }
+
+  /** Compares the graph of the followed file with `base` ("HEAD", a .py path; "" stops), for
+   * every view of the file: the daemon analyses the base and sends the comparison. */
+  compare(base: string): void {
+    this.log.appendLine(`graph view: compare ${this.target?.file ?? ''} with ${base || '(nothing: stop)'}`);
+    this.relay.request(compareRequest(base));
+  }
+
+  /** "Compare Graph with File…": the file picker, then the comparison with the file picked. */
+  async pickCompareFile(file: string | undefined = this.target?.file): Promise<void> {
+    const o = pickerOptions(file);
+    const picked = await vscode.window.showOpenDialog({
+      title: o.title,
+      openLabel: o.openLabel,
+      canSelectMany: o.canSelectMany,
+      canSelectFolders: o.canSelectFolders,
+      filters: o.filters,
+      defaultUri: o.defaultDir ? vscode.Uri.file(o.defaultDir) : undefined,
+    });
+    const base = pickedBase(picked?.map((u) => u.fsPath));
+    if (base) this.compare(base);
   }
 
   dispose(): void {

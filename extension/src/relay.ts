@@ -35,6 +35,9 @@ export interface RelayHost {
   /** The view asked to save its input shapes to the workspace's mindspore_config.json (handled
    * by the extension, which asks the user first). */
   saveInputs?(file: string, specs: string[]): void;
+  /** The view's Compare… menu asked for another file to compare `file` with (the extension shows
+   * its file picker, then sends the comparison with request()). */
+  pickCompareFile?(file: string): void;
   /** Connection state for the panel's title / logs. */
   state?(s: 'connecting' | 'open' | 'closed', info?: string): void;
   log?(line: string): void;
@@ -52,6 +55,8 @@ export function wsUrlFor(result: { port: number; token: string; file: string }):
 
 export class ViewRelay {
   private socket: SocketLike | null = null;
+  private open = false;  // the socket is open (requests can be sent)
+  private outbox: string[] = [];  // requests of the extension waiting for the socket to open
   private target: ViewTarget | null = null;
   private ready = false;
   private queue: string[] = [];
@@ -73,6 +78,8 @@ export class ViewRelay {
   retarget(target: ViewTarget, force = false): void {
     if (this.disposed) return;
     const same = this.target && this.target.wsUrl === target.wsUrl && this.target.cell === target.cell;
+    // Requests made for another file are not for this one.
+    if (this.target && this.target.file !== target.file) this.outbox = [];
     this.target = target;
     if (same && !force && this.socket) return;
     this.reconnect();
@@ -101,7 +108,7 @@ export class ViewRelay {
       return;
     }
     if (m.request && typeof m.request === 'object') {
-      const req = m.request as { reveal?: { file?: string; range?: RevealRange }; saveInputs?: { inputs?: unknown } };
+      const req = m.request as { reveal?: { file?: string; range?: RevealRange }; saveInputs?: { inputs?: unknown }; comparePick?: unknown };
       if (req.reveal) {
         const file = req.reveal.file || this.target?.file;
         if (file) this.host.reveal(file, req.reveal.range);
@@ -113,8 +120,23 @@ export class ViewRelay {
         if (this.target?.file && specs.length > 0) this.host.saveInputs?.(this.target.file, specs);
         return;
       }
+      if (req.comparePick !== undefined) {
+        if (this.target?.file) this.host.pickCompareFile?.(this.target.file);
+        return;
+      }
       this.send(JSON.stringify(m.request));
     }
+  }
+
+  /**
+   * A request of the extension itself to the daemon for the followed file (a CompareRequest from a
+   * command): sent now when the connection is open, else as soon as it opens.
+   */
+  request(message: object): void {
+    if (this.disposed) return;
+    const text = JSON.stringify(message);
+    if (this.socket && this.open) this.send(text);
+    else this.outbox.push(text);
   }
 
   dispose(): void {
@@ -122,6 +144,7 @@ export class ViewRelay {
     this.clearTimer();
     this.drop();
     this.queue = [];
+    this.outbox = [];
   }
 
   private send(text: string): void {
@@ -157,6 +180,7 @@ export class ViewRelay {
   private drop(): void {
     const s = this.socket;
     this.socket = null;
+    this.open = false;
     if (s) {
       s.onopen = s.onmessage = s.onerror = null;
       s.onclose = null;
@@ -190,8 +214,13 @@ export class ViewRelay {
     }
     this.socket = s;
     s.onopen = () => {
+      if (this.socket !== s) return;
       this.delay = 250;
+      this.open = true;
       this.host.state?.('open');
+      const out = this.outbox;
+      this.outbox = [];
+      for (const text of out) this.send(text);
     };
     s.onmessage = (data: string) => {
       if (this.socket === s) this.deliver(data);
@@ -202,6 +231,7 @@ export class ViewRelay {
     s.onclose = (code: number, reason: string) => {
       if (this.socket !== s) return;
       this.socket = null;
+      this.open = false;
       this.scheduleRetry(reason || `code ${code}`);
     };
   }

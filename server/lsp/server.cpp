@@ -40,7 +40,10 @@ struct LanguageServer::Impl {
             },
     });
     view->set_hooks({
-        .options_for = [&p](const std::string& path) { return p.settings().options_for(path); },
+        // The config files too, as the editor's analyses (the view's documents and comparison
+        // bases are analyses of the same file).
+        .options_for =
+            [&p](const std::string& path) { return p.settings().options_with_configs_for(path); },
         .reveal = [&p](const protocol::RevealRequest& reveal) { p.reveal_in_editor(reveal); },
         .log = [&p](int type, const std::string& message) { p.log(type, message); },
     });

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "compare_base.h"
 #include "graphcore/outline.h"
 #include "pipeline.h"
 #include "rpc/jsonrpc.h"
@@ -94,7 +95,53 @@ void ViewBridge::set_inputs(const std::string& path, std::vector<graphcore::Tens
   auto vs = current();
   if (!vs) return;
   hooks_.log(3, "graph view: input shapes of " + path + " set from the view");
-  rebuild_from_disk(vs, path, scheduler_.overlay());
+  Overlay overlay = scheduler_.overlay();
+  rebuild_from_disk(vs, path, overlay);
+  // The last commit's graph with the same input shapes (another file keeps its own).
+  if (auto it = compares_.find(path); it != compares_.end() && server::is_head_spec(it->second))
+    rebuild_base(vs, path, overlay);
+}
+
+void ViewBridge::set_compare(const std::string& path, const std::string& spec) {
+  auto vs = current();
+  if (!vs) return;
+  if (spec.empty()) {
+    if (compares_.erase(path) > 0) hooks_.log(3, "graph view: stopped comparing " + path);
+    vs->stop_comparing(path);
+    return;
+  }
+  compares_[path] = spec;
+  hooks_.log(3, "graph view: comparing " + path + " with " + spec);
+  rebuild_base(vs, path, scheduler_.overlay());
+}
+
+void ViewBridge::rebuild_base(const std::shared_ptr<server::view::ViewServer>& vs,
+                              const std::string& path, const Overlay& overlay) {
+  const auto it = compares_.find(path);
+  if (it == compares_.end()) return;
+  const std::string spec = it->second;
+  const protocol::CompareBase base = server::describe_base(spec, path);
+  const uint64_t generation = vs->compare_pending(path, base);
+  // The options are the settings' (read here, on the I/O thread): for HEAD the file's own, with
+  // the views' input shapes; for another file that file's.
+  graphcore::AnalysisOptions own = hooks_.options_for(path);
+  if (auto inputs = input_override(path)) own.inputs = std::move(*inputs);
+  graphcore::AnalysisOptions other;
+  if (base.kind() == "file") other = hooks_.options_for(base.file());
+  scheduler_.submit(
+      [vs, path, spec, generation, own = std::move(own), other = std::move(other), overlay] {
+        SnapshotSources sources(overlay);
+        server::PipelineOptions pipeline;
+        pipeline.layer = "hardware";
+        auto built = server::build_base_document(
+            spec, path, [&](const std::string& p) { return p == path ? own : other; }, pipeline,
+            sources);
+        if (built.error.empty()) {
+          spdlog::info("view: the base {} of {} analysed in {:.1f} ms", built.base.label(), path,
+                       built.ms);
+        }
+        vs->set_compare_base(path, generation, built.base, std::move(built.document), built.error);
+      });
 }
 
 void ViewBridge::subscribed(const std::string& path) {
@@ -140,6 +187,8 @@ void ViewBridge::settings_changed() {
     // An open file is re-analysed by the scheduler, which publishes to its views.
     if (!scheduler_.text_of(file)) rebuild_from_disk(vs, file, overlay);
   }
+  // The bases follow the settings (the target, the MindSpore version, the input shapes).
+  for (const auto& [file, spec] : compares_) rebuild_base(vs, file, overlay);
 }
 
 std::shared_ptr<server::view::ViewServer> ViewBridge::ensure() {
@@ -174,6 +223,13 @@ std::shared_ptr<server::view::ViewServer> ViewBridge::ensure() {
     if (auto self = weak.lock()) {
       asio::post(self->io_, [weak, file, inputs = std::move(inputs)]() mutable {
         if (auto s = weak.lock()) s->set_inputs(file, std::move(inputs));
+      });
+    }
+  };
+  handlers.compare = [weak](const std::string& file, const std::string& base) {
+    if (auto self = weak.lock()) {
+      asio::post(self->io_, [weak, file, base] {
+        if (auto s = weak.lock()) s->set_compare(file, base);
       });
     }
   };

@@ -3,6 +3,12 @@
 // file a view follows. It knows nothing of LSP: logging and revealing a range in the editor are
 // the ViewBridgeHooks the composition (server.cpp) installs.
 //
+// Comparisons (view.proto's CompareRequest): a view asks to compare its file with the file as of
+// git HEAD or with another model file; the base is analysed on the worker (server/compare_base.h)
+// and handed to the view server, which compares every later document of the file with it. The
+// base is built again when the settings or the views' input shapes change (a HEAD base is
+// analysed with the file's own options, input shapes included).
+//
 // Thread-safety: current() and worker_analysed() may be called from any thread (the analysis
 // worker calls worker_analysed); the view server pointer and the debug focus are guarded by a
 // mutex. Every other member function runs on the I/O thread. The view server's own handlers
@@ -65,6 +71,11 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
   void subscribed(const std::string& path);
   void rebuild_from_disk(const std::shared_ptr<server::view::ViewServer>& vs,
                          const std::string& path, Overlay overlay);
+  // A view asked to compare `path` with `spec` ("HEAD", a .py file; "" stops comparing).
+  void set_compare(const std::string& path, const std::string& spec);
+  // Analyses the base of `path`'s comparison (again), on the worker.
+  void rebuild_base(const std::shared_ptr<server::view::ViewServer>& vs, const std::string& path,
+                    const Overlay& overlay);
   // A view set the input shapes of `path` (empty: back to the settings).
   void set_inputs(const std::string& path, std::vector<graphcore::TensorType> inputs);
   // The input shapes the views of `path` set, if they set some. Any thread.
@@ -73,6 +84,8 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
   // Input shapes the views set per file (view.proto's InputsRequest), guarded by mutex_: the
   // worker reads them when it publishes an editor analysis.
   std::map<std::string, std::vector<graphcore::TensorType>> input_overrides_;
+  // What each compared file is compared with ("HEAD" or a path), by file. I/O thread.
+  std::map<std::string, std::string> compares_;
   boost::asio::io_context& io_;
   AnalysisScheduler& scheduler_;
   ViewBridgeHooks hooks_;

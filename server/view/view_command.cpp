@@ -19,8 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include "compare_base.h"
 #include "files.h"
 #include "graphcore/analysis.h"
+#include "project_config.h"
 #include "view/view_server.h"
 
 namespace cellscope::server::view {
@@ -110,6 +112,23 @@ void open_in_browser(const std::string& url) {
   }
 }
 
+// The options of another model file compared with the served one: the command line's target,
+// MindSpore version, root and config files, but that file's own Cell, entry and inputs (its
+// mindspore_config.json's, else what the analysis finds).
+graphcore::AnalysisOptions other_file_options(const graphcore::AnalysisOptions& served,
+                                              const std::string& root, const std::string& file) {
+  graphcore::AnalysisOptions o = served;
+  o.cell.reset();
+  o.entries.clear();
+  o.inputs.clear();
+  std::optional<fs::path> stop;
+  if (!root.empty()) stop = fs::path(root);
+  const fs::path dir = fs::path(file).parent_path();
+  const ProjectConfig config = load_project_config(dir.empty() ? fs::path(".") : dir, stop);
+  o.inputs = config.inputs_for("", file);
+  return o;
+}
+
 }  // namespace
 
 int run_view(const ViewCommandOptions& options) {
@@ -139,6 +158,12 @@ int run_view(const ViewCommandOptions& options) {
     view_inputs = std::move(inputs);
   };
   const std::vector<graphcore::TensorType> command_inputs = analysis.inputs;
+  // A view's CompareRequest ("" stops comparing), taken by the loop below.
+  std::optional<std::string> view_compare;
+  handlers.compare = [&](const std::string&, const std::string& base) {
+    std::lock_guard lock(inputs_mutex);
+    view_compare = base;
+  };
   ViewServer server(server_options, handlers);
   try {
     server.start();
@@ -154,6 +179,30 @@ int run_view(const ViewCommandOptions& options) {
   server.update(served, std::move(build.document), build.compiled, build.ms);
   spdlog::info("view: {} analysed in {:.1f} ms", served, build.ms);
 
+  // The comparison's base (--compare-with, or a view's CompareRequest), analysed once: HEAD with
+  // the served file's options (the view's input shapes included), another file with its own.
+  // Two steps: the views show the comparison pending (and no document is compared with the old
+  // base meanwhile), then the base is analysed and compared.
+  std::string compare_spec = options.compare_with;
+  const auto start_base = [&] {
+    return server.compare_pending(served, describe_base(compare_spec, served));
+  };
+  const auto finish_base = [&](uint64_t generation) {
+    auto built = build_base_document(
+        compare_spec, served,
+        [&](const std::string& p) {
+          return p == served ? analysis : other_file_options(analysis, graph.common.root, p);
+        },
+        pipeline, disk);
+    if (built.error.empty()) {
+      spdlog::info("view: comparing with {} (analysed in {:.1f} ms)", built.base.label(), built.ms);
+    } else {
+      std::cerr << "cellscope: cannot compare with " << compare_spec << ": " << built.error << "\n";
+    }
+    server.set_compare_base(served, generation, built.base, std::move(built.document), built.error);
+  };
+  if (!compare_spec.empty()) finish_base(start_base());
+
   const std::string url = server.url(served, graph.cell.value_or(""));
   std::cout << "Cellscope view of " << display_path(served) << ": " << url << "\n"
             << "Serving on 127.0.0.1 only; the token in the URL is required. Press Ctrl+C to "
@@ -168,8 +217,11 @@ int run_view(const ViewCommandOptions& options) {
   watcher.watch(files);
   while (g_stop == 0) {
     bool changed = watcher.wait(200);
+    bool inputs_changed = false;
+    std::optional<std::string> compare;
     {
       std::lock_guard lock(inputs_mutex);
+      compare.swap(view_compare);
       if (view_inputs) {
         // An empty list: back to the command line's inputs.
         if (view_inputs->empty()) {
@@ -178,7 +230,19 @@ int run_view(const ViewCommandOptions& options) {
           analysis.inputs = std::move(*view_inputs);
         }
         view_inputs.reset();
-        changed = true;
+        changed = inputs_changed = true;
+      }
+    }
+    // A HEAD base is analysed again with the new input shapes (after the new document).
+    std::optional<uint64_t> base_changed;
+    if (inputs_changed && !compare_spec.empty() && is_head_spec(compare_spec))
+      base_changed = start_base();
+    if (compare) {
+      compare_spec = *compare;
+      if (compare_spec.empty()) {
+        server.stop_comparing(served);
+      } else {
+        finish_base(start_base());
       }
     }
     if (!changed) continue;
@@ -192,6 +256,7 @@ int run_view(const ViewCommandOptions& options) {
     server.update(served, std::move(build.document), build.compiled, build.ms);
     if (now.empty()) now.push_back(served);
     watcher.watch(now);
+    if (base_changed) finish_base(*base_changed);
   }
   std::cout << "Stopped.\n";
   server.stop();

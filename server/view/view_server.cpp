@@ -26,6 +26,7 @@
 
 #include "graphcore/analysis.h"
 #include "protocol/document.h"
+#include "view/compare.h"
 #include "view/delta.h"
 #include "view/security.h"
 
@@ -111,7 +112,32 @@ struct Channel {
   std::shared_ptr<const std::string> status_frame;  // the last non-"ok" status, if any
   std::set<std::shared_ptr<WsSession>> sessions;
   std::string canonical;  // the file's canonical path (debug focus matching), once needed
+  // The comparison with a fixed base (CompareRequest): its generation (a new one per
+  // compare_pending and stop_comparing), the base and its document (null while it is built, or
+  // when it could not be), the last Comparison and its frame (null when not comparing).
+  uint64_t compare_gen = 0;
+  protocol::CompareBase compare_base;
+  std::shared_ptr<const protocol::GraphDocument> base_doc;
+  std::shared_ptr<const protocol::Comparison> comparison;
+  std::shared_ptr<const std::string> compare_frame;
 };
+
+// The comparison of `doc` (update `seq`) with `base_doc`.
+std::shared_ptr<const protocol::Comparison> compare_with(const protocol::GraphDocument& base_doc,
+                                                         const protocol::CompareBase& base,
+                                                         const protocol::GraphDocument& doc,
+                                                         uint32_t seq) {
+  auto c = std::make_shared<protocol::Comparison>(compare_documents(base_doc, doc));
+  *c->mutable_base() = base;
+  c->set_seq(seq);
+  return c;
+}
+
+std::shared_ptr<const std::string> comparison_frame(const protocol::Comparison& c) {
+  protocol::ViewMessage m;
+  *m.mutable_comparison() = c;
+  return std::make_shared<const std::string>(message_json(m));
+}
 
 std::string canonical_path(const std::string& file) {
   if (file.empty()) return file;
@@ -690,6 +716,7 @@ ViewState ViewServer::Impl::state_of(const std::string& file) {
   if (channel.status_frame) state.frames.push_back(channel.status_frame);
   if (channel.has_document && debug_frame && canonical_of(file, channel) == debug_file)
     state.frames.push_back(debug_frame);
+  if (channel.compare_frame) state.frames.push_back(channel.compare_frame);
   return state;
 }
 
@@ -712,6 +739,7 @@ void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std
     // The debugger's focus follows the document (the first publish sends it when there is none).
     if (channel.has_document && debug_frame && canonical_of(file, channel) == debug_file)
       session->send(debug_frame);
+    if (channel.compare_frame) session->send(channel.compare_frame);
     needs_document = !channel.has_document;
     for (const auto& [name, c] : channels) open += c.sessions.size();
   }
@@ -797,6 +825,15 @@ void ViewServer::Impl::on_request(const std::shared_ptr<WsSession>& session,
     }
     if (!handlers.inputs) return refuse("this server does not take input shapes");
     handlers.inputs(file, std::move(inputs));
+  } else if (request.has_compare()) {
+    if (!handlers.compare) {
+      protocol::Comparison c;
+      c.mutable_base()->set_spec(request.compare().base());
+      c.set_error("this server cannot compare graphs");
+      session->send(comparison_frame(c));
+      return;
+    }
+    handlers.compare(file, request.compare().base());
   }
 }
 
@@ -876,6 +913,8 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
   bool previous_lazy = false;
   bool viewers = false;
   std::string focus = focus_cell;
+  std::shared_ptr<const protocol::GraphDocument> base_doc;  // the comparison's base, if any
+  protocol::CompareBase compare_base;
   {
     std::lock_guard lock(impl_->mutex);
     auto& channel = impl_->channels[file];
@@ -884,6 +923,8 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
     base = channel.seq;
     viewers = !channel.sessions.empty();
     if (focus.empty()) focus = channel.focus_cell;
+    base_doc = channel.base_doc;
+    compare_base = channel.compare_base;
   }
   // The full update, serialised once for every view that connects before the next document.
   protocol::ViewMessage full_message;
@@ -916,9 +957,23 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
     }
   }
   auto full = std::make_shared<const protocol::GraphDocument>(std::move(doc));
+  std::shared_ptr<const protocol::Comparison> comparison;
+  if (base_doc) comparison = compare_with(*base_doc, compare_base, *slim, base + 1);
 
   std::lock_guard lock(impl_->mutex);
   auto& channel = impl_->channels[file];
+  // The comparison's base changed meanwhile (rare): compare with the new one.
+  if (channel.base_doc != base_doc) {
+    comparison.reset();
+    if (channel.base_doc)
+      comparison = compare_with(*channel.base_doc, channel.compare_base, *slim, base + 1);
+  }
+  std::shared_ptr<const std::string> compare_frame;
+  if (comparison) {
+    compare_frame = comparison_frame(*comparison);
+    channel.comparison = comparison;
+    channel.compare_frame = compare_frame;
+  }
   const bool had = channel.has_document;
   channel.seq = base + 1;
   channel.full = std::move(full);
@@ -939,13 +994,16 @@ void ViewServer::publish(const std::string& file, protocol::GraphDocument doc, d
     debug = impl_->debug_frame;
   std::vector<std::shared_ptr<WsSession>> sessions(channel.sessions.begin(),
                                                    channel.sessions.end());
-  // Posted under the lock: frames reach each view in publish order.
-  asio::post(impl_->io, [sessions = std::move(sessions), frame, debug, seq = base + 1] {
-    for (const auto& s : sessions) {
-      s->send(frame, seq);
-      if (debug) s->send(debug);
-    }
-  });
+  // Posted under the lock: frames reach each view in publish order. The comparison goes first:
+  // the view holds it until the update it names, and draws both at once.
+  asio::post(impl_->io,
+             [sessions = std::move(sessions), frame, debug, compare_frame, seq = base + 1] {
+               for (const auto& s : sessions) {
+                 if (compare_frame) s->send(compare_frame);
+                 s->send(frame, seq);
+                 if (debug) s->send(debug);
+               }
+             });
 }
 
 void ViewServer::publish_status(const std::string& file, const std::string& state,
@@ -1039,6 +1097,95 @@ size_t ViewServer::set_debug_focus(const protocol::DebugFocus& focus) {
       for (const auto& [s, f] : sends) s->send(f);
     });
   return sent;
+}
+
+namespace {
+
+// Sends `frame` to the views of `channel` (under the server's lock: in order with publish()).
+void send_to_views(asio::io_context& io, const Channel& channel,
+                   const std::shared_ptr<const std::string>& frame) {
+  if (channel.sessions.empty()) return;
+  std::vector<std::shared_ptr<WsSession>> sessions(channel.sessions.begin(),
+                                                   channel.sessions.end());
+  asio::post(io, [sessions = std::move(sessions), frame] {
+    for (const auto& s : sessions) s->send(frame);
+  });
+}
+
+}  // namespace
+
+uint64_t ViewServer::compare_pending(const std::string& file, const protocol::CompareBase& base) {
+  protocol::Comparison c;
+  *c.mutable_base() = base;
+  c.set_pending(true);
+  auto comparison = std::make_shared<const protocol::Comparison>(std::move(c));
+  auto frame = comparison_frame(*comparison);
+  std::lock_guard lock(impl_->mutex);
+  auto& channel = impl_->channels[file];
+  channel.compare_base = base;
+  channel.base_doc.reset();
+  channel.comparison = std::move(comparison);
+  channel.compare_frame = frame;
+  send_to_views(impl_->io, channel, frame);
+  return ++channel.compare_gen;
+}
+
+void ViewServer::set_compare_base(const std::string& file, uint64_t generation,
+                                  const protocol::CompareBase& base,
+                                  std::shared_ptr<const protocol::GraphDocument> document,
+                                  const std::string& error) {
+  std::shared_ptr<const protocol::GraphDocument> slim;
+  uint32_t seq = 0;
+  {
+    std::lock_guard lock(impl_->mutex);
+    auto& channel = impl_->channels[file];
+    if (channel.compare_gen != generation) return;
+    channel.compare_base = base;
+    channel.base_doc = document;
+    if (!document) {
+      protocol::Comparison c;
+      *c.mutable_base() = base;
+      c.set_error(error.empty() ? "the base could not be analysed" : error);
+      channel.comparison = std::make_shared<const protocol::Comparison>(std::move(c));
+      channel.compare_frame = comparison_frame(*channel.comparison);
+      send_to_views(impl_->io, channel, channel.compare_frame);
+      return;
+    }
+    // No document yet: the first one published is compared (the views keep "pending").
+    if (!channel.has_document) return;
+    slim = channel.slim;
+    seq = channel.seq;
+  }
+  auto comparison = compare_with(*document, base, *slim, seq);
+  auto frame = comparison_frame(*comparison);
+  std::lock_guard lock(impl_->mutex);
+  auto& channel = impl_->channels[file];
+  // A newer document (compared by publish()) or another base since: this one is stale.
+  if (channel.compare_gen != generation || channel.base_doc != document || channel.seq != seq)
+    return;
+  channel.comparison = std::move(comparison);
+  channel.compare_frame = frame;
+  send_to_views(impl_->io, channel, frame);
+}
+
+void ViewServer::stop_comparing(const std::string& file) {
+  protocol::ViewMessage m;
+  m.mutable_comparison();  // no base: the comparison ends
+  auto frame = std::make_shared<const std::string>(message_json(m));
+  std::lock_guard lock(impl_->mutex);
+  auto& channel = impl_->channels[file];
+  ++channel.compare_gen;
+  channel.compare_base.Clear();
+  channel.base_doc.reset();
+  channel.comparison.reset();
+  channel.compare_frame.reset();
+  send_to_views(impl_->io, channel, frame);
+}
+
+std::shared_ptr<const protocol::Comparison> ViewServer::comparison(const std::string& file) const {
+  std::lock_guard lock(impl_->mutex);
+  const auto it = impl_->channels.find(file);
+  return it == impl_->channels.end() ? nullptr : it->second.comparison;
 }
 
 bool ViewServer::watching(const std::string& file) const {

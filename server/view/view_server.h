@@ -70,6 +70,10 @@ struct Handlers {
   // empty: back to the settings): analyse it with them and publish. Must not block. Called on
   // the I/O thread.
   std::function<void(const std::string& file, std::vector<graphcore::TensorType> inputs)> inputs;
+  // A view of `file` asked to compare its graph with a base (view.proto's CompareRequest: "HEAD",
+  // a .py file, "" to stop): find and analyse the base (compare_pending, then set_compare_base),
+  // or stop_comparing. Must not block. Called on the I/O thread.
+  std::function<void(const std::string& file, const std::string& base)> compare;
 };
 
 class ViewServer {
@@ -111,6 +115,23 @@ class ViewServer {
   // connects while paused gets it after its hello and document. A new focus on another file clears
   // the previous file's views. Thread-safe. Returns the number of views it was sent to.
   size_t set_debug_focus(const protocol::DebugFocus& focus);
+
+  // Comparisons (view.proto's Comparison): every document of `file` compared with a fixed base.
+  // Starts (or restarts) one whose base is being analysed: the views show it pending. Returns the
+  // comparison's generation, for set_compare_base. Thread-safe.
+  uint64_t compare_pending(const std::string& file, const protocol::CompareBase& base);
+  // The base of comparison `generation` of `file`: its document, compared with the current
+  // document now (when there is one) and with every document published later; or, when
+  // `document` is null, why there is none (`error`, shown to the user). Ignored when the
+  // comparison was stopped or restarted since. Thread-safe.
+  void set_compare_base(const std::string& file, uint64_t generation,
+                        const protocol::CompareBase& base,
+                        std::shared_ptr<const protocol::GraphDocument> document,
+                        const std::string& error = {});
+  // Stops comparing `file` (its views drop the comparison). Thread-safe.
+  void stop_comparing(const std::string& file);
+  // The comparison the views of `file` have (or would get), null when not comparing.
+  std::shared_ptr<const protocol::Comparison> comparison(const std::string& file) const;
 
   // Whether `file` has at least one connected view.
   bool watching(const std::string& file) const;

@@ -881,6 +881,16 @@ class ViewTests(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("cannot listen on 127.0.0.1", r.stderr)
 
+    def test_compare_with_a_base_it_cannot_have_says_why_and_keeps_serving(self):
+        # Outside any git repository (a temporary directory), and a file that does not exist.
+        for base, why in (("HEAD", "lenet.py is not in a git repository"),
+                          ("missing.py", "no such file: ")):
+            proc, model, url, port, token = self.start_view("--compare-with", base)
+            self.assertEqual(self.fetch(url)[0], 200)
+            proc.terminate()
+            self.assertEqual(proc.wait(10), 0)
+            self.assertIn(f"cellscope: cannot compare with {base}: {why}", proc.stderr.read())
+
     def test_html_snapshot_is_self_contained(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "resnet.html"

@@ -247,6 +247,7 @@ TEST(ViewServer, ServesDocumentsAndDeltasToAuthorisedViewsOnly) {
                                  },
                                  {},
                                  {},
+                                 {},
                                  {}});
   server.start();
   const uint16_t port = server.port();
@@ -415,7 +416,7 @@ TEST(ViewServer, SendsLargeCellsLazily) {
   ServerOptions options;
   options.lazy_threshold = 10;
   ViewServer server(options,
-                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}});
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}, {}});
   server.start();
   const uint16_t port = server.port();
   const auto doc = document_of(kDeepModel);
@@ -557,7 +558,8 @@ TEST(ViewServerLoad, AcceptBacksOffWhenOutOfDescriptorsAndRecovers) {
   GTEST_SKIP() << "not under sanitizers: UBSan's vptr check needs a free descriptor";
 #endif
   LogCapture log;
-  ViewServer server({}, Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}});
+  ViewServer server({},
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}, {}});
   server.start();
   const uint16_t port = server.port();
   RawClient client;  // its descriptor before they run out
@@ -609,7 +611,7 @@ TEST(ViewServerLoad, ConnectionsOverTheLimitGet503AndAreClosed) {
   ServerOptions options;
   options.max_connections = 2;
   ViewServer server(options,
-                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}});
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}, {}});
   server.start();
   const uint16_t port = server.port();
   // Two idle connections take the two places.
@@ -653,7 +655,7 @@ TEST(ViewServerLoad, SlowHandshakesAreCut) {
   ServerOptions options;
   options.handshake_timeout = std::chrono::milliseconds(400);
   ViewServer server(options,
-                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}});
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}, {}});
   server.start();
   const uint16_t port = server.port();
   // Slow-loris: a WebSocket upgrade request trickled a byte every 20 ms (it would take ~4 s).
@@ -697,7 +699,7 @@ TEST(ViewServerLoad, FragmentedMessagesAreReassembledAndOversizedOnesClosedWith1
   ServerOptions options;
   options.max_message_bytes = 1024;
   ViewServer server(options,
-                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}});
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}, {}});
   server.start();
   const uint16_t port = server.port();
   const auto doc = document_of(kModel);
@@ -772,7 +774,7 @@ TEST(ViewServerLoad, AViewThatDoesNotReadIsBoundedAndCatchesUpWithTheLatest) {
   options.max_queued_frames = 4;
   options.max_queued_bytes = 64 * 1024;
   ViewServer server(options,
-                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}});
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}, {}});
   server.start();
   const uint16_t port = server.port();
   // Two documents whose deltas are no smaller than they are: every update is a full one.
@@ -853,7 +855,7 @@ TEST(ViewServerLoad, AViewStalledPastTheWriteTimeoutIsDisconnected) {
   ServerOptions options;
   options.write_timeout = std::chrono::milliseconds(500);
   ViewServer server(options,
-                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}});
+                    Handlers{[](const std::string&) -> std::string { return ""; }, {}, {}, {}, {}});
   server.start();
   const uint16_t port = server.port();
   const std::array<protocol::GraphDocument, 2> docs = {document_of(kModel),

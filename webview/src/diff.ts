@@ -5,6 +5,10 @@ export interface GraphDiff {
   added: Set<string>;
   removed: string[];
   changed: Set<string>;
+  /** Collapsed groups holding an added, changed or removed node are marked too (comparisons). */
+  groups?: Set<string>;
+  /** Nodes are tinted with their mark's colour, not only outlined (comparisons). */
+  tint?: boolean;
 }
 
 function inputsSig(g: ViewGraph, id: string): string {
@@ -23,6 +27,7 @@ export function diffGraphs(before: ViewGraph | null, after: ViewGraph): GraphDif
   const d: GraphDiff = { added: new Set(), removed: [], changed: new Set() };
   if (!before) return d;
   for (const n of after.nodes) {
+    if (n.ghost) continue;  // a comparison's removed node: not part of either version
     const o = before.byId.get(n.id);
     if (!o) { d.added.add(n.id); continue; }
     if (o.semantic === n.semantic && o.optimized === n.optimized && o.failure === n.failure) continue;
@@ -31,6 +36,6 @@ export function diffGraphs(before: ViewGraph | null, after: ViewGraph): GraphDif
     const sameError = (o.failure?.message ?? '') === (n.failure?.message ?? '');  // failed calls
     if (nodeSig(o) !== nodeSig(n) || !sameAttrs || !sameError || inputsSig(before, n.id) !== inputsSig(after, n.id)) d.changed.add(n.id);
   }
-  for (const n of before.nodes) if (!after.byId.has(n.id)) d.removed.push(n.id);
+  for (const n of before.nodes) if (!n.ghost && !after.byId.has(n.id)) d.removed.push(n.id);
   return d;
 }

@@ -85,9 +85,19 @@ export function buildSvg(view: GraphView): string {
         `<text x="${it.x + 31}" y="${ty + 32}" font-size="10" fill="${th.danger}">${escapeHtml(clip(n.sub, 38))}</text></g>`);
       continue;
     }
+    if (n.ghost) {
+      // A comparison's removed node: dashed, in the error colour, struck through.
+      out.push(`<g opacity="0.75"><title>${escapeHtml(`removed: ${n.semantic?.id ?? n.id}`)}</title>` +
+        `<rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="6" fill="${th.node}" stroke="${th.danger}" stroke-width="1.5" stroke-dasharray="5 3"/>` +
+        `<text x="${it.x + 11}" y="${it.y + 18}" font-size="12" font-weight="600" fill="${th.fg}" text-decoration="line-through">${escapeHtml(clip(n.label, 32))}</text>` +
+        `<text x="${it.x + 11}" y="${it.y + 32}" font-size="10" fill="${th.danger}">${escapeHtml(clip(`removed · ${n.sub}`, 38))}</text></g>`);
+      continue;
+    }
     const bar = th.cat[opCategory(n)] ?? th.nodeBorder;
+    // A comparison's mark: added (green) or changed (amber) outline.
+    const mark = view.diff?.tint ? (view.diff.added.has(n.id) ? th.added : view.diff.changed.has(n.id) ? th.changed : null) : null;
     out.push(`<g><title>${escapeHtml(n.id)}</title><rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="6" ` +
-      `fill="${n.dataMove ? th.move : th.node}" stroke="${n.fused ? th.fused : th.nodeBorder}"${n.fused ? ' stroke-dasharray="5 3"' : ''}/>` +
+      `fill="${n.dataMove ? th.move : th.node}" stroke="${mark ?? (n.fused ? th.fused : th.nodeBorder)}"${mark ? ' stroke-width="2.5"' : n.fused ? ' stroke-dasharray="5 3"' : ''}/>` +
       `<rect x="${it.x}" y="${it.y}" width="5" height="${it.h}" fill="${bar}"/>` +
       `<text x="${it.x + 11}" y="${it.y + 18}" font-size="12" font-weight="600" fill="${th.fg}">${escapeHtml(clip(n.label, 32))}</text>` +
       `<text x="${it.x + 11}" y="${it.y + 32}" font-size="10" fill="${th.muted}">${escapeHtml(clip(n.sub, 38))}</text></g>`);

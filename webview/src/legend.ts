@@ -71,6 +71,7 @@ export function legendBody(v: GraphView, cell: Cell | undefined, explain: boolea
     let html = cats.map(([k, l]) => `<span class="chip"><i style="background:${th.cat[k]}"></i>${l}</span>`).join('');
     if (g.layer !== 'semantic') html += '<span class="chip"><i class="dashed"></i>fused kernel</span>';
     if (g.nodes.some((n) => n.failure)) html += `<span class="chip">${ERROR_ICON}failed call</span>`;
+    if (g.nodes.some((n) => n.ghost)) html += `<span class="chip"><i class="ghost" style="border-color:${th.danger}"></i>removed</span>`;
     const marks: [string, string][] = [[th.accent, 'selected'], [th.highlight, 'search match'],
       [th.mapped, g.layer === 'semantic' ? 'mapped' : 'shared buffer / mapped']];
     if (v.diff && (v.diff.added.size || v.diff.changed.size)) marks.push([th.added, 'added'], [th.changed, 'changed']);

@@ -1,6 +1,6 @@
 // The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
 import './styles.css';
-import type { Cell, CellSkeleton, DebugFocus, Diagnostic, GraphDocument, Range, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
+import type { Cell, CellSkeleton, Comparison, DebugFocus, Diagnostic, GraphDocument, Range, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
 import { FAILED_PREFIX, LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
@@ -12,6 +12,7 @@ import { LABEL_MIN_SCALE, labelLines } from './labels';
 import { searchContext, type SearchContext } from './search';
 import { SearchBar } from './searchbar';
 import { diffGraphs, type GraphDiff } from './diff';
+import { bannerHtml, baseLabel, cellComparison, changeSteps, compareDetailsHtml, compareDiff, ghostsFor, isComparing } from './compare';
 import { ERROR_ICON, bufferMates, cellJson, debugStrip, matchRows, nodeJson, renderCellSummary, renderMatches, renderPanel, sourceLink } from './panel';
 import { bindTabs, showTab } from './tabs';
 import { copyWithFeedback } from './copy';
@@ -100,6 +101,12 @@ class App {
   private focusCellSeq = 0;           // the focus whose Cell the view switched to
   private focusPanned = new Map<GraphView, string>();  // per view: the focus/layer it panned to
   private focusWork: Promise<void> = Promise.resolve();
+  // The comparison with a fixed base (view.proto's Comparison) while one is in force, its marks
+  // per pane (they take the place of the last edit's), and the change the banner stepped to.
+  private comparison: Comparison | null = null;
+  private cmpDiffA: GraphDiff | null = null;
+  private cmpDiffB: GraphDiff | null = null;
+  private cmpPos = -1;
 
   // DOM
   private root = el('div', 'app');
@@ -119,6 +126,8 @@ class App {
   // The side panel's tab (tabs.ts), kept across selections, updates and reloads.
   private panelTab = App.stored('cellscope-panel-tab') ?? 'node';
   private banner = el('div', 'banner hidden');
+  private compareBanner = el('div', 'compare-banner hidden');
+  private compareMenu = el('div', 'compare-menu hidden');
   private views = el('div', 'views');
   private paneA = el('div', 'pane');
   private paneB = el('div', 'pane hidden');
@@ -132,6 +141,7 @@ class App {
   private btnSplit!: HTMLButtonElement;
   private btnMem!: HTMLButtonElement;
   private themeBtn!: HTMLButtonElement;
+  private btnCompare!: HTMLButtonElement;
   private mem: MemoryPanel;
   // The core timeline (timeline.ts): a dock below the graph, toggled from the toolbar.
   private tl = new TimelinePanel({
@@ -250,11 +260,14 @@ class App {
     this.btnDiff = this.button('Changes', 'Highlight nodes added/changed by the last edit', () => { this.showDiff = !this.showDiff; this.applyDiff(); this.syncButtons(); });
     this.btnSplit = this.button('Side by side', 'Semantic vs optimized, with synchronized selection', () => this.setSplit(!this.split));
     this.btnMem = this.button('Memory', 'Memory timeline (buffer lifetimes, peak)', () => this.setMem(!this.showMem));
+    this.btnCompare = this.button('Compare…', 'Compare the graph with the last commit or another file', () => this.toggleCompareMenu());
+    this.btnCompare.setAttribute('aria-haspopup', 'menu');
+    this.btnCompare.setAttribute('aria-expanded', 'false');
     tools.append(
       this.button('Fit', 'Fit to view (0)', () => this.activeView().fit()),
       this.button('Expand', 'Expand all groups', () => void this.activeView().expandAll()),
       this.button('Collapse', 'Collapse all groups', () => void this.activeView().collapseAll()),
-      this.btnDiff, this.btnSplit, this.btnMem, this.tl.button,
+      this.btnDiff, this.btnCompare, this.btnSplit, this.btnMem, this.tl.button,
       this.button('PNG', 'Export PNG', () => void exportPng(this.activeView(), this.exportName('png'))),
       this.button('SVG', 'Export SVG', () => exportSvg(this.activeView(), this.exportName('svg'))),
       this.themeBtn,
@@ -270,12 +283,19 @@ class App {
     left.append(this.views, this.memHost, this.tl.host);
     this.tl.host.addEventListener('click', (e) => this.onPanelClick(e));  // its source link
     main.append(left, this.panel);
-    this.root.append(bar, this.banner, main, this.statusBar);
+    this.root.append(bar, this.banner, this.compareBanner, main, this.statusBar);
     this.panel.setAttribute('aria-label', 'Details');
     this.copyStatus.setAttribute('role', 'status');
     this.copyStatus.setAttribute('aria-live', 'polite');
     this.panel.append(this.panelBody, this.copyStatus);
     bindTabs(this.panelBody, (id) => { this.panelTab = id; App.store('cellscope-panel-tab', id); });
+    this.compareMenu.setAttribute('role', 'menu');
+    this.compareMenu.setAttribute('aria-label', 'Compare the graph with');
+    document.body.appendChild(this.compareMenu);
+    this.compareMenu.addEventListener('click', (e) => this.onCompareMenuClick(e));
+    this.compareMenu.addEventListener('submit', (e) => this.onCompareMenuSubmit(e));
+    this.compareMenu.addEventListener('keydown', (e) => { if (e.key === 'Escape') { this.toggleCompareMenu(false); this.btnCompare.focus(); } });
+    this.compareBanner.addEventListener('click', (e) => this.onCompareBannerClick(e));
     this.panel.addEventListener('click', (e) => this.onPanelClick(e));
     this.panel.addEventListener('submit', (e) => this.onInputsSubmit(e));
     this.banner.addEventListener('click', (e) => this.onPanelClick(e));
@@ -377,12 +397,16 @@ class App {
       const cell = this.currentCell();
       b.disabled = l !== 'semantic' && !(l === 'optimized' ? cell?.optimized : cell?.hardware);
     }
-    this.btnDiff.classList.toggle('on', this.showDiff);
+    this.btnDiff.classList.toggle('on', this.showDiff && !this.cmpDiffA);
+    this.btnDiff.disabled = !!this.cmpDiffA;  // a comparison's marks take the place of the last edit's
+    this.btnCompare.classList.toggle('on', isComparing(this.comparison));
+    this.btnCompare.disabled = this.transport.kind === 'snapshot';
+    if (this.transport.kind === 'snapshot') this.btnCompare.title = 'Compare needs the live view (cellscope view, or the graph panel in VS Code)';
     this.btnSplit.classList.toggle('on', this.split);
     this.btnMem.classList.toggle('on', this.showMem);
     this.btnMem.disabled = !this.currentCell()?.optimized;
     this.btnSplit.disabled = !this.currentCell()?.optimized;
-    const d = this.diff;
+    const d = this.cmpDiffA ? null : this.diff;
     const n = d ? d.added.size + d.changed.size + d.removed.length : 0;
     setButtonBadge(this.btnDiff, n);
     // Metric list for the layer.
@@ -431,6 +455,115 @@ class App {
       this.renderPanel();
     }
     if (m.debug) this.onDebug(m.debug);
+    if (m.comparison) this.onComparison(m.comparison);
+  }
+
+  // ---- the comparison with a fixed base ------------------------------------------------------
+
+  private onComparison(c: Comparison): void {
+    const before = this.comparison;
+    this.comparison = isComparing(c) ? c : null;
+    if (!this.comparison || before?.base?.spec !== this.comparison.base?.spec) this.cmpPos = -1;
+    // The comparison of a document not here yet: drawn with it (its update follows at once).
+    if (this.comparison?.cells && seqNumber(this.comparison.seq) > this.seq) return;
+    void this.render();
+  }
+
+  /** Compare with `base` ("HEAD", a .py path; "" stops): for every view of the file, by the server. */
+  requestCompare(base: string): boolean {
+    const sent = this.transport.send({ compare: { base } });
+    if (sent && base === '' && this.comparison) {
+      this.comparison = null;
+      void this.render();
+    }
+    return sent;
+  }
+
+  private toggleCompareMenu(open = this.compareMenu.classList.contains('hidden')): void {
+    this.btnCompare.setAttribute('aria-expanded', String(open));
+    if (!open) { this.compareMenu.classList.add('hidden'); return; }
+    const c = this.comparison;
+    const items = [`<button type="button" role="menuitem" data-cmp="HEAD" title="The file as of the last git commit, analysed with the same settings">Last commit (HEAD)</button>`];
+    if (this.transport.kind === 'vscode') {
+      items.push(`<button type="button" role="menuitem" data-cmp-pick="1" title="Choose a model file to compare with">Another file…</button>`);
+    } else {
+      const last = c?.base?.kind === 'file' ? c.base.spec ?? '' : '';
+      items.push(`<form class="cmp-file" title="A model file, analysed with its own settings"><label>Another file ` +
+        `<input name="path" class="mono" spellcheck="false" value="${h(last)}" placeholder="other.py (absolute, or relative to this file)" aria-label="Model file to compare with"></label>` +
+        `<button type="submit">Compare</button></form>`);
+    }
+    if (isComparing(c)) items.push(`<button type="button" role="menuitem" data-cmp="" title="Back to the last edit's changes">Stop comparing with ${h(baseLabel(c))}</button>`);
+    this.compareMenu.innerHTML = items.join('');
+    const r = this.btnCompare.getBoundingClientRect();
+    this.compareMenu.style.left = `${Math.max(4, Math.min(r.left, window.innerWidth - 340))}px`;
+    this.compareMenu.style.top = `${r.bottom + 4}px`;
+    this.compareMenu.classList.remove('hidden');
+    this.compareMenu.querySelector<HTMLElement>('button')?.focus();
+  }
+
+  private onCompareMenuClick(e: MouseEvent): void {
+    const b = (e.target as HTMLElement).closest<HTMLButtonElement>('button');
+    if (!b || b.type === 'submit') return;
+    if (b.dataset.cmpPick) this.transport.send({ comparePick: {} });
+    else if (b.dataset.cmp !== undefined) this.requestCompare(b.dataset.cmp);
+    this.toggleCompareMenu(false);
+  }
+
+  private onCompareMenuSubmit(e: SubmitEvent): void {
+    e.preventDefault();
+    const input = (e.target as HTMLFormElement).elements.namedItem('path') as HTMLInputElement | null;
+    const path = input?.value.trim() ?? '';
+    if (!path) { input?.focus(); return; }
+    this.requestCompare(path);
+    this.toggleCompareMenu(false);
+  }
+
+  private onCompareBannerClick(e: MouseEvent): void {
+    const t = e.target as HTMLElement;
+    if (t.closest('.cmp-close')) { this.requestCompare(''); return; }
+    if (t.closest('.cmp-next')) { this.stepChange(1); return; }
+    if (t.closest('.cmp-prev')) { this.stepChange(-1); return; }
+    const a = t.closest<HTMLElement>('a.goto');
+    if (a?.dataset.id) { e.preventDefault(); this.selectNode(a.dataset.id); }
+  }
+
+  /** The marked items of the active pane, in execution order. */
+  private compareSteps(): string[] {
+    const v = this.activeView();
+    const d = v === this.viewB && this.split ? this.cmpDiffB : this.cmpDiffA;
+    return d && v.graph ? changeSteps(d, v.graph) : [];
+  }
+
+  /** The next (1) or previous (-1) change: revealed, selected and shown in the panel. */
+  stepChange(dir: number): string | null {
+    const steps = this.compareSteps();
+    if (steps.length === 0) return null;
+    const n = steps.length;
+    this.cmpPos = this.cmpPos < 0 ? (dir > 0 ? 0 : n - 1) : (this.cmpPos + dir + n) % n;
+    const id = steps[this.cmpPos];
+    const v = this.activeView();
+    void v.reveal(id).then(() => v.select(id, 'click'));
+    this.renderCompareBanner();
+    return id;
+  }
+
+  private renderCompareBanner(): void {
+    const c = this.comparison;
+    if (!c) {
+      this.compareBanner.className = 'compare-banner hidden';
+      this.compareBanner.innerHTML = '';
+      return;
+    }
+    const v = this.activeView();
+    const g = v.graph;
+    const steps = this.compareSteps();
+    if (this.cmpPos >= steps.length) this.cmpPos = -1;
+    this.compareBanner.innerHTML = bannerHtml(c, cellComparison(c, this.cellName), {
+      cell: this.cellName, layer: g?.layer ?? this.layer, drawn: new Set(g ? g.byId.keys() : []),
+      position: this.cmpPos, steps: steps.length,
+    });
+    this.compareBanner.className = 'compare-banner ' + (c.error ? 'error' : c.pending ? 'pending' : 'ok');
+    this.compareBanner.setAttribute('role', 'status');
   }
 
   // ---- the debugger's focus ----------------------------------------------------------------
@@ -513,6 +646,8 @@ class App {
     this.detailsPending.clear();
     this.lazy.clear();
     this.focus = null;  // the server sends the new file's focus, if any
+    this.comparison = null;  // and its comparison, if any
+    this.cmpPos = -1;
   }
 
   // ---- lazy Cells --------------------------------------------------------------------------
@@ -656,7 +791,9 @@ class App {
     const la: Layer = this.split ? 'semantic' : this.layer;
     const tb = performance.now();
     const lazy = this.lazyInput(cell.name);
-    const ga = buildViewGraph(cell, la, undefined, lazy);
+    const cmp = this.comparison;
+    const cc = cellComparison(cmp, cell.name);
+    const ga = buildViewGraph(cell, la, undefined, lazy, cmp ? ghostsFor(cmp, cc, la, !!lazy) : undefined);
     this.timings.buildMs = performance.now() - tb;
     if (lazy && this.reopen) {
       for (const id of this.reopen) if (ga.groups.has(id)) this.viewA.expanded.add(id);
@@ -669,6 +806,8 @@ class App {
     const before = prev && this.lastGraph && this.lastGraph.cell === prev && this.lastGraph.layer === la
       ? this.lastGraph.graph : prev ? buildViewGraph(prev, la) : null;
     this.diff = before ? diffGraphs(before, ga) : null;
+    this.cmpDiffA = cc ? compareDiff(cc, ga) : null;
+    this.cmpDiffB = null;
     this.lastGraph = { cell, layer: la, graph: ga };
     this.timings.diffMs = performance.now() - td;
     const tl = performance.now();
@@ -682,8 +821,9 @@ class App {
     this.renderNote(this.noteB, cell, this.layerB());
     const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset, refit: opts.refit })];
     if (this.split && this.viewB) {
-      const gb = buildViewGraph(cell, this.layerB(), undefined, lazy);
-
+      const gb = buildViewGraph(cell, this.layerB(), undefined, lazy, cmp ? ghostsFor(cmp, cc, this.layerB(), !!lazy) : undefined);
+      this.cmpDiffB = cc ? compareDiff(cc, gb) : null;
+      this.viewB.diff = this.cmpDiffB;
       this.viewB.setMetric(this.metric);
       this.titleB.textContent = LAYER_LABEL[this.layerB()];
       jobs.push(this.viewB.setGraph(gb, { reset: opts.reset, refit: opts.refit }));
@@ -695,6 +835,7 @@ class App {
     this.applyDebugFocus();  // also renders the panel and the legend
     this.renderMem();
     this.renderTimeline();
+    this.renderCompareBanner();
     this.syncButtons();
   }
 
@@ -716,7 +857,7 @@ class App {
   }
 
   private applyDiff(): void {
-    this.viewA.diff = this.showDiff ? this.diff : null;
+    this.viewA.diff = this.cmpDiffA ?? (this.showDiff ? this.diff : null);
     this.viewA.invalidate();
     this.renderLegend();
     this.syncButtons();
@@ -975,9 +1116,11 @@ class App {
     }
     const strip = f ? debugStrip(f, (file, line) => sourceLink(file, { start: { line: line - 1, character: 0 }, end: { line: line - 1, character: 0 } }, !!this.hello.editor),
       !!n && v.debugNodes.has(n.id)) : '';
-    const removed = this.showDiff && this.diff && this.diff.removed.length && v === this.viewA
+    const removed = this.showDiff && !this.cmpDiffA && this.diff && this.diff.removed.length && v === this.viewA
       ? `<details class="sec" open><summary>Removed by the last edit</summary><ul class="origins">${this.diff.removed.slice(0, 50).map((r) => `<li class="removed">${h(r)}</li>`).join('')}</ul></details>` : '';
-    body.innerHTML = strip + html + removed;
+    // The comparison's before → after of the selected node (compare.ts).
+    const cmp = n && v.graph ? compareDetailsHtml(this.comparison, cellComparison(this.comparison, this.cellName), v.graph.layer, n.id) : '';
+    body.innerHTML = strip + cmp + html + removed;
     this.panel.scrollTop = scroll;
     if (focusTab) body.querySelector<HTMLElement>('[role="tab"][aria-selected="true"]')?.focus();
     if (typing) {
@@ -1134,6 +1277,10 @@ class App {
       }
       e.preventDefault();
     });
+    document.addEventListener('click', (e) => {
+      const t = e.target as HTMLElement;
+      if (!t.closest('.compare-menu') && t.closest('button') !== this.btnCompare) this.toggleCompareMenu(false);
+    });
   }
 
   // ---- test hook ---------------------------------------------------------------------------
@@ -1281,6 +1428,22 @@ class App {
       paneNote: (which?: string) => (which === 'B' ? app.noteB : app.noteA).innerText,
       tipText: (which?: string) => { const t = viewOf(which).tip; return t.classList.contains('hidden') ? '' : t.textContent; },
       bannerText: () => app.banner.innerText,
+      // The comparison with a fixed base: what the view holds and draws for it in the active pane.
+      comparison: () => {
+        const c = app.comparison;
+        if (!c) return null;
+        const v = app.activeView();
+        const d = v === app.viewB && app.split ? app.cmpDiffB : app.cmpDiffA;
+        return {
+          base: c.base ?? null, pending: !!c.pending, error: c.error ?? '', seq: seqNumber(c.seq),
+          cell: cellComparison(c, app.cellName)?.cell ?? null,
+          added: d ? [...d.added] : [], changed: d ? [...d.changed] : [], removed: d ? [...d.removed] : [],
+          groups: d ? [...(d.groups ?? [])] : [], ghosts: (v.graph?.nodes ?? []).filter((n) => n.ghost).map((n) => n.id),
+          banner: app.compareBanner.innerText, position: app.cmpPos,
+        };
+      },
+      compare: (base: string) => app.requestCompare(base),
+      stepChange: (dir: number) => app.stepChange(dir),
       svg: () => buildSvg(app.activeView()),
       // Actions (for tests and benchmarks).
       select: (id: string | null) => { const v = app.activeView(); if (id) return v.reveal(id).then(() => v.select(id, 'click')); v.select(null); return Promise.resolve(); },

@@ -74,6 +74,7 @@ export function computeScale(g: ViewGraph, metric: MetricId): MetricScale {
   const values = new Map<string, number>();
   if (metric !== 'none') {
     for (const n of g.nodes) {
+      if (n.ghost) continue;  // a comparison's removed node: not part of this graph
       const v = def.value(n);
       if (v > 0) values.set(n.id, v);
     }

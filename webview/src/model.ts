@@ -39,6 +39,9 @@ export interface VNode {
   weight?: number;   // lazy placeholders (kind "lazy"): the nodes of the scope it stands for
   items?: number;    // lazy placeholders: the scope's own nodes plus its sub-scopes (drawn items once loaded)
   failure?: FailedCall;  // kind "failed": the call of construct an error stopped (id FAILED_PREFIX + its id)
+  // kind "removed" (a ghost, id GHOST_PREFIX + its id): a node of a comparison's base that the
+  // graph no longer has, drawn where it was; `semantic` is the base's node.
+  ghost?: boolean;
 }
 
 /** What the drawing of a node depends on (for the before/after comparison). */
@@ -77,6 +80,8 @@ export interface ViewGraph {
 export const ROOT_ID = 'g:';
 /** Drawn failed calls (Cell.failures) have this prefix: a failure's id may equal a node's. */
 export const FAILED_PREFIX = 'failed:';
+/** Drawn removed nodes of a comparison's base (ghosts) have this prefix. */
+export const GHOST_PREFIX = 'removed:';
 export const GROUP_THRESHOLD_DEFAULT = 400;
 
 const NODE_H = 40;
@@ -242,6 +247,47 @@ export function failureNodes(cell: Cell, layer: Layer, nodes: readonly VNode[]):
       inputs, outputs: [], fused: false, dataMove: false, scope, failure: f,
     };
   });
+}
+
+/**
+ * Ghost nodes for the base's nodes a comparison found removed (`removed`, in the base's order),
+ * semantic layer: each in its scope's group just after the latest of its inputs still drawn (a
+ * node of the graph, or an earlier ghost), with an edge from each of them; a ghost none of whose
+ * inputs is drawn goes where the base had it relative to the ghost before it (else first).
+ */
+export function ghostNodes(removed: readonly Node[], nodes: readonly VNode[]): VNode[] {
+  const placed = new Map<string, VNode>();
+  for (const n of nodes) if (n.kind !== 'lazy' && !n.failure) placed.set(n.id, n);
+  const ghosts: VNode[] = [];
+  let last = -1;  // the order of the previous ghost
+  removed.forEach((n, k) => {
+    const id = GHOST_PREFIX + n.id;
+    const inputs: VEdge[] = [];
+    let anchor = -Infinity;
+    for (const e of n.inputs ?? []) {
+      const src = placed.get(e.node) ?? placed.get(GHOST_PREFIX + e.node);
+      if (!src) continue;
+      const output = e.output ?? 0;
+      inputs.push({ src: src.id, tgt: id, output, tensor: src.outputs[output] });
+      anchor = Math.max(anchor, src.order);
+    }
+    const op = n.op ?? '';
+    const label = n.kind === 'op' || !n.kind ? op : n.id;
+    const sub = n.kind === 'op' || !n.kind ? (n.id.length > 32 ? '…' + n.id.slice(-31) : n.id) : op;
+    const scope = n.scope ?? '';
+    const v: VNode = {
+      id, kind: 'removed', op, label, sub,
+      group: scopeGroupPath(n.id, scope),
+      order: (anchor > -Infinity ? anchor : last) + 0.25 + k * 1e-4,
+      width: nodeWidth(label, sub), height: NODE_H,
+      inputs, outputs: n.outputs ?? [], semantic: n, fused: false, dataMove: movesData(n.category),
+      scope, ghost: true,
+    };
+    last = v.order;
+    placed.set(id, v);
+    ghosts.push(v);
+  });
+  return ghosts;
 }
 
 /** `nodes` with the failed calls' nodes inserted in execution order. */
@@ -473,8 +519,14 @@ export function buildLazyNodes(cell: Cell, layer: Layer, lz: LazyInput): VNode[]
   return all;
 }
 
-export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRESHOLD_DEFAULT, lazy?: LazyInput): ViewGraph {
-  const nodes = withFailures(cell, layer, lazy ? buildLazyNodes(cell, layer, lazy) : buildNodes(cell, layer));
+/**
+ * One layer of `cell` as a view graph. `ghosts`: the base's removed nodes of a comparison, drawn
+ * in place (semantic layer of a Cell held whole only; see ghostNodes).
+ */
+export function buildViewGraph(cell: Cell, layer: Layer, threshold = GROUP_THRESHOLD_DEFAULT, lazy?: LazyInput,
+                               ghosts?: readonly Node[]): ViewGraph {
+  let nodes = withFailures(cell, layer, lazy ? buildLazyNodes(cell, layer, lazy) : buildNodes(cell, layer));
+  if (ghosts?.length && layer === 'semantic' && !lazy) nodes = nodes.concat(ghostNodes(ghosts, nodes)).sort((a, b) => a.order - b.order);
   const byId = new Map<string, VNode>();
   for (const n of nodes) byId.set(n.id, n);
   const edges: VEdge[] = [];

@@ -10,7 +10,7 @@ import { layerState } from './failures';
 import { focusShape, isPaused } from './debug';
 import { copyButton, copyJsonButton, shapeTuple } from './copy';
 import { tabsHtml, type Tab } from './tabs';
-import { type Vocab, boundDefinition, boundWord, cellVocab, unitName, unitSentence } from './vocab';
+import { type Vocab, boundDefinition, boundWord, cellVocab, unitName, unitSentence, vocabOf } from './vocab';
 import { nodeAttrs } from './search';
 
 /** The tabs of the panel, by id; a Cell's first tab is "Cell", a node's "Node". */
@@ -565,17 +565,18 @@ export function renderCellSummary(cell: Cell, layer: Layer, opts: SummaryOptions
     cost.push(section('Hardware estimate', `<table class="kv">${row('target', hw.spec?.displayName ?? hw.target ?? '')}</table>${unavailable(hst.short)}`));
   } else if (hw) {
     const e = hw.estimate ?? {};
-    const ascend = hw.ascend === true;  // proto3 JSON leaves `false` out
+    const voc = vocabOf(hw);  // the target's words (vocab.ts); proto3 JSON leaves `ascend: false` out
+    const ascend = voc.ascend;
     const rows = [
       row('target', hw.spec?.displayName ?? hw.target ?? ''),
       row('latency', `${fmtNum(e.latencyMs ?? 0)} ms (${e.mode ?? hw.mode ?? ''}, batch ${e.batch ?? 1})`),
       row('throughput', `${fmtNum(e.throughputPerSec ?? 0)} / s`),
       ascend
         ? row('cube · vector · dispatch', `${fmtNum(e.cubeMs ?? 0)} · ${fmtNum(e.vectorMs ?? 0)} · ${fmtNum(e.dispatchMs ?? 0)} ms`)
-        : row('compute · dispatch', `${fmtNum(e.cpuMs ?? 0)} · ${fmtNum(e.dispatchMs ?? 0)} ms`),
+        : row('CPU · overhead', `${fmtNum(e.cpuMs ?? 0)} · ${fmtNum(e.dispatchMs ?? 0)} ms`),
     ];
-    rows.push(row(ascend ? 'cube utilization' : 'compute utilization', `${((e.cubeUtilization ?? 0) * 100).toFixed(1)} %`));
-    rows.push(row(ascend ? 'GM traffic' : 'memory traffic', fmtBytes(e.gmBytes ?? 0)), row('kernels', String(hw.kernels ?? 0)));
+    rows.push(row(ascend ? 'cube utilization' : 'FMA utilization', `${((e.cubeUtilization ?? 0) * 100).toFixed(1)} %`));
+    rows.push(row(`${voc.memory} traffic`, fmtBytes(e.gmBytes ?? 0)), row('kernels', String(hw.kernels ?? 0)));
     cost.push(section(hst.kind === 'partial' ? 'Hardware estimate (partial)' : 'Hardware estimate',
       (hst.kind === 'partial' ? partial(hst.short) : '') + `<table class="kv">${rows.join('')}</table>` +
       (hw.statement ? `<p class="muted small">${h(hw.statement)}</p>` : '') +

@@ -318,6 +318,50 @@ export interface DebugFocus {
   source?: string;
 }
 
+/** What a comparison compares with (view.proto's CompareBase). */
+export interface CompareBase {
+  kind?: string;    // "head" | "file"; absent: not comparing
+  label?: string;   // "HEAD (abc1234)", "other.py"
+  file?: string;
+  commit?: string;
+  spec?: string;    // what was asked: "HEAD" or a path
+}
+
+/** One difference of a node: `field` "op", "attrs.<name>", "outputs[<i>].shape", "params", ... */
+export interface FieldChange { field: string; before?: AttrValue; after?: AttrValue }
+export interface NodeChange { id: string; changes?: FieldChange[] }
+
+export interface CellTotals {
+  params?: number; totalParams?: number; flops?: number; nodes?: number; kernels?: number;
+  hardware?: boolean; latencyMs?: number; throughputPerSec?: number; memoryPeakBytes?: number;
+  compiled?: boolean;
+}
+
+export interface CellComparison {
+  cell: string;
+  baseCell?: string;
+  added?: string[];
+  removed?: Node[];
+  changed?: NodeChange[];
+  optimizedAdded?: string[];
+  optimizedRemoved?: string[];
+  optimizedChanged?: NodeChange[];
+  before?: CellTotals;
+  after?: CellTotals;
+}
+
+/** The graph compared with a fixed base (view.proto's Comparison); no `base.kind`: not comparing. */
+export interface Comparison {
+  base?: CompareBase;
+  seq?: number | string;
+  pending?: boolean;
+  error?: string;
+  cells?: CellComparison[];
+  removedCells?: string[];
+  baseErrors?: number;
+  baseError?: string;
+}
+
 export interface ViewMessage {
   hello?: ViewHello;
   update?: ViewUpdate;
@@ -325,6 +369,7 @@ export interface ViewMessage {
   details?: NodeDetails;
   debug?: DebugFocus;
   nodes?: ScopeNodes;
+  comparison?: Comparison;
 }
 
 export interface ViewRequest {
@@ -336,6 +381,10 @@ export interface ViewRequest {
   /** Inside VS Code: write these input shapes to the workspace's mindspore_config.json (the
    * extension asks the user first; not a daemon request). */
   saveInputs?: { inputs: string[] };
+  /** Compare the graph with a base: "HEAD", a .py path (absolute or relative to the file), "" stops. */
+  compare?: { base: string };
+  /** Inside VS Code: ask the extension to pick the file to compare with (not a daemon request). */
+  comparePick?: Record<string, never>;
 }
 
 export function seqNumber(v: number | string | undefined): number {

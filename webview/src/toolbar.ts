@@ -21,6 +21,7 @@ export const ICONS: Record<string, string> = {
   right: svg('<path d="M2 8h11M9 4l4 4-4 4"/>'),
   timeline: svg('<path d="M2 4h6M5 8h8M3 12h5"/>'),
   legend: svg('<rect x="2" y="2.5" width="12" height="11" rx="1.5"/><path d="M4.5 6h1.5M8 6h3.5M4.5 10h1.5M8 10h3.5"/>'),
+  compare: svg('<circle cx="4" cy="3.8" r="1.8"/><circle cx="12" cy="12.2" r="1.8"/><path d="M4 5.6V10a2 2 0 0 0 2 2h3.2M7.8 10.5 9.5 12l-1.7 1.5M12 10.4V6a2 2 0 0 0-2-2H6.8M8.2 2.5 6.5 4l1.7 1.5"/>'),
 };
 
 /** Per button (by its label): the icon, the accessible name and what the tooltip explains. */
@@ -38,6 +39,7 @@ const KNOWN: Record<string, { icon?: string; name?: string; title?: string; togg
   SVG: { icon: 'svg', name: 'Export SVG', title: 'Export SVG: save the whole graph as a vector drawing' },
   '◐': { icon: 'theme', name: 'Theme', title: 'Theme: light, dark, high contrast (dark), high contrast (light)' },
   Timeline: { icon: 'timeline', toggle: true },
+  'Compare…': { icon: 'compare', name: 'Compare…', title: 'Compare…: the graph against the last commit (HEAD) or another model file; added nodes green, changed amber, removed ones drawn dashed where they were' },
 };
 
 /** The button's label: its text without a badge. */

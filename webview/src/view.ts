@@ -18,6 +18,7 @@ import {
 import type { GraphDiff } from './diff';
 import { LABEL_FONT, LABEL_LINE, LABEL_MIN_SCALE, LABEL_PAD, headerBand, placeEdgeLabels, type Box, type LabelPlace } from './labels';
 import { accessibleName, groupTip, hardwareLine, nodeTip, vocabOf } from './vocab';
+import { GHOST_PREFIX } from './model';
 
 export interface Theme {
   bg: string; fg: string; muted: string; node: string; nodeBorder: string; edge: string; edgeLabel: string;
@@ -781,15 +782,26 @@ export class GraphView {
     ctx.lineJoin = 'round';
     const sel = this.selection;
     const plain = new Path2D();
+    const ghostly = new Path2D();  // edges of a comparison's removed nodes: dashed
+    let ghosts = 0;
     const hot: DrawEdge[] = [];
     for (const e of s.edges) {
       if (e.maxX < vx0 || e.maxY < vy0 || e.minX > vx1 || e.minY > vy1) continue;
       if (sel !== null && (e.src === sel || e.tgt === sel)) { hot.push(e); continue; }
+      if (e.tgt.startsWith(GHOST_PREFIX) || e.src.startsWith(GHOST_PREFIX)) { addPolyline(ghostly, e.pts, detail ? 10 : 0); ghosts++; continue; }
       addPolyline(plain, e.pts, detail ? 10 : 0);
     }
     ctx.strokeStyle = th.edge;
     ctx.lineWidth = Math.max(1.2, px) * th.line;
     ctx.stroke(plain);
+    if (ghosts) {
+      ctx.setLineDash([6 * Math.max(1, px), 4 * Math.max(1, px)]);
+      ctx.strokeStyle = th.danger;
+      ctx.globalAlpha = 0.55;
+      ctx.stroke(ghostly);
+      ctx.globalAlpha = 1;
+      ctx.setLineDash([]);
+    }
     if (detail) {
       ctx.fillStyle = th.edge;
       const heads = new Path2D();
@@ -837,7 +849,7 @@ export class GraphView {
       const batches = new Map<string, Path2D>();
       for (const it of s.items) {
         if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
-        const col = it.node?.failure ? th.danger : this.fillFor(it, useMetric, ms).fill;
+        const col = it.node?.failure || it.node?.ghost ? th.danger : this.fillFor(it, useMetric, ms).fill;
         let p = batches.get(col);
         if (!p) { p = new Path2D(); batches.set(col, p); }
         p.rect(it.x, it.y, it.w, it.h);
@@ -880,12 +892,21 @@ export class GraphView {
         }
       } else if (it.node?.failure) {
         this.drawFailure(ctx, it, px, text);
+      } else if (it.node?.ghost) {
+        this.drawGhost(ctx, it, px, text);
       } else {
         const n = it.node!;
         ctx.fillStyle = fill;
         ctx.beginPath();
         ctx.roundRect(it.x, it.y, it.w, it.h, 6);
         ctx.fill();
+        const tint = this.diff?.tint ? this.markTint(n.id) : null;
+        if (tint) {
+          ctx.globalAlpha = 0.16;
+          ctx.fillStyle = tint;
+          ctx.fill();
+          ctx.globalAlpha = 1;
+        }
         ctx.strokeStyle = n.fused ? th.fused : th.nodeBorder;
         ctx.lineWidth = (n.fused ? Math.max(1.6, 1.5 * px) : Math.max(1, px)) * th.line;
         if (n.fused) ctx.setLineDash([5, 3]);
@@ -986,6 +1007,43 @@ export class GraphView {
     ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, top + 29, w);
   }
 
+  /**
+   * A node of a comparison's base that the graph no longer has (a ghost): faded, a dashed border
+   * in the theme's error colour, its label struck through. Never coloured by a metric.
+   */
+  private drawGhost(ctx: CanvasRenderingContext2D, it: DrawItem, px: number, text: boolean): void {
+    const th = this.theme;
+    const n = it.node!;
+    ctx.beginPath();
+    ctx.roundRect(it.x, it.y, it.w, it.h, 6);
+    ctx.fillStyle = th.bg;
+    ctx.fill();
+    ctx.globalAlpha = 0.08;
+    ctx.fillStyle = th.danger;
+    ctx.fill();
+    ctx.globalAlpha = 1;
+    ctx.setLineDash([5, 3]);
+    ctx.strokeStyle = th.danger;
+    ctx.lineWidth = Math.max(1.6, 1.5 * px);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    if (!text) return;
+    const cx = it.x + 11;
+    const w = it.w - 16;
+    ctx.textBaseline = 'middle';
+    ctx.globalAlpha = 0.7;
+    ctx.fillStyle = th.fg;
+    ctx.font = '600 12px system-ui, sans-serif';
+    const label = clip(n.label, Math.floor(w / 6.7));
+    ctx.fillText(label, cx, it.y + 14, w);
+    const lw = Math.min(w, ctx.measureText(label).width);
+    ctx.fillRect(cx, it.y + 14, lw, Math.max(1, px));  // struck through
+    ctx.font = '10.5px system-ui, sans-serif';
+    ctx.fillStyle = th.danger;
+    ctx.fillText(clip(`removed · ${n.sub}`, Math.floor(w / 5.6)), cx, it.y + 29, w);
+    ctx.globalAlpha = 1;
+  }
+
   /** The debug focus: a thick outline and, when text is drawn, a "paused here" badge on top. */
   private drawPaused(ctx: CanvasRenderingContext2D, it: DrawItem, px: number, badge: boolean): void {
     const th = this.theme;
@@ -1015,7 +1073,7 @@ export class GraphView {
   /** One colour for an item at a glance (the overview): its metric's, else its category's. */
   boxColour(it: DrawItem): string {
     const th = this.theme;
-    if (it.node?.failure) return th.danger;
+    if (it.node?.failure || it.node?.ghost) return th.danger;
     const ms = this.ensureScale();
     const useMetric = this.metric !== 'none' && ms !== null && ms.max > 0;
     const f = this.fillFor(it, useMetric, ms);
@@ -1030,8 +1088,16 @@ export class GraphView {
     if (this.secondary.has(id)) return th.mapped;
     if (this.diff) {
       if (this.diff.added.has(id)) return th.added;
-      if (this.diff.changed.has(id)) return th.changed;
+      if (this.diff.changed.has(id) || this.diff.groups?.has(id)) return th.changed;
     }
+    return null;
+  }
+
+  /** A comparison's tint of a node: added or changed. */
+  private markTint(id: string): string | null {
+    const th = this.theme;
+    if (this.diff?.added.has(id)) return th.added;
+    if (this.diff?.changed.has(id)) return th.changed;
     return null;
   }
 

@@ -177,12 +177,12 @@ test('the Cell summary: Cell (with the input box), Cost, Fusion · Memory; the f
   assert.match(text, /Removed \(1\) layer1\.1\.conv1 dce unused/);
   assert.match(text, /Slowest kernels \(estimated time\) op node time share FusedConv2D layer1\.0\.conv1 2\.90 µs/);
   assert.match(text, /latency 0\.0100 ms/);
-  assert.doesNotMatch(text, /compute · dispatch/, 'Ascend words on an Ascend target');
+  assert.doesNotMatch(text, /CPU · overhead/, 'Ascend words on an Ascend target');
   c.hardware = { target: 'cpu', estimate: { latencyMs: 0.1, cpuMs: 0.07, dispatchMs: 0.03, cubeUtilization: 0.2 }, kernels: 3 };
   const cpu = panelText(renderCellSummary(c, 'hardware', {}));
-  assert.match(cpu, /compute · dispatch 0\.0700 · 0\.0300 ms/);
-  assert.match(cpu, /compute utilization 20\.0 %/);
-  assert.doesNotMatch(cpu, /cube|GM traffic/, 'no Ascend words on a CPU target');
+  assert.match(cpu, /CPU · overhead 0\.0700 · 0\.0300 ms/);
+  assert.match(cpu, /FMA utilization 20\.0 %/);
+  assert.doesNotMatch(cpu, /cube|GM traffic|dispatch/, 'no Ascend words on a CPU target');
   const json = JSON.parse(cellJson(c)) as Record<string, unknown>;
   assert.equal(json.nodes, undefined);
   assert.equal((json.optimized as Record<string, unknown>).nodes, undefined);

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ViewRelay, wsUrlFor, type RelayHost, type SocketLike } from '../../src/relay';
+import { compareRequest, HEAD } from '../../src/compare';
 
 class FakeSocket implements SocketLike {
   sent: string[] = [];
@@ -19,16 +20,18 @@ function setup() {
   const posted: unknown[] = [];
   const reveals: [string, unknown][] = [];
   const saved: [string, string[]][] = [];
+  const picks: string[] = [];
   const timers: (() => void)[] = [];
   const host: RelayHost = {
     post: (m) => { posted.push(m); return true; },
     reveal: (f, r) => { reveals.push([f, r]); },
     saveInputs: (f, specs) => { saved.push([f, specs]); },
+    pickCompareFile: (f) => { picks.push(f); },
     setTimer: (fn) => { timers.push(fn); return timers.length; },
     clearTimer: () => {},
   };
   const relay = new ViewRelay((url) => { const s = new FakeSocket(url); sockets.push(s); return s; }, host);
-  return { relay, sockets, posted, reveals, saved, timers };
+  return { relay, sockets, posted, reveals, saved, picks, timers };
 }
 
 const target = (file = '/w/a.py', cell = 'Net') =>
@@ -124,4 +127,45 @@ test('a view\'s "save input shapes" goes to the extension for the followed file,
   relay.fromWebview({ type: 'cellscope', request: { saveInputs: { inputs: [] } } });
   assert.deepEqual(saved, [['/w/m.py', ['8,3,224,224', '8,128:int32']]]);
   assert.equal(sockets[0].sent.length, 0);
+});
+
+test('the compare commands: a CompareRequest for the followed file, sent once the connection is open', () => {
+  const { relay, sockets, timers } = setup();
+  relay.retarget(target('/w/m.py'));
+  relay.request(compareRequest(HEAD));
+  assert.deepEqual(sockets[0]!.sent, [], 'not before the socket opens');
+  sockets[0]!.onopen?.();
+  assert.deepEqual(sockets[0]!.sent, ['{"compare":{"base":"HEAD"}}']);
+  relay.request(compareRequest('/w/other.py'));
+  relay.request(compareRequest(''));
+  assert.deepEqual(sockets[0]!.sent.slice(1), ['{"compare":{"base":"/w/other.py"}}', '{"compare":{"base":""}}']);
+  // Asked while reconnecting: sent on the new connection.
+  sockets[0]!.onclose?.(1006, '');
+  relay.request(compareRequest(HEAD));
+  timers[0]!();
+  assert.deepEqual(sockets[1]!.sent, []);
+  sockets[1]!.onopen?.();
+  assert.deepEqual(sockets[1]!.sent, ['{"compare":{"base":"HEAD"}}']);
+  // A request for a file the panel no longer follows is dropped.
+  relay.retarget(target('/w/a.py'));
+  relay.request(compareRequest(HEAD));
+  relay.retarget(target('/w/b.py'));
+  sockets[3]!.onopen?.();
+  assert.deepEqual(sockets[3]!.sent, []);
+  sockets[2]!.onopen?.();  // a dropped socket opening late sends nothing either
+  assert.deepEqual(sockets[2]!.sent, []);
+});
+
+test('the view\'s "Another file…" asks the extension for a file; its compare requests go to the daemon', () => {
+  const { relay, sockets, picks } = setup();
+  relay.retarget(target('/w/m.py'));
+  sockets[0]!.onopen?.();
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  relay.fromWebview({ type: 'cellscope', request: { comparePick: {} } });
+  assert.deepEqual(picks, ['/w/m.py']);
+  relay.fromWebview({ type: 'cellscope', request: { compare: { base: 'HEAD' } } });
+  assert.deepEqual(sockets[0]!.sent, ['{"compare":{"base":"HEAD"}}']);
+  // A comparison from the daemon reaches the webview like any message.
+  sockets[0]!.onmessage?.('{"comparison":{"base":{"kind":"head","label":"HEAD (abc1234)"},"pending":true}}');
+  assert.equal(relay.relayed, 1);
 });

@@ -40,10 +40,12 @@ export async function newPage(holder, t, options = {}) {
 }
 
 // `cellscope view FILE ARGS...` (with ENV added) on a copy of `model` in a fresh directory; resolves with its URL.
-export async function startView(t, model, args = [], env = {}) {
+// `prepare(dir, file)`, when given, runs before the server starts (a git repository, other files).
+export async function startView(t, model, args = [], env = {}, prepare = null) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellscope-view-'));
   const file = path.join(dir, path.basename(model));
   fs.copyFileSync(model, file);
+  if (prepare) prepare(dir, file);
   const child = spawn(bin, ['view', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   t.after(() => {
     child.kill('SIGTERM');
@@ -62,5 +64,5 @@ export async function startView(t, model, args = [], env = {}) {
     });
     child.on('exit', (code) => reject(new Error(`cellscope view exited (${code}): ${out}`)));
   });
-  return { url, file, child };
+  return { url, file, child, dir };
 }

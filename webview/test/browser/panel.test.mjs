@@ -105,7 +105,7 @@ test('tabs: keyboard, kept across selections, live updates and the Cell summary;
   await hook(page, () => window.cellscopeView.setPanelTab('cost'));
   await page.waitForFunction(() => /Tiling[\s\S]*Instruction schedule/.test(window.cellscopeView.panelText('shown')), null, { timeout: 10000 });
   shown = await hook(page, () => window.cellscopeView.panelText('shown'));
-  assert.match(shown, /unit\s+cube/);
+  assert.match(shown, /unit\s+Cube/);
   assert.match(shown, /µs of the [\d.]+ µs estimate/);
   assert.match(await page.locator('.panel .bound').first().getAttribute('title'), /-bound: /);
   await page.screenshot({ path: path.join(artifacts, 'panel-cost-hardware.png') });
@@ -222,7 +222,7 @@ test('the article model in light and dark: every tab readable', async (t) => {
     await hook(page, () => window.cellscopeView.select(null));
     await hook(page, () => window.cellscopeView.setPanelTab('cost'));
     const summary = await hook(page, () => window.cellscopeView.panelText('shown'));
-    assert.match(summary, /compute · dispatch/);
+    assert.match(summary, /CPU · overhead/);
     assert.doesNotMatch(summary, /cube/);
     await page.screenshot({ path: path.join(artifacts, `panel-article-summary-${colorScheme}.png`) });
     assert.deepEqual(page.errors, []);
