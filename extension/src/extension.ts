@@ -462,11 +462,17 @@ async function cmdShowGraph(): Promise<void> {
     return;
   }
   if (!requireClient()) return;
+  // The panel first: its page loads while the server answers (the cold path to the first paint).
+  const t0 = Date.now();
+  const { panel, created } = GraphPanel.open(extensionUri, output, editor.viewColumn);
   try {
     const result = await visualize(editor);
     if (!result) throw new Error('the server returned no view');
-    showPanel(result, editor.viewColumn);
+    output.appendLine(`graph view: the server answered "Visualize Graph" in ${Date.now() - t0} ms` +
+      `${created ? ' (the panel was created first)' : ''}`);
+    if (GraphPanel.current === panel) panel.follow(result);
   } catch (e) {
+    if (created) panel.panel.dispose();
     void vscode.window.showErrorMessage(`Cellscope: cannot show the graph: ${errorText(e)}`);
   }
 }

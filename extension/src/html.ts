@@ -1,13 +1,16 @@
-// The graph view's webview HTML: the webview/ app (app.css, app.js) with the layout worker's
-// source inlined (the app starts it from a Blob URL), under a strict Content-Security-Policy:
-// scripts only with this page's nonce, no network at all (the extension host relays the daemon's
-// messages), workers only from blob:. Pure.
+// The graph view's webview HTML: the webview/ app (app.css, app.js) inlined, and the URL of the
+// layout worker's script (a webview resource of the extension: the app fetches it and starts the
+// worker from a Blob URL, off the path to the first paint, which most graphs reach without it),
+// under a strict Content-Security-Policy: scripts only with this page's nonce, no network but the
+// extension's own files (the extension host relays the daemon's messages), workers only from
+// blob:. Pure.
 import { randomBytes } from 'node:crypto';
 
 export interface ViewAssets {
   appJs: string;
   appCss: string;
-  workerJs: string;
+  /** The layout worker's script, as a webview resource URI (webview.asWebviewUri). */
+  workerUrl: string;
 }
 
 export function makeNonce(): string {
@@ -28,7 +31,8 @@ export function contentSecurityPolicy(nonce: string, cspSource: string): string 
     `img-src ${cspSource} data: blob:`,
     `font-src ${cspSource} data:`,
     'worker-src blob:',
-    "connect-src 'none'",
+    // Only to fetch the layout worker's script from the extension's files.
+    `connect-src ${cspSource}`,
     "base-uri 'none'",
     "form-action 'none'",
   ].join('; ');
@@ -44,10 +48,10 @@ export function viewHtml(assets: ViewAssets, nonce: string, cspSource: string, t
 <meta http-equiv="Content-Security-Policy" content="${esc(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)}</title>
+<meta name="cellscope-worker" content="${esc(assets.workerUrl)}">
 <style nonce="${nonce}">${escapeInline(assets.appCss, 'style')}</style>
 </head>
 <body>
-<script id="cellscope-worker-src" type="text/plain">${escapeInline(assets.workerJs, 'script')}</script>
 <script nonce="${nonce}">${escapeInline(assets.appJs, 'script')}</script>
 </body>
 </html>

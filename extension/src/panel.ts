@@ -38,14 +38,15 @@ export function wsSocket(url: string): SocketLike {
   return s;
 }
 
-let assetsCache: ViewAssets | null = null;
+let assetsCache: Omit<ViewAssets, 'workerUrl'> | null = null;
 
-function loadAssets(root: string): ViewAssets {
+/** The view's page assets: app.js and app.css inlined, the layout worker by URL. */
+function loadAssets(root: vscode.Uri, webview: vscode.Webview): ViewAssets {
   if (!assetsCache) {
-    const read = (f: string) => fs.readFileSync(path.join(root, f), 'utf8');
-    assetsCache = { appJs: read('app.js'), appCss: read('app.css'), workerJs: read('layout-worker.js') };
+    const read = (f: string) => fs.readFileSync(path.join(root.fsPath, f), 'utf8');
+    assetsCache = { appJs: read('app.js'), appCss: read('app.css') };
   }
-  return assetsCache;
+  return { ...assetsCache, workerUrl: webview.asWebviewUri(vscode.Uri.joinPath(root, 'layout-worker.js')).toString() };
 }
 
 export class GraphPanel {
@@ -60,7 +61,7 @@ export class GraphPanel {
 
   private constructor(
     readonly panel: vscode.WebviewPanel,
-    webviewRoot: string,
+    webviewRoot: vscode.Uri,
     private readonly log: vscode.OutputChannel,
     sourceColumn: vscode.ViewColumn,
   ) {
@@ -76,7 +77,7 @@ export class GraphPanel {
       log: (line) => this.log.appendLine(line),
     });
     const nonce = makeNonce();
-    panel.webview.html = viewHtml(loadAssets(webviewRoot), nonce, panel.webview.cspSource);
+    panel.webview.html = viewHtml(loadAssets(webviewRoot, panel.webview), nonce, panel.webview.cspSource);
     panel.webview.onDidReceiveMessage((m) => this.relay.fromWebview(m), null, this.disposables);
     panel.onDidDispose(() => this.dispose(), null, this.disposables);
   }
@@ -87,29 +88,43 @@ export class GraphPanel {
     result: VisualizeResult,
     sourceColumn: vscode.ViewColumn | undefined,
   ): GraphPanel {
-    const column = sourceColumn ?? vscode.ViewColumn.One;
-    let p = GraphPanel.current;
-    if (!p) {
-      const webviewRoot = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
-      const panel = vscode.window.createWebviewPanel(
-        GraphPanel.viewType,
-        'Graph',
-        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
-        {
-          enableScripts: true,
-          retainContextWhenHidden: true,
-          localResourceRoots: [webviewRoot],
-          enableFindWidget: false,
-        },
-      );
-      p = new GraphPanel(panel, webviewRoot.fsPath, log, column);
-      GraphPanel.current = p;
-    } else {
-      p.sourceColumn = column;
-      p.panel.reveal(undefined, true);
-    }
+    const p = GraphPanel.open(extensionUri, log, sourceColumn).panel;
     p.follow(result);
     return p;
+  }
+
+  /**
+   * The graph panel beside the editor, created (with the view's page) when there is none; whether
+   * it was. "Visualize Graph" opens it before asking the server for the view, so that the
+   * webview's page loads while the server answers.
+   */
+  static open(
+    extensionUri: vscode.Uri,
+    log: vscode.OutputChannel,
+    sourceColumn: vscode.ViewColumn | undefined,
+  ): { panel: GraphPanel; created: boolean } {
+    const column = sourceColumn ?? vscode.ViewColumn.One;
+    const p = GraphPanel.current;
+    if (p) {
+      p.sourceColumn = column;
+      p.panel.reveal(undefined, true);
+      return { panel: p, created: false };
+    }
+    const webviewRoot = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
+    const panel = vscode.window.createWebviewPanel(
+      GraphPanel.viewType,
+      'Graph',
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+      {
+        enableScripts: true,
+        retainContextWhenHidden: true,
+        localResourceRoots: [webviewRoot],
+        enableFindWidget: false,
+      },
+    );
+    const created = new GraphPanel(panel, webviewRoot, log, column);
+    GraphPanel.current = created;
+    return { panel: created, created: true };
   }
 
   /** Follows the file and Cell of a visualizeGraph result (a new connection when they change). */

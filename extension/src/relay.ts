@@ -43,6 +43,26 @@ export interface RelayHost {
   log?(line: string): void;
   setTimer?(fn: () => void, ms: number): unknown;
   clearTimer?(handle: unknown): void;
+  /** The clock of the start-up times (ms); Date.now by default. */
+  now?(): number;
+}
+
+/** When the first view of a target got its parts, in ms after the relay started connecting. */
+export interface StartupTimes {
+  open?: number;
+  hello?: number;
+  document?: number;
+  documentBytes?: number;
+  ready?: number;
+}
+
+/** The output channel's line on how a view started (the cold "Visualize Graph" path). */
+export function startupText(file: string, t: StartupTimes): string {
+  const base = file.split(/[\\/]/).pop() ?? file;
+  const ms = (v: number | undefined) => (v === undefined ? '-' : `${Math.round(v)} ms`);
+  const kb = t.documentBytes === undefined ? '' : ` (${(t.documentBytes / 1024).toFixed(0)} KB)`;
+  return `graph view of ${base}: socket open ${ms(t.open)}, hello ${ms(t.hello)}, ` +
+    `first document ${ms(t.document)}${kb}, view ready ${ms(t.ready)} (after connecting)`;
 }
 
 interface Thenable<T> { then<R>(f: (v: T) => R): unknown }
@@ -53,14 +73,24 @@ export function wsUrlFor(result: { port: number; token: string; file: string }):
     `&file=${encodeURIComponent(result.file)}`;
 }
 
+/**
+ * Messages go to the webview as they arrive, without waiting for its "ready": VS Code holds what
+ * is posted to a webview until its page has loaded (the webview's transport also buffers what
+ * arrives before the app starts), so the first document is there when the view starts instead
+ * of one round trip (webview -> extension host -> webview) later. A second "ready" is a reloaded
+ * page: it gets a fresh connection (hello and full document).
+ */
 export class ViewRelay {
   private socket: SocketLike | null = null;
   private open = false;  // the socket is open (requests can be sent)
   private outbox: string[] = [];  // requests of the extension waiting for the socket to open
   private target: ViewTarget | null = null;
   private ready = false;
-  private queue: string[] = [];
   private delay = 250;
+  private started = 0;
+  private times: StartupTimes | null = null;  // of the connection a retarget started, until logged
+  /** The start-up times of the last target (tests, logs). */
+  lastStartup: StartupTimes | null = null;
   private timer: unknown = null;
   private disposed = false;
   /** Messages relayed to the webview so far (tests and logs). */
@@ -82,7 +112,27 @@ export class ViewRelay {
     if (this.target && this.target.file !== target.file) this.outbox = [];
     this.target = target;
     if (same && !force && this.socket) return;
+    this.started = this.now();
+    this.times = {};
+    this.lastStartup = this.times;
+    if (this.ready) this.times.ready = 0;
     this.reconnect();
+  }
+
+  private now(): number {
+    return (this.host.now ?? Date.now)();
+  }
+
+  /** Records a start-up time (once) and logs the line when the view has its document and is ready. */
+  private startup(what: 'open' | 'hello' | 'document' | 'ready', bytes?: number): void {
+    const t = this.times;
+    if (!t || t[what] !== undefined) return;
+    t[what] = Math.max(0, this.now() - this.started);
+    if (bytes !== undefined) t.documentBytes = bytes;
+    if (t.document !== undefined && t.ready !== undefined && this.target) {
+      this.host.log?.(startupText(this.target.file, t));
+      this.times = null;
+    }
   }
 
   /** A message from the webview (`{type:'cellscope', ready|resync|request}`). */
@@ -95,15 +145,13 @@ export class ViewRelay {
       this.ready = true;
       if (again) {
         // The webview was reloaded: it has no document; a fresh connection sends one.
-        this.queue = [];
         this.reconnect();
       } else {
-        this.flush();
+        this.startup('ready');
       }
       return;
     }
     if (m.resync === true) {
-      this.queue = [];
       this.reconnect();
       return;
     }
@@ -143,7 +191,6 @@ export class ViewRelay {
     this.disposed = true;
     this.clearTimer();
     this.drop();
-    this.queue = [];
     this.outbox = [];
   }
 
@@ -155,17 +202,7 @@ export class ViewRelay {
     }
   }
 
-  private flush(): void {
-    const q = this.queue;
-    this.queue = [];
-    for (const text of q) this.deliver(text);
-  }
-
   private deliver(text: string): void {
-    if (!this.ready) {
-      this.queue.push(text);
-      return;
-    }
     let message: unknown;
     try {
       message = JSON.parse(text);
@@ -175,6 +212,9 @@ export class ViewRelay {
     }
     this.relayed++;
     void this.host.post({ type: 'cellscope', message });
+    const m = message as { hello?: unknown; update?: { document?: unknown } } | null;
+    if (m?.hello) this.startup('hello');
+    if (m?.update?.document) this.startup('document', text.length);
   }
 
   private drop(): void {
@@ -217,6 +257,7 @@ export class ViewRelay {
       if (this.socket !== s) return;
       this.delay = 250;
       this.open = true;
+      this.startup('open');
       this.host.state?.('open');
       const out = this.outbox;
       this.outbox = [];

@@ -1,7 +1,10 @@
-// PNG and SVG export of the current (laid out) graph.
+// PNG and SVG export of the current (laid out) graph, with the core timeline below it when the
+// timeline is shown (its rows over the time window shown).
 import type { GraphView } from './view';
 import { clip } from './view';
 import { LABEL_LINE, LABEL_PAD } from './labels';
+import type { TimelinePanel } from './timeline';
+import { drawTimelinePicture, timelinePicture, timelineSvg, type TimelinePicture } from './timeline-export';
 import { groupHeader } from './groups';
 import { escapeHtml } from './format';
 import { opCategory } from './metrics';
@@ -16,8 +19,32 @@ export function download(name: string, blob: Blob): void {
   setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
 
-export function exportPng(view: GraphView, name: string): Promise<Blob | null> {
-  const c = view.renderToCanvas();
+/** The timeline's picture for an export `width` wide (at least 720 px), or null when it is not shown. */
+function timelineFor(tl: TimelinePanel | null | undefined, width: number): TimelinePicture | null {
+  const st = tl?.exportState();
+  return st ? timelinePicture(st.model, st.win, Math.max(720, width), st.colours, st.selected) : null;
+}
+
+/** The PNG: the graph, and the timeline below it when it is shown. */
+export function renderPng(view: GraphView, tl?: TimelinePanel | null): HTMLCanvasElement | null {
+  const g = view.renderToCanvas();
+  if (!g) return null;
+  const pic = timelineFor(tl, g.width);
+  if (!pic) return g;
+  const c = document.createElement('canvas');
+  c.width = Math.max(g.width, Math.ceil(pic.width));
+  c.height = g.height + Math.ceil(pic.height);
+  const ctx = c.getContext('2d');
+  if (!ctx) return g;
+  ctx.fillStyle = view.theme.bg;
+  ctx.fillRect(0, 0, c.width, c.height);
+  ctx.drawImage(g, 0, 0);
+  drawTimelinePicture(ctx, pic, 0, g.height);
+  return c;
+}
+
+export function exportPng(view: GraphView, name: string, tl?: TimelinePanel | null): Promise<Blob | null> {
+  const c = renderPng(view, tl);
   if (!c) return Promise.resolve(null);
   return new Promise((resolve) => c.toBlob((b) => {
     if (b) download(name, b);
@@ -25,14 +52,17 @@ export function exportPng(view: GraphView, name: string): Promise<Blob | null> {
   }, 'image/png'));
 }
 
-export function buildSvg(view: GraphView): string {
+export function buildSvg(view: GraphView, tl?: TimelinePanel | null): string {
   const s = view.scene;
   const th = view.theme;
   if (!s) return '<svg xmlns="http://www.w3.org/2000/svg"/>';
   const m = 20;
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(s.width + 2 * m)}" height="${Math.ceil(s.height + 2 * m)}" ` +
-    `viewBox="${-m} ${-m} ${Math.ceil(s.width + 2 * m)} ${Math.ceil(s.height + 2 * m)}" font-family="system-ui, sans-serif">`);
+  const gw = Math.ceil(s.width + 2 * m), gh = Math.ceil(s.height + 2 * m);
+  const pic = timelineFor(tl, gw);
+  const W = Math.max(gw, Math.ceil(pic?.width ?? 0)), H = gh + Math.ceil(pic?.height ?? 0);
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" ` +
+    `viewBox="${-m} ${-m} ${W} ${H}" font-family="system-ui, sans-serif">`);
   out.push(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">` +
     `<path d="M0,0 L10,5 L0,10 z" fill="${th.edge}"/></marker></defs>`);
   out.push(`<rect x="${-m}" y="${-m}" width="100%" height="100%" fill="${th.bg}"/>`);
@@ -102,12 +132,13 @@ export function buildSvg(view: GraphView): string {
       `<text x="${it.x + 11}" y="${it.y + 18}" font-size="12" font-weight="600" fill="${th.fg}">${escapeHtml(clip(n.label, 32))}</text>` +
       `<text x="${it.x + 11}" y="${it.y + 32}" font-size="10" fill="${th.muted}">${escapeHtml(clip(n.sub, 38))}</text></g>`);
   }
+  if (pic) out.push(timelineSvg(pic, -m, gh - m));
   out.push('</svg>');
   return out.join('\n');
 }
 
-export function exportSvg(view: GraphView, name: string): Blob {
-  const b = new Blob([buildSvg(view)], { type: 'image/svg+xml' });
+export function exportSvg(view: GraphView, name: string, tl?: TimelinePanel | null): Blob {
+  const b = new Blob([buildSvg(view, tl)], { type: 'image/svg+xml' });
   download(name, b);
   return b;
 }

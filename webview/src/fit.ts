@@ -186,3 +186,34 @@ export function sceneOnScreen(cam: Camera, sceneW: number, sceneH: number, paneW
   const x0 = cam.tx, y0 = cam.ty, x1 = cam.tx + sceneW * cam.scale, y1 = cam.ty + sceneH * cam.scale;
   return x1 > 0 && y1 > 0 && x0 < paneW && y0 < paneH;
 }
+
+/** A box in world coordinates. */
+export interface Box { x: number; y: number; w: number; h: number }
+
+/**
+ * After an edit: the least change of the camera that brings `box` (world: what the edit added or
+ * changed) inside the free rectangle, so that the user's place moves no more than it must: a pan
+ * at the same zoom when the box fits at it, else the zoom out it needs (keeping the pane's centre
+ * where it is) down to `minScale`, then the pan; a box still larger than the rectangle along an
+ * axis shows its start there. null when the box is in view already.
+ */
+export function panToShow(cam: Camera, box: Box, paneW: number, paneH: number, ins: Insets = NO_INSETS,
+                          margin = FIT_MARGIN, minScale = READABLE_SCALE): Camera | null {
+  const r = freeRect(paneW, paneH, ins, margin);
+  let c = cam;
+  const fits = Math.min(r.w / Math.max(1, box.w), r.h / Math.max(1, box.h));
+  if (fits < cam.scale) {
+    const s = Math.max(Math.min(minScale, cam.scale), fits);
+    const k = s / cam.scale;
+    c = { scale: s, tx: paneW / 2 - (paneW / 2 - cam.tx) * k, ty: paneH / 2 - (paneH / 2 - cam.ty) * k };
+  }
+  const shift = (a0: number, len: number, lo: number, room: number): number => {
+    if (len > room || a0 < lo) return lo - a0;
+    if (a0 + len > lo + room) return lo + room - (a0 + len);
+    return 0;
+  };
+  const dx = shift(c.tx + box.x * c.scale, box.w * c.scale, r.x, r.w);
+  const dy = shift(c.ty + box.y * c.scale, box.h * c.scale, r.y, r.h);
+  if (dx === 0 && dy === 0 && c === cam) return null;
+  return { scale: c.scale, tx: c.tx + dx, ty: c.ty + dy };
+}

@@ -4,8 +4,6 @@ export interface LayoutChild {
   id: string;
   w: number;
   h: number;
-  /** Expanded child group laid out in the same batch: its size is that layout's plus padding. */
-  ref?: string;
   /** A port proxy: placed in the first ('in') or last ('out') layer. */
   port?: 'in' | 'out';
 }
@@ -15,7 +13,12 @@ export interface LayoutEdgeIn { id: string; s: string; t: string }
 /** The layout's main axis: layers top to bottom ('DOWN') or left to right ('RIGHT'). */
 export type Direction = 'DOWN' | 'RIGHT';
 
+/**
+ * One layout: children and edges with canonical ids (`c<i>` in the group's child order, ports
+ * after them; `e<j>`), so that groups of the same structure share it (see LayoutCache).
+ */
 export interface LayoutJob {
+  /** The group it is laid out for (the first of those sharing it). */
   group: string;
   key: string;
   children: LayoutChild[];

@@ -1,14 +1,18 @@
-// Hierarchical layout: one elkjs layout per expanded group, cached by a key that captures
-// everything the layout depends on (children, their sizes, the edges between them). Expanding a
-// group lays out that group and re-lays out its ancestors (one level each, with children as
-// boxes); untouched groups keep their cached layouts, so unchanged parts keep their place.
+// Hierarchical layout: one layout per expanded group (chain.ts, spine.ts, else elkjs in the
+// layout worker), cached by a key that captures everything the layout depends on (children, their
+// sizes, the edges between them) in canonical ids, so that groups of the same structure share one
+// layout. Expanding a group lays out that group and re-lays out its ancestors (one level each,
+// with children as boxes); untouched groups keep their cached layouts, so unchanged parts keep
+// their place.
 import { ROOT_ID, type Group, type VEdge, type VNode, type ViewGraph } from './model';
 import { edgeLabelLines } from './format';
 import { groupHeader } from './groups';
 import {
-  GROUP_PAD_TOP, GROUP_PAD_X, frameSize, type Direction, type GroupLayout, type LayoutChild, type LayoutJob,
+  GROUP_PAD_TOP, GROUP_PAD_X, frameSize, type Direction, type GroupLayout, type LayoutChild, type LayoutEdgeIn, type LayoutJob,
   type LayoutRequest, type LayoutResponse,
 } from './layout-types';
+import { chainLayout } from './chain';
+import { spineLayout } from './spine';
 
 export interface AggEdge { id: string; s: string; t: string; real: VEdge[] }
 
@@ -90,72 +94,108 @@ export function collapsedGroupSize(grp: Group): [number, number] {
   return [Math.round(Math.min(260, Math.max(150, grp.label.length * 7 + 44, rest * 6 + 20))), 50];
 }
 
+/**
+ * A group's names for the canonical ids of its layout problem (`c<i>`: children[i], its children
+ * in order then its port proxies; `e<j>`: edges[j]), and the problem's key.
+ */
+export interface Naming { key: string; children: string[]; edges: string[] }
+
+/**
+ * Layouts by key. A key is a group's layout problem in canonical ids: its children numbered in
+ * order with their sizes (an expanded child group by its frame's size), the edges between those
+ * numbers, its port proxies and the direction; no node id. Groups of the same structure
+ * (ResNet's bottleneck blocks, BERT's layers, a model's repeated blocks) therefore share one
+ * layout, computed once; `instance` gives it in one group's own ids.
+ */
 export class LayoutCache {
   private map = new Map<string, GroupLayout>();
-  get(group: string, key: string): GroupLayout | undefined { return this.map.get(group + '\n' + key); }
+  layout(key: string): GroupLayout | undefined { return this.map.get(key); }
   put(l: GroupLayout): void {
     if (this.map.size > 4000) this.map.clear();
-    this.map.set(l.group + '\n' + l.key, l);
+    this.map.set(l.key, l);
+  }
+  /** The layout of a group as planned (`n`: the plan's naming of it), in the group's ids. */
+  instance(group: string, n: Naming): GroupLayout | undefined {
+    const l = this.map.get(n.key);
+    if (!l) return undefined;
+    const pos: GroupLayout['pos'] = {};
+    const edges: GroupLayout['edges'] = {};
+    for (let i = 0; i < n.children.length; i++) { const p = l.pos['c' + i]; if (p) pos[n.children[i]] = p; }
+    for (let j = 0; j < n.edges.length; j++) { const r = l.edges['e' + j]; if (r) edges[n.edges[j]] = r; }
+    return { ...l, group, pos, edges };
   }
 }
 
-interface Plan { jobs: LayoutJob[]; keys: Map<string, string> }
+/**
+ * A plan: the namings (keys) of the groups whose layout problem is known, and the jobs of this
+ * wave: each distinct key not laid out yet, of groups whose child groups are all laid out (a
+ * parent's problem needs their sizes: it is in a later wave). No jobs: every group is laid out.
+ */
+export interface Plan { jobs: LayoutJob[]; keys: Map<string, Naming> }
 
 /**
- * Keys of every expanded group (post-order) and the jobs for those without a cached layout. The
- * direction is part of the key (a left-right layout is cached beside the top-down one).
+ * Plans one wave of layouts for the expanded groups (post-order). The direction is part of the
+ * key (a left-right layout is cached beside the top-down one).
  */
 export function planLayouts(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>,
                             cache: LayoutCache, ports?: Map<string, Ports>, dir: Direction = 'DOWN'): Plan {
   // Port proxies lie across the main axis: a flat bar on the frame's entry (exit) side.
   const [pw, ph] = dir === 'RIGHT' ? [2, 8] : [8, 2];
-  const keys = new Map<string, string>();
+  const keys = new Map<string, Naming>();
   const jobs: LayoutJob[] = [];
-  const visit = (grp: Group): { key: string; size?: [number, number] } => {
+  const planned = new Set<string>();
+  /** The frame size of an expanded group's layout; null while it is not laid out. */
+  const visit = (grp: Group): [number, number] | null => {
+    const names: string[] = [];
     const children: LayoutChild[] = [];
-    const parts: string[] = [];
+    const sizes: string[] = [];
+    const canon = new Map<string, string>();
+    let ready = true;
+    const add = (id: string, w: number, h: number, port?: 'in' | 'out'): void => {
+      const cid = 'c' + names.length;
+      canon.set(id, cid);
+      names.push(id);
+      children.push(port ? { id: cid, w, h, port } : { id: cid, w, h });
+      sizes.push(`${port ? port + ' ' : ''}${w}x${h}`);
+    };
     for (const c of grp.children) {
       const cg = g.groups.get(c);
       if (!cg) {
         const n = g.byId.get(c)!;
-        children.push({ id: c, w: n.width, h: n.height });
-        parts.push(`${c}:${n.width}x${n.height}`);
+        add(c, n.width, n.height);
       } else if (expanded.has(c)) {
-        const r = visit(cg);
-        if (r.size) {
-          children.push({ id: c, w: r.size[0], h: r.size[1] });
-          parts.push(`${c}:${r.size[0]}x${r.size[1]}`);
-        } else {
-          children.push({ id: c, w: 0, h: 0, ref: c });
-          parts.push(`${c}:{${r.key}}`);
-        }
+        const size = visit(cg);
+        if (!size) ready = false;
+        add(c, size?.[0] ?? 0, size?.[1] ?? 0);
       } else {
         const [w, h] = collapsedGroupSize(cg);
-        children.push({ id: c, w, h });
-        parts.push(`${c}:${w}x${h}`);
+        add(c, w, h);
       }
     }
-    const edges = [...(agg.get(grp.id)?.values() ?? [])].map((e) => ({ id: e.id, s: e.s, t: e.t }));
+    const edgeNames: string[] = [];
+    const edges: LayoutEdgeIn[] = [];
+    const link = (id: string, s: string, t: string): void => {
+      edges.push({ id: 'e' + edgeNames.length, s: canon.get(s)!, t: canon.get(t)! });
+      edgeNames.push(id);
+    };
+    for (const e of agg.get(grp.id)?.values() ?? []) link(e.id, e.s, e.t);
     const pp = ports?.get(grp.id);
     if (pp) {
-      for (const c of pp.ins) {
-        children.push({ id: PORT_IN + c, w: pw, h: ph, port: 'in' });
-        edges.push({ id: PORT_IN + c, s: PORT_IN + c, t: c });
-      }
-      for (const c of pp.outs) {
-        children.push({ id: PORT_OUT + c, w: pw, h: ph, port: 'out' });
-        edges.push({ id: PORT_OUT + c, s: c, t: PORT_OUT + c });
-      }
+      for (const c of pp.ins) { add(PORT_IN + c, pw, ph, 'in'); link(PORT_IN + c, PORT_IN + c, c); }
+      for (const c of pp.outs) { add(PORT_OUT + c, pw, ph, 'out'); link(PORT_OUT + c, c, PORT_OUT + c); }
     }
-    for (const e of edges) parts.push(e.id);
-    const key = (dir === 'DOWN' ? '' : dir + '|') + parts.join('|');
-    keys.set(grp.id, key);
-    const cached = cache.get(grp.id, key);
-    if (cached) return { key, size: frameSize(cached) };
-    const job: LayoutJob = { group: grp.id, key, children, edges };
-    if (dir !== 'DOWN') job.dir = dir;
-    jobs.push(job);
-    return { key };
+    if (!ready) return null;
+    const key = `${dir === 'DOWN' ? '' : dir}|${sizes.join(',')}|${edges.map((e) => `${e.s.slice(1)}>${e.t.slice(1)}`).join(',')}`;
+    keys.set(grp.id, { key, children: names, edges: edgeNames });
+    const cached = cache.layout(key);
+    if (cached) return frameSize(cached);
+    if (!planned.has(key)) {
+      planned.add(key);
+      const job: LayoutJob = { group: grp.id, key, children, edges };
+      if (dir !== 'DOWN') job.dir = dir;
+      jobs.push(job);
+    }
+    return null;
   };
   visit(g.root);
   return { jobs, keys };
@@ -164,11 +204,16 @@ export function planLayouts(g: ViewGraph, expanded: ReadonlySet<string>, agg: Ma
 export class LayoutEngine {
   private workers: Worker[];
   private idleWorkers: Worker[];
+  private warm = new Set<Worker>();  // workers that have answered a job (elkjs started)
+  private waiters: ((w: Worker) => void)[] = [];
+  private inflight = new Map<string, Promise<void>>();  // keys being laid out (by any view)
   private nextId = 1;
   private pending = new Map<number, (r: LayoutResponse) => void>();
   readonly cache = new LayoutCache();
   lastLayoutMs = 0;
   jobsRun = 0;
+  /** Jobs laid out on this thread (chains and spines), of jobsRun. */
+  quickJobs = 0;
 
   /** A pool of layout workers: independent groups are laid out in parallel. */
   constructor(private makeWorker: () => Worker, private size: number, initial = 1) {
@@ -194,6 +239,20 @@ export class LayoutEngine {
     while (this.workers.length < Math.max(1, this.size)) this.addWorker();
   }
 
+  /** An idle worker, a warm one first (a new worker spends its first second starting elkjs). */
+  private acquire(): Promise<Worker> {
+    const i = this.idleWorkers.findIndex((w) => this.warm.has(w));
+    const w = i >= 0 ? this.idleWorkers.splice(i, 1)[0] : this.idleWorkers.pop();
+    if (w) return Promise.resolve(w);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private release(w: Worker): void {
+    const next = this.waiters.shift();
+    if (next) next(w);
+    else this.idleWorkers.push(w);
+  }
+
   private run(w: Worker, jobs: LayoutJob[]): Promise<LayoutResponse> {
     const req: LayoutRequest = { id: this.nextId++, jobs };
     return new Promise<LayoutResponse>((resolve) => {
@@ -202,43 +261,54 @@ export class LayoutEngine {
     });
   }
 
-  /** Lays out whatever is missing; resolves with the keys of every expanded group. */
+  /**
+   * Lays out whatever is missing, in waves from the innermost groups out (a group's problem
+   * needs its expanded children's sizes); resolves with the naming of every expanded group.
+   * Chains and spines (chain.ts, spine.ts) are laid out on this thread at once; the other jobs
+   * go to the workers (elkjs) in parallel.
+   */
   async ensure(g: ViewGraph, expanded: ReadonlySet<string>, agg: Map<string, Map<string, AggEdge>>,
-               ports?: Map<string, Ports>, dir: Direction = 'DOWN'): Promise<Map<string, string>> {
+               ports?: Map<string, Ports>, dir: Direction = 'DOWN'): Promise<Map<string, Naming>> {
+    let t0 = -1;
     for (;;) {
       const plan = planLayouts(g, expanded, agg, this.cache, ports, dir);
-      if (plan.jobs.length === 0) return plan.keys;
-      const t0 = performance.now();
-      const done = new Map<string, GroupLayout>();
-      const waiting = [...plan.jobs];
-      const running = new Set<Promise<void>>();
-      let error: string | null = null;
-      while ((waiting.length > 0 || running.size > 0) && error === null) {
-        // Start every job whose nested groups are laid out, while workers are free.
-        for (let i = 0; i < waiting.length && this.idleWorkers.length > 0;) {
-          const job = waiting[i];
-          if (!job.children.every((c) => c.ref === undefined || done.has(c.ref))) { i++; continue; }
-          waiting.splice(i, 1);
-          for (const c of job.children) {
-            if (c.ref === undefined) continue;
-            [c.w, c.h] = frameSize(done.get(c.ref)!);
-            delete c.ref;
-          }
-          const w = this.idleWorkers.pop()!;
-          const p: Promise<void> = this.run(w, [job]).then((r) => {
-            this.idleWorkers.push(w);
-            running.delete(p);
-            if (r.error) error = r.error;
-            for (const l of r.layouts) { done.set(l.group, l); this.cache.put(l); this.jobsRun++; }
-          });
-          running.add(p);
+      if (plan.jobs.length === 0) {
+        if (t0 >= 0) {
+          this.lastLayoutMs = performance.now() - t0;
+          // More workers for later layouts, once this one is drawn (they start elkjs meanwhile).
+          if (this.workers.length < this.size) setTimeout(() => this.grow(), 0);
         }
-        if (running.size === 0) break;
-        await Promise.race(running);
+        return plan.keys;
       }
+      if (t0 < 0) t0 = performance.now();
+      let error: string | null = null;
+      await Promise.all(plan.jobs.map(async (job) => {
+        const quick = chainLayout(job) ?? spineLayout(job);
+        if (quick) {
+          this.cache.put(quick);
+          this.jobsRun++;
+          this.quickJobs++;
+          return;
+        }
+        // (The engine is shared by the panes: another may be laying this problem out already.)
+        const other = this.inflight.get(job.key);
+        if (other) return other;
+        const work = (async () => {
+          const w = await this.acquire();
+          try {
+            if (error !== null || this.cache.layout(job.key)) return;
+            const r = await this.run(w, [job]);
+            this.warm.add(w);
+            if (r.error) error = r.error;
+            for (const l of r.layouts) { this.cache.put(l); this.jobsRun++; }
+          } finally {
+            this.release(w);
+          }
+        })();
+        this.inflight.set(job.key, work);
+        try { await work; } finally { this.inflight.delete(job.key); }
+      }));
       if (error !== null) throw new Error(error);
-      this.lastLayoutMs = performance.now() - t0;
-      if (this.workers.length < this.size) setTimeout(() => this.grow(), 0);
     }
   }
 }
@@ -279,7 +349,7 @@ export interface Scene {
   groupsDrawn: number;
 }
 
-export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: Map<string, string>,
+export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: Map<string, Naming>,
                              cache: LayoutCache, agg: Map<string, Map<string, AggEdge>>, dir: Direction = 'DOWN'): Scene {
   // Where an edge leaves (enters) an item without a port route: the middle of its exit (entry) side.
   const exitOf = (it: DrawItem): [number, number] => (dir === 'RIGHT' ? [it.x + it.w, it.y + it.h / 2] : [it.x + it.w / 2, it.y + it.h]);
@@ -315,7 +385,8 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
   };
   const pending: { grp: Group; ox: number; oy: number; l: GroupLayout }[] = [];
   const place = (grp: Group, ox: number, oy: number): void => {
-    const l = cache.get(grp.id, keys.get(grp.id) ?? '');
+    const n = keys.get(grp.id);
+    const l = n && cache.instance(grp.id, n);
     if (!l) return;
     pending.push({ grp, ox, oy, l });
     origin.set(grp.id, { ox, oy, l });
@@ -395,7 +466,8 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
       }
     }
   }
-  const root = cache.get(g.root.id, keys.get(g.root.id) ?? '');
+  const rn = keys.get(g.root.id);
+  const root = rn && cache.instance(g.root.id, rn);
   frames.sort((a, b) => a.depth - b.depth);
   return {
     items: [...frames, ...leaves], byId, edges,

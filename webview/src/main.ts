@@ -27,6 +27,9 @@ import { decorateToolbar, setButtonBadge, setButtonFace } from './toolbar';
 import type { Direction } from './layout-types';
 import { escapeHtml as h, fmtNum, rangeText } from './format';
 import { type ThemeKind, browserThemeKind, nextThemeKind, themeLabel, vscodeThemeKind } from './theme';
+import { firstPaintDone, mark, milestones } from './startup';
+
+mark('script');
 
 /** A lazy Cell (view.proto's CellSkeleton): the scopes loaded so far, and the Cell they make. */
 interface LazyCell {
@@ -185,10 +188,18 @@ class App {
     });
     this.paneA.append(this.titleA, this.noteA, this.legendA.el, this.empty);
     this.minimapA = this.setupView(this.viewA, this.paneA);
+    // Start-up milestones (startup.ts): the first scene and the first paint with nodes in it.
+    this.viewA.onScene(() => { if (this.viewA.scene?.items.length) mark('laidOut'); });
+    this.viewA.onPaint(() => {
+      const s = this.viewA.scene;
+      if (s && s.nodesDrawn + s.groupsDrawn > 0) firstPaintDone();
+    });
     this.noteA.addEventListener('click', (e) => this.onNoteClick(e, this.viewA));
     this.mem = new MemoryPanel(this.memHost, (id) => this.selectNode(id));
+    new ResizeObserver(() => this.layoutSplit()).observe(this.views);
     this.bindKeys();
     this.transport.start((m) => this.onMessage(m), (s, info) => this.onConn(s, info));
+    mark('transport');
     this.renderStatus();
   }
 
@@ -268,8 +279,8 @@ class App {
       this.button('Expand', 'Expand all groups', () => void this.activeView().expandAll()),
       this.button('Collapse', 'Collapse all groups', () => void this.activeView().collapseAll()),
       this.btnDiff, this.btnCompare, this.btnSplit, this.btnMem, this.tl.button,
-      this.button('PNG', 'Export PNG', () => void exportPng(this.activeView(), this.exportName('png'))),
-      this.button('SVG', 'Export SVG', () => exportSvg(this.activeView(), this.exportName('svg'))),
+      this.button('PNG', 'Export PNG', () => void exportPng(this.activeView(), this.exportName('png'), this.tl)),
+      this.button('SVG', 'Export SVG', () => exportSvg(this.activeView(), this.exportName('svg'), this.tl)),
       this.themeBtn,
     );
     // Inside VS Code the editor's theme rules: no toggle.
@@ -433,6 +444,7 @@ class App {
 
   private onMessage(m: ViewMessage): void {
     if (m.hello) {
+      mark('hello');
       // A hello for another file (the VS Code panel follows the active editor): start afresh, so
       // the next full document is drawn and fitted as a first one.
       if (this.hello.file !== undefined && m.hello.file !== this.hello.file) this.restart();
@@ -715,6 +727,7 @@ class App {
     const seq = seqNumber(u.seq);
     let next: GraphDocument | null = null;
     if (u.document) {
+      mark('document');
       next = u.document;
       this.seq = seq;  // the skeletons' requests belong to this update
       this.setSkeletons(u.skeletons ?? []);
@@ -751,7 +764,7 @@ class App {
     }
     // A different Cell than the one drawn (a new focus Cell from the server): fit it as a first one.
     const cellChanged = !!this.lastGraph && this.lastGraph.cell.name !== this.cellName;
-    void this.render({ reset: this.updateCount === 1 || cellChanged }).then(() => {
+    void this.render({ reset: this.updateCount === 1 || cellChanged, update: true }).then(() => {
       this.lastUpdateMs = performance.now() - t0;
       this.renderStatus(u.analysisMs);
     });
@@ -774,8 +787,11 @@ class App {
 
   private layerB(): Layer { return this.layer === 'semantic' ? 'optimized' : this.layer; }
 
-  /** `refit`: another layer is shown, so a camera still fitted (not moved since) is fitted to it. */
-  private async render(opts: { reset?: boolean; refit?: boolean } = {}): Promise<void> {
+  /**
+   * Draws the Cell shown. `refit`: another layer is shown, so a camera still fitted (not moved
+   * since) is fitted to it; `update`: a new document (what it added or changed is brought into view).
+   */
+  private async render(opts: { reset?: boolean; refit?: boolean; update?: boolean } = {}): Promise<void> {
     const cell = this.currentCell();
     const my = ++this.renderSeq;
     this.syncButtons();
@@ -795,6 +811,7 @@ class App {
     const cc = cellComparison(cmp, cell.name);
     const ga = buildViewGraph(cell, la, undefined, lazy, cmp ? ghostsFor(cmp, cc, la, !!lazy) : undefined);
     this.timings.buildMs = performance.now() - tb;
+    if (ga.nodes.length > 0) mark('built');
     if (lazy && this.reopen) {
       for (const id of this.reopen) if (ga.groups.has(id)) this.viewA.expanded.add(id);
       if (lazy.pending.size === 0) this.reopen = null;
@@ -819,7 +836,8 @@ class App {
     this.titleA.classList.toggle('hidden', !this.split);
     this.renderNote(this.noteA, cell, la);
     this.renderNote(this.noteB, cell, this.layerB());
-    const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset, refit: opts.refit })];
+    const changed = opts.update && !opts.reset && this.diff ? [...this.diff.added, ...this.diff.changed] : undefined;
+    const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset, refit: opts.refit, changed })];
     if (this.split && this.viewB) {
       const gb = buildViewGraph(cell, this.layerB(), undefined, lazy, cmp ? ghostsFor(cmp, cc, this.layerB(), !!lazy) : undefined);
       this.cmpDiffB = cc ? compareDiff(cc, gb) : null;
@@ -893,10 +911,19 @@ class App {
     this.renderLegend();
   }
 
+  /** Side by side, each pane at least this wide; a narrower view puts one above the other. */
+  private static readonly MIN_SPLIT_PANE = 340;
+
+  private layoutSplit(): void {
+    const stacked = this.split && this.views.clientWidth < 2 * App.MIN_SPLIT_PANE;
+    this.views.classList.toggle('stacked', stacked);
+  }
+
   private setSplit(on: boolean): void {
     this.split = on;
     this.paneB.classList.toggle('hidden', !on);
     this.views.classList.toggle('split', on);
+    this.layoutSplit();
     if (on && !this.viewB) {
       this.viewB = new GraphView(this.paneB, this.engine, {
         onSelect: (id, from) => this.onSelect('B', id, from),
@@ -1343,6 +1370,9 @@ class App {
         for (let i = 0; i < d.length; i += 4 * 97) { k++; if (Math.abs(d[i] - bg[0]) + Math.abs(d[i + 1] - bg[1]) + Math.abs(d[i + 2] - bg[2]) > 24) n++; }
         return k ? n / k : 0;
       },
+      // Start-up milestones as epoch ms (startup.ts): navigation, script, transport, hello,
+      // document, built, laidOut, firstPaint, firstFrame.
+      milestones: () => milestones(),
       timings: () => ({ ...app.timings, snapshotParseMs, updateMs: app.lastUpdateMs, layoutJobs: app.engine.jobsRun, sinceNavigationMs: performance.now() }),
       lastUpdateMs: () => app.lastUpdateMs,
       lastPaintMs: () => app.activeView().lastPaintMs,
@@ -1444,7 +1474,7 @@ class App {
       },
       compare: (base: string) => app.requestCompare(base),
       stepChange: (dir: number) => app.stepChange(dir),
-      svg: () => buildSvg(app.activeView()),
+      svg: () => buildSvg(app.activeView(), app.tl),
       // Actions (for tests and benchmarks).
       select: (id: string | null) => { const v = app.activeView(); if (id) return v.reveal(id).then(() => v.select(id, 'click')); v.select(null); return Promise.resolve(); },
       toggleGroup: (id: string) => app.activeView().toggleGroup(id),
@@ -1454,6 +1484,8 @@ class App {
       setMetric: (m: MetricId) => app.setMetric(m),
       setSplit: (on: boolean) => { app.setSplit(on); return Promise.resolve(); },
       setMemory: (on: boolean) => app.setMem(on),
+      // The memory chart's size and its texts ({width, canvasWidth, labels: [{text, x, w}]}).
+      memory: () => app.mem.state(),
       // The core timeline (timeline.ts): its rows, bars, window, selection; a kernel's bar on screen; a click on it.
       setTimeline: (on: boolean) => { app.renderTimeline(); app.tl.setOpen(on); return app.tl.open; },
       timelineState: () => app.tl.state(),

@@ -74,6 +74,14 @@ export class MemoryPanel {
     });
   }
 
+  /** The texts of the last paint and where (test hook: nothing is cut at the chart's edges). */
+  labels: { text: string; x: number; w: number }[] = [];
+
+  /** The chart's size and its texts (test hook). */
+  state(): { width: number; canvasWidth: number; labels: { text: string; x: number; w: number }[] } {
+    return { width: this.host.clientWidth, canvasWidth: this.canvas.clientWidth, labels: this.labels };
+  }
+
   set(tl: MemTimeline | null, selected: string | null): void {
     this.tl = tl;
     this.selected = selected;
@@ -114,6 +122,7 @@ export class MemoryPanel {
     const muted = cs.getPropertyValue('--cs-muted').trim() || '#777';
     const accent = cs.getPropertyValue('--cs-accent').trim() || '#0969da';
     ctx.clearRect(0, 0, W, H);
+    this.labels = [];
     const tl = this.tl;
     ctx.font = '11px system-ui, sans-serif';
     if (!tl) {
@@ -135,9 +144,19 @@ export class MemoryPanel {
       ctx.fillText(fmtBytes(Math.round(v)), 4, y);
     }
     ctx.textBaseline = 'top';
-    ctx.fillText('execution step →', g.l + g.w - 100, g.t + g.h + 6);
-    ctx.fillText('0', g.l, g.t + g.h + 6);
-    ctx.fillText(String(tl.steps), g.l + g.w - 16, g.t + g.h + 6);
+    // The axis: 0 at its start, the step count right-aligned at its end, its name before that
+    // when there is room (a narrow pane: none), every text inside the chart.
+    const text = (t: string, x: number, y: number): void => {
+      ctx.fillText(t, x, y);
+      this.labels.push({ text: t, x, w: ctx.measureText(t).width });
+    };
+    const steps = String(tl.steps);
+    const sw = ctx.measureText(steps).width;
+    text('0', g.l, g.t + g.h + 6);
+    text(steps, g.l + g.w - sw, g.t + g.h + 6);
+    const axis = 'execution step →';
+    const ax = g.l + g.w - sw - 12 - ctx.measureText(axis).width;
+    if (ax > g.l + 20) text(axis, ax, g.t + g.h + 6);
     const selBuffers = new Set<number>();
     for (const b of tl.bars) if (b.node === this.selected) selBuffers.add(b.buffer);
     for (const b of tl.bars) {
@@ -163,7 +182,11 @@ export class MemoryPanel {
     ctx.setLineDash([]);
     ctx.fillStyle = '#cf222e';
     ctx.textBaseline = 'bottom';
-    const lbl = `peak ${fmtBytes(tl.peakLive)} live at step ${tl.peakStep} (${tl.stepNode[tl.peakStep] ?? 'end'}) · arena ${fmtBytes(tl.arena)}`;
-    ctx.fillText(lbl, Math.min(Math.max(g.l, px - 120), g.l + g.w - lbl.length * 5.6), g.t - 2);
+    // The peak's label: in full when it fits, else shorter; never past the chart's edges.
+    const long = `peak ${fmtBytes(tl.peakLive)} live at step ${tl.peakStep} (${tl.stepNode[tl.peakStep] ?? 'end'}) · arena ${fmtBytes(tl.arena)}`;
+    const lbl = [long, `peak ${fmtBytes(tl.peakLive)} at step ${tl.peakStep}`, `peak ${fmtBytes(tl.peakLive)}`]
+      .find((t) => ctx.measureText(t).width <= W - 8) ?? `peak ${fmtBytes(tl.peakLive)}`;
+    const lw = ctx.measureText(lbl).width;
+    text(lbl, Math.max(4, Math.min(px - lw / 2, W - 4 - lw)), g.t - 2);
   }
 }

@@ -448,7 +448,7 @@ export interface TimelineCallbacks {
   sourceLink(file: string, range: Range | undefined): string;
 }
 
-interface Colors { bg: string; fg: string; muted: string; border: string; accent: string; stripe: string; barText: string; bound: Record<Bound, string> }
+export interface Colors { bg: string; fg: string; muted: string; border: string; accent: string; stripe: string; barText: string; bound: Record<Bound, string> }
 
 interface RowLayout { kind: 'section' | 'row'; index: number; y: number; h: number }
 
@@ -456,6 +456,7 @@ const GUTTER = 96;     // row labels
 const AXIS = 20;       // time axis
 const SECTION_H = 16;
 const SCROLLBAR = 8;
+const NARROW = 560;     // px: below, the compact header
 
 export class TimelinePanel {
   readonly host: HTMLDivElement;
@@ -541,6 +542,9 @@ export class TimelinePanel {
       else if (act === 'close') { this.setOpen(false); this.button.focus(); }
     });
     new ResizeObserver(() => this.invalidate()).observe(this.body);
+    // A narrow dock (a VS Code panel beside the editor): a one-line header, the bound colours
+    // left to the bars' tooltips, so that the chart keeps its height.
+    new ResizeObserver(() => this.host.classList.toggle('narrow', this.host.clientWidth < NARROW)).observe(this.host);
     this.bindInput();
     this.bindResize(grip);
     this.syncButton();
@@ -1083,6 +1087,12 @@ export class TimelinePanel {
     this.barsPainted = bars;
     this.frames++;
     this.lastPaintMs = performance.now() - t0;
+  }
+
+  /** What an export draws of the timeline (timeline-export.ts): null when it is not shown. */
+  exportState(): { model: TimelineModel; win: TimeWindow; colours: Colors; selected: ReadonlySet<number> } | null {
+    if (!this.open || !this.model || this.model.rows.length === 0) return null;
+    return { model: this.model, win: this.win, colours: this.colors(), selected: this.selSet };
   }
 
   // ---- test hook -------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // The three ways the view gets its messages: an inlined snapshot, the daemon's WebSocket, or the
 // VS Code webview bridge. One interface for all three.
 import type { ViewMessage, ViewRequest } from './protocol';
+import type { LayoutRequest, LayoutResponse } from './layout-types';
 
 export type ConnectionState = 'snapshot' | 'connecting' | 'open' | 'closed' | 'vscode';
 
@@ -92,15 +93,27 @@ declare global {
   interface Window { acquireVsCodeApi?: () => VsCodeApi }
 }
 
+// In VS Code the extension posts the view's messages as soon as it has them, without waiting for
+// the "ready" (VS Code delivers them once the page has loaded): they are kept from the moment
+// this script runs until the app takes them.
+const early: ViewMessage[] = [];
+let deliver: ((m: ViewMessage) => void) | null = null;
+if (typeof window !== 'undefined' && typeof window.acquireVsCodeApi === 'function') {
+  window.addEventListener('message', (ev: MessageEvent) => {
+    const d = ev.data as { type?: string; message?: ViewMessage } | null;
+    if (!d || d.type !== 'cellscope' || !d.message) return;
+    if (deliver) deliver(d.message);
+    else early.push(d.message);
+  });
+}
+
 export class VsCodeTransport implements Transport {
   readonly kind = 'vscode';
   constructor(private api: VsCodeApi) {}
   start(onMessage: (m: ViewMessage) => void, onState: (s: ConnectionState) => void): void {
     onState('vscode');
-    window.addEventListener('message', (ev: MessageEvent) => {
-      const d = ev.data as { type?: string; message?: ViewMessage } | null;
-      if (d && d.type === 'cellscope' && d.message) onMessage(d.message);
-    });
+    deliver = onMessage;
+    for (const m of early.splice(0)) onMessage(m);
     this.api.postMessage({ type: 'cellscope', ready: true });
   }
   send(req: ViewRequest): boolean {
@@ -132,11 +145,56 @@ export function pickTransport(): Transport {
 
 let workerUrl: string | null = null;
 
+/**
+ * A layout worker: from the page's inlined source (snapshots), from the script a VS Code
+ * webview names (`<meta name="cellscope-worker">`: fetched, then started from a Blob URL, since a
+ * webview may not start a worker from the extension's files directly), or beside the page.
+ */
 export function makeLayoutWorker(): Worker {
   const src = document.getElementById('cellscope-worker-src');
   if (src && src.textContent) {
     workerUrl ??= URL.createObjectURL(new Blob([src.textContent], { type: 'text/javascript' }));
     return new Worker(workerUrl);
   }
+  const remote = document.querySelector<HTMLMetaElement>('meta[name="cellscope-worker"]')?.content;
+  if (remote) return new FetchedWorker(remote) as unknown as Worker;
   return new Worker('layout-worker.js');
+}
+
+let fetched: Promise<string> | null = null;
+
+/** A worker whose script is fetched first; the jobs posted meanwhile wait. A failed fetch fails them. */
+class FetchedWorker {
+  onmessage: ((ev: MessageEvent<LayoutResponse>) => void) | null = null;
+  private worker: Worker | null = null;
+  private queue: LayoutRequest[] = [];
+  private error: string | null = null;
+
+  constructor(url: string) {
+    fetched ??= fetch(url).then((r) => {
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      return r.text();
+    }).then((text) => URL.createObjectURL(new Blob([text], { type: 'text/javascript' })));
+    fetched.then((blobUrl) => {
+      const w = new Worker(blobUrl);
+      w.onmessage = (ev: MessageEvent<LayoutResponse>) => this.onmessage?.(ev);
+      this.worker = w;
+      for (const m of this.queue.splice(0)) w.postMessage(m);
+    }, (e: unknown) => {
+      this.error = `the layout worker could not be loaded (${url}): ${String(e)}`;
+      console.error('cellscope:', this.error);
+      for (const m of this.queue.splice(0)) this.fail(m);
+    });
+  }
+
+  postMessage(m: LayoutRequest): void {
+    if (this.worker) this.worker.postMessage(m);
+    else if (this.error !== null) this.fail(m);
+    else this.queue.push(m);
+  }
+
+  private fail(m: LayoutRequest): void {
+    const data: LayoutResponse = { id: m.id, layouts: [], error: this.error ?? 'no layout worker', ms: 0 };
+    setTimeout(() => this.onmessage?.({ data } as MessageEvent<LayoutResponse>), 0);
+  }
 }

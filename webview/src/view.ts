@@ -9,7 +9,7 @@ import {
 } from './layout';
 import { GROUP_PAD_TOP, type Direction } from './layout-types';
 import {
-  fitAround, jumpCamera, keepCentre, overlayInsets, sceneOnScreen, type Camera, type FitInput, type Insets,
+  fitAround, jumpCamera, keepCentre, overlayInsets, panToShow, sceneOnScreen, type Camera, type FitInput, type Insets,
 } from './fit';
 import { groupHeader, headerFont, headerLayout, type HeaderLayout } from './groups';
 import {
@@ -156,10 +156,13 @@ export class GraphView {
 
   /**
    * Shows a new graph. Expanded groups that still exist stay expanded; the camera stays, unless
-   * `refit` (another layer) and it is still as Fit left it: then the new drawing is fitted.
+   * `refit` (another layer) and it is still as Fit left it, or it was fitted to the graph before:
+   * then the new drawing is fitted; or what an edit added or changed (`changed`) would be out of
+   * view: then it moves the least that shows it (showChanged).
    */
-  async setGraph(g: ViewGraph, opts: { reset?: boolean; focus?: string; refit?: boolean } = {}): Promise<void> {
+  async setGraph(g: ViewGraph, opts: { reset?: boolean; focus?: string; refit?: boolean; changed?: readonly string[] } = {}): Promise<void> {
     const prev = this.graph;
+    const wasFitted = !!prev && !opts.reset && this.scene !== null && this.fittedScene === this.scene;
     this.graph = g;
     this.hoverAt(null);
     this.agg = aggregateEdges(g);
@@ -182,7 +185,39 @@ export class GraphView {
     if (opts.refit && this.fitted && this.scene && this.fittedScene === this.scene) this.refitNext = true;
     this.describe();
     await this.relayout();
+    if (this.graph !== g) return;
+    // A fitted view is fitted again (Fit keeps clear of the overlays its own way: fitAround); only
+    // a camera the user placed is moved to show what the edit changed.
+    if (wasFitted) this.applyFit(this.fitMax);
+    else if (opts.changed?.length) this.showChanged(opts.changed);
     if (opts.focus) this.reveal(opts.focus);
+  }
+
+  /**
+   * Brings the drawn items of these nodes (a collapsed group for a node inside one) into view,
+   * clear of the overlays, with the least change of the camera (fit.ts panToShow: a pan, or as
+   * little zoom out as needed). Whether the camera moved.
+   */
+  showChanged(ids: Iterable<string>): boolean {
+    const g = this.graph, s = this.scene;
+    if (!g || !s) return false;
+    let box: Box | null = null;
+    for (const id of ids) {
+      if (!g.byId.has(id)) continue;
+      const it = s.byId.get(visibleRep(g, id, this.expanded));
+      if (!it) continue;
+      if (!box) { box = { x: it.x, y: it.y, w: it.w, h: it.h }; continue; }
+      const x1 = Math.max(box.x + box.w, it.x + it.w), y1 = Math.max(box.y + box.h, it.y + it.h);
+      box.x = Math.min(box.x, it.x);
+      box.y = Math.min(box.y, it.y);
+      box.w = x1 - box.x;
+      box.h = y1 - box.y;
+    }
+    if (!box) return false;
+    const c = panToShow(this.camera(), box, this.cssW, this.cssH, this.insets());
+    if (!c) return false;
+    this.setCamera(c);
+    return true;
   }
 
   setMetric(m: MetricId): void {
@@ -258,7 +293,7 @@ export class GraphView {
       const g = this.graph;
       if (!g) return;
       const expanded = new Set(this.expanded);
-      let keys: Map<string, string>;
+      let keys: Awaited<ReturnType<LayoutEngine['ensure']>>;
       try {
         keys = await this.engine.ensure(g, expanded, this.agg, this.ports, this.direction);
       } catch (e) {

@@ -4,7 +4,7 @@ import ELK from 'elkjs/lib/elk.bundled.js';
 import { buildViewGraph, defaultExpansion } from '../src/model';
 import { LayoutCache, LayoutEngine, aggregateEdges, composeScene, computePorts, planLayouts } from '../src/layout';
 import type { LayoutRequest, LayoutResponse } from '../src/layout-types';
-import { smallCell } from './fixtures';
+import { smallCell, tangledCell } from './fixtures';
 
 (globalThis as { self?: unknown }).self = globalThis;
 const { chainLayout, options } = await import('../src/layout-worker');
@@ -87,7 +87,8 @@ class FakeWorker {
 }
 
 test('the layout engine passes the view\'s direction to the workers; the scene follows', async () => {
-  const g = buildViewGraph(smallCell(), 'semantic');
+  // (A group with no spine, so that a job reaches the worker; the others are laid out at once.)
+  const g = buildViewGraph(tangledCell(), 'semantic');
   const ex = defaultExpansion(g);
   const agg = aggregateEdges(g);
   const ports = computePorts(g, agg);
@@ -96,12 +97,21 @@ test('the layout engine passes the view\'s direction to the workers; the scene f
   const keys = await engine.ensure(g, ex, agg, ports, 'RIGHT');
   assert.ok(FakeWorker.dirs.length > 0 && FakeWorker.dirs.every((d) => d === 'RIGHT'), FakeWorker.dirs.join());
   const s = composeScene(g, ex, keys, engine.cache, agg, 'RIGHT');
-  const x = s.byId.get('x')!, conv = s.byId.get('layer1.0.conv1')!;
-  assert.ok(conv.x > x.x + x.w, 'the successor is to the right');
+  const x = s.byId.get('x')!, t = s.byId.get('g:t')!, out = s.byId.get('out')!;
+  assert.ok(t.x > x.x + x.w && out.x > t.x + t.w, 'successors to the right');
   assert.ok(s.width > s.height, `${s.width}×${s.height}`);
   FakeWorker.dirs = [];
   const kd = await engine.ensure(g, ex, agg, ports);
-  assert.ok(FakeWorker.dirs.every((d) => d === 'DOWN'));
+  assert.ok(FakeWorker.dirs.length > 0 && FakeWorker.dirs.every((d) => d === 'DOWN'));
   const sd = composeScene(g, ex, kd, engine.cache, agg);
-  assert.ok(sd.byId.get('layer1.0.conv1')!.y > sd.byId.get('x')!.y + 40, 'top-down: below');
+  assert.ok(sd.byId.get('g:t')!.y > sd.byId.get('x')!.y + 40, 'top-down: below');
+  assert.ok(sd.byId.get('out')!.y > sd.byId.get('t.f')!.y + 40, 'top-down: below');
+  // smallCell is all chains and spines: laid out without a worker, in both directions.
+  const g2 = buildViewGraph(smallCell(), 'semantic');
+  const a2 = aggregateEdges(g2);
+  FakeWorker.dirs = [];
+  const k2 = await engine.ensure(g2, defaultExpansion(g2), a2, computePorts(g2, a2), 'RIGHT');
+  assert.deepEqual(FakeWorker.dirs, []);
+  const s2 = composeScene(g2, defaultExpansion(g2), k2, engine.cache, a2, 'RIGHT');
+  assert.ok(s2.byId.get('layer1.0.conv1')!.x > s2.byId.get('x')!.x + 40, 'the successor is to the right');
 });

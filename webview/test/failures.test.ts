@@ -69,11 +69,19 @@ test('semantic layer: the failed call is a node of its own, after its input, wit
   assert.deepEqual([e.src, e.output], ['layer1.1.relu', 0]);
   assert.deepEqual(e.tensor?.shape, [1, 4], 'the edge carries the tensor the call received');
   // The layout gets it as a node (the root group's job), with its edge.
-  const plan = planLayouts(g, defaultExpansion(g, 1000), aggregateEdges(g), new LayoutCache());
+  // (The root's problem comes once its groups are laid out: stand-in layouts for those.)
+  const ex = defaultExpansion(g, 1000), agg = aggregateEdges(g), cache = new LayoutCache();
+  let plan = planLayouts(g, ex, agg, cache);
+  for (let wave = 0; wave < 5 && !plan.jobs.some((j) => j.group === 'g:'); wave++) {
+    for (const j of plan.jobs) cache.put({ group: j.group, key: j.key, width: 200, height: 300, pos: {}, edges: {}, ms: 0 });
+    plan = planLayouts(g, ex, agg, cache);
+  }
   const root = plan.jobs.find((j) => j.group === 'g:')!;
-  const child = root.children.find((c) => c.id === id);
+  const names = plan.keys.get('g:')!.children;
+  const cid = (real: string) => `c${names.indexOf(real)}`;
+  const child = root.children.find((c) => c.id === cid(id));
   assert.ok(child && child.w >= 96 && child.h === 40, JSON.stringify(child));
-  assert.ok(root.edges.some((x) => x.t === id && x.s === 'g:layer1'), JSON.stringify(root.edges));
+  assert.ok(root.edges.some((x) => x.t === cid(id) && x.s === cid('g:layer1')), JSON.stringify(root.edges));
 });
 
 test('a failed call sits in its scope\'s group; its id may equal a node\'s', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FIT_MARGIN, READABLE_SCALE, fitCamera, jumpCamera, keepCentre, overlayInsets, sceneOnScreen } from '../src/fit';
+import { FIT_MARGIN, READABLE_SCALE, fitCamera, jumpCamera, keepCentre, overlayInsets, panToShow, sceneOnScreen } from '../src/fit';
 
 const close = (a: number, b: number, eps = 1e-6): void => assert.ok(Math.abs(a - b) <= eps, `${a} ≈ ${b}`);
 
@@ -79,4 +79,27 @@ test('a resize keeps the middle; whether any of the graph is on screen', () => {
   // A graph fitted in a maximised pane (x 800..1100) is gone from a 700 px pane unless the middle is kept.
   assert.equal(sceneOnScreen({ scale: 0.5, tx: 800, ty: 100 }, 600, 1000, 700, 1000), false);
   assert.equal(sceneOnScreen(c, 600, 1000, 700, 1000), true);
+});
+
+test('after an edit: the least pan that brings the changed box into view, the zoom kept', () => {
+  const cam = { scale: 1, tx: 0, ty: 0 };
+  // In view already: nothing moves.
+  assert.equal(panToShow(cam, { x: 100, y: 100, w: 50, h: 40 }, 800, 600), null);
+  // Below the pane: up just enough for its bottom to clear the margin (and the legend's inset).
+  const below = panToShow(cam, { x: 100, y: 900, w: 120, h: 40 }, 800, 600, { top: 0, right: 0, bottom: 60, left: 0 }, 24)!;
+  assert.deepEqual(below, { scale: 1, tx: 0, ty: 600 - 60 - 24 - 940 });
+  // Left of the pane, at half zoom: right just enough.
+  const left = panToShow({ scale: 0.5, tx: 0, ty: 0 }, { x: -400, y: 100, w: 100, h: 40 }, 800, 600, undefined, 24)!;
+  assert.deepEqual(left, { scale: 0.5, tx: 24 + 200, ty: 0 });
+  // Taller than the pane at this zoom, not at a readable one: zoomed out just enough, then shown whole.
+  const zoomed = panToShow({ scale: 2, tx: 0, ty: 0 }, { x: 100, y: 400, w: 100, h: 400 }, 800, 600, undefined, 24)!;
+  close(zoomed.scale, (600 - 48) / 400);
+  close(zoomed.ty + 400 * zoomed.scale, 24, 1e-6);
+  // Taller even at the readable zoom: at that zoom, its start at the top edge.
+  const tall = panToShow(cam, { x: 100, y: 1000, w: 100, h: 2000 }, 800, 600, undefined, 24)!;
+  assert.equal(tall.scale, READABLE_SCALE);
+  close(tall.ty + 1000 * READABLE_SCALE, 24);
+  // Never zooms in.
+  const small = panToShow({ scale: 0.3, tx: 0, ty: 0 }, { x: 0, y: 3000, w: 100, h: 2000 }, 800, 600, undefined, 24)!;
+  assert.equal(small.scale, 0.3);
 });

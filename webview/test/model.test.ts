@@ -4,6 +4,7 @@ import {
   ROOT_ID, buildViewGraph, countVisible, defaultExpansion, scopeGroupPath, visibleRep,
 } from '../src/model';
 import { aggregateEdges, planLayouts, LayoutCache } from '../src/layout';
+import { frameSize } from '../src/layout-types';
 import { flatCell, smallCell } from './fixtures';
 
 test('scopeGroupPath puts leaf-Cell calls in their parent Cell', () => {
@@ -80,20 +81,25 @@ test('edges are lifted to their lowest common group', () => {
   assert.ok(agg.get('g:layer1')!.has('g:layer1.0\u2192g:layer1.1'));
 });
 
-test('layout plan: only missing groups, nested ones referenced', () => {
+test('layout plan: waves from the innermost groups out, keys stable', () => {
   const g = buildViewGraph(smallCell(), 'semantic');
   const agg = aggregateEdges(g);
   const cache = new LayoutCache();
   const expanded = new Set(['g:layer1', 'g:layer1.0']);
+  // A parent's problem needs its expanded children's sizes: the innermost group first.
   const plan = planLayouts(g, expanded, agg, cache);
-  assert.deepEqual(plan.jobs.map((j) => j.group), ['g:layer1.0', 'g:layer1', ROOT_ID]);
-  assert.equal(plan.jobs[1].children.find((c) => c.id === 'g:layer1.0')!.ref, 'g:layer1.0');
-  // Pretend layer1.0 was laid out: it is no longer planned, and its key is stable.
+  assert.deepEqual(plan.jobs.map((j) => j.group), ['g:layer1.0']);
+  assert.deepEqual([...plan.keys.keys()], ['g:layer1.0'], 'only known problems are named');
   const j0 = plan.jobs[0];
+  assert.deepEqual(j0.children.map((c) => c.id), ['c0', 'c1', 'c2'], 'canonical ids');
+  assert.deepEqual(plan.keys.get('g:layer1.0')!.children, ['layer1.0.conv1', 'layer1.0.relu', 'layer1.0/Add']);
+  assert.ok(!/layer1/.test(j0.key), `no node id in the key: ${j0.key}`);
   cache.put({ group: j0.group, key: j0.key, width: 100, height: 200, pos: {}, edges: {}, ms: 0 });
   const plan2 = planLayouts(g, expanded, agg, cache);
-  assert.deepEqual(plan2.jobs.map((j) => j.group), ['g:layer1', ROOT_ID]);
-  assert.equal(plan2.keys.get('g:layer1.0'), j0.key);
+  assert.deepEqual(plan2.jobs.map((j) => j.group), ['g:layer1']);
+  const framed = plan2.jobs[0].children[plan2.keys.get('g:layer1')!.children.indexOf('g:layer1.0')];
+  assert.deepEqual([framed.w, framed.h], frameSize({ width: 100, height: 200 }), 'the child group by its frame size');
+  assert.equal(plan2.keys.get('g:layer1.0')!.key, j0.key);
 });
 
 test('optimized layer: groups from origins, TransData follows its producer', () => {

@@ -9,6 +9,7 @@ import {
 } from '../src/timeline';
 import type { Cell, HardwareKernel, HardwareLayer, OptimizedNode } from '../src/protocol';
 import { smallCell } from './fixtures';
+import { timelinePicture, timelineSvg } from '../src/timeline-export';
 
 function kernel(extra: Partial<HardwareKernel>): HardwareKernel {
   return { phase: 'forward', name: 'K', unit: 'cube', blockDim: 1, coreIds: [0], cycles: 100, computeCycles: 80, movementCycles: 60,
@@ -277,4 +278,32 @@ test('large schedules: 10k kernels on 48 cores build quickly and hit-test by bin
   assert.ok(ms < 3000, `built in ${ms.toFixed(0)} ms`);
   const aiv = m.rows.find((r) => r.key === 'aiv:47')!;
   assert.equal(m.kernels[aiv.kernel[barAt(aiv, 3 * 5000 + 1.5)]].node, 'n5000');
+});
+
+test('the export picture: every row labelled, the bars of the window, the selection outlined, as SVG too', () => {
+  const m = buildTimelineModel(ascendCell())!;
+  const col = {
+    bg: '#fff', fg: '#111', muted: '#666', border: '#ccc', accent: '#06f', stripe: '#eee',
+    bound: { compute: '#0a0', memory: '#f80', dispatch: '#80f', other: '#888' },
+  };
+  const whole = timelinePicture(m, fitWindow(m.end), 900, col);
+  const texts = whole.shapes.filter((s) => s.kind === 'text').map((s) => (s as { text: string }).text);
+  for (const r of m.rows) assert.ok(texts.includes(r.label), `row ${r.label} labelled`);
+  assert.ok(texts.some((t) => /analytical estimate, not a measurement/.test(t)));
+  const drawnBars = m.rows.reduce((n, r) => n + r.start.length, 0);
+  assert.equal(whole.bars, drawnBars, 'every bar of the whole schedule');
+  assert.ok(whole.height >= m.rows.length * 12, `${whole.height} px for ${m.rows.length} rows`);
+  // The window [0, 11] µs: the kernels starting after it are left out.
+  const early = timelinePicture(m, { t0: 0, t1: 11 }, 900, col);
+  assert.ok(early.bars < whole.bars && early.bars > 0);
+  // A selection: its bars outlined in the accent colour, the others dimmed.
+  const fc = m.byNode.get('fc')!;
+  const sel = timelinePicture(m, fitWindow(m.end), 900, col, new Set(fc));
+  const outlined = sel.shapes.filter((s) => s.kind === 'rect' && s.stroke === '#06f');
+  assert.equal(outlined.length, m.kernels[fc[0]].rows.length, 'one outlined bar per row of the fc kernel');
+  assert.ok(sel.shapes.some((s) => s.kind === 'rect' && s.alpha === 0.3));
+  const svg = timelineSvg(whole, 10, 500);
+  assert.match(svg, /^<g class="core-timeline" transform="translate\(10,500\)">/);
+  assert.equal((svg.match(/<rect /g) ?? []).length, whole.shapes.filter((s) => s.kind === 'rect').length);
+  assert.match(svg, />AIC 0</);
 });

@@ -6,9 +6,16 @@
 //
 // Scenario: the article's MNIST network (tests/corpus/buggy/mnist_article_bug.py) copied into a
 // temporary workspace; the Dense error in the Problems panel, an inlay shape hint and the status
-// bar; "MindSpore: Visualize Graph" from the Command Palette draws the graph in the webview; a
-// node clicked shows its panel; the quick fix "Change in_channels to 9216" applied and saved: the
-// error disappears and the view updates. Then the debugger: on lenet5.py (the view following it), a
+// bar. ResNet-50 (tests/corpus/models/resnet50.py): a cold "MindSpore: Visualize Graph" (no view
+// opened before) timed from the Enter in the Command Palette to the view's first frame with nodes
+// (printed, with where the time went, and written to artifacts/first-paint.json); the overview
+// (minimap): a click and a drag in it move the graph there. Then the article's network: the
+// graph in the webview with the failing fc1 marked and the optimization / hardware layers saying
+// they are unavailable and why; a node clicked shows its panel; the quick fix "Change in_channels
+// to 9216" applied and saved: the error disappears, the view updates and the nodes it added are in
+// view; the input box re-analyses with other shapes (batch 2 on the edges) and saves them to
+// mindspore_config.json; on Ascend 910B the core timeline: a kernel's bar selects its node, a node
+// selected highlights its bars. Then the debugger: on lenet5.py (the view following it), a
 // breakpoint on a line of construct and "Debug: Start Debugging" (F5) with no launch.json runs the
 // `mindspore` debug type (cellscope dap); while it is paused the graph view highlights the node
 // with its live statistics, and the highlight clears when the run ends. Then crash containment:
@@ -34,7 +41,7 @@ const codeServer = join(here, 'node_modules', '.bin', 'code-server');
 const artifacts = join(here, 'artifacts');
 const keep = process.env.KEEP_E2E === '1';
 const T0 = Date.now();
-const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 300000);
+const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 480000);
 
 let passed = 0;
 let failed = 0;
@@ -60,6 +67,7 @@ for (const d of [ud, join(ud, 'User'), exts, ws, env.XDG_CONFIG_HOME, env.XDG_DA
 const modelFile = join(ws, 'mnist_article_bug.py');
 copyFileSync(join(repo, 'tests', 'corpus', 'buggy', 'mnist_article_bug.py'), modelFile);
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'lenet5.py'), join(ws, 'lenet5.py'));
+copyFileSync(join(repo, 'tests', 'corpus', 'models', 'resnet50.py'), join(ws, 'resnet50.py'));
 const userSettings = {
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
@@ -135,7 +143,12 @@ async function until(what, fn, timeout = 30000, every = 200) {
 }
 
 let page;
-const shot = async (name) => { try { await page.screenshot({ path: join(artifacts, `${name}.png`) }); } catch (e) { log(`screenshot ${name} failed: ${e.message}`); } };
+let shots = 0;
+/** A screenshot, numbered in the order taken: artifacts/NN-name.png. */
+const shot = async (name) => {
+  const file = `${String(++shots).padStart(2, '0')}-${name}.png`;
+  try { await page.screenshot({ path: join(artifacts, file) }); } catch (e) { log(`screenshot ${file} failed: ${e.message}`); }
+};
 
 try {
   // ---- install the .vsix -------------------------------------------------------------------
@@ -203,23 +216,9 @@ try {
   }, 15000);
   check('the status bar shows target, MindSpore version and errors',
     /CPU/.test(statusText) && /MindSpore 2\.10\.0/.test(statusText) && /2 errors/.test(statusText), statusText.trim());
-  await shot('1-problems-and-inlay-hints');
+  await shot('problems-and-inlay-hints');
 
-  // ---- MindSpore: Visualize Graph -------------------------------------------------------------
-  // The cursor in construct (line 18, in Net).
-  await page.locator('.editor-instance .view-lines').first().click();
-  await page.keyboard.press('Control+G');
-  await page.keyboard.type('18');
-  await page.keyboard.press('Enter');
-  await page.keyboard.press('Control+Shift+P');
-  await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
-  await page.keyboard.type('MindSpore: Visualize Graph');
-  const paletteItem = page.locator('.quick-input-list .monaco-list-row', { hasText: 'MindSpore: Visualize Graph' }).first();
-  await paletteItem.waitFor({ timeout: 10000 });
-  check('"MindSpore: Visualize Graph" is in the Command Palette', true);
-  const tv = Date.now();
-  await page.keyboard.press('Enter');
-
+  // ---- the view's helpers ----------------------------------------------------------------------
   const findView = async () => {
     for (const f of page.frames()) {
       try {
@@ -228,21 +227,187 @@ try {
     }
     return null;
   };
-  const view = await until('the graph view webview', findView, 30000);
+  /** "MindSpore: Visualize Graph" from the Command Palette with the cursor on `line`; the epoch ms of its Enter. */
+  const visualizeAt = async (line) => {
+    await page.locator('.editor-instance .view-lines').first().click();
+    await page.keyboard.press('Control+G');
+    await page.keyboard.type(String(line));
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Control+Shift+P');
+    await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
+    await page.keyboard.type('MindSpore: Visualize Graph');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'MindSpore: Visualize Graph' }).first().waitFor({ timeout: 10000 });
+    // The Enter's time in the workbench, in the clock the view's milestones use (epoch ms).
+    await page.evaluate(() => {
+      window.cellscopeEnter = 0;
+      document.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter' && !window.cellscopeEnter) window.cellscopeEnter = performance.timeOrigin + performance.now();
+      }, { capture: true, once: true });
+    });
+    await page.keyboard.press('Enter');
+    return until('the Enter recorded', () => page.evaluate(() => window.cellscopeEnter), 5000, 20);
+  };
+  /**
+   * The view's start-up after an Enter: its milestones (webview/src/startup.ts, epoch ms) as ms
+   * after the Enter. "First paint": the end of the first canvas paint that drew nodes; the figure
+   * taken is the animation frame after it (when the painted canvas goes to the screen).
+   */
+  const startupOf = async (frame, enterAt) => {
+    const m = await until('the view\'s first frame with nodes', async () => {
+      const x = await frame.evaluate(() => window.cellscopeView.milestones());
+      return x.firstFrame ? x : null;
+    }, 30000, 20);
+    const rel = Object.entries(m).filter(([, v]) => v > 0).sort((a, b) => a[1] - b[1])
+      .map(([k, v]) => `${k} ${Math.round(v - enterAt)}`);
+    return { ms: Math.round(m.firstFrame - enterAt), paintMs: Math.round(m.firstPaint - enterAt), milestones: rel.join(', ') };
+  };
+  const outputLines = (re) => {
+    const found = [];
+    const walk = (d) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(d, e.name));
+        else if (/Cellscope\.log$/.test(e.name)) found.push(...readFileSync(join(d, e.name), 'utf8').split('\n').filter((l) => re.test(l)));
+      }
+    };
+    try { walk(join(ud, 'logs')); } catch { /* no logs yet */ }
+    return found;
+  };
+  const uptime = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+  // ---- ResNet-50: a cold "Visualize Graph" to the first paint ---------------------------------
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'resnet50.py' }).first().click();
+  await until('resnet50.py in the editor', async () => (await editorText()).includes('ResNet-50 v1.5'), 15000);
+  const r50Status = await until('ResNet-50 analysed', async () => {
+    const t = norm(await status.innerText());
+    return /no errors/.test(t) ? t : null;
+  }, 30000);
+  // Room for the graph, as for a large model (the overview needs a pane of 360×260 px): no side
+  // bar, no bottom panel.
+  await page.keyboard.press('Control+B');
+  await page.keyboard.press('Control+J');
+  await until('the side bar and the panel hidden', async () => !(await page.locator('.part.sidebar').isVisible()) &&
+    !(await page.locator('.part.panel').isVisible()), 5000);
+  await wait(1000);  // (the server idle: what is timed is the view, not a first analysis)
+  const loadBefore = uptime();
+  const enterR50 = await visualizeAt(180);  // in resnet50(): the factory's Cell
+  check('"MindSpore: Visualize Graph" is in the Command Palette', true, r50Status.trim());
+  const r50 = await until('the graph view webview', findView, 30000, 50);
+  const cold = await startupOf(r50, enterR50);
+  const r50det = await r50.evaluate(() => window.cellscopeView.details());
+  const viewLog = outputLines(/graph view/).join(' | ');
+  log(`cold "Visualize Graph" on ResNet-50 (load average ${loadBefore} on ${readFileSync('/proc/cpuinfo', 'utf8').split('\nprocessor').length} cores): ` +
+    `first frame with nodes ${cold.ms} ms after Enter (canvas painted at ${cold.paintMs} ms); ${cold.milestones}; extension: ${viewLog}`);
+  writeFileSync(join(artifacts, 'first-paint.json'), JSON.stringify({
+    model: 'resnet50.py', cell: r50det.cell, nodes: r50det.nodes, firstFrameMs: cold.ms, firstPaintMs: cold.paintMs,
+    milestones: cold.milestones, extension: viewLog, loadAverage: loadBefore, goalMs: 1000,
+  }, null, 2));
+  check('the ResNet-50 graph is drawn (176 nodes of resnet50())', r50det.nodes === 176 && r50det.cell === 'resnet50()',
+    `${r50det.nodes} nodes of ${r50det.cell}, ${r50det.leafNodesDrawn} drawn`);
+  // The figure is printed and recorded (docs/benchmarks.md); the check is a sanity bound only.
+  check('cold "Visualize Graph" → first paint of ResNet-50 (goal ≤ 1000 ms; sanity bound 15 s)', cold.ms > 0 && cold.ms < 15000,
+    `${cold.ms} ms, ${cold.ms <= 1000 ? 'within' : 'OVER'} the 1 s goal (load average ${loadBefore})`);
+  await r50.evaluate(() => window.cellscopeView.idle());
+  await shot('resnet50-first-paint');
+
+  // The overview (minimap): a click moves the graph there, a drag follows.
+  const r50Box = await (await r50.frameElement()).boundingBox();
+  const mm = await r50.evaluate(() => window.cellscopeView.minimap());
+  if (check('the overview is shown with the part in view', mm.visible && !!mm.rect && !!mm.viewport,
+    mm.rect ? `overview ${Math.round(mm.rect.w)}×${Math.round(mm.rect.h)} px, viewport ${Math.round(mm.viewport.w)}×${Math.round(mm.viewport.h)} at y ${Math.round(mm.viewport.y - mm.rect.y)}` : 'none')) {
+    const cam0 = await r50.evaluate(() => window.cellscopeView.camera());
+    const worldCentreY = async () => {
+      const [cam, items] = await r50.evaluate(() => [window.cellscopeView.camera(), window.cellscopeView.items()]);
+      const canvas = await r50.evaluate(() => { const r = document.querySelector('.pane .graph-canvas').getBoundingClientRect(); return { top: r.top, left: r.left }; });
+      const bottom = Math.max(...items.map((it) => (it.y + it.h - canvas.top - cam.ty) / cam.scale));
+      const centre = (cam.h / 2 - cam.ty) / cam.scale;
+      const near = items.map((it) => ({ id: it.id, d: Math.hypot(it.x + it.w / 2 - canvas.left - cam.w / 2, it.y + it.h / 2 - canvas.top - cam.h / 2) }))
+        .sort((a, b) => a.d - b.d)[0];
+      return { frac: centre / bottom, near: near?.id ?? '' };
+    };
+    // A click 85 % down the overview: the pane now shows that part (the graph's end, layer4).
+    const cx = mm.rect.x + mm.rect.w / 2, cy = mm.rect.y + mm.rect.h * 0.85;
+    await page.mouse.click(r50Box.x + cx, r50Box.y + cy);
+    await r50.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const mm1 = await r50.evaluate(() => window.cellscopeView.minimap());
+    const cam1 = await r50.evaluate(() => window.cellscopeView.camera());
+    const at1 = await worldCentreY();
+    const vy1 = mm1.viewport.y + mm1.viewport.h / 2;
+    check('a click in the overview moves the graph there', Math.abs(vy1 - cy) <= 4 && cam1.ty < cam0.ty - 1000 &&
+      cam1.scale === cam0.scale && Math.abs(at1.frac - 0.85) < 0.06,
+    `viewport centre ${Math.round(vy1 - mm.rect.y)} px down the overview (clicked ${Math.round(cy - mm.rect.y)}), ` +
+      `the pane's centre ${(at1.frac * 100).toFixed(0)} % down the graph, at ${at1.near}; ty ${Math.round(cam0.ty)} -> ${Math.round(cam1.ty)}`);
+    await shot('resnet50-overview-click');
+    // A drag of the viewport up to 40 %: the pane follows.
+    const ty = mm.rect.y + mm.rect.h * 0.4;
+    await page.mouse.move(r50Box.x + cx, r50Box.y + vy1);
+    await page.mouse.down();
+    for (let i = 1; i <= 8; i++) await page.mouse.move(r50Box.x + cx, r50Box.y + vy1 + ((ty - vy1) * i) / 8);
+    await page.mouse.up();
+    await r50.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const mm2 = await r50.evaluate(() => window.cellscopeView.minimap());
+    const at2 = await worldCentreY();
+    const vy2 = mm2.viewport.y + mm2.viewport.h / 2;
+    check('a drag in the overview moves the graph with it', Math.abs(vy2 - ty) <= 6 && Math.abs(at2.frac - 0.4) < 0.06,
+      `viewport centre ${Math.round(vy2 - mm.rect.y)} px down (dragged to ${Math.round(ty - mm.rect.y)}), the pane's centre ` +
+      `${(at2.frac * 100).toFixed(0)} % down the graph, at ${at2.near}`);
+    await shot('resnet50-overview-drag');
+  }
+
+  // Close the graph and ResNet-50: the article's view below is a new panel.
+  const r50Tab = page.locator('.tabs-container .tab', { hasText: /Graph: resnet50/ }).first();
+  await r50Tab.hover();
+  await r50Tab.locator('.codicon-close').first().click();
+  await until('the ResNet-50 view closed', async () => (await page.locator('.tabs-container .tab', { hasText: /Graph: resnet50/ }).count()) === 0, 10000);
+  // The side bar and the Problems panel back; resnet50.py opened in the preview tab, in place of
+  // the article's model: open that again.
+  await page.keyboard.press('Control+B');
+  await page.keyboard.press('Control+Shift+M');
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'mnist_article_bug.py' }).first().click();
+  await until('the article\'s model in the editor', async () => (await editorText()).includes('class Net'), 10000);
+
+  // ---- MindSpore: Visualize Graph -------------------------------------------------------------
+  // The cursor in construct (line 18, in Net), the workbench settled as for ResNet-50.
+  await until('the article\'s model analysed', async () => /2 errors/.test(norm(await status.innerText())), 15000);
+  await wait(1000);
+  const tv = Date.now();
+  const enterArticle = await visualizeAt(18);
+  const view = await until('the graph view webview', findView, 30000, 50);
   const drawn = await until('nodes drawn in the webview', async () => {
     const s = await view.evaluate(() => window.cellscopeView.state());
     return s.nodesDrawn > 0 ? s : null;
   }, 30000);
+  const articleStart = await startupOf(view, enterArticle);
   const det1 = await view.evaluate(() => window.cellscopeView.details());
   check('the graph is drawn in the webview', drawn.nodesDrawn > 0,
-    `${drawn.nodesDrawn} nodes of ${det1.cell}, ${Date.now() - tv} ms after Enter, transport ${det1.transport ?? det1.connection}`);
+    `${drawn.nodesDrawn} nodes of ${det1.cell}, first frame with nodes ${articleStart.ms} ms after Enter (a second panel; ` +
+    `the view server already running), ${Date.now() - tv} ms to this check, transport ${det1.transport ?? det1.connection}`);
+  log(`the article's model: ${articleStart.milestones}; extension: ${outputLines(/graph view/).slice(-2).join(' | ')}`);
   check('the view is connected through the VS Code bridge', JSON.stringify(det1).includes('vscode'));
   // The failing fc1 is marked where the graph stops (a failed-call node), not left out.
   const failed = await view.evaluate(() => window.cellscopeView.nodeRect('failed:fc1'));
   check('the error node is marked (fc1, a failed call)', failed?.kind === 'failed',
     failed ? `kind ${failed.kind}` : 'no failed:fc1 node');
   await view.evaluate(() => window.cellscopeView.idle());
-  await shot('2-graph-view');
+  await shot('graph-view');
+
+  // The optimization and hardware layers say they are unavailable and why (not "latency 0 ms").
+  const layerSays = async (layer) => {
+    await view.evaluate((l) => window.cellscopeView.setLayer(l), layer);
+    await view.evaluate(() => window.cellscopeView.select(null));
+    await view.evaluate(() => window.cellscopeView.idle());
+    return view.evaluate(() => ({ note: window.cellscopeView.paneNote(), panel: window.cellscopeView.panelText(), layer: window.cellscopeView.state().layer }));
+  };
+  const zeroFigures = /latency\s+0(\.0+)?\s*ms|\b0 \/ s\b|kernels\s+0\b/;
+  for (const layer of ['optimized', 'hardware']) {
+    const says = await layerSays(layer);
+    const why = /Unavailable: construct stops at fc1 \(nn\.Dense, line 22\)/;
+    check(`the ${layer} layer says it is unavailable and why, with no zero figures`, says.layer === layer &&
+      why.test(says.note) && why.test(says.panel) && /1600 input features/.test(says.note) && !zeroFigures.test(says.panel),
+    says.note.replace(/\s+/g, ' ').slice(0, 140));
+    if (layer === 'hardware') await shot('hardware-layer-unavailable');
+  }
+  await view.evaluate(() => window.cellscopeView.setLayer('semantic'));
+  await view.evaluate(() => window.cellscopeView.idle());
 
   // A node clicked shows its panel.
   const frameBox = await (await view.frameElement()).boundingBox();
@@ -263,7 +428,7 @@ try {
     const panel = await view.evaluate(() => window.cellscopeView.panelText());
     check('a node clicked shows its panel', sel.selection === target.id && panel.length > 0,
       `${sel.selection}: ${panel.replace(/\s+/g, ' ').slice(0, 80)}`);
-    await shot('3-node-panel');
+    await shot('node-panel');
 
     // Its source link reveals the line in the editor (the extension handles the view's reveal).
     const cursor = page.locator('.statusbar-item', { hasText: /Ln\s\d+,\sCol\s\d+/ }).first();
@@ -277,6 +442,10 @@ try {
   }
 
   // ---- fix the line ---------------------------------------------------------------------------
+  // The graph read closely from its start, as a user looking at conv1 would: what the fix adds
+  // (fc1, its ReLU, fc2 after flatten) lies below the part shown.
+  await view.evaluate(() => { const v = window.cellscopeView; v.zoom(2); v.jump('start'); });
+  const camBeforeFix = await view.evaluate(() => window.cellscopeView.camera());
   const seqBefore = await view.evaluate(() => window.cellscopeView.lastUpdateSeq());
   const nodesBefore = (await view.evaluate(() => window.cellscopeView.details())).nodes;
   await page.locator('.editor-instance .view-lines').first().click();
@@ -288,7 +457,7 @@ try {
     await page.keyboard.press('Control+.');
     const item = page.locator('.action-widget .monaco-list-row', { hasText: 'Change in_channels to 9216' }).first();
     await item.waitFor({ timeout: 8000 });
-    await shot('4-quick-fix');
+    await shot('quick-fix');
     // The first (focused) action; clicking the row is flaky while the widget animates.
     await page.keyboard.press('Enter');
     await until('the quick fix applied', async () => (await editorText()).includes('nn.Dense(9216, 128)'), 5000);
@@ -327,18 +496,47 @@ try {
   check('the view updates after the fix', true, `seq ${seqBefore} -> ${upd.seq}, nodes ${nodesBefore} -> ${upd.nodes}`);
   check('the error node is gone after the fix',
     (await view.evaluate(() => window.cellscopeView.nodeRect('failed:fc1'))) === null);
-  await shot('5-after-fix');
+  // What the fix added is in view.
+  const added = await view.evaluate(() => {
+    const v = window.cellscopeView;
+    const c = document.querySelector('.pane .graph-canvas').getBoundingClientRect();
+    return (v.details().diff?.added ?? []).map((id) => {
+      const r = v.nodeRect(id);
+      return { id, inView: !!r && r.x >= c.left && r.y >= c.top && r.x + r.w <= c.right && r.y + r.h <= c.bottom };
+    });
+  });
+  const camAfterFix = await view.evaluate(() => window.cellscopeView.camera());
+  check('the nodes the fix added are in view (zoomed out no more than needed, never below 50 %)', added.length > 0 &&
+    added.every((a) => a.inView) && camAfterFix.scale <= camBeforeFix.scale && camAfterFix.scale >= 0.5,
+  `${added.map((a) => `${a.id}${a.inView ? '' : ' (out of view)'}`).join(', ')}; scale ${camBeforeFix.scale.toFixed(2)} -> ` +
+    `${camAfterFix.scale.toFixed(2)}, panned ${Math.round(camAfterFix.ty - camBeforeFix.ty)} px`);
+  await shot('after-fix');
 
-  // ---- the view's input shapes, saved to mindspore_config.json with the user's consent ---------
+  // ---- the view's input box: other shapes (Apply), then saved to mindspore_config.json -----------
   await view.evaluate(() => window.cellscopeView.select(null));  // the Cell summary and its box
   const shapesBox = view.locator('form.inputs-form input[name="shapes"]');
   await shapesBox.waitFor({ timeout: 10000 });
+  const seqShapes = await view.evaluate(() => window.cellscopeView.lastUpdateSeq());
+  await shapesBox.click();
   await shapesBox.fill('2,1,28,28');
+  await view.locator('form.inputs-form button[type="submit"]').click();
+  const batch2 = await until('the graph analysed with batch 2', async () => {
+    const r = await view.evaluate(() => ({ seq: window.cellscopeView.lastUpdateSeq(), panel: window.cellscopeView.panelText(),
+      edges: window.cellscopeView.edges().map((e) => e.label) }));
+    return r.seq > seqShapes && /inputs\s+2×1×28×28/.test(r.panel) ? r : null;
+  }, 20000);
+  await view.evaluate(() => window.cellscopeView.idle());
+  const edgeLabels = (await view.evaluate(() => window.cellscopeView.edges().map((e) => e.label))).filter((l) => l);
+  check('the input box re-analyses with other shapes: batch 2 on the edges and in the panel',
+    edgeLabels.length > 0 && edgeLabels.every((l) => /^2×/.test(l)) && !/(^|\s)1×32×26×26/.test(batch2.panel) &&
+    readFileSync(modelFile, 'utf8').includes('np.ones((1, 1, 28, 28))'),
+  `edges ${[...new Set(edgeLabels)].slice(0, 4).join(', ')}…; the file untouched`);
+  await shot('inputs-applied');
   await view.locator('form.inputs-form button.inputs-save').click();
   const dialog = page.locator('.monaco-dialog-box');
   await dialog.waitFor({ timeout: 10000 });
   check('saving the input shapes asks first (a modal dialog)', (await dialog.innerText()).includes('mindspore_config.json'));
-  await shot('6-save-inputs');
+  await shot('save-inputs');
   await dialog.locator('.monaco-button', { hasText: 'Write' }).first().click();
   const configFile = join(ws, 'mindspore_config.json');
   const saved = await until('mindspore_config.json written', () => {
@@ -347,6 +545,14 @@ try {
   check('the shapes are in mindspore_config.json', JSON.stringify(saved.inputs?.['mnist_article_bug.py']) === '["2,1,28,28"]',
     JSON.stringify(saved));
   rmSync(configFile, { force: true });  // the rest of the run uses the defaults
+  // "Settings": back to the shapes of the settings (the file's own call site, batch 1).
+  const seqSettings = await view.evaluate(() => window.cellscopeView.lastUpdateSeq());
+  await view.locator('form.inputs-form button.inputs-reset').click();
+  const batch1 = await until('the graph back at batch 1', async () => {
+    const r = await view.evaluate(() => ({ seq: window.cellscopeView.lastUpdateSeq(), panel: window.cellscopeView.panelText() }));
+    return r.seq > seqSettings && /inputs\s+1×1×28×28/.test(r.panel) ? r : null;
+  }, 20000).catch(() => null);
+  check('"Settings" goes back to the settings\' shapes', !!batch1);
   // The Save button and the dialog left the focus in the graph's editor group: give it back to
   // the model's editor, so that files opened next open there (not beside the graph).
   await page.locator('.editor-instance .view-lines').first().click();
@@ -362,7 +568,76 @@ try {
     return /Ascend 910B · MindSpore 2\.10\.0/.test(t) ? t : null;
   }, 10000);
   check('Select Target Backend switches the target (status bar click)', true, statusTarget.trim());
-  await shot('6-target-ascend910b');
+  await shot('target-ascend910b');
+
+  // ---- the core timeline of Ascend 910B, linked with the graph ---------------------------------
+  // (room for the graph and the timeline below it: no side bar, no bottom panel)
+  await page.keyboard.press('Control+B');
+  await page.keyboard.press('Control+J');
+  await until('the side bar and the panel hidden', async () => !(await page.locator('.part.sidebar').isVisible()) &&
+    !(await page.locator('.part.panel').isVisible()), 5000);
+  const tlAscend = await until('the view on Ascend 910B with its schedule', async () => {
+    await view.evaluate(() => window.cellscopeView.setTimeline(false));
+    const st = await view.evaluate(() => window.cellscopeView.timelineState());
+    return st.available && st.ascend && st.sections.some((x) => x.key === 'dma') ? st : null;
+  }, 20000);
+  await view.evaluate(() => window.cellscopeView.idle());
+  const frameBox2 = await (await view.frameElement()).boundingBox();
+  await view.getByRole('button', { name: 'Timeline', exact: true }).click();
+  const tlOpen = await until('the timeline open', async () => {
+    const st = await view.evaluate(() => window.cellscopeView.timelineState());
+    return st.open && st.frames > 0 ? st : null;
+  }, 5000);
+  check('the core timeline opens: one row per core and DMA channel', tlOpen.rows.length > 2 &&
+    tlOpen.sections.map((x) => x.key).join() === tlAscend.sections.map((x) => x.key).join(),
+  `${tlOpen.kernels} kernels, ${tlOpen.bars} bars on ${tlOpen.rows.length} rows: ${tlOpen.sections.map((x) => `${x.title} (${x.rows})`).join(', ')}`);
+  await view.evaluate(() => window.cellscopeView.fit());
+  // A kernel's bar clicked: its node is selected in the graph (and shown in the panel). (A cube
+  // kernel: a convolution or a matmul, which the semantic graph has a node for.)
+  const barPick = await view.evaluate(() => {
+    const v = window.cellscopeView;
+    for (let i = 0; i < 64; i++) {
+      const b = v.timelineBar('#' + i);
+      if (b && b.visible && b.w >= 3 && b.row.startsWith('aic')) return { index: i, ...b };
+    }
+    return null;
+  });
+  if (check('a kernel\'s bar is on screen', !!barPick, barPick ? `kernel #${barPick.index} on ${barPick.row}` : 'none')) {
+    await page.mouse.click(frameBox2.x + barPick.x + barPick.w / 2, frameBox2.y + barPick.y + barPick.h / 2);
+    const picked = await until('the kernel\'s node selected', async () => {
+      const r = await view.evaluate(() => ({ s: window.cellscopeView.state(), tl: window.cellscopeView.timelineState(), panel: window.cellscopeView.panelText() }));
+      return r.s.selection && r.tl.selectedKernels.includes(r.tl.focus?.index ?? -1) ? r : null;
+    }, 5000);
+    check('clicking a kernel\'s bar selects its node in the graph', picked.tl.focus.index === barPick.index &&
+      picked.panel.length > 0 && (await view.evaluate((id) => window.cellscopeView.nodeScreenPosition(id), picked.s.selection))?.visible,
+    `#${barPick.index} ${picked.tl.focus.name} -> ${picked.s.selection} (${picked.s.layer} layer), on screen`);
+  }
+  // A node clicked in the graph: its kernels' bars are highlighted.
+  const other = await view.evaluate(() => {
+    const v = window.cellscopeView;
+    const sel = v.state().selection;
+    const c = document.querySelector('.pane .graph-canvas').getBoundingClientRect();
+    const inView = (it) => it.type === 'node' && it.id !== sel && it.x >= c.left && it.y >= c.top && it.x + it.w <= c.right && it.y + it.h <= c.bottom;
+    const items = v.items().filter(inView);
+    const it = ['conv2', 'conv1', 'fc1', 'fc2'].map((id) => items.find((x) => x.id === id)).find((x) => x) ??
+      items.find((x) => x.id !== 'x');
+    return it ? { id: it.id, x: it.x + it.w / 2, y: it.y + it.h / 2 } : null;
+  });
+  if (check('a node of the graph is on screen', !!other, other?.id ?? 'none')) {
+    await page.mouse.click(frameBox2.x + other.x, frameBox2.y + other.y);
+    const lit = await until('its bars highlighted', async () => {
+      const r = await view.evaluate(() => ({ s: window.cellscopeView.state(), tl: window.cellscopeView.timelineState() }));
+      return r.s.selection === other.id && r.tl.selectedBars > 0 ? r : null;
+    }, 5000);
+    check('selecting a node in the graph highlights its kernels\' bars', lit.tl.selected.some((n) => n.includes(other.id.replace(/#\d+$/, ''))),
+      `${other.id}: ${lit.tl.selectedKernels.length} kernels (${lit.tl.selected.join(', ')}), ${lit.tl.selectedBars} bars`);
+  }
+  await shot('core-timeline-linked');
+  await view.getByRole('button', { name: 'Timeline', exact: true }).click();
+  await page.keyboard.press('Control+B');
+  await page.keyboard.press('Control+Shift+M');
+  await page.locator('.editor-instance .view-lines').first().click();
+  await page.keyboard.press('Control+Home');  // (the click may have landed below the last line)
 
   // ---- the view follows the active editor ----------------------------------------------------
   const tf = Date.now();
@@ -375,7 +650,7 @@ try {
   await view.evaluate(() => window.cellscopeView.idle());
   check('the view follows the active editor to another file', true,
     `${followed.cell}: ${followed.drawn} drawn, ${Date.now() - tf} ms after the click`);
-  await shot('7-follows-lenet5');
+  await shot('follows-lenet5');
 
   // ---- the debugger: F5 with no launch.json, the view follows the paused node -----------------
   const lenetFile = join(ws, 'lenet5.py');
@@ -435,7 +710,7 @@ try {
   check('the panel shows "paused here" and the live statistics', /Paused here/.test(atBp.panel) &&
     /\(1, 6, 14, 14\) float32/.test(atBp.panel) && /min/.test(atBp.panel) && /std/.test(atBp.panel),
   atBp.panel.replace(/\s+/g, ' ').slice(0, 160));
-  await shot('8-debug-paused-at-breakpoint');
+  await shot('debug-paused-at-breakpoint');
   await cont();
   const done = await until('the focus cleared after the run', async () => {
     const f = await focusState();
@@ -444,7 +719,7 @@ try {
   check('continuing to the end clears the highlight', !/Paused here/.test(done.panel));
   await until('the debug session ended', async () => (await page.locator('.debug-toolbar').count()) === 0 ||
     !(await page.locator('.debug-toolbar').first().isVisible()), 15000).catch(() => {});
-  await shot('9-debug-ended');
+  await shot('debug-ended');
 
   // ---- crash containment: the daemon killed, restarted, the document re-synced ---------------
   // (The Run and Debug view replaced the explorer, the debug console the Problems panel.)
@@ -531,7 +806,7 @@ try {
     return ended && t.includes(`(pid ${after[0]}) restarted`) ? ended : null;
   }, 10000).catch(() => null);
   check('the output channel has the reason (signal) and the restart', !!logged, logged ?? 'not found in the logs');
-  await shot('10-restarted-after-kill');
+  await shot('restarted-after-kill');
 
   // ---- a crash loop: backoff, then given up with a "Restart" button --------------------------
   const bundled = join(exts, `${pkg.publisher}.${pkg.name}-${pkg.version}`, 'bin', 'cellscope');
@@ -566,7 +841,7 @@ try {
     /restarting now/.test(loopLog[0]) && /restarting in 1 s/.test(loopLog[1]) && /restarting in 8 s/.test(loopLog[4]) &&
     /not restarted again/.test(loopLog[5]), `${loopLog.length} lines; last: ${loopLog.at(-1)}`);
   check('the problems of the dead server are cleared', !norm(await problems.innerText()).includes('ops.MaxPool2d'));
-  await shot('11-crash-loop-stopped');
+  await shot('crash-loop-stopped');
 
   // The wrapper fixed, the notification's "Restart" brings the server back.
   unlinkSync(marker);
@@ -583,7 +858,7 @@ try {
   }, 10000);
   check('"Restart" brings the server and the diagnostics back', true,
     `${Date.now() - tRestart} ms after the click; ${statusRestarted.trim()}`);
-  await shot('12-restarted-by-the-user');
+  await shot('restarted-by-the-user');
 
   const unexpected = pageErrors.filter((e) => !/vsda|marketplace|Canceled/i.test(e));
   check('no uncaught errors in the workbench page', unexpected.length === 0, unexpected.slice(0, 3).join(' | '));

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ViewRelay, wsUrlFor, type RelayHost, type SocketLike } from '../../src/relay';
+import { ViewRelay, startupText, wsUrlFor, type RelayHost, type SocketLike } from '../../src/relay';
 import { compareRequest, HEAD } from '../../src/compare';
 
 class FakeSocket implements SocketLike {
@@ -42,23 +42,56 @@ test('the WebSocket URL carries the token and the file, escaped', () => {
     'ws://127.0.0.1:4000/ws?token=a%2Bb&file=%2Fw%2Fmy%20model.py');
 });
 
-test('messages wait for the webview to be ready, then go through in order', () => {
+test('messages go to the webview at once and in order, before it says it is ready', () => {
+  // (VS Code holds what is posted until the webview's page has loaded.)
   const { relay, sockets, posted } = setup();
   relay.retarget(target());
   assert.equal(sockets.length, 1);
   sockets[0]!.onopen?.();
   sockets[0]!.onmessage?.('{"hello":{"file":"/w/a.py","editor":true}}');
   sockets[0]!.onmessage?.('{"update":{"seq":1}}');
-  assert.equal(posted.length, 0);
-  relay.fromWebview({ type: 'cellscope', ready: true });
   assert.deepEqual(posted, [
     { type: 'cellscope', message: { hello: { file: '/w/a.py', editor: true } } },
     { type: 'cellscope', message: { update: { seq: 1 } } },
   ]);
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  assert.equal(posted.length, 2, 'the first "ready" sends nothing again');
+  assert.equal(sockets.length, 1, 'nor reconnects');
   sockets[0]!.onmessage?.('not json');
   sockets[0]!.onmessage?.('{"status":{"state":"ok"}}');
   assert.equal(posted.length, 3);
   assert.equal(relay.relayed, 3);
+});
+
+test('the start-up times of a view are logged once: socket, hello, document, ready', () => {
+  let clock = 1000;
+  const logs: string[] = [];
+  const sockets: FakeSocket[] = [];
+  const relay = new ViewRelay((url) => { const s = new FakeSocket(url); sockets.push(s); return s; }, {
+    post: () => true, reveal: () => {}, log: (l) => logs.push(l), now: () => clock,
+  });
+  relay.retarget(target('/w/models/resnet50.py'));
+  clock += 12;
+  sockets[0]!.onopen?.();
+  clock += 30;
+  sockets[0]!.onmessage?.('{"hello":{"file":"/w/models/resnet50.py"}}');
+  clock += 25;
+  const doc = '{"update":{"seq":1,"document":{"cells":[]}}}';
+  sockets[0]!.onmessage?.(doc);
+  assert.deepEqual(logs, [], 'not before the view is ready');
+  clock += 400;
+  relay.fromWebview({ type: 'cellscope', ready: true });
+  assert.deepEqual(relay.lastStartup, { open: 12, hello: 42, document: 67, documentBytes: doc.length, ready: 467 });
+  assert.deepEqual(logs, ['graph view of resnet50.py: socket open 12 ms, hello 42 ms, first document 67 ms (0 KB), view ready 467 ms (after connecting)']);
+  sockets[0]!.onmessage?.(doc);
+  assert.equal(logs.length, 1, 'once per target');
+  // Another file in the same (ready) view: its times, the view counted as ready at once.
+  relay.retarget(target('/w/b.py'));
+  clock += 5;
+  sockets[1]!.onmessage?.(doc);
+  assert.equal(logs.length, 2);
+  assert.match(logs[1]!, /graph view of b\.py: socket open -, hello -, first document 5 ms .*view ready 0 ms/);
+  assert.equal(startupText('/w/x.py', {}), 'graph view of x.py: socket open -, hello -, first document -, view ready - (after connecting)');
 });
 
 test('requests go to the daemon, reveals to the editor', () => {
