@@ -612,12 +612,18 @@ try {
       picked.panel.length > 0 && (await view.evaluate((id) => window.cellscopeView.nodeScreenPosition(id), picked.s.selection))?.visible,
     `#${barPick.index} ${picked.tl.focus.name} -> ${picked.s.selection} (${picked.s.layer} layer), on screen`);
   }
-  // A node clicked in the graph: its kernels' bars are highlighted.
+  // A node clicked in the graph: its kernels' bars are highlighted. The legend is hidden for this
+  // (in a pane this small it covers the lower nodes) and shown again after.
+  const legendBtn = view.getByRole('button', { name: 'Legend', exact: true });
+  await legendBtn.click();
   const other = await view.evaluate(() => {
     const v = window.cellscopeView;
     const sel = v.state().selection;
     const c = document.querySelector('.pane .graph-canvas').getBoundingClientRect();
-    const inView = (it) => it.type === 'node' && it.id !== sel && it.x >= c.left && it.y >= c.top && it.x + it.w <= c.right && it.y + it.h <= c.bottom;
+    const canvas = document.querySelector('.pane .graph-canvas');
+    // On screen and not under an overlay (legend, overview, title): the click must reach the canvas.
+    const inView = (it) => it.type === 'node' && it.id !== sel && it.x >= c.left && it.y >= c.top && it.x + it.w <= c.right && it.y + it.h <= c.bottom &&
+      document.elementFromPoint(it.x + it.w / 2, it.y + it.h / 2) === canvas;
     const items = v.items().filter(inView);
     const it = ['conv2', 'conv1', 'fc1', 'fc2'].map((id) => items.find((x) => x.id === id)).find((x) => x) ??
       items.find((x) => x.id !== 'x');
@@ -633,6 +639,7 @@ try {
       `${other.id}: ${lit.tl.selectedKernels.length} kernels (${lit.tl.selected.join(', ')}), ${lit.tl.selectedBars} bars`);
   }
   await shot('core-timeline-linked');
+  await legendBtn.click();
   await view.getByRole('button', { name: 'Timeline', exact: true }).click();
   await page.keyboard.press('Control+B');
   await page.keyboard.press('Control+Shift+M');
