@@ -580,13 +580,13 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
         << fixed(e.vector_ms(), 3) << " ms, aicpu " << fixed(e.aicpu_ms(), 3) << " ms, dispatch "
         << fixed(e.dispatch_ms(), 3) << " ms\n";
   } else {
-    out << "    by unit      cpu " << fixed(e.cpu_ms(), 3) << " ms, dispatch "
+    out << "    by unit      cpu " << fixed(e.cpu_ms(), 3) << " ms, executor overhead "
         << fixed(e.dispatch_ms(), 3) << " ms\n";
   }
   out << "    totals       " << hw.kernels() << " kernels, " << flops_string(2 * e.macs())
       << (hw.ascend() ? " on the cube (" : " in matrix products (")
       << fixed(100 * e.cube_utilization(), 1) << "% of peak), " << bytes_string(e.gm_bytes())
-      << " global-memory traffic\n";
+      << (hw.ascend() ? " global-memory traffic\n" : " DRAM traffic\n");
   out << "    memory peak  " << bytes_string(e.memory_peak_bytes()) << " activations"
       << (hw.mode() == "train" ? " (every forward activation kept for backward)" : "")
       << ", weights " << bytes_string(e.weight_bytes()) << "\n";
@@ -621,8 +621,10 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
                    [](const auto* a, const auto* b) { return a->cycles() > b->cycles(); });
   const size_t top = std::min<size_t>(kernels.size(), 15);
   out << "\n  top " << top << " kernels by cycles\n";
+  // In the target's words: Global Memory and launch dispatch are Ascend's; a CPU target has DRAM
+  // and the executor's per-operator overhead (the webview's vocab.ts says the same).
   rows = {{"NODE", "KERNEL", "PHASE", "UNIT", "CORES", "CYCLES", "COMPUTE", "MOVE", "TIME",
-           "GM BYTES", "GB/S", "BOUND"}};
+           hw.ascend() ? "GM BYTES" : "DRAM BYTES", "GB/S", "BOUND"}};
   for (size_t i = 0; i < top; ++i) {
     const auto& k = *kernels[i];
     rows.push_back({k.node().empty() ? "-" : k.node(), k.name(), k.phase(), k.unit(),
@@ -630,7 +632,8 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
                     grouped(k.cycles()), grouped(k.compute_cycles()), grouped(k.movement_cycles()),
                     fixed(k.time_us(), 1) + " us",
                     bytes_string(k.gm_read_bytes() + k.gm_write_bytes()),
-                    fixed(k.bandwidth_gbps(), 0), k.bound()});
+                    fixed(k.bandwidth_gbps(), 0),
+                    !hw.ascend() && k.bound() == "dispatch" ? "overhead" : k.bound()});
   }
   print_table(out, rows, "    ");
   if (top > 0 && !kernels[0]->tiling().empty()) {

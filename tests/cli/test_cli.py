@@ -685,6 +685,11 @@ class HardwareTests(unittest.TestCase):
         p = run("graph", LENET, "--layer", "hardware", "--format", "text")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("No Ascend details", p.stdout)
+        # In a CPU's words: DRAM and the executor's overhead, not Global Memory and dispatch.
+        self.assertIn("DRAM BYTES", p.stdout)
+        self.assertIn("executor overhead", p.stdout)
+        for ascend_word in ("GM BYTES", "global-memory", "dispatch"):
+            self.assertNotIn(ascend_word, p.stdout)
 
     def test_text_report(self):
         p = run("graph", self.RESNET, "--entry", "resnet50()", "--input", "2,3,224,224",
@@ -694,6 +699,8 @@ class HardwareTests(unittest.TestCase):
                      "throughput", "memory peak", "totals", "time by operator",
                      "kernels by cycles", "FusedConv2D", "tiling of", "L0A", "per tile:"):
             self.assertIn(text, p.stdout)
+        self.assertIn("GM BYTES", p.stdout)
+        self.assertIn("global-memory traffic", p.stdout)
 
     def test_unsupported_custom_op(self):
         with tempfile.TemporaryDirectory() as d:
