@@ -1,7 +1,10 @@
 #include "protocol/proto_json.h"
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/reflection.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
 #include <array>
@@ -9,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +78,44 @@ Json base64(const std::string& bytes) {
   return out;
 }
 
+// The entries of a message's map fields, by field number, read from the message's own wire form.
+// Not through reflection: reading a map by reflection makes libprotobuf sync the map's internal
+// repeated field, and under ThreadSanitizer the headers' MapFieldBase has members that Debian's
+// libprotobuf (built without it) does not: the two disagree on its layout and the sync crashes.
+// The generated code's serialisation stays on one side of that line.
+using MapEntries = std::map<int, std::vector<std::unique_ptr<Message>>>;
+
+MapEntries map_entries(const Message& m) {
+  MapEntries out;
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!m.SerializeToCodedStream(&coded)) return out;
+  }
+  using google::protobuf::internal::WireFormatLite;
+  const Descriptor* d = m.GetDescriptor();
+  auto* factory = google::protobuf::MessageFactory::generated_factory();
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetRecursionLimit(1000);
+  while (const uint32_t tag = in.ReadTag()) {
+    const FieldDescriptor* f = d->FindFieldByNumber(WireFormatLite::GetTagFieldNumber(tag));
+    if (f == nullptr || !f->is_map() ||
+        WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WireFormatLite::SkipField(&in, tag)) break;
+      continue;
+    }
+    uint32_t length = 0;
+    std::string entry;
+    if (!in.ReadVarint32(&length) || !in.ReadString(&entry, static_cast<int>(length))) break;
+    std::unique_ptr<Message> e(factory->GetPrototype(f->message_type())->New());
+    if (e->ParseFromString(entry)) out[f->number()].push_back(std::move(e));
+  }
+  return out;
+}
+
 class Writer {
  public:
   explicit Writer(bool defaults) : defaults_(defaults) {}
@@ -85,10 +128,15 @@ class Writer {
     if (name == "google.protobuf.ListValue") return list_values(m);
     const Reflection* r = m.GetReflection();
     Json out = Json::object();
+    bool has_maps = false;
+    for (int i = 0; i < d->field_count() && !has_maps; ++i) has_maps = d->field(i)->is_map();
+    const MapEntries maps = has_maps ? map_entries(m) : MapEntries{};
     for (int i = 0; i < d->field_count(); ++i) {
       const FieldDescriptor* f = d->field(i);
       if (f->is_map()) {
-        if (r->FieldSize(m, f) > 0 || defaults_) out[f->json_name()] = map(m, f);
+        const auto it = maps.find(f->number());
+        const bool empty = it == maps.end() || it->second.empty();
+        if (!empty || defaults_) out[f->json_name()] = map(f, empty ? nullptr : &it->second);
       } else if (f->is_repeated()) {
         const int n = r->FieldSize(m, f);
         if (n == 0 && !defaults_) continue;
@@ -125,7 +173,10 @@ class Writer {
 
   Json struct_fields(const Message& m) const {
     const FieldDescriptor* fields = m.GetDescriptor()->FindFieldByName("fields");
-    return fields == nullptr ? Json::object() : map(m, fields);
+    if (fields == nullptr) return Json::object();
+    const MapEntries maps = map_entries(m);
+    const auto it = maps.find(fields->number());
+    return map(fields, it == maps.end() ? nullptr : &it->second);
   }
 
   Json list_values(const Message& m) const {
@@ -140,16 +191,13 @@ class Writer {
   }
 
   // A map field, entries in key order (the order the deterministic binary form has).
-  Json map(const Message& m, const FieldDescriptor* f) const {
-    const Reflection* r = m.GetReflection();
-    const int n = r->FieldSize(m, f);
+  Json map(const FieldDescriptor* f, const std::vector<std::unique_ptr<Message>>* list) const {
     const FieldDescriptor* key = f->message_type()->map_key();
     const FieldDescriptor* val = f->message_type()->map_value();
     std::vector<std::pair<std::string, const Message*>> entries;
-    entries.reserve(static_cast<size_t>(n));
-    for (int k = 0; k < n; ++k) {
-      const Message& entry = r->GetRepeatedMessage(m, f, k);
-      entries.emplace_back(key_text(entry, key), &entry);
+    if (list != nullptr) {
+      entries.reserve(list->size());
+      for (const auto& entry : *list) entries.emplace_back(key_text(*entry, key), entry.get());
     }
     const bool numeric = key->cpp_type() != FieldDescriptor::CPPTYPE_STRING &&
                          key->cpp_type() != FieldDescriptor::CPPTYPE_BOOL;
