@@ -145,6 +145,22 @@ async function until(what, fn, timeout = 30000, every = 200) {
 let page;
 let shots = 0;
 /** A screenshot, numbered in the order taken: artifacts/NN-name.png. */
+// Gives the focus to the model's editor (the first editor group), so that files opened next open
+// there, not beside the graph: clicks its text, then checks where the focus is (a click can land
+// while the layout is still moving after a side bar or panel toggle), retrying a few times.
+async function focusFirstEditor() {
+  for (let i = 0; i < 5; i++) {
+    await page.locator('.editor-instance .view-lines').first().click();
+    const inFirst = await page.evaluate(() => {
+      const first = document.querySelector('.editor-group-container');
+      return !!first && !!document.activeElement && first.contains(document.activeElement);
+    });
+    if (inFirst) return true;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return false;
+}
+
 const shot = async (name) => {
   const file = `${String(++shots).padStart(2, '0')}-${name}.png`;
   try { await page.screenshot({ path: join(artifacts, file) }); } catch (e) { log(`screenshot ${file} failed: ${e.message}`); }
@@ -555,7 +571,7 @@ try {
   check('"Settings" goes back to the settings\' shapes', !!batch1);
   // The Save button and the dialog left the focus in the graph's editor group: give it back to
   // the model's editor, so that files opened next open there (not beside the graph).
-  await page.locator('.editor-instance .view-lines').first().click();
+  await focusFirstEditor();
 
   // ---- MindSpore: Select Target Backend (the status bar item opens the same picker) -------------
   await status.click();
@@ -643,7 +659,7 @@ try {
   await view.getByRole('button', { name: 'Timeline', exact: true }).click();
   await page.keyboard.press('Control+B');
   await page.keyboard.press('Control+Shift+M');
-  await page.locator('.editor-instance .view-lines').first().click();
+  check('the focus is back in the model\'s editor', await focusFirstEditor());
   await page.keyboard.press('Control+Home');  // (the click may have landed below the last line)
 
   // ---- the view follows the active editor ----------------------------------------------------
