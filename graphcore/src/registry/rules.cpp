@@ -1,9 +1,11 @@
 #include "registry/rules.h"
 
+#include "graphcore/checked.h"
 #include "graphcore/text.h"
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <numeric>
 
 namespace graphcore::rules {
@@ -16,10 +18,11 @@ using text::lower;
 Dim add_const(Dim d, int64_t c) {
   if (d.is_unknown()) return d;
   if (d.is_known()) {
-    int64_t v = d.value() + c;
-    return v >= 0 ? Dim::known(v) : Dim::unknown();
+    const auto v = checked_add(d.value(), c);
+    return v && *v >= 0 ? Dim::known(*v) : Dim::unknown();
   }
   if (c == 0) return d;
+  if (c == std::numeric_limits<int64_t>::min()) return Dim::unknown();  // -c overflows
   return c > 0 ? d + Dim::known(c) : d - Dim::known(-c);
 }
 
@@ -282,6 +285,18 @@ std::optional<PadMode> parse_pad_mode(std::string_view s) {
   return std::nullopt;
 }
 
+// pad_before + pad_after - dilation*(k-1) - 1 (what a window takes off a padded length), checked.
+static std::optional<int64_t> conv_window_offset(int64_t k, int64_t dilation, int64_t pad_before,
+                                                 int64_t pad_after) {
+  std::optional<int64_t> span = checked_sub(k, int64_t{1});
+  if (span) span = checked_mul(dilation, *span);
+  std::optional<int64_t> pads = checked_add(pad_before, pad_after);
+  if (!span || !pads) return std::nullopt;
+  std::optional<int64_t> out = checked_sub(*pads, *span);
+  if (out) out = checked_sub(*out, int64_t{1});
+  return out;
+}
+
 Dim conv_out_dim(Dim in, int64_t k, int64_t stride, int64_t dilation, int64_t pad_before,
                  int64_t pad_after, PadMode mode) {
   if (in.is_unknown() || stride <= 0) return Dim::unknown();
@@ -289,11 +304,16 @@ Dim conv_out_dim(Dim in, int64_t k, int64_t stride, int64_t dilation, int64_t pa
     return in.is_known() ? Dim::known(ceil_div_i(in.value(), stride))
                          : Dim::ceil_div(in, Dim::known(stride));
   }
-  int64_t pads = mode == PadMode::Pad ? pad_before + pad_after : 0;
-  int64_t sub = pads - dilation * (k - 1) - 1;
+  // pads - dilation*(k-1) - 1 and in + that, checked: the numbers come from model code (an
+  // overflow is an unknown dimension, never a wrapped one).
+  const std::optional<int64_t> sub_opt = conv_window_offset(
+      k, dilation, mode == PadMode::Pad ? pad_before : 0, mode == PadMode::Pad ? pad_after : 0);
+  if (!sub_opt) return Dim::unknown();
+  const int64_t sub = *sub_opt;
   if (in.is_known()) {
-    int64_t num = in.value() + sub;
-    return num < 0 ? Dim::known(0) : Dim::known(floor_div_i(num, stride) + 1);
+    const auto num = checked_add(in.value(), sub);
+    if (!num) return Dim::unknown();
+    return *num < 0 ? Dim::known(0) : Dim::known(floor_div_i(*num, stride) + 1);
   }
   Dim num = add_const(in, sub);
   return add_const(stride == 1 ? num : Dim::floor_div(num, Dim::known(stride)), 1);
@@ -304,9 +324,15 @@ Dim conv_transpose_out_dim(Dim in, int64_t k, int64_t stride, int64_t dilation, 
   if (in.is_unknown()) return in;
   Dim scaled = in * Dim::known(stride);
   if (mode == PadMode::Same) return add_const(scaled, output_padding);
-  int64_t pads = mode == PadMode::Pad ? pad_before + pad_after : 0;
   // (in-1)*stride + dilation*(k-1) + 1 - pads + output_padding
-  return add_const(scaled, -stride + dilation * (k - 1) + 1 - pads + output_padding);
+  //   = in*stride - (pads - dilation*(k-1) - 1) - stride + output_padding, the constant checked.
+  const std::optional<int64_t> off = conv_window_offset(
+      k, dilation, mode == PadMode::Pad ? pad_before : 0, mode == PadMode::Pad ? pad_after : 0);
+  std::optional<int64_t> c = off ? checked_sub(int64_t{0}, *off) : std::nullopt;
+  if (c) c = checked_sub(*c, stride);
+  if (c) c = checked_add(*c, output_padding);
+  if (!c) return Dim::unknown();
+  return add_const(scaled, *c);
 }
 
 Dim pool_out_dim(Dim in, int64_t k, int64_t stride, int64_t dilation, int64_t pad_before,
