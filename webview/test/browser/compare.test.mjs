@@ -53,7 +53,10 @@ async function comparisonWhere(page, pred, arg) {
   for (;;) {
     await idle(page);
     const c = await hook(page, () => window.cellscopeView.comparison());
-    if (c && pred(c, arg)) return c;
+    // A comparison that has arrived is shown by the view's next render: until then the banner may
+    // still say the base is being analysed.
+    const settled = !c || c.pending || !/analysing the base/.test(c.banner ?? '');
+    if (c && settled && pred(c, arg)) return c;
     if (Date.now() > until) throw new Error(`the comparison never satisfied ${pred}: ${JSON.stringify(c)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -211,7 +214,8 @@ test('outside git: a message, the graph stays; another file typed in the menu is
   await page.locator('button[aria-label="Compare…"]').click();
   await page.fill('.compare-menu input[name="path"]', 'v1/lenet_v1.py');
   await page.press('.compare-menu input[name="path"]', 'Enter');
-  c = await comparisonWhere(page, (x) => x && !x.pending && x.base.kind === 'file' && x.seq > 0);
+  // The banner is redrawn with the view's next render after the comparison arrives: wait for both.
+  c = await comparisonWhere(page, (x) => x && !x.pending && x.base.kind === 'file' && x.seq > 0 && !/analysing the base/.test(x.banner));
   assert.equal(c.base.label, 'lenet_v1.py');
   assert.equal(c.base.file, path.join(dir, 'v1', 'lenet_v1.py'));
   assert.deepEqual(c.added.sort(), ['fc2', 'relu#4']);
