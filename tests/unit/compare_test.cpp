@@ -19,6 +19,7 @@
 #include "compare_base.h"
 #include "git.h"
 #include "protocol/document.h"
+#include "temp_dir.h"
 #include "view/compare.h"
 #include "view/delta.h"
 #include "view/security.h"
@@ -30,26 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A fresh directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("cellscope-compare-test-" + view::random_token());
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = path / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-};
+using cellscope::testing::TempDir;
 
 graphcore::AnalysisOptions options_for_test(const std::string& file,
                                             const std::string& target = "ascend910") {
@@ -326,25 +308,25 @@ TEST(GitHead, ReadsTheCommittedTextAndSaysWhyThereIsNone) {
   auto head = read_head_file(model, git);
   EXPECT_EQ(head.error, "net.py is not in a git repository");
 
-  git_in(dir.path, {"init", "-q"});
+  git_in(dir.path(), {"init", "-q"});
   head = read_head_file(model, git);
   EXPECT_EQ(head.error, "the git repository of net.py has no commits yet");
 
-  git_in(dir.path, {"add", "models/net.py"});
-  git_in(dir.path, {"commit", "-q", "-m", "v1"});
+  git_in(dir.path(), {"add", "models/net.py"});
+  git_in(dir.path(), {"commit", "-q", "-m", "v1"});
   (void)dir.write("models/net.py", "print('v2, not committed')\n");
   head = read_head_file(model, git);
   EXPECT_EQ(head.error, "");
   EXPECT_EQ(head.text, "print('v1')\n");
   EXPECT_EQ(head.relative, "models/net.py");
   EXPECT_GE(head.commit.size(), 7u);
-  EXPECT_EQ(head.root, fs::weakly_canonical(dir.path));
+  EXPECT_EQ(head.root, fs::weakly_canonical(dir.path()));
 
   const std::string fresh = dir.write("models/fresh.py", "x = 1\n");
   head = read_head_file(fresh, git);
   EXPECT_EQ(head.error,
             "fresh.py is not in the last commit (" + head.commit + "): it is not tracked by git");
-  git_in(dir.path, {"add", "models/fresh.py"});
+  git_in(dir.path(), {"add", "models/fresh.py"});
   head = read_head_file(fresh, git);
   EXPECT_EQ(head.error, "fresh.py is not in the last commit (" + head.commit +
                             "): it is added but not committed yet");
@@ -360,13 +342,13 @@ TEST(GitHead, RunsNoProgramTheRepositoryNames) {
   ASSERT_TRUE(have_git());
   TempDir dir;
   const std::string model = dir.write("net.py", "x = 1\n");
-  const fs::path marker = dir.path / "ran";
+  const fs::path marker = dir.path() / "ran";
   const std::string hook = dir.write("monitor.sh", "#!/bin/sh\ntouch '" + marker.string() + "'\n");
   fs::permissions(hook, fs::perms::owner_all);
-  git_in(dir.path, {"init", "-q"});
-  git_in(dir.path, {"add", "net.py"});
-  git_in(dir.path, {"commit", "-q", "-m", "one"});
-  git_in(dir.path, {"config", "core.fsmonitor", hook});
+  git_in(dir.path(), {"init", "-q"});
+  git_in(dir.path(), {"add", "net.py"});
+  git_in(dir.path(), {"commit", "-q", "-m", "one"});
+  git_in(dir.path(), {"config", "core.fsmonitor", hook});
   // An untracked file: the index is read (ls-files), which would run the monitor.
   const std::string fresh = dir.write("fresh.py", "y = 2\n");
   EXPECT_NE(read_head_file(fresh).error.find("not tracked by git"), std::string::npos);
@@ -379,9 +361,9 @@ TEST(GitHead, TheBaseReadsTrackedImportsFromTheCommitAndTheRestFromTheFallback) 
   TempDir dir;
   const std::string model = dir.write("net.py", "from layers import width\n");
   const std::string layers = dir.write("layers.py", "width = 8\n");
-  git_in(dir.path, {"init", "-q"});
-  git_in(dir.path, {"add", "."});
-  git_in(dir.path, {"commit", "-q", "-m", "one"});
+  git_in(dir.path(), {"init", "-q"});
+  git_in(dir.path(), {"add", "."});
+  git_in(dir.path(), {"commit", "-q", "-m", "one"});
   (void)dir.write("layers.py", "width = 16\n");
   const std::string untracked = dir.write("extra.py", "y = 2\n");
   const auto head = read_head_file(model);
@@ -391,7 +373,7 @@ TEST(GitHead, TheBaseReadsTrackedImportsFromTheCommitAndTheRestFromTheFallback) 
   EXPECT_EQ(sources.read(model), "from layers import width\n");
   EXPECT_EQ(sources.read(layers), "width = 8\n");  // as committed
   EXPECT_EQ(sources.read(untracked), "y = 2\n");   // not in the commit: the disk's
-  EXPECT_EQ(sources.read(dir.path / "missing.py"), std::nullopt);
+  EXPECT_EQ(sources.read(dir.path() / "missing.py"), std::nullopt);
 }
 
 // ---- the base document ------------------------------------------------------------------------
@@ -400,9 +382,9 @@ TEST(CompareBase, HeadIsTheCommittedModelAnalysedWithTheFilesOwnOptions) {
   ASSERT_TRUE(have_git());
   TempDir dir;
   const std::string model = dir.write("model.py", kModel);
-  git_in(dir.path, {"init", "-q"});
-  git_in(dir.path, {"add", "model.py"});
-  git_in(dir.path, {"commit", "-q", "-m", "base"});
+  git_in(dir.path(), {"init", "-q"});
+  git_in(dir.path(), {"add", "model.py"});
+  git_in(dir.path(), {"commit", "-q", "-m", "base"});
   (void)dir.write("model.py",
                   replaced(kModel, "nn.Dense(16 * 32 * 32, 10)", "nn.Dense(16 * 32 * 32, 12)"));
   graphcore::DiskSourceProvider disk;
@@ -449,7 +431,7 @@ TEST(CompareBase, AnotherFileIsAnalysedWithItsOwnOptions) {
   ASSERT_EQ(built.error, "");
   EXPECT_EQ(built.base.kind(), "file");
   EXPECT_EQ(built.base.label(), "../b/model.py");
-  EXPECT_EQ(built.base.file(), (dir.path / "b" / "model.py").string());
+  EXPECT_EQ(built.base.file(), (dir.path() / "b" / "model.py").string());
   EXPECT_EQ(asked, std::vector<std::string>{built.base.file()});
   const auto c = view::compare_documents(*built.document, document_at(model));
   const auto* relu = change_of(c.cells(0).changed(), "relu");
@@ -459,7 +441,7 @@ TEST(CompareBase, AnotherFileIsAnalysedWithItsOwnOptions) {
   EXPECT_EQ(build_base_document("other.py", model, options_for, hardware(), disk).base.label(),
             "other.py");
   EXPECT_EQ(build_base_document("nope.py", model, options_for, hardware(), disk).error,
-            "no such file: " + (dir.path / "a" / "nope.py").string());
+            "no such file: " + (dir.path() / "a" / "nope.py").string());
   EXPECT_EQ(build_base_document("model.py", model, options_for, hardware(), disk).error,
             "model.py is the file shown: choose another file, or compare with the last commit");
   (void)dir.write("a/notes.txt", "x");

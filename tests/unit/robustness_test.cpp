@@ -25,6 +25,7 @@
 #include "graphcore/analysis.h"
 #include "graphcore/lines.h"
 #include "graphcore/source.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -1142,26 +1143,7 @@ class Net(nn.Cell):
 // Workspace imports on disk: `from .blocks import Bottleneck` and `from src.resnet import
 // resnet50`.
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/cellscope_robustness_XXXXXX";
-    char* p = mkdtemp(tmpl);
-    if (p) path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  void write(const fs::path& rel, const std::string& text) const {
-    fs::create_directories((path_ / rel).parent_path());
-    std::ofstream(path_ / rel, std::ios::binary) << text;
-  }
-
- private:
-  fs::path path_;
-};
+using cellscope::testing::TempDir;
 
 // A small bottleneck ResNet split the way model zoos split it. Parameter counts from MindSpore
 // 2.10 (CPU, PyNative): resnet50(num_classes=10) -> trainable 3,066 and total 3,354 (BatchNorm
