@@ -18,15 +18,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// What every view shows: the hardware layer (so all three layers).
+server::PipelineOptions view_pipeline() {
+  server::PipelineOptions pipeline;
+  pipeline.layer = "hardware";
+  return pipeline;
+}
+
 // The view's document for an analysis of `path` (hardware layer: all three layers), on the
 // worker thread.
 void publish_view(server::view::ViewServer& vs, const std::string& path,
                   const graphcore::AnalysisResult& result,
                   const graphcore::AnalysisOptions& analysis, graphcore::SourceProvider& sources) {
-  server::PipelineOptions pipeline;
-  pipeline.layer = "hardware";
   try {
-    auto built = server::graph_document_of(result, analysis, pipeline, sources);
+    auto built = server::graph_document_of(result, analysis, view_pipeline(), sources);
     vs.update(path, std::move(built.document), built.compiled, built.ms);
   } catch (const std::exception& e) {
     spdlog::error("view: building the document of {} failed: {}", path, e.what());
@@ -40,9 +45,7 @@ void publish_view(server::view::ViewServer& vs, const std::string& path,
 void publish_analysis(server::view::ViewServer& vs, const std::string& path,
                       const graphcore::AnalysisOptions& options,
                       graphcore::SourceProvider& sources) {
-  server::PipelineOptions pipeline;
-  pipeline.layer = "hardware";
-  auto built = server::build_graph_document(path, options, pipeline, sources);
+  auto built = server::build_graph_document(path, options, view_pipeline(), sources);
   vs.update(path, std::move(built.document), built.compiled, built.ms);
 }
 
@@ -73,6 +76,12 @@ void ViewBridge::worker_analysed(const Job& job, const FileAnalysis& fa,
   options.record_facts = false;
   options.outline = false;
   publish_analysis(*vs, job.path, options, sources);
+}
+
+graphcore::AnalysisOptions ViewBridge::view_options(const std::string& path) {
+  graphcore::AnalysisOptions options = hooks_.options_for(path);
+  if (auto inputs = input_override(path)) options.inputs = std::move(*inputs);
+  return options;
 }
 
 std::optional<std::vector<graphcore::TensorType>> ViewBridge::input_override(
@@ -124,18 +133,15 @@ void ViewBridge::rebuild_base(const std::shared_ptr<server::view::ViewServer>& v
   const uint64_t generation = vs->compare_pending(path, base);
   // The options are the settings' (read here, on the I/O thread): for HEAD the file's own, with
   // the views' input shapes; for another file that file's.
-  graphcore::AnalysisOptions own = hooks_.options_for(path);
-  if (auto inputs = input_override(path)) own.inputs = std::move(*inputs);
+  graphcore::AnalysisOptions own = view_options(path);
   graphcore::AnalysisOptions other;
   if (base.kind() == "file") other = hooks_.options_for(base.file());
   scheduler_.submit(
       [vs, path, spec, generation, own = std::move(own), other = std::move(other), overlay] {
         SnapshotSources sources(overlay);
-        server::PipelineOptions pipeline;
-        pipeline.layer = "hardware";
         auto built = server::build_base_document(
-            spec, path, [&](const std::string& p) { return p == path ? own : other; }, pipeline,
-            sources);
+            spec, path, [&](const std::string& p) { return p == path ? own : other; },
+            view_pipeline(), sources);
         if (built.error.empty()) {
           spdlog::info("view: the base {} of {} analysed in {:.1f} ms", built.base.label(), path,
                        built.ms);
@@ -171,8 +177,7 @@ void ViewBridge::subscribed(const std::string& path) {
 // editor, or one whose views set their own input shapes).
 void ViewBridge::rebuild_from_disk(const std::shared_ptr<server::view::ViewServer>& vs,
                                    const std::string& path, Overlay overlay) {
-  auto options = hooks_.options_for(path);
-  if (auto inputs = input_override(path)) options.inputs = std::move(*inputs);
+  auto options = view_options(path);
   scheduler_.submit([vs, path, options, overlay = std::move(overlay)] {
     SnapshotSources sources(overlay);
     publish_analysis(*vs, path, options, sources);

@@ -80,6 +80,8 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
   void set_inputs(const std::string& path, std::vector<graphcore::TensorType> inputs);
   // The input shapes the views of `path` set, if they set some. Any thread.
   std::optional<std::vector<graphcore::TensorType>> input_override(const std::string& path);
+  // The settings' analysis options of `path` with the views' input shapes, if they set some.
+  graphcore::AnalysisOptions view_options(const std::string& path);
 
   // Input shapes the views set per file (view.proto's InputsRequest), guarded by mutex_: the
   // worker reads them when it publishes an editor analysis.
