@@ -184,6 +184,10 @@ int run_view(const ViewCommandOptions& options) {
   // Two steps: the views show the comparison pending (and no document is compared with the old
   // base meanwhile), then the base is analysed and compared.
   std::string compare_spec = options.compare_with;
+  // A stop asked for from here on (Ctrl+C, SIGTERM) ends the loop below cleanly, also one that
+  // comes as soon as the URL is printed, before the loop has started.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   const auto start_base = [&] {
     return server.compare_pending(served, describe_base(compare_spec, served));
   };
@@ -210,8 +214,6 @@ int run_view(const ViewCommandOptions& options) {
   std::cout.flush();
   if (options.open) open_in_browser(url);
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   DirectoryWatcher watcher;
   if (files.empty()) files.push_back(served);
   watcher.watch(files);
