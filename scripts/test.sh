@@ -32,6 +32,10 @@ tier() {  # tier NAME COMMAND...
   fi
 }
 
+# Free disk at the start: a run takes a few GB of build trees and temporary files, and a full
+# disk shows up as odd failures in whichever tier hits it first.
+df -h . "${TMPDIR:-/tmp}" 2>/dev/null | sed 's/^/[disk] /'
+
 tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 
 # libFuzzer (issue 14): every harness of tests/fuzz built with clang (ASan + UBSan, build tree

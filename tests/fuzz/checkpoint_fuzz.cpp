@@ -26,5 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const graphcore::runtime::RuntimeError& e) {
     if (std::string(e.what()).empty()) __builtin_trap();
   }
+  // Removed after every input: libFuzzer ends a timed run without static destructors, and a file
+  // per run left in /tmp adds up over CI runs.
+  std::error_code ignored;
+  fs::remove(file, ignored);
   return 0;
 }

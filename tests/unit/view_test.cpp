@@ -31,6 +31,7 @@
 #include "commands.h"
 #include "graphcore/analysis.h"
 #include "protocol/document.h"
+#include "temp_dir.h"
 #include "view/delta.h"
 #include "view/security.h"
 #include "view/view_server.h"
@@ -107,8 +108,9 @@ TEST(ViewSecurity, AccessRules) {
 protocol::GraphDocument document_of(const std::string& text,
                                     const std::string& target = "ascend910") {
   // One path for every document, so that consecutive documents differ only where the text does.
-  static const fs::path dir = fs::temp_directory_path() / ("cellscope-view-test-" + random_token());
-  fs::create_directories(dir);
+  // Removed when the test binary exits (it was left behind: 630 of them in /tmp after a while).
+  static const cellscope::testing::TempDir temp("cellscope-view-test-");
+  const fs::path& dir = temp.path();
   const auto file = (dir / "model.py").string();
   { std::ofstream(file) << text; }
   GraphOptions options;
