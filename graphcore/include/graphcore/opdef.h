@@ -19,6 +19,9 @@ namespace graphcore {
 namespace runtime {
 struct KernelCall;
 }
+namespace autodiff {
+class GradBuilder;
+}
 
 enum class OpCategory : uint8_t {
   Elementwise,    // arithmetic, comparison, logic, unary math
@@ -65,6 +68,7 @@ enum class OpPrecision : uint8_t {
 };
 
 using OpKernelFn = void (*)(runtime::KernelCall&);
+using OpGradFn = void (*)(autodiff::GradBuilder&);
 
 struct OpDef {
   std::string_view name;  // the graph operator ("Conv2D"), as Node::op holds it
@@ -78,8 +82,11 @@ struct OpDef {
   OpKernelFn kernel = nullptr;
   // Produced only by an optimization pass (fusion, layout, amp), never by an API.
   bool pass_only = false;
-  // Slots the training and export stages fill: gradient rule, MindIR primitive and attributes,
-  // ONNX operator.
+  // The gradient rule (graphcore/autodiff.h): emits the backward nodes of one application.
+  // nullptr: the operator cannot be differentiated (build_backward says so when it lies on the
+  // path to a loss). Backward operators (Conv2DBackpropInput, ReluGrad ...) are rows too.
+  OpGradFn grad = nullptr;
+  // Slots the export stage fills: MindIR primitive and attributes, ONNX operator.
 
   [[nodiscard]] bool has(OpTrait t) const { return (traits & t) != 0; }
 };

@@ -211,6 +211,10 @@ struct ExecOptions {
   // Keep every node's outputs after they are last used (a debugger inspects earlier locals; a
   // backward pass needs them). false frees values once their last consumer ran.
   bool keep_values = true;
+  // Training semantics (Cell.set_train(True)): BatchNorm normalises with the batch's statistics
+  // (its moving mean and variance are new outputs the trainer writes back, autodiff.h
+  // state_updates), Dropout drops. false: inference (moving statistics, Dropout is identity).
+  bool training = false;
 };
 
 enum class HookAction : uint8_t { Continue, Pause, Abort };
