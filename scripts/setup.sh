@@ -24,6 +24,9 @@ PACKAGES=(
   libeigen3-dev           # the CPU runtime's kernels (GEMM)
   libyaml-dev             # config files (YAML/JSON) named in mindspore_config.json
   libmimalloc-dev         # fast malloc for the executables (cmake/Allocator.cmake)
+  zlib1g-dev              # checkpoint CRCs, deflated .npz members (dataset reader)
+  libpng-dev              # PNG decoding for ImageFolderDataset (dataset reader)
+  libjpeg62-turbo-dev     # JPEG decoding for ImageFolderDataset (dataset reader)
   clang-format
   clang-tidy
   python3                 # CLI tests (stdlib only) and the MindSpore ground-truth tier
