@@ -4,7 +4,7 @@
 // Usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... [--input SPEC]...
 //                           [--seed N] [--precision fp32|target] [--out DIR] [--dump-all]
 //                           [--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N]
-//                           [--list-params]
+//                           [--list-params] [--grad] [--train-mode]
 //   --input-shape  as `cellscope graph --input` ("1,3,224,224", "8,128:int32")
 //   --input        random | random:SEED | ones | zeros | path.npy (one per graph input; default
 //                  random)
@@ -20,6 +20,13 @@
 //   --bench N      times N runs (after one warm-up) without hooks, and with no-op hooks that
 //                  check a breakpoint table and compute nothing (debugger with no breakpoint),
 //                  then prints one JSON line
+//   --grad         differentiates the Cell, whose one output must be a scalar loss
+//                  (graphcore/autodiff.h): runs forward + backward and, with --out DIR, writes
+//                  DIR/loss.npy, DIR/grads/<param>.npy for every trainable parameter (zeros for
+//                  one with no path to the loss) and DIR/state/<param>.npy (BatchNorm's moving
+//                  statistics after the step, in --train-mode); prints the loss and each gradient
+//   --train-mode   training semantics (Cell.set_train(True)): BatchNorm on batch statistics,
+//                  Dropout active
 // Exit status: 0 on success, 1 on a runtime error (the message names the node and line), 2 on
 // bad usage or an analysis failure.
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -31,7 +38,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,6 +48,7 @@
 #include <unistd.h>
 
 #include "graphcore/analysis.h"
+#include "graphcore/autodiff.h"
 #include "graphcore/runtime.h"
 
 namespace fs = std::filesystem;
@@ -112,7 +122,7 @@ int usage() {
   std::cerr << "usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... "
                "[--input SPEC]... [--seed N] [--precision fp32|target] [--out DIR] [--dump-all] "
                "[--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N] "
-               "[--list-params]\n";
+               "[--list-params] [--grad] [--train-mode]\n";
   return 2;
 }
 
@@ -135,7 +145,7 @@ int main(int argc, char** argv) {
   opts.record_facts = true;     // CellReport::instances: initializers at constructor sites
   opts.constant_values = true;  // elements of constants computed by numpy code
   rt::ExecOptions eo;
-  bool dump_all = false, list_params = false, timing = false;
+  bool dump_all = false, list_params = false, timing = false, grad = false;
   int bench = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -184,6 +194,10 @@ int main(int argc, char** argv) {
       timing = true;
     } else if (a == "--list-params") {
       list_params = true;
+    } else if (a == "--grad") {
+      grad = true;
+    } else if (a == "--train-mode") {
+      eo.training = true;
     } else if (!a.empty() && a[0] != '-' && file.empty()) {
       file = a;
     } else {
@@ -209,7 +223,18 @@ int main(int argc, char** argv) {
     if (d.severity == graphcore::Severity::Error)
       std::cerr << "cellscope-run: warning: analysis error at line " << d.range.start.line + 1
                 << ": " << d.message << "\n";
-  const graphcore::CellReport& report = res.cells.front();
+  const graphcore::CellReport& analysed = res.cells.front();
+  // --grad: the gradient graph (forward + backward) is what runs.
+  std::optional<graphcore::autodiff::GradGraph> grad_graph;
+  if (grad) {
+    graphcore::autodiff::GradResult g = graphcore::autodiff::build_backward(analysed);
+    if (!g.ok()) {
+      std::cerr << "cellscope-run: cannot differentiate: " << g.error << "\n";
+      return 2;
+    }
+    grad_graph = std::move(g.grad);
+  }
+  const graphcore::CellReport& report = grad_graph ? grad_graph->report : analysed;
   try {
     auto t_bind = clock::now();
     rt::Executor ex(report, eo);
@@ -309,6 +334,41 @@ int main(int argc, char** argv) {
       }
     }
     auto outs = ex.outputs();
+    if (grad_graph) {
+      const auto& gg = *grad_graph;
+      std::map<std::string, rt::Tensor> grads;
+      for (size_t k = 0; k < gg.param_grads.size(); ++k) {
+        grads[gg.param_grads[k].first] = outs.at(1 + k);
+      }
+      for (const std::string& name : gg.unused_params) {
+        const rt::ParamState* p = ex.param(name);
+        if (p) grads[name] = rt::Tensor::zeros(p->value.shape(), p->value.dtype());
+      }
+      std::cout << "loss: " << outs.at(0).at(0) << "\n";
+      for (const auto& [name, t] : grads) {
+        std::cout << "grad " << name << ": " << t.type_str() << " " << rt::compute_stats(t).str()
+                  << "\n";
+      }
+      if (!out_dir.empty()) {
+        fs::create_directories(fs::path(out_dir) / "grads");
+        write_npy_atomic(fs::path(out_dir) / "loss.npy", outs.at(0));
+        for (const auto& [name, t] : grads) {
+          write_npy_atomic(fs::path(out_dir) / "grads" / (name + ".npy"), t);
+        }
+        if (!gg.state_updates.empty()) fs::create_directories(fs::path(out_dir) / "state");
+        for (size_t k = 0; k < gg.state_updates.size(); ++k) {
+          write_npy_atomic(fs::path(out_dir) / "state" / (gg.state_updates[k].first + ".npy"),
+                           outs.at(1 + gg.param_grads.size() + k));
+        }
+      }
+      if (timing) {
+        std::cout
+            << "timing "
+            << json{{"analysis_ms", analysis_ms}, {"bind_ms", bind_ms}, {"run_ms", run_ms}}.dump()
+            << "\n";
+      }
+      return 0;
+    }
     if (!output_npy.empty()) {
       for (size_t i = 0; i < outs.size(); ++i) {
         fs::path p = output_npy;

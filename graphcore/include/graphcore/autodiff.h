@@ -37,6 +37,10 @@ class GradBuilder {
   }
   // The type of any value of the graph being built (forward or backward).
   [[nodiscard]] virtual const TensorType& type_of(ValueRef v) const = 0;
+  // The type of parameter `name` (CellReport::params); nullopt for an unknown name.
+  [[nodiscard]] virtual std::optional<TensorType> param_type(std::string_view name) const = 0;
+  // Whether parameter `name` is trainable (moving statistics are not: they are state).
+  [[nodiscard]] virtual bool param_trainable(std::string_view name) const = 0;
   // The gradient flowing into output `i`; nullopt when no path from it reaches the loss (zero).
   [[nodiscard]] virtual std::optional<ValueRef> dout(size_t i) const = 0;
   // Whether input `i` / parameter `name` needs a gradient (it lies on a path from something

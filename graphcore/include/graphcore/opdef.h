@@ -86,6 +86,9 @@ struct OpDef {
   // nullptr: the operator cannot be differentiated (build_backward says so when it lies on the
   // path to a loss). Backward operators (Conv2DBackpropInput, ReluGrad ...) are rows too.
   OpGradFn grad = nullptr;
+  // A backward operator (ReLUGrad, Conv2DGrad ...): emitted only by build_backward's gradient
+  // rules, never by an API or a pass (graphcore/src/ops/grad.cpp).
+  bool backward = false;
   // Slots the export stage fills: MindIR primitive and attributes, ONNX operator.
 
   [[nodiscard]] bool has(OpTrait t) const { return (traits & t) != 0; }

@@ -273,6 +273,9 @@ class Executor {
   [[nodiscard]] const CellReport& report() const { return report_; }
   [[nodiscard]] const Graph& graph() const { return report_.graph; }
   [[nodiscard]] const ExecOptions& options() const { return opts_; }
+  // The seed random operators (Dropout's mask, samplers) draw from from the next run on; a
+  // trainer sets one per step. Parameters keep their values.
+  void set_seed(uint64_t seed) { opts_.seed = seed; }
 
   // Graph inputs (NodeKind::Input nodes in order). Shapes and dtypes must match the graph's
   // known dims (the dtype is converted when it differs); throws RuntimeError otherwise.

@@ -4,16 +4,19 @@
 
 #include <span>
 
+#include "autodiff/rules.h"
 #include "graphcore/opdef.h"
 #include "runtime/kernels.h"
 
 namespace graphcore::ops {
 
 namespace kernels = runtime::kernels;
+namespace ad = autodiff::rules;
 
 std::span<const OpDef> elementwise_ops();  // elementwise.cpp
 std::span<const OpDef> activation_ops();   // activation.cpp
 std::span<const OpDef> nn_ops();           // nn.cpp
 std::span<const OpDef> tensor_ops();       // tensor.cpp
+std::span<const OpDef> grad_ops();         // grad.cpp: backward operators
 
 }  // namespace graphcore::ops

@@ -409,7 +409,7 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
       case NodeKind::Op: {
         KernelFn fn = find_kernel(n.op);
         if (!fn) return error("the runtime has no kernel for operator '" + std::string(n.op) + "'");
-        KernelCall call{n, inputs, nparams, outs, opts_.seed};
+        KernelCall call{n, inputs, nparams, outs, opts_.seed, opts_.training};
         fn(call);
         break;
       }

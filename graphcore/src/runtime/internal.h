@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +64,7 @@ struct KernelCall {
   const std::vector<const ParamState*>& params;
   std::vector<Tensor>& outputs;
   uint64_t run_seed = 0;  // ExecOptions::seed (random operators mix in the node's id)
+  bool training = false;  // ExecOptions::training
 };
 
 using KernelFn = void (*)(KernelCall&);

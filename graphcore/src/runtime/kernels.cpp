@@ -105,7 +105,7 @@ const Tensor& need_float(const Tensor& t, const char* what) {
   return t;
 }
 
-DType out_dtype(const KernelCall& c, size_t i = 0, DType fallback = DType::Float32) {
+DType out_dtype(const KernelCall& c, size_t i, DType fallback) {
   if (i < c.node.outputs.size()) {
     DType d = c.node.outputs[i].dtype;
     if (Tensor::supported(d)) return d;
@@ -114,7 +114,7 @@ DType out_dtype(const KernelCall& c, size_t i = 0, DType fallback = DType::Float
   return fallback;
 }
 
-std::optional<std::vector<int64_t>> out_shape(const KernelCall& c, size_t i = 0) {
+std::optional<std::vector<int64_t>> out_shape(const KernelCall& c, size_t i) {
   if (i >= c.node.outputs.size()) return std::nullopt;
   return known_dims(c.node.outputs[i]);
 }
@@ -286,6 +286,59 @@ void k_identity(KernelCall& c) {
     auto s = out_shape(c, i);
     emit(c, Tensor::ones(s ? *s : in(c, 0).shape(), out_dtype(c, i)));
   }
+}
+
+// Dropout and Dropout2D: identity in inference; in training each element (Dropout2D: each (N, C)
+// channel) is kept with probability keep_prob and scaled by 1 / keep_prob. The mask comes from
+// the run's seed and the node's id, so DropoutGrad regenerates it instead of the graph carrying
+// it (the forward node keeps the outputs the program declared). An extra declared output (the
+// ops.Dropout primitive's mask) is the mask.
+void k_dropout(KernelCall& c) {
+  if (!c.training) {
+    k_identity(c);
+    return;
+  }
+  const Tensor& x0 = in(c, 0);
+  Tensor x = as_float(x0);
+  const std::vector<float> mask =
+      dropout_mask(c.node, c.node.op == "Dropout2D", c.node.id, x.shape(), c.run_seed);
+  const double keep = dropout_keep(c.node);
+  const int64_t per = x.numel() == 0 ? 1 : x.numel() / static_cast<int64_t>(mask.size());
+  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
+  const float* px = x.data<float>();
+  auto* py = y.data<float>();
+  const auto scale = static_cast<float>(1.0 / keep);
+  for (int64_t i = 0; i < x.numel(); ++i) py[i] = px[i] * mask[i / per] * scale;
+  for (size_t i = 1; i < c.node.outputs.size(); ++i) {
+    Tensor m(x.shape(), out_dtype(c, i, DType::Bool));
+    for (int64_t k = 0; k < x.numel(); ++k) m.set(k, mask[k / per]);
+    emit(c, std::move(m));
+  }
+}
+
+double dropout_keep(const Node& n) {
+  double keep = 0.5;
+  if (auto k = attr_float(n, "keep_prob")) {
+    keep = *k;
+  } else if (auto p = attr_float(n, "p")) {
+    keep = 1 - *p;
+  }
+  if (!(keep > 0 && keep <= 1))
+    fail("Dropout keep probability must be in (0, 1], got " + std::to_string(keep));
+  return keep;
+}
+
+std::vector<float> dropout_mask(const Node& n, bool channels, std::string_view rng_id,
+                                const std::vector<int64_t>& shape, uint64_t run_seed) {
+  int64_t count = 1;
+  // Dropout2D drops whole channels: one draw per (N, C).
+  const size_t dims = channels ? std::min<size_t>(2, shape.size()) : shape.size();
+  for (size_t i = 0; i < dims; ++i) count *= shape[i];
+  const double keep = dropout_keep(n);
+  Rng rng(hash_name(run_seed, rng_id));
+  std::vector<float> mask(static_cast<size_t>(count));
+  for (float& m : mask) m = rng.uniform() < keep ? 1.0f : 0.0f;
+  return mask;
 }
 
 void k_cast(KernelCall& c) { emit(c, in(c, 0).cast(out_dtype(c))); }
@@ -786,11 +839,7 @@ void k_bias_add(KernelCall& c) {
 
 // ---- convolution
 // ----------------------------------------------------------------------------------
-struct Window {
-  std::vector<int64_t> kernel, stride, dilation;
-  std::vector<int64_t> pad_before, pad_after;
-  std::vector<int64_t> out;
-};
+// Window: runtime/kernels.h (the backward kernels share it).
 
 // MindSpore pad modes: 'valid' (no padding), 'same' (output ceil(in / stride), the extra padding
 // at the end), 'pad' (explicit: an int, or (top, bottom, left, right)).
@@ -1130,6 +1179,38 @@ void k_adaptive_maxpool(KernelCall& c) { adaptive_pool(c, 2, true); }
 
 // ---- normalisation
 // --------------------------------------------------------------------------------
+bool batchnorm_uses_batch_stats(const KernelCall& c) {
+  if (c.params.empty()) return attr_bool(c.node, "is_training").value_or(false);
+  return attr_bool(c.node, "use_batch_statistics").value_or(c.training);
+}
+
+void batch_moments(const Tensor& x, std::vector<double>* mean, std::vector<double>* var) {
+  const int64_t ch = x.shape()[1];
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
+  const int64_t outer = x.shape()[0];
+  const auto count = static_cast<double>(outer * inner);
+  if (count == 0) fail("BatchNorm in training mode needs a non-empty batch, got " + x.type_str());
+  mean->assign(ch, 0);
+  var->assign(ch, 0);
+  const auto* px = x.data<float>();
+  for (int64_t b = 0; b < outer; ++b) {
+    for (int64_t i = 0; i < ch; ++i) {
+      for (int64_t k = 0; k < inner; ++k) (*mean)[i] += px[(b * ch + i) * inner + k];
+    }
+  }
+  for (double& m : *mean) m /= count;
+  for (int64_t b = 0; b < outer; ++b) {
+    for (int64_t i = 0; i < ch; ++i) {
+      for (int64_t k = 0; k < inner; ++k) {
+        const double d = px[(b * ch + i) * inner + k] - (*mean)[i];
+        (*var)[i] += d * d;
+      }
+    }
+  }
+  for (double& v : *var) v /= count;
+}
+
 void k_batchnorm(KernelCall& c) {
   Tensor x = as_float(in(c, 0));
   const Tensor *gamma = find_param(c, "gamma"), *beta = find_param(c, "beta");
@@ -1153,12 +1234,19 @@ void k_batchnorm(KernelCall& c) {
            " channels");
     }
   }
+  // Training (Cell.set_train(True), or use_batch_statistics=True): the batch's mean and biased
+  // variance, as MindSpore 2.10 normalises (its moving statistics are BatchNormUpdate's).
+  const bool batch_stats = batchnorm_uses_batch_stats(c);
+  std::vector<double> bmean, bvar;
+  if (batch_stats) batch_moments(x, &bmean, &bvar);
   Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
   std::vector<float> scale(ch), shift(ch);
   for (int64_t i = 0; i < ch; ++i) {
-    double s = gamma->at(i) / std::sqrt(var->at(i) + eps);
+    const double m = batch_stats ? bmean[i] : mean->at(i);
+    const double v = batch_stats ? bvar[i] : var->at(i);
+    double s = gamma->at(i) / std::sqrt(v + eps);
     scale[i] = static_cast<float>(s);
-    shift[i] = static_cast<float>(beta->at(i) - mean->at(i) * s);
+    shift[i] = static_cast<float>(beta->at(i) - m * s);
   }
   const float* px = x.data<float>();
   auto* py = y.data<float>();
@@ -1791,17 +1879,7 @@ void k_one_hot(KernelCall& c) {
 
 // One item of a basic index, from the StridedSlice attributes the evaluator records (begin, end,
 // strides and the five masks: graphcore/src/trace.cpp, SliceAttrs).
-struct IndexItem {
-  enum Kind { Int, Slice, Ellipsis, NewAxis } kind;
-  int64_t i = 0;
-  std::optional<int64_t> start, stop;
-  int64_t step = 1;
-  static IndexItem of(Kind k) {
-    IndexItem it;
-    it.kind = k;
-    return it;
-  }
-};
+// IndexItem: runtime/kernels.h.
 
 std::vector<IndexItem> index_items(const Node& n) {
   auto begin = attr_ints(n, "begin"), end = attr_ints(n, "end"), strides = attr_ints(n, "strides");

@@ -6,6 +6,61 @@
 
 namespace graphcore::runtime::kernels {
 
+// ---- helpers of kernels.cpp that the backward kernels (kernels_grad.cpp) share ----------------
+[[noreturn]] void fail(const std::string& msg);
+// Input `i`, failing with a clear message when the graph gives fewer.
+const Tensor& in(const KernelCall& c, size_t i);
+Tensor as_float(const Tensor& t);
+int64_t norm_axis(int64_t axis, size_t rank);
+DType out_dtype(const KernelCall& c, size_t i = 0, DType fallback = DType::Float32);
+std::optional<std::vector<int64_t>> out_shape(const KernelCall& c, size_t i = 0);
+Tensor& emit(KernelCall& c, Tensor t);
+// An elementwise op's operands: its tensor inputs with the recorded Python scalar inserted.
+std::vector<Tensor> operands(const KernelCall& c, size_t n);
+std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// Strides of `s` broadcast to `out` (0 along broadcast dims).
+std::vector<int64_t> bstrides(const std::vector<int64_t>& s, const std::vector<int64_t>& out);
+float gelu_erf(float v);
+float gelu_tanh(float v);
+bool gelu_approximate(const Node& n);
+
+// A convolution's or pool's window over the spatial dims (MindSpore's pad modes).
+struct Window {
+  std::vector<int64_t> kernel, stride, dilation;
+  std::vector<int64_t> pad_before, pad_after;
+  std::vector<int64_t> out;
+};
+Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vector<int64_t> kernel,
+                   bool ceil_mode);
+Window window_1d(const Node& n, int64_t length, int64_t kernel);
+void im2col(const float* x, int64_t ch, int64_t h, int64_t wd, const Window& w, float* col);
+
+// One item of a basic index (StridedSlice's recorded begin/end/strides and masks).
+struct IndexItem {
+  enum Kind { Int, Slice, Ellipsis, NewAxis } kind;
+  int64_t i = 0;
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  static IndexItem of(Kind k) {
+    IndexItem it;
+    it.kind = k;
+    return it;
+  }
+};
+std::vector<IndexItem> index_items(const Node& n);
+
+// BatchNorm: whether this application normalises with the batch's statistics, and those
+// statistics (per channel of (N, C, ...): mean and biased variance).
+bool batchnorm_uses_batch_stats(const KernelCall& c);
+void batch_moments(const Tensor& x, std::vector<double>* mean, std::vector<double>* var);
+// Dropout's keep probability and its mask in training (one value per element; Dropout2D: per
+// (N, C) channel), drawn from the run's seed and `rng_id` (the forward node's id).
+double dropout_keep(const Node& n);
+std::vector<float> dropout_mask(const Node& n, bool channels, std::string_view rng_id,
+                                const std::vector<int64_t>& shape, uint64_t run_seed);
+
+// ---- kernels -----------------------------------------------------------------------------------
+
 void k_abs(KernelCall& c);
 void k_adaptive_avgpool(KernelCall& c);
 void k_adaptive_maxpool(KernelCall& c);
@@ -117,5 +172,25 @@ void k_transpose(KernelCall& c);
 void k_trunc_mod(KernelCall& c);
 void k_unstack(KernelCall& c);
 void k_zeros_like(KernelCall& c);
+void k_dropout(KernelCall& c);
+
+// Backward kernels (kernels_grad.cpp): the operators of graphcore/src/ops/grad.cpp.
+void k_unary_grad(KernelCall& c);
+void k_binary_grad(KernelCall& c);
+void k_bias_add_grad(KernelCall& c);
+void k_dense_grad(KernelCall& c);
+void k_matmul_grad(KernelCall& c);
+void k_conv2d_grad(KernelCall& c);
+void k_pool_grad(KernelCall& c);
+void k_adaptive_avgpool_grad(KernelCall& c);
+void k_batchnorm_grad(KernelCall& c);
+void k_batchnorm_update(KernelCall& c);
+void k_layernorm_grad(KernelCall& c);
+void k_softmax_grad(KernelCall& c);
+void k_concat_grad(KernelCall& c);
+void k_strided_slice_grad(KernelCall& c);
+void k_gather_grad(KernelCall& c);
+void k_dropout_grad(KernelCall& c);
+void k_reduce_extremum_grad(KernelCall& c);
 
 }  // namespace graphcore::runtime::kernels

@@ -1,0 +1,463 @@
+// The gradient rules (rules.h). Shape-only operators compose forward operators (Reshape,
+// Transpose, BroadcastTo, ReduceSum, Concat); everything that needs the forward values or the
+// layer's weights emits one backward operator (graphcore/src/ops/grad.cpp) whose kernel
+// recomputes what it needs from the forward inputs.
+#include "autodiff/rules.h"
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphcore::autodiff::rules {
+
+namespace {
+
+std::vector<int64_t> dims_of(const TensorType& t) {
+  std::vector<int64_t> d;
+  for (const Dim& x : t.shape.dims) d.push_back(x.value());
+  return d;
+}
+
+TensorType with_dims(const TensorType& t, const std::vector<int64_t>& dims) {
+  return TensorType{Shape::of(dims), t.dtype};
+}
+
+std::optional<int64_t> int_attr(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  if (v == nullptr) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(v)) return *i;
+  if (const auto* l = std::get_if<std::vector<int64_t>>(v); l && l->size() == 1) return (*l)[0];
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> ints_attr(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  if (v == nullptr) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(v)) return std::vector<int64_t>{*i};
+  if (const auto* l = std::get_if<std::vector<int64_t>>(v)) return *l;
+  return std::nullopt;
+}
+
+int64_t norm_axis(GradBuilder& b, int64_t axis, size_t rank) {
+  auto a = normalize_axis(axis, rank);
+  if (!a) {
+    b.unsupported("axis " + std::to_string(axis) + " is out of range for rank " +
+                  std::to_string(rank));
+  }
+  return static_cast<int64_t>(a.value_or(0));
+}
+
+// The parameter of the node whose name ends with ".<suffix>" (or is it); "" when none.
+std::string param_named(const Node& n, std::string_view suffix) {
+  for (const std::string& p : n.params) {
+    if (p == suffix ||
+        (p.size() > suffix.size() && p.ends_with(suffix) && p[p.size() - suffix.size() - 1] == '.'))
+      return p;
+  }
+  return {};
+}
+
+TensorType param_type(GradBuilder& b, const std::string& name) {
+  auto t = b.param_type(name);
+  if (!t) b.unsupported("parameter '" + name + "' is not listed in the report");
+  return *t;
+}
+
+// The gradient `dy` of a value of shape `from`, summed over the dims broadcasting added or
+// stretched to give the shape `to` of the value it was broadcast from.
+ValueRef sum_to(GradBuilder& b, ValueRef dy, const TensorType& to) {
+  const std::vector<int64_t> from = dims_of(b.type_of(dy));
+  const std::vector<int64_t> target = dims_of(to);
+  if (from == target) return dy;
+  const size_t lead = from.size() - std::min(from.size(), target.size());
+  std::vector<int64_t> axes, kept = from;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const bool extra = i < lead;
+    if (extra || (target[i - lead] == 1 && from[i] != 1)) {
+      axes.push_back(static_cast<int64_t>(i));
+      kept[i] = 1;
+    }
+  }
+  ValueRef r = dy;
+  if (!axes.empty()) {
+    r = b.emit1("ReduceSum", {dy}, with_dims(b.type_of(dy), kept),
+                {{"axis", axes}, {"keep_dims", true}});
+  }
+  return b.emit1("Reshape", {r}, TensorType{to.shape, b.type_of(dy).dtype});
+}
+
+// The shape a reduction's output has with keep_dims=True: from the recorded axes, else from the
+// shapes (the reduced axes are those whose removal gives the output).
+std::vector<int64_t> keep_dims_shape(GradBuilder& b) {
+  const Node& n = b.node();
+  const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+  std::vector<int64_t> y = dims_of(n.outputs[0]);
+  if (x.size() == y.size()) return y;
+  std::vector<int64_t> keep = x;
+  if (auto axes = ints_attr(n, "axis")) {
+    if (axes->empty()) return std::vector<int64_t>(x.size(), 1);
+    for (int64_t a : *axes) keep[norm_axis(b, a, x.size())] = 1;
+    return keep;
+  }
+  if (x.size() > 20) b.unsupported("the reduction axes are not recorded");
+  for (uint32_t mask = 0; mask < (1u << x.size()); ++mask) {
+    std::vector<int64_t> rest, k = x;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (mask & (1u << i)) {
+        k[i] = 1;
+      } else {
+        rest.push_back(x[i]);
+      }
+    }
+    if (rest == y) return k;
+  }
+  b.unsupported("the output shape is not a reduction of the input's");
+  return keep;
+}
+
+std::optional<ValueRef> dy0(GradBuilder& b) { return b.dout(0); }
+
+}  // namespace
+
+void g_identity(GradBuilder& b) {
+  if (auto dy = dy0(b)) b.grad_input(0, *dy);
+}
+
+void g_reshape(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(0, b.emit1("Reshape", {*dy}, TensorType{x.shape, b.type_of(*dy).dtype}));
+}
+
+void g_cast(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  b.grad_input(0, b.emit1("Cast", {*dy}, b.type_of(b.input(0))));
+}
+
+void g_neg(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  b.grad_input(0, b.emit1("Neg", {*dy}, b.type_of(*dy)));
+}
+
+void g_unary(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  b.grad_input(0, b.emit1(std::string(n.op) + "Grad", {b.input(0), *dy}, b.type_of(b.input(0)),
+                          n.attrs, {}, true));
+}
+
+void g_binary(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  std::vector<ValueRef> ins = n.inputs;
+  std::vector<TensorType> outs;
+  bool any = false;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    outs.push_back(b.type_of(ins[i]));
+    if (!is_floating(outs.back().dtype)) outs.back().dtype = DType::Float32;
+    any = any || b.needs_input_grad(i);
+  }
+  if (!any) return;
+  ins.push_back(*dy);
+  const uint32_t g = b.emit(std::string(n.op) + "Grad", ins, outs, n.attrs, {}, true);
+  for (size_t i = 0; i + 1 < ins.size(); ++i) b.grad_input(i, {g, static_cast<uint32_t>(i)});
+}
+
+void g_bias_add(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  b.grad_input(0, *dy);
+  if (b.needs_input_grad(1)) b.grad_input(1, b.emit1("BiasAddGrad", {*dy}, b.type_of(b.input(1))));
+}
+
+// Layers whose weights are parameters (nn.Dense, nn.Conv2d) or, functionally, inputs
+// (ops.dense(x, w, b), ops.conv2d(x, w)): one backward node giving every gradient.
+void layer_grad(GradBuilder& b, std::string_view op, bool bias_needs_attr) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::string w = param_named(n, "weight");
+  if (!w.empty()) {
+    std::string bias = param_named(n, "bias");
+    if (bias_needs_attr) {
+      const AttrValue* hb = n.find_attr("has_bias");
+      const bool* has = hb ? std::get_if<bool>(hb) : nullptr;
+      if (has == nullptr || !*has) bias.clear();
+    }
+    std::vector<TensorType> outs{b.type_of(b.input(0)), param_type(b, w)};
+    std::vector<std::string> params{w};
+    if (!bias.empty()) {
+      outs.push_back(param_type(b, bias));
+      params.push_back(bias);
+    }
+    const uint32_t g = b.emit(op, {b.input(0), *dy}, outs, n.attrs, params, true);
+    b.grad_input(0, {g, 0});
+    b.grad_param(w, {g, 1});
+    if (!bias.empty()) b.grad_param(bias, {g, 2});
+    return;
+  }
+  std::vector<ValueRef> ins = n.inputs;
+  std::vector<TensorType> outs;
+  outs.reserve(ins.size());
+  for (const ValueRef& r : ins) outs.push_back(b.type_of(r));
+  ins.push_back(*dy);
+  const uint32_t g = b.emit(op, ins, outs, n.attrs, {}, true);
+  for (size_t i = 0; i + 1 < ins.size(); ++i) b.grad_input(i, {g, static_cast<uint32_t>(i)});
+}
+
+void g_dense(GradBuilder& b) { layer_grad(b, "DenseGrad", false); }
+
+void g_matmul(GradBuilder& b) {
+  const Node& n = b.node();
+  if (n.api == "nn.Dense" || !n.params.empty()) return g_dense(b);
+  auto dy = dy0(b);
+  if (!dy || n.inputs.size() < 2) {
+    if (dy) b.unsupported("MatMul with fewer than two tensor inputs");
+    return;
+  }
+  const uint32_t g = b.emit("MatMulGrad", {b.input(0), b.input(1), *dy},
+                            {b.type_of(b.input(0)), b.type_of(b.input(1))}, n.attrs, {}, true);
+  b.grad_input(0, {g, 0});
+  b.grad_input(1, {g, 1});
+}
+
+void g_conv(GradBuilder& b) { layer_grad(b, "Conv2DGrad", true); }
+
+void g_pool(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  b.grad_input(0, b.emit1(std::string(n.op) + "Grad", {b.input(0), *dy}, b.type_of(b.input(0)),
+                          n.attrs, {}, true));
+}
+
+void g_adaptive_avgpool(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const int64_t nd = n.op == "AdaptiveAvgPool1D" ? 1 : 2;
+  b.grad_input(
+      0, b.emit1("AdaptiveAvgPoolGrad", {b.input(0), *dy}, b.type_of(b.input(0)), {{"nd", nd}}));
+}
+
+void g_batchnorm(GradBuilder& b) {
+  const Node& n = b.node();
+  const std::string gamma = param_named(n, "gamma"), beta = param_named(n, "beta");
+  const std::string mean = param_named(n, "moving_mean"), var = param_named(n, "moving_variance");
+  if (gamma.empty() || beta.empty() || mean.empty() || var.empty()) {
+    if (dy0(b)) {
+      b.unsupported(
+          "only the BatchNorm layers (nn.BatchNorm1d/2d/3d) are differentiated, not the "
+          "functional ops.BatchNorm");
+    }
+    return;
+  }
+  if (auto dy = dy0(b)) {
+    const uint32_t g = b.emit("BatchNormGrad", {b.input(0), *dy},
+                              {b.type_of(b.input(0)), param_type(b, gamma), param_type(b, beta)},
+                              n.attrs, n.params, true);
+    b.grad_input(0, {g, 0});
+    b.grad_param(gamma, {g, 1});
+    b.grad_param(beta, {g, 2});
+  }
+  // The moving statistics a training step leaves (unchanged in inference).
+  if (!b.param_trainable(mean) && !b.param_trainable(var)) {
+    const uint32_t u = b.emit("BatchNormUpdate", {b.input(0)},
+                              {param_type(b, mean), param_type(b, var)}, n.attrs, n.params, true);
+    b.state_update(mean, {u, 0});
+    b.state_update(var, {u, 1});
+  }
+}
+
+void g_layernorm(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::string gamma = param_named(n, "gamma"), beta = param_named(n, "beta");
+  if (!gamma.empty() && !beta.empty()) {
+    const uint32_t g = b.emit("LayerNormGrad", {b.input(0), *dy},
+                              {b.type_of(b.input(0)), param_type(b, gamma), param_type(b, beta)},
+                              n.attrs, {gamma, beta}, true);
+    b.grad_input(0, {g, 0});
+    b.grad_param(gamma, {g, 1});
+    b.grad_param(beta, {g, 2});
+    return;
+  }
+  // ops.layer_norm / ops.LayerNorm: (x, gamma, beta) are inputs.
+  if (n.inputs.size() < 3) b.unsupported("LayerNorm without gamma and beta");
+  std::vector<TensorType> outs;
+  for (size_t i = 0; i < 3; ++i) outs.push_back(b.type_of(b.input(i)));
+  const uint32_t g =
+      b.emit("LayerNormGrad", {b.input(0), *dy, b.input(1), b.input(2)}, outs, n.attrs, {}, true);
+  for (uint32_t i = 0; i < 3; ++i) b.grad_input(i, {g, i});
+}
+
+void g_softmax(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  b.grad_input(0, b.emit1(std::string(n.op) + "Grad", {b.output(0), *dy}, b.type_of(b.input(0)),
+                          n.attrs, {}, true));
+}
+
+void g_reduce(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const TensorType& x = b.type_of(b.input(0));
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  const DType dt = b.type_of(*dy).dtype;
+  ValueRef r = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
+  r = b.emit1("BroadcastTo", {r}, TensorType{x.shape, dt});
+  if (b.node().op == "ReduceMean") {
+    const int64_t in = x.shape.num_elements().value();
+    int64_t out = 1;
+    for (int64_t d : keep) out *= d;
+    if (in > 0 && out > 0 && in != out) {
+      const double scale = static_cast<double>(out) / static_cast<double>(in);
+      r = b.emit1("Mul", {r}, TensorType{x.shape, dt},
+                  {{"scalar", scale}, {"scalar_index", int64_t{1}}});
+    }
+  }
+  b.grad_input(0, r);
+}
+
+void g_reduce_extremum(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  if (b.node().outputs.size() != 1) b.unsupported("max/min with indices is not differentiated");
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  const DType dt = b.type_of(*dy).dtype;
+  const ValueRef y = b.emit1("Reshape", {b.output(0)}, TensorType{Shape::of(keep), dt});
+  const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
+  b.grad_input(0, b.emit1("ReduceExtremumGrad", {b.input(0), y, g}, b.type_of(b.input(0))));
+}
+
+void g_transpose(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+  const std::vector<int64_t> y = dims_of(n.outputs[0]);
+  std::optional<std::vector<int64_t>> perm = ints_attr(n, "perm");
+  if (!perm) perm = ints_attr(n, "input_perm");
+  if (perm) {
+    if (perm->size() != x.size()) b.unsupported("the permutation does not match the rank");
+    for (int64_t& p : *perm) p = norm_axis(b, p, x.size());
+  } else {
+    // Not recorded: the permutation the shapes imply (the forward kernel's rule); candidates
+    // that order the non-trivial axes alike move the same data.
+    std::vector<int64_t> p(x.size());
+    std::iota(p.begin(), p.end(), 0);
+    do {
+      bool ok = true;
+      for (size_t i = 0; i < p.size() && ok; ++i) ok = x[p[i]] == y[i];
+      if (ok) {
+        perm = p;
+        break;
+      }
+    } while (std::next_permutation(p.begin(), p.end()));
+    if (!perm) b.unsupported("the permutation is not recorded");
+  }
+  std::vector<int64_t> inv(perm->size());
+  for (size_t i = 0; i < perm->size(); ++i) inv[(*perm)[i]] = static_cast<int64_t>(i);
+  b.grad_input(
+      0, b.emit1("Transpose", {*dy}, TensorType{b.type_of(b.input(0)).shape, b.type_of(*dy).dtype},
+                 {{"perm", inv}}));
+}
+
+void g_concat(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::vector<int64_t> y = dims_of(n.outputs[0]);
+  std::optional<int64_t> axis = int_attr(n, "axis");
+  if (!axis) {
+    const std::vector<int64_t> x0 = dims_of(b.type_of(b.input(0)));
+    for (size_t i = 0; i < y.size(); ++i)
+      if (x0[i] != y[i]) axis = static_cast<int64_t>(i);
+  }
+  const int64_t a = norm_axis(b, axis.value_or(0), y.size());
+  std::vector<TensorType> outs;
+  for (const ValueRef& r : n.inputs)
+    outs.push_back(TensorType{b.type_of(r).shape, b.type_of(*dy).dtype});
+  const uint32_t g = b.emit("ConcatGrad", {*dy}, outs, {{"axis", a}});
+  for (size_t i = 0; i < n.inputs.size(); ++i) b.grad_input(i, {g, static_cast<uint32_t>(i)});
+}
+
+void g_split(GradBuilder& b) {
+  const Node& n = b.node();
+  bool any = false;
+  for (size_t k = 0; k < n.outputs.size(); ++k) any = any || b.dout(k).has_value();
+  if (!any || !b.needs_input_grad(0)) return;
+  const TensorType& x = b.type_of(b.input(0));
+  const int64_t a = norm_axis(b, int_attr(n, "axis").value_or(0), x.shape.rank());
+  std::vector<ValueRef> parts;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    auto d = b.dout(k);
+    parts.push_back(d ? *d : b.emit1("ZerosLike", {b.output(k)}, n.outputs[k]));
+  }
+  b.grad_input(0, b.emit1("Concat", parts, x, {{"axis", a}}));
+}
+
+void g_strided_slice(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  b.grad_input(0, b.emit1("StridedSliceGrad", {*dy}, b.type_of(b.input(0)), n.attrs, {}, true));
+}
+
+void g_gather(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::string table = param_named(n, "embedding_table");
+  if (!table.empty()) {
+    if (b.needs_param_grad(table)) {
+      b.grad_param(table, b.emit1("GatherGrad", {b.input(0), *dy}, param_type(b, table),
+                                  {{"axis", int64_t{0}}}));
+    }
+    return;
+  }
+  if (!b.needs_input_grad(0)) return;
+  if (n.inputs.size() < 2) b.unsupported("Gather without an index input");
+  const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+  const std::vector<int64_t> ids = dims_of(b.type_of(b.input(1)));
+  const std::vector<int64_t> y = dims_of(n.outputs[0]);
+  std::optional<int64_t> axis = int_attr(n, "axis");
+  if (!axis) {
+    for (size_t a = 0; a < x.size() && !axis; ++a) {
+      std::vector<int64_t> s(x.begin(), x.begin() + static_cast<int64_t>(a));
+      s.insert(s.end(), ids.begin(), ids.end());
+      s.insert(s.end(), x.begin() + static_cast<int64_t>(a) + 1, x.end());
+      if (s == y) axis = static_cast<int64_t>(a);
+    }
+    if (!axis) b.unsupported("the gather axis is not recorded");
+  }
+  b.grad_input(0, b.emit1("GatherGrad", {b.input(1), *dy}, b.type_of(b.input(0)),
+                          {{"axis", norm_axis(b, *axis, x.size())}}));
+}
+
+void g_dropout(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"rng_node", n.id});  // the forward node's mask (runtime: dropout_mask)
+  attrs.push_back({"forward_op", std::string(n.op)});
+  b.grad_input(0, b.emit1("DropoutGrad", {*dy}, b.type_of(b.input(0)), attrs, {}, true));
+}
+
+void g_broadcast_to(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  b.grad_input(0, sum_to(b, *dy, b.type_of(b.input(0))));
+}
+
+}  // namespace graphcore::autodiff::rules

@@ -1,0 +1,36 @@
+// The gradient rules of the operator table (OpDef::grad, graphcore/opdef.h): one function per
+// family of forward operators, each emitting the backward nodes of one application through the
+// GradBuilder (graphcore/autodiff.h). The backward operators they emit are the rows of
+// graphcore/src/ops/grad.cpp, run by the kernels of graphcore/src/runtime/kernels_grad.cpp.
+#pragma once
+
+#include "graphcore/autodiff.h"
+
+namespace graphcore::autodiff::rules {
+
+void g_identity(GradBuilder& b);  // Identity: the gradient passes through
+void g_reshape(GradBuilder& b);   // Reshape, Flatten, ExpandDims, Squeeze
+void g_cast(GradBuilder& b);      // Cast back to the input's dtype
+void g_neg(GradBuilder& b);       // Neg
+void g_unary(GradBuilder& b);     // elementwise math and activations: "<Op>Grad"
+void g_binary(GradBuilder& b);    // broadcasting Add, Sub, Mul, Div, Pow, Maximum, Minimum
+void g_bias_add(GradBuilder& b);  // BiasAdd
+void g_dense(GradBuilder& b);     // Dense (activation, bias), MatMul of nn.Dense
+void g_matmul(GradBuilder& b);    // MatMul, BatchMatMul (transposes, broadcast batch dims)
+void g_conv(GradBuilder& b);      // Conv2D, Conv1D
+void g_pool(GradBuilder& b);      // MaxPool, AvgPool
+void g_adaptive_avgpool(GradBuilder& b);
+void g_batchnorm(GradBuilder& b);  // gradient and, with moving statistics, their update
+void g_layernorm(GradBuilder& b);
+void g_softmax(GradBuilder& b);          // Softmax, LogSoftmax
+void g_reduce(GradBuilder& b);           // ReduceSum, ReduceMean
+void g_reduce_extremum(GradBuilder& b);  // ReduceMax, ReduceMin
+void g_transpose(GradBuilder& b);
+void g_concat(GradBuilder& b);
+void g_split(GradBuilder& b);
+void g_strided_slice(GradBuilder& b);
+void g_gather(GradBuilder& b);   // Gather and nn.Embedding: the table's gradient
+void g_dropout(GradBuilder& b);  // Dropout, Dropout2D
+void g_broadcast_to(GradBuilder& b);
+
+}  // namespace graphcore::autodiff::rules

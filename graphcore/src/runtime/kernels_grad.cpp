@@ -1,0 +1,886 @@
+// CPU kernels of the backward operators (graphcore/src/ops/grad.cpp) that build_backward's
+// gradient rules emit (graphcore/src/autodiff/rules.cpp). Each recomputes from the forward
+// inputs what it needs (a pre-activation, a pooling window's argmax, batch statistics) rather
+// than the forward kernels keeping it: the forward graph stays the one the program declared.
+// Accumulations run in double where a sum spans a whole batch.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "graphcore/checked.h"
+#include "runtime/kernels.h"
+
+namespace graphcore::runtime::kernels {
+
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapM = Eigen::Map<RowMat>;
+using MapCM = Eigen::Map<const RowMat>;
+
+// Calls f(flat, ia, ib) for every element of `shape`, ia/ib its offsets under strides sa/sb.
+template <class F>
+void for_each_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& sa,
+                    const std::vector<int64_t>& sb, F f) {
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  if (total == 0) return;
+  const size_t r = shape.size();
+  std::vector<int64_t> idx(r, 0);
+  int64_t ia = 0, ib = 0;
+  for (int64_t o = 0; o < total; ++o) {
+    f(o, ia, ib);
+    for (size_t d = r; d-- > 0;) {
+      ia += sa[d];
+      ib += sb[d];
+      if (++idx[d] < shape[d]) break;
+      ia -= sa[d] * shape[d];
+      ib -= sb[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// d op(x) / dx for the elementwise operators and activations, with the node's attributes (the
+// forward node's, shared by its backward node). At a kink the value MindSpore 2.10's gradient
+// takes there (checked with mindspore.grad): ReLU'(0) = 0, ReLU6'(6) = 1, |x|'(0) = 0.
+struct Unary {
+  std::string_view op;
+  double alpha = 0.2, beta = 1, threshold = 20;
+  bool tanh_gelu = false;
+
+  [[nodiscard]] double operator()(double x) const {
+    if (op == "ReLU") return x > 0 ? 1 : 0;
+    if (op == "ReLU6") return x > 0 && x <= 6 ? 1 : 0;
+    if (op == "Sigmoid") {
+      const double s = sigmoid(x);
+      return s * (1 - s);
+    }
+    if (op == "Tanh") {
+      const double t = std::tanh(x);
+      return 1 - t * t;
+    }
+    if (op == "GeLU") {
+      if (tanh_gelu) {
+        const double k = 0.7978845608028654, c = 0.044715;
+        const double t = std::tanh(k * (x + c * x * x * x));
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+      }
+      return 0.5 * (1 + std::erf(x * M_SQRT1_2)) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    }
+    if (op == "FastGeLU") {  // x * sigmoid(1.702 x) on both branches of MindSpore's formula
+      const double s = sigmoid(1.702 * x);
+      return s + 1.702 * x * s * (1 - s);
+    }
+    if (op == "SiLU") {
+      const double s = sigmoid(x);
+      return s * (1 + x * (1 - s));
+    }
+    if (op == "HSwish") return x <= -3 ? 0 : x >= 3 ? 1 : (2 * x + 3) / 6;
+    if (op == "HSigmoid") return x > -3 && x < 3 ? 1.0 / 6 : 0;
+    if (op == "LeakyReLU") return x >= 0 ? 1 : alpha;
+    if (op == "Elu") return x >= 0 ? 1 : alpha * std::exp(x);
+    if (op == "Softplus") return beta * x > threshold ? 1 : sigmoid(beta * x);
+    if (op == "Mish") {
+      const double sp = x > 20 ? x : std::log1p(std::exp(x));
+      const double t = std::tanh(sp);
+      return t + x * (1 - t * t) * (x > 20 ? 1 : sigmoid(x));
+    }
+    if (op == "Tanhshrink") {
+      const double t = std::tanh(x);
+      return t * t;
+    }
+    if (op == "Sqrt") return 0.5 / std::sqrt(x);
+    if (op == "Rsqrt") return -0.5 / (x * std::sqrt(x));
+    if (op == "Exp") return std::exp(x);
+    if (op == "Log") return 1 / x;
+    if (op == "Square") return 2 * x;
+    if (op == "Abs") return static_cast<double>((x > 0) - (x < 0));
+    if (op == "Reciprocal") return -1 / (x * x);
+    if (op == "Erf") return 2 / std::sqrt(M_PI) * std::exp(-x * x);
+    if (op == "Sin") return std::cos(x);
+    if (op == "Cos") return -std::sin(x);
+    fail("no derivative for operator " + std::string(op));
+  }
+};
+
+Unary unary_of(std::string_view op, const Node& n) {
+  Unary u;
+  u.op = op;
+  if (op == "LeakyReLU") {
+    u.alpha = attr_float(n, "alpha").value_or(attr_float(n, "negative_slope").value_or(0.2));
+  } else if (op == "Elu") {
+    u.alpha = attr_float(n, "alpha").value_or(1.0);
+  }
+  u.beta = attr_float(n, "beta").value_or(1.0);
+  u.threshold = attr_float(n, "threshold").value_or(20.0);
+  u.tanh_gelu = gelu_approximate(n);
+  return u;
+}
+
+std::string_view forward_op(const KernelCall& c) {
+  std::string_view op = c.node.op;
+  if (op.ends_with("Grad")) op.remove_suffix(4);
+  return op;
+}
+
+// The operator of a Dense layer's activation name (apply_activation's names); "" for none.
+std::string_view activation_op(const std::string& act) {
+  if (act.empty() || act == "None") return {};
+  if (act == "relu") return "ReLU";
+  if (act == "relu6") return "ReLU6";
+  if (act == "tanh") return "Tanh";
+  if (act == "sigmoid") return "Sigmoid";
+  if (act == "gelu") return "GeLU";
+  if (act == "silu" || act == "swish") return "SiLU";
+  fail("Dense activation '" + act + "' is not supported by the runtime");
+}
+
+Tensor zeros_float(const std::vector<int64_t>& shape) { return Tensor(shape, DType::Float32); }
+
+// The declared shape of output `i`, which a backward kernel must produce (its forward input's).
+std::vector<int64_t> declared(const KernelCall& c, size_t i) {
+  auto s = out_shape(c, i);
+  if (!s) fail("the shape of gradient output " + std::to_string(i) + " is not known");
+  return *s;
+}
+
+}  // namespace
+
+void k_unary_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  if (x.numel() != dy.numel())
+    fail("gradient " + dy.type_str() + " does not match the input " + x.type_str());
+  const Unary d = unary_of(forward_op(c), c.node);
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  const auto* px = x.data<float>();
+  const auto* pg = dy.data<float>();
+  auto* q = dx.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) q[i] = static_cast<float>(pg[i] * d(px[i]));
+}
+
+// Broadcasting binary operators: the partial derivative per output element, summed back over
+// the broadcast dims of each tensor operand (a Python scalar operand gets none).
+void k_binary_grad(KernelCall& c) {
+  if (c.inputs.size() < 2) fail("expects the forward operand(s) and the output gradient");
+  const std::vector<Tensor> fin(c.inputs.begin(), c.inputs.end() - 1);
+  std::vector<Tensor> unused;
+  const KernelCall fwd{c.node, fin, c.params, unused, c.run_seed, c.training};
+  const std::vector<Tensor> ops = operands(fwd, 2);
+  const Tensor a = as_float(ops[0]), b = as_float(ops[1]);
+  const Tensor dy = as_float(c.inputs.back());
+  const std::vector<int64_t> shape = broadcast(a.shape(), b.shape());
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  if (dy.numel() != total)
+    fail("gradient " + dy.type_str() + " does not match the output " + shape_str(shape));
+  const std::string_view op = forward_op(c);
+  std::vector<double> ga(static_cast<size_t>(a.numel()), 0.0);
+  std::vector<double> gb(static_cast<size_t>(b.numel()), 0.0);
+  const auto* pa = a.data<float>();
+  const auto* pb = b.data<float>();
+  const auto* pg = dy.data<float>();
+  for_each_index(shape, bstrides(a.shape(), shape), bstrides(b.shape(), shape),
+                 [&](int64_t o, int64_t i, int64_t j) {
+                   const double g = pg[o], x = pa[i], y = pb[j];
+                   double da = 0, db = 0;
+                   if (op == "Add") {
+                     da = g;
+                     db = g;
+                   } else if (op == "Sub") {
+                     da = g;
+                     db = -g;
+                   } else if (op == "Mul") {
+                     da = g * y;
+                     db = g * x;
+                   } else if (op == "Div" || op == "RealDiv") {
+                     da = g / y;
+                     db = -g * x / (y * y);
+                   } else if (op == "Pow") {
+                     da = y == 0 ? 0 : g * y * std::pow(x, y - 1);
+                     // d/dy x^y = x^y log x: 0 at x = 0 (the limit for y > 0), NaN below.
+                     db = x == 0 ? 0 : g * std::pow(x, y) * std::log(x);
+                   } else if (op == "Maximum" || op == "Minimum") {
+                     // A tie splits the gradient evenly, as MindSpore 2.10 does.
+                     const bool first = op == "Maximum" ? x > y : x < y;
+                     if (x == y) {
+                       da = db = g / 2;
+                     } else if (first) {
+                       da = g;
+                     } else {
+                       db = g;
+                     }
+                   } else {
+                     fail("no gradient for operator " + std::string(op));
+                   }
+                   ga[static_cast<size_t>(i)] += da;
+                   gb[static_cast<size_t>(j)] += db;
+                 });
+  // One output per tensor operand, in input order (the scalar operand's position skipped).
+  const AttrValue* scalar = c.node.find_attr("scalar");
+  const int64_t scalar_at = scalar ? attr_int(c.node, "scalar_index").value_or(-1) : -1;
+  size_t k = 0;
+  for (int64_t pos = 0; pos < 2 && k < fin.size(); ++pos) {
+    if (pos == scalar_at) continue;
+    const std::vector<double>& g = pos == 0 ? ga : gb;
+    Tensor& t = emit(c, zeros_float(ops[static_cast<size_t>(pos)].shape()));
+    auto* q = t.data<float>();
+    for (size_t e = 0; e < g.size(); ++e) q[e] = static_cast<float>(g[e]);
+    ++k;
+  }
+}
+
+void k_bias_add_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  const size_t axis = dy.rank() >= 2 ? 1 : 0;
+  const int64_t ch = dy.rank() == 0 ? 1 : dy.shape()[axis];
+  int64_t inner = 1;
+  for (size_t i = axis + 1; i < dy.rank(); ++i) inner *= dy.shape()[i];
+  const int64_t outer = ch * inner == 0 ? 0 : dy.numel() / (ch * inner);
+  std::vector<double> acc(static_cast<size_t>(ch), 0.0);
+  const auto* p = dy.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t k = 0; k < ch; ++k)
+      for (int64_t i = 0; i < inner; ++i) acc[k] += p[(o * ch + k) * inner + i];
+  }
+  Tensor& db = emit(c, zeros_float(declared(c, 0)));
+  if (db.numel() != ch) fail("bias gradient " + db.type_str() + " for " + dy.type_str());
+  for (int64_t k = 0; k < ch; ++k) db.data<float>()[k] = static_cast<float>(acc[k]);
+}
+
+// Dense: y = act(x W^T + b). Params mode reads weight/bias (the layer's); functional mode gets
+// (x, w, [b], dy). Outputs: dx, dw, db (when declared).
+void k_dense_grad(KernelCall& c) {
+  const Tensor* wp = find_param(c, "weight");
+  const bool functional = wp == nullptr;
+  const Tensor x = as_float(in(c, 0));
+  const Tensor w = functional ? as_float(in(c, 1)) : *wp;
+  const size_t want_bias = c.node.outputs.size() >= 3;
+  const Tensor* bias = nullptr;
+  Tensor bias_in;
+  if (want_bias) {
+    if (functional) {
+      bias_in = as_float(in(c, 2));
+      bias = &bias_in;
+    } else {
+      bias = find_param(c, "bias");
+    }
+  }
+  const Tensor dy = as_float(c.inputs.back());
+  if (w.rank() != 2) fail("Dense weight must be 2-D, got " + w.type_str());
+  const int64_t in_f = w.shape()[1], out_f = w.shape()[0];
+  if (x.rank() == 0 || x.shape().back() != in_f)
+    fail("Dense expects input (..., " + std::to_string(in_f) + "), got " + x.type_str());
+  const int64_t m = x.numel() / in_f;
+  if (dy.numel() != m * out_f) fail("Dense gradient " + dy.type_str() + " does not match");
+  MapCM X(x.data<float>(), m, in_f);
+  MapCM W(w.data<float>(), out_f, in_f);
+  RowMat dpre = MapCM(dy.data<float>(), m, out_f);
+  const std::string_view act = activation_op(attr_str(c.node, "activation").value_or(""));
+  if (!act.empty()) {
+    RowMat pre = X * W.transpose();
+    if (bias) pre.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias->data<float>(), out_f);
+    Unary d = unary_of(act, c.node);
+    d.tanh_gelu = true;  // the forward kernel's "gelu" is nn.GELU()'s default, the tanh form
+    for (int64_t i = 0; i < pre.size(); ++i)
+      dpre.data()[i] = static_cast<float>(dpre.data()[i] * d(pre.data()[i]));
+  }
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  MapM(dx.data<float>(), m, in_f).noalias() = dpre * W;
+  Tensor& dw = emit(c, zeros_float(w.shape()));
+  MapM(dw.data<float>(), out_f, in_f).noalias() = dpre.transpose() * X;
+  if (want_bias) {
+    Tensor& db = emit(c, zeros_float(declared(c, 2)));
+    if (db.numel() != out_f) fail("Dense bias gradient " + db.type_str());
+    Eigen::Map<Eigen::RowVectorXf>(db.data<float>(), out_f) = dpre.colwise().sum();
+  }
+}
+
+// numpy matmul with transposes: per broadcast batch, dA += dY op(B)^T, dB += op(A)^T dY (each
+// transposed back when the operand was), summed over the batch dims each operand was broadcast
+// along.
+void k_matmul_grad(KernelCall& c) {
+  const Tensor a = as_float(in(c, 0)), b = as_float(in(c, 1)), dy = as_float(in(c, 2));
+  const bool ta =
+      attr_bool(c.node, "transpose_a").value_or(attr_bool(c.node, "transpose_x1").value_or(false));
+  const bool tb =
+      attr_bool(c.node, "transpose_b").value_or(attr_bool(c.node, "transpose_x2").value_or(false));
+  std::vector<int64_t> sa = a.shape(), sb = b.shape();
+  if (sa.size() == 1) sa.insert(sa.begin(), 1);
+  if (sb.size() == 1) sb.push_back(1);
+  if (sa.size() < 2 || sb.size() < 2) fail("MatMul needs tensors of rank >= 1");
+  const int64_t ra = sa[sa.size() - 2], ca = sa[sa.size() - 1];
+  const int64_t rb = sb[sb.size() - 2], cb = sb[sb.size() - 1];
+  const int64_t m = ta ? ca : ra, n = tb ? rb : cb;
+  const std::vector<int64_t> ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  const std::vector<int64_t> batch = broadcast(ba, bb);
+  int64_t nb = 1;
+  for (int64_t d : batch) nb *= d;
+  if (dy.numel() != nb * m * n) fail("MatMul gradient " + dy.type_str() + " does not match");
+  // Handles (shared storage), emitted at the end: a reference into c.outputs would dangle.
+  Tensor da = zeros_float(a.shape());
+  Tensor db = zeros_float(b.shape());
+  const auto* pa = a.data<float>();
+  const auto* pb = b.data<float>();
+  const auto* pg = dy.data<float>();
+  auto* pda = da.data<float>();
+  auto* pdb = db.data<float>();
+  const int64_t a_mat = ra * ca, b_mat = rb * cb;
+  for_each_index(batch, bstrides(ba, batch), bstrides(bb, batch),
+                 [&](int64_t o, int64_t i, int64_t j) {
+                   MapCM A(pa + i * a_mat, ra, ca);
+                   MapCM B(pb + j * b_mat, rb, cb);
+                   MapCM G(pg + o * m * n, m, n);
+                   MapM dA(pda + i * a_mat, ra, ca);
+                   MapM dB(pdb + j * b_mat, rb, cb);
+                   RowMat d_opa = tb ? RowMat(G * B) : RowMat(G * B.transpose());
+                   RowMat d_opb = ta ? RowMat(A * G) : RowMat(A.transpose() * G);
+                   if (ta) {
+                     dA += d_opa.transpose();
+                   } else {
+                     dA += d_opa;
+                   }
+                   if (tb) {
+                     dB += d_opb.transpose();
+                   } else {
+                     dB += d_opb;
+                   }
+                 });
+  emit(c, da);
+  emit(c, db);
+}
+
+namespace {
+
+// The adjoint of im2col: adds col's entries back at the input positions they were read from.
+void col2im(const float* col, int64_t ch, int64_t h, int64_t wd, const Window& w, float* x) {
+  const int64_t kh = w.kernel[0], kw = w.kernel[1], oh_n = w.out[0], ow_n = w.out[1];
+  for (int64_t c = 0; c < ch; ++c) {
+    float* xc = x + c * h * wd;
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        const float* row = col + ((c * kh + i) * kw + j) * oh_n * ow_n;
+        for (int64_t oh = 0; oh < oh_n; ++oh) {
+          const int64_t ih = oh * w.stride[0] - w.pad_before[0] + i * w.dilation[0];
+          if (ih < 0 || ih >= h) continue;
+          for (int64_t ow = 0; ow < ow_n; ++ow) {
+            const int64_t iw = ow * w.stride[1] - w.pad_before[1] + j * w.dilation[1];
+            if (iw >= 0 && iw < wd) xc[ih * wd + iw] += row[oh * ow_n + ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Conv2D (and 1-D convolutions as height-1 images, as the forward kernel runs them): per image
+// and group, dW += dY col^T and dX = col2im(W^T dY). Outputs dx, dw, db (when declared).
+void k_conv2d_grad(KernelCall& c) {
+  const Tensor* wp = find_param(c, "weight");
+  const bool functional = wp == nullptr;
+  const Tensor& x0 = in(c, 0);
+  const Tensor& w0 = functional ? in(c, 1) : *wp;
+  const Tensor dy0 = as_float(c.inputs.back());
+  Tensor x = as_float(x0), wt = as_float(w0);
+  const bool one_d = x.rank() == 3;
+  if (one_d) {
+    if (wt.rank() == 3) wt = wt.reshape({wt.shape()[0], wt.shape()[1], 1, wt.shape()[2]});
+    x = x.reshape({x.shape()[0], x.shape()[1], 1, x.shape()[2]});
+  }
+  if (x.rank() != 4 || wt.rank() != 4) {
+    fail("Conv2D gradient expects NCHW input and a 4-D weight, got " + x.type_str() + ", " +
+         wt.type_str());
+  }
+  const int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  const int64_t oc = wt.shape()[0], icg = wt.shape()[1];
+  const int64_t groups = attr_int(c.node, "group").value_or(attr_int(c.node, "groups").value_or(1));
+  if (groups <= 0 || ch != icg * groups || oc % groups != 0)
+    fail("Conv2D gradient: input " + x.type_str() + " does not match weight " + wt.type_str());
+  const Window w = one_d ? window_1d(c.node, wd, wt.shape()[3])
+                         : make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
+  const int64_t hw = w.out[0] * w.out[1], ocg = oc / groups;
+  const int64_t kk = icg * w.kernel[0] * w.kernel[1];
+  if (dy0.numel() != n * oc * hw) fail("Conv2D gradient " + dy0.type_str() + " does not match");
+  const int64_t dims[] = {kk, hw};
+  std::vector<float> col(checked_buffer_elements(dims, sizeof(float), "the im2col buffer"));
+  std::vector<float> dcol(col.size());
+  Tensor dx = zeros_float(x.shape());
+  Tensor dw = zeros_float(wt.shape());
+  const auto* px = x.data<float>();
+  const auto* pw = wt.data<float>();
+  const auto* pg = dy0.data<float>();
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t g = 0; g < groups; ++g) {
+      im2col(px + (b * ch + g * icg) * h * wd, icg, h, wd, w, col.data());
+      MapCM G(pg + (b * oc + g * ocg) * hw, ocg, hw);
+      MapCM Col(col.data(), kk, hw);
+      MapM(dw.data<float>() + g * ocg * kk, ocg, kk).noalias() += G * Col.transpose();
+      MapM(dcol.data(), kk, hw).noalias() = MapCM(pw + g * ocg * kk, ocg, kk).transpose() * G;
+      col2im(dcol.data(), icg, h, wd, w, dx.data<float>() + (b * ch + g * icg) * h * wd);
+    }
+  }
+  emit(c, dx.reshape(x0.shape()));
+  emit(c, dw.reshape(w0.shape()));
+  if (c.node.outputs.size() >= 3) {
+    Tensor& db = emit(c, zeros_float({oc}));
+    for (int64_t o = 0; o < oc; ++o) {
+      double s = 0;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t k = 0; k < hw; ++k) s += pg[(b * oc + o) * hw + k];
+      db.data<float>()[o] = static_cast<float>(s);
+    }
+    auto want = declared(c, 2);
+    c.outputs.back() = db.reshape(want);
+  }
+}
+
+// MaxPool: the gradient goes to the window's maximum (the first one, as the forward kernel picks
+// it); AvgPool: spread over the window with the forward kernel's divisor.
+void k_pool_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  if (x.rank() != 4) fail("pooling expects a 4-D NCHW input, got " + x.type_str());
+  const bool is_max = forward_op(c) == "MaxPool";
+  auto k = attr_ints(c.node, "kernel_size", 2).value_or(std::vector<int64_t>{1, 1});
+  if (k.size() == 4) k = {k[2], k[3]};
+  const bool ceil_mode = attr_bool(c.node, "ceil_mode").value_or(false);
+  const int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  const Window w = make_window(c.node, {h, wd}, k, ceil_mode);
+  const std::string mode = attr_str(c.node, "pad_mode").value_or("valid");
+  const bool include_pad =
+      (mode == "pad" || mode == "PAD") && attr_bool(c.node, "count_include_pad").value_or(true);
+  const int64_t oh = w.out[0], ow = w.out[1];
+  if (dy.numel() != n * ch * oh * ow) fail("pooling gradient " + dy.type_str() + " does not match");
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  const auto* px = x.data<float>();
+  const auto* pg = dy.data<float>();
+  auto* q = dx.data<float>();
+  for (int64_t b = 0; b < n * ch; ++b) {
+    const float* xc = px + b * h * wd;
+    float* dc = q + b * h * wd;
+    for (int64_t r = 0; r < oh; ++r) {
+      for (int64_t s = 0; s < ow; ++s) {
+        const float g = pg[(b * oh + r) * ow + s];
+        const int64_t h0 = r * w.stride[0] - w.pad_before[0];
+        const int64_t w0 = s * w.stride[1] - w.pad_before[1];
+        const int64_t h1 = std::min(h0 + k[0], h + w.pad_after[0]);
+        const int64_t w1 = std::min(w0 + k[1], wd + w.pad_after[1]);
+        const int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
+        const int64_t he = std::min(h1, h), we = std::min(w1, wd);
+        if (is_max) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t at = -1;
+          for (int64_t i = hs; i < he; ++i) {
+            for (int64_t j = ws; j < we; ++j) {
+              const float v = xc[i * wd + j];
+              if (at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+                best = v;
+                at = i * wd + j;
+              }
+            }
+          }
+          if (at >= 0) dc[at] += g;
+          continue;
+        }
+        const int64_t cnt = include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
+        if (cnt <= 0) continue;
+        const float share = g / static_cast<float>(cnt);
+        for (int64_t i = hs; i < he; ++i)
+          for (int64_t j = ws; j < we; ++j) dc[i * wd + j] += share;
+      }
+    }
+  }
+}
+
+// Adaptive average pooling over the last `nd` (1 or 2) dims: each output cell's gradient spread
+// over its window [floor(i n / m), ceil((i + 1) n / m)).
+void k_adaptive_avgpool_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  const auto nd = static_cast<size_t>(attr_int(c.node, "nd").value_or(2));
+  if (x.rank() < nd || dy.rank() != x.rank()) fail("adaptive pool gradient: bad ranks");
+  const size_t first = x.rank() - nd;
+  const int64_t nh = nd == 2 ? x.shape()[first] : 1, nw = x.shape().back();
+  const int64_t mh = nd == 2 ? dy.shape()[first] : 1, mw = dy.shape().back();
+  const int64_t planes = x.numel() / std::max<int64_t>(nh * nw, 1);
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  const auto* pg = dy.data<float>();
+  auto* q = dx.data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t r = 0; r < mh; ++r) {
+      const int64_t hs = r * nh / mh, he = ((r + 1) * nh + mh - 1) / mh;
+      for (int64_t s = 0; s < mw; ++s) {
+        const int64_t ws = s * nw / mw, we = ((s + 1) * nw + mw - 1) / mw;
+        const float share = pg[(p * mh + r) * mw + s] / static_cast<float>((he - hs) * (we - ws));
+        for (int64_t i = hs; i < he; ++i)
+          for (int64_t j = ws; j < we; ++j) q[(p * nh + i) * nw + j] += share;
+      }
+    }
+  }
+}
+
+namespace {
+
+struct BnParams {
+  const Tensor *gamma, *beta, *mean, *var;
+  double eps;
+};
+
+BnParams bn_params(const KernelCall& c, int64_t ch) {
+  BnParams p{find_param(c, "gamma"), find_param(c, "beta"), find_param(c, "moving_mean"),
+             find_param(c, "moving_variance"),
+             attr_float(c.node, "eps").value_or(attr_float(c.node, "epsilon").value_or(1e-5))};
+  if (!p.gamma || !p.beta || !p.mean || !p.var)
+    fail("BatchNorm gradient: gamma/beta/moving statistics missing");
+  for (const Tensor* t : {p.gamma, p.beta, p.mean, p.var})
+    if (t->numel() != ch) fail("BatchNorm parameter " + t->type_str() + " does not match");
+  return p;
+}
+
+}  // namespace
+
+// BatchNorm's gradient: with batch statistics (training) the full one through the mean and
+// variance; with moving statistics (inference) a per-channel affine map.
+void k_batchnorm_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  if (x.rank() < 2 || dy.numel() != x.numel()) fail("BatchNorm gradient: bad shapes");
+  const int64_t ch = x.shape()[1];
+  const BnParams p = bn_params(c, ch);
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
+  const int64_t outer = x.shape()[0];
+  const auto count = static_cast<double>(outer * inner);
+  std::vector<double> mean(ch), var(ch);
+  const bool batch = batchnorm_uses_batch_stats(c);
+  if (batch) {
+    batch_moments(x, &mean, &var);
+  } else {
+    for (int64_t i = 0; i < ch; ++i) {
+      mean[i] = p.mean->at(i);
+      var[i] = p.var->at(i);
+    }
+  }
+  const auto* px = x.data<float>();
+  const auto* pg = dy.data<float>();
+  std::vector<double> dgamma(ch, 0.0), dbeta(ch, 0.0), rstd(ch);
+  for (int64_t i = 0; i < ch; ++i) rstd[i] = 1.0 / std::sqrt(var[i] + p.eps);
+  for (int64_t b = 0; b < outer; ++b) {
+    for (int64_t i = 0; i < ch; ++i) {
+      for (int64_t k = 0; k < inner; ++k) {
+        const int64_t e = (b * ch + i) * inner + k;
+        dbeta[i] += pg[e];
+        dgamma[i] += pg[e] * (px[e] - mean[i]) * rstd[i];
+      }
+    }
+  }
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  auto* q = dx.data<float>();
+  for (int64_t b = 0; b < outer; ++b) {
+    for (int64_t i = 0; i < ch; ++i) {
+      const double g = p.gamma->at(i) * rstd[i];
+      for (int64_t k = 0; k < inner; ++k) {
+        const int64_t e = (b * ch + i) * inner + k;
+        if (batch) {
+          const double xhat = (px[e] - mean[i]) * rstd[i];
+          q[e] = static_cast<float>(g * (pg[e] - dbeta[i] / count - xhat * dgamma[i] / count));
+        } else {
+          q[e] = static_cast<float>(g * pg[e]);
+        }
+      }
+    }
+  }
+  Tensor tg = zeros_float(p.gamma->shape());
+  Tensor tb = zeros_float(p.beta->shape());
+  for (int64_t i = 0; i < ch; ++i) {
+    tg.data<float>()[i] = static_cast<float>(dgamma[i]);
+    tb.data<float>()[i] = static_cast<float>(dbeta[i]);
+  }
+  emit(c, tg);
+  emit(c, tb);
+}
+
+// The moving statistics after a training step, MindSpore's convention (checked with
+// nn.BatchNorm2d(momentum=0.9) in MindSpore 2.10): moving = momentum * moving + (1 - momentum) *
+// batch, with the batch's unbiased variance (the biased one normalises). Unchanged when the
+// application uses the moving statistics.
+void k_batchnorm_update(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  if (x.rank() < 2) fail("BatchNorm expects (N, C, ...), got " + x.type_str());
+  const int64_t ch = x.shape()[1];
+  const BnParams p = bn_params(c, ch);
+  if (!batchnorm_uses_batch_stats(c)) {
+    emit(c, p.mean->clone());
+    emit(c, p.var->clone());
+    return;
+  }
+  const double momentum = attr_float(c.node, "momentum").value_or(0.9);
+  std::vector<double> mean, var;
+  batch_moments(x, &mean, &var);
+  const double count = static_cast<double>(x.numel()) / static_cast<double>(ch);
+  const double unbias = count > 1 ? count / (count - 1) : 1.0;
+  Tensor m = zeros_float(p.mean->shape());
+  Tensor v = zeros_float(p.var->shape());
+  for (int64_t i = 0; i < ch; ++i) {
+    m.data<float>()[i] = static_cast<float>(momentum * p.mean->at(i) + (1 - momentum) * mean[i]);
+    v.data<float>()[i] =
+        static_cast<float>(momentum * p.var->at(i) + (1 - momentum) * var[i] * unbias);
+  }
+  emit(c, m);
+  emit(c, v);
+}
+
+// LayerNorm over the dims from begin_norm_axis: per row, dx = rstd (g - mean(g) - xhat
+// mean(g xhat)) with g = dy * gamma; dgamma = sum dy xhat, dbeta = sum dy over the rows.
+void k_layernorm_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  const Tensor *gamma = find_param(c, "gamma"), *beta = find_param(c, "beta");
+  Tensor gin, bin;
+  if (!gamma && c.inputs.size() >= 4) {
+    gin = as_float(c.inputs[2]);
+    bin = as_float(c.inputs[3]);
+    gamma = &gin;
+    beta = &bin;
+  }
+  if (!gamma || !beta) fail("LayerNorm gradient: gamma/beta missing");
+  const int64_t begin = norm_axis(attr_int(c.node, "begin_norm_axis").value_or(-1), x.rank());
+  const double eps =
+      attr_float(c.node, "epsilon").value_or(attr_float(c.node, "eps").value_or(1e-7));
+  int64_t inner = 1;
+  for (auto i = static_cast<size_t>(begin); i < x.rank(); ++i) inner *= x.shape()[i];
+  const int64_t outer = inner ? x.numel() / inner : 0;
+  if (gamma->numel() != inner || beta->numel() != inner || dy.numel() != x.numel())
+    fail("LayerNorm gradient: gamma " + gamma->type_str() + " does not match");
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  std::vector<double> dg(static_cast<size_t>(inner), 0.0), dbv(static_cast<size_t>(inner), 0.0);
+  const auto* pgam = gamma->data<float>();
+  std::vector<double> xhat(static_cast<size_t>(inner)), g(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const auto* xr = x.data<float>() + o * inner;
+    const auto* gr = dy.data<float>() + o * inner;
+    double mu = 0, var = 0;
+    for (int64_t i = 0; i < inner; ++i) mu += xr[i];
+    mu /= static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+    var /= static_cast<double>(inner);
+    const double rs = 1.0 / std::sqrt(var + eps);
+    double mg = 0, mgx = 0;
+    for (int64_t i = 0; i < inner; ++i) {
+      xhat[i] = (xr[i] - mu) * rs;
+      g[i] = gr[i] * pgam[i];
+      mg += g[i];
+      mgx += g[i] * xhat[i];
+      dg[i] += gr[i] * xhat[i];
+      dbv[i] += gr[i];
+    }
+    mg /= static_cast<double>(inner);
+    mgx /= static_cast<double>(inner);
+    auto* q = dx.data<float>() + o * inner;
+    for (int64_t i = 0; i < inner; ++i) q[i] = static_cast<float>(rs * (g[i] - mg - xhat[i] * mgx));
+  }
+  Tensor tg = zeros_float(gamma->shape());
+  Tensor tb = zeros_float(beta->shape());
+  for (int64_t i = 0; i < inner; ++i) {
+    tg.data<float>()[i] = static_cast<float>(dg[i]);
+    tb.data<float>()[i] = static_cast<float>(dbv[i]);
+  }
+  emit(c, tg);
+  emit(c, tb);
+}
+
+// Softmax: dx = y (dy - sum(dy y)); LogSoftmax: dx = dy - exp(y) sum(dy), over the axis.
+void k_softmax_grad(KernelCall& c) {
+  const Tensor y = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  if (dy.numel() != y.numel()) fail("softmax gradient: bad shapes");
+  const bool log = forward_op(c) == "LogSoftmax";
+  auto axes = attr_ints(c.node, "axis").value_or(std::vector<int64_t>{-1});
+  if (axes.size() != 1) fail("Softmax over several axes is not supported");
+  const int64_t axis = norm_axis(axes[0], y.rank());
+  const int64_t len = y.shape()[axis];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < y.rank(); ++i) inner *= y.shape()[i];
+  const int64_t outer = len * inner != 0 ? y.numel() / (len * inner) : 0;
+  Tensor& dx = emit(c, zeros_float(y.shape()));
+  const auto* py = y.data<float>();
+  const auto* pg = dy.data<float>();
+  auto* q = dx.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * len * inner + i;
+      double s = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t e = base + k * inner;
+        s += log ? pg[e] : pg[e] * py[e];
+      }
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t e = base + k * inner;
+        q[e] = static_cast<float>(log ? pg[e] - std::exp(py[e]) * s : py[e] * (pg[e] - s));
+      }
+    }
+  }
+}
+
+// Concat's gradient: dy cut back into the inputs' extents along the axis.
+void k_concat_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  const int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), dy.rank());
+  const int64_t len = dy.shape()[axis];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < dy.rank(); ++i) inner *= dy.shape()[i];
+  const int64_t outer = len * inner != 0 ? dy.numel() / (len * inner) : 0;
+  int64_t off = 0;
+  for (size_t k = 0; k < c.node.outputs.size(); ++k) {
+    const std::vector<int64_t> shape = declared(c, k);
+    if (shape.size() != dy.rank()) fail("concat gradient: bad ranks");
+    const int64_t part = shape[axis];
+    if (off + part > len) fail("concat gradient: the parts exceed the output");
+    Tensor& t = emit(c, zeros_float(shape));
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(t.data<float>() + o * part * inner, dy.data<float>() + (o * len + off) * inner,
+                  static_cast<size_t>(part * inner) * sizeof(float));
+    }
+    off += part;
+  }
+}
+
+// StridedSlice's gradient: dy scattered into zeros of the input's shape at the positions the
+// slice read (the forward kernel's index arithmetic).
+void k_strided_slice_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  const std::vector<int64_t> xs = declared(c, 0);
+  const std::vector<IndexItem> items = index_items(c.node);
+  size_t consumed = 0;
+  for (const IndexItem& it : items)
+    if (it.kind == IndexItem::Int || it.kind == IndexItem::Slice) ++consumed;
+  std::vector<IndexItem> full;
+  for (const IndexItem& it : items) {
+    if (it.kind == IndexItem::Ellipsis) {
+      for (size_t k = consumed; k < xs.size(); ++k) full.push_back(IndexItem::of(IndexItem::Slice));
+      consumed = xs.size();
+    } else {
+      full.push_back(it);
+    }
+  }
+  size_t used = 0;
+  for (const IndexItem& it : full)
+    if (it.kind != IndexItem::NewAxis) ++used;
+  if (used > xs.size()) fail("too many indices for " + shape_str(xs));
+  for (size_t k = used; k < xs.size(); ++k) full.push_back(IndexItem::of(IndexItem::Slice));
+  const size_t r = xs.size();
+  std::vector<int64_t> st(r), step(r), cnt(r);
+  size_t axis = 0;
+  for (const IndexItem& it : full) {
+    if (it.kind == IndexItem::NewAxis) continue;
+    const int64_t d = xs[axis];
+    if (it.kind == IndexItem::Int) {
+      const int64_t i = it.i < 0 ? it.i + d : it.i;
+      if (i < 0 || i >= d) fail("index " + std::to_string(it.i) + " is out of bounds");
+      st[axis] = i;
+      step[axis] = 1;
+      cnt[axis] = 1;
+    } else {
+      const SliceIndices b = slice_indices(it.start, it.stop, it.step, d);
+      st[axis] = b.start;
+      step[axis] = b.step;
+      cnt[axis] = b.length;
+    }
+    ++axis;
+  }
+  int64_t total = 1;
+  for (int64_t v : cnt) total *= v;
+  if (total != dy.numel()) fail("slice gradient " + dy.type_str() + " does not match the slice");
+  std::vector<int64_t> in_strides(r, 1);
+  for (size_t i = r; i-- > 1;) in_strides[i - 1] = in_strides[i] * xs[i];
+  Tensor& dx = emit(c, zeros_float(xs));
+  auto* q = dx.data<float>();
+  const auto* pg = dy.data<float>();
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t dst = 0;
+    for (size_t d = 0; d < r; ++d) dst += (st[d] + idx[d] * step[d]) * in_strides[d];
+    q[dst] += pg[o];
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < cnt[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Gather's gradient w.r.t. the table: dy's rows added at their indices (repeated indices sum).
+void k_gather_grad(KernelCall& c) {
+  const Tensor& ids = in(c, 0);
+  const Tensor dy = as_float(in(c, 1));
+  if (ids.is_float()) fail("gather indices must be integers, got " + ids.type_str());
+  const std::vector<int64_t> ts = declared(c, 0);
+  const int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), ts.size());
+  const int64_t len = ts[axis];
+  int64_t inner = 1, outer = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < ts.size(); ++i) inner *= ts[i];
+  for (int64_t i = 0; i < axis; ++i) outer *= ts[i];
+  const int64_t n = ids.numel();
+  if (dy.numel() != outer * n * inner) fail("gather gradient " + dy.type_str() + " does not match");
+  Tensor& dt = emit(c, zeros_float(ts));
+  auto* q = dt.data<float>();
+  const auto* pg = dy.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t k = 0; k < n; ++k) {
+      const auto id = static_cast<int64_t>(ids.at(k));
+      if (id < 0 || id >= len) fail("index " + std::to_string(id) + " is out of range");
+      float* dst = q + (o * len + id) * inner;
+      const float* src = pg + (o * n + k) * inner;
+      for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+    }
+  }
+}
+
+// Dropout's gradient: in training the forward node's mask, regenerated from the run's seed and
+// its id (attribute rng_node), times 1 / keep_prob; in inference the identity.
+void k_dropout_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  if (!c.training) {
+    emit(c, dy);
+    return;
+  }
+  const std::string id = attr_str(c.node, "rng_node").value_or("");
+  const bool channels = attr_str(c.node, "forward_op").value_or("") == "Dropout2D";
+  const std::vector<float> mask = dropout_mask(c.node, channels, id, dy.shape(), c.run_seed);
+  const double keep = dropout_keep(c.node);
+  const int64_t per = dy.numel() == 0 ? 1 : dy.numel() / static_cast<int64_t>(mask.size());
+  Tensor& dx = emit(c, zeros_float(dy.shape()));
+  const auto scale = static_cast<float>(1.0 / keep);
+  for (int64_t i = 0; i < dy.numel(); ++i)
+    dx.data<float>()[i] = dy.data<float>()[i] * mask[i / per] * scale;
+}
+
+// ReduceMax / ReduceMin: the gradient to the elements equal to the extremum, split evenly among
+// ties. Inputs: x, the output and its gradient reshaped with keep_dims.
+void k_reduce_extremum_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor y = as_float(in(c, 1));
+  const Tensor dy = as_float(in(c, 2));
+  if (y.rank() != x.rank() || dy.numel() != y.numel()) fail("reduction gradient: bad shapes");
+  const std::vector<int64_t> sy = bstrides(y.shape(), x.shape());
+  const std::vector<int64_t> zero(x.rank(), 0);
+  std::vector<int64_t> count(static_cast<size_t>(y.numel()), 0);
+  const auto* px = x.data<float>();
+  const auto* py = y.data<float>();
+  for_each_index(x.shape(), sy, zero, [&](int64_t o, int64_t j, int64_t) {
+    if (px[o] == py[j]) ++count[static_cast<size_t>(j)];
+  });
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  for_each_index(x.shape(), sy, zero, [&](int64_t o, int64_t j, int64_t) {
+    if (px[o] == py[j])
+      dx.data<float>()[o] = dy.data<float>()[j] / static_cast<float>(count[static_cast<size_t>(j)]);
+  });
+}
+
+}  // namespace graphcore::runtime::kernels

@@ -1,0 +1,183 @@
+"""Cellscope's gradients (graphcore/autodiff.h, `cellscope-run --grad`) against MindSpore's.
+
+For each case, a Cell whose construct ends in a scalar loss:
+  * build it in real MindSpore 2.10 (PyNative, CPU), give every parameter random values,
+    mindspore.save_checkpoint, save a random input;
+  * MindSpore: ms.value_and_grad(net, None, net.trainable_params())(x) in the case's mode
+    (set_train(True) for the BatchNorm case: batch statistics, moving statistics updated);
+  * Cellscope: `cellscope-run FILE --cell Net --input-shape ... --input x.npy --ckpt net.ckpt
+    --grad [--train-mode] --out DIR`, then DIR/loss.npy, DIR/grads/<param>.npy and
+    DIR/state/<param>.npy (the moving statistics after the step);
+  * every gradient: max |cellscope - mindspore| / max |mindspore| below the case's tolerance.
+The binary is found as in test_checkpoint.py ($CELLSCOPE_RUN, next to $CELLSCOPE_BIN, $BUILD_DIR).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import ground_truth as gt  # noqa: E402
+import mindspore as ms  # noqa: E402
+from test_checkpoint import randomize, rel_error, run_bin  # noqa: E402,F401
+
+TIMEOUT = int(os.environ.get("CELLSCOPE_TIMEOUT", "600"))
+
+HEADER = """import numpy as np
+import mindspore as ms
+from mindspore import nn, ops
+"""
+
+LENET = HEADER + """
+
+class LeNet5(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, pad_mode='valid')
+        self.conv2 = nn.Conv2d(6, 16, 5, pad_mode='valid')
+        self.relu = nn.ReLU()
+        self.max_pool2d = nn.MaxPool2d(kernel_size=2, stride=2)
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Dense(16 * 5 * 5, 120)
+        self.fc2 = nn.Dense(120, 84)
+        self.fc3 = nn.Dense(84, 10)
+
+    def construct(self, x):
+        x = self.max_pool2d(self.relu(self.conv1(x)))
+        x = self.max_pool2d(self.relu(self.conv2(x)))
+        x = self.flatten(x)
+        x = self.relu(self.fc1(x))
+        x = self.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.net = LeNet5()
+
+    def construct(self, x):
+        return ops.mean(ops.square(self.net(x)))
+"""
+
+CNN_BN = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, stride=1, pad_mode='pad', padding=1)
+        self.bn1 = nn.BatchNorm2d(8, momentum=0.9)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2, pad_mode='same', has_bias=True)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.fc = nn.Dense(8, 5)
+
+    def construct(self, x):
+        h = self.pool(ops.relu(self.bn1(self.conv1(x))))
+        h = ops.relu(self.bn2(self.conv2(h)))
+        h = ops.mean(h, (2, 3))
+        return ops.mean(ops.square(self.fc(h) - 0.5))
+"""
+
+ATTENTION = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Dense(16, 48)
+        self.proj = nn.Dense(16, 16)
+        self.ln = nn.LayerNorm((16,), epsilon=1e-5)
+        self.ffn1 = nn.Dense(16, 32)
+        self.gelu = nn.GELU(approximate=False)
+        self.ffn2 = nn.Dense(32, 16)
+        self.softmax = nn.Softmax(axis=-1)
+        self.bmm = ops.BatchMatMul(transpose_b=True)
+
+    def construct(self, x):
+        q, k, v = ops.split(self.qkv(x), 16, 2)
+        a = self.softmax(self.bmm(q, k) * 0.25)
+        h = self.ln(x + self.proj(ops.matmul(a, v)))
+        h = h + self.ffn2(self.gelu(self.ffn1(h)))
+        return ops.mean(ops.square(h))
+"""
+
+CASES: Dict[str, Dict] = {
+    "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
+    "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
+                            "rtol": 1e-4},
+    "attention_block": {"source": ATTENTION, "shape": (2, 6, 16), "train": False, "rtol": 1e-5},
+}
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_gradients_match_mindspore(name: str, run_bin: Path, tmp_path: Path) -> None:
+    case = CASES[name]
+    gt.setup_mindspore()
+    src = tmp_path / ("grad_%s.py" % name)
+    src.write_text(case["source"])
+    net = load(src, "grad_" + name).Net()
+    rng = np.random.default_rng(7)
+    randomize(net, rng)
+    ckpt = tmp_path / "net.ckpt"
+    ms.save_checkpoint(net, str(ckpt))
+    x = rng.standard_normal(case["shape"]).astype(np.float32)
+    x_npy = tmp_path / "x.npy"
+    np.save(x_npy, x)
+
+    net.set_train(case["train"])
+    params = net.trainable_params()
+    loss, grads = ms.value_and_grad(net, None, params)(ms.Tensor(x))
+
+    out = tmp_path / "out"
+    cmd = [str(run_bin), str(src), "--cell", "Net", "--input-shape",
+           ",".join(str(d) for d in case["shape"]), "--input", str(x_npy), "--ckpt", str(ckpt),
+           "--grad", "--out", str(out)]
+    if case["train"]:
+        cmd.append("--train-mode")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, "`%s` failed (%d):\n%s" % (" ".join(cmd), proc.returncode,
+                                                           proc.stderr[-4000:])
+    got_loss = float(np.load(out / "loss.npy"))
+    assert abs(got_loss - float(loss.asnumpy())) <= case["rtol"] * max(1.0, abs(got_loss))
+
+    worst = 0.0
+    for p, g in zip(params, grads):
+        want = g.asnumpy().astype(np.float64)
+        got = np.load(out / "grads" / (p.name + ".npy"))
+        assert got.shape == want.shape, p.name
+        if np.max(np.abs(want)) < 1e-6:
+            # A gradient that vanishes analytically (a bias right before a BatchNorm in training:
+            # the batch mean removes it) is rounding noise in both: compare absolutely.
+            print("%s: %s vanishes (MindSpore max %.3g, Cellscope %.3g)" %
+                  (name, p.name, np.max(np.abs(want)), np.max(np.abs(got))))
+            assert np.max(np.abs(got)) < 1e-5, p.name
+            continue
+        err = rel_error(got, want)
+        print("%s: %s max rel error %.3g" % (name, p.name, err))
+        worst = max(worst, err)
+        assert err < case["rtol"], "%s: gradient of %s off by %.3g" % (name, p.name, err)
+    # The moving statistics after the training step (BatchNorm in train mode).
+    for p in net.get_parameters():
+        if p.name.endswith(("moving_mean", "moving_variance")) and case["train"]:
+            got = np.load(out / "state" / (p.name + ".npy"))
+            err = rel_error(got, p.asnumpy().astype(np.float64))
+            print("%s: %s (state) max rel error %.3g" % (name, p.name, err))
+            assert err < case["rtol"], p.name
+    print("%s: loss %.6g (MindSpore %.6g), worst gradient rel error %.3g" %
+          (name, got_loss, float(loss.asnumpy()), worst))
