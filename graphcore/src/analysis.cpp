@@ -193,7 +193,11 @@ void assign_paths(const Value& v, std::string& path, uint32_t mark,
     }
   }
   for (auto& [k, child] : cs.children) {
-    join(k);
+    if (cs.no_prefix) {
+      path.resize(len);  // Cell.__init__(auto_prefix=False): the child keeps this Cell's path
+    } else {
+      join(k);
+    }
     assign_paths(child, path, mark, classes, report, overflow);
   }
   for (size_t i = 0; i < cs.items.size(); ++i) {
@@ -386,7 +390,9 @@ class RootCompiler {
       }
     }
     FunctionObj* fn = construct_of(inst);
-    if (!fn && !inst->cell->api && inst->cls->native_base() != NativeClass::SequentialCell) {
+    const NativeClass root_native = inst->cls->native_base();
+    if (!fn && !inst->cell->api && root_native != NativeClass::SequentialCell &&
+        root_native != NativeClass::WithLossCell) {
       // Not compiled: the Cell tree is all there is (no call sites).
       if (options_.record_facts) collect_instances(in_, root.cell, next_walk_mark(), rep);
       // A construct lost to a syntax error is already reported as one.
@@ -395,6 +401,10 @@ class RootCompiler {
       // when it is called (`net(x)` in the file) or was written the PyTorch way (`forward`).
       NativeClass nb = inst->cls->native_base();
       if (nb == NativeClass::CellList || nb == NativeClass::CellDict) return rep;
+      // A training step (TrainOneStepCell) is compiled by `cellscope train`, not as a graph.
+      if (nb == NativeClass::TrainOneStepCell || nb == NativeClass::TrainOneStepWithLossScaleCell) {
+        return rep;
+      }
       bool called = std::any_of(in_.call_sites.begin(), in_.call_sites.end(),
                                 [&](const auto& cs) { return cs.cell.o == root.cell.o; });
       if (!called && !inst->cls->lookup("forward")) return rep;
@@ -418,6 +428,8 @@ class RootCompiler {
         if (kind != ast::ParamKindAst::Normal) continue;
         names.emplace_back(params[i]->str);
       }
+    } else if (root_native == NativeClass::WithLossCell) {
+      names = {"data", "label"};  // WithLossCell.construct(self, data, label)
     } else {
       names.emplace_back("x");
     }

@@ -110,10 +110,28 @@ bool Interpreter::has_builtin(std::string_view name) const {
 }
 
 Value Interpreter::native_class(NativeClass which) {
-  static const char* kNames[] = {"",         "object",    "Cell",      "SequentialCell", "CellList",
-                                 "CellDict", "Exception", "Parameter", "Tensor",         "int",
-                                 "float",    "str",       "bool",      "list",           "tuple",
-                                 "dict",     "set",       "type",      "Initializer"};
+  static const char* kNames[] = {"",
+                                 "object",
+                                 "Cell",
+                                 "SequentialCell",
+                                 "CellList",
+                                 "CellDict",
+                                 "Exception",
+                                 "Parameter",
+                                 "Tensor",
+                                 "int",
+                                 "float",
+                                 "str",
+                                 "bool",
+                                 "list",
+                                 "tuple",
+                                 "dict",
+                                 "set",
+                                 "type",
+                                 "Initializer",
+                                 "WithLossCell",
+                                 "TrainOneStepCell",
+                                 "TrainOneStepWithLossScaleCell"};
   std::string key = std::string("class:") + kNames[static_cast<size_t>(which)];
   auto it = natives_.find(key);
   if (it != natives_.end()) return it->second;
@@ -124,7 +142,8 @@ Value Interpreter::native_class(NativeClass which) {
   Value v = Value::obj(cls);
   natives_.emplace(key, v);
   bool cellish = which == NativeClass::Cell || which == NativeClass::SequentialCell ||
-                 which == NativeClass::CellList || which == NativeClass::CellDict;
+                 which == NativeClass::CellList || which == NativeClass::CellDict ||
+                 is_train_wrapper(which);
   cls->is_cell = cellish;
   if (which != NativeClass::Cell && cellish) {
     Value base = native_class(NativeClass::Cell);

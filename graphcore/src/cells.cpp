@@ -331,6 +331,8 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
                 } else if (native->native == NativeClass::SequentialCell ||
                            native->native == NativeClass::CellList) {
                   in.init_container(target, args, s);
+                } else if (is_train_wrapper(native->native)) {
+                  in.init_train_wrapper(target, native->native, args, s);
                 }
                 return Value::none();
               });
@@ -523,7 +525,7 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
   // Native classes: conversions and MindSpore/Python constructors.
   if (cls->native != NativeClass::None && cls->native != NativeClass::Cell &&
       cls->native != NativeClass::SequentialCell && cls->native != NativeClass::CellList &&
-      cls->native != NativeClass::CellDict) {
+      cls->native != NativeClass::CellDict && !is_train_wrapper(cls->native)) {
     Value ctor = builtin(std::string("__new_") + cls->name);
     if (!ctor.is_unknown()) return call(ctor, args, site);
     auto o = std::make_shared<OpaqueObj>(cls->name);
@@ -538,7 +540,12 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
     inst->cell->file = site.file_id();
     inst->cell->site = site.range();
   }
-  bool root_candidate = cls->is_cell && cell_init_depth == 0 && graph == nullptr;
+  // A TrainOneStepCell's construct is a training step, not a forward graph: the network it
+  // wraps is the one to analyse.
+  const NativeClass nb = cls->native_base();
+  bool root_candidate = cls->is_cell && cell_init_depth == 0 && graph == nullptr &&
+                        nb != NativeClass::TrainOneStepCell &&
+                        nb != NativeClass::TrainOneStepWithLossScaleCell;
   if (cls->is_cell) ++cell_init_depth;
   struct DepthRestore {
     Interpreter* in;
@@ -569,6 +576,10 @@ Value Interpreter::instantiate(ClassObj* cls, const Value& cls_value, CallArgs& 
       init_container(inst.get(), args, site);
       break;
     }
+    if (is_train_wrapper(c->native)) {
+      init_train_wrapper(inst.get(), c->native, args, site);
+      break;
+    }
     if (c->native == NativeClass::Cell || c->native == NativeClass::Object) break;
   }
   if (root_candidate) module_level_cells.push_back(RootCandidate{self, site});
@@ -582,6 +593,92 @@ void Interpreter::add_dict_items(DictObj& items, CallArgs& args, const Site& sit
     if (d->open) items.open = true;
   } else {
     items.open = true;
+  }
+}
+
+// MindSpore 2.10's nn/wrap/cell_wrapper.py and loss_scale.py: each wrapper calls
+// Cell.__init__(auto_prefix=False) and keeps its arguments as attributes (WithLossCell: _backbone,
+// _loss_fn, and the backbone_network property; TrainOneStepCell: network, optimizer, sens,
+// return_grad; TrainOneStepWithLossScaleCell: network, optimizer, scale_sense, and
+// loss_scaling_manager when scale_sense is a Cell). What the training plan needs is reachable from
+// them; the wrappers' other attributes (weights, grad, grad_reducer) are unknown.
+void Interpreter::init_train_wrapper(InstanceObj* target, NativeClass which, CallArgs& args,
+                                     const Site& site) {
+  CellState& cs = *target->cell;
+  cs.no_prefix = true;
+  std::vector<std::pair<std::string_view, const char*>> params;  // name, default ("" required)
+  std::string_view cls = "WithLossCell";
+  if (which == NativeClass::WithLossCell) {
+    params = {{"backbone", ""}, {"loss_fn", ""}};
+  } else if (which == NativeClass::TrainOneStepCell) {
+    cls = "TrainOneStepCell";
+    params = {{"network", ""}, {"optimizer", ""}, {"sens", "None"}, {"return_grad", "False"}};
+  } else {
+    cls = "TrainOneStepWithLossScaleCell";
+    params = {{"network", ""}, {"optimizer", ""}, {"scale_sense", ""}};
+  }
+  std::vector<Value> bound(params.size());
+  std::vector<bool> given(params.size(), false);
+  if (args.pos.size() > params.size() && !args.open) {
+    report(site, Severity::Error, "too-many-arguments",
+           std::string(cls) + "() takes " + std::to_string(params.size()) + " arguments, got " +
+               std::to_string(args.pos.size()));
+    return;
+  }
+  for (size_t i = 0; i < args.pos.size() && i < params.size(); ++i) {
+    bound[i] = args.pos[i];
+    given[i] = true;
+  }
+  for (const auto& kw : args.kw) {
+    auto it = std::ranges::find_if(params, [&](const auto& p) { return p.first == kw.first; });
+    if (it == params.end()) {
+      if (!args.open) {
+        report(site, Severity::Error, "unknown-keyword",
+               std::string(cls) + "() got an unexpected keyword argument '" + kw.first + "'");
+      }
+      continue;
+    }
+    const auto i = static_cast<size_t>(it - params.begin());
+    bound[i] = kw.second;
+    given[i] = true;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (given[i]) continue;
+    if (std::string_view(params[i].second) == "None") {
+      bound[i] = Value::none();
+    } else if (std::string_view(params[i].second) == "False") {
+      bound[i] = Value::boolean(false);
+    } else {
+      if (!args.open && !args.maybe_more) {
+        report(site, Severity::Error, "missing-argument",
+               std::string(cls) + "() missing required argument '" + std::string(params[i].first) +
+                   "'");
+      }
+      bound[i] = Value::unknown();
+    }
+  }
+  if (which == NativeClass::WithLossCell) {
+    cell_setattr(target, "_backbone", bound[0]);
+    cell_setattr(target, "_loss_fn", bound[1]);
+    // The backbone_network property: the same Cell, not a second child.
+    target->attrs.set(name_str("backbone_network"), bound[0]);
+    return;
+  }
+  cell_setattr(target, "network", bound[0]);
+  cell_setattr(target, "optimizer", bound[1]);
+  if (which == NativeClass::TrainOneStepCell) {
+    // sens=None is 1.0 (TrainOneStepCell.__init__); return_grad as given.
+    cell_setattr(target, "sens", bound[2].is_none() ? Value::real(1.0) : bound[2]);
+    cell_setattr(target, "return_grad", bound[3]);
+    return;
+  }
+  // A Cell (DynamicLossScaleUpdateCell) is the loss_scaling_manager; MindSpore then keeps its
+  // scale as the Parameter scale_sense, which is left to the training plan.
+  if (auto* c = bound[2].as<InstanceObj>(); c && c->cell) {
+    cell_setattr(target, "loss_scaling_manager", bound[2]);
+    target->attrs.set(name_str("scale_sense"), bound[2]);
+  } else {
+    cell_setattr(target, "scale_sense", bound[2]);
   }
 }
 
@@ -816,6 +913,38 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   return std::nullopt;
 }
 
+// WithLossCell.construct(data, label): `out = self._backbone(data); return self._loss_fn(out,
+// label)`, both calls located at the call of the wrapper.
+Value Interpreter::call_with_loss(InstanceObj* inst, CallArgs& args, const Site& site) {
+  if (!args.open && (args.pos.size() != 2 || !args.kw.empty())) {
+    size_t n = args.pos.size() + args.kw.size();
+    report(site, Severity::Error, n > 2 ? "too-many-arguments" : "missing-argument",
+           "WithLossCell takes two inputs (data, label), got " + std::to_string(n));
+    mark_consumed(args.pos);
+    return Value::unknown();
+  }
+  const Value* backbone = inst->attrs.find_str("_backbone");
+  const Value* loss_fn = inst->attrs.find_str("_loss_fn");
+  if (!backbone || !loss_fn || args.pos.size() < 2) {
+    mark_consumed(args.pos);
+    return Value::unknown();
+  }
+  cell_stack.push_back(inst);
+  if (graph) graph->graph.scope_classes.emplace(inst->cell->path.str(), inst->cls->name);
+  CallArgs a;
+  a.pos.push_back(args.pos[0]);
+  a.pos_ranges.push_back(site.range());
+  Value out = call(*backbone, a, site);
+  CallArgs b;
+  b.pos.push_back(out);
+  b.pos.push_back(args.pos[1]);
+  b.pos_ranges.push_back(site.range());
+  b.pos_ranges.push_back(site.range());
+  Value loss = call(*loss_fn, b, site);
+  cell_stack.pop_back();
+  return loss;
+}
+
 Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArgs& args,
                              const Site& site) {
   const Value* construct = inst->cls->lookup("construct");
@@ -862,6 +991,16 @@ Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArg
     }
     cell_stack.pop_back();
     return x;
+  }
+  if (nb == NativeClass::WithLossCell) return call_with_loss(inst, args, site);
+  if (nb == NativeClass::TrainOneStepCell || nb == NativeClass::TrainOneStepWithLossScaleCell) {
+    // Its construct differentiates the network and applies the optimizer: a training step
+    // (`cellscope train`), not part of a forward graph.
+    mark_consumed(args.pos);
+    report(site, Severity::Information, "not-analysed",
+           "`" + inst->cls->name + "` runs a training step (gradients and optimizer update); " +
+               "it is not compiled as part of a forward graph");
+    return Value::unknown();
   }
   if (inst->cell->api) return call_api_function(inst->cell->api, args, site, inst);
   // A construct lost to a syntax error in the class (a half-typed `def construct(self,`) is

@@ -268,6 +268,10 @@ class Interpreter {
   void add_dict_items(DictObj& items, CallArgs& args, const Site& site);
   // SequentialCell/CellList constructor arguments: Cells, a list of Cells or an OrderedDict.
   void init_container(InstanceObj* target, CallArgs& args, const Site& site);
+  // __init__ of nn.WithLossCell / nn.TrainOneStepCell / nn.TrainOneStepWithLossScaleCell.
+  void init_train_wrapper(InstanceObj* target, NativeClass which, CallArgs& args, const Site& site);
+  // WithLossCell.construct(data, label).
+  Value call_with_loss(InstanceObj* inst, CallArgs& args, const Site& site);
 
   // ---- construct compilation (trace.cpp) ----
   GraphBuilder* graph = nullptr;

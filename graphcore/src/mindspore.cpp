@@ -355,6 +355,12 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
       result = native_class(NativeClass::CellList);
     else if (n == "CellDict")
       result = native_class(NativeClass::CellDict);
+    else if (n == "WithLossCell")
+      result = native_class(NativeClass::WithLossCell);
+    else if (n == "TrainOneStepCell")
+      result = native_class(NativeClass::TrainOneStepCell);
+    else if (n == "TrainOneStepWithLossScaleCell")
+      result = native_class(NativeClass::TrainOneStepWithLossScaleCell);
     else
       result = resolve_api("nn." + n);
   } else if (p == "ops.") {
@@ -1075,6 +1081,14 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
   };
   for (auto& a : b.values) consider(a.value);
   for (auto& v : b.vararg_values) consider(v);
+  // Tensors the layer was constructed with that its operator reads (a loss's class weights).
+  if (self_obj && self_obj->cell) {
+    for (const std::string& name : e->init_tensor_inputs) {
+      for (const auto& a : self_obj->cell->init_args) {
+        if (a.name == name) consider(a.value);
+      }
+    }
+  }
   bool unknown_input = false;
   for (auto& a : b.values) unknown_input |= a.value.is_unknown();
   auto poison = [&]() {

@@ -228,6 +228,13 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
   } else {
     n.scope = current_scope();
     n.id = graph->unique_id(n.scope.empty() ? n.op.str() : n.scope + "/" + n.op);
+    // An API object without a path of its own (the root itself, the loss of a root WithLossCell,
+    // whose sub-Cells are not prefixed, a primitive built in construct): its Parameters are named
+    // as the report names them, and its constructor's attributes reach the kernel all the same.
+    if (obj && obj->cell && obj->cell->api) {
+      for (auto& p : *obj->cell->api_params) n.params.push_back(p.name);
+      n.layer_attrs = obj->cell->attrs;
+    }
   }
   n.inputs.reserve(inputs.size());
   for (const Value& in : inputs) n.inputs.push_back(graph_value(in, site));

@@ -297,7 +297,17 @@ enum class NativeClass : uint8_t {
   Set,
   Type,
   Initializer,
+  // MindSpore's training wrappers (mindspore/nn/wrap/): construct modelled natively.
+  WithLossCell,
+  TrainOneStepCell,
+  TrainOneStepWithLossScaleCell,
 };
+
+// nn.WithLossCell, nn.TrainOneStepCell and nn.TrainOneStepWithLossScaleCell.
+inline bool is_train_wrapper(NativeClass c) {
+  return c == NativeClass::WithLossCell || c == NativeClass::TrainOneStepCell ||
+         c == NativeClass::TrainOneStepWithLossScaleCell;
+}
 
 struct ClassObj : Object {
   static constexpr OK kKind = OK::Class;
@@ -336,6 +346,10 @@ struct CellState {
   // Some contents are not known (`SequentialCell(*layers)` of a list a loop over run-time data
   // filled): what the container computes is unknown, never a pass-through of `items`.
   bool items_unknown = false;
+  // Cell.__init__(auto_prefix=False) (MindSpore's training wrappers): the names of the
+  // sub-Cells' Parameters do not include the attribute that holds them ("conv1.weight", not
+  // "_backbone.conv1.weight"), as in their checkpoints.
+  bool no_prefix = false;
   std::vector<std::string> item_names;  // SequentialCell from an OrderedDict
   // Registry-backed objects (nn.Conv2d instances, ops.Add instances).
   const ApiEntry* api = nullptr;

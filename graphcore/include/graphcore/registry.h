@@ -161,6 +161,10 @@ struct ApiEntry {
   bool returns_tuple = false;  // outputs are returned as a Python tuple even if there is one
   std::string summary;         // one line for hover/completion
   std::string replacement;     // for entries kept only to explain a mistake: the API to use instead
+  // CellClass: constructor arguments that, when they are tensors, are inputs of the node after
+  // the call's own (a loss's class weights: nn.CrossEntropyLoss(weight=w)), so that later stages
+  // read their values from the graph.
+  std::vector<std::string> init_tensor_inputs;
 };
 
 class Registry {
@@ -224,5 +228,6 @@ std::string init_argument_of(std::string_view rel);
 void register_nn_layers(Registry& r);
 void register_ops(Registry& r);
 void register_tensor_methods(Registry& r);
+void register_losses(Registry& r);
 
 }  // namespace graphcore

@@ -18,5 +18,6 @@ std::span<const OpDef> activation_ops();   // activation.cpp
 std::span<const OpDef> nn_ops();           // nn.cpp
 std::span<const OpDef> tensor_ops();       // tensor.cpp
 std::span<const OpDef> grad_ops();         // grad.cpp: backward operators
+std::span<const OpDef> loss_ops();         // loss.cpp
 
 }  // namespace graphcore::ops

@@ -13,7 +13,7 @@ namespace {
 std::vector<OpDef> build_table() {
   std::vector<OpDef> all;
   for (auto family : {ops::elementwise_ops(), ops::activation_ops(), ops::nn_ops(),
-                      ops::tensor_ops(), ops::grad_ops()})
+                      ops::tensor_ops(), ops::grad_ops(), ops::loss_ops()})
     all.insert(all.end(), family.begin(), family.end());
   std::ranges::sort(all, {}, &OpDef::name);
   // Two rows for one operator would make its facts depend on which one a lookup finds.

@@ -163,6 +163,7 @@ Registry::Registry() {
   register_nn_layers(*this);
   register_ops(*this);
   register_tensor_methods(*this);
+  register_losses(*this);
 }
 
 void Registry::add(ApiEntry entry) {

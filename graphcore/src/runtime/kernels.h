@@ -193,4 +193,12 @@ void k_gather_grad(KernelCall& c);
 void k_dropout_grad(KernelCall& c);
 void k_reduce_extremum_grad(KernelCall& c);
 
+// Losses and their backward operators (loss_kernels.cpp).
+void k_bce_with_logits(KernelCall& c);
+void k_bce_with_logits_grad(KernelCall& c);
+void k_class_loss(KernelCall& c);  // CrossEntropyLoss, NLLLoss, SoftmaxCrossEntropyWithLogits
+void k_class_loss_grad(KernelCall& c);
+void k_pointwise_loss(KernelCall& c);  // MSELoss, L1Loss, SmoothL1Loss
+void k_pointwise_loss_grad(KernelCall& c);
+
 }  // namespace graphcore::runtime::kernels
