@@ -4,7 +4,7 @@
 // Usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... [--input SPEC]...
 //                           [--seed N] [--precision fp32|target] [--out DIR] [--dump-all]
 //                           [--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N]
-//                           [--list-params] [--grad] [--train-mode]
+//                           [--list-params] [--grad] [--train-mode] [--threads N]
 //   --input-shape  as `cellscope graph --input` ("1,3,224,224", "8,128:int32")
 //   --input        random | random:SEED | ones | zeros | path.npy (one per graph input; default
 //                  random)
@@ -17,6 +17,8 @@
 //   --timing       prints `timing {"analysis_ms", "bind_ms", "run_ms"}` after the outputs: the
 //                  analysis, the binding (parameters, inputs, checkpoint) and the one run of this
 //                  process (tests/dap/bench-overhead.mjs compares it with a debug session)
+//   --threads N    threads of the convolutions and matrix products (ExecOptions::threads;
+//                  default 1, 0 = every hardware thread)
 //   --bench N      times N runs (after one warm-up) without hooks, and with no-op hooks that
 //                  check a breakpoint table and compute nothing (debugger with no breakpoint),
 //                  then prints one JSON line
@@ -122,7 +124,7 @@ int usage() {
   std::cerr << "usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... "
                "[--input SPEC]... [--seed N] [--precision fp32|target] [--out DIR] [--dump-all] "
                "[--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N] "
-               "[--list-params] [--grad] [--train-mode]\n";
+               "[--list-params] [--grad] [--train-mode] [--threads N]\n";
   return 2;
 }
 
@@ -190,6 +192,9 @@ int main(int argc, char** argv) {
       dump_all = true;
     } else if (a == "--bench") {
       bench = std::stoi(next());
+    } else if (a == "--threads") {
+      eo.threads = std::stoi(next());
+      if (eo.threads < 0) return usage();
     } else if (a == "--timing") {
       timing = true;
     } else if (a == "--list-params") {
@@ -301,6 +306,8 @@ int main(int argc, char** argv) {
                 {"hooked_ms_median", median(hooked)},
                 {"hooked_ms_min", hooked.front()},
                 {"hook_calls", calls},
+                {"threads", eo.threads},
+                {"kernels", rt::kernel_library()},
                 {"hook_overhead_pct", 100.0 * (median(hooked) / median(plain) - 1.0)}};
       std::cout << j.dump() << "\n";
       return 0;

@@ -21,7 +21,8 @@ PACKAGES=(
   libgmock-dev
   libtree-sitter-dev      # parser runtime (the Python grammar comes from npm at configure time)
   libcli11-dev            # command-line parsing
-  libeigen3-dev           # the CPU runtime's kernels (GEMM)
+  libeigen3-dev           # the CPU runtime's kernels (elementwise, reductions)
+  libdnnl-dev             # oneDNN: the runtime's convolutions and matrix products (ISA picked at run time)
   libyaml-dev             # config files (YAML/JSON) named in mindspore_config.json
   libmimalloc-dev         # fast malloc for the executables (cmake/Allocator.cmake)
   zlib1g-dev              # checkpoint CRCs, deflated .npz members (dataset reader)

@@ -13,6 +13,7 @@
 
 #include "graphcore/analysis.h"
 #include "graphcore/runtime.h"
+#include "temp_dir.h"
 
 using namespace graphcore;
 using namespace graphcore::runtime;
@@ -297,9 +298,9 @@ TEST(RuntimeInit, InitializersByNameAndCall) {
 // Analyses model source `text`, written to the temporary file `name`, with one input `input`.
 AnalysisResult analyze_source(const std::string& name, const std::string& text,
                               const TensorType& input) {
-  const fs::path dir = fs::temp_directory_path() / "cellscope_runtime_test";
-  fs::create_directories(dir);
-  const fs::path file = dir / name;
+  // Removed when the test binary exits (a fixed /tmp directory was left behind before).
+  static const cellscope::testing::TempDir temp("cellscope_runtime_test_");
+  const fs::path file = temp.path() / name;
   std::ofstream(file) << text;
   AnalysisOptions opts;
   opts.inputs.push_back(input);

@@ -215,7 +215,17 @@ struct ExecOptions {
   // (its moving mean and variance are new outputs the trainer writes back, autodiff.h
   // state_updates), Dropout drops. false: inference (moving statistics, Dropout is identity).
   bool training = false;
+  // Threads of the convolutions and matrix products (oneDNN's OpenMP regions; the other kernels
+  // run on the calling thread). 1 by default: the runtime mostly serves the debugger and the
+  // language server's process on a user's machine beside the editor, and one thread gives the same
+  // numbers on every machine (oneDNN's backward-weights reductions split by thread count).
+  // 0: every hardware thread.
+  int threads = 1;
 };
+
+// The library behind the convolutions and matrix products and the instruction set it picked for
+// this CPU: "oneDNN 2.6.3 (avx512_core_amx)".
+std::string kernel_library();
 
 enum class HookAction : uint8_t { Continue, Pause, Abort };
 

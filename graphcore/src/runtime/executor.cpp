@@ -9,6 +9,7 @@
 
 #include "graphcore/opdef.h"
 #include "graphcore/registry.h"
+#include "runtime/dnnl_ops.h"
 #include "runtime/internal.h"
 
 namespace graphcore::runtime {
@@ -298,6 +299,7 @@ void Executor::reset() {
 }
 
 RunStatus Executor::run(const Hooks& hooks) {
+  dnnl_ops::set_threads(opts_.threads);
   RunStatus s;
   while (pos_ < report_.graph.nodes.size()) {
     bool stop = false;
@@ -312,6 +314,7 @@ RunStatus Executor::run(const Hooks& hooks) {
 }
 
 RunStatus Executor::step(const Hooks& hooks) {
+  dnnl_ops::set_threads(opts_.threads);
   if (pos_ >= report_.graph.nodes.size()) {
     RunStatus s;
     s.node = pos_;

@@ -1,6 +1,7 @@
-// CPU kernels for the graph operators of the registry. GEMM and convolution (im2col) go through
-// Eigen; the rest are simple loops over contiguous float32 storage. Every kernel computes its own
-// output shapes; the executor checks them against the graph's known dims.
+// CPU kernels for the graph operators of the registry. Convolutions and matrix products go through
+// oneDNN (runtime/dnnl_ops.h); the rest are Eigen expressions and simple loops over contiguous
+// float32 storage. Every kernel computes its own output shapes; the executor checks them against
+// the graph's known dims.
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
@@ -15,6 +16,7 @@
 #include "graphcore/checked.h"
 #include "graphcore/opdef.h"
 #include "graphcore/text.h"
+#include "runtime/dnnl_ops.h"
 #include "runtime/kernels.h"
 
 namespace graphcore::runtime {
@@ -730,20 +732,18 @@ void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b) {
   int64_t in_f = w.shape()[1], out_f = w.shape()[0];
   if (x.rank() == 0 || x.shape().back() != in_f)
     fail("Dense expects input (..., " + std::to_string(in_f) + "), got " + x.type_str());
-  int64_t m = x.numel() / in_f;
+  if (b && b->numel() != out_f)
+    fail("Dense bias has " + b->type_str() + ", expected (" + std::to_string(out_f) + ",)");
   std::vector<int64_t> shape = x.shape();
   shape.back() = out_f;
-  Tensor& y = emit(c, Tensor(shape, DType::Float32));
-  MapCM X(x.data<float>(), m, in_f);
-  MapCM W(w.data<float>(), out_f, in_f);
-  MapM Y(y.data<float>(), m, out_f);
-  Y.noalias() = X * W.transpose();
-  if (b) {
-    if (b->numel() != out_f)
-      fail("Dense bias has " + b->type_str() + ", expected (" + std::to_string(out_f) + ",)");
-    Eigen::Map<const Eigen::RowVectorXf> bv(b->data<float>(), out_f);
-    Y.rowwise() += bv;
+  if (x.numel() == 0) {
+    emit(c, Tensor(shape, DType::Float32));
+    return;
   }
+  // x (m, in) @ W^T: the transpose is a stride, the bias part of the same primitive.
+  Tensor b32 = b ? as_float(*b) : Tensor();
+  Tensor y = dnnl_ops::matmul(x.reshape({-1, in_f}), w, false, true, b ? &b32 : nullptr);
+  emit(c, y.reshape(shape));
 }
 
 void k_dense(KernelCall& c) {
@@ -759,49 +759,7 @@ void k_dense(KernelCall& c) {
 
 // numpy matmul semantics with optional transposes of the last two dims.
 void batched_matmul(KernelCall& c, const Tensor& a0, const Tensor& b0, bool ta, bool tb) {
-  Tensor a = as_float(a0), b = as_float(b0);
-  std::vector<int64_t> sa = a.shape(), sb = b.shape();
-  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  if (a_vec) sa.insert(sa.begin(), 1);
-  if (b_vec) sb.push_back(1);
-  if (sa.size() < 2 || sb.size() < 2) fail("MatMul needs tensors of rank >= 1");
-  int64_t m = ta ? sa[sa.size() - 1] : sa[sa.size() - 2];
-  int64_t k = ta ? sa[sa.size() - 2] : sa[sa.size() - 1];
-  int64_t kb = tb ? sb[sb.size() - 1] : sb[sb.size() - 2];
-  int64_t n = tb ? sb[sb.size() - 2] : sb[sb.size() - 1];
-  if (k != kb) {
-    fail("MatMul: inner dimensions differ: " + a.type_str() + " @ " + b.type_str() +
-         (ta || tb ? " (with transposes)" : ""));
-  }
-  std::vector<int64_t> ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-  std::vector<int64_t> batch = broadcast(ba, bb);
-  std::vector<int64_t> shape = batch;
-  if (!a_vec) shape.push_back(m);
-  if (!b_vec) shape.push_back(n);
-  Tensor& y = emit(c, Tensor(shape, DType::Float32));
-  std::vector<int64_t> sta = bstrides(ba, batch), stb = bstrides(bb, batch);
-  int64_t a_mat = sa[sa.size() - 1] * sa[sa.size() - 2];
-  int64_t b_mat = sb[sb.size() - 1] * sb[sb.size() - 2];
-  const float* pa = a.data<float>();
-  const float* pb = b.data<float>();
-  auto* py = y.data<float>();
-  int64_t rows_a = sa[sa.size() - 2], cols_a = sa[sa.size() - 1];
-  int64_t rows_b = sb[sb.size() - 2], cols_b = sb[sb.size() - 1];
-  std::vector<int64_t> one;  // for rank-0 batch
-  for_broadcast(batch, sta, stb, [&](int64_t o, int64_t i, int64_t j) {
-    MapCM A(pa + i * a_mat, rows_a, cols_a);
-    MapCM B(pb + j * b_mat, rows_b, cols_b);
-    MapM Y(py + o * m * n, m, n);
-    if (!ta && !tb) {
-      Y.noalias() = A * B;
-    } else if (ta && !tb) {
-      Y.noalias() = A.transpose() * B;
-    } else if (!ta && tb) {
-      Y.noalias() = A * B.transpose();
-    } else {
-      Y.noalias() = A.transpose() * B.transpose();
-    }
-  });
+  emit(c, dnnl_ops::matmul(as_float(a0), as_float(b0), ta, tb));
 }
 
 void k_matmul(KernelCall& c) {
@@ -892,40 +850,6 @@ Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vect
   return w;
 }
 
-// im2col for one image and one group: col[(c*kh + i)*kw + j][oh*OW + ow].
-void im2col(const float* x, int64_t ch, int64_t h, int64_t wd, const Window& w, float* col) {
-  int64_t kh = w.kernel[0], kw = w.kernel[1];
-  int64_t oh_n = w.out[0], ow_n = w.out[1];
-  int64_t sh = w.stride[0], sw = w.stride[1], dh = w.dilation[0], dw = w.dilation[1];
-  int64_t ph = w.pad_before[0], pw = w.pad_before[1];
-  for (int64_t c = 0; c < ch; ++c) {
-    const float* xc = x + c * h * wd;
-    for (int64_t i = 0; i < kh; ++i) {
-      for (int64_t j = 0; j < kw; ++j) {
-        float* row = col + ((c * kh + i) * kw + j) * oh_n * ow_n;
-        for (int64_t oh = 0; oh < oh_n; ++oh) {
-          int64_t ih = oh * sh - ph + i * dh;
-          float* r = row + oh * ow_n;
-          if (ih < 0 || ih >= h) {
-            std::fill_n(r, ow_n, 0.0f);
-            continue;
-          }
-          const float* xr = xc + ih * wd;
-          int64_t iw0 = -pw + j * dw;
-          if (sw == 1 && iw0 >= 0 && iw0 + ow_n <= wd) {
-            std::memcpy(r, xr + iw0, ow_n * sizeof(float));
-            continue;
-          }
-          for (int64_t ow = 0; ow < ow_n; ++ow) {
-            int64_t iw = iw0 + ow * sw;
-            r[ow] = (iw >= 0 && iw < wd) ? xr[iw] : 0.0f;
-          }
-        }
-      }
-    }
-  }
-}
-
 // A 1-D convolution's window as a 2-D one of height 1 (the attributes describe the length).
 Window window_1d(const Node& n, int64_t length, int64_t kernel) {
   Window w1 = make_window(n, {length}, {kernel}, false);
@@ -966,80 +890,32 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
   }
   Window w = one_d ? window_1d(c.node, wd, wt.shape()[3])
                    : make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
-  int64_t oh = w.out[0], ow = w.out[1], hw = oh * ow;
-  Tensor& y = emit(
-      c, one_d ? Tensor({n, oc, ow}, DType::Float32) : Tensor({n, oc, oh, ow}, DType::Float32));
-  const float* px = x.data<float>();
-  const float* pw = wt.data<float>();
-  auto* py = y.data<float>();
-  int64_t ocg = oc / groups, kk = icg * w.kernel[0] * w.kernel[1];
-  bool depthwise = groups == ch && icg == 1 && groups > 1;
-  if (depthwise) {
-    // Per channel: a light direct loop (k*k multiply-adds per output).
-    int64_t mult = ocg;
-    int64_t kh = w.kernel[0], kw = w.kernel[1];
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t o = 0; o < oc; ++o) {
-        const float* xc = px + (b * ch + o / mult) * h * wd;
-        const float* wk = pw + o * kh * kw;
-        float* yo = py + (b * oc + o) * hw;
-        std::fill_n(yo, hw, 0.0f);
-        for (int64_t i = 0; i < kh; ++i) {
-          for (int64_t j = 0; j < kw; ++j) {
-            float wv = wk[i * kw + j];
-            for (int64_t r = 0; r < oh; ++r) {
-              int64_t ih = r * w.stride[0] - w.pad_before[0] + i * w.dilation[0];
-              if (ih < 0 || ih >= h) continue;
-              const float* xr = xc + ih * wd;
-              float* yr = yo + r * ow;
-              int64_t iw0 = -w.pad_before[1] + j * w.dilation[1];
-              int64_t s = w.stride[1];
-              for (int64_t q = 0; q < ow; ++q) {
-                int64_t iw = iw0 + q * s;
-                if (iw >= 0 && iw < wd) yr[q] += wv * xr[iw];
-              }
-            }
-          }
-        }
-      }
-    }
-  } else {
-    bool pointwise = w.kernel[0] == 1 && w.kernel[1] == 1 && w.stride[0] == 1 && w.stride[1] == 1 &&
-                     w.pad_before[0] == 0 && w.pad_before[1] == 0 && w.pad_after[0] == 0 &&
-                     w.pad_after[1] == 0;
-    std::vector<float> col;
-    if (!pointwise) {
-      const int64_t dims[] = {kk, hw};
-      col.resize(
-          checked_buffer_elements(dims, sizeof(float), "the im2col buffer of a convolution"));
-    }
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t g = 0; g < groups; ++g) {
-        const float* xg = px + (b * ch + g * icg) * h * wd;
-        const float* src = xg;
-        if (!pointwise) {
-          im2col(xg, icg, h, wd, w, col.data());
-          src = col.data();
-        }
-        MapCM W(pw + g * ocg * kk, ocg, kk);
-        MapCM X(src, kk, hw);
-        MapM Y(py + (b * oc + g * ocg) * hw, ocg, hw);
-        Y.noalias() = W * X;
-      }
-    }
+  if (bias && bias->numel() != oc) {
+    fail("Conv2D bias " + bias->type_str() + " does not match " + std::to_string(oc) +
+         " output channels");
   }
-  if (bias) {
-    if (bias->numel() != oc) {
-      fail("Conv2D bias " + bias->type_str() + " does not match " + std::to_string(oc) +
-           " output channels");
-    }
-    const auto* pb = bias->data<float>();
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t o = 0; o < oc; ++o) {
-        Eigen::Map<Eigen::ArrayXf>(py + (b * oc + o) * hw, hw) += pb[o];
-      }
-    }
+  std::vector<int64_t> out_dims = {n, oc, w.out[0], w.out[1]};
+  if (n == 0 || w.out[0] == 0 || w.out[1] == 0) {
+    if (one_d) out_dims.erase(out_dims.begin() + 2);
+    emit(c, Tensor(out_dims, DType::Float32));
+    return;
   }
+  dnnl_ops::ConvGeometry geo;
+  geo.batch = n;
+  geo.in_channels = ch;
+  geo.in_h = h;
+  geo.in_w = wd;
+  geo.out_channels = oc;
+  geo.kernel_h = w.kernel[0];
+  geo.kernel_w = w.kernel[1];
+  geo.groups = groups;
+  geo.stride = {w.stride[0], w.stride[1]};
+  geo.dilation = {w.dilation[0], w.dilation[1]};
+  geo.pad_before = {w.pad_before[0], w.pad_before[1]};
+  geo.pad_after = {w.pad_after[0], w.pad_after[1]};
+  Tensor b32 = bias ? as_float(*bias).reshape({oc}) : Tensor();
+  Tensor y = dnnl_ops::conv2d_forward(geo, x, as_float(wt), bias ? &b32 : nullptr);
+  emit(c, one_d ? y.reshape({n, oc, w.out[1]}) : y);
 }
 
 void k_conv2d(KernelCall& c) {

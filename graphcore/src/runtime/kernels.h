@@ -33,7 +33,6 @@ struct Window {
 Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vector<int64_t> kernel,
                    bool ceil_mode);
 Window window_1d(const Node& n, int64_t length, int64_t kernel);
-void im2col(const float* x, int64_t ch, int64_t h, int64_t wd, const Window& w, float* col);
 
 // One item of a basic index (StridedSlice's recorded begin/end/strides and masks).
 struct IndexItem {

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "graphcore/checked.h"
+#include "runtime/dnnl_ops.h"
 #include "runtime/kernels.h"
 
 namespace graphcore::runtime::kernels {
@@ -355,39 +356,15 @@ void k_matmul_grad(KernelCall& c) {
   emit(c, db);
 }
 
-namespace {
-
-// The adjoint of im2col: adds col's entries back at the input positions they were read from.
-void col2im(const float* col, int64_t ch, int64_t h, int64_t wd, const Window& w, float* x) {
-  const int64_t kh = w.kernel[0], kw = w.kernel[1], oh_n = w.out[0], ow_n = w.out[1];
-  for (int64_t c = 0; c < ch; ++c) {
-    float* xc = x + c * h * wd;
-    for (int64_t i = 0; i < kh; ++i) {
-      for (int64_t j = 0; j < kw; ++j) {
-        const float* row = col + ((c * kh + i) * kw + j) * oh_n * ow_n;
-        for (int64_t oh = 0; oh < oh_n; ++oh) {
-          const int64_t ih = oh * w.stride[0] - w.pad_before[0] + i * w.dilation[0];
-          if (ih < 0 || ih >= h) continue;
-          for (int64_t ow = 0; ow < ow_n; ++ow) {
-            const int64_t iw = ow * w.stride[1] - w.pad_before[1] + j * w.dilation[1];
-            if (iw >= 0 && iw < wd) xc[ih * wd + iw] += row[oh * ow_n + ow];
-          }
-        }
-      }
-    }
-  }
-}
-
-}  // namespace
-
-// Conv2D (and 1-D convolutions as height-1 images, as the forward kernel runs them): per image
-// and group, dW += dY col^T and dX = col2im(W^T dY). Outputs dx, dw, db (when declared).
+// Conv2D (and Conv1D as height 1): dX and dW (and db when declared) from dY on oneDNN's
+// backward-data and backward-weights primitives (runtime/dnnl_ops.h), with the forward kernel's
+// geometry (groups, stride, dilation, pads resolved from pad_mode).
 void k_conv2d_grad(KernelCall& c) {
   const Tensor* wp = find_param(c, "weight");
   const bool functional = wp == nullptr;
   const Tensor& x0 = in(c, 0);
   const Tensor& w0 = functional ? in(c, 1) : *wp;
-  const Tensor dy0 = as_float(c.inputs.back());
+  Tensor dy = as_float(c.inputs.back());
   Tensor x = as_float(x0), wt = as_float(w0);
   const bool one_d = x.rank() == 3;
   if (one_d) {
@@ -405,40 +382,29 @@ void k_conv2d_grad(KernelCall& c) {
     fail("Conv2D gradient: input " + x.type_str() + " does not match weight " + wt.type_str());
   const Window w = one_d ? window_1d(c.node, wd, wt.shape()[3])
                          : make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
-  const int64_t hw = w.out[0] * w.out[1], ocg = oc / groups;
-  const int64_t kk = icg * w.kernel[0] * w.kernel[1];
-  if (dy0.numel() != n * oc * hw) fail("Conv2D gradient " + dy0.type_str() + " does not match");
-  const int64_t dims[] = {kk, hw};
-  std::vector<float> col(checked_buffer_elements(dims, sizeof(float), "the im2col buffer"));
-  std::vector<float> dcol(col.size());
-  Tensor dx = zeros_float(x.shape());
-  Tensor dw = zeros_float(wt.shape());
-  const auto* px = x.data<float>();
-  const auto* pw = wt.data<float>();
-  const auto* pg = dy0.data<float>();
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t g = 0; g < groups; ++g) {
-      im2col(px + (b * ch + g * icg) * h * wd, icg, h, wd, w, col.data());
-      MapCM G(pg + (b * oc + g * ocg) * hw, ocg, hw);
-      MapCM Col(col.data(), kk, hw);
-      MapM(dw.data<float>() + g * ocg * kk, ocg, kk).noalias() += G * Col.transpose();
-      MapM(dcol.data(), kk, hw).noalias() = MapCM(pw + g * ocg * kk, ocg, kk).transpose() * G;
-      col2im(dcol.data(), icg, h, wd, w, dx.data<float>() + (b * ch + g * icg) * h * wd);
-    }
-  }
+  if (dy.numel() != n * oc * w.out[0] * w.out[1])
+    fail("Conv2D gradient " + dy.type_str() + " does not match");
+  dnnl_ops::ConvGeometry geo;
+  geo.batch = n;
+  geo.in_channels = ch;
+  geo.in_h = h;
+  geo.in_w = wd;
+  geo.out_channels = oc;
+  geo.kernel_h = w.kernel[0];
+  geo.kernel_w = w.kernel[1];
+  geo.groups = groups;
+  geo.stride = {w.stride[0], w.stride[1]};
+  geo.dilation = {w.dilation[0], w.dilation[1]};
+  geo.pad_before = {w.pad_before[0], w.pad_before[1]};
+  geo.pad_after = {w.pad_after[0], w.pad_after[1]};
+  dy = dy.reshape(geo.output_shape());
+  const bool want_bias = c.node.outputs.size() >= 3;
+  Tensor db;
+  Tensor dx = dnnl_ops::conv2d_backward_data(geo, dy, wt);
+  Tensor dw = dnnl_ops::conv2d_backward_weights(geo, x, dy, want_bias ? &db : nullptr);
   emit(c, dx.reshape(x0.shape()));
   emit(c, dw.reshape(w0.shape()));
-  if (c.node.outputs.size() >= 3) {
-    Tensor& db = emit(c, zeros_float({oc}));
-    for (int64_t o = 0; o < oc; ++o) {
-      double s = 0;
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t k = 0; k < hw; ++k) s += pg[(b * oc + o) * hw + k];
-      db.data<float>()[o] = static_cast<float>(s);
-    }
-    auto want = declared(c, 2);
-    c.outputs.back() = db.reshape(want);
-  }
+  if (want_bias) emit(c, db.reshape(declared(c, 2)));
 }
 
 // MaxPool: the gradient goes to the window's maximum (the first one, as the forward kernel picks
