@@ -537,6 +537,100 @@ void add_hardware_layer(const graphcore::HardwareGraph& hw, const graphcore::Opt
   }
 }
 
+namespace {
+
+PlanCall plan_call(const graphcore::PlanCall& c, PositionMapper& positions) {
+  PlanCall out;
+  out.set_api(c.api);
+  for (const auto& a : c.args) {
+    PlanArg* arg = out.add_args();
+    arg->set_name(a.name);
+    *arg->mutable_value() = attr_value(a.value);
+  }
+  out.set_file(c.file);
+  if (!c.file.empty()) *out.mutable_range() = positions.range(c.file, c.range);
+  return out;
+}
+
+std::string_view dataset_op_kind(graphcore::DatasetOp::Kind k) {
+  using K = graphcore::DatasetOp::Kind;
+  switch (k) {
+    case K::Map:
+      return "map";
+    case K::Batch:
+      return "batch";
+    case K::Shuffle:
+      return "shuffle";
+    case K::Repeat:
+      return "repeat";
+    case K::Take:
+      return "take";
+    case K::Project:
+      return "project";
+  }
+  return "map";
+}
+
+std::string_view idiom_name(graphcore::TrainingPlan::Idiom i) {
+  using I = graphcore::TrainingPlan::Idiom;
+  switch (i) {
+    case I::ModelTrain:
+      return "model_train";
+    case I::Functional:
+      return "functional";
+    case I::TrainOneStepCell:
+      return "train_one_step_cell";
+  }
+  return "model_train";
+}
+
+TrainingPlan training_plan(const graphcore::TrainingPlan& p, PositionMapper& positions,
+                           bool include_nodes) {
+  TrainingPlan out;
+  out.set_idiom(std::string(idiom_name(p.idiom)));
+  out.set_file(p.file);
+  *out.mutable_range() = positions.range(p.file, p.range);
+  *out.mutable_loss_graph() = cell(p.loss_graph, positions, include_nodes);
+  out.set_network(p.network);
+  *out.mutable_loss() = plan_call(p.loss, positions);
+  *out.mutable_optimizer() = plan_call(p.optimizer, positions);
+  for (const auto& g : p.param_groups) {
+    ParamGroup* pg = out.add_param_groups();
+    for (const auto& name : g.params) pg->add_params(name);
+    for (const auto& a : g.overrides) {
+      PlanArg* arg = pg->add_overrides();
+      arg->set_name(a.name);
+      *arg->mutable_value() = attr_value(a.value);
+    }
+  }
+  if (p.lr_schedule) *out.mutable_lr_schedule() = plan_call(*p.lr_schedule, positions);
+  if (p.loss_scale_manager)
+    *out.mutable_loss_scale_manager() = plan_call(*p.loss_scale_manager, positions);
+  if (p.clip_global_norm) out.set_clip_global_norm(*p.clip_global_norm);
+  if (p.dataset) {
+    DatasetPlan* d = out.mutable_dataset();
+    *d->mutable_source() = plan_call(p.dataset->source, positions);
+    for (const auto& op : p.dataset->ops) {
+      DatasetOp* o = d->add_ops();
+      o->set_kind(std::string(dataset_op_kind(op.kind)));
+      *o->mutable_call() = plan_call(op.call, positions);
+      for (const auto& t : op.transforms) *o->add_transforms() = plan_call(t, positions);
+      for (const auto& c : op.input_columns) o->add_input_columns(c);
+      for (const auto& c : op.columns) o->add_columns(c);
+    }
+    for (const auto& c : p.dataset->columns) *d->add_columns() = tensor(c.name, c.type);
+    d->set_opaque_reason(p.dataset->opaque_reason);
+  }
+  if (p.epochs) out.set_epochs(static_cast<double>(*p.epochs));
+  if (p.sink_size) out.set_sink_size(static_cast<double>(*p.sink_size));
+  out.set_dataset_sink_mode(p.dataset_sink_mode);
+  for (const auto& c : p.callbacks) *out.add_callbacks() = plan_call(c, positions);
+  for (const auto& c : p.exports) *out.add_exports() = plan_call(c, positions);
+  return out;
+}
+
+}  // namespace
+
 GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMapper& positions,
                              const DocumentInfo& info, bool include_nodes) {
   GraphDocument doc;
@@ -550,6 +644,8 @@ GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMa
   for (const auto& f : result.files) doc.add_files(f);
   for (const auto& r : result.cells) *doc.add_cells() = cell(r, positions, include_nodes);
   for (const auto& d : result.diagnostics) *doc.add_diagnostics() = diagnostic(d, positions);
+  for (const auto& t : result.training)
+    *doc.add_training() = training_plan(t, positions, include_nodes);
   return doc;
 }
 

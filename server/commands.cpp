@@ -27,7 +27,8 @@ void usage_error(const std::string& message) {
   std::cerr << "cellscope: error: " << message << "\n";
 }
 
-// Fills the analysis options shared by check and graph; false (after a message) on bad input.
+}  // namespace
+
 bool common_analysis_options(const CommonOptions& common, graphcore::AnalysisOptions* out) {
   out->target = common.target;
   if (!common.ms_version.empty()) {
@@ -49,6 +50,8 @@ bool common_analysis_options(const CommonOptions& common, graphcore::AnalysisOpt
   for (const std::string& c : common.configs) out->config_files.emplace_back(c);
   return true;
 }
+
+namespace {
 
 bool diagnostic_less(const protocol::Diagnostic& a, const protocol::Diagnostic& b) {
   return std::forward_as_tuple(a.file(), a.range().start().line(), a.range().start().character(),

@@ -50,8 +50,29 @@ struct GraphOptions {
   PipelineOptions pipeline;
 };
 
+// `cellscope train FILE`: the script's training plan run on the CPU runtime (train_command.cpp).
+struct TrainCommandOptions {
+  CommonOptions common;
+  std::string file;
+  std::optional<int64_t> steps;
+  std::optional<int64_t> epochs;
+  std::string data;  // replaces the dataset's directory
+  std::optional<int64_t> batch;
+  uint64_t seed = 0;
+  bool shuffle = true;          // --no-shuffle: the data in file order
+  std::string checkpoint;       // initial parameters (MindSpore .ckpt / .safetensors)
+  std::string output;           // -o: the checkpoint written after training
+  std::string dump_grads;       // the first step's gradients as <dir>/<param>.npy
+  std::string format = "text";  // text | json
+};
+
 int run_check(const CheckOptions& options);
 int run_graph(const GraphOptions& options);
+int run_train(const TrainCommandOptions& options);
+
+// Fills the analysis options every command shares (target, version, root, configs); false after
+// printing a usage error.
+bool common_analysis_options(const CommonOptions& common, graphcore::AnalysisOptions* out);
 
 // The pieces of `graph` that `view` reuses.
 // Validates `options` and fills `analysis`; false after printing a usage error.

@@ -230,6 +230,38 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
 
+  cellscope::server::TrainCommandOptions train;
+  auto* train_cmd = app.add_subcommand(
+      "train",
+      "Train a training script on the CPU runtime without executing it: its network, loss, "
+      "optimizer and dataset pipeline as the script builds them (Model.train, a train_step over "
+      "ms.value_and_grad, or TrainOneStepCell), a line per step as LossMonitor prints them");
+  train_cmd->fallthrough();
+  train_cmd->add_option("file", train.file, "The training script")->required();
+  train_cmd->add_option("--steps", train.steps, "Stop after this many steps");
+  train_cmd->add_option("--epochs", train.epochs, "Epochs (default: the script's)");
+  train_cmd->add_option("--data", train.data,
+                        "The dataset's directory (default: the path the script names)");
+  train_cmd->add_option("--batch", train.batch, "Batch size (default: the script's)");
+  train_cmd
+      ->add_option("--seed", train.seed,
+                   "Seed of shuffles, random transforms, Dropout and initializers")
+      ->capture_default_str();
+  train_cmd->add_flag("--no-shuffle{false}", train.shuffle,
+                      "Read the data in file order (the sources' shuffle and .shuffle() off), to "
+                      "compare with a reference run whose shuffle is off too");
+  train_cmd->add_option("--checkpoint", train.checkpoint,
+                        "Initial parameters from a MindSpore checkpoint (.ckpt or .safetensors)");
+  train_cmd->add_option("-o,--output", train.output,
+                        "Write the trained parameters (and optimizer state) to this MindSpore "
+                        "checkpoint (atomically; nothing is written if training fails)");
+  train_cmd->add_option("--dump-grads", train.dump_grads,
+                        "Write the first step's gradients as DIR/<parameter>.npy");
+  train_cmd->add_option("--format", train.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  add_common(train_cmd, &train.common);
+
   auto* dap_cmd = app.add_subcommand(
       "dap",
       "Serve the Debug Adapter Protocol on stdin/stdout: run a model's construct on the CPU "
@@ -300,6 +332,7 @@ int main(int argc, char** argv) {
                          graph.entries.empty() ? &graph.inputs : nullptr, graph.cell.value_or(""));
     if (graph.format == "html" && layer_opt->count() == 0) graph.pipeline.layer = "hardware";
   }
+  if (train_cmd->parsed()) apply_project_config(train_cmd, train.common, train.file, nullptr, "");
   if (view_cmd->parsed())
     apply_project_config(view_cmd, view.graph.common, view.graph.file,
                          view.graph.entries.empty() ? &view.graph.inputs : nullptr,
@@ -310,6 +343,7 @@ int main(int argc, char** argv) {
     if (check_cmd->parsed()) return cellscope::server::run_check(check);
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
     if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
+    if (train_cmd->parsed()) return cellscope::server::run_train(train);
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
     if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);
   } catch (const std::exception& e) {

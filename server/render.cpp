@@ -656,6 +656,90 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
 
 }  // namespace
 
+namespace {
+
+std::string plan_value(const google::protobuf::Value& v) {
+  switch (v.kind_case()) {
+    case google::protobuf::Value::kNumberValue: {
+      std::ostringstream s;
+      s << v.number_value();
+      return s.str();
+    }
+    case google::protobuf::Value::kStringValue:
+      return v.string_value();
+    case google::protobuf::Value::kBoolValue:
+      return v.bool_value() ? "True" : "False";
+    case google::protobuf::Value::kListValue: {
+      std::string out = "(";
+      for (int i = 0; i < v.list_value().values_size(); ++i)
+        out += (i ? ", " : "") + plan_value(v.list_value().values(i));
+      return out + ")";
+    }
+    default:
+      return "None";
+  }
+}
+
+std::string plan_call_string(const protocol::PlanCall& c) {
+  std::string out = c.api() + "(";
+  for (int i = 0; i < c.args_size(); ++i)
+    out += (i ? ", " : "") + c.args(i).name() + "=" + plan_value(c.args(i).value());
+  return out + ")";
+}
+
+// The training plans, briefly: what `cellscope train` would run.
+void render_training_text(std::ostream& out, const protocol::GraphDocument& doc) {
+  for (const auto& t : doc.training()) {
+    out << "\ntraining (" << t.idiom() << ")  " << location_string(t.file(), t.range()) << "\n";
+    out << "  network   " << (t.network().empty() ? "? (not followed)" : t.network()) << "\n";
+    out << "  loss      " << (t.loss().api().empty() ? "-" : plan_call_string(t.loss())) << "\n";
+    out << "  optimizer "
+        << (t.optimizer().api().empty() ? "? (not followed)" : plan_call_string(t.optimizer()))
+        << "\n";
+    for (int i = 0; i < t.param_groups_size(); ++i) {
+      const auto& g = t.param_groups(i);
+      out << "    group " << i << ": " << g.params_size() << " parameters";
+      for (const auto& o : g.overrides()) out << ", " << o.name() << "=" << plan_value(o.value());
+      out << "\n";
+    }
+    if (t.has_lr_schedule()) out << "  lr        " << plan_call_string(t.lr_schedule()) << "\n";
+    if (t.has_loss_scale_manager())
+      out << "  scale     " << plan_call_string(t.loss_scale_manager()) << "\n";
+    if (t.has_clip_global_norm()) out << "  clip      " << t.clip_global_norm() << "\n";
+    out << "  epochs    "
+        << (t.has_epochs() ? std::to_string(static_cast<int64_t>(t.epochs())) : "?");
+    if (t.dataset_sink_mode()) {
+      out << "  (dataset sink mode";
+      if (t.has_sink_size()) out << ", sink_size " << static_cast<int64_t>(t.sink_size());
+      out << ")";
+    }
+    out << "\n";
+    if (t.has_dataset()) {
+      const auto& d = t.dataset();
+      out << "  dataset   " << plan_call_string(d.source());
+      for (const auto& op : d.ops())
+        out << "\n            ." << plan_call_string(op.call()).substr(8);
+      out << "\n  batch     ";
+      if (d.columns_size() == 0) out << "?";
+      for (int i = 0; i < d.columns_size(); ++i)
+        out << (i ? ", " : "") << d.columns(i).name() << ": " << tensor_string(d.columns(i), true);
+      if (!d.opaque_reason().empty()) out << "\n  (not followed: " << d.opaque_reason() << ")";
+      out << "\n";
+    } else {
+      out << "  dataset   ? (not followed)\n";
+    }
+    for (const auto& c : t.callbacks()) out << "  callback  " << plan_call_string(c) << "\n";
+    for (const auto& c : t.exports()) out << "  export    " << plan_call_string(c) << "\n";
+    const auto& g = t.loss_graph();
+    out << "  loss graph " << (g.compiled() ? "compiled" : "not compiled") << ", " << g.nodes_size()
+        << " nodes, " << grouped(g.params()) << " trainable parameters";
+    if (g.outputs_size() > 0) out << ", loss " << tensor_string(g.outputs(0));
+    out << "\n";
+  }
+}
+
+}  // namespace
+
 std::string render_graph_text(const protocol::GraphDocument& doc,
                               protocol::PositionMapper* positions) {
   std::ostringstream out;
@@ -744,6 +828,7 @@ std::string render_graph_text(const protocol::GraphDocument& doc,
       out << line << "\n";
     }
   }
+  render_training_text(out, doc);
   if (doc.diagnostics_size() > 0) {
     out << "\n";
     std::vector<protocol::Diagnostic> diags(doc.diagnostics().begin(), doc.diagnostics().end());

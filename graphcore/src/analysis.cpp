@@ -13,6 +13,7 @@
 #include "graphcore/checked.h"
 #include "interp.h"
 #include "npvalues.h"
+#include "training_eval.h"
 
 namespace graphcore {
 
@@ -555,6 +556,73 @@ class RootCompiler {
     return rep;
   }
 
+  // The loss graph of a training plan: `callee` (a loss Cell, WithLossCell's composition or
+  // forward_fn) called with the batch's columns as graph inputs. Its Parameters are the
+  // network's, named as MindSpore names them (the network is the root of the paths).
+  CellReport compile_loss_graph(const PlannedTraining& pt, const Site& site,
+                                uint32_t& next_graph_id) {
+    CellReport rep;
+    rep.name = "loss:" + (pt.plan.network.empty() ? std::string("?") : pt.plan.network);
+    rep.class_name = pt.plan.network;
+    rep.file = pt.plan.file;
+    rep.range = pt.plan.range;
+    uint32_t mark = next_walk_mark();
+    std::string path;
+    assign_paths(pt.network, path, mark, nullptr, &rep, nullptr);
+    if (pt.loss_fn.as<InstanceObj>() && pt.callee.as<BuiltinObj>()) {
+      std::string loss_path = "_loss_fn";
+      assign_paths(pt.loss_fn, loss_path, mark, nullptr, nullptr, nullptr);
+    }
+    const uint32_t graph_id = next_graph_id++;
+    Graph& g = rep.graph;
+    GraphBuilder gb(g, graph_id);
+    in_.graph = &gb;
+    in_.facts = nullptr;
+    in_.cell_stack.clear();
+    CallArgs args;
+    for (size_t i = 0; i < pt.inputs.size(); ++i) {
+      Node n;
+      n.kind = NodeKind::Input;
+      n.op = "Input";
+      n.id = pt.input_names[i];
+      n.outputs.push_back(pt.inputs[i]);
+      n.file = rep.file;
+      n.range = rep.range;
+      auto idx = static_cast<uint32_t>(g.nodes.size());
+      g.nodes.push_back(std::move(n));
+      auto t = std::make_shared<TensorObj>(pt.inputs[i]);
+      t->graph_id = graph_id;
+      t->ref = ValueRef{idx, 0};
+      args.pos.push_back(Value::obj(t));
+      args.pos_ranges.push_back(rep.range);
+      rep.inputs.push_back(NamedTensor{pt.input_names[i], pt.inputs[i]});
+    }
+    in_.guessed_inputs = false;
+    Value out;
+    try {
+      out = in_.call(pt.callee, args, site);
+      rep.compiled = true;
+    } catch (const BudgetExceeded& b) {
+      in_.report_budget(b);
+    } catch (const PyRaise& r) {
+      in_.report(r.site, Severity::Information, "training-not-followed",
+                 "training plan: compiling the loss raises " + r.type +
+                     (r.message.empty() ? "" : ": " + r.message));
+    }
+    in_.graph = nullptr;
+    in_.cell_stack.clear();
+    if (pt.first_output_only) {
+      if (auto* items = seq_items(out); items && !items->empty()) out = (*items)[0];
+    }
+    if (auto* t = out.as<TensorObj>()) {
+      if (t->graph_id == graph_id) g.outputs.push_back(t->ref);
+      rep.outputs.push_back(NamedTensor{"loss", t->type});
+    }
+    for (const Node& n : g.nodes) rep.flops += n.flops;
+    if (!options_.include_nodes) g.nodes.clear();
+    return rep;
+  }
+
  private:
   // A node whose result nobody reads and that is not an output: dead code the user probably
   // did not mean (only the last node of a dead chain is reported).
@@ -731,7 +799,16 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
           // Evaluate as module-level code of the analysed file; locations of the expression
           // itself are reported against the file's first line.
           Value v = in.eval(stmt->a, *frame);
-          if (!add_root(expr, v, Site{nullptr, main})) {
+          if (auto* plan = eval::plan_of(v);
+              plan && plan->kind == eval::PlanObj::Kind::TrainOneStep) {
+            // A training step (gradients and the optimizer's update), not a forward graph:
+            // `cellscope train` runs it; what it wraps is its `.network`.
+            in.report_at(result.file, SourceRange{}, Severity::Information, "not-analysed",
+                         "--entry `" + expr + "` is a " + plan->call.api +
+                             ": it runs a training step, not a forward graph (`cellscope train` "
+                             "runs it; `" +
+                             expr + ".network` is the network with its loss)");
+          } else if (!add_root(expr, v, Site{nullptr, main})) {
             in.report_at(
                 result.file, SourceRange{}, Severity::Error, "invalid-entry",
                 "--entry `" + expr + "` does not evaluate to a Cell (got `" + type_name(v) + "`)");
@@ -802,6 +879,15 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
       for (auto& c : in.module_level_cells) {
         auto* inst = c.cell.as<InstanceObj>();
         if (rooted_classes.count(inst->cls)) continue;
+        // A MindSpore Cell of several inputs built at module level (a loss: logits and labels)
+        // is a part the program uses, not a network: its inputs cannot be guessed from a first
+        // layer, and compiling it with one would report a missing argument nobody omitted.
+        if (inst->cell && inst->cell->api) {
+          const auto& params = inst->cell->api->call_params;
+          if (std::count_if(params.begin(), params.end(),
+                            [](const auto& p) { return p.required(); }) > 1)
+            continue;
+        }
         add_root(inst->cls->name, c.cell, c.site);
       }
       // Every Cell class of this file constructible with its defaults.
@@ -869,6 +955,15 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
     auto* inst = r.cell.as<InstanceObj>();
     if (options.cell && *options.cell != r.name && *options.cell != inst->cls->name) continue;
     result.cells.push_back(compiler.compile(r, graph_id));
+  }
+  if (in.training) {
+    // Training plans, in program order, each with its loss graph compiled from the batch's types.
+    for (PlannedTraining& pt : plan_trainings(in, *in.training)) {
+      if (!pt.callee.is_unknown()) {
+        pt.plan.loss_graph = compiler.compile_loss_graph(pt, pt.site, graph_id);
+      }
+      result.training.push_back(std::move(pt.plan));
+    }
   }
   result.timings.compile_ms = ms_since(t_compile);
   if (options.cell && result.cells.empty()) {

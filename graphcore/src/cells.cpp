@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "interp.h"
+#include "training_eval.h"
 
 namespace graphcore::eval {
 
@@ -362,6 +363,9 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
     case OK::Opaque: {
       auto* o = obj.as<OpaqueObj>();
       if (Value* v = o->attrs.find_str(name)) return *v;
+      if (training) {
+        if (auto m = training->method(*this, obj, name)) return *m;
+      }
       return Value::unknown();
     }
     case OK::Str:

@@ -92,6 +92,10 @@ constexpr DiagnosticCodeInfo kCodes[] = {
     {"needs-arguments", "information",
      "a Cell class whose constructor needs arguments that nothing in the file supplies: analysed "
      "only through its uses or --entry"},
+    {"training-not-followed", "information",
+     "a part of a training script the training plan cannot follow statically (a dataset from "
+     "GeneratorDataset or user code, a map operation that is not a MindSpore transform, an "
+     "optimizer or network not built in the program): what and why, where; never an error"},
     {"unmodelled-api", "information",
      "a real MindSpore API that Cellscope has no shape rule for: shapes after it are unknown"},
     {"invalid-entry", "error",

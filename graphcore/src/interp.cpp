@@ -1,6 +1,7 @@
 // Core of the static evaluator: statements, expressions, name resolution, calls and binding.
 #include "interp.h"
 #include "npvalues.h"
+#include "training_eval.h"
 
 #include <algorithm>
 #include <cctype>
@@ -574,6 +575,7 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       return exec_block(t ? s->list : s->list2, f);
     }
     case K::For: {
+      const uint64_t batches_before = training ? training->iterations : 0;
       Value it = eval(s->b, f);
       // A list is iterated live, as Python does (appending inside the loop extends it); other
       // iterables are expanded first.
@@ -593,6 +595,25 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
           }
           return Flow::Normal;
         }
+      }
+      // A loop over a dataset's batches: its body runs once, with one abstract batch, so the
+      // training step it makes is followed; what it assigns is unknown afterwards.
+      if (training && training->iterations != batches_before) {
+        training->enter_loop(s, site);
+        Flow fl = Flow::Normal;
+        try {
+          for (size_t i = 0; i < (live ? live->items.size() : items->size()) && i < 1; ++i) {
+            assign(s->a, live ? live->items[i] : (*items)[i], f);
+            fl = exec_block(s->list, f);
+          }
+        } catch (...) {
+          training->exit_loop();
+          throw;
+        }
+        training->exit_loop();
+        if (fl == Flow::Return) return fl;
+        havoc_loop(s, f);
+        return Flow::Normal;
       }
       // A list that grows while it is iterated may never end.
       ScopedCount growing(unbounded_loops, live != nullptr);
@@ -1476,6 +1497,9 @@ Value Interpreter::call(const Value& callee, CallArgs& args, const Site& site) {
       return Value::unknown();
     }
     case OK::Opaque:
+      if (PlanObj* p = training ? plan_of(callee) : nullptr)
+        return training->call(*this, p, callee, args, site);
+      return Value::unknown();
     case OK::Module:
       return Value::unknown();
     default:

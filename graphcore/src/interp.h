@@ -80,6 +80,7 @@ struct BudgetExceeded {
 struct Cancelled {};
 
 class Interpreter;
+class TrainingRecorder;
 
 // Builds the semantic graph of one root Cell while its construct is compiled.
 class GraphBuilder {
@@ -324,6 +325,10 @@ class Interpreter {
   Value from_arg(const ArgValue& a);
 
   ModuleObj* builtins_module = nullptr;
+
+  // The training idioms met (training_eval.h); created when the program first builds a
+  // MindSpore training object, so that analyses without one pay nothing.
+  std::unique_ptr<TrainingRecorder> training;
 
  private:
   size_t steps_ = 0;

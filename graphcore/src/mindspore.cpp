@@ -16,6 +16,7 @@
 #include "interp.h"
 #include "known_names.h"
 #include "npvalues.h"
+#include "training_eval.h"
 
 namespace graphcore::eval {
 
@@ -314,6 +315,12 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
                                   bool report_missing, bool from_import) {
   Value key = make_str(std::string(name));
   if (Value* v = ns->cache.find(key)) return *v;
+  if (TrainingRecorder::may_handle(ns, name)) {
+    if (auto v = TrainingRecorder::api(*this, ns, name)) {
+      ns->cache.set(key, *v);
+      return *v;
+    }
+  }
   Value result = Value::unknown();
   const Version& ver = options.mindspore_version;
   const Registry& reg = Registry::instance();
@@ -1351,6 +1358,7 @@ void register_mindspore_natives(Interpreter& /*interp*/,
   // ms.export(net, *inputs, file_name=..., file_format=...): a call site with concrete inputs.
   add("ms.export", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
     if (a.pos.empty()) return Value::none();
+    if (in.training) in.training->record_export(in, a, site);
     std::vector<Value> inputs(a.pos.begin() + 1, a.pos.end());
     if (in.graph == nullptr) in.call_sites.push_back(Interpreter::CallSite{a.pos[0], inputs, site});
     return Value::none();

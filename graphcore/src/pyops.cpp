@@ -6,6 +6,7 @@
 
 #include "graphcore/checked.h"
 #include "interp.h"
+#include "training_eval.h"
 
 namespace graphcore::eval {
 
@@ -516,6 +517,9 @@ bool Interpreter::truthy(const Value& v, bool* known) {
 }
 
 std::optional<std::vector<Value>> Interpreter::iterate(const Value& v, const Site& site) {
+  if (training && v.as<OpaqueObj>()) {
+    if (auto batch = training->iterate(*this, v)) return batch;
+  }
   if (auto* items = seq_items(v)) return *items;
   if (auto* i = v.as<InstanceObj>(); i && i->mapping && !i->cls->lookup("__iter__"))
     return iterate(Value::obj(i->mapping), site);  // a dict subclass: its keys

@@ -26,6 +26,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::UInt8, "uint8", "u8", 1},         {DType::Float16, "float16", "f16", 2},
     {DType::BFloat16, "bfloat16", "bf16", 2}, {DType::Float32, "float32", "f32", 4},
     {DType::Float64, "float64", "f64", 8},    {DType::Complex64, "complex64", "c64", 8},
+    {DType::UInt32, "uint32", "u32", 4},
 };
 const DTypeInfo& info(DType t) { return kDTypes[static_cast<size_t>(t)]; }
 
@@ -42,18 +43,20 @@ int rank_of(DType t) {
       return 3;
     case DType::Int32:
       return 4;
-    case DType::Int64:
+    case DType::UInt32:
       return 5;
-    case DType::Float16:
+    case DType::Int64:
       return 6;
-    case DType::BFloat16:
+    case DType::Float16:
       return 7;
-    case DType::Float32:
+    case DType::BFloat16:
       return 8;
-    case DType::Float64:
+    case DType::Float32:
       return 9;
-    case DType::Complex64:
+    case DType::Float64:
       return 10;
+    case DType::Complex64:
+      return 11;
     case DType::Unknown:
       return -1;
   }
@@ -67,15 +70,15 @@ size_t dtype_size(DType t) { return info(t).size; }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   static const std::unordered_map<std::string_view, DType> kAliases = {
-      {"bool", DType::Bool},           {"bool_", DType::Bool},        {"int8", DType::Int8},
-      {"int16", DType::Int16},         {"short", DType::Int16},       {"int32", DType::Int32},
-      {"int", DType::Int32},           {"int64", DType::Int64},       {"long", DType::Int64},
-      {"uint8", DType::UInt8},         {"float16", DType::Float16},   {"half", DType::Float16},
-      {"fp16", DType::Float16},        {"bfloat16", DType::BFloat16}, {"float32", DType::Float32},
-      {"float", DType::Float32},       {"single", DType::Float32},    {"fp32", DType::Float32},
-      {"float64", DType::Float64},     {"double", DType::Float64},    {"fp64", DType::Float64},
-      {"complex64", DType::Complex64}, {"f32", DType::Float32},       {"f16", DType::Float16},
-      {"i32", DType::Int32},           {"i64", DType::Int64},
+      {"bool", DType::Bool},       {"bool_", DType::Bool},          {"int8", DType::Int8},
+      {"int16", DType::Int16},     {"short", DType::Int16},         {"int32", DType::Int32},
+      {"int", DType::Int32},       {"int64", DType::Int64},         {"long", DType::Int64},
+      {"uint8", DType::UInt8},     {"uint32", DType::UInt32},       {"float16", DType::Float16},
+      {"half", DType::Float16},    {"fp16", DType::Float16},        {"bfloat16", DType::BFloat16},
+      {"float32", DType::Float32}, {"float", DType::Float32},       {"single", DType::Float32},
+      {"fp32", DType::Float32},    {"float64", DType::Float64},     {"double", DType::Float64},
+      {"fp64", DType::Float64},    {"complex64", DType::Complex64}, {"f32", DType::Float32},
+      {"f16", DType::Float16},     {"i32", DType::Int32},           {"i64", DType::Int64},
   };
   auto it = kAliases.find(name);
   if (it == kAliases.end()) return std::nullopt;
@@ -88,7 +91,7 @@ bool is_floating(DType t) {
 }
 bool is_integral(DType t) {
   return t == DType::Bool || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 ||
-         t == DType::Int64 || t == DType::UInt8;
+         t == DType::Int64 || t == DType::UInt8 || t == DType::UInt32;
 }
 
 DType promote(DType a, DType b) {

@@ -962,6 +962,111 @@ class Net(nn.Cell):
 """
 
 
+TRAIN_SCRIPT = """import mindspore as ms
+import mindspore.dataset as ds
+import mindspore.dataset.transforms as transforms
+import mindspore.dataset.vision as vision
+from mindspore import nn
+from mindspore.train import LossMonitor, Model
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(28 * 28, 10)
+
+    def construct(self, x):
+        return self.fc(self.flatten(x))
+
+
+data = ds.MnistDataset("./MNIST_Data", usage="train", shuffle=False)
+data = data.map(operations=[vision.Rescale(1.0 / 255.0, 0.0), vision.HWC2CHW()],
+                input_columns="image")
+data = data.map(operations=transforms.TypeCast(ms.int32), input_columns="label")
+data = data.batch(8, drop_remainder=True)
+net = Net()
+loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+opt = nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9)
+Model(net, loss, opt).train(2, data, callbacks=[LossMonitor()])
+"""
+
+
+def write_idx(path, shape, data):
+    with open(path, "wb") as f:
+        f.write(bytes([0, 0, 8, len(shape)]) + b"".join(struct.pack(">I", d) for d in shape))
+        f.write(bytes(data))
+
+
+class TrainTests(unittest.TestCase):
+    """`cellscope train`: the training plan of a script run on the CPU runtime (the numbers are
+    checked against MindSpore by tests/training/ground_truth.py in the MindSpore tier)."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="cellscope-train-"))
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.script = self.dir / "train.py"
+        self.script.write_text(TRAIN_SCRIPT)
+        self.data = self.dir / "MNIST_Data"
+        self.data.mkdir()
+
+    def write_mnist(self, labels):
+        n = len(labels)
+        pixels = [(i * 37 + j * 11) % 256 for i in range(n) for j in range(28 * 28)]
+        write_idx(self.data / "train-images-idx3-ubyte", (n, 28, 28), pixels)
+        write_idx(self.data / "train-labels-idx1-ubyte", (n,), labels)
+
+    def test_trains_and_writes_a_checkpoint(self):
+        self.write_mnist([i % 10 for i in range(32)])
+        out = self.dir / "net.ckpt"
+        p = run("train", self.script, "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        steps = re.findall(r"^epoch: (\d+) step: (\d+), loss is ([0-9.e+-]+)", p.stdout, re.M)
+        # 32 images in batches of 8, two epochs: LossMonitor's numbering.
+        self.assertEqual([(int(e), int(s)) for e, s, _ in steps],
+                         [(e, s) for e in (1, 2) for s in (1, 2, 3, 4)])
+        self.assertIn("training Net with nn.SoftmaxCrossEntropyWithLogits", p.stdout)
+        self.assertTrue(out.is_file() and out.stat().st_size > 4 * 7850)
+        # json: the same steps, and --steps stops early.
+        p = run("train", self.script, "--steps", "3", "--format", "json", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual([s["global_step"] for s in doc["steps"]], [1, 2, 3])
+        self.assertAlmostEqual(doc["steps"][0]["loss"], float(steps[0][2]), places=4)
+
+    def test_missing_data_names_the_directory_and_files(self):
+        out = self.dir / "net.ckpt"
+        p = run("train", self.script, "--data", self.dir / "nowhere", "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nowhere", p.stderr)
+        self.assertIn("train-images-idx3-ubyte", p.stderr)
+        self.assertFalse(out.exists())
+
+    def test_label_out_of_range_stops_at_the_loss(self):
+        labels = [i % 10 for i in range(32)]
+        labels[13] = 12
+        self.write_mnist(labels)
+        out = self.dir / "net.ckpt"
+        p = run("train", self.script, "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("12", p.stderr)
+        self.assertRegex(p.stderr, r"step 2")
+        self.assertFalse(out.exists(), "nothing is written when training fails")
+
+    def test_truncated_idx_file_is_an_error(self):
+        self.write_mnist([i % 10 for i in range(32)])
+        f = self.data / "train-images-idx3-ubyte"
+        f.write_bytes(f.read_bytes()[:1000])
+        p = run("train", self.script, cwd=self.dir)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("train-images-idx3-ubyte", p.stderr)
+
+    def test_a_file_without_training(self):
+        p = run("train", LENET)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no training found", p.stderr)
+
+
 class ServerRobustnessTests(unittest.TestCase):
     """`cellscope dap` and `cellscope lsp` given hostile messages: they answer or drop them with a
     logged error, and keep serving (issue 14)."""

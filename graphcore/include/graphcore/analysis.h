@@ -14,6 +14,7 @@
 #include "graphcore/graph.h"
 #include "graphcore/outline.h"
 #include "graphcore/shape.h"
+#include "graphcore/training.h"
 #include "graphcore/version.h"
 
 namespace graphcore {
@@ -147,7 +148,10 @@ struct AnalysisResult {
   AnalysisTimings timings;
   std::vector<Reference> references;  // only with AnalysisOptions::record_facts; sorted, unique
   FileOutline outline;                // only with AnalysisOptions::outline
-  bool cancelled = false;             // AnalysisOptions::cancel was set: the result is partial
+  // The file's training idioms (Model.train, value_and_grad + a dataset loop, TrainOneStepCell
+  // in a dataset loop), one plan each in program order; empty when it trains nothing.
+  std::vector<TrainingPlan> training;
+  bool cancelled = false;  // AnalysisOptions::cancel was set: the result is partial
 
   [[nodiscard]] size_t error_count() const;
 };

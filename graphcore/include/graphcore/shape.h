@@ -22,6 +22,7 @@ enum class DType : uint8_t {
   Float32,
   Float64,
   Complex64,
+  UInt32,  // MindSpore's dataset labels (MnistDataset, Cifar10Dataset)
 };
 
 std::string_view dtype_name(DType t);  // "float32"

@@ -1,0 +1,248 @@
+// The Trainer (graphcore/trainer.h): one training step is the loss graph's forward and backward
+// pass on one batch (the backward graph built once by autodiff), the optimizer's update of every
+// trainable parameter, and the write-back of the state the forward pass updates in training mode
+// (BatchNorm's moving statistics).
+#include "graphcore/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "graphcore/autodiff.h"
+#include "graphcore/dataset.h"
+#include "graphcore/optim.h"
+#include "runtime/internal.h"
+
+namespace graphcore::runtime {
+
+namespace fs = std::filesystem;
+
+struct Trainer::Impl {
+  TrainOptions options;
+  std::string network;
+  std::string loss_name;
+  autodiff::GradGraph grad;
+  std::unique_ptr<Executor> exec;
+  std::unique_ptr<Optimizer> optimizer;
+  LossScaler scaler;
+  std::optional<double> clip_norm;
+  std::unique_ptr<DatasetReader> reader;
+  std::vector<std::string> notes;
+  // Graph inputs fed from the batch's columns, in order.
+  std::vector<size_t> input_columns;
+  int64_t epochs = 1;
+  int64_t epoch = 1;
+  int64_t step_in_epoch = 0;
+  int64_t global_step = 0;
+  bool done = false;
+
+  std::optional<std::vector<Tensor>> next_batch();
+  StepReport run_step(const std::vector<Tensor>& batch);
+};
+
+namespace {
+
+std::string plan_location(const TrainingPlan& plan) {
+  return plan.file + ":" + std::to_string(plan.range.start.line + 1);
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.options = std::move(options);
+  m.network = plan.network;
+  m.loss_name = plan.loss.api;
+  if (!plan.loss_graph.compiled) {
+    throw RuntimeError(plan_location(plan) + ": the network with its loss (" + plan.network +
+                       " and " + plan.loss.api + ") did not compile; see the diagnostics above");
+  }
+  if (!plan.dataset) {
+    throw RuntimeError(plan_location(plan) + ": the training data is not known (no dataset " +
+                       "pipeline was followed)");
+  }
+  if (!plan.dataset->opaque_reason.empty()) {
+    throw RuntimeError(plan_location(plan) +
+                       ": the dataset cannot be read: " + plan.dataset->opaque_reason);
+  }
+
+  autodiff::GradResult g = autodiff::build_backward(plan.loss_graph);
+  if (!g.ok()) throw RuntimeError("cannot differentiate the loss: " + g.error);
+  m.grad = std::move(*g.grad);
+
+  ExecOptions exec;
+  exec.seed = m.options.seed;
+  exec.training = true;
+  exec.keep_values = false;
+  m.exec = std::make_unique<Executor>(m.grad.report, exec);
+  if (m.options.checkpoint) {
+    CheckpointLoad load = m.exec->load_checkpoint(*m.options.checkpoint);
+    m.notes.push_back(load.summary());
+  }
+
+  DatasetPlan data = *plan.dataset;
+  if (!m.options.shuffle) {
+    for (Attr& a : data.source.args) {
+      if (a.name == "shuffle") a.value = false;
+    }
+    if (!data.source.arg("shuffle")) data.source.args.push_back(Attr{"shuffle", false});
+    std::erase_if(data.ops,
+                  [](const DatasetOp& op) { return op.kind == DatasetOp::Kind::Shuffle; });
+  }
+  m.reader = std::make_unique<DatasetReader>(data, m.options.data_dir, m.options.seed);
+  // The loss graph's inputs are the batch's columns in order (data, label).
+  const size_t n_inputs = m.exec->num_inputs();
+  if (m.reader->column_names().size() < n_inputs) {
+    throw RuntimeError(plan_location(plan) + ": the loss graph takes " + std::to_string(n_inputs) +
+                       " inputs but the dataset yields " +
+                       std::to_string(m.reader->column_names().size()) + " columns");
+  }
+  for (size_t i = 0; i < n_inputs; ++i) m.input_columns.push_back(i);
+
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& [name, ref] : m.grad.param_grads) {
+    (void)ref;
+    const ParamState* p = m.exec->param(name);
+    names.push_back(name);
+    shapes.push_back(p->value.shape());
+  }
+  m.optimizer = std::make_unique<Optimizer>(optimizer_config_from_plan(plan), names, shapes);
+  if (plan.loss_scale_manager)
+    m.scaler = LossScaler(loss_scale_from_call(*plan.loss_scale_manager));
+  m.clip_norm = plan.clip_global_norm;
+  if (m.options.checkpoint) {
+    const auto entries = read_checkpoint(*m.options.checkpoint);
+    // A checkpoint of the network alone (what save_checkpoint(net) writes) has no optimizer
+    // state: the optimizer starts fresh, as MindSpore's would.
+    bool has_state = false;
+    for (const auto& e : entries) has_state = has_state || e.name == "global_step";
+    if (has_state) {
+      m.optimizer->load_state(entries);
+      m.scaler.load_state(entries);
+    }
+  }
+  for (const std::string& p : m.grad.unused_params) {
+    m.notes.push_back("parameter " + p + " does not reach the loss: its gradient is zero");
+  }
+  m.epochs = m.options.epochs.value_or(plan.epochs.value_or(1));
+  m.reader->start_epoch(0);
+}
+
+Trainer::~Trainer() = default;
+
+std::optional<std::vector<Tensor>> Trainer::Impl::next_batch() {
+  for (;;) {
+    if (auto b = reader->next()) return b;
+    if (epoch >= epochs) return std::nullopt;
+    reader->start_epoch(epoch);  // 0-based in the reader
+    ++epoch;
+    step_in_epoch = 0;
+  }
+}
+
+StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
+  StepReport r;
+  for (size_t i = 0; i < input_columns.size(); ++i) exec->set_input(i, batch[input_columns[i]]);
+  r.samples = batch.empty() || batch[0].rank() == 0 ? 0 : batch[0].shape()[0];
+  exec->reset();
+  // A fresh Dropout mask every step, reproducible from the run's seed.
+  exec->set_seed(hash_name(options.seed, "step" + std::to_string(global_step)));
+  RunStatus st = exec->run();
+  if (st.kind != RunStatus::Kind::Finished) {
+    throw RuntimeError("step " + std::to_string(global_step + 1) + ": " + st.message);
+  }
+  std::vector<Tensor> outs = exec->outputs();
+  r.loss = outs.at(0).at(0);
+  if (!std::isfinite(r.loss)) {
+    throw RuntimeError("step " + std::to_string(global_step + 1) + ": the loss is " +
+                       (std::isnan(r.loss) ? std::string("NaN") : std::string("infinite")) + " (" +
+                       exec->node_location(grad.report.graph.outputs.at(0).node) + ")");
+  }
+  const size_t n = grad.param_grads.size();
+  if (global_step == 0 && options.dump_grads) {
+    fs::create_directories(*options.dump_grads);
+    for (size_t i = 0; i < n; ++i) {
+      write_npy(*options.dump_grads / (grad.param_grads[i].first + ".npy"), outs.at(1 + i));
+    }
+  }
+  std::vector<Tensor> grads(outs.begin() + 1, outs.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+  // Loss scaling: the backward pass as seeded with the scale (every gradient times the scale: a
+  // power of two, exact), then the training cell's unscale, overflow check and scale update.
+  r.loss_scale = scaler.scale();
+  if (r.loss_scale != 1.0f) {
+    for (Tensor& g : grads) {
+      Tensor scaled = g.clone();
+      float* d = scaled.data<float>();
+      for (int64_t k = 0; k < scaled.numel(); ++k) d[k] *= static_cast<float>(r.loss_scale);
+      g = std::move(scaled);
+    }
+  }
+  const bool apply = scaler.unscale_and_update(grads);
+  if (clip_norm) clip_by_global_norm(grads, *clip_norm);
+  r.learning_rate = optimizer->current_lr();
+  r.skipped = !apply;
+  std::vector<Tensor> params;
+  params.reserve(n);
+  for (const auto& [name, ref] : grad.param_grads) {
+    (void)ref;
+    params.push_back(exec->param(name)->value.clone());
+  }
+  if (apply) {
+    std::vector<Tensor*> ptrs;
+    ptrs.reserve(n);
+    for (Tensor& p : params) ptrs.push_back(&p);
+    optimizer->step(ptrs, grads);
+  }
+  for (size_t i = 0; i < n; ++i) exec->set_param(grad.param_grads[i].first, std::move(params[i]));
+  for (size_t i = 0; i < grad.state_updates.size(); ++i) {
+    exec->set_param(grad.state_updates[i].first, outs.at(1 + n + i));
+  }
+  return r;
+}
+
+std::optional<StepReport> Trainer::step() {
+  Impl& m = *impl_;
+  if (m.done || (m.options.steps && m.global_step >= *m.options.steps)) {
+    m.done = true;
+    return std::nullopt;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto batch = m.next_batch();
+  if (!batch) {
+    m.done = true;
+    return std::nullopt;
+  }
+  StepReport r = m.run_step(*batch);
+  ++m.global_step;
+  ++m.step_in_epoch;
+  r.epoch = m.epoch;
+  r.step = m.step_in_epoch;
+  r.global_step = m.global_step;
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<CheckpointTensor> Trainer::checkpoint() const {
+  const Impl& m = *impl_;
+  std::vector<CheckpointTensor> out;
+  for (const ParamState& p : m.exec->params()) out.push_back(checkpoint_entry(p.name, p.value));
+  for (CheckpointTensor& t : m.optimizer->state()) out.push_back(std::move(t));
+  for (CheckpointTensor& t : m.scaler.state()) out.push_back(std::move(t));
+  return out;
+}
+
+std::string Trainer::summary() const {
+  const Impl& m = *impl_;
+  std::ostringstream s;
+  s << "training " << m.network << " with " << m.loss_name << ", " << m.optimizer->config().str()
+    << ", " << m.grad.param_grads.size() << " trainable parameters, " << m.epochs
+    << (m.epochs == 1 ? " epoch" : " epochs");
+  if (auto b = m.reader->batches_per_epoch()) s << " of " << *b << " batches";
+  if (m.options.steps) s << " (at most " << *m.options.steps << " steps)";
+  return s.str();
+}
+
+std::vector<std::string> Trainer::notes() const { return impl_->notes; }
+
+}  // namespace graphcore::runtime

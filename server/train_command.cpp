@@ -1,0 +1,151 @@
+// `cellscope train FILE`: analyse the script, take its training plan (graphcore/training.h), run
+// it on the CPU runtime's Trainer (graphcore/trainer.h) a step at a time with a progress line per
+// step in LossMonitor's words, and write the trained parameters as a MindSpore checkpoint.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.h"
+#include "files.h"
+#include "graphcore/analysis.h"
+#include "graphcore/optim.h"
+#include "graphcore/trainer.h"
+#include "render.h"
+
+namespace cellscope::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void train_error(const std::string& message) {
+  std::cerr << "cellscope: error: " << message << "\n";
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+// Diagnostics of the analysis that bear on training, on stderr in the compiler's format.
+void print_diagnostics(const graphcore::AnalysisResult& result) {
+  for (const auto& d : result.diagnostics) {
+    if (d.severity == graphcore::Severity::Hint) continue;
+    std::cerr << display_path(d.file.empty() ? result.file : d.file) << ":"
+              << d.range.start.line + 1 << ":" << d.range.start.column + 1 << ": "
+              << graphcore::severity_name(d.severity) << ": " << d.message << " [" << d.code
+              << "]\n";
+  }
+}
+
+}  // namespace
+
+int run_train(const TrainCommandOptions& options) {
+  graphcore::AnalysisOptions analysis;
+  if (!common_analysis_options(options.common, &analysis)) return kExitUsage;
+  std::error_code ec;
+  if (!fs::is_regular_file(options.file, ec)) {
+    train_error("no such file: " + options.file);
+    return kExitUsage;
+  }
+  if (options.steps && *options.steps <= 0) {
+    train_error("--steps must be positive");
+    return kExitUsage;
+  }
+  if (options.epochs && *options.epochs <= 0) {
+    train_error("--epochs must be positive");
+    return kExitUsage;
+  }
+  if (options.batch && *options.batch <= 0) {
+    train_error("--batch must be positive");
+    return kExitUsage;
+  }
+  analysis.constant_values = true;  // the runtime fills constants computed in __init__
+  graphcore::DiskSourceProvider sources;
+  const graphcore::AnalysisResult result = graphcore::analyze_file(options.file, analysis, sources);
+  print_diagnostics(result);
+  if (result.training.empty()) {
+    train_error(display_path(options.file) +
+                ": no training found: Cellscope follows Model(net, loss_fn, optimizer).train(...), "
+                "a train_step over ms.value_and_grad(...) with an optimizer, and "
+                "nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)");
+    return kExitErrors;
+  }
+  // A script that trains twice (two Model.train calls ...) trains its first plan here.
+  const graphcore::TrainingPlan& plan = result.training.front();
+
+  graphcore::runtime::TrainOptions train;
+  train.steps = options.steps;
+  train.epochs = options.epochs;
+  if (!options.data.empty()) train.data_dir = fs::path(options.data);
+  train.batch = options.batch;
+  train.seed = options.seed;
+  train.shuffle = options.shuffle;
+  if (!options.checkpoint.empty()) train.checkpoint = fs::path(options.checkpoint);
+  if (!options.dump_grads.empty()) train.dump_grads = fs::path(options.dump_grads);
+
+  const bool json = options.format == "json";
+  nlohmann::json out;
+  out["file"] = options.file;
+  nlohmann::json steps = nlohmann::json::array();
+  try {
+    graphcore::runtime::Trainer trainer(plan, train);
+    if (!json) std::cout << trainer.summary() << "\n";
+    for (const std::string& n : trainer.notes()) {
+      if (json) {
+        out["notes"].push_back(n);
+      } else {
+        std::cout << "note: " << n << "\n";
+      }
+    }
+    while (auto s = trainer.step()) {
+      const double per_s = s->ms > 0 ? static_cast<double>(s->samples) * 1000.0 / s->ms : 0.0;
+      if (json) {
+        steps.push_back({{"epoch", s->epoch},
+                         {"step", s->step},
+                         {"global_step", s->global_step},
+                         {"loss", s->loss},
+                         {"learning_rate", s->learning_rate},
+                         {"loss_scale", s->loss_scale},
+                         {"skipped", s->skipped},
+                         {"ms", s->ms},
+                         {"samples", s->samples}});
+      } else {
+        std::ostringstream line;
+        line << "epoch: " << s->epoch << " step: " << s->step << ", loss is " << s->loss << " ("
+             << fixed(s->ms, 1) << " ms, " << fixed(per_s, 0) << " samples/s"
+             << (s->skipped ? ", update skipped: gradients overflowed at loss scale " +
+                                  std::to_string(s->loss_scale)
+                            : "")
+             << ")";
+        std::cout << line.str() << std::endl;
+      }
+    }
+    if (!options.output.empty()) {
+      graphcore::runtime::write_checkpoint(options.output, trainer.checkpoint());
+      if (!json) std::cout << "wrote " << display_path(options.output) << "\n";
+      out["checkpoint"] = options.output;
+    }
+    out["summary"] = trainer.summary();
+  } catch (const graphcore::runtime::RuntimeError& e) {
+    train_error(e.what());
+    if (json) {
+      out["steps"] = steps;
+      out["error"] = e.what();
+      std::cout << out.dump(2) << "\n";
+    }
+    return kExitErrors;
+  }
+  if (json) {
+    out["steps"] = steps;
+    std::cout << out.dump(2) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace cellscope::server

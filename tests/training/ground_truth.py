@@ -1,0 +1,169 @@
+"""Cellscope's training against MindSpore 2.10's, step by step (issue 17).
+
+    ground_truth.py --bin build/cellscope [--case NAME]... [--steps 20] [--keep DIR]
+
+For every case (a training script in tests/training/scripts and the data it reads):
+  1. the test data is generated (tests/training/make_data.py: scikit-learn's handwritten digits
+     as MNIST idx files, seeded CIFAR-10 binaries), nothing is downloaded;
+  2. MindSpore runs the script as written (ms_reference.py: PyNative, the dataset path pointed at
+     the test data) and records the initial parameters, every parameter's gradient on the first
+     batch, the loss of each of the first N steps and the parameters after them;
+  3. `cellscope train SCRIPT --data DIR --checkpoint init.ckpt --steps N --dump-grads G -o
+     final.ckpt --format json` trains the same script from the same initial parameters on the
+     same batches, without executing it;
+  4. compared: each gradient (max |a - b| / max |b| <= 1e-5), each step's loss (|a - b| / |b| <=
+     1e-4) and each final parameter (max |a - b| / max |b| <= 1e-4), and MindSpore loads the
+     checkpoint Cellscope wrote.
+Exit status 0 when every case passes. Run with the MindSpore venv's python (tests/mindspore/run.sh
+runs it through tests/mindspore/test_training.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent.parent
+GRAD_RTOL = 1e-5
+LOSS_RTOL = 1e-4
+WEIGHT_RTOL = 1e-4
+
+# name -> (script, data kind). The data kinds are make_data.py's.
+CASES = {
+    "lenet_momentum": ("scripts/lenet_model_train.py", "mnist"),
+    "article_net": ("scripts/article_net.py", "mnist"),
+    "functional_quickstart": ("scripts/functional_quickstart.py", "mnist"),
+    "train_one_step_adam": ("scripts/train_one_step_plain.py", "cifar10"),
+}
+# Not compared yet (docs/training.md): resnet18_cifar_sgd.py and train_one_step.py draw random
+# crops and flips (different random streams), transformer_adamw_warmup.py builds its data with
+# numpy in the script (not a file the runtime reads), dynamic_loss_scale.py needs an update cell
+# MindSpore 2.10 refuses on CPU.
+
+
+def rel_err(a: np.ndarray, b: np.ndarray) -> float:
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    scale = float(np.max(np.abs(b))) if b.size else 0.0
+    diff = float(np.max(np.abs(a - b))) if b.size else 0.0
+    return diff / scale if scale > 0 else diff
+
+
+def load_ckpt(path: Path) -> dict:
+    import mindspore as ms
+    return {k: v.asnumpy() for k, v in ms.load_checkpoint(str(path)).items()}
+
+
+def run_case(name: str, bin_path: Path, steps: int, work: Path, verbose: bool) -> bool:
+    script_rel, data_kind = CASES[name]
+    script = HERE / script_rel
+    data = work / "data"
+    if not data.is_dir():
+        subprocess.run([sys.executable, str(HERE / "make_data.py"), str(data)], check=True,
+                       stdout=subprocess.DEVNULL)
+    data_dir = data / data_kind
+    ref = work / name / "mindspore"
+    ours = work / name / "cellscope"
+    ours.mkdir(parents=True, exist_ok=True)
+    ref.mkdir(parents=True, exist_ok=True)
+    # In the case's own directory: what the script writes (ModelCheckpoint's files) stays there.
+    r = subprocess.run([sys.executable, str(HERE / "ms_reference.py"), str(script), "--data",
+                        str(data_dir), "--steps", str(steps), "--out", str(ref)],
+                       capture_output=True, text=True, timeout=1800, cwd=ref)
+    if r.returncode != 0:
+        print(f"FAIL {name}: MindSpore's run failed:\n{r.stdout[-2000:]}{r.stderr[-4000:]}")
+        return False
+    cmd = [str(bin_path), "train", str(script), "--data", str(data_dir), "--checkpoint",
+           str(ref / "init.ckpt"), "--steps", str(steps), "--no-shuffle", "--dump-grads",
+           str(ours / "grads"),
+           "-o", str(ours / "final.ckpt"), "--format", "json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=ours)
+    if r.returncode != 0:
+        print(f"FAIL {name}: cellscope train failed (exit {r.returncode}): {' '.join(cmd)}\n"
+              f"{r.stdout[-2000:]}{r.stderr[-4000:]}")
+        return False
+    report = json.loads(r.stdout)
+    ok = True
+    # gradients at step 0
+    worst = (0.0, "")
+    for f in sorted((ref / "grads").glob("*.npy")):
+        mine = ours / "grads" / f.name
+        if not mine.is_file():
+            print(f"FAIL {name}: no gradient for {f.stem}")
+            ok = False
+            continue
+        e = rel_err(np.load(mine), np.load(f))
+        worst = max(worst, (e, f.stem))
+        if e > GRAD_RTOL or verbose:
+            print(f"{'ok  ' if e <= GRAD_RTOL else 'FAIL'} {name}: gradient {f.stem}: rel {e:.3g}")
+        ok = ok and e <= GRAD_RTOL
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: gradients at step 0, worst {worst[1]} rel "
+          f"{worst[0]:.3g} (rtol {GRAD_RTOL})")
+    # losses
+    ref_losses = np.load(ref / "losses.npy")
+    our_losses = np.asarray([s["loss"] for s in report["steps"]], dtype=np.float64)
+    if our_losses.shape != ref_losses.shape:
+        print(f"FAIL {name}: {len(our_losses)} steps, MindSpore ran {len(ref_losses)}")
+        return False
+    rel = np.abs(our_losses - ref_losses) / np.maximum(np.abs(ref_losses), 1e-30)
+    loss_ok = bool(np.all(rel <= LOSS_RTOL))
+    ok = ok and loss_ok
+    print(f"{'ok  ' if loss_ok else 'FAIL'} {name}: losses over {len(ref_losses)} steps, worst "
+          f"step {int(np.argmax(rel)) + 1} rel {float(np.max(rel)):.3g} (rtol {LOSS_RTOL}); "
+          f"MindSpore {ref_losses[0]:.6f} -> {ref_losses[-1]:.6f}, Cellscope {our_losses[0]:.6f}"
+          f" -> {our_losses[-1]:.6f}")
+    if not loss_ok or verbose:
+        for i, (a, b) in enumerate(zip(our_losses, ref_losses)):
+            print(f"     step {i + 1}: cellscope {a:.7f} mindspore {b:.7f}")
+    # final weights, through MindSpore's own checkpoint loader
+    theirs = load_ckpt(ref / "final.ckpt")
+    mine = load_ckpt(ours / "final.ckpt")
+    worst = (0.0, "")
+    for k, v in theirs.items():
+        if k not in mine:
+            print(f"FAIL {name}: the checkpoint lacks {k}")
+            ok = False
+            continue
+        e = rel_err(mine[k], v)
+        worst = max(worst, (e, k))
+        if e > WEIGHT_RTOL:
+            print(f"FAIL {name}: final {k}: rel {e:.3g}")
+            ok = False
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: final parameters after {steps} steps, worst "
+          f"{worst[1]} rel {worst[0]:.3g} (rtol {WEIGHT_RTOL}); MindSpore loaded the checkpoint")
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=str(REPO_ROOT / "build" / "cellscope"))
+    ap.add_argument("--case", action="append")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--keep", help="keep the files in this directory")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="cellscope-train-gt-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results = []
+    try:
+        for name in a.case or list(CASES):
+            results.append(run_case(name, Path(a.bin).resolve(), a.steps, work, a.verbose))
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{sum(results)}/{len(results)} training cases match MindSpore")
+    return 0 if results and all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

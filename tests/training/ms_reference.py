@@ -1,0 +1,207 @@
+"""Runs a training script in real MindSpore 2.10 and records what the ground-truth tier compares.
+
+    ms_reference.py SCRIPT --data DIR --steps N --out OUT
+
+The script runs as its author wrote it (runpy, __name__ == "__main__"), in PyNative mode (a
+GRAPH_MODE request is ignored: the recorder wraps Python methods, which graph mode would compile),
+with these hooks on MindSpore's own training entry points:
+  * every dataset source reads DIR instead of the path the script names, unshuffled (shuffles
+    draw from different random streams; `cellscope train --no-shuffle` reads in file order too);
+  * before the first step: the network's parameters are saved to OUT/init.ckpt, and the
+    gradient of every trainable parameter on the first batch (ms.value_and_grad of the network
+    with its loss) is saved to OUT/grads/<name>.npy; the parameters are then restored from
+    init.ckpt (BatchNorm's forward pass in train mode moves its statistics);
+  * every step's loss goes to OUT/losses.npy, and training stops after N steps;
+  * after the last step: the parameters to OUT/final.ckpt.
+The idioms: Model.train (idiom a), ms.value_and_grad + an optimizer called in a loop (b), and
+nn.TrainOneStepCell / TrainOneStepWithLossScaleCell (c).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import mindspore as ms
+import mindspore.dataset as ds
+from mindspore import nn
+from mindspore.train import Callback, Model
+
+
+class _Stop(Exception):
+    """Raised after the last recorded step: ends the script's own loop."""
+
+
+class Recorder:
+    def __init__(self, out: Path, steps: int):
+        self.out = out
+        self.steps = steps
+        self.losses: list[float] = []
+        self.params = None  # the trained parameters (a list of Parameter)
+        self.started = False
+        self.idiom = None  # the hook that owns the run: Model.train drives a TrainOneStepCell
+
+    def owns(self, idiom: str) -> bool:
+        return self.idiom in (None, idiom)
+
+    def start(self, idiom, params, loss_and_grads):
+        """Before the first step: init.ckpt, then the first batch's gradients, then restore."""
+        if self.started:
+            return
+        self.started = True
+        self.idiom = idiom
+        self.params = list(params)
+        init = self.out / "init.ckpt"
+        ms.save_checkpoint([{"name": p.name, "data": p} for p in self.params], str(init))
+        grads = loss_and_grads()
+        (self.out / "grads").mkdir(parents=True, exist_ok=True)
+        for p, g in zip(self.params, grads):
+            np.save(self.out / "grads" / f"{p.name}.npy", g.asnumpy())
+        saved = ms.load_checkpoint(str(init))
+        for p in self.params:
+            p.set_data(saved[p.name])
+
+    def step(self, loss) -> bool:
+        """Records one step's loss; true once the last step ran."""
+        self.losses.append(float(np.asarray(loss.asnumpy() if hasattr(loss, "asnumpy") else loss)))
+        return len(self.losses) >= self.steps
+
+    def finish(self):
+        np.save(self.out / "losses.npy", np.asarray(self.losses, dtype=np.float64))
+        if self.params is not None:
+            ms.save_checkpoint([{"name": p.name, "data": p} for p in self.params],
+                               str(self.out / "final.ckpt"))
+
+
+def install(rec: Recorder, data_dir: str):
+    # Every dataset source reads the test data.
+    for name in ("MnistDataset", "Cifar10Dataset", "ImageFolderDataset"):
+        cls = getattr(ds, name)
+        orig_init = cls.__init__
+
+        def init(self, dataset_dir, *a, _orig=orig_init, **k):
+            k["shuffle"] = False
+            _orig(self, data_dir, *a, **k)
+
+        cls.__init__ = init
+
+    # The data in file order on both sides (cellscope train --no-shuffle): shuffles draw from
+    # different random streams.
+    ds.Dataset.shuffle = lambda self, buffer_size: self
+    orig_slices_init = ds.NumpySlicesDataset.__init__
+
+    def slices_init(self, data, *a, **k):
+        k["shuffle"] = False
+        orig_slices_init(self, data, *a, **k)
+
+    ds.NumpySlicesDataset.__init__ = slices_init
+
+    # PyNative: the recorder's wrappers are Python.
+    orig_set_context = ms.set_context
+
+    def set_context(**kw):
+        kw.pop("mode", None)
+        if kw:
+            orig_set_context(**kw)
+
+    ms.set_context = set_context
+    ms.context.set_context = set_context
+    orig_set_context(mode=ms.PYNATIVE_MODE)
+
+    # (a) Model.train
+    orig_train = Model.train
+
+    class StepLoss(Callback):
+        def step_end(self, run_context):
+            if rec.step(run_context.original_args().net_outputs):
+                run_context.request_stop()
+
+    def train(self, epoch, train_dataset, callbacks=None, dataset_sink_mode=False, sink_size=-1,
+              initial_epoch=0, valid_dataset=None, valid_frequency=1, valid_dataset_sink_mode=True):
+        net, loss_fn, opt = self._network, self._loss_fn, self._optimizer
+        with_loss = nn.WithLossCell(net, loss_fn) if loss_fn is not None else net
+        first = next(train_dataset.create_tuple_iterator())
+        grad_fn = ms.value_and_grad(with_loss, None, opt.parameters)
+        with_loss.set_train(True)
+        rec.start("model", opt.parameters, lambda: grad_fn(*first)[1])
+        cbs = list(callbacks) if isinstance(callbacks, (list, tuple)) else (
+            [callbacks] if callbacks else [])
+        orig_train(self, epoch, train_dataset, callbacks=cbs + [StepLoss()],
+                   dataset_sink_mode=False)
+        raise _Stop()
+
+    Model.train = train
+
+    # (b) ms.value_and_grad(fn, None, weights, has_aux) called in the script's own loop
+    orig_vag = ms.value_and_grad
+
+    def value_and_grad(fn, grad_position=None, weights=None, has_aux=False, **kw):
+        inner = orig_vag(fn, grad_position, weights, has_aux=has_aux, **kw)
+
+        def wrapped(*args):
+            if not rec.owns("functional"):
+                return inner(*args)
+            if not rec.started and weights is not None:
+                rec.start("functional", weights, lambda: inner(*args)[1])
+            if len(rec.losses) >= rec.steps:
+                raise _Stop()
+            value, grads = inner(*args)
+            rec.step(value[0] if has_aux else value)
+            return value, grads
+
+        return wrapped
+
+    ms.value_and_grad = value_and_grad
+    ms.ops.value_and_grad = value_and_grad
+
+    # (c) TrainOneStepCell and its loss-scale variant
+    for cls in (nn.TrainOneStepCell, nn.TrainOneStepWithLossScaleCell):
+        orig_construct = cls.construct
+
+        def construct(self, *inputs, _orig=orig_construct):
+            if not rec.owns("trainonestep"):
+                return _orig(self, *inputs)
+            if not rec.started:
+                grad_fn = orig_vag(self.network, None, self.weights)
+                rec.start("trainonestep", self.weights, lambda: grad_fn(*inputs)[1])
+            if len(rec.losses) >= rec.steps:
+                raise _Stop()
+            out = _orig(self, *inputs)
+            rec.step(out[0] if isinstance(out, tuple) else out)
+            return out
+
+        cls.construct = construct
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("script")
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ms.set_seed(1)
+    rec = Recorder(out, a.steps)
+    install(rec, os.path.abspath(a.data))
+    script = Path(a.script).resolve()
+    sys.path.insert(0, str(script.parent))
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except _Stop:
+        pass
+    if not rec.started:
+        sys.exit(f"ms_reference.py: {script.name} never reached a training step the recorder "
+                 "knows (Model.train, ms.value_and_grad, TrainOneStepCell)")
+    rec.finish()
+    print(f"ms_reference.py: {script.name}: {len(rec.losses)} steps, last loss "
+          f"{rec.losses[-1] if rec.losses else float('nan'):.6g}")
+
+
+if __name__ == "__main__":
+    main()

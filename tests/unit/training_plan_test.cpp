@@ -1,0 +1,369 @@
+// The training plan the static evaluator reads from MindSpore training scripts (issue 17): one
+// test per script of tests/training/scripts, checking every field of the plan, plus what is not
+// followed (GeneratorDataset) and a file without training.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "graphcore/analysis.h"
+#include "graphcore/training.h"
+
+namespace {
+
+using graphcore::AnalysisOptions;
+using graphcore::AnalysisResult;
+using graphcore::AttrValue;
+using graphcore::DatasetOp;
+using graphcore::DType;
+using graphcore::PlanCall;
+using graphcore::Severity;
+using graphcore::TrainingPlan;
+
+const std::string kScripts = CELLSCOPE_SOURCE_DIR "/tests/training/scripts/";
+
+AnalysisResult analyse(const std::string& name) {
+  graphcore::DiskSourceProvider disk;
+  AnalysisOptions opts;
+  return graphcore::analyze_file(kScripts + name, opts, disk);
+}
+
+AnalysisResult analyse_text(const std::string& text) {
+  graphcore::MemorySourceProvider mem("/ws/train.py", text);
+  AnalysisOptions opts;
+  return graphcore::analyze_file("/ws/train.py", opts, mem);
+}
+
+std::string str(const PlanCall& c, const std::string& name) {
+  const AttrValue* v = c.arg(name);
+  if (!v) return "<missing>";
+  if (auto* s = std::get_if<std::string>(v)) return *s;
+  return graphcore::attr_to_string(*v);
+}
+
+double num(const PlanCall& c, const std::string& name) {
+  const AttrValue* v = c.arg(name);
+  if (!v) return -1;
+  if (auto* d = std::get_if<double>(v)) return *d;
+  if (auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
+  return -2;
+}
+
+bool flag(const PlanCall& c, const std::string& name) {
+  const AttrValue* v = c.arg(name);
+  return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
+}
+
+std::string shape(const graphcore::TensorType& t) {
+  return t.shape.str() + " " + std::string(graphcore::dtype_name(t.dtype));
+}
+
+void expect_no_errors(const AnalysisResult& r) {
+  for (const auto& d : r.diagnostics)
+    EXPECT_NE(d.severity, Severity::Error)
+        << d.file << ":" << d.range.start.line + 1 << " " << d.message;
+}
+
+TEST(TrainingPlan, LeNetModelTrain) {
+  AnalysisResult r = analyse("lenet_model_train.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_EQ(p.idiom, TrainingPlan::Idiom::ModelTrain);
+  EXPECT_EQ(p.range.start.line, 55u);  // model.train(...)
+  EXPECT_EQ(p.network, "LeNet5");
+  EXPECT_EQ(p.loss.api, "nn.SoftmaxCrossEntropyWithLogits");
+  EXPECT_TRUE(flag(p.loss, "sparse"));
+  EXPECT_EQ(str(p.loss, "reduction"), "mean");
+  EXPECT_EQ(p.optimizer.api, "nn.Momentum");
+  EXPECT_EQ(str(p.optimizer, "params"), "net.trainable_params()");
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "learning_rate"), 0.01);
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "momentum"), 0.9);
+  EXPECT_TRUE(p.param_groups.empty());
+  EXPECT_FALSE(p.lr_schedule);
+  EXPECT_FALSE(p.loss_scale_manager);
+  EXPECT_FALSE(p.clip_global_norm);
+  ASSERT_TRUE(p.epochs);
+  EXPECT_EQ(*p.epochs, 1);
+  EXPECT_FALSE(p.dataset_sink_mode);
+  EXPECT_FALSE(p.sink_size);
+  ASSERT_EQ(p.callbacks.size(), 3u);
+  EXPECT_EQ(p.callbacks[0].api, "train.ModelCheckpoint");
+  EXPECT_EQ(str(p.callbacks[0], "prefix"), "checkpoint_lenet");
+  EXPECT_EQ(str(p.callbacks[0], "config"),
+            "train.CheckpointConfig(save_checkpoint_steps=1875, keep_checkpoint_max=10)");
+  EXPECT_EQ(p.callbacks[1].api, "train.LossMonitor");
+  EXPECT_DOUBLE_EQ(num(p.callbacks[1], "per_print_times"), 125);
+  EXPECT_EQ(p.callbacks[2].api, "train.TimeMonitor");
+  ASSERT_EQ(p.exports.size(), 1u);
+  EXPECT_EQ(str(p.exports[0], "file_format"), "MINDIR");
+  // The pipeline, in program order, and one batch's columns through it (MindSpore 2.10:
+  // MnistDataset rows are (28, 28, 1) uint8 / () uint32).
+  ASSERT_TRUE(p.dataset);
+  const auto& d = *p.dataset;
+  EXPECT_EQ(d.source.api, "dataset.MnistDataset");
+  EXPECT_EQ(str(d.source, "dataset_dir"), "./MNIST_Data/train");
+  EXPECT_EQ(str(d.source, "usage"), "train");
+  EXPECT_TRUE(d.opaque_reason.empty());
+  ASSERT_EQ(d.ops.size(), 4u);
+  EXPECT_EQ(d.ops[0].kind, DatasetOp::Kind::Map);
+  ASSERT_EQ(d.ops[0].transforms.size(), 1u);
+  EXPECT_EQ(d.ops[0].transforms[0].api, "transforms.TypeCast");
+  EXPECT_EQ(d.ops[0].input_columns, std::vector<std::string>{"label"});
+  ASSERT_EQ(d.ops[1].transforms.size(), 4u);
+  EXPECT_EQ(d.ops[1].transforms[0].api, "vision.Resize");
+  EXPECT_EQ(d.ops[1].transforms[3].api, "vision.HWC2CHW");
+  EXPECT_EQ(d.ops[2].kind, DatasetOp::Kind::Batch);
+  EXPECT_TRUE(flag(d.ops[2].call, "drop_remainder"));
+  EXPECT_EQ(d.ops[3].kind, DatasetOp::Kind::Repeat);
+  ASSERT_EQ(d.columns.size(), 2u);
+  EXPECT_EQ(d.columns[0].name, "image");
+  EXPECT_EQ(shape(d.columns[0].type), "(32, 1, 32, 32) float32");
+  EXPECT_EQ(shape(d.columns[1].type), "(32,) int32");
+  // The loss graph: the network's parameters under their MindSpore names, the batch as inputs.
+  const auto& g = p.loss_graph;
+  EXPECT_TRUE(g.compiled);
+  EXPECT_EQ(g.trainable_params, 61684);
+  ASSERT_EQ(g.inputs.size(), 2u);
+  EXPECT_EQ(shape(g.inputs[0].type), "(32, 1, 32, 32) float32");
+  EXPECT_TRUE(std::any_of(g.params.begin(), g.params.end(),
+                          [](const auto& q) { return q.name == "conv1.weight"; }));
+  EXPECT_TRUE(std::any_of(g.graph.nodes.begin(), g.graph.nodes.end(),
+                          [](const auto& n) { return n.id == "fc3"; }));
+}
+
+TEST(TrainingPlan, FunctionalQuickStart) {
+  AnalysisResult r = analyse("functional_quickstart.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_EQ(p.idiom, TrainingPlan::Idiom::Functional);
+  EXPECT_EQ(p.range.start.line, 63u);  // the loop over create_tuple_iterator()
+  EXPECT_EQ(p.network, "Network");
+  EXPECT_EQ(p.loss.api, "nn.CrossEntropyLoss");
+  EXPECT_EQ(p.optimizer.api, "nn.SGD");
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "learning_rate"), 0.01);  // positional, bound by name
+  ASSERT_TRUE(p.epochs);
+  EXPECT_EQ(*p.epochs, 3);  // `for t in range(epochs)` around train_loop
+  ASSERT_TRUE(p.dataset);
+  ASSERT_EQ(p.dataset->ops.size(), 3u);
+  EXPECT_EQ(p.dataset->ops[0].transforms[1].api, "vision.Normalize");
+  EXPECT_EQ(shape(p.dataset->columns[0].type), "(64, 1, 28, 28) float32");
+  EXPECT_EQ(shape(p.dataset->columns[1].type), "(64,) int32");
+  EXPECT_TRUE(p.callbacks.empty());
+  EXPECT_TRUE(p.loss_graph.compiled);
+  EXPECT_EQ(p.loss_graph.trainable_params, 669706);
+  ASSERT_EQ(p.loss_graph.inputs.size(), 2u);
+  EXPECT_EQ(shape(p.loss_graph.inputs[1].type), "(64,) int32");
+  // The network itself got its input from the loop's batch (a call site of forward_fn).
+  ASSERT_FALSE(r.cells.empty());
+  auto net = std::find_if(r.cells.begin(), r.cells.end(),
+                          [](const auto& c) { return c.class_name == "Network"; });
+  ASSERT_NE(net, r.cells.end());
+  EXPECT_EQ(shape(net->inputs[0].type), "(64, 1, 28, 28) float32");
+}
+
+TEST(TrainingPlan, TrainOneStepCellInMain) {
+  AnalysisResult r = analyse("train_one_step.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_EQ(p.idiom, TrainingPlan::Idiom::TrainOneStepCell);
+  EXPECT_EQ(p.network, "SmallNet");
+  EXPECT_EQ(p.loss.api, "nn.SoftmaxCrossEntropyWithLogits");
+  EXPECT_EQ(p.optimizer.api, "nn.Adam");
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "learning_rate"), 1e-3);
+  ASSERT_TRUE(p.epochs);
+  EXPECT_EQ(*p.epochs, 2);
+  ASSERT_TRUE(p.dataset);
+  EXPECT_EQ(p.dataset->source.api, "dataset.Cifar10Dataset");
+  ASSERT_EQ(p.dataset->ops.size(), 4u);
+  EXPECT_EQ(p.dataset->ops[2].kind, DatasetOp::Kind::Shuffle);
+  EXPECT_DOUBLE_EQ(num(p.dataset->ops[2].call, "buffer_size"), 1000);
+  EXPECT_EQ(shape(p.dataset->columns[0].type), "(16, 3, 32, 32) float32");
+  EXPECT_EQ(shape(p.dataset->columns[1].type), "(16,) int32");
+  EXPECT_TRUE(p.loss_graph.compiled);
+  EXPECT_EQ(p.loss_graph.trainable_params, 3 * 8 * 9 + 8 * 10 + 10);
+}
+
+TEST(TrainingPlan, ResNetSgdNesterovCosineGroups) {
+  AnalysisResult r = analyse("resnet18_cifar_sgd.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_EQ(p.network, "ResNet18");
+  EXPECT_EQ(p.optimizer.api, "nn.SGD");
+  EXPECT_TRUE(flag(p.optimizer, "nesterov"));
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "weight_decay"), 5e-4);
+  ASSERT_EQ(p.param_groups.size(), 2u);
+  const auto& g0 = p.param_groups[0];
+  const auto& g1 = p.param_groups[1];
+  EXPECT_TRUE(std::count(g0.params.begin(), g0.params.end(), "conv1.weight"));
+  EXPECT_TRUE(std::count(g1.params.begin(), g1.params.end(), "bn1.gamma"));
+  EXPECT_TRUE(std::count(g1.params.begin(), g1.params.end(), "fc.bias"));
+  EXPECT_EQ(g0.params.size() + g1.params.size(), p.loss_graph.params.size() - 40);  // - moving
+  ASSERT_EQ(g0.overrides.size(), 1u);
+  EXPECT_EQ(g0.overrides[0].name, "weight_decay");
+  EXPECT_DOUBLE_EQ(std::get<double>(g0.overrides[0].value), 5e-4);
+  EXPECT_DOUBLE_EQ(std::get<double>(g1.overrides[0].value), 0.0);
+  ASSERT_TRUE(p.lr_schedule);
+  EXPECT_EQ(p.lr_schedule->api, "nn.cosine_decay_lr");
+  EXPECT_DOUBLE_EQ(num(*p.lr_schedule, "max_lr"), 0.1);
+  EXPECT_DOUBLE_EQ(num(*p.lr_schedule, "total_step"), 7800);
+  EXPECT_DOUBLE_EQ(num(*p.lr_schedule, "decay_epoch"), 20);
+  EXPECT_EQ(*p.epochs, 20);
+  EXPECT_TRUE(p.dataset_sink_mode);
+  ASSERT_TRUE(p.sink_size);
+  EXPECT_EQ(*p.sink_size, 100);
+  EXPECT_EQ(shape(p.dataset->columns[0].type), "(128, 3, 32, 32) float32");
+  EXPECT_EQ(p.dataset->ops[0].transforms.size(), 5u);
+  EXPECT_EQ(p.loss_graph.trainable_params, 11173962);
+}
+
+TEST(TrainingPlan, TransformerAdamWeightDecayWarmupClip) {
+  AnalysisResult r = analyse("transformer_adamw_warmup.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_EQ(p.idiom, TrainingPlan::Idiom::Functional);
+  EXPECT_EQ(p.network, "EncoderBlock");
+  EXPECT_EQ(p.optimizer.api, "nn.AdamWeightDecay");
+  EXPECT_EQ(str(p.optimizer, "learning_rate"), "schedule");
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "eps"), 1e-8);
+  ASSERT_EQ(p.param_groups.size(), 3u);
+  EXPECT_EQ(p.param_groups[2].overrides[0].name, "order_params");
+  EXPECT_EQ(p.param_groups[0].params.size() + p.param_groups[1].params.size(),
+            p.param_groups[2].params.size());
+  ASSERT_TRUE(p.lr_schedule);
+  EXPECT_EQ(p.lr_schedule->api, "WarmupCosine");
+  ASSERT_TRUE(p.clip_global_norm);
+  EXPECT_DOUBLE_EQ(*p.clip_global_norm, 1.0);
+  EXPECT_EQ(*p.epochs, 10);
+  ASSERT_TRUE(p.dataset);
+  EXPECT_EQ(p.dataset->source.api, "dataset.NumpySlicesDataset");
+  ASSERT_EQ(p.dataset->columns.size(), 2u);
+  EXPECT_EQ(p.dataset->columns[0].name, "x");
+  EXPECT_EQ(shape(p.dataset->columns[0].type), "(32, 16, 64) float32");
+  EXPECT_EQ(shape(p.dataset->columns[1].type), "(32,) int32");
+  EXPECT_TRUE(p.loss_graph.compiled);
+}
+
+TEST(TrainingPlan, DynamicLossScaleTwice) {
+  AnalysisResult r = analyse("dynamic_loss_scale.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 2u);
+  const TrainingPlan& a = r.training[0];
+  EXPECT_EQ(a.idiom, TrainingPlan::Idiom::ModelTrain);
+  ASSERT_TRUE(a.loss_scale_manager);
+  EXPECT_EQ(a.loss_scale_manager->api, "train.DynamicLossScaleManager");
+  EXPECT_DOUBLE_EQ(num(*a.loss_scale_manager, "init_loss_scale"), 65536);
+  EXPECT_DOUBLE_EQ(num(*a.loss_scale_manager, "scale_window"), 50);
+  ASSERT_EQ(a.callbacks.size(), 1u);  // callbacks=LossMonitor(), not a list
+  EXPECT_EQ(*a.epochs, 2);
+  EXPECT_EQ(shape(a.dataset->columns[0].type), "(64, 1, 28, 28) float32");
+  const TrainingPlan& b = r.training[1];
+  EXPECT_EQ(b.idiom, TrainingPlan::Idiom::TrainOneStepCell);
+  EXPECT_EQ(b.network, "MLP");
+  ASSERT_TRUE(b.loss_scale_manager);
+  EXPECT_EQ(b.loss_scale_manager->api, "nn.DynamicLossScaleUpdateCell");
+  EXPECT_DOUBLE_EQ(num(*b.loss_scale_manager, "loss_scale_value"), 4096);
+  EXPECT_EQ(*b.epochs, 1);
+  EXPECT_EQ(shape(b.dataset->columns[0].type), "(32, 1, 28, 28) float32");
+}
+
+TEST(TrainingPlan, ArticleNetwork) {
+  AnalysisResult r = analyse("article_net.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_EQ(p.network, "Net");
+  EXPECT_EQ(*p.epochs, 5);
+  ASSERT_EQ(p.callbacks.size(), 2u);
+  EXPECT_TRUE(p.loss_graph.compiled);
+  // Conv2d has no bias by default in MindSpore: 288 + 18432 + 92170.
+  EXPECT_EQ(p.loss_graph.trainable_params, 110890);
+  EXPECT_EQ(shape(p.loss_graph.inputs[0].type), "(64, 1, 28, 28) float32");
+}
+
+TEST(TrainingPlan, GeneratorDatasetIsOpaqueWithALocatedNote) {
+  AnalysisResult r = analyse_text(R"(import mindspore.dataset as ds
+from mindspore import nn, Model
+
+def gen():
+    for i in range(10):
+        yield i, i
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 2)
+    def construct(self, x):
+        return self.fc(x)
+
+data = ds.GeneratorDataset(gen, column_names=["x", "y"]).batch(2)
+net = Net()
+model = Model(net, nn.MSELoss(), nn.Momentum(net.trainable_params(), 0.1, 0.9))
+model.train(3, data)
+)");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  ASSERT_TRUE(r.training[0].dataset);
+  EXPECT_NE(r.training[0].dataset->opaque_reason.find("GeneratorDataset"), std::string::npos);
+  EXPECT_EQ(r.training[0].dataset->ops.size(), 1u);
+  bool noted = std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [](const auto& d) {
+    return d.code == "training-not-followed" && d.severity == Severity::Information &&
+           d.range.start.line == 14;
+  });
+  EXPECT_TRUE(noted);
+}
+
+TEST(TrainingPlan, NoTrainingNoPlan) {
+  AnalysisResult r = analyse_text(R"(from mindspore import nn
+import mindspore.dataset as ds
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 2)
+    def construct(self, x):
+        return self.fc(x)
+
+data = ds.MnistDataset("./mnist")
+for image, label in data.create_tuple_iterator():
+    print(image.shape)
+)");
+  expect_no_errors(r);
+  EXPECT_TRUE(r.training.empty());
+}
+
+TEST(TrainingPlan, ColumnsThroughTransforms) {
+  // Verified with MindSpore 2.10 on a generated MNIST: OneHot keeps uint32, CenterCrop and
+  // RandomCrop take the size, Resize(int) of a square is square, project keeps the order given.
+  AnalysisResult r = analyse_text(R"(import mindspore.dataset as ds
+from mindspore.dataset import vision, transforms
+from mindspore import nn, Model
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 2)
+    def construct(self, x):
+        return self.fc(x)
+
+d = ds.MnistDataset("./mnist")
+d = d.map(transforms.OneHot(10), "label").map([vision.CenterCrop(20), vision.Resize(24)], "image")
+d = d.project(["label", "image"]).batch(8)
+net = Net()
+Model(net, nn.MSELoss(), nn.SGD(net.trainable_params())).train(1, d)
+)");
+  ASSERT_EQ(r.training.size(), 1u);
+  const auto& cols = r.training[0].dataset->columns;
+  ASSERT_EQ(cols.size(), 2u);
+  EXPECT_EQ(cols[0].name, "label");
+  EXPECT_EQ(shape(cols[0].type), "(8, 10) uint32");
+  EXPECT_EQ(shape(cols[1].type), "(8, 24, 24, 1) uint8");
+}
+
+}  // namespace
