@@ -242,7 +242,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--epochs", train.epochs, "Epochs (default: the script's)");
   train_cmd->add_option("--data", train.data,
                         "The dataset's directory (default: the path the script names)");
-  train_cmd->add_option("--batch", train.batch, "Batch size (default: the script's)");
+  train_cmd->add_option("--batch", train.batch, "Batch size (default: the script's)")
+      ->check(CLI::PositiveNumber);
   train_cmd
       ->add_option("--seed", train.seed,
                    "Seed of shuffles, random transforms, Dropout and initializers")

@@ -66,6 +66,7 @@ int run_train(const TrainCommandOptions& options) {
     return kExitUsage;
   }
   analysis.constant_values = true;  // the runtime fills constants computed in __init__
+  analysis.training_batch = options.batch;
   graphcore::DiskSourceProvider sources;
   const graphcore::AnalysisResult result = graphcore::analyze_file(options.file, analysis, sources);
   print_diagnostics(result);
@@ -77,13 +78,24 @@ int run_train(const TrainCommandOptions& options) {
     return kExitErrors;
   }
   // A script that trains twice (two Model.train calls ...) trains its first plan here.
-  const graphcore::TrainingPlan& plan = result.training.front();
+  const graphcore::TrainingPlan& plan = result.training.front();  // kPlanIndex below
 
   graphcore::runtime::TrainOptions train;
   train.steps = options.steps;
   train.epochs = options.epochs;
   if (!options.data.empty()) train.data_dir = fs::path(options.data);
   train.batch = options.batch;
+  // Another batch size (the last batch of batch(n, drop_remainder=False)): the same plan of the
+  // same file compiled again for it.
+  constexpr size_t kPlanIndex = 0;
+  train.compile_for_batch = [analysis, file = options.file](int64_t rows) {
+    graphcore::AnalysisOptions again = analysis;
+    again.training_batch = rows;
+    graphcore::DiskSourceProvider disk;
+    graphcore::AnalysisResult r = graphcore::analyze_file(file, again, disk);
+    if (r.training.size() <= kPlanIndex) return graphcore::CellReport{};
+    return std::move(r.training[kPlanIndex].loss_graph);
+  };
   train.seed = options.seed;
   train.shuffle = options.shuffle;
   if (!options.checkpoint.empty()) train.checkpoint = fs::path(options.checkpoint);

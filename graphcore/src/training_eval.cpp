@@ -679,7 +679,9 @@ std::optional<Value> TrainingRecorder::method(Interpreter& in, const Value& obj,
           const Value* bs = bound(api, a, "batch_size");
           // With drop_remainder=False the last batch may be smaller; the compile uses
           // batch_size (every batch but the last).
-          Dim b = bs && bs->is_int() ? Dim::known(bs->as_int()) : Dim::symbol("N");
+          Dim b = in2.options.training_batch ? Dim::known(*in2.options.training_batch)
+                  : bs && bs->is_int()       ? Dim::known(bs->as_int())
+                                             : Dim::symbol("N");
           for (auto& c : d->columns) {
             if (c.type.shape.ranked) c.type.shape.dims.insert(c.type.shape.dims.begin(), b);
           }

@@ -105,6 +105,10 @@ struct AnalysisOptions {
   // execute the graph does not pay for them (uniform constants such as np.ones always have
   // their `value` attribute).
   bool constant_values = false;
+  // The batch size of training plans' dataset pipelines (`cellscope train --batch`, or the last,
+  // smaller batch of `batch(n, drop_remainder=False)`): the loss graph is compiled for it instead
+  // of the script's batch_size.
+  std::optional<int64_t> training_batch;
   // Polled during evaluation; when it becomes true the analysis stops and returns a result with
   // `cancelled` set (an editor abandons an analysis of a superseded version this way).
   const std::atomic<bool>* cancel = nullptr;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,7 +26,13 @@ struct TrainOptions {
   std::optional<int64_t> steps;   // stop after this many steps (all epochs together)
   std::optional<int64_t> epochs;  // overrides the plan's epoch count
   std::optional<std::filesystem::path> data_dir;  // replaces the dataset source's directory
-  std::optional<int64_t> batch;                   // overrides the pipeline's batch size
+  // Overrides the pipeline's batch size (the plan's loss graph must be compiled for it:
+  // AnalysisOptions::training_batch).
+  std::optional<int64_t> batch;
+  // The plan's loss graph compiled for another batch size (the analysis again with
+  // AnalysisOptions::training_batch): what the last, smaller batch of batch(n,
+  // drop_remainder=False) runs on, as MindSpore runs it. Without it such a batch is an error.
+  std::function<CellReport(int64_t batch)> compile_for_batch;
   uint64_t seed = 0;  // shuffles, random transforms, Dropout, initializers
   // false: the data in file order (the sources' shuffle and every .shuffle() off), to compare a
   // run with a reference run of the same script whose shuffle is off too.

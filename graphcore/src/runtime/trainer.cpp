@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "graphcore/autodiff.h"
@@ -30,6 +31,17 @@ struct Trainer::Impl {
   std::vector<std::string> notes;
   // Graph inputs fed from the batch's columns, in order.
   std::vector<size_t> input_columns;
+  // The rows of a batch the main graph was compiled for, and the graphs of other batch sizes
+  // (the last batch of batch(n, drop_remainder=False)), compiled when first met. The main
+  // executor holds the parameters; another one gets them before it runs.
+  std::optional<int64_t> main_rows;
+  struct Variant {
+    autodiff::GradGraph grad;
+    std::unique_ptr<Executor> exec;
+  };
+  std::map<int64_t, Variant> variants;
+  ExecOptions exec_options;
+  Variant& variant_for(int64_t rows);
   int64_t epochs = 1;
   int64_t epoch = 1;
   int64_t step_in_epoch = 0;
@@ -74,7 +86,13 @@ Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::ma
   exec.seed = m.options.seed;
   exec.training = true;
   exec.keep_values = false;
+  m.exec_options = exec;
   m.exec = std::make_unique<Executor>(m.grad.report, exec);
+  if (m.exec->num_inputs() > 0) {
+    const TensorType t = m.exec->input_type(0);
+    if (t.shape.ranked && !t.shape.dims.empty() && t.shape.dims[0].is_known())
+      m.main_rows = t.shape.dims[0].value();
+  }
   if (m.options.checkpoint) {
     CheckpointLoad load = m.exec->load_checkpoint(*m.options.checkpoint);
     m.notes.push_back(load.summary());
@@ -88,6 +106,20 @@ Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::ma
     if (!data.source.arg("shuffle")) data.source.args.push_back(Attr{"shuffle", false});
     std::erase_if(data.ops,
                   [](const DatasetOp& op) { return op.kind == DatasetOp::Kind::Shuffle; });
+  }
+  if (m.options.batch) {
+    bool batched = false;
+    for (DatasetOp& op : data.ops) {
+      if (op.kind != DatasetOp::Kind::Batch) continue;
+      batched = true;
+      for (Attr& a : op.call.args) {
+        if (a.name == "batch_size") a.value = *m.options.batch;
+      }
+    }
+    if (!batched) {
+      throw RuntimeError(plan_location(plan) +
+                         ": --batch needs a pipeline that batches (it has no .batch(...))");
+    }
   }
   m.reader = std::make_unique<DatasetReader>(data, m.options.data_dir, m.options.seed);
   // The loss graph's inputs are the batch's columns in order (data, label).
@@ -141,29 +173,63 @@ std::optional<std::vector<Tensor>> Trainer::Impl::next_batch() {
   }
 }
 
+Trainer::Impl::Variant& Trainer::Impl::variant_for(int64_t rows) {
+  if (auto it = variants.find(rows); it != variants.end()) return it->second;
+  if (!options.compile_for_batch) {
+    throw RuntimeError("a batch of " + std::to_string(rows) + " rows, but the loss graph was " +
+                       "compiled for " + std::to_string(main_rows.value_or(0)) +
+                       " and cannot be compiled again here");
+  }
+  CellReport report = options.compile_for_batch(rows);
+  if (!report.compiled) {
+    throw RuntimeError("the loss graph did not compile for a batch of " + std::to_string(rows) +
+                       " rows (the last batch of batch(..., drop_remainder=False))");
+  }
+  autodiff::GradResult g = autodiff::build_backward(report);
+  if (!g.ok()) throw RuntimeError("cannot differentiate the loss: " + g.error);
+  if (g.grad->param_grads.size() != grad.param_grads.size() ||
+      g.grad->state_updates.size() != grad.state_updates.size()) {
+    throw RuntimeError("the loss graph for a batch of " + std::to_string(rows) +
+                       " rows has other parameters than the one for " +
+                       std::to_string(main_rows.value_or(0)));
+  }
+  Variant v;
+  v.grad = std::move(*g.grad);
+  v.exec = std::make_unique<Executor>(v.grad.report, exec_options);
+  return variants.emplace(rows, std::move(v)).first->second;
+}
+
 StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
   StepReport r;
-  for (size_t i = 0; i < input_columns.size(); ++i) exec->set_input(i, batch[input_columns[i]]);
   r.samples = batch.empty() || batch[0].rank() == 0 ? 0 : batch[0].shape()[0];
-  exec->reset();
+  Executor* ex = exec.get();
+  const autodiff::GradGraph* g = &grad;
+  if (main_rows && r.samples != *main_rows && !batch.empty() && batch[0].rank() > 0) {
+    Variant& v = variant_for(r.samples);
+    for (const ParamState& p : exec->params()) v.exec->set_param(p.name, p.value);
+    ex = v.exec.get();
+    g = &v.grad;
+  }
+  for (size_t i = 0; i < input_columns.size(); ++i) ex->set_input(i, batch[input_columns[i]]);
+  ex->reset();
   // A fresh Dropout mask every step, reproducible from the run's seed.
-  exec->set_seed(hash_name(options.seed, "step" + std::to_string(global_step)));
-  RunStatus st = exec->run();
+  ex->set_seed(hash_name(options.seed, "step" + std::to_string(global_step)));
+  RunStatus st = ex->run();
   if (st.kind != RunStatus::Kind::Finished) {
     throw RuntimeError("step " + std::to_string(global_step + 1) + ": " + st.message);
   }
-  std::vector<Tensor> outs = exec->outputs();
+  std::vector<Tensor> outs = ex->outputs();
   r.loss = outs.at(0).at(0);
   if (!std::isfinite(r.loss)) {
     throw RuntimeError("step " + std::to_string(global_step + 1) + ": the loss is " +
                        (std::isnan(r.loss) ? std::string("NaN") : std::string("infinite")) + " (" +
-                       exec->node_location(grad.report.graph.outputs.at(0).node) + ")");
+                       ex->node_location(g->report.graph.outputs.at(0).node) + ")");
   }
-  const size_t n = grad.param_grads.size();
+  const size_t n = g->param_grads.size();
   if (global_step == 0 && options.dump_grads) {
     fs::create_directories(*options.dump_grads);
     for (size_t i = 0; i < n; ++i) {
-      write_npy(*options.dump_grads / (grad.param_grads[i].first + ".npy"), outs.at(1 + i));
+      write_npy(*options.dump_grads / (g->param_grads[i].first + ".npy"), outs.at(1 + i));
     }
   }
   std::vector<Tensor> grads(outs.begin() + 1, outs.begin() + 1 + static_cast<std::ptrdiff_t>(n));
@@ -171,17 +237,18 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
   // power of two, exact), then the training cell's unscale, overflow check and scale update.
   r.loss_scale = scaler.scale();
   if (r.loss_scale != 1.0f) {
-    for (Tensor& g : grads) {
-      Tensor scaled = g.clone();
-      float* d = scaled.data<float>();
+    for (Tensor& t : grads) {
+      Tensor scaled = t.clone();
+      auto* d = scaled.data<float>();
       for (int64_t k = 0; k < scaled.numel(); ++k) d[k] *= static_cast<float>(r.loss_scale);
-      g = std::move(scaled);
+      t = std::move(scaled);
     }
   }
   const bool apply = scaler.unscale_and_update(grads);
   if (clip_norm) clip_by_global_norm(grads, *clip_norm);
   r.learning_rate = optimizer->current_lr();
   r.skipped = !apply;
+  // The main executor holds the parameters (the optimizer's order is the main graph's).
   std::vector<Tensor> params;
   params.reserve(n);
   for (const auto& [name, ref] : grad.param_grads) {
@@ -195,8 +262,8 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
     optimizer->step(ptrs, grads);
   }
   for (size_t i = 0; i < n; ++i) exec->set_param(grad.param_grads[i].first, std::move(params[i]));
-  for (size_t i = 0; i < grad.state_updates.size(); ++i) {
-    exec->set_param(grad.state_updates[i].first, outs.at(1 + n + i));
+  for (size_t i = 0; i < g->state_updates.size(); ++i) {
+    exec->set_param(g->state_updates[i].first, outs.at(1 + n + i));
   }
   return r;
 }
