@@ -68,8 +68,8 @@ TEST(OpDef, NoDefinitionIsOrphaned) {
     const OpDef* forward =
         d.name.ends_with("Grad") ? find_op(d.name.substr(0, d.name.size() - 4)) : nullptr;
     const bool backward = forward != nullptr && forward->grad != nullptr;
-    const bool produced =
-        d.pass_only || d.backward || ops.contains(d.name) || kEvaluatorOps.contains(d.name) || backward;
+    const bool produced = d.pass_only || d.backward || ops.contains(d.name) ||
+                          kEvaluatorOps.contains(d.name) || backward;
     EXPECT_TRUE(produced) << d.name << " is defined but no API, pass or evaluator produces it";
   }
 }

@@ -32,8 +32,8 @@ struct PlanCall {
 struct DatasetOp {
   enum class Kind : uint8_t { Map, Batch, Shuffle, Repeat, Take, Project };
   Kind kind = Kind::Map;
-  PlanCall call;                         // `.map(...)`, `.batch(32, drop_remainder=True)` ...
-  std::vector<PlanCall> transforms;      // Map: the operations, in order
+  PlanCall call;                           // `.map(...)`, `.batch(32, drop_remainder=True)` ...
+  std::vector<PlanCall> transforms;        // Map: the operations, in order
   std::vector<std::string> input_columns;  // Map: input_columns (empty: the first column)
   std::vector<std::string> columns;        // Project: the columns kept, in order
 };
@@ -64,9 +64,9 @@ struct TrainingPlan {
   // (data, label ...), its one output the scalar loss: WithLossCell(net, loss_fn) for (a) and (c),
   // forward_fn for (b). Its params are the network's.
   CellReport loss_graph;
-  std::string network;     // the network's class ("LeNet5")
-  PlanCall loss;           // "nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean')"
-  PlanCall optimizer;      // "nn.Momentum(params=net.trainable_params(), learning_rate=0.01, ...)"
+  std::string network;  // the network's class ("LeNet5")
+  PlanCall loss;        // "nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean')"
+  PlanCall optimizer;   // "nn.Momentum(params=net.trainable_params(), learning_rate=0.01, ...)"
   // The optimizer's parameter groups as the program wrote them: each group's parameter names and
   // its overrides (weight_decay, lr, grad_centralization); empty when one list of parameters.
   struct ParamGroup {
