@@ -865,6 +865,24 @@ Window window_1d(const Node& n, int64_t length, int64_t kernel) {
 
 // Conv2D on NCHW, and 1-D convolutions on NCL (nn.Conv1d's Conv2D with a (out, in, 1, k)
 // weight, ops.conv1d's Conv1D with (out, in, k)) as height-1 images, as MindSpore runs them.
+dnnl_ops::ConvGeometry conv_geometry(const std::vector<int64_t>& nchw, int64_t out_channels,
+                                     int64_t groups, const Window& w) {
+  dnnl_ops::ConvGeometry geo;
+  geo.batch = nchw[0];
+  geo.in_channels = nchw[1];
+  geo.in_h = nchw[2];
+  geo.in_w = nchw[3];
+  geo.out_channels = out_channels;
+  geo.kernel_h = w.kernel[0];
+  geo.kernel_w = w.kernel[1];
+  geo.groups = groups;
+  geo.stride = {w.stride[0], w.stride[1]};
+  geo.dilation = {w.dilation[0], w.dilation[1]};
+  geo.pad_before = {w.pad_before[0], w.pad_before[1]};
+  geo.pad_after = {w.pad_after[0], w.pad_after[1]};
+  return geo;
+}
+
 void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bias) {
   Tensor x = as_float(x0);
   Tensor wt = wt0;
@@ -900,19 +918,7 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
     emit(c, Tensor(out_dims, DType::Float32));
     return;
   }
-  dnnl_ops::ConvGeometry geo;
-  geo.batch = n;
-  geo.in_channels = ch;
-  geo.in_h = h;
-  geo.in_w = wd;
-  geo.out_channels = oc;
-  geo.kernel_h = w.kernel[0];
-  geo.kernel_w = w.kernel[1];
-  geo.groups = groups;
-  geo.stride = {w.stride[0], w.stride[1]};
-  geo.dilation = {w.dilation[0], w.dilation[1]};
-  geo.pad_before = {w.pad_before[0], w.pad_before[1]};
-  geo.pad_after = {w.pad_after[0], w.pad_after[1]};
+  const dnnl_ops::ConvGeometry geo = conv_geometry(x.shape(), oc, groups, w);
   Tensor b32 = bias ? as_float(*bias).reshape({oc}) : Tensor();
   Tensor y = dnnl_ops::conv2d_forward(geo, x, as_float(wt), bias ? &b32 : nullptr);
   emit(c, one_d ? y.reshape({n, oc, w.out[1]}) : y);

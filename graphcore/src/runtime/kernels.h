@@ -2,6 +2,7 @@
 // graphcore/src/ops/: an operator's kernel is the `kernel` of its OpDef.
 #pragma once
 
+#include "runtime/dnnl_ops.h"
 #include "runtime/internal.h"
 
 namespace graphcore::runtime::kernels {
@@ -33,6 +34,10 @@ struct Window {
 Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vector<int64_t> kernel,
                    bool ceil_mode);
 Window window_1d(const Node& n, int64_t length, int64_t kernel);
+// The oneDNN geometry of a convolution of an NCHW input (dims `nchw`) with the window the
+// forward kernel resolved: what Conv2D's forward and backward kernels both hand to dnnl_ops.
+dnnl_ops::ConvGeometry conv_geometry(const std::vector<int64_t>& nchw, int64_t out_channels,
+                                     int64_t groups, const Window& w);
 
 // One item of a basic index (StridedSlice's recorded begin/end/strides and masks).
 struct IndexItem {

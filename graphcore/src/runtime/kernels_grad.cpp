@@ -384,19 +384,7 @@ void k_conv2d_grad(KernelCall& c) {
                          : make_window(c.node, {h, wd}, {wt.shape()[2], wt.shape()[3]}, false);
   if (dy.numel() != n * oc * w.out[0] * w.out[1])
     fail("Conv2D gradient " + dy.type_str() + " does not match");
-  dnnl_ops::ConvGeometry geo;
-  geo.batch = n;
-  geo.in_channels = ch;
-  geo.in_h = h;
-  geo.in_w = wd;
-  geo.out_channels = oc;
-  geo.kernel_h = w.kernel[0];
-  geo.kernel_w = w.kernel[1];
-  geo.groups = groups;
-  geo.stride = {w.stride[0], w.stride[1]};
-  geo.dilation = {w.dilation[0], w.dilation[1]};
-  geo.pad_before = {w.pad_before[0], w.pad_before[1]};
-  geo.pad_after = {w.pad_after[0], w.pad_after[1]};
+  const dnnl_ops::ConvGeometry geo = conv_geometry(x.shape(), oc, groups, w);
   dy = dy.reshape(geo.output_shape());
   const bool want_bias = c.node.outputs.size() >= 3;
   Tensor db;
