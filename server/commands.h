@@ -64,6 +64,10 @@ struct TrainCommandOptions {
   std::string output;           // -o: the checkpoint written after training
   std::string dump_grads;       // the first step's gradients as <dir>/<param>.npy
   std::string format = "text";  // text | json
+  // --synthetic: seeded random batches instead of the dataset's rows; --input: the batch's
+  // column types ("32,1,28,28", "32:int32"), batch dimension included.
+  bool synthetic = false;
+  std::vector<std::string> inputs;
 };
 
 int run_check(const CheckOptions& options);

@@ -261,6 +261,14 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--format", train.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  train_cmd->add_flag("--synthetic", train.synthetic,
+                      "Train on seeded random batches of the network's input types instead of "
+                      "the dataset (for a GeneratorDataset, whose rows exist only when the "
+                      "script runs); needs --steps");
+  train_cmd->add_option("--input", train.inputs,
+                        "With --synthetic: a batch column's shape[:dtype], batch dimension "
+                        "included, e.g. 32,1,28,28 then 32:int32 (repeat per column; default: "
+                        "the types the script's pipeline gives)");
   add_common(train_cmd, &train.common);
 
   auto* dap_cmd = app.add_subcommand(

@@ -67,6 +67,30 @@ int run_train(const TrainCommandOptions& options) {
   }
   analysis.constant_values = true;  // the runtime fills constants computed in __init__
   analysis.training_batch = options.batch;
+  if (!options.inputs.empty() && !options.synthetic) {
+    train_error("--input gives the columns of synthetic batches: it needs --synthetic");
+    return kExitUsage;
+  }
+  if (options.synthetic && options.batch && !options.inputs.empty()) {
+    train_error("--batch and --input both give the batch size: give it in --input only");
+    return kExitUsage;
+  }
+  if (options.synthetic && !options.steps) {
+    train_error(
+        "--synthetic needs --steps (how many rows the script's dataset yields is not "
+        "known)");
+    return kExitUsage;
+  }
+  for (const std::string& spec : options.inputs) {
+    std::string why;
+    auto t = graphcore::parse_input_spec(spec, &why);
+    if (!t) {
+      train_error("invalid --input '" + spec + "'" + (why.empty() ? "" : ": " + why) +
+                  " (expected e.g. 32,1,28,28 or 32:int32)");
+      return kExitUsage;
+    }
+    analysis.training_inputs.push_back(std::move(*t));
+  }
   graphcore::DiskSourceProvider sources;
   const graphcore::AnalysisResult result = graphcore::analyze_file(options.file, analysis, sources);
   print_diagnostics(result);
@@ -97,6 +121,7 @@ int run_train(const TrainCommandOptions& options) {
     return std::move(r.training[kPlanIndex].loss_graph);
   };
   train.seed = options.seed;
+  train.synthetic = options.synthetic;
   train.shuffle = options.shuffle;
   if (!options.checkpoint.empty()) train.checkpoint = fs::path(options.checkpoint);
   if (!options.dump_grads.empty()) train.dump_grads = fs::path(options.dump_grads);

@@ -282,6 +282,21 @@ std::optional<int64_t> int_arg(const PlanCall& c, std::string_view name) {
   return std::nullopt;
 }
 
+// The pipeline with its batches' column types given by the user (AnalysisOptions::
+// training_inputs): the pipeline's column names where it has as many columns, "column<i>"
+// otherwise.
+DatasetPlan with_column_types(DatasetPlan plan, const std::vector<TensorType>& types) {
+  std::vector<DatasetColumn> cols;
+  cols.reserve(types.size());
+  for (size_t i = 0; i < types.size(); ++i) {
+    std::string name =
+        plan.columns.size() == types.size() ? plan.columns[i].name : "column" + std::to_string(i);
+    cols.push_back({std::move(name), types[i]});
+  }
+  plan.columns = std::move(cols);
+  return plan;
+}
+
 }  // namespace
 
 PlanCall plan_call(Interpreter& in, std::string api, CallArgs& args, const Site& site) {
@@ -835,7 +850,6 @@ Value TrainingRecorder::call(Interpreter& in, PlanObj* p, const Value& self, Cal
 std::optional<std::vector<Value>> TrainingRecorder::iterate(Interpreter& in, const Value& v) {
   PlanObj* p = plan_of(v);
   if (!p) return std::nullopt;
-  (void)in;
   Value ds;
   std::shared_ptr<const DatasetPlan> plan;
   bool dict = false;
@@ -855,6 +869,10 @@ std::optional<std::vector<Value>> TrainingRecorder::iterate(Interpreter& in, con
   }
   ++iterations;
   last_dataset = ds;
+  if (!in.options.training_inputs.empty()) {
+    plan = std::make_shared<const DatasetPlan>(
+        with_column_types(plan ? *plan : DatasetPlan{}, in.options.training_inputs));
+  }
   if (!plan || plan->columns.empty()) return std::vector<Value>{Value::unknown()};
   std::vector<std::pair<std::string, Value>> cols;
   for (const DatasetColumn& c : plan->columns) {
@@ -1156,6 +1174,8 @@ std::vector<PlannedTraining> plan_trainings(Interpreter& in, TrainingRecorder& r
                                            : "input" + std::to_string(i));
       }
     } else if (plan.dataset) {
+      if (!in.options.training_inputs.empty())
+        plan.dataset = with_column_types(*plan.dataset, in.options.training_inputs);
       for (const DatasetColumn& c : plan.dataset->columns) {
         pt.inputs.push_back(c.type);
         pt.input_names.push_back(c.name);

@@ -1000,7 +1000,7 @@ def write_idx(path, shape, data):
 
 class TrainTests(unittest.TestCase):
     """`cellscope train`: the training plan of a script run on the CPU runtime (the numbers are
-    checked against MindSpore by tests/training/ground_truth.py in the MindSpore tier)."""
+    checked against MindSpore by tests/training/compare_training.py in the MindSpore tier)."""
 
     def setUp(self):
         self.dir = Path(tempfile.mkdtemp(prefix="cellscope-train-"))
@@ -1060,6 +1060,46 @@ class TrainTests(unittest.TestCase):
         p = run("train", self.script, cwd=self.dir)
         self.assertEqual(p.returncode, 1)
         self.assertIn("train-images-idx3-ubyte", p.stderr)
+
+    def test_synthetic_batches_for_a_generator_dataset(self):
+        # The rows of a GeneratorDataset exist only when the script runs: training stops with a
+        # note unless the user asks for synthetic batches, whose column types --input gives.
+        script = self.dir / "gen.py"
+        script.write_text(TRAIN_SCRIPT.replace(
+            'data = ds.MnistDataset("./MNIST_Data", usage="train", shuffle=False)',
+            "def rows():\n    yield None\n\n\n"
+            'data = ds.GeneratorDataset(rows, column_names=["image", "label"])'))
+        out = self.dir / "net.ckpt"
+        p = run("train", script, "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("GeneratorDataset", p.stderr)
+        self.assertIn("--synthetic", p.stderr)
+        self.assertFalse(out.exists())
+        # Without the column types: the error names --input; without --steps: a usage error.
+        p = run("train", script, "--synthetic", "--steps", "2", cwd=self.dir)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--input", p.stderr)
+        p = run("train", script, "--synthetic", cwd=self.dir)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--steps", p.stderr)
+        p = run("train", script, "--input", "8,1,28,28", cwd=self.dir)
+        self.assertEqual(p.returncode, 2)
+        args = ["train", script, "--synthetic", "--steps", "3", "--input", "8,1,28,28",
+                "--input", "8:int32", "--format", "json"]
+        p = run(*args, "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual([s["samples"] for s in doc["steps"]], [8, 8, 8])
+        losses = [s["loss"] for s in doc["steps"]]
+        # Labels drawn inside the loss's 10 classes (one outside stops at the loss), finite.
+        self.assertTrue(all(0 < x < 100 for x in losses), losses)
+        self.assertTrue(any("synthetic data" in n for n in doc["notes"]))
+        self.assertTrue(out.is_file())
+        # The same seed, the same batches.
+        again = json.loads(run(*args, cwd=self.dir).stdout)
+        self.assertEqual([s["loss"] for s in again["steps"]], losses)
+        other = json.loads(run(*args, "--seed", "7", cwd=self.dir).stdout)
+        self.assertNotEqual([s["loss"] for s in other["steps"]], losses)
 
     def test_a_file_without_training(self):
         p = run("train", LENET)

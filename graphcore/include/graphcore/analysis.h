@@ -109,6 +109,10 @@ struct AnalysisOptions {
   // smaller batch of `batch(n, drop_remainder=False)`): the loss graph is compiled for it instead
   // of the script's batch_size.
   std::optional<int64_t> training_batch;
+  // The types of the batch's columns, batch dimension included (`cellscope train --synthetic
+  // --input ...`): they replace what the dataset pipeline says, for a pipeline whose rows the
+  // analyser cannot follow (GeneratorDataset over user code). Empty: the pipeline's own types.
+  std::vector<TensorType> training_inputs;
   // Polled during evaluation; when it becomes true the analysis stops and returns a result with
   // `cancelled` set (an editor abandons an analysis of a superseded version this way).
   const std::atomic<bool>* cancel = nullptr;

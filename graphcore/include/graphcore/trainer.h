@@ -40,6 +40,11 @@ struct TrainOptions {
   // Initial parameters (and optimizer state when the file has it) from a MindSpore checkpoint;
   // otherwise the initializers the program names.
   std::optional<std::filesystem::path> checkpoint;
+  // Seeded random batches of the loss graph's input types instead of the dataset's rows
+  // (runtime/synthetic.h): what `cellscope train --synthetic` asks for when the pipeline cannot
+  // be read (GeneratorDataset over user code). Needs `steps`, and input types that are known
+  // (AnalysisOptions::training_inputs gives them).
+  bool synthetic = false;
   // The gradient of every trainable parameter at the first step, as <dir>/<name>.npy.
   std::optional<std::filesystem::path> dump_grads;
 };

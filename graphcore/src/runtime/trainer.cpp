@@ -13,6 +13,7 @@
 #include "graphcore/dataset.h"
 #include "graphcore/optim.h"
 #include "runtime/internal.h"
+#include "runtime/synthetic.h"
 
 namespace graphcore::runtime {
 
@@ -58,46 +59,8 @@ std::string plan_location(const TrainingPlan& plan) {
   return plan.file + ":" + std::to_string(plan.range.start.line + 1);
 }
 
-}  // namespace
-
-Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.options = std::move(options);
-  m.network = plan.network;
-  m.loss_name = plan.loss.api;
-  if (!plan.loss_graph.compiled) {
-    throw RuntimeError(plan_location(plan) + ": the network with its loss (" + plan.network +
-                       " and " + plan.loss.api + ") did not compile; see the diagnostics above");
-  }
-  if (!plan.dataset) {
-    throw RuntimeError(plan_location(plan) + ": the training data is not known (no dataset " +
-                       "pipeline was followed)");
-  }
-  if (!plan.dataset->opaque_reason.empty()) {
-    throw RuntimeError(plan_location(plan) +
-                       ": the dataset cannot be read: " + plan.dataset->opaque_reason);
-  }
-
-  autodiff::GradResult g = autodiff::build_backward(plan.loss_graph);
-  if (!g.ok()) throw RuntimeError("cannot differentiate the loss: " + g.error);
-  m.grad = std::move(*g.grad);
-
-  ExecOptions exec;
-  exec.seed = m.options.seed;
-  exec.training = true;
-  exec.keep_values = false;
-  m.exec_options = exec;
-  m.exec = std::make_unique<Executor>(m.grad.report, exec);
-  if (m.exec->num_inputs() > 0) {
-    const TensorType t = m.exec->input_type(0);
-    if (t.shape.ranked && !t.shape.dims.empty() && t.shape.dims[0].is_known())
-      m.main_rows = t.shape.dims[0].value();
-  }
-  if (m.options.checkpoint) {
-    CheckpointLoad load = m.exec->load_checkpoint(*m.options.checkpoint);
-    m.notes.push_back(load.summary());
-  }
-
+// The dataset pipeline's reader, with the run's shuffle and batch-size overrides.
+void open_dataset(Trainer::Impl& m, const TrainingPlan& plan) {
   DatasetPlan data = *plan.dataset;
   if (!m.options.shuffle) {
     for (Attr& a : data.source.args) {
@@ -130,6 +93,64 @@ Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::ma
                        std::to_string(m.reader->column_names().size()) + " columns");
   }
   for (size_t i = 0; i < n_inputs; ++i) m.input_columns.push_back(i);
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.options = std::move(options);
+  m.network = plan.network;
+  m.loss_name = plan.loss.api;
+  if (!plan.loss_graph.compiled) {
+    throw RuntimeError(plan_location(plan) + ": the network with its loss (" + plan.network +
+                       " and " + plan.loss.api + ") did not compile; see the diagnostics above");
+  }
+  if (m.options.synthetic) {
+    if (!m.options.steps) {
+      throw RuntimeError(plan_location(plan) +
+                         ": synthetic data needs a step count (--steps): how many rows the "
+                         "script's dataset yields is not known");
+    }
+  } else if (!plan.dataset) {
+    throw RuntimeError(plan_location(plan) + ": the training data is not known (no dataset " +
+                       "pipeline was followed); --synthetic trains on random batches instead");
+  } else if (!plan.dataset->opaque_reason.empty()) {
+    throw RuntimeError(
+        plan_location(plan) + ": the dataset cannot be read: " + plan.dataset->opaque_reason +
+        "; --synthetic trains on random batches " + "of the network's input types instead");
+  }
+
+  autodiff::GradResult g = autodiff::build_backward(plan.loss_graph);
+  if (!g.ok()) throw RuntimeError("cannot differentiate the loss: " + g.error);
+  m.grad = std::move(*g.grad);
+  if (m.options.synthetic) {
+    // Fails here, before any step, when an input's type is not known.
+    const size_t n = synthetic_batch(m.grad.report, m.options.seed, 0).size();
+    for (size_t i = 0; i < n; ++i) m.input_columns.push_back(i);
+    m.notes.emplace_back(
+        "synthetic data: seeded N(0, 1) floats and uniform labels in the range the loss or "
+        "embedding takes, not the script's dataset; the losses say nothing about the model's "
+        "quality");
+  }
+
+  ExecOptions exec;
+  exec.seed = m.options.seed;
+  exec.training = true;
+  exec.keep_values = false;
+  m.exec_options = exec;
+  m.exec = std::make_unique<Executor>(m.grad.report, exec);
+  if (m.exec->num_inputs() > 0) {
+    const TensorType t = m.exec->input_type(0);
+    if (t.shape.ranked && !t.shape.dims.empty() && t.shape.dims[0].is_known())
+      m.main_rows = t.shape.dims[0].value();
+  }
+  if (m.options.checkpoint) {
+    CheckpointLoad load = m.exec->load_checkpoint(*m.options.checkpoint);
+    m.notes.push_back(load.summary());
+  }
+
+  if (!m.options.synthetic) open_dataset(m, plan);
 
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;
@@ -158,12 +179,13 @@ Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::ma
     m.notes.push_back("parameter " + p + " does not reach the loss: its gradient is zero");
   }
   m.epochs = m.options.epochs.value_or(plan.epochs.value_or(1));
-  m.reader->start_epoch(0);
+  if (m.reader) m.reader->start_epoch(0);
 }
 
 Trainer::~Trainer() = default;
 
 std::optional<std::vector<Tensor>> Trainer::Impl::next_batch() {
+  if (!reader) return synthetic_batch(grad.report, options.seed, global_step);
   for (;;) {
     if (auto b = reader->next()) return b;
     if (epoch >= epochs) return std::nullopt;
@@ -305,7 +327,8 @@ std::string Trainer::summary() const {
   s << "training " << m.network << " with " << m.loss_name << ", " << m.optimizer->config().str()
     << ", " << m.grad.param_grads.size() << " trainable parameters, " << m.epochs
     << (m.epochs == 1 ? " epoch" : " epochs");
-  if (auto b = m.reader->batches_per_epoch()) s << " of " << *b << " batches";
+  if (auto b = m.reader ? m.reader->batches_per_epoch() : std::nullopt)
+    s << " of " << *b << " batches";
   if (m.options.steps) s << " (at most " << *m.options.steps << " steps)";
   return s.str();
 }
