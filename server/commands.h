@@ -68,6 +68,7 @@ struct TrainCommandOptions {
   // column types ("32,1,28,28", "32:int32"), batch dimension included.
   bool synthetic = false;
   std::vector<std::string> inputs;
+  std::vector<std::string> script_args;  // after `--`: the script's own command line
 };
 
 int run_check(const CheckOptions& options);

@@ -238,6 +238,9 @@ int main(int argc, char** argv) {
       "ms.value_and_grad, or TrainOneStepCell), a line per step as LossMonitor prints them");
   train_cmd->fallthrough();
   train_cmd->add_option("file", train.file, "The training script")->required();
+  train_cmd->add_option("args", train.script_args,
+                        "After --: the script's own command line (what its argparse "
+                        "parse_args() reads; default: none, every option at its default)");
   train_cmd->add_option("--steps", train.steps, "Stop after this many steps");
   train_cmd->add_option("--epochs", train.epochs, "Epochs (default: the script's)");
   train_cmd->add_option("--data", train.data,

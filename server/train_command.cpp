@@ -67,6 +67,7 @@ int run_train(const TrainCommandOptions& options) {
   }
   analysis.constant_values = true;  // the runtime fills constants computed in __init__
   analysis.training_batch = options.batch;
+  analysis.script_args = options.script_args;
   if (!options.inputs.empty() && !options.synthetic) {
     train_error("--input gives the columns of synthetic batches: it needs --synthetic");
     return kExitUsage;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "argparse_model.h"
 #include "interp.h"
 
 namespace graphcore {
@@ -342,6 +343,7 @@ Value std_module(Interpreter& interp, std::string_view name) {
   auto add = [&](const char* n, BuiltinFn fn) {
     m->globals.set(make_str(n), Value::obj(std::make_shared<BuiltinObj>(n, std::move(fn))));
   };
+  if (name == "argparse") return argparse_module();
   if (name == "collections") {
     m->globals.set(make_str("OrderedDict"), interp.builtin("dict"));
     m->globals.set(make_str("defaultdict"), interp.builtin("dict"));

@@ -1061,6 +1061,32 @@ class TrainTests(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("train-images-idx3-ubyte", p.stderr)
 
+    def test_the_scripts_command_line_after_double_dash(self):
+        # argparse evaluated statically: the defaults without arguments, the command line after
+        # `--` otherwise; a command line the script rejects is a warning, not a crash.
+        self.write_mnist([i % 10 for i in range(32)])
+        script = self.dir / "args.py"
+        script.write_text(TRAIN_SCRIPT.replace(
+            "from mindspore.train import LossMonitor, Model\n",
+            "from mindspore.train import LossMonitor, Model\nimport argparse\n"
+            "parser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--epochs', type=int, default=2)\n"
+            "parser.add_argument('--lr', type=float, default=0.1)\n"
+            "args = parser.parse_args()\n").replace(
+            "learning_rate=0.1", "learning_rate=args.lr").replace(
+            ".train(2, data", ".train(args.epochs, data"))
+        p = run("train", script, "--format", "json", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(json.loads(p.stdout)["steps"]), 8)
+        p = run("train", script, "--format", "json", "--", "--epochs", "1", "--lr=0.5",
+                cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(len(doc["steps"]), 4)
+        self.assertEqual(doc["steps"][0]["learning_rate"], 0.5)
+        p = run("train", script, "--", "--epochs", "one", cwd=self.dir)
+        self.assertIn("invalid int value: 'one'", p.stderr)
+
     def test_synthetic_batches_for_a_generator_dataset(self):
         # The rows of a GeneratorDataset exist only when the script runs: training stops with a
         # note unless the user asks for synthetic batches, whose column types --input gives.

@@ -113,6 +113,10 @@ struct AnalysisOptions {
   // --input ...`): they replace what the dataset pipeline says, for a pipeline whose rows the
   // analyser cannot follow (GeneratorDataset over user code). Empty: the pipeline's own types.
   std::vector<TensorType> training_inputs;
+  // The command line the analysed script runs with (sys.argv[1:]; `cellscope train FILE -- ARGS`):
+  // argparse's parse_args parses it against the script's add_argument calls. Empty: no
+  // arguments, every option at its default, as `python FILE` runs.
+  std::vector<std::string> script_args;
   // Polled during evaluation; when it becomes true the analysis stops and returns a result with
   // `cancelled` set (an editor abandons an analysis of a superseded version this way).
   const std::atomic<bool>* cancel = nullptr;

@@ -278,6 +278,27 @@ void add_dense(Registry& r) {
   };
   auto infer = [](CallContext& ctx, const TensorType& x) {
     if (!require_rank(ctx, "nn.Dense", x.shape, 1, 99, "x")) return;
+    // Dense's MatMul takes an input of the weight's dtype: an integer input (MnistDataset's
+    // uint8 images not rescaled or cast) raises TypeError in PyNative and graph mode ("For
+    // 'MatMul', the type of 'x2' should be same as 'x1', but got 'x1' with type Tensor[UInt8]
+    // and 'x2' with type Tensor[Float32]", MindSpore 2.10). Float inputs are not reported (amp
+    // may cast them, as for the convolutions above).
+    const ParamInfo* weight = ctx.param("weight");
+    const DType wdt =
+        weight ? weight->dtype : dtype_value(ctx.init_arg("dtype")).value_or(DType::Float32);
+    if (x.dtype != DType::Unknown && wdt != DType::Unknown && x.dtype != wdt &&
+        !is_floating(x.dtype) && is_floating(wdt)) {
+      const std::string xn(dtype_name(x.dtype));
+      const std::string wn(dtype_name(wdt));
+      ctx.error("dtype-error",
+                "nn.Dense receives an input of dtype " + xn + " but its weight is " + wn +
+                    "; MindSpore's MatMul requires the same dtype for both (it raises "
+                    "TypeError: For 'MatMul', the type of 'x2' should be same as 'x1'); cast "
+                    "the input first (e.g. x.astype(mindspore." +
+                    wn + "))",
+                "x");
+      return;
+    }
     int64_t in = init_i(ctx, "in_channels", -1);
     int64_t out = init_i(ctx, "out_channels", -1);
     if (in > 0 && !require_dim(ctx, "nn.Dense", "input features", "in_channels", in,
