@@ -86,6 +86,14 @@ bool add_optimized_layers(const graphcore::AnalysisResult& result,
     hw_options.mode = pipeline.mode;
     hw_options.optimizer = pipeline.optimizer;
     hw_options.mixed_precision = pipeline.precision == "mixed";
+    // Train: the file's training plan for this network gives the loss (the estimate falls back
+    // to a stand-in when its loss graph is not this network at the analysed shapes).
+    for (const auto& plan : result.training) {
+      if (plan.network == cell.class_name && plan.loss_graph.compiled) {
+        hw_options.training = &plan;
+        break;
+      }
+    }
     const auto hw = graphcore::estimate_hardware(cell, graph, hw_options);
     protocol::add_hardware_layer(hw, graph, graphcore::hardware_target(hw_options.target), out);
     for (const auto& d : hw.diagnostics)

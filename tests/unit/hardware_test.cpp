@@ -15,8 +15,11 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
+#include "graphcore/autodiff.h"
 #include "graphcore/hardware.h"
+#include "graphcore/opdef.h"
 #include "graphcore/optimize.h"
+#include "temp_dir.h"
 
 namespace graphcore {
 namespace {
@@ -613,6 +616,280 @@ TEST(HardwareCorpus, TrainingCostsMoreThanInferenceAndScalesWithBatch) {
       wgrad += k.phase == "backward-wgrad";
     }
     EXPECT_EQ(wgrad, dgrad + 1);
+  }
+}
+
+// --- training: the backward graph autodiff builds ----------------------------------------------
+
+// Networks whose output is their loss (a scalar): the hardware model differentiates them as they
+// are. LeNet-5, and a stem + ResNet basic block (conv-BN-ReLU-conv-BN, residual Add, ReLU) + head.
+const char* const kTrainNets = R"(from mindspore import nn, ops
+
+
+class LeNet5(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, pad_mode="valid")
+        self.conv2 = nn.Conv2d(6, 16, 5, pad_mode="valid")
+        self.relu = nn.ReLU()
+        self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Dense(16 * 5 * 5, 120)
+        self.fc2 = nn.Dense(120, 84)
+        self.fc3 = nn.Dense(84, 10)
+
+    def construct(self, x):
+        x = self.pool(self.relu(self.conv1(x)))
+        x = self.pool(self.relu(self.conv2(x)))
+        x = self.flatten(x)
+        x = self.relu(self.fc1(x))
+        x = self.relu(self.fc2(x))
+        return self.fc3(x).mean()
+
+
+class Block(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(16, 16, 3, pad_mode="pad", padding=1, has_bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 16, 3, pad_mode="pad", padding=1, has_bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        y = self.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return self.relu(y + x)
+
+
+class ResNetBlock(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, pad_mode="pad", padding=1, has_bias=False)
+        self.block = Block()
+        self.fc = nn.Dense(16, 10)
+
+    def construct(self, x):
+        y = self.block(self.stem(x))
+        return self.fc(ops.mean(y, (2, 3))).mean()
+)";
+
+std::string base_name(const std::string& kernel) { return kernel.substr(0, kernel.find('(')); }
+
+const std::string* note_with(const ModelEstimate& e, std::string_view what) {
+  for (const auto& n : e.notes) {
+    if (n.find(what) != std::string::npos) return &n;
+  }
+  return nullptr;
+}
+
+TEST(HardwareTraining, BackwardKernelsAreTheNodesAutodiffEmits) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("nets.py", kTrainNets);
+  struct Case {
+    std::string entry, input;
+    size_t convs;
+  };
+  for (const Case& c : {Case{"LeNet5()", "2,1,32,32", 2}, Case{"ResNetBlock()", "2,3,16,16", 3}}) {
+    const CellReport rep = analyse({file, c.entry, {}}, {c.input});
+    ASSERT_TRUE(rep.compiled) << c.entry;
+    const autodiff::GradResult grad = autodiff::build_backward(rep);
+    ASSERT_TRUE(grad.ok()) << grad.error;
+    const autodiff::GradGraph& gg = *grad.grad;
+    const Graph& g = gg.report.graph;
+    // What the graph reads of each backward node's outputs.
+    std::set<std::pair<uint32_t, uint32_t>> used;
+    for (const Node& n : g.nodes) {
+      for (const ValueRef& v : n.inputs) used.insert({v.node, v.output});
+    }
+    for (const ValueRef& v : g.outputs) used.insert({v.node, v.output});
+    // One kernel per backward node, one per gradient read for the Cube operators.
+    std::multiset<std::string> expected;
+    for (size_t j = gg.forward_count; j < g.nodes.size(); ++j) {
+      const Node& n = g.nodes[j];
+      const OpDef* def = find_op(n.op);
+      ASSERT_NE(def, nullptr) << n.op;
+      if (def->unit != OpUnit::Cube) {
+        expected.insert(std::string(n.op));
+        continue;
+      }
+      for (uint32_t k = 0; k < n.outputs.size(); ++k) {
+        if (used.contains({static_cast<uint32_t>(j), k})) expected.insert(std::string(n.op));
+      }
+    }
+    for (const std::string target : {"ascend910b", "cpu"}) {
+      SCOPED_TRACE(c.entry + " on " + target);
+      OptimizeOptions oo;
+      oo.target = target;
+      const auto graph = optimize(rep, oo);
+      HardwareOptions ho;
+      ho.target = target;
+      ho.mode = "train";
+      const auto hw = estimate_hardware(rep, graph, ho);
+      std::multiset<std::string> costed;
+      size_t dgrad = 0, wgrad = 0;
+      for (const auto& k : hw.kernels) {
+        if (!k.phase.starts_with("backward")) continue;
+        costed.insert(base_name(k.name));
+        if (k.name == "Conv2DGrad(dX)") ++dgrad;
+        if (k.name == "Conv2DGrad(dW)") ++wgrad;
+        // Attributed to the optimized node of its forward origin.
+        ASSERT_LT(k.node, graph.nodes.size()) << k.name;
+        if (base_name(k.name) == "Conv2DGrad") {
+          EXPECT_NE(graph.nodes[k.node].op.find("Conv2D"), std::string::npos)
+              << graph.nodes[k.node].op;
+          EXPECT_EQ(k.unit, target == "cpu" ? Unit::Cpu : Unit::Cube);
+          EXPECT_GT(k.macs, 0);
+        }
+      }
+      EXPECT_EQ(costed, expected);
+      // The first convolution reads the graph input: its input gradient is not computed.
+      EXPECT_EQ(wgrad, c.convs);
+      EXPECT_EQ(dgrad, c.convs - 1);
+      EXPECT_GT(hw.estimate.backward_ms, 0);
+      const std::string* note = note_with(hw.estimate, "train: the loss is");
+      ASSERT_NE(note, nullptr);
+      EXPECT_NE(note->find("scalar output"), std::string::npos) << *note;
+      EXPECT_NE(note->find("the " + std::to_string(gg.origin.size()) + " nodes"), std::string::npos)
+          << *note;
+    }
+  }
+}
+
+TEST(HardwareTraining, AStandInLossForANetworkWithoutOne) {
+  cellscope::testing::TempDir dir;
+  const std::string file =
+      dir.write("net.py",
+                "from mindspore import nn\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.fc = nn.Dense(16, 4)\n\n"
+                "    def construct(self, x):\n        return self.fc(x)\n");
+  const CellReport rep = analyse({file, "Net()", {}}, {"8,16"});
+  ASSERT_TRUE(rep.compiled);
+  const auto graph = optimize(rep, {});
+  HardwareOptions ho;
+  ho.mode = "train";
+  const auto hw = estimate_hardware(rep, graph, ho);
+  const std::string* note = note_with(hw.estimate, "train: the loss is");
+  ASSERT_NE(note, nullptr);
+  EXPECT_NE(note->find("stand-in, ReduceMean of output"), std::string::npos) << *note;
+  // The stand-in's forward kernel and its gradient belong to no optimized node.
+  bool mean = false, dense_dw = false;
+  for (const auto& k : hw.kernels) {
+    if (k.name == "ReduceMean") {
+      mean = true;
+      EXPECT_EQ(k.phase, "forward");
+      EXPECT_GE(k.node, graph.nodes.size());
+    }
+    dense_dw = dense_dw || (k.name == "DenseGrad(dW)" && k.phase == "backward-wgrad");
+    // The input gradient of a layer reading the graph input is not computed.
+    EXPECT_NE(k.name, "DenseGrad(dX)");
+  }
+  EXPECT_TRUE(mean);
+  EXPECT_TRUE(dense_dw);
+}
+
+TEST(HardwareTraining, ANodeWithoutAGradientRuleLeavesTheRestCosted) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write(
+      "clamp.py",
+      "from mindspore import nn\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
+      "        super().__init__()\n        self.fc1 = nn.Dense(16, 16)\n"
+      "        self.fc2 = nn.Dense(16, 4)\n\n"
+      "    def construct(self, x):\n        return self.fc2(self.fc1(x).clamp(-1.0, 1.0))\n");
+  const CellReport rep = analyse({file, "Net()", {}}, {"8,16"});
+  ASSERT_TRUE(rep.compiled);
+  OptimizeOptions oo;
+  oo.target = "ascend910b";
+  const auto graph = optimize(rep, oo);
+  HardwareOptions ho;
+  ho.target = "ascend910b";
+  ho.mode = "train";
+  const auto hw = estimate_hardware(rep, graph, ho);
+  EXPECT_TRUE(hw.diagnostics.empty());  // unknown is not an error
+  EXPECT_GT(hw.estimate.latency_ms, 0);
+  const std::string* note = note_with(hw.estimate, "no gradient rule");
+  ASSERT_NE(note, nullptr);
+  // ClipByValue (Tensor.clamp) has no gradient rule.
+  EXPECT_NE(note->find("ClipByValue"), std::string::npos) << *note;
+  EXPECT_NE(note->find("clamp.py:10"), std::string::npos) << *note;
+  EXPECT_NE(note->find("the 2 trainable Parameters before it"), std::string::npos) << *note;
+  // fc2 (after the clamp) is differentiated: its weight gradient, not its input gradient
+  // (nothing before it is); fc1 (before it) is not.
+  size_t dw = 0, dx = 0;
+  for (const auto& k : hw.kernels) {
+    dw += k.name == "DenseGrad(dW)";
+    dx += k.name == "DenseGrad(dX)";
+  }
+  EXPECT_EQ(dw, 1u);
+  EXPECT_EQ(dx, 0u);
+  EXPECT_GT(hw.estimate.backward_ms, 0);
+  EXPECT_GT(hw.estimate.optimizer_ms, 0);
+}
+
+TEST(HardwareTraining, TheTrainingPlansLossWhenItIsThisNetwork) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("train.py", R"(import mindspore as ms
+import mindspore.dataset as ds
+import mindspore.dataset.transforms as transforms
+import mindspore.dataset.vision as vision
+from mindspore import nn
+from mindspore.train import LossMonitor, Model
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(28 * 28, 10)
+
+    def construct(self, x):
+        return self.fc(self.flatten(x))
+
+
+data = ds.MnistDataset("./MNIST_Data", usage="train", shuffle=False)
+data = data.map(operations=[vision.Rescale(1.0 / 255.0, 0.0), vision.HWC2CHW()],
+                input_columns="image")
+data = data.map(operations=transforms.TypeCast(ms.int32), input_columns="label")
+data = data.batch(8, drop_remainder=True)
+net = Net()
+loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+opt = nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9)
+Model(net, loss, opt).train(2, data, callbacks=[LossMonitor()])
+)");
+  for (const std::string input : {"8,1,28,28", "4,1,28,28"}) {
+    SCOPED_TRACE(input);
+    AnalysisOptions options;
+    options.cell = "Net";
+    std::string why;
+    options.inputs.push_back(*parse_input_spec(input, &why));
+    DiskSourceProvider disk;
+    const AnalysisResult result = analyze_file(file, options, disk);
+    ASSERT_EQ(result.cells.size(), 1u);
+    ASSERT_EQ(result.training.size(), 1u);
+    ASSERT_TRUE(result.training[0].loss_graph.compiled);
+    const CellReport& rep = result.cells[0];
+    const auto graph = optimize(rep, {});
+    HardwareOptions ho;
+    ho.mode = "train";
+    ho.training = &result.training[0];
+    const auto hw = estimate_hardware(rep, graph, ho);
+    const std::string* note = note_with(hw.estimate, "train: the loss is");
+    ASSERT_NE(note, nullptr);
+    size_t loss_fwd = 0, loss_bwd = 0;
+    for (const auto& k : hw.kernels) {
+      loss_fwd += k.name == "SoftmaxCrossEntropyWithLogits" && k.phase == "forward";
+      loss_bwd += k.name.starts_with("SoftmaxCrossEntropyWithLogits") && k.phase == "backward";
+    }
+    if (input == "8,1,28,28") {  // the dataset's batch: the plan's loss is this network's
+      EXPECT_NE(note->find("training plan's nn.SoftmaxCrossEntropyWithLogits"), std::string::npos)
+          << *note;
+      EXPECT_EQ(loss_fwd, 1u);
+      EXPECT_EQ(loss_bwd, 1u);
+    } else {
+      EXPECT_NE(note->find("stand-in"), std::string::npos) << *note;
+      EXPECT_NE(note_with(hw.estimate, "not this network at the analysed shapes"), nullptr);
+      EXPECT_EQ(loss_fwd, 0u);
+    }
   }
 }
 

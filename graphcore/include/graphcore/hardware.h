@@ -20,6 +20,7 @@
 #include "graphcore/diagnostic.h"
 #include "graphcore/graph.h"
 #include "graphcore/optimize.h"
+#include "graphcore/training.h"
 
 namespace graphcore {
 
@@ -139,12 +140,16 @@ struct KernelDetail {
   std::vector<Instruction> schedule;  // per tile, in issue order
 };
 
-// The model of one kernel: an optimized node's forward kernel, or in training one of its backward
-// kernels or an optimizer update.
+// The model of one kernel: an optimized node's forward kernel, or in training a kernel of a node of
+// the backward graph (attributed to the optimized node of its forward origin), a kernel of the
+// loss, or an optimizer update.
 struct KernelEstimate {
-  uint32_t node = 0;  // index into OptimizedGraph::nodes (the optimizer update: UINT32_MAX)
-  std::string phase;  // "forward", "backward", "backward-dgrad", "backward-wgrad", "optimizer"
-  std::string name;   // "Conv2D", "Conv2DBackpropInput", "BNTrainingReduce", ...
+  // Index into OptimizedGraph::nodes; UINT32_MAX for kernels of no optimized node: optimizer
+  // updates, the loss's forward nodes and their backward nodes.
+  uint32_t node = 0;
+  std::string phase;  // "forward", "backward", "backward-dgrad" (a Cube input gradient),
+                      // "backward-wgrad" (a Cube weight gradient), "optimizer"
+  std::string name;   // "Conv2D", "Conv2DGrad(dX)", "BatchNormGrad", "BNTrainingReduce", ...
   Unit unit = Unit::Host;
   uint32_t block_dim = 0;
   std::vector<uint32_t> core_ids;
@@ -186,6 +191,11 @@ struct HardwareOptions {
   std::string target = "cpu";
   std::string mode = "infer";          // "infer" | "train"
   std::string optimizer = "momentum";  // train: "sgd" | "momentum" | "adam" | "lamb"
+  // Train: the file's training plan for this network (AnalysisResult::training). Its loss graph
+  // is differentiated when it is this network at the analysed shapes; otherwise (and when null)
+  // the loss is a stand-in: the network's output when it is a scalar, else its mean. The
+  // estimate's notes say which. Not owned; must outlive the call.
+  const TrainingPlan* training = nullptr;
   // Mixed precision: activations and vector math in float16 on Ascend (MindSpore amp O2/O3 and
   // ATC-converted inference models); false keeps float32 activations.
   bool mixed_precision = true;
@@ -200,8 +210,11 @@ struct HardwareGraph {
   std::string statement;                // "Analytical model: ..." (every report repeats it)
 };
 
-// Estimates `graph` (optimized from `report`) on options.target. Throws TargetError for an
-// unknown target, std::invalid_argument for a bad mode or optimizer.
+// Estimates `graph` (optimized from `report`) on options.target. In train mode the backward pass
+// is the graph autodiff::build_backward emits for the loss (graphcore/autodiff.h), each backward
+// node's kernels attributed to the optimized node of its forward origin; a node without a
+// gradient rule leaves the backward of what it depends on uncosted, with a note naming it.
+// Throws TargetError for an unknown target, std::invalid_argument for a bad mode or optimizer.
 HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& graph,
                                 const HardwareOptions& options);
 

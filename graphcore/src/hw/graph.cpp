@@ -1,18 +1,22 @@
 // The hardware layer of a whole optimized graph: each node is classified onto a unit and turned
-// into kernel problems (forward, and in training its backward kernels derived from the forward
-// shapes, plus one optimizer update per trainable Parameter), each kernel is modelled
-// (kernels.cpp), and a list scheduler places the kernels on the cores in execution order.
+// into kernel problems (forward; in training also the nodes of the backward graph build_backward
+// emits for the network's loss, each attributed to the optimized node of its forward origin, and
+// one optimizer update per trainable Parameter), each kernel is modelled (kernels.cpp), and a list
+// scheduler places the kernels on the cores in execution order.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graphcore/autodiff.h"
 #include "graphcore/hardware.h"
 #include "graphcore/opdef.h"
 #include "hw/model.h"
@@ -72,6 +76,55 @@ std::string str_attr(const Node& n, std::string_view name, std::string fallback)
   return s ? *s : fallback;
 }
 
+// The GEMM of a convolution in im2col form, from its output `y` [N, Cout, spatial...] and weight
+// `w` [Cout, Cin/g, kernel...]: M = N x output pixels, K = Cin/g x kernel, N = Cout/g, `groups`
+// independent products; a depthwise convolution runs 16 channels per fractal column block, of
+// which only the diagonal is useful. False when a dimension is not known.
+bool conv_dims(const Shape& y, const Shape& w, double groups, CubeProblem* p) {
+  if (!y.ranked || y.rank() < 3 || !w.ranked || w.rank() < 3) return false;
+  const double batch = dim(y, 0), cout = dim(y, 1);
+  const double spatial = product(y, 2, y.rank());
+  const double wk = product(w, 1, w.rank());  // Cin/g x kernel
+  const double kernel = product(w, 2, w.rank());
+  if (batch <= 0 || cout <= 0 || spatial <= 0 || wk <= 0) return false;
+  p->m = batch * spatial;
+  const double cin_g = wk / std::max(1.0, kernel);
+  if (groups > 1 && cin_g == 1) {
+    p->batch = std::ceil(cout / 16);
+    p->k = kernel * 16;
+    p->n = 16;
+  } else {
+    p->batch = groups;
+    p->k = wk;
+    p->n = cout / groups;
+  }
+  return true;
+}
+
+// The product of a MatMul / Dense / BatchMatMul from its first operand `a` and output `y`: K is
+// a's contraction dimension, N y's last; `batched` (both operands batched) keeps y's leading
+// dimensions as independent products, else they are rows of M. False when one is not known.
+bool matmul_dims(const Shape& a, const Shape& y, bool transpose_a, bool batched, CubeProblem* p) {
+  if (!a.ranked || !y.ranked || a.rank() < 1 || y.rank() < 1) return false;
+  const double k = transpose_a && a.rank() >= 2 ? dim(a, -2) : dim(a, -1);
+  const double n = dim(y, -1);
+  double batch = 1, m = product(y, 0, y.rank() - 1);
+  if (batched && y.rank() > 2) {
+    batch = product(y, 0, y.rank() - 2);
+    m = dim(y, -2);
+  }
+  if (k <= 0 || n <= 0 || m <= 0 || batch <= 0) return false;
+  p->batch = batch;
+  p->m = m;
+  p->k = k;
+  p->n = n;
+  return true;
+}
+
+bool transposes_a(const Node& n) {
+  return bool_attr(n, "transpose_a") || bool_attr(n, "transpose_x1");
+}
+
 class Estimator {
  public:
   Estimator(const CellReport& report, const OptimizedGraph& graph, const HardwareOptions& options,
@@ -101,12 +154,12 @@ class Estimator {
           "--target ascend910b (or another Ascend target), or set "
           "\"graph_visualization\": {\"backend\": \"ascend\"} in mindspore_config.json.";
     }
-    // Forward kernels in execution order, then (train) backward kernels in reverse order, then
-    // the optimizer updates.
+    // Forward kernels in execution order, then (train) the loss's forward kernels, the backward
+    // graph's kernels in the order build_backward emitted them, and the optimizer updates.
     kernels_.reserve(g_.nodes.size() * (train_ ? 3 : 1));
     for (uint32_t i = 0; i < g_.nodes.size(); ++i) forward(i, &out);
     if (train_) {
-      for (uint32_t i = static_cast<uint32_t>(g_.nodes.size()); i-- > 0;) backward(i);
+      training();
       optimizer();
     }
     schedule(&out);
@@ -271,24 +324,8 @@ class Estimator {
     const Node* o = origin(n);
     const double groups =
         o ? static_cast<double>(std::max<int64_t>(1, int_attr(*o, "group", 1))) : 1;
-    const double batch = dim(y, 0), cout = dim(y, 1);
-    const double spatial = product(y, 2, y.rank());
-    const double wk = product(w->shape, 1, w->shape.rank());  // Cin/g x kernel
-    const double kernel = product(w->shape, 2, w->shape.rank());
-    if (batch <= 0 || cout <= 0 || spatial <= 0 || wk <= 0) return g;
+    if (!conv_dims(y, w->shape, groups, &g.p)) return g;
     g.known = true;
-    g.p.m = batch * spatial;
-    const double cin_g = wk / std::max(1.0, kernel);
-    if (groups > 1 && cin_g == 1) {
-      // Depthwise: 16 channels share one fractal column block, only its diagonal is useful.
-      g.p.batch = std::ceil(cout / 16);
-      g.p.k = kernel * 16;
-      g.p.n = 16;
-    } else {
-      g.p.batch = groups;
-      g.p.k = wk;
-      g.p.n = cout / groups;
-    }
     g.p.a_gm_bytes = bytes(n.inputs[0]);
     g.p.b_gm_bytes = product(w->shape, 0, w->shape.rank()) * 2;
     // A fused residual Add reads its shortcut (an activation of the output's shape) in the
@@ -313,19 +350,11 @@ class Estimator {
       return g;
     }
     const Node* o = origin(n);
-    const bool ta = o && (bool_attr(*o, "transpose_a") || bool_attr(*o, "transpose_x1"));
-    const double k = ta && a->shape.rank() >= 2 ? dim(a->shape, -2) : dim(a->shape, -1);
-    const double nn = dim(y, -1);
     const ParamInfo* w = weight(n, 2);
     const TensorType* b = n.inputs.size() > 1 ? type_of(n.inputs[1]) : nullptr;
-    double batch = 1, m = product(y, 0, y.rank() - 1);
-    if (w == nullptr && b != nullptr && b->shape.ranked && b->shape.rank() > 2 && y.rank() > 2) {
-      batch = product(y, 0, y.rank() - 2);
-      m = dim(y, -2);
-    }
-    if (k <= 0 || nn <= 0 || m <= 0 || batch <= 0) return g;
+    const bool batched = w == nullptr && b != nullptr && b->shape.ranked && b->shape.rank() > 2;
+    if (!matmul_dims(a->shape, y, o && transposes_a(*o), batched, &g.p)) return g;
     g.known = true;
-    g.p = {.batch = batch, .m = m, .k = k, .n = nn};
     g.p.a_gm_bytes = bytes(n.inputs[0]);
     g.p.b_gm_bytes =
         w ? product(w->shape, 0, 2) * 2 : (n.inputs.size() > 1 ? bytes(n.inputs[1]) : 0);
@@ -410,6 +439,17 @@ class Estimator {
     return k;
   }
 
+  // A shape-only operator: nothing runs on the device.
+  static KernelEstimate host_noop() {
+    KernelEstimate k;
+    k.unit = Unit::Host;
+    k.bound = "none";
+    static const auto kNoop = std::make_shared<const KernelDetail>(
+        KernelDetail{{}, {}, {}, {{"relabel shape (no data moved)", "Host", 1, 0}}});
+    k.detail = kNoop;
+    return k;
+  }
+
   // Writes of node `i` enter L2.
   void wrote(uint32_t i) {
     written_total_ += out_bytes(g_.nodes[i]);
@@ -426,13 +466,7 @@ class Estimator {
       return;
     }
     if (cls == OpClass::HostNoop) {
-      KernelEstimate k;
-      k.unit = Unit::Host;
-      k.bound = "none";
-      static const auto kNoop = std::make_shared<const KernelDetail>(
-          KernelDetail{{}, {}, {}, {{"relabel shape (no data moved)", "Host", 1, 0}}});
-      k.detail = kNoop;
-      add(std::move(k), i, "forward", name);
+      add(host_noop(), i, "forward", name);
       return;
     }
     if (cls == OpClass::AiCpu) {
@@ -476,7 +510,6 @@ class Estimator {
                     .elem_bytes = eb}),
             i, "forward", "BNTrainingUpdate");
       }
-      if (train_) gemms_[i] = gm.p;
       wrote(i);
       return;
     }
@@ -562,7 +595,6 @@ class Estimator {
     KernelEstimate k = combine({cube(qk), vector(sm), cube(pv)}, {"qk", "softmax", "pv"});
     k.macs = batch * sq * sk * (d + dv);
     add(std::move(k), i, "forward", n.op);
-    if (train_) attn_[i] = {qk, sm, pv};
   }
 
   // One kernel made of sequential sub-kernels (a fused attention: QK^T, softmax, PV).
@@ -665,101 +697,343 @@ class Estimator {
 
   // ---- training -------------------------------------------------------------------------------
 
-  // True when a node's activation input is (a format or amp dtype conversion of) a graph input:
-  // its input gradient is not needed.
-  bool reads_graph_input(const OptNode& n) const {
-    if (n.inputs.empty()) return false;
-    const OptNode* src = &g_.nodes[n.inputs[0].node];
-    while ((src->op == "TransData" || (src->op == "Cast" && src->pass == "amp")) &&
-           !src->inputs.empty()) {
-      src = &g_.nodes[src->inputs[0].node];
+  // ---- training -------------------------------------------------------------------------------
+
+  // The graph build_backward differentiates: the network's forward graph with its loss as the one
+  // output. `to_cell` maps each of its nodes to the analysed graph's node (kNoNode: a node of the
+  // loss, costed with the forward pass but attributed to no optimized node).
+  struct LossGraph {
+    CellReport report;
+    std::vector<uint32_t> to_cell;
+  };
+
+  // The training plan's loss graph, when its network is this one at the analysed shapes: every
+  // operator node of the analysed graph is in it with the same id, operator and output types.
+  std::optional<LossGraph> plan_loss() {
+    const TrainingPlan* plan = o_.training;
+    if (plan == nullptr) return std::nullopt;
+    const CellReport& l = plan->loss_graph;
+    const std::string loss = plan->loss.api.empty() ? "its loss" : plan->loss.api;
+    if (!l.compiled || l.graph.outputs.size() != 1) {
+      notes_.insert("train: the training plan's loss graph (" + loss +
+                    ") did not compile: a stand-in loss is used");
+      return std::nullopt;
     }
-    return src->kind == NodeKind::Input;
+    std::unordered_map<std::string_view, uint32_t> ids;
+    for (uint32_t i = 0; i < r_.graph.nodes.size(); ++i) {
+      if (r_.graph.nodes[i].kind == NodeKind::Op) ids.emplace(r_.graph.nodes[i].id, i);
+    }
+    LossGraph lg;
+    lg.to_cell.assign(l.graph.nodes.size(), kNoNode);
+    size_t matched = 0;
+    for (uint32_t j = 0; j < l.graph.nodes.size(); ++j) {
+      const Node& n = l.graph.nodes[j];
+      auto it = n.kind == NodeKind::Op ? ids.find(n.id) : ids.end();
+      if (it == ids.end()) continue;
+      const Node& c = r_.graph.nodes[it->second];
+      if (std::string_view(c.op) != std::string_view(n.op) || c.outputs != n.outputs) continue;
+      lg.to_cell[j] = it->second;
+      ++matched;
+    }
+    if (matched != ids.size()) {
+      std::string shapes;
+      for (const NamedTensor& in : l.inputs) {
+        shapes += (shapes.empty() ? "" : ", ") + in.name + " " + in.type.str();
+      }
+      notes_.insert("train: the training plan's loss graph (" + loss + " over " + shapes +
+                    ") is not this network at the analysed shapes: a stand-in loss is used "
+                    "(analyse with the plan's input shapes to cost its loss)");
+      return std::nullopt;
+    }
+    lg.report = l;
+    loss_what_ = "the training plan's " + loss;
+    return lg;
   }
 
-  void backward(uint32_t i) {
-    const OptNode& n = g_.nodes[i];
-    const OpClass cls = classify(n);
-    if (cls == OpClass::Skip || cls == OpClass::HostNoop || cls == OpClass::Unsupported) return;
+  // The analysed graph with a stand-in loss: its first float output when that is a scalar (the
+  // Cell computes a loss), else the mean of all its elements (ReduceMean, as ops.mean(y)).
+  std::optional<LossGraph> stand_in_loss() {
+    LossGraph lg;
+    lg.report = r_;
+    Graph& g = lg.report.graph;
+    lg.to_cell.resize(g.nodes.size());
+    std::iota(lg.to_cell.begin(), lg.to_cell.end(), 0u);
+    std::optional<ValueRef> out;
+    std::string name = "output";
+    for (size_t i = 0; i < g.outputs.size() && !out; ++i) {
+      const ValueRef v = g.outputs[i];
+      if (v.node < g.nodes.size() && v.output < g.nodes[v.node].outputs.size() &&
+          is_floating(g.nodes[v.node].outputs[v.output].dtype)) {
+        out = v;
+        if (i < r_.outputs.size()) name = r_.outputs[i].name;
+      }
+    }
+    const std::string why = o_.training == nullptr ? " (the file trains no such network)" : "";
+    if (!out) {
+      notes_.insert(
+          "train: the network has no float output to take a loss of: no backward pass "
+          "is costed");
+      return std::nullopt;
+    }
+    const Node& producer = g.nodes[out->node];
+    const TensorType t = producer.outputs[out->output];
+    if (t.shape.ranked && t.shape.fully_known() && t.shape.num_elements().value() == 1) {
+      g.outputs = {*out};
+      loss_what_ = "the network's scalar output '" + name + "'" + why;
+      return lg;
+    }
+    Node loss;
+    loss.id = "loss/ReduceMean";
+    loss.kind = NodeKind::Op;
+    loss.op = "ReduceMean";
+    loss.inputs = {*out};
+    loss.outputs = {TensorType{Shape::of(std::vector<int64_t>{}), t.dtype}};
+    loss.attrs = {{"axis", std::vector<int64_t>{}}, {"keep_dims", false}};
+    loss.file = producer.file;
+    loss.range = producer.range;
+    g.nodes.push_back(std::move(loss));
+    g.outputs = {ValueRef{static_cast<uint32_t>(g.nodes.size() - 1), 0}};
+    lg.to_cell.push_back(kNoNode);
+    loss_what_ = "a stand-in, ReduceMean of output '" + name + "'" + why;
+    return lg;
+  }
+
+  // build_backward over `lg`. When a node on the path has no gradient rule (or its rule refuses),
+  // again without the parameters it depends on, so that the backward of the rest of the network
+  // is still costed; each failure is a note naming the node and its source line.
+  std::optional<autodiff::GradGraph> differentiate(const LossGraph& lg) {
+    const Graph& g = lg.report.graph;
+    autodiff::GradResult res = autodiff::build_backward(lg.report);
+    std::set<std::string, std::less<>> excluded;
+    for (int attempt = 0;
+         !res.ok() && res.error_node && *res.error_node < g.nodes.size() && attempt < 16;
+         ++attempt) {
+      // The failing node and everything it depends on.
+      std::vector<bool> seen(g.nodes.size(), false);
+      std::vector<uint32_t> stack{*res.error_node};
+      while (!stack.empty()) {
+        const uint32_t i = stack.back();
+        stack.pop_back();
+        if (i >= g.nodes.size() || seen[i]) continue;
+        seen[i] = true;
+        for (const std::string& p : g.nodes[i].params) excluded.insert(p);
+        for (const ValueRef& v : g.nodes[i].inputs) stack.push_back(v.node);
+      }
+      std::vector<std::string> rest;
+      size_t trainable = 0;
+      for (const ParamInfo& p : lg.report.params) {
+        if (!p.trainable || !is_floating(p.dtype)) continue;
+        ++trainable;
+        if (!excluded.contains(p.name)) rest.push_back(p.name);
+      }
+      if (rest.empty()) break;
+      notes_.insert("train: " + res.error + ": the backward pass of the " +
+                    std::to_string(trainable - rest.size()) +
+                    " trainable Parameters before it is not costed");
+      res = autodiff::build_backward(lg.report, {.params = std::move(rest)});
+    }
+    if (!res.ok()) {
+      notes_.insert("train: no backward pass is costed: " + res.error);
+      return std::nullopt;
+    }
+    return std::move(res.grad);
+  }
+
+  void training() {
+    std::optional<LossGraph> lg = plan_loss();
+    if (!lg) lg = stand_in_loss();
+    if (!lg) return;
+    const Graph& lgraph = lg->report.graph;
+    // The loss's own forward nodes.
+    for (uint32_t j = 0; j < lgraph.nodes.size(); ++j) {
+      if (lg->to_cell[j] == kNoNode && lgraph.nodes[j].kind == NodeKind::Op) {
+        graph_kernel(lgraph, j, kNoNode, "forward", nullptr);
+      }
+    }
+    const std::optional<autodiff::GradGraph> gg = differentiate(*lg);
+    if (!gg) return;
+    // Semantic node -> the optimized node computing it (its fused kernel).
+    std::vector<uint32_t> opt_of(r_.graph.nodes.size(), kNoNode);
+    for (uint32_t i = 0; i < g_.nodes.size(); ++i) {
+      for (uint32_t o : g_.nodes[i].origins) {
+        if (o < opt_of.size() && opt_of[o] == kNoNode) opt_of[o] = i;
+      }
+    }
+    // The outputs something reads: a gradient nobody uses (the input gradient of a layer that
+    // reads the graph input) is not computed.
+    const Graph& g = gg->report.graph;
+    std::vector<std::vector<bool>> used(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) used[i].assign(g.nodes[i].outputs.size(), false);
+    auto use = [&](ValueRef v) {
+      if (v.node < used.size() && v.output < used[v.node].size()) used[v.node][v.output] = true;
+    };
+    for (const Node& n : g.nodes) std::for_each(n.inputs.begin(), n.inputs.end(), use);
+    std::for_each(g.outputs.begin(), g.outputs.end(), use);
+    // The backward nodes in the order build_backward emitted them (reverse topological order of
+    // their forward origins), each attributed to its origin's optimized node.
+    for (size_t b = 0; b < gg->origin.size(); ++b) {
+      const auto j = static_cast<uint32_t>(gg->forward_count + b);
+      const uint32_t f = gg->origin[b];
+      const uint32_t cell = f < lg->to_cell.size() ? lg->to_cell[f] : kNoNode;
+      graph_kernel(g, j, cell < opt_of.size() ? opt_of[cell] : kNoNode, "backward", &used);
+    }
+    backward_nodes_ = gg->origin.size();
+  }
+
+  // ---- kernels of semantic nodes (the loss and the backward graph) ----------------------------
+
+  static const TensorType& value_type(const Graph& g, ValueRef v) {
+    return g.nodes[v.node].outputs[v.output];
+  }
+  static double count(const TensorType& t) {
+    return t.shape.ranked ? product(t.shape, 0, t.shape.rank()) : 0;
+  }
+  // Bytes per element of a value of the training graph: float tensors in fp16 under mixed
+  // precision on Ascend, but for operators amp keeps in float32 (their OpDef's precision).
+  double value_elem_bytes(const Graph& g, ValueRef v) const {
+    const TensorType& t = value_type(g, v);
+    const auto size = static_cast<double>(dtype_size(t.dtype));
+    if (!is_floating(t.dtype)) return size > 0 ? size : 4;
+    if (t_.ascend && o_.mixed_precision) {
+      const OpDef* d = find_op(g.nodes[v.node].op);
+      return d != nullptr && d->precision == OpPrecision::KeepFloat32 ? 4 : 2;
+    }
+    return size > 0 ? size : 4;
+  }
+  double value_bytes(const Graph& g, ValueRef v) const {
+    return count(value_type(g, v)) * value_elem_bytes(g, v);
+  }
+
+  // The kernels of node `j` of `g`, attributed to optimized node `node`. A backward Cube operator
+  // (Conv2DGrad, DenseGrad, MatMulGrad) is one Cube problem per gradient `used` says is read;
+  // every other operator one kernel on its OpDef's unit.
+  void graph_kernel(const Graph& g, uint32_t j, uint32_t node, const std::string& phase,
+                    const std::vector<std::vector<bool>>* used) {
+    const Node& n = g.nodes[j];
+    const OpDef* def = find_op(n.op);
     const std::string name = n.op;
-    if (auto it = gemms_.find(i); it != gemms_.end()) {
-      const CubeProblem& f = it->second;
-      const bool bn = has_origin_op(n, "BatchNorm");
-      if (bn) {
-        // BNTrainingUpdateGrad (dy, x -> dgamma, dbeta) and BNTrainingReduceGrad (-> dx), with
-        // the activation's gradient fused.
-        const double ob = out_bytes(n), oe = out_elements(n);
-        const uint32_t eb = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
-        add(vector({.elements = oe,
-                    .in_bytes = 2 * ob,
-                    .out_bytes = 0,
-                    .ops_per_element = 3,
-                    .elem_bytes = eb}),
-            i, "backward", "BNTrainingUpdateGrad");
-        add(vector({.elements = oe,
-                    .in_bytes = 2 * ob,
-                    .out_bytes = ob,
-                    .ops_per_element = 4,
-                    .elem_bytes = eb}),
-            i, "backward", "BNTrainingReduceGrad");
+    if (def != nullptr && def->unit == OpUnit::Host) {
+      add(host_noop(), node, phase, name);
+      return;
+    }
+    bool known = true;
+    for (const TensorType& t : n.outputs) known = known && count(t) > 0;
+    for (const ValueRef& v : n.inputs) known = known && count(value_type(g, v)) > 0;
+    const bool on_cube = def != nullptr && def->unit == OpUnit::Cube;
+    if (!known) {
+      unknown(node, phase, name, on_cube ? Unit::Cube : Unit::Vector);
+      return;
+    }
+    double in_b = 0, out_b = 0, out_e = 0, max_e = 0;
+    for (const ValueRef& v : n.inputs) {
+      in_b += value_bytes(g, v);
+      max_e = std::max(max_e, count(value_type(g, v)));
+    }
+    for (uint32_t k = 0; k < n.outputs.size(); ++k) {
+      out_b += value_bytes(g, {j, k});
+      out_e += count(n.outputs[k]);
+    }
+    if (on_cube && !n.inputs.empty()) {
+      cube_kernels(g, j, node, phase, used);
+      return;
+    }
+    if (def != nullptr && def->unit == OpUnit::AiCpu) {
+      add(aicpu(out_e, in_b + out_b), node, phase, name);
+      return;
+    }
+    // A vector kernel streams its largest tensor (a reduction its input, a broadcast or the
+    // gradient of one its output).
+    VectorProblem p;
+    p.elements = std::max(out_e, max_e);
+    p.in_bytes = in_b;
+    p.out_bytes = out_b;
+    p.ops_per_element = def != nullptr ? def->vector_ops : 1;
+    p.elem_bytes = n.outputs.empty() ? 2 : static_cast<uint32_t>(value_elem_bytes(g, {j, 0}));
+    add(vector(p), node, phase, name);
+  }
+
+  // A Cube operator of the training graph. Forward (a MatMul of the loss): one product. Backward:
+  // from the forward product (M, K, N) it differentiates, dX = dY W^T is that product with K and
+  // N exchanged and dW = X^T dY with M and K exchanged (each the forward's MACs), a bias gradient
+  // a reduction of dY; only the gradients the graph reads are computed.
+  void cube_kernels(const Graph& g, uint32_t j, uint32_t node, const std::string& phase,
+                    const std::vector<std::vector<bool>>* used) {
+    const Node& n = g.nodes[j];
+    const OpDef* def = find_op(n.op);
+    const std::string name = n.op;
+    const bool backward = def->backward;
+    const bool conv = def->category == OpCategory::Convolution;
+    // Backward operators read (x, [w,] dY); dY has the forward output's shape.
+    const ValueRef x = n.inputs[0];
+    const TensorType& y = backward ? value_type(g, n.inputs.back()) : n.outputs[0];
+    const size_t w_rank = conv ? y.shape.rank() : 2;
+    std::optional<Shape> w;
+    for (const std::string& p : n.params) {
+      auto it = params_.find(p);
+      if (it != params_.end() && it->second->shape.rank() == w_rank) {
+        w = it->second->shape;
+        break;
       }
-      if (f.residual_gm_bytes > 0) {
-        // A fused residual Add: its output gradient also flows to the shortcut, where it is
-        // summed with the gradient of the block's other path (AddN: two reads, one write).
-        const double ob = out_bytes(n);
-        add(vector({.elements = out_elements(n),
-                    .in_bytes = 2 * ob,
-                    .out_bytes = ob,
+    }
+    const bool w_param = w.has_value();
+    if (!w && n.inputs.size() > (backward ? 2u : 1u)) w = value_type(g, n.inputs[1]).shape;
+    CubeProblem f;
+    bool ok = false;
+    if (conv) {
+      const auto groups = static_cast<double>(std::max<int64_t>(1, int_attr(n, "group", 1)));
+      ok = w && conv_dims(y.shape, *w, groups, &f);
+    } else {
+      const bool batched = !w_param && w && w->ranked && w->rank() > 2;
+      ok = matmul_dims(value_type(g, x).shape, y.shape, transposes_a(n), batched, &f);
+    }
+    if (!ok) {
+      unknown(node, phase, name, Unit::Cube);
+      return;
+    }
+    const double macs = f.batch * f.m * f.k * f.n;
+    const double w_bytes = w ? product(*w, 0, w->rank()) * 2 : 0;
+    if (!backward) {
+      f.a_gm_bytes = value_bytes(g, x);
+      f.b_gm_bytes = w_bytes;
+      f.c_gm_bytes = value_bytes(g, {j, 0});
+      f.out_bytes = static_cast<uint32_t>(value_elem_bytes(g, {j, 0}));
+      add(cube(f), node, phase, name).macs = macs;
+      return;
+    }
+    const ValueRef dy = n.inputs.back();
+    const bool params = !n.params.empty();
+    for (uint32_t k = 0; k < n.outputs.size(); ++k) {
+      if (used != nullptr && !(*used)[j][k]) continue;
+      const bool param_grad = params && k >= 1;
+      // Parameter gradients are fp32 (the optimizer's), activation gradients as the graph's.
+      const double eb = param_grad ? 4 : value_elem_bytes(g, {j, k});
+      const double out_b = count(n.outputs[k]) * eb;
+      if (param_grad && k == 2) {
+        add(vector({.elements = count(y),
+                    .in_bytes = value_bytes(g, dy),
+                    .out_bytes = out_b,
                     .ops_per_element = 1,
-                    .elem_bytes = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype))}),
-            i, "backward", "AddN");
+                    .elem_bytes = static_cast<uint32_t>(value_elem_bytes(g, dy))}),
+            node, "backward", name + "(db)");
+        continue;
       }
-      // dX = dY W^T: the forward product with K and N exchanged; dW = X^T dY: M and K exchanged.
-      // Each has the forward's MACs.
-      const bool conv = cls == OpClass::Conv;
-      if (!reads_graph_input(n)) {
-        CubeProblem dx{.batch = f.batch, .m = f.m, .k = f.n, .n = f.k};
-        dx.a_gm_bytes = f.c_gm_bytes;
-        dx.b_gm_bytes = f.b_gm_bytes;
-        dx.c_gm_bytes = f.a_gm_bytes;
-        add(cube(dx), i, "backward-dgrad", conv ? "Conv2DBackpropInput" : name + "Grad(dX)").macs =
-            f.batch * f.m * f.k * f.n;
+      CubeProblem p;
+      if (k == 0) {
+        p = {.batch = f.batch, .m = f.m, .k = f.n, .n = f.k};
+        p.a_gm_bytes = value_bytes(g, dy);
+        p.b_gm_bytes = w_bytes;
+      } else {
+        p = {.batch = f.batch, .m = f.k, .k = f.m, .n = f.n};
+        p.a_gm_bytes = value_bytes(g, x);
+        p.b_gm_bytes = value_bytes(g, dy);
       }
-      if (!n.params.empty()) {
-        CubeProblem dw{.batch = f.batch, .m = f.k, .k = f.m, .n = f.n};
-        dw.a_gm_bytes = f.a_gm_bytes;
-        dw.b_gm_bytes = f.c_gm_bytes;
-        dw.c_gm_bytes = f.b_gm_bytes * 2;  // fp32 gradient
-        add(cube(dw), i, "backward-wgrad", conv ? "Conv2DBackpropFilter" : name + "Grad(dW)").macs =
-            f.batch * f.m * f.k * f.n;
-      }
-      return;
+      p.c_gm_bytes = out_b;
+      p.out_bytes = static_cast<uint32_t>(eb);
+      std::string kernel = name;
+      kernel += k == 0 ? "(dX)" : params ? "(dW)" : "(dX" + std::to_string(k) + ")";
+      add(cube(p), node, param_grad ? "backward-wgrad" : "backward-dgrad", std::move(kernel)).macs =
+          macs;
     }
-    if (auto it = attn_.find(i); it != attn_.end()) {
-      const auto& [qk, sm, pv] = it->second;
-      // dP = dO V^T, dV = P^T dO; softmax gradient; dQ = dS K, dK = dS^T Q.
-      CubeProblem dp{.batch = pv.batch, .m = pv.m, .k = pv.n, .n = pv.k};
-      CubeProblem dv{.batch = pv.batch, .m = pv.k, .k = pv.m, .n = pv.n};
-      CubeProblem dq{.batch = qk.batch, .m = qk.m, .k = qk.n, .n = qk.k};
-      CubeProblem dk{.batch = qk.batch, .m = qk.n, .k = qk.m, .n = qk.k};
-      VectorProblem ds = sm;
-      ds.in_bytes = 2 * sm.out_bytes;
-      ds.ops_per_element = 4;
-      KernelEstimate k = combine({cube(dp), cube(dv), vector(ds), cube(dq), cube(dk)},
-                                 {"dP", "dV", "dS", "dQ", "dK"});
-      k.macs = 2 * qk.batch * qk.m * qk.n * (qk.k + pv.n);
-      add(std::move(k), i, "backward", name + "Grad");
-      return;
-    }
-    if (cls == OpClass::AiCpu) {
-      add(aicpu(out_elements(n), in_bytes(n) + out_bytes(n)), i, "backward", name + "Grad");
-      return;
-    }
-    if (cls != OpClass::Vector) return;
-    // An elementwise-like operator's gradient moves the forward's bytes (reads dY and the saved
-    // tensors it needs, writes dX) with the same instructions per element.
-    VectorProblem p = vector_problem(n);
-    add(vector(p), i, "backward", name + "Grad");
   }
 
   void optimizer() {
@@ -872,12 +1146,12 @@ class Estimator {
       // Training keeps every forward activation for the backward pass.
       e.memory_peak_bytes = std::max(g_.memory.peak, g_.memory.naive);
       notes_.insert(
-          "train: backward kernels derived per operator from the forward shapes "
-          "(conv/matmul: dgrad + wgrad with the forward's MACs; elementwise: the "
-          "forward's bytes); optimizer '" +
-          o_.optimizer +
-          "' per trainable Parameter; "
-          "the loss and the data pipeline are not modelled");
+          "train: the loss is " + (loss_what_.empty() ? std::string("not known") : loss_what_) +
+          "; backward: the " + std::to_string(backward_nodes_) +
+          " nodes autodiff (build_backward) emits for it, one kernel each (Conv2DGrad, DenseGrad, "
+          "MatMulGrad: one Cube problem per gradient the graph reads), not fused, in the default "
+          "format; optimizer '" +
+          o_.optimizer + "' per trainable Parameter; the data pipeline is not modelled");
     }
     if (t_.ascend && o_.mixed_precision && amp_graph_) {
       notes_.insert(
@@ -921,16 +1195,12 @@ class Estimator {
   std::unordered_map<std::string_view, const ParamInfo*> params_;
   std::vector<double> written_;
   double written_total_ = 0;
-  std::unordered_map<uint32_t, CubeProblem> gemms_;
-  struct Attn {
-    CubeProblem qk;
-    VectorProblem sm;
-    CubeProblem pv;
-  };
-  std::unordered_map<uint32_t, Attn> attn_;
   std::vector<KernelEstimate> kernels_;
   std::unordered_map<std::string, KernelEstimate> memo_;
   std::unordered_set<std::string> notes_;
+  // Train: what the loss is, and how many backward nodes were costed.
+  std::string loss_what_;
+  size_t backward_nodes_ = 0;
 };
 
 }  // namespace
