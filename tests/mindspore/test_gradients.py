@@ -110,11 +110,59 @@ class Net(nn.Cell):
         return ops.mean(ops.square(h))
 """
 
+# A U-Net style decoder: GroupNorm, transposed convolutions ('same' stride 2, 'pad', groups),
+# reflect padding, the skip connection's concat.
+DECODER = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode='same', has_bias=True)
+        self.gn = nn.GroupNorm(4, 8)
+        self.up = nn.Conv2dTranspose(8, 6, 3, stride=2, pad_mode='same', has_bias=True)
+        self.gn2 = nn.GroupNorm(2, 6)
+        self.pad = nn.Pad(paddings=((0, 0), (0, 0), (1, 1), (2, 1)), mode='REFLECT')
+        self.up2 = nn.Conv2dTranspose(6, 4, 3, stride=1, pad_mode='pad', padding=1, group=2)
+        self.head = nn.Conv2d(7, 2, 1, has_bias=True)
+
+    def construct(self, x):
+        h = ops.silu(self.gn(self.conv(x)))
+        h = ops.silu(self.gn2(self.up(h)))
+        h = self.up2(self.pad(h))[:, :, 1:-1, 2:-1]
+        skip = ops.tile(x, (1, 1, 2, 2))
+        h = self.head(ops.concat((h, skip), 1))
+        return ops.mean(ops.square(h - 0.3))
+"""
+
+# Shape and index operators of detection / transformer code: tile, stack, where, masked_fill,
+# cumsum, ops.pad (constant, replicate), logsumexp.
+INDEXING = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 6)
+        self.fc2 = nn.Dense(6, 3)
+
+    def construct(self, x):
+        h = self.fc(x)
+        a = ops.where(h > 0, h, h * 0.1)
+        m = ops.masked_fill(h, x < -0.5, 0.0)
+        c = ops.cumsum(a * m, 1)
+        p = ops.pad(c, (1, 2), mode='replicate')[:, :, 1:7] + ops.pad(c, (0, 0, 1, 0))[:, 1:, :]
+        s = ops.stack((p, ops.tile(h[:, :1, :], (1, 4, 1))), 1)
+        r = self.fc2(ops.sum(s, 1))
+        return ops.mean(ops.logsumexp(r, -1))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
                             "rtol": 1e-4},
     "attention_block": {"source": ATTENTION, "shape": (2, 6, 16), "train": False, "rtol": 1e-5},
+    "decoder_groupnorm_transpose": {"source": DECODER, "shape": (2, 3, 5, 6), "train": False,
+                                    "rtol": 1e-5},
+    "indexing_ops": {"source": INDEXING, "shape": (2, 4, 6), "train": False, "rtol": 1e-5},
 }
 
 

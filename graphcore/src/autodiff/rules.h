@@ -32,5 +32,17 @@ void g_strided_slice(GradBuilder& b);
 void g_gather(GradBuilder& b);   // Gather and nn.Embedding: the table's gradient
 void g_dropout(GradBuilder& b);  // Dropout, Dropout2D
 void g_broadcast_to(GradBuilder& b);
+// Not differentiable: MindSpore's gradient of the inputs is zero (nothing is emitted).
+void g_no_gradient(GradBuilder& b);
+void g_tile(GradBuilder& b);     // Tile: the copies summed (Reshape + ReduceSum)
+void g_stack(GradBuilder& b);    // Stack: Unstack of the gradient
+void g_unstack(GradBuilder& b);  // Unstack: Stack of the gradients
+void g_select(GradBuilder& b);   // Select / ops.where: the gradient routed by the condition
+void g_masked_fill(GradBuilder& b);
+void g_cumsum(GradBuilder& b);  // CumSum: the reversed running sum (CumSumGrad)
+void g_pad(GradBuilder& b);     // Pad, every mode (PadGrad)
+void g_group_norm(GradBuilder& b);
+void g_conv_transpose(GradBuilder& b);  // Conv2DTranspose (Conv2DTransposeGrad)
+void g_logsumexp(GradBuilder& b);       // LogSumExp: exp(x - y) dy, from forward operators
 
 }  // namespace graphcore::autodiff::rules

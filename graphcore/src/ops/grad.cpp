@@ -86,6 +86,12 @@ std::span<const OpDef> grad_ops() {
        nullptr, true},
       {"Conv2DGrad", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d_grad,
        false, nullptr, true},
+      {"FloorModGrad", C::Elementwise, kTraitNone, U::Vector, 3, P::Float16,
+       &kernels::k_binary_grad, false, nullptr, true},
+      {"ModGrad", C::Elementwise, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_binary_grad,
+       false, nullptr, true},
+      {"Conv2DTransposeGrad", C::Convolution, kTraitNone, U::Cube, 1, P::Float16,
+       &kernels::k_conv2d_transpose_grad, false, nullptr, true},
       {"MaxPoolGrad", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pool_grad,
        false, nullptr, true},
       {"AvgPoolGrad", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pool_grad,
@@ -102,6 +108,8 @@ std::span<const OpDef> grad_ops() {
        false, nullptr, true},
       {"LogSoftmaxGrad", C::Softmax, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_softmax_grad,
        false, nullptr, true},
+      {"GroupNormGrad", C::Normalization, kTraitNone, U::Vector, 8, P::Float16,
+       &kernels::k_group_norm_grad, false, nullptr, true},
       {"ConcatGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_concat_grad, false,
        nullptr, true},
       {"StridedSliceGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16,
@@ -112,6 +120,10 @@ std::span<const OpDef> grad_ops() {
        false, nullptr, true},
       {"ReduceExtremumGrad", C::Reduction, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_reduce_extremum_grad, false, nullptr, true},
+      {"CumSumGrad", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_cumsum_grad,
+       false, nullptr, true},
+      {"PadGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad_grad, false,
+       nullptr, true},
   };
   return kRows;
 }

@@ -2144,67 +2144,76 @@ void k_linspace(KernelCall& c) {
 // REFLECT (mirrored, the edge not repeated) or SYMMETRIC (the edge repeated). ops.pad:
 // `padding` (before, after) pairs from the last dim backwards, mode constant (`value`, default
 // 0; a negative amount crops), reflect, replicate or circular.
-void k_pad(KernelCall& c) {
-  const Tensor& x = in(c, 0);
-  const size_t r = x.rank();
-  std::vector<int64_t> before(r, 0), after(r, 0);
-  if (auto flat = attr_ints(c.node, "paddings")) {
+PadPlan pad_plan(const Node& n, const std::vector<int64_t>& x) {
+  const size_t r = x.size();
+  PadPlan p;
+  p.before.assign(r, 0);
+  p.after.assign(r, 0);
+  if (auto flat = attr_ints(n, "paddings")) {
     if (flat->size() != 2 * r) fail("Pad: the paddings do not match the input's rank");
     for (size_t i = 0; i < r; ++i) {
-      before[i] = (*flat)[2 * i];
-      after[i] = (*flat)[2 * i + 1];
+      p.before[i] = (*flat)[2 * i];
+      p.after[i] = (*flat)[2 * i + 1];
     }
-  } else if (auto pairs = attr_ints(c.node, "padding")) {
+  } else if (auto pairs = attr_ints(n, "padding")) {
     if (pairs->size() % 2 != 0 || pairs->size() / 2 > r)
       fail("Pad: the padding does not match the input's rank");
     for (size_t i = 0; i < pairs->size() / 2; ++i) {
-      before[r - 1 - i] = (*pairs)[2 * i];
-      after[r - 1 - i] = (*pairs)[2 * i + 1];
+      p.before[r - 1 - i] = (*pairs)[2 * i];
+      p.after[r - 1 - i] = (*pairs)[2 * i + 1];
     }
   } else {
     fail("Pad: the padding is not recorded in the graph");
   }
-  const std::string mode = text::lower(attr_str(c.node, "mode").value_or("constant"));
-  const double value = attr_float(c.node, "value").value_or(0);
-  std::vector<int64_t> shape(r);
+  p.mode = text::lower(attr_str(n, "mode").value_or("constant"));
+  p.value = attr_float(n, "value").value_or(0);
+  p.in = x;
+  p.out.resize(r);
   for (size_t i = 0; i < r; ++i) {
-    shape[i] = x.shape()[i] + before[i] + after[i];
-    if (shape[i] < 0) fail("Pad: a negative padding removes more than the dim holds");
-    const int64_t n = x.shape()[i];
-    const int64_t most = std::max(before[i], after[i]);
-    if ((mode == "reflect" && most >= n) || (mode == "symmetric" && most > n) ||
-        (mode != "constant" && n == 0)) {
-      fail("Pad: " + mode + " padding of " + std::to_string(most) + " is too large for a dim of " +
-           std::to_string(n));
+    p.out[i] = x[i] + p.before[i] + p.after[i];
+    if (p.out[i] < 0) fail("Pad: a negative padding removes more than the dim holds");
+    const int64_t len = x[i];
+    const int64_t most = std::max(p.before[i], p.after[i]);
+    if ((p.mode == "reflect" && most >= len) || (p.mode == "symmetric" && most > len) ||
+        (p.mode != "constant" && len == 0)) {
+      fail("Pad: " + p.mode + " padding of " + std::to_string(most) +
+           " is too large for a dim of " + std::to_string(len));
     }
   }
-  // The source index of output index `o` along a dim of `n`, or -1 for the constant.
-  const auto source = [&](int64_t o, int64_t n, int64_t b) -> int64_t {
-    int64_t i = o - b;
-    if (i >= 0 && i < n) return i;
-    if (mode == "constant") return -1;
-    if (mode == "replicate" || mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
-    if (mode == "circular") return ((i % n) + n) % n;
-    if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
-    if (mode == "symmetric") return i < 0 ? -i - 1 : 2 * n - 1 - i;
-    fail("Pad: mode '" + mode + "' is not implemented by the CPU runtime");
-  };
-  Tensor& y = emit(c, Tensor(shape, x.dtype()));
-  std::vector<int64_t> stride(r, 1);
-  for (size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x.shape()[i];
+  return p;
+}
+
+int64_t PadPlan::source(size_t d, int64_t o) const {
+  const int64_t n = in[d];
+  const int64_t i = o - before[d];
+  if (i >= 0 && i < n) return i;
+  if (mode == "constant") return -1;
+  if (mode == "replicate" || mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "circular") return ((i % n) + n) % n;
+  if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
+  if (mode == "symmetric") return i < 0 ? -i - 1 : 2 * n - 1 - i;
+  fail("Pad: mode '" + mode + "' is not implemented by the CPU runtime");
+}
+
+int64_t PadPlan::source_offset(int64_t o) const {
+  int64_t rest = o, from = 0, stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    const int64_t s = source(d, rest % out[d]);
+    rest /= out[d];
+    if (s < 0) return -1;
+    from += s * stride;
+    stride *= in[d];
+  }
+  return from;
+}
+
+void k_pad(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const PadPlan p = pad_plan(c.node, x.shape());
+  Tensor& y = emit(c, Tensor(p.out, x.dtype()));
   for (int64_t o = 0; o < y.numel(); ++o) {
-    int64_t rest = o, from = 0;
-    bool constant = false;
-    for (size_t d = r; d-- > 0;) {
-      const int64_t s = source(rest % shape[d], x.shape()[d], before[d]);
-      rest /= shape[d];
-      if (s < 0) {
-        constant = true;
-        break;
-      }
-      from += s * stride[d];
-    }
-    y.set(o, constant ? value : x.at(from));
+    const int64_t from = p.source_offset(o);
+    y.set(o, from < 0 ? p.value : x.at(from));
   }
 }
 
@@ -2455,70 +2464,64 @@ std::pair<Tensor, const Tensor*> layer_weight_and_bias(const KernelCall& c) {
 // nn.Conv2dTranspose: weight (in, out / group, kh, kw); each input pixel scatters its kernel
 // into the output at stride steps. The output size is the graph's; the padding taken off the
 // top/left is the explicit padding, or for 'same' half of what the full result has over it.
-void k_conv2d_transpose(KernelCall& c) {
-  Tensor x = as_float(in(c, 0));
-  const auto [wt, bias] = layer_weight_and_bias(c);
-  if (x.rank() != 4 || wt.rank() != 4) {
-    fail("Conv2DTranspose expects a 4-D input and weight, got " + x.type_str() + " and " +
-         wt.type_str());
+ConvTransposeGeometry conv_transpose_geometry(const Node& node, const std::vector<int64_t>& x,
+                                              const std::vector<int64_t>& w,
+                                              const std::optional<std::vector<int64_t>>& out) {
+  if (x.size() != 4 || w.size() != 4) {
+    fail("Conv2DTranspose expects a 4-D input and weight, got " + shape_str(x) + " and " +
+         shape_str(w));
   }
-  auto os = out_shape(c);
-  if (!os || os->size() != 4) fail("the output size of the transposed convolution is not known");
-  const int64_t n = x.shape()[0], ic = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
-  const int64_t groups = attr_int(c.node, "group").value_or(1);
-  const int64_t kh = wt.shape()[2], kw = wt.shape()[3];
-  if (groups <= 0 || wt.shape()[0] != ic || ic % groups != 0)
-    fail("Conv2DTranspose: input " + x.type_str() + " does not match weight " + wt.type_str());
-  const int64_t ocg = wt.shape()[1], oc = ocg * groups, icg = ic / groups;
-  if ((*os)[1] != oc) fail("Conv2DTranspose: the weight gives " + std::to_string(oc) + " channels");
-  const int64_t oh = (*os)[2], ow = (*os)[3];
-  const auto stride = attr_ints(c.node, "stride", 2).value_or(std::vector<int64_t>{1, 1});
-  const auto dil = attr_ints(c.node, "dilation", 2).value_or(std::vector<int64_t>{1, 1});
-  if (stride.size() != 2 || dil.size() != 2) fail("bad stride/dilation attributes");
-  const std::string mode = text::lower(attr_str(c.node, "pad_mode").value_or("same"));
-  int64_t top = 0, left = 0;
+  if (!out || out->size() != 4) fail("the output size of the transposed convolution is not known");
+  ConvTransposeGeometry g;
+  g.n = x[0];
+  g.ic = x[1];
+  g.h = x[2];
+  g.w = x[3];
+  g.groups = attr_int(node, "group").value_or(1);
+  g.kh = w[2];
+  g.kw = w[3];
+  if (g.groups <= 0 || w[0] != g.ic || g.ic % g.groups != 0)
+    fail("Conv2DTranspose: input " + shape_str(x) + " does not match weight " + shape_str(w));
+  g.ocg = w[1];
+  g.oc = g.ocg * g.groups;
+  g.icg = g.ic / g.groups;
+  if ((*out)[1] != g.oc)
+    fail("Conv2DTranspose: the weight gives " + std::to_string(g.oc) + " channels");
+  g.oh = (*out)[2];
+  g.ow = (*out)[3];
+  g.stride = attr_ints(node, "stride", 2).value_or(std::vector<int64_t>{1, 1});
+  g.dil = attr_ints(node, "dilation", 2).value_or(std::vector<int64_t>{1, 1});
+  if (g.stride.size() != 2 || g.dil.size() != 2) fail("bad stride/dilation attributes");
+  const std::string mode = text::lower(attr_str(node, "pad_mode").value_or("same"));
   if (mode == "pad") {
-    const auto p = attr_ints(c.node, "padding").value_or(std::vector<int64_t>{0});
-    top = p.empty() ? 0 : p[0];
-    left = p.size() == 4 ? p[2] : p.size() == 2 ? p[1] : top;
+    const auto p = attr_ints(node, "padding").value_or(std::vector<int64_t>{0});
+    g.top = p.empty() ? 0 : p[0];
+    g.left = p.size() == 4 ? p[2] : p.size() == 2 ? p[1] : g.top;
   } else if (mode == "same") {
-    top = std::max<int64_t>((h - 1) * stride[0] + dil[0] * (kh - 1) + 1 - oh, 0) / 2;
-    left = std::max<int64_t>((wd - 1) * stride[1] + dil[1] * (kw - 1) + 1 - ow, 0) / 2;
+    g.top = std::max<int64_t>((g.h - 1) * g.stride[0] + g.dil[0] * (g.kh - 1) + 1 - g.oh, 0) / 2;
+    g.left = std::max<int64_t>((g.w - 1) * g.stride[1] + g.dil[1] * (g.kw - 1) + 1 - g.ow, 0) / 2;
   } else if (mode != "valid") {
     fail("unknown pad_mode '" + mode + "'");
   }
-  Tensor& y = emit(c, Tensor(*os, DType::Float32));
+  return g;
+}
+
+void k_conv2d_transpose(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  const auto [wt, bias] = layer_weight_and_bias(c);
+  const ConvTransposeGeometry g =
+      conv_transpose_geometry(c.node, x.shape(), wt.shape(), out_shape(c));
+  Tensor& y = emit(c, Tensor({g.n, g.oc, g.oh, g.ow}, DType::Float32));
   auto* py = y.data<float>();
-  const float* px = x.data<float>();
-  const auto* pw = wt.data<float>();
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t o = 0; o < oc; ++o) {
+  for (int64_t b = 0; b < g.n; ++b) {
+    for (int64_t o = 0; o < g.oc; ++o) {
       const float bv = bias != nullptr ? static_cast<float>(bias->at(o)) : 0.0f;
-      std::fill_n(py + (b * oc + o) * oh * ow, oh * ow, bv);
+      std::fill_n(py + (b * g.oc + o) * g.oh * g.ow, g.oh * g.ow, bv);
     }
   }
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t ci = 0; ci < ic; ++ci) {
-      const int64_t g = ci / icg;
-      for (int64_t i = 0; i < h; ++i) {
-        for (int64_t j = 0; j < wd; ++j) {
-          const float v = px[((b * ic + ci) * h + i) * wd + j];
-          for (int64_t q = 0; q < ocg; ++q) {
-            float* yo = py + (b * oc + g * ocg + q) * oh * ow;
-            const float* wk = pw + (ci * ocg + q) * kh * kw;
-            for (int64_t a = 0; a < kh; ++a) {
-              const int64_t r = i * stride[0] - top + a * dil[0];
-              if (r < 0 || r >= oh) continue;
-              for (int64_t e = 0; e < kw; ++e) {
-                const int64_t col = j * stride[1] - left + e * dil[1];
-                if (col >= 0 && col < ow) yo[r * ow + col] += v * wk[a * kw + e];
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  g.for_each_tap([&](int64_t xi, int64_t wi, int64_t yi) {
+    py[yi] += x.data<float>()[xi] * wt.data<float>()[wi];
+  });
 }
 
 // ops.randn / ops.rand / ops.randint: samples of the runtime's own generator, seeded per node

@@ -39,6 +39,58 @@ Window window_1d(const Node& n, int64_t length, int64_t kernel);
 dnnl_ops::ConvGeometry conv_geometry(const std::vector<int64_t>& nchw, int64_t out_channels,
                                      int64_t groups, const Window& w);
 
+// nn.Conv2dTranspose's geometry: input (n, ic, h, w), weight (ic, ocg, kh, kw), output
+// (n, oc = ocg * groups, oh, ow) from the graph, and the padding taken off the top/left (the
+// explicit padding; for 'same' half of what the full result has over the output).
+struct ConvTransposeGeometry {
+  int64_t n = 0, ic = 0, h = 0, w = 0, groups = 1, kh = 0, kw = 0, ocg = 0, oc = 0, icg = 0;
+  int64_t oh = 0, ow = 0, top = 0, left = 0;
+  std::vector<int64_t> stride, dil;
+  // f(x offset, weight offset, y offset) for every product the forward sum has: each input pixel
+  // scatters its kernel into the output at stride steps.
+  template <class F>
+  void for_each_tap(F f) const {
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ci = 0; ci < ic; ++ci) {
+        const int64_t g = ci / icg;
+        for (int64_t i = 0; i < h; ++i) {
+          for (int64_t j = 0; j < w; ++j) {
+            const int64_t xi = ((b * ic + ci) * h + i) * w + j;
+            for (int64_t q = 0; q < ocg; ++q) {
+              const int64_t yo = (b * oc + g * ocg + q) * oh * ow;
+              const int64_t wo = (ci * ocg + q) * kh * kw;
+              for (int64_t a = 0; a < kh; ++a) {
+                const int64_t r = i * stride[0] - top + a * dil[0];
+                if (r < 0 || r >= oh) continue;
+                for (int64_t e = 0; e < kw; ++e) {
+                  const int64_t col = j * stride[1] - left + e * dil[1];
+                  if (col >= 0 && col < ow) f(xi, wo + a * kw + e, yo + r * ow + col);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+};
+ConvTransposeGeometry conv_transpose_geometry(const Node& node, const std::vector<int64_t>& x,
+                                              const std::vector<int64_t>& w,
+                                              const std::optional<std::vector<int64_t>>& out);
+
+// Pad's geometry (nn.Pad's `paddings`, ops.pad's `padding`, mode, value), shared by the forward
+// kernel and PadGrad's.
+struct PadPlan {
+  std::vector<int64_t> in, out, before, after;
+  std::string mode;
+  double value = 0;
+  // The input index along dim `d` that output index `o` reads; -1 for the constant.
+  [[nodiscard]] int64_t source(size_t d, int64_t o) const;
+  // The flat input offset that flat output offset `o` reads; -1 for the constant.
+  [[nodiscard]] int64_t source_offset(int64_t o) const;
+};
+PadPlan pad_plan(const Node& n, const std::vector<int64_t>& x);
+
 // One item of a basic index (StridedSlice's recorded begin/end/strides and masks).
 struct IndexItem {
   enum Kind { Int, Slice, Ellipsis, NewAxis } kind;
@@ -196,6 +248,10 @@ void k_strided_slice_grad(KernelCall& c);
 void k_gather_grad(KernelCall& c);
 void k_dropout_grad(KernelCall& c);
 void k_reduce_extremum_grad(KernelCall& c);
+void k_cumsum_grad(KernelCall& c);
+void k_pad_grad(KernelCall& c);
+void k_group_norm_grad(KernelCall& c);
+void k_conv2d_transpose_grad(KernelCall& c);
 
 // Losses and their backward operators (loss_kernels.cpp).
 void k_bce_with_logits(KernelCall& c);

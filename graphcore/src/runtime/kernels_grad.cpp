@@ -216,6 +216,13 @@ void k_binary_grad(KernelCall& c) {
                      } else {
                        db = g;
                      }
+                   } else if (op == "FloorMod" || op == "Mod") {
+                     // x - q y with q piecewise constant: -floor(x / y) dy for y. ops.Mod's
+                     // forward truncates, yet MindSpore 2.10's gradient of it uses floor too
+                     // (measured: Mod(-2.7, 1.5) gives dy = 2): the same is computed here.
+                     const double q = std::floor(x / y);
+                     da = g;
+                     db = -g * q;
                    } else {
                      fail("no gradient for operator " + std::string(op));
                    }
@@ -835,6 +842,141 @@ void k_reduce_extremum_grad(KernelCall& c) {
     if (px[o] == py[j])
       dx.data<float>()[o] = dy.data<float>()[j] / static_cast<float>(count[static_cast<size_t>(j)]);
   });
+}
+
+// CumSum's gradient: the running sum of dy from the end of the axis.
+void k_cumsum_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  const auto axis_attr = attr_int(c.node, "axis");
+  if (!axis_attr) fail("CumSum needs its axis attribute");
+  const int64_t axis = norm_axis(*axis_attr, std::max<size_t>(dy.rank(), 1));
+  Tensor& dx = emit(c, zeros_float(dy.shape()));
+  const int64_t len = dy.rank() == 0 ? 1 : dy.shape()[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < dy.rank(); ++i) inner *= dy.shape()[i];
+  const int64_t outer = len * inner == 0 ? 0 : dy.numel() / (len * inner);
+  const auto* pg = dy.data<float>();
+  auto* q = dx.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t k = len; k-- > 0;) {
+        const int64_t at = (o * len + k) * inner + i;
+        sum += pg[at];
+        q[at] = static_cast<float>(sum);
+      }
+    }
+  }
+}
+
+// Pad's gradient (x, dy): each output element's gradient added to the input element it copies
+// (the constant's positions have none), for every mode the forward kernel runs.
+void k_pad_grad(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const Tensor dy = as_float(in(c, 1));
+  const PadPlan p = pad_plan(c.node, x.shape());
+  if (dy.shape() != p.out)
+    fail("Pad gradient " + dy.type_str() + " does not match the output " + shape_str(p.out));
+  std::vector<double> acc(static_cast<size_t>(x.numel()), 0.0);
+  const auto* pg = dy.data<float>();
+  for (int64_t o = 0; o < dy.numel(); ++o) {
+    const int64_t from = p.source_offset(o);
+    if (from >= 0) acc[static_cast<size_t>(from)] += pg[o];
+  }
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  auto* q = dx.data<float>();
+  for (size_t i = 0; i < acc.size(); ++i) q[i] = static_cast<float>(acc[i]);
+}
+
+// nn.GroupNorm (x, dy; gamma, beta): with x^ = (x - mean) / sqrt(var + eps) over each (sample,
+// group), dx = rstd (g - mean(g) - x^ mean(g x^)) where g = dy gamma; dgamma = sum dy x^, dbeta =
+// sum dy per channel.
+void k_group_norm_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  if (x.rank() < 2 || dy.shape() != x.shape())
+    fail("GroupNorm gradient " + dy.type_str() + " for the input " + x.type_str());
+  const int64_t n = x.shape()[0], ch = x.shape()[1];
+  const int64_t groups = attr_int(c.node, "num_groups").value_or(1);
+  if (groups <= 0 || ch % groups != 0) fail("GroupNorm: bad num_groups");
+  const double eps = attr_float(c.node, "eps").value_or(1e-5);
+  const Tensor* gamma = find_param(c, "gamma");
+  if (gamma != nullptr && gamma->numel() != ch) fail("GroupNorm: gamma does not match");
+  const int64_t spatial = n * ch == 0 ? 0 : x.numel() / (n * ch);
+  const int64_t cg = ch / groups, m = cg * spatial;
+  const auto* px = x.data<float>();
+  const auto* pg = dy.data<float>();
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  auto* q = dx.data<float>();
+  std::vector<double> dgamma(static_cast<size_t>(ch), 0.0), dbeta(static_cast<size_t>(ch), 0.0);
+  std::vector<double> xhat(static_cast<size_t>(m)), g(static_cast<size_t>(m));
+  for (int64_t s = 0; s < n; ++s) {
+    for (int64_t gr = 0; gr < groups; ++gr) {
+      const int64_t off = (s * ch + gr * cg) * spatial;
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < m; ++k) mean += px[off + k];
+      mean /= static_cast<double>(std::max<int64_t>(m, 1));
+      for (int64_t k = 0; k < m; ++k) var += (px[off + k] - mean) * (px[off + k] - mean);
+      var /= static_cast<double>(std::max<int64_t>(m, 1));
+      const double rstd = 1.0 / std::sqrt(var + eps);
+      double mg = 0, mgx = 0;
+      for (int64_t k = 0; k < m; ++k) {
+        const int64_t channel = gr * cg + k / std::max<int64_t>(spatial, 1);
+        const double gm = gamma != nullptr ? gamma->data<float>()[channel] : 1.0;
+        xhat[k] = (px[off + k] - mean) * rstd;
+        g[k] = pg[off + k] * gm;
+        dgamma[channel] += pg[off + k] * xhat[k];
+        dbeta[channel] += pg[off + k];
+        mg += g[k];
+        mgx += g[k] * xhat[k];
+      }
+      mg /= static_cast<double>(std::max<int64_t>(m, 1));
+      mgx /= static_cast<double>(std::max<int64_t>(m, 1));
+      for (int64_t k = 0; k < m; ++k)
+        q[off + k] = static_cast<float>(rstd * (g[k] - mg - xhat[k] * mgx));
+    }
+  }
+  for (size_t k = 1; k < 3 && k < c.node.outputs.size(); ++k) {
+    Tensor& t = emit(c, zeros_float(declared(c, k)));
+    const std::vector<double>& v = k == 1 ? dgamma : dbeta;
+    if (t.numel() != ch) fail("GroupNorm: gamma/beta gradient " + t.type_str());
+    for (int64_t i = 0; i < ch; ++i) t.data<float>()[i] = static_cast<float>(v[i]);
+  }
+}
+
+// nn.Conv2dTranspose: the forward sum y[yi] += x[xi] w[wi] over ConvTransposeGeometry's taps,
+// differentiated term by term: dx[xi] += dy[yi] w[wi], dw[wi] += dy[yi] x[xi]; db = sum of dy per
+// channel. Layer mode (x, dy; weight, bias) or functional (x, w, [b], dy).
+void k_conv2d_transpose_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor* wp = find_param(c, "weight");
+  const Tensor w = as_float(wp != nullptr ? *wp : in(c, 1));
+  const Tensor dy = as_float(c.inputs.back());
+  const ConvTransposeGeometry g = conv_transpose_geometry(c.node, x.shape(), w.shape(), dy.shape());
+  std::vector<double> dx(static_cast<size_t>(x.numel()), 0.0),
+      dw(static_cast<size_t>(w.numel()), 0.0);
+  const auto* px = x.data<float>();
+  const auto* pw = w.data<float>();
+  const auto* pg = dy.data<float>();
+  g.for_each_tap([&](int64_t xi, int64_t wi, int64_t yi) {
+    dx[static_cast<size_t>(xi)] += static_cast<double>(pg[yi]) * pw[wi];
+    dw[static_cast<size_t>(wi)] += static_cast<double>(pg[yi]) * px[xi];
+  });
+  const auto put = [&](const std::vector<double>& v, const std::vector<int64_t>& shape) {
+    Tensor& t = emit(c, zeros_float(shape));
+    if (static_cast<size_t>(t.numel()) != v.size()) fail("Conv2DTranspose gradient: bad shapes");
+    for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
+  };
+  put(dx, x.shape());
+  put(dw, w.shape());
+  if (c.node.outputs.size() >= 3) {
+    std::vector<double> db(static_cast<size_t>(g.oc), 0.0);
+    const int64_t plane = g.oh * g.ow;
+    for (int64_t b = 0; b < g.n; ++b)
+      for (int64_t o = 0; o < g.oc; ++o)
+        for (int64_t k = 0; k < plane; ++k) db[o] += pg[(b * g.oc + o) * plane + k];
+    put(db, declared(c, 2));
+  }
 }
 
 }  // namespace graphcore::runtime::kernels
