@@ -155,6 +155,28 @@ class Net(nn.Cell):
         return ops.mean(ops.logsumexp(r, -1))
 """
 
+# An FPN-style neck: nearest upsampling (ops.interpolate, ResizeNearestNeighbor) and
+# bilinear resizes with and without align_corners, as detection and OCR necks use them.
+UPSAMPLE = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, stride=2, pad_mode='same', has_bias=True)
+        self.c2 = nn.Conv2d(4, 4, 3, stride=2, pad_mode='same', has_bias=True)
+        self.rn = ops.ResizeNearestNeighbor((6, 7))
+        self.head = nn.Conv2d(4, 2, 1, has_bias=True)
+
+    def construct(self, x):
+        p1 = self.c1(x)
+        p2 = self.c2(p1)
+        h = p1 + ops.interpolate(p2, size=(6, 7), mode='nearest')
+        a = ops.interpolate(h, size=(12, 13), mode='bilinear', align_corners=False)
+        b = ops.interpolate(h, size=(12, 13), mode='bilinear', align_corners=True)
+        c = ops.interpolate(self.rn(ops.tanh(p2)), size=(12, 13), mode='nearest')
+        return ops.mean(ops.square(self.head(a * b + c) - 0.2))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -162,6 +184,7 @@ CASES: Dict[str, Dict] = {
     "attention_block": {"source": ATTENTION, "shape": (2, 6, 16), "train": False, "rtol": 1e-5},
     "decoder_groupnorm_transpose": {"source": DECODER, "shape": (2, 3, 5, 6), "train": False,
                                     "rtol": 1e-5},
+    "upsample_neck": {"source": UPSAMPLE, "shape": (2, 3, 11, 13), "train": False, "rtol": 1e-5},
     "indexing_ops": {"source": INDEXING, "shape": (2, 4, 6), "train": False, "rtol": 1e-5},
 }
 

@@ -520,6 +520,22 @@ TEST(AutodiffRules, FloorModModAndOperatorsWithoutGradient) {
   check_gradients(c.cell());
 }
 
+TEST(AutodiffRules, ResizeNearestLinearBicubic) {
+  Compiled c =
+      compile("        self.rn = ops.ResizeNearestNeighbor((7, 9))\n",
+              "        a = ops.interpolate(x, size=(7, 9), mode='nearest')\n"
+              "        b = ops.interpolate(x, size=(6, 7), mode='bilinear', align_corners=True)\n"
+              "        d = ops.interpolate(x, size=(3, 8), mode='bilinear')\n"
+              "        e = ops.interpolate(x, size=(6, 9), mode='bicubic')\n"
+              "        f = ops.interpolate(x[:, :, 0], size=7, mode='linear')\n"
+              "        g = self.rn(x * x)\n"
+              "        return ops.concat((a.reshape(2, -1), b.reshape(2, -1), d.reshape(2, -1), "
+              "e.reshape(2, -1), f.reshape(2, -1), g.reshape(2, -1)), 1)\n",
+              {f32({2, 2, 4, 5})});
+  GradCheck r = check_gradients(c.cell(), false, 1, 30);
+  EXPECT_GE(r.checked, 25u);
+}
+
 // ---- layers (issue 17)
 // ---------------------------------------------------------------------------
 
@@ -620,8 +636,6 @@ TEST(AutodiffGraph, SelectedParametersOnly) {
 const std::set<std::string, std::less<>> kNoRuleYet = {
     // Layers: the backward kernels are not written yet.
     "AdaptiveAvgPool3D", "AdaptiveMaxPool2D", "Conv3D", "GRU", "LSTM", "MultiheadAttention", "RNN",
-    "ResizeBicubic", "ResizeBilinearV2", "ResizeLinear1D", "ResizeNearestNeighbor",
-    "ResizeNearestNeighborV2", "UpsampleNearest3D", "UpsampleTrilinear3D",
     // Activations and normalisations.
     "LpNorm", "Norm", "PReLU", "Softmin",
     // Reductions and selections: ArgMaxWithValue / TopK values and the statistics.

@@ -612,4 +612,15 @@ void g_logsumexp(GradBuilder& b) {
   b.grad_input(0, b.emit1("Mul", {p, g}, xt));
 }
 
+void g_resize(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"forward_op", std::string(n.op)});
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(
+      0, b.emit1("ResizeGrad", {*dy}, TensorType{x.shape, b.type_of(*dy).dtype}, attrs, {}, true));
+}
+
 }  // namespace graphcore::autodiff::rules

@@ -43,6 +43,8 @@ void g_cumsum(GradBuilder& b);  // CumSum: the reversed running sum (CumSumGrad)
 void g_pad(GradBuilder& b);     // Pad, every mode (PadGrad)
 void g_group_norm(GradBuilder& b);
 void g_conv_transpose(GradBuilder& b);  // Conv2DTranspose (Conv2DTransposeGrad)
-void g_logsumexp(GradBuilder& b);       // LogSumExp: exp(x - y) dy, from forward operators
+void g_logsumexp(GradBuilder& b);
+void g_resize(GradBuilder& b);  // nearest, linear, bicubic resizes (ResizeGrad)       // LogSumExp:
+                                // exp(x - y) dy, from forward operators
 
 }  // namespace graphcore::autodiff::rules

@@ -122,6 +122,8 @@ std::span<const OpDef> grad_ops() {
        &kernels::k_reduce_extremum_grad, false, nullptr, true},
       {"CumSumGrad", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_cumsum_grad,
        false, nullptr, true},
+      {"ResizeGrad", C::Shape, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_resize_grad, false,
+       nullptr, true},
       {"PadGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad_grad, false,
        nullptr, true},
   };

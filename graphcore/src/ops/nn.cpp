@@ -55,20 +55,20 @@ std::span<const OpDef> nn_ops() {
        &kernels::k_adaptive_avgpool, false},
       // Resizing. Vector instructions per output element: a multiply and an add per tap
       // (nearest 1 tap; linear 2 per spatial dim; bicubic 4 per dim).
-      {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_resize_nearest, false},
+      {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_resize,
+       false, &ad::g_resize},
       {"ResizeNearestNeighborV2", C::Shape, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_resize_nearest, false},
-      {"UpsampleNearest3D", C::Shape, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_resize_nearest, false},
-      {"ResizeLinear1D", C::Other, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_resize_linear,
-       false},
-      {"ResizeBilinearV2", C::Other, kTraitNone, U::Vector, 8, P::Float16,
-       &kernels::k_resize_linear, false},
-      {"UpsampleTrilinear3D", C::Other, kTraitNone, U::Vector, 16, P::Float16,
-       &kernels::k_resize_linear, false},
-      {"ResizeBicubic", C::Other, kTraitNone, U::Vector, 32, P::Float16, &kernels::k_resize_bicubic,
-       false},
+       &kernels::k_resize, false, &ad::g_resize},
+      {"UpsampleNearest3D", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_resize,
+       false, &ad::g_resize},
+      {"ResizeLinear1D", C::Other, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_resize, false,
+       &ad::g_resize},
+      {"ResizeBilinearV2", C::Other, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_resize,
+       false, &ad::g_resize},
+      {"UpsampleTrilinear3D", C::Other, kTraitNone, U::Vector, 16, P::Float16, &kernels::k_resize,
+       false, &ad::g_resize},
+      {"ResizeBicubic", C::Other, kTraitNone, U::Vector, 32, P::Float16, &kernels::k_resize, false,
+       &ad::g_resize},
   };
   return kRows;
 }

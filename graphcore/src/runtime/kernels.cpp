@@ -2284,91 +2284,51 @@ double resize_source(ResizeGrid g, int64_t o, int64_t n, int64_t m, double step)
   return 0;
 }
 
-// The input, the output shape and each spatial dim's step (see resize_source) of a resize whose
-// spatial dims are all but the first two.
+// The input's and the output's shapes and each spatial dim's step (see resize_source) of a
+// resize whose spatial dims are all but the first two.
 struct ResizeShape {
-  Tensor x;
-  std::vector<int64_t> out;
+  std::vector<int64_t> in, out;
   std::vector<double> step;  // per dim; the first two unused
 };
-ResizeShape resize_shape(const KernelCall& c, std::string_view what) {
-  ResizeShape r{in(c, 0), {}, {}};
-  auto os = out_shape(c);
-  if (!os || os->size() != r.x.rank() || r.x.rank() < 3)
-    fail("the output size of the " + std::string(what) + " is not known");
-  r.out = std::move(*os);
-  const size_t rank = r.x.rank();
-  const auto factors = attr_ints(c.node, "scale_factor", rank - 2);
-  const auto factor = attr_float(c.node, "scale_factor");
-  const bool recompute = attr_bool(c.node, "recompute_scale_factor").value_or(false);
+ResizeShape resize_shape(const Node& n, const std::vector<int64_t>& in,
+                         const std::optional<std::vector<int64_t>>& os) {
+  ResizeShape r{in, {}, {}};
+  if (!os || os->size() != in.size() || in.size() < 3)
+    fail("the output size of the resize is not known");
+  r.out = *os;
+  const size_t rank = in.size();
+  const auto factors = attr_ints(n, "scale_factor", rank - 2);
+  const auto factor = attr_float(n, "scale_factor");
+  const bool recompute = attr_bool(n, "recompute_scale_factor").value_or(false);
   r.step.assign(rank, 1);
   for (size_t d = 2; d < rank; ++d) {
     double f = 0;
     if (!recompute && factor) f = *factor;
     if (!recompute && factors && factors->size() == rank - 2)
       f = static_cast<double>((*factors)[d - 2]);
-    r.step[d] = f > 0 ? 1 / f : static_cast<double>(r.x.shape()[d]) / static_cast<double>(r.out[d]);
+    r.step[d] = f > 0 ? 1 / f : static_cast<double>(in[d]) / static_cast<double>(r.out[d]);
   }
   return r;
 }
 
-// y[o] = sum over taps of weight * x[source], the taps of each spatial dim chosen by `taps_of`
-// (dim, output index) -> (input indices, weights): separable resampling of every plane.
+// The taps of each spatial dim chosen by `taps_of` (dim, output index) -> (input indices,
+// weights): separable resampling of every plane.
 template <class TapsOf>
-void resample(KernelCall& c, const ResizeShape& r, TapsOf taps_of) {
-  struct Taps {
-    std::vector<int64_t> at;
-    std::vector<double> w;
-  };
-  const size_t rank = r.x.rank();
-  std::vector<std::vector<Taps>> taps(rank);
+ResizeTaps make_taps(const ResizeShape& r, TapsOf taps_of) {
+  ResizeTaps t;
+  t.in = r.in;
+  t.out = r.out;
+  const size_t rank = r.in.size();
+  if (rank > ResizeTaps::kMaxRank)
+    fail("a resize takes at most a 5-D input, got " + shape_str(r.in));
+  t.taps.resize(rank);
   for (size_t d = 2; d < rank; ++d) {
     for (int64_t o = 0; o < r.out[d]; ++o) {
       auto [at, w] = taps_of(d, o);
-      taps[d].push_back(Taps{std::move(at), std::move(w)});
+      t.taps[d].push_back(ResizeTaps::Taps{std::move(at), std::move(w)});
     }
   }
-  Tensor& y = emit(c, Tensor(r.out, r.x.dtype()));
-  constexpr size_t kMaxRank = 5;  // ops.interpolate's 3-D to 5-D inputs
-  if (rank > kMaxRank) fail("a resize takes at most a 5-D input, got " + r.x.type_str());
-  std::array<int64_t, kMaxRank> stride{};
-  stride[rank - 1] = 1;
-  for (size_t i = rank - 1; i > 0; --i) stride[i - 1] = stride[i] * r.x.shape()[i];
-  std::array<const Taps*, kMaxRank> pick{};
-  for (int64_t o = 0; o < y.numel(); ++o) {
-    int64_t rest = o, base = 0;
-    for (size_t d = rank; d > 0; --d) {
-      const int64_t i = rest % r.out[d - 1];
-      rest /= r.out[d - 1];
-      if (d - 1 < 2) {
-        base += i * stride[d - 1];
-      } else {
-        pick[d - 1] = &taps[d - 1][static_cast<size_t>(i)];
-      }
-    }
-    // Every combination of one tap per spatial dim (k: the odometer of taps, the last dim
-    // turning fastest).
-    double acc = 0;
-    std::array<size_t, kMaxRank> k{};
-    for (bool more = true; more;) {
-      int64_t from = base;
-      double w = 1;
-      for (size_t d = 2; d < rank; ++d) {
-        from += pick[d]->at[k[d]] * stride[d];
-        w *= pick[d]->w[k[d]];
-      }
-      acc += w * r.x.at(from);
-      more = false;
-      for (size_t d = rank; d > 2; --d) {
-        if (++k[d - 1] < pick[d - 1]->at.size()) {
-          more = true;
-          break;
-        }
-        k[d - 1] = 0;
-      }
-    }
-    y.set(o, acc);
-  }
+  return t;
 }
 
 // Nearest neighbour. ops.ResizeNearestNeighbor and ops.interpolate(mode='nearest')
@@ -2376,15 +2336,14 @@ void resample(KernelCall& c, const ResizeShape& r, TapsOf taps_of) {
 // align_corners its rounding (half_pixel_centers changes nothing: what MindSpore 2.10 computes
 // on CPU, measured resizing 5x6 to 8x11 with and without it); mode='nearest-exact': the
 // half-pixel source rounded half up.
-void k_resize_nearest(KernelCall& c) {
-  const ResizeShape r = resize_shape(c, "resize");
-  const bool align = attr_bool(c.node, "align_corners").value_or(false);
-  const bool exact = attr_str(c.node, "mode") == "nearest-exact";
+ResizeTaps nearest_taps(const Node& node, const ResizeShape& r) {
+  const bool align = attr_bool(node, "align_corners").value_or(false);
+  const bool exact = attr_str(node, "mode") == "nearest-exact";
   const ResizeGrid g = align   ? ResizeGrid::AlignCorners
                        : exact ? ResizeGrid::HalfPixel
                                : ResizeGrid::Asymmetric;
-  resample(c, r, [&](size_t d, int64_t o) {
-    const int64_t n = r.x.shape()[d];
+  return make_taps(r, [&](size_t d, int64_t o) {
+    const int64_t n = r.in[d];
     const double at = resize_source(g, o, n, r.out[d], r.step[d]);
     const double i = align ? std::round(at) : std::floor(exact ? at + 0.5 : at);
     return std::pair{std::vector<int64_t>{std::clamp<int64_t>(static_cast<int64_t>(i), 0, n - 1)},
@@ -2395,12 +2354,11 @@ void k_resize_nearest(KernelCall& c) {
 // Linear interpolation along every spatial dim: ops.interpolate's 'linear' (ResizeLinear1D),
 // 'bilinear' (ResizeBilinearV2) and 'trilinear' (UpsampleTrilinear3D). Half-pixel sources
 // below 0 clamp to 0; checked against MindSpore 2.10 on CPU and PyTorch.
-void k_resize_linear(KernelCall& c) {
-  const ResizeShape r = resize_shape(c, "resize");
-  const ResizeGrid g = attr_bool(c.node, "align_corners").value_or(false) ? ResizeGrid::AlignCorners
-                                                                          : ResizeGrid::HalfPixel;
-  resample(c, r, [&](size_t d, int64_t o) {
-    const int64_t n = r.x.shape()[d];
+ResizeTaps linear_taps(const Node& node, const ResizeShape& r) {
+  const ResizeGrid g = attr_bool(node, "align_corners").value_or(false) ? ResizeGrid::AlignCorners
+                                                                        : ResizeGrid::HalfPixel;
+  return make_taps(r, [&](size_t d, int64_t o) {
+    const int64_t n = r.in[d];
     const double at = std::max(0.0, resize_source(g, o, n, r.out[d], r.step[d]));
     const auto i0 = std::min(static_cast<int64_t>(at), n - 1);
     const int64_t i1 = std::min(i0 + 1, n - 1);
@@ -2414,10 +2372,9 @@ void k_resize_linear(KernelCall& c) {
 // grid, taps outside the image dropped and the rest renormalised; with align_corners a = -0.75
 // and taps clamped to the edge. The fractional offset is quantised to 1/1024 (a table of the
 // kernel's values), which is why PyTorch's exact kernel differs by up to ~1e-3.
-void k_resize_bicubic(KernelCall& c) {
-  const ResizeShape r = resize_shape(c, "resize");
-  if (r.x.rank() != 4) fail("ResizeBicubic expects a 4-D input, got " + r.x.type_str());
-  const bool align = attr_bool(c.node, "align_corners").value_or(false);
+ResizeTaps bicubic_taps(const Node& node, const ResizeShape& r) {
+  if (r.in.size() != 4) fail("ResizeBicubic expects a 4-D input, got " + shape_str(r.in));
+  const bool align = attr_bool(node, "align_corners").value_or(false);
   const double a = align ? -0.75 : -0.5;
   constexpr int64_t kTable = 1024;
   // The kernel at distance t in [0, 1] (near taps) and 1 + t (far taps), in float as tabled.
@@ -2429,8 +2386,8 @@ void k_resize_bicubic(KernelCall& c) {
     const auto x = static_cast<float>(t) + 1.0f;
     return static_cast<double>(((a * x - 5 * a) * x + 8 * a) * x - 4 * a);
   };
-  resample(c, r, [&](size_t d, int64_t o) {
-    const int64_t n = r.x.shape()[d], m = r.out[d];
+  return make_taps(r, [&](size_t d, int64_t o) {
+    const int64_t n = r.in[d], m = r.out[d];
     const double at = align ? resize_source(ResizeGrid::AlignCorners, o, n, m, 0)
                             : resize_source(ResizeGrid::HalfPixel, o, n, m, r.step[d]);
     const auto base = static_cast<int64_t>(std::floor(at));
@@ -2450,6 +2407,27 @@ void k_resize_bicubic(KernelCall& c) {
     for (int64_t& i : at4) i = std::clamp<int64_t>(i, 0, n - 1);
     return std::pair{std::move(at4), std::move(w)};
   });
+}
+
+ResizeTaps resize_taps(const Node& n, std::string_view op, const std::vector<int64_t>& in,
+                       const std::optional<std::vector<int64_t>>& out) {
+  const ResizeShape r = resize_shape(n, in, out);
+  if (op == "ResizeNearestNeighbor" || op == "ResizeNearestNeighborV2" || op == "UpsampleNearest3D")
+    return nearest_taps(n, r);
+  if (op == "ResizeLinear1D" || op == "ResizeBilinearV2" || op == "UpsampleTrilinear3D")
+    return linear_taps(n, r);
+  if (op == "ResizeBicubic") return bicubic_taps(n, r);
+  fail("operator " + std::string(op) + " is not a resize");
+}
+
+// y[o] = sum over taps of weight * x[source].
+void k_resize(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const ResizeTaps t = resize_taps(c.node, c.node.op, x.shape(), out_shape(c));
+  Tensor& y = emit(c, Tensor(t.out, x.dtype()));
+  std::vector<double> acc(static_cast<size_t>(y.numel()), 0.0);
+  t.for_each_tap([&](int64_t o, int64_t from, double w) { acc[o] += w * x.at(from); });
+  for (int64_t o = 0; o < y.numel(); ++o) y.set(o, acc[o]);
 }
 
 // A layer's weight (float) and its bias when has_bias: the layer's parameters, else the

@@ -979,4 +979,22 @@ void k_conv2d_transpose_grad(KernelCall& c) {
   }
 }
 
+// A resize's gradient (dy; the forward operator in `forward_op`): each output element's
+// gradient scattered back to the input elements it read, with the same weights.
+void k_resize_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  const auto op = attr_str(c.node, "forward_op");
+  if (!op) fail("ResizeGrad needs the forward operator (forward_op)");
+  const std::vector<int64_t> x = declared(c, 0);
+  const ResizeTaps t = resize_taps(c.node, *op, x, dy.shape());
+  const auto numel = checked_numel(x);
+  if (!numel) fail("the input of the resize is too large");
+  std::vector<double> acc(static_cast<size_t>(*numel), 0.0);
+  const auto* pg = dy.data<float>();
+  t.for_each_tap([&](int64_t o, int64_t from, double w) { acc[from] += w * pg[o]; });
+  Tensor& dx = emit(c, zeros_float(x));
+  auto* q = dx.data<float>();
+  for (size_t i = 0; i < acc.size(); ++i) q[i] = static_cast<float>(acc[i]);
+}
+
 }  // namespace graphcore::runtime::kernels
