@@ -177,6 +177,30 @@ class Net(nn.Cell):
         return ops.mean(ops.square(self.head(a * b + c) - 0.2))
 """
 
+# Selections: max/min with indices over clamped values (ties at the bound: MindSpore's gradient
+# goes to the index only), topk values, PReLU, Softmin.
+SELECTIONS = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(8, 8)
+        self.prelu = nn.PReLU(4, 0.3)
+        self.softmin = nn.Softmin(axis=-1)
+        self.fc2 = nn.Dense(8, 3)
+
+    def construct(self, x):
+        h = self.fc(x)
+        c = ops.clamp(h, -0.2, 0.3)
+        v, _ = ops.max(c, 2)
+        w, _ = ops.min(c, 1, True)
+        t, _ = ops.topk(h, 3)
+        p = self.prelu(h)
+        s = self.softmin(h) + w
+        r = self.fc2(p * s) + ops.sum(t, 2, True) + v[:, :, None]
+        return ops.mean(ops.square(r))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -185,6 +209,7 @@ CASES: Dict[str, Dict] = {
     "decoder_groupnorm_transpose": {"source": DECODER, "shape": (2, 3, 5, 6), "train": False,
                                     "rtol": 1e-5},
     "upsample_neck": {"source": UPSAMPLE, "shape": (2, 3, 11, 13), "train": False, "rtol": 1e-5},
+    "selections": {"source": SELECTIONS, "shape": (2, 4, 8), "train": False, "rtol": 1e-5},
     "indexing_ops": {"source": INDEXING, "shape": (2, 4, 6), "train": False, "rtol": 1e-5},
 }
 

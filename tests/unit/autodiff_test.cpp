@@ -536,6 +536,23 @@ TEST(AutodiffRules, ResizeNearestLinearBicubic) {
   EXPECT_GE(r.checked, 25u);
 }
 
+TEST(AutodiffRules, ExtremaWithIndicesTopKClampPReLUSoftmin) {
+  Compiled c = compile(
+      "        self.am = ops.ArgMaxWithValue(axis=1, keep_dims=True)\n"
+      "        self.pr = nn.PReLU(3, 0.2)\n"
+      "        self.sm = nn.Softmin(axis=-1)\n",
+      "        v, i = ops.max(x, 1)\n"        // (2, 4)
+      "        w, j = ops.min(x, 2, True)\n"  // (2, 3, 1)
+      "        k, v2 = self.am(x)\n"          // (2, 1, 4)
+      "        t, _ = ops.topk(x, 2)\n"       // (2, 3, 2)
+      "        m, _ = x.max(0)\n"             // (3, 4)
+      "        a = ops.clamp(x, -0.3, 0.4) + self.pr(x) + self.sm(x) * 2\n"
+      "        return a + v[:, None, :] + w + v2 * 0.5 + ops.sum(t, 2, True) + m\n",
+      {f32({2, 3, 4})});
+  GradCheck r = check_gradients(c.cell(), false, 1, 24);
+  EXPECT_EQ(r.params_checked, std::vector<std::string>{"pr.w"});
+}
+
 // ---- layers (issue 17)
 // ---------------------------------------------------------------------------
 
@@ -636,12 +653,8 @@ TEST(AutodiffGraph, SelectedParametersOnly) {
 const std::set<std::string, std::less<>> kNoRuleYet = {
     // Layers: the backward kernels are not written yet.
     "AdaptiveAvgPool3D", "AdaptiveMaxPool2D", "Conv3D", "GRU", "LSTM", "MultiheadAttention", "RNN",
-    // Activations and normalisations.
-    "LpNorm", "Norm", "PReLU", "Softmin",
-    // Reductions and selections: ArgMaxWithValue / TopK values and the statistics.
-    "ArgMaxWithValue", "ArgMinWithValue", "ReduceProd", "ReduceStd", "ReduceVar", "TopK",
-    // Elementwise: the bounds' gradient of ClipByValue.
-    "ClipByValue",
+    // Norms and statistics.
+    "LpNorm", "Norm", "ReduceProd", "ReduceStd", "ReduceVar",
     // Narrow (a view) and Merge (control flow).
     "Merge", "Narrow"};
 

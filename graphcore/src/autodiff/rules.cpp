@@ -328,10 +328,33 @@ void g_reduce(GradBuilder& b) {
   b.grad_input(0, r);
 }
 
+// The value output of a max/min that also returns the index (ops.max(x, axis): values, indices;
+// ops.ArgMaxWithValue: index, values): its gradient goes to the position the index names, as
+// MindSpore's does (a tie does not split it).
+void extremum_with_index(GradBuilder& b) {
+  const Node& n = b.node();
+  if (n.outputs.size() != 2) b.unsupported("expected a value and an index output");
+  const size_t vi = is_floating(n.outputs[0].dtype) ? 0 : 1;
+  auto dy = b.dout(vi);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  std::optional<int64_t> axis;
+  if (auto a = ints_attr(n, "axis"); a && a->size() == 1) axis = norm_axis(b, (*a)[0], x.size());
+  for (size_t i = 0; i < x.size() && !axis; ++i)
+    if (keep[i] == 1 && x[i] != 1) axis = static_cast<int64_t>(i);
+  const ValueRef idx =
+      b.emit1("Reshape", {b.output(1 - vi)}, TensorType{Shape::of(keep), n.outputs[1 - vi].dtype});
+  const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), b.type_of(*dy).dtype});
+  b.grad_input(0, b.emit1("IndexScatterGrad", {idx, g},
+                          TensorType{b.type_of(b.input(0)).shape, b.type_of(*dy).dtype},
+                          {{"axis", axis.value_or(0)}}));
+}
+
 void g_reduce_extremum(GradBuilder& b) {
+  if (b.node().outputs.size() == 2) return extremum_with_index(b);
   auto dy = dy0(b);
   if (!dy || !b.needs_input_grad(0)) return;
-  if (b.node().outputs.size() != 1) b.unsupported("max/min with indices is not differentiated");
   const std::vector<int64_t> keep = keep_dims_shape(b);
   const DType dt = b.type_of(*dy).dtype;
   const ValueRef y = b.emit1("Reshape", {b.output(0)}, TensorType{Shape::of(keep), dt});
@@ -621,6 +644,56 @@ void g_resize(GradBuilder& b) {
   const TensorType& x = b.type_of(b.input(0));
   b.grad_input(
       0, b.emit1("ResizeGrad", {*dy}, TensorType{x.shape, b.type_of(*dy).dtype}, attrs, {}, true));
+}
+
+void g_arg_extremum_with_value(GradBuilder& b) { extremum_with_index(b); }
+
+void g_topk(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType& x = b.type_of(b.input(0));
+  const int64_t axis =
+      norm_axis(b, int_attr(n, "dim").value_or(-1), std::max<size_t>(x.shape.rank(), 1));
+  b.grad_input(0, b.emit1("IndexScatterGrad", {b.output(1), *dy},
+                          TensorType{x.shape, b.type_of(*dy).dtype}, {{"axis", axis}}));
+}
+
+void g_clip(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    if (b.needs_input_grad(i)) b.unsupported("the gradient of a tensor bound is not computed");
+  }
+  if (!b.needs_input_grad(0)) return;
+  std::vector<ValueRef> ins = n.inputs;
+  ins.push_back(*dy);
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(0, b.emit1("ClipByValueGrad", ins, TensorType{x.shape, b.type_of(*dy).dtype},
+                          n.attrs, {}, true));
+}
+
+void g_prelu(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::string w = param_named(n, "w");
+  if (w.empty()) b.unsupported("PReLU without its slope parameter w");
+  const uint32_t g = b.emit("PReLUGrad", {b.input(0), *dy},
+                            {b.type_of(b.input(0)), param_type(b, w)}, n.attrs, {w}, true);
+  b.grad_input(0, {g, 0});
+  b.grad_param(w, {g, 1});
+}
+
+void g_softmin(GradBuilder& b) {
+  // softmin(x) = softmax(-x): Softmax's gradient at its output, negated.
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType t = b.type_of(b.input(0));
+  const ValueRef g = b.emit1("SoftmaxGrad", {b.output(0), *dy}, t, n.attrs, {}, true);
+  b.grad_input(0, b.emit1("Neg", {g}, t));
 }
 
 }  // namespace graphcore::autodiff::rules

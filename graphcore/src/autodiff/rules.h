@@ -24,7 +24,7 @@ void g_batchnorm(GradBuilder& b);  // gradient and, with moving statistics, thei
 void g_layernorm(GradBuilder& b);
 void g_softmax(GradBuilder& b);          // Softmax, LogSoftmax
 void g_reduce(GradBuilder& b);           // ReduceSum, ReduceMean
-void g_reduce_extremum(GradBuilder& b);  // ReduceMax, ReduceMin
+void g_reduce_extremum(GradBuilder& b);  // ReduceMax, ReduceMin (with indices too)
 void g_transpose(GradBuilder& b);
 void g_concat(GradBuilder& b);
 void g_split(GradBuilder& b);
@@ -44,7 +44,12 @@ void g_pad(GradBuilder& b);     // Pad, every mode (PadGrad)
 void g_group_norm(GradBuilder& b);
 void g_conv_transpose(GradBuilder& b);  // Conv2DTranspose (Conv2DTransposeGrad)
 void g_logsumexp(GradBuilder& b);
-void g_resize(GradBuilder& b);  // nearest, linear, bicubic resizes (ResizeGrad)       // LogSumExp:
-                                // exp(x - y) dy, from forward operators
+void g_resize(GradBuilder& b);
+void g_arg_extremum_with_value(GradBuilder& b);  // ArgMaxWithValue / ArgMinWithValue's values
+void g_topk(GradBuilder& b);                     // TopK's values (IndexScatterGrad)
+void g_clip(GradBuilder& b);                     // ClipByValue: dy inside the bounds (inclusive)
+void g_prelu(GradBuilder& b);
+void g_softmin(GradBuilder& b);  // nearest, linear, bicubic resizes (ResizeGrad)       //
+                                 // LogSumExp: exp(x - y) dy, from forward operators
 
 }  // namespace graphcore::autodiff::rules

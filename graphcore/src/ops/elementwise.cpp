@@ -83,7 +83,7 @@ std::span<const OpDef> elementwise_ops() {
       {"BiasAdd", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_bias_add,
        false, &ad::g_bias_add},
       {"ClipByValue", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_clip,
-       false},
+       false, &ad::g_clip},
       {"Invert", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_invert, false,
        &ad::g_no_gradient},
       {"Cast", C::Cast, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cast, false,

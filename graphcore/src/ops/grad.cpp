@@ -124,6 +124,12 @@ std::span<const OpDef> grad_ops() {
        false, nullptr, true},
       {"ResizeGrad", C::Shape, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_resize_grad, false,
        nullptr, true},
+      {"IndexScatterGrad", C::Index, kTraitNone, U::Vector, 1, P::Float16,
+       &kernels::k_index_scatter_grad, false, nullptr, true},
+      {"ClipByValueGrad", C::Elementwise, kTraitNone, U::Vector, 2, P::Float16,
+       &kernels::k_clip_by_value_grad, false, nullptr, true},
+      {"PReLUGrad", C::Activation, kTraitNone, U::Vector, 2, P::Float16, &kernels::k_prelu_grad,
+       false, nullptr, true},
       {"PadGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad_grad, false,
        nullptr, true},
   };

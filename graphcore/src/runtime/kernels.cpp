@@ -2042,8 +2042,11 @@ void extremum_with_index(KernelCall& c, bool is_max) {
   bool keep = false;
   const std::vector<int64_t> axes = reduce_axes(c, x.shape(), &keep);
   const std::vector<int64_t> shape = reduced_shape(x.shape(), axes, keep);
-  Tensor values(shape, out_dtype(c, 0, x.dtype()));
-  Tensor indices(shape, out_dtype(c, 1, DType::Int64));
+  // ops.max / Tensor.max give (values, indices); ops.ArgMaxWithValue (index, values).
+  const bool index_first = c.node.outputs.size() == 2 && !is_floating(c.node.outputs[0].dtype) &&
+                           is_floating(c.node.outputs[1].dtype);
+  Tensor values(shape, out_dtype(c, index_first ? 1 : 0, x.dtype()));
+  Tensor indices(shape, out_dtype(c, index_first ? 0 : 1, DType::Int64));
   for_each_group(x, axes, [&](int64_t o, std::span<const float> v) {
     size_t best = 0;
     for (size_t k = 1; k < v.size(); ++k) {
@@ -2053,8 +2056,9 @@ void extremum_with_index(KernelCall& c, bool is_max) {
     values.set(o, v.empty() ? 0 : v[best]);
     indices.set(o, static_cast<double>(best));
   });
+  if (index_first) emit(c, std::move(indices));
   emit(c, std::move(values));
-  emit(c, std::move(indices));
+  if (!index_first) emit(c, std::move(indices));
 }
 void k_argmax_with_value(KernelCall& c) { extremum_with_index(c, true); }
 void k_argmin_with_value(KernelCall& c) { extremum_with_index(c, false); }

@@ -313,6 +313,9 @@ void k_pad_grad(KernelCall& c);
 void k_group_norm_grad(KernelCall& c);
 void k_conv2d_transpose_grad(KernelCall& c);
 void k_resize_grad(KernelCall& c);
+void k_index_scatter_grad(KernelCall& c);
+void k_clip_by_value_grad(KernelCall& c);
+void k_prelu_grad(KernelCall& c);
 
 // Losses and their backward operators (loss_kernels.cpp).
 void k_bce_with_logits(KernelCall& c);

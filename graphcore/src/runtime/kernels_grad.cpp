@@ -997,4 +997,104 @@ void k_resize_grad(KernelCall& c) {
   for (size_t i = 0; i < acc.size(); ++i) q[i] = static_cast<float>(acc[i]);
 }
 
+// The gradient of values picked by index along `axis` (max/min with indices, TopK): (indices,
+// dy) of one shape, dy added at the index each names; the input's shape is the declared output.
+void k_index_scatter_grad(KernelCall& c) {
+  const Tensor& idx = in(c, 0);
+  const Tensor dy = as_float(in(c, 1));
+  const std::vector<int64_t> x = declared(c, 0);
+  if (idx.shape() != dy.shape() || dy.rank() != x.size())
+    fail("index gradient: indices " + idx.type_str() + " and gradient " + dy.type_str() +
+         " for an input " + shape_str(x));
+  const size_t rank = std::max<size_t>(x.size(), 1);
+  const int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), rank);
+  const int64_t len_x = x.empty() ? 1 : x[static_cast<size_t>(axis)];
+  const int64_t len_g = dy.rank() == 0 ? 1 : dy.shape()[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.size(); ++i) inner *= x[i];
+  const int64_t outer = len_g * inner == 0 ? 0 : dy.numel() / (len_g * inner);
+  Tensor& dx = emit(c, zeros_float(x));
+  auto* q = dx.data<float>();
+  const auto* pg = dy.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < len_g; ++j) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (o * len_g + j) * inner + i;
+        const auto k = static_cast<int64_t>(idx.at(at));
+        if (k < 0 || k >= len_x) fail("index " + std::to_string(k) + " is out of range");
+        q[(o * len_x + k) * inner + i] += pg[at];
+      }
+    }
+  }
+}
+
+// ClipByValue (x, the bounds not recorded as attributes, dy): dy where min <= x <= max (both
+// bounds inclusive, as MindSpore 2.10's clamp gradient).
+void k_clip_by_value_grad(KernelCall& c) {
+  if (c.inputs.size() < 2) fail("expects the forward input(s) and the output gradient");
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(c.inputs.back());
+  if (dy.shape() != x.shape()) fail("clamp gradient " + dy.type_str() + " for " + x.type_str());
+  size_t next = 1;
+  auto bound = [&](const char* name) -> std::optional<Tensor> {
+    if (c.node.find_attr(name) != nullptr) {
+      const auto v = attr_float(c.node, name);
+      if (!v) fail(std::string("the clamp bound ") + name + " is not a number");
+      Tensor t(std::vector<int64_t>{}, DType::Float32);
+      t.set(0, *v);
+      return t;
+    }
+    if (next + 1 < c.inputs.size()) return as_float(c.inputs[next++]);
+    return std::nullopt;
+  };
+  const std::optional<Tensor> lo = bound("min"), hi = bound("max");
+  std::vector<uint8_t> keep(static_cast<size_t>(x.numel()), 1);
+  for (const auto* b : {&lo, &hi}) {
+    if (!*b) continue;
+    const Tensor& t = **b;
+    if (broadcast(x.shape(), t.shape()) != x.shape())
+      fail("clamp bound " + t.type_str() + " does not broadcast to the input");
+    const bool is_lo = b == &lo;
+    for_each_index(x.shape(), bstrides(x.shape(), x.shape()), bstrides(t.shape(), x.shape()),
+                   [&](int64_t o, int64_t, int64_t j) {
+                     const double v = x.data<float>()[o], e = t.data<float>()[j];
+                     if (is_lo ? v < e : v > e) keep[static_cast<size_t>(o)] = 0;
+                   });
+  }
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    dx.data<float>()[i] = keep[static_cast<size_t>(i)] != 0 ? dy.data<float>()[i] : 0.0f;
+}
+
+// nn.PReLU (x, dy; w): dx = dy where x > 0, else w dy; dw = sum of dy x where x <= 0, per channel
+// (dim 1) or for the one shared slope.
+void k_prelu_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  const Tensor* wp = find_param(c, "w");
+  if (wp == nullptr) fail("PReLU's slope parameter w is missing");
+  const Tensor w = as_float(*wp);
+  if (dy.shape() != x.shape()) fail("PReLU gradient " + dy.type_str() + " for " + x.type_str());
+  const int64_t channels = w.numel();
+  const int64_t cdim = x.rank() >= 2 ? x.shape()[1] : 1;
+  if (channels != 1 && channels != cdim) fail("PReLU: the slopes do not match the channels");
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
+  std::vector<double> dw(static_cast<size_t>(channels), 0.0);
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.data<float>()[i], g = dy.data<float>()[i];
+    const int64_t ch = channels == 1 ? 0 : (i / std::max<int64_t>(inner, 1)) % cdim;
+    if (v > 0) {
+      dx.data<float>()[i] = static_cast<float>(g);
+    } else {
+      dx.data<float>()[i] = static_cast<float>(g * w.data<float>()[ch]);
+      dw[static_cast<size_t>(ch)] += g * v;
+    }
+  }
+  Tensor& tw = emit(c, zeros_float(declared(c, 1)));
+  if (tw.numel() != channels) fail("PReLU: slope gradient " + tw.type_str());
+  for (int64_t k = 0; k < channels; ++k) tw.data<float>()[k] = static_cast<float>(dw[k]);
+}
+
 }  // namespace graphcore::runtime::kernels
