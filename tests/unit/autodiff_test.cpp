@@ -483,6 +483,17 @@ TEST(AutodiffRules, SelectWhereAndMaskedFill) {
   EXPECT_GE(r.checked, 6u);
 }
 
+TEST(AutodiffRules, StdAndVar) {
+  Compiled c =
+      compile("        pass\n",
+              "        a = ops.std(x, 1, ddof=1, keepdims=True) + ops.var(x, 1)[:, None, :]\n"
+              "        return a * 2 + ops.var(x, (0, 2), ddof=0, keepdims=True) + "
+              "x.std(axis=2, keepdims=True)\n",
+              {f32({2, 4, 5})});
+  GradCheck r = check_gradients(c.cell());
+  EXPECT_GE(r.checked, 8u);
+}
+
 TEST(AutodiffRules, CumSumAndLogSumExp) {
   Compiled c = compile("        self.fc = nn.Dense(4, 4)\n",
                        "        h = self.fc(x)\n"
@@ -654,7 +665,7 @@ const std::set<std::string, std::less<>> kNoRuleYet = {
     // Layers: the backward kernels are not written yet.
     "AdaptiveAvgPool3D", "AdaptiveMaxPool2D", "Conv3D", "GRU", "LSTM", "MultiheadAttention", "RNN",
     // Norms and statistics.
-    "LpNorm", "Norm", "ReduceProd", "ReduceStd", "ReduceVar",
+    "LpNorm", "Norm", "ReduceProd",
     // Narrow (a view) and Merge (control flow).
     "Merge", "Narrow"};
 

@@ -696,4 +696,39 @@ void g_softmin(GradBuilder& b) {
   b.grad_input(0, b.emit1("Neg", {g}, t));
 }
 
+void g_moments(GradBuilder& b) {
+  // var = sum((x - mean)^2) / (n - ddof): dvar/dx = 2 (x - mean) / (n - ddof); std = sqrt(var):
+  // dstd/dx = (x - mean) / ((n - ddof) std). Composed from forward operators.
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType& x = b.type_of(b.input(0));
+  const std::vector<int64_t> xs = dims_of(x);
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (keep[i] == 1) axes.push_back(static_cast<int64_t>(i));
+  const int64_t total = x.shape.num_elements().value();
+  int64_t kept = 1;
+  for (int64_t d : keep) kept *= d;
+  const double count = kept > 0 ? static_cast<double>(total) / static_cast<double>(kept) : 0;
+  const double divisor = count - static_cast<double>(int_attr(n, "ddof").value_or(0));
+  if (divisor <= 0) b.unsupported("the divisor n - ddof is not positive");
+  const DType dt = b.type_of(*dy).dtype;
+  const TensorType kt{Shape::of(keep), dt}, xt{x.shape, dt};
+  const ValueRef mean =
+      b.emit1("ReduceMean", {b.input(0)}, kt, {{"axis", axes}, {"keep_dims", true}});
+  const ValueRef d = b.emit1("Sub", {b.input(0), b.emit1("BroadcastTo", {mean}, xt)}, xt);
+  ValueRef g = b.emit1("BroadcastTo", {b.emit1("Reshape", {*dy}, kt)}, xt);
+  const bool std_dev = n.op == "ReduceStd";
+  if (std_dev) {
+    const ValueRef y = b.emit1("BroadcastTo", {b.emit1("Reshape", {b.output(0)}, kt)}, xt);
+    g = b.emit1("Div", {g, y}, xt);
+  }
+  const ValueRef p = b.emit1("Mul", {d, g}, xt);
+  b.grad_input(
+      0, b.emit1("Mul", {p}, xt,
+                 {{"scalar", (std_dev ? 1.0 : 2.0) / divisor}, {"scalar_index", int64_t{1}}}));
+}
+
 }  // namespace graphcore::autodiff::rules

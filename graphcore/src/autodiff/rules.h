@@ -49,7 +49,9 @@ void g_arg_extremum_with_value(GradBuilder& b);  // ArgMaxWithValue / ArgMinWith
 void g_topk(GradBuilder& b);                     // TopK's values (IndexScatterGrad)
 void g_clip(GradBuilder& b);                     // ClipByValue: dy inside the bounds (inclusive)
 void g_prelu(GradBuilder& b);
-void g_softmin(GradBuilder& b);  // nearest, linear, bicubic resizes (ResizeGrad)       //
-                                 // LogSumExp: exp(x - y) dy, from forward operators
+void g_softmin(GradBuilder& b);
+void g_moments(GradBuilder& b);  // ReduceVar, ReduceStd (ddof), from forward operators  // nearest,
+                                 // linear, bicubic resizes (ResizeGrad)       // LogSumExp: exp(x -
+                                 // y) dy, from forward operators
 
 }  // namespace graphcore::autodiff::rules
