@@ -2056,9 +2056,13 @@ void extremum_with_index(KernelCall& c, bool is_max) {
     values.set(o, v.empty() ? 0 : v[best]);
     indices.set(o, static_cast<double>(best));
   });
-  if (index_first) emit(c, std::move(indices));
-  emit(c, std::move(values));
-  if (!index_first) emit(c, std::move(indices));
+  if (index_first) {
+    emit(c, std::move(indices));
+    emit(c, std::move(values));
+  } else {
+    emit(c, std::move(values));
+    emit(c, std::move(indices));
+  }
 }
 void k_argmax_with_value(KernelCall& c) { extremum_with_index(c, true); }
 void k_argmin_with_value(KernelCall& c) { extremum_with_index(c, false); }
@@ -2490,7 +2494,10 @@ ConvTransposeGeometry conv_transpose_geometry(const Node& node, const std::vecto
 
 void k_conv2d_transpose(KernelCall& c) {
   Tensor x = as_float(in(c, 0));
-  const auto [wt, bias] = layer_weight_and_bias(c);
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const auto weight_and_bias = layer_weight_and_bias(c);
+  const Tensor& wt = weight_and_bias.first;
+  const Tensor* bias = weight_and_bias.second;
   const ConvTransposeGeometry g =
       conv_transpose_geometry(c.node, x.shape(), wt.shape(), out_shape(c));
   Tensor& y = emit(c, Tensor({g.n, g.oc, g.oh, g.ow}, DType::Float32));

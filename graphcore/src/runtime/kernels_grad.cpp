@@ -972,9 +972,10 @@ void k_conv2d_transpose_grad(KernelCall& c) {
   if (c.node.outputs.size() >= 3) {
     std::vector<double> db(static_cast<size_t>(g.oc), 0.0);
     const int64_t plane = g.oh * g.ow;
-    for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t b = 0; b < g.n; ++b) {
       for (int64_t o = 0; o < g.oc; ++o)
         for (int64_t k = 0; k < plane; ++k) db[o] += pg[(b * g.oc + o) * plane + k];
+    }
     put(db, declared(c, 2));
   }
 }
@@ -1003,9 +1004,10 @@ void k_index_scatter_grad(KernelCall& c) {
   const Tensor& idx = in(c, 0);
   const Tensor dy = as_float(in(c, 1));
   const std::vector<int64_t> x = declared(c, 0);
-  if (idx.shape() != dy.shape() || dy.rank() != x.size())
+  if (idx.shape() != dy.shape() || dy.rank() != x.size()) {
     fail("index gradient: indices " + idx.type_str() + " and gradient " + dy.type_str() +
          " for an input " + shape_str(x));
+  }
   const size_t rank = std::max<size_t>(x.size(), 1);
   const int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), rank);
   const int64_t len_x = x.empty() ? 1 : x[static_cast<size_t>(axis)];
