@@ -459,14 +459,16 @@ TEST(AutodiffRules, DropoutInTraining) {
 
 // ---- shape, index and scan operators (issue 17: the rules added for real model code) -----------
 
-TEST(AutodiffRules, TileStackUnstack) {
-  Compiled c = compile("        pass\n",
-                       "        t = ops.tile(x, (2, 1, 2))\n"           // (2, 2, 6)
-                       "        s = ops.stack((x, y * 2, x * y), 1)\n"  // (2, 3, 3)
-                       "        a, b = ops.unstack(y, 0)\n"
-                       "        k = ops.stack((a, b * b), 0)\n"  // (2, 3)
-                       "        return ops.sum(t, 0)[:, 1:4] + ops.sum(s, 1) + k\n",
-                       {f32({2, 3}), f32({2, 3})}, "x, y");
+TEST(AutodiffRules, TileStackUnstackNarrow) {
+  Compiled c =
+      compile("        pass\n",
+              "        t = ops.tile(x, (2, 1, 2))\n"           // (2, 2, 6)
+              "        s = ops.stack((x, y * 2, x * y), 1)\n"  // (2, 3, 3)
+              "        a, b = ops.unstack(y, 0)\n"
+              "        k = ops.stack((a, b * b), 0)\n"                             // (2, 3)
+              "        n = ops.narrow(x, 1, 1, 2) * 2 + ops.narrow(y, 1, 0, 2)\n"  // (2, 2)
+              "        return ops.sum(t, 0)[:, 1:4] + ops.sum(s, 1) + k + ops.sum(n)\n",
+              {f32({2, 3}), f32({2, 3})}, "x, y");
   GradCheck r = check_gradients(c.cell());
   EXPECT_GE(r.checked, 10u);
 }
@@ -666,8 +668,8 @@ const std::set<std::string, std::less<>> kNoRuleYet = {
     "AdaptiveAvgPool3D", "AdaptiveMaxPool2D", "Conv3D", "GRU", "LSTM", "MultiheadAttention", "RNN",
     // Norms and statistics.
     "LpNorm", "Norm", "ReduceProd",
-    // Narrow (a view) and Merge (control flow).
-    "Merge", "Narrow"};
+    // Merge (control flow: the join of an if's branches).
+    "Merge"};
 
 TEST(AutodiffCoverage, EveryForwardOperatorHasARuleOrIsAKnownGap) {
   std::vector<std::string> missing;

@@ -731,4 +731,24 @@ void g_moments(GradBuilder& b) {
                  {{"scalar", (std_dev ? 1.0 : 2.0) / divisor}, {"scalar_index", int64_t{1}}}));
 }
 
+void g_narrow(GradBuilder& b) {
+  // The slice's gradient put back in zeros: Pad with zeros before `start` and after the slice.
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+  const auto axis = int_attr(n, "axis");
+  const auto start = int_attr(n, "start");
+  const auto length = int_attr(n, "length");
+  if (!axis || !start || !length) b.unsupported("Narrow's axis, start or length is not recorded");
+  const auto a = static_cast<size_t>(norm_axis(b, *axis, x.size()));
+  if (*start < 0 || *length < 0 || *start + *length > x[a]) b.unsupported("Narrow out of range");
+  std::vector<int64_t> paddings(2 * x.size(), 0);
+  paddings[2 * a] = *start;
+  paddings[2 * a + 1] = x[a] - *start - *length;
+  b.grad_input(0,
+               b.emit1("Pad", {*dy}, TensorType{b.type_of(b.input(0)).shape, b.type_of(*dy).dtype},
+                       {{"paddings", paddings}, {"mode", std::string("CONSTANT")}}));
+}
+
 }  // namespace graphcore::autodiff::rules

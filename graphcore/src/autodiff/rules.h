@@ -50,8 +50,10 @@ void g_topk(GradBuilder& b);                     // TopK's values (IndexScatterG
 void g_clip(GradBuilder& b);                     // ClipByValue: dy inside the bounds (inclusive)
 void g_prelu(GradBuilder& b);
 void g_softmin(GradBuilder& b);
-void g_moments(GradBuilder& b);  // ReduceVar, ReduceStd (ddof), from forward operators  // nearest,
-                                 // linear, bicubic resizes (ResizeGrad)       // LogSumExp: exp(x -
-                                 // y) dy, from forward operators
+void g_moments(GradBuilder& b);
+void g_narrow(
+    GradBuilder& b);  // Narrow: Pad of the gradient with zeros  // ReduceVar, ReduceStd (ddof),
+                      // from forward operators  // nearest, linear, bicubic resizes (ResizeGrad) //
+                      // LogSumExp: exp(x - y) dy, from forward operators
 
 }  // namespace graphcore::autodiff::rules
