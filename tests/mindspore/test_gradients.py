@@ -156,7 +156,8 @@ class Net(nn.Cell):
 """
 
 # An FPN-style neck: nearest upsampling (ops.interpolate, ResizeNearestNeighbor) and
-# bilinear resizes with and without align_corners, as detection and OCR necks use them.
+# bilinear resizes with and without align_corners, as detection and OCR necks use them; an
+# adaptive max pool over clamped values (ties: the first maximum).
 UPSAMPLE = HEADER + """
 
 class Net(nn.Cell):
@@ -166,6 +167,7 @@ class Net(nn.Cell):
         self.c2 = nn.Conv2d(4, 4, 3, stride=2, pad_mode='same', has_bias=True)
         self.rn = ops.ResizeNearestNeighbor((6, 7))
         self.head = nn.Conv2d(4, 2, 1, has_bias=True)
+        self.amp = nn.AdaptiveMaxPool2d((3, 4))
 
     def construct(self, x):
         p1 = self.c1(x)
@@ -174,7 +176,8 @@ class Net(nn.Cell):
         a = ops.interpolate(h, size=(12, 13), mode='bilinear', align_corners=False)
         b = ops.interpolate(h, size=(12, 13), mode='bilinear', align_corners=True)
         c = ops.interpolate(self.rn(ops.tanh(p2)), size=(12, 13), mode='nearest')
-        return ops.mean(ops.square(self.head(a * b + c) - 0.2))
+        m = self.amp(ops.clamp(h, -0.5, 0.2))
+        return ops.mean(ops.square(self.head(a * b + c) - 0.2)) + ops.mean(m * m)
 """
 
 # Selections: max/min with indices over clamped values (ties at the bound: MindSpore's gradient

@@ -332,6 +332,20 @@ TEST(AutodiffRules, PoolingAndGlobalMean) {
   check_gradients(c.cell());
 }
 
+TEST(AutodiffRules, AdaptivePools) {
+  // ops.interpolate's 'area' mode is adaptive average pooling (AdaptiveAvgPool3D on 5-D input).
+  Compiled c = compile(
+      "        self.amp = nn.AdaptiveMaxPool2d((3, 2))\n"
+      "        self.ap1 = nn.AdaptiveAvgPool1d(3)\n",
+      "        a = self.amp(x)\n"  // (2, 2, 3, 2)
+      "        b = ops.interpolate(x[:, None], size=(2, 3, 2), mode='area')\n"
+      "        d = self.ap1(x[:, :, :6, 0])\n"  // (2, 2, 3)
+      "        return a + b[:, 0, :, :, :] * 2 + d[:, :, :, None]\n",
+      {f32({2, 2, 7, 5})});
+  GradCheck r = check_gradients(c.cell(), false, 1, 30);
+  EXPECT_GE(r.checked, 25u);
+}
+
 TEST(AutodiffRules, BatchNormInferenceAndTraining) {
   const char* init =
       "        self.conv = nn.Conv2d(2, 3, 3, pad_mode='same', has_bias=True)\n"
@@ -665,7 +679,7 @@ TEST(AutodiffGraph, SelectedParametersOnly) {
 // one or is listed (with the reason).
 const std::set<std::string, std::less<>> kNoRuleYet = {
     // Layers: the backward kernels are not written yet.
-    "AdaptiveAvgPool3D", "AdaptiveMaxPool2D", "Conv3D", "GRU", "LSTM", "MultiheadAttention", "RNN",
+    "Conv3D", "GRU", "LSTM", "MultiheadAttention", "RNN",
     // Norms and statistics.
     "LpNorm", "Norm", "ReduceProd",
     // Merge (control flow: the join of an if's branches).

@@ -242,9 +242,10 @@ void g_adaptive_avgpool(GradBuilder& b) {
   auto dy = dy0(b);
   if (!dy || !b.needs_input_grad(0)) return;
   const Node& n = b.node();
-  const int64_t nd = n.op == "AdaptiveAvgPool1D" ? 1 : 2;
-  b.grad_input(
-      0, b.emit1("AdaptiveAvgPoolGrad", {b.input(0), *dy}, b.type_of(b.input(0)), {{"nd", nd}}));
+  const int64_t nd = n.op == "AdaptiveAvgPool1D" ? 1 : n.op == "AdaptiveAvgPool3D" ? 3 : 2;
+  const bool is_max = n.op == "AdaptiveMaxPool2D";
+  b.grad_input(0, b.emit1(is_max ? "AdaptiveMaxPoolGrad" : "AdaptiveAvgPoolGrad", {b.input(0), *dy},
+                          b.type_of(b.input(0)), {{"nd", nd}}));
 }
 
 void g_batchnorm(GradBuilder& b) {

@@ -8,19 +8,19 @@
 
 namespace graphcore::autodiff::rules {
 
-void g_identity(GradBuilder& b);  // Identity: the gradient passes through
-void g_reshape(GradBuilder& b);   // Reshape, Flatten, ExpandDims, Squeeze
-void g_cast(GradBuilder& b);      // Cast back to the input's dtype
-void g_neg(GradBuilder& b);       // Neg
-void g_unary(GradBuilder& b);     // elementwise math and activations: "<Op>Grad"
-void g_binary(GradBuilder& b);    // broadcasting Add, Sub, Mul, Div, Pow, Maximum, Minimum
-void g_bias_add(GradBuilder& b);  // BiasAdd
-void g_dense(GradBuilder& b);     // Dense (activation, bias), MatMul of nn.Dense
-void g_matmul(GradBuilder& b);    // MatMul, BatchMatMul (transposes, broadcast batch dims)
-void g_conv(GradBuilder& b);      // Conv2D, Conv1D
-void g_pool(GradBuilder& b);      // MaxPool, AvgPool
-void g_adaptive_avgpool(GradBuilder& b);
-void g_batchnorm(GradBuilder& b);  // gradient and, with moving statistics, their update
+void g_identity(GradBuilder& b);          // Identity: the gradient passes through
+void g_reshape(GradBuilder& b);           // Reshape, Flatten, ExpandDims, Squeeze
+void g_cast(GradBuilder& b);              // Cast back to the input's dtype
+void g_neg(GradBuilder& b);               // Neg
+void g_unary(GradBuilder& b);             // elementwise math and activations: "<Op>Grad"
+void g_binary(GradBuilder& b);            // broadcasting Add, Sub, Mul, Div, Pow, Maximum, Minimum
+void g_bias_add(GradBuilder& b);          // BiasAdd
+void g_dense(GradBuilder& b);             // Dense (activation, bias), MatMul of nn.Dense
+void g_matmul(GradBuilder& b);            // MatMul, BatchMatMul (transposes, broadcast batch dims)
+void g_conv(GradBuilder& b);              // Conv2D, Conv1D
+void g_pool(GradBuilder& b);              // MaxPool, AvgPool
+void g_adaptive_avgpool(GradBuilder& b);  // AdaptiveAvgPool1D/2D/3D, AdaptiveMaxPool2D
+void g_batchnorm(GradBuilder& b);         // gradient and, with moving statistics, their update
 void g_layernorm(GradBuilder& b);
 void g_softmax(GradBuilder& b);          // Softmax, LogSoftmax
 void g_reduce(GradBuilder& b);           // ReduceSum, ReduceMean

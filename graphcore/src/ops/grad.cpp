@@ -98,6 +98,8 @@ std::span<const OpDef> grad_ops() {
        false, nullptr, true},
       {"AdaptiveAvgPoolGrad", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_adaptive_avgpool_grad, false, nullptr, true},
+      {"AdaptiveMaxPoolGrad", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
+       &kernels::k_adaptive_avgpool_grad, false, nullptr, true},
       {"BatchNormGrad", C::Normalization, kTraitNone, U::Vector, 6, P::Float16,
        &kernels::k_batchnorm_grad, false, nullptr, true},
       {"BatchNormUpdate", C::Normalization, kTraitNone, U::Vector, 3, P::Float16,

@@ -50,9 +50,9 @@ std::span<const OpDef> nn_ops() {
       {"AdaptiveAvgPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_adaptive_avgpool, false, &ad::g_adaptive_avgpool},
       {"AdaptiveMaxPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_adaptive_maxpool, false},
+       &kernels::k_adaptive_maxpool, false, &ad::g_adaptive_avgpool},
       {"AdaptiveAvgPool3D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_adaptive_avgpool, false},
+       &kernels::k_adaptive_avgpool, false, &ad::g_adaptive_avgpool},
       // Resizing. Vector instructions per output element: a multiply and an add per tap
       // (nearest 1 tap; linear 2 per spatial dim; bicubic 4 per dim).
       {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_resize,

@@ -5,6 +5,7 @@
 // Accumulations run in double where a sum spans a whole batch.
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -466,22 +467,57 @@ void k_adaptive_avgpool_grad(KernelCall& c) {
   const Tensor x = as_float(in(c, 0));
   const Tensor dy = as_float(in(c, 1));
   const auto nd = static_cast<size_t>(attr_int(c.node, "nd").value_or(2));
-  if (x.rank() < nd || dy.rank() != x.rank()) fail("adaptive pool gradient: bad ranks");
+  const bool is_max = c.node.op == "AdaptiveMaxPoolGrad";
+  if (nd < 1 || nd > 3 || x.rank() < nd || dy.rank() != x.rank())
+    fail("adaptive pool gradient: bad ranks");
   const size_t first = x.rank() - nd;
-  const int64_t nh = nd == 2 ? x.shape()[first] : 1, nw = x.shape().back();
-  const int64_t mh = nd == 2 ? dy.shape()[first] : 1, mw = dy.shape().back();
-  const int64_t planes = x.numel() / std::max<int64_t>(nh * nw, 1);
+  // The pooled dims as (depth, height, width), 1 where the pool has fewer (the forward's).
+  std::array<int64_t, 3> n{1, 1, 1}, m{1, 1, 1};
+  for (size_t i = 0; i < nd; ++i) {
+    n[3 - nd + i] = x.shape()[first + i];
+    m[3 - nd + i] = dy.shape()[first + i];
+  }
+  const auto window = [&](size_t d, int64_t i) {
+    return std::pair{i * n[d] / m[d], ((i + 1) * n[d] + m[d] - 1) / m[d]};
+  };
+  const int64_t plane = n[0] * n[1] * n[2];
+  const int64_t planes = x.numel() / std::max<int64_t>(plane, 1);
   Tensor& dx = emit(c, zeros_float(x.shape()));
+  const auto* px = x.data<float>();
   const auto* pg = dy.data<float>();
   auto* q = dx.data<float>();
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t r = 0; r < mh; ++r) {
-      const int64_t hs = r * nh / mh, he = ((r + 1) * nh + mh - 1) / mh;
-      for (int64_t s = 0; s < mw; ++s) {
-        const int64_t ws = s * nw / mw, we = ((s + 1) * nw + mw - 1) / mw;
-        const float share = pg[(p * mh + r) * mw + s] / static_cast<float>((he - hs) * (we - ws));
-        for (int64_t i = hs; i < he; ++i)
-          for (int64_t j = ws; j < we; ++j) q[(p * nh + i) * nw + j] += share;
+  int64_t at = 0;
+  for (int64_t b = 0; b < planes; ++b) {
+    for (int64_t p = 0; p < m[0]; ++p) {
+      for (int64_t r = 0; r < m[1]; ++r) {
+        for (int64_t s = 0; s < m[2]; ++s, ++at) {
+          const auto [zs, ze] = window(0, p);
+          const auto [hs, he] = window(1, r);
+          const auto [ws, we] = window(2, s);
+          const float g = pg[at];
+          // Max: the gradient to the window's first maximum (the first NaN), as the forward
+          // picks it; average: shared by the window's elements.
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_at = (zs * n[1] + hs) * n[2] + ws;
+          const float share = g / static_cast<float>((ze - zs) * (he - hs) * (we - ws));
+          for (int64_t z = zs; z < ze; ++z) {
+            for (int64_t i = hs; i < he; ++i) {
+              for (int64_t j = ws; j < we; ++j) {
+                const int64_t k = (z * n[1] + i) * n[2] + j;
+                if (!is_max) {
+                  q[b * plane + k] += share;
+                  continue;
+                }
+                const float v = px[b * plane + k];
+                if (!std::isnan(best) && (v > best || std::isnan(v))) {
+                  best = v;
+                  best_at = k;
+                }
+              }
+            }
+          }
+          if (is_max) q[b * plane + best_at] += g;
+        }
       }
     }
   }
