@@ -135,7 +135,8 @@ class Net(nn.Cell):
 """
 
 # Shape and index operators of detection / transformer code: tile, stack, where, masked_fill,
-# cumsum, ops.pad (constant, replicate), logsumexp, std and var (ddof 0 and 1).
+# cumsum, ops.pad (constant, replicate), logsumexp, std and var (ddof 0 and 1), prod over
+# values with exact zeros.
 INDEXING = HEADER + """
 
 class Net(nn.Cell):
@@ -152,6 +153,7 @@ class Net(nn.Cell):
         p = ops.pad(c, (1, 2), mode='replicate')[:, :, 1:7] + ops.pad(c, (0, 0, 1, 0))[:, 1:, :]
         s = ops.stack((p, ops.tile(h[:, :1, :], (1, 4, 1))), 1)
         r = self.fc2(ops.sum(s, 1)) + ops.std(h, -1, keepdims=True) + ops.var(h, 2, 1, True)
+        r = r + ops.prod(m * 0.5, -1, True)
         return ops.mean(ops.logsumexp(r, -1))
 """
 

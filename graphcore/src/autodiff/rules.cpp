@@ -752,4 +752,14 @@ void g_narrow(GradBuilder& b) {
                        {{"paddings", paddings}, {"mode", std::string("CONSTANT")}}));
 }
 
+void g_reduce_prod(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  const DType dt = b.type_of(*dy).dtype;
+  const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
+  b.grad_input(
+      0, b.emit1("ReduceProdGrad", {b.input(0), g}, TensorType{b.type_of(b.input(0)).shape, dt}));
+}
+
 }  // namespace graphcore::autodiff::rules

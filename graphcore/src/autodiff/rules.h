@@ -43,17 +43,23 @@ void g_cumsum(GradBuilder& b);  // CumSum: the reversed running sum (CumSumGrad)
 void g_pad(GradBuilder& b);     // Pad, every mode (PadGrad)
 void g_group_norm(GradBuilder& b);
 void g_conv_transpose(GradBuilder& b);  // Conv2DTranspose (Conv2DTransposeGrad)
+// LogSumExp: exp(x - y) dy, from forward operators.
 void g_logsumexp(GradBuilder& b);
+// Nearest, linear and bicubic resizes (ResizeGrad).
 void g_resize(GradBuilder& b);
-void g_arg_extremum_with_value(GradBuilder& b);  // ArgMaxWithValue / ArgMinWithValue's values
-void g_topk(GradBuilder& b);                     // TopK's values (IndexScatterGrad)
-void g_clip(GradBuilder& b);                     // ClipByValue: dy inside the bounds (inclusive)
+// ArgMaxWithValue / ArgMinWithValue: the values' gradient to the index (IndexScatterGrad).
+void g_arg_extremum_with_value(GradBuilder& b);
+// TopK: the values' gradient to their indices (IndexScatterGrad).
+void g_topk(GradBuilder& b);
+// ClipByValue: dy inside the bounds (inclusive).
+void g_clip(GradBuilder& b);
 void g_prelu(GradBuilder& b);
 void g_softmin(GradBuilder& b);
+// ReduceVar, ReduceStd (ddof), from forward operators.
 void g_moments(GradBuilder& b);
-void g_narrow(
-    GradBuilder& b);  // Narrow: Pad of the gradient with zeros  // ReduceVar, ReduceStd (ddof),
-                      // from forward operators  // nearest, linear, bicubic resizes (ResizeGrad) //
-                      // LogSumExp: exp(x - y) dy, from forward operators
+// Narrow: Pad of the gradient with zeros.
+void g_narrow(GradBuilder& b);
+// ReduceProd (ReduceProdGrad: exact with zeros).
+void g_reduce_prod(GradBuilder& b);
 
 }  // namespace graphcore::autodiff::rules

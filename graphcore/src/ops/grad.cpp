@@ -120,6 +120,8 @@ std::span<const OpDef> grad_ops() {
        nullptr, true},
       {"DropoutGrad", C::Random, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_dropout_grad,
        false, nullptr, true},
+      {"ReduceProdGrad", C::Reduction, kTraitNone, U::Vector, 3, P::Float16,
+       &kernels::k_reduce_prod_grad, false, nullptr, true},
       {"ReduceExtremumGrad", C::Reduction, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_reduce_extremum_grad, false, nullptr, true},
       {"CumSumGrad", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_cumsum_grad,

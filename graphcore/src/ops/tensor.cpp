@@ -20,7 +20,7 @@ std::span<const OpDef> tensor_ops() {
       {"ReduceMin", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_min,
        false, &ad::g_reduce_extremum},
       {"ReduceProd", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_prod,
-       false},
+       false, &ad::g_reduce_prod},
       {"ReduceStd", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_std,
        false, &ad::g_moments},
       {"ReduceVar", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_var,

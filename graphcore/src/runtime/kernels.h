@@ -316,6 +316,7 @@ void k_resize_grad(KernelCall& c);
 void k_index_scatter_grad(KernelCall& c);
 void k_clip_by_value_grad(KernelCall& c);
 void k_prelu_grad(KernelCall& c);
+void k_reduce_prod_grad(KernelCall& c);
 
 // Losses and their backward operators (loss_kernels.cpp).
 void k_bce_with_logits(KernelCall& c);

@@ -1135,4 +1135,40 @@ void k_prelu_grad(KernelCall& c) {
   for (int64_t k = 0; k < channels; ++k) tw.data<float>()[k] = static_cast<float>(dw[k]);
 }
 
+// ReduceProd (x, dy with the reduced dims kept as 1): each element's gradient is dy times the
+// product of the other elements of its group, from prefix and suffix products (exact with zeros,
+// where dividing the product by the element is not).
+void k_reduce_prod_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor g = as_float(in(c, 1));
+  const std::vector<int64_t>& xs = x.shape();
+  const std::vector<int64_t>& gs = g.shape();
+  if (gs.size() != xs.size()) fail("ReduceProd gradient " + g.type_str() + " for " + x.type_str());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (gs[i] != xs[i] && gs[i] != 1)
+      fail("ReduceProd gradient " + g.type_str() + " for " + x.type_str());
+  }
+  // The members of each group (flat offsets of x, in order), a group being an element of g.
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(g.numel()));
+  const std::vector<int64_t> gstride = bstrides(gs, xs);
+  for_each_index(xs, gstride, gstride, [&](int64_t o, int64_t gi, int64_t) {
+    members[static_cast<size_t>(gi)].push_back(o);
+  });
+  Tensor& dx = emit(c, zeros_float(xs));
+  const auto* px = x.data<float>();
+  auto* q = dx.data<float>();
+  std::vector<double> suffix;
+  for (size_t k = 0; k < members.size(); ++k) {
+    const std::vector<int64_t>& m = members[k];
+    suffix.assign(m.size() + 1, 1.0);
+    for (size_t i = m.size(); i-- > 0;) suffix[i] = suffix[i + 1] * px[m[i]];
+    double prefix = 1;
+    const double gk = g.data<float>()[k];
+    for (size_t i = 0; i < m.size(); ++i) {
+      q[m[i]] = static_cast<float>(gk * prefix * suffix[i + 1]);
+      prefix *= px[m[i]];
+    }
+  }
+}
+
 }  // namespace graphcore::runtime::kernels
