@@ -110,11 +110,112 @@ class Net(nn.Cell):
         return ops.mean(ops.square(h))
 """
 
+# A U-Net style decoder: GroupNorm, transposed convolutions ('same' stride 2, 'pad', groups),
+# reflect padding, the skip connection's concat.
+DECODER = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode='same', has_bias=True)
+        self.gn = nn.GroupNorm(4, 8)
+        self.up = nn.Conv2dTranspose(8, 6, 3, stride=2, pad_mode='same', has_bias=True)
+        self.gn2 = nn.GroupNorm(2, 6)
+        self.pad = nn.Pad(paddings=((0, 0), (0, 0), (1, 1), (2, 1)), mode='REFLECT')
+        self.up2 = nn.Conv2dTranspose(6, 4, 3, stride=1, pad_mode='pad', padding=1, group=2)
+        self.head = nn.Conv2d(7, 2, 1, has_bias=True)
+
+    def construct(self, x):
+        h = ops.silu(self.gn(self.conv(x)))
+        h = ops.silu(self.gn2(self.up(h)))
+        h = self.up2(self.pad(h))[:, :, 1:-1, 2:-1]
+        skip = ops.tile(x, (1, 1, 2, 2))
+        h = self.head(ops.concat((h, skip), 1))
+        return ops.mean(ops.square(h - 0.3))
+"""
+
+# Shape and index operators of detection / transformer code: tile, stack, where, masked_fill,
+# cumsum, ops.pad (constant, replicate), logsumexp, std and var (ddof 0 and 1), prod over
+# values with exact zeros.
+INDEXING = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 6)
+        self.fc2 = nn.Dense(6, 3)
+
+    def construct(self, x):
+        h = self.fc(x)
+        a = ops.where(h > 0, h, h * 0.1)
+        m = ops.masked_fill(h, x < -0.5, 0.0)
+        c = ops.cumsum(a * m, 1)
+        p = ops.pad(c, (1, 2), mode='replicate')[:, :, 1:7] + ops.pad(c, (0, 0, 1, 0))[:, 1:, :]
+        s = ops.stack((p, ops.tile(h[:, :1, :], (1, 4, 1))), 1)
+        r = self.fc2(ops.sum(s, 1)) + ops.std(h, -1, keepdims=True) + ops.var(h, 2, 1, True)
+        r = r + ops.prod(m * 0.5, -1, True)
+        return ops.mean(ops.logsumexp(r, -1))
+"""
+
+# An FPN-style neck: nearest upsampling (ops.interpolate, ResizeNearestNeighbor) and
+# bilinear resizes with and without align_corners, as detection and OCR necks use them; an
+# adaptive max pool over clamped values (ties: the first maximum).
+UPSAMPLE = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, stride=2, pad_mode='same', has_bias=True)
+        self.c2 = nn.Conv2d(4, 4, 3, stride=2, pad_mode='same', has_bias=True)
+        self.rn = ops.ResizeNearestNeighbor((6, 7))
+        self.head = nn.Conv2d(4, 2, 1, has_bias=True)
+        self.amp = nn.AdaptiveMaxPool2d((3, 4))
+
+    def construct(self, x):
+        p1 = self.c1(x)
+        p2 = self.c2(p1)
+        h = p1 + ops.interpolate(p2, size=(6, 7), mode='nearest')
+        a = ops.interpolate(h, size=(12, 13), mode='bilinear', align_corners=False)
+        b = ops.interpolate(h, size=(12, 13), mode='bilinear', align_corners=True)
+        c = ops.interpolate(self.rn(ops.tanh(p2)), size=(12, 13), mode='nearest')
+        m = self.amp(ops.clamp(h, -0.5, 0.2))
+        return ops.mean(ops.square(self.head(a * b + c) - 0.2)) + ops.mean(m * m)
+"""
+
+# Selections: max/min with indices over clamped values (ties at the bound: MindSpore's gradient
+# goes to the index only), topk values, PReLU, Softmin.
+SELECTIONS = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(8, 8)
+        self.prelu = nn.PReLU(4, 0.3)
+        self.softmin = nn.Softmin(axis=-1)
+        self.fc2 = nn.Dense(8, 3)
+
+    def construct(self, x):
+        h = self.fc(x)
+        c = ops.clamp(h, -0.2, 0.3)
+        v, _ = ops.max(c, 2)
+        w, _ = ops.min(c, 1, True)
+        t, _ = ops.topk(h, 3)
+        p = self.prelu(h)
+        s = self.softmin(h) + w
+        r = self.fc2(p * s) + ops.sum(t, 2, True) + v[:, :, None]
+        return ops.mean(ops.square(r))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
                             "rtol": 1e-4},
     "attention_block": {"source": ATTENTION, "shape": (2, 6, 16), "train": False, "rtol": 1e-5},
+    "decoder_groupnorm_transpose": {"source": DECODER, "shape": (2, 3, 5, 6), "train": False,
+                                    "rtol": 1e-5},
+    "upsample_neck": {"source": UPSAMPLE, "shape": (2, 3, 11, 13), "train": False, "rtol": 1e-5},
+    "selections": {"source": SELECTIONS, "shape": (2, 4, 8), "train": False, "rtol": 1e-5},
+    "indexing_ops": {"source": INDEXING, "shape": (2, 4, 6), "train": False, "rtol": 1e-5},
 }
 
 

@@ -242,9 +242,10 @@ void g_adaptive_avgpool(GradBuilder& b) {
   auto dy = dy0(b);
   if (!dy || !b.needs_input_grad(0)) return;
   const Node& n = b.node();
-  const int64_t nd = n.op == "AdaptiveAvgPool1D" ? 1 : 2;
-  b.grad_input(
-      0, b.emit1("AdaptiveAvgPoolGrad", {b.input(0), *dy}, b.type_of(b.input(0)), {{"nd", nd}}));
+  const int64_t nd = n.op == "AdaptiveAvgPool1D" ? 1 : n.op == "AdaptiveAvgPool3D" ? 3 : 2;
+  const bool is_max = n.op == "AdaptiveMaxPool2D";
+  b.grad_input(0, b.emit1(is_max ? "AdaptiveMaxPoolGrad" : "AdaptiveAvgPoolGrad", {b.input(0), *dy},
+                          b.type_of(b.input(0)), {{"nd", nd}}));
 }
 
 void g_batchnorm(GradBuilder& b) {
@@ -328,10 +329,33 @@ void g_reduce(GradBuilder& b) {
   b.grad_input(0, r);
 }
 
+// The value output of a max/min that also returns the index (ops.max(x, axis): values, indices;
+// ops.ArgMaxWithValue: index, values): its gradient goes to the position the index names, as
+// MindSpore's does (a tie does not split it).
+void extremum_with_index(GradBuilder& b) {
+  const Node& n = b.node();
+  if (n.outputs.size() != 2) b.unsupported("expected a value and an index output");
+  const size_t vi = is_floating(n.outputs[0].dtype) ? 0 : 1;
+  auto dy = b.dout(vi);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  std::optional<int64_t> axis;
+  if (auto a = ints_attr(n, "axis"); a && a->size() == 1) axis = norm_axis(b, (*a)[0], x.size());
+  for (size_t i = 0; i < x.size() && !axis; ++i)
+    if (keep[i] == 1 && x[i] != 1) axis = static_cast<int64_t>(i);
+  const ValueRef idx =
+      b.emit1("Reshape", {b.output(1 - vi)}, TensorType{Shape::of(keep), n.outputs[1 - vi].dtype});
+  const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), b.type_of(*dy).dtype});
+  b.grad_input(0, b.emit1("IndexScatterGrad", {idx, g},
+                          TensorType{b.type_of(b.input(0)).shape, b.type_of(*dy).dtype},
+                          {{"axis", axis.value_or(0)}}));
+}
+
 void g_reduce_extremum(GradBuilder& b) {
+  if (b.node().outputs.size() == 2) return extremum_with_index(b);
   auto dy = dy0(b);
   if (!dy || !b.needs_input_grad(0)) return;
-  if (b.node().outputs.size() != 1) b.unsupported("max/min with indices is not differentiated");
   const std::vector<int64_t> keep = keep_dims_shape(b);
   const DType dt = b.type_of(*dy).dtype;
   const ValueRef y = b.emit1("Reshape", {b.output(0)}, TensorType{Shape::of(keep), dt});
@@ -458,6 +482,284 @@ void g_broadcast_to(GradBuilder& b) {
   auto dy = dy0(b);
   if (!dy || !b.needs_input_grad(0)) return;
   b.grad_input(0, sum_to(b, *dy, b.type_of(b.input(0))));
+}
+
+void g_no_gradient(GradBuilder& /*b*/) {
+  // Nothing flows back: the inputs' gradient is zero, as MindSpore's bprop gives (Floor, Round,
+  // Sign, FloorDiv, OneHot's values, comparisons, argmax ...). Emitting nothing says so.
+}
+
+void g_tile(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const TensorType& x = b.type_of(b.input(0));
+  const std::vector<int64_t> y = dims_of(b.node().outputs[0]);
+  std::vector<int64_t> xs = dims_of(x);
+  if (xs.size() > y.size()) b.unsupported("the output has a lower rank than the input");
+  xs.insert(xs.begin(), y.size() - xs.size(), 1);
+  const DType dt = b.type_of(*dy).dtype;
+  if (x.shape.num_elements().value() == 0) {
+    b.grad_input(0, b.emit1("ZerosLike", {b.input(0)}, TensorType{x.shape, dt}));
+    return;
+  }
+  // y viewed as (m0, x0, m1, x1, ...): the copies are summed over the m axes.
+  std::vector<int64_t> split, axes;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] % xs[i] != 0) b.unsupported("the output shape is not a tiling of the input's");
+    axes.push_back(static_cast<int64_t>(split.size()));
+    split.push_back(y[i] / xs[i]);
+    split.push_back(xs[i]);
+  }
+  const ValueRef r = b.emit1("Reshape", {*dy}, TensorType{Shape::of(split), dt});
+  const ValueRef s = b.emit1("ReduceSum", {r}, TensorType{Shape::of(xs), dt},
+                             {{"axis", axes}, {"keep_dims", false}});
+  b.grad_input(0, b.emit1("Reshape", {s}, TensorType{x.shape, dt}));
+}
+
+void g_stack(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const int64_t a = norm_axis(b, int_attr(n, "axis").value_or(0), n.outputs[0].shape.rank());
+  std::vector<TensorType> outs;
+  for (const ValueRef& r : n.inputs)
+    outs.push_back(TensorType{b.type_of(r).shape, b.type_of(*dy).dtype});
+  const uint32_t g = b.emit("Unstack", {*dy}, outs, {{"axis", a}});
+  for (size_t i = 0; i < n.inputs.size(); ++i) b.grad_input(i, {g, static_cast<uint32_t>(i)});
+}
+
+void g_unstack(GradBuilder& b) {
+  const Node& n = b.node();
+  bool any = false;
+  for (size_t k = 0; k < n.outputs.size(); ++k) any = any || b.dout(k).has_value();
+  if (!any || !b.needs_input_grad(0)) return;
+  const TensorType& x = b.type_of(b.input(0));
+  const int64_t a = norm_axis(b, int_attr(n, "axis").value_or(0), x.shape.rank());
+  std::vector<ValueRef> parts;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    auto d = b.dout(k);
+    parts.push_back(d ? *d : b.emit1("ZerosLike", {b.output(k)}, n.outputs[k]));
+  }
+  b.grad_input(0, b.emit1("Stack", parts, x, {{"axis", a}}));
+}
+
+// The operand position (among a Python scalar's too) of tensor input `i`.
+size_t operand_position(const Node& n, size_t i) {
+  if (n.find_attr("scalar") == nullptr) return i;
+  const auto at = int_attr(n, "scalar_index");
+  return at && static_cast<int64_t>(i) >= *at ? i + 1 : i;
+}
+
+void g_select(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  if (operand_position(n, 0) != 0) b.unsupported("the condition is a Python scalar");
+  const TensorType& gt = b.type_of(*dy);
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    if (!b.needs_input_grad(i)) continue;
+    // x's gradient is dy where the condition holds, 0 elsewhere; y's the other way round.
+    const size_t pos = operand_position(n, i);
+    const int64_t zero_at = pos == 1 ? 2 : 1;
+    const ValueRef s =
+        b.emit1("Select", {b.input(0), *dy}, gt, {{"scalar", 0.0}, {"scalar_index", zero_at}});
+    b.grad_input(i, sum_to(b, s, b.type_of(b.input(i))));
+  }
+}
+
+void g_masked_fill(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  if (n.inputs.size() < 2) b.unsupported("MaskedFill without a mask input");
+  const TensorType& gt = b.type_of(*dy);
+  if (b.needs_input_grad(0)) {
+    const ValueRef m = b.emit1("MaskedFill", {*dy, b.input(1)}, gt, {{"value", 0.0}});
+    b.grad_input(0, sum_to(b, m, b.type_of(b.input(0))));
+  }
+  if (n.inputs.size() >= 3 && b.needs_input_grad(2)) {
+    // A tensor fill value: the sum of the gradient over the filled positions.
+    const ValueRef s =
+        b.emit1("Select", {b.input(1), *dy}, gt, {{"scalar", 0.0}, {"scalar_index", int64_t{2}}});
+    const ValueRef t =
+        b.emit1("ReduceSum", {s}, TensorType{Shape::of(std::vector<int64_t>{}), gt.dtype},
+                {{"axis", std::vector<int64_t>{}}, {"keep_dims", false}});
+    b.grad_input(2, b.emit1("Reshape", {t}, TensorType{b.type_of(b.input(2)).shape, gt.dtype}));
+  }
+}
+
+void g_cumsum(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(0, b.emit1("CumSumGrad", {*dy}, TensorType{x.shape, b.type_of(*dy).dtype}, n.attrs,
+                          {}, true));
+}
+
+void g_pad(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(0, b.emit1("PadGrad", {b.input(0), *dy}, TensorType{x.shape, b.type_of(*dy).dtype},
+                          n.attrs, {}, true));
+}
+
+void g_group_norm(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::string gamma = param_named(n, "gamma"), beta = param_named(n, "beta");
+  if (gamma.empty() || beta.empty()) b.unsupported("GroupNorm without its gamma and beta");
+  const uint32_t g = b.emit("GroupNormGrad", {b.input(0), *dy},
+                            {b.type_of(b.input(0)), param_type(b, gamma), param_type(b, beta)},
+                            n.attrs, {gamma, beta}, true);
+  b.grad_input(0, {g, 0});
+  b.grad_param(gamma, {g, 1});
+  b.grad_param(beta, {g, 2});
+}
+
+void g_conv_transpose(GradBuilder& b) { layer_grad(b, "Conv2DTransposeGrad", true); }
+
+void g_logsumexp(GradBuilder& b) {
+  // d/dx log(sum(exp x)) = exp(x - y): composed from forward operators.
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const TensorType& x = b.type_of(b.input(0));
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  const DType dt = b.type_of(*dy).dtype;
+  const TensorType kt{Shape::of(keep), dt}, xt{x.shape, dt};
+  const ValueRef y = b.emit1("BroadcastTo", {b.emit1("Reshape", {b.output(0)}, kt)}, xt);
+  const ValueRef g = b.emit1("BroadcastTo", {b.emit1("Reshape", {*dy}, kt)}, xt);
+  const ValueRef p = b.emit1("Exp", {b.emit1("Sub", {b.input(0), y}, xt)}, xt);
+  b.grad_input(0, b.emit1("Mul", {p, g}, xt));
+}
+
+void g_resize(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"forward_op", std::string(n.op)});
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(
+      0, b.emit1("ResizeGrad", {*dy}, TensorType{x.shape, b.type_of(*dy).dtype}, attrs, {}, true));
+}
+
+void g_arg_extremum_with_value(GradBuilder& b) { extremum_with_index(b); }
+
+void g_topk(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType& x = b.type_of(b.input(0));
+  const int64_t axis =
+      norm_axis(b, int_attr(n, "dim").value_or(-1), std::max<size_t>(x.shape.rank(), 1));
+  b.grad_input(0, b.emit1("IndexScatterGrad", {b.output(1), *dy},
+                          TensorType{x.shape, b.type_of(*dy).dtype}, {{"axis", axis}}));
+}
+
+void g_clip(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    if (b.needs_input_grad(i)) b.unsupported("the gradient of a tensor bound is not computed");
+  }
+  if (!b.needs_input_grad(0)) return;
+  std::vector<ValueRef> ins = n.inputs;
+  ins.push_back(*dy);
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(0, b.emit1("ClipByValueGrad", ins, TensorType{x.shape, b.type_of(*dy).dtype},
+                          n.attrs, {}, true));
+}
+
+void g_prelu(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::string w = param_named(n, "w");
+  if (w.empty()) b.unsupported("PReLU without its slope parameter w");
+  const uint32_t g = b.emit("PReLUGrad", {b.input(0), *dy},
+                            {b.type_of(b.input(0)), param_type(b, w)}, n.attrs, {w}, true);
+  b.grad_input(0, {g, 0});
+  b.grad_param(w, {g, 1});
+}
+
+void g_softmin(GradBuilder& b) {
+  // softmin(x) = softmax(-x): Softmax's gradient at its output, negated.
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType t = b.type_of(b.input(0));
+  const ValueRef g = b.emit1("SoftmaxGrad", {b.output(0), *dy}, t, n.attrs, {}, true);
+  b.grad_input(0, b.emit1("Neg", {g}, t));
+}
+
+void g_moments(GradBuilder& b) {
+  // var = sum((x - mean)^2) / (n - ddof): dvar/dx = 2 (x - mean) / (n - ddof); std = sqrt(var):
+  // dstd/dx = (x - mean) / ((n - ddof) std). Composed from forward operators.
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType& x = b.type_of(b.input(0));
+  const std::vector<int64_t> xs = dims_of(x);
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (keep[i] == 1) axes.push_back(static_cast<int64_t>(i));
+  const int64_t total = x.shape.num_elements().value();
+  int64_t kept = 1;
+  for (int64_t d : keep) kept *= d;
+  const double count = kept > 0 ? static_cast<double>(total) / static_cast<double>(kept) : 0;
+  const double divisor = count - static_cast<double>(int_attr(n, "ddof").value_or(0));
+  if (divisor <= 0) b.unsupported("the divisor n - ddof is not positive");
+  const DType dt = b.type_of(*dy).dtype;
+  const TensorType kt{Shape::of(keep), dt}, xt{x.shape, dt};
+  const ValueRef mean =
+      b.emit1("ReduceMean", {b.input(0)}, kt, {{"axis", axes}, {"keep_dims", true}});
+  const ValueRef d = b.emit1("Sub", {b.input(0), b.emit1("BroadcastTo", {mean}, xt)}, xt);
+  ValueRef g = b.emit1("BroadcastTo", {b.emit1("Reshape", {*dy}, kt)}, xt);
+  const bool std_dev = n.op == "ReduceStd";
+  if (std_dev) {
+    const ValueRef y = b.emit1("BroadcastTo", {b.emit1("Reshape", {b.output(0)}, kt)}, xt);
+    g = b.emit1("Div", {g, y}, xt);
+  }
+  const ValueRef p = b.emit1("Mul", {d, g}, xt);
+  b.grad_input(
+      0, b.emit1("Mul", {p}, xt,
+                 {{"scalar", (std_dev ? 1.0 : 2.0) / divisor}, {"scalar_index", int64_t{1}}}));
+}
+
+void g_narrow(GradBuilder& b) {
+  // The slice's gradient put back in zeros: Pad with zeros before `start` and after the slice.
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+  const auto axis = int_attr(n, "axis");
+  const auto start = int_attr(n, "start");
+  const auto length = int_attr(n, "length");
+  if (!axis || !start || !length) b.unsupported("Narrow's axis, start or length is not recorded");
+  const auto a = static_cast<size_t>(norm_axis(b, *axis, x.size()));
+  if (*start < 0 || *length < 0 || *start + *length > x[a]) b.unsupported("Narrow out of range");
+  std::vector<int64_t> paddings(2 * x.size(), 0);
+  paddings[2 * a] = *start;
+  paddings[2 * a + 1] = x[a] - *start - *length;
+  b.grad_input(0,
+               b.emit1("Pad", {*dy}, TensorType{b.type_of(b.input(0)).shape, b.type_of(*dy).dtype},
+                       {{"paddings", paddings}, {"mode", std::string("CONSTANT")}}));
+}
+
+void g_reduce_prod(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  const DType dt = b.type_of(*dy).dtype;
+  const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
+  b.grad_input(
+      0, b.emit1("ReduceProdGrad", {b.input(0), g}, TensorType{b.type_of(b.input(0)).shape, dt}));
 }
 
 }  // namespace graphcore::autodiff::rules

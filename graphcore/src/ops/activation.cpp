@@ -36,14 +36,16 @@ std::span<const OpDef> activation_ops() {
        false, &ad::g_unary},
       {"Mish", C::Activation, kElementwise, U::Vector, 6, P::Float16, &kernels::k_mish, false,
        &ad::g_unary},
-      {"PReLU", C::Activation, kElementwise, U::Vector, 1, P::Float16, &kernels::k_prelu, false},
+      {"PReLU", C::Activation, kElementwise, U::Vector, 1, P::Float16, &kernels::k_prelu, false,
+       &ad::g_prelu},
       {"Tanhshrink", C::Activation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tanhshrink,
        false, &ad::g_unary},
       {"Softmax", C::Softmax, kTraitNone, U::Vector, 5, P::Float16, &kernels::k_softmax, false,
        &ad::g_softmax},
       {"LogSoftmax", C::Softmax, kTraitNone, U::Vector, 6, P::Float16, &kernels::k_log_softmax,
        false, &ad::g_softmax},
-      {"Softmin", C::Softmax, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_softmin, false},
+      {"Softmin", C::Softmax, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_softmin, false,
+       &ad::g_softmin},
   };
   return kRows;
 }

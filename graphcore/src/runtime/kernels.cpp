@@ -2042,8 +2042,11 @@ void extremum_with_index(KernelCall& c, bool is_max) {
   bool keep = false;
   const std::vector<int64_t> axes = reduce_axes(c, x.shape(), &keep);
   const std::vector<int64_t> shape = reduced_shape(x.shape(), axes, keep);
-  Tensor values(shape, out_dtype(c, 0, x.dtype()));
-  Tensor indices(shape, out_dtype(c, 1, DType::Int64));
+  // ops.max / Tensor.max give (values, indices); ops.ArgMaxWithValue (index, values).
+  const bool index_first = c.node.outputs.size() == 2 && !is_floating(c.node.outputs[0].dtype) &&
+                           is_floating(c.node.outputs[1].dtype);
+  Tensor values(shape, out_dtype(c, index_first ? 1 : 0, x.dtype()));
+  Tensor indices(shape, out_dtype(c, index_first ? 0 : 1, DType::Int64));
   for_each_group(x, axes, [&](int64_t o, std::span<const float> v) {
     size_t best = 0;
     for (size_t k = 1; k < v.size(); ++k) {
@@ -2053,8 +2056,13 @@ void extremum_with_index(KernelCall& c, bool is_max) {
     values.set(o, v.empty() ? 0 : v[best]);
     indices.set(o, static_cast<double>(best));
   });
-  emit(c, std::move(values));
-  emit(c, std::move(indices));
+  if (index_first) {
+    emit(c, std::move(indices));
+    emit(c, std::move(values));
+  } else {
+    emit(c, std::move(values));
+    emit(c, std::move(indices));
+  }
 }
 void k_argmax_with_value(KernelCall& c) { extremum_with_index(c, true); }
 void k_argmin_with_value(KernelCall& c) { extremum_with_index(c, false); }
@@ -2144,67 +2152,76 @@ void k_linspace(KernelCall& c) {
 // REFLECT (mirrored, the edge not repeated) or SYMMETRIC (the edge repeated). ops.pad:
 // `padding` (before, after) pairs from the last dim backwards, mode constant (`value`, default
 // 0; a negative amount crops), reflect, replicate or circular.
-void k_pad(KernelCall& c) {
-  const Tensor& x = in(c, 0);
-  const size_t r = x.rank();
-  std::vector<int64_t> before(r, 0), after(r, 0);
-  if (auto flat = attr_ints(c.node, "paddings")) {
+PadPlan pad_plan(const Node& n, const std::vector<int64_t>& x) {
+  const size_t r = x.size();
+  PadPlan p;
+  p.before.assign(r, 0);
+  p.after.assign(r, 0);
+  if (auto flat = attr_ints(n, "paddings")) {
     if (flat->size() != 2 * r) fail("Pad: the paddings do not match the input's rank");
     for (size_t i = 0; i < r; ++i) {
-      before[i] = (*flat)[2 * i];
-      after[i] = (*flat)[2 * i + 1];
+      p.before[i] = (*flat)[2 * i];
+      p.after[i] = (*flat)[2 * i + 1];
     }
-  } else if (auto pairs = attr_ints(c.node, "padding")) {
+  } else if (auto pairs = attr_ints(n, "padding")) {
     if (pairs->size() % 2 != 0 || pairs->size() / 2 > r)
       fail("Pad: the padding does not match the input's rank");
     for (size_t i = 0; i < pairs->size() / 2; ++i) {
-      before[r - 1 - i] = (*pairs)[2 * i];
-      after[r - 1 - i] = (*pairs)[2 * i + 1];
+      p.before[r - 1 - i] = (*pairs)[2 * i];
+      p.after[r - 1 - i] = (*pairs)[2 * i + 1];
     }
   } else {
     fail("Pad: the padding is not recorded in the graph");
   }
-  const std::string mode = text::lower(attr_str(c.node, "mode").value_or("constant"));
-  const double value = attr_float(c.node, "value").value_or(0);
-  std::vector<int64_t> shape(r);
+  p.mode = text::lower(attr_str(n, "mode").value_or("constant"));
+  p.value = attr_float(n, "value").value_or(0);
+  p.in = x;
+  p.out.resize(r);
   for (size_t i = 0; i < r; ++i) {
-    shape[i] = x.shape()[i] + before[i] + after[i];
-    if (shape[i] < 0) fail("Pad: a negative padding removes more than the dim holds");
-    const int64_t n = x.shape()[i];
-    const int64_t most = std::max(before[i], after[i]);
-    if ((mode == "reflect" && most >= n) || (mode == "symmetric" && most > n) ||
-        (mode != "constant" && n == 0)) {
-      fail("Pad: " + mode + " padding of " + std::to_string(most) + " is too large for a dim of " +
-           std::to_string(n));
+    p.out[i] = x[i] + p.before[i] + p.after[i];
+    if (p.out[i] < 0) fail("Pad: a negative padding removes more than the dim holds");
+    const int64_t len = x[i];
+    const int64_t most = std::max(p.before[i], p.after[i]);
+    if ((p.mode == "reflect" && most >= len) || (p.mode == "symmetric" && most > len) ||
+        (p.mode != "constant" && len == 0)) {
+      fail("Pad: " + p.mode + " padding of " + std::to_string(most) +
+           " is too large for a dim of " + std::to_string(len));
     }
   }
-  // The source index of output index `o` along a dim of `n`, or -1 for the constant.
-  const auto source = [&](int64_t o, int64_t n, int64_t b) -> int64_t {
-    int64_t i = o - b;
-    if (i >= 0 && i < n) return i;
-    if (mode == "constant") return -1;
-    if (mode == "replicate" || mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
-    if (mode == "circular") return ((i % n) + n) % n;
-    if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
-    if (mode == "symmetric") return i < 0 ? -i - 1 : 2 * n - 1 - i;
-    fail("Pad: mode '" + mode + "' is not implemented by the CPU runtime");
-  };
-  Tensor& y = emit(c, Tensor(shape, x.dtype()));
-  std::vector<int64_t> stride(r, 1);
-  for (size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x.shape()[i];
+  return p;
+}
+
+int64_t PadPlan::source(size_t d, int64_t o) const {
+  const int64_t n = in[d];
+  const int64_t i = o - before[d];
+  if (i >= 0 && i < n) return i;
+  if (mode == "constant") return -1;
+  if (mode == "replicate" || mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "circular") return ((i % n) + n) % n;
+  if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
+  if (mode == "symmetric") return i < 0 ? -i - 1 : 2 * n - 1 - i;
+  fail("Pad: mode '" + mode + "' is not implemented by the CPU runtime");
+}
+
+int64_t PadPlan::source_offset(int64_t o) const {
+  int64_t rest = o, from = 0, stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    const int64_t s = source(d, rest % out[d]);
+    rest /= out[d];
+    if (s < 0) return -1;
+    from += s * stride;
+    stride *= in[d];
+  }
+  return from;
+}
+
+void k_pad(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const PadPlan p = pad_plan(c.node, x.shape());
+  Tensor& y = emit(c, Tensor(p.out, x.dtype()));
   for (int64_t o = 0; o < y.numel(); ++o) {
-    int64_t rest = o, from = 0;
-    bool constant = false;
-    for (size_t d = r; d-- > 0;) {
-      const int64_t s = source(rest % shape[d], x.shape()[d], before[d]);
-      rest /= shape[d];
-      if (s < 0) {
-        constant = true;
-        break;
-      }
-      from += s * stride[d];
-    }
-    y.set(o, constant ? value : x.at(from));
+    const int64_t from = p.source_offset(o);
+    y.set(o, from < 0 ? p.value : x.at(from));
   }
 }
 
@@ -2275,91 +2292,51 @@ double resize_source(ResizeGrid g, int64_t o, int64_t n, int64_t m, double step)
   return 0;
 }
 
-// The input, the output shape and each spatial dim's step (see resize_source) of a resize whose
-// spatial dims are all but the first two.
+// The input's and the output's shapes and each spatial dim's step (see resize_source) of a
+// resize whose spatial dims are all but the first two.
 struct ResizeShape {
-  Tensor x;
-  std::vector<int64_t> out;
+  std::vector<int64_t> in, out;
   std::vector<double> step;  // per dim; the first two unused
 };
-ResizeShape resize_shape(const KernelCall& c, std::string_view what) {
-  ResizeShape r{in(c, 0), {}, {}};
-  auto os = out_shape(c);
-  if (!os || os->size() != r.x.rank() || r.x.rank() < 3)
-    fail("the output size of the " + std::string(what) + " is not known");
-  r.out = std::move(*os);
-  const size_t rank = r.x.rank();
-  const auto factors = attr_ints(c.node, "scale_factor", rank - 2);
-  const auto factor = attr_float(c.node, "scale_factor");
-  const bool recompute = attr_bool(c.node, "recompute_scale_factor").value_or(false);
+ResizeShape resize_shape(const Node& n, const std::vector<int64_t>& in,
+                         const std::optional<std::vector<int64_t>>& os) {
+  ResizeShape r{in, {}, {}};
+  if (!os || os->size() != in.size() || in.size() < 3)
+    fail("the output size of the resize is not known");
+  r.out = *os;
+  const size_t rank = in.size();
+  const auto factors = attr_ints(n, "scale_factor", rank - 2);
+  const auto factor = attr_float(n, "scale_factor");
+  const bool recompute = attr_bool(n, "recompute_scale_factor").value_or(false);
   r.step.assign(rank, 1);
   for (size_t d = 2; d < rank; ++d) {
     double f = 0;
     if (!recompute && factor) f = *factor;
     if (!recompute && factors && factors->size() == rank - 2)
       f = static_cast<double>((*factors)[d - 2]);
-    r.step[d] = f > 0 ? 1 / f : static_cast<double>(r.x.shape()[d]) / static_cast<double>(r.out[d]);
+    r.step[d] = f > 0 ? 1 / f : static_cast<double>(in[d]) / static_cast<double>(r.out[d]);
   }
   return r;
 }
 
-// y[o] = sum over taps of weight * x[source], the taps of each spatial dim chosen by `taps_of`
-// (dim, output index) -> (input indices, weights): separable resampling of every plane.
+// The taps of each spatial dim chosen by `taps_of` (dim, output index) -> (input indices,
+// weights): separable resampling of every plane.
 template <class TapsOf>
-void resample(KernelCall& c, const ResizeShape& r, TapsOf taps_of) {
-  struct Taps {
-    std::vector<int64_t> at;
-    std::vector<double> w;
-  };
-  const size_t rank = r.x.rank();
-  std::vector<std::vector<Taps>> taps(rank);
+ResizeTaps make_taps(const ResizeShape& r, TapsOf taps_of) {
+  ResizeTaps t;
+  t.in = r.in;
+  t.out = r.out;
+  const size_t rank = r.in.size();
+  if (rank > ResizeTaps::kMaxRank)
+    fail("a resize takes at most a 5-D input, got " + shape_str(r.in));
+  t.taps.resize(rank);
   for (size_t d = 2; d < rank; ++d) {
     for (int64_t o = 0; o < r.out[d]; ++o) {
       auto [at, w] = taps_of(d, o);
-      taps[d].push_back(Taps{std::move(at), std::move(w)});
+      t.taps[d].push_back(ResizeTaps::Taps{std::move(at), std::move(w)});
     }
   }
-  Tensor& y = emit(c, Tensor(r.out, r.x.dtype()));
-  constexpr size_t kMaxRank = 5;  // ops.interpolate's 3-D to 5-D inputs
-  if (rank > kMaxRank) fail("a resize takes at most a 5-D input, got " + r.x.type_str());
-  std::array<int64_t, kMaxRank> stride{};
-  stride[rank - 1] = 1;
-  for (size_t i = rank - 1; i > 0; --i) stride[i - 1] = stride[i] * r.x.shape()[i];
-  std::array<const Taps*, kMaxRank> pick{};
-  for (int64_t o = 0; o < y.numel(); ++o) {
-    int64_t rest = o, base = 0;
-    for (size_t d = rank; d > 0; --d) {
-      const int64_t i = rest % r.out[d - 1];
-      rest /= r.out[d - 1];
-      if (d - 1 < 2) {
-        base += i * stride[d - 1];
-      } else {
-        pick[d - 1] = &taps[d - 1][static_cast<size_t>(i)];
-      }
-    }
-    // Every combination of one tap per spatial dim (k: the odometer of taps, the last dim
-    // turning fastest).
-    double acc = 0;
-    std::array<size_t, kMaxRank> k{};
-    for (bool more = true; more;) {
-      int64_t from = base;
-      double w = 1;
-      for (size_t d = 2; d < rank; ++d) {
-        from += pick[d]->at[k[d]] * stride[d];
-        w *= pick[d]->w[k[d]];
-      }
-      acc += w * r.x.at(from);
-      more = false;
-      for (size_t d = rank; d > 2; --d) {
-        if (++k[d - 1] < pick[d - 1]->at.size()) {
-          more = true;
-          break;
-        }
-        k[d - 1] = 0;
-      }
-    }
-    y.set(o, acc);
-  }
+  return t;
 }
 
 // Nearest neighbour. ops.ResizeNearestNeighbor and ops.interpolate(mode='nearest')
@@ -2367,15 +2344,14 @@ void resample(KernelCall& c, const ResizeShape& r, TapsOf taps_of) {
 // align_corners its rounding (half_pixel_centers changes nothing: what MindSpore 2.10 computes
 // on CPU, measured resizing 5x6 to 8x11 with and without it); mode='nearest-exact': the
 // half-pixel source rounded half up.
-void k_resize_nearest(KernelCall& c) {
-  const ResizeShape r = resize_shape(c, "resize");
-  const bool align = attr_bool(c.node, "align_corners").value_or(false);
-  const bool exact = attr_str(c.node, "mode") == "nearest-exact";
+ResizeTaps nearest_taps(const Node& node, const ResizeShape& r) {
+  const bool align = attr_bool(node, "align_corners").value_or(false);
+  const bool exact = attr_str(node, "mode") == "nearest-exact";
   const ResizeGrid g = align   ? ResizeGrid::AlignCorners
                        : exact ? ResizeGrid::HalfPixel
                                : ResizeGrid::Asymmetric;
-  resample(c, r, [&](size_t d, int64_t o) {
-    const int64_t n = r.x.shape()[d];
+  return make_taps(r, [&](size_t d, int64_t o) {
+    const int64_t n = r.in[d];
     const double at = resize_source(g, o, n, r.out[d], r.step[d]);
     const double i = align ? std::round(at) : std::floor(exact ? at + 0.5 : at);
     return std::pair{std::vector<int64_t>{std::clamp<int64_t>(static_cast<int64_t>(i), 0, n - 1)},
@@ -2386,12 +2362,11 @@ void k_resize_nearest(KernelCall& c) {
 // Linear interpolation along every spatial dim: ops.interpolate's 'linear' (ResizeLinear1D),
 // 'bilinear' (ResizeBilinearV2) and 'trilinear' (UpsampleTrilinear3D). Half-pixel sources
 // below 0 clamp to 0; checked against MindSpore 2.10 on CPU and PyTorch.
-void k_resize_linear(KernelCall& c) {
-  const ResizeShape r = resize_shape(c, "resize");
-  const ResizeGrid g = attr_bool(c.node, "align_corners").value_or(false) ? ResizeGrid::AlignCorners
-                                                                          : ResizeGrid::HalfPixel;
-  resample(c, r, [&](size_t d, int64_t o) {
-    const int64_t n = r.x.shape()[d];
+ResizeTaps linear_taps(const Node& node, const ResizeShape& r) {
+  const ResizeGrid g = attr_bool(node, "align_corners").value_or(false) ? ResizeGrid::AlignCorners
+                                                                        : ResizeGrid::HalfPixel;
+  return make_taps(r, [&](size_t d, int64_t o) {
+    const int64_t n = r.in[d];
     const double at = std::max(0.0, resize_source(g, o, n, r.out[d], r.step[d]));
     const auto i0 = std::min(static_cast<int64_t>(at), n - 1);
     const int64_t i1 = std::min(i0 + 1, n - 1);
@@ -2405,10 +2380,9 @@ void k_resize_linear(KernelCall& c) {
 // grid, taps outside the image dropped and the rest renormalised; with align_corners a = -0.75
 // and taps clamped to the edge. The fractional offset is quantised to 1/1024 (a table of the
 // kernel's values), which is why PyTorch's exact kernel differs by up to ~1e-3.
-void k_resize_bicubic(KernelCall& c) {
-  const ResizeShape r = resize_shape(c, "resize");
-  if (r.x.rank() != 4) fail("ResizeBicubic expects a 4-D input, got " + r.x.type_str());
-  const bool align = attr_bool(c.node, "align_corners").value_or(false);
+ResizeTaps bicubic_taps(const Node& node, const ResizeShape& r) {
+  if (r.in.size() != 4) fail("ResizeBicubic expects a 4-D input, got " + shape_str(r.in));
+  const bool align = attr_bool(node, "align_corners").value_or(false);
   const double a = align ? -0.75 : -0.5;
   constexpr int64_t kTable = 1024;
   // The kernel at distance t in [0, 1] (near taps) and 1 + t (far taps), in float as tabled.
@@ -2420,8 +2394,8 @@ void k_resize_bicubic(KernelCall& c) {
     const auto x = static_cast<float>(t) + 1.0f;
     return static_cast<double>(((a * x - 5 * a) * x + 8 * a) * x - 4 * a);
   };
-  resample(c, r, [&](size_t d, int64_t o) {
-    const int64_t n = r.x.shape()[d], m = r.out[d];
+  return make_taps(r, [&](size_t d, int64_t o) {
+    const int64_t n = r.in[d], m = r.out[d];
     const double at = align ? resize_source(ResizeGrid::AlignCorners, o, n, m, 0)
                             : resize_source(ResizeGrid::HalfPixel, o, n, m, r.step[d]);
     const auto base = static_cast<int64_t>(std::floor(at));
@@ -2443,6 +2417,27 @@ void k_resize_bicubic(KernelCall& c) {
   });
 }
 
+ResizeTaps resize_taps(const Node& n, std::string_view op, const std::vector<int64_t>& in,
+                       const std::optional<std::vector<int64_t>>& out) {
+  const ResizeShape r = resize_shape(n, in, out);
+  if (op == "ResizeNearestNeighbor" || op == "ResizeNearestNeighborV2" || op == "UpsampleNearest3D")
+    return nearest_taps(n, r);
+  if (op == "ResizeLinear1D" || op == "ResizeBilinearV2" || op == "UpsampleTrilinear3D")
+    return linear_taps(n, r);
+  if (op == "ResizeBicubic") return bicubic_taps(n, r);
+  fail("operator " + std::string(op) + " is not a resize");
+}
+
+// y[o] = sum over taps of weight * x[source].
+void k_resize(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const ResizeTaps t = resize_taps(c.node, c.node.op, x.shape(), out_shape(c));
+  Tensor& y = emit(c, Tensor(t.out, x.dtype()));
+  std::vector<double> acc(static_cast<size_t>(y.numel()), 0.0);
+  t.for_each_tap([&](int64_t o, int64_t from, double w) { acc[o] += w * x.at(from); });
+  for (int64_t o = 0; o < y.numel(); ++o) y.set(o, acc[o]);
+}
+
 // A layer's weight (float) and its bias when has_bias: the layer's parameters, else the
 // weight as the call's second tensor input.
 std::pair<Tensor, const Tensor*> layer_weight_and_bias(const KernelCall& c) {
@@ -2455,70 +2450,67 @@ std::pair<Tensor, const Tensor*> layer_weight_and_bias(const KernelCall& c) {
 // nn.Conv2dTranspose: weight (in, out / group, kh, kw); each input pixel scatters its kernel
 // into the output at stride steps. The output size is the graph's; the padding taken off the
 // top/left is the explicit padding, or for 'same' half of what the full result has over it.
-void k_conv2d_transpose(KernelCall& c) {
-  Tensor x = as_float(in(c, 0));
-  const auto [wt, bias] = layer_weight_and_bias(c);
-  if (x.rank() != 4 || wt.rank() != 4) {
-    fail("Conv2DTranspose expects a 4-D input and weight, got " + x.type_str() + " and " +
-         wt.type_str());
+ConvTransposeGeometry conv_transpose_geometry(const Node& node, const std::vector<int64_t>& x,
+                                              const std::vector<int64_t>& w,
+                                              const std::optional<std::vector<int64_t>>& out) {
+  if (x.size() != 4 || w.size() != 4) {
+    fail("Conv2DTranspose expects a 4-D input and weight, got " + shape_str(x) + " and " +
+         shape_str(w));
   }
-  auto os = out_shape(c);
-  if (!os || os->size() != 4) fail("the output size of the transposed convolution is not known");
-  const int64_t n = x.shape()[0], ic = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
-  const int64_t groups = attr_int(c.node, "group").value_or(1);
-  const int64_t kh = wt.shape()[2], kw = wt.shape()[3];
-  if (groups <= 0 || wt.shape()[0] != ic || ic % groups != 0)
-    fail("Conv2DTranspose: input " + x.type_str() + " does not match weight " + wt.type_str());
-  const int64_t ocg = wt.shape()[1], oc = ocg * groups, icg = ic / groups;
-  if ((*os)[1] != oc) fail("Conv2DTranspose: the weight gives " + std::to_string(oc) + " channels");
-  const int64_t oh = (*os)[2], ow = (*os)[3];
-  const auto stride = attr_ints(c.node, "stride", 2).value_or(std::vector<int64_t>{1, 1});
-  const auto dil = attr_ints(c.node, "dilation", 2).value_or(std::vector<int64_t>{1, 1});
-  if (stride.size() != 2 || dil.size() != 2) fail("bad stride/dilation attributes");
-  const std::string mode = text::lower(attr_str(c.node, "pad_mode").value_or("same"));
-  int64_t top = 0, left = 0;
+  if (!out || out->size() != 4) fail("the output size of the transposed convolution is not known");
+  ConvTransposeGeometry g;
+  g.n = x[0];
+  g.ic = x[1];
+  g.h = x[2];
+  g.w = x[3];
+  g.groups = attr_int(node, "group").value_or(1);
+  g.kh = w[2];
+  g.kw = w[3];
+  if (g.groups <= 0 || w[0] != g.ic || g.ic % g.groups != 0)
+    fail("Conv2DTranspose: input " + shape_str(x) + " does not match weight " + shape_str(w));
+  g.ocg = w[1];
+  g.oc = g.ocg * g.groups;
+  g.icg = g.ic / g.groups;
+  if ((*out)[1] != g.oc)
+    fail("Conv2DTranspose: the weight gives " + std::to_string(g.oc) + " channels");
+  g.oh = (*out)[2];
+  g.ow = (*out)[3];
+  g.stride = attr_ints(node, "stride", 2).value_or(std::vector<int64_t>{1, 1});
+  g.dil = attr_ints(node, "dilation", 2).value_or(std::vector<int64_t>{1, 1});
+  if (g.stride.size() != 2 || g.dil.size() != 2) fail("bad stride/dilation attributes");
+  const std::string mode = text::lower(attr_str(node, "pad_mode").value_or("same"));
   if (mode == "pad") {
-    const auto p = attr_ints(c.node, "padding").value_or(std::vector<int64_t>{0});
-    top = p.empty() ? 0 : p[0];
-    left = p.size() == 4 ? p[2] : p.size() == 2 ? p[1] : top;
+    const auto p = attr_ints(node, "padding").value_or(std::vector<int64_t>{0});
+    g.top = p.empty() ? 0 : p[0];
+    g.left = p.size() == 4 ? p[2] : p.size() == 2 ? p[1] : g.top;
   } else if (mode == "same") {
-    top = std::max<int64_t>((h - 1) * stride[0] + dil[0] * (kh - 1) + 1 - oh, 0) / 2;
-    left = std::max<int64_t>((wd - 1) * stride[1] + dil[1] * (kw - 1) + 1 - ow, 0) / 2;
+    g.top = std::max<int64_t>((g.h - 1) * g.stride[0] + g.dil[0] * (g.kh - 1) + 1 - g.oh, 0) / 2;
+    g.left = std::max<int64_t>((g.w - 1) * g.stride[1] + g.dil[1] * (g.kw - 1) + 1 - g.ow, 0) / 2;
   } else if (mode != "valid") {
     fail("unknown pad_mode '" + mode + "'");
   }
-  Tensor& y = emit(c, Tensor(*os, DType::Float32));
+  return g;
+}
+
+void k_conv2d_transpose(KernelCall& c) {
+  Tensor x = as_float(in(c, 0));
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const auto weight_and_bias = layer_weight_and_bias(c);
+  const Tensor& wt = weight_and_bias.first;
+  const Tensor* bias = weight_and_bias.second;
+  const ConvTransposeGeometry g =
+      conv_transpose_geometry(c.node, x.shape(), wt.shape(), out_shape(c));
+  Tensor& y = emit(c, Tensor({g.n, g.oc, g.oh, g.ow}, DType::Float32));
   auto* py = y.data<float>();
-  const float* px = x.data<float>();
-  const auto* pw = wt.data<float>();
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t o = 0; o < oc; ++o) {
+  for (int64_t b = 0; b < g.n; ++b) {
+    for (int64_t o = 0; o < g.oc; ++o) {
       const float bv = bias != nullptr ? static_cast<float>(bias->at(o)) : 0.0f;
-      std::fill_n(py + (b * oc + o) * oh * ow, oh * ow, bv);
+      std::fill_n(py + (b * g.oc + o) * g.oh * g.ow, g.oh * g.ow, bv);
     }
   }
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t ci = 0; ci < ic; ++ci) {
-      const int64_t g = ci / icg;
-      for (int64_t i = 0; i < h; ++i) {
-        for (int64_t j = 0; j < wd; ++j) {
-          const float v = px[((b * ic + ci) * h + i) * wd + j];
-          for (int64_t q = 0; q < ocg; ++q) {
-            float* yo = py + (b * oc + g * ocg + q) * oh * ow;
-            const float* wk = pw + (ci * ocg + q) * kh * kw;
-            for (int64_t a = 0; a < kh; ++a) {
-              const int64_t r = i * stride[0] - top + a * dil[0];
-              if (r < 0 || r >= oh) continue;
-              for (int64_t e = 0; e < kw; ++e) {
-                const int64_t col = j * stride[1] - left + e * dil[1];
-                if (col >= 0 && col < ow) yo[r * ow + col] += v * wk[a * kw + e];
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  g.for_each_tap([&](int64_t xi, int64_t wi, int64_t yi) {
+    py[yi] += x.data<float>()[xi] * wt.data<float>()[wi];
+  });
 }
 
 // ops.randn / ops.rand / ops.randint: samples of the runtime's own generator, seeded per node

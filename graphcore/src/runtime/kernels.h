@@ -2,6 +2,8 @@
 // graphcore/src/ops/: an operator's kernel is the `kernel` of its OpDef.
 #pragma once
 
+#include <array>
+
 #include "runtime/dnnl_ops.h"
 #include "runtime/internal.h"
 
@@ -38,6 +40,118 @@ Window window_1d(const Node& n, int64_t length, int64_t kernel);
 // forward kernel resolved: what Conv2D's forward and backward kernels both hand to dnnl_ops.
 dnnl_ops::ConvGeometry conv_geometry(const std::vector<int64_t>& nchw, int64_t out_channels,
                                      int64_t groups, const Window& w);
+
+// nn.Conv2dTranspose's geometry: input (n, ic, h, w), weight (ic, ocg, kh, kw), output
+// (n, oc = ocg * groups, oh, ow) from the graph, and the padding taken off the top/left (the
+// explicit padding; for 'same' half of what the full result has over the output).
+struct ConvTransposeGeometry {
+  int64_t n = 0, ic = 0, h = 0, w = 0, groups = 1, kh = 0, kw = 0, ocg = 0, oc = 0, icg = 0;
+  int64_t oh = 0, ow = 0, top = 0, left = 0;
+  std::vector<int64_t> stride, dil;
+  // f(x offset, weight offset, y offset) for every product the forward sum has: each input pixel
+  // scatters its kernel into the output at stride steps.
+  template <class F>
+  void for_each_tap(F f) const {
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ci = 0; ci < ic; ++ci) {
+        const int64_t g = ci / icg;
+        for (int64_t i = 0; i < h; ++i) {
+          for (int64_t j = 0; j < w; ++j) {
+            const int64_t xi = ((b * ic + ci) * h + i) * w + j;
+            for (int64_t q = 0; q < ocg; ++q) {
+              const int64_t yo = (b * oc + g * ocg + q) * oh * ow;
+              const int64_t wo = (ci * ocg + q) * kh * kw;
+              for (int64_t a = 0; a < kh; ++a) {
+                const int64_t r = i * stride[0] - top + a * dil[0];
+                if (r < 0 || r >= oh) continue;
+                for (int64_t e = 0; e < kw; ++e) {
+                  const int64_t col = j * stride[1] - left + e * dil[1];
+                  if (col >= 0 && col < ow) f(xi, wo + a * kw + e, yo + r * ow + col);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+};
+ConvTransposeGeometry conv_transpose_geometry(const Node& node, const std::vector<int64_t>& x,
+                                              const std::vector<int64_t>& w,
+                                              const std::optional<std::vector<int64_t>>& out);
+
+// A resize (ResizeNearestNeighbor[V2], UpsampleNearest3D, ResizeLinear1D, ResizeBilinearV2,
+// UpsampleTrilinear3D, ResizeBicubic) as separable taps: output index o of spatial dim d reads
+// input indices taps[d][o].at with weights taps[d][o].w. Shared by the forward kernel and
+// ResizeGrad's, which scatters the same weights back.
+struct ResizeTaps {
+  static constexpr size_t kMaxRank = 5;  // ops.interpolate's 3-D to 5-D inputs
+  struct Taps {
+    std::vector<int64_t> at;
+    std::vector<double> w;
+  };
+  std::vector<int64_t> in, out;
+  std::vector<std::vector<Taps>> taps;  // per dim; the first two empty
+  // f(flat output offset, flat input offset, weight) for every tap of every output element, the
+  // taps of one element in the odometer order of the spatial dims (the last turning fastest).
+  template <class F>
+  void for_each_tap(F f) const {
+    const size_t rank = in.size();
+    std::array<int64_t, kMaxRank> stride{};
+    stride[rank - 1] = 1;
+    for (size_t i = rank - 1; i > 0; --i) stride[i - 1] = stride[i] * in[i];
+    int64_t total = 1;
+    for (int64_t d : out) total *= d;
+    std::array<const Taps*, kMaxRank> pick{};
+    for (int64_t o = 0; o < total; ++o) {
+      int64_t rest = o, base = 0;
+      for (size_t d = rank; d > 0; --d) {
+        const int64_t i = rest % out[d - 1];
+        rest /= out[d - 1];
+        if (d - 1 < 2) {
+          base += i * stride[d - 1];
+        } else {
+          pick[d - 1] = &taps[d - 1][static_cast<size_t>(i)];
+        }
+      }
+      std::array<size_t, kMaxRank> k{};
+      for (bool more = true; more;) {
+        int64_t from = base;
+        double w = 1;
+        for (size_t d = 2; d < rank; ++d) {
+          from += pick[d]->at[k[d]] * stride[d];
+          w *= pick[d]->w[k[d]];
+        }
+        f(o, from, w);
+        more = false;
+        for (size_t d = rank; d > 2; --d) {
+          if (++k[d - 1] < pick[d - 1]->at.size()) {
+            more = true;
+            break;
+          }
+          k[d - 1] = 0;
+        }
+      }
+    }
+  }
+};
+// The taps of resize operator `op` with node `n`'s attributes from an input of shape `in` to `out`
+// (its recorded output shape).
+ResizeTaps resize_taps(const Node& n, std::string_view op, const std::vector<int64_t>& in,
+                       const std::optional<std::vector<int64_t>>& out);
+
+// Pad's geometry (nn.Pad's `paddings`, ops.pad's `padding`, mode, value), shared by the forward
+// kernel and PadGrad's.
+struct PadPlan {
+  std::vector<int64_t> in, out, before, after;
+  std::string mode;
+  double value = 0;
+  // The input index along dim `d` that output index `o` reads; -1 for the constant.
+  [[nodiscard]] int64_t source(size_t d, int64_t o) const;
+  // The flat input offset that flat output offset `o` reads; -1 for the constant.
+  [[nodiscard]] int64_t source_offset(int64_t o) const;
+};
+PadPlan pad_plan(const Node& n, const std::vector<int64_t>& x);
 
 // One item of a basic index (StridedSlice's recorded begin/end/strides and masks).
 struct IndexItem {
@@ -149,9 +263,7 @@ void k_reduce_var(KernelCall& c);
 void k_relu(KernelCall& c);
 void k_relu6(KernelCall& c);
 void k_reshape(KernelCall& c);
-void k_resize_bicubic(KernelCall& c);
-void k_resize_linear(KernelCall& c);
-void k_resize_nearest(KernelCall& c);
+void k_resize(KernelCall& c);  // every resize operator: nearest, linear, bicubic taps
 void k_round(KernelCall& c);
 void k_rsqrt(KernelCall& c);
 void k_select(KernelCall& c);
@@ -196,6 +308,15 @@ void k_strided_slice_grad(KernelCall& c);
 void k_gather_grad(KernelCall& c);
 void k_dropout_grad(KernelCall& c);
 void k_reduce_extremum_grad(KernelCall& c);
+void k_cumsum_grad(KernelCall& c);
+void k_pad_grad(KernelCall& c);
+void k_group_norm_grad(KernelCall& c);
+void k_conv2d_transpose_grad(KernelCall& c);
+void k_resize_grad(KernelCall& c);
+void k_index_scatter_grad(KernelCall& c);
+void k_clip_by_value_grad(KernelCall& c);
+void k_prelu_grad(KernelCall& c);
+void k_reduce_prod_grad(KernelCall& c);
 
 // Losses and their backward operators (loss_kernels.cpp).
 void k_bce_with_logits(KernelCall& c);

@@ -5,6 +5,7 @@
 // Accumulations run in double where a sum spans a whole batch.
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -216,6 +217,13 @@ void k_binary_grad(KernelCall& c) {
                      } else {
                        db = g;
                      }
+                   } else if (op == "FloorMod" || op == "Mod") {
+                     // x - q y with q piecewise constant: -floor(x / y) dy for y. ops.Mod's
+                     // forward truncates, yet MindSpore 2.10's gradient of it uses floor too
+                     // (measured: Mod(-2.7, 1.5) gives dy = 2): the same is computed here.
+                     const double q = std::floor(x / y);
+                     da = g;
+                     db = -g * q;
                    } else {
                      fail("no gradient for operator " + std::string(op));
                    }
@@ -459,22 +467,57 @@ void k_adaptive_avgpool_grad(KernelCall& c) {
   const Tensor x = as_float(in(c, 0));
   const Tensor dy = as_float(in(c, 1));
   const auto nd = static_cast<size_t>(attr_int(c.node, "nd").value_or(2));
-  if (x.rank() < nd || dy.rank() != x.rank()) fail("adaptive pool gradient: bad ranks");
+  const bool is_max = c.node.op == "AdaptiveMaxPoolGrad";
+  if (nd < 1 || nd > 3 || x.rank() < nd || dy.rank() != x.rank())
+    fail("adaptive pool gradient: bad ranks");
   const size_t first = x.rank() - nd;
-  const int64_t nh = nd == 2 ? x.shape()[first] : 1, nw = x.shape().back();
-  const int64_t mh = nd == 2 ? dy.shape()[first] : 1, mw = dy.shape().back();
-  const int64_t planes = x.numel() / std::max<int64_t>(nh * nw, 1);
+  // The pooled dims as (depth, height, width), 1 where the pool has fewer (the forward's).
+  std::array<int64_t, 3> n{1, 1, 1}, m{1, 1, 1};
+  for (size_t i = 0; i < nd; ++i) {
+    n[3 - nd + i] = x.shape()[first + i];
+    m[3 - nd + i] = dy.shape()[first + i];
+  }
+  const auto window = [&](size_t d, int64_t i) {
+    return std::pair{i * n[d] / m[d], ((i + 1) * n[d] + m[d] - 1) / m[d]};
+  };
+  const int64_t plane = n[0] * n[1] * n[2];
+  const int64_t planes = x.numel() / std::max<int64_t>(plane, 1);
   Tensor& dx = emit(c, zeros_float(x.shape()));
+  const auto* px = x.data<float>();
   const auto* pg = dy.data<float>();
   auto* q = dx.data<float>();
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t r = 0; r < mh; ++r) {
-      const int64_t hs = r * nh / mh, he = ((r + 1) * nh + mh - 1) / mh;
-      for (int64_t s = 0; s < mw; ++s) {
-        const int64_t ws = s * nw / mw, we = ((s + 1) * nw + mw - 1) / mw;
-        const float share = pg[(p * mh + r) * mw + s] / static_cast<float>((he - hs) * (we - ws));
-        for (int64_t i = hs; i < he; ++i)
-          for (int64_t j = ws; j < we; ++j) q[(p * nh + i) * nw + j] += share;
+  int64_t at = 0;
+  for (int64_t b = 0; b < planes; ++b) {
+    for (int64_t p = 0; p < m[0]; ++p) {
+      for (int64_t r = 0; r < m[1]; ++r) {
+        for (int64_t s = 0; s < m[2]; ++s, ++at) {
+          const auto [zs, ze] = window(0, p);
+          const auto [hs, he] = window(1, r);
+          const auto [ws, we] = window(2, s);
+          const float g = pg[at];
+          // Max: the gradient to the window's first maximum (the first NaN), as the forward
+          // picks it; average: shared by the window's elements.
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_at = (zs * n[1] + hs) * n[2] + ws;
+          const float share = g / static_cast<float>((ze - zs) * (he - hs) * (we - ws));
+          for (int64_t z = zs; z < ze; ++z) {
+            for (int64_t i = hs; i < he; ++i) {
+              for (int64_t j = ws; j < we; ++j) {
+                const int64_t k = (z * n[1] + i) * n[2] + j;
+                if (!is_max) {
+                  q[b * plane + k] += share;
+                  continue;
+                }
+                const float v = px[b * plane + k];
+                if (!std::isnan(best) && (v > best || std::isnan(v))) {
+                  best = v;
+                  best_at = k;
+                }
+              }
+            }
+          }
+          if (is_max) q[b * plane + best_at] += g;
+        }
       }
     }
   }
@@ -835,6 +878,297 @@ void k_reduce_extremum_grad(KernelCall& c) {
     if (px[o] == py[j])
       dx.data<float>()[o] = dy.data<float>()[j] / static_cast<float>(count[static_cast<size_t>(j)]);
   });
+}
+
+// CumSum's gradient: the running sum of dy from the end of the axis.
+void k_cumsum_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  const auto axis_attr = attr_int(c.node, "axis");
+  if (!axis_attr) fail("CumSum needs its axis attribute");
+  const int64_t axis = norm_axis(*axis_attr, std::max<size_t>(dy.rank(), 1));
+  Tensor& dx = emit(c, zeros_float(dy.shape()));
+  const int64_t len = dy.rank() == 0 ? 1 : dy.shape()[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < dy.rank(); ++i) inner *= dy.shape()[i];
+  const int64_t outer = len * inner == 0 ? 0 : dy.numel() / (len * inner);
+  const auto* pg = dy.data<float>();
+  auto* q = dx.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t k = len; k-- > 0;) {
+        const int64_t at = (o * len + k) * inner + i;
+        sum += pg[at];
+        q[at] = static_cast<float>(sum);
+      }
+    }
+  }
+}
+
+// Pad's gradient (x, dy): each output element's gradient added to the input element it copies
+// (the constant's positions have none), for every mode the forward kernel runs.
+void k_pad_grad(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const Tensor dy = as_float(in(c, 1));
+  const PadPlan p = pad_plan(c.node, x.shape());
+  if (dy.shape() != p.out)
+    fail("Pad gradient " + dy.type_str() + " does not match the output " + shape_str(p.out));
+  std::vector<double> acc(static_cast<size_t>(x.numel()), 0.0);
+  const auto* pg = dy.data<float>();
+  for (int64_t o = 0; o < dy.numel(); ++o) {
+    const int64_t from = p.source_offset(o);
+    if (from >= 0) acc[static_cast<size_t>(from)] += pg[o];
+  }
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  auto* q = dx.data<float>();
+  for (size_t i = 0; i < acc.size(); ++i) q[i] = static_cast<float>(acc[i]);
+}
+
+// nn.GroupNorm (x, dy; gamma, beta): with x^ = (x - mean) / sqrt(var + eps) over each (sample,
+// group), dx = rstd (g - mean(g) - x^ mean(g x^)) where g = dy gamma; dgamma = sum dy x^, dbeta =
+// sum dy per channel.
+void k_group_norm_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  if (x.rank() < 2 || dy.shape() != x.shape())
+    fail("GroupNorm gradient " + dy.type_str() + " for the input " + x.type_str());
+  const int64_t n = x.shape()[0], ch = x.shape()[1];
+  const int64_t groups = attr_int(c.node, "num_groups").value_or(1);
+  if (groups <= 0 || ch % groups != 0) fail("GroupNorm: bad num_groups");
+  const double eps = attr_float(c.node, "eps").value_or(1e-5);
+  const Tensor* gamma = find_param(c, "gamma");
+  if (gamma != nullptr && gamma->numel() != ch) fail("GroupNorm: gamma does not match");
+  const int64_t spatial = n * ch == 0 ? 0 : x.numel() / (n * ch);
+  const int64_t cg = ch / groups, m = cg * spatial;
+  const auto* px = x.data<float>();
+  const auto* pg = dy.data<float>();
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  auto* q = dx.data<float>();
+  std::vector<double> dgamma(static_cast<size_t>(ch), 0.0), dbeta(static_cast<size_t>(ch), 0.0);
+  std::vector<double> xhat(static_cast<size_t>(m)), g(static_cast<size_t>(m));
+  for (int64_t s = 0; s < n; ++s) {
+    for (int64_t gr = 0; gr < groups; ++gr) {
+      const int64_t off = (s * ch + gr * cg) * spatial;
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < m; ++k) mean += px[off + k];
+      mean /= static_cast<double>(std::max<int64_t>(m, 1));
+      for (int64_t k = 0; k < m; ++k) var += (px[off + k] - mean) * (px[off + k] - mean);
+      var /= static_cast<double>(std::max<int64_t>(m, 1));
+      const double rstd = 1.0 / std::sqrt(var + eps);
+      double mg = 0, mgx = 0;
+      for (int64_t k = 0; k < m; ++k) {
+        const int64_t channel = gr * cg + k / std::max<int64_t>(spatial, 1);
+        const double gm = gamma != nullptr ? gamma->data<float>()[channel] : 1.0;
+        xhat[k] = (px[off + k] - mean) * rstd;
+        g[k] = pg[off + k] * gm;
+        dgamma[channel] += pg[off + k] * xhat[k];
+        dbeta[channel] += pg[off + k];
+        mg += g[k];
+        mgx += g[k] * xhat[k];
+      }
+      mg /= static_cast<double>(std::max<int64_t>(m, 1));
+      mgx /= static_cast<double>(std::max<int64_t>(m, 1));
+      for (int64_t k = 0; k < m; ++k)
+        q[off + k] = static_cast<float>(rstd * (g[k] - mg - xhat[k] * mgx));
+    }
+  }
+  for (size_t k = 1; k < 3 && k < c.node.outputs.size(); ++k) {
+    Tensor& t = emit(c, zeros_float(declared(c, k)));
+    const std::vector<double>& v = k == 1 ? dgamma : dbeta;
+    if (t.numel() != ch) fail("GroupNorm: gamma/beta gradient " + t.type_str());
+    for (int64_t i = 0; i < ch; ++i) t.data<float>()[i] = static_cast<float>(v[i]);
+  }
+}
+
+// nn.Conv2dTranspose: the forward sum y[yi] += x[xi] w[wi] over ConvTransposeGeometry's taps,
+// differentiated term by term: dx[xi] += dy[yi] w[wi], dw[wi] += dy[yi] x[xi]; db = sum of dy per
+// channel. Layer mode (x, dy; weight, bias) or functional (x, w, [b], dy).
+void k_conv2d_transpose_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor* wp = find_param(c, "weight");
+  const Tensor w = as_float(wp != nullptr ? *wp : in(c, 1));
+  const Tensor dy = as_float(c.inputs.back());
+  const ConvTransposeGeometry g = conv_transpose_geometry(c.node, x.shape(), w.shape(), dy.shape());
+  std::vector<double> dx(static_cast<size_t>(x.numel()), 0.0),
+      dw(static_cast<size_t>(w.numel()), 0.0);
+  const auto* px = x.data<float>();
+  const auto* pw = w.data<float>();
+  const auto* pg = dy.data<float>();
+  g.for_each_tap([&](int64_t xi, int64_t wi, int64_t yi) {
+    dx[static_cast<size_t>(xi)] += static_cast<double>(pg[yi]) * pw[wi];
+    dw[static_cast<size_t>(wi)] += static_cast<double>(pg[yi]) * px[xi];
+  });
+  const auto put = [&](const std::vector<double>& v, const std::vector<int64_t>& shape) {
+    Tensor& t = emit(c, zeros_float(shape));
+    if (static_cast<size_t>(t.numel()) != v.size()) fail("Conv2DTranspose gradient: bad shapes");
+    for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
+  };
+  put(dx, x.shape());
+  put(dw, w.shape());
+  if (c.node.outputs.size() >= 3) {
+    std::vector<double> db(static_cast<size_t>(g.oc), 0.0);
+    const int64_t plane = g.oh * g.ow;
+    for (int64_t b = 0; b < g.n; ++b) {
+      for (int64_t o = 0; o < g.oc; ++o)
+        for (int64_t k = 0; k < plane; ++k) db[o] += pg[(b * g.oc + o) * plane + k];
+    }
+    put(db, declared(c, 2));
+  }
+}
+
+// A resize's gradient (dy; the forward operator in `forward_op`): each output element's
+// gradient scattered back to the input elements it read, with the same weights.
+void k_resize_grad(KernelCall& c) {
+  const Tensor dy = as_float(in(c, 0));
+  const auto op = attr_str(c.node, "forward_op");
+  if (!op) fail("ResizeGrad needs the forward operator (forward_op)");
+  const std::vector<int64_t> x = declared(c, 0);
+  const ResizeTaps t = resize_taps(c.node, *op, x, dy.shape());
+  const auto numel = checked_numel(x);
+  if (!numel) fail("the input of the resize is too large");
+  std::vector<double> acc(static_cast<size_t>(*numel), 0.0);
+  const auto* pg = dy.data<float>();
+  t.for_each_tap([&](int64_t o, int64_t from, double w) { acc[from] += w * pg[o]; });
+  Tensor& dx = emit(c, zeros_float(x));
+  auto* q = dx.data<float>();
+  for (size_t i = 0; i < acc.size(); ++i) q[i] = static_cast<float>(acc[i]);
+}
+
+// The gradient of values picked by index along `axis` (max/min with indices, TopK): (indices,
+// dy) of one shape, dy added at the index each names; the input's shape is the declared output.
+void k_index_scatter_grad(KernelCall& c) {
+  const Tensor& idx = in(c, 0);
+  const Tensor dy = as_float(in(c, 1));
+  const std::vector<int64_t> x = declared(c, 0);
+  if (idx.shape() != dy.shape() || dy.rank() != x.size()) {
+    fail("index gradient: indices " + idx.type_str() + " and gradient " + dy.type_str() +
+         " for an input " + shape_str(x));
+  }
+  const size_t rank = std::max<size_t>(x.size(), 1);
+  const int64_t axis = norm_axis(attr_int(c.node, "axis").value_or(0), rank);
+  const int64_t len_x = x.empty() ? 1 : x[static_cast<size_t>(axis)];
+  const int64_t len_g = dy.rank() == 0 ? 1 : dy.shape()[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.size(); ++i) inner *= x[i];
+  const int64_t outer = len_g * inner == 0 ? 0 : dy.numel() / (len_g * inner);
+  Tensor& dx = emit(c, zeros_float(x));
+  auto* q = dx.data<float>();
+  const auto* pg = dy.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < len_g; ++j) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (o * len_g + j) * inner + i;
+        const auto k = static_cast<int64_t>(idx.at(at));
+        if (k < 0 || k >= len_x) fail("index " + std::to_string(k) + " is out of range");
+        q[(o * len_x + k) * inner + i] += pg[at];
+      }
+    }
+  }
+}
+
+// ClipByValue (x, the bounds not recorded as attributes, dy): dy where min <= x <= max (both
+// bounds inclusive, as MindSpore 2.10's clamp gradient).
+void k_clip_by_value_grad(KernelCall& c) {
+  if (c.inputs.size() < 2) fail("expects the forward input(s) and the output gradient");
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(c.inputs.back());
+  if (dy.shape() != x.shape()) fail("clamp gradient " + dy.type_str() + " for " + x.type_str());
+  size_t next = 1;
+  auto bound = [&](const char* name) -> std::optional<Tensor> {
+    if (c.node.find_attr(name) != nullptr) {
+      const auto v = attr_float(c.node, name);
+      if (!v) fail(std::string("the clamp bound ") + name + " is not a number");
+      Tensor t(std::vector<int64_t>{}, DType::Float32);
+      t.set(0, *v);
+      return t;
+    }
+    if (next + 1 < c.inputs.size()) return as_float(c.inputs[next++]);
+    return std::nullopt;
+  };
+  const std::optional<Tensor> lo = bound("min"), hi = bound("max");
+  std::vector<uint8_t> keep(static_cast<size_t>(x.numel()), 1);
+  for (const auto* b : {&lo, &hi}) {
+    if (!*b) continue;
+    const Tensor& t = **b;
+    if (broadcast(x.shape(), t.shape()) != x.shape())
+      fail("clamp bound " + t.type_str() + " does not broadcast to the input");
+    const bool is_lo = b == &lo;
+    for_each_index(x.shape(), bstrides(x.shape(), x.shape()), bstrides(t.shape(), x.shape()),
+                   [&](int64_t o, int64_t, int64_t j) {
+                     const double v = x.data<float>()[o], e = t.data<float>()[j];
+                     if (is_lo ? v < e : v > e) keep[static_cast<size_t>(o)] = 0;
+                   });
+  }
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    dx.data<float>()[i] = keep[static_cast<size_t>(i)] != 0 ? dy.data<float>()[i] : 0.0f;
+}
+
+// nn.PReLU (x, dy; w): dx = dy where x > 0, else w dy; dw = sum of dy x where x <= 0, per channel
+// (dim 1) or for the one shared slope.
+void k_prelu_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor dy = as_float(in(c, 1));
+  const Tensor* wp = find_param(c, "w");
+  if (wp == nullptr) fail("PReLU's slope parameter w is missing");
+  const Tensor w = as_float(*wp);
+  if (dy.shape() != x.shape()) fail("PReLU gradient " + dy.type_str() + " for " + x.type_str());
+  const int64_t channels = w.numel();
+  const int64_t cdim = x.rank() >= 2 ? x.shape()[1] : 1;
+  if (channels != 1 && channels != cdim) fail("PReLU: the slopes do not match the channels");
+  int64_t inner = 1;
+  for (size_t i = 2; i < x.rank(); ++i) inner *= x.shape()[i];
+  std::vector<double> dw(static_cast<size_t>(channels), 0.0);
+  Tensor& dx = emit(c, zeros_float(x.shape()));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.data<float>()[i], g = dy.data<float>()[i];
+    const int64_t ch = channels == 1 ? 0 : (i / std::max<int64_t>(inner, 1)) % cdim;
+    if (v > 0) {
+      dx.data<float>()[i] = static_cast<float>(g);
+    } else {
+      dx.data<float>()[i] = static_cast<float>(g * w.data<float>()[ch]);
+      dw[static_cast<size_t>(ch)] += g * v;
+    }
+  }
+  Tensor& tw = emit(c, zeros_float(declared(c, 1)));
+  if (tw.numel() != channels) fail("PReLU: slope gradient " + tw.type_str());
+  for (int64_t k = 0; k < channels; ++k) tw.data<float>()[k] = static_cast<float>(dw[k]);
+}
+
+// ReduceProd (x, dy with the reduced dims kept as 1): each element's gradient is dy times the
+// product of the other elements of its group, from prefix and suffix products (exact with zeros,
+// where dividing the product by the element is not).
+void k_reduce_prod_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor g = as_float(in(c, 1));
+  const std::vector<int64_t>& xs = x.shape();
+  const std::vector<int64_t>& gs = g.shape();
+  if (gs.size() != xs.size()) fail("ReduceProd gradient " + g.type_str() + " for " + x.type_str());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (gs[i] != xs[i] && gs[i] != 1)
+      fail("ReduceProd gradient " + g.type_str() + " for " + x.type_str());
+  }
+  // The members of each group (flat offsets of x, in order), a group being an element of g.
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(g.numel()));
+  const std::vector<int64_t> gstride = bstrides(gs, xs);
+  for_each_index(xs, gstride, gstride, [&](int64_t o, int64_t gi, int64_t) {
+    members[static_cast<size_t>(gi)].push_back(o);
+  });
+  Tensor& dx = emit(c, zeros_float(xs));
+  const auto* px = x.data<float>();
+  auto* q = dx.data<float>();
+  std::vector<double> suffix;
+  for (size_t k = 0; k < members.size(); ++k) {
+    const std::vector<int64_t>& m = members[k];
+    suffix.assign(m.size() + 1, 1.0);
+    for (size_t i = m.size(); i-- > 0;) suffix[i] = suffix[i + 1] * px[m[i]];
+    double prefix = 1;
+    const double gk = g.data<float>()[k];
+    for (size_t i = 0; i < m.size(); ++i) {
+      q[m[i]] = static_cast<float>(gk * prefix * suffix[i + 1]);
+      prefix *= px[m[i]];
+    }
+  }
 }
 
 }  // namespace graphcore::runtime::kernels
