@@ -67,6 +67,7 @@ int run_train(const TrainCommandOptions& options) {
   }
   analysis.constant_values = true;  // the runtime fills constants computed in __init__
   analysis.training_batch = options.batch;
+  if (!options.data.empty()) analysis.data_dir = fs::path(options.data);
   graphcore::DiskSourceProvider sources;
   const graphcore::AnalysisResult result = graphcore::analyze_file(options.file, analysis, sources);
   print_diagnostics(result);

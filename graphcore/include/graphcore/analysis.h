@@ -109,6 +109,10 @@ struct AnalysisOptions {
   // smaller batch of `batch(n, drop_remainder=False)`): the loss graph is compiled for it instead
   // of the script's batch_size.
   std::optional<int64_t> training_batch;
+  // The training data directory (`cellscope train --data DIR`): a file the program np.load()s is
+  // looked for there by its name (as a dataset source's directory is replaced), otherwise where
+  // the program names it (relative to the program's directory).
+  std::optional<std::filesystem::path> data_dir;
   // Polled during evaluation; when it becomes true the analysis stops and returns a result with
   // `cancelled` set (an editor abandons an analysis of a superseded version this way).
   const std::atomic<bool>* cancel = nullptr;
