@@ -92,6 +92,7 @@ int run_train(const TrainCommandOptions& options) {
     }
     analysis.training_inputs.push_back(std::move(*t));
   }
+  if (!options.data.empty()) analysis.data_dir = fs::path(options.data);
   graphcore::DiskSourceProvider sources;
   const graphcore::AnalysisResult result = graphcore::analyze_file(options.file, analysis, sources);
   print_diagnostics(result);

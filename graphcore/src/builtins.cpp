@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "graphcore/checked.h"
+#include "graphcore/dataset.h"
 #include "graphcore/text.h"
 #include "interp.h"
 #include "npvalues.h"
@@ -936,6 +937,32 @@ void Interpreter::init_builtins() {
   add("np.random.uniform", np_random(2, DType::Float64));
   add("np.random.normal", np_random(2, DType::Float64));
   add("np.random.randint", np_random(2, DType::Int64));
+  // np.load(file): a .npy file's type from its header (the data is never read here); the array
+  // remembers the file, so a NumpySlicesDataset over it is read by the runtime. Looked for in
+  // the training data directory by its name when one is given, else where the program names it.
+  // Anything else (an .npz, a missing file, a path not known statically) is unknown.
+  add("np.load", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    const Value* f = arg_at(a, 0, "file");
+    const std::string* path = f ? str_of(*f) : nullptr;
+    if (path == nullptr || !path->ends_with(".npy")) return Value::unknown();
+    namespace fs = std::filesystem;
+    fs::path p(*path);
+    if (in.options.data_dir) {
+      p = *in.options.data_dir / p.filename();
+    } else if (p.is_relative() && !site.file().empty()) {
+      p = fs::path(site.file()).parent_path() / p;
+    }
+    std::error_code ec;
+    const fs::path abs = fs::absolute(p, ec).lexically_normal();
+    if (ec) return Value::unknown();
+    const auto info = runtime::read_npy_header(abs);
+    if (!info) return Value::unknown();
+    const auto d = dtype_from_name(runtime::data_type_name(info->dtype));
+    if (!d) return Value::unknown();
+    Value r = ndarray(Shape::of(info->shape), *d);
+    r.as<TensorObj>()->file = std::make_shared<const std::string>(abs.string());
+    return r;
+  });
   add("np.random.seed", [](Interpreter&, CallArgs&, const Site&) { return Value::none(); });
   add("np.prod", n["math.prod"].as<BuiltinObj>()->fn);
   // np.sqrt, np.exp, np.log, np.floor, np.ceil...: numpy_function (arrays and scalars).

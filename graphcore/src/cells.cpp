@@ -837,6 +837,8 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
                     std::vector<Value> out;
                     auto d = std::make_shared<DictObj>();
                     for (auto& [k, p] : params_of(self, which)) {
+                      if (auto* t = p.as<TensorObj>(); t && k.size() > t->param_path.size())
+                        t->param_path = k;
                       if (names)
                         out.push_back(make_tuple({make_str(k), p}));
                       else

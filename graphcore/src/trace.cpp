@@ -413,7 +413,10 @@ Value Interpreter::tensor_attr(const Value& tv, std::string_view name, const Sit
         }));
   }
   if (name == "requires_grad") return Value::boolean(t->requires_grad);
-  if (name == "name") return t->param_name.empty() ? Value::unknown() : make_str(t->param_name);
+  if (name == "name") {
+    if (!t->param_path.empty()) return make_str(t->param_path);
+    return t->param_name.empty() ? Value::unknown() : make_str(t->param_name);
+  }
   if (name == "data") return tv;
   if (name == "T" || name == "mT") {
     if (!s.ranked) return Value::unknown();

@@ -570,16 +570,35 @@ std::optional<Value> TrainingRecorder::api(Interpreter& in, NamespaceObj* ns,
             Value data = p->get("data");
             std::vector<std::string> names = names_of(p->get("column_names"));
             std::vector<std::pair<std::string, std::optional<TensorType>>> cols;
+            // The files the arrays were np.load()ed from: the runtime reads them.
+            std::vector<std::string> files;
+            auto add_column = [&](std::string col, const Value& x) {
+              const auto* t = x.as<TensorObj>();
+              if (t != nullptr && t->file) files.push_back(*t->file);
+              cols.emplace_back(std::move(col), slice_row(x));
+            };
             if (auto* dict = data.as<DictObj>()) {
-              for (auto& [k, x] : dict->entries)
-                cols.emplace_back(str_of(k) ? *str_of(k) : "?", slice_row(x));
+              for (auto& [k, x] : dict->entries) add_column(str_of(k) ? *str_of(k) : "?", x);
             } else if (auto* items = data.as<TupleObj>()) {
               for (size_t i = 0; i < items->items.size(); ++i)
-                cols.emplace_back("column_" + std::to_string(i), slice_row(items->items[i]));
+                add_column("column_" + std::to_string(i), items->items[i]);
             } else {
-              cols.emplace_back("column_0", slice_row(data));
+              add_column("column_0", data);
             }
             for (size_t i = 0; i < cols.size() && i < names.size(); ++i) cols[i].first = names[i];
+            if (!cols.empty() && files.size() == cols.size()) {
+              std::string joined;
+              std::string col_names;
+              for (size_t i = 0; i < files.size(); ++i) {
+                joined += (i ? ";" : "") + files[i];
+                col_names += (i ? ", " : "") + cols[i].first;
+              }
+              std::erase_if(d->source.args, [](const Attr& arg) {
+                return arg.name == "data" || arg.name == "column_names";
+              });
+              d->source.args.push_back(Attr{"data", joined});
+              d->source.args.push_back(Attr{"column_names", col_names});
+            }
             for (auto& [nm2, t] : cols) {
               if (!t) {
                 d->opaque_reason =

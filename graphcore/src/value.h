@@ -451,7 +451,14 @@ struct TensorObj : Object {
   bool is_parameter = false;
   bool requires_grad = true;
   std::string param_name;  // relative name given at creation (Parameter(..., name=...))
-  bool is_numpy = false;   // a numpy ndarray constant
+  // The Parameter's name in its Cell tree ("norm1.gamma"), as MindSpore renames a Parameter when
+  // its Cell becomes an attribute of another: the longest path a Cell's trainable_params() /
+  // get_parameters() listed it under (the root's). `.name` reads it.
+  std::string param_path;
+  bool is_numpy = false;  // a numpy ndarray constant
+  // np.load(path) of a .npy: the file, as found (absolute). A NumpySlicesDataset over arrays
+  // loaded so is read from these files by the runtime. Any operation on the array drops it.
+  std::shared_ptr<const std::string> file;
   // A constant whose every element is known to equal this value (Tensor(0.125), np.ones(...),
   // np.full(s, v)): recorded as the `value` attribute of its Constant node for the runtime.
   std::optional<double> fill;

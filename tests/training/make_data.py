@@ -21,6 +21,9 @@ OUT_DIR/slices.npz    np.savez (stored) of x: float32 (10, 4), y: int32 (10,)
 OUT_DIR/slices_deflated.npz  np.savez_compressed (deflated) of the same arrays
 OUT_DIR/x.npy, y.npy  the same arrays as .npy files
 OUT_DIR/images.npz    image: uint8 (6, 37, 53, 3) uniform random, label: int32 (6,)
+OUT_DIR/encoder/      x.npy: float32 (320, 16, 32) sequences, y.npy: int32 (320,) labels 0..3, from
+                      default_rng(29): each class shifts a different quarter of the features, so
+                      the label is learnable (the Transformer encoder case)
 """
 import os
 import sys
@@ -123,6 +126,19 @@ def make_slices(out):
     np.savez(os.path.join(out, "images.npz"), image=images, label=np.arange(6, dtype=np.int32))
 
 
+def make_encoder(out):
+    rng = np.random.default_rng(29)
+    n, length, features = 320, 16, 32
+    y = rng.integers(0, 4, n).astype(np.int32)
+    x = rng.normal(size=(n, length, features)).astype(np.float32)
+    for c in range(4):
+        x[y == c, :, c * 8:(c + 1) * 8] += 0.5
+    d = os.path.join(out, "encoder")
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "x.npy"), x)
+    np.save(os.path.join(d, "y.npy"), y)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_data.py OUT_DIR")
@@ -132,6 +148,7 @@ def main():
     make_cifar(out)
     make_imagefolder(out)
     make_slices(out)
+    make_encoder(out)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ GRAPH_MODE request is ignored: the recorder wraps Python methods, which graph mo
 with these hooks on MindSpore's own training entry points:
   * every dataset source reads DIR instead of the path the script names, unshuffled (shuffles
     draw from different random streams; `cellscope train --no-shuffle` reads in file order too);
+    np.load(path) reads DIR/<the file's name> when there is such a file;
   * before the first step: the network's parameters are saved to OUT/init.ckpt, and the
     gradient of every trainable parameter on the first batch (ms.value_and_grad of the network
     with its loss) is saved to OUT/grads/<name>.npy; the parameters are then restored from
@@ -48,18 +49,27 @@ class Recorder:
     def owns(self, idiom: str) -> bool:
         return self.idiom in (None, idiom)
 
-    def start(self, idiom, params, loss_and_grads):
-        """Before the first step: init.ckpt, then the first batch's gradients, then restore."""
+    def start(self, idiom, params, loss_and_grads, network=None):
+        """Before the first step: init.ckpt, then the first batch's gradients, then restore.
+
+        With the network known (Model, TrainOneStepCell), the checkpoints hold all of its
+        parameters, the state a training forward pass updates (BatchNorm's moving statistics)
+        included; the gradient pass moves that state, so it is restored too."""
         if self.started:
             return
         self.started = True
         self.idiom = idiom
-        self.params = list(params)
+        trainable = list(params)
+        self.params = trainable
+        if network is not None:
+            names = {p.name for p in trainable}
+            self.params = trainable + [p for p in network.get_parameters()
+                                       if p.name not in names]
         init = self.out / "init.ckpt"
         ms.save_checkpoint([{"name": p.name, "data": p} for p in self.params], str(init))
         grads = loss_and_grads()
         (self.out / "grads").mkdir(parents=True, exist_ok=True)
-        for p, g in zip(self.params, grads):
+        for p, g in zip(trainable, grads):
             np.save(self.out / "grads" / f"{p.name}.npy", g.asnumpy())
         saved = ms.load_checkpoint(str(init))
         for p in self.params:
@@ -88,6 +98,19 @@ def install(rec: Recorder, data_dir: str):
             _orig(self, data_dir, *a, **k)
 
         cls.__init__ = init
+
+    # np.load of a data file reads it from DIR by its name (`cellscope train --data DIR` looks
+    # for the file there the same way).
+    orig_np_load = np.load
+
+    def np_load(file, *a, **k):
+        if isinstance(file, (str, os.PathLike)):
+            candidate = os.path.join(data_dir, os.path.basename(os.fspath(file)))
+            if os.path.isfile(candidate):
+                file = candidate
+        return orig_np_load(file, *a, **k)
+
+    np.load = np_load
 
     # The data in file order on both sides (cellscope train --no-shuffle): shuffles draw from
     # different random streams.
@@ -127,7 +150,7 @@ def install(rec: Recorder, data_dir: str):
         first = next(train_dataset.create_tuple_iterator())
         grad_fn = ms.value_and_grad(with_loss, None, opt.parameters)
         with_loss.set_train(True)
-        rec.start("model", opt.parameters, lambda: grad_fn(*first)[1])
+        rec.start("model", opt.parameters, lambda: grad_fn(*first)[1], with_loss)
         cbs = list(callbacks) if isinstance(callbacks, (list, tuple)) else (
             [callbacks] if callbacks else [])
         orig_train(self, epoch, train_dataset, callbacks=cbs + [StepLoss()],
@@ -167,7 +190,8 @@ def install(rec: Recorder, data_dir: str):
                 return _orig(self, *inputs)
             if not rec.started:
                 grad_fn = orig_vag(self.network, None, self.weights)
-                rec.start("trainonestep", self.weights, lambda: grad_fn(*inputs)[1])
+                rec.start("trainonestep", self.weights, lambda: grad_fn(*inputs)[1],
+                          self.network)
             if len(rec.losses) >= rec.steps:
                 raise _Stop()
             out = _orig(self, *inputs)

@@ -10,6 +10,7 @@
 
 #include "graphcore/analysis.h"
 #include "graphcore/training.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -248,6 +249,101 @@ TEST(TrainingPlan, TransformerAdamWeightDecayWarmupClip) {
   EXPECT_EQ(shape(p.dataset->columns[0].type), "(32, 16, 64) float32");
   EXPECT_EQ(shape(p.dataset->columns[1].type), "(32,) int32");
   EXPECT_TRUE(p.loss_graph.compiled);
+}
+
+// A .npy file as numpy writes it (format 1.0): magic, version, header length, the header dict
+// padded with spaces to a multiple of 64 bytes, then the data (zeros here).
+std::string npy(const std::string& descr, const std::string& shape, size_t data_bytes) {
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  return out + header + std::string(data_bytes, '\0');
+}
+
+// np.load of .npy files handed to NumpySlicesDataset, as users write it: the evaluator reads the
+// arrays' types from the files' headers and the plan's source names the files for the runtime;
+// with a training data directory, the files are looked for there by name.
+TEST(TrainingPlan, NumpySlicesOfNpLoadedFiles) {
+  cellscope::testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string script = R"(
+import numpy as np
+import mindspore as ms
+import mindspore.dataset as ds
+from mindspore import nn
+
+features = np.load("./data/x.npy")
+labels = np.load("./data/y.npy")
+dataset = ds.NumpySlicesDataset((features, labels), column_names=["x", "y"], shuffle=True)
+dataset = dataset.batch(4, drop_remainder=True)
+net = nn.Dense(3, 2)
+loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+opt = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+model = ms.train.Model(net, loss, opt)
+model.train(1, dataset)
+)";
+  const std::string file = dir.write("train.py", script);
+  const std::string x = dir.write("data/x.npy", npy("<f4", "(10, 3)", 10 * 3 * 4));
+  const std::string y = dir.write("data/y.npy", npy("<i4", "(10,)", 10 * 4));
+  graphcore::DiskSourceProvider disk;
+  AnalysisOptions opts;
+  AnalysisResult r = graphcore::analyze_file(file, opts, disk);
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  ASSERT_TRUE(p.dataset);
+  EXPECT_TRUE(p.dataset->opaque_reason.empty()) << p.dataset->opaque_reason;
+  ASSERT_EQ(p.dataset->columns.size(), 2u);
+  EXPECT_EQ(shape(p.dataset->columns[0].type), "(4, 3) float32");
+  EXPECT_EQ(shape(p.dataset->columns[1].type), "(4,) int32");
+  const auto canonical = [](const std::string& f) {
+    return std::filesystem::weakly_canonical(f).string();
+  };
+  EXPECT_EQ(str(p.dataset->source, "data"), canonical(x) + ";" + canonical(y));
+  EXPECT_EQ(str(p.dataset->source, "column_names"), "x, y");
+  EXPECT_TRUE(p.loss_graph.compiled);
+
+  // --data DIR: the same file names in another directory, of another length.
+  dir.write("elsewhere/x.npy", npy("<f4", "(6, 3)", 6 * 3 * 4));
+  dir.write("elsewhere/y.npy", npy("<i4", "(6,)", 6 * 4));
+  opts.data_dir = dir.path() / "elsewhere";
+  r = graphcore::analyze_file(file, opts, disk);
+  ASSERT_EQ(r.training.size(), 1u);
+  ASSERT_TRUE(r.training[0].dataset);
+  EXPECT_EQ(str(r.training[0].dataset->source, "data"),
+            canonical((dir.path() / "elsewhere/x.npy").string()) + ";" +
+                canonical((dir.path() / "elsewhere/y.npy").string()));
+
+  // A missing file or an .npz: the column types are unknown, a note and no error.
+  opts.data_dir = dir.path() / "nowhere";
+  r = graphcore::analyze_file(file, opts, disk);
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  ASSERT_TRUE(r.training[0].dataset);
+  EXPECT_FALSE(r.training[0].dataset->opaque_reason.empty());
+}
+
+// Parameter.name is the name in the Cell tree once the network is built ("norm1.gamma", not
+// LayerNorm's own "gamma"), so the filters users write over trainable_params() split the groups
+// as MindSpore does (the LayerNorm parameters went to the weight-decay group before).
+TEST(TrainingPlan, ParameterNamesAreTreePathsInGroupFilters) {
+  AnalysisResult r = analyse("transformer_encoder_adamw.py");
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  ASSERT_EQ(p.param_groups.size(), 3u);
+  const auto& decay = p.param_groups[0].params;
+  const auto& other = p.param_groups[1].params;
+  for (const std::string n : {"norm1.gamma", "norm1.beta", "norm2.gamma", "norm2.beta"}) {
+    EXPECT_TRUE(std::count(other.begin(), other.end(), n)) << n;
+    EXPECT_FALSE(std::count(decay.begin(), decay.end(), n)) << n;
+  }
+  EXPECT_TRUE(std::count(decay.begin(), decay.end(), "query.weight"));
+  EXPECT_TRUE(std::count(other.begin(), other.end(), "query.bias"));
+  EXPECT_EQ(decay.size() + other.size(), p.param_groups[2].params.size());
 }
 
 TEST(TrainingPlan, DynamicLossScaleTwice) {

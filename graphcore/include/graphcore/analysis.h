@@ -117,6 +117,10 @@ struct AnalysisOptions {
   // argparse's parse_args parses it against the script's add_argument calls. Empty: no
   // arguments, every option at its default, as `python FILE` runs.
   std::vector<std::string> script_args;
+  // The training data directory (`cellscope train --data DIR`): a file the program np.load()s is
+  // looked for there by its name (as a dataset source's directory is replaced), otherwise where
+  // the program names it (relative to the program's directory).
+  std::optional<std::filesystem::path> data_dir;
   // Polled during evaluation; when it becomes true the analysis stops and returns a result with
   // `cancelled` set (an editor abandons an analysis of a superseded version this way).
   const std::atomic<bool>* cancel = nullptr;

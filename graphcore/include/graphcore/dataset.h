@@ -78,6 +78,15 @@ Tensor to_tensor(const HostArray& a);
 // Writes `a` as a NumPy .npy file with its own dtype (atomically: temp file + rename).
 void write_array_npy(const std::filesystem::path& path, const HostArray& a);
 
+// The element type and shape of a .npy file, from its header alone (the static evaluator's
+// np.load: the types a training plan's NumpySlicesDataset yields). nullopt when the file cannot
+// be read or is not a C-order .npy of a type above.
+struct NpyInfo {
+  DataType dtype = DataType::Float32;
+  std::vector<int64_t> shape;
+};
+std::optional<NpyInfo> read_npy_header(const std::filesystem::path& path);
+
 // A bad plan or bad data: the message names the call (file:line: api), the file, the column.
 class DatasetError : public RuntimeError {
  public:

@@ -558,7 +558,14 @@ uint16_t le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8
 
 // ---- .npy / .npz --------------------------------------------------------------------------------
 
-HostArray parse_npy(const uint8_t* data, size_t size, const std::string& name) {
+// The header of a .npy: its element type and shape, and where the data starts.
+struct NpyHeader {
+  DataType dtype = DataType::Float32;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;
+};
+
+NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& name) {
   auto bad = [&](const std::string& why) -> DatasetError {
     return DatasetError(name + ": not a readable .npy array: " + why);
   };
@@ -601,10 +608,17 @@ HostArray parse_npy(const uint8_t* data, size_t size, const std::string& name) {
     }
     shape.push_back(d);
   }
-  HostArray a = HostArray::make(*dtype, shape);
+  return NpyHeader{*dtype, std::move(shape), pos};
+}
+
+HostArray parse_npy(const uint8_t* data, size_t size, const std::string& name) {
+  NpyHeader h = parse_npy_header(data, size, name);
+  const size_t pos = h.data_offset;
+  HostArray a = HostArray::make(h.dtype, std::move(h.shape));
   if (size - pos != a.bytes.size()) {
-    throw bad("expected " + std::to_string(a.bytes.size()) + " data bytes for " + a.type_str() +
-              ", found " + std::to_string(size - pos));
+    throw DatasetError(name + ": not a readable .npy array: expected " +
+                       std::to_string(a.bytes.size()) + " data bytes for " + a.type_str() +
+                       ", found " + std::to_string(size - pos));
   }
   if (!a.bytes.empty()) std::memcpy(a.bytes.data(), data + pos, a.bytes.size());
   return a;
@@ -1945,6 +1959,32 @@ std::unique_ptr<Node> make_source(const PlanCall& c, const std::optional<fs::pat
 }
 
 }  // namespace
+
+std::optional<NpyInfo> read_npy_header(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  // Magic, version, header length: 10 or 12 bytes; the header is at most a few hundred bytes
+  // (4 GiB by the format: bounded here, a larger one is not a file numpy wrote).
+  std::vector<uint8_t> head(12);
+  f.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  if (f.gcount() < 10) return std::nullopt;
+  head.resize(static_cast<size_t>(f.gcount()));
+  const size_t len_end = head[6] == 1 ? 10 : 12;
+  if (head.size() < len_end) return std::nullopt;
+  const size_t header_len = head[6] == 1 ? le16(head.data() + 8) : le32(head.data() + 8);
+  if (header_len > (size_t{1} << 20)) return std::nullopt;
+  head.resize(len_end + header_len);
+  f.clear();
+  f.seekg(static_cast<std::streamoff>(len_end));
+  f.read(reinterpret_cast<char*>(head.data() + len_end), static_cast<std::streamsize>(header_len));
+  if (static_cast<size_t>(f.gcount()) != header_len) return std::nullopt;
+  try {
+    NpyHeader h = parse_npy_header(head.data(), head.size(), path.string());
+    return NpyInfo{h.dtype, std::move(h.shape)};
+  } catch (const RuntimeError&) {
+    return std::nullopt;
+  }
+}
 
 struct DatasetReader::Impl {
   DatasetPlan plan;  // owned: nodes keep references to its calls
