@@ -290,7 +290,7 @@ void k_dense_grad(KernelCall& c) {
     Unary d = unary_of(act, c.node);
     d.tanh_gelu = true;  // the forward kernel's "gelu" is nn.GELU()'s default, the tanh form
     dpre = dpre.clone();
-    float* g = dpre.data<float>();
+    auto* g = dpre.data<float>();
     for (int64_t i = 0; i < pre.size(); ++i)
       g[i] = static_cast<float>(g[i] * d(pre.data()[i]));
   }
