@@ -291,8 +291,7 @@ void k_dense_grad(KernelCall& c) {
     d.tanh_gelu = true;  // the forward kernel's "gelu" is nn.GELU()'s default, the tanh form
     dpre = dpre.clone();
     auto* g = dpre.data<float>();
-    for (int64_t i = 0; i < pre.size(); ++i)
-      g[i] = static_cast<float>(g[i] * d(pre.data()[i]));
+    for (int64_t i = 0; i < pre.size(); ++i) g[i] = static_cast<float>(g[i] * d(pre.data()[i]));
   }
   emit(c, dnnl_ops::matmul(dpre, w).reshape(x.shape()));
   emit(c, dnnl_ops::matmul(dpre, x.reshape({m, in_f}), true, false));
