@@ -144,8 +144,8 @@ std::shared_ptr<Tensor::Storage> allocate(size_t bytes, const std::string& what,
     try {
       p = static_cast<std::byte*>(::operator new[](capacity, std::align_val_t(64)));
     } catch (const std::bad_alloc&) {
-      throw RuntimeError("out of memory: cannot allocate " + byte_size_str(bytes) +
-                         " for tensor " + what);
+      throw RuntimeError("out of memory: cannot allocate " + byte_size_str(bytes) + " for tensor " +
+                         what);
     }
   }
   if (zero) std::memset(p, 0, n);
