@@ -4,7 +4,8 @@
 // Usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... [--input SPEC]...
 //                           [--seed N] [--precision fp32|target] [--out DIR] [--dump-all]
 //                           [--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N]
-//                           [--list-params] [--grad] [--train-mode] [--threads N]
+//                           [--list-params] [--grad] [--train-mode] [--train-step]
+//                           [--threads N]
 //   --input-shape  as `cellscope graph --input` ("1,3,224,224", "8,128:int32")
 //   --input        random | random:SEED | ones | zeros | path.npy (one per graph input; default
 //                  random)
@@ -29,6 +30,9 @@
 //                  statistics after the step, in --train-mode); prints the loss and each gradient
 //   --train-mode   training semantics (Cell.set_train(True)): BatchNorm on batch statistics,
 //                  Dropout active
+//   --train-step   with --grad and --bench: every timed run is a whole training step, forward +
+//                  backward + nn.Momentum(lr=0.01, momentum=0.9) updating the parameters as
+//                  `cellscope train` does (BatchNorm's moving statistics written back too)
 // Exit status: 0 on success, 1 on a runtime error (the message names the node and line), 2 on
 // bad usage or an analysis failure.
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -41,6 +45,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -51,6 +56,7 @@
 
 #include "graphcore/analysis.h"
 #include "graphcore/autodiff.h"
+#include "graphcore/optim.h"
 #include "graphcore/runtime.h"
 
 namespace fs = std::filesystem;
@@ -124,7 +130,7 @@ int usage() {
   std::cerr << "usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... "
                "[--input SPEC]... [--seed N] [--precision fp32|target] [--out DIR] [--dump-all] "
                "[--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N] "
-               "[--list-params] [--grad] [--train-mode] [--threads N]\n";
+               "[--list-params] [--grad] [--train-mode] [--train-step] [--threads N]\n";
   return 2;
 }
 
@@ -147,7 +153,7 @@ int main(int argc, char** argv) {
   opts.record_facts = true;     // CellReport::instances: initializers at constructor sites
   opts.constant_values = true;  // elements of constants computed by numpy code
   rt::ExecOptions eo;
-  bool dump_all = false, list_params = false, timing = false, grad = false;
+  bool dump_all = false, list_params = false, timing = false, grad = false, train_step = false;
   int bench = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -203,6 +209,8 @@ int main(int argc, char** argv) {
       grad = true;
     } else if (a == "--train-mode") {
       eo.training = true;
+    } else if (a == "--train-step") {
+      train_step = true;
     } else if (!a.empty() && a[0] != '-' && file.empty()) {
       file = a;
     } else {
@@ -210,6 +218,10 @@ int main(int argc, char** argv) {
     }
   }
   if (file.empty()) return usage();
+  if (train_step && (!grad || bench <= 0)) {
+    std::cerr << "cellscope-run: --train-step needs --grad and --bench N\n";
+    return 2;
+  }
 
   using clock = std::chrono::steady_clock;
   auto ms_since = [](clock::time_point t) {
@@ -262,12 +274,48 @@ int main(int argc, char** argv) {
     }
     double bind_ms = ms_since(t_bind);
     if (bench > 0) {
+      // --train-step: the optimizer update after each run, as the Trainer does it (private
+      // copies of the parameters updated in place, then set as the executor's).
+      std::unique_ptr<rt::Optimizer> optimizer;
+      if (train_step) {
+        rt::OptimizerConfig cfg = rt::OptimizerConfig::defaults(rt::OptimizerKind::Momentum);
+        cfg.learning_rate = rt::LrSchedule::constant(0.01);
+        cfg.momentum = 0.9;
+        std::vector<std::string> names;
+        std::vector<std::vector<int64_t>> shapes;
+        for (const auto& [name, ref] : grad_graph->param_grads) {
+          (void)ref;
+          names.push_back(name);
+          shapes.push_back(ex.param(name)->value.shape());
+        }
+        optimizer = std::make_unique<rt::Optimizer>(cfg, names, shapes);
+      }
+      auto update = [&] {
+        const auto& gg = *grad_graph;
+        std::vector<rt::Tensor> outs = ex.outputs();
+        const size_t n = gg.param_grads.size();
+        std::vector<rt::Tensor> grads(outs.begin() + 1,
+                                      outs.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+        std::vector<rt::Tensor> params;
+        std::vector<rt::Tensor*> ptrs;
+        params.reserve(n);
+        for (const auto& [name, ref] : gg.param_grads) {
+          (void)ref;
+          params.push_back(ex.param(name)->value.clone());
+        }
+        for (rt::Tensor& p : params) ptrs.push_back(&p);
+        optimizer->step(ptrs, grads);
+        for (size_t k = 0; k < n; ++k) ex.set_param(gg.param_grads[k].first, std::move(params[k]));
+        for (size_t k = 0; k < gg.state_updates.size(); ++k)
+          ex.set_param(gg.state_updates[k].first, outs.at(1 + n + k));
+      };
       auto time_runs = [&](const rt::Hooks& hooks) {
         std::vector<double> ms;
         for (int r = 0; r <= bench; ++r) {
           ex.reset();
           auto t0 = clock::now();
           rt::RunStatus s = ex.run(hooks);
+          if (s.kind == rt::RunStatus::Kind::Finished && optimizer) update();
           double d = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
           if (s.kind != rt::RunStatus::Kind::Finished) throw rt::RuntimeError(s.message);
           if (r > 0) ms.push_back(d);  // run 0 is the warm-up
@@ -307,6 +355,7 @@ int main(int argc, char** argv) {
                 {"hooked_ms_min", hooked.front()},
                 {"hook_calls", calls},
                 {"threads", eo.threads},
+                {"train_step", train_step},
                 {"kernels", rt::kernel_library()},
                 {"hook_overhead_pct", 100.0 * (median(hooked) / median(plain) - 1.0)}};
       std::cout << j.dump() << "\n";

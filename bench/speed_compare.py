@@ -1,9 +1,19 @@
 #!/usr/bin/python3
-"""Inference speed of Cellscope's CPU runtime next to MindSpore 2.10 (graph mode and PyNative),
-PyTorch and onnxruntime, in one run, at 1 and 2 threads (issue 17):
+"""Inference and training-step speed of Cellscope's CPU runtime next to MindSpore 2.10 (graph
+mode and PyNative), PyTorch and onnxruntime (inference only), in one run, at 1 and 2 threads
+(issue 17):
 
   python3 bench/speed_compare.py [--bin build/bench/cellscope-run] [--runs 5] [--reps 2]
       [--threads 1,2] [--models lenet5,resnet18,resnet50,bert_base] [--engines ...]
+      [--modes infer,train]
+
+A training step is forward + backward + nn.Momentum(lr=0.01, momentum=0.9) on the model with a
+SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean") loss on its logits (BERT-base: on the
+pooled output, 768 "classes"), labels random in [0, 10): MindSpore's TrainOneStepCell(loss cell,
+Momentum) with set_train(True); Cellscope `cellscope-run --grad --train-mode --train-step` on the
+same loss Cell (the model's source with the loss Cell appended, written to a temporary
+directory); PyTorch model.train(), CrossEntropyLoss, SGD(momentum=0.9), zero_grad/backward/step.
+The RSS column of the ResNet-50 training rows is the peak RSS of a process doing those steps.
 
 Models: LeNet-5 batch 64, ResNet-18 batch 16 (224x224), ResNet-50 batch 1, BERT-base seq 128.
 Cellscope and MindSpore run the same MindSpore source (tests/corpus/models, bench/models);
@@ -46,6 +56,35 @@ MODELS = {
 LABELS = {"lenet5": "LeNet-5 b64", "resnet18": "ResNet-18 b16", "resnet50": "ResNet-50 b1",
           "bert_base": "BERT-base s128"}
 ENGINES = ["cellscope", "ms_graph", "ms_pynative", "torch", "onnxruntime"]
+MODES = ["infer", "train"]
+
+# The loss Cell appended to a model's source for the training step (MindSpore and Cellscope).
+LOSS_CELL = """
+
+import mindspore.nn as _bench_nn
+
+
+class BenchLoss(_bench_nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.net = {factory}()
+        self.loss = _bench_nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+    def construct(self, x, label):
+        return self.loss(self.net(x){pick}, label)
+"""
+
+
+def write_loss_source(model, directory):
+    """Writes the model's source plus BenchLoss to DIRECTORY/bench_loss_MODEL.py; its path."""
+    src, factory, _, _ = MODELS[model]
+    with open(os.path.join(ROOT, src), encoding="utf-8") as f:
+        text = f.read()
+    pick = "[1]" if model == "bert_base" else ""  # BERT: (sequence, pooled)
+    path = os.path.join(directory, f"bench_loss_{model}.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text + LOSS_CELL.format(factory=factory, pick=pick))
+    return path
 
 
 # ---- workers (run inside the engine's interpreter) -------------------------------------------------
@@ -61,7 +100,7 @@ def _time_runs(fn, runs):
     return out
 
 
-def worker_mindspore(model, threads, runs, mode):
+def worker_mindspore(model, threads, runs, mode, train=False):
     import importlib
     import numpy as np
     import mindspore as ms
@@ -69,15 +108,27 @@ def worker_mindspore(model, threads, runs, mode):
     ms.device_context.cpu.op_tuning.threads_num(threads)
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     src, factory, shape, dtype = MODELS[model]
+    if dtype == "int32":
+        x = ms.Tensor(np.random.randint(1, 1000, size=shape).astype(np.int32))
+    else:
+        x = ms.Tensor(np.random.randn(*shape).astype(np.float32))
+    if train:
+        # Graph mode reads the Cell's source through its module: a file of its own (cwd is a
+        # temporary directory the driver removes).
+        path = write_loss_source(model, os.getcwd())
+        sys.path.insert(0, os.getcwd())
+        mod = importlib.import_module(os.path.splitext(os.path.basename(path))[0])
+        loss = mod.BenchLoss()
+        opt = ms.nn.Momentum(loss.trainable_params(), learning_rate=0.01, momentum=0.9)
+        step = ms.nn.TrainOneStepCell(loss, opt)
+        step.set_train(True)
+        label = ms.Tensor(np.random.randint(0, 10, size=(shape[0],)).astype(np.int32))
+        return _time_runs(lambda: step(x, label).asnumpy(), runs)
     # Graph mode reads the Cell's source through its module: import it by name.
     sys.path.insert(0, os.path.dirname(os.path.join(ROOT, src)))
     mod = importlib.import_module(os.path.splitext(os.path.basename(src))[0])
     net = getattr(mod, factory)()
     net.set_train(False)
-    if dtype == "int32":
-        x = ms.Tensor(np.random.randint(1, 1000, size=shape).astype(np.int32))
-    else:
-        x = ms.Tensor(np.random.randn(*shape).astype(np.float32))
 
     def run():
         y = net(x)
@@ -124,11 +175,25 @@ def _torch_input(model):
     return torch.randn(*shape)
 
 
-def worker_torch(model, threads, runs):
+def worker_torch(model, threads, runs, train=False):
     import torch
     torch.set_num_threads(threads)
-    net = _torch_model(model).eval()
     x = _torch_input(model)
+    if train:
+        net = _torch_model(model).train()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        label = torch.randint(0, 10, (x.shape[0],))
+
+        def step():
+            opt.zero_grad()
+            y = net(x)
+            loss = loss_fn(y[1] if isinstance(y, tuple) else y, label)
+            loss.backward()
+            opt.step()
+            loss.item()
+        return _time_runs(step, runs)
+    net = _torch_model(model).eval()
 
     def run():
         with torch.inference_mode():
@@ -178,13 +243,20 @@ def run_measured(cmd, env=None, cwd=ROOT):
     return out, usage.ru_maxrss / 1024.0
 
 
-def measure(engine, model, threads, runs, binary):
+def measure(engine, model, threads, runs, binary, mode="infer"):
     src, _, shape, dtype = MODELS[model]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), GLOG_v="3")
+    train = mode == "train"
     if engine == "cellscope":
         spec = ",".join(map(str, shape)) + (":int32" if dtype == "int32" else "")
-        out, rss = run_measured([binary, src, "--input-shape", spec, "--threads", str(threads),
-                                 "--bench", str(max(1, runs // 2))], env)
+        with tempfile.TemporaryDirectory(prefix="cellscope-bench-") as tmp:
+            cmd = [binary, src, "--input-shape", spec, "--threads", str(threads),
+                   "--bench", str(max(1, runs // 2))]
+            if train:
+                cmd[1] = write_loss_source(model, tmp)
+                cmd += ["--entry", "BenchLoss()", "--input-shape", f"{shape[0]}:int32",
+                        "--grad", "--train-mode", "--train-step"]
+            out, rss = run_measured(cmd, env)
         j = json.loads(out.strip().splitlines()[-1])
         # --bench N times 2 rounds of N plain runs (and N hooked ones, not used here).
         return [j["plain_ms_median"]], rss, j.get("kernels", "")
@@ -192,7 +264,7 @@ def measure(engine, model, threads, runs, binary):
     # MindSpore writes rank_0/ logs into its working directory: a temporary one, removed.
     with tempfile.TemporaryDirectory(prefix="cellscope-bench-") as cwd:
         out, rss = run_measured([py, os.path.abspath(__file__), "--worker", engine, model,
-                                 str(threads), str(runs)], env, cwd)
+                                 str(threads), str(runs), mode], env, cwd)
     return json.loads(out.strip().splitlines()[-1]), rss, ""
 
 
@@ -204,58 +276,69 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--engines", default=",".join(ENGINES))
-    ap.add_argument("--worker", nargs=4, metavar=("ENGINE", "MODEL", "THREADS", "RUNS"))
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--worker", nargs=5, metavar=("ENGINE", "MODEL", "THREADS", "RUNS", "MODE"))
     a = ap.parse_args()
     if a.worker:
         engine, model, threads, runs = a.worker[0], a.worker[1], int(a.worker[2]), int(a.worker[3])
+        train = a.worker[4] == "train"
         if engine.startswith("ms_"):
-            ms = worker_mindspore(model, threads, runs, engine[3:])
+            ms = worker_mindspore(model, threads, runs, engine[3:], train)
         elif engine == "torch":
-            ms = worker_torch(model, threads, runs)
+            ms = worker_torch(model, threads, runs, train)
         else:
             ms = worker_onnxruntime(model, threads, runs)
         print(json.dumps(ms))
         return 0
 
     engines = a.engines.split(",")
-    results = {}  # (model, threads, engine) -> {"ms": [...], "rss": max, "load": [...]}
+    modes = a.modes.split(",")
+    results = {}  # (model, mode, threads, engine) -> {"ms": [...], "rss": max, "load": [...]}
     kernels = ""
     for model in a.models.split(","):
-        for threads in map(int, a.threads.split(",")):
-            for rep in range(a.reps):
-                order = engines[rep % len(engines):] + engines[:rep % len(engines)]
-                for engine in order:
-                    before = load1()
-                    try:
-                        ms, rss, k = measure(engine, model, threads, a.runs, a.bin)
-                    except Exception as e:  # one engine failing does not stop the table
-                        print(f"{engine} {model} t{threads}: {e}", file=sys.stderr)
-                        continue
-                    kernels = kernels or k
-                    r = results.setdefault((model, threads, engine),
-                                           {"ms": [], "rss": 0.0, "load": []})
-                    r["ms"] += ms
-                    r["rss"] = max(r["rss"], rss)
-                    r["load"].append(before)
-                    print(f"{model} t{threads} {engine}: {statistics.median(ms):.1f} ms "
-                          f"(rss {rss:.0f} MiB, load {before:.1f})", file=sys.stderr, flush=True)
+        for mode in modes:
+            for threads in map(int, a.threads.split(",")):
+                for rep in range(a.reps):
+                    order = engines[rep % len(engines):] + engines[:rep % len(engines)]
+                    for engine in order:
+                        if mode == "train" and engine == "onnxruntime":
+                            continue  # inference only
+                        before = load1()
+                        try:
+                            ms, rss, k = measure(engine, model, threads, a.runs, a.bin, mode)
+                        except Exception as e:  # one engine failing does not stop the table
+                            print(f"{engine} {model} {mode} t{threads}: {e}", file=sys.stderr)
+                            continue
+                        kernels = kernels or k
+                        r = results.setdefault((model, mode, threads, engine),
+                                               {"ms": [], "rss": 0.0, "load": []})
+                        r["ms"] += ms
+                        r["rss"] = max(r["rss"], rss)
+                        r["load"].append(before)
+                        print(f"{model} {mode} t{threads} {engine}: {statistics.median(ms):.1f} ms "
+                              f"(rss {rss:.0f} MiB, load {before:.1f})", file=sys.stderr,
+                              flush=True)
 
     print(f"Cellscope kernels: {kernels}; {os.cpu_count()} CPUs\n")
-    head = "| model | threads | " + " | ".join(engines) + " | load (1 min) |"
+    head = "| model | step | threads | " + " | ".join(engines) + " | load (1 min) |"
     print(head)
-    print("|" + "---|" * (len(engines) + 3))
+    print("|" + "---|" * (len(engines) + 4))
     for model in a.models.split(","):
-        for threads in map(int, a.threads.split(",")):
-            cells, loads = [], []
-            for engine in engines:
-                r = results.get((model, threads, engine))
-                if not r:
-                    cells.append("failed")
-                    continue
-                cells.append(f"{statistics.median(r['ms']):.1f} ms / {r['rss']:.0f} MiB")
-                loads += r["load"]
-            load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "?"
-            print(f"| {LABELS[model]} | {threads} | " + " | ".join(cells) + f" | {load} |")
+        for mode in modes:
+            for threads in map(int, a.threads.split(",")):
+                cells, loads = [], []
+                for engine in engines:
+                    r = results.get((model, mode, threads, engine))
+                    if not r:
+                        cells.append("-" if mode == "train" and engine == "onnxruntime"
+                                     else "failed")
+                        continue
+                    cells.append(f"{statistics.median(r['ms']):.1f} ms / {r['rss']:.0f} MiB")
+                    loads += r["load"]
+                load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "?"
+                what = "inference" if mode == "infer" else "train step"
+                print(f"| {LABELS[model]} | {what} | {threads} | " + " | ".join(cells) +
+                      f" | {load} |")
     return 0
 
 

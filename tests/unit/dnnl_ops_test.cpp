@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graphcore/runtime.h"
@@ -130,6 +131,29 @@ TEST(DnnlOps, ConvForwardMatchesDirectLoops) {
     expect_close(y, ref_forward(g, x, w, nullptr), 1e-5, k.name);
     expect_close(dnnl_ops::conv2d_forward(g, x, w, &b), ref_forward(g, x, w, &b), 1e-5, k.name);
   }
+}
+
+// Inference keeps the weight's reordered copy with its storage: a second call reads it, and a
+// weight written in place (or a new weight tensor) is reordered again, never the stale copy.
+TEST(DnnlOps, CachedReorderedWeightsFollowTheWeight) {
+  dnnl_ops::set_threads(1);
+  ConvGeometry g;  // channels of 32: oneDNN's blocked layouts, so the weight is reordered
+  g.batch = 1, g.in_channels = 32, g.in_h = 7, g.in_w = 7, g.out_channels = 32;
+  g.kernel_h = 3, g.kernel_w = 3, g.pad_before = {1, 1}, g.pad_after = {1, 1};
+  Tensor x = Tensor::random(g.input_shape(), DType::Float32, 11);
+  Tensor w = Tensor::random(g.weight_shape(), DType::Float32, 12);
+  for (int run = 0; run < 2; ++run) {
+    expect_close(dnnl_ops::conv2d_forward(g, x, w, nullptr, true), ref_forward(g, x, w, nullptr),
+                 1e-5, "cached, run " + std::to_string(run));
+  }
+  for (int64_t k = 0; k < w.numel(); k += 7) w.data<float>()[k] *= -2.0f;  // written in place
+  expect_close(dnnl_ops::conv2d_forward(g, x, w, nullptr, true), ref_forward(g, x, w, nullptr),
+               1e-5, "after an in-place write");
+  Tensor w2 = Tensor::random(g.weight_shape(), DType::Float32, 13);
+  expect_close(dnnl_ops::conv2d_forward(g, x, w2, nullptr, true), ref_forward(g, x, w2, nullptr),
+               1e-5, "another weight");
+  expect_close(dnnl_ops::conv2d_forward(g, x, w, nullptr, true), ref_forward(g, x, w, nullptr),
+               1e-5, "the first weight again");
 }
 
 TEST(DnnlOps, ConvBackwardMatchesDirectFormulas) {

@@ -2,6 +2,7 @@
 // cases, and the Executor's hooks (pause/resume/abort/interrupt, errors naming the node).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <span>
 
 #include "graphcore/analysis.h"
@@ -93,6 +95,53 @@ TEST(RuntimeTensor, ShapesCastsAndHalf) {
   Tensor a = Tensor::random({4, 4}, DType::Float32, 7),
          b = Tensor::random({4, 4}, DType::Float32, 7);
   EXPECT_EQ(values(a), values(b));
+}
+
+// Storage of 64 KiB and more goes back to a pool and is handed out again for the same size; a
+// recycled block is still zero-filled for Tensor(shape, dtype), and turning the pool off frees it.
+TEST(RuntimeTensor, PoolRecyclesBlocksAndStillZeroFills) {
+  const size_t limit = tensor_pool_limit();
+  release_tensor_pool();
+  const float* first = nullptr;
+  {
+    Tensor a({256, 256}, DType::Float32);  // 256 KiB
+    first = a.data<float>();
+    std::fill_n(a.data<float>(), a.numel(), 7.0f);
+  }
+  EXPECT_GE(tensor_pool_bytes(), size_t{256} << 10);
+  Tensor b({256, 256}, DType::Float32);
+  EXPECT_EQ(b.data<float>(), first);  // the same block again
+  EXPECT_TRUE(compute_stats(b).all_zero());
+  EXPECT_EQ(tensor_pool_bytes(), 0u);
+  Tensor u = Tensor::uninitialized({64 * 1024 + 3}, DType::Float32);
+  EXPECT_EQ(u.numel(), 64 * 1024 + 3);
+  set_tensor_pool_limit(0);  // off: nothing kept
+  u = Tensor();
+  EXPECT_EQ(tensor_pool_bytes(), 0u);
+  Tensor small({4}, DType::Float32);  // below the pool's size: plain allocations
+  EXPECT_EQ(small.at(3), 0.0);
+  set_tensor_pool_limit(limit);
+}
+
+// A value derived from a tensor's elements is shared by its views and dropped when the elements
+// are written through mutable access.
+TEST(RuntimeTensor, DerivedValueIsDroppedOnWrite) {
+  Tensor w = Tensor::random({8, 8}, DType::Float32, 3);
+  const Tensor view = w.reshape({64});
+  auto value = std::make_shared<int>(42);
+  view.set_derived("layout-a", value);
+  ASSERT_NE(w.derived("layout-a"), nullptr);
+  EXPECT_EQ(*static_cast<const int*>(w.derived("layout-a").get()), 42);
+  EXPECT_EQ(w.derived("layout-b"), nullptr);  // another key
+  const Tensor& cw = w;
+  (void)cw.data<float>();  // reading keeps it
+  EXPECT_NE(view.derived("layout-a"), nullptr);
+  w.data<float>()[0] += 1;  // writing drops it
+  EXPECT_EQ(view.derived("layout-a"), nullptr);
+  view.set_derived("layout-a", value);
+  w.set(5, 2.0);
+  EXPECT_EQ(view.derived("layout-a"), nullptr);
+  EXPECT_EQ(w.clone().derived("layout-a"), nullptr);  // a copy has its own storage
 }
 
 TEST(RuntimeTensor, Statistics) {

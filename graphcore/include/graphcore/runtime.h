@@ -45,6 +45,8 @@ class Tensor {
   Tensor() = default;
   // Zero-filled.
   Tensor(std::vector<int64_t> shape, DType dtype);
+  // Elements not initialised: for a kernel that writes every element of its output.
+  static Tensor uninitialized(std::vector<int64_t> shape, DType dtype);
 
   static Tensor zeros(std::vector<int64_t> shape, DType dtype = DType::Float32);
   static Tensor ones(std::vector<int64_t> shape, DType dtype = DType::Float32);
@@ -86,8 +88,19 @@ class Tensor {
   // The first `max_items` values, numpy-like ("[0.1, -2, ...]").
   [[nodiscard]] std::string preview(size_t max_items = 8) const;
 
+  // A value computed from this tensor's elements, kept with its storage and shared by every
+  // Tensor viewing it (oneDNN's reordered copy of a convolution weight): the one stored under
+  // `key`, or nullptr. Taking mutable access to the elements (non-const data<T>(), set) drops it,
+  // so it never describes elements that changed after it was stored -- as long as nobody writes
+  // through a pointer obtained before set_derived (kernels never write into their inputs).
+  [[nodiscard]] std::shared_ptr<const void> derived(std::string_view key) const;
+  void set_derived(std::string key, std::shared_ptr<const void> value) const;
+
+  struct Storage;  // tensor.cpp: the bytes (recycled through a pool) and the derived value
+
  private:
-  std::shared_ptr<std::byte[]> storage_;
+  [[nodiscard]] std::byte* bytes() const;
+  std::shared_ptr<Storage> storage_;
   std::vector<int64_t> shape_;
   DType dtype_ = DType::Float32;
   int64_t numel_ = 0;
@@ -99,6 +112,15 @@ class Tensor {
 // std::bad_alloc. Process-wide; the default (or 0) is the machine's physical memory.
 size_t max_tensor_bytes();
 void set_max_tensor_bytes(size_t bytes);
+
+// Tensor storage of 64 KiB and more is recycled: a freed block is kept, by size, for the next
+// tensor of that size (an executor frees each activation after its last reader, so a run reuses
+// the blocks of the one before without page faults). The pool keeps at most this many bytes
+// (default 1 GiB; 0 turns it off and frees what it holds); release_tensor_pool() frees them all.
+size_t tensor_pool_limit();
+void set_tensor_pool_limit(size_t bytes);
+size_t tensor_pool_bytes();  // held now
+void release_tensor_pool();
 
 // Rounds every value of a float tensor to binary16 in place (round to nearest even; values
 // beyond 65504 become +-inf, as fp16 storage would make them).

@@ -217,9 +217,40 @@ void check_tensor(const Tensor& t, const std::vector<int64_t>& shape, const char
   }
 }
 
+// Every element is written by the primitive (or the reorder after it): not zero-filled.
 Tensor new_output(const std::vector<int64_t>& shape, const char* what) {
   (void)checked_buffer_elements(shape, sizeof(float), what);
-  return {shape, DType::Float32};
+  return Tensor::uninitialized(shape, DType::Float32);
+}
+
+// A weight operand bound for execution; `keep` holds a cached reordered copy alive meanwhile.
+struct BoundWeights {
+  memory mem;
+  std::shared_ptr<const void> keep;
+};
+
+// The weight in the primitive's layout. With `cache`, the reordered copy is made once and kept
+// with the weight's storage (Tensor::derived, under the primitive's key), so that inference
+// stops paying the reorder on every run; it is dropped when the weight's elements are written
+// (set_param gives a parameter new storage, and mutable access drops it) or freed.
+BoundWeights bind_weights(const Operand& o, const Tensor& w, const std::string& key, bool cache) {
+  if (!o.reorder || !cache) return {bind_in(o, w.data<float>(), kWeights), nullptr};
+  std::shared_ptr<const void> copy = w.derived(key);
+  if (!copy) {
+    const size_t floats = (o.inner.get_size() + sizeof(float) - 1) / sizeof(float);
+    auto holder = std::make_shared<Tensor>(
+        Tensor::uninitialized({static_cast<int64_t>(floats)}, DType::Float32));
+    memory user(o.user, engine(),
+                const_cast<float*>(w.data<float>()));  // NOLINT: read only
+    memory inner(o.inner, engine(), holder->data<float>());
+    o.to_inner.execute(stream(), user, inner);
+    stream().wait();
+    copy = std::shared_ptr<const void>(holder, holder->data<float>());
+    w.set_derived(key, copy);
+  }
+  // The primitive only reads its weights.
+  return {memory(o.inner, engine(), const_cast<void*>(copy.get())),  // NOLINT: read only
+          copy};
 }
 
 void* scratchpad(const Entry& e) {
@@ -357,14 +388,16 @@ std::vector<int64_t> ConvGeometry::output_shape() const {
 
 // ---- convolution
 // ---------------------------------------------------------------------------------
-Tensor conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor* bias) {
+Tensor conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor* bias,
+                      bool cache_weights) {
   return guarded("Conv2D", [&] {
     const ConvDims d = conv_dims(g);
     check_tensor(x, g.input_shape(), "the convolution input");
     check_tensor(w, g.weight_shape(), "the convolution weight");
     if (bias) check_tensor(*bias, {g.out_channels}, "the convolution bias");
     Tensor y = new_output(g.output_shape(), "the convolution output");
-    const Entry& e = cache().get(conv_key('f', g, bias != nullptr), [&] {
+    const std::string key = conv_key('f', g, bias != nullptr);
+    const Entry& e = cache().get(key, [&] {
       auto pd = forward_pd(d, bias != nullptr, dnnl::prop_kind::forward_inference);
       Entry en;
       en.prim = dnnl::convolution_forward(pd);
@@ -376,11 +409,11 @@ Tensor conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, c
       return en;
     });
     memory src = bind_in(e.a, x.data<float>(), kSrc);
-    memory wei = bind_in(e.b, w.data<float>(), kWeights);
+    const BoundWeights wei = bind_weights(e.b, w, key, cache_weights);
     memory dst = bind_out(e.out, y.data<float>(), kDst);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src},
-        {DNNL_ARG_WEIGHTS, wei},
+        {DNNL_ARG_WEIGHTS, wei.mem},
         {DNNL_ARG_DST, dst},
         {DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine(), scratchpad(e))}};
     if (bias) {
@@ -566,6 +599,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     if (y.numel() == 0) return y;
     const int64_t k = d.a[rank - 1];
     if (k == 0) {  // an empty sum: zeros (plus the bias)
+      std::fill_n(y.data<float>(), y.numel(), 0.0f);
       if (bias) {
         for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = bias->data<float>()[i % n];
       }

@@ -54,8 +54,11 @@ struct ConvGeometry {
 
 // y = conv(x, w) + bias. x, w, bias are float tensors (float16 storage is float too) of the
 // geometry's shapes; bias is optional (nullptr). Returns a new float32 (N, OC, OH, OW) tensor.
+// `cache_weights`: keep the weight's reordered copy with its storage (Tensor::derived) for the
+// next call -- for weights that stay the same across runs (inference); it costs one more copy of
+// the weight in memory.
 Tensor conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w,
-                      const Tensor* bias = nullptr);
+                      const Tensor* bias = nullptr, bool cache_weights = false);
 // dL/dx from dL/dy (N, OC, OH, OW) and the weight: the (N, C, H, W) input gradient.
 Tensor conv2d_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w);
 // dL/dw (OC, C/groups, KH, KW) from the forward input x and dL/dy; when `dbias` is given it

@@ -920,7 +920,8 @@ void conv2d(KernelCall& c, const Tensor& x0, const Tensor& wt0, const Tensor* bi
   }
   const dnnl_ops::ConvGeometry geo = conv_geometry(x.shape(), oc, groups, w);
   Tensor b32 = bias ? as_float(*bias).reshape({oc}) : Tensor();
-  Tensor y = dnnl_ops::conv2d_forward(geo, x, as_float(wt), bias ? &b32 : nullptr);
+  // Inference: the weights stay the same from run to run, their reordered copy is kept.
+  Tensor y = dnnl_ops::conv2d_forward(geo, x, as_float(wt), bias ? &b32 : nullptr, !c.training);
   emit(c, one_d ? y.reshape({n, oc, w.out[1]}) : y);
 }
 

@@ -287,26 +287,27 @@ void k_dense_grad(KernelCall& c) {
     fail("Dense expects input (..., " + std::to_string(in_f) + "), got " + x.type_str());
   const int64_t m = x.numel() / in_f;
   if (dy.numel() != m * out_f) fail("Dense gradient " + dy.type_str() + " does not match");
-  MapCM X(x.data<float>(), m, in_f);
-  MapCM W(w.data<float>(), out_f, in_f);
-  RowMat dpre = MapCM(dy.data<float>(), m, out_f);
+  // dpre = dy * act'(x W^T + b); dx = dpre W and dw = dpre^T x on oneDNN (threaded).
+  Tensor dpre = dy.reshape({m, out_f});
   const std::string_view act = activation_op(attr_str(c.node, "activation").value_or(""));
   if (!act.empty()) {
+    MapCM X(x.data<float>(), m, in_f);
+    MapCM W(w.data<float>(), out_f, in_f);
     RowMat pre = X * W.transpose();
     if (bias) pre.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias->data<float>(), out_f);
     Unary d = unary_of(act, c.node);
     d.tanh_gelu = true;  // the forward kernel's "gelu" is nn.GELU()'s default, the tanh form
-    for (int64_t i = 0; i < pre.size(); ++i)
-      dpre.data()[i] = static_cast<float>(dpre.data()[i] * d(pre.data()[i]));
+    dpre = dpre.clone();
+    auto* g = dpre.data<float>();
+    for (int64_t i = 0; i < pre.size(); ++i) g[i] = static_cast<float>(g[i] * d(pre.data()[i]));
   }
-  Tensor& dx = emit(c, zeros_float(x.shape()));
-  MapM(dx.data<float>(), m, in_f).noalias() = dpre * W;
-  Tensor& dw = emit(c, zeros_float(w.shape()));
-  MapM(dw.data<float>(), out_f, in_f).noalias() = dpre.transpose() * X;
+  emit(c, dnnl_ops::matmul(dpre, w).reshape(x.shape()));
+  emit(c, dnnl_ops::matmul(dpre, x.reshape({m, in_f}), true, false));
   if (want_bias) {
     Tensor& db = emit(c, zeros_float(declared(c, 2)));
     if (db.numel() != out_f) fail("Dense bias gradient " + db.type_str());
-    Eigen::Map<Eigen::RowVectorXf>(db.data<float>(), out_f) = dpre.colwise().sum();
+    Eigen::Map<Eigen::RowVectorXf>(db.data<float>(), out_f) =
+        MapCM(dpre.data<float>(), m, out_f).colwise().sum();
   }
 }
 
@@ -331,6 +332,13 @@ void k_matmul_grad(KernelCall& c) {
   int64_t nb = 1;
   for (int64_t d : batch) nb *= d;
   if (dy.numel() != nb * m * n) fail("MatMul gradient " + dy.type_str() + " does not match");
+  // Same batch dims, no vector operand: both products on oneDNN (threaded), transposes as
+  // strides. op(X) is X or X^T; dA = G op(B)^T (transposed back when ta), dB = op(A)^T G.
+  if (ba == bb && a.rank() >= 2 && b.rank() >= 2) {
+    emit(c, ta ? dnnl_ops::matmul(b, dy, tb, true) : dnnl_ops::matmul(dy, b, false, !tb));
+    emit(c, tb ? dnnl_ops::matmul(dy, a, true, ta) : dnnl_ops::matmul(a, dy, !ta, false));
+    return;
+  }
   // Handles (shared storage), emitted at the end: a reference into c.outputs would dangle.
   Tensor da = zeros_float(a.shape());
   Tensor db = zeros_float(b.shape());

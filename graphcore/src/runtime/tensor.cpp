@@ -13,14 +13,40 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <new>
 #include <sstream>
+#include <unordered_map>
 
 #include "graphcore/checked.h"
 #include "graphcore/runtime.h"
 #include "runtime/internal.h"
 
 namespace graphcore::runtime {
+
+// A tensor's bytes and what was derived from them (runtime.h: Tensor::derived).
+struct Tensor::Storage {
+  Storage(std::byte* b, size_t c) : bytes(b), capacity(c) {}
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  Storage(Storage&&) = delete;
+  Storage& operator=(Storage&&) = delete;
+
+  void drop_derived() {
+    std::lock_guard<std::mutex> lock(mu);
+    derived.reset();
+    derived_key.clear();
+    has_derived.store(false, std::memory_order_release);
+  }
+
+  std::byte* bytes;
+  size_t capacity;  // bytes allocated (the pool's size class)
+  std::atomic<bool> has_derived{false};
+  std::mutex mu;  // guards derived_key, derived
+  std::string derived_key;
+  std::shared_ptr<const void> derived;
+};
 
 namespace {
 
@@ -35,20 +61,100 @@ size_t default_max_tensor_bytes() {
   return size_t{16} << 30;
 }
 
-// `what`: the tensor's type ("(2, 3) f32"), for the messages.
-std::shared_ptr<std::byte[]> allocate(size_t bytes, const std::string& what) {
-  check_tensor_bytes(bytes, what);
-  // 64-byte aligned for vector loads; zero-filled.
-  size_t n = std::max<size_t>(bytes, 1);
-  std::byte* p = nullptr;
-  try {
-    p = static_cast<std::byte*>(::operator new[](n, std::align_val_t(64)));
-  } catch (const std::bad_alloc&) {
-    throw RuntimeError("out of memory: cannot allocate " + byte_size_str(bytes) + " for tensor " +
-                       what);
+void free_block(std::byte* p) { ::operator delete[](p, std::align_val_t(64)); }
+
+// Blocks of at least kPoolMin bytes are recycled, their sizes rounded up to kPoolGrain so that
+// tensors of nearly the same size share a class.
+constexpr size_t kPoolMin = size_t{64} << 10;
+constexpr size_t kPoolGrain = 4096;
+
+// Freed blocks by size (tensor_pool_limit() in runtime.h). Process-wide and locked: a Tensor may
+// be freed on any thread.
+class Pool {
+ public:
+  std::byte* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    std::byte* p = it->second.back();
+    it->second.pop_back();
+    held_ -= bytes;
+    return p;
   }
-  std::memset(p, 0, n);
-  return {p, [](std::byte* q) { ::operator delete[](q, std::align_val_t(64)); }};
+  void give(std::byte* p, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (bytes <= limit_ && held_ <= limit_ - bytes) {
+        free_[bytes].push_back(p);
+        held_ += bytes;
+        return;
+      }
+    }
+    free_block(p);
+  }
+  void set_limit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_ = bytes;
+    if (held_ > limit_) release_locked();
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_locked();
+  }
+  size_t limit() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return limit_;
+  }
+  size_t held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+
+ private:
+  void release_locked() {
+    for (auto& [size, blocks] : free_)
+      for (std::byte* p : blocks) free_block(p);
+    free_.clear();
+    held_ = 0;
+  }
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<std::byte*>> free_;
+  size_t held_ = 0;
+  size_t limit_ = size_t{1} << 30;
+};
+
+// Never destroyed: a Tensor freed during static destruction still returns its block.
+Pool& pool() {
+  static Pool* p = new Pool;  // NOLINT(cppcoreguidelines-owning-memory)
+  return *p;
+}
+
+// `what`: the tensor's type ("(2, 3) f32"), for the messages.
+std::shared_ptr<Tensor::Storage> allocate(size_t bytes, const std::string& what, bool zero) {
+  check_tensor_bytes(bytes, what);
+  // 64-byte aligned for vector loads.
+  const size_t n = std::max<size_t>(bytes, 1);
+  size_t capacity = n;
+  if (n >= kPoolMin) {
+    // n <= max_tensor_bytes() <= the machine's memory: rounding up cannot overflow.
+    capacity = (n + kPoolGrain - 1) / kPoolGrain * kPoolGrain;
+  }
+  std::byte* p = capacity >= kPoolMin ? pool().take(capacity) : nullptr;
+  if (p == nullptr) {
+    try {
+      p = static_cast<std::byte*>(::operator new[](capacity, std::align_val_t(64)));
+    } catch (const std::bad_alloc&) {
+      throw RuntimeError("out of memory: cannot allocate " + byte_size_str(bytes) + " for tensor " +
+                         what);
+    }
+  }
+  if (zero) std::memset(p, 0, n);
+  try {
+    return std::make_shared<Tensor::Storage>(p, capacity);
+  } catch (...) {
+    free_block(p);
+    throw;
+  }
 }
 
 int64_t product(const std::vector<int64_t>& s) {
@@ -123,7 +229,50 @@ Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape
   auto bytes = checked_bytes(numel_, element_size());
   if (!bytes)
     throw RuntimeError("tensor " + type_str() + " has more bytes than fit in the address space");
-  storage_ = allocate(*bytes, type_str());
+  storage_ = allocate(*bytes, type_str(), true);
+}
+
+Tensor Tensor::uninitialized(std::vector<int64_t> shape, DType dtype) {
+  if (!supported(dtype))
+    throw RuntimeError("the runtime does not support dtype " + std::string(dtype_name(dtype)));
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.numel_ = product(t.shape_);
+  auto bytes = checked_bytes(t.numel_, t.element_size());
+  if (!bytes)
+    throw RuntimeError("tensor " + t.type_str() + " has more bytes than fit in the address space");
+  t.storage_ = allocate(*bytes, t.type_str(), false);
+  return t;
+}
+
+Tensor::Storage::~Storage() {
+  if (capacity >= kPoolMin) {
+    pool().give(bytes, capacity);
+  } else {
+    free_block(bytes);
+  }
+}
+
+size_t tensor_pool_limit() { return pool().limit(); }
+void set_tensor_pool_limit(size_t bytes) { pool().set_limit(bytes); }
+size_t tensor_pool_bytes() { return pool().held(); }
+void release_tensor_pool() { pool().release(); }
+
+std::byte* Tensor::bytes() const { return storage_ ? storage_->bytes : nullptr; }
+
+std::shared_ptr<const void> Tensor::derived(std::string_view key) const {
+  if (!storage_ || !storage_->has_derived.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard<std::mutex> lock(storage_->mu);
+  return storage_->derived_key == key ? storage_->derived : nullptr;
+}
+
+void Tensor::set_derived(std::string key, std::shared_ptr<const void> value) const {
+  if (!storage_) return;
+  std::lock_guard<std::mutex> lock(storage_->mu);
+  storage_->derived_key = std::move(key);
+  storage_->derived = std::move(value);
+  storage_->has_derived.store(storage_->derived != nullptr, std::memory_order_release);
 }
 
 size_t Tensor::element_size() const {
@@ -159,12 +308,14 @@ static bool storage_is(DType d) {
 template <class T>
 T* Tensor::data() {
   if (!storage_is<T>(dtype_)) throw std::logic_error("Tensor::data: wrong storage type");
-  return reinterpret_cast<T*>(storage_.get());
+  // Mutable access: whatever was derived from the elements may no longer hold.
+  if (storage_ && storage_->has_derived.load(std::memory_order_acquire)) storage_->drop_derived();
+  return reinterpret_cast<T*>(bytes());
 }
 template <class T>
 const T* Tensor::data() const {
   if (!storage_is<T>(dtype_)) throw std::logic_error("Tensor::data: wrong storage type");
-  return reinterpret_cast<const T*>(storage_.get());
+  return reinterpret_cast<const T*>(bytes());
 }
 template float* Tensor::data<float>();
 template const float* Tensor::data<float>() const;
@@ -290,8 +441,8 @@ Tensor Tensor::reshape(std::vector<int64_t> shape) const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t(shape_, dtype_);
-  if (numel_) std::memcpy(t.storage_.get(), storage_.get(), numel_ * element_size());
+  Tensor t = uninitialized(shape_, dtype_);
+  std::memcpy(t.bytes(), bytes(), numel_ * element_size());
   return t;
 }
 
