@@ -321,7 +321,9 @@ class Parse {
   Value build_namespace() {
     auto* cls = st_.namespace_class.as<ClassObj>();
     auto ns = std::make_shared<InstanceObj>(cls, st_.namespace_class);
-    ns->open = st_.open;
+    // Open: programs add attributes the evaluator may not see (`vars(args).update(cfg)`,
+    // a parser built partly in another package): a missing one is unknown, not an error.
+    ns->open = true;
     for (const ArgSpec& s : st_.specs) {
       const auto idx = static_cast<size_t>(&s - st_.specs.data());
       if (s.dest.empty() || s.action == "help" || s.action == "version") continue;
@@ -340,6 +342,10 @@ class Parse {
 };
 
 Value add_argument(const std::shared_ptr<ParserState>& st, CallArgs& a) {
+  if (a.open) {  // add_argument(*names, **options) with contents the evaluator does not know
+    st->open = true;
+    return Value::unknown();
+  }
   ArgSpec s;
   for (const Value& p : a.pos) {
     const std::string* f = str_of(p);

@@ -790,12 +790,13 @@ TEST(HardwareTraining, AStandInLossForANetworkWithoutOne) {
 
 TEST(HardwareTraining, ANodeWithoutAGradientRuleLeavesTheRestCosted) {
   cellscope::testing::TempDir dir;
-  const std::string file = dir.write(
-      "clamp.py",
-      "from mindspore import nn\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
-      "        super().__init__()\n        self.fc1 = nn.Dense(16, 16)\n"
-      "        self.fc2 = nn.Dense(16, 4)\n\n"
-      "    def construct(self, x):\n        return self.fc2(self.fc1(x).clamp(-1.0, 1.0))\n");
+  const std::string file =
+      dir.write("norm.py",
+                "from mindspore import nn, ops\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.fc1 = nn.Dense(16, 16)\n"
+                "        self.fc2 = nn.Dense(16, 4)\n\n"
+                "    def construct(self, x):\n        h = self.fc1(x)\n"
+                "        return self.fc2(h * ops.norm(h, dim=1, keepdim=True))\n");
   const CellReport rep = analyse({file, "Net()", {}}, {"8,16"});
   ASSERT_TRUE(rep.compiled);
   OptimizeOptions oo;
@@ -809,12 +810,12 @@ TEST(HardwareTraining, ANodeWithoutAGradientRuleLeavesTheRestCosted) {
   EXPECT_GT(hw.estimate.latency_ms, 0);
   const std::string* note = note_with(hw.estimate, "no gradient rule");
   ASSERT_NE(note, nullptr);
-  // ClipByValue (Tensor.clamp) has no gradient rule.
-  EXPECT_NE(note->find("ClipByValue"), std::string::npos) << *note;
-  EXPECT_NE(note->find("clamp.py:10"), std::string::npos) << *note;
+  // Norm has no gradient rule.
+  EXPECT_NE(note->find("Norm"), std::string::npos) << *note;
+  EXPECT_NE(note->find("norm.py:11"), std::string::npos) << *note;
   EXPECT_NE(note->find("the 2 trainable Parameters before it"), std::string::npos) << *note;
-  // fc2 (after the clamp) is differentiated: its weight gradient, not its input gradient
-  // (nothing before it is); fc1 (before it) is not.
+  // fc2 (after the product with the norm) is differentiated: its weight gradient, not its
+  // input gradient (nothing before it is); fc1 (whose output meets the norm) is not.
   size_t dw = 0, dx = 0;
   for (const auto& k : hw.kernels) {
     dw += k.name == "DenseGrad(dW)";
