@@ -396,26 +396,20 @@ void g_transpose(GradBuilder& b) {
                  {{"perm", inv}}));
 }
 
-void g_concat(GradBuilder& b) {
-  auto dy = dy0(b);
-  if (!dy) return;
+// The gradient of a node joining its inputs along `axis` (Concat, Stack): one node `op` splitting
+// the output gradient back into pieces of the inputs' shapes.
+void split_back(GradBuilder& b, ValueRef dy, int64_t axis, std::string_view op) {
   const Node& n = b.node();
-  const std::vector<int64_t> y = dims_of(n.outputs[0]);
-  std::optional<int64_t> axis = int_attr(n, "axis");
-  if (!axis) {
-    const std::vector<int64_t> x0 = dims_of(b.type_of(b.input(0)));
-    for (size_t i = 0; i < y.size(); ++i)
-      if (x0[i] != y[i]) axis = static_cast<int64_t>(i);
-  }
-  const int64_t a = norm_axis(b, axis.value_or(0), y.size());
   std::vector<TensorType> outs;
   for (const ValueRef& r : n.inputs)
-    outs.push_back(TensorType{b.type_of(r).shape, b.type_of(*dy).dtype});
-  const uint32_t g = b.emit("ConcatGrad", {*dy}, outs, {{"axis", a}});
+    outs.push_back(TensorType{b.type_of(r).shape, b.type_of(dy).dtype});
+  const uint32_t g = b.emit(op, {dy}, outs, {{"axis", axis}});
   for (size_t i = 0; i < n.inputs.size(); ++i) b.grad_input(i, {g, static_cast<uint32_t>(i)});
 }
 
-void g_split(GradBuilder& b) {
+// The gradient of a node splitting its input into outputs along its `axis` (Split, Unstack):
+// the outputs' gradients (zeros for an unused one) joined by `op`.
+void join_back(GradBuilder& b, std::string_view op) {
   const Node& n = b.node();
   bool any = false;
   for (size_t k = 0; k < n.outputs.size(); ++k) any = any || b.dout(k).has_value();
@@ -427,8 +421,24 @@ void g_split(GradBuilder& b) {
     auto d = b.dout(k);
     parts.push_back(d ? *d : b.emit1("ZerosLike", {b.output(k)}, n.outputs[k]));
   }
-  b.grad_input(0, b.emit1("Concat", parts, x, {{"axis", a}}));
+  b.grad_input(0, b.emit1(op, parts, x, {{"axis", a}}));
 }
+
+void g_concat(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  const std::vector<int64_t> y = dims_of(n.outputs[0]);
+  std::optional<int64_t> axis = int_attr(n, "axis");
+  if (!axis) {
+    const std::vector<int64_t> x0 = dims_of(b.type_of(b.input(0)));
+    for (size_t i = 0; i < y.size(); ++i)
+      if (x0[i] != y[i]) axis = static_cast<int64_t>(i);
+  }
+  split_back(b, *dy, norm_axis(b, axis.value_or(0), y.size()), "ConcatGrad");
+}
+
+void g_split(GradBuilder& b) { join_back(b, "Concat"); }
 
 void g_strided_slice(GradBuilder& b) {
   auto dy = dy0(b);
@@ -520,28 +530,11 @@ void g_stack(GradBuilder& b) {
   auto dy = dy0(b);
   if (!dy) return;
   const Node& n = b.node();
-  const int64_t a = norm_axis(b, int_attr(n, "axis").value_or(0), n.outputs[0].shape.rank());
-  std::vector<TensorType> outs;
-  for (const ValueRef& r : n.inputs)
-    outs.push_back(TensorType{b.type_of(r).shape, b.type_of(*dy).dtype});
-  const uint32_t g = b.emit("Unstack", {*dy}, outs, {{"axis", a}});
-  for (size_t i = 0; i < n.inputs.size(); ++i) b.grad_input(i, {g, static_cast<uint32_t>(i)});
+  split_back(b, *dy, norm_axis(b, int_attr(n, "axis").value_or(0), n.outputs[0].shape.rank()),
+             "Unstack");
 }
 
-void g_unstack(GradBuilder& b) {
-  const Node& n = b.node();
-  bool any = false;
-  for (size_t k = 0; k < n.outputs.size(); ++k) any = any || b.dout(k).has_value();
-  if (!any || !b.needs_input_grad(0)) return;
-  const TensorType& x = b.type_of(b.input(0));
-  const int64_t a = norm_axis(b, int_attr(n, "axis").value_or(0), x.shape.rank());
-  std::vector<ValueRef> parts;
-  for (size_t k = 0; k < n.outputs.size(); ++k) {
-    auto d = b.dout(k);
-    parts.push_back(d ? *d : b.emit1("ZerosLike", {b.output(k)}, n.outputs[k]));
-  }
-  b.grad_input(0, b.emit1("Stack", parts, x, {{"axis", a}}));
-}
+void g_unstack(GradBuilder& b) { join_back(b, "Stack"); }
 
 // The operand position (among a Python scalar's too) of tensor input `i`.
 size_t operand_position(const Node& n, size_t i) {
