@@ -105,6 +105,8 @@ const std::vector<std::string>* signature(std::string_view api) {
         "keep_checkpoint_per_n_minutes", "integrated_save", "async_save", "saved_network",
         "append_info", "enc_key", "enc_mode", "exception_save"}},
       {"train.DynamicLossScaleManager", {"init_loss_scale", "scale_factor", "scale_window"}},
+      {"amp.DynamicLossScaler", {"scale_value", "scale_factor", "scale_window"}},
+      {"amp.StaticLossScaler", {"scale_value"}},
       {"train.FixedLossScaleManager", {"loss_scale", "drop_overflow_update"}},
       {"train.EarlyStopping",
        {"monitor", "min_delta", "patience", "verbose", "mode", "baseline", "restore_best_weights"}},
@@ -189,6 +191,8 @@ const std::unordered_set<std::string_view>& train_apis() {
                                                          "CheckpointConfig",
                                                          "DynamicLossScaleManager",
                                                          "FixedLossScaleManager",
+                                                         "DynamicLossScaler",
+                                                         "StaticLossScaler",
                                                          "EarlyStopping",
                                                          "LearningRateScheduler",
                                                          "History",
@@ -514,10 +518,13 @@ std::optional<Value> TrainingRecorder::api(Interpreter& in, NamespaceObj* ns,
       api = "ms." + nm;
       kind = Kind::GradFn;
     } else if (train_apis().count(name)) {
-      api = "train." + nm;
-      kind = name == "Model"                      ? Kind::Model
-             : name.ends_with("LossScaleManager") ? Kind::LossScale
-                                                  : Kind::Callback;
+      // mindspore.amp's loss scalers (the functional idiom's DynamicLossScaler) keep their
+      // module's name.
+      const bool scaler = name.ends_with("LossScaler");
+      api = (scaler ? "amp." : "train.") + nm;
+      kind = name == "Model"                                ? Kind::Model
+             : scaler || name.ends_with("LossScaleManager") ? Kind::LossScale
+                                                            : Kind::Callback;
     } else {
       return std::nullopt;
     }
@@ -621,6 +628,8 @@ std::optional<Value> TrainingRecorder::api(Interpreter& in, NamespaceObj* ns,
                        "dataset not followed: " + p->dataset->opaque_reason);
           }
         }
+        if (kind == Kind::LossScale && api.starts_with("amp."))
+          in2.training->loss_scalers.push_back(v);
         if (kind == Kind::Optimizer) {
           in2.training->optimizers.push_back(v);
           // `optimizer.parameters`: one object, so value_and_grad(..., optimizer.parameters)
@@ -661,6 +670,22 @@ std::optional<Value> TrainingRecorder::method(Interpreter& in, const Value& obj,
   auto builtin = [&](std::string api, auto fn) {
     return Value::obj(std::make_shared<BuiltinObj>(std::move(api), fn));
   };
+  // mindspore.amp's loss scalers in the functional idiom: scale(loss) and unscale(grads) give
+  // their argument's values times a run-time number (the same types); adjust(finite) updates
+  // the scale. The runtime's trainer applies them (runtime/optim_plan.cpp).
+  if (p->kind == Kind::LossScale && p->call.api.starts_with("amp.")) {
+    if (name == "scale" || name == "unscale") {
+      return builtin(p->call.api + "." + nm, [](Interpreter&, CallArgs& a, const Site&) {
+        return a.pos.empty() ? Value::unknown() : a.pos[0];
+      });
+    }
+    if (name == "adjust") {
+      return builtin(p->call.api + ".adjust", [](Interpreter&, CallArgs&, const Site&) {
+        return make_tensor(TensorType{Shape{}, DType::Bool});
+      });
+    }
+    if (name == "scale_value") return make_tensor(TensorType{Shape{}, DType::Float32});
+  }
   if (p->kind == Kind::Dataset) {
     static const std::unordered_set<std::string_view> kStages = {"map",    "batch", "shuffle",
                                                                  "repeat", "take",  "project"};
@@ -1107,6 +1132,9 @@ std::vector<PlannedTraining> plan_trainings(Interpreter& in, TrainingRecorder& r
         if (ps && ps->o && ps->o == weights.o) opt = o;
       }
       if (opt.is_unknown() && rec.optimizers.size() == 1) opt = rec.optimizers[0];
+      // `loss_scaler.scale(loss)` in forward_fn, `unscale(grads)`, `all_finite` and
+      // `adjust(is_finite)` in train_step: the scaler the program built.
+      if (!rec.loss_scalers.empty()) scale = rec.loss_scalers.back();
       Value fn = trainer->get("fn");
       if (auto* f = fn.as<FunctionObj>()) {
         pt.callee = fn;

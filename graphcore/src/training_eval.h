@@ -111,8 +111,9 @@ class TrainingRecorder {
   friend std::vector<PlannedTraining> plan_trainings(Interpreter& in, TrainingRecorder& rec);
 
  public:
-  std::vector<Value> optimizers;  // every optimizer built, in order
-  std::vector<Value> losses;      // loss plan objects called (forward_fn's loss)
+  std::vector<Value> optimizers;    // every optimizer built, in order
+  std::vector<Value> loss_scalers;  // every mindspore.amp loss scaler built, in order
+  std::vector<Value> losses;        // loss plan objects called (forward_fn's loss)
   TrainingEvent& event_at(TrainingPlan::Idiom idiom, const Site& site, const Value& trainer);
 };
 

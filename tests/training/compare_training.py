@@ -48,6 +48,7 @@ CASES = {
     "article_net": ("scripts/article_net.py", "mnist", 20),
     "functional_quickstart": ("scripts/functional_quickstart.py", "mnist", 32),
     "train_one_step_adam": ("scripts/train_one_step_plain.py", "cifar10", 20),
+    "functional_loss_scaler": ("scripts/functional_loss_scaler.py", "mnist", 20),
     "resnet18_sgd_nesterov": ("scripts/resnet18_cifar_nesterov.py", "cifar10", 1),
     "transformer_adamw": ("scripts/transformer_encoder_adamw.py", "encoder", 20),
 }
@@ -55,8 +56,8 @@ CASES = {
 # and flips (different random streams; resnet18_cifar_nesterov.py and train_one_step_plain.py are
 # their deterministic variants), transformer_adamw_warmup.py builds its data with numpy in the
 # script (transformer_encoder_adamw.py np.load()s it), dynamic_loss_scale.py needs an update cell
-# MindSpore 2.10 refuses on CPU (the functional amp.DynamicLossScaler idiom runs there, but
-# Cellscope does not follow it yet).
+# MindSpore 2.10 refuses on CPU (functional_loss_scaler.py compares the dynamic loss scale
+# through the functional amp.DynamicLossScaler idiom, which runs there).
 
 
 def rel_err(a: np.ndarray, b: np.ndarray) -> float:
@@ -136,6 +137,16 @@ def run_case(name: str, bin_path: Path, steps: int | None, work: Path, verbose: 
     if not loss_ok or verbose:
         for i, (a, b) in enumerate(zip(our_losses, ref_losses)):
             print(f"     step {i + 1}: cellscope {a:.7f} mindspore {b:.7f}")
+    # a dynamic loss scale: the same steps overflow and skip their update (at least one must)
+    if (ref / "finite.npy").is_file():
+        theirs_skipped = [not f for f in np.load(ref / "finite.npy").tolist()]
+        ours_skipped = [bool(s["skipped"]) for s in report["steps"]][:len(theirs_skipped)]
+        skip_ok = ours_skipped == theirs_skipped and any(theirs_skipped)
+        ok = ok and skip_ok
+        steps_list = [i + 1 for i, k in enumerate(theirs_skipped) if k]
+        print(f"{'ok  ' if skip_ok else 'FAIL'} {name}: overflowed steps (update skipped, scale "
+              f"lowered): MindSpore {steps_list}, Cellscope "
+              f"{[i + 1 for i, k in enumerate(ours_skipped) if k]}")
     # final weights, through MindSpore's own checkpoint loader
     theirs = load_ckpt(ref / "final.ckpt")
     mine = load_ckpt(ours / "final.ckpt")

@@ -42,6 +42,8 @@ class Recorder:
         self.out = out
         self.steps = steps
         self.losses: list[float] = []
+        self.scale = 1.0  # the loss scale of the last forward_fn call (mindspore.amp)
+        self.finite: list[bool] = []  # per step, what DynamicLossScaler.adjust was told
         self.params = None  # the trained parameters (a list of Parameter)
         self.started = False
         self.idiom = None  # the hook that owns the run: Model.train drives a TrainOneStepCell
@@ -82,6 +84,8 @@ class Recorder:
 
     def finish(self):
         np.save(self.out / "losses.npy", np.asarray(self.losses, dtype=np.float64))
+        if self.finite:
+            np.save(self.out / "finite.npy", np.asarray(self.finite, dtype=bool))
         if self.params is not None:
             ms.save_checkpoint([{"name": p.name, "data": p} for p in self.params],
                                str(self.out / "final.ckpt"))
@@ -162,18 +166,42 @@ def install(rec: Recorder, data_dir: str):
     # (b) ms.value_and_grad(fn, None, weights, has_aux) called in the script's own loop
     orig_vag = ms.value_and_grad
 
+    # mindspore.amp's loss scalers: a forward_fn that scales its loss makes value_and_grad's
+    # loss and gradients scaled; the recorder divides them by the scale that call used (a power
+    # of two: exact), as Cellscope reports the unscaled ones.
+    from mindspore import amp
+    for cls in (amp.DynamicLossScaler, amp.StaticLossScaler):
+        def scale(self, inputs, _orig=cls.scale):
+            rec.scale = float(self.scale_value.asnumpy())
+            return _orig(self, inputs)
+
+        cls.scale = scale
+
+    def adjust(self, grads_finite, _orig=amp.DynamicLossScaler.adjust):
+        if rec.started and len(rec.finite) < len(rec.losses):
+            rec.finite.append(bool(np.asarray(grads_finite.asnumpy())))
+        return _orig(self, grads_finite)
+
+    amp.DynamicLossScaler.adjust = adjust
+
     def value_and_grad(fn, grad_position=None, weights=None, has_aux=False, **kw):
         inner = orig_vag(fn, grad_position, weights, has_aux=has_aux, **kw)
+
+        def unscaled_grads(*args):
+            rec.scale = 1.0
+            return [g / rec.scale for g in inner(*args)[1]]
 
         def wrapped(*args):
             if not rec.owns("functional"):
                 return inner(*args)
             if not rec.started and weights is not None:
-                rec.start("functional", weights, lambda: inner(*args)[1])
+                rec.start("functional", weights, lambda: unscaled_grads(*args))
             if len(rec.losses) >= rec.steps:
                 raise _Stop()
+            rec.scale = 1.0
             value, grads = inner(*args)
-            rec.step(value[0] if has_aux else value)
+            loss = value[0] if has_aux else value
+            rec.step(float(loss.asnumpy()) / rec.scale)
             return value, grads
 
         return wrapped

@@ -322,6 +322,36 @@ TEST(OptimTest, DynamicLossScale) {
                rt::RuntimeError);
 }
 
+TEST(OptimTest, AmpDynamicLossScalerAdjust) {
+  // MindSpore 2.10's amp.DynamicLossScaler(8, 2, 2).adjust(finite) over these steps gives these
+  // (scale_value, counter) pairs (run in MindSpore itself).
+  rt::LossScaler ls({.kind = rt::LossScaleConfig::Kind::Dynamic,
+                     .init_loss_scale = 8,
+                     .scale_factor = 2,
+                     .scale_window = 2,
+                     .amp_scaler = true});
+  const bool overflow[] = {false, false, false, true,  false, false,
+                           true,  true,  false, false, false};
+  const float want[] = {8, 16, 16, 8, 8, 16, 8, 4, 4, 8, 8};
+  for (size_t i = 0; i < std::size(overflow); ++i) {
+    std::vector<Tensor> g = {Tensor::full({2}, overflow[i] ? INFINITY : ls.scale())};
+    EXPECT_EQ(ls.unscale_and_update(g), !overflow[i]) << i;
+    if (!overflow[i]) {
+      EXPECT_EQ(g[0].at(0), 1.0) << "unscaled";
+    }
+    EXPECT_EQ(ls.scale(), want[i]) << i;
+  }
+  // The scale never drops under 1.
+  rt::LossScaler one({.kind = rt::LossScaleConfig::Kind::Dynamic,
+                      .init_loss_scale = 1,
+                      .scale_factor = 2,
+                      .scale_window = 5,
+                      .amp_scaler = true});
+  std::vector<Tensor> inf = {Tensor::full({1}, INFINITY)};
+  EXPECT_FALSE(one.unscale_and_update(inf));
+  EXPECT_EQ(one.scale(), 1.0f);
+}
+
 TEST(OptimTest, ClipByGlobalNorm) {
   // MindSpore's docstring example: norm sqrt(45); [[2, 3], [1, 2]] -> [[0.298142403, ...]].
   std::vector<Tensor> g = {Tensor::from_floats({2, 2}, {2, 3, 1, 2}),

@@ -369,6 +369,24 @@ TEST(TrainingPlan, DynamicLossScaleTwice) {
   EXPECT_EQ(shape(b.dataset->columns[0].type), "(32, 1, 28, 28) float32");
 }
 
+TEST(TrainingPlan, FunctionalDynamicLossScaler) {
+  // mindspore.amp.DynamicLossScaler in the functional idiom: scale() in forward_fn, unscale(),
+  // all_finite() and adjust() in train_step; the scaler is the plan's loss-scale manager.
+  AnalysisResult r = analyse("functional_loss_scaler.py");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_EQ(p.idiom, TrainingPlan::Idiom::Functional);
+  EXPECT_EQ(p.network, "Network");
+  ASSERT_TRUE(p.loss_scale_manager);
+  EXPECT_EQ(p.loss_scale_manager->api, "amp.DynamicLossScaler");
+  EXPECT_DOUBLE_EQ(num(*p.loss_scale_manager, "scale_value"), 0x1p122);
+  EXPECT_DOUBLE_EQ(num(*p.loss_scale_manager, "scale_factor"), 2);
+  EXPECT_DOUBLE_EQ(num(*p.loss_scale_manager, "scale_window"), 3);
+  EXPECT_EQ(p.optimizer.api, "nn.Momentum");
+  EXPECT_TRUE(p.loss_graph.compiled);
+}
+
 TEST(TrainingPlan, ArticleNetwork) {
   AnalysisResult r = analyse("article_net.py");
   expect_no_errors(r);

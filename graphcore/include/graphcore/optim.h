@@ -223,6 +223,11 @@ struct LossScaleConfig {
   double init_loss_scale = 16777216.0;  // Dynamic (2**24)
   double scale_factor = 2.0;
   int64_t scale_window = 2000;
+  // Dynamic: mindspore.amp.DynamicLossScaler's adjust() (a counter of finite steps modulo the
+  // window, the scale grown on its last one and only to a finite value) instead of
+  // DynamicLossScaleUpdateCell's rule (grown when `scale_window` steps passed since the last
+  // overflow).
+  bool amp_scaler = false;
 };
 
 class LossScaler {

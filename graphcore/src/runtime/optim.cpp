@@ -1017,6 +1017,7 @@ LossScaler::LossScaler(LossScaleConfig cfg) : cfg_(cfg) {
       if (cfg_.scale_window > std::numeric_limits<int32_t>::max())
         bad("DynamicLossScaleManager", "'scale_window' does not fit in int32.");
       scale_ = static_cast<float>(cfg_.init_loss_scale);
+      if (cfg_.amp_scaler) cur_iter_ = 0;  // DynamicLossScaler's counter starts at 0
       break;
   }
 }
@@ -1047,7 +1048,19 @@ bool LossScaler::unscale_and_update(std::span<Tensor> grads) {
   }
   const bool overflow = !all_finite(grads);
   if (overflow) ++overflows_;
-  if (cfg_.kind == LossScaleConfig::Kind::Dynamic) {
+  if (cfg_.kind == LossScaleConfig::Kind::Dynamic && cfg_.amp_scaler) {
+    // mindspore.amp.DynamicLossScaler.adjust, in float32 / int32: `cur_iter_` is its counter.
+    const auto factor = static_cast<float>(cfg_.scale_factor);
+    if (overflow) {
+      scale_ = std::max(1.0f, scale_ / factor);
+      cur_iter_ = 0;
+    } else {
+      const float grown = scale_ * factor;
+      if (cur_iter_ == static_cast<int32_t>(cfg_.scale_window) - 1 && std::isfinite(grown))
+        scale_ = grown;
+      cur_iter_ = static_cast<int32_t>((static_cast<int64_t>(cur_iter_) + 1) % cfg_.scale_window);
+    }
+  } else if (cfg_.kind == LossScaleConfig::Kind::Dynamic) {
     // DynamicLossScaleUpdateCell.construct, in float32 / int32.
     const auto factor = static_cast<float>(cfg_.scale_factor);
     const float on_overflow = overflow ? std::max(scale_ * (1.0f / factor), 1.0f) : scale_;

@@ -152,6 +152,29 @@ LossScaleConfig loss_scale_from_call(const PlanCall& c) {
     cfg.init_loss_scale = number(c, "init_loss_scale").value_or(cfg.init_loss_scale);
     cfg.scale_factor = number(c, "scale_factor").value_or(cfg.scale_factor);
     cfg.scale_window = integer(c, "scale_window").value_or(cfg.scale_window);
+  } else if (cls == "DynamicLossScaler") {
+    // mindspore.amp.DynamicLossScaler(scale_value, scale_factor, scale_window): all three are
+    // required; the functional train_step skips the update when all_finite(grads) is false.
+    cfg.kind = LossScaleConfig::Kind::Dynamic;
+    const auto value = number(c, "scale_value");
+    const auto factor = number(c, "scale_factor");
+    const auto window = integer(c, "scale_window");
+    if (!value || !factor || !window) {
+      throw RuntimeError(where(c) +
+                         ": DynamicLossScaler's scale_value, scale_factor and scale_window "
+                         "are not all known statically");
+    }
+    cfg.init_loss_scale = *value;
+    cfg.scale_factor = *factor;
+    cfg.scale_window = *window;
+    cfg.amp_scaler = true;
+  } else if (cls == "StaticLossScaler") {
+    cfg.kind = LossScaleConfig::Kind::Fixed;
+    const auto value = number(c, "scale_value");
+    if (!value) throw RuntimeError(where(c) + ": StaticLossScaler's scale_value is not known");
+    cfg.loss_scale = *value;
+    // The functional idiom guards the update with all_finite(grads) itself.
+    cfg.drop_overflow_update = true;
   } else {
     throw RuntimeError(where(c) + ": not a loss-scale manager the runtime knows");
   }
