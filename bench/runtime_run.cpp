@@ -274,8 +274,8 @@ int main(int argc, char** argv) {
     }
     double bind_ms = ms_since(t_bind);
     if (bench > 0) {
-      // --train-step: the optimizer update after each run, as the Trainer does it (private
-      // copies of the parameters updated in place, then set as the executor's).
+      // --train-step: the optimizer update after each run, as the Trainer does it (the
+      // executor's parameters updated in place).
       std::unique_ptr<rt::Optimizer> optimizer;
       if (train_step) {
         rt::OptimizerConfig cfg = rt::OptimizerConfig::defaults(rt::OptimizerKind::Momentum);
@@ -296,16 +296,13 @@ int main(int argc, char** argv) {
         const size_t n = gg.param_grads.size();
         std::vector<rt::Tensor> grads(outs.begin() + 1,
                                       outs.begin() + 1 + static_cast<std::ptrdiff_t>(n));
-        std::vector<rt::Tensor> params;
         std::vector<rt::Tensor*> ptrs;
-        params.reserve(n);
+        ptrs.reserve(n);
         for (const auto& [name, ref] : gg.param_grads) {
           (void)ref;
-          params.push_back(ex.param(name)->value.clone());
+          ptrs.push_back(&ex.mutable_param(name));
         }
-        for (rt::Tensor& p : params) ptrs.push_back(&p);
         optimizer->step(ptrs, grads);
-        for (size_t k = 0; k < n; ++k) ex.set_param(gg.param_grads[k].first, std::move(params[k]));
         for (size_t k = 0; k < gg.state_updates.size(); ++k)
           ex.set_param(gg.state_updates[k].first, outs.at(1 + n + k));
       };

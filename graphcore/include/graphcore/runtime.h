@@ -59,6 +59,8 @@ class Tensor {
   static bool supported(DType dtype);
 
   [[nodiscard]] bool defined() const { return storage_ != nullptr; }
+  // No other Tensor shares this one's storage (a write through it changes nothing else).
+  [[nodiscard]] bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
   [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }
   [[nodiscard]] size_t rank() const { return shape_.size(); }
   [[nodiscard]] int64_t dim(int64_t axis) const;  // Python-style index
@@ -323,6 +325,10 @@ class Executor {
   [[nodiscard]] const std::vector<ParamState>& params() const { return params_; }
   [[nodiscard]] const ParamState* param(std::string_view name) const;
   void set_param(std::string_view name, Tensor value);  // shape must match; throws
+  // Parameter `name`'s value to update in place (the trainer's optimizer step): copied first
+  // when its storage is shared (an output, another executor), so the write changes nothing else.
+  // Throws for an unknown name.
+  Tensor& mutable_param(std::string_view name);
   // Loads `<dir>/<param name>.npy` for every parameter that has one; returns how many.
   size_t load_params_npy(const std::filesystem::path& dir);
   void save_params_npy(const std::filesystem::path& dir) const;

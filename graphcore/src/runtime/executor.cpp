@@ -243,6 +243,16 @@ void Executor::set_param(std::string_view name, Tensor value) {
   throw RuntimeError("no parameter named '" + std::string(name) + "'");
 }
 
+Tensor& Executor::mutable_param(std::string_view name) {
+  for (ParamState& p : params_) {
+    if (p.name != name) continue;
+    if (!p.value.sole_owner()) p.value = p.value.clone();
+    p.source = InitSource::Loaded;
+    return p.value;
+  }
+  throw RuntimeError("no parameter named '" + std::string(name) + "'");
+}
+
 size_t Executor::load_params_npy(const std::filesystem::path& dir) {
   size_t n = 0;
   for (ParamState& p : params_) {

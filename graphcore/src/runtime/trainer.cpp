@@ -270,20 +270,17 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
   if (clip_norm) clip_by_global_norm(grads, *clip_norm);
   r.learning_rate = optimizer->current_lr();
   r.skipped = !apply;
-  // The main executor holds the parameters (the optimizer's order is the main graph's).
-  std::vector<Tensor> params;
-  params.reserve(n);
-  for (const auto& [name, ref] : grad.param_grads) {
-    (void)ref;
-    params.push_back(exec->param(name)->value.clone());
-  }
+  // The main executor holds the parameters (the optimizer's order is the main graph's); the
+  // update writes into them in place (copied first only when something shares their storage).
   if (apply) {
     std::vector<Tensor*> ptrs;
     ptrs.reserve(n);
-    for (Tensor& p : params) ptrs.push_back(&p);
+    for (const auto& [name, ref] : grad.param_grads) {
+      (void)ref;
+      ptrs.push_back(&exec->mutable_param(name));
+    }
     optimizer->step(ptrs, grads);
   }
-  for (size_t i = 0; i < n; ++i) exec->set_param(grad.param_grads[i].first, std::move(params[i]));
   for (size_t i = 0; i < g->state_updates.size(); ++i) {
     exec->set_param(g->state_updates[i].first, outs.at(1 + n + i));
   }
