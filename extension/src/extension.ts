@@ -574,7 +574,14 @@ class MindSporeDebugFactory implements vscode.DebugAdapterDescriptorFactory {
   createDebugAdapterDescriptor(): vscode.ProviderResult<vscode.DebugAdapterDescriptor> {
     const found = discover();
     if (!found.ok) throw new Error(`The MindSpore debugger needs the cellscope executable. ${FIX_HINT}`);
-    return new vscode.DebugAdapterExecutable(found.path, ['dap']);
+    // The runtime's kernels run on OpenMP threads (oneDNN). libgomp's default spin-waiting makes
+    // two threads ~9x slower than one when the cores are busy (VS Code, the language server,
+    // builds: docs/benchmarks.md); passive waiting gives the cores back. libgomp reads the policy
+    // when it loads, so it is set here, unless the user chose one. VS Code merges `env` with
+    // its own environment.
+    const env: Record<string, string> = {};
+    if (process.env.OMP_WAIT_POLICY === undefined) env.OMP_WAIT_POLICY = 'PASSIVE';
+    return new vscode.DebugAdapterExecutable(found.path, ['dap'], { env });
   }
 }
 
