@@ -144,31 +144,29 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
 
 // ---- inputs
 // ----------------------------------------------------------------------------------------
-namespace {
-std::vector<size_t> input_nodes(const Graph& g) {
-  std::vector<size_t> r;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
+std::vector<uint32_t> graph_inputs(const Graph& g) {
+  std::vector<uint32_t> r;
+  for (uint32_t i = 0; i < g.nodes.size(); ++i)
     if (g.nodes[i].kind == NodeKind::Input) r.push_back(i);
   return r;
 }
-}  // namespace
 
-size_t Executor::num_inputs() const { return input_nodes(report_.graph).size(); }
+size_t Executor::num_inputs() const { return graph_inputs(report_.graph).size(); }
 
 TensorType Executor::input_type(size_t i) const {
-  auto ins = input_nodes(report_.graph);
+  auto ins = graph_inputs(report_.graph);
   if (i >= ins.size()) throw RuntimeError("no input #" + std::to_string(i));
   return report_.graph.nodes[ins[i]].outputs.at(0);
 }
 
 std::string Executor::input_name(size_t i) const {
-  auto ins = input_nodes(report_.graph);
+  auto ins = graph_inputs(report_.graph);
   if (i >= ins.size()) throw RuntimeError("no input #" + std::to_string(i));
   return report_.graph.nodes[ins[i]].id;
 }
 
 void Executor::set_input(size_t i, Tensor t) {
-  auto ins = input_nodes(report_.graph);
+  auto ins = graph_inputs(report_.graph);
   if (i >= ins.size())
     throw RuntimeError("the cell has " + std::to_string(ins.size()) + " input(s), no input #" +
                        std::to_string(i));

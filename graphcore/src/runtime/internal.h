@@ -87,4 +87,7 @@ std::optional<std::vector<int64_t>> attr_ints(const Node& n, std::string_view na
 // The known dims of a graph type, or nullopt if some dim is symbolic/unknown.
 std::optional<std::vector<int64_t>> known_dims(const TensorType& t);
 
+// The graph's Input nodes in order: input i of an Executor is node graph_inputs(g)[i].
+std::vector<uint32_t> graph_inputs(const Graph& g);
+
 }  // namespace graphcore::runtime

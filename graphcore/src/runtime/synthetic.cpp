@@ -6,17 +6,11 @@
 #include <optional>
 #include <string>
 
+#include "runtime/internal.h"
+
 namespace graphcore::runtime {
 
 namespace {
-
-std::vector<uint32_t> input_nodes(const Graph& g) {
-  std::vector<uint32_t> r;
-  for (uint32_t i = 0; i < g.nodes.size(); ++i) {
-    if (g.nodes[i].kind == NodeKind::Input) r.push_back(i);
-  }
-  return r;
-}
 
 std::optional<int64_t> last_dim(const TensorType& t) {
   if (!t.shape.ranked || t.shape.dims.empty() || !t.shape.dims.back().is_known())
@@ -52,12 +46,7 @@ std::optional<int64_t> accepted_range(const CellReport& r, const Node& n, size_t
       return first_dim(t.shape);
     }
   }
-  if (n.op == "OneHot") {
-    for (const Attr& a : n.attrs) {
-      if (a.name == "depth" && std::holds_alternative<int64_t>(a.value))
-        return std::get<int64_t>(a.value);
-    }
-  }
+  if (n.op == "OneHot") return attr_int(n, "depth");
   return std::nullopt;
 }
 
@@ -65,7 +54,7 @@ std::optional<int64_t> accepted_range(const CellReport& r, const Node& n, size_t
 
 int64_t synthetic_label_range(const CellReport& loss_graph, size_t input) {
   const Graph& g = loss_graph.graph;
-  const std::vector<uint32_t> inputs = input_nodes(g);
+  const std::vector<uint32_t> inputs = graph_inputs(g);
   if (input >= inputs.size()) return 2;
   const uint32_t src = inputs[input];
   // Follow value-preserving steps (Cast, Reshape ...) to the first consumer that says.
@@ -91,21 +80,11 @@ std::vector<Tensor> synthetic_batch(const CellReport& loss_graph, uint64_t seed,
   const Graph& g = loss_graph.graph;
   std::vector<Tensor> out;
   size_t index = 0;
-  for (const uint32_t i : input_nodes(g)) {
+  for (const uint32_t i : graph_inputs(g)) {
     const Node& n = g.nodes[i];
     const TensorType& t = n.outputs.at(0);
-    std::vector<int64_t> shape;
-    bool known = t.shape.ranked && t.dtype != DType::Unknown && Tensor::supported(t.dtype);
-    if (known) {
-      for (const Dim& d : t.shape.dims) {
-        if (!d.is_known()) {
-          known = false;
-          break;
-        }
-        shape.push_back(d.value());
-      }
-    }
-    if (!known) {
+    const auto dims = known_dims(t);
+    if (!dims || t.dtype == DType::Unknown || !Tensor::supported(t.dtype)) {
       throw RuntimeError("synthetic data: the type of input " + std::to_string(index) + " (" +
                          n.id +
                          ") is not known: give every column's shape and dtype with "
@@ -115,11 +94,11 @@ std::vector<Tensor> synthetic_batch(const CellReport& loss_graph, uint64_t seed,
     const uint64_t s = seed * 0x9E3779B97F4A7C15ULL +
                        static_cast<uint64_t>(step) * 0xBF58476D1CE4E5B9ULL +
                        static_cast<uint64_t>(index) * 0x94D049BB133111EBULL + 1;
-    Tensor v = Tensor::random(shape, t.dtype, s);
+    Tensor v = Tensor::random(*dims, t.dtype, s);
     if (!v.is_float() && t.dtype != DType::Bool) {
       const int64_t range = synthetic_label_range(loss_graph, index);
       // Tensor::random draws integers from [0, 10): map them onto [0, range) deterministically.
-      Tensor u = Tensor::random(shape, DType::Float32, s ^ 0x5851F42D4C957F2DULL);
+      Tensor u = Tensor::random(*dims, DType::Float32, s ^ 0x5851F42D4C957F2DULL);
       const float* p = u.data<float>();
       for (int64_t k = 0; k < v.numel(); ++k) {
         const double unit = 0.5 * std::erfc(-static_cast<double>(p[k]) / std::sqrt(2.0));
