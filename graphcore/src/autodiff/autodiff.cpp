@@ -335,6 +335,12 @@ GradResult build_backward(const CellReport& report, const GradOptions& options) 
                   static_cast<uint32_t>(i));
     } catch (const std::bad_alloc&) {
       return fail("out of memory differentiating " + describe(node), static_cast<uint32_t>(i));
+    } catch (const std::out_of_range&) {
+      // A node its rule does not recognise (fewer inputs or outputs than the operator has: a
+      // malformed program the fuzzer found, BatchNorm with no input): not differentiated.
+      return fail("cannot differentiate " + describe(node) +
+                      ": it does not have the inputs and outputs its operator has",
+                  static_cast<uint32_t>(i));
     }
   }
 
