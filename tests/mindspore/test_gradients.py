@@ -206,6 +206,27 @@ class Net(nn.Cell):
         return ops.mean(ops.square(r))
 """
 
+# The recurrent layers (RecurrentGrad: backward through time): a two-layer bidirectional LSTM
+# whose every output reaches the loss, a GRU fed the LSTM's output with an initial state
+# computed from it, a relu RNN without biases.
+RECURRENT = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(10, 5, num_layers=1, bidirectional=True, batch_first=True)
+        self.rnn = nn.RNN(10, 3, nonlinearity='relu', has_bias=False)
+        self.fc = nn.Dense(3, 2)
+
+    def construct(self, x):
+        y, (h, c) = self.lstm(x)
+        g, k = self.gru(y, ops.tanh(h[2:]))
+        z, _ = self.rnn(ops.transpose(g, (1, 0, 2)))
+        out = self.fc(z)
+        return ops.mean(ops.square(out)) + ops.mean(h * c) + ops.mean(ops.square(k))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -216,6 +237,8 @@ CASES: Dict[str, Dict] = {
     "upsample_neck": {"source": UPSAMPLE, "shape": (2, 3, 11, 13), "train": False, "rtol": 1e-5},
     "selections": {"source": SELECTIONS, "shape": (2, 4, 8), "train": False, "rtol": 1e-5},
     "indexing_ops": {"source": INDEXING, "shape": (2, 4, 6), "train": False, "rtol": 1e-5},
+    "recurrent_lstm_gru_rnn": {"source": RECURRENT, "shape": (3, 7, 6), "train": False,
+                               "rtol": 1e-4},
 }
 
 

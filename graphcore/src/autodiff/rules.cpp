@@ -119,6 +119,48 @@ std::vector<int64_t> keep_dims_shape(GradBuilder& b) {
 
 std::optional<ValueRef> dy0(GradBuilder& b) { return b.dout(0); }
 
+// Every output's gradient, a zero tensor for an output with none (a fused layer's backward
+// kernel reads them all).
+std::vector<ValueRef> all_douts(GradBuilder& b) {
+  const Node& n = b.node();
+  std::vector<ValueRef> r;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    auto d = b.dout(k);
+    r.push_back(d ? *d : b.emit1("ZerosLike", {b.output(k)}, n.outputs[k]));
+  }
+  return r;
+}
+
+bool any_dout(GradBuilder& b) {
+  for (size_t k = 0; k < b.node().outputs.size(); ++k)
+    if (b.dout(k)) return true;
+  return false;
+}
+
+// A fused layer's backward node: (forward inputs, every output's gradient) -> (the gradient of
+// each forward input, then of each of the layer's parameters in Node::params order).
+void fused_layer_grad(GradBuilder& b, std::string_view op) {
+  if (!any_dout(b)) return;
+  const Node& n = b.node();
+  std::vector<ValueRef> ins = n.inputs;
+  for (const ValueRef& d : all_douts(b)) ins.push_back(d);
+  std::vector<TensorType> outs;
+  for (const ValueRef& r : n.inputs) {
+    TensorType t = b.type_of(r);
+    if (!is_floating(t.dtype)) t.dtype = DType::Float32;
+    outs.push_back(t);
+  }
+  for (const std::string& p : n.params) outs.push_back(param_type(b, p));
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"forward_op", std::string(n.op)});
+  const uint32_t g = b.emit(op, ins, outs, attrs, n.params, true);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (is_floating(b.type_of(n.inputs[i]).dtype)) b.grad_input(i, {g, static_cast<uint32_t>(i)});
+  }
+  for (size_t j = 0; j < n.params.size(); ++j)
+    b.grad_param(n.params[j], {g, static_cast<uint32_t>(n.inputs.size() + j)});
+}
+
 }  // namespace
 
 void g_identity(GradBuilder& b) {
@@ -753,6 +795,17 @@ void g_reduce_prod(GradBuilder& b) {
   const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
   b.grad_input(
       0, b.emit1("ReduceProdGrad", {b.input(0), g}, TensorType{b.type_of(b.input(0)).shape, dt}));
+}
+
+void g_recurrent(GradBuilder& b) {
+  // Backward through time in one kernel (RecurrentGrad) rather than the recurrence unrolled into
+  // per-step graph nodes: the graph stays one node per layer whatever the sequence length, and
+  // the kernel batches the weight gradients over all steps into one product each.
+  const Node& n = b.node();
+  const size_t states = n.op == "LSTM" ? 2 : 1;
+  if (n.inputs.size() > 1 + states && any_dout(b))
+    b.unsupported(std::string(n.op) + " with seq_length: the runtime does not run it");
+  fused_layer_grad(b, "RecurrentGrad");
 }
 
 }  // namespace graphcore::autodiff::rules

@@ -136,6 +136,11 @@ std::span<const OpDef> grad_ops() {
        false, nullptr, true},
       {"PadGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad_grad, false,
        nullptr, true},
+      // Backward through time of LSTM / GRU / RNN. Like the forward rows (vector instructions per
+      // element of the largest tensor), twice theirs: the kernel recomputes the forward, then
+      // runs the gradient recurrence.
+      {"RecurrentGrad", C::Other, kTraitNone, U::Vector, 2, P::Float16, &kernels::k_recurrent_grad,
+       false, nullptr, true},
   };
   return kRows;
 }

@@ -1,0 +1,300 @@
+// CPU kernels of the backward operators of the layers whose forward is one fused kernel in
+// runtime/kernels.cpp: the recurrent layers (nn.LSTM / nn.GRU / nn.RNN: backward through time),
+// nn.MultiheadAttention, nn.Conv3d, and the norms (ops.norm, ops.LpNorm). As in kernels_grad.cpp,
+// each recomputes from the forward inputs what it needs (gate activations, attention
+// probabilities) rather than the forward kernel keeping it.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels.h"
+
+namespace graphcore::runtime::kernels {
+
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapM = Eigen::Map<RowMat>;
+using MapCM = Eigen::Map<const RowMat>;
+
+std::string_view grad_forward_op(const KernelCall& c) {
+  if (auto op = attr_str(c.node, "forward_op")) {
+    if (*op == "LSTM") return "LSTM";
+    if (*op == "GRU") return "GRU";
+    if (*op == "RNN") return "RNN";
+  }
+  fail(std::string(c.node.op) + ": the forward operator is not recorded");
+}
+
+float sigm(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+
+// One direction of one layer of a recurrent network: its weights and what the forward pass left
+// at every step (recomputed): the gate activations, the hidden state before the step, and for
+// the LSTM the cell state before and after it, for the GRU the recurrent part of the candidate.
+struct RecurrentCell {
+  int64_t gates = 1, H = 0, F = 0;
+  RowMat wih, whh, bih, bhh;   // (G*H, F), (G*H, H), (1, G*H) each
+  std::vector<RowMat> act;     // per step (N, G*H): the gates after their non-linearity
+  std::vector<RowMat> h_prev;  // per step (N, H)
+  std::vector<RowMat> c_prev;  // LSTM, per step (N, H)
+  std::vector<RowMat> c_cur;   // LSTM, per step (N, H)
+  std::vector<RowMat> rec_n;   // GRU, per step (N, H): W_hn h + b_hn
+};
+
+}  // namespace
+
+// nn.LSTM / nn.GRU / nn.RNN backward through time (the forward kernel's equations, k_recurrent).
+// Inputs: the forward inputs (x, [h0, [c0]]), then the gradients of its outputs (y, h_n, [c_n]).
+// Outputs: the gradients of the forward inputs, then of each parameter in Node::params order.
+// The forward is recomputed layer by layer keeping every step's gates; the backward then walks
+// the layers from the last and each direction's steps in reverse, accumulating the weight
+// gradients as products over the whole sequence.
+void k_recurrent_grad(KernelCall& c) {
+  const std::string_view op = grad_forward_op(c);
+  const int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  const size_t states = op == "LSTM" ? 2 : 1;
+  if (c.inputs.size() < 2 + states) fail(std::string(op) + " gradient: missing inputs");
+  const size_t n_fwd = c.inputs.size() - (1 + states);
+  if (n_fwd > 1 + states) fail(std::string(op) + ": seq_length is not implemented");
+  const Tensor x = as_float(in(c, 0));
+  const auto hidden = attr_int(c.node, "hidden_size");
+  if (!hidden || x.rank() != 3) fail(std::string(op) + " needs hidden_size and a 3-D input");
+  const int64_t H = *hidden;
+  const int64_t layers = attr_int(c.node, "num_layers").value_or(1);
+  const int64_t dirs = attr_bool(c.node, "bidirectional").value_or(false) ? 2 : 1;
+  const bool batch_first = attr_bool(c.node, "batch_first").value_or(false);
+  const bool has_bias = attr_bool(c.node, "has_bias").value_or(true);
+  const bool relu = attr_str(c.node, "nonlinearity").value_or("tanh") == "relu";
+  const int64_t T = x.shape()[batch_first ? 1 : 0], N = x.shape()[batch_first ? 0 : 1];
+  const int64_t F0 = x.shape()[2];
+  const std::vector<int64_t> state_shape{layers * dirs, N, H};
+  const auto state_in = [&](size_t k) -> Tensor {
+    if (n_fwd <= 1 + k) return Tensor(state_shape, DType::Float32);
+    Tensor s = as_float(c.inputs[1 + k]);
+    if (s.shape() != state_shape) {
+      fail(std::string(op) + ": the initial state must be " + shape_str(state_shape) + ", got " +
+           s.type_str());
+    }
+    return s;
+  };
+  const Tensor h0 = state_in(0);
+  const Tensor c0 = op == "LSTM" ? state_in(1) : Tensor(state_shape, DType::Float32);
+  const Tensor dy = as_float(c.inputs[n_fwd]);
+  const Tensor dhn = as_float(c.inputs[n_fwd + 1]);
+  const Tensor dcn = op == "LSTM" ? as_float(c.inputs[n_fwd + 2]) : Tensor();
+  if (dy.rank() != 3 || dy.shape()[2] != dirs * H || dhn.shape() != state_shape ||
+      (op == "LSTM" && dcn.shape() != state_shape)) {
+    fail(std::string(op) + " gradient: the output gradients " + dy.type_str() + ", " +
+         dhn.type_str() + " do not match the layer");
+  }
+
+  // Forward, keeping each layer's input sequence (T*N, F) and each direction's steps.
+  std::vector<RowMat> layer_in;
+  std::vector<RecurrentCell> cells(static_cast<size_t>(layers * dirs));
+  std::vector<std::string> names(static_cast<size_t>(layers * dirs));
+  RowMat seq(T * N, F0);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t b = 0; b < N; ++b) {
+      seq.row(t * N + b) =
+          MapCM(x.data<float>() + (batch_first ? b * T + t : t * N + b) * F0, 1, F0).row(0);
+    }
+  }
+  int64_t F = F0;
+  for (int64_t l = 0; l < layers; ++l) {
+    RowMat out(T * N, dirs * H);
+    for (int64_t d = 0; d < dirs; ++d) {
+      const int64_t slot = l * dirs + d;
+      const std::string sfx = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+      names[static_cast<size_t>(slot)] = sfx;
+      const Tensor* wih = find_param(c, "weight_ih" + sfx);
+      const Tensor* whh = find_param(c, "weight_hh" + sfx);
+      const Tensor* bih = has_bias ? find_param(c, "bias_ih" + sfx) : nullptr;
+      const Tensor* bhh = has_bias ? find_param(c, "bias_hh" + sfx) : nullptr;
+      if (wih == nullptr || whh == nullptr || (has_bias && (bih == nullptr || bhh == nullptr)))
+        fail(std::string(op) + ": the parameters of layer " + std::to_string(l) + " are missing");
+      if (wih->shape() != std::vector<int64_t>{gates * H, F} ||
+          whh->shape() != std::vector<int64_t>{gates * H, H})
+        fail(std::string(op) + ": weight_ih" + sfx + " is " + wih->type_str());
+      RecurrentCell& cell = cells[static_cast<size_t>(slot)];
+      cell.gates = gates;
+      cell.H = H;
+      cell.F = F;
+      const Tensor Wih = as_float(*wih), Whh = as_float(*whh);
+      cell.wih = MapCM(Wih.data<float>(), gates * H, F);
+      cell.whh = MapCM(Whh.data<float>(), gates * H, H);
+      cell.bih = RowMat::Zero(1, gates * H);
+      cell.bhh = RowMat::Zero(1, gates * H);
+      if (has_bias) {
+        const Tensor Bi = as_float(*bih), Bh = as_float(*bhh);
+        cell.bih = MapCM(Bi.data<float>(), 1, gates * H);
+        cell.bhh = MapCM(Bh.data<float>(), 1, gates * H);
+      }
+      RowMat xp = seq * cell.wih.transpose();
+      xp.rowwise() += cell.bih.row(0);
+      RowMat h = MapCM(h0.data<float>() + slot * N * H, N, H);
+      RowMat cs = MapCM(c0.data<float>() + slot * N * H, N, H);
+      for (int64_t step = 0; step < T; ++step) {
+        const int64_t t = d == 0 ? step : T - 1 - step;
+        RowMat hp = h * cell.whh.transpose();
+        hp.rowwise() += cell.bhh.row(0);
+        RowMat a = xp.middleRows(t * N, N);
+        cell.h_prev.push_back(h);
+        if (gates == 4) {
+          cell.c_prev.push_back(cs);
+          a += hp;
+          for (int64_t b = 0; b < N; ++b) {
+            for (int64_t k = 0; k < H; ++k) {
+              a(b, k) = sigm(a(b, k));
+              a(b, H + k) = sigm(a(b, H + k));
+              a(b, 2 * H + k) = std::tanh(a(b, 2 * H + k));
+              a(b, 3 * H + k) = sigm(a(b, 3 * H + k));
+              cs(b, k) = a(b, H + k) * cs(b, k) + a(b, k) * a(b, 2 * H + k);
+              h(b, k) = a(b, 3 * H + k) * std::tanh(cs(b, k));
+            }
+          }
+          cell.c_cur.push_back(cs);
+        } else if (gates == 3) {
+          cell.rec_n.push_back(hp.rightCols(H));
+          for (int64_t b = 0; b < N; ++b) {
+            for (int64_t k = 0; k < H; ++k) {
+              a(b, k) = sigm(a(b, k) + hp(b, k));
+              a(b, H + k) = sigm(a(b, H + k) + hp(b, H + k));
+              a(b, 2 * H + k) = std::tanh(a(b, 2 * H + k) + a(b, k) * hp(b, 2 * H + k));
+              h(b, k) = (1 - a(b, H + k)) * a(b, 2 * H + k) + a(b, H + k) * h(b, k);
+            }
+          }
+        } else {
+          a += hp;
+          for (int64_t i = 0; i < a.size(); ++i) {
+            float& v = a.data()[i];
+            v = relu ? std::max(v, 0.0f) : std::tanh(v);
+          }
+          h = a;
+        }
+        cell.act.push_back(std::move(a));
+        out.block(t * N, d * H, N, H) = h;
+      }
+    }
+    layer_in.push_back(std::move(seq));
+    seq = std::move(out);
+    F = dirs * H;
+  }
+
+  // Backward. dseq: the gradient of the current layer's output sequence (T*N, dirs*H).
+  RowMat dseq(T * N, dirs * H);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t b = 0; b < N; ++b) {
+      dseq.row(t * N + b) =
+          MapCM(dy.data<float>() + (batch_first ? b * T + t : t * N + b) * dirs * H, 1, dirs * H)
+              .row(0);
+    }
+  }
+  Tensor dh0(state_shape, DType::Float32), dc0(state_shape, DType::Float32);
+  std::vector<RowMat> dwih(cells.size()), dwhh(cells.size()), dbih(cells.size()),
+      dbhh(cells.size());
+  for (int64_t l = layers - 1; l >= 0; --l) {
+    const RowMat& input = layer_in[static_cast<size_t>(l)];
+    RowMat din = RowMat::Zero(T * N, input.cols());
+    for (int64_t d = 0; d < dirs; ++d) {
+      const int64_t slot = l * dirs + d;
+      const auto s = static_cast<size_t>(slot);
+      const RecurrentCell& cell = cells[s];
+      // dA: the pre-activation gradients of the input projection per step; dR those of the
+      // recurrent projection (the same but for the GRU's candidate, gated by r).
+      RowMat dA(T * N, gates * H), dR(T * N, gates * H);
+      RowMat dh = MapCM(dhn.data<float>() + slot * N * H, N, H);
+      RowMat dc =
+          op == "LSTM" ? RowMat(MapCM(dcn.data<float>() + slot * N * H, N, H)) : RowMat::Zero(N, H);
+      std::vector<RowMat> h_at(static_cast<size_t>(T));  // the hidden state read at time t
+      for (int64_t step = T - 1; step >= 0; --step) {
+        const int64_t t = d == 0 ? step : T - 1 - step;
+        const auto st = static_cast<size_t>(step);
+        const RowMat& a = cell.act[st];
+        dh += dseq.block(t * N, d * H, N, H);
+        RowMat ga(N, gates * H), gr(N, gates * H);
+        RowMat dh_direct = RowMat::Zero(N, H);
+        for (int64_t b = 0; b < N; ++b) {
+          for (int64_t k = 0; k < H; ++k) {
+            const float g = dh(b, k);
+            if (gates == 4) {
+              const float i = a(b, k), f = a(b, H + k), gg = a(b, 2 * H + k), o = a(b, 3 * H + k);
+              const float tc = std::tanh(cell.c_cur[st](b, k));
+              const float dcs = dc(b, k) + g * o * (1 - tc * tc);
+              ga(b, k) = dcs * gg * i * (1 - i);
+              ga(b, H + k) = dcs * cell.c_prev[st](b, k) * f * (1 - f);
+              ga(b, 2 * H + k) = dcs * i * (1 - gg * gg);
+              ga(b, 3 * H + k) = g * tc * o * (1 - o);
+              dc(b, k) = dcs * f;
+            } else if (gates == 3) {
+              const float r = a(b, k), z = a(b, H + k), n = a(b, 2 * H + k);
+              const float dn = g * (1 - z) * (1 - n * n);
+              const float dr = dn * cell.rec_n[st](b, k) * r * (1 - r);
+              const float dz = g * (cell.h_prev[st](b, k) - n) * z * (1 - z);
+              ga(b, k) = dr;
+              ga(b, H + k) = dz;
+              ga(b, 2 * H + k) = dn;
+              gr(b, 2 * H + k) = dn * r;
+              dh_direct(b, k) = g * z;
+            } else {
+              const float v = a(b, k);
+              ga(b, k) = g * (relu ? (v > 0 ? 1.0f : 0.0f) : 1 - v * v);
+            }
+          }
+        }
+        if (gates == 3) {
+          gr.leftCols(2 * H) = ga.leftCols(2 * H);
+        } else {
+          gr = ga;
+        }
+        dA.middleRows(t * N, N) = ga;
+        dR.middleRows(t * N, N) = gr;
+        h_at[static_cast<size_t>(t)] = cell.h_prev[st];
+        dh = dh_direct + gr * cell.whh;
+      }
+      std::copy_n(dh.data(), N * H, dh0.data<float>() + slot * N * H);
+      if (op == "LSTM") std::copy_n(dc.data(), N * H, dc0.data<float>() + slot * N * H);
+      RowMat hprev(T * N, H);
+      for (int64_t t = 0; t < T; ++t) hprev.middleRows(t * N, N) = h_at[static_cast<size_t>(t)];
+      dwih[s] = dA.transpose() * input;
+      dwhh[s] = dR.transpose() * hprev;
+      dbih[s] = dA.colwise().sum();
+      dbhh[s] = dR.colwise().sum();
+      din += dA * cell.wih;
+    }
+    dseq = std::move(din);
+  }
+  Tensor dx(x.shape(), DType::Float32);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t b = 0; b < N; ++b) {
+      MapM(dx.data<float>() + (batch_first ? b * T + t : t * N + b) * F0, 1, F0) =
+          dseq.row(t * N + b);
+    }
+  }
+  emit(c, std::move(dx));
+  if (n_fwd > 1) emit(c, std::move(dh0));
+  if (n_fwd > 2) emit(c, std::move(dc0));
+  // The parameter gradients in the node's parameter order.
+  for (const ParamState* p : c.params) {
+    const RowMat* g = nullptr;
+    for (size_t s = 0; s < cells.size() && g == nullptr; ++s) {
+      const auto is = [&](const std::string& stem) {
+        const std::string want = stem + names[s];
+        return p->name == want || (p->name.size() > want.size() && p->name.ends_with(want) &&
+                                   p->name[p->name.size() - want.size() - 1] == '.');
+      };
+      if (is("weight_ih")) g = &dwih[s];
+      if (is("weight_hh")) g = &dwhh[s];
+      if (is("bias_ih")) g = &dbih[s];
+      if (is("bias_hh")) g = &dbhh[s];
+    }
+    if (g == nullptr) fail(std::string(op) + " gradient: unknown parameter '" + p->name + "'");
+    Tensor t(p->value.shape(), DType::Float32);
+    if (t.numel() != g->size()) fail(std::string(op) + " gradient: '" + p->name + "' mismatch");
+    std::copy_n(g->data(), g->size(), t.data<float>());
+    emit(c, std::move(t));
+  }
+}
+
+}  // namespace graphcore::runtime::kernels
