@@ -227,6 +227,26 @@ class Net(nn.Cell):
         return ops.mean(ops.square(out)) + ops.mean(h * c) + ops.mean(ops.square(k))
 """
 
+# nn.MultiheadAttention (MultiheadAttentionGrad): self-attention with the packed in_proj_weight
+# (query, key and value one tensor), cross-attention with kdim/vdim (q/k/v_proj_weight),
+# batch_first, the per-head attention weights in the loss.
+MHA = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 8)
+        self.sa = nn.MultiheadAttention(8, 2)
+        self.ca = nn.MultiheadAttention(8, 4, kdim=6, vdim=6, batch_first=True)
+
+    def construct(self, x):
+        h = self.fc(x)
+        s = ops.transpose(h, (1, 0, 2))
+        y, w = self.sa(s, s, s)
+        z, u = self.ca(ops.transpose(y, (1, 0, 2)), x, x, average_attn_weights=False)
+        return ops.mean(ops.square(z)) + ops.mean(ops.square(u)) + ops.mean(w * w)
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -239,6 +259,7 @@ CASES: Dict[str, Dict] = {
     "indexing_ops": {"source": INDEXING, "shape": (2, 4, 6), "train": False, "rtol": 1e-5},
     "recurrent_lstm_gru_rnn": {"source": RECURRENT, "shape": (3, 7, 6), "train": False,
                                "rtol": 1e-4},
+    "multihead_attention": {"source": MHA, "shape": (2, 5, 6), "train": False, "rtol": 1e-4},
 }
 
 

@@ -808,4 +808,19 @@ void g_recurrent(GradBuilder& b) {
   fused_layer_grad(b, "RecurrentGrad");
 }
 
+void g_multihead_attention(GradBuilder& b) {
+  const Node& n = b.node();
+  if (!any_dout(b)) return;
+  if (n.inputs.size() != 3) {
+    b.unsupported(
+        "MultiheadAttention with a key_padding_mask or attn_mask: the runtime does not "
+        "run it");
+  }
+  for (const std::string& p : n.params) {
+    if (p.ends_with("bias_k") || p.ends_with("bias_v"))
+      b.unsupported("MultiheadAttention with add_bias_kv: the runtime does not run it");
+  }
+  fused_layer_grad(b, "MultiheadAttentionGrad");
+}
+
 }  // namespace graphcore::autodiff::rules

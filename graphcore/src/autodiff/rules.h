@@ -42,6 +42,7 @@ void g_masked_fill(GradBuilder& b);
 void g_cumsum(GradBuilder& b);     // CumSum: the reversed running sum (CumSumGrad)
 void g_pad(GradBuilder& b);        // Pad, every mode (PadGrad)
 void g_recurrent(GradBuilder& b);  // LSTM, GRU, RNN: backward through time (RecurrentGrad)
+void g_multihead_attention(GradBuilder& b);  // MultiheadAttentionGrad
 void g_group_norm(GradBuilder& b);
 void g_conv_transpose(GradBuilder& b);  // Conv2DTranspose (Conv2DTransposeGrad)
 // LogSumExp: exp(x - y) dy, from forward operators.

@@ -141,6 +141,10 @@ std::span<const OpDef> grad_ops() {
       // runs the gradient recurrence.
       {"RecurrentGrad", C::Other, kTraitNone, U::Vector, 2, P::Float16, &kernels::k_recurrent_grad,
        false, nullptr, true},
+      // nn.MultiheadAttention: the projections' and attention's products again (Vector like the
+      // forward row), and as many for the gradients.
+      {"MultiheadAttentionGrad", C::Attention, kTraitNone, U::Vector, 2, P::Float16,
+       &kernels::k_multihead_attention_grad, false, nullptr, true},
   };
   return kRows;
 }

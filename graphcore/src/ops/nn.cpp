@@ -36,7 +36,7 @@ std::span<const OpDef> nn_ops() {
        &ad::g_dense},
       {"FusedMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
       {"MultiheadAttention", C::Attention, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_multihead_attention, false},
+       &kernels::k_multihead_attention, false, &ad::g_multihead_attention},
       {"FusedAttention", C::Attention, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
       {"LSTM", C::Other, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_recurrent, false,
        &ad::g_recurrent},

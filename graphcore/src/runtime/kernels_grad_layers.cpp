@@ -297,4 +297,152 @@ void k_recurrent_grad(KernelCall& c) {
   }
 }
 
+// nn.MultiheadAttention (the forward kernel's computation, k_multihead_attention): inputs query,
+// key, value, then the gradients of the output and, when the node has it, of the attention
+// weights (averaged over heads, or per head). Per batch and head, with P = softmax(s Q K^T):
+// dV = P^T dC, dP = dC V^T (+ the weights' gradient), dS = P (dP - rowsum(dP P)), dQ = s dS K,
+// dK = s dS^T Q; then through the projections. Outputs: dquery, dkey, dvalue, then the gradients
+// of the parameters in Node::params order.
+void k_multihead_attention_grad(KernelCall& c) {
+  const bool with_weights = c.inputs.size() == 5;
+  if (c.inputs.size() != 4 && !with_weights)
+    fail("MultiheadAttention gradient: masks are not implemented by the CPU runtime");
+  const auto e_attr = attr_int(c.node, "embed_dim");
+  const auto h_attr = attr_int(c.node, "num_heads");
+  if (!e_attr || !h_attr || *h_attr <= 0 || *e_attr % *h_attr != 0)
+    fail("MultiheadAttention needs embed_dim divisible by num_heads");
+  const int64_t E = *e_attr, heads = *h_attr, hd = E / heads;
+  const bool bf = attr_bool(c.node, "batch_first").value_or(false);
+  const Tensor q0 = as_float(c.inputs[0]), k0 = as_float(c.inputs[1]), v0 = as_float(c.inputs[2]);
+  const Tensor dy = as_float(c.inputs[3]);
+  if (q0.rank() != 3 || k0.rank() != 3 || v0.rank() != 3)
+    fail("MultiheadAttention: unbatched (2-D) inputs are not implemented by the CPU runtime");
+  const int64_t N = q0.shape()[bf ? 0 : 1], L = q0.shape()[bf ? 1 : 0], S = k0.shape()[bf ? 1 : 0];
+  if (dy.numel() != N * L * E) fail("MultiheadAttention gradient " + dy.type_str());
+  Tensor dw_out;
+  bool per_head = false;
+  if (with_weights) {
+    dw_out = as_float(c.inputs[4]);
+    per_head = dw_out.rank() == 4;
+    if (dw_out.numel() != N * (per_head ? heads : 1) * L * S)
+      fail("MultiheadAttention gradient: the weights' gradient is " + dw_out.type_str());
+  }
+  // (seq, batch, f) or (batch, seq, f) rows <-> (batch * seq, f) rows.
+  const auto row_of = [&](int64_t b, int64_t i, int64_t len) {
+    return bf ? b * len + i : i * N + b;
+  };
+  const auto batch_major = [&](const Tensor& t, int64_t len) {
+    const int64_t f = t.shape()[2];
+    RowMat m(N * len, f);
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t i = 0; i < len; ++i)
+        m.row(b * len + i) = MapCM(t.data<float>() + row_of(b, i, len) * f, 1, f).row(0);
+    return m;
+  };
+  const auto to_layout = [&](const RowMat& m, int64_t len) {
+    Tensor t(bf ? std::vector<int64_t>{N, len, m.cols()} : std::vector<int64_t>{len, N, m.cols()},
+             DType::Float32);
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t i = 0; i < len; ++i)
+        MapM(t.data<float>() + row_of(b, i, len) * m.cols(), 1, m.cols()) = m.row(b * len + i);
+    return t;
+  };
+  const Tensor* packed = find_param(c, "in_proj_weight");
+  const Tensor* in_bias = find_param(c, "in_proj_bias");
+  const char* own[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+  RowMat w[3];
+  for (int which = 0; which < 3; ++which) {
+    if (packed != nullptr) {
+      const Tensor pw = as_float(*packed);
+      if (pw.numel() != 3 * E * E) fail("MultiheadAttention: in_proj_weight is " + pw.type_str());
+      w[which] = MapCM(pw.data<float>() + which * E * E, E, E);
+    } else {
+      const Tensor* wp = find_param(c, own[which]);
+      if (wp == nullptr) fail(std::string("MultiheadAttention: ") + own[which] + " is missing");
+      const Tensor t = as_float(*wp);
+      w[which] = MapCM(t.data<float>(), E, t.shape()[1]);
+    }
+  }
+  RowMat bin = RowMat::Zero(1, 3 * E);
+  if (in_bias != nullptr) bin = MapCM(as_float(*in_bias).data<float>(), 1, 3 * E);
+  const RowMat xq = batch_major(q0, L), xk = batch_major(k0, S), xv = batch_major(v0, S);
+  if (xq.cols() != w[0].cols() || xk.cols() != w[1].cols() || xv.cols() != w[2].cols())
+    fail("MultiheadAttention gradient: the inputs do not match the projection weights");
+  const auto project = [&](const RowMat& x, int which) {
+    RowMat y = x * w[which].transpose();
+    y.rowwise() += bin.block(0, which * E, 1, E).row(0);
+    return y;
+  };
+  const RowMat q = project(xq, 0), k = project(xk, 1), v = project(xv, 2);
+  const Tensor* ow = find_param(c, "out_proj.weight");
+  if (ow == nullptr) fail("MultiheadAttention: out_proj.weight is missing");
+  const RowMat wo = MapCM(as_float(*ow).data<float>(), E, E);
+  const RowMat dout = batch_major(
+      dy.reshape(bf ? std::vector<int64_t>{N, L, E} : std::vector<int64_t>{L, N, E}), L);
+  RowMat ctx(N * L, E);
+  const RowMat dctx = dout * wo;
+  RowMat dq(N * L, E), dk(N * S, E), dv(N * S, E);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (int64_t b = 0; b < N; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const auto Q = q.block(b * L, h * hd, L, hd);
+      const auto K = k.block(b * S, h * hd, S, hd);
+      const auto V = v.block(b * S, h * hd, S, hd);
+      RowMat P = Q * K.transpose() * scale;
+      for (int64_t i = 0; i < L; ++i) {
+        const float m = P.row(i).maxCoeff();
+        P.row(i) = (P.row(i).array() - m).exp().matrix();
+        P.row(i) /= P.row(i).sum();
+      }
+      ctx.block(b * L, h * hd, L, hd) = P * V;
+      const auto dC = dctx.block(b * L, h * hd, L, hd);
+      RowMat dP = dC * V.transpose();
+      if (with_weights) {
+        const float* g = dw_out.data<float>() + (per_head ? (b * heads + h) * L * S : b * L * S);
+        dP +=
+            per_head ? RowMat(MapCM(g, L, S)) : RowMat(MapCM(g, L, S) / static_cast<float>(heads));
+      }
+      dv.block(b * S, h * hd, S, hd) = P.transpose() * dC;
+      RowMat dS = P.cwiseProduct(dP);
+      for (int64_t i = 0; i < L; ++i) dS.row(i) -= P.row(i) * dS.row(i).sum();
+      dq.block(b * L, h * hd, L, hd) = dS * K * scale;
+      dk.block(b * S, h * hd, S, hd) = dS.transpose() * Q * scale;
+    }
+  }
+  const RowMat* dproj[3] = {&dq, &dk, &dv};
+  const RowMat* xin[3] = {&xq, &xk, &xv};
+  emit(c, to_layout(dq * w[0], L));
+  emit(c, to_layout(dk * w[1], S));
+  emit(c, to_layout(dv * w[2], S));
+  for (const ParamState* p : c.params) {
+    const auto is = [&](std::string_view want) {
+      return p->name == want || (p->name.size() > want.size() && p->name.ends_with(want) &&
+                                 p->name[p->name.size() - want.size() - 1] == '.');
+    };
+    RowMat g;
+    if (is("in_proj_weight")) {
+      g.resize(3 * E, E);
+      for (int which = 0; which < 3; ++which)
+        g.middleRows(which * E, E) = dproj[which]->transpose() * *xin[which];
+    } else if (is("in_proj_bias")) {
+      g.resize(1, 3 * E);
+      for (int which = 0; which < 3; ++which)
+        g.block(0, which * E, 1, E) = dproj[which]->colwise().sum();
+    } else if (is("out_proj.weight")) {
+      g = dout.transpose() * ctx;
+    } else if (is("out_proj.bias")) {
+      g = dout.colwise().sum();
+    } else {
+      for (int which = 0; which < 3 && g.size() == 0; ++which)
+        if (is(own[which])) g = dproj[which]->transpose() * *xin[which];
+    }
+    if (g.size() == 0 || g.size() != p->value.numel()) {
+      fail("MultiheadAttention gradient: parameter '" + p->name + "' is not one it computes");
+    }
+    Tensor t(p->value.shape(), DType::Float32);
+    std::copy_n(g.data(), g.size(), t.data<float>());
+    emit(c, std::move(t));
+  }
+}
+
 }  // namespace graphcore::runtime::kernels
