@@ -247,6 +247,26 @@ class Net(nn.Cell):
         return ops.mean(ops.square(z)) + ops.mean(ops.square(u)) + ops.mean(w * w)
 """
 
+# ops.norm / Tensor.norm / ops.LpNorm (NormGrad): the 2-norm over everything and over dims,
+# ord 1 / 3 / inf / -inf, keepdim; ReLU outputs put exact zeros under ord 1 and 3 (sign(0) = 0).
+NORMS = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 8)
+        self.lp = ops.LpNorm(axis=[1, 2], p=3)
+        self.lp2 = ops.LpNorm(axis=2, keep_dims=True)
+
+    def construct(self, x):
+        h = self.fc(x)
+        r = ops.relu(h)
+        a = ops.norm(h) + ops.mean(ops.norm(r, 1, dim=2)) + ops.mean(h.norm(dim=(0, 2)))
+        b = ops.mean(ops.norm(h, float('inf'), dim=1, keepdim=True)) + ops.mean(self.lp(r))
+        c = ops.mean(ops.norm(h, float('-inf'), dim=2) * ops.norm(r, 3, dim=2))
+        return a + b + c + ops.mean(self.lp2(h) * h)
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -260,6 +280,7 @@ CASES: Dict[str, Dict] = {
     "recurrent_lstm_gru_rnn": {"source": RECURRENT, "shape": (3, 7, 6), "train": False,
                                "rtol": 1e-4},
     "multihead_attention": {"source": MHA, "shape": (2, 5, 6), "train": False, "rtol": 1e-4},
+    "norms": {"source": NORMS, "shape": (3, 5, 6), "train": False, "rtol": 1e-4},
 }
 
 

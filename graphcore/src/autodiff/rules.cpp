@@ -823,4 +823,32 @@ void g_multihead_attention(GradBuilder& b) {
   fused_layer_grad(b, "MultiheadAttentionGrad");
 }
 
+void g_norm(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  if (n.op == "Norm") {
+    const AttrValue* ord = n.find_attr("ord");
+    const auto* s = ord ? std::get_if<std::string>(ord) : nullptr;
+    const std::vector<int64_t> keep = keep_dims_shape(b);
+    size_t reduced = 0;
+    const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+    for (size_t i = 0; i < x.size(); ++i) reduced += keep[i] == 1 && x[i] != 1 ? 1 : 0;
+    const bool vector_ord = ord == nullptr || std::holds_alternative<std::monostate>(*ord) ||
+                            (s != nullptr && *s == "fro");
+    if (!vector_ord && (s != nullptr && *s == "nuc"))
+      b.unsupported("the nuclear norm: the runtime does not run it");
+    if (!vector_ord && reduced > 1)
+      b.unsupported("a matrix norm (ord over two dims): the runtime does not run it");
+  }
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  const DType dt = b.type_of(*dy).dtype;
+  const ValueRef y = b.emit1("Reshape", {b.output(0)}, TensorType{Shape::of(keep), dt});
+  const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"forward_op", std::string(n.op)});
+  b.grad_input(0, b.emit1("NormGrad", {b.input(0), y, g},
+                          TensorType{b.type_of(b.input(0)).shape, dt}, attrs, {}, true));
+}
+
 }  // namespace graphcore::autodiff::rules

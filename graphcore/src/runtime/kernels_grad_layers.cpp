@@ -445,4 +445,69 @@ void k_multihead_attention_grad(KernelCall& c) {
   }
 }
 
+// ops.norm / Tensor.norm (Norm) and ops.LpNorm: inputs x, the norm y and its gradient dy, both
+// reshaped to the reduction with kept dims (they broadcast against x). Per element, as MindSpore
+// 2.10's gradients give (checked with mindspore.grad): p-norm dy sign(x) |x|^(p-1) / y^(p-1)
+// (the 2-norm dy x / y; ord None too), inf / -inf all of dy to the first element of largest /
+// smallest |x| (sign(x) dy), ord 0 nothing. Where it has no derivative the subgradient 0: a
+// zero norm (MindSpore's explicit ord=2 and LpNorm give 0 there; ord None gives NaN), x = 0 for
+// p < 1 (NaN in MindSpore), and LpNorm's floor (a norm at or below epsilon).
+void k_norm_grad(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  const Tensor y = as_float(in(c, 1));
+  const Tensor dy = as_float(in(c, 2));
+  const std::vector<int64_t>& xs = x.shape();
+  if (y.rank() != x.rank() || dy.shape() != y.shape())
+    fail("Norm gradient: the norm " + y.type_str() + " does not keep the dims of " + x.type_str());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (y.shape()[i] != 1 && y.shape()[i] != xs[i])
+      fail("Norm gradient: the norm " + y.type_str() + " is not a reduction of " + x.type_str());
+  }
+  const bool lp = attr_str(c.node, "forward_op").value_or("") == "LpNorm";
+  double p = 2;
+  double floor = 0;
+  if (lp) {
+    p = attr_float(c.node, "p").value_or(2);
+    floor = attr_float(c.node, "epsilon").value_or(1e-12);
+  } else if (const AttrValue* ord = c.node.find_attr("ord");
+             ord != nullptr && !std::holds_alternative<std::monostate>(*ord)) {
+    const auto s = attr_str(c.node, "ord");
+    if (!(s && *s == "fro")) {
+      const auto v = attr_float(c.node, "ord");
+      if (!v) fail("Norm gradient: ord " + attr_to_string(*ord) + " is not implemented");
+      p = *v;
+    }
+  }
+  // The flat index of y (and dy) each element of x reduces into.
+  const std::vector<int64_t> ys = bstrides(y.shape(), xs);
+  Tensor& dx = emit(c, Tensor(xs, DType::Float32));
+  auto* q = dx.data<float>();
+  const auto* px = x.data<float>();
+  const auto* py = y.data<float>();
+  const auto* pg = dy.data<float>();
+  std::vector<char> taken(static_cast<size_t>(y.numel()), 0);
+  std::vector<int64_t> idx(xs.size(), 0);
+  int64_t yi = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = px[i], n = py[yi], g = pg[yi];
+    const double sign = v > 0 ? 1 : v < 0 ? -1 : 0;
+    double d = 0;
+    if (std::isinf(p)) {
+      if (!taken[static_cast<size_t>(yi)] && static_cast<float>(std::fabs(v)) == py[yi]) {
+        taken[static_cast<size_t>(yi)] = 1;
+        d = sign * g;
+      }
+    } else if (p != 0 && n > floor && v != 0) {
+      d = p == 2 ? g * v / n : p == 1 ? g * sign : g * sign * std::pow(std::fabs(v) / n, p - 1);
+    }
+    q[i] = static_cast<float>(d);
+    for (size_t k = xs.size(); k-- > 0;) {
+      yi += ys[k];
+      if (++idx[k] < xs[k]) break;
+      yi -= ys[k] * xs[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 }  // namespace graphcore::runtime::kernels
