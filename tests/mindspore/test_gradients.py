@@ -267,6 +267,22 @@ class Net(nn.Cell):
         return a + b + c + ops.mean(self.lp2(h) * h)
 """
 
+# nn.Conv3d (Conv3DGrad): 'pad' with stride 2 and a bias, 'same' with groups and dilation,
+# 'valid'.
+CONV3D = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv3d(2, 4, 3, stride=2, pad_mode='pad', padding=1, has_bias=True)
+        self.c2 = nn.Conv3d(4, 4, (2, 3, 1), pad_mode='same', group=2, dilation=(1, 2, 1))
+        self.c3 = nn.Conv3d(4, 3, 2, pad_mode='valid', has_bias=True)
+
+    def construct(self, x):
+        h = self.c3(ops.relu(self.c2(self.c1(x))))
+        return ops.mean(ops.square(h))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -281,6 +297,7 @@ CASES: Dict[str, Dict] = {
                                "rtol": 1e-4},
     "multihead_attention": {"source": MHA, "shape": (2, 5, 6), "train": False, "rtol": 1e-4},
     "norms": {"source": NORMS, "shape": (3, 5, 6), "train": False, "rtol": 1e-4},
+    "conv3d": {"source": CONV3D, "shape": (2, 2, 7, 8, 6), "train": False, "rtol": 1e-4},
 }
 
 

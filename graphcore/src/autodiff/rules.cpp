@@ -851,4 +851,6 @@ void g_norm(GradBuilder& b) {
                           TensorType{b.type_of(b.input(0)).shape, dt}, attrs, {}, true));
 }
 
+void g_conv3d(GradBuilder& b) { layer_grad(b, "Conv3DGrad", true); }
+
 }  // namespace graphcore::autodiff::rules

@@ -145,6 +145,8 @@ std::span<const OpDef> grad_ops() {
       // forward row), and as many for the gradients.
       {"MultiheadAttentionGrad", C::Attention, kTraitNone, U::Vector, 2, P::Float16,
        &kernels::k_multihead_attention_grad, false, nullptr, true},
+      {"Conv3DGrad", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv3d_grad,
+       false, nullptr, true},
       {"NormGrad", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_norm_grad, false,
        nullptr, true},
   };
