@@ -853,4 +853,39 @@ void g_norm(GradBuilder& b) {
 
 void g_conv3d(GradBuilder& b) { layer_grad(b, "Conv3DGrad", true); }
 
+void g_merge(GradBuilder& b) {
+  // The join of an `if` on a tensor (condition, the `if` branch's value, the other's): the graph
+  // holds both branches and the runtime's Merge picks one by the condition's value, so the
+  // gradient goes to the branch taken, known only at run time: Select on the same condition
+  // routes dy to one input and zeros to the other (MindSpore's gradient of the branch that did
+  // not run is zero too).
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  if (n.inputs.size() != 3) {
+    b.unsupported(
+        "the condition of the `if` is not a tensor of the graph: which branch runs is "
+        "not known");
+  }
+  const TensorType& ct = b.type_of(b.input(0));
+  const auto count = ct.shape.num_elements();
+  if (!count.is_known() || count.value() != 1) {
+    b.unsupported(
+        "the condition of the `if` is not a one-element tensor (its truth value is "
+        "ambiguous)");
+  }
+  const ValueRef cond =
+      b.emit1("Reshape", {b.input(0)}, TensorType{Shape::of(std::vector<int64_t>{}), ct.dtype});
+  const TensorType& gt = b.type_of(*dy);
+  for (size_t i = 1; i < 3; ++i) {
+    if (!b.needs_input_grad(i)) continue;
+    // Input 1 (the `if` branch) keeps dy where the condition holds; input 2 where it does not.
+    const int64_t zero_at = i == 1 ? 2 : 1;
+    ValueRef g = b.emit1("Select", {cond, *dy}, gt, {{"scalar", 0.0}, {"scalar_index", zero_at}});
+    const TensorType& it = b.type_of(b.input(i));
+    if (it.dtype != gt.dtype) g = b.emit1("Cast", {g}, TensorType{gt.shape, it.dtype});
+    b.grad_input(i, g);
+  }
+}
+
 }  // namespace graphcore::autodiff::rules

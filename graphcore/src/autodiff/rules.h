@@ -45,6 +45,8 @@ void g_recurrent(GradBuilder& b);  // LSTM, GRU, RNN: backward through time (Rec
 void g_multihead_attention(GradBuilder& b);  // MultiheadAttentionGrad
 void g_norm(GradBuilder& b);                 // Norm, LpNorm (NormGrad)
 void g_conv3d(GradBuilder& b);               // Conv3D (Conv3DGrad)
+void g_merge(GradBuilder& b);  // Merge: dy to the branch the condition took (Select) // Conv3D
+                               // (Conv3DGrad)
 void g_group_norm(GradBuilder& b);
 void g_conv_transpose(GradBuilder& b);  // Conv2DTranspose (Conv2DTransposeGrad)
 // LogSumExp: exp(x - y) dy, from forward operators.
