@@ -662,7 +662,9 @@ TEST(AutodiffRules, RnnTanhAndReluWithoutBias) {
 
 // nn.MultiheadAttention: packed in_proj_weight (self-attention: the three inputs are one value,
 // their gradients summed) and separate q/k/v projections (kdim, vdim), batch_first both ways,
-// the attention weights averaged and per head reaching the loss, without biases.
+// the attention weights averaged and per head reaching the loss, without biases; sa applied again
+// with need_weights=False (a 1-tuple, as MindSpore 2.10 returns), its parameters' gradients summed
+// over both calls.
 TEST(AutodiffRules, MultiheadAttentionSelfAndCross) {
   Compiled c = compile(
       "        self.sa = nn.MultiheadAttention(8, 2)\n"
@@ -670,7 +672,8 @@ TEST(AutodiffRules, MultiheadAttentionSelfAndCross) {
       "has_bias=False)\n",
       "        y, w = self.sa(x, x, x)\n"
       "        z, u = self.ca(ops.transpose(y, (1, 0, 2)), k, v, average_attn_weights=False)\n"
-      "        return z.sum(2) + u.sum(3).sum(1) + w.sum(2) * 0.5\n",
+      "        o = self.sa(x, x, x, need_weights=False)[0]\n"
+      "        return z.sum(2) + u.sum(3).sum(1) + w.sum(2) * 0.5 + o.sum(2).transpose(1, 0)\n",
       {f32({3, 2, 8}), f32({2, 4, 6}), f32({2, 4, 5})}, "x, k, v");
   GradCheck r = check_gradients(c.cell(), false, 1, 12);
   // sa: in_proj_weight/bias, out_proj weight/bias; ca: q/k/v_proj_weight, out_proj.weight.

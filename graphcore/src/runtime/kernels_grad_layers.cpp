@@ -156,7 +156,7 @@ void k_recurrent_grad(KernelCall& c) {
           }
           cell.c_cur.push_back(cs);
         } else if (gates == 3) {
-          cell.rec_n.push_back(hp.rightCols(H));
+          cell.rec_n.emplace_back(hp.rightCols(H));
           for (int64_t b = 0; b < N; ++b) {
             for (int64_t k = 0; k < H; ++k) {
               a(b, k) = sigm(a(b, k) + hp(b, k));
@@ -334,17 +334,19 @@ void k_multihead_attention_grad(KernelCall& c) {
   const auto batch_major = [&](const Tensor& t, int64_t len) {
     const int64_t f = t.shape()[2];
     RowMat m(N * len, f);
-    for (int64_t b = 0; b < N; ++b)
+    for (int64_t b = 0; b < N; ++b) {
       for (int64_t i = 0; i < len; ++i)
         m.row(b * len + i) = MapCM(t.data<float>() + row_of(b, i, len) * f, 1, f).row(0);
+    }
     return m;
   };
   const auto to_layout = [&](const RowMat& m, int64_t len) {
     Tensor t(bf ? std::vector<int64_t>{N, len, m.cols()} : std::vector<int64_t>{len, N, m.cols()},
              DType::Float32);
-    for (int64_t b = 0; b < N; ++b)
+    for (int64_t b = 0; b < N; ++b) {
       for (int64_t i = 0; i < len; ++i)
         MapM(t.data<float>() + row_of(b, i, len) * m.cols(), 1, m.cols()) = m.row(b * len + i);
+    }
     return t;
   };
   const Tensor* packed = find_param(c, "in_proj_weight");
