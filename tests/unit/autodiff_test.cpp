@@ -879,6 +879,23 @@ TEST(AutodiffErrors, NodeWithoutRuleIsNamedWithItsLine) {
   EXPECT_EQ(cell.graph.nodes[*g.error_node].op, "Custom");
 }
 
+// What the new layers' rules refuse (what the runtime's forward does not run either), located.
+TEST(AutodiffErrors, RulesRefuseMasksAndMatrixNorms) {
+  Compiled mha = compile("        self.sa = nn.MultiheadAttention(8, 2)\n",
+                         "        y, w = self.sa(x, x, x, attn_mask=m)\n"
+                         "        return ops.sum(y)\n",
+                         {f32({3, 2, 8}), f32({3, 3})}, "x, m");
+  GradResult g = build_backward(mha.cell());
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error.find("attn_mask"), std::string::npos) << g.error;
+  EXPECT_NE(g.error.find("net.py:12"), std::string::npos) << g.error;
+  Compiled nuc = compile("        self.fc = nn.Dense(4, 3)\n",
+                         "        return ops.norm(self.fc(x), 'nuc')\n", {f32({2, 4})});
+  g = build_backward(nuc.cell());
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error.find("nuclear norm"), std::string::npos) << g.error;
+}
+
 TEST(AutodiffErrors, LossMustBeAFloatScalar) {
   Compiled vec =
       compile("        self.fc = nn.Dense(4, 3)\n", "        return self.fc(x)\n", {f32({2, 4})});

@@ -827,21 +827,21 @@ void g_norm(GradBuilder& b) {
   auto dy = dy0(b);
   if (!dy || !b.needs_input_grad(0)) return;
   const Node& n = b.node();
+  const std::vector<int64_t> keep = keep_dims_shape(b);
   if (n.op == "Norm") {
+    // A numeric ord (or 'inf', recorded as text) over one dim is a vector norm; over two dims a
+    // matrix norm, which the runtime's forward does not run either.
     const AttrValue* ord = n.find_attr("ord");
     const auto* s = ord ? std::get_if<std::string>(ord) : nullptr;
-    const std::vector<int64_t> keep = keep_dims_shape(b);
-    size_t reduced = 0;
     const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+    size_t reduced = 0;
     for (size_t i = 0; i < x.size(); ++i) reduced += keep[i] == 1 && x[i] != 1 ? 1 : 0;
-    const bool vector_ord = ord == nullptr || std::holds_alternative<std::monostate>(*ord) ||
-                            (s != nullptr && *s == "fro");
-    if (!vector_ord && (s != nullptr && *s == "nuc"))
-      b.unsupported("the nuclear norm: the runtime does not run it");
-    if (!vector_ord && reduced > 1)
+    const bool two_norm = ord == nullptr || std::holds_alternative<std::monostate>(*ord) ||
+                          (s != nullptr && *s == "fro");
+    if (s != nullptr && *s == "nuc") b.unsupported("the nuclear norm: the runtime does not run it");
+    if (!two_norm && reduced > 1)
       b.unsupported("a matrix norm (ord over two dims): the runtime does not run it");
   }
-  const std::vector<int64_t> keep = keep_dims_shape(b);
   const DType dt = b.type_of(*dy).dtype;
   const ValueRef y = b.emit1("Reshape", {b.output(0)}, TensorType{Shape::of(keep), dt});
   const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
