@@ -30,6 +30,16 @@ std::string_view grad_forward_op(const KernelCall& c) {
 
 float sigm(float v) { return 1.0f / (1.0f + std::exp(-v)); }
 
+// op(a) op(b) on oneDNN (threaded, the CPU's widest vector unit) for the products over a whole
+// sequence; the per-step products are small and stay on Eigen.
+RowMat product(const RowMat& a, bool transpose_a, const RowMat& b, bool transpose_b) {
+  Tensor ta({a.rows(), a.cols()}, DType::Float32), tb({b.rows(), b.cols()}, DType::Float32);
+  std::copy_n(a.data(), a.size(), ta.data<float>());
+  std::copy_n(b.data(), b.size(), tb.data<float>());
+  const Tensor r = dnnl_ops::matmul(ta, tb, transpose_a, transpose_b);
+  return MapCM(r.data<float>(), r.shape()[0], r.shape()[1]);
+}
+
 // One direction of one layer of a recurrent network: its weights and what the forward pass left
 // at every step (recomputed): the gate activations, the hidden state before the step, and for
 // the LSTM the cell state before and after it, for the GRU the recurrent part of the candidate.
@@ -131,13 +141,13 @@ void k_recurrent_grad(KernelCall& c) {
         cell.bih = MapCM(Bi.data<float>(), 1, gates * H);
         cell.bhh = MapCM(Bh.data<float>(), 1, gates * H);
       }
-      RowMat xp = seq * cell.wih.transpose();
+      RowMat xp = product(seq, false, cell.wih, true);
       xp.rowwise() += cell.bih.row(0);
       RowMat h = MapCM(h0.data<float>() + slot * N * H, N, H);
       RowMat cs = MapCM(c0.data<float>() + slot * N * H, N, H);
       for (int64_t step = 0; step < T; ++step) {
         const int64_t t = d == 0 ? step : T - 1 - step;
-        RowMat hp = h * cell.whh.transpose();
+        RowMat hp = product(h, false, cell.whh, true);
         hp.rowwise() += cell.bhh.row(0);
         RowMat a = xp.middleRows(t * N, N);
         cell.h_prev.push_back(h);
@@ -251,17 +261,17 @@ void k_recurrent_grad(KernelCall& c) {
         dA.middleRows(t * N, N) = ga;
         dR.middleRows(t * N, N) = gr;
         h_at[static_cast<size_t>(t)] = cell.h_prev[st];
-        dh = dh_direct + gr * cell.whh;
+        dh = dh_direct + product(gr, false, cell.whh, false);
       }
       std::copy_n(dh.data(), N * H, dh0.data<float>() + slot * N * H);
       if (op == "LSTM") std::copy_n(dc.data(), N * H, dc0.data<float>() + slot * N * H);
       RowMat hprev(T * N, H);
       for (int64_t t = 0; t < T; ++t) hprev.middleRows(t * N, N) = h_at[static_cast<size_t>(t)];
-      dwih[s] = dA.transpose() * input;
-      dwhh[s] = dR.transpose() * hprev;
+      dwih[s] = product(dA, true, input, false);
+      dwhh[s] = product(dR, true, hprev, false);
       dbih[s] = dA.colwise().sum();
       dbhh[s] = dR.colwise().sum();
-      din += dA * cell.wih;
+      din += product(dA, false, cell.wih, false);
     }
     dseq = std::move(din);
   }
