@@ -30,8 +30,8 @@ std::string_view grad_forward_op(const KernelCall& c) {
 
 float sigm(float v) { return 1.0f / (1.0f + std::exp(-v)); }
 
-// op(a) op(b) on oneDNN (threaded, the CPU's widest vector unit) for the products over a whole
-// sequence; the per-step products are small and stay on Eigen.
+// op(a) op(b) on oneDNN (threaded, the CPU's widest vector unit; Eigen's kernels are built for
+// SSE here): the recurrent layers' and the attention projections' products.
 RowMat product(const RowMat& a, bool transpose_a, const RowMat& b, bool transpose_b) {
   Tensor ta({a.rows(), a.cols()}, DType::Float32), tb({b.rows(), b.cols()}, DType::Float32);
   std::copy_n(a.data(), a.size(), ta.data<float>());
@@ -381,7 +381,7 @@ void k_multihead_attention_grad(KernelCall& c) {
   if (xq.cols() != w[0].cols() || xk.cols() != w[1].cols() || xv.cols() != w[2].cols())
     fail("MultiheadAttention gradient: the inputs do not match the projection weights");
   const auto project = [&](const RowMat& x, int which) {
-    RowMat y = x * w[which].transpose();
+    RowMat y = product(x, false, w[which], true);
     y.rowwise() += bin.block(0, which * E, 1, E).row(0);
     return y;
   };
@@ -392,7 +392,7 @@ void k_multihead_attention_grad(KernelCall& c) {
   const RowMat dout = batch_major(
       dy.reshape(bf ? std::vector<int64_t>{N, L, E} : std::vector<int64_t>{L, N, E}), L);
   RowMat ctx(N * L, E);
-  const RowMat dctx = dout * wo;
+  const RowMat dctx = product(dout, false, wo, false);
   RowMat dq(N * L, E), dk(N * S, E), dv(N * S, E);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int64_t b = 0; b < N; ++b) {
@@ -423,9 +423,9 @@ void k_multihead_attention_grad(KernelCall& c) {
   }
   const RowMat* dproj[3] = {&dq, &dk, &dv};
   const RowMat* xin[3] = {&xq, &xk, &xv};
-  emit(c, to_layout(dq * w[0], L));
-  emit(c, to_layout(dk * w[1], S));
-  emit(c, to_layout(dv * w[2], S));
+  emit(c, to_layout(product(dq, false, w[0], false), L));
+  emit(c, to_layout(product(dk, false, w[1], false), S));
+  emit(c, to_layout(product(dv, false, w[2], false), S));
   for (const ParamState* p : c.params) {
     const auto is = [&](std::string_view want) {
       return p->name == want || (p->name.size() > want.size() && p->name.ends_with(want) &&
@@ -435,18 +435,18 @@ void k_multihead_attention_grad(KernelCall& c) {
     if (is("in_proj_weight")) {
       g.resize(3 * E, E);
       for (int which = 0; which < 3; ++which)
-        g.middleRows(which * E, E) = dproj[which]->transpose() * *xin[which];
+        g.middleRows(which * E, E) = product(*dproj[which], true, *xin[which], false);
     } else if (is("in_proj_bias")) {
       g.resize(1, 3 * E);
       for (int which = 0; which < 3; ++which)
         g.block(0, which * E, 1, E) = dproj[which]->colwise().sum();
     } else if (is("out_proj.weight")) {
-      g = dout.transpose() * ctx;
+      g = product(dout, true, ctx, false);
     } else if (is("out_proj.bias")) {
       g = dout.colwise().sum();
     } else {
       for (int which = 0; which < 3 && g.size() == 0; ++which)
-        if (is(own[which])) g = dproj[which]->transpose() * *xin[which];
+        if (is(own[which])) g = product(*dproj[which], true, *xin[which], false);
     }
     if (g.size() == 0 || g.size() != p->value.numel()) {
       fail("MultiheadAttention gradient: parameter '" + p->name + "' is not one it computes");
