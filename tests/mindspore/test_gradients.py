@@ -206,6 +206,107 @@ class Net(nn.Cell):
         return ops.mean(ops.square(r))
 """
 
+# The recurrent layers (RecurrentGrad: backward through time): a two-layer bidirectional LSTM
+# whose every output reaches the loss, a GRU fed the LSTM's output with an initial state
+# computed from it, a relu RNN without biases.
+RECURRENT = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(10, 5, num_layers=1, bidirectional=True, batch_first=True)
+        self.rnn = nn.RNN(10, 3, nonlinearity='relu', has_bias=False)
+        self.fc = nn.Dense(3, 2)
+
+    def construct(self, x):
+        y, (h, c) = self.lstm(x)
+        g, k = self.gru(y, ops.tanh(h[2:]))
+        z, _ = self.rnn(ops.transpose(g, (1, 0, 2)))
+        out = self.fc(z)
+        return ops.mean(ops.square(out)) + ops.mean(h * c) + ops.mean(ops.square(k))
+"""
+
+# nn.MultiheadAttention (MultiheadAttentionGrad): self-attention with the packed in_proj_weight
+# (query, key and value one tensor), cross-attention with kdim/vdim (q/k/v_proj_weight),
+# batch_first, the per-head attention weights in the loss.
+MHA = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 8)
+        self.sa = nn.MultiheadAttention(8, 2)
+        self.ca = nn.MultiheadAttention(8, 4, kdim=6, vdim=6, batch_first=True)
+
+    def construct(self, x):
+        h = self.fc(x)
+        s = ops.transpose(h, (1, 0, 2))
+        y, w = self.sa(s, s, s)
+        z, u = self.ca(ops.transpose(y, (1, 0, 2)), x, x, average_attn_weights=False)
+        return ops.mean(ops.square(z)) + ops.mean(ops.square(u)) + ops.mean(w * w)
+"""
+
+# ops.norm / Tensor.norm / ops.LpNorm (NormGrad): the 2-norm over everything and over dims,
+# ord 1 / 3 / inf / -inf, keepdim; ReLU outputs put exact zeros under ord 1 and 3 (sign(0) = 0).
+NORMS = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 8)
+        self.lp = ops.LpNorm(axis=[1, 2], p=3)
+        self.lp2 = ops.LpNorm(axis=2, keep_dims=True)
+
+    def construct(self, x):
+        h = self.fc(x)
+        r = ops.relu(h)
+        a = ops.norm(h) + ops.mean(ops.norm(r, 1, dim=2)) + ops.mean(h.norm(dim=(0, 2)))
+        b = ops.mean(ops.norm(h, float('inf'), dim=1, keepdim=True)) + ops.mean(self.lp(r))
+        c = ops.mean(ops.norm(h, float('-inf'), dim=2) * ops.norm(r, 3, dim=2))
+        return a + b + c + ops.mean(self.lp2(h) * h)
+"""
+
+# nn.Conv3d (Conv3DGrad): 'pad' with stride 2 and a bias, 'same' with groups and dilation,
+# 'valid'.
+CONV3D = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv3d(2, 4, 3, stride=2, pad_mode='pad', padding=1, has_bias=True)
+        self.c2 = nn.Conv3d(4, 4, (2, 3, 1), pad_mode='same', group=2, dilation=(1, 2, 1))
+        self.c3 = nn.Conv3d(4, 3, 2, pad_mode='valid', has_bias=True)
+
+    def construct(self, x):
+        h = self.c3(ops.relu(self.c2(self.c1(x))))
+        return ops.mean(ops.square(h))
+"""
+
+# `if` on a tensor (Merge): the gradient reaches the branch taken (decided by the data at run
+# time), the other branch's parameters get zeros, as MindSpore's PyNative gradient gives.
+BRANCHES = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Dense(6, 4)
+        self.b = nn.Dense(6, 4)
+        self.c = nn.Dense(6, 4)
+        self.d = nn.Dense(6, 4)
+
+    def construct(self, x):
+        if ops.mean(x) > -100.0:
+            h = ops.tanh(self.a(x))
+        else:
+            h = self.b(x)
+        if ops.mean(x) < -100.0:
+            k = self.c(x)
+        else:
+            k = ops.sigmoid(self.d(x))
+        return ops.mean(ops.square(h * k - 0.3))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -216,6 +317,13 @@ CASES: Dict[str, Dict] = {
     "upsample_neck": {"source": UPSAMPLE, "shape": (2, 3, 11, 13), "train": False, "rtol": 1e-5},
     "selections": {"source": SELECTIONS, "shape": (2, 4, 8), "train": False, "rtol": 1e-5},
     "indexing_ops": {"source": INDEXING, "shape": (2, 4, 6), "train": False, "rtol": 1e-5},
+    "recurrent_lstm_gru_rnn": {"source": RECURRENT, "shape": (3, 7, 6), "train": False,
+                               "rtol": 1e-4},
+    "multihead_attention": {"source": MHA, "shape": (2, 5, 6), "train": False, "rtol": 1e-4},
+    "norms": {"source": NORMS, "shape": (3, 5, 6), "train": False, "rtol": 1e-4},
+    "conv3d": {"source": CONV3D, "shape": (2, 2, 7, 8, 6), "train": False, "rtol": 1e-4},
+    # 1e-4: MindSpore's a.weight gradient is 6.5e-5 off a float64 reference, Cellscope's 1.8e-7.
+    "if_branches": {"source": BRANCHES, "shape": (3, 6), "train": False, "rtol": 1e-4},
 }
 
 

@@ -788,7 +788,7 @@ TEST(HardwareTraining, AStandInLossForANetworkWithoutOne) {
   EXPECT_TRUE(dense_dw);
 }
 
-TEST(HardwareTraining, ANodeWithoutAGradientRuleLeavesTheRestCosted) {
+TEST(HardwareTraining, ANodeItCannotDifferentiateLeavesTheRestCosted) {
   cellscope::testing::TempDir dir;
   const std::string file =
       dir.write("norm.py",
@@ -796,7 +796,7 @@ TEST(HardwareTraining, ANodeWithoutAGradientRuleLeavesTheRestCosted) {
                 "        super().__init__()\n        self.fc1 = nn.Dense(16, 16)\n"
                 "        self.fc2 = nn.Dense(16, 4)\n\n"
                 "    def construct(self, x):\n        h = self.fc1(x)\n"
-                "        return self.fc2(h * ops.norm(h, dim=1, keepdim=True))\n");
+                "        return self.fc2(h * ops.norm(h, 'nuc'))\n");
   const CellReport rep = analyse({file, "Net()", {}}, {"8,16"});
   ASSERT_TRUE(rep.compiled);
   OptimizeOptions oo;
@@ -808,9 +808,10 @@ TEST(HardwareTraining, ANodeWithoutAGradientRuleLeavesTheRestCosted) {
   const auto hw = estimate_hardware(rep, graph, ho);
   EXPECT_TRUE(hw.diagnostics.empty());  // unknown is not an error
   EXPECT_GT(hw.estimate.latency_ms, 0);
-  const std::string* note = note_with(hw.estimate, "no gradient rule");
+  // Every operator with a kernel has a gradient rule; Norm's refuses the nuclear norm.
+  const std::string* note = note_with(hw.estimate, "cannot differentiate");
   ASSERT_NE(note, nullptr);
-  // Norm has no gradient rule.
+  EXPECT_NE(note->find("nuclear norm"), std::string::npos) << *note;
   EXPECT_NE(note->find("Norm"), std::string::npos) << *note;
   EXPECT_NE(note->find("norm.py:11"), std::string::npos) << *note;
   EXPECT_NE(note->find("the 2 trainable Parameters before it"), std::string::npos) << *note;

@@ -119,6 +119,48 @@ std::vector<int64_t> keep_dims_shape(GradBuilder& b) {
 
 std::optional<ValueRef> dy0(GradBuilder& b) { return b.dout(0); }
 
+// Every output's gradient, a zero tensor for an output with none (a fused layer's backward
+// kernel reads them all).
+std::vector<ValueRef> all_douts(GradBuilder& b) {
+  const Node& n = b.node();
+  std::vector<ValueRef> r;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    auto d = b.dout(k);
+    r.push_back(d ? *d : b.emit1("ZerosLike", {b.output(k)}, n.outputs[k]));
+  }
+  return r;
+}
+
+bool any_dout(GradBuilder& b) {
+  for (size_t k = 0; k < b.node().outputs.size(); ++k)
+    if (b.dout(k)) return true;
+  return false;
+}
+
+// A fused layer's backward node: (forward inputs, every output's gradient) -> (the gradient of
+// each forward input, then of each of the layer's parameters in Node::params order).
+void fused_layer_grad(GradBuilder& b, std::string_view op) {
+  if (!any_dout(b)) return;
+  const Node& n = b.node();
+  std::vector<ValueRef> ins = n.inputs;
+  for (const ValueRef& d : all_douts(b)) ins.push_back(d);
+  std::vector<TensorType> outs;
+  for (const ValueRef& r : n.inputs) {
+    TensorType t = b.type_of(r);
+    if (!is_floating(t.dtype)) t.dtype = DType::Float32;
+    outs.push_back(t);
+  }
+  for (const std::string& p : n.params) outs.push_back(param_type(b, p));
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"forward_op", std::string(n.op)});
+  const uint32_t g = b.emit(op, ins, outs, attrs, n.params, true);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (is_floating(b.type_of(n.inputs[i]).dtype)) b.grad_input(i, {g, static_cast<uint32_t>(i)});
+  }
+  for (size_t j = 0; j < n.params.size(); ++j)
+    b.grad_param(n.params[j], {g, static_cast<uint32_t>(n.inputs.size() + j)});
+}
+
 }  // namespace
 
 void g_identity(GradBuilder& b) {
@@ -753,6 +795,97 @@ void g_reduce_prod(GradBuilder& b) {
   const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
   b.grad_input(
       0, b.emit1("ReduceProdGrad", {b.input(0), g}, TensorType{b.type_of(b.input(0)).shape, dt}));
+}
+
+void g_recurrent(GradBuilder& b) {
+  // Backward through time in one kernel (RecurrentGrad) rather than the recurrence unrolled into
+  // per-step graph nodes: the graph stays one node per layer whatever the sequence length, and
+  // the kernel batches the weight gradients over all steps into one product each.
+  const Node& n = b.node();
+  const size_t states = n.op == "LSTM" ? 2 : 1;
+  if (n.inputs.size() > 1 + states && any_dout(b))
+    b.unsupported(std::string(n.op) + " with seq_length: the runtime does not run it");
+  fused_layer_grad(b, "RecurrentGrad");
+}
+
+void g_multihead_attention(GradBuilder& b) {
+  const Node& n = b.node();
+  if (!any_dout(b)) return;
+  if (n.inputs.size() != 3) {
+    b.unsupported(
+        "MultiheadAttention with a key_padding_mask or attn_mask: the runtime does not "
+        "run it");
+  }
+  for (const std::string& p : n.params) {
+    if (p.ends_with("bias_k") || p.ends_with("bias_v"))
+      b.unsupported("MultiheadAttention with add_bias_kv: the runtime does not run it");
+  }
+  fused_layer_grad(b, "MultiheadAttentionGrad");
+}
+
+void g_norm(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const std::vector<int64_t> keep = keep_dims_shape(b);
+  if (n.op == "Norm") {
+    // A numeric ord (or 'inf', recorded as text) over one dim is a vector norm; over two dims a
+    // matrix norm, which the runtime's forward does not run either.
+    const AttrValue* ord = n.find_attr("ord");
+    const auto* s = ord ? std::get_if<std::string>(ord) : nullptr;
+    const std::vector<int64_t> x = dims_of(b.type_of(b.input(0)));
+    size_t reduced = 0;
+    for (size_t i = 0; i < x.size(); ++i) reduced += keep[i] == 1 && x[i] != 1 ? 1 : 0;
+    const bool two_norm = ord == nullptr || std::holds_alternative<std::monostate>(*ord) ||
+                          (s != nullptr && *s == "fro");
+    if (s != nullptr && *s == "nuc") b.unsupported("the nuclear norm: the runtime does not run it");
+    if (!two_norm && reduced > 1)
+      b.unsupported("a matrix norm (ord over two dims): the runtime does not run it");
+  }
+  const DType dt = b.type_of(*dy).dtype;
+  const ValueRef y = b.emit1("Reshape", {b.output(0)}, TensorType{Shape::of(keep), dt});
+  const ValueRef g = b.emit1("Reshape", {*dy}, TensorType{Shape::of(keep), dt});
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"forward_op", std::string(n.op)});
+  b.grad_input(0, b.emit1("NormGrad", {b.input(0), y, g},
+                          TensorType{b.type_of(b.input(0)).shape, dt}, attrs, {}, true));
+}
+
+void g_conv3d(GradBuilder& b) { layer_grad(b, "Conv3DGrad", true); }
+
+void g_merge(GradBuilder& b) {
+  // The join of an `if` on a tensor (condition, the `if` branch's value, the other's): the graph
+  // holds both branches and the runtime's Merge picks one by the condition's value, so the
+  // gradient goes to the branch taken, known only at run time: Select on the same condition
+  // routes dy to one input and zeros to the other (MindSpore's gradient of the branch that did
+  // not run is zero too).
+  auto dy = dy0(b);
+  if (!dy) return;
+  const Node& n = b.node();
+  if (n.inputs.size() != 3) {
+    b.unsupported(
+        "the condition of the `if` is not a tensor of the graph: which branch runs is "
+        "not known");
+  }
+  const TensorType& ct = b.type_of(b.input(0));
+  const auto count = ct.shape.num_elements();
+  if (!count.is_known() || count.value() != 1) {
+    b.unsupported(
+        "the condition of the `if` is not a one-element tensor (its truth value is "
+        "ambiguous)");
+  }
+  const ValueRef cond =
+      b.emit1("Reshape", {b.input(0)}, TensorType{Shape::of(std::vector<int64_t>{}), ct.dtype});
+  const TensorType& gt = b.type_of(*dy);
+  for (size_t i = 1; i < 3; ++i) {
+    if (!b.needs_input_grad(i)) continue;
+    // Input 1 (the `if` branch) keeps dy where the condition holds; input 2 where it does not.
+    const int64_t zero_at = i == 1 ? 2 : 1;
+    ValueRef g = b.emit1("Select", {cond, *dy}, gt, {{"scalar", 0.0}, {"scalar_index", zero_at}});
+    const TensorType& it = b.type_of(b.input(i));
+    if (it.dtype != gt.dtype) g = b.emit1("Cast", {g}, TensorType{gt.shape, it.dtype});
+    b.grad_input(i, g);
+  }
 }
 
 }  // namespace graphcore::autodiff::rules

@@ -102,7 +102,8 @@ std::span<const OpDef> tensor_ops() {
       {"UniformInt", C::Random, kRandom, U::Vector, 1, P::Float16, &kernels::k_random, false,
        &ad::g_no_gradient},
       {"TransData", C::DataMove, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
-      {"Merge", C::Other, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_merge, false},
+      {"Merge", C::Other, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_merge, false,
+       &ad::g_merge},
       {"Custom", C::Other, kTraitNone, U::Vector, 1, P::Float16, nullptr, false},
   };
   return kRows;

@@ -318,6 +318,12 @@ void k_clip_by_value_grad(KernelCall& c);
 void k_prelu_grad(KernelCall& c);
 void k_reduce_prod_grad(KernelCall& c);
 
+// Backward operators of the fused layers (kernels_grad_layers.cpp).
+void k_recurrent_grad(KernelCall& c);  // LSTM, GRU, RNN: backward through time
+void k_multihead_attention_grad(KernelCall& c);
+void k_norm_grad(KernelCall& c);  // Norm, LpNorm
+void k_conv3d_grad(KernelCall& c);
+
 // Losses and their backward operators (loss_kernels.cpp).
 void k_bce_with_logits(KernelCall& c);
 void k_bce_with_logits_grad(KernelCall& c);
