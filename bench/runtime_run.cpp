@@ -58,6 +58,7 @@
 #include "graphcore/autodiff.h"
 #include "graphcore/optim.h"
 #include "graphcore/runtime.h"
+#include "graphcore/trainer.h"
 
 namespace fs = std::filesystem;
 namespace rt = graphcore::runtime;
@@ -274,37 +275,20 @@ int main(int argc, char** argv) {
     }
     double bind_ms = ms_since(t_bind);
     if (bench > 0) {
-      // --train-step: the optimizer update after each run, as the Trainer does it (the
-      // executor's parameters updated in place).
+      // --train-step: the optimizer update after each run, with the Trainer's own update
+      // functions (graphcore/trainer.h): the executor's parameters updated in place, then
+      // BatchNorm's moving statistics written back.
       std::unique_ptr<rt::Optimizer> optimizer;
       if (train_step) {
         rt::OptimizerConfig cfg = rt::OptimizerConfig::defaults(rt::OptimizerKind::Momentum);
         cfg.learning_rate = rt::LrSchedule::constant(0.01);
         cfg.momentum = 0.9;
-        std::vector<std::string> names;
-        std::vector<std::vector<int64_t>> shapes;
-        for (const auto& [name, ref] : grad_graph->param_grads) {
-          (void)ref;
-          names.push_back(name);
-          shapes.push_back(ex.param(name)->value.shape());
-        }
-        optimizer = std::make_unique<rt::Optimizer>(cfg, names, shapes);
+        optimizer = rt::step_optimizer(cfg, *grad_graph, ex);
       }
       auto update = [&] {
-        const auto& gg = *grad_graph;
-        std::vector<rt::Tensor> outs = ex.outputs();
-        const size_t n = gg.param_grads.size();
-        std::vector<rt::Tensor> grads(outs.begin() + 1,
-                                      outs.begin() + 1 + static_cast<std::ptrdiff_t>(n));
-        std::vector<rt::Tensor*> ptrs;
-        ptrs.reserve(n);
-        for (const auto& [name, ref] : gg.param_grads) {
-          (void)ref;
-          ptrs.push_back(&ex.mutable_param(name));
-        }
-        optimizer->step(ptrs, grads);
-        for (size_t k = 0; k < gg.state_updates.size(); ++k)
-          ex.set_param(gg.state_updates[k].first, outs.at(1 + n + k));
+        const std::vector<rt::Tensor> outs = ex.outputs();
+        rt::apply_gradients(*optimizer, ex, *grad_graph, rt::step_gradients(*grad_graph, outs));
+        rt::write_back_state(ex, *grad_graph, outs);
       };
       auto time_runs = [&](const rt::Hooks& hooks) {
         std::vector<double> ms;
