@@ -224,9 +224,11 @@ void register_reductions(Registry& r) {
   fn(r, "ops.argmax", "Argmax", {P("input"), P("dim", "None"), P("keepdim", "False")},
      reduce_rule("ops.argmax", "input", {{"dim"}, {"keepdim"}, {}}, R::ToInt64),
      "int64 index of the maximum over dim");
+  // MindSpore 2.10: ops.argmax gives int64 indices, ops.argmin int32 (its Argmin primitive's
+  // default output_type).
   fn(r, "ops.argmin", "Argmin", {P("input"), P("axis", "None"), P("keepdims", "False")},
-     reduce_rule("ops.argmin", "input", {{"axis"}, {"keepdims"}, {}}, R::ToInt64),
-     "int64 index of the minimum over axis");
+     reduce_rule("ops.argmin", "input", {{"axis"}, {"keepdims"}, {}}, R::ToInt32),
+     "int32 index of the minimum over axis");
   for (const char* name : {"std", "var"})
     fn(r, std::string("ops.") + name, name == std::string("std") ? "ReduceStd" : "ReduceVar",
        {P("input"), P("axis", "None"), P("ddof", "0"), P("keepdims", "False")},
@@ -257,15 +259,16 @@ void register_reductions(Registry& r) {
        "LpNorm(axis, p, keep_dims)(x): the p-norm over axis");
   auto argmax_with_value = [](CallContext& ctx) {
     auto t = tensor_arg(ctx, "input");
+    // The index is int64, as ops.max's (MindSpore 2.10, CPU).
     if (!t || !t->shape.ranked) {
-      add_unknown_output(ctx, DType::Int32);
+      add_unknown_output(ctx, DType::Int64);
       return add_unknown_output(ctx, t ? t->dtype : DType::Unknown);
     }
     auto shape = reduce_shape(ctx, "ops.ArgMaxWithValue", t->shape,
                               {ctx.init_arg("axis").as_int().value_or(0)},
                               ctx.init_arg("keep_dims").as_bool().value_or(false));
     if (!shape) return;
-    ctx.add_output({*shape, DType::Int32});
+    ctx.add_output({*shape, DType::Int64});
     ctx.add_output({*shape, t->dtype});
   };
   for (const char* name : {"ops.ArgMaxWithValue", "ops.ArgMinWithValue"})
@@ -643,101 +646,6 @@ void register_creation(Registry& r) {
 
 // ---- Neural-network functions and primitives ----------------------------------------------------
 
-// MindSpore 2.10's argument checks of ops.interpolate (ops/function/nn_func.py: the modes, the
-// ranks each supports, and which modes take scale_factor or align_corners at which rank); an
-// argument that is not a constant is not judged.
-bool interpolate_arguments_valid(CallContext& ctx, const Shape& shape) {
-  struct ModeRule {
-    std::string_view mode;
-    int ranks;          // bit r: rank r supported
-    int scale_factor;   // bit r: scale_factor accepted at rank r
-    int align_corners;  // bit r: align_corners accepted at rank r
-  };
-  static constexpr ModeRule kModes[] = {
-      {"nearest", 0b111000, 0b100000, 0},
-      {"linear", 0b1000, 0, 0b1000},
-      {"bilinear", 0b10000, 0, 0b10000},
-      {"bicubic", 0b10000, 0, 0b10000},
-      {"area", 0b111000, 0b111000, 0},
-      {"nearest-exact", 0b11000, 0, 0},
-      {"trilinear", 0b100000, 0b100000, 0b100000},
-  };
-  const ArgValue& size = ctx.arg("size");
-  const ArgValue& factor = ctx.arg("scale_factor");
-  const bool has_size = !size.is_missing() && !size.is_none();
-  const bool has_factor = !factor.is_missing() && !factor.is_none();
-  if (has_size && has_factor) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'size' and 'scale_factor' cannot be set simultaneously",
-              "scale_factor");
-    return false;
-  }
-  const auto mode = ctx.arg("mode").as_str();
-  if (!mode || !shape.ranked) return true;
-  const ModeRule* rule = nullptr;
-  for (const ModeRule& m : kModes)
-    if (m.mode == *mode) rule = &m;
-  if (rule == nullptr) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'mode' must be one of nearest, linear, bilinear, bicubic, area, "
-              "nearest-exact, trilinear, got '" +
-                  *mode + "'",
-              "mode");
-    return false;
-  }
-  const auto rank = static_cast<int>(shape.rank());
-  const auto ranks_of = [](int bits) {
-    std::string out;
-    for (int r = 3; r <= 5; ++r)
-      if ((bits & (1 << r)) != 0) out += (out.empty() ? "" : ", ") + std::to_string(r) + "-D";
-    return out;
-  };
-  if ((rule->ranks & (1 << rank)) == 0) {
-    ctx.error("shape-mismatch",
-              "ops.interpolate: mode '" + *mode + "' takes a " + ranks_of(rule->ranks) +
-                  " input, got " + shape.str(),
-              "input");
-    return false;
-  }
-  const ArgValue& recompute = ctx.arg("recompute_scale_factor");
-  const bool recomputed = recompute.as_bool().value_or(false);
-  if (has_factor && !recomputed && (rule->scale_factor & (1 << rank)) == 0) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'scale_factor' cannot be set with mode '" + *mode + "' and a " +
-                  std::to_string(rank) +
-                  "-D input in MindSpore 2.10 (pass 'size', or recompute_scale_factor=True)",
-              "scale_factor");
-    return false;
-  }
-  const ArgValue& align = ctx.arg("align_corners");
-  if (!align.is_missing() && !align.is_none() && (rule->align_corners & (1 << rank)) == 0) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'align_corners' cannot be set with mode '" + *mode + "' and a " +
-                  std::to_string(rank) + "-D input (leave it None)",
-              "align_corners");
-    return false;
-  }
-  // 'area' on a 3-D input is ops.adaptive_avg_pool1d to the size.
-  if (*mode == "area" && rank == 3 && has_size) {
-    const bool one = size.kind == ArgValue::Kind::Sequence && size.items.size() == 1;
-    return adaptive_1d_length_valid(ctx, "ops.interpolate(mode='area')", shape,
-                                    one ? size.items[0] : size, "size");
-  }
-  return true;
-}
-
-// The operator MindSpore 2.10's ops.interpolate runs for `mode` on a rank-`rank` input
-// (ops/function/nn_func.py: run_nearest, run_linear, ... run_area); `mode` was validated.
-std::string_view interpolate_op(std::string_view mode, size_t rank) {
-  if (mode == "linear") return "ResizeLinear1D";
-  if (mode == "bilinear") return "ResizeBilinearV2";
-  if (mode == "bicubic") return "ResizeBicubic";
-  if (mode == "trilinear") return "UpsampleTrilinear3D";
-  if (mode == "area")
-    return rank == 3 ? "AdaptiveAvgPool1D" : rank == 4 ? "AdaptiveAvgPool2D" : "AdaptiveAvgPool3D";
-  return mode == "nearest" && rank == 5 ? "UpsampleNearest3D" : "ResizeNearestNeighborV2";
-}
-
 void register_nn_ops(Registry& r) {
   auto softmax = [](std::string api, std::string x) {
     return on_tensor(x, [api](CallContext& ctx, const TensorType& t) {
@@ -955,31 +863,7 @@ void register_nn_ops(Registry& r) {
                              P("align_corners", "None"),
                              P("recompute_scale_factor", "None")};
   interpolate.infer = on_tensor("input", [](CallContext& ctx, const TensorType& t) {
-    if (!require_rank(ctx, "ops.interpolate", t.shape, 3, 5, "input")) return;
-    if (!interpolate_arguments_valid(ctx, t.shape)) return;
-    if (auto mode = ctx.arg("mode").as_str(); mode && t.shape.ranked)
-      ctx.set_op(interpolate_op(*mode, t.shape.rank()));
-    size_t nd = t.shape.rank() - 2;
-    Shape out = t.shape;
-    if (auto size = ctx.arg("size").as_ints(nd)) {
-      for (size_t i = 0; i < nd; ++i) out.dims[2 + i] = Dim::known((*size)[i]);
-    } else if (const ArgValue& sf = ctx.arg("scale_factor"); !sf.is_none()) {
-      for (size_t i = 0; i < nd; ++i) {
-        const ArgValue& f =
-            sf.kind == ArgValue::Kind::Sequence && i < sf.items.size() ? sf.items[i] : sf;
-        const Dim& d = t.shape.dims[2 + i];
-        auto v = f.as_float();
-        out.dims[2 + i] =
-            v && d.is_known()
-                ? Dim::known(static_cast<int64_t>(std::floor(static_cast<double>(d.value()) * *v)))
-            : v && *v == std::floor(*v) && !d.is_unknown()
-                ? d * Dim::known(static_cast<int64_t>(*v))
-                : Dim::unknown();
-      }
-    } else {
-      return add_unknown_output(ctx, t.dtype);
-    }
-    ctx.add_output({out, t.dtype});
+    interpolate_rule(ctx, ctx, "ops.interpolate", t);
   });
   interpolate.summary = "resizes the spatial dims to size or by scale_factor";
   r.add(std::move(interpolate));
