@@ -119,11 +119,12 @@ json graph_json(const rt::Executor& ex) {
   json outputs = json::array();
   for (const auto& r : g.outputs) outputs.push_back({r.node, r.output});
   json params = json::array();
-  for (const auto& p : ex.params())
+  for (const auto& p : ex.params()) {
     params.push_back({{"name", p.name},
                       {"init", p.init.str()},
                       {"source", std::string(rt::init_source_name(p.source))},
                       {"note", p.note}});
+  }
   return {{"cell", ex.report().name}, {"nodes", nodes}, {"outputs", outputs}, {"params", params}};
 }
 
@@ -183,10 +184,11 @@ int main(int argc, char** argv) {
       eo.seed = std::stoull(next());
     } else if (a == "--precision") {
       std::string p = next();
-      if (p == "target")
+      if (p == "target") {
         eo.precision = rt::Precision::Target;
-      else if (p != "fp32")
+      } else if (p != "fp32") {
         return usage();
+      }
     } else if (a == "--out") {
       out_dir = next();
     } else if (a == "--load-params") {
@@ -237,10 +239,12 @@ int main(int argc, char** argv) {
     for (const auto& d : res.diagnostics) std::cerr << "  " << d.message << "\n";
     return 2;
   }
-  for (const auto& d : res.diagnostics)
-    if (d.severity == graphcore::Severity::Error)
+  for (const auto& d : res.diagnostics) {
+    if (d.severity == graphcore::Severity::Error) {
       std::cerr << "cellscope-run: warning: analysis error at line " << d.range.start.line + 1
                 << ": " << d.message << "\n";
+    }
+  }
   const graphcore::CellReport& analysed = res.cells.front();
   // --grad: the gradient graph (forward + backward) is what runs.
   std::optional<graphcore::autodiff::GradGraph> grad_graph;
@@ -269,9 +273,10 @@ int main(int argc, char** argv) {
       }
     }
     if (list_params) {
-      for (const auto& p : ex.params())
+      for (const auto& p : ex.params()) {
         std::cout << p.name << " " << p.value.type_str() << " " << p.init.str() << " ["
                   << rt::init_source_name(p.source) << "] " << p.note << "\n";
+      }
     }
     double bind_ms = ms_since(t_bind);
     if (bench > 0) {
@@ -354,20 +359,24 @@ int main(int argc, char** argv) {
       fs::create_directories(fs::path(out_dir) / "inputs");
       ex.save_params_npy(fs::path(out_dir) / "params");
       std::ofstream(fs::path(out_dir) / "graph.json") << graph_json(ex).dump(1) << "\n";
-      for (size_t i = 0; i < ex.num_inputs(); ++i)
+      for (size_t i = 0; i < ex.num_inputs(); ++i) {
         rt::write_npy(fs::path(out_dir) / "inputs" / (std::to_string(i) + ".npy"),
                       *ex.value(*ex.find_node(ex.input_name(i))));
+      }
       auto outs = ex.outputs();
       for (size_t i = 0; i < outs.size(); ++i)
         rt::write_npy(fs::path(out_dir) / "outputs" / (std::to_string(i) + ".npy"), outs[i]);
       if (dump_all) {
         fs::create_directories(fs::path(out_dir) / "values");
-        for (size_t i = 0; i < ex.graph().nodes.size(); ++i)
-          for (size_t k = 0; k < ex.graph().nodes[i].outputs.size(); ++k)
-            if (const rt::Tensor* t = ex.value(i, k))
+        for (size_t i = 0; i < ex.graph().nodes.size(); ++i) {
+          for (size_t k = 0; k < ex.graph().nodes[i].outputs.size(); ++k) {
+            if (const rt::Tensor* t = ex.value(i, k)) {
               rt::write_npy(fs::path(out_dir) / "values" /
                                 (std::to_string(i) + "_" + std::to_string(k) + ".npy"),
                             *t);
+            }
+          }
+        }
       }
     }
     auto outs = ex.outputs();
@@ -413,14 +422,16 @@ int main(int argc, char** argv) {
         write_npy_atomic(p, outs[i]);
       }
     }
-    for (size_t i = 0; i < outs.size(); ++i)
+    for (size_t i = 0; i < outs.size(); ++i) {
       std::cout << "output " << i << ": " << outs[i].type_str() << " "
                 << rt::compute_stats(outs[i]).str() << " " << outs[i].preview(6) << "\n";
-    if (timing)
+    }
+    if (timing) {
       std::cout
           << "timing "
           << json{{"analysis_ms", analysis_ms}, {"bind_ms", bind_ms}, {"run_ms", run_ms}}.dump()
           << "\n";
+    }
   } catch (const std::exception& e) {
     std::cerr << "cellscope-run: " << e.what() << "\n";
     return 1;

@@ -96,9 +96,10 @@ class Parse {
     if (same(t, NativeClass::Int) || same(t, NativeClass::Float)) {
       const bool is_int = same(t, NativeClass::Int);
       const PyNumber r = is_int ? parse_py_int(text) : parse_py_float(text);
-      if (r.kind == PyNumber::Kind::Invalid)
+      if (r.kind == PyNumber::Kind::Invalid) {
         throw Exit{"argument " + flag(s) + ": invalid " + (is_int ? "int" : "float") + " value: '" +
                    text + "'"};
+      }
       if (r.kind == PyNumber::Kind::Unknown) return Value::unknown();
       return is_int ? Value::integer(r.i) : Value::real(r.f);
     }

@@ -232,9 +232,10 @@ void Interpreter::init_builtins() {
         return Value::unknown();
       }
       const PyNumber r = parse_py_int(*s, static_cast<int>(b));
-      if (r.kind == PyNumber::Kind::Invalid)
+      if (r.kind == PyNumber::Kind::Invalid) {
         in.report(site, Severity::Error, "value-error",
                   "invalid literal for int() with base " + std::to_string(b) + ": " + repr(v));
+      }
       return r.kind == PyNumber::Kind::Ok ? Value::integer(r.i) : Value::unknown();
     }
     if (v.is_int()) return Value::integer(v.as_int());
@@ -246,9 +247,10 @@ void Interpreter::init_builtins() {
     if (v.as<SymIntObj>()) return v;
     if (auto* s = str_of(v)) {
       const PyNumber r = parse_py_int(*s);
-      if (r.kind == PyNumber::Kind::Invalid)
+      if (r.kind == PyNumber::Kind::Invalid) {
         in.report(site, Severity::Error, "value-error",
                   "invalid literal for int() with base 10: " + repr(v));
+      }
       return r.kind == PyNumber::Kind::Ok ? Value::integer(r.i) : Value::unknown();
     }
     return Value::unknown();
@@ -259,9 +261,10 @@ void Interpreter::init_builtins() {
     if (v.is_number()) return Value::real(v.as_float());
     if (auto* s = str_of(v)) {
       const PyNumber r = parse_py_float(*s);
-      if (r.kind == PyNumber::Kind::Invalid)
+      if (r.kind == PyNumber::Kind::Invalid) {
         in.report(site, Severity::Error, "value-error",
                   "could not convert string to float: " + repr(v));
+      }
       return r.kind == PyNumber::Kind::Ok ? Value::real(r.f) : Value::unknown();
     }
     return Value::unknown();

@@ -170,7 +170,8 @@ void name_bound_parameters(const std::string& attr, const Value& v, bool auto_pr
   if (!auto_prefix) return;
   std::unordered_set<const TensorObj*> named;
   for (auto& [cell_path, cellv] : cells_and_names(v)) {
-    const std::string prefix = cell_path.empty() ? attr : attr + "." + cell_path;
+    std::string prefix = attr;
+    if (!cell_path.empty()) prefix.append(".").append(cell_path);
     for (auto& [k, p] : cellv.as<InstanceObj>()->cell->params) {
       auto* t = p.as<TensorObj>();
       if (t && named.insert(t).second) t->param_path = join_name(prefix, k);

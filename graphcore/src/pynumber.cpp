@@ -100,22 +100,24 @@ PyNumber parse_py_int(std::string_view text, int base) {
     if (!too_big) {
       const auto ub = static_cast<uint64_t>(base);
       const auto ud = static_cast<uint64_t>(d);
-      if (magnitude > (std::numeric_limits<uint64_t>::max() - ud) / ub)
+      if (magnitude > (std::numeric_limits<uint64_t>::max() - ud) / ub) {
         too_big = true;
-      else
+      } else {
         magnitude = magnitude * ub + ud;
+      }
     }
   }
   // Base 0 reads decimals as Python source does: no leading zero before a nonzero digit.
   if (decimal_base0 && !prefixed && s.front() == '0' && nonzero) return invalid();
-  constexpr uint64_t kMaxPos = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  constexpr auto kMaxPos = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   if (too_big || magnitude > kMaxPos + (negative ? 1 : 0)) return unknown();  // a Python bigint
   PyNumber r{PyNumber::Kind::Ok, 0, 0};
-  if (negative)
+  if (negative) {
     r.i = magnitude == kMaxPos + 1 ? std::numeric_limits<int64_t>::min()
                                    : -static_cast<int64_t>(magnitude);
-  else
+  } else {
     r.i = static_cast<int64_t>(magnitude);
+  }
   r.f = static_cast<double>(r.i);
   return r;
 }

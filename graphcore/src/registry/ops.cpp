@@ -2,6 +2,7 @@
 // against MindSpore 2.10.0 with inspect.signature; primitives whose __call__ is (*args) use the
 // parameter names of their documentation.
 #include <cmath>
+#include <utility>
 
 #include "registry/op_rules.h"
 
@@ -187,10 +188,11 @@ void register_binary(Registry& r) {
     params.insert(params.end(), b.extra.begin(), b.extra.end());
     InferFn infer = binary_rule(b.name, b.a, b.b, b.dtype);
     std::string summary = std::string("elementwise ") + b.op + " with broadcasting";
-    if (b.primitive)
+    if (b.primitive) {
       prim(r, b.name, {}, params, infer, summary);
-    else
+    } else {
       fn(r, b.name, b.op, params, infer, summary);
+    }
   }
 }
 
@@ -229,11 +231,12 @@ void register_reductions(Registry& r) {
   fn(r, "ops.argmin", "Argmin", {P("input"), P("axis", "None"), P("keepdims", "False")},
      reduce_rule("ops.argmin", "input", {{"axis"}, {"keepdims"}, {}}, R::ToInt32),
      "int32 index of the minimum over axis");
-  for (const char* name : {"std", "var"})
+  for (const char* name : {"std", "var"}) {
     fn(r, std::string("ops.") + name, name == std::string("std") ? "ReduceStd" : "ReduceVar",
        {P("input"), P("axis", "None"), P("ddof", "0"), P("keepdims", "False")},
        reduce_rule(std::string("ops.") + name, "input", {{"axis"}, {"keepdims"}, {}}, R::Keep),
        std::string(name) + " over axis");
+  }
   fn(r, "ops.logsumexp", "LogSumExp", {P("input"), P("dim"), P("keepdim", "False")},
      reduce_rule("ops.logsumexp", "input", {{"dim"}, {"keepdim"}, {}}, R::Keep),
      "log(sum(exp(x))) over dim");
@@ -271,9 +274,10 @@ void register_reductions(Registry& r) {
     ctx.add_output({*shape, DType::Int64});
     ctx.add_output({*shape, t->dtype});
   };
-  for (const char* name : {"ops.ArgMaxWithValue", "ops.ArgMinWithValue"})
+  for (const char* name : {"ops.ArgMaxWithValue", "ops.ArgMinWithValue"}) {
     prim(r, name, {P("axis", "0"), P("keep_dims", "False")}, {P("input")}, argmax_with_value,
          "(index, value) of the extremum over axis", true);
+  }
   for (auto [name, x] : {std::pair{"Argmax", "input_x"}, {"Argmin", "x"}}) {
     std::string api = std::string("ops.") + name;
     prim(r, api, {P("axis", "-1"), P("output_type", "mindspore.int32")}, {P(x)},
@@ -281,10 +285,11 @@ void register_reductions(Registry& r) {
                    [api](CallContext& ctx, const TensorType& t) {
                      auto shape = reduce_shape(ctx, api, t.shape,
                                                {ctx.init_arg("axis").as_int().value_or(-1)}, false);
-                     if (shape)
+                     if (shape) {
                        ctx.add_output(
                            {*shape,
                             dtype_value(ctx.init_arg("output_type")).value_or(DType::Int32)});
+                     }
                    }),
          "index of the extremum over axis (int32)");
   }
@@ -312,9 +317,10 @@ void register_shape_ops(Registry& r) {
        transpose_rule("ops.Transpose"), "Transpose()(x, perm)");
   fn(r, "ops.swapaxes", "Transpose", {P("input"), P("axis0"), P("axis1")},
      swap_rule("ops.swapaxes", "input", "axis0", "axis1"), "swaps two axes");
-  for (const char* name : {"ops.concat", "ops.cat"})
+  for (const char* name : {"ops.concat", "ops.cat"}) {
     fn(r, name, "Concat", {P("tensors"), P("axis", "0")}, concat_rule(name, "tensors", {"axis"}),
        "concatenates a tuple of tensors along axis");
+  }
   prim(r, "ops.Concat", {P("axis", "0")}, {P("tensors")},
        concat_rule("ops.Concat", "tensors", {"axis"}, true), "Concat(axis)((x, y, ...))");
   fn(r, "ops.stack", "Stack", {P("tensors"), P("axis", "0")},
@@ -509,7 +515,7 @@ void register_shape_ops(Registry& r) {
 
 // ---- Creation -----------------------------------------------------------------------------------
 void register_creation(Registry& r) {
-  auto filled = [](std::string size_arg, std::optional<std::string> value_arg) {
+  auto filled = [](const std::string& size_arg, const std::optional<std::string>& value_arg) {
     return [size_arg, value_arg](CallContext& ctx) {
       auto dims = shape_value(ctx.arg(size_arg));
       if (!dims && !ctx.varargs().empty()) {
@@ -537,7 +543,7 @@ void register_creation(Registry& r) {
   fn(r, "ops.zeros", "Zeros", {P("size"), P("dtype", "None")}, filled("size", std::nullopt),
      "tensor of zeros (float32 by default)");
   // Random tensors: randn(2, 3) and randn((2, 3)) both give (2, 3); float32 unless dtype says.
-  auto random = [](std::string sampler) {
+  auto random = [](const std::string& sampler) {
     return [sampler](CallContext& ctx) {
       std::optional<std::vector<Dim>> dims;
       const auto& va = ctx.varargs();
@@ -588,7 +594,7 @@ void register_creation(Registry& r) {
        filled("size", std::nullopt), "Zeros()(shape, dtype)");
   prim(r, "ops.Fill", {}, {P("dtype"), P("dims"), P("x")}, filled("dims", "x"),
        "Fill()(dtype, shape, value)");
-  for (const char* name : {"ones_like", "zeros_like"})
+  for (const char* name : {"ones_like", "zeros_like"}) {
     fn(r, std::string("ops.") + name, name[0] == 'o' ? "OnesLike" : "ZerosLike",
        {P("input"), KW("dtype", "None")},
        on_tensor("input",
@@ -596,6 +602,7 @@ void register_creation(Registry& r) {
                    ctx.add_output({t.shape, dtype_value(ctx.arg("dtype")).value_or(t.dtype)});
                  }),
        "tensor of the same shape");
+  }
   fn(r, "ops.full_like", "FillLike", {P("input"), P("fill_value"), KW("dtype", "None")},
      on_tensor("input",
                [](CallContext& ctx, const TensorType& t) {
@@ -647,8 +654,8 @@ void register_creation(Registry& r) {
 // ---- Neural-network functions and primitives ----------------------------------------------------
 
 void register_nn_ops(Registry& r) {
-  auto softmax = [](std::string api, std::string x) {
-    return on_tensor(x, [api](CallContext& ctx, const TensorType& t) {
+  auto softmax = [](const std::string& api, std::string x) {
+    return on_tensor(std::move(x), [api](CallContext& ctx, const TensorType& t) {
       if (!require_float(ctx, api, t.dtype)) return;
       auto a = ctx.arg("axis").as_int();
       if (!a) a = ctx.init_arg("axis").as_int();
@@ -715,9 +722,10 @@ void register_nn_ops(Registry& r) {
   prim(r, "ops.Select", {}, {P("condition"), P("input"), P("other")},
        binary_rule("ops.Select", "input", "other", BinaryDType::Promote, 1),
        "Select()(cond, x, y)");
-  for (const char* name : {"ops.clamp", "ops.clip"})
+  for (const char* name : {"ops.clamp", "ops.clip"}) {
     fn(r, name, "ClipByValue", {P("input"), P("min", "None"), P("max", "None")},
        clamp_rule(name, "input", "min", "max"), "clamps to [min, max]");
+  }
 
   // Dropout and normalisation functions keep the input's shape.
   auto keep = [](CallContext& ctx, const TensorType& t) { ctx.add_output(t); };
@@ -825,12 +833,13 @@ void register_nn_ops(Registry& r) {
                  for (size_t i = 0; i < p->size() / 2; ++i) {
                    Dim& d = out.dims[out.rank() - 1 - i];
                    int64_t add = (*p)[2 * i] + (*p)[2 * i + 1];
-                   if (d.is_known())
+                   if (d.is_known()) {
                      d = Dim::known(std::max<int64_t>(d.value() + add, 0));
-                   else if (!d.is_unknown() && add > 0)
+                   } else if (!d.is_unknown() && add > 0) {
                      d = d + Dim::known(add);
-                   else if (add != 0)
+                   } else if (add != 0) {
                      d = Dim::unknown();
+                   }
                  }
                  ctx.add_output({out, t.dtype});
                }),
@@ -869,7 +878,7 @@ void register_nn_ops(Registry& r) {
   r.add(std::move(interpolate));
 
   // Convolution and pooling functions/primitives.
-  auto conv = [](std::string api, size_t nd, WindowArgNames names, bool functional) {
+  auto conv = [](const std::string& api, size_t nd, WindowArgNames names, bool functional) {
     return [api, nd, names, functional](CallContext& ctx) {
       auto x = tensor_arg(ctx, "input");
       if (!functional) x = tensor_arg(ctx, "x");
@@ -953,25 +962,28 @@ void register_nn_ops(Registry& r) {
             false),
        "Conv2D(out_channel, kernel_size, ...)(x, weight)");
 
-  auto pool = [](std::string api, WindowArgNames names, bool functional, std::string x_name) {
-    return on_tensor(x_name, [api, names, functional](CallContext& ctx, const TensorType& t) {
-      if (!require_rank(ctx, api, t.shape, 3, 4)) return;
-      std::optional<Window> w;
-      if (functional) {
-        w = read_window(ctx, 2, true, false, names);
-      } else {
-        InitArgs args(ctx);
-        w = read_window(args, 2, true, false, names);
-      }
-      if (!w) return ctx.failed() ? void() : add_unknown_output(ctx, t.dtype);
-      w->ceil_mode = functional && flag(ctx, "ceil_mode");
-      Shape y = window_shape(t.shape, *w, WindowOp::Pool);
-      ctx.add_output({y, t.dtype});
-      if (functional && flag(ctx, "return_indices")) ctx.add_output({y, DType::Int64});
-      double k = 1;
-      for (int64_t v : w->kernel) k *= static_cast<double>(v);
-      flops_per_element(ctx, y, k);
-    });
+  auto pool = [](const std::string& api, WindowArgNames names, bool functional,
+                 std::string x_name) {
+    return on_tensor(std::move(x_name),
+                     [api, names, functional](CallContext& ctx, const TensorType& t) {
+                       if (!require_rank(ctx, api, t.shape, 3, 4)) return;
+                       std::optional<Window> w;
+                       if (functional) {
+                         w = read_window(ctx, 2, true, false, names);
+                       } else {
+                         InitArgs args(ctx);
+                         w = read_window(args, 2, true, false, names);
+                       }
+                       if (!w) return ctx.failed() ? void() : add_unknown_output(ctx, t.dtype);
+                       w->ceil_mode = functional && flag(ctx, "ceil_mode");
+                       Shape y = window_shape(t.shape, *w, WindowOp::Pool);
+                       ctx.add_output({y, t.dtype});
+                       if (functional && flag(ctx, "return_indices"))
+                         ctx.add_output({y, DType::Int64});
+                       double k = 1;
+                       for (int64_t v : w->kernel) k *= static_cast<double>(v);
+                       flops_per_element(ctx, y, k);
+                     });
   };
   fn(r, "ops.max_pool2d", "MaxPool",
      {P("x"), P("kernel_size"), P("stride", "None"), P("padding", "0"), P("dilation", "1"),
@@ -982,7 +994,7 @@ void register_nn_ops(Registry& r) {
      {P("input_x"), P("kernel_size", "1"), P("stride", "1"), P("padding", "0"),
       P("ceil_mode", "False"), P("count_include_pad", "True"), P("divisor_override", "0")},
      pool("ops.avg_pool2d", {.pad_mode = "\x01none"}, true, "input_x"), "2-D average pooling");
-  for (const char* name : {"ops.MaxPool", "ops.AvgPool"})
+  for (const char* name : {"ops.MaxPool", "ops.AvgPool"}) {
     prim(r, name,
          {P("kernel_size", "1"), P("strides", "1"),
           P("pad_mode", name[5] == 'a' ? "'valid'" : "'VALID'"), P("data_format", "'NCHW'")},
@@ -990,6 +1002,7 @@ void register_nn_ops(Registry& r) {
          pool(name, {.stride = "strides", .dilation = "\x01none", .padding = "\x01none"}, false,
               "x"),
          std::string(name + 4) + "(kernel_size, strides, pad_mode)(x)");
+  }
   fn(r, "ops.adaptive_avg_pool2d", "AdaptiveAvgPool2D", {P("input"), P("output_size")},
      on_tensor("input",
                [](CallContext& ctx, const TensorType& t) {
@@ -1000,10 +1013,11 @@ void register_nn_ops(Registry& r) {
                    const ArgValue& item = os.kind == ArgValue::Kind::Sequence && i < os.items.size()
                                               ? os.items[i]
                                               : os;
-                   if (item.kind == ArgValue::Kind::Int)
+                   if (item.kind == ArgValue::Kind::Int) {
                      y.dims[y.rank() - 2 + i] = Dim::known(item.i);
-                   else if (!item.is_none())
+                   } else if (!item.is_none()) {
                      y.dims[y.rank() - 2 + i] = Dim::unknown();
+                   }
                  }
                  ctx.add_output({y, t.dtype});
                }),

@@ -252,10 +252,11 @@ bool elu_alpha_supported(CallContext& ctx, std::string_view api, bool from_init)
   const ArgValue& alpha = from_init ? ctx.init_arg("alpha") : ctx.arg("alpha");
   const std::string_view at = from_init ? std::string_view{} : std::string_view{"alpha"};
   std::string problem;
-  if (alpha.kind == ArgValue::Kind::Int)
+  if (alpha.kind == ArgValue::Kind::Int) {
     problem = "takes a float `alpha`, but receives the int " + alpha.repr();
-  else if (alpha.kind == ArgValue::Kind::Float && alpha.f != 1.0)
+  } else if (alpha.kind == ArgValue::Kind::Float && alpha.f != 1.0) {
     problem = "supports only alpha=1.0, but receives " + alpha.repr();
+  }
   if (problem.empty()) return true;
   ctx.error("invalid-argument", std::string(api) + " " + problem + " (MindSpore's Elu kernel)", at);
   if (from_init) ctx.suggest_init_value("alpha", "1.0");
@@ -385,7 +386,7 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
   if (!k || !s) return std::nullopt;
   w.kernel = *k;
   w.stride = *s;
-  for (int64_t v : w.kernel)
+  for (int64_t v : w.kernel) {
     if (v <= 0) {
       ctx.error("invalid-argument",
                 "'" + std::string(names.kernel) + "' must be positive, got " +
@@ -393,7 +394,8 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
                 names.kernel);
       return std::nullopt;
     }
-  for (int64_t v : w.stride)
+  }
+  for (int64_t v : w.stride) {
     if (v <= 0) {
       ctx.error("invalid-argument",
                 "'" + std::string(names.stride) + "' must be positive, got " +
@@ -401,6 +403,7 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
                 names.stride);
       return std::nullopt;
     }
+  }
   w.dilation = std::vector<int64_t>(n, 1);
   if (!ctx.arg(names.dilation).is_missing()) {
     auto d = ints_arg(ctx, names.dilation, n);
@@ -411,11 +414,12 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
   if (const ArgValue& pm = ctx.arg(names.pad_mode); !pm.is_missing()) {
     auto mode = pm.as_str() ? parse_pad_mode(*pm.as_str()) : std::nullopt;
     if (!mode) {
-      if (!pm.is_unknown())
+      if (!pm.is_unknown()) {
         ctx.error("invalid-argument",
                   "'" + std::string(names.pad_mode) +
                       "' must be one of 'same', 'valid', 'pad', got " + pm.repr(),
                   names.pad_mode);
+      }
       return std::nullopt;
     }
     w.mode = *mode;
@@ -482,10 +486,11 @@ std::optional<Shape> reduce_shape(ContextBase& ctx, std::string_view api, const 
   }
   Shape out;
   for (size_t i = 0; i < s.rank(); ++i) {
-    if (!reduced[i])
+    if (!reduced[i]) {
       out.dims.push_back(s.dims[i]);
-    else if (keep_dims)
+    } else if (keep_dims) {
       out.dims.push_back(Dim::known(1));
+    }
   }
   return out;
 }
@@ -617,11 +622,12 @@ std::optional<Shape> reshape_shape(ContextBase& ctx, std::string_view api, const
 std::optional<Shape> concat_shape(ContextBase& ctx, std::string_view api,
                                   const std::vector<Shape>& shapes, int64_t axis) {
   const Shape* first = nullptr;
-  for (const Shape& s : shapes)
+  for (const Shape& s : shapes) {
     if (s.ranked) {
       first = &s;
       break;
     }
+  }
   if (!first) return Shape::unranked();
   auto ax = axis_or_error(ctx, api, axis, first->rank(), "axis");
   if (!ax) return std::nullopt;
@@ -830,34 +836,36 @@ bool interpolate_sizes_valid(CallContext& ctx, const ContextBase& args, std::str
   } else {
     items.push_back(&v);
   }
+  // "<api>: the '<label>' <says>", reported at the argument.
+  const auto item_error = [&](std::string_view code, const std::string& label,
+                              std::string_view says) {
+    std::string msg = for_api;
+    msg.append("the '").append(label).append("' ").append(says);
+    ctx.error(code, std::move(msg), name);
+    return false;
+  };
   for (size_t i = 0; i < items.size(); ++i) {
     const ArgValue& x = *items[i];
     const std::string label = seq ? name + "[" + std::to_string(i) + "]" : name;
     if (is_size) {
       const auto n = x.kind == ArgValue::Kind::Int ? x.as_int() : std::nullopt;
-      if (x.kind == ArgValue::Kind::Int && n && *n <= 0) {
-        ctx.error("invalid-argument",
-                  for_api + "the '" + label + "' must be int and must > 0, but got '" +
-                      std::to_string(*n) + "'",
-                  name);
-        return false;
+      if (n && *n <= 0) {
+        return item_error("invalid-argument", label,
+                          std::string("must be int and must > 0, but got '")
+                              .append(std::to_string(*n))
+                              .append("'"));
       }
       continue;
     }
-    if (x.kind == ArgValue::Kind::Int || x.kind == ArgValue::Kind::Bool) {
-      ctx.error("type-error",
-                for_api + "the '" + label + "' must be float, but got '" +
-                    (x.kind == ArgValue::Kind::Bool ? "bool" : "int") + "' (write " +
-                    (x.kind == ArgValue::Kind::Bool ? "a float" : "it with a decimal point") + ")",
-                name);
-      return false;
+    if (x.kind == ArgValue::Kind::Bool)
+      return item_error("type-error", label, "must be float, but got 'bool' (write a float)");
+    if (x.kind == ArgValue::Kind::Int) {
+      return item_error("type-error", label,
+                        "must be float, but got 'int' (write it with a decimal point)");
     }
     if (const auto f = x.kind == ArgValue::Kind::Float ? x.as_float() : std::nullopt;
-        f && !(*f > 0)) {
-      ctx.error("invalid-argument", for_api + "the '" + label + "' must be float and must > 0",
-                name);
-      return false;
-    }
+        f && !(*f > 0))
+      return item_error("invalid-argument", label, "must be float and must > 0");
   }
   if (seq && shape.ranked && shape.rank() >= 2 && v.items.size() != shape.rank() - 2) {
     ctx.error("shape-mismatch",
