@@ -137,13 +137,12 @@ std::string join_name(const std::string& prefix, const std::string& name) {
 // container's items (by index, or the OrderedDict's names); each Cell once.
 std::vector<std::pair<std::string, Value>> cells_and_names(const Value& root) {
   std::vector<std::pair<std::string, Value>> out;
-  std::vector<const Object*> seen;
+  std::unordered_set<const Object*> seen;  // a walk at every binding: no quadratic lookup
   std::function<void(const Value&, const std::string&)> rec = [&](const Value& v,
                                                                   const std::string& prefix) {
     auto* c = v.as<InstanceObj>();
     if (!c || !c->cell) return;
-    if (std::find(seen.begin(), seen.end(), c) != seen.end()) return;
-    seen.push_back(c);
+    if (!seen.insert(c).second) return;
     out.emplace_back(prefix, v);
     for (auto& [k, child] : c->cell->children) rec(child, join_name(prefix, k));
     for (size_t i = 0; i < c->cell->items.size(); ++i) {
