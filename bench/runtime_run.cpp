@@ -58,6 +58,7 @@
 #include "graphcore/autodiff.h"
 #include "graphcore/optim.h"
 #include "graphcore/runtime.h"
+#include "graphcore/trainer.h"
 
 namespace fs = std::filesystem;
 namespace rt = graphcore::runtime;
@@ -118,11 +119,12 @@ json graph_json(const rt::Executor& ex) {
   json outputs = json::array();
   for (const auto& r : g.outputs) outputs.push_back({r.node, r.output});
   json params = json::array();
-  for (const auto& p : ex.params())
+  for (const auto& p : ex.params()) {
     params.push_back({{"name", p.name},
                       {"init", p.init.str()},
                       {"source", std::string(rt::init_source_name(p.source))},
                       {"note", p.note}});
+  }
   return {{"cell", ex.report().name}, {"nodes", nodes}, {"outputs", outputs}, {"params", params}};
 }
 
@@ -182,10 +184,11 @@ int main(int argc, char** argv) {
       eo.seed = std::stoull(next());
     } else if (a == "--precision") {
       std::string p = next();
-      if (p == "target")
+      if (p == "target") {
         eo.precision = rt::Precision::Target;
-      else if (p != "fp32")
+      } else if (p != "fp32") {
         return usage();
+      }
     } else if (a == "--out") {
       out_dir = next();
     } else if (a == "--load-params") {
@@ -236,10 +239,12 @@ int main(int argc, char** argv) {
     for (const auto& d : res.diagnostics) std::cerr << "  " << d.message << "\n";
     return 2;
   }
-  for (const auto& d : res.diagnostics)
-    if (d.severity == graphcore::Severity::Error)
+  for (const auto& d : res.diagnostics) {
+    if (d.severity == graphcore::Severity::Error) {
       std::cerr << "cellscope-run: warning: analysis error at line " << d.range.start.line + 1
                 << ": " << d.message << "\n";
+    }
+  }
   const graphcore::CellReport& analysed = res.cells.front();
   // --grad: the gradient graph (forward + backward) is what runs.
   std::optional<graphcore::autodiff::GradGraph> grad_graph;
@@ -268,43 +273,27 @@ int main(int argc, char** argv) {
       }
     }
     if (list_params) {
-      for (const auto& p : ex.params())
+      for (const auto& p : ex.params()) {
         std::cout << p.name << " " << p.value.type_str() << " " << p.init.str() << " ["
                   << rt::init_source_name(p.source) << "] " << p.note << "\n";
+      }
     }
     double bind_ms = ms_since(t_bind);
     if (bench > 0) {
-      // --train-step: the optimizer update after each run, as the Trainer does it (the
-      // executor's parameters updated in place).
+      // --train-step: the optimizer update after each run, with the Trainer's own update
+      // functions (graphcore/trainer.h): the executor's parameters updated in place, then
+      // BatchNorm's moving statistics written back.
       std::unique_ptr<rt::Optimizer> optimizer;
       if (train_step) {
         rt::OptimizerConfig cfg = rt::OptimizerConfig::defaults(rt::OptimizerKind::Momentum);
         cfg.learning_rate = rt::LrSchedule::constant(0.01);
         cfg.momentum = 0.9;
-        std::vector<std::string> names;
-        std::vector<std::vector<int64_t>> shapes;
-        for (const auto& [name, ref] : grad_graph->param_grads) {
-          (void)ref;
-          names.push_back(name);
-          shapes.push_back(ex.param(name)->value.shape());
-        }
-        optimizer = std::make_unique<rt::Optimizer>(cfg, names, shapes);
+        optimizer = rt::step_optimizer(cfg, *grad_graph, ex);
       }
       auto update = [&] {
-        const auto& gg = *grad_graph;
-        std::vector<rt::Tensor> outs = ex.outputs();
-        const size_t n = gg.param_grads.size();
-        std::vector<rt::Tensor> grads(outs.begin() + 1,
-                                      outs.begin() + 1 + static_cast<std::ptrdiff_t>(n));
-        std::vector<rt::Tensor*> ptrs;
-        ptrs.reserve(n);
-        for (const auto& [name, ref] : gg.param_grads) {
-          (void)ref;
-          ptrs.push_back(&ex.mutable_param(name));
-        }
-        optimizer->step(ptrs, grads);
-        for (size_t k = 0; k < gg.state_updates.size(); ++k)
-          ex.set_param(gg.state_updates[k].first, outs.at(1 + n + k));
+        const std::vector<rt::Tensor> outs = ex.outputs();
+        rt::apply_gradients(*optimizer, ex, *grad_graph, rt::step_gradients(*grad_graph, outs));
+        rt::write_back_state(ex, *grad_graph, outs);
       };
       auto time_runs = [&](const rt::Hooks& hooks) {
         std::vector<double> ms;
@@ -370,20 +359,24 @@ int main(int argc, char** argv) {
       fs::create_directories(fs::path(out_dir) / "inputs");
       ex.save_params_npy(fs::path(out_dir) / "params");
       std::ofstream(fs::path(out_dir) / "graph.json") << graph_json(ex).dump(1) << "\n";
-      for (size_t i = 0; i < ex.num_inputs(); ++i)
+      for (size_t i = 0; i < ex.num_inputs(); ++i) {
         rt::write_npy(fs::path(out_dir) / "inputs" / (std::to_string(i) + ".npy"),
                       *ex.value(*ex.find_node(ex.input_name(i))));
+      }
       auto outs = ex.outputs();
       for (size_t i = 0; i < outs.size(); ++i)
         rt::write_npy(fs::path(out_dir) / "outputs" / (std::to_string(i) + ".npy"), outs[i]);
       if (dump_all) {
         fs::create_directories(fs::path(out_dir) / "values");
-        for (size_t i = 0; i < ex.graph().nodes.size(); ++i)
-          for (size_t k = 0; k < ex.graph().nodes[i].outputs.size(); ++k)
-            if (const rt::Tensor* t = ex.value(i, k))
+        for (size_t i = 0; i < ex.graph().nodes.size(); ++i) {
+          for (size_t k = 0; k < ex.graph().nodes[i].outputs.size(); ++k) {
+            if (const rt::Tensor* t = ex.value(i, k)) {
               rt::write_npy(fs::path(out_dir) / "values" /
                                 (std::to_string(i) + "_" + std::to_string(k) + ".npy"),
                             *t);
+            }
+          }
+        }
       }
     }
     auto outs = ex.outputs();
@@ -429,14 +422,16 @@ int main(int argc, char** argv) {
         write_npy_atomic(p, outs[i]);
       }
     }
-    for (size_t i = 0; i < outs.size(); ++i)
+    for (size_t i = 0; i < outs.size(); ++i) {
       std::cout << "output " << i << ": " << outs[i].type_str() << " "
                 << rt::compute_stats(outs[i]).str() << " " << outs[i].preview(6) << "\n";
-    if (timing)
+    }
+    if (timing) {
       std::cout
           << "timing "
           << json{{"analysis_ms", analysis_ms}, {"bind_ms", bind_ms}, {"run_ms", run_ms}}.dump()
           << "\n";
+    }
   } catch (const std::exception& e) {
     std::cerr << "cellscope-run: " << e.what() << "\n";
     return 1;

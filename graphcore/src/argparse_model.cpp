@@ -9,15 +9,14 @@
 // error; a command line the script would reject is a warning naming what argparse would say.
 #include "argparse_model.h"
 
-#include <cerrno>
 #include <charconv>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "graphcore/pynumber.h"
 #include "interp.h"
 #include "value.h"
 
@@ -64,12 +63,19 @@ std::string dest_of(const std::vector<std::string>& flags) {
   return d;
 }
 
+// argparse's _negative_number_matcher, '^-\d+$|^-\d*\.\d+$' (ASCII digits): "-1e5" and
+// "-inf" are options to argparse, not numbers.
 bool looks_negative_number(const std::string& s) {
   if (s.size() < 2 || s[0] != '-') return false;
-  char* end = nullptr;
-  errno = 0;
-  (void)std::strtod(s.c_str(), &end);
-  return end && *end == '\0';
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 1;
+  while (i < s.size() && digit(s[i])) ++i;
+  if (i == s.size()) return true;  // -12
+  if (s[i] != '.' || i + 1 == s.size()) return false;
+  for (++i; i < s.size(); ++i) {
+    if (!digit(s[i])) return false;
+  }
+  return true;  // -1.5, -.5
 }
 
 // Why a command line fails, as argparse words it.
@@ -86,23 +92,16 @@ class Parse {
   Value convert(const ArgSpec& s, const std::string& text) {
     const Value& t = s.type;
     if (t.is_none()) return make_str(text);
-    if (same(t, NativeClass::Int)) {
-      int64_t v = 0;
-      std::string x = text;
-      std::erase(x, '_');
-      size_t start = (!x.empty() && x[0] == '+') ? 1 : 0;
-      auto r = std::from_chars(x.data() + start, x.data() + x.size(), v);
-      if (r.ec != std::errc() || r.ptr != x.data() + x.size() || x.size() == start)
-        throw Exit{"argument " + flag(s) + ": invalid int value: '" + text + "'"};
-      return Value::integer(v);
-    }
-    if (same(t, NativeClass::Float)) {
-      char* end = nullptr;
-      errno = 0;
-      const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || !end || *end != '\0' || errno == ERANGE)
-        throw Exit{"argument " + flag(s) + ": invalid float value: '" + text + "'"};
-      return Value::real(v);
+    // int and float read the text exactly as the interpreter's int()/float() do (pynumber.h).
+    if (same(t, NativeClass::Int) || same(t, NativeClass::Float)) {
+      const bool is_int = same(t, NativeClass::Int);
+      const PyNumber r = is_int ? parse_py_int(text) : parse_py_float(text);
+      if (r.kind == PyNumber::Kind::Invalid) {
+        throw Exit{"argument " + flag(s) + ": invalid " + (is_int ? "int" : "float") + " value: '" +
+                   text + "'"};
+      }
+      if (r.kind == PyNumber::Kind::Unknown) return Value::unknown();
+      return is_int ? Value::integer(r.i) : Value::real(r.f);
     }
     if (same(t, NativeClass::Str)) return make_str(text);
     if (same(t, NativeClass::Bool)) return Value::boolean(!text.empty());

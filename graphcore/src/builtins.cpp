@@ -9,6 +9,7 @@
 
 #include "graphcore/checked.h"
 #include "graphcore/dataset.h"
+#include "graphcore/pynumber.h"
 #include "graphcore/text.h"
 #include "interp.h"
 #include "npvalues.h"
@@ -214,9 +215,29 @@ void Interpreter::init_builtins() {
   n["NotImplemented"] = Value::unknown();
   n["Ellipsis"] = Value::obj(std::make_shared<EllipsisObj>());
 
-  add("__new_int", [](Interpreter&, CallArgs& a, const Site&) -> Value {
-    if (a.pos.empty()) return Value::integer(0);
+  add("__new_int", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    const Value* base_arg = a.pos.size() >= 2 ? &a.pos[1] : nullptr;
+    for (auto& [k, v] : a.kw) {
+      if (k == "base") base_arg = &v;
+    }
+    if (a.pos.empty()) return base_arg ? Value::unknown() : Value::integer(0);
     const Value& v = a.pos[0];
+    if (base_arg) {
+      // int(text, base): only text takes a base (a number with one is a TypeError).
+      const auto* s = str_of(v);
+      if (!s || !base_arg->is_int()) return Value::unknown();
+      const int64_t b = base_arg->as_int();
+      if (b != 0 && (b < 2 || b > 36)) {
+        in.report(site, Severity::Error, "value-error", "int() base must be >= 2 and <= 36, or 0");
+        return Value::unknown();
+      }
+      const PyNumber r = parse_py_int(*s, static_cast<int>(b));
+      if (r.kind == PyNumber::Kind::Invalid) {
+        in.report(site, Severity::Error, "value-error",
+                  "invalid literal for int() with base " + std::to_string(b) + ": " + repr(v));
+      }
+      return r.kind == PyNumber::Kind::Ok ? Value::integer(r.i) : Value::unknown();
+    }
     if (v.is_int()) return Value::integer(v.as_int());
     if (v.k == VK::Float) {
       // int(1e30) is a Python int past int64: unknown here, never a wrapped number.
@@ -225,22 +246,26 @@ void Interpreter::init_builtins() {
     }
     if (v.as<SymIntObj>()) return v;
     if (auto* s = str_of(v)) {
-      char* end = nullptr;
-      long long x = std::strtoll(s->c_str(), &end, 10);
-      if (end && *end == '\0' && !s->empty()) return Value::integer(x);
+      const PyNumber r = parse_py_int(*s);
+      if (r.kind == PyNumber::Kind::Invalid) {
+        in.report(site, Severity::Error, "value-error",
+                  "invalid literal for int() with base 10: " + repr(v));
+      }
+      return r.kind == PyNumber::Kind::Ok ? Value::integer(r.i) : Value::unknown();
     }
     return Value::unknown();
   });
-  add("__new_float", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+  add("__new_float", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
     if (a.pos.empty()) return Value::real(0);
     const Value& v = a.pos[0];
     if (v.is_number()) return Value::real(v.as_float());
     if (auto* s = str_of(v)) {
-      if (*s == "inf") return Value::real(INFINITY);
-      if (*s == "-inf") return Value::real(-INFINITY);
-      char* end = nullptr;
-      double x = std::strtod(s->c_str(), &end);
-      if (end && *end == '\0' && !s->empty()) return Value::real(x);
+      const PyNumber r = parse_py_float(*s);
+      if (r.kind == PyNumber::Kind::Invalid) {
+        in.report(site, Severity::Error, "value-error",
+                  "could not convert string to float: " + repr(v));
+      }
+      return r.kind == PyNumber::Kind::Ok ? Value::real(r.f) : Value::unknown();
     }
     return Value::unknown();
   });

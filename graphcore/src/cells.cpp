@@ -1,7 +1,11 @@
 // Attribute access, instantiation and the nn.Cell object model (sub-Cell registration,
 // Parameters, SequentialCell/CellList containers, the Cell methods model code calls).
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "interp.h"
 #include "training_eval.h"
@@ -127,6 +131,51 @@ const std::unordered_set<std::string_view>& cell_plain_attrs() {
 
 std::string join_name(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
+}
+
+// (name, cell) pairs depth-first, as MindSpore's cells_and_names yields them: sub-Cells, then a
+// container's items (by index, or the OrderedDict's names); each Cell once.
+std::vector<std::pair<std::string, Value>> cells_and_names(const Value& root) {
+  std::vector<std::pair<std::string, Value>> out;
+  std::unordered_set<const Object*> seen;  // a walk at every binding: no quadratic lookup
+  std::function<void(const Value&, const std::string&)> rec = [&](const Value& v,
+                                                                  const std::string& prefix) {
+    auto* c = v.as<InstanceObj>();
+    if (!c || !c->cell) return;
+    if (!seen.insert(c).second) return;
+    out.emplace_back(prefix, v);
+    for (auto& [k, child] : c->cell->children) rec(child, join_name(prefix, k));
+    for (size_t i = 0; i < c->cell->items.size(); ++i) {
+      std::string k = i < c->cell->item_names.size() ? c->cell->item_names[i] : std::to_string(i);
+      rec(c->cell->items[i], join_name(prefix, k));
+    }
+  };
+  rec(root, "");
+  return out;
+}
+
+// MindSpore names a Parameter where it is bound (Cell.__setattr__, evaluated in __init__): a
+// Parameter with a generated name takes its attribute's name (insert_param_to_cell), and a Cell
+// bound under `attr` in a Cell with auto_prefix renames every Parameter of its tree to
+// "attr." + the path parameters_and_names() gives it (update_parameters_name), each once.
+// `.name` reads the result (TensorObj::param_path).
+void name_bound_parameters(const std::string& attr, const Value& v, bool auto_prefix) {
+  if (auto* t = v.as<TensorObj>()) {
+    if (t->is_parameter && t->param_path.empty() &&
+        (t->param_name.empty() || t->param_name == "Parameter"))
+      t->param_path = attr;
+    return;
+  }
+  if (!auto_prefix) return;
+  std::unordered_set<const TensorObj*> named;
+  for (auto& [cell_path, cellv] : cells_and_names(v)) {
+    std::string prefix = attr;
+    if (!cell_path.empty()) prefix.append(".").append(cell_path);
+    for (auto& [k, p] : cellv.as<InstanceObj>()->cell->params) {
+      auto* t = p.as<TensorObj>();
+      if (t && named.insert(t).second) t->param_path = join_name(prefix, k);
+    }
+  }
 }
 
 }  // namespace
@@ -491,10 +540,13 @@ void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const
   // First assignment of a name (the common case, e.g. thousands of layers in an unrolled
   // __init__): append without scanning the registration lists.
   if (!inst->attrs.find_str(name)) {
-    if (auto* child = v.as<InstanceObj>(); child && child->cell)
+    if (auto* child = v.as<InstanceObj>(); child && child->cell) {
       cs.children.emplace_back(name, v);
-    else if (auto* t = v.as<TensorObj>(); t && t->is_parameter)
+      name_bound_parameters(name, v, !cs.no_prefix);
+    } else if (auto* t = v.as<TensorObj>(); t && t->is_parameter) {
       cs.params.emplace_back(name, v);
+      name_bound_parameters(name, v, !cs.no_prefix);
+    }
     inst->attrs.set(name_str(name), v);
     return;
   }
@@ -514,9 +566,11 @@ void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const
   if (auto* child = v.as<InstanceObj>(); child && child->cell) {
     erase(cs.params);
     upsert(cs.children, v);
+    name_bound_parameters(name, v, !cs.no_prefix);
   } else if (auto* t = v.as<TensorObj>(); t && t->is_parameter) {
     erase(cs.children);
     upsert(cs.params, v);
+    name_bound_parameters(name, v, !cs.no_prefix);
   } else {
     erase(cs.children);
     erase(cs.params);
@@ -710,6 +764,9 @@ void Interpreter::init_container(InstanceObj* target, CallArgs& args, const Site
     auto* ci = items[i].as<InstanceObj>();
     const SourceRange& at = i < ranges.size() ? ranges[i] : site.range();
     if (ci && ci->cell) {
+      const std::string key =
+          i < target->cell->item_names.size() ? target->cell->item_names[i] : std::to_string(i);
+      name_bound_parameters(key, items[i], true);
       target->cell->items.push_back(items[i]);
     } else if (ci && ci->cls->unknown_base) {
       target->cell->items_unknown = true;  // built on a class the evaluator does not know
@@ -733,26 +790,7 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
     Value s = self;
     return method(n, [s](Interpreter&, CallArgs&, const Site&) { return s; });
   };
-  // Collects (name, cell) pairs depth-first, as MindSpore's cells_and_names does.
-  auto walk = [](const Value& root) {
-    std::vector<std::pair<std::string, Value>> out;
-    std::vector<const Object*> seen;
-    std::function<void(const Value&, const std::string&)> rec = [&](const Value& v,
-                                                                    const std::string& prefix) {
-      auto* c = v.as<InstanceObj>();
-      if (!c || !c->cell) return;
-      if (std::find(seen.begin(), seen.end(), c) != seen.end()) return;
-      seen.push_back(c);
-      out.emplace_back(prefix, v);
-      for (auto& [k, child] : c->cell->children) rec(child, join_name(prefix, k));
-      for (size_t i = 0; i < c->cell->items.size(); ++i) {
-        std::string k = i < c->cell->item_names.size() ? c->cell->item_names[i] : std::to_string(i);
-        rec(c->cell->items[i], join_name(prefix, k));
-      }
-    };
-    rec(root, "");
-    return out;
-  };
+  auto walk = [](const Value& root) { return cells_and_names(root); };
   auto params_of = [walk](const Value& root, int which) {  // 0 all, 1 trainable, 2 frozen
     std::vector<std::pair<std::string, Value>> out;
     for (auto& [cell_prefix, cellv] : walk(root)) {
@@ -837,8 +875,6 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
                     std::vector<Value> out;
                     auto d = std::make_shared<DictObj>();
                     for (auto& [k, p] : params_of(self, which)) {
-                      if (auto* t = p.as<TensorObj>(); t && k.size() > t->param_path.size())
-                        t->param_path = k;
                       if (names)
                         out.push_back(make_tuple({make_str(k), p}));
                       else
@@ -875,10 +911,18 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
     return method(n == "append" ? "append" : (n == "extend" ? "extend" : "insert"),
                   [inst, op](Interpreter& in, CallArgs& args, const Site& site) {
                     auto& items = inst->cell->items;
-                    if (op == "append" && !args.pos.empty()) items.push_back(args.pos[0]);
+                    // An appended Cell's Parameters are renamed "<index>.<path>" (MindSpore's
+                    // CellList/SequentialCell.append; the container's own attribute is added
+                    // when the container is bound).
+                    auto add = [&items](const Value& v) {
+                      name_bound_parameters(std::to_string(items.size()), v, true);
+                      items.push_back(v);
+                    };
+                    if (op == "append" && !args.pos.empty()) add(args.pos[0]);
                     if (op == "extend" && !args.pos.empty()) {
-                      if (auto more = in.iterate(args.pos[0], site))
-                        items.insert(items.end(), more->begin(), more->end());
+                      if (auto more = in.iterate(args.pos[0], site)) {
+                        for (const Value& v : *more) add(v);
+                      }
                     }
                     if (op == "insert" && args.pos.size() >= 2 && args.pos[0].is_int()) {
                       int64_t i = std::clamp<int64_t>(args.pos[0].as_int(), 0,

@@ -306,6 +306,7 @@ Value deep_copy(const Value& v, std::unordered_map<const Object*, Value>& memo) 
       c->is_parameter = t->is_parameter;
       c->requires_grad = t->requires_grad;
       c->param_name = t->param_name;
+      c->param_path = t->param_path;
       c->is_numpy = t->is_numpy;
       Value out = Value::obj(c);
       memo[v.o.get()] = out;

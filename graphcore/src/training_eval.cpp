@@ -539,15 +539,14 @@ std::optional<Value> TrainingRecorder::api(Interpreter& in, NamespaceObj* ns,
       kind = Kind::LrSchedule;
     } else if (name.starts_with("TrainOneStep")) {
       kind = Kind::TrainOneStep;
-    } else if (name == "WithLossCell") {
-      // Modelled as a Cell (cells.cpp: it compiles as a root, `--entry nn.WithLossCell(...)`);
-      // the plan reads its parts from the instance (unwrap below).
-      return std::nullopt;
     } else if (name.ends_with("LossScaleUpdateCell")) {
       kind = Kind::LossScale;
     } else if (name.ends_with("Loss") || name == "SoftmaxCrossEntropyWithLogits") {
       kind = Kind::Loss;
     } else {
+      // Not a training API; WithLossCell among them is modelled as a Cell (cells.cpp: it
+      // compiles as a root, `--entry nn.WithLossCell(...)`), the plan reading its parts from the
+      // instance (unwrap below).
       return std::nullopt;
     }
     if (!known_mindspore_name("nn", nm, in.options.mindspore_version)) return std::nullopt;

@@ -452,8 +452,8 @@ struct TensorObj : Object {
   bool requires_grad = true;
   std::string param_name;  // relative name given at creation (Parameter(..., name=...))
   // The Parameter's name in its Cell tree ("norm1.gamma"), as MindSpore renames a Parameter when
-  // its Cell becomes an attribute of another: the longest path a Cell's trainable_params() /
-  // get_parameters() listed it under (the root's). `.name` reads it.
+  // it is bound (cell_setattr): its attribute's name when its own was generated, then the path
+  // under every Cell attribute its Cell is bound to. Empty: param_name. `.name` reads it.
   std::string param_path;
   bool is_numpy = false;  // a numpy ndarray constant
   // np.load(path) of a .npy: the file, as found (absolute). A NumpySlicesDataset over arrays

@@ -2,8 +2,9 @@
 (PyNative, CPU) either returns or raises, and `cellscope graph` of a one-line Cell making the
 same call must report an error exactly when MindSpore raised (and never otherwise).
 
-Covers the rules whose MindSpore source this tier pins: ops.interpolate's modes, ranks,
-scale_factor / align_corners per mode and rank, size with scale_factor; ops.narrow's start and
+Covers the rules whose MindSpore source this tier pins: ops.interpolate's (and nn.Upsample's)
+modes, ranks, scale_factor / align_corners per mode and rank, size with scale_factor, the types
+and counts of size and scale_factor, recompute_scale_factor; ops.narrow's start and
 length ranges; nn.AdaptiveAvgPool1d's divisibility and rank.
 """
 from __future__ import annotations
@@ -46,6 +47,31 @@ CASES = [
     ((2, 3, 8), None, "ops.interpolate(x, size=(4,), mode='area')"),
     ((2, 3, 3), None, "ops.interpolate(x, size=(4,), mode='area')"),
     ((2, 4, 5, 6), None, "ops.interpolate(x, size=(3, 4), mode='bicubic', align_corners=True)"),
+    # 4-D nearest: scale_factor raises for every value unless recompute_scale_factor=True; an
+    # int scale_factor is a TypeError at any rank; both or neither of size / scale_factor.
+    ((2, 4, 5, 6), None, "ops.interpolate(x, scale_factor=0.5, mode='nearest')"),
+    ((2, 4, 5, 6), None,
+     "ops.interpolate(x, scale_factor=(1.5, 2.0), mode='nearest', recompute_scale_factor=True)"),
+    ((2, 4, 5, 6), None, "ops.interpolate(x, scale_factor=2, recompute_scale_factor=True)"),
+    ((2, 4, 5, 6, 7), None, "ops.interpolate(x, scale_factor=2, mode='nearest')"),
+    ((2, 4, 5, 6, 7), None, "ops.interpolate(x, scale_factor=-1.0, mode='nearest')"),
+    ((2, 4, 5, 6), None, "ops.interpolate(x, mode='bilinear')"),
+    ((2, 4, 5, 6), None, "ops.interpolate(x, size=(3, 3), recompute_scale_factor=True)"),
+    ((2, 4, 5, 6), None, "ops.interpolate(x, size=(3, 3, 3))"),
+    ((2, 4, 5, 6), None, "ops.interpolate(x, size=(0, 3))"),
+    ((2, 4, 5, 6), None, "ops.interpolate(x, size=3)"),
+    # nn.Upsample: ops.interpolate on the constructor's arguments.
+    ((2, 4, 5, 6), "nn.Upsample(size=(7, 8))", "self.layer(x)"),
+    ((2, 4, 5, 6), "nn.Upsample(size=(7, 8), mode='bilinear', align_corners=True)",
+     "self.layer(x)"),
+    ((2, 4, 5, 6), "nn.Upsample(scale_factor=2.0)", "self.layer(x)"),
+    ((2, 4, 5, 6), "nn.Upsample(scale_factor=2.0, recompute_scale_factor=True)", "self.layer(x)"),
+    ((2, 4, 5, 6), "nn.Upsample(scale_factor=2)", "self.layer(x)"),
+    ((2, 4, 5, 6), "nn.Upsample()", "self.layer(x)"),
+    ((2, 4, 5, 6), "nn.Upsample(size=(7, 8), mode='linear')", "self.layer(x)"),
+    ((2, 4, 5, 6, 7), "nn.Upsample(scale_factor=2.0, mode='trilinear')", "self.layer(x)"),
+    ((2, 4, 9), "nn.Upsample(size=3, mode='area')", "self.layer(x)"),
+    ((2, 4, 5, 6), "nn.Upsample(size=(7, 8), scale_factor=2.0)", "self.layer(x)"),
     ((2, 8), None, "ops.narrow(x, 1, 2, 6)"),
     ((2, 8), None, "ops.narrow(x, 1, 8, 1)"),
     ((2, 8), None, "ops.narrow(x, 1, -1, 1)"),

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphcore/analysis.h"
@@ -155,6 +156,31 @@ TEST(Argparse, ACommandLineTheScriptRejectsIsALocatedWarning) {
     EXPECT_TRUE(found) << argv[0] << "\n" << messages(r);
     // The namespace is unknown then: nothing downstream is an error.
     EXPECT_EQ(errors(r), 0) << messages(r);
+  }
+}
+
+TEST(Argparse, NumbersAreReadAsPythonsIntAndFloatReadThem) {
+  // type=int / type=float read the text with the interpreter's int()/float() rules
+  // (graphcore/pynumber.h): whitespace, underscores between digits, a sign.
+  AnalysisResult r = analyse({"--hid", " 1_6 ", "--lr", "1_0.5e-2", "-e", "+2", "--decay", "-.5"});
+  ASSERT_EQ(r.training.size(), 1U) << messages(r);
+  const auto& p = r.training[0];
+  EXPECT_EQ(errors(r), 0) << messages(r);
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "learning_rate"), 0.105);
+  EXPECT_DOUBLE_EQ(num(p.optimizer, "weight_decay"), -0.5);  // "-.5" is a number to argparse
+  EXPECT_EQ(*p.epochs, 2);
+  const int64_t h = 16 + 2;  // hidden 16 + two default milestones
+  EXPECT_EQ(p.loss_graph.trainable_params, 784 * h + h + h * 10 + 10);
+  // What Python's int() rejects, argparse reports as an invalid value; "-1e5" is an option
+  // string to argparse (its negative-number pattern is -digits or -digits.digits).
+  for (const auto& [argv, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"-e", "0x10"}, "invalid int value: '0x10'"},
+           {{"-e", "1__0"}, "invalid int value: '1__0'"},
+           {{"--lr", "0x1p3"}, "invalid float value: '0x1p3'"},
+           {{"--lr", "-1e5"}, "expected one argument"}}) {
+    AnalysisResult bad = analyse(argv);
+    EXPECT_NE(messages(bad).find(says), std::string::npos) << argv[1] << "\n" << messages(bad);
+    EXPECT_EQ(errors(bad), 0) << messages(bad);
   }
 }
 

@@ -528,7 +528,8 @@ CellReport analyse(const Model& model, const std::vector<std::string>& inputs) {
   for (const auto& spec : inputs) {
     std::string why;
     auto t = parse_input_spec(spec, &why);
-    if (!t) throw std::runtime_error("bad input " + spec + ": " + why);
+    if (!t)
+      throw std::runtime_error(std::string("bad input ").append(spec).append(": ").append(why));
     options.inputs.push_back(*t);
   }
   DiskSourceProvider disk;
@@ -549,7 +550,8 @@ TEST(HardwareCorpus, EstimateForEveryModelOnEveryAscendTarget) {
       const auto graph = optimize(rep, oo);
       const HardwareTarget& t = hardware_target(target);
       for (const std::string mode : {"infer", "train"}) {
-        SCOPED_TRACE(model.file + " on " + target + " " + mode);
+        SCOPED_TRACE(
+            std::string(model.file).append(" on ").append(target).append(" ").append(mode));
         HardwareOptions ho;
         ho.target = target;
         ho.mode = mode;

@@ -434,6 +434,71 @@ TEST(RegistryResize, InterpolateSelectsTheOperatorOfItsModeAndRank) {
   EXPECT_NE(area.errors().find("divisible by output_size (4)"), std::string::npos) << area.errors();
 }
 
+// nn.Upsample is ops.interpolate on its constructor's arguments (MindSpore 2.10): the same
+// operator per mode, shape and checks. 4-D 'nearest' takes no scale_factor unless
+// recompute_scale_factor=True (2.10 raises for every value), and a scale_factor is a float.
+TEST(RegistryResize, UpsampleIsInterpolateOnItsConstructorArguments) {
+  Layer bilinear =
+      construct("nn.Upsample", {}, {{"size", Ints({7, 8})}, {"mode", Str("bilinear")}});
+  FakeCall b = apply(bilinear, {Ten({2, 4, 5, 6})});
+  EXPECT_EQ(shape_of(b), "(2, 4, 7, 8)");
+  EXPECT_EQ(b.op, "ResizeBilinearV2");
+  Layer recomputed = construct("nn.Upsample", {},
+                               {{"scale_factor", Fl(2.0)}, {"recompute_scale_factor", Bo(true)}});
+  EXPECT_EQ(shape_of(apply(recomputed, {Ten({2, 4, 5, 6})})), "(2, 4, 10, 12)");
+  Layer trilinear =
+      construct("nn.Upsample", {}, {{"scale_factor", Fl(1.5)}, {"mode", Str("trilinear")}});
+  FakeCall t = apply(trilinear, {Ten({1, 2, 3, 4, 5})});
+  EXPECT_EQ(shape_of(t), "(1, 2, 4, 6, 7)");
+  EXPECT_EQ(t.op, "UpsampleTrilinear3D");
+  const std::pair<Kwargs, const char*> rejected[] = {
+      {{{"scale_factor", Fl(2.0)}}, "'scale_factor' cannot be set with mode 'nearest' and a 4-D"},
+      {{{"scale_factor", I(2)}, {"recompute_scale_factor", Bo(true)}},
+       "the 'scale_factor' must be float, but got 'int'"},
+      {{}, "'size' and 'scale_factor' cannot be both empty"},
+      {{{"size", Ints({7, 8})}, {"recompute_scale_factor", Bo(true)}},
+       "'recompute_scale_factor' to True after specifying an explicit 'size'"},
+      {{{"size", Ints({7, 8, 9})}}, "'input' is 2D, 'size' is 3D"},
+      {{{"size", Ints({0, 8})}}, "the 'size[0]' must be int and must > 0"},
+  };
+  for (const auto& [kw, says] : rejected) {
+    FakeCall c = apply(construct("nn.Upsample", {}, kw), {Ten({2, 4, 5, 6})});
+    EXPECT_TRUE(c.outputs.empty()) << says;
+    EXPECT_NE(c.errors().find(says), std::string::npos) << c.errors();
+    EXPECT_NE(c.errors().find("nn.Upsample"), std::string::npos) << c.errors();
+  }
+  // ops.interpolate says the same.
+  FakeCall f = call("ops.interpolate", {Ten({2, 4, 5, 6})}, {{"scale_factor", I(2)}});
+  EXPECT_NE(f.errors().find("ops.interpolate: the 'scale_factor' must be float"), std::string::npos)
+      << f.errors();
+}
+
+// Index dtypes as MindSpore 2.10 gives them (CPU): ops.max / ops.min and the ArgMaxWithValue /
+// ArgMinWithValue primitives int64, ops.argmax int64, ops.argmin and ops.Argmax int32.
+TEST(RegistryReduce, IndexDtypesAreMindSporesOwn) {
+  for (const char* prim : {"ops.ArgMaxWithValue", "ops.ArgMinWithValue"}) {
+    FakeCall c = apply(construct(prim, {}, {{"axis", I(1)}}), {Ten({2, 3})});
+    ASSERT_EQ(c.outputs.size(), 2U) << prim << c.errors();
+    EXPECT_EQ(c.outputs[0].dtype, DType::Int64) << prim;  // (index, value)
+    EXPECT_EQ(c.outputs[1].dtype, DType::Float32) << prim;
+  }
+  FakeCall mx = call("ops.max", {Ten({2, 3}), I(1)});
+  ASSERT_EQ(mx.outputs.size(), 2U) << mx.errors();
+  EXPECT_EQ(mx.outputs[1].dtype, DType::Int64);  // (values, indices)
+  FakeCall amin = call("ops.argmin", {Ten({2, 3}), I(1)});
+  ASSERT_EQ(amin.outputs.size(), 1U) << amin.errors();
+  EXPECT_EQ(amin.outputs[0].dtype, DType::Int32);
+  FakeCall amax = call("ops.argmax", {Ten({2, 3}), I(1)});
+  ASSERT_EQ(amax.outputs.size(), 1U) << amax.errors();
+  EXPECT_EQ(amax.outputs[0].dtype, DType::Int64);
+  FakeCall method_min = call("Tensor.argmin", {Ten({2, 3}), I(1)});
+  ASSERT_EQ(method_min.outputs.size(), 1U) << method_min.errors();
+  EXPECT_EQ(method_min.outputs[0].dtype, DType::Int32);
+  FakeCall method_max = call("Tensor.argmax", {Ten({2, 3}), I(1)});
+  ASSERT_EQ(method_max.outputs.size(), 1U) << method_max.errors();
+  EXPECT_EQ(method_max.outputs[0].dtype, DType::Int64);
+}
+
 TEST(RegistryDense, MismatchMessageNamesBothNumbers) {
   Layer dense = construct("nn.Dense", {I(1600), I(128)});
   FakeCall c = apply(dense, {Ten({1, 9216})});

@@ -1,7 +1,7 @@
 // A fresh directory for one test, removed with everything in it when the test ends.
 #pragma once
 
-#include <stdlib.h>
+#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): mkdtemp is POSIX, declared by <stdlib.h>
 
 #include <filesystem>
 #include <fstream>

@@ -14,11 +14,17 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "graphcore/optim.h"
 #include "graphcore/runtime.h"
 #include "graphcore/training.h"
+
+namespace graphcore::autodiff {
+struct GradGraph;
+}
 
 namespace graphcore::runtime {
 
@@ -61,6 +67,24 @@ struct StepReport {
   double ms = 0;             // wall time of the step, data loading included
   int64_t samples = 0;       // rows in the batch
 };
+
+// The parameter update of a training step, shared by the Trainer and the runtime benchmark
+// (bench/cellscope-run --train-step). `grad` is the differentiated loss graph whose executor
+// `exec` holds the parameters; a run of it (or of the same loss compiled for another batch,
+// `ran`) outputs [loss, the gradients of ran.param_grads, ran.state_updates...].
+//
+// The optimizer of grad's trainable parameters, in their order, shaped as exec holds them.
+std::unique_ptr<Optimizer> step_optimizer(OptimizerConfig cfg, const autodiff::GradGraph& grad,
+                                          const Executor& exec);
+// The gradients among a finished run's outputs, in ran.param_grads order.
+std::vector<Tensor> step_gradients(const autodiff::GradGraph& ran, const std::vector<Tensor>& outs);
+// One optimizer step: exec's parameters (grad.param_grads' names) updated in place by `grads`.
+void apply_gradients(Optimizer& opt, Executor& exec, const autodiff::GradGraph& grad,
+                     std::span<const Tensor> grads);
+// The state the forward pass updates in training mode (BatchNorm's moving statistics), from the
+// run's outputs into exec's parameters.
+void write_back_state(Executor& exec, const autodiff::GradGraph& ran,
+                      const std::vector<Tensor>& outs);
 
 class Trainer {
  public:

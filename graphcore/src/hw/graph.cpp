@@ -70,7 +70,7 @@ bool bool_attr(const Node& n, std::string_view name) {
   return b && *b;
 }
 
-std::string str_attr(const Node& n, std::string_view name, std::string fallback) {
+std::string str_attr(const Node& n, std::string_view name, const std::string& fallback) {
   const AttrValue* v = n.find_attr(name);
   const auto* s = v ? std::get_if<std::string>(v) : nullptr;
   return s ? *s : fallback;
@@ -203,7 +203,7 @@ class Estimator {
     double e = 1;
     for (size_t d = 0; d < rank; ++d) {
       if (!sh.dims[d].is_known()) return 0;
-      double extent = static_cast<double>(sh.dims[d].value());
+      auto extent = static_cast<double>(sh.dims[d].value());
       if (f == Format::NC1HWC0 && rank == 4 && d == 1) extent = up(extent, c0);
       if (f == Format::FRACTAL_NZ && rank >= 2 && d + 2 == rank) extent = up(extent, 16);
       if (f == Format::FRACTAL_NZ && rank >= 2 && d + 1 == rank) extent = up(extent, c0);
@@ -494,7 +494,7 @@ class Estimator {
       add(cube(gm.p), i, "forward", name).macs = gm.p.batch * gm.p.m * gm.p.k * gm.p.n;
       if (train_ && bn) {
         const double ob = out_bytes(n), oe = out_elements(n);
-        const uint32_t eb = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
+        const auto eb = static_cast<uint32_t>(elem_bytes(n.outputs[0].dtype));
         add(vector({.elements = oe,
                     .in_bytes = ob,
                     .out_bytes = 0,
@@ -574,7 +574,7 @@ class Estimator {
       unknown(i, "forward", n.op, Unit::Cube);
       return;
     }
-    const uint32_t eb = static_cast<uint32_t>(elem_bytes(q->dtype));
+    const auto eb = static_cast<uint32_t>(elem_bytes(q->dtype));
     const double scores = batch * sq * sk;
     CubeProblem qk{.batch = batch, .m = sq, .k = d, .n = sk};
     qk.a_l2_fraction = l2;

@@ -616,6 +616,28 @@ void add_activations(Registry& r) {
         copy_attrs(ctx, {"start_dim", "end_dim"});
       },
       on_tensor("x", flatten), "flattens dims start_dim..end_dim (default 1..-1)"));
+  // nn.Upsample(size, scale_factor, mode, align_corners, recompute_scale_factor): MindSpore 2.10's
+  // construct is ops.interpolate on the constructor's arguments (nn/layer/image.py), and so is
+  // its rule here: the same checks, operator per mode and rank, and output shape.
+  ApiEntry upsample = cell(
+      "nn.Upsample", "ResizeNearestNeighborV2",
+      {P("size", "None"), P("scale_factor", "None"), P("mode", "'nearest'"),
+       P("align_corners", "None"), P("recompute_scale_factor", "None")},
+      {P("x")},
+      [](InitContext& ctx) {
+        copy_attrs(ctx,
+                   {"size", "scale_factor", "mode", "align_corners", "recompute_scale_factor"});
+      },
+      on_tensor("x",
+                [](CallContext& ctx, const TensorType& x) {
+                  const InitArgs init(ctx);
+                  interpolate_rule(ctx, init, "nn.Upsample", x);
+                }),
+      "resizes the spatial dims to size or by scale_factor (ops.interpolate)");
+  upsample.variants = {"UpsampleNearest3D", "ResizeLinear1D",      "ResizeBilinearV2",
+                       "ResizeBicubic",     "UpsampleTrilinear3D", "AdaptiveAvgPool1D",
+                       "AdaptiveAvgPool2D", "AdaptiveAvgPool3D"};
+  r.add(std::move(upsample));
   // nn.Pad(paddings, mode): one (before, after) pair per input dimension, from the first; the
   // number of pairs must equal the rank (MindSpore 2.10: "the length of 'paddings' must be
   // equal to the rank of 'input_x'").

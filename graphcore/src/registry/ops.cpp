@@ -2,6 +2,7 @@
 // against MindSpore 2.10.0 with inspect.signature; primitives whose __call__ is (*args) use the
 // parameter names of their documentation.
 #include <cmath>
+#include <utility>
 
 #include "registry/op_rules.h"
 
@@ -187,10 +188,11 @@ void register_binary(Registry& r) {
     params.insert(params.end(), b.extra.begin(), b.extra.end());
     InferFn infer = binary_rule(b.name, b.a, b.b, b.dtype);
     std::string summary = std::string("elementwise ") + b.op + " with broadcasting";
-    if (b.primitive)
+    if (b.primitive) {
       prim(r, b.name, {}, params, infer, summary);
-    else
+    } else {
       fn(r, b.name, b.op, params, infer, summary);
+    }
   }
 }
 
@@ -224,14 +226,17 @@ void register_reductions(Registry& r) {
   fn(r, "ops.argmax", "Argmax", {P("input"), P("dim", "None"), P("keepdim", "False")},
      reduce_rule("ops.argmax", "input", {{"dim"}, {"keepdim"}, {}}, R::ToInt64),
      "int64 index of the maximum over dim");
+  // MindSpore 2.10: ops.argmax gives int64 indices, ops.argmin int32 (its Argmin primitive's
+  // default output_type).
   fn(r, "ops.argmin", "Argmin", {P("input"), P("axis", "None"), P("keepdims", "False")},
-     reduce_rule("ops.argmin", "input", {{"axis"}, {"keepdims"}, {}}, R::ToInt64),
-     "int64 index of the minimum over axis");
-  for (const char* name : {"std", "var"})
+     reduce_rule("ops.argmin", "input", {{"axis"}, {"keepdims"}, {}}, R::ToInt32),
+     "int32 index of the minimum over axis");
+  for (const char* name : {"std", "var"}) {
     fn(r, std::string("ops.") + name, name == std::string("std") ? "ReduceStd" : "ReduceVar",
        {P("input"), P("axis", "None"), P("ddof", "0"), P("keepdims", "False")},
        reduce_rule(std::string("ops.") + name, "input", {{"axis"}, {"keepdims"}, {}}, R::Keep),
        std::string(name) + " over axis");
+  }
   fn(r, "ops.logsumexp", "LogSumExp", {P("input"), P("dim"), P("keepdim", "False")},
      reduce_rule("ops.logsumexp", "input", {{"dim"}, {"keepdim"}, {}}, R::Keep),
      "log(sum(exp(x))) over dim");
@@ -257,20 +262,22 @@ void register_reductions(Registry& r) {
        "LpNorm(axis, p, keep_dims)(x): the p-norm over axis");
   auto argmax_with_value = [](CallContext& ctx) {
     auto t = tensor_arg(ctx, "input");
+    // The index is int64, as ops.max's (MindSpore 2.10, CPU).
     if (!t || !t->shape.ranked) {
-      add_unknown_output(ctx, DType::Int32);
+      add_unknown_output(ctx, DType::Int64);
       return add_unknown_output(ctx, t ? t->dtype : DType::Unknown);
     }
     auto shape = reduce_shape(ctx, "ops.ArgMaxWithValue", t->shape,
                               {ctx.init_arg("axis").as_int().value_or(0)},
                               ctx.init_arg("keep_dims").as_bool().value_or(false));
     if (!shape) return;
-    ctx.add_output({*shape, DType::Int32});
+    ctx.add_output({*shape, DType::Int64});
     ctx.add_output({*shape, t->dtype});
   };
-  for (const char* name : {"ops.ArgMaxWithValue", "ops.ArgMinWithValue"})
+  for (const char* name : {"ops.ArgMaxWithValue", "ops.ArgMinWithValue"}) {
     prim(r, name, {P("axis", "0"), P("keep_dims", "False")}, {P("input")}, argmax_with_value,
          "(index, value) of the extremum over axis", true);
+  }
   for (auto [name, x] : {std::pair{"Argmax", "input_x"}, {"Argmin", "x"}}) {
     std::string api = std::string("ops.") + name;
     prim(r, api, {P("axis", "-1"), P("output_type", "mindspore.int32")}, {P(x)},
@@ -278,10 +285,11 @@ void register_reductions(Registry& r) {
                    [api](CallContext& ctx, const TensorType& t) {
                      auto shape = reduce_shape(ctx, api, t.shape,
                                                {ctx.init_arg("axis").as_int().value_or(-1)}, false);
-                     if (shape)
+                     if (shape) {
                        ctx.add_output(
                            {*shape,
                             dtype_value(ctx.init_arg("output_type")).value_or(DType::Int32)});
+                     }
                    }),
          "index of the extremum over axis (int32)");
   }
@@ -309,9 +317,10 @@ void register_shape_ops(Registry& r) {
        transpose_rule("ops.Transpose"), "Transpose()(x, perm)");
   fn(r, "ops.swapaxes", "Transpose", {P("input"), P("axis0"), P("axis1")},
      swap_rule("ops.swapaxes", "input", "axis0", "axis1"), "swaps two axes");
-  for (const char* name : {"ops.concat", "ops.cat"})
+  for (const char* name : {"ops.concat", "ops.cat"}) {
     fn(r, name, "Concat", {P("tensors"), P("axis", "0")}, concat_rule(name, "tensors", {"axis"}),
        "concatenates a tuple of tensors along axis");
+  }
   prim(r, "ops.Concat", {P("axis", "0")}, {P("tensors")},
        concat_rule("ops.Concat", "tensors", {"axis"}, true), "Concat(axis)((x, y, ...))");
   fn(r, "ops.stack", "Stack", {P("tensors"), P("axis", "0")},
@@ -506,7 +515,7 @@ void register_shape_ops(Registry& r) {
 
 // ---- Creation -----------------------------------------------------------------------------------
 void register_creation(Registry& r) {
-  auto filled = [](std::string size_arg, std::optional<std::string> value_arg) {
+  auto filled = [](const std::string& size_arg, const std::optional<std::string>& value_arg) {
     return [size_arg, value_arg](CallContext& ctx) {
       auto dims = shape_value(ctx.arg(size_arg));
       if (!dims && !ctx.varargs().empty()) {
@@ -534,7 +543,7 @@ void register_creation(Registry& r) {
   fn(r, "ops.zeros", "Zeros", {P("size"), P("dtype", "None")}, filled("size", std::nullopt),
      "tensor of zeros (float32 by default)");
   // Random tensors: randn(2, 3) and randn((2, 3)) both give (2, 3); float32 unless dtype says.
-  auto random = [](std::string sampler) {
+  auto random = [](const std::string& sampler) {
     return [sampler](CallContext& ctx) {
       std::optional<std::vector<Dim>> dims;
       const auto& va = ctx.varargs();
@@ -585,7 +594,7 @@ void register_creation(Registry& r) {
        filled("size", std::nullopt), "Zeros()(shape, dtype)");
   prim(r, "ops.Fill", {}, {P("dtype"), P("dims"), P("x")}, filled("dims", "x"),
        "Fill()(dtype, shape, value)");
-  for (const char* name : {"ones_like", "zeros_like"})
+  for (const char* name : {"ones_like", "zeros_like"}) {
     fn(r, std::string("ops.") + name, name[0] == 'o' ? "OnesLike" : "ZerosLike",
        {P("input"), KW("dtype", "None")},
        on_tensor("input",
@@ -593,6 +602,7 @@ void register_creation(Registry& r) {
                    ctx.add_output({t.shape, dtype_value(ctx.arg("dtype")).value_or(t.dtype)});
                  }),
        "tensor of the same shape");
+  }
   fn(r, "ops.full_like", "FillLike", {P("input"), P("fill_value"), KW("dtype", "None")},
      on_tensor("input",
                [](CallContext& ctx, const TensorType& t) {
@@ -643,104 +653,9 @@ void register_creation(Registry& r) {
 
 // ---- Neural-network functions and primitives ----------------------------------------------------
 
-// MindSpore 2.10's argument checks of ops.interpolate (ops/function/nn_func.py: the modes, the
-// ranks each supports, and which modes take scale_factor or align_corners at which rank); an
-// argument that is not a constant is not judged.
-bool interpolate_arguments_valid(CallContext& ctx, const Shape& shape) {
-  struct ModeRule {
-    std::string_view mode;
-    int ranks;          // bit r: rank r supported
-    int scale_factor;   // bit r: scale_factor accepted at rank r
-    int align_corners;  // bit r: align_corners accepted at rank r
-  };
-  static constexpr ModeRule kModes[] = {
-      {"nearest", 0b111000, 0b100000, 0},
-      {"linear", 0b1000, 0, 0b1000},
-      {"bilinear", 0b10000, 0, 0b10000},
-      {"bicubic", 0b10000, 0, 0b10000},
-      {"area", 0b111000, 0b111000, 0},
-      {"nearest-exact", 0b11000, 0, 0},
-      {"trilinear", 0b100000, 0b100000, 0b100000},
-  };
-  const ArgValue& size = ctx.arg("size");
-  const ArgValue& factor = ctx.arg("scale_factor");
-  const bool has_size = !size.is_missing() && !size.is_none();
-  const bool has_factor = !factor.is_missing() && !factor.is_none();
-  if (has_size && has_factor) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'size' and 'scale_factor' cannot be set simultaneously",
-              "scale_factor");
-    return false;
-  }
-  const auto mode = ctx.arg("mode").as_str();
-  if (!mode || !shape.ranked) return true;
-  const ModeRule* rule = nullptr;
-  for (const ModeRule& m : kModes)
-    if (m.mode == *mode) rule = &m;
-  if (rule == nullptr) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'mode' must be one of nearest, linear, bilinear, bicubic, area, "
-              "nearest-exact, trilinear, got '" +
-                  *mode + "'",
-              "mode");
-    return false;
-  }
-  const auto rank = static_cast<int>(shape.rank());
-  const auto ranks_of = [](int bits) {
-    std::string out;
-    for (int r = 3; r <= 5; ++r)
-      if ((bits & (1 << r)) != 0) out += (out.empty() ? "" : ", ") + std::to_string(r) + "-D";
-    return out;
-  };
-  if ((rule->ranks & (1 << rank)) == 0) {
-    ctx.error("shape-mismatch",
-              "ops.interpolate: mode '" + *mode + "' takes a " + ranks_of(rule->ranks) +
-                  " input, got " + shape.str(),
-              "input");
-    return false;
-  }
-  const ArgValue& recompute = ctx.arg("recompute_scale_factor");
-  const bool recomputed = recompute.as_bool().value_or(false);
-  if (has_factor && !recomputed && (rule->scale_factor & (1 << rank)) == 0) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'scale_factor' cannot be set with mode '" + *mode + "' and a " +
-                  std::to_string(rank) +
-                  "-D input in MindSpore 2.10 (pass 'size', or recompute_scale_factor=True)",
-              "scale_factor");
-    return false;
-  }
-  const ArgValue& align = ctx.arg("align_corners");
-  if (!align.is_missing() && !align.is_none() && (rule->align_corners & (1 << rank)) == 0) {
-    ctx.error("invalid-argument",
-              "ops.interpolate: 'align_corners' cannot be set with mode '" + *mode + "' and a " +
-                  std::to_string(rank) + "-D input (leave it None)",
-              "align_corners");
-    return false;
-  }
-  // 'area' on a 3-D input is ops.adaptive_avg_pool1d to the size.
-  if (*mode == "area" && rank == 3 && has_size) {
-    const bool one = size.kind == ArgValue::Kind::Sequence && size.items.size() == 1;
-    return adaptive_1d_length_valid(ctx, "ops.interpolate(mode='area')", shape,
-                                    one ? size.items[0] : size, "size");
-  }
-  return true;
-}
-
-// The operator MindSpore 2.10's ops.interpolate runs for `mode` on a rank-`rank` input
-// (ops/function/nn_func.py: run_nearest, run_linear, ... run_area); `mode` was validated.
-std::string_view interpolate_op(std::string_view mode, size_t rank) {
-  if (mode == "linear") return "ResizeLinear1D";
-  if (mode == "bilinear") return "ResizeBilinearV2";
-  if (mode == "bicubic") return "ResizeBicubic";
-  if (mode == "trilinear") return "UpsampleTrilinear3D";
-  if (mode == "area")
-    return rank == 3 ? "AdaptiveAvgPool1D" : rank == 4 ? "AdaptiveAvgPool2D" : "AdaptiveAvgPool3D";
-  return mode == "nearest" && rank == 5 ? "UpsampleNearest3D" : "ResizeNearestNeighborV2";
-}
-
 void register_nn_ops(Registry& r) {
-  auto softmax = [](std::string api, std::string x) {
-    return on_tensor(x, [api](CallContext& ctx, const TensorType& t) {
+  auto softmax = [](const std::string& api, std::string x) {
+    return on_tensor(std::move(x), [api](CallContext& ctx, const TensorType& t) {
       if (!require_float(ctx, api, t.dtype)) return;
       auto a = ctx.arg("axis").as_int();
       if (!a) a = ctx.init_arg("axis").as_int();
@@ -807,9 +722,10 @@ void register_nn_ops(Registry& r) {
   prim(r, "ops.Select", {}, {P("condition"), P("input"), P("other")},
        binary_rule("ops.Select", "input", "other", BinaryDType::Promote, 1),
        "Select()(cond, x, y)");
-  for (const char* name : {"ops.clamp", "ops.clip"})
+  for (const char* name : {"ops.clamp", "ops.clip"}) {
     fn(r, name, "ClipByValue", {P("input"), P("min", "None"), P("max", "None")},
        clamp_rule(name, "input", "min", "max"), "clamps to [min, max]");
+  }
 
   // Dropout and normalisation functions keep the input's shape.
   auto keep = [](CallContext& ctx, const TensorType& t) { ctx.add_output(t); };
@@ -917,12 +833,13 @@ void register_nn_ops(Registry& r) {
                  for (size_t i = 0; i < p->size() / 2; ++i) {
                    Dim& d = out.dims[out.rank() - 1 - i];
                    int64_t add = (*p)[2 * i] + (*p)[2 * i + 1];
-                   if (d.is_known())
+                   if (d.is_known()) {
                      d = Dim::known(std::max<int64_t>(d.value() + add, 0));
-                   else if (!d.is_unknown() && add > 0)
+                   } else if (!d.is_unknown() && add > 0) {
                      d = d + Dim::known(add);
-                   else if (add != 0)
+                   } else if (add != 0) {
                      d = Dim::unknown();
+                   }
                  }
                  ctx.add_output({out, t.dtype});
                }),
@@ -955,37 +872,13 @@ void register_nn_ops(Registry& r) {
                              P("align_corners", "None"),
                              P("recompute_scale_factor", "None")};
   interpolate.infer = on_tensor("input", [](CallContext& ctx, const TensorType& t) {
-    if (!require_rank(ctx, "ops.interpolate", t.shape, 3, 5, "input")) return;
-    if (!interpolate_arguments_valid(ctx, t.shape)) return;
-    if (auto mode = ctx.arg("mode").as_str(); mode && t.shape.ranked)
-      ctx.set_op(interpolate_op(*mode, t.shape.rank()));
-    size_t nd = t.shape.rank() - 2;
-    Shape out = t.shape;
-    if (auto size = ctx.arg("size").as_ints(nd)) {
-      for (size_t i = 0; i < nd; ++i) out.dims[2 + i] = Dim::known((*size)[i]);
-    } else if (const ArgValue& sf = ctx.arg("scale_factor"); !sf.is_none()) {
-      for (size_t i = 0; i < nd; ++i) {
-        const ArgValue& f =
-            sf.kind == ArgValue::Kind::Sequence && i < sf.items.size() ? sf.items[i] : sf;
-        const Dim& d = t.shape.dims[2 + i];
-        auto v = f.as_float();
-        out.dims[2 + i] =
-            v && d.is_known()
-                ? Dim::known(static_cast<int64_t>(std::floor(static_cast<double>(d.value()) * *v)))
-            : v && *v == std::floor(*v) && !d.is_unknown()
-                ? d * Dim::known(static_cast<int64_t>(*v))
-                : Dim::unknown();
-      }
-    } else {
-      return add_unknown_output(ctx, t.dtype);
-    }
-    ctx.add_output({out, t.dtype});
+    interpolate_rule(ctx, ctx, "ops.interpolate", t);
   });
   interpolate.summary = "resizes the spatial dims to size or by scale_factor";
   r.add(std::move(interpolate));
 
   // Convolution and pooling functions/primitives.
-  auto conv = [](std::string api, size_t nd, WindowArgNames names, bool functional) {
+  auto conv = [](const std::string& api, size_t nd, WindowArgNames names, bool functional) {
     return [api, nd, names, functional](CallContext& ctx) {
       auto x = tensor_arg(ctx, "input");
       if (!functional) x = tensor_arg(ctx, "x");
@@ -1069,25 +962,28 @@ void register_nn_ops(Registry& r) {
             false),
        "Conv2D(out_channel, kernel_size, ...)(x, weight)");
 
-  auto pool = [](std::string api, WindowArgNames names, bool functional, std::string x_name) {
-    return on_tensor(x_name, [api, names, functional](CallContext& ctx, const TensorType& t) {
-      if (!require_rank(ctx, api, t.shape, 3, 4)) return;
-      std::optional<Window> w;
-      if (functional) {
-        w = read_window(ctx, 2, true, false, names);
-      } else {
-        InitArgs args(ctx);
-        w = read_window(args, 2, true, false, names);
-      }
-      if (!w) return ctx.failed() ? void() : add_unknown_output(ctx, t.dtype);
-      w->ceil_mode = functional && flag(ctx, "ceil_mode");
-      Shape y = window_shape(t.shape, *w, WindowOp::Pool);
-      ctx.add_output({y, t.dtype});
-      if (functional && flag(ctx, "return_indices")) ctx.add_output({y, DType::Int64});
-      double k = 1;
-      for (int64_t v : w->kernel) k *= static_cast<double>(v);
-      flops_per_element(ctx, y, k);
-    });
+  auto pool = [](const std::string& api, WindowArgNames names, bool functional,
+                 std::string x_name) {
+    return on_tensor(std::move(x_name),
+                     [api, names, functional](CallContext& ctx, const TensorType& t) {
+                       if (!require_rank(ctx, api, t.shape, 3, 4)) return;
+                       std::optional<Window> w;
+                       if (functional) {
+                         w = read_window(ctx, 2, true, false, names);
+                       } else {
+                         InitArgs args(ctx);
+                         w = read_window(args, 2, true, false, names);
+                       }
+                       if (!w) return ctx.failed() ? void() : add_unknown_output(ctx, t.dtype);
+                       w->ceil_mode = functional && flag(ctx, "ceil_mode");
+                       Shape y = window_shape(t.shape, *w, WindowOp::Pool);
+                       ctx.add_output({y, t.dtype});
+                       if (functional && flag(ctx, "return_indices"))
+                         ctx.add_output({y, DType::Int64});
+                       double k = 1;
+                       for (int64_t v : w->kernel) k *= static_cast<double>(v);
+                       flops_per_element(ctx, y, k);
+                     });
   };
   fn(r, "ops.max_pool2d", "MaxPool",
      {P("x"), P("kernel_size"), P("stride", "None"), P("padding", "0"), P("dilation", "1"),
@@ -1098,7 +994,7 @@ void register_nn_ops(Registry& r) {
      {P("input_x"), P("kernel_size", "1"), P("stride", "1"), P("padding", "0"),
       P("ceil_mode", "False"), P("count_include_pad", "True"), P("divisor_override", "0")},
      pool("ops.avg_pool2d", {.pad_mode = "\x01none"}, true, "input_x"), "2-D average pooling");
-  for (const char* name : {"ops.MaxPool", "ops.AvgPool"})
+  for (const char* name : {"ops.MaxPool", "ops.AvgPool"}) {
     prim(r, name,
          {P("kernel_size", "1"), P("strides", "1"),
           P("pad_mode", name[5] == 'a' ? "'valid'" : "'VALID'"), P("data_format", "'NCHW'")},
@@ -1106,6 +1002,7 @@ void register_nn_ops(Registry& r) {
          pool(name, {.stride = "strides", .dilation = "\x01none", .padding = "\x01none"}, false,
               "x"),
          std::string(name + 4) + "(kernel_size, strides, pad_mode)(x)");
+  }
   fn(r, "ops.adaptive_avg_pool2d", "AdaptiveAvgPool2D", {P("input"), P("output_size")},
      on_tensor("input",
                [](CallContext& ctx, const TensorType& t) {
@@ -1116,10 +1013,11 @@ void register_nn_ops(Registry& r) {
                    const ArgValue& item = os.kind == ArgValue::Kind::Sequence && i < os.items.size()
                                               ? os.items[i]
                                               : os;
-                   if (item.kind == ArgValue::Kind::Int)
+                   if (item.kind == ArgValue::Kind::Int) {
                      y.dims[y.rank() - 2 + i] = Dim::known(item.i);
-                   else if (!item.is_none())
+                   } else if (!item.is_none()) {
                      y.dims[y.rank() - 2 + i] = Dim::unknown();
+                   }
                  }
                  ctx.add_output({y, t.dtype});
                }),

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <vector>
 
 namespace graphcore::rules {
 
@@ -249,10 +252,11 @@ bool elu_alpha_supported(CallContext& ctx, std::string_view api, bool from_init)
   const ArgValue& alpha = from_init ? ctx.init_arg("alpha") : ctx.arg("alpha");
   const std::string_view at = from_init ? std::string_view{} : std::string_view{"alpha"};
   std::string problem;
-  if (alpha.kind == ArgValue::Kind::Int)
+  if (alpha.kind == ArgValue::Kind::Int) {
     problem = "takes a float `alpha`, but receives the int " + alpha.repr();
-  else if (alpha.kind == ArgValue::Kind::Float && alpha.f != 1.0)
+  } else if (alpha.kind == ArgValue::Kind::Float && alpha.f != 1.0) {
     problem = "supports only alpha=1.0, but receives " + alpha.repr();
+  }
   if (problem.empty()) return true;
   ctx.error("invalid-argument", std::string(api) + " " + problem + " (MindSpore's Elu kernel)", at);
   if (from_init) ctx.suggest_init_value("alpha", "1.0");
@@ -382,7 +386,7 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
   if (!k || !s) return std::nullopt;
   w.kernel = *k;
   w.stride = *s;
-  for (int64_t v : w.kernel)
+  for (int64_t v : w.kernel) {
     if (v <= 0) {
       ctx.error("invalid-argument",
                 "'" + std::string(names.kernel) + "' must be positive, got " +
@@ -390,7 +394,8 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
                 names.kernel);
       return std::nullopt;
     }
-  for (int64_t v : w.stride)
+  }
+  for (int64_t v : w.stride) {
     if (v <= 0) {
       ctx.error("invalid-argument",
                 "'" + std::string(names.stride) + "' must be positive, got " +
@@ -398,6 +403,7 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
                 names.stride);
       return std::nullopt;
     }
+  }
   w.dilation = std::vector<int64_t>(n, 1);
   if (!ctx.arg(names.dilation).is_missing()) {
     auto d = ints_arg(ctx, names.dilation, n);
@@ -408,11 +414,12 @@ std::optional<Window> read_window(ContextBase& ctx, size_t n, bool per_dim, bool
   if (const ArgValue& pm = ctx.arg(names.pad_mode); !pm.is_missing()) {
     auto mode = pm.as_str() ? parse_pad_mode(*pm.as_str()) : std::nullopt;
     if (!mode) {
-      if (!pm.is_unknown())
+      if (!pm.is_unknown()) {
         ctx.error("invalid-argument",
                   "'" + std::string(names.pad_mode) +
                       "' must be one of 'same', 'valid', 'pad', got " + pm.repr(),
                   names.pad_mode);
+      }
       return std::nullopt;
     }
     w.mode = *mode;
@@ -479,10 +486,11 @@ std::optional<Shape> reduce_shape(ContextBase& ctx, std::string_view api, const 
   }
   Shape out;
   for (size_t i = 0; i < s.rank(); ++i) {
-    if (!reduced[i])
+    if (!reduced[i]) {
       out.dims.push_back(s.dims[i]);
-    else if (keep_dims)
+    } else if (keep_dims) {
       out.dims.push_back(Dim::known(1));
+    }
   }
   return out;
 }
@@ -614,11 +622,12 @@ std::optional<Shape> reshape_shape(ContextBase& ctx, std::string_view api, const
 std::optional<Shape> concat_shape(ContextBase& ctx, std::string_view api,
                                   const std::vector<Shape>& shapes, int64_t axis) {
   const Shape* first = nullptr;
-  for (const Shape& s : shapes)
+  for (const Shape& s : shapes) {
     if (s.ranked) {
       first = &s;
       break;
     }
+  }
   if (!first) return Shape::unranked();
   auto ax = axis_or_error(ctx, api, axis, first->rank(), "axis");
   if (!ax) return std::nullopt;
@@ -788,6 +797,219 @@ DType scalar_promote(DType tensor, ArgValue::Kind scalar) {
     return DType::Float32;
   if ((scalar == K::Int || scalar == K::SymInt) && tensor == DType::Bool) return DType::Int64;
   return tensor;
+}
+
+// ---- ops.interpolate / nn.Upsample ----------------------------------------------------------
+
+namespace {
+
+// MindSpore 2.10's checks of `size` / `scale_factor` (ops/function/nn_func.py interpolate:
+// check_positive_int(_sequence)_const, check_positive_float(_sequence)_const and the spatial
+// length check): one of them is required, ints > 0 for size, floats > 0 (an int or a bool is a
+// TypeError) for scale_factor, one per spatial dim. Unknown values pass.
+bool interpolate_sizes_valid(CallContext& ctx, const ContextBase& args, std::string_view api,
+                             const Shape& shape) {
+  const ArgValue& size = args.arg("size");
+  const ArgValue& factor = args.arg("scale_factor");
+  const bool has_size = !size.is_missing() && !size.is_none();
+  const bool has_factor = !factor.is_missing() && !factor.is_none();
+  const std::string for_api = std::string(api) + ": ";
+  if (has_size && has_factor) {
+    ctx.error("invalid-argument",
+              for_api + "'size' and 'scale_factor' cannot be set simultaneously", "scale_factor");
+    return false;
+  }
+  if (!has_size && !has_factor) {
+    // An argument the evaluator does not know may be either.
+    if (size.is_unknown() || factor.is_unknown()) return true;
+    ctx.error("invalid-argument", for_api + "'size' and 'scale_factor' cannot be both empty",
+              "size");
+    return false;
+  }
+  const bool is_size = has_size;
+  const ArgValue& v = is_size ? size : factor;
+  const std::string name = is_size ? "size" : "scale_factor";
+  const bool seq = v.kind == ArgValue::Kind::Sequence;
+  std::vector<const ArgValue*> items;
+  if (seq) {
+    for (const ArgValue& x : v.items) items.push_back(&x);
+  } else {
+    items.push_back(&v);
+  }
+  // "<api>: the '<label>' <says>", reported at the argument.
+  const auto item_error = [&](std::string_view code, const std::string& label,
+                              std::string_view says) {
+    std::string msg = for_api;
+    msg.append("the '").append(label).append("' ").append(says);
+    ctx.error(code, std::move(msg), name);
+    return false;
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ArgValue& x = *items[i];
+    const std::string label = seq ? name + "[" + std::to_string(i) + "]" : name;
+    if (is_size) {
+      const auto n = x.kind == ArgValue::Kind::Int ? x.as_int() : std::nullopt;
+      if (n && *n <= 0) {
+        return item_error("invalid-argument", label,
+                          std::string("must be int and must > 0, but got '")
+                              .append(std::to_string(*n))
+                              .append("'"));
+      }
+      continue;
+    }
+    if (x.kind == ArgValue::Kind::Bool)
+      return item_error("type-error", label, "must be float, but got 'bool' (write a float)");
+    if (x.kind == ArgValue::Kind::Int) {
+      return item_error("type-error", label,
+                        "must be float, but got 'int' (write it with a decimal point)");
+    }
+    if (const auto f = x.kind == ArgValue::Kind::Float ? x.as_float() : std::nullopt;
+        f && !(*f > 0))
+      return item_error("invalid-argument", label, "must be float and must > 0");
+  }
+  if (seq && shape.ranked && shape.rank() >= 2 && v.items.size() != shape.rank() - 2) {
+    ctx.error("shape-mismatch",
+              for_api + "'input' and '" + name +
+                  "' must have the same spatial dimensions, but got 'input' is " +
+                  std::to_string(shape.rank() - 2) + "D, '" + name + "' is " +
+                  std::to_string(v.items.size()) + "D",
+              name);
+    return false;
+  }
+  return true;
+}
+
+// MindSpore 2.10's mode checks (the modes, the ranks each supports, which modes take
+// scale_factor or align_corners at which rank; supported_dict in nn_func.py); an argument that is
+// not a constant is not judged.
+bool interpolate_mode_valid(CallContext& ctx, const ContextBase& args, std::string_view api,
+                            const Shape& shape) {
+  struct ModeRule {
+    std::string_view mode;
+    int ranks;          // bit r: rank r supported
+    int scale_factor;   // bit r: scale_factor accepted at rank r
+    int align_corners;  // bit r: align_corners accepted at rank r
+  };
+  static constexpr ModeRule kModes[] = {
+      {"nearest", 0b111000, 0b100000, 0},
+      {"linear", 0b1000, 0, 0b1000},
+      {"bilinear", 0b10000, 0, 0b10000},
+      {"bicubic", 0b10000, 0, 0b10000},
+      {"area", 0b111000, 0b111000, 0},
+      {"nearest-exact", 0b11000, 0, 0},
+      {"trilinear", 0b100000, 0b100000, 0b100000},
+  };
+  const ArgValue& size = args.arg("size");
+  const ArgValue& factor = args.arg("scale_factor");
+  const bool has_size = !size.is_missing() && !size.is_none();
+  const bool has_factor = !factor.is_missing() && !factor.is_none();
+  const std::string for_api = std::string(api) + ": ";
+  const auto mode = args.arg("mode").as_str();
+  if (!mode || !shape.ranked) return true;
+  const ModeRule* rule = nullptr;
+  for (const ModeRule& m : kModes)
+    if (m.mode == *mode) rule = &m;
+  if (rule == nullptr) {
+    ctx.error("invalid-argument",
+              for_api +
+                  "'mode' must be one of nearest, linear, bilinear, bicubic, area, "
+                  "nearest-exact, trilinear, got '" +
+                  *mode + "'",
+              "mode");
+    return false;
+  }
+  const auto rank = static_cast<int>(shape.rank());
+  const auto ranks_of = [](int bits) {
+    std::string out;
+    for (int r = 3; r <= 5; ++r)
+      if ((bits & (1 << r)) != 0) out += (out.empty() ? "" : ", ") + std::to_string(r) + "-D";
+    return out;
+  };
+  if ((rule->ranks & (1 << rank)) == 0) {
+    ctx.error("shape-mismatch",
+              for_api + "mode '" + *mode + "' takes a " + ranks_of(rule->ranks) + " input, got " +
+                  shape.str(),
+              "input");
+    return false;
+  }
+  // 'area' always resizes to a size: a scale_factor is turned into one (recompute).
+  const bool recomputed = args.arg("recompute_scale_factor").as_bool().value_or(false) ||
+                          (*mode == "area" && !has_size);
+  if (recomputed && has_size) {
+    ctx.error("invalid-argument",
+              for_api +
+                  "it is incorrect to set 'recompute_scale_factor' to True after specifying an "
+                  "explicit 'size'",
+              "recompute_scale_factor");
+    return false;
+  }
+  if (has_factor && !recomputed && (rule->scale_factor & (1 << rank)) == 0) {
+    ctx.error("invalid-argument",
+              for_api + "'scale_factor' cannot be set with mode '" + *mode + "' and a " +
+                  std::to_string(rank) +
+                  "-D input in MindSpore 2.10 (pass 'size', or recompute_scale_factor=True)",
+              "scale_factor");
+    return false;
+  }
+  const ArgValue& align = args.arg("align_corners");
+  if (!align.is_missing() && !align.is_none() && (rule->align_corners & (1 << rank)) == 0) {
+    ctx.error("invalid-argument",
+              for_api + "'align_corners' cannot be set with mode '" + *mode + "' and a " +
+                  std::to_string(rank) + "-D input (leave it None)",
+              "align_corners");
+    return false;
+  }
+  // 'area' on a 3-D input is ops.adaptive_avg_pool1d to the size.
+  if (*mode == "area" && rank == 3 && has_size) {
+    const bool one = size.kind == ArgValue::Kind::Sequence && size.items.size() == 1;
+    return adaptive_1d_length_valid(ctx, std::string(api) + "(mode='area')", shape,
+                                    one ? size.items[0] : size, "size");
+  }
+  return true;
+}
+
+// The operator MindSpore 2.10's ops.interpolate runs for `mode` on a rank-`rank` input
+// (nn_func.py: run_nearest, run_linear, ... run_area); `mode` was validated.
+std::string_view interpolate_op(std::string_view mode, size_t rank) {
+  if (mode == "linear") return "ResizeLinear1D";
+  if (mode == "bilinear") return "ResizeBilinearV2";
+  if (mode == "bicubic") return "ResizeBicubic";
+  if (mode == "trilinear") return "UpsampleTrilinear3D";
+  if (mode == "area")
+    return rank == 3 ? "AdaptiveAvgPool1D" : rank == 4 ? "AdaptiveAvgPool2D" : "AdaptiveAvgPool3D";
+  return mode == "nearest" && rank == 5 ? "UpsampleNearest3D" : "ResizeNearestNeighborV2";
+}
+
+}  // namespace
+
+void interpolate_rule(CallContext& ctx, const ContextBase& args, std::string_view api,
+                      const TensorType& t) {
+  if (!require_rank(ctx, api, t.shape, 3, 5, "input")) return;
+  if (!interpolate_sizes_valid(ctx, args, api, t.shape)) return;
+  if (!interpolate_mode_valid(ctx, args, api, t.shape)) return;
+  if (auto mode = args.arg("mode").as_str(); mode && t.shape.ranked)
+    ctx.set_op(interpolate_op(*mode, t.shape.rank()));
+  const size_t nd = t.shape.rank() - 2;
+  Shape out = t.shape;
+  if (auto size = args.arg("size").as_ints(nd)) {
+    for (size_t i = 0; i < nd; ++i) out.dims[2 + i] = Dim::known((*size)[i]);
+  } else if (const ArgValue& sf = args.arg("scale_factor"); !sf.is_none() && !sf.is_missing()) {
+    // floor(dim * factor), as recompute_scale_factor / the 3-D kernels compute the size.
+    for (size_t i = 0; i < nd; ++i) {
+      const ArgValue& f =
+          sf.kind == ArgValue::Kind::Sequence && i < sf.items.size() ? sf.items[i] : sf;
+      const Dim& d = t.shape.dims[2 + i];
+      auto v = f.as_float();
+      out.dims[2 + i] =
+          v && d.is_known()
+              ? Dim::known(static_cast<int64_t>(std::floor(static_cast<double>(d.value()) * *v)))
+          : v && *v == std::floor(*v) && !d.is_unknown() ? d * Dim::known(static_cast<int64_t>(*v))
+                                                         : Dim::unknown();
+    }
+  } else {
+    return add_unknown_output(ctx, t.dtype);
+  }
+  ctx.add_output({out, t.dtype});
 }
 
 }  // namespace graphcore::rules

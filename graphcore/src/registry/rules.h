@@ -95,6 +95,12 @@ bool require_rank(ContextBase& ctx, std::string_view api, const Shape& s, size_t
 // and divisible by it; false: reported at `arg`. Unknown sizes pass.
 bool adaptive_1d_length_valid(ContextBase& ctx, std::string_view api, const Shape& x,
                               const ArgValue& output_size, std::string_view arg);
+// ops.interpolate's rule (nn.Upsample's construct calls it): MindSpore 2.10's checks of size,
+// scale_factor, mode, recompute_scale_factor and align_corners for the rank of `x` (read from
+// `args`: the call's arguments, or nn.Upsample's constructor arguments through InitArgs), the
+// operator the mode runs, and the output shape; problems reported on `ctx` naming `api`.
+void interpolate_rule(CallContext& ctx, const ContextBase& args, std::string_view api,
+                      const TensorType& x);
 // Requires `actual` to equal `expected` when that is not certainly false; reports
 // "shape-mismatch": "<api> expects <expected> <what> (<param>=<expected>), but receives
 // <actual> from input of shape <shape>".

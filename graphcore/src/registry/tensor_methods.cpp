@@ -129,10 +129,14 @@ void register_reductions(Registry& r) {
         },
         std::string(name) + " over axis; x." + name + "(dim) returns (values, indices)");
   }
-  for (const char* name : {"argmax", "argmin"})
-    method(r, name, name[3] == 'm' && name[4] == 'a' ? "Argmax" : "Argmin", params(false),
-           reduce_rule(api(name), "self", names, ReduceDType::ToInt64),
-           "int64 index of the extremum over dim");
+  // MindSpore 2.10 (CPU): x.argmax gives int64 indices, x.argmin int32.
+  for (const char* name : {"argmax", "argmin"}) {
+    const bool is_max = std::string_view(name) == "argmax";
+    method(
+        r, name, is_max ? "Argmax" : "Argmin", params(false),
+        reduce_rule(api(name), "self", names, is_max ? ReduceDType::ToInt64 : ReduceDType::ToInt32),
+        is_max ? "int64 index of the maximum over dim" : "int32 index of the minimum over dim");
+  }
   for (const char* name : {"std", "var"}) {
     std::vector<ParamSpec> p = {P("axis", "None"), P("ddof", "0"),        P("keepdims", "False"),
                                 KW("dim", "None"), KW("correction", "1"), KW("keepdim", "False")};

@@ -80,9 +80,10 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
     ParamState ps;
     ps.name = info.name;
     auto dims = known_dims({info.shape, info.dtype});
-    if (!dims)
+    if (!dims) {
       throw RuntimeError("parameter '" + info.name +
                          "' has a shape that is not fully known: " + info.shape.str());
+    }
     DType dt = runtime_dtype(info.dtype, "parameter '" + info.name + "'");
     // Amp O2 keeps the cells of its black list (BatchNorm, LayerNorm: OpPrecision::KeepFloat32)
     // in float32, their Parameters included; every other float Parameter is float16.
@@ -125,9 +126,10 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
     const Node& n = g.nodes[i];
     for (const std::string& p : n.params) {
       auto it = by_name.find(p);
-      if (it == by_name.end())
+      if (it == by_name.end()) {
         throw RuntimeError(
             "node '" + n.id + "' reads parameter '" + p + "', which the report does not list", i);
+      }
       node_params_[i].push_back(it->second);
     }
     for (const ValueRef& r : n.inputs) {
@@ -136,10 +138,12 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
     }
   }
   for (const ValueRef& r : g.outputs) last_use_[r.node] = static_cast<uint32_t>(g.nodes.size());
-  for (size_t i = 0; i < num_inputs(); ++i)
-    if (!known_dims(input_type(i)))
+  for (size_t i = 0; i < num_inputs(); ++i) {
+    if (!known_dims(input_type(i))) {
       throw RuntimeError("input '" + input_name(i) + "' has a shape that is not fully known (" +
                          input_type(i).str() + "): compile the cell with concrete input shapes");
+    }
+  }
 }
 
 // ---- inputs
@@ -167,15 +171,17 @@ std::string Executor::input_name(size_t i) const {
 
 void Executor::set_input(size_t i, Tensor t) {
   auto ins = graph_inputs(report_.graph);
-  if (i >= ins.size())
+  if (i >= ins.size()) {
     throw RuntimeError("the cell has " + std::to_string(ins.size()) + " input(s), no input #" +
                        std::to_string(i));
+  }
   const Node& n = report_.graph.nodes[ins[i]];
   TensorType want = n.outputs.at(0);
   auto dims = known_dims(want);
-  if (!dims || *dims != t.shape())
+  if (!dims || *dims != t.shape()) {
     throw RuntimeError("input '" + n.id + "' must have shape " + want.shape.str() + ", got " +
                        shape_str(t.shape()));
+  }
   DType dt = runtime_dtype(want.dtype, "input '" + n.id + "'");
   if (opts_.precision == Precision::Target && dt == DType::Float32) dt = DType::Float16;
   if (t.dtype() != dt) t = t.cast(dt);
@@ -204,9 +210,10 @@ void Executor::set_input_spec(size_t i, std::string_view spec, uint64_t seed) {
     if (spec.size() > 7) {
       const std::string_view digits = spec.substr(7);
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), s);
-      if (ec != std::errc() || end != digits.data() + digits.size())
+      if (ec != std::errc() || end != digits.data() + digits.size()) {
         throw RuntimeError("input '" + input_name(i) + "': the seed in `" + std::string(spec) +
                            "` must be an integer from 0 to 18446744073709551615");
+      }
     }
     set_input(i, make([&] { return Tensor::random(*dims, dt, hash_name(s, input_name(i))); }));
   } else {
@@ -231,10 +238,12 @@ const ParamState* Executor::param(std::string_view name) const {
 void Executor::set_param(std::string_view name, Tensor value) {
   for (ParamState& p : params_) {
     if (p.name != name) continue;
-    if (value.shape() != p.value.shape())
+    if (value.shape() != p.value.shape()) {
       throw RuntimeError("parameter '" + p.name + "' has shape " + shape_str(p.value.shape()) +
                          ", got " + shape_str(value.shape()));
-    p.value = value.cast(p.value.dtype());
+    }
+    // cast() of the same dtype shares the storage: take the tensor itself then.
+    p.value = value.dtype() == p.value.dtype() ? std::move(value) : value.cast(p.value.dtype());
     p.source = InitSource::Loaded;
     return;
   }
@@ -425,17 +434,19 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
         break;
       }
     }
-    if (outs.size() != n.outputs.size())
+    if (outs.size() != n.outputs.size()) {
       return error("the kernel produced " + std::to_string(outs.size()) +
                    " output(s), the graph declares " + std::to_string(n.outputs.size()));
+    }
     for (size_t k = 0; k < outs.size(); ++k) {
       const TensorType& want = n.outputs[k];
       if (want.shape.ranked && want.shape.rank() == outs[k].rank()) {
         for (size_t d = 0; d < outs[k].rank(); ++d) {
           const Dim& dim = want.shape.dims[d];
-          if (dim.is_known() && dim.value() != outs[k].shape()[d])
+          if (dim.is_known() && dim.value() != outs[k].shape()[d]) {
             return error("output " + std::to_string(k) + " has shape " +
                          shape_str(outs[k].shape()) + ", the graph says " + want.shape.str());
+          }
         }
       } else if (want.shape.ranked) {
         return error("output " + std::to_string(k) + " has shape " + shape_str(outs[k].shape()) +
@@ -459,9 +470,10 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
   ++pos_;
 
   if (!opts_.keep_values) {
-    for (const ValueRef& r : n.inputs)
+    for (const ValueRef& r : n.inputs) {
       if (last_use_[r.node] == i && g.nodes[r.node].kind != NodeKind::Input)
         values_[r.node].clear();
+    }
   }
   if (hooks.after) {
     NodeEvent ev{i, n, inputs, values_[i], nparams};

@@ -152,15 +152,7 @@ Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::ma
 
   if (!m.options.synthetic) open_dataset(m, plan);
 
-  std::vector<std::string> names;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const auto& [name, ref] : m.grad.param_grads) {
-    (void)ref;
-    const ParamState* p = m.exec->param(name);
-    names.push_back(name);
-    shapes.push_back(p->value.shape());
-  }
-  m.optimizer = std::make_unique<Optimizer>(optimizer_config_from_plan(plan), names, shapes);
+  m.optimizer = step_optimizer(optimizer_config_from_plan(plan), m.grad, *m.exec);
   if (plan.loss_scale_manager)
     m.scaler = LossScaler(loss_scale_from_call(*plan.loss_scale_manager));
   m.clip_norm = plan.clip_global_norm;
@@ -254,7 +246,7 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
       write_npy(*options.dump_grads / (g->param_grads[i].first + ".npy"), outs.at(1 + i));
     }
   }
-  std::vector<Tensor> grads(outs.begin() + 1, outs.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+  std::vector<Tensor> grads = step_gradients(*g, outs);
   // Loss scaling: the backward pass as seeded with the scale (every gradient times the scale: a
   // power of two, exact), then the training cell's unscale, overflow check and scale update.
   r.loss_scale = scaler.scale();
@@ -272,19 +264,51 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
   r.skipped = !apply;
   // The main executor holds the parameters (the optimizer's order is the main graph's); the
   // update writes into them in place (copied first only when something shares their storage).
-  if (apply) {
-    std::vector<Tensor*> ptrs;
-    ptrs.reserve(n);
-    for (const auto& [name, ref] : grad.param_grads) {
-      (void)ref;
-      ptrs.push_back(&exec->mutable_param(name));
-    }
-    optimizer->step(ptrs, grads);
-  }
-  for (size_t i = 0; i < g->state_updates.size(); ++i) {
-    exec->set_param(g->state_updates[i].first, outs.at(1 + n + i));
-  }
+  if (apply) apply_gradients(*optimizer, *exec, grad, grads);
+  write_back_state(*exec, *g, outs);
   return r;
+}
+
+std::unique_ptr<Optimizer> step_optimizer(OptimizerConfig cfg, const autodiff::GradGraph& grad,
+                                          const Executor& exec) {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& [name, ref] : grad.param_grads) {
+    (void)ref;
+    const ParamState* p = exec.param(name);
+    if (!p) throw RuntimeError("the optimizer's parameter " + name + " is not the executor's");
+    names.push_back(name);
+    shapes.push_back(p->value.shape());
+  }
+  return std::make_unique<Optimizer>(std::move(cfg), std::move(names), std::move(shapes));
+}
+
+std::vector<Tensor> step_gradients(const autodiff::GradGraph& ran,
+                                   const std::vector<Tensor>& outs) {
+  const size_t n = ran.param_grads.size();
+  if (outs.size() < 1 + n) throw RuntimeError("a training step's run has too few outputs");
+  return {outs.begin() + 1, outs.begin() + 1 + static_cast<std::ptrdiff_t>(n)};
+}
+
+void apply_gradients(Optimizer& opt, Executor& exec, const autodiff::GradGraph& grad,
+                     std::span<const Tensor> grads) {
+  // The update writes into the executor's parameters in place (copied first only when something
+  // shares their storage).
+  std::vector<Tensor*> ptrs;
+  ptrs.reserve(grad.param_grads.size());
+  for (const auto& [name, ref] : grad.param_grads) {
+    (void)ref;
+    ptrs.push_back(&exec.mutable_param(name));
+  }
+  opt.step(ptrs, grads);
+}
+
+void write_back_state(Executor& exec, const autodiff::GradGraph& ran,
+                      const std::vector<Tensor>& outs) {
+  const size_t n = ran.param_grads.size();
+  for (size_t i = 0; i < ran.state_updates.size(); ++i) {
+    exec.set_param(ran.state_updates[i].first, outs.at(1 + n + i));
+  }
 }
 
 std::optional<StepReport> Trainer::step() {

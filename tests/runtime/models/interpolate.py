@@ -3,12 +3,17 @@ nearest (3-D, 4-D: ResizeNearestNeighborV2; 5-D with a scale factor: UpsampleNea
 nearest-exact, linear (ResizeLinear1D), bilinear (ResizeBilinearV2, also from a recomputed scale
 factor), trilinear (UpsampleTrilinear3D, also by a scale factor), bicubic (ResizeBicubic) and area
 (the adaptive average pools, 1-D to 3-D); with and without align_corners, growing and
-shrinking."""
+shrinking; nn.Upsample, which is ops.interpolate on its constructor's arguments."""
 import mindspore.nn as nn
 import mindspore.ops as ops
 
 
 class Interpolate(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.up_bilinear = nn.Upsample(size=(3, 4), mode="bilinear", align_corners=True)
+        self.up_trilinear = nn.Upsample(scale_factor=1.5, mode="trilinear")
+
     def construct(self, x1, x2, x3):
         return (
             ops.interpolate(x1, size=(11,), mode="nearest"),
@@ -30,6 +35,8 @@ class Interpolate(nn.Cell):
             ops.interpolate(x3, size=(2, 3, 9), mode="trilinear", align_corners=True),
             ops.interpolate(x3, scale_factor=2.0, mode="trilinear"),
             ops.interpolate(x3, size=(2, 3, 4), mode="area"),
+            self.up_bilinear(x2),
+            self.up_trilinear(x3),
         )
 
 
