@@ -633,8 +633,10 @@ class RootCompiler {
     auto* inst = pt.lr_cell.as<InstanceObj>();
     if (inst == nullptr) return;
     const std::string cls = inst->cls->name;
-    const std::string file = plan.lr_schedule ? plan.lr_schedule->file : plan.file;
-    const SourceRange where = plan.lr_schedule ? plan.lr_schedule->range : plan.range;
+    // Messages go to the class's definition (its construct is what is compiled).
+    const bool at_class = inst->cls->def != nullptr && inst->cls->module != nullptr;
+    const std::string file = at_class ? inst->cls->module->file : plan.file;
+    const SourceRange where = at_class ? inst->cls->def->range : plan.range;
     auto give_up = [&](const std::string& why) {
       plan.lr_graph = CellReport{};
       plan.lr_graph.class_name = cls;
@@ -643,9 +645,15 @@ class RootCompiler {
                     "training plan: the learning rate " + cls +
                         " (a LearningRateSchedule subclass) cannot be evaluated: " + why);
     };
+    // A LearningRateSchedule is a Cell: calling it runs construct. When the evaluator does not
+    // see the base as a Cell (its module not modelled), construct is called directly.
+    Value callee = pt.lr_cell;
     if (!inst->is_cell()) {
-      give_up("it is not a Cell (a LearningRateSchedule is one)");
-      return;
+      callee = in_.getattr(pt.lr_cell, "construct", site, false);
+      if (callee.is_unknown()) {
+        give_up("the analyser sees no construct(self, global_step) in it");
+        return;
+      }
     }
     CellReport& rep = plan.lr_graph;
     rep.name = "lr:" + cls;
@@ -681,7 +689,7 @@ class RootCompiler {
     Value out;
     std::string raised;
     try {
-      out = in_.call(pt.lr_cell, args, site);
+      out = in_.call(callee, args, site);
     } catch (const BudgetExceeded& b) {
       in_.report_budget(b);
       raised = "the evaluation budget ran out";

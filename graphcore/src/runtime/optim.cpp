@@ -396,16 +396,18 @@ float LrSchedule::at(int64_t global_step) const {
     case Kind::Graph: {
       // MindSpore's optimizer calls learning_rate(global_step) with its int32 (1,) Parameter.
       if (global_step < std::numeric_limits<int32_t>::min() ||
-          global_step > std::numeric_limits<int32_t>::max())
+          global_step > std::numeric_limits<int32_t>::max()) {
         throw RuntimeError(str() + ": global_step " + std::to_string(global_step) +
                            " does not fit MindSpore's int32 global_step");
+      }
       if (!executor) executor = std::make_shared<Executor>(*graph);
       executor->reset();
       executor->set_input(0, Tensor::from_ints({1}, {global_step}, DType::Int32));
       const RunStatus st = executor->run();
-      if (st.kind != RunStatus::Kind::Finished)
+      if (st.kind != RunStatus::Kind::Finished) {
         throw RuntimeError(str() + " at global_step " + std::to_string(global_step) + ": " +
                            (st.message.empty() ? "the run did not finish" : st.message));
+      }
       const std::vector<Tensor> out = executor->outputs();
       if (out.size() != 1 || out[0].numel() != 1 || !out[0].is_float())
         throw RuntimeError(str() + ": its construct does not give one float value");
