@@ -62,7 +62,7 @@ CASES = {
 # this network part the same way (docs/training.md). The replay compares every step's
 # arithmetic (the cosine lr at step k, nesterov momentum, weight decay, BatchNorm) without that
 # chaos; the script's seed (3) is one where no replayed step meets such a value at MindSpore's
-# own weights (seeds 1, 2, 4, 5 each have one step that does). CIFAR-10 only: batch k is made
+# own weights (seeds 1, 2, 4, 5 each have one step that fails this way). CIFAR-10 only: batch k is made
 # the first by rotating the binary's records.
 REPLAYED = {"resnet18_sgd_nesterov": (20, 8)}
 CIFAR_RECORD = 3073  # label byte + 32 x 32 x 3 pixels
