@@ -623,6 +623,104 @@ class RootCompiler {
     return rep;
   }
 
+  // The learning rate of a plan whose optimizer was given an instance of a user's
+  // LearningRateSchedule subclass: its construct called with the optimizer's global_step (a
+  // graph input, int32, shape (1,)) gives the lr graph the runtime evaluates at each step. Nothing
+  // of the user's code runs; a construct the evaluator cannot follow leaves the graph uncompiled,
+  // with why in plan.lr_graph_reason and an Information diagnostic at the schedule's creation.
+  void compile_lr_graph(PlannedTraining& pt, const Site& site, uint32_t& next_graph_id) {
+    TrainingPlan& plan = pt.plan;
+    auto* inst = pt.lr_cell.as<InstanceObj>();
+    if (inst == nullptr) return;
+    const std::string cls = inst->cls->name;
+    // Messages go to the class's definition (its construct is what is compiled).
+    const bool at_class = inst->cls->def != nullptr && inst->cls->module != nullptr;
+    const std::string file = at_class ? inst->cls->module->file : plan.file;
+    const SourceRange where = at_class ? inst->cls->def->range : plan.range;
+    auto give_up = [&](const std::string& why) {
+      plan.lr_graph = CellReport{};
+      plan.lr_graph.class_name = cls;
+      plan.lr_graph_reason = why;
+      in_.report_at(file, where, Severity::Information, "training-not-followed",
+                    "training plan: the learning rate " + cls +
+                        " (a LearningRateSchedule subclass) cannot be evaluated: " + why);
+    };
+    // A LearningRateSchedule is a Cell: calling it runs construct. When the evaluator does not
+    // see the base as a Cell (its module not modelled), construct is called directly.
+    Value callee = pt.lr_cell;
+    if (!inst->is_cell()) {
+      callee = in_.getattr(pt.lr_cell, "construct", site, false);
+      if (callee.is_unknown()) {
+        give_up("the analyser sees no construct(self, global_step) in it");
+        return;
+      }
+    }
+    CellReport& rep = plan.lr_graph;
+    rep.name = "lr:" + cls;
+    rep.class_name = cls;
+    rep.file = file;
+    rep.range = where;
+    uint32_t mark = next_walk_mark();
+    std::string path;
+    assign_paths(pt.lr_cell, path, mark, nullptr, &rep, nullptr);
+    const uint32_t graph_id = next_graph_id++;
+    Graph& g = rep.graph;
+    GraphBuilder gb(g, graph_id);
+    in_.graph = &gb;
+    in_.facts = nullptr;
+    in_.cell_stack.clear();
+    const TensorType step_type{Shape::of({1}), DType::Int32};
+    Node n;
+    n.kind = NodeKind::Input;
+    n.op = "Input";
+    n.id = "global_step";
+    n.outputs.push_back(step_type);
+    n.file = file;
+    n.range = where;
+    g.nodes.push_back(std::move(n));
+    auto step = std::make_shared<TensorObj>(step_type);
+    step->graph_id = graph_id;
+    step->ref = ValueRef{0, 0};
+    CallArgs args;
+    args.pos.push_back(Value::obj(step));
+    args.pos_ranges.push_back(where);
+    rep.inputs.push_back(NamedTensor{"global_step", step_type});
+    in_.guessed_inputs = false;
+    Value out;
+    std::string raised;
+    try {
+      out = in_.call(callee, args, site);
+    } catch (const BudgetExceeded& b) {
+      in_.report_budget(b);
+      raised = "the evaluation budget ran out";
+    } catch (const PyRaise& r) {
+      raised = "its construct raises " + r.type + (r.message.empty() ? "" : ": " + r.message);
+    }
+    in_.graph = nullptr;
+    in_.cell_stack.clear();
+    auto* t = out.as<TensorObj>();
+    const bool one_value = t != nullptr && t->type.shape.ranked && t->type.shape.fully_known() &&
+                           t->type.shape.num_elements().is_known() &&
+                           t->type.shape.num_elements().value() == 1;
+    if (!raised.empty()) {
+      give_up(raised);
+    } else if (t == nullptr || t->graph_id != graph_id) {
+      give_up(
+          "its construct(global_step) does not give a tensor computed from global_step "
+          "that the analyser follows");
+    } else if (!one_value || (t->type.dtype != DType::Float32 && t->type.dtype != DType::Float16)) {
+      give_up("its construct gives " + t->type.str() + ", not one float value");
+    } else if (!rep.params.empty()) {
+      give_up("it holds Parameters (" + rep.params.front().name +
+              "), whose values the plan does not know");
+    } else {
+      g.outputs.push_back(t->ref);
+      rep.outputs.push_back(NamedTensor{"learning_rate", t->type});
+      rep.compiled = true;
+      plan.lr_graph_reason.clear();
+    }
+  }
+
  private:
   // A node whose result nobody reads and that is not an output: dead code the user probably
   // did not mean (only the last node of a dead chain is reported).
@@ -962,6 +1060,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
       if (!pt.callee.is_unknown()) {
         pt.plan.loss_graph = compiler.compile_loss_graph(pt, pt.site, graph_id);
       }
+      compiler.compile_lr_graph(pt, pt.site, graph_id);
       result.training.push_back(std::move(pt.plan));
     }
   }

@@ -1191,6 +1191,7 @@ std::vector<PlannedTraining> plan_trainings(Interpreter& in, TrainingRecorder& r
         plan.lr_schedule = lp->call;
       } else if (lr.as<InstanceObj>()) {
         plan.lr_schedule = call_of(in, lr);  // a LearningRateSchedule subclass
+        pt.lr_cell = lr;
       }
     } else if (!opt.is_unknown() || e.idiom != TrainingPlan::Idiom::ModelTrain ||
                (trainer && !trainer->get("optimizer").is_unknown())) {

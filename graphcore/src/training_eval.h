@@ -127,6 +127,9 @@ struct PlannedTraining {
   Value network = Value::unknown();
   Value loss_fn = Value::unknown();
   Value callee = Value::unknown();  // Unknown: the loss graph cannot be compiled
+  // The optimizer's learning rate when it is an instance of a user's LearningRateSchedule
+  // subclass (its construct is compiled into TrainingPlan::lr_graph).
+  Value lr_cell = Value::unknown();
   std::vector<TensorType> inputs;
   std::vector<std::string> input_names;
   bool first_output_only = false;

@@ -1,6 +1,6 @@
 """Runs a training script in real MindSpore 2.10 and records what the ground-truth tier compares.
 
-    ms_reference.py SCRIPT --data DIR --steps N --out OUT
+    ms_reference.py SCRIPT --data DIR --steps N --out OUT [--save-steps]
 
 The script runs as its author wrote it (runpy, __name__ == "__main__"), in PyNative mode (a
 GRAPH_MODE request is ignored: the recorder wraps Python methods, which graph mode would compile),
@@ -13,7 +13,12 @@ with these hooks on MindSpore's own training entry points:
     with its loss) is saved to OUT/grads/<name>.npy; the parameters are then restored from
     init.ckpt (BatchNorm's forward pass in train mode moves its statistics);
   * every step's loss goes to OUT/losses.npy, and training stops after N steps;
-  * after the last step: the parameters to OUT/final.ckpt.
+  * after the last step: the parameters to OUT/final.ckpt;
+  * with --save-steps (Model.train and TrainOneStepCell, whose optimizer the hook sees): after
+    every step k, the whole training state to OUT/state/step<k>.ckpt: the network's parameters
+    (BatchNorm's moving statistics included) and the optimizer's (global_step, accum.*, stat.*,
+    moment1.* ...: the names `cellscope train --checkpoint` restores), so that each step can be
+    replayed from MindSpore's own state (compare_training.py's per-step comparison).
 The idioms: Model.train (idiom a), ms.value_and_grad + an optimizer called in a loop (b), and
 nn.TrainOneStepCell / TrainOneStepWithLossScaleCell (c).
 """
@@ -38,9 +43,11 @@ class _Stop(Exception):
 
 
 class Recorder:
-    def __init__(self, out: Path, steps: int):
+    def __init__(self, out: Path, steps: int, save_steps: bool = False):
         self.out = out
         self.steps = steps
+        self.save_steps = save_steps
+        self.optimizer = None  # the optimizer of Model.train / TrainOneStepCell (--save-steps)
         self.losses: list[float] = []
         self.scale = 1.0  # the loss scale of the last forward_fn call (mindspore.amp)
         self.finite: list[bool] = []  # per step, what DynamicLossScaler.adjust was told
@@ -80,6 +87,13 @@ class Recorder:
     def step(self, loss) -> bool:
         """Records one step's loss; true once the last step ran."""
         self.losses.append(float(np.asarray(loss.asnumpy() if hasattr(loss, "asnumpy") else loss)))
+        if self.save_steps and self.optimizer is not None and self.params is not None:
+            entries = {p.name: p for p in self.params}
+            for p in self.optimizer.get_parameters():
+                entries.setdefault(p.name, p)
+            (self.out / "state").mkdir(parents=True, exist_ok=True)
+            ms.save_checkpoint([{"name": n, "data": p} for n, p in entries.items()],
+                               str(self.out / "state" / f"step{len(self.losses)}.ckpt"))
         return len(self.losses) >= self.steps
 
     def finish(self):
@@ -154,6 +168,7 @@ def install(rec: Recorder, data_dir: str):
         first = next(train_dataset.create_tuple_iterator())
         grad_fn = ms.value_and_grad(with_loss, None, opt.parameters)
         with_loss.set_train(True)
+        rec.optimizer = opt
         rec.start("model", opt.parameters, lambda: grad_fn(*first)[1], with_loss)
         cbs = list(callbacks) if isinstance(callbacks, (list, tuple)) else (
             [callbacks] if callbacks else [])
@@ -218,6 +233,7 @@ def install(rec: Recorder, data_dir: str):
                 return _orig(self, *inputs)
             if not rec.started:
                 grad_fn = orig_vag(self.network, None, self.weights)
+                rec.optimizer = self.optimizer
                 rec.start("trainonestep", self.weights, lambda: grad_fn(*inputs)[1],
                           self.network)
             if len(rec.losses) >= rec.steps:
@@ -235,11 +251,13 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--save-steps", action="store_true",
+                    help="the training state after every step: OUT/state/step<k>.ckpt")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     ms.set_seed(1)
-    rec = Recorder(out, a.steps)
+    rec = Recorder(out, a.steps, a.save_steps)
     install(rec, os.path.abspath(a.data))
     script = Path(a.script).resolve()
     sys.path.insert(0, str(script.parent))

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
+#include "graphcore/optim.h"
 #include "graphcore/training.h"
 #include "temp_dir.h"
 
@@ -239,16 +240,94 @@ TEST(TrainingPlan, TransformerAdamWeightDecayWarmupClip) {
             p.param_groups[2].params.size());
   ASSERT_TRUE(p.lr_schedule);
   EXPECT_EQ(p.lr_schedule->api, "WarmupCosine");
+  // The user's LearningRateSchedule subclass: its construct compiled with global_step.
+  EXPECT_TRUE(p.lr_graph.compiled) << p.lr_graph_reason;
+  ASSERT_EQ(p.lr_graph.inputs.size(), 1u);
+  EXPECT_EQ(shape(p.lr_graph.inputs[0].type), "(1,) int32");
+  ASSERT_EQ(p.lr_graph.outputs.size(), 1u);
+  EXPECT_EQ(p.lr_graph.outputs[0].type.dtype, DType::Float32);
   ASSERT_TRUE(p.clip_global_norm);
   EXPECT_DOUBLE_EQ(*p.clip_global_norm, 1.0);
-  EXPECT_EQ(*p.epochs, 10);
+  EXPECT_EQ(*p.epochs, 3);
   ASSERT_TRUE(p.dataset);
   EXPECT_EQ(p.dataset->source.api, "dataset.NumpySlicesDataset");
-  ASSERT_EQ(p.dataset->columns.size(), 2u);
-  EXPECT_EQ(p.dataset->columns[0].name, "x");
-  EXPECT_EQ(shape(p.dataset->columns[0].type), "(32, 16, 64) float32");
-  EXPECT_EQ(shape(p.dataset->columns[1].type), "(32,) int32");
   EXPECT_TRUE(p.loss_graph.compiled);
+}
+
+// The compiled schedule evaluated by the runtime at each global step equals the learning rate
+// MindSpore 2.10's own call of the class gives: WarmupCosine(2e-3, 5, 20, min_lr=1e-4)(Tensor([k],
+// int32)) for k = 0..23, printed with %.9g from the msvenv (float32, so equal to the last bit).
+TEST(TrainingPlan, LearningRateScheduleSubclassMatchesMindSpore) {
+  AnalysisResult r = analyse("transformer_adamw_warmup.py");
+  ASSERT_EQ(r.training.size(), 1u);
+  ASSERT_TRUE(r.training[0].lr_graph.compiled) << r.training[0].lr_graph_reason;
+  const graphcore::runtime::OptimizerConfig cfg =
+      graphcore::runtime::optimizer_config_from_plan(r.training[0]);
+  ASSERT_EQ(cfg.learning_rate.kind, graphcore::runtime::LrSchedule::Kind::Graph);
+  EXPECT_FALSE(cfg.learning_rate.is_parameter());
+  const std::vector<float> mindspore = {
+      0.000400000019f, 0.000800000038f, 0.00120000006f,  0.00160000008f,  0.00200000009f,
+      0.00200000009f,  0.00197924022f,  0.00191786804f,  0.00181856612f,  0.00168567395f,
+      0.00152499997f,  0.00134356611f,  0.001149302f,    0.000950697868f, 0.000756433699f,
+      0.000574999955f, 0.000414325856f, 0.000281433779f, 0.000182131786f, 0.000120759752f,
+      9.99999975e-05f, 9.99999975e-05f, 9.99999975e-05f, 9.99999975e-05f};
+  for (size_t k = 0; k < mindspore.size(); ++k) {
+    const float lr = cfg.learning_rate.at(static_cast<int64_t>(k));
+    EXPECT_NEAR(lr, mindspore[k], 1e-6 * mindspore[k]) << "global_step " << k;
+  }
+  // Copies share the compiled schedule; evaluating again gives the same value.
+  const graphcore::runtime::LrSchedule copy = cfg.learning_rate;
+  EXPECT_EQ(copy.at(7), cfg.learning_rate.at(7));
+}
+
+// A construct the evaluator cannot follow (a function of a module it cannot read) is a located
+// note naming
+// the class and why, not an error of the analysis; the runtime refuses it with the same reason.
+TEST(TrainingPlan, LearningRateScheduleSubclassNotFollowed) {
+  AnalysisResult r = analyse_text(R"(import numpy as np
+import mindspore as ms
+import mindspore.dataset as ds
+from mindspore import nn
+from mindspore.nn.learning_rate_schedule import LearningRateSchedule
+from lr_tables import halving
+
+
+class Halving(LearningRateSchedule):
+    def __init__(self, lr):
+        super().__init__()
+        self.lr = lr
+
+    def construct(self, global_step):
+        return halving(self.lr, global_step)
+
+
+x = np.zeros((64, 8), np.float32)
+y = np.zeros((64,), np.int32)
+dataset = ds.NumpySlicesDataset((x, y), column_names=["x", "y"]).batch(8)
+net = nn.Dense(8, 2)
+loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+optimizer = nn.Adam(net.trainable_params(), learning_rate=Halving(0.01))
+model = ms.Model(net, loss_fn, optimizer)
+model.train(1, dataset)
+)");
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  EXPECT_FALSE(p.lr_graph.compiled);
+  EXPECT_FALSE(p.lr_graph_reason.empty());
+  const auto note = std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const auto& d) {
+    return d.message.find("the learning rate Halving") != std::string::npos;
+  });
+  ASSERT_NE(note, r.diagnostics.end());
+  EXPECT_EQ(note->severity, Severity::Information);
+  EXPECT_EQ(note->range.start.line, 8u);  // class Halving(LearningRateSchedule)
+  try {
+    (void)graphcore::runtime::optimizer_config_from_plan(p);
+    ADD_FAILURE() << "a schedule that was not compiled was accepted";
+  } catch (const graphcore::runtime::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("Halving"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(p.lr_graph_reason), std::string::npos) << e.what();
+  }
 }
 
 // A .npy file as numpy writes it (format 1.0): magic, version, header length, the header dict

@@ -42,13 +42,17 @@ struct LrSchedule {
     PolynomialDecay,   // nn.PolynomialDecayLR(learning_rate, end_learning_rate, decay_steps,
                        //                      power, update_decay_steps)
     WarmUp,            // nn.WarmUpLR(learning_rate, warmup_steps)
+    Graph,             // a user's LearningRateSchedule subclass: its construct, compiled by the
+                       // static evaluator (TrainingPlan::lr_graph), run on the CPU runtime
   };
   Kind kind = Kind::Constant;
   double learning_rate = 0.1;  // Constant; the schedules' learning_rate
   std::vector<float> values;   // List
   double decay_rate = 0, min_lr = 0, max_lr = 0, end_learning_rate = 0, power = 1;
-  int64_t decay_steps = 1;  // also WarmUp's warmup_steps
-  bool is_stair = false;    // also PolynomialDecay's update_decay_steps
+  int64_t decay_steps = 1;                     // also WarmUp's warmup_steps
+  bool is_stair = false;                       // also PolynomialDecay's update_decay_steps
+  std::shared_ptr<const CellReport> graph;     // Graph: global_step (int32, (1,)) -> the lr
+  mutable std::shared_ptr<Executor> executor;  // Graph: made on first use, shared by copies
 
   static LrSchedule constant(double lr);
   static LrSchedule list(const std::vector<double>& per_step);  // rounded to float32
@@ -62,8 +66,12 @@ struct LrSchedule {
   static LrSchedule polynomial_decay(double lr, double end_lr, int64_t decay_steps, double power,
                                      bool update_decay_steps = false);
   static LrSchedule warmup(double lr, int64_t warmup_steps);
+  // A compiled schedule (TrainingPlan::lr_graph): one int32 input of shape (1,), one float
+  // output of one element, no parameters. Throws RuntimeError otherwise.
+  static LrSchedule from_graph(const CellReport& report);
 
-  // The learning rate at `global_step` (float32). Throws RuntimeError past a List's end.
+  // The learning rate at `global_step` (float32). Throws RuntimeError past a List's end, and
+  // when a Graph's kernels fail.
   [[nodiscard]] float at(int64_t global_step) const;
   // "CosineDecayLR(min_lr=0, max_lr=0.1, decay_steps=100)", "list of 300 values", "0.01".
   [[nodiscard]] std::string str() const;

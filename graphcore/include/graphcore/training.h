@@ -77,6 +77,13 @@ struct TrainingPlan {
   // A learning-rate schedule the program built (nn.cosine_decay_lr(...), a LearningRateSchedule
   // subclass), when the optimizer's learning_rate is not a number.
   std::optional<PlanCall> lr_schedule;
+  // A LearningRateSchedule subclass of the program (`class WarmupCosine(LearningRateSchedule)`):
+  // its construct compiled with the optimizer's global_step (int32, shape (1,), as MindSpore's
+  // optimizer passes it) as the one input and the learning rate as the one output, which the
+  // runtime evaluates each step. Not compiled (lr_graph.compiled false) when the program has no
+  // such class or the evaluator cannot follow its construct; lr_graph_reason then says why.
+  CellReport lr_graph;
+  std::string lr_graph_reason;
   std::optional<PlanCall> loss_scale_manager;  // FixedLossScaleManager, DynamicLossScaleManager
   std::optional<double> clip_global_norm;      // ops.clip_by_global_norm(grads, clip_norm)
   std::optional<DatasetPlan> dataset;

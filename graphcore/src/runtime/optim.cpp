@@ -327,6 +327,18 @@ LrSchedule LrSchedule::warmup(double lr, int64_t warmup_steps) {
   return s;
 }
 
+LrSchedule LrSchedule::from_graph(const CellReport& report) {
+  const std::string what = "the learning-rate schedule " + report.class_name;
+  if (!report.compiled || report.graph.outputs.size() != 1 || report.inputs.size() != 1)
+    throw RuntimeError(what + ": its construct was not compiled");
+  if (!report.params.empty())
+    throw RuntimeError(what + ": it holds Parameters (" + report.params.front().name + ")");
+  LrSchedule s;
+  s.kind = Kind::Graph;
+  s.graph = std::make_shared<const CellReport>(report);
+  return s;
+}
+
 // mindspore/nn/learning_rate_schedule.py: Python scalars meet float32 tensors, so every operand
 // is rounded to float32 and every operation is a float32 one.
 float LrSchedule::at(int64_t global_step) const {
@@ -381,6 +393,26 @@ float LrSchedule::at(int64_t global_step) const {
       const float pct = static_cast<float>(std::min(global_step, decay_steps)) / ds;
       return f(learning_rate) * pct;
     }
+    case Kind::Graph: {
+      // MindSpore's optimizer calls learning_rate(global_step) with its int32 (1,) Parameter.
+      if (global_step < std::numeric_limits<int32_t>::min() ||
+          global_step > std::numeric_limits<int32_t>::max()) {
+        throw RuntimeError(str() + ": global_step " + std::to_string(global_step) +
+                           " does not fit MindSpore's int32 global_step");
+      }
+      if (!executor) executor = std::make_shared<Executor>(*graph);
+      executor->reset();
+      executor->set_input(0, Tensor::from_ints({1}, {global_step}, DType::Int32));
+      const RunStatus st = executor->run();
+      if (st.kind != RunStatus::Kind::Finished) {
+        throw RuntimeError(str() + " at global_step " + std::to_string(global_step) + ": " +
+                           (st.message.empty() ? "the run did not finish" : st.message));
+      }
+      const std::vector<Tensor> out = executor->outputs();
+      if (out.size() != 1 || out[0].numel() != 1 || !out[0].is_float())
+        throw RuntimeError(str() + ": its construct does not give one float value");
+      return out[0].data<float>()[0];
+    }
   }
   return 0.0f;
 }
@@ -412,6 +444,8 @@ std::string LrSchedule::str() const {
     case Kind::WarmUp:
       return "WarmUpLR(learning_rate=" + num(learning_rate) +
              ", warmup_steps=" + std::to_string(decay_steps) + ")";
+    case Kind::Graph:
+      return (graph ? graph->class_name : std::string("?")) + " (its construct, compiled)";
   }
   return {};
 }

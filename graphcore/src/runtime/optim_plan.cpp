@@ -194,6 +194,14 @@ OptimizerConfig optimizer_config_from_plan(const TrainingPlan& plan) {
   if (lr != nullptr &&
       (std::holds_alternative<double>(*lr) || std::holds_alternative<int64_t>(*lr))) {
     cfg.learning_rate = LrSchedule::constant(*number(c, "learning_rate"));
+  } else if (plan.lr_graph.compiled) {
+    cfg.learning_rate = LrSchedule::from_graph(plan.lr_graph);
+  } else if (plan.lr_schedule && !plan.lr_graph_reason.empty()) {
+    throw RuntimeError(where(*plan.lr_schedule) + ": the learning rate " +
+                       plan.lr_graph.class_name +
+                       " (a LearningRateSchedule subclass) cannot be "
+                       "evaluated: " +
+                       plan.lr_graph_reason);
   } else if (plan.lr_schedule) {
     cfg.learning_rate = lr_schedule_from_call(*plan.lr_schedule);
   } else if (lr != nullptr || *kind == OptimizerKind::Momentum) {

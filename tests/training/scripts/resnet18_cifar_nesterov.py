@@ -83,6 +83,10 @@ def create_dataset(path, batch_size=8):
 
 
 if __name__ == "__main__":
+    # The initial weights. Seed 3: at MindSpore's weights no pre-ReLU value of the 20 compared
+    # steps lies within float32 rounding of zero, where MindSpore's and Cellscope's kernels could
+    # mask it differently (tests/training/compare_training.py, REPLAYED; docs/training.md).
+    ms.set_seed(3)
     epochs = 2
     batch_size = 8
     # ResNet-18's depth and blocks at a quarter of its width (16-32-64-128 channels, 0.7M
