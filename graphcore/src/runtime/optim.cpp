@@ -17,10 +17,21 @@
 #include <sstream>
 
 #include "graphcore/checked.h"
+#include "runtime/parallel.h"
 
 namespace graphcore::runtime {
 
 namespace {
+
+// f(i) for every i < n: the update of one element, independent of every other, so ranges of
+// elements run on the runtime's threads (the Executor's count, set on this thread) and give the
+// same bits at any split.
+template <class F>
+void for_elements(size_t n, F&& f) {
+  parallel_for(static_cast<int64_t>(n), kGrainCheap, [&](int64_t b, int64_t e) {
+    for (auto i = static_cast<size_t>(b); i < static_cast<size_t>(e); ++i) f(i);
+  });
+}
 
 [[noreturn]] void bad(const std::string& where, const std::string& what) {
   throw RuntimeError("For '" + where + "', " + what);
@@ -776,10 +787,10 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
       case OptimizerKind::Momentum: {
         // ApplyMomentum CPU kernel: accum = accum * momentum + grad; var -= accum * lr.
         float* a = s.m.data();
-        for (size_t i = 0; i < n; ++i) {
+        for_elements(n, [&](size_t i) {
           a[i] = a[i] * momentum + g[i];
           w[i] -= a[i] * lr_t;
-        }
+        });
         break;
       }
       case OptimizerKind::SGD: {
@@ -787,7 +798,7 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
         float* a = s.m.data();
         float* st = s.v.data();
         const float damp = one - static_cast<float>(cfg_.dampening);
-        for (size_t i = 0; i < n; ++i) {
+        for_elements(n, [&](size_t i) {
           float gn = g[i];
           if (momentum > 0.0f) {
             if (st[i] > 0.0f) {
@@ -803,7 +814,7 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
             }
           }
           w[i] -= lr_t * gn;
-        }
+        });
         break;
       }
       case OptimizerKind::Adam: {
@@ -817,17 +828,17 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
               lr_t * static_cast<float>(std::sqrt(static_cast<double>(one - beta2_power_))) /
               (one - beta1_power_);
           float* vh = s.vhat.data();
-          for (size_t i = 0; i < n; ++i) {
+          for_elements(n, [&](size_t i) {
             m[i] += (g[i] - m[i]) * (one - b1);
             v[i] += (g[i] * g[i] - v[i]) * (one - b2);
             vh[i] = std::max(vh[i], v[i]);
             const auto sq = static_cast<float>(std::sqrt(static_cast<double>(vh[i])));
             w[i] -= new_lr * m[i] / (sq + eps);
-          }
+          });
         } else {
           // Adam CPU kernel (nnacl AdamFp32).
           const float new_lr = lr_t * std::sqrt(one - beta2_power_) / (one - beta1_power_);
-          for (size_t i = 0; i < n; ++i) {
+          for_elements(n, [&](size_t i) {
             m[i] += (g[i] - m[i]) * (one - b1);
             v[i] += (g[i] * g[i] - v[i]) * (one - b2);
             const float den = std::sqrt(v[i]) + eps;
@@ -836,7 +847,7 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
             } else {
               w[i] -= new_lr * m[i] / den;
             }
-          }
+          });
         }
         break;
       }
@@ -848,11 +859,11 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
         const float decay = (exec_decay && s.decay) ? s.weight_decay : 0.0f;
         float* m = s.m.data();
         float* v = s.v.data();
-        for (size_t i = 0; i < n; ++i) {
+        for_elements(n, [&](size_t i) {
           m[i] += (g[i] - m[i]) * b1m;
           v[i] += (g[i] * g[i] - v[i]) * b2m;
           w[i] -= lr_t * (m[i] / (std::sqrt(v[i]) + eps) + decay * w[i]);
-        }
+        });
         break;
       }
     }
