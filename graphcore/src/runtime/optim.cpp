@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -771,7 +772,13 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
     auto* w = params[s.index]->data<float>();
     const Tensor& gt = grads[s.index];
     const auto n = static_cast<size_t>(s.numel);
-    g.assign(gt.data<float>(), gt.data<float>() + n);
+    // The gradient is read in place unless this step changes it first (decay, centralization,
+    // loss scale) or it shares memory with the parameter the update writes.
+    const float* gsrc = gt.data<float>();
+    const std::less<const float*> before;
+    const bool overlaps = before(gsrc, w + n) && before(w, gsrc + n);
+    const bool changes = !adamw && ((exec_decay && s.decay) || s.centralize || need_scale);
+    if (changes || overlaps) g.assign(gsrc, gsrc + n);
     const float lr_t = lr[s.group];
     if (!adamw) {
       // Optimizer.decay_weight: AddN(weight * weight_decay, gradient).
@@ -783,12 +790,13 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
       if (need_scale)
         for (size_t i = 0; i < n; ++i) g[i] = g[i] * reciprocal_scale;
     }
+    const float* gv = (changes || overlaps) ? g.data() : gsrc;
     switch (cfg_.kind) {
       case OptimizerKind::Momentum: {
         // ApplyMomentum CPU kernel: accum = accum * momentum + grad; var -= accum * lr.
         float* a = s.m.data();
         for_elements(n, [&](size_t i) {
-          a[i] = a[i] * momentum + g[i];
+          a[i] = a[i] * momentum + gv[i];
           w[i] -= a[i] * lr_t;
         });
         break;
@@ -799,7 +807,7 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
         float* st = s.v.data();
         const float damp = one - static_cast<float>(cfg_.dampening);
         for_elements(n, [&](size_t i) {
-          float gn = g[i];
+          float gn = gv[i];
           if (momentum > 0.0f) {
             if (st[i] > 0.0f) {
               a[i] = gn;
@@ -829,8 +837,8 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
               (one - beta1_power_);
           float* vh = s.vhat.data();
           for_elements(n, [&](size_t i) {
-            m[i] += (g[i] - m[i]) * (one - b1);
-            v[i] += (g[i] * g[i] - v[i]) * (one - b2);
+            m[i] += (gv[i] - m[i]) * (one - b1);
+            v[i] += (gv[i] * gv[i] - v[i]) * (one - b2);
             vh[i] = std::max(vh[i], v[i]);
             const auto sq = static_cast<float>(std::sqrt(static_cast<double>(vh[i])));
             w[i] -= new_lr * m[i] / (sq + eps);
@@ -839,11 +847,11 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
           // Adam CPU kernel (nnacl AdamFp32).
           const float new_lr = lr_t * std::sqrt(one - beta2_power_) / (one - beta1_power_);
           for_elements(n, [&](size_t i) {
-            m[i] += (g[i] - m[i]) * (one - b1);
-            v[i] += (g[i] * g[i] - v[i]) * (one - b2);
+            m[i] += (gv[i] - m[i]) * (one - b1);
+            v[i] += (gv[i] * gv[i] - v[i]) * (one - b2);
             const float den = std::sqrt(v[i]) + eps;
             if (cfg_.nesterov) {
-              w[i] -= new_lr * (m[i] * b1 + (one - b1) * g[i]) / den;
+              w[i] -= new_lr * (m[i] * b1 + (one - b1) * gv[i]) / den;
             } else {
               w[i] -= new_lr * m[i] / den;
             }
@@ -860,8 +868,8 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
         float* m = s.m.data();
         float* v = s.v.data();
         for_elements(n, [&](size_t i) {
-          m[i] += (g[i] - m[i]) * b1m;
-          v[i] += (g[i] * g[i] - v[i]) * b2m;
+          m[i] += (gv[i] - m[i]) * b1m;
+          v[i] += (gv[i] * gv[i] - v[i]) * b2m;
           w[i] -= lr_t * (m[i] / (std::sqrt(v[i]) + eps) + decay * w[i]);
         });
         break;

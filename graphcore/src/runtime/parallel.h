@@ -19,7 +19,12 @@
 #include <cstdint>
 
 #ifdef _OPENMP
-#include <omp.h>
+// libgomp's API, declared here as dnnl_ops.cpp does: omp.h is on GCC's include path only (clang
+// tools reading this file with -fopenmp would not find it).
+extern "C" {
+int omp_get_max_threads();
+int omp_in_parallel();
+}
 #endif
 
 namespace graphcore::runtime {
