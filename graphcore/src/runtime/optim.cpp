@@ -774,8 +774,8 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
     const auto n = static_cast<size_t>(s.numel);
     // The gradient is read in place unless this step changes it first (decay, centralization,
     // loss scale) or it shares memory with the parameter the update writes.
-    const float* gsrc = gt.data<float>();
-    const std::less<const float*> before;
+    const auto* gsrc = gt.data<float>();
+    const std::less<> before;  // a total order of pointers into different tensors
     const bool overlaps = before(gsrc, w + n) && before(w, gsrc + n);
     const bool changes = !adamw && ((exec_decay && s.decay) || s.centralize || need_scale);
     if (changes || overlaps) g.assign(gsrc, gsrc + n);
