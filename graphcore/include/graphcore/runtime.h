@@ -239,8 +239,8 @@ struct ExecOptions {
   // (its moving mean and variance are new outputs the trainer writes back, autodiff.h
   // state_updates), Dropout drops. false: inference (moving statistics, Dropout is identity).
   bool training = false;
-  // Threads of the convolutions and matrix products (oneDNN's OpenMP regions; the other kernels
-  // run on the calling thread). 1 by default: the runtime mostly serves the debugger and the
+  // Threads of oneDNN's convolutions and products and of the runtime's own loops (parallel.h,
+  // the same bits at any count). 1 by default: the runtime mostly serves the debugger and the
   // language server's process on a user's machine beside the editor, and one thread gives the same
   // numbers on every machine (oneDNN's backward-weights reductions split by thread count).
   // 0: every hardware thread.

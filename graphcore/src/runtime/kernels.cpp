@@ -18,6 +18,7 @@
 #include "graphcore/text.h"
 #include "runtime/dnnl_ops.h"
 #include "runtime/kernels.h"
+#include "runtime/parallel.h"
 
 namespace graphcore::runtime {
 
@@ -141,20 +142,24 @@ void unary_float(KernelCall& c, F f) {
   Tensor x = as_float(in(c, 0));
   DType dt = out_dtype(c);
   if (dt != DType::Float32 && dt != DType::Float16) dt = DType::Float32;
-  Tensor& y = emit(c, Tensor(x.shape(), dt));
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), dt));
   const float* p = x.data<float>();
   auto* q = y.data<float>();
-  int64_t n = x.numel();
-  for (int64_t i = 0; i < n; ++i) q[i] = f(p[i]);
+  parallel_for(x.numel(), kGrainMath, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) q[i] = f(p[i]);
+  });
 }
 
 template <class F>
 void unary_eigen(KernelCall& c, F f) {
   Tensor x = as_float(in(c, 0));
-  Tensor& y = emit(c, Tensor(x.shape(), x.dtype()));
-  Eigen::Map<const Eigen::ArrayXf> a(x.data<float>(), x.numel());
-  Eigen::Map<Eigen::ArrayXf> b(y.data<float>(), y.numel());
-  f(a, b);
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), x.dtype()));
+  // Ranges of elements: f is elementwise (max/min), so each element is the same at any split.
+  parallel_for(x.numel(), kGrainCheap, [&](int64_t b, int64_t e) {
+    Eigen::Map<const Eigen::ArrayXf> in_range(x.data<float>() + b, e - b);
+    Eigen::Map<Eigen::ArrayXf> out_range(y.data<float>() + b, e - b);
+    f(in_range, out_range);
+  });
 }
 
 float gelu_erf(float v) { return 0.5f * v * (1.0f + std::erf(v * static_cast<float>(M_SQRT1_2))); }
@@ -423,22 +428,30 @@ std::vector<int64_t> bstrides(const std::vector<int64_t>& s, const std::vector<i
   return st;
 }
 
-// Calls f(out_index, a_index, b_index) for every output element.
+// Calls f(out_index, a_index, b_index) for every output element of the rows (runs of the last
+// dim) [row_begin, row_end); a 0-d output is one row of one element.
 template <class F>
-void for_broadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& sa,
-                   const std::vector<int64_t>& sb, F f) {
-  int64_t n = 1;
-  for (int64_t d : out) n *= d;
-  if (n == 0) return;
+void for_broadcast_rows(const std::vector<int64_t>& out, const std::vector<int64_t>& sa,
+                        const std::vector<int64_t>& sb, int64_t row_begin, int64_t row_end, F f) {
   size_t r = out.size();
   if (r == 0) {
-    f(0, 0, 0);
+    if (row_begin < row_end) f(0, 0, 0);
     return;
   }
+  int64_t inner = out[r - 1], sa_in = sa[r - 1], sb_in = sb[r - 1];
+  if (inner == 0 || row_begin >= row_end) return;
+  // The outer index of row_begin (row-major over the dims before the last).
   std::vector<int64_t> idx(r, 0);
   int64_t ia = 0, ib = 0;
-  int64_t inner = out[r - 1], sa_in = sa[r - 1], sb_in = sb[r - 1];
-  for (int64_t o = 0; o < n; o += inner) {
+  int64_t rest = row_begin;
+  for (size_t d = r - 1; d-- > 0;) {
+    idx[d] = rest % out[d];
+    rest /= out[d];
+    ia += idx[d] * sa[d];
+    ib += idx[d] * sb[d];
+  }
+  const int64_t n = row_end * inner;
+  for (int64_t o = row_begin * inner; o < n; o += inner) {
     for (int64_t k = 0; k < inner; ++k) f(o + k, ia + k * sa_in, ib + k * sb_in);
     // advance the outer index
     for (size_t d = r - 1; d-- > 0;) {
@@ -451,6 +464,21 @@ void for_broadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& 
       idx[d] = 0;
     }
   }
+}
+
+// The number of rows for_broadcast_rows walks (1 for a 0-d output, 0 when empty).
+int64_t broadcast_rows(const std::vector<int64_t>& out) {
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  if (n == 0 || out.empty()) return n;
+  return n / out.back();
+}
+
+// Every output element, serially.
+template <class F>
+void for_broadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& sa,
+                   const std::vector<int64_t>& sb, F f) {
+  for_broadcast_rows(out, sa, sb, 0, broadcast_rows(out), f);
 }
 
 enum class Bin {
@@ -522,6 +550,46 @@ T apply_bin(Bin op, T a, T b) {
   return a;
 }
 
+// A float result of float operands: ranges of elements (same shapes) or of rows (broadcast) on
+// the runtime's threads; each element is computed as the serial loop would.
+void binary_float(const Tensor& a, const Tensor& b, Bin op, const std::vector<int64_t>& shape,
+                  Tensor& y) {
+  Tensor fa = as_float(a), fb = as_float(b);
+  const float* pa = fa.data<float>();
+  const float* pb = fb.data<float>();
+  auto* q = y.data<float>();
+  const bool eigen_op = op == Bin::Add || op == Bin::Sub || op == Bin::Mul || op == Bin::Div;
+  if (a.shape() == b.shape() && eigen_op) {
+    parallel_for(y.numel(), kGrainCheap, [&](int64_t s, int64_t e) {
+      Eigen::Map<const Eigen::ArrayXf> ea(pa + s, e - s), eb(pb + s, e - s);
+      Eigen::Map<Eigen::ArrayXf> ey(q + s, e - s);
+      switch (op) {
+        case Bin::Add:
+          ey = ea + eb;
+          break;
+        case Bin::Sub:
+          ey = ea - eb;
+          break;
+        case Bin::Mul:
+          ey = ea * eb;
+          break;
+        default:
+          ey = ea / eb;
+          break;
+      }
+    });
+    return;
+  }
+  const std::vector<int64_t> sa = bstrides(a.shape(), shape), sb = bstrides(b.shape(), shape);
+  const int64_t row_len = shape.empty() ? 1 : std::max<int64_t>(shape.back(), 1);
+  parallel_for(broadcast_rows(shape), std::max<int64_t>(1, kGrainCheap / row_len),
+               [&](int64_t r0, int64_t r1) {
+                 for_broadcast_rows(shape, sa, sb, r0, r1, [&](int64_t o, int64_t i, int64_t j) {
+                   q[o] = apply_bin(op, pa[i], pb[j]);
+                 });
+               });
+}
+
 void binary(KernelCall& c, Bin op) {
   std::vector<Tensor> ops = operands(c, 2);
   const Tensor& a = ops[0];
@@ -534,34 +602,10 @@ void binary(KernelCall& c, Bin op) {
     as_floats = true;  // true division of ints gives floats (RealDiv / ops.div)
     if (!is_floating(dt)) dt = DType::Float32;
   }
-  Tensor& y = emit(c, Tensor(shape, dt));
+  // Every path below writes every element.
+  Tensor& y = emit(c, Tensor::uninitialized(shape, dt));
   if (as_floats && !is_compare(op) && y.is_float()) {
-    Tensor fa = as_float(a), fb = as_float(b);
-    const float* pa = fa.data<float>();
-    const float* pb = fb.data<float>();
-    auto* q = y.data<float>();
-    if (a.shape() == b.shape()) {
-      Eigen::Map<const Eigen::ArrayXf> ea(pa, fa.numel()), eb(pb, fb.numel());
-      Eigen::Map<Eigen::ArrayXf> ey(q, y.numel());
-      switch (op) {
-        case Bin::Add:
-          ey = ea + eb;
-          return;
-        case Bin::Sub:
-          ey = ea - eb;
-          return;
-        case Bin::Mul:
-          ey = ea * eb;
-          return;
-        case Bin::Div:
-          ey = ea / eb;
-          return;
-        default:
-          break;
-      }
-    }
-    for_broadcast(shape, bstrides(a.shape(), shape), bstrides(b.shape(), shape),
-                  [&](int64_t o, int64_t i, int64_t j) { q[o] = apply_bin(op, pa[i], pb[j]); });
+    binary_float(a, b, op, shape, y);
     return;
   }
   if (as_floats) {  // comparisons of floats
@@ -951,40 +995,44 @@ void pool2d(KernelCall& c, bool is_max) {
   // 'same' averages over the valid elements; 'pad' follows count_include_pad (default True).
   bool include_pad = mode == "pad" && attr_bool(c.node, "count_include_pad").value_or(true);
   int64_t oh = w.out[0], ow = w.out[1];
-  Tensor& y = emit(c, Tensor({n, ch, oh, ow}, DType::Float32));
+  Tensor& y = emit(c, Tensor::uninitialized({n, ch, oh, ow}, DType::Float32));
   const float* px = x.data<float>();
   auto* py = y.data<float>();
-  for (int64_t b = 0; b < n * ch; ++b) {
-    const float* xc = px + b * h * wd;
-    float* yc = py + b * oh * ow;
-    for (int64_t r = 0; r < oh; ++r) {
-      for (int64_t q = 0; q < ow; ++q) {
-        int64_t h0 = r * w.stride[0] - w.pad_before[0];
-        int64_t w0 = q * w.stride[1] - w.pad_before[1];
-        int64_t h1 = std::min(h0 + k[0], h + w.pad_after[0]);
-        int64_t w1 = std::min(w0 + k[1], wd + w.pad_after[1]);
-        int64_t pool_size = (h1 - h0) * (w1 - w0);
-        int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
-        int64_t he = std::min(h1, h), we = std::min(w1, wd);
-        float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-        for (int64_t i = hs; i < he; ++i) {
-          for (int64_t j = ws; j < we; ++j) {
-            float v = xc[i * wd + j];
-            if (is_max) {
-              acc = (v > acc || std::isnan(v)) ? v : acc;
-            } else {
-              acc += v;
+  // Planes (sample, channel) on the runtime's threads.
+  const int64_t plane_work = std::max<int64_t>(1, oh * ow * k[0] * k[1]);
+  parallel_for(n * ch, std::max<int64_t>(1, kGrainCheap / plane_work), [&](int64_t p0, int64_t p1) {
+    for (int64_t b = p0; b < p1; ++b) {
+      const float* xc = px + b * h * wd;
+      float* yc = py + b * oh * ow;
+      for (int64_t r = 0; r < oh; ++r) {
+        for (int64_t q = 0; q < ow; ++q) {
+          int64_t h0 = r * w.stride[0] - w.pad_before[0];
+          int64_t w0 = q * w.stride[1] - w.pad_before[1];
+          int64_t h1 = std::min(h0 + k[0], h + w.pad_after[0]);
+          int64_t w1 = std::min(w0 + k[1], wd + w.pad_after[1]);
+          int64_t pool_size = (h1 - h0) * (w1 - w0);
+          int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
+          int64_t he = std::min(h1, h), we = std::min(w1, wd);
+          float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (int64_t i = hs; i < he; ++i) {
+            for (int64_t j = ws; j < we; ++j) {
+              float v = xc[i * wd + j];
+              if (is_max) {
+                acc = (v > acc || std::isnan(v)) ? v : acc;
+              } else {
+                acc += v;
+              }
             }
           }
+          if (!is_max) {
+            int64_t cnt = include_pad ? pool_size : (he - hs) * (we - ws);
+            acc = cnt > 0 ? acc / static_cast<float>(cnt) : 0.0f;
+          }
+          yc[r * ow + q] = acc;
         }
-        if (!is_max) {
-          int64_t cnt = include_pad ? pool_size : (he - hs) * (we - ws);
-          acc = cnt > 0 ? acc / static_cast<float>(cnt) : 0.0f;
-        }
-        yc[r * ow + q] = acc;
       }
     }
-  }
+  });
 }
 void k_maxpool(KernelCall& c) { pool2d(c, true); }
 void k_avgpool(KernelCall& c) { pool2d(c, false); }
@@ -1077,21 +1125,27 @@ void batch_moments(const Tensor& x, std::vector<double>* mean, std::vector<doubl
   mean->assign(ch, 0);
   var->assign(ch, 0);
   const auto* px = x.data<float>();
-  for (int64_t b = 0; b < outer; ++b) {
-    for (int64_t i = 0; i < ch; ++i) {
-      for (int64_t k = 0; k < inner; ++k) (*mean)[i] += px[(b * ch + i) * inner + k];
-    }
-  }
-  for (double& m : *mean) m /= count;
-  for (int64_t b = 0; b < outer; ++b) {
-    for (int64_t i = 0; i < ch; ++i) {
-      for (int64_t k = 0; k < inner; ++k) {
-        const double d = px[(b * ch + i) * inner + k] - (*mean)[i];
-        (*var)[i] += d * d;
-      }
-    }
-  }
-  for (double& v : *var) v /= count;
+  // Channels on the runtime's threads; each channel sums in the same order (sample, position)
+  // whatever the split.
+  parallel_for(ch, std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, outer * inner)),
+               [&](int64_t c0, int64_t c1) {
+                 for (int64_t i = c0; i < c1; ++i) {
+                   double m = 0;
+                   for (int64_t b = 0; b < outer; ++b) {
+                     for (int64_t k = 0; k < inner; ++k) m += px[(b * ch + i) * inner + k];
+                   }
+                   m /= count;
+                   double v = 0;
+                   for (int64_t b = 0; b < outer; ++b) {
+                     for (int64_t k = 0; k < inner; ++k) {
+                       const double d = px[(b * ch + i) * inner + k] - m;
+                       v += d * d;
+                     }
+                   }
+                   (*mean)[i] = m;
+                   (*var)[i] = v / count;
+                 }
+               });
 }
 
 void k_batchnorm(KernelCall& c) {
@@ -1122,7 +1176,7 @@ void k_batchnorm(KernelCall& c) {
   const bool batch_stats = batchnorm_uses_batch_stats(c);
   std::vector<double> bmean, bvar;
   if (batch_stats) batch_moments(x, &bmean, &bvar);
-  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   std::vector<float> scale(ch), shift(ch);
   for (int64_t i = 0; i < ch; ++i) {
     const double m = batch_stats ? bmean[i] : mean->at(i);
@@ -1133,14 +1187,16 @@ void k_batchnorm(KernelCall& c) {
   }
   const float* px = x.data<float>();
   auto* py = y.data<float>();
-  for (int64_t b = 0; b < outer; ++b) {
-    for (int64_t i = 0; i < ch; ++i) {
-      const float* xi = px + (b * ch + i) * inner;
-      float* yi = py + (b * ch + i) * inner;
-      Eigen::Map<Eigen::ArrayXf>(yi, inner) =
-          Eigen::Map<const Eigen::ArrayXf>(xi, inner) * scale[i] + shift[i];
-    }
-  }
+  // Planes (sample, channel) on the runtime's threads.
+  parallel_for(outer * ch, std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, inner)),
+               [&](int64_t p0, int64_t p1) {
+                 for (int64_t p = p0; p < p1; ++p) {
+                   const int64_t i = p % ch;
+                   Eigen::Map<Eigen::ArrayXf>(py + p * inner, inner) =
+                       Eigen::Map<const Eigen::ArrayXf>(px + p * inner, inner) * scale[i] +
+                       shift[i];
+                 }
+               });
   for (size_t i = 1; i < c.node.outputs.size(); ++i) {  // primitive: batch mean/var outputs
     emit(c, i % 2 ? mean->clone() : var->clone());
   }
@@ -1163,17 +1219,21 @@ void k_layernorm(KernelCall& c) {
     fail("LayerNorm: gamma " + gamma->type_str() + " does not match normalized size " +
          std::to_string(inner) + " (begin_params_axis other than begin_norm_axis is unsupported)");
   }
-  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
-  for (int64_t o = 0; o < outer; ++o) {
-    Eigen::Map<const Eigen::ArrayXf> xr(x.data<float>() + o * inner, inner);
-    Eigen::Map<Eigen::ArrayXf> yr(y.data<float>() + o * inner, inner);
-    float mu = xr.mean();
-    float var = (xr - mu).square().mean();
-    float rs = 1.0f / std::sqrt(var + static_cast<float>(eps));
-    yr = (xr - mu) * rs;
-    if (gamma) yr *= Eigen::Map<const Eigen::ArrayXf>(gamma->data<float>(), inner);
-    if (beta) yr += Eigen::Map<const Eigen::ArrayXf>(beta->data<float>(), inner);
-  }
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
+  // Rows on the runtime's threads (each row's mean and variance as the serial loop sums them).
+  parallel_for(outer, std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, inner)),
+               [&](int64_t o0, int64_t o1) {
+                 for (int64_t o = o0; o < o1; ++o) {
+                   Eigen::Map<const Eigen::ArrayXf> xr(x.data<float>() + o * inner, inner);
+                   Eigen::Map<Eigen::ArrayXf> yr(y.data<float>() + o * inner, inner);
+                   float mu = xr.mean();
+                   float var = (xr - mu).square().mean();
+                   float rs = 1.0f / std::sqrt(var + static_cast<float>(eps));
+                   yr = (xr - mu) * rs;
+                   if (gamma) yr *= Eigen::Map<const Eigen::ArrayXf>(gamma->data<float>(), inner);
+                   if (beta) yr += Eigen::Map<const Eigen::ArrayXf>(beta->data<float>(), inner);
+                 }
+               });
   // ops.LayerNorm returns (y, mean, rstd); fill the extra outputs as zeros of the declared type.
   for (size_t i = 1; i < c.node.outputs.size(); ++i) {
     auto s = out_shape(c, i);
@@ -1234,26 +1294,33 @@ void softmax(KernelCall& c, bool log, bool negate = false) {
   int64_t inner = 1;
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
-  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   const float* px = x.data<float>();
   auto* py = y.data<float>();
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* xs = px + o * len * inner + i;
-      float* ys = py + o * len * inner + i;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t k = 0; k < len; ++k) mx = std::max(mx, xs[k * inner]);
-      double sum = 0;
-      for (int64_t k = 0; k < len; ++k) sum += std::exp(static_cast<double>(xs[k * inner] - mx));
-      if (log) {
-        auto ls = static_cast<float>(std::log(sum));
-        for (int64_t k = 0; k < len; ++k) ys[k * inner] = xs[k * inner] - mx - ls;
-      } else {
-        auto inv = static_cast<float>(1.0 / sum);
-        for (int64_t k = 0; k < len; ++k) ys[k * inner] = std::exp(xs[k * inner] - mx) * inv;
-      }
-    }
-  }
+  // Lines along the axis (outer, inner) on the runtime's threads.
+  parallel_for(outer * inner, std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, len)),
+               [&](int64_t l0, int64_t l1) {
+                 for (int64_t line = l0; line < l1; ++line) {
+                   const int64_t o = line / inner, i = line % inner;
+                   {
+                     const float* xs = px + o * len * inner + i;
+                     float* ys = py + o * len * inner + i;
+                     float mx = -std::numeric_limits<float>::infinity();
+                     for (int64_t k = 0; k < len; ++k) mx = std::max(mx, xs[k * inner]);
+                     double sum = 0;
+                     for (int64_t k = 0; k < len; ++k)
+                       sum += std::exp(static_cast<double>(xs[k * inner] - mx));
+                     if (log) {
+                       auto ls = static_cast<float>(std::log(sum));
+                       for (int64_t k = 0; k < len; ++k) ys[k * inner] = xs[k * inner] - mx - ls;
+                     } else {
+                       auto inv = static_cast<float>(1.0 / sum);
+                       for (int64_t k = 0; k < len; ++k)
+                         ys[k * inner] = std::exp(xs[k * inner] - mx) * inv;
+                     }
+                   }
+                 }
+               });
 }
 void k_softmax(KernelCall& c) { softmax(c, false); }
 void k_log_softmax(KernelCall& c) { softmax(c, true); }

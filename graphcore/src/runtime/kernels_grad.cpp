@@ -13,6 +13,7 @@
 #include "graphcore/checked.h"
 #include "runtime/dnnl_ops.h"
 #include "runtime/kernels.h"
+#include "runtime/parallel.h"
 
 namespace graphcore::runtime::kernels {
 
@@ -159,11 +160,79 @@ void k_unary_grad(KernelCall& c) {
   if (x.numel() != dy.numel())
     fail("gradient " + dy.type_str() + " does not match the input " + x.type_str());
   const Unary d = unary_of(forward_op(c), c.node);
-  Tensor& dx = emit(c, zeros_float(x.shape()));
+  Tensor& dx = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   const auto* px = x.data<float>();
   const auto* pg = dy.data<float>();
   auto* q = dx.data<float>();
-  for (int64_t i = 0; i < x.numel(); ++i) q[i] = static_cast<float>(pg[i] * d(px[i]));
+  if (x.numel() > 0) (void)d(px[0]);  // an operator without a derivative fails here, serially
+  parallel_for(x.numel(), kGrainMath, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) q[i] = static_cast<float>(pg[i] * d(px[i]));
+  });
+}
+
+// The partial derivatives of a binary operator at (x, y) times the output gradient g.
+enum class BinGrad { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Mod };
+
+BinGrad bin_grad_of(std::string_view op) {
+  if (op == "Add") return BinGrad::Add;
+  if (op == "Sub") return BinGrad::Sub;
+  if (op == "Mul") return BinGrad::Mul;
+  if (op == "Div" || op == "RealDiv") return BinGrad::Div;
+  if (op == "Pow") return BinGrad::Pow;
+  if (op == "Maximum") return BinGrad::Maximum;
+  if (op == "Minimum") return BinGrad::Minimum;
+  if (op == "FloorMod" || op == "Mod") return BinGrad::Mod;
+  fail("no gradient for operator " + std::string(op));
+}
+
+void bin_partials(BinGrad op, double g, double x, double y, double& da, double& db) {
+  da = 0;
+  db = 0;
+  switch (op) {
+    case BinGrad::Add:
+      da = g;
+      db = g;
+      return;
+    case BinGrad::Sub:
+      da = g;
+      db = -g;
+      return;
+    case BinGrad::Mul:
+      da = g * y;
+      db = g * x;
+      return;
+    case BinGrad::Div:
+      da = g / y;
+      db = -g * x / (y * y);
+      return;
+    case BinGrad::Pow:
+      da = y == 0 ? 0 : g * y * std::pow(x, y - 1);
+      // d/dy x^y = x^y log x: 0 at x = 0 (the limit for y > 0), NaN below.
+      db = x == 0 ? 0 : g * std::pow(x, y) * std::log(x);
+      return;
+    case BinGrad::Maximum:
+    case BinGrad::Minimum: {
+      // A tie splits the gradient evenly, as MindSpore 2.10 does.
+      const bool first = op == BinGrad::Maximum ? x > y : x < y;
+      if (x == y) {
+        da = db = g / 2;
+      } else if (first) {
+        da = g;
+      } else {
+        db = g;
+      }
+      return;
+    }
+    case BinGrad::Mod: {
+      // x - q y with q piecewise constant: -floor(x / y) dy for y. ops.Mod's forward truncates,
+      // yet MindSpore 2.10's gradient of it uses floor too (measured: Mod(-2.7, 1.5) gives
+      // dy = 2): the same is computed here.
+      const double q = std::floor(x / y);
+      da = g;
+      db = -g * q;
+      return;
+    }
+  }
 }
 
 // Broadcasting binary operators: the partial derivative per output element, summed back over
@@ -181,66 +250,52 @@ void k_binary_grad(KernelCall& c) {
   for (int64_t d : shape) total *= d;
   if (dy.numel() != total)
     fail("gradient " + dy.type_str() + " does not match the output " + shape_str(shape));
-  const std::string_view op = forward_op(c);
-  std::vector<double> ga(static_cast<size_t>(a.numel()), 0.0);
-  std::vector<double> gb(static_cast<size_t>(b.numel()), 0.0);
+  const BinGrad op = bin_grad_of(forward_op(c));
   const auto* pa = a.data<float>();
   const auto* pb = b.data<float>();
   const auto* pg = dy.data<float>();
-  for_each_index(shape, bstrides(a.shape(), shape), bstrides(b.shape(), shape),
-                 [&](int64_t o, int64_t i, int64_t j) {
-                   const double g = pg[o], x = pa[i], y = pb[j];
-                   double da = 0, db = 0;
-                   if (op == "Add") {
-                     da = g;
-                     db = g;
-                   } else if (op == "Sub") {
-                     da = g;
-                     db = -g;
-                   } else if (op == "Mul") {
-                     da = g * y;
-                     db = g * x;
-                   } else if (op == "Div" || op == "RealDiv") {
-                     da = g / y;
-                     db = -g * x / (y * y);
-                   } else if (op == "Pow") {
-                     da = y == 0 ? 0 : g * y * std::pow(x, y - 1);
-                     // d/dy x^y = x^y log x: 0 at x = 0 (the limit for y > 0), NaN below.
-                     db = x == 0 ? 0 : g * std::pow(x, y) * std::log(x);
-                   } else if (op == "Maximum" || op == "Minimum") {
-                     // A tie splits the gradient evenly, as MindSpore 2.10 does.
-                     const bool first = op == "Maximum" ? x > y : x < y;
-                     if (x == y) {
-                       da = db = g / 2;
-                     } else if (first) {
-                       da = g;
-                     } else {
-                       db = g;
-                     }
-                   } else if (op == "FloorMod" || op == "Mod") {
-                     // x - q y with q piecewise constant: -floor(x / y) dy for y. ops.Mod's
-                     // forward truncates, yet MindSpore 2.10's gradient of it uses floor too
-                     // (measured: Mod(-2.7, 1.5) gives dy = 2): the same is computed here.
-                     const double q = std::floor(x / y);
-                     da = g;
-                     db = -g * q;
-                   } else {
-                     fail("no gradient for operator " + std::string(op));
-                   }
-                   ga[static_cast<size_t>(i)] += da;
-                   gb[static_cast<size_t>(j)] += db;
-                 });
+  std::vector<double> ga, gb;
+  Tensor fa, fb;  // same shapes: nothing is summed, the float results are written directly
+  const bool same = a.shape() == b.shape();
+  if (same) {
+    fa = Tensor::uninitialized(a.shape(), DType::Float32);
+    fb = Tensor::uninitialized(b.shape(), DType::Float32);
+    auto* qa = fa.data<float>();
+    auto* qb = fb.data<float>();
+    parallel_for(total, kGrainCheap, [&](int64_t s, int64_t e) {
+      for (int64_t o = s; o < e; ++o) {
+        double da = 0, db = 0;
+        bin_partials(op, pg[o], pa[o], pb[o], da, db);
+        qa[o] = static_cast<float>(0.0 + da);  // as the sums below: -0 becomes +0
+        qb[o] = static_cast<float>(0.0 + db);
+      }
+    });
+  } else {
+    ga.assign(static_cast<size_t>(a.numel()), 0.0);
+    gb.assign(static_cast<size_t>(b.numel()), 0.0);
+    for_each_index(shape, bstrides(a.shape(), shape), bstrides(b.shape(), shape),
+                   [&](int64_t o, int64_t i, int64_t j) {
+                     double da = 0, db = 0;
+                     bin_partials(op, pg[o], pa[i], pb[j], da, db);
+                     ga[static_cast<size_t>(i)] += da;
+                     gb[static_cast<size_t>(j)] += db;
+                   });
+  }
   // One output per tensor operand, in input order (the scalar operand's position skipped).
   const AttrValue* scalar = c.node.find_attr("scalar");
   const int64_t scalar_at = scalar ? attr_int(c.node, "scalar_index").value_or(-1) : -1;
   size_t k = 0;
   for (int64_t pos = 0; pos < 2 && k < fin.size(); ++pos) {
     if (pos == scalar_at) continue;
+    ++k;
+    if (same) {
+      emit(c, pos == 0 ? fa : fb);
+      continue;
+    }
     const std::vector<double>& g = pos == 0 ? ga : gb;
     Tensor& t = emit(c, zeros_float(ops[static_cast<size_t>(pos)].shape()));
     auto* q = t.data<float>();
     for (size_t e = 0; e < g.size(); ++e) q[e] = static_cast<float>(g[e]);
-    ++k;
   }
 }
 
@@ -664,33 +719,52 @@ void k_layernorm_grad(KernelCall& c) {
   const int64_t outer = inner ? x.numel() / inner : 0;
   if (gamma->numel() != inner || beta->numel() != inner || dy.numel() != x.numel())
     fail("LayerNorm gradient: gamma " + gamma->type_str() + " does not match");
-  Tensor& dx = emit(c, zeros_float(x.shape()));
+  Tensor& dx = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   std::vector<double> dg(static_cast<size_t>(inner), 0.0), dbv(static_cast<size_t>(inner), 0.0);
   const auto* pgam = gamma->data<float>();
-  std::vector<double> xhat(static_cast<size_t>(inner)), g(static_cast<size_t>(inner));
-  for (int64_t o = 0; o < outer; ++o) {
-    const auto* xr = x.data<float>() + o * inner;
-    const auto* gr = dy.data<float>() + o * inner;
-    double mu = 0, var = 0;
-    for (int64_t i = 0; i < inner; ++i) mu += xr[i];
-    mu /= static_cast<double>(inner);
-    for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mu) * (xr[i] - mu);
-    var /= static_cast<double>(inner);
-    const double rs = 1.0 / std::sqrt(var + eps);
-    double mg = 0, mgx = 0;
-    for (int64_t i = 0; i < inner; ++i) {
-      xhat[i] = (xr[i] - mu) * rs;
-      g[i] = gr[i] * pgam[i];
-      mg += g[i];
-      mgx += g[i] * xhat[i];
-      dg[i] += gr[i] * xhat[i];
-      dbv[i] += gr[i];
+  // Two passes on the runtime's threads, each result summed in the serial order: rows (dx and
+  // each row's mean and rstd), then columns (dgamma, dbeta summed over the rows in row order).
+  std::vector<double> row_mu(static_cast<size_t>(outer)), row_rs(static_cast<size_t>(outer));
+  const int64_t row_grain = std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, inner));
+  parallel_for(outer, row_grain, [&](int64_t o0, int64_t o1) {
+    std::vector<double> xhat(static_cast<size_t>(inner)), g(static_cast<size_t>(inner));
+    for (int64_t o = o0; o < o1; ++o) {
+      const auto* xr = x.data<float>() + o * inner;
+      const auto* gr = dy.data<float>() + o * inner;
+      double mu = 0, var = 0;
+      for (int64_t i = 0; i < inner; ++i) mu += xr[i];
+      mu /= static_cast<double>(inner);
+      for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+      var /= static_cast<double>(inner);
+      const double rs = 1.0 / std::sqrt(var + eps);
+      row_mu[static_cast<size_t>(o)] = mu;
+      row_rs[static_cast<size_t>(o)] = rs;
+      double mg = 0, mgx = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        xhat[i] = (xr[i] - mu) * rs;
+        g[i] = gr[i] * pgam[i];
+        mg += g[i];
+        mgx += g[i] * xhat[i];
+      }
+      mg /= static_cast<double>(inner);
+      mgx /= static_cast<double>(inner);
+      auto* q = dx.data<float>() + o * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        q[i] = static_cast<float>(rs * (g[i] - mg - xhat[i] * mgx));
     }
-    mg /= static_cast<double>(inner);
-    mgx /= static_cast<double>(inner);
-    auto* q = dx.data<float>() + o * inner;
-    for (int64_t i = 0; i < inner; ++i) q[i] = static_cast<float>(rs * (g[i] - mg - xhat[i] * mgx));
-  }
+  });
+  const int64_t col_grain = std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, outer));
+  parallel_for(inner, col_grain, [&](int64_t i0, int64_t i1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const auto* xr = x.data<float>() + o * inner;
+      const auto* gr = dy.data<float>() + o * inner;
+      const double mu = row_mu[static_cast<size_t>(o)], rs = row_rs[static_cast<size_t>(o)];
+      for (int64_t i = i0; i < i1; ++i) {
+        dg[i] += gr[i] * ((xr[i] - mu) * rs);
+        dbv[i] += gr[i];
+      }
+    }
+  });
   Tensor tg = zeros_float(gamma->shape());
   Tensor tb = zeros_float(beta->shape());
   for (int64_t i = 0; i < inner; ++i) {
@@ -714,24 +788,28 @@ void k_softmax_grad(KernelCall& c) {
   int64_t inner = 1;
   for (size_t i = static_cast<size_t>(axis) + 1; i < y.rank(); ++i) inner *= y.shape()[i];
   const int64_t outer = len * inner != 0 ? y.numel() / (len * inner) : 0;
-  Tensor& dx = emit(c, zeros_float(y.shape()));
+  Tensor& dx = emit(c, Tensor::uninitialized(y.shape(), DType::Float32));
   const auto* py = y.data<float>();
   const auto* pg = dy.data<float>();
   auto* q = dx.data<float>();
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t base = o * len * inner + i;
-      double s = 0;
-      for (int64_t k = 0; k < len; ++k) {
-        const int64_t e = base + k * inner;
-        s += log ? pg[e] : pg[e] * py[e];
-      }
-      for (int64_t k = 0; k < len; ++k) {
-        const int64_t e = base + k * inner;
-        q[e] = static_cast<float>(log ? pg[e] - std::exp(py[e]) * s : py[e] * (pg[e] - s));
-      }
-    }
-  }
+  // Lines along the axis on the runtime's threads.
+  parallel_for(
+      outer * inner, std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, len)),
+      [&](int64_t l0, int64_t l1) {
+        for (int64_t line = l0; line < l1; ++line) {
+          const int64_t o = line / inner, i = line % inner;
+          const int64_t base = o * len * inner + i;
+          double s = 0;
+          for (int64_t k = 0; k < len; ++k) {
+            const int64_t e = base + k * inner;
+            s += log ? pg[e] : pg[e] * py[e];
+          }
+          for (int64_t k = 0; k < len; ++k) {
+            const int64_t e = base + k * inner;
+            q[e] = static_cast<float>(log ? pg[e] - std::exp(py[e]) * s : py[e] * (pg[e] - s));
+          }
+        }
+      });
 }
 
 // Concat's gradient: dy cut back into the inputs' extents along the axis.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -17,10 +18,21 @@
 #include <sstream>
 
 #include "graphcore/checked.h"
+#include "runtime/parallel.h"
 
 namespace graphcore::runtime {
 
 namespace {
+
+// f(i) for every i < n: the update of one element, independent of every other, so ranges of
+// elements run on the runtime's threads (the Executor's count, set on this thread) and give the
+// same bits at any split.
+template <class F>
+void for_elements(size_t n, F&& f) {
+  parallel_for(static_cast<int64_t>(n), kGrainCheap, [&](int64_t b, int64_t e) {
+    for (auto i = static_cast<size_t>(b); i < static_cast<size_t>(e); ++i) f(i);
+  });
+}
 
 [[noreturn]] void bad(const std::string& where, const std::string& what) {
   throw RuntimeError("For '" + where + "', " + what);
@@ -794,7 +806,13 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
     auto* w = params[s.index]->data<float>();
     const Tensor& gt = grads[s.index];
     const auto n = static_cast<size_t>(s.numel);
-    g.assign(gt.data<float>(), gt.data<float>() + n);
+    // The gradient is read in place unless this step changes it first (decay, centralization,
+    // loss scale) or it shares memory with the parameter the update writes.
+    const auto* gsrc = gt.data<float>();
+    const std::less<> before;  // a total order of pointers into different tensors
+    const bool overlaps = before(gsrc, w + n) && before(w, gsrc + n);
+    const bool changes = !adamw && ((exec_decay && s.decay) || s.centralize || need_scale);
+    if (changes || overlaps) g.assign(gsrc, gsrc + n);
     const float lr_t = lr[s.group];
     if (!adamw) {
       // Optimizer.decay_weight: AddN(weight * weight_decay, gradient).
@@ -806,14 +824,15 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
       if (need_scale)
         for (size_t i = 0; i < n; ++i) g[i] = g[i] * reciprocal_scale;
     }
+    const float* gv = (changes || overlaps) ? g.data() : gsrc;
     switch (cfg_.kind) {
       case OptimizerKind::Momentum: {
         // ApplyMomentum CPU kernel: accum = accum * momentum + grad; var -= accum * lr.
         float* a = s.m.data();
-        for (size_t i = 0; i < n; ++i) {
-          a[i] = a[i] * momentum + g[i];
+        for_elements(n, [&](size_t i) {
+          a[i] = a[i] * momentum + gv[i];
           w[i] -= a[i] * lr_t;
-        }
+        });
         break;
       }
       case OptimizerKind::SGD: {
@@ -821,8 +840,8 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
         float* a = s.m.data();
         float* st = s.v.data();
         const float damp = one - static_cast<float>(cfg_.dampening);
-        for (size_t i = 0; i < n; ++i) {
-          float gn = g[i];
+        for_elements(n, [&](size_t i) {
+          float gn = gv[i];
           if (momentum > 0.0f) {
             if (st[i] > 0.0f) {
               a[i] = gn;
@@ -837,7 +856,7 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
             }
           }
           w[i] -= lr_t * gn;
-        }
+        });
         break;
       }
       case OptimizerKind::Adam: {
@@ -851,26 +870,26 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
               lr_t * static_cast<float>(std::sqrt(static_cast<double>(one - beta2_power_))) /
               (one - beta1_power_);
           float* vh = s.vhat.data();
-          for (size_t i = 0; i < n; ++i) {
-            m[i] += (g[i] - m[i]) * (one - b1);
-            v[i] += (g[i] * g[i] - v[i]) * (one - b2);
+          for_elements(n, [&](size_t i) {
+            m[i] += (gv[i] - m[i]) * (one - b1);
+            v[i] += (gv[i] * gv[i] - v[i]) * (one - b2);
             vh[i] = std::max(vh[i], v[i]);
             const auto sq = static_cast<float>(std::sqrt(static_cast<double>(vh[i])));
             w[i] -= new_lr * m[i] / (sq + eps);
-          }
+          });
         } else {
           // Adam CPU kernel (nnacl AdamFp32).
           const float new_lr = lr_t * std::sqrt(one - beta2_power_) / (one - beta1_power_);
-          for (size_t i = 0; i < n; ++i) {
-            m[i] += (g[i] - m[i]) * (one - b1);
-            v[i] += (g[i] * g[i] - v[i]) * (one - b2);
+          for_elements(n, [&](size_t i) {
+            m[i] += (gv[i] - m[i]) * (one - b1);
+            v[i] += (gv[i] * gv[i] - v[i]) * (one - b2);
             const float den = std::sqrt(v[i]) + eps;
             if (cfg_.nesterov) {
-              w[i] -= new_lr * (m[i] * b1 + (one - b1) * g[i]) / den;
+              w[i] -= new_lr * (m[i] * b1 + (one - b1) * gv[i]) / den;
             } else {
               w[i] -= new_lr * m[i] / den;
             }
-          }
+          });
         }
         break;
       }
@@ -882,11 +901,11 @@ void Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor> gr
         const float decay = (exec_decay && s.decay) ? s.weight_decay : 0.0f;
         float* m = s.m.data();
         float* v = s.v.data();
-        for (size_t i = 0; i < n; ++i) {
-          m[i] += (g[i] - m[i]) * b1m;
-          v[i] += (g[i] * g[i] - v[i]) * b2m;
+        for_elements(n, [&](size_t i) {
+          m[i] += (gv[i] - m[i]) * b1m;
+          v[i] += (gv[i] * gv[i] - v[i]) * b2m;
           w[i] -= lr_t * (m[i] / (std::sqrt(v[i]) + eps) + decay * w[i]);
-        }
+        });
         break;
       }
     }
