@@ -36,6 +36,10 @@ struct Window {
 Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vector<int64_t> kernel,
                    bool ceil_mode);
 Window window_1d(const Node& n, int64_t length, int64_t kernel);
+// A reduction's axes (normalised, from `axis` or from the output shape) and whether it keeps the
+// reduced dims: what the reduce kernels compute over, and what the ONNX exporter writes.
+std::vector<int64_t> reduce_axes(const KernelCall& c, const std::vector<int64_t>& in_shape,
+                                 bool* keep);
 // The oneDNN geometry of a convolution of an NCHW input (dims `nchw`) with the window the
 // forward kernel resolved: what Conv2D's forward and backward kernels both hand to dnnl_ops.
 dnnl_ops::ConvGeometry conv_geometry(const std::vector<int64_t>& nchw, int64_t out_channels,
