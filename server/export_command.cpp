@@ -63,6 +63,14 @@ int run_export_onnx(const ExportOptions& options) {
     return kExitErrors;
   }
   const graphcore::CellReport& report = result.cells.front();
+  // Refusals first: nothing is initialised or loaded for a model that cannot be exported.
+  graphcore::OnnxExportOptions eo;
+  eo.producer_version = std::string(protocol::tool_version());
+  if (auto problems = graphcore::check_onnx_export(report, eo); !problems.empty()) {
+    for (const auto& d : problems) print(d, options.file);
+    export_error("nothing written to " + options.output);
+    return kExitErrors;
+  }
   namespace rt = graphcore::runtime;
   try {
     rt::Executor ex(report, rt::ExecOptions{});
@@ -70,8 +78,6 @@ int run_export_onnx(const ExportOptions& options) {
       const rt::CheckpointLoad load = ex.load_checkpoint(options.checkpoint);
       std::cerr << load.summary() << "\n";
     }
-    graphcore::OnnxExportOptions eo;
-    eo.producer_version = std::string(protocol::tool_version());
     const graphcore::OnnxExportResult r =
         graphcore::export_onnx(report, ex.params(), options.output, eo);
     for (const auto& d : r.diagnostics) print(d, options.file);

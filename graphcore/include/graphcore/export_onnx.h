@@ -41,6 +41,11 @@ struct OnnxExportResult {
 OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::ParamState> params,
                             const OnnxExportOptions& options = {});
 
+// The refusals build_onnx would give, without weights: an operator with no ONNX mapping, a
+// dimension that is not a number, a dtype ONNX export does not write. Empty: exportable.
+std::vector<Diagnostic> check_onnx_export(const CellReport& report,
+                                          const OnnxExportOptions& options = {});
+
 // build_onnx, then writes `file` atomically (a temporary file in the same folder, fsync, rename):
 // an interrupted export leaves the old file or the whole new one. A refusal writes nothing; a
 // failed write throws std::runtime_error naming the file and the reason.

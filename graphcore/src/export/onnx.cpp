@@ -310,8 +310,11 @@ bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const r
 
 }  // namespace
 
-OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::ParamState> params,
-                            const OnnxExportOptions& options) {
+namespace {
+
+// build_onnx; with `params` null, only the checks (no weights are read or written).
+OnnxExportResult build(const CellReport& report, const std::span<const runtime::ParamState>* params,
+                       const OnnxExportOptions& options) {
   OnnxExportResult result;
   const Graph& g = report.graph;
   auto located = [&](const Node& n, const std::string& code, const std::string& msg) {
@@ -321,7 +324,7 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
     Diagnostic d;
     d.file = report.file;
     d.range = report.range;
-    d.code = "export-not-compiled";
+    d.code = "export-no-output";
     d.message = "cannot export " + report.name + ": its construct did not compile";
     result.diagnostics.push_back(d);
     return result;
@@ -345,7 +348,9 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
   }
 
   std::map<std::string_view, const runtime::ParamState*> values;
-  for (const runtime::ParamState& p : params) values[p.name] = &p;
+  if (params != nullptr) {
+    for (const runtime::ParamState& p : *params) values[p.name] = &p;
+  }
   std::map<std::string_view, const ParamInfo*> infos;
   for (const ParamInfo& p : report.params) infos[p.name] = &p;
 
@@ -361,15 +366,16 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
 
   std::set<std::string> initialized;
   auto add_param = [&](const Node& n, const std::string& name) {
-    if (initialized.count(name)) return;
+    if (params == nullptr || initialized.count(name)) return;
     auto it = values.find(name);
     if (it == values.end() || !it->second->value.defined()) {
-      located(n, "export-no-value", "cannot export: parameter '" + name + "' has no value");
+      located(n, "export-unsupported-value",
+              "cannot export: parameter '" + name + "' has no value");
       return;
     }
     if (!tensor_initializer(graph->add_initializer(), name, it->second->value)) {
       graph->mutable_initializer()->RemoveLast();
-      located(n, "export-dtype",
+      located(n, "export-unsupported-value",
               "cannot export parameter '" + name + "' of dtype " +
                   std::string(dtype_name(it->second->value.dtype())) + " to ONNX");
       return;
@@ -384,16 +390,14 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
   };
 
   size_t counter = 0;
-  size_t input_index = 0;
   std::set<std::string> refused_ops;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
+  // Inputs are graph inputs whether or not the outputs read them (their order is the Cell's
+  // signature). A dimension that is not a number is reported there, once, not at every node
+  // downstream of it.
+  for (const Node& n : g.nodes) {
     if (n.kind == NodeKind::Input) {
-      // Inputs are graph inputs whether or not the outputs read them (their order is the
-      // Cell's signature).
       const TensorType& t = n.outputs.empty() ? TensorType{} : n.outputs.front();
-      const std::string name = n.id;
-      ++input_index;
+      const std::string& name = n.id;
       if (!static_type(t)) {
         located(n, "export-dynamic-shape",
                 "cannot export input '" + name + "' of shape " + t.shape.str() +
@@ -401,14 +405,17 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
         continue;
       }
       if (onnx_dtype(t.dtype) == 0) {
-        located(n, "export-dtype",
+        located(n, "export-unsupported-value",
                 "cannot export input '" + name + "' of dtype " + std::string(dtype_name(t.dtype)));
         continue;
       }
       set_value_info(graph->add_input(), name, t);
-      continue;
     }
-    if (!live[i]) continue;
+  }
+  if (!result.ok()) return result;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.kind == NodeKind::Input || !live[i]) continue;
     if (n.kind == NodeKind::Parameter) {
       for (const std::string& p : n.params) add_param(n, p);
       continue;
@@ -416,7 +423,8 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
     if (n.kind == NodeKind::Constant) {
       const TensorType& t = n.outputs.front();
       if (!static_type(t) || onnx_dtype(t.dtype) == 0) {
-        located(n, "export-constant", "cannot export constant " + n.id + " of type " + t.str());
+        located(n, "export-unsupported-value",
+                "cannot export constant " + n.id + " of type " + t.str());
         continue;
       }
       int64_t count = 1;
@@ -431,12 +439,13 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
         } else if (const auto* bv = v ? std::get_if<bool>(v) : nullptr) {
           uniform = *bv ? 1 : 0;
         } else {
-          located(n, "export-constant",
+          located(n, "export-unsupported-value",
                   "cannot export constant " + n.id + ": its values are not known statically");
           continue;
         }
       } else if (static_cast<int64_t>(n.constant_values->size()) != count) {
-        located(n, "export-constant", "cannot export constant " + n.id + ": value count differs");
+        located(n, "export-unsupported-value",
+                "cannot export constant " + n.id + ": value count differs");
         continue;
       }
       onnx::TensorProto* c = graph->add_initializer();
@@ -488,12 +497,16 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
       }
       continue;
     }
+    bool dynamic = false;
     for (const TensorType& t : n.outputs) {
-      if (!static_type(t)) {
+      if (!dynamic && !static_type(t)) {
         located(n, "export-dynamic-shape",
-                "cannot export " + n.id + ": output " + t.str() + " is not static" + at_line(n));
+                "cannot export " + std::string(n.op) + " " + n.id + " to ONNX: its output " +
+                    t.str() + " has a dimension that is not a number" + at_line(n));
+        dynamic = true;
       }
     }
+    if (dynamic) continue;
     std::vector<std::string> in_names;
     std::vector<const TensorType*> in_types;
     for (const ValueRef& r : n.inputs) {
@@ -520,22 +533,41 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
   }
   for (const ValueRef& r : g.outputs) {
     const TensorType& t = g.nodes[r.node].outputs[r.output];
-    if (static_type(t)) set_value_info(graph->add_output(), value_name(r), t);
+    if (static_type(t)) {
+      set_value_info(graph->add_output(), value_name(r), t);
+    } else if (result.ok()) {
+      const Node& n = g.nodes[r.node];
+      located(n, "export-dynamic-shape",
+              "cannot export " + report.name + ": its output " + t.str() +
+                  " is not a static tensor" + at_line(n));
+    }
   }
-  if (!result.ok()) return result;
+  if (!result.ok() || params == nullptr) return result;
   result.nodes = static_cast<size_t>(graph->node_size());
   result.initializers = static_cast<size_t>(graph->initializer_size());
   if (!model.SerializeToString(&result.bytes)) {
     Diagnostic d;
     d.file = report.file;
     d.range = report.range;
-    d.code = "export-too-large";
+    d.code = "export-unsupported-value";
     d.message =
         "cannot export " + report.name + ": the ONNX model exceeds protobuf's 2 GiB message limit";
     result.diagnostics.push_back(d);
     result.bytes.clear();
   }
   return result;
+}
+
+}  // namespace
+
+OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::ParamState> params,
+                            const OnnxExportOptions& options) {
+  return build(report, &params, options);
+}
+
+std::vector<Diagnostic> check_onnx_export(const CellReport& report,
+                                          const OnnxExportOptions& options) {
+  return build(report, nullptr, options).diagnostics;
 }
 
 void write_file_atomically(const std::filesystem::path& file, std::string_view bytes) {
