@@ -213,6 +213,20 @@ std::string OnnxNodeBuilder::const_scalar(std::string_view what, double v, DType
   return t->name();
 }
 
+void OnnxNodeBuilder::fill_output(double v, size_t i) {
+  const std::vector<int64_t> dims = output_dims(i);
+  const DType dtype = node_.outputs[i].dtype;
+  if (onnx_dtype(dtype) == 0) refuse("an output of dtype " + std::string(dtype_name(dtype)));
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  onnx::TensorProto* t = graph_->add_initializer();
+  t->set_name(output(i));
+  t->set_data_type(onnx_dtype(dtype));
+  for (int64_t d : dims) t->add_dims(d);
+  std::string* raw = t->mutable_raw_data();
+  for (int64_t k = 0; k < count; ++k) append_element(raw, dtype, v);
+}
+
 std::vector<std::string> OnnxNodeBuilder::operands(size_t n) {
   std::vector<std::string> ops = inputs_;
   const AttrValue* s = node_.find_attr("scalar");
@@ -334,7 +348,8 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
     d.file = report.file;
     d.range = report.range;
     d.code = "export-no-output";
-    d.message = "cannot export " + report.name + ": construct returns no tensor";
+    d.message = "cannot export " + report.name +
+                ": construct returns no tensor that Cellscope could follow (see the notes above)";
     result.diagnostics.push_back(d);
     return result;
   }

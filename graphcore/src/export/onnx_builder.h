@@ -68,6 +68,9 @@ class OnnxNodeBuilder {
   std::string const_i64(std::string_view what, const std::vector<int64_t>& values);
   // Adds a 0-d initializer of dtype `t` holding `v` and returns its name.
   std::string const_scalar(std::string_view what, double v, DType t);
+  // Output i as an initializer of its known dims and dtype with every element `v` (an operator
+  // whose value depends only on its input's shape: ZerosLike, OnesLike).
+  void fill_output(double v, size_t i = 0);
   // The node's operands for an elementwise operator: its tensor inputs with the recorded Python
   // scalar (attributes `scalar`, `scalar_index`) inserted as a constant, as the runtime does.
   std::vector<std::string> operands(size_t n);
@@ -110,6 +113,12 @@ void o_reduce_sum(OnnxNodeBuilder& b);
 void o_softmax(OnnxNodeBuilder& b);
 void o_transpose(OnnxNodeBuilder& b);
 void o_layernorm(OnnxNodeBuilder& b);
+void o_fill_like(OnnxNodeBuilder& b);  // ZerosLike, OnesLike
+void o_equal(OnnxNodeBuilder& b);      // Equal, NotEqual
+void o_cast(OnnxNodeBuilder& b);
+void o_range(OnnxNodeBuilder& b);
+void o_gather(OnnxNodeBuilder& b);  // Gather, nn.Embedding
+void o_strided_slice(OnnxNodeBuilder& b);
 }  // namespace rules
 
 }  // namespace graphcore::exporter

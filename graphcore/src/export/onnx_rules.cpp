@@ -3,6 +3,7 @@
 // MindSpore's pad modes, reduction axes) comes from the same helpers the CPU runtime's kernels
 // use, so the exported model computes what the runtime computes. Opset: kOnnxOpset
 // (graphcore/export_onnx.h).
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -187,9 +188,20 @@ void o_batchnorm(OnnxNodeBuilder& b) {
 // nn.Dense: y = x W^T + b with W (out, in). A 2-D input is one Gemm; a batched input is
 // MatMul with the transposed weight, then Add.
 void o_dense(OnnxNodeBuilder& b) {
-  if (auto act = rt::attr_str(b.node(), "activation"); act && !act->empty()) {
-    b.refuse("nn.Dense(activation='" + *act + "') (export the activation as its own layer)");
+  // nn.Dense(activation=...): the product, then the activation as its own node.
+  std::string act_type;
+  if (auto act = rt::attr_str(b.node(), "activation"); act && !act->empty() && *act != "None") {
+    if (*act == "relu") {
+      act_type = "Relu";
+    } else if (*act == "tanh") {
+      act_type = "Tanh";
+    } else if (*act == "sigmoid") {
+      act_type = "Sigmoid";
+    } else {
+      b.refuse("nn.Dense(activation='" + *act + "') has no ONNX form here");
+    }
   }
+  const std::string out = act_type.empty() ? b.output() : b.temp("dense");
   std::string w = b.param("weight"), bias = b.param("bias");
   if (w.empty()) {  // ops.dense(x, w[, b])
     w = b.input(1);
@@ -199,18 +211,19 @@ void o_dense(OnnxNodeBuilder& b) {
   if (x.size() == 2) {
     std::vector<std::string> in{b.input(0), w};
     if (!bias.empty()) in.push_back(bias);
-    b.emit("Gemm", in, {b.output()}, {{"transB", int64_t{1}}});
-    return;
+    b.emit("Gemm", in, {out}, {{"transB", int64_t{1}}});
+  } else {
+    const std::string wt = b.temp("weight_t");
+    b.emit("Transpose", {w}, {wt}, {{"perm", std::vector<int64_t>{1, 0}}});
+    if (bias.empty()) {
+      b.emit("MatMul", {b.input(0), wt}, {out});
+    } else {
+      const std::string prod = b.temp("matmul");
+      b.emit("MatMul", {b.input(0), wt}, {prod});
+      b.emit("Add", {prod, bias}, {out});
+    }
   }
-  const std::string wt = b.temp("weight_t");
-  b.emit("Transpose", {w}, {wt}, {{"perm", std::vector<int64_t>{1, 0}}});
-  if (bias.empty()) {
-    b.emit("MatMul", {b.input(0), wt}, {b.output()});
-    return;
-  }
-  const std::string prod = b.temp("matmul");
-  b.emit("MatMul", {b.input(0), wt}, {prod});
-  b.emit("Add", {prod, bias}, {b.output()});
+  if (!act_type.empty()) b.emit(act_type, {out}, {b.output()});
 }
 
 // MatMul / BatchMatMul with transpose_a / transpose_b: Transpose of the last two dims first.
@@ -286,6 +299,81 @@ void o_layernorm(OnnxNodeBuilder& b) {
   const double eps = rt::attr_float(n, "epsilon").value_or(rt::attr_float(n, "eps").value_or(1e-7));
   b.emit("LayerNormalization", {b.input(0), gamma, beta}, {b.output()},
          {{"axis", static_cast<int64_t>(*na)}, {"epsilon", static_cast<float>(eps)}});
+}
+
+// ZerosLike / OnesLike: the value depends only on the (static) shape: an initializer.
+void o_fill_like(OnnxNodeBuilder& b) { b.fill_output(b.node().op == "OnesLike" ? 1 : 0); }
+
+void o_equal(OnnxNodeBuilder& b) {
+  std::vector<std::string> ops = b.operands(2);
+  if (b.node().op == "Equal") {
+    b.emit("Equal", {ops[0], ops[1]}, {b.output()});
+    return;
+  }
+  const std::string eq = b.temp("equal");
+  b.emit("Equal", {ops[0], ops[1]}, {eq});
+  b.emit("Not", {eq}, {b.output()});
+}
+
+// Cast to the output's dtype (the graph recorded it).
+void o_cast(OnnxNodeBuilder& b) {
+  const DType to = b.node().outputs.at(0).dtype;
+  if (onnx_dtype(to) == 0) b.refuse("a cast to " + std::string(dtype_name(to)));
+  b.emit("Cast", {b.input(0)}, {b.output()}, {{"to", int64_t{onnx_dtype(to)}}});
+}
+
+// ops.arange with recorded bounds: its output is static, so the values are an initializer
+// computed as the runtime's kernel computes them.
+void o_range(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  const double start = rt::attr_float(n, "start").value_or(0);
+  const double delta = rt::attr_float(n, "delta").value_or(rt::attr_float(n, "step").value_or(1));
+  if (!rt::attr_float(n, "limit") && !rt::attr_float(n, "end")) {
+    b.refuse("the bounds of the range were not recorded");
+  }
+  const std::vector<int64_t> dims = b.output_dims();
+  if (dims.size() != 1) b.refuse("a range of rank " + std::to_string(dims.size()));
+  const DType t = n.outputs[0].dtype;
+  const std::string s = b.const_scalar("start", start, t);
+  const std::string l = b.const_scalar("limit", start + static_cast<double>(dims[0]) * delta, t);
+  const std::string d = b.const_scalar("delta", delta, t);
+  b.emit("Range", {s, l, d}, {b.output()});
+}
+
+// nn.Embedding (the table is a weight) and ops.gather(x, indices, axis).
+void o_gather(OnnxNodeBuilder& b) {
+  if (const std::string table = b.param("embedding_table"); !table.empty()) {
+    b.emit("Gather", {table, b.input(0)}, {b.output()}, {{"axis", int64_t{0}}});
+    return;
+  }
+  const auto axis = rt::attr_int(b.node(), "axis");
+  if (!axis) b.refuse("the gather axis was not recorded");
+  b.emit("Gather", {b.input(0), b.input(1)}, {b.output()}, {{"axis", *axis}});
+}
+
+// StridedSlice / getitem: Slice over every axis with the runtime's geometry (start, step,
+// count), then Reshape to the output (integer indices drop their axis, None adds one).
+void o_strided_slice(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const rt::kernels::SliceGeometry g =
+      runtime_fact(b, [&] { return rt::kernels::strided_slice_geometry(b.node(), x); });
+  std::vector<int64_t> starts, ends, axes, steps;
+  for (size_t a = 0; a < x.size(); ++a) {
+    const int64_t last = g.start[a] + (g.count[a] - 1) * g.step[a];
+    int64_t end = last + (g.step[a] > 0 ? 1 : -1);
+    // A negative end means "from the back" in ONNX: past-the-front is INT64_MIN.
+    if (end < 0) end = std::numeric_limits<int64_t>::min();
+    starts.push_back(g.count[a] == 0 ? 0 : g.start[a]);
+    ends.push_back(g.count[a] == 0 ? 0 : end);
+    axes.push_back(static_cast<int64_t>(a));
+    steps.push_back(g.step[a]);
+  }
+  const std::string sliced = b.temp("slice");
+  b.emit("Slice",
+         {b.input(0), b.const_i64("starts", starts), b.const_i64("ends", ends),
+          b.const_i64("axes", axes), b.const_i64("steps", steps)},
+         {sliced});
+  b.emit("Reshape", {sliced, b.const_i64("shape", b.output_dims())}, {b.output()});
 }
 
 }  // namespace graphcore::exporter::rules

@@ -61,9 +61,9 @@ std::span<const OpDef> elementwise_ops() {
       {"Cos", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cos, false,
        &ad::g_unary},
       {"Equal", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_eq, false,
-       &ad::g_no_gradient},
+       &ad::g_no_gradient, false, &ox::o_equal},
       {"NotEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_ne, false,
-       &ad::g_no_gradient},
+       &ad::g_no_gradient, false, &ox::o_equal},
       {"Greater", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_gt, false,
        &ad::g_no_gradient},
       {"GreaterEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_ge,
@@ -87,7 +87,7 @@ std::span<const OpDef> elementwise_ops() {
       {"Invert", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_invert, false,
        &ad::g_no_gradient},
       {"Cast", C::Cast, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cast, false,
-       &ad::g_cast},
+       &ad::g_cast, false, &ox::o_cast},
       {"FusedElemwise", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
   };
   return kRows;
