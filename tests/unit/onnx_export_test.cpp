@@ -37,7 +37,7 @@ AnalysisResult compile(const std::string& init, const std::string& body,
   return analyze_file("/mem/net.py", opts, src);
 }
 
-TensorType f32(std::vector<int64_t> dims) { return {Shape::of(dims), DType::Float32}; }
+TensorType f32(const std::vector<int64_t>& dims) { return {Shape::of(dims), DType::Float32}; }
 
 const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())

@@ -94,9 +94,10 @@ void o_conv(OnnxNodeBuilder& b) {
   } else {
     wd = b.param_dims("weight");
   }
-  if (x.size() < 3 || wd.size() != x.size())
+  if (x.size() < 3 || wd.size() != x.size()) {
     b.refuse("a convolution of a " + std::to_string(x.size()) + "-D input with a " +
              std::to_string(wd.size()) + "-D weight");
+  }
   const std::vector<int64_t> spatial(x.begin() + 2, x.end());
   const std::vector<int64_t> kernel(wd.begin() + 2, wd.end());
   const rt::kernels::Window win =
