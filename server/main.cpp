@@ -387,8 +387,9 @@ int main(int argc, char** argv) {
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
     if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
     if (train_cmd->parsed()) return cellscope::server::run_train(train);
-    if (export_cmd->parsed() && export_options.format == "onnx")
+    if (export_cmd->parsed() && export_options.format == "onnx") {
       return cellscope::server::run_export_onnx(export_options);
+    }
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
     if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);
   } catch (const std::exception& e) {
