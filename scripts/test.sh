@@ -74,7 +74,8 @@ tier tsan bash scripts/sanitizers.sh tsan ctest dap
 tier runtime-torch /usr/bin/python3 tests/runtime/check_torch.py --bin "$BUILD_DIR/bench/cellscope-run"
 
 # ONNX export against PyPI onnx (checker, full_check) and onnxruntime: LeNet-5, ResNet-50,
-# BERT-base and an operator model, outputs equal to the runtime's (docs/export.md). Needs
+# MobileNetV2, ViT-B/16, BERT-base, the MNIST network and an operator model, outputs equal to the
+# runtime's; kill -9 during an export (docs/export.md). Needs
 # ~/.cache/cellscope/torchvenv with onnx and onnxruntime (bench/speed_compare.py's header).
 ONNX_PY="${CELLSCOPE_TORCH_PY:-$HOME/.cache/cellscope/torchvenv/bin/python}"
 if [[ -x "$ONNX_PY" ]] && "$ONNX_PY" -c 'import onnx, onnxruntime' 2>/dev/null; then

@@ -14,6 +14,9 @@ numpy, the format's header + raw bytes) with random values for every parameter -
 moving mean and variance included, so the inference-mode BatchNorm is exercised with non-trivial
 statistics -- loaded by both `cellscope-run --ckpt` and `cellscope export --checkpoint`.
 
+Atomic writes: `cellscope export` killed (SIGKILL) at random moments while replacing a file leaves
+the old file or a complete model, never a partial one.
+
 Refusals: a model with an operator that has no ONNX mapping exits 1, names the operator and its
 line, and leaves an existing destination file untouched; a model with a symbolic input dimension
 is refused the same way.
@@ -74,12 +77,15 @@ class Net(nn.Cell):
 """
 
 # name, model file (a corpus model, or OPS_MODEL written to the work directory), extra
-# arguments for both binaries, weight modes (BERT-base: initialised only, its checkpoint would
-# add 0.4 GB of temporary files)
+# arguments for both binaries, weight modes (BERT-base, ViT-B/16: initialised only, their
+# checkpoints would add 0.4 GB of temporary files each)
 CASES = [
     ("lenet5", "lenet5.py", [], ("init", "ckpt")),
     ("resnet50", "resnet50.py", [], ("init", "ckpt")),
+    ("mobilenetv2", "mobilenetv2.py", [], ("init", "ckpt")),
+    ("vit_b16", "vit_b16.py", [], ("init",)),
     ("bert_base", "bert_base.py", [], ("init",)),
+    ("mnist_article", "mnist_article.py", [], ("init", "ckpt")),
     ("ops", None, ["--input-shape", "2,3,12,14"], ("init", "ckpt")),
 ]
 
@@ -239,6 +245,42 @@ def check_refusals(args, work):
     return failures
 
 
+def check_kill(args, work, rounds=6):
+    """kill -9 during an export over an existing file: the destination is always the old file or
+    a complete model that passes the checker (temporary files may remain, as after any kill)."""
+    import signal
+    import time
+    failures = []
+    src = os.path.join(MODELS, "resnet50.py")
+    dest = os.path.join(work, "killed.onnx")
+    old = b"the previous file"
+    rng = np.random.default_rng(5)
+    outcomes = {"old": 0, "new": 0}
+    for r in range(rounds):
+        with open(dest, "wb") as f:
+            f.write(old)
+        p = subprocess.Popen([args.bin, "export", src, "--format", "onnx", "-o", dest],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(float(rng.uniform(0.02, 0.9)))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        with open(dest, "rb") as f:
+            head = f.read(len(old) + 1)
+        if head == old:
+            outcomes["old"] += 1
+        else:
+            try:
+                onnx.checker.check_model(onnx.load(dest), full_check=False)
+                outcomes["new"] += 1
+            except Exception as e:  # noqa: BLE001 -- reported
+                failures.append(f"round {r}: the destination is neither old nor a valid model: {e}")
+        for n in os.listdir(work):
+            if n.startswith(".killed.onnx.tmp"):
+                os.remove(os.path.join(work, n))
+    os.remove(dest)
+    return failures, outcomes
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "cellscope"))
@@ -266,6 +308,13 @@ def main():
                 failed.append("refusal")
             if "refusal" not in failed:
                 print("PASS refusals: unmapped operator and symbolic input")
+            kill_failures, outcomes = check_kill(args, work)
+            for f in kill_failures:
+                print(f"FAIL kill -9: {f}")
+                failed.append("kill -9")
+            if not kill_failures:
+                print(f"PASS kill -9 during export: destination old {outcomes['old']}x, "
+                      f"complete new {outcomes['new']}x, never partial")
     if failed:
         print("failed: " + ", ".join(failed))
         return 1

@@ -119,6 +119,10 @@ void o_cast(OnnxNodeBuilder& b);
 void o_range(OnnxNodeBuilder& b);
 void o_gather(OnnxNodeBuilder& b);  // Gather, nn.Embedding
 void o_strided_slice(OnnxNodeBuilder& b);
+void o_relu6(OnnxNodeBuilder& b);
+void o_concat(OnnxNodeBuilder& b);
+void o_unstack(OnnxNodeBuilder& b);
+void o_tile(OnnxNodeBuilder& b);
 }  // namespace rules
 
 }  // namespace graphcore::exporter

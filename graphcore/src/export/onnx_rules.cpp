@@ -4,6 +4,7 @@
 // use, so the exported model computes what the runtime computes. Opset: kOnnxOpset
 // (graphcore/export_onnx.h).
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -375,6 +376,66 @@ void o_strided_slice(OnnxNodeBuilder& b) {
           b.const_i64("axes", axes), b.const_i64("steps", steps)},
          {sliced});
   b.emit("Reshape", {sliced, b.const_i64("shape", b.output_dims())}, {b.output()});
+}
+
+// ReLU6: Clip to [0, 6] (bounds as 0-d initializers of the input's dtype).
+void o_relu6(OnnxNodeBuilder& b) {
+  const DType t = b.input_type(0).dtype;
+  b.emit("Clip", {b.input(0), b.const_scalar("min", 0, t), b.const_scalar("max", 6, t)},
+         {b.output()});
+}
+
+// Concat along the recorded axis, else the one axis where output and first input differ (the
+// runtime's rule).
+void o_concat(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x0 = b.input_dims(0);
+  const std::vector<int64_t> y = b.output_dims();
+  std::optional<int64_t> axis = rt::attr_int(b.node(), "axis");
+  if (!axis) {
+    for (size_t i = 0; i < x0.size() && i < y.size(); ++i)
+      if (x0[i] != y[i]) axis = static_cast<int64_t>(i);
+  }
+  std::vector<std::string> in;
+  for (size_t i = 0; i < b.num_inputs(); ++i) in.push_back(b.input(i));
+  b.emit("Concat", in, {b.output()}, {{"axis", axis.value_or(0)}});
+}
+
+// Unstack: Split into ones along the axis, then Reshape each piece to its output (the axis
+// dropped).
+void o_unstack(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const auto axis = normalize_axis(rt::attr_int(b.node(), "axis").value_or(0), x.size());
+  if (!axis) b.refuse("the unstack axis is out of range");
+  const size_t n = b.node().outputs.size();
+  if (static_cast<int64_t>(n) != x[*axis]) b.refuse("the outputs do not match the axis length");
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < n; ++i) pieces.push_back(b.temp("piece"));
+  b.emit("Split", {b.input(0), b.const_i64("split", std::vector<int64_t>(n, 1))}, pieces,
+         {{"axis", static_cast<int64_t>(*axis)}});
+  for (size_t i = 0; i < n; ++i) {
+    b.emit("Reshape", {pieces[i], b.const_i64("shape", b.output_dims(i))}, {b.output(i)});
+  }
+}
+
+// Tile: repeats = output / input per axis; an input of lower rank first gets leading 1s (as
+// MindSpore's Tile does with longer multiples).
+void o_tile(OnnxNodeBuilder& b) {
+  std::vector<int64_t> x = b.input_dims(0);
+  const std::vector<int64_t> y = b.output_dims();
+  if (y.size() < x.size()) b.refuse("a Tile whose output has fewer dims than its input");
+  std::string in = b.input(0);
+  if (y.size() > x.size()) {
+    x.insert(x.begin(), y.size() - x.size(), 1);
+    const std::string r = b.temp("ranked");
+    b.emit("Reshape", {in, b.const_i64("shape", x)}, {r});
+    in = r;
+  }
+  std::vector<int64_t> repeats;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (x[i] == 0 || y[i] % x[i] != 0) b.refuse("the output is not a whole tiling of the input");
+    repeats.push_back(y[i] / x[i]);
+  }
+  b.emit("Tile", {in, b.const_i64("repeats", repeats)}, {b.output()});
 }
 
 }  // namespace graphcore::exporter::rules

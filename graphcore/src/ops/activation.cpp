@@ -13,7 +13,7 @@ std::span<const OpDef> activation_ops() {
       {"ReLU", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
        &kernels::k_relu, false, &ad::g_unary, false, &ox::o_relu},
       {"ReLU6", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
-       &kernels::k_relu6, false, &ad::g_unary},
+       &kernels::k_relu6, false, &ad::g_unary, false, &ox::o_relu6},
       {"Sigmoid", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
        &kernels::k_sigmoid, false, &ad::g_unary, false, &ox::o_sigmoid},
       {"Tanh", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
