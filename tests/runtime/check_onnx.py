@@ -45,7 +45,7 @@ OPSET = 28
 RTOL = 1e-5
 
 # A model of the remaining mapped operators: 'pad' and 'valid' convolutions with bias, BiasAdd,
-# AvgPool, AdaptiveAvgPool2d to 2x2 (even windows), activations, Softmax, transposed
+# AvgPool, AdaptiveAvgPool2d to 2x2 (even windows), activations (HSwish, HSigmoid, SiLU ...), Softmax, transposed
 # BatchMatMul, a scalar operand, Dense with an activation, ReduceSum, getitem.
 OPS_MODEL = """import mindspore.nn as nn
 import mindspore.ops as ops
@@ -64,11 +64,15 @@ class Net(nn.Cell):
         self.fc = nn.Dense(32, 6, activation='tanh')
         self.softmax = nn.Softmax(axis=-1)
         self.gelu = nn.GELU(approximate=False)
+        self.hswish = nn.HSwish()
+        self.hsigmoid = nn.HSigmoid()
+        self.silu = nn.SiLU()
 
     def construct(self, x):
         y = ops.sigmoid(self.conv1(x))
         y = ops.BiasAdd()(self.conv2(y), self.bias)
-        y = self.adapt(self.avg(y)) * 0.5
+        y = self.adapt(self.avg(self.hswish(y))) * 0.5
+        y = self.silu(y) + self.hsigmoid(y)
         f = self.fc(ops.reshape(y, (2, 32)))
         a = ops.reshape(f, (2, 2, 3))
         att = self.softmax(ops.BatchMatMul(transpose_b=True)(a, a))

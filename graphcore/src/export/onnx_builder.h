@@ -120,6 +120,9 @@ void o_range(OnnxNodeBuilder& b);
 void o_gather(OnnxNodeBuilder& b);  // Gather, nn.Embedding
 void o_strided_slice(OnnxNodeBuilder& b);
 void o_relu6(OnnxNodeBuilder& b);
+void o_hswish(OnnxNodeBuilder& b);
+void o_hsigmoid(OnnxNodeBuilder& b);
+void o_silu(OnnxNodeBuilder& b);
 void o_concat(OnnxNodeBuilder& b);
 void o_unstack(OnnxNodeBuilder& b);
 void o_tile(OnnxNodeBuilder& b);

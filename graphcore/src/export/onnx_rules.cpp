@@ -385,6 +385,19 @@ void o_relu6(OnnxNodeBuilder& b) {
          {b.output()});
 }
 
+// HSwish x * relu6(x + 3) / 6 is HardSwish; HSigmoid relu6(x + 3) / 6 is HardSigmoid with
+// alpha 1/6, beta 1/2; SiLU x * sigmoid(x) is Sigmoid then Mul.
+void o_hswish(OnnxNodeBuilder& b) { b.same("HardSwish"); }
+void o_hsigmoid(OnnxNodeBuilder& b) {
+  b.emit("HardSigmoid", {b.input(0)}, {b.output()},
+         {{"alpha", static_cast<float>(1.0 / 6.0)}, {"beta", 0.5F}});
+}
+void o_silu(OnnxNodeBuilder& b) {
+  const std::string s = b.temp("sigmoid");
+  b.emit("Sigmoid", {b.input(0)}, {s});
+  b.emit("Mul", {b.input(0), s}, {b.output()});
+}
+
 // Concat along the recorded axis, else the one axis where output and first input differ (the
 // runtime's rule).
 void o_concat(OnnxNodeBuilder& b) {
