@@ -71,6 +71,20 @@ struct TrainCommandOptions {
   std::vector<std::string> script_args;  // after `--`: the script's own command line
 };
 
+// `cellscope export FILE --format onnx` (export_command.cpp).
+struct ExportOptions {
+  CommonOptions common;
+  std::string file;
+  std::optional<std::string> cell;
+  std::vector<std::string> entries;
+  std::vector<std::string> inputs;  // "1,3,224,224", "8,128:int32"
+  std::string format = "onnx";
+  std::string checkpoint;  // weights (MindSpore .ckpt / .safetensors); else initialised, seed 0
+  std::string output;      // -o
+};
+
+int run_export_onnx(const ExportOptions& options);
+
 int run_check(const CheckOptions& options);
 int run_graph(const GraphOptions& options);
 int run_train(const TrainCommandOptions& options);

@@ -274,6 +274,32 @@ int main(int argc, char** argv) {
                         "the types the script's pipeline gives)");
   add_common(train_cmd, &train.common);
 
+  // export --format onnx (the ONNX block; --format mindir is added beside it).
+  cellscope::server::ExportOptions export_options;
+  auto* export_cmd = app.add_subcommand(
+      "export", "Export a Cell with its weights as a model file (--format onnx)");
+  export_cmd->add_option("file", export_options.file, "The model file")->required();
+  auto* export_cell = export_cmd->add_option("--cell", export_options.cell,
+                                             "Export the root Cell with this class name");
+  auto* export_entry =
+      export_cmd
+          ->add_option("--entry", export_options.entries,
+                       "Python expression that builds the Cell, e.g. \"resnet50()\"")
+          ->allow_extra_args(false);
+  export_cell->excludes(export_entry);
+  export_cmd
+      ->add_option("--input", export_options.inputs,
+                   "Input shape[:dtype], e.g. 1,3,224,224 (repeat for several inputs)")
+      ->allow_extra_args(false);
+  export_cmd->add_option("--format", export_options.format, "File format")
+      ->check(CLI::IsMember({"onnx"}))
+      ->capture_default_str();
+  export_cmd->add_option("--checkpoint", export_options.checkpoint,
+                         "Weights to export (.ckpt / .safetensors); default: initialised, seed 0");
+  export_cmd->add_option("-o,--output", export_options.output, "The file to write (atomically)")
+      ->required();
+  add_common(export_cmd, &export_options.common);
+
   auto* dap_cmd = app.add_subcommand(
       "dap",
       "Serve the Debug Adapter Protocol on stdin/stdout: run a model's construct on the CPU "
@@ -349,6 +375,11 @@ int main(int argc, char** argv) {
     apply_project_config(view_cmd, view.graph.common, view.graph.file,
                          view.graph.entries.empty() ? &view.graph.inputs : nullptr,
                          view.graph.cell.value_or(""));
+  if (export_cmd->parsed()) {
+    apply_project_config(export_cmd, export_options.common, export_options.file,
+                         export_options.entries.empty() ? &export_options.inputs : nullptr,
+                         export_options.cell.value_or(""));
+  }
   spdlog::debug("{}", version_text());
 
   try {
@@ -356,6 +387,9 @@ int main(int argc, char** argv) {
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
     if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
     if (train_cmd->parsed()) return cellscope::server::run_train(train);
+    if (export_cmd->parsed() && export_options.format == "onnx") {
+      return cellscope::server::run_export_onnx(export_options);
+    }
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
     if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);
   } catch (const std::exception& e) {

@@ -1008,6 +1008,65 @@ def write_idx(path, shape, data):
         f.write(bytes(data))
 
 
+EXPORT_UNMAPPED = """import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4)
+
+    def construct(self, x):
+        y = self.fc(x)
+        return ops.cumsum(y, 1)
+"""
+
+
+class ExportTests(unittest.TestCase):
+    """`cellscope export --format onnx` (the files themselves are checked with onnx.checker and
+    onnxruntime by tests/runtime/check_onnx.py, the onnx tier)."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="cellscope-export-"))
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def test_exports_lenet(self):
+        out = self.dir / "lenet.onnx"
+        p = run("export", "tests/corpus/models/lenet5.py", "--format", "onnx", "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")  # stdout carries no logs
+        self.assertIn("ONNX opset 28", p.stderr)
+        data = out.read_bytes()
+        # ModelProto: ir_version (field 1, varint 14) first, the producer name, the weights.
+        self.assertEqual(data[:2], bytes([0x08, 14]))
+        self.assertIn(b"cellscope", data)
+        self.assertIn(b"conv1.weight", data)
+        self.assertGreater(len(data), 61706 * 4)  # LeNet-5's 61,706 float32 weights
+        self.assertEqual(sorted(os.listdir(self.dir)), ["lenet.onnx"])
+
+    def test_unmapped_operator_is_refused_with_its_line(self):
+        src = self.dir / "net.py"
+        src.write_text(EXPORT_UNMAPPED)
+        out = self.dir / "net.onnx"
+        p = run("export", src, "--format", "onnx", "--input", "2,4", "-o", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"net\.py:12:\d+: error: .*CumSum.*\[export-unsupported-op\]")
+        self.assertFalse(out.exists())
+
+    def test_unwritable_destination(self):
+        out = self.dir / "no" / "such" / "dir" / "m.onnx"
+        p = run("export", "tests/corpus/models/lenet5.py", "--format", "onnx", "-o", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("cannot", p.stderr)
+        self.assertIn(str(out), p.stderr)
+        self.assertFalse((self.dir / "no").exists())
+
+    def test_output_is_required(self):
+        p = run("export", "tests/corpus/models/lenet5.py", "--format", "onnx")
+        self.assertEqual(p.returncode, 2, p.stderr)
+
+
 class TrainTests(unittest.TestCase):
     """`cellscope train`: the training plan of a script run on the CPU runtime (the numbers are
     checked against MindSpore by tests/training/compare_training.py in the MindSpore tier)."""

@@ -22,6 +22,9 @@ struct KernelCall;
 namespace autodiff {
 class GradBuilder;
 }
+namespace exporter {
+class OnnxNodeBuilder;
+}
 
 enum class OpCategory : uint8_t {
   Elementwise,    // arithmetic, comparison, logic, unary math
@@ -69,6 +72,7 @@ enum class OpPrecision : uint8_t {
 
 using OpKernelFn = void (*)(runtime::KernelCall&);
 using OpGradFn = void (*)(autodiff::GradBuilder&);
+using OpOnnxFn = void (*)(exporter::OnnxNodeBuilder&);
 
 struct OpDef {
   std::string_view name;  // the graph operator ("Conv2D"), as Node::op holds it
@@ -89,7 +93,11 @@ struct OpDef {
   // A backward operator (ReLUGrad, Conv2DGrad ...): emitted only by build_backward's gradient
   // rules, never by an API or a pass (graphcore/src/ops/grad.cpp).
   bool backward = false;
-  // Slots the export stage fills: MindIR primitive and attributes, ONNX operator.
+  // The ONNX mapping (graphcore/src/export/onnx_builder.h): writes one application as ONNX
+  // node(s), their attributes from the node's recorded attributes and any initializers they need
+  // (Reshape's target shape). nullptr: no ONNX mapping; export_onnx refuses, naming the operator
+  // and its line.
+  OpOnnxFn onnx = nullptr;
 
   [[nodiscard]] bool has(OpTrait t) const { return (traits & t) != 0; }
 };
