@@ -187,12 +187,15 @@ void k_sigmoid(KernelCall& c) {
 void k_tanh(KernelCall& c) {
   unary_float(c, [](float v) { return std::tanh(v); });
 }
+// On oneDNN's vectorized eltwise kernel (the scalar gelu_tanh above serves Dense's activation).
 void k_gelu(KernelCall& c) {
-  if (gelu_approximate(c.node)) {
-    unary_float(c, gelu_tanh);
-  } else {
-    unary_float(c, gelu_erf);
-  }
+  Tensor x = as_float(in(c, 0));
+  DType dt = out_dtype(c);
+  if (dt != DType::Float32 && dt != DType::Float16) dt = DType::Float32;
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), dt));
+  dnnl_ops::eltwise(gelu_approximate(c.node) ? dnnl_ops::Eltwise::GeluTanh
+                                             : dnnl_ops::Eltwise::GeluErf,
+                    x.data<float>(), y.data<float>(), x.numel());
 }
 void k_silu(KernelCall& c) {
   unary_float(c, [](float v) { return v / (1.0f + std::exp(-v)); });
@@ -1295,32 +1298,8 @@ void softmax(KernelCall& c, bool log, bool negate = false) {
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
   Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
-  const float* px = x.data<float>();
-  auto* py = y.data<float>();
-  // Lines along the axis (outer, inner) on the runtime's threads.
-  parallel_for(outer * inner, std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, len)),
-               [&](int64_t l0, int64_t l1) {
-                 for (int64_t line = l0; line < l1; ++line) {
-                   const int64_t o = line / inner, i = line % inner;
-                   {
-                     const float* xs = px + o * len * inner + i;
-                     float* ys = py + o * len * inner + i;
-                     float mx = -std::numeric_limits<float>::infinity();
-                     for (int64_t k = 0; k < len; ++k) mx = std::max(mx, xs[k * inner]);
-                     double sum = 0;
-                     for (int64_t k = 0; k < len; ++k)
-                       sum += std::exp(static_cast<double>(xs[k * inner] - mx));
-                     if (log) {
-                       auto ls = static_cast<float>(std::log(sum));
-                       for (int64_t k = 0; k < len; ++k) ys[k * inner] = xs[k * inner] - mx - ls;
-                     } else {
-                       auto inv = static_cast<float>(1.0 / sum);
-                       for (int64_t k = 0; k < len; ++k)
-                         ys[k * inner] = std::exp(xs[k * inner] - mx) * inv;
-                     }
-                   }
-                 }
-               });
+  // oneDNN's softmax: max, exp (vectorized), sum and scale per line along the axis.
+  dnnl_ops::softmax(x.data<float>(), y.data<float>(), outer, len, inner, log);
 }
 void k_softmax(KernelCall& c) { softmax(c, false); }
 void k_log_softmax(KernelCall& c) { softmax(c, true); }
