@@ -193,9 +193,9 @@ void k_gelu(KernelCall& c) {
   DType dt = out_dtype(c);
   if (dt != DType::Float32 && dt != DType::Float16) dt = DType::Float32;
   Tensor& y = emit(c, Tensor::uninitialized(x.shape(), dt));
-  dnnl_ops::eltwise(gelu_approximate(c.node) ? dnnl_ops::Eltwise::GeluTanh
-                                             : dnnl_ops::Eltwise::GeluErf,
-                    x.data<float>(), y.data<float>(), x.numel());
+  dnnl_ops::eltwise(
+      gelu_approximate(c.node) ? dnnl_ops::Eltwise::GeluTanh : dnnl_ops::Eltwise::GeluErf,
+      x.data<float>(), y.data<float>(), x.numel());
 }
 void k_silu(KernelCall& c) {
   unary_float(c, [](float v) { return v / (1.0f + std::exp(-v)); });
@@ -772,7 +772,9 @@ void apply_activation(Tensor& y, const std::string& act) {
   for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
 }
 
-void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b) {
+// `cache_weight`: w is a parameter that stays the same across runs (inference): its copy in
+// oneDNN's layout is kept with it.
+void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b, bool cache_weight) {
   Tensor x = as_float(x0);
   need_float(w, "Dense weight");
   if (w.rank() != 2) fail("Dense weight must be 2-D, got " + w.type_str());
@@ -789,7 +791,8 @@ void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b) {
   }
   // x (m, in) @ W^T: the transpose is a stride, the bias part of the same primitive.
   Tensor b32 = b ? as_float(*b) : Tensor();
-  Tensor y = dnnl_ops::matmul(x.reshape({-1, in_f}), w, false, true, b ? &b32 : nullptr);
+  Tensor y =
+      dnnl_ops::matmul(x.reshape({-1, in_f}), w, false, true, b ? &b32 : nullptr, cache_weight);
   emit(c, y.reshape(shape));
 }
 
@@ -797,9 +800,9 @@ void k_dense(KernelCall& c) {
   const Tensor* w = find_param(c, "weight");
   const Tensor* b = find_param(c, "bias");
   if (!w) {  // ops.Dense / functional dense: (x, w, b)
-    dense(c, in(c, 0), in(c, 1), c.inputs.size() > 2 ? &c.inputs[2] : nullptr);
+    dense(c, in(c, 0), in(c, 1), c.inputs.size() > 2 ? &c.inputs[2] : nullptr, false);
   } else {
-    dense(c, in(c, 0), *w, b);
+    dense(c, in(c, 0), *w, b, !c.training);
   }
   if (auto act = attr_str(c.node, "activation")) apply_activation(c.outputs.back(), *act);
 }
@@ -1298,8 +1301,32 @@ void softmax(KernelCall& c, bool log, bool negate = false) {
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
   Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
-  // oneDNN's softmax: max, exp (vectorized), sum and scale per line along the axis.
-  dnnl_ops::softmax(x.data<float>(), y.data<float>(), outer, len, inner, log);
+  if (!log) {  // oneDNN's softmax: max, exp (vectorized), sum and scale per line along the axis
+    dnnl_ops::softmax(x.data<float>(), y.data<float>(), outer, len, inner, false);
+    return;
+  }
+  // LogSoftmax: libm's exp and log in double (oneDNN's logsoftmax is off by up to ~5e-6
+  // absolute, ~1e-4 relative, for values near log(1)).
+  const float* px = x.data<float>();
+  auto* py = y.data<float>();
+  // Lines along the axis (outer, inner) on the runtime's threads.
+  parallel_for(outer * inner, std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, len)),
+               [&](int64_t l0, int64_t l1) {
+                 for (int64_t line = l0; line < l1; ++line) {
+                   const int64_t o = line / inner, i = line % inner;
+                   {
+                     const float* xs = px + o * len * inner + i;
+                     float* ys = py + o * len * inner + i;
+                     float mx = -std::numeric_limits<float>::infinity();
+                     for (int64_t k = 0; k < len; ++k) mx = std::max(mx, xs[k * inner]);
+                     double sum = 0;
+                     for (int64_t k = 0; k < len; ++k)
+                       sum += std::exp(static_cast<double>(xs[k * inner] - mx));
+                     auto ls = static_cast<float>(std::log(sum));
+                     for (int64_t k = 0; k < len; ++k) ys[k * inner] = xs[k * inner] - mx - ls;
+                   }
+                 }
+               });
 }
 void k_softmax(KernelCall& c) { softmax(c, false); }
 void k_log_softmax(KernelCall& c) { softmax(c, true); }
