@@ -407,7 +407,8 @@ TEST(DnnlOps, EltwiseMatchesTheDefinitions) {
 // Softmax and LogSoftmax along the middle axis of (outer, len, inner) against double loops;
 // two threads give the same bits as one (each line on one thread).
 TEST(DnnlOps, SoftmaxMatchesTheDefinitionAtAnyThreadCount) {
-  for (auto [outer, len, inner] : std::vector<std::array<int64_t, 3>>{{3, 37, 1}, {2, 5, 9}}) {
+  for (const auto& dims : std::vector<std::array<int64_t, 3>>{{3, 37, 1}, {2, 5, 9}}) {
+    const int64_t outer = dims[0], len = dims[1], inner = dims[2];
     Tensor x = Tensor::random({outer, len, inner}, DType::Float32, 31);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= 20.0f;
     for (bool log : {false, true}) {
