@@ -586,7 +586,7 @@ std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vect
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
-              const Tensor* bias, bool cache_weights) {
+              const Tensor* bias) {
   return guarded("MatMul", [&] {
     if (!a.is_float() || !b.is_float())
       fail("MatMul operands must be float, got " + a.type_str() + " and " + b.type_str());
@@ -611,13 +611,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     append_dims(key, d.b);
     append_dims(key, d.b_strides);
     key += bias ? 'b' : '-';
-    // The second operand in oneDNN's own layout, reordered before the product: when it is kept
-    // (inference weights, reordered once), and for a plain row-major matrix, which the kernels
-    // read slowly when it is wide (BERT-base's FFN backward, (128, 768) @ (768, 3072): 6.6 ms
-    // plain, 4.0 ms reordered + product, at one AVX-512 thread); transposed (K-contiguous)
-    // matrices are read well as they are.
-    const bool b_any = cache_weights || (rank == 2 && !transpose_b && n >= 64 && k >= 64);
-    key += b_any ? (cache_weights ? 'C' : 'A') : 'p';
+    // A plain row-major second operand is reordered into oneDNN's layout before the product:
+    // the kernels read it slowly when it is wide (BERT-base's FFN backward, (128, 768) @
+    // (768, 3072): 6.6 ms in place, 4.0 ms reorder + product, at one AVX-512 thread).
+    // Transposed (K-contiguous) ones, as Dense's weight, are read well as they are. (Keeping
+    // Dense's reordered weight for inference, as the convolutions do, saved ~6 % of the product
+    // time for +330 MiB on BERT-base: not done.)
+    const bool b_any = rank == 2 && !transpose_b && n >= 64 && k >= 64;
+    key += b_any ? 'A' : 'p';
     key += std::to_string(omp_get_max_threads());
     memory::dims bias_dims(rank, 1);
     bias_dims[rank - 1] = n;
@@ -638,11 +639,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
       return en;
     });
     memory src = bind_in(e.a, a.data<float>(), kSrc);
-    const BoundWeights wei = bind_weights(e.b, b, key, cache_weights);
+    memory wei = bind_in(e.b, b.data<float>(), kWeights);
     memory dst = bind_out(e.out, y.data<float>(), kDst);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src},
-        {DNNL_ARG_WEIGHTS, wei.mem},
+        {DNNL_ARG_WEIGHTS, wei},
         {DNNL_ARG_DST, dst},
         {DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine(), scratchpad(e))}};
     if (bias) {

@@ -69,11 +69,9 @@ Tensor conv2d_backward_weights(const ConvGeometry& g, const Tensor& x, const Ten
 // numpy.matmul with optional transposes of the last two dims of either operand (applied before
 // the product; a rank-1 operand is a vector and is never transposed), batch dims broadcast as
 // numpy does. `bias`, when given, has the output's last dim and is added to every row.
-// `cache_weights`: keep b in oneDNN's layout with b's storage (Tensor::derived) for the next
-// call, as conv2d_forward does -- for weights that stay the same across runs (inference).
 // Returns a new float32 tensor.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
-              const Tensor* bias = nullptr, bool cache_weights = false);
+              const Tensor* bias = nullptr);
 // The output shape of matmul(a, b, ...) or RuntimeError naming both shapes.
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                                   bool transpose_a, bool transpose_b);

@@ -821,9 +821,7 @@ void apply_activation(Tensor& y, const std::string& act) {
   for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
 }
 
-// `cache_weight`: w is a parameter that stays the same across runs (inference): its copy in
-// oneDNN's layout is kept with it.
-void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b, bool cache_weight) {
+void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b) {
   Tensor x = as_float(x0);
   need_float(w, "Dense weight");
   if (w.rank() != 2) fail("Dense weight must be 2-D, got " + w.type_str());
@@ -840,8 +838,7 @@ void dense(KernelCall& c, const Tensor& x0, const Tensor& w, const Tensor* b, bo
   }
   // x (m, in) @ W^T: the transpose is a stride, the bias part of the same primitive.
   Tensor b32 = b ? as_float(*b) : Tensor();
-  Tensor y =
-      dnnl_ops::matmul(x.reshape({-1, in_f}), w, false, true, b ? &b32 : nullptr, cache_weight);
+  Tensor y = dnnl_ops::matmul(x.reshape({-1, in_f}), w, false, true, b ? &b32 : nullptr);
   emit(c, y.reshape(shape));
 }
 
@@ -849,9 +846,9 @@ void k_dense(KernelCall& c) {
   const Tensor* w = find_param(c, "weight");
   const Tensor* b = find_param(c, "bias");
   if (!w) {  // ops.Dense / functional dense: (x, w, b)
-    dense(c, in(c, 0), in(c, 1), c.inputs.size() > 2 ? &c.inputs[2] : nullptr, false);
+    dense(c, in(c, 0), in(c, 1), c.inputs.size() > 2 ? &c.inputs[2] : nullptr);
   } else {
-    dense(c, in(c, 0), *w, b, !c.training);
+    dense(c, in(c, 0), *w, b);
   }
   if (auto act = attr_str(c.node, "activation")) apply_activation(c.outputs.back(), *act);
 }
