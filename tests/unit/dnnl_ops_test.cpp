@@ -1,9 +1,11 @@
 // The runtime's oneDNN building blocks (graphcore/src/runtime/dnnl_ops.h): convolution forward,
 // backward-data and backward-weights, and matmul with transposes and broadcast batch dims,
 // against direct loops written from the definitions, plus a finite-difference check that the
-// backward passes are the derivatives of the forward one.
+// backward passes are the derivatives of the forward one; the eltwise (GeLU, exp) and softmax
+// primitives against libm in double.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -344,6 +346,88 @@ TEST(DnnlOps, MatmulRefusesMismatchedShapesWithAMessage) {
   }
   EXPECT_THROW((void)dnnl_ops::matmul(Tensor::zeros({2, 2, 3}), Tensor::zeros({3, 3, 4})),
                RuntimeError);
+}
+
+// Operands of at least 64 rows and columns: a plain second operand goes to oneDNN's own layout
+// (reordered on each call); a transposed one with a bias (Dense) is read in place.
+TEST(DnnlOps, MatmulReorderedSecondOperand) {
+  dnnl_ops::set_threads(1);
+  Tensor x = Tensor::random({8, 80}, DType::Float32, 21);
+  Tensor b = Tensor::random({80, 96}, DType::Float32, 22);
+  expect_close(dnnl_ops::matmul(x, b), ref_matmul(x, b, false, false), 1e-5, "plain, reordered");
+  Tensor w = Tensor::random({96, 80}, DType::Float32, 23);
+  Tensor bias = Tensor::random({96}, DType::Float32, 24);
+  std::vector<double> want = ref_matmul(x, w, false, true);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += bias.data<float>()[i % 96];
+  expect_close(dnnl_ops::matmul(x, w, false, true, &bias), want, 1e-5, "transposed, bias");
+}
+
+double gelu_ref(double v, bool tanh_form) {
+  if (tanh_form) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  }
+  return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+}
+
+// GeLU (both forms) and exp against libm in double, the backward against a central difference
+// of that reference.
+TEST(DnnlOps, EltwiseMatchesTheDefinitions) {
+  dnnl_ops::set_threads(1);
+  const int64_t n = 1001;
+  std::vector<float> x(n), y(n), dy(n), dx(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = -8.0f + 16.0f * static_cast<float>(i) / (n - 1);
+  for (bool tanh_form : {false, true}) {
+    const auto f = tanh_form ? dnnl_ops::Eltwise::GeluTanh : dnnl_ops::Eltwise::GeluErf;
+    dnnl_ops::eltwise(f, x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = gelu_ref(x[i], tanh_form);
+      ASSERT_NEAR(y[i], want, 1e-6 * (1 + std::abs(want))) << x[i] << (tanh_form ? " tanh" : "");
+    }
+    for (int64_t i = 0; i < n; ++i) dy[i] = 0.5f + static_cast<float>(i % 7);
+    dnnl_ops::eltwise_backward(f, x.data(), dy.data(), dx.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double h = 1e-4;
+      const double d = (gelu_ref(x[i] + h, tanh_form) - gelu_ref(x[i] - h, tanh_form)) / (2 * h);
+      ASSERT_NEAR(dx[i], dy[i] * d, 1e-5 * (1 + std::abs(dy[i] * d))) << x[i];
+    }
+  }
+  dnnl_ops::eltwise(dnnl_ops::Eltwise::Exp, x.data(), y.data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], std::exp(x[i]), 2e-6 * std::exp(x[i]));
+}
+
+// Softmax and LogSoftmax along the middle axis of (outer, len, inner) against double loops;
+// two threads give the same bits as one (each line on one thread).
+TEST(DnnlOps, SoftmaxMatchesTheDefinitionAtAnyThreadCount) {
+  for (const auto& dims : std::vector<std::array<int64_t, 3>>{{3, 37, 1}, {2, 5, 9}}) {
+    const int64_t outer = dims[0], len = dims[1], inner = dims[2];
+    Tensor x = Tensor::random({outer, len, inner}, DType::Float32, 31);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= 20.0f;
+    for (bool log : {false, true}) {
+      std::vector<float> y1(x.numel()), y2(x.numel());
+      dnnl_ops::set_threads(1);
+      dnnl_ops::softmax(x.data<float>(), y1.data(), outer, len, inner, log);
+      dnnl_ops::set_threads(2);
+      dnnl_ops::softmax(x.data<float>(), y2.data(), outer, len, inner, log);
+      dnnl_ops::set_threads(1);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          auto at = [&](int64_t k) { return (o * len + k) * inner + i; };
+          double mx = -INFINITY, sum = 0;
+          for (int64_t k = 0; k < len; ++k) mx = std::max<double>(mx, x.data<float>()[at(k)]);
+          for (int64_t k = 0; k < len; ++k) sum += std::exp(x.data<float>()[at(k)] - mx);
+          for (int64_t k = 0; k < len; ++k) {
+            const double v = x.data<float>()[at(k)] - mx;
+            const double want = log ? v - std::log(sum) : std::exp(v) / sum;
+            // LogSoftmax: oneDNN's log near 1 is off by up to ~5e-6 absolute (the runtime's
+            // LogSoftmax kernel keeps libm for that reason).
+            ASSERT_NEAR(y1[at(k)], want, (log ? 1e-5 : 2e-6) * (1 + std::abs(want)))
+                << o << ',' << k << ',' << i;
+            ASSERT_EQ(y1[at(k)], y2[at(k)]);
+          }
+        }
+      }
+    }
+  }
 }
 
 // Two threads give the same forward numbers as one (oneDNN splits forward work by output, not

@@ -76,6 +76,22 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                                   bool transpose_a, bool transpose_b);
 
+// Elementwise functions on oneDNN's JIT eltwise kernels (vectorized polynomial erf/exp/tanh;
+// libm's scalar calls were ~10 % of BERT-base inference at one thread). y[i] = f(x[i]) for
+// i < n; x and y may be the same buffer. Elementwise, so the bits do not depend on the threads.
+enum class Eltwise : uint8_t {
+  GeluErf,   // 0.5 x (1 + erf(x / sqrt 2))
+  GeluTanh,  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+  Exp,
+};
+void eltwise(Eltwise f, const float* x, float* y, int64_t n);
+// dL/dx of eltwise(f) at x given dL/dy (n elements each).
+void eltwise_backward(Eltwise f, const float* x, const float* dy, float* dx, int64_t n);
+
+// Softmax (or log-softmax) of a row-major (outer, len, inner) array along `len`; every line is
+// computed by one thread as the serial kernel does, so the bits do not depend on the threads.
+void softmax(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, bool log);
+
 // Primitives cached by the calling thread (for tests and diagnostics).
 size_t cached_primitives();
 

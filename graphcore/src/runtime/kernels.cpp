@@ -187,12 +187,15 @@ void k_sigmoid(KernelCall& c) {
 void k_tanh(KernelCall& c) {
   unary_float(c, [](float v) { return std::tanh(v); });
 }
+// On oneDNN's vectorized eltwise kernel (the scalar gelu_tanh above serves Dense's activation).
 void k_gelu(KernelCall& c) {
-  if (gelu_approximate(c.node)) {
-    unary_float(c, gelu_tanh);
-  } else {
-    unary_float(c, gelu_erf);
-  }
+  Tensor x = as_float(in(c, 0));
+  DType dt = out_dtype(c);
+  if (dt != DType::Float32 && dt != DType::Float16) dt = DType::Float32;
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), dt));
+  dnnl_ops::eltwise(
+      gelu_approximate(c.node) ? dnnl_ops::Eltwise::GeluTanh : dnnl_ops::Eltwise::GeluErf,
+      x.data<float>(), y.data<float>(), x.numel());
 }
 void k_silu(KernelCall& c) {
   unary_float(c, [](float v) { return v / (1.0f + std::exp(-v)); });
@@ -552,6 +555,41 @@ T apply_bin(Bin op, T a, T b) {
 
 // A float result of float operands: ranges of elements (same shapes) or of rows (broadcast) on
 // the runtime's threads; each element is computed as the serial loop would.
+// y = a op b over n elements (Eigen array expressions).
+template <class A, class B>
+void eigen_bin(Bin op, const A& a, const B& b, float* y, int64_t n) {
+  Eigen::Map<Eigen::ArrayXf> ey(y, n);
+  switch (op) {
+    case Bin::Add:
+      ey = a + b;
+      break;
+    case Bin::Sub:
+      ey = a - b;
+      break;
+    case Bin::Mul:
+      ey = a * b;
+      break;
+    default:
+      ey = a / b;
+      break;
+  }
+}
+
+// y[k] = a[k] op b[k] for k < n, where a (b) is one value repeated when a_one (b_one).
+void binary_row(Bin op, const float* a, bool a_one, const float* b, bool b_one, float* y,
+                int64_t n) {
+  using Row = Eigen::Map<const Eigen::ArrayXf>;
+  if (a_one && b_one) {
+    eigen_bin(op, Eigen::ArrayXf::Constant(n, *a), Eigen::ArrayXf::Constant(n, *b), y, n);
+  } else if (a_one) {
+    eigen_bin(op, Eigen::ArrayXf::Constant(n, *a), Row(b, n), y, n);
+  } else if (b_one) {
+    eigen_bin(op, Row(a, n), Eigen::ArrayXf::Constant(n, *b), y, n);
+  } else {
+    eigen_bin(op, Row(a, n), Row(b, n), y, n);
+  }
+}
+
 void binary_float(const Tensor& a, const Tensor& b, Bin op, const std::vector<int64_t>& shape,
                   Tensor& y) {
   Tensor fa = as_float(a), fb = as_float(b);
@@ -582,6 +620,20 @@ void binary_float(const Tensor& a, const Tensor& b, Bin op, const std::vector<in
   }
   const std::vector<int64_t> sa = bstrides(a.shape(), shape), sb = bstrides(b.shape(), shape);
   const int64_t row_len = shape.empty() ? 1 : std::max<int64_t>(shape.back(), 1);
+  if (eigen_op && row_len > 1 && sa.back() <= 1 && sb.back() <= 1) {
+    // Each output row from a row (or one value) of either operand: Eigen's vectorized loops per
+    // row (BERT's scores * scale and + mask), the same IEEE operation per element as below.
+    std::vector<int64_t> rows = shape;
+    rows.back() = 1;  // walk row starts only
+    parallel_for(broadcast_rows(shape), std::max<int64_t>(1, kGrainCheap / row_len),
+                 [&](int64_t r0, int64_t r1) {
+                   for_broadcast_rows(rows, sa, sb, r0, r1, [&](int64_t row, int64_t i, int64_t j) {
+                     binary_row(op, pa + i, sa.back() == 0, pb + j, sb.back() == 0,
+                                q + row * row_len, row_len);
+                   });
+                 });
+    return;
+  }
   parallel_for(broadcast_rows(shape), std::max<int64_t>(1, kGrainCheap / row_len),
                [&](int64_t r0, int64_t r1) {
                  for_broadcast_rows(shape, sa, sb, r0, r1, [&](int64_t o, int64_t i, int64_t j) {
@@ -1295,6 +1347,12 @@ void softmax(KernelCall& c, bool log, bool negate = false) {
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
   Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
+  if (!log) {  // oneDNN's softmax: max, exp (vectorized), sum and scale per line along the axis
+    dnnl_ops::softmax(x.data<float>(), y.data<float>(), outer, len, inner, false);
+    return;
+  }
+  // LogSoftmax: libm's exp and log in double (oneDNN's logsoftmax is off by up to ~5e-6
+  // absolute, ~1e-4 relative, for values near log(1)).
   const float* px = x.data<float>();
   auto* py = y.data<float>();
   // Lines along the axis (outer, inner) on the runtime's threads.
@@ -1310,14 +1368,8 @@ void softmax(KernelCall& c, bool log, bool negate = false) {
                      double sum = 0;
                      for (int64_t k = 0; k < len; ++k)
                        sum += std::exp(static_cast<double>(xs[k * inner] - mx));
-                     if (log) {
-                       auto ls = static_cast<float>(std::log(sum));
-                       for (int64_t k = 0; k < len; ++k) ys[k * inner] = xs[k * inner] - mx - ls;
-                     } else {
-                       auto inv = static_cast<float>(1.0 / sum);
-                       for (int64_t k = 0; k < len; ++k)
-                         ys[k * inner] = std::exp(xs[k * inner] - mx) * inv;
-                     }
+                     auto ls = static_cast<float>(std::log(sum));
+                     for (int64_t k = 0; k < len; ++k) ys[k * inner] = xs[k * inner] - mx - ls;
                    }
                  }
                });

@@ -164,6 +164,12 @@ void k_unary_grad(KernelCall& c) {
   const auto* px = x.data<float>();
   const auto* pg = dy.data<float>();
   auto* q = dx.data<float>();
+  if (d.op == "GeLU") {  // oneDNN's vectorized erf/exp (tanh) instead of libm's, per element
+    dnnl_ops::eltwise_backward(
+        d.tanh_gelu ? dnnl_ops::Eltwise::GeluTanh : dnnl_ops::Eltwise::GeluErf, px, pg, q,
+        x.numel());
+    return;
+  }
   if (x.numel() > 0) (void)d(px[0]);  // an operator without a derivative fails here, serially
   parallel_for(x.numel(), kGrainMath, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) q[i] = static_cast<float>(pg[i] * d(px[i]));
