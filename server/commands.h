@@ -71,7 +71,17 @@ struct TrainCommandOptions {
   std::vector<std::string> script_args;  // after `--`: the script's own command line
 };
 
+// `cellscope export FILE --format mindir -o OUT` (export_command.cpp).
+struct ExportCommandOptions {
+  GraphOptions model;  // file, --cell / --entry, --input, --target (format unused)
+  std::string format = "mindir";
+  std::string output;      // -o
+  std::string checkpoint;  // parameters from a MindSpore checkpoint, else initialised
+  uint64_t seed = 0;       // the initializers' seed without --checkpoint
+};
+
 int run_check(const CheckOptions& options);
+int run_export(const ExportCommandOptions& options);
 int run_graph(const GraphOptions& options);
 int run_train(const TrainCommandOptions& options);
 

@@ -274,6 +274,39 @@ int main(int argc, char** argv) {
                         "the types the script's pipeline gives)");
   add_common(train_cmd, &train.common);
 
+  cellscope::server::ExportCommandOptions export_opts;
+  auto* export_cmd = app.add_subcommand(
+      "export",
+      "Export a model file's Cell as a deployable model (MindIR, as mindspore.export writes it) "
+      "with its initialised or checkpointed weights, without running Python; refusals are "
+      "located diagnostics (exit 1) and nothing is written");
+  export_cmd->fallthrough();
+  export_cmd->add_option("file", export_opts.model.file, "The model file")->required();
+  auto* export_cell = export_cmd->add_option("--cell", export_opts.model.cell,
+                                             "Export the root Cell with this class name");
+  export_cmd
+      ->add_option("--entry", export_opts.model.entries,
+                   "Python expression that builds the Cell, e.g. \"resnet50(num_classes=10)\"")
+      ->allow_extra_args(false)
+      ->excludes(export_cell);
+  export_cmd
+      ->add_option("--input", export_opts.model.inputs,
+                   "Input shape[:dtype] (static), e.g. 1,3,224,224 (repeat for several inputs)")
+      ->allow_extra_args(false);
+  export_cmd->add_option("--format", export_opts.format, "Model format")
+      ->check(CLI::IsMember({"mindir"}))
+      ->capture_default_str();
+  export_cmd
+      ->add_option("-o,--output", export_opts.output,
+                   "The file to write (atomically: the old file or the whole new one)")
+      ->required();
+  export_cmd->add_option("--checkpoint", export_opts.checkpoint,
+                         "Weights from a MindSpore checkpoint (.ckpt or .safetensors); default: "
+                         "the initializers' values");
+  export_cmd->add_option("--seed", export_opts.seed, "Seed of the initializers")
+      ->capture_default_str();
+  add_common(export_cmd, &export_opts.model.common);
+
   auto* dap_cmd = app.add_subcommand(
       "dap",
       "Serve the Debug Adapter Protocol on stdin/stdout: run a model's construct on the CPU "
@@ -345,6 +378,10 @@ int main(int argc, char** argv) {
     if (graph.format == "html" && layer_opt->count() == 0) graph.pipeline.layer = "hardware";
   }
   if (train_cmd->parsed()) apply_project_config(train_cmd, train.common, train.file, nullptr, "");
+  if (export_cmd->parsed())
+    apply_project_config(export_cmd, export_opts.model.common, export_opts.model.file,
+                         export_opts.model.entries.empty() ? &export_opts.model.inputs : nullptr,
+                         export_opts.model.cell.value_or(""));
   if (view_cmd->parsed())
     apply_project_config(view_cmd, view.graph.common, view.graph.file,
                          view.graph.entries.empty() ? &view.graph.inputs : nullptr,
@@ -356,6 +393,7 @@ int main(int argc, char** argv) {
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
     if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
     if (train_cmd->parsed()) return cellscope::server::run_train(train);
+    if (export_cmd->parsed()) return cellscope::server::run_export(export_opts);
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
     if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);
   } catch (const std::exception& e) {

@@ -5,13 +5,17 @@
 
 namespace graphcore::ops {
 
+// MindIR export facts (opdef.h MindirDef), checked against MindSpore 2.10's exported files.
+constexpr MindirArg kMindirX[] = {{"x", MindirValue::Input}};
+constexpr MindirDef kMindirReLU{"ReLU", MindirKind::Function, kMindirX};
+
 std::span<const OpDef> activation_ops() {
   using C = OpCategory;
   using U = OpUnit;
   using P = OpPrecision;
   static const OpDef kRows[] = {
       {"ReLU", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
-       &kernels::k_relu, false, &ad::g_unary},
+       &kernels::k_relu, false, &ad::g_unary, false, &kMindirReLU},
       {"ReLU6", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
        &kernels::k_relu6, false, &ad::g_unary},
       {"Sigmoid", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,

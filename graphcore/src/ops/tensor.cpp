@@ -6,6 +6,17 @@
 
 namespace graphcore::ops {
 
+// MindIR export facts (opdef.h MindirDef), checked against MindSpore 2.10's exported files.
+// ReduceMean(x, axis) + (keep_dims); Flatten(input) keeps the batch axis only.
+constexpr MindirArg kMindirReduceMeanArgs[] = {{"x", MindirValue::Input},
+                                               {"axis", MindirValue::Ints, "axis", 1},
+                                               {"keep_dims", MindirValue::Bool, "keep_dims", 0}};
+constexpr MindirDef kMindirReduceMean{"ReduceMean", MindirKind::Function, kMindirReduceMeanArgs};
+constexpr MindirArg kMindirFlattenArgs[] = {{"input", MindirValue::Input},
+                                            {"start_dim", MindirValue::Require, "start_dim", 1},
+                                            {"end_dim", MindirValue::Require, "end_dim", -1}};
+constexpr MindirDef kMindirFlatten{"Flatten", MindirKind::Function, kMindirFlattenArgs};
+
 std::span<const OpDef> tensor_ops() {
   using C = OpCategory;
   using U = OpUnit;
@@ -14,7 +25,7 @@ std::span<const OpDef> tensor_ops() {
       {"ReduceSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_sum,
        false, &ad::g_reduce},
       {"ReduceMean", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_mean,
-       false, &ad::g_reduce},
+       false, &ad::g_reduce, false, &kMindirReduceMean},
       {"ReduceMax", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_max,
        false, &ad::g_reduce_extremum},
       {"ReduceMin", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_min,
@@ -42,7 +53,7 @@ std::span<const OpDef> tensor_ops() {
       {"Reshape", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
        false, &ad::g_reshape},
       {"Flatten", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
-       false, &ad::g_reshape},
+       false, &ad::g_reshape, false, &kMindirFlatten},
       {"ExpandDims", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16,
        &kernels::k_reshape, false, &ad::g_reshape},
       {"Squeeze", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
