@@ -302,7 +302,7 @@ class Writer {
   static std::string describe(const Node& node) {
     std::string s = "operator " + std::string(node.op);
     if (!node.api.empty()) s += " (" + std::string(node.api) + ")";
-    if (!node.id.empty()) s += " at " + node.id;
+    if (!node.id.empty() && node.id != node.op) s += " at " + node.id;
     return s;
   }
 
