@@ -1,6 +1,7 @@
 """`cellscope export --format mindir` against MindSpore 2.10 itself (issue 18).
 
-For LeNet-5 (batch 4) and ResNet-50 (batch 1) from tests/corpus/models:
+For LeNet-5 (batch 4), ResNet-50 and MobileNetV2 (batch 1) from tests/corpus/models, and a
+transformer block (BLOCK_SOURCE):
   * build the Cell in MindSpore, give every parameter random values (test_checkpoint.randomize)
     and save them with mindspore.save_checkpoint;
   * `cellscope export FILE --format mindir --input SHAPE --checkpoint net.ckpt -o net.mindir`;
@@ -40,12 +41,55 @@ from test_checkpoint import randomize, rel_error  # noqa: E402
 REPO_ROOT = gt.REPO_ROOT
 TIMEOUT = int(os.environ.get("CELLSCOPE_TIMEOUT", "600"))
 
+# A transformer block: the MindIR rows of LayerNorm, Softmax, BatchMatMul, GeLU, Transpose,
+# Reshape and nn.Dense on a 3-D input (MatMul between two Reshapes).
+BLOCK_SOURCE = '''import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class Block(nn.Cell):
+    "A transformer block: LayerNorm, Dense, Reshape, Transpose, BatchMatMul, Softmax, GELU."
+
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.norm1 = nn.LayerNorm((dim,), epsilon=1e-6)
+        self.qkv = nn.Dense(dim, dim)
+        self.bmm = ops.BatchMatMul(transpose_b=True)
+        self.bmm2 = ops.BatchMatMul()
+        self.softmax = nn.Softmax(axis=-1)
+        self.reshape = ops.Reshape()
+        self.transpose = ops.Transpose()
+        self.norm2 = nn.LayerNorm((dim,), epsilon=1e-6)
+        self.fc1 = nn.Dense(dim, 2 * dim)
+        self.act = nn.GELU()
+        self.fc2 = nn.Dense(2 * dim, dim)
+
+    def construct(self, x):
+        h = self.norm1(x)
+        q = self.qkv(h)
+        q = self.reshape(q, (2, 8, self.heads, self.head_dim))
+        q = self.transpose(q, (0, 2, 1, 3))
+        a = self.softmax(self.bmm(q, q))
+        o = self.bmm2(a, q)
+        o = self.transpose(o, (0, 2, 1, 3))
+        o = self.reshape(o, (2, 8, 32))
+        x = x + o
+        return x + self.fc2(self.act(self.fc1(self.norm2(x))))
+'''
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5},
     "resnet50": {"file": "models/resnet50.py", "cell": "resnet50()",
                  "select": ["--entry", "resnet50()"], "shape": (1, 3, 224, 224),
                  "ms_rtol": 1e-4},
+    "mobilenetv2": {"file": "models/mobilenetv2.py", "cell": "MobileNetV2",
+                    "select": ["--cell", "MobileNetV2"], "shape": (1, 3, 224, 224),
+                    "ms_rtol": 1e-4},
+    "transformer_block": {"source": BLOCK_SOURCE, "cell": "Block", "select": ["--cell", "Block"],
+                          "shape": (2, 8, 32), "ms_rtol": 1e-5},
 }
 
 
@@ -110,7 +154,11 @@ def _exported_arity(op_type: str, tmp_path: Path):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_export_loads_in_mindspore_and_matches_runtime(name: str, tmp_path: Path) -> None:
-    case = CASES[name]
+    case = dict(CASES[name])
+    if "source" in case:  # written here: an absolute path joins the corpus directory as itself
+        source = tmp_path / (name + ".py")
+        source.write_text(case["source"])
+        case["file"] = str(source)
     gt.setup_mindspore()
     net = gt.build_cell(gt.load_module(case["file"]), case["cell"])
     rng = np.random.default_rng(4321)

@@ -92,6 +92,7 @@ enum class MindirValue : uint8_t {
   Pad4,         // TUPLE (top, bottom, left, right) from the attribute `key` (int, pair or four)
   PadList,      // Conv2D's pad_list: Pad4 for pad_mode "pad", computed from the shapes for
                 // "same", zeros for "valid"
+  OutputShape,  // TUPLE of INT64: the node's (static) output dims (Reshape's target)
   Lower,        // STRING: the string attribute `key` in lower case ("valid")
   Upper,        // STRING: ... in upper case (MaxPool's "VALID")
   Literal,      // INT64 `number`
@@ -121,6 +122,11 @@ struct MindirDef {
   // The primitive returns a tuple whose element `tuple_item` is the node's output (BatchNorm);
   // -1: a tensor.
   int tuple_item = -1;
+  // A weight-reading form (nn.Dense) applied to an input of rank > 2: Reshape to (-1, in) before
+  // and back to the output's shape after, as nn.Dense's construct does (MatMul is 2-D).
+  bool matrix_weight = false;
+  // Identity in inference (Dropout): nothing is written; readers get the input.
+  bool inference_identity = false;
 };
 
 using OpKernelFn = void (*)(runtime::KernelCall&);

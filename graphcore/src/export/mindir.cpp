@@ -257,11 +257,20 @@ class Writer {
     write_weights(out);
     const Graph& g = report_.graph;
     names_.resize(g.nodes.size());
+    refused_.assign(g.nodes.size(), false);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& node = g.nodes[i];
+      // A node fed by a refused one is not reported again: its own error would be a guess.
+      if (std::ranges::any_of(node.inputs, [&](ValueRef r) {
+            return r.node < refused_.size() && refused_[r.node];
+          })) {
+        refused_[i] = true;
+        continue;
+      }
       try {
         write_node(i, node);
       } catch (const Refusal& r) {
+        refused_[i] = true;
         Diagnostic d;
         d.file = std::string(node.file);
         d.range = node.range;
@@ -492,6 +501,9 @@ class Writer {
         }
         return;
       }
+      case MindirValue::OutputShape:
+        set_ints(attr, known_dims(node.outputs.at(0).shape));
+        return;
       case MindirValue::Lower:
       case MindirValue::Upper: {
         std::string s = r.text();
@@ -586,6 +598,17 @@ class Writer {
       throw Refusal{"it has " + std::to_string(node.outputs.size()) + " outputs"};
     }
     const MindirDef& m = *def->mindir;
+    if (m.inference_identity) {
+      names_[index] = operand(node, 0);
+      return;
+    }
+    // nn.Dense on rank > 2: (-1, in) before the product, the output's shape after.
+    std::optional<std::string> reshaped;
+    if (m.matrix_weight && !node.inputs.empty() && weight(node, "weight")) {
+      const ValueRef in = node.inputs[0];
+      const auto dims = known_dims(report_.graph.nodes[in.node].outputs.at(in.output).shape);
+      if (dims.size() > 2) reshaped = reshape(node, operand(node, 0), {-1, dims.back()});
+    }
     pb::Primitive prim;
     prim.set_op_type(std::string(m.primitive));
     std::vector<std::string> inputs;
@@ -594,6 +617,7 @@ class Writer {
       pb::Attribute value;
       bool skip = false;
       argument(node, arg, &input, &value, &skip);
+      if (reshaped && arg.value == MindirValue::Input && arg.number == 0) input = *reshaped;
       if (skip) continue;
       if (!input.empty()) {
         inputs.push_back(std::move(input));
@@ -628,8 +652,22 @@ class Writer {
         out = n->name();
       }
     }
-    set_shape(n, node.outputs[0]);
+    if (reshaped) {
+      out = reshape(node, out, known_dims(node.outputs[0].shape));
+    } else {
+      set_shape(n, node.outputs[0]);
+    }
     names_[index] = out;
+  }
+
+  // A Reshape(value, shape) node; returns its name.
+  std::string reshape(const Node& node, const std::string& value,
+                      const std::vector<int64_t>& shape) {
+    pb::Attribute target;
+    set_ints(&target, shape);
+    const std::string shape_name = constant(std::move(target));
+    const std::string key = simple_primitive("Reshape", pb::Primitive::PRIMITIVE_FUNCTION);
+    return add_cnode(node, key, {value, shape_name}, "Reshape")->name();
   }
 
   // A constant tensor: its elements from the evaluator (constant_values) or its uniform `value`.
@@ -701,6 +739,7 @@ class Writer {
   std::string graph_name_;
   pb::Model model_;
   std::vector<std::string> names_;  // per graph node: the MindIR value it is
+  std::vector<bool> refused_;       // per graph node: refused, or fed by a refused node
   std::map<std::string, std::string> primitive_keys_;
   std::map<std::string, std::string> constants_;
   int64_t uid_ = 0;

@@ -64,7 +64,28 @@ constexpr MindirArg kMindirMatMulArgs[] = {
     {"transpose_a", MV::Bool, "transpose_a", 0},
     {"transpose_b", MV::HasWeight, "weight"},
 };
-constexpr MindirDef kMindirMatMul{"MatMul", MindirKind::Function, kMindirMatMulArgs, "bias"};
+constexpr MindirDef kMindirMatMul{"MatMul", MindirKind::Function, kMindirMatMulArgs, "bias", -1,
+                                  true};
+// BatchMatMul(x, y) + (transpose_a, transpose_b).
+constexpr MindirArg kMindirBatchMatMulArgs[] = {
+    {"x", MV::Input, {}, 0},
+    {"y", MV::Input, {}, 1},
+    {"transpose_a", MV::Bool, "transpose_a", 0},
+    {"transpose_b", MV::Bool, "transpose_b", 0},
+};
+constexpr MindirDef kMindirBatchMatMul{"BatchMatMul", MindirKind::Function, kMindirBatchMatMulArgs};
+// LayerNorm(input_x, gamma, beta) + (begin_norm_axis, begin_params_axis, epsilon); the
+// primitive returns (y, mean, rstd): element 0 is the output.
+constexpr MindirArg kMindirLayerNormArgs[] = {
+    {"input_x", MV::Input},
+    {"gamma", MV::Weight, "gamma", -1},
+    {"beta", MV::Weight, "beta", -1},
+    {"begin_norm_axis", MV::Int, "begin_norm_axis", -1},
+    {"begin_params_axis", MV::Int, "begin_params_axis", -1},
+    {"epsilon", MV::Float, "epsilon", 1e-7},
+};
+constexpr MindirDef kMindirLayerNorm{
+    "LayerNorm", MindirKind::Function, kMindirLayerNormArgs, {}, 0};
 
 std::span<const OpDef> nn_ops() {
   using C = OpCategory;
@@ -74,7 +95,7 @@ std::span<const OpDef> nn_ops() {
       {"BatchNorm", C::Normalization, kTraitNone, U::Vector, 4, P::KeepFloat32,
        &kernels::k_batchnorm, false, &ad::g_batchnorm, false, &kMindirBatchNorm},
       {"LayerNorm", C::Normalization, kTraitNone, U::Vector, 8, P::KeepFloat32,
-       &kernels::k_layernorm, false, &ad::g_layernorm},
+       &kernels::k_layernorm, false, &ad::g_layernorm, false, &kMindirLayerNorm},
       {"AddLayerNorm", C::Normalization, kTraitNone, U::Vector, 9, P::KeepFloat32, nullptr, true},
       {"GroupNorm", C::Normalization, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_group_norm,
        false, &ad::g_group_norm},
@@ -94,7 +115,7 @@ std::span<const OpDef> nn_ops() {
       {"MatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false,
        &ad::g_matmul, false, &kMindirMatMul},
       {"BatchMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false,
-       &ad::g_matmul},
+       &ad::g_matmul, false, &kMindirBatchMatMul},
       {"Dense", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_dense, false,
        &ad::g_dense},
       {"FusedMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
