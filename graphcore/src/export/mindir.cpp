@@ -117,7 +117,7 @@ std::string raw_bytes(const runtime::Tensor& t, DType declared) {
       break;
     case DType::Float16: {
       out.resize(byte_count(t.numel(), 2));
-      const float* src = t.data<float>();
+      const auto* src = t.data<float>();
       for (size_t i = 0; i < n; ++i) {
         const uint16_t h = half_bits(src[i]);
         std::memcpy(out.data() + 2 * i, &h, 2);
@@ -349,9 +349,10 @@ class Writer {
     if (ref.node >= names_.size() || names_[ref.node].empty()) {
       throw Refusal{"an input comes from a node that could not be exported"};
     }
-    if (ref.output != 0)
+    if (ref.output != 0) {
       throw Refusal{"it reads output " + std::to_string(ref.output) +
                     " of a multi-output operator"};
+    }
     return names_[ref.node];
   }
 
@@ -366,7 +367,7 @@ class Writer {
     prim.SerializeToString(&sig);
     auto it = primitive_keys_.find(sig);
     if (it != primitive_keys_.end()) return it->second;
-    const std::string key = prim.op_type() + ":" + std::to_string(++uid_);
+    std::string key = prim.op_type() + ":" + std::to_string(++uid_);
     prim.set_name(key);
     *model_.add_primitives() = std::move(prim);
     primitive_keys_.emplace(std::move(sig), key);
@@ -387,7 +388,7 @@ class Writer {
     value.SerializeToString(&sig);
     auto it = constants_.find(sig);
     if (it != constants_.end()) return it->second;
-    const std::string name = qualified("ValueNode_" + std::to_string(++uid_));
+    std::string name = qualified("ValueNode_" + std::to_string(++uid_));
     pb::Node* n = model_.mutable_graph()->add_node();
     n->set_op_type("Constant");
     n->add_output(name);
