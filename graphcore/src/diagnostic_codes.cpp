@@ -109,6 +109,11 @@ constexpr DiagnosticCodeInfo kCodes[] = {
     {"invalid-config", "error",
      "a value in mindspore_config.json that Cellscope cannot use (not JSON, an unknown backend or "
      "target, a bad version or input shape); located at its key, the rest of the file applies"},
+    {"export-unsupported", "error",
+     "cellscope export: an operator with no mapping in the chosen model format (named, at its "
+     "line), or a form of it the format writes as another primitive; nothing is written"},
+    {"export-dynamic-shape", "error",
+     "cellscope export: an input whose shape is not static; give its dims with --input"},
     {"internal-error", "error",
      "an unexpected failure inside Cellscope for this file (a bug: please report it); other files "
      "continue"},

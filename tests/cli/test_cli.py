@@ -1008,6 +1008,70 @@ def write_idx(path, shape, data):
         f.write(bytes(data))
 
 
+class ExportTests(unittest.TestCase):
+    """`cellscope export --format mindir`: exit codes, located refusals, nothing written on
+    refusal (MindSpore loading the files: tests/mindspore/test_export_mindir.py)."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="cellscope-export-"))
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.lenet = SOURCE_DIR / "tests/corpus/models/lenet5.py"
+
+    def test_writes_a_mindir(self):
+        out = self.dir / "lenet.mindir"
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("wrote", p.stdout)
+        self.assertIn("8 weights", p.stdout)
+        data = out.read_bytes()
+        # LeNet-5's 61,684 float32 parameters travel inline; the producer name is there.
+        self.assertGreater(len(data), 4 * 61684)
+        self.assertIn(b"MindSpore", data)
+        self.assertIn(b"REF::Conv2D:", data)
+        self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["lenet.mindir"])
+        # The same seed writes the same bytes; another seed other weights.
+        again = self.dir / "again.mindir"
+        self.assertEqual(run("export", self.lenet, "--input", "1,1,32,32", "-o", again)
+                         .returncode, 0)
+        self.assertEqual(again.read_bytes(), data)
+        other = self.dir / "other.mindir"
+        self.assertEqual(run("export", self.lenet, "--input", "1,1,32,32", "--seed", "5", "-o",
+                             other).returncode, 0)
+        self.assertNotEqual(other.read_bytes(), data)
+
+    def test_refusal_is_located_and_writes_nothing(self):
+        model = self.dir / "net.py"
+        model.write_text("import mindspore.nn as nn\nimport mindspore.ops as ops\n\n"
+                         "class Net(nn.Cell):\n    def construct(self, x):\n"
+                         "        return ops.sigmoid(x)\n")
+        out = self.dir / "net.mindir"
+        out.write_bytes(b"previous")
+        p = run("export", model, "--input", "2,4", "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"net\.py:6:\d+: error: cannot export to MindIR: operator "
+                                   r"Sigmoid \(ops\.sigmoid\)")
+        self.assertEqual(out.read_bytes(), b"previous")
+        self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["net.mindir", "net.py"])
+
+    def test_bad_destinations_and_options(self):
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", self.dir / "lenet.onnx")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(".mindir", p.stderr)
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o",
+                self.dir / "missing" / "lenet.mindir")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no such directory", p.stderr)
+        p = run("export", self.lenet, "--input", "1,1,32,32", "--checkpoint",
+                self.dir / "none.ckpt", "-o", self.dir / "x.mindir")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such checkpoint", p.stderr)
+        p = run("export", self.lenet, "--input", "N,1,32,32", "-o", self.dir / "x.mindir")
+        self.assertEqual(p.returncode, 1)
+        self.assertRegex(p.stderr, r"lenet5\.py:\d+:\d+: error: .*\(N, 1, 32, 32\).*"
+                                   r"\[export-dynamic-shape\]")
+        self.assertEqual(list(self.dir.iterdir()), [])
+
+
 class TrainTests(unittest.TestCase):
     """`cellscope train`: the training plan of a script run on the CPU runtime (the numbers are
     checked against MindSpore by tests/training/compare_training.py in the MindSpore tier)."""
