@@ -15,6 +15,7 @@ PACKAGES=(
   libboost-dev            # Boost.Asio / Boost.Beast (header-only)
   libprotobuf-dev         # graph document schema (protocol/)
   protobuf-compiler       # protoc
+  libonnx-dev             # onnx.proto: the ONNX exporter compiles its messages from it (graphcore/proto)
   nlohmann-json3-dev
   libspdlog-dev
   libgtest-dev

@@ -73,6 +73,19 @@ tier tsan bash scripts/sanitizers.sh tsan ctest dap
 # runtime's own inputs and weights, and the whole networks end to end.
 tier runtime-torch /usr/bin/python3 tests/runtime/check_torch.py --bin "$BUILD_DIR/bench/cellscope-run"
 
+# ONNX export against PyPI onnx (checker, full_check) and onnxruntime: LeNet-5, ResNet-50,
+# MobileNetV2, ViT-B/16, BERT-base, the MNIST network and an operator model, outputs equal to the
+# runtime's; kill -9 during an export (docs/export.md). Needs
+# ~/.cache/cellscope/torchvenv with onnx and onnxruntime (bench/speed_compare.py's header).
+ONNX_PY="${CELLSCOPE_TORCH_PY:-$HOME/.cache/cellscope/torchvenv/bin/python}"
+if [[ -x "$ONNX_PY" ]] && "$ONNX_PY" -c 'import onnx, onnxruntime' 2>/dev/null; then
+  tier onnx "$ONNX_PY" tests/runtime/check_onnx.py --bin "$BUILD_DIR/cellscope" \
+    --run "$BUILD_DIR/bench/cellscope-run"
+else
+  printf '\n==> tier: onnx: SKIPPED (no python with onnx and onnxruntime at %s)\n' "$ONNX_PY"
+  skipped+=("onnx (no onnx/onnxruntime python)")
+fi
+
 # The VS Code extension: its unit tests, then the .vsix (bundling this build's binary) installed
 # into a real VS Code (code-server 4.100.3) driven by playwright-core in chromium; screenshots in
 # extension/test/e2e/artifacts.

@@ -71,10 +71,10 @@ struct TrainCommandOptions {
   std::vector<std::string> script_args;  // after `--`: the script's own command line
 };
 
-// `cellscope export FILE --format mindir -o OUT` (export_command.cpp).
+// `cellscope export FILE [--format mindir|onnx] -o OUT` (export_command.cpp).
 struct ExportCommandOptions {
-  GraphOptions model;  // file, --cell / --entry, --input, --target (format unused)
-  std::string format = "mindir";
+  GraphOptions model;      // file, --cell / --entry, --input, --target (format unused)
+  std::string format;      // "mindir" or "onnx"; empty: from -o's extension
   std::string output;      // -o
   std::string checkpoint;  // parameters from a MindSpore checkpoint, else initialised
   uint64_t seed = 0;       // the initializers' seed without --checkpoint

@@ -1,15 +1,20 @@
-// `cellscope export FILE --format mindir -o OUT`: compile one root Cell, bind its parameters on
-// the CPU runtime (initialised as MindSpore would, or loaded from --checkpoint), and write the
-// model file atomically (docs/export.md). Refusals are located diagnostics on stderr, exit code 1,
-// and nothing is written.
+// `cellscope export FILE [--format mindir|onnx] -o OUT`: compile one root Cell, bind its
+// parameters on the CPU runtime (initialised as MindSpore would from --seed, or loaded from
+// --checkpoint), and write the model file atomically (docs/export.md). MindIR is written by
+// graphcore::export_mindir, ONNX by graphcore::build_onnx; both files go through the CLI's one
+// atomic writer (write_file_atomic). Refusals are located diagnostics on stderr (export-* codes,
+// docs/diagnostics.md), exit code 1, and nothing is written. stdout stays empty: the summary line
+// is a log.
 #include <filesystem>
 #include <iostream>
 
 #include "commands.h"
 #include "files.h"
 #include "graphcore/analysis.h"
+#include "graphcore/export_onnx.h"
 #include "graphcore/mindir.h"
 #include "graphcore/runtime.h"
+#include "protocol/document.h"
 
 namespace cellscope::server {
 
@@ -18,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 void export_error(const std::string& message) {
-  std::cerr << "cellscope: error: " << message << "\n";
+  std::cerr << "cellscope export: error: " << message << "\n";
 }
 
 void print_located(const graphcore::Diagnostic& d, const std::string& fallback_file) {
@@ -27,12 +32,34 @@ void print_located(const graphcore::Diagnostic& d, const std::string& fallback_f
             << graphcore::severity_name(d.severity) << ": " << d.message << " [" << d.code << "]\n";
 }
 
+// The format a file name's extension names; "" for any other name.
+std::string format_of_name(const fs::path& path) {
+  const std::string ext = path.extension().string();
+  if (ext == ".mindir") return "mindir";
+  if (ext == ".onnx") return "onnx";
+  return "";
+}
+
 // A format's serialized file, or why the graph cannot be written in it.
 struct ExportedFile {
   std::string bytes;
   std::vector<graphcore::Diagnostic> errors;
-  std::string summary;  // "42 nodes, 9 primitives, 10 weights"
+  std::string summary;  // "MindIR, 42 nodes, 9 primitives, 10 weights"
 };
+
+graphcore::OnnxExportOptions onnx_options() {
+  graphcore::OnnxExportOptions o;
+  o.producer_version = std::string(protocol::tool_version());
+  return o;
+}
+
+// The refusals known before any weight is initialised or loaded (ONNX checks its operators,
+// dims and dtypes without weights; MindIR's come with the export itself).
+std::vector<graphcore::Diagnostic> precheck(const std::string& format,
+                                            const graphcore::CellReport& report) {
+  if (format == "onnx") return graphcore::check_onnx_export(report, onnx_options());
+  return {};
+}
 
 // The one place that knows the formats: --format's value -> its writer.
 ExportedFile export_as(const std::string& format, const graphcore::CellReport& report,
@@ -42,17 +69,40 @@ ExportedFile export_as(const std::string& format, const graphcore::CellReport& r
     graphcore::MindirExport m = graphcore::export_mindir(report, params);
     out.bytes = std::move(m.bytes);
     out.errors = std::move(m.errors);
-    out.summary = std::to_string(m.nodes) + " nodes, " + std::to_string(m.primitives) +
+    out.summary = "MindIR, " + std::to_string(m.nodes) + " nodes, " + std::to_string(m.primitives) +
                   " primitives, " + std::to_string(m.weights) + " weights";
+  } else if (format == "onnx") {
+    const graphcore::OnnxExportOptions eo = onnx_options();
+    graphcore::OnnxExportResult r = graphcore::build_onnx(report, params, eo);
+    out.bytes = std::move(r.bytes);
+    out.errors = std::move(r.diagnostics);
+    out.summary = "ONNX opset " + std::to_string(eo.opset) + ", " + std::to_string(r.nodes) +
+                  " nodes, " + std::to_string(r.initializers) + " initializers";
   } else {
     throw std::logic_error("unknown export format " + format);
   }
   return out;
 }
 
-// The file name extension each format's loader requires (mindspore.load: ".mindir").
-std::string_view format_extension(const std::string& format) {
-  return format == "mindir" ? ".mindir" : "";
+// An input whose dims are not all numbers: one located diagnostic per input (not at every node
+// after it), the same for every format.
+std::vector<graphcore::Diagnostic> dynamic_inputs(const graphcore::CellReport& report) {
+  std::vector<graphcore::Diagnostic> out;
+  for (const graphcore::Node& n : report.graph.nodes) {
+    if (n.kind != graphcore::NodeKind::Input || n.outputs.empty()) continue;
+    const graphcore::Shape& shape = n.outputs.front().shape;
+    bool known = shape.ranked;
+    for (const auto& d : shape.dims) known = known && d.is_known();
+    if (known) continue;
+    graphcore::Diagnostic diag;
+    diag.file = n.file.empty() ? report.file : std::string(n.file);
+    diag.range = n.file.empty() ? report.range : n.range;
+    diag.code = "export-dynamic-shape";
+    diag.message = "cannot export " + report.name + ": input '" + n.id + "' has shape " +
+                   shape.str() + "; give static dims with --input (e.g. 1,3,224,224)";
+    out.push_back(std::move(diag));
+  }
+  return out;
 }
 
 }  // namespace
@@ -60,17 +110,30 @@ std::string_view format_extension(const std::string& format) {
 int run_export(const ExportCommandOptions& options) {
   graphcore::AnalysisOptions analysis;
   if (!graph_analysis_options(options.model, &analysis)) return kExitUsage;
+  analysis.record_facts = true;     // initializers at constructor sites, as the runtime binds them
   analysis.constant_values = true;  // constants computed in __init__ are written with values
   if (options.output.empty()) {
-    export_error("-o/--output is required: the file to write");
+    export_error("-o/--output is required: the file to write (.mindir or .onnx)");
     return kExitUsage;
   }
   const fs::path out_path(options.output);
-  const std::string_view ext = format_extension(options.format);
-  if (!ext.empty() && out_path.extension() != ext) {
-    export_error("--format " + options.format + " writes " + std::string(ext) + " files (" +
-                 (options.format == "mindir" ? "mindspore.load accepts no other name" : "") +
-                 "): " + options.output);
+  const std::string named = format_of_name(out_path);
+  std::string format = options.format;
+  if (format.empty()) {
+    if (named.empty()) {
+      export_error("give --format mindir|onnx, or an -o name ending in .mindir or .onnx: " +
+                   options.output);
+      return kExitUsage;
+    }
+    format = named;
+  }
+  if (format == "mindir" && named != "mindir") {
+    export_error("--format mindir writes .mindir files (mindspore.load accepts no other name): " +
+                 options.output);
+    return kExitUsage;
+  }
+  if (!named.empty() && named != format) {
+    export_error("--format " + format + " does not write ." + named + " files: " + options.output);
     return kExitUsage;
   }
   std::error_code ec;
@@ -113,19 +176,15 @@ int run_export(const ExportCommandOptions& options) {
     export_error("nothing written: " + report.name + " does not compile (errors above)");
     return kExitErrors;
   }
-  for (const auto& in : report.inputs) {
-    for (const auto& d : in.type.shape.dims) {
-      if (d.is_known()) continue;
-      graphcore::Diagnostic diag;
-      diag.file = report.file;
-      diag.range = report.range;
-      diag.code = "export-dynamic-shape";
-      diag.message = "cannot export " + report.name + ": input " + in.name + " has shape " +
-                     in.type.shape.str() + "; give static dims with --input (e.g. 1,3,224,224)";
-      print_located(diag, result.file);
-      return kExitErrors;
-    }
-  }
+  auto refuse = [&](const std::vector<graphcore::Diagnostic>& problems) {
+    for (const auto& d : problems) print_located(d, result.file);
+    export_error("nothing written to " + options.output + ": " + std::to_string(problems.size()) +
+                 " problem" + (problems.size() == 1 ? "" : "s") + " above");
+    return kExitErrors;
+  };
+  // Refusals first: nothing is initialised or loaded for a model that cannot be exported.
+  if (auto problems = dynamic_inputs(report); !problems.empty()) return refuse(problems);
+  if (auto problems = precheck(format, report); !problems.empty()) return refuse(problems);
 
   try {
     graphcore::runtime::ExecOptions exec;
@@ -136,21 +195,13 @@ int run_export(const ExportCommandOptions& options) {
       graphcore::runtime::CheckpointLoad load = executor.load_checkpoint(options.checkpoint);
       std::cerr << load.summary() << "\n";
     }
-    ExportedFile file = export_as(options.format, report, executor.params());
-    if (!file.errors.empty()) {
-      for (const auto& d : file.errors) print_located(d, result.file);
-      export_error("nothing written: " + std::to_string(file.errors.size()) + " problem" +
-                   (file.errors.size() == 1 ? "" : "s") + " above");
-      return kExitErrors;
-    }
+    ExportedFile file = export_as(format, report, executor.params());
+    if (!file.errors.empty()) return refuse(file.errors);
     write_file_atomic(out_path, file.bytes);
-    std::cout << "wrote " << display_path(options.output) << " (" << options.format << ", "
-              << file.summary << ", " << file.bytes.size() << " bytes)\n";
-  } catch (const graphcore::runtime::RuntimeError& e) {
-    export_error(std::string("nothing written: ") + e.what());
-    return kExitErrors;
-  } catch (const std::system_error& e) {
-    export_error(std::string("nothing written: ") + e.what());
+    std::cerr << "wrote " << display_path(options.output) << " (" << file.summary << ", "
+              << file.bytes.size() << " bytes)\n";
+  } catch (const std::exception& e) {
+    export_error("nothing written to " + options.output + ": " + e.what());
     return kExitErrors;
   }
   return kExitOk;

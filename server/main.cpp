@@ -277,9 +277,9 @@ int main(int argc, char** argv) {
   cellscope::server::ExportCommandOptions export_opts;
   auto* export_cmd = app.add_subcommand(
       "export",
-      "Export a model file's Cell as a deployable model (MindIR, as mindspore.export writes it) "
-      "with its initialised or checkpointed weights, without running Python; refusals are "
-      "located diagnostics (exit 1) and nothing is written");
+      "Export a model file's Cell with its initialised or checkpointed weights as a deployable "
+      "model (MindIR, as mindspore.export writes it, or ONNX), without running Python; refusals "
+      "are located diagnostics (exit 1) and nothing is written");
   export_cmd->fallthrough();
   export_cmd->add_option("file", export_opts.model.file, "The model file")->required();
   auto* export_cell = export_cmd->add_option("--cell", export_opts.model.cell,
@@ -293,9 +293,10 @@ int main(int argc, char** argv) {
       ->add_option("--input", export_opts.model.inputs,
                    "Input shape[:dtype] (static), e.g. 1,3,224,224 (repeat for several inputs)")
       ->allow_extra_args(false);
-  export_cmd->add_option("--format", export_opts.format, "Model format")
-      ->check(CLI::IsMember({"mindir"}))
-      ->capture_default_str();
+  export_cmd
+      ->add_option("--format", export_opts.format,
+                   "Model format: mindir or onnx (default: from -o's extension, .mindir / .onnx)")
+      ->check(CLI::IsMember({"mindir", "onnx"}));
   export_cmd
       ->add_option("-o,--output", export_opts.output,
                    "The file to write (atomically: the old file or the whole new one)")
@@ -378,14 +379,15 @@ int main(int argc, char** argv) {
     if (graph.format == "html" && layer_opt->count() == 0) graph.pipeline.layer = "hardware";
   }
   if (train_cmd->parsed()) apply_project_config(train_cmd, train.common, train.file, nullptr, "");
-  if (export_cmd->parsed())
-    apply_project_config(export_cmd, export_opts.model.common, export_opts.model.file,
-                         export_opts.model.entries.empty() ? &export_opts.model.inputs : nullptr,
-                         export_opts.model.cell.value_or(""));
   if (view_cmd->parsed())
     apply_project_config(view_cmd, view.graph.common, view.graph.file,
                          view.graph.entries.empty() ? &view.graph.inputs : nullptr,
                          view.graph.cell.value_or(""));
+  if (export_cmd->parsed()) {
+    apply_project_config(export_cmd, export_opts.model.common, export_opts.model.file,
+                         export_opts.model.entries.empty() ? &export_opts.model.inputs : nullptr,
+                         export_opts.model.cell.value_or(""));
+  }
   spdlog::debug("{}", version_text());
 
   try {

@@ -109,11 +109,18 @@ constexpr DiagnosticCodeInfo kCodes[] = {
     {"invalid-config", "error",
      "a value in mindspore_config.json that Cellscope cannot use (not JSON, an unknown backend or "
      "target, a bad version or input shape); located at its key, the rest of the file applies"},
-    {"export-unsupported", "error",
-     "cellscope export: an operator with no mapping in the chosen model format (named, at its "
-     "line), or a form of it the format writes as another primitive; nothing is written"},
+    {"export-unsupported-op", "error",
+     "cellscope export refuses: an operator with no mapping in the chosen format (MindIR, ONNX), "
+     "or an attribute combination its form there cannot express; named, at its line; nothing is "
+     "written"},
     {"export-dynamic-shape", "error",
-     "cellscope export: an input whose shape is not static; give its dims with --input"},
+     "cellscope export refuses: an input or output dimension is not a number (give --input); "
+     "reported at the input; nothing is written"},
+    {"export-unsupported-value", "error",
+     "cellscope export refuses: a weight or constant whose dtype or values the exported file "
+     "cannot hold, or a model above protobuf's 2 GiB limit; nothing is written"},
+    {"export-no-output", "error",
+     "cellscope export refuses: the Cell's construct did not compile or returns no tensor"},
     {"internal-error", "error",
      "an unexpected failure inside Cellscope for this file (a bug: please report it); other files "
      "continue"},

@@ -1008,9 +1008,26 @@ def write_idx(path, shape, data):
         f.write(bytes(data))
 
 
+EXPORT_UNMAPPED = """import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4)
+
+    def construct(self, x):
+        y = self.fc(x)
+        return ops.cumsum(y, 1)
+"""
+
+
 class ExportTests(unittest.TestCase):
-    """`cellscope export --format mindir`: exit codes, located refusals, nothing written on
-    refusal (MindSpore loading the files: tests/mindspore/test_export_mindir.py)."""
+    """`cellscope export --format mindir|onnx`: exit codes, located refusals, nothing written on
+    refusal, format from -o's extension (the files themselves: MindSpore loading the MindIR ones
+    in tests/mindspore/test_export_mindir.py; onnx.checker and onnxruntime on the ONNX ones in
+    tests/runtime/check_onnx.py, the onnx tier)."""
 
     def setUp(self):
         self.dir = Path(tempfile.mkdtemp(prefix="cellscope-export-"))
@@ -1021,8 +1038,10 @@ class ExportTests(unittest.TestCase):
         out = self.dir / "lenet.mindir"
         p = run("export", self.lenet, "--input", "1,1,32,32", "-o", out)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("wrote", p.stdout)
-        self.assertIn("8 weights", p.stdout)
+        self.assertEqual(p.stdout, "")  # stdout carries no logs
+        self.assertIn("wrote", p.stderr)
+        self.assertIn("MindIR", p.stderr)
+        self.assertIn("8 weights", p.stderr)
         data = out.read_bytes()
         # LeNet-5's 61,684 float32 parameters travel inline; the producer name is there.
         self.assertGreater(len(data), 4 * 61684)
@@ -1049,14 +1068,25 @@ class ExportTests(unittest.TestCase):
         p = run("export", model, "--input", "2,4", "-o", out, cwd=self.dir)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertRegex(p.stderr, r"net\.py:6:\d+: error: cannot export to MindIR: operator "
-                                   r"Sigmoid \(ops\.sigmoid\)")
+                                   r"Sigmoid \(ops\.sigmoid\).*\[export-unsupported-op\]")
         self.assertEqual(out.read_bytes(), b"previous")
         self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["net.mindir", "net.py"])
 
     def test_bad_destinations_and_options(self):
-        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", self.dir / "lenet.onnx")
+        # MindIR needs the .mindir name mindspore.load accepts; -o's extension names the format.
+        p = run("export", self.lenet, "--format", "mindir", "--input", "1,1,32,32", "-o",
+                self.dir / "lenet.onnx")
         self.assertEqual(p.returncode, 2)
         self.assertIn(".mindir", p.stderr)
+        p = run("export", self.lenet, "--format", "onnx", "--input", "1,1,32,32", "-o",
+                self.dir / "lenet.mindir")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(".mindir", p.stderr)
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", self.dir / "lenet.bin")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--format", p.stderr)
+        p = run("export", self.lenet, "--format", "tflite", "-o", self.dir / "lenet.bin")
+        self.assertEqual(p.returncode, 2)
         p = run("export", self.lenet, "--input", "1,1,32,32", "-o",
                 self.dir / "missing" / "lenet.mindir")
         self.assertEqual(p.returncode, 1)
@@ -1069,7 +1099,60 @@ class ExportTests(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertRegex(p.stderr, r"lenet5\.py:\d+:\d+: error: .*\(N, 1, 32, 32\).*"
                                    r"\[export-dynamic-shape\]")
+        # The same refusal, the same code, for ONNX.
+        p = run("export", self.lenet, "--input", "N,1,32,32", "-o", self.dir / "x.onnx")
+        self.assertEqual(p.returncode, 1)
+        self.assertRegex(p.stderr, r"lenet5\.py:\d+:\d+: error: .*\(N, 1, 32, 32\).*"
+                                   r"\[export-dynamic-shape\]")
         self.assertEqual(list(self.dir.iterdir()), [])
+
+    def test_format_from_extension_and_one_seed_option(self):
+        # No --format: -o's extension names it; --seed reaches both formats' weights.
+        onnx = self.dir / "lenet.onnx"
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", onnx)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ONNX opset", p.stderr)
+        self.assertEqual(onnx.read_bytes()[:2], bytes([0x08, 14]))
+        seeded = self.dir / "seeded.onnx"
+        p = run("export", self.lenet, "--input", "1,1,32,32", "--seed", "5", "-o", seeded)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(seeded.read_bytes()), len(onnx.read_bytes()))
+        self.assertNotEqual(seeded.read_bytes(), onnx.read_bytes())
+
+    def test_exports_lenet(self):
+        out = self.dir / "lenet.onnx"
+        p = run("export", "tests/corpus/models/lenet5.py", "--format", "onnx", "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")  # stdout carries no logs
+        self.assertIn("ONNX opset 28", p.stderr)
+        data = out.read_bytes()
+        # ModelProto: ir_version (field 1, varint 14) first, the producer name, the weights.
+        self.assertEqual(data[:2], bytes([0x08, 14]))
+        self.assertIn(b"cellscope", data)
+        self.assertIn(b"conv1.weight", data)
+        self.assertGreater(len(data), 61706 * 4)  # LeNet-5's 61,706 float32 weights
+        self.assertEqual(sorted(os.listdir(self.dir)), ["lenet.onnx"])
+
+    def test_unmapped_operator_is_refused_with_its_line(self):
+        src = self.dir / "net.py"
+        src.write_text(EXPORT_UNMAPPED)
+        out = self.dir / "net.onnx"
+        p = run("export", src, "--format", "onnx", "--input", "2,4", "-o", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"net\.py:12:\d+: error: .*CumSum.*\[export-unsupported-op\]")
+        self.assertFalse(out.exists())
+
+    def test_unwritable_destination(self):
+        out = self.dir / "no" / "such" / "dir" / "m.onnx"
+        p = run("export", "tests/corpus/models/lenet5.py", "--format", "onnx", "-o", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("cannot", p.stderr)
+        self.assertIn(str(out), p.stderr)
+        self.assertFalse((self.dir / "no").exists())
+
+    def test_output_is_required(self):
+        p = run("export", "tests/corpus/models/lenet5.py", "--format", "onnx")
+        self.assertEqual(p.returncode, 2, p.stderr)
 
 
 class TrainTests(unittest.TestCase):

@@ -197,7 +197,8 @@ class Net(nn.Cell):
   MindirExport out = export_report(res.cells[0]);
   EXPECT_TRUE(out.bytes.empty());
   ASSERT_EQ(out.errors.size(), 2u);
-  EXPECT_EQ(out.errors[0].code, "export-unsupported");
+  EXPECT_EQ(out.errors[0].code, "export-unsupported-op");
+  EXPECT_EQ(out.errors[1].code, "export-unsupported-op");
   EXPECT_EQ(out.errors[0].range.start.line, 10);
   EXPECT_NE(out.errors[0].message.find("Sigmoid"), std::string::npos) << out.errors[0].message;
   // A mapped operator in a form MindSpore exports as another primitive: refused too.

@@ -17,7 +17,7 @@ namespace graphcore {
 
 struct MindirExport {
   std::string bytes;               // the serialized ModelProto; empty when `errors` is not
-  std::vector<Diagnostic> errors;  // why the graph cannot be exported (code "export-unsupported")
+  std::vector<Diagnostic> errors;  // why the graph cannot be exported (export-* codes)
   size_t nodes = 0;                // nodes written (Constant nodes included)
   size_t primitives = 0;
   size_t weights = 0;

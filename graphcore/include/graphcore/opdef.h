@@ -22,6 +22,9 @@ struct KernelCall;
 namespace autodiff {
 class GradBuilder;
 }
+namespace exporter {
+class OnnxNodeBuilder;
+}
 
 enum class OpCategory : uint8_t {
   Elementwise,    // arithmetic, comparison, logic, unary math
@@ -131,6 +134,7 @@ struct MindirDef {
 
 using OpKernelFn = void (*)(runtime::KernelCall&);
 using OpGradFn = void (*)(autodiff::GradBuilder&);
+using OpOnnxFn = void (*)(exporter::OnnxNodeBuilder&);
 
 struct OpDef {
   std::string_view name;  // the graph operator ("Conv2D"), as Node::op holds it
@@ -151,6 +155,11 @@ struct OpDef {
   // A backward operator (ReLUGrad, Conv2DGrad ...): emitted only by build_backward's gradient
   // rules, never by an API or a pass (graphcore/src/ops/grad.cpp).
   bool backward = false;
+  // The ONNX mapping (graphcore/src/export/onnx_builder.h): writes one application as ONNX
+  // node(s), their attributes from the node's recorded attributes and any initializers they need
+  // (Reshape's target shape). nullptr: no ONNX mapping; build_onnx refuses, naming the operator
+  // and its line.
+  OpOnnxFn onnx = nullptr;
   // How the MindIR exporter writes the operator; nullptr: it has no MindIR mapping (export
   // refuses, naming the operator and its line).
   const MindirDef* mindir = nullptr;

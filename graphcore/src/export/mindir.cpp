@@ -25,11 +25,16 @@ namespace {
 
 namespace pb = cellscope::mindir;
 
-constexpr std::string_view kCode = "export-unsupported";
+// The export diagnostic codes, shared with the ONNX exporter (docs/diagnostics.md).
+constexpr std::string_view kUnsupportedOp = "export-unsupported-op";
+constexpr std::string_view kDynamicShape = "export-dynamic-shape";
+constexpr std::string_view kUnsupportedValue = "export-unsupported-value";
+constexpr std::string_view kNoOutput = "export-no-output";
 
-// A node could not be written: the message, located at the node by the caller.
+// A node could not be written: the message and its code, located at the node by the caller.
 struct Refusal {
   std::string message;
+  std::string_view code = kUnsupportedOp;
 };
 
 std::optional<int32_t> mindir_dtype(DType t) {
@@ -59,9 +64,9 @@ std::optional<int32_t> mindir_dtype(DType t) {
 
 std::vector<int64_t> known_dims(const Shape& s) {
   std::vector<int64_t> dims;
-  if (!s.ranked) throw Refusal{"its shape has unknown rank"};
+  if (!s.ranked) throw Refusal{"its shape has unknown rank", kDynamicShape};
   for (const Dim& d : s.dims) {
-    if (!d.is_known()) throw Refusal{"its shape " + s.str() + " is not static"};
+    if (!d.is_known()) throw Refusal{"its shape " + s.str() + " is not static", kDynamicShape};
     dims.push_back(d.value());
   }
   return dims;
@@ -69,8 +74,10 @@ std::vector<int64_t> known_dims(const Shape& s) {
 
 void set_type(pb::Tensor* t, const TensorType& type) {
   auto dt = mindir_dtype(type.dtype);
-  if (!dt)
-    throw Refusal{"dtype " + std::string(dtype_short_name(type.dtype)) + " has no MindIR type"};
+  if (!dt) {
+    throw Refusal{"dtype " + std::string(dtype_short_name(type.dtype)) + " has no MindIR type",
+                  kUnsupportedValue};
+  }
   t->set_data_type(*dt);
   for (int64_t d : known_dims(type.shape)) t->add_dims(d);
 }
@@ -104,7 +111,7 @@ uint16_t half_bits(float v) {
 // A runtime tensor's elements in MindIR's raw layout (C order, host byte order).
 size_t byte_count(int64_t count, size_t element) {
   auto b = checked_bytes(count, element);
-  if (!b) throw Refusal{"its size overflows"};
+  if (!b) throw Refusal{"its size overflows", kUnsupportedValue};
   return *b;
 }
 
@@ -134,12 +141,14 @@ std::string raw_bytes(const runtime::Tensor& t, DType declared) {
       out.assign(reinterpret_cast<const char*>(t.data<uint8_t>()), n);
       break;
     default:
-      throw Refusal{"a tensor of dtype " + std::string(dtype_short_name(t.dtype())) +
-                    " cannot be written"};
+      throw Refusal{
+          "a tensor of dtype " + std::string(dtype_short_name(t.dtype())) + " cannot be written",
+          kUnsupportedValue};
   }
   if (declared != t.dtype()) {
     throw Refusal{"its value is " + std::string(dtype_short_name(t.dtype())) + ", declared " +
-                  std::string(dtype_short_name(declared))};
+                      std::string(dtype_short_name(declared)),
+                  kUnsupportedValue};
   }
   return out;
 }
@@ -274,7 +283,7 @@ class Writer {
         Diagnostic d;
         d.file = std::string(node.file);
         d.range = node.range;
-        d.code = std::string(kCode);
+        d.code = std::string(r.code);
         d.message = "cannot export to MindIR: " + describe(node) + ": " + r.message;
         out.errors.push_back(std::move(d));
       }
@@ -286,7 +295,7 @@ class Writer {
         Diagnostic d;
         d.file = report_.file;
         d.range = report_.range;
-        d.code = std::string(kCode);
+        d.code = std::string(r.code);
         d.message = "cannot export to MindIR: " + r.message;
         out.errors.push_back(std::move(d));
       }
@@ -299,7 +308,7 @@ class Writer {
       Diagnostic d;
       d.file = report_.file;
       d.range = report_.range;
-      d.code = std::string(kCode);
+      d.code = std::string(kUnsupportedValue);
       d.message = "cannot export to MindIR: the model does not serialize (over 2 GiB?)";
       out.errors.push_back(std::move(d));
       out.bytes.clear();
@@ -325,7 +334,7 @@ class Writer {
       Diagnostic d;
       d.file = report_.file;
       d.range = report_.range;
-      d.code = std::string(kCode);
+      d.code = std::string(kUnsupportedValue);
       if (it == params_.end() || !it->second->value.defined()) {
         d.message = "cannot export to MindIR: parameter " + info.name + " has no value";
         out.errors.push_back(std::move(d));
@@ -338,6 +347,7 @@ class Writer {
         t->set_ref_key(info.name);
         t->set_raw_data(raw_bytes(it->second->value, info.dtype));
       } catch (const Refusal& r) {
+        d.code = std::string(r.code);
         d.message = "cannot export to MindIR: parameter " + info.name + ": " + r.message;
         out.errors.push_back(std::move(d));
       }
@@ -677,7 +687,7 @@ class Writer {
     const TensorType& type = node.outputs[0];
     const auto dims = known_dims(type.shape);
     const auto numel = checked_numel(dims);
-    if (!numel) throw Refusal{"its size overflows"};
+    if (!numel) throw Refusal{"its size overflows", kUnsupportedValue};
     const int64_t count = *numel;
     std::vector<double> values;
     if (node.constant_values) {
@@ -691,16 +701,18 @@ class Writer {
       } else if (const auto* b = std::get_if<bool>(v)) {
         x = *b ? 1 : 0;
       } else {
-        throw Refusal{"its value is not known"};
+        throw Refusal{"its value is not known", kUnsupportedValue};
       }
       values.assign(static_cast<size_t>(count), x);
     } else {
-      throw Refusal{"its value is not known"};
+      throw Refusal{"its value is not known", kUnsupportedValue};
     }
-    if (static_cast<int64_t>(values.size()) != count) throw Refusal{"its value is not known"};
+    if (static_cast<int64_t>(values.size()) != count)
+      throw Refusal{"its value is not known", kUnsupportedValue};
     runtime::Tensor t(dims, type.dtype == DType::Float16 ? DType::Float16 : type.dtype);
     if (!runtime::Tensor::supported(type.dtype)) {
-      throw Refusal{"a constant of dtype " + std::string(dtype_short_name(type.dtype))};
+      throw Refusal{"a constant of dtype " + std::string(dtype_short_name(type.dtype)),
+                    kUnsupportedValue};
     }
     for (int64_t i = 0; i < count; ++i) t.set(i, values[static_cast<size_t>(i)]);
     pb::Attribute a;
@@ -714,7 +726,7 @@ class Writer {
 
   void write_outputs() {
     const Graph& g = report_.graph;
-    if (g.outputs.empty()) throw Refusal{"construct returns no tensor"};
+    if (g.outputs.empty()) throw Refusal{"construct returns no tensor", kNoOutput};
     std::vector<std::string> outs;
     for (ValueRef ref : g.outputs) outs.push_back(value_name(ref));
     std::string out = outs.front();

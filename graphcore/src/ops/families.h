@@ -5,6 +5,7 @@
 #include <span>
 
 #include "autodiff/rules.h"
+#include "export/onnx_builder.h"
 #include "graphcore/opdef.h"
 #include "runtime/kernels.h"
 
@@ -12,6 +13,7 @@ namespace graphcore::ops {
 
 namespace kernels = runtime::kernels;
 namespace ad = autodiff::rules;
+namespace ox = exporter::rules;
 
 std::span<const OpDef> elementwise_ops();  // elementwise.cpp
 std::span<const OpDef> activation_ops();   // activation.cpp

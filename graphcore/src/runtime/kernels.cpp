@@ -1863,17 +1863,17 @@ std::vector<IndexItem> index_items(const Node& n) {
   return items;
 }
 
-void k_strided_slice(KernelCall& c) {
-  const Tensor& x = in(c, 0);
-  std::vector<IndexItem> items = index_items(c.node);
+SliceGeometry strided_slice_geometry(const Node& node, const std::vector<int64_t>& shape) {
+  std::vector<IndexItem> items = index_items(node);
   size_t consumed = 0;
   for (const IndexItem& it : items)
     if (it.kind == IndexItem::Int || it.kind == IndexItem::Slice) ++consumed;
   std::vector<IndexItem> full;
   for (const IndexItem& it : items) {
     if (it.kind == IndexItem::Ellipsis) {
-      for (size_t k = consumed; k < x.rank(); ++k) full.push_back(IndexItem::of(IndexItem::Slice));
-      consumed = x.rank();
+      for (size_t k = consumed; k < shape.size(); ++k)
+        full.push_back(IndexItem::of(IndexItem::Slice));
+      consumed = shape.size();
     } else {
       full.push_back(it);
     }
@@ -1881,19 +1881,25 @@ void k_strided_slice(KernelCall& c) {
   size_t used = 0;
   for (const IndexItem& it : full)
     if (it.kind != IndexItem::NewAxis) ++used;
-  if (used > x.rank()) fail("too many indices for " + x.type_str());
-  for (size_t k = used; k < x.rank(); ++k) full.push_back(IndexItem::of(IndexItem::Slice));
+  if (used > shape.size()) fail("too many indices for a tensor of shape " + shape_str(shape));
+  for (size_t k = used; k < shape.size(); ++k) full.push_back(IndexItem::of(IndexItem::Slice));
   // Per input axis: start, step, count; and the output shape.
-  size_t r = x.rank();
-  std::vector<int64_t> st(r), step(r), cnt(r);
-  std::vector<int64_t> out_shape_v;
+  size_t r = shape.size();
+  SliceGeometry g;
+  g.start.resize(r);
+  g.step.resize(r);
+  g.count.resize(r);
+  std::vector<int64_t>& st = g.start;
+  std::vector<int64_t>& step = g.step;
+  std::vector<int64_t>& cnt = g.count;
+  std::vector<int64_t>& out_shape_v = g.out;
   size_t axis = 0;
   for (const IndexItem& it : full) {
     if (it.kind == IndexItem::NewAxis) {
       out_shape_v.push_back(1);
       continue;
     }
-    int64_t d = x.shape()[axis];
+    int64_t d = shape[axis];
     if (it.kind == IndexItem::Int) {
       int64_t i = it.i < 0 ? it.i + d : it.i;
       if (i < 0 || i >= d) {
@@ -1912,6 +1918,15 @@ void k_strided_slice(KernelCall& c) {
     }
     ++axis;
   }
+  return g;
+}
+
+void k_strided_slice(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const SliceGeometry g = strided_slice_geometry(c.node, x.shape());
+  const size_t r = x.rank();
+  const std::vector<int64_t>&st = g.start, &step = g.step, &cnt = g.count;
+  const std::vector<int64_t>& out_shape_v = g.out;
   std::vector<int64_t> in_strides(r, 1);
   for (size_t i = r; i-- > 1;) in_strides[i - 1] = in_strides[i] * x.shape()[i];
   Tensor& y = emit(c, Tensor(out_shape_v, x.dtype()));

@@ -36,6 +36,17 @@ struct Window {
 Window make_window(const Node& n, const std::vector<int64_t>& spatial, std::vector<int64_t> kernel,
                    bool ceil_mode);
 Window window_1d(const Node& n, int64_t length, int64_t kernel);
+// A StridedSlice / getitem over an input of `shape` (the recorded begin/end/strides and masks):
+// per input axis the first index, the step and the count taken, and the output shape (shrunk
+// axes dropped, new axes added). What the kernel gathers and what the ONNX exporter slices.
+struct SliceGeometry {
+  std::vector<int64_t> start, step, count, out;
+};
+SliceGeometry strided_slice_geometry(const Node& node, const std::vector<int64_t>& shape);
+// A reduction's axes (normalised, from `axis` or from the output shape) and whether it keeps the
+// reduced dims: what the reduce kernels compute over, and what the ONNX exporter writes.
+std::vector<int64_t> reduce_axes(const KernelCall& c, const std::vector<int64_t>& in_shape,
+                                 bool* keep);
 // The oneDNN geometry of a convolution of an NCHW input (dims `nchw`) with the window the
 // forward kernel resolved: what Conv2D's forward and backward kernels both hand to dnnl_ops.
 dnnl_ops::ConvGeometry conv_geometry(const std::vector<int64_t>& nchw, int64_t out_channels,

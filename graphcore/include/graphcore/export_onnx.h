@@ -1,0 +1,49 @@
+// ONNX export of a compiled Cell (CellReport) with the values of its parameters: a ModelProto at
+// opset kOnnxOpset (ai.onnx), weights as initializers (raw_data, little-endian), inputs and
+// outputs with their shapes, nodes in topological order. Each operator's ONNX form is its
+// OpDef::onnx rule (graphcore/opdef.h); an operator without one is a located refusal and nothing
+// is written. No protocol knowledge: the CLI (`cellscope export --format onnx`) calls this and
+// writes the bytes atomically.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graphcore/diagnostic.h"
+#include "graphcore/graph.h"
+#include "graphcore/runtime.h"
+
+namespace graphcore {
+
+// The highest opset both onnx 1.23's checker and onnxruntime 1.32 accept (docs/export.md), and
+// the IR version onnx pairs with it.
+inline constexpr int64_t kOnnxOpset = 28;
+inline constexpr int64_t kOnnxIrVersion = 14;
+
+struct OnnxExportOptions {
+  int64_t opset = kOnnxOpset;
+  std::string producer_version;  // ModelProto.producer_version ("cellscope X.Y")
+};
+
+struct OnnxExportResult {
+  // Non-empty: the export was refused (an operator with no ONNX mapping, an unknown dim, a dtype
+  // ONNX export does not write), each located at the node's line; nothing was written.
+  std::vector<Diagnostic> diagnostics;
+  std::string bytes;        // the serialised ModelProto (when not refused)
+  size_t nodes = 0;         // ONNX nodes
+  size_t initializers = 0;  // weights and constants
+  [[nodiscard]] bool ok() const { return diagnostics.empty(); }
+};
+
+// Builds the model. `params`: a value for every entry of report.params (Executor::params()).
+OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::ParamState> params,
+                            const OnnxExportOptions& options = {});
+
+// The refusals build_onnx would give, without weights: an operator with no ONNX mapping, a
+// dimension that is not a number, a dtype ONNX export does not write. Empty: exportable.
+std::vector<Diagnostic> check_onnx_export(const CellReport& report,
+                                          const OnnxExportOptions& options = {});
+
+}  // namespace graphcore

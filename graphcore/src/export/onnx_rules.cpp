@@ -1,0 +1,454 @@
+// The ONNX form of each operator (OpDef::onnx, graphcore/opdef.h): one function per operator
+// family, writing the application through OnnxNodeBuilder (onnx_builder.h). Geometry (pads from
+// MindSpore's pad modes, reduction axes) comes from the same helpers the CPU runtime's kernels
+// use, so the exported model computes what the runtime computes. Opset: kOnnxOpset
+// (graphcore/export_onnx.h).
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export/onnx_builder.h"
+#include "runtime/internal.h"
+#include "runtime/kernels.h"
+
+namespace graphcore::exporter::rules {
+
+namespace {
+
+namespace rt = graphcore::runtime;
+
+// The runtime's geometry helpers fail with RuntimeError; here that is a refusal.
+template <class F>
+auto runtime_fact(OnnxNodeBuilder& b, F f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    b.refuse(e.what());
+  }
+}
+
+void require_nchw(const OnnxNodeBuilder& b) {
+  for (const char* key : {"data_format", "format"}) {
+    if (auto f = rt::attr_str(b.node(), key); f && *f != "NCHW" && *f != "NCW") {
+      b.refuse(std::string(key) + "='" + *f + "' (ONNX convolutions and pools are channels-first)");
+    }
+  }
+}
+
+void binary(OnnxNodeBuilder& b, std::string_view op_type) {
+  std::vector<std::string> ops = b.operands(2);
+  b.emit(op_type, {ops[0], ops[1]}, {b.output()});
+}
+
+// ONNX Conv/Pool attributes of a Window: kernel_shape, strides, pads (all begins, then ends).
+std::vector<int64_t> onnx_pads(const rt::kernels::Window& w) {
+  std::vector<int64_t> pads = w.pad_before;
+  pads.insert(pads.end(), w.pad_after.begin(), w.pad_after.end());
+  return pads;
+}
+
+}  // namespace
+
+void o_relu(OnnxNodeBuilder& b) { b.same("Relu"); }
+void o_sigmoid(OnnxNodeBuilder& b) { b.same("Sigmoid"); }
+void o_tanh(OnnxNodeBuilder& b) { b.same("Tanh"); }
+void o_identity(OnnxNodeBuilder& b) { b.emit("Identity", {b.input(0)}, {b.output()}); }
+
+// Gelu (opset 20): approximate "none" (erf) or "tanh", as nn.GELU(approximate=...).
+void o_gelu(OnnxNodeBuilder& b) {
+  const bool tanh = rt::kernels::gelu_approximate(b.node());
+  b.emit("Gelu", {b.input(0)}, {b.output()},
+         {{"approximate", std::string(tanh ? "tanh" : "none")}});
+}
+
+void o_add(OnnxNodeBuilder& b) { binary(b, "Add"); }
+void o_sub(OnnxNodeBuilder& b) { binary(b, "Sub"); }
+void o_mul(OnnxNodeBuilder& b) { binary(b, "Mul"); }
+void o_div(OnnxNodeBuilder& b) { binary(b, "Div"); }
+
+// BiasAdd adds a (C,) bias along axis 1 (the last axis of a 2-D input): the bias is reshaped to
+// (C, 1, ..., 1) so that ONNX's numpy broadcasting lines it up with axis 1.
+void o_bias_add(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  require_nchw(b);
+  std::string bias = b.input(1);
+  if (x.size() > 2) {
+    std::vector<int64_t> shape(x.size() - 1, 1);
+    shape[0] = x[1];
+    const std::string reshaped = b.temp("bias");
+    b.emit("Reshape", {bias, b.const_i64("bias_shape", shape)}, {reshaped});
+    bias = reshaped;
+  }
+  b.emit("Add", {b.input(0), bias}, {b.output()});
+}
+
+// Conv2D (and Conv1D): pads resolved from pad_mode as the runtime's kernel resolves them.
+void o_conv(OnnxNodeBuilder& b) {
+  require_nchw(b);
+  const std::vector<int64_t> x = b.input_dims(0);
+  std::string w = b.param("weight");
+  std::vector<int64_t> wd;
+  if (w.empty()) {  // ops.conv2d(x, weight[, bias])
+    w = b.input(1);
+    wd = b.input_dims(1);
+  } else {
+    wd = b.param_dims("weight");
+  }
+  if (x.size() < 3 || wd.size() != x.size()) {
+    b.refuse("a convolution of a " + std::to_string(x.size()) + "-D input with a " +
+             std::to_string(wd.size()) + "-D weight");
+  }
+  const std::vector<int64_t> spatial(x.begin() + 2, x.end());
+  const std::vector<int64_t> kernel(wd.begin() + 2, wd.end());
+  const rt::kernels::Window win =
+      runtime_fact(b, [&] { return rt::kernels::make_window(b.node(), spatial, kernel, false); });
+  const int64_t group =
+      rt::attr_int(b.node(), "group").value_or(rt::attr_int(b.node(), "groups").value_or(1));
+  std::vector<std::string> inputs{b.input(0), w};
+  if (rt::attr_bool(b.node(), "has_bias").value_or(false)) {
+    const std::string bias = b.param("bias");
+    if (bias.empty()) b.refuse("has_bias=True but the node reads no bias");
+    inputs.push_back(bias);
+  } else if (b.param("weight").empty() && b.num_inputs() > 2) {
+    inputs.push_back(b.input(2));
+  }
+  b.emit("Conv", inputs, {b.output()},
+         {{"kernel_shape", kernel},
+          {"strides", win.stride},
+          {"dilations", win.dilation},
+          {"pads", onnx_pads(win)},
+          {"group", group}});
+}
+
+// MaxPool / AvgPool: MindSpore's pad modes become explicit pads; AvgPool divides by the whole
+// window only for pad_mode='pad' with count_include_pad (the runtime's rule).
+void o_pool(OnnxNodeBuilder& b) {
+  require_nchw(b);
+  const std::vector<int64_t> x = b.input_dims(0);
+  if (x.size() < 3) b.refuse("a pool of a " + std::to_string(x.size()) + "-D input");
+  const size_t nd = x.size() - 2;
+  const std::vector<int64_t> spatial(x.begin() + 2, x.end());
+  const auto kernel =
+      rt::attr_ints(b.node(), "kernel_size", nd).value_or(std::vector<int64_t>(nd, 1));
+  const bool ceil_mode = rt::attr_bool(b.node(), "ceil_mode").value_or(false);
+  const rt::kernels::Window win = runtime_fact(
+      b, [&] { return rt::kernels::make_window(b.node(), spatial, kernel, ceil_mode); });
+  std::vector<OnnxAttr> attrs{{"kernel_shape", win.kernel},
+                              {"strides", win.stride},
+                              {"pads", onnx_pads(win)},
+                              {"ceil_mode", int64_t{ceil_mode ? 1 : 0}}};
+  if (b.node().op == "MaxPool") {
+    attrs.push_back({"dilations", win.dilation});
+    b.emit("MaxPool", {b.input(0)}, {b.output()}, attrs);
+    return;
+  }
+  const std::string mode = rt::attr_str(b.node(), "pad_mode").value_or("valid");
+  const bool include_pad = (mode == "pad" || mode == "PAD") &&
+                           rt::attr_bool(b.node(), "count_include_pad").value_or(true);
+  attrs.push_back({"count_include_pad", int64_t{include_pad ? 1 : 0}});
+  b.emit("AveragePool", {b.input(0)}, {b.output()}, attrs);
+}
+
+// AdaptiveAvgPool2D: GlobalAveragePool for a 1x1 output; a plain AveragePool when the input
+// divides evenly into the output; otherwise ONNX has no form for its uneven windows.
+void o_adaptive_avgpool(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const std::vector<int64_t> y = b.output_dims();
+  if (x.size() < 3 || y.size() != x.size()) b.refuse("an adaptive pool of a batched input only");
+  bool global = true, even = true;
+  std::vector<int64_t> kernel;
+  for (size_t i = 2; i < x.size(); ++i) {
+    global = global && y[i] == 1;
+    even = even && y[i] > 0 && x[i] % y[i] == 0;
+    kernel.push_back(y[i] > 0 ? x[i] / y[i] : 1);
+  }
+  if (global) {
+    b.emit("GlobalAveragePool", {b.input(0)}, {b.output()});
+  } else if (even) {
+    b.emit("AveragePool", {b.input(0)}, {b.output()},
+           {{"kernel_shape", kernel}, {"strides", kernel}});
+  } else {
+    b.refuse("output size does not divide the input (uneven adaptive windows)");
+  }
+}
+
+// BatchNorm at inference: the moving statistics (the export is of the inference graph).
+void o_batchnorm(OnnxNodeBuilder& b) {
+  require_nchw(b);
+  const std::string gamma = b.param("gamma"), beta = b.param("beta");
+  const std::string mean = b.param("moving_mean"), var = b.param("moving_variance");
+  if (gamma.empty() || beta.empty() || mean.empty() || var.empty()) {
+    b.refuse("a BatchNorm without its gamma, beta, moving_mean and moving_variance weights");
+  }
+  const double eps =
+      rt::attr_float(b.node(), "eps").value_or(rt::attr_float(b.node(), "epsilon").value_or(1e-5));
+  b.emit("BatchNormalization", {b.input(0), gamma, beta, mean, var}, {b.output()},
+         {{"epsilon", static_cast<float>(eps)}});
+}
+
+// nn.Dense: y = x W^T + b with W (out, in). A 2-D input is one Gemm; a batched input is
+// MatMul with the transposed weight, then Add.
+void o_dense(OnnxNodeBuilder& b) {
+  // nn.Dense(activation=...): the product, then the activation as its own node.
+  std::string act_type;
+  if (auto act = rt::attr_str(b.node(), "activation"); act && !act->empty() && *act != "None") {
+    if (*act == "relu") {
+      act_type = "Relu";
+    } else if (*act == "tanh") {
+      act_type = "Tanh";
+    } else if (*act == "sigmoid") {
+      act_type = "Sigmoid";
+    } else {
+      b.refuse("nn.Dense(activation='" + *act + "') has no ONNX form here");
+    }
+  }
+  const std::string out = act_type.empty() ? b.output() : b.temp("dense");
+  std::string w = b.param("weight"), bias = b.param("bias");
+  if (w.empty()) {  // ops.dense(x, w[, b])
+    w = b.input(1);
+    if (b.num_inputs() > 2) bias = b.input(2);
+  }
+  const std::vector<int64_t> x = b.input_dims(0);
+  if (x.size() == 2) {
+    std::vector<std::string> in{b.input(0), w};
+    if (!bias.empty()) in.push_back(bias);
+    b.emit("Gemm", in, {out}, {{"transB", int64_t{1}}});
+  } else {
+    const std::string wt = b.temp("weight_t");
+    b.emit("Transpose", {w}, {wt}, {{"perm", std::vector<int64_t>{1, 0}}});
+    if (bias.empty()) {
+      b.emit("MatMul", {b.input(0), wt}, {out});
+    } else {
+      const std::string prod = b.temp("matmul");
+      b.emit("MatMul", {b.input(0), wt}, {prod});
+      b.emit("Add", {prod, bias}, {out});
+    }
+  }
+  if (!act_type.empty()) b.emit(act_type, {out}, {b.output()});
+}
+
+// MatMul / BatchMatMul with transpose_a / transpose_b: Transpose of the last two dims first.
+void o_matmul(OnnxNodeBuilder& b) {
+  if (b.node().api == "nn.Dense" || !b.node().params.empty()) return o_dense(b);
+  const Node& n = b.node();
+  const bool ta =
+      rt::attr_bool(n, "transpose_a").value_or(rt::attr_bool(n, "transpose_x1").value_or(false));
+  const bool tb =
+      rt::attr_bool(n, "transpose_b").value_or(rt::attr_bool(n, "transpose_x2").value_or(false));
+  std::vector<std::string> in{b.input(0), b.input(1)};
+  for (size_t i = 0; i < 2; ++i) {
+    if (!(i == 0 ? ta : tb)) continue;
+    const size_t r = b.input_dims(i).size();
+    if (r < 2) b.refuse("a transposed operand of rank " + std::to_string(r));
+    std::vector<int64_t> perm;
+    for (size_t d = 0; d < r; ++d) perm.push_back(static_cast<int64_t>(d));
+    std::swap(perm[r - 1], perm[r - 2]);
+    const std::string t = b.temp(i == 0 ? "a_t" : "b_t");
+    b.emit("Transpose", {in[i]}, {t}, {{"perm", perm}});
+    in[i] = t;
+  }
+  b.emit("MatMul", in, {b.output()});
+}
+
+// Anything that only relabels the shape: Reshape to the output's known dims.
+void o_reshape(OnnxNodeBuilder& b) {
+  b.emit("Reshape", {b.input(0), b.const_i64("shape", b.output_dims())}, {b.output()});
+}
+
+namespace {
+void reduce(OnnxNodeBuilder& b, std::string_view op_type) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  bool keep = false;
+  std::vector<rt::Tensor> none;
+  std::vector<const rt::ParamState*> no_params;
+  std::vector<rt::Tensor> outs;
+  rt::KernelCall call{b.node(), none, no_params, outs};
+  const std::vector<int64_t> axes =
+      runtime_fact(b, [&] { return rt::kernels::reduce_axes(call, x, &keep); });
+  // Opset 18+: the axes are an input.
+  b.emit(op_type, {b.input(0), b.const_i64("axes", axes)}, {b.output()},
+         {{"keepdims", int64_t{keep ? 1 : 0}}});
+}
+}  // namespace
+
+void o_reduce_mean(OnnxNodeBuilder& b) { reduce(b, "ReduceMean"); }
+void o_reduce_sum(OnnxNodeBuilder& b) { reduce(b, "ReduceSum"); }
+
+void o_softmax(OnnxNodeBuilder& b) {
+  const auto axes = rt::attr_ints(b.node(), "axis").value_or(std::vector<int64_t>{-1});
+  if (axes.size() != 1) b.refuse("a Softmax over several axes");
+  b.emit("Softmax", {b.input(0)}, {b.output()}, {{"axis", axes[0]}});
+}
+
+void o_transpose(OnnxNodeBuilder& b) {
+  auto perm = rt::attr_ints(b.node(), "perm");
+  if (!perm) perm = rt::attr_ints(b.node(), "dims");
+  if (!perm) b.refuse("the permutation was not recorded");
+  b.emit("Transpose", {b.input(0)}, {b.output()}, {{"perm", *perm}});
+}
+
+// LayerNorm (opset 17): normalised over begin_norm_axis..end; gamma/beta over the same dims.
+void o_layernorm(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  const int64_t axis = rt::attr_int(n, "begin_norm_axis").value_or(-1);
+  const int64_t params_axis = rt::attr_int(n, "begin_params_axis").value_or(axis);
+  const size_t r = b.input_dims(0).size();
+  const auto na = normalize_axis(axis, r), pa = normalize_axis(params_axis, r);
+  if (!na || !pa || *na != *pa) b.refuse("begin_params_axis differs from begin_norm_axis");
+  const std::string gamma = b.param("gamma"), beta = b.param("beta");
+  if (gamma.empty() || beta.empty()) b.refuse("a LayerNorm without gamma and beta weights");
+  const double eps = rt::attr_float(n, "epsilon").value_or(rt::attr_float(n, "eps").value_or(1e-7));
+  b.emit("LayerNormalization", {b.input(0), gamma, beta}, {b.output()},
+         {{"axis", static_cast<int64_t>(*na)}, {"epsilon", static_cast<float>(eps)}});
+}
+
+// ZerosLike / OnesLike: the value depends only on the (static) shape: an initializer.
+void o_fill_like(OnnxNodeBuilder& b) { b.fill_output(b.node().op == "OnesLike" ? 1 : 0); }
+
+void o_equal(OnnxNodeBuilder& b) {
+  std::vector<std::string> ops = b.operands(2);
+  if (b.node().op == "Equal") {
+    b.emit("Equal", {ops[0], ops[1]}, {b.output()});
+    return;
+  }
+  const std::string eq = b.temp("equal");
+  b.emit("Equal", {ops[0], ops[1]}, {eq});
+  b.emit("Not", {eq}, {b.output()});
+}
+
+// Cast to the output's dtype (the graph recorded it).
+void o_cast(OnnxNodeBuilder& b) {
+  const DType to = b.node().outputs.at(0).dtype;
+  if (onnx_dtype(to) == 0) b.refuse("a cast to " + std::string(dtype_name(to)));
+  b.emit("Cast", {b.input(0)}, {b.output()}, {{"to", int64_t{onnx_dtype(to)}}});
+}
+
+// ops.arange with recorded bounds: its output is static, so the values are an initializer
+// computed as the runtime's kernel computes them.
+void o_range(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  const double start = rt::attr_float(n, "start").value_or(0);
+  const double delta = rt::attr_float(n, "delta").value_or(rt::attr_float(n, "step").value_or(1));
+  if (!rt::attr_float(n, "limit") && !rt::attr_float(n, "end")) {
+    b.refuse("the bounds of the range were not recorded");
+  }
+  const std::vector<int64_t> dims = b.output_dims();
+  if (dims.size() != 1) b.refuse("a range of rank " + std::to_string(dims.size()));
+  const DType t = n.outputs[0].dtype;
+  const std::string s = b.const_scalar("start", start, t);
+  const std::string l = b.const_scalar("limit", start + static_cast<double>(dims[0]) * delta, t);
+  const std::string d = b.const_scalar("delta", delta, t);
+  b.emit("Range", {s, l, d}, {b.output()});
+}
+
+// nn.Embedding (the table is a weight) and ops.gather(x, indices, axis).
+void o_gather(OnnxNodeBuilder& b) {
+  if (const std::string table = b.param("embedding_table"); !table.empty()) {
+    b.emit("Gather", {table, b.input(0)}, {b.output()}, {{"axis", int64_t{0}}});
+    return;
+  }
+  const auto axis = rt::attr_int(b.node(), "axis");
+  if (!axis) b.refuse("the gather axis was not recorded");
+  b.emit("Gather", {b.input(0), b.input(1)}, {b.output()}, {{"axis", *axis}});
+}
+
+// StridedSlice / getitem: Slice over every axis with the runtime's geometry (start, step,
+// count), then Reshape to the output (integer indices drop their axis, None adds one).
+void o_strided_slice(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const rt::kernels::SliceGeometry g =
+      runtime_fact(b, [&] { return rt::kernels::strided_slice_geometry(b.node(), x); });
+  std::vector<int64_t> starts, ends, axes, steps;
+  for (size_t a = 0; a < x.size(); ++a) {
+    const int64_t last = g.start[a] + (g.count[a] - 1) * g.step[a];
+    int64_t end = last + (g.step[a] > 0 ? 1 : -1);
+    // A negative end means "from the back" in ONNX: past-the-front is INT64_MIN.
+    if (end < 0) end = std::numeric_limits<int64_t>::min();
+    starts.push_back(g.count[a] == 0 ? 0 : g.start[a]);
+    ends.push_back(g.count[a] == 0 ? 0 : end);
+    axes.push_back(static_cast<int64_t>(a));
+    steps.push_back(g.step[a]);
+  }
+  const std::string sliced = b.temp("slice");
+  b.emit("Slice",
+         {b.input(0), b.const_i64("starts", starts), b.const_i64("ends", ends),
+          b.const_i64("axes", axes), b.const_i64("steps", steps)},
+         {sliced});
+  b.emit("Reshape", {sliced, b.const_i64("shape", b.output_dims())}, {b.output()});
+}
+
+// ReLU6: Clip to [0, 6] (bounds as 0-d initializers of the input's dtype).
+void o_relu6(OnnxNodeBuilder& b) {
+  const DType t = b.input_type(0).dtype;
+  b.emit("Clip", {b.input(0), b.const_scalar("min", 0, t), b.const_scalar("max", 6, t)},
+         {b.output()});
+}
+
+// HSwish x * relu6(x + 3) / 6 is HardSwish; HSigmoid relu6(x + 3) / 6 is HardSigmoid with
+// alpha 1/6, beta 1/2; SiLU x * sigmoid(x) is Sigmoid then Mul.
+void o_hswish(OnnxNodeBuilder& b) { b.same("HardSwish"); }
+void o_hsigmoid(OnnxNodeBuilder& b) {
+  b.emit("HardSigmoid", {b.input(0)}, {b.output()},
+         {{"alpha", static_cast<float>(1.0 / 6.0)}, {"beta", 0.5F}});
+}
+void o_silu(OnnxNodeBuilder& b) {
+  const std::string s = b.temp("sigmoid");
+  b.emit("Sigmoid", {b.input(0)}, {s});
+  b.emit("Mul", {b.input(0), s}, {b.output()});
+}
+
+// Concat along the recorded axis, else the one axis where output and first input differ (the
+// runtime's rule).
+void o_concat(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x0 = b.input_dims(0);
+  const std::vector<int64_t> y = b.output_dims();
+  std::optional<int64_t> axis = rt::attr_int(b.node(), "axis");
+  if (!axis) {
+    for (size_t i = 0; i < x0.size() && i < y.size(); ++i)
+      if (x0[i] != y[i]) axis = static_cast<int64_t>(i);
+  }
+  std::vector<std::string> in;
+  for (size_t i = 0; i < b.num_inputs(); ++i) in.push_back(b.input(i));
+  b.emit("Concat", in, {b.output()}, {{"axis", axis.value_or(0)}});
+}
+
+// Unstack: Split into ones along the axis, then Reshape each piece to its output (the axis
+// dropped).
+void o_unstack(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const auto axis = normalize_axis(rt::attr_int(b.node(), "axis").value_or(0), x.size());
+  if (!axis) b.refuse("the unstack axis is out of range");
+  const size_t n = b.node().outputs.size();
+  if (static_cast<int64_t>(n) != x[*axis]) b.refuse("the outputs do not match the axis length");
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < n; ++i) pieces.push_back(b.temp("piece"));
+  b.emit("Split", {b.input(0), b.const_i64("split", std::vector<int64_t>(n, 1))}, pieces,
+         {{"axis", static_cast<int64_t>(*axis)}});
+  for (size_t i = 0; i < n; ++i) {
+    b.emit("Reshape", {pieces[i], b.const_i64("shape", b.output_dims(i))}, {b.output(i)});
+  }
+}
+
+// Tile: repeats = output / input per axis; an input of lower rank first gets leading 1s (as
+// MindSpore's Tile does with longer multiples).
+void o_tile(OnnxNodeBuilder& b) {
+  std::vector<int64_t> x = b.input_dims(0);
+  const std::vector<int64_t> y = b.output_dims();
+  if (y.size() < x.size()) b.refuse("a Tile whose output has fewer dims than its input");
+  std::string in = b.input(0);
+  if (y.size() > x.size()) {
+    x.insert(x.begin(), y.size() - x.size(), 1);
+    const std::string r = b.temp("ranked");
+    b.emit("Reshape", {in, b.const_i64("shape", x)}, {r});
+    in = r;
+  }
+  std::vector<int64_t> repeats;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (x[i] == 0 || y[i] % x[i] != 0) b.refuse("the output is not a whole tiling of the input");
+    repeats.push_back(y[i] / x[i]);
+  }
+  b.emit("Tile", {in, b.const_i64("repeats", repeats)}, {b.output()});
+}
+
+}  // namespace graphcore::exporter::rules
