@@ -71,21 +71,17 @@ struct TrainCommandOptions {
   std::vector<std::string> script_args;  // after `--`: the script's own command line
 };
 
-// `cellscope export FILE --format onnx` (export_command.cpp).
-struct ExportOptions {
-  CommonOptions common;
-  std::string file;
-  std::optional<std::string> cell;
-  std::vector<std::string> entries;
-  std::vector<std::string> inputs;  // "1,3,224,224", "8,128:int32"
-  std::string format = "onnx";
-  std::string checkpoint;  // weights (MindSpore .ckpt / .safetensors); else initialised, seed 0
+// `cellscope export FILE [--format mindir|onnx] -o OUT` (export_command.cpp).
+struct ExportCommandOptions {
+  GraphOptions model;      // file, --cell / --entry, --input, --target (format unused)
+  std::string format;      // "mindir" or "onnx"; empty: from -o's extension
   std::string output;      // -o
+  std::string checkpoint;  // parameters from a MindSpore checkpoint, else initialised
+  uint64_t seed = 0;       // the initializers' seed without --checkpoint
 };
 
-int run_export_onnx(const ExportOptions& options);
-
 int run_check(const CheckOptions& options);
+int run_export(const ExportCommandOptions& options);
 int run_graph(const GraphOptions& options);
 int run_train(const TrainCommandOptions& options);
 

@@ -100,6 +100,12 @@ void write_file_atomic(const fs::path& path, std::string_view data) {
     ::unlink(tmpl.c_str());
     throw std::system_error(err, std::generic_category(), "cannot rename onto " + path.string());
   }
+  // The rename is durable once the directory is synced (best effort: some file systems refuse).
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
 }
 
 std::string display_path(const std::string& path) {

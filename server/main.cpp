@@ -274,31 +274,39 @@ int main(int argc, char** argv) {
                         "the types the script's pipeline gives)");
   add_common(train_cmd, &train.common);
 
-  // export --format onnx (the ONNX block; --format mindir is added beside it).
-  cellscope::server::ExportOptions export_options;
+  cellscope::server::ExportCommandOptions export_opts;
   auto* export_cmd = app.add_subcommand(
-      "export", "Export a Cell with its weights as a model file (--format onnx)");
-  export_cmd->add_option("file", export_options.file, "The model file")->required();
-  auto* export_cell = export_cmd->add_option("--cell", export_options.cell,
+      "export",
+      "Export a model file's Cell with its initialised or checkpointed weights as a deployable "
+      "model (MindIR, as mindspore.export writes it, or ONNX), without running Python; refusals "
+      "are located diagnostics (exit 1) and nothing is written");
+  export_cmd->fallthrough();
+  export_cmd->add_option("file", export_opts.model.file, "The model file")->required();
+  auto* export_cell = export_cmd->add_option("--cell", export_opts.model.cell,
                                              "Export the root Cell with this class name");
-  auto* export_entry =
-      export_cmd
-          ->add_option("--entry", export_options.entries,
-                       "Python expression that builds the Cell, e.g. \"resnet50()\"")
-          ->allow_extra_args(false);
-  export_cell->excludes(export_entry);
   export_cmd
-      ->add_option("--input", export_options.inputs,
-                   "Input shape[:dtype], e.g. 1,3,224,224 (repeat for several inputs)")
+      ->add_option("--entry", export_opts.model.entries,
+                   "Python expression that builds the Cell, e.g. \"resnet50(num_classes=10)\"")
+      ->allow_extra_args(false)
+      ->excludes(export_cell);
+  export_cmd
+      ->add_option("--input", export_opts.model.inputs,
+                   "Input shape[:dtype] (static), e.g. 1,3,224,224 (repeat for several inputs)")
       ->allow_extra_args(false);
-  export_cmd->add_option("--format", export_options.format, "File format")
-      ->check(CLI::IsMember({"onnx"}))
-      ->capture_default_str();
-  export_cmd->add_option("--checkpoint", export_options.checkpoint,
-                         "Weights to export (.ckpt / .safetensors); default: initialised, seed 0");
-  export_cmd->add_option("-o,--output", export_options.output, "The file to write (atomically)")
+  export_cmd
+      ->add_option("--format", export_opts.format,
+                   "Model format: mindir or onnx (default: from -o's extension, .mindir / .onnx)")
+      ->check(CLI::IsMember({"mindir", "onnx"}));
+  export_cmd
+      ->add_option("-o,--output", export_opts.output,
+                   "The file to write (atomically: the old file or the whole new one)")
       ->required();
-  add_common(export_cmd, &export_options.common);
+  export_cmd->add_option("--checkpoint", export_opts.checkpoint,
+                         "Weights from a MindSpore checkpoint (.ckpt or .safetensors); default: "
+                         "the initializers' values");
+  export_cmd->add_option("--seed", export_opts.seed, "Seed of the initializers")
+      ->capture_default_str();
+  add_common(export_cmd, &export_opts.model.common);
 
   auto* dap_cmd = app.add_subcommand(
       "dap",
@@ -376,9 +384,9 @@ int main(int argc, char** argv) {
                          view.graph.entries.empty() ? &view.graph.inputs : nullptr,
                          view.graph.cell.value_or(""));
   if (export_cmd->parsed()) {
-    apply_project_config(export_cmd, export_options.common, export_options.file,
-                         export_options.entries.empty() ? &export_options.inputs : nullptr,
-                         export_options.cell.value_or(""));
+    apply_project_config(export_cmd, export_opts.model.common, export_opts.model.file,
+                         export_opts.model.entries.empty() ? &export_opts.model.inputs : nullptr,
+                         export_opts.model.cell.value_or(""));
   }
   spdlog::debug("{}", version_text());
 
@@ -387,9 +395,7 @@ int main(int argc, char** argv) {
     if (graph_cmd->parsed()) return cellscope::server::run_graph(graph);
     if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
     if (train_cmd->parsed()) return cellscope::server::run_train(train);
-    if (export_cmd->parsed() && export_options.format == "onnx") {
-      return cellscope::server::run_export_onnx(export_options);
-    }
+    if (export_cmd->parsed()) return cellscope::server::run_export(export_opts);
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
     if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);
   } catch (const std::exception& e) {

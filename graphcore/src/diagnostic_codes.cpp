@@ -110,16 +110,17 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "a value in mindspore_config.json that Cellscope cannot use (not JSON, an unknown backend or "
      "target, a bad version or input shape); located at its key, the rest of the file applies"},
     {"export-unsupported-op", "error",
-     "export refuses: an operator with no ONNX mapping, or an attribute combination its ONNX "
-     "form cannot express; named, at its line; nothing is written"},
-    {"export-dynamic-shape", "error",
-     "export refuses: an input or output dimension is not a number (give --input); nothing is "
+     "cellscope export refuses: an operator with no mapping in the chosen format (MindIR, ONNX), "
+     "or an attribute combination its form there cannot express; named, at its line; nothing is "
      "written"},
+    {"export-dynamic-shape", "error",
+     "cellscope export refuses: an input or output dimension is not a number (give --input); "
+     "reported at the input; nothing is written"},
     {"export-unsupported-value", "error",
-     "export refuses: a weight or constant whose dtype or values the exported file cannot hold; "
-     "nothing is written"},
+     "cellscope export refuses: a weight or constant whose dtype or values the exported file "
+     "cannot hold, or a model above protobuf's 2 GiB limit; nothing is written"},
     {"export-no-output", "error",
-     "export refuses: the Cell's construct did not compile or returns no tensor"},
+     "cellscope export refuses: the Cell's construct did not compile or returns no tensor"},
     {"internal-error", "error",
      "an unexpected failure inside Cellscope for this file (a bug: please report it); other files "
      "continue"},

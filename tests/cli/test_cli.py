@@ -1024,12 +1024,100 @@ class Net(nn.Cell):
 
 
 class ExportTests(unittest.TestCase):
-    """`cellscope export --format onnx` (the files themselves are checked with onnx.checker and
-    onnxruntime by tests/runtime/check_onnx.py, the onnx tier)."""
+    """`cellscope export --format mindir|onnx`: exit codes, located refusals, nothing written on
+    refusal, format from -o's extension (the files themselves: MindSpore loading the MindIR ones
+    in tests/mindspore/test_export_mindir.py; onnx.checker and onnxruntime on the ONNX ones in
+    tests/runtime/check_onnx.py, the onnx tier)."""
 
     def setUp(self):
         self.dir = Path(tempfile.mkdtemp(prefix="cellscope-export-"))
         self.addCleanup(shutil.rmtree, self.dir, True)
+        self.lenet = SOURCE_DIR / "tests/corpus/models/lenet5.py"
+
+    def test_writes_a_mindir(self):
+        out = self.dir / "lenet.mindir"
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")  # stdout carries no logs
+        self.assertIn("wrote", p.stderr)
+        self.assertIn("MindIR", p.stderr)
+        self.assertIn("8 weights", p.stderr)
+        data = out.read_bytes()
+        # LeNet-5's 61,684 float32 parameters travel inline; the producer name is there.
+        self.assertGreater(len(data), 4 * 61684)
+        self.assertIn(b"MindSpore", data)
+        self.assertIn(b"REF::Conv2D:", data)
+        self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["lenet.mindir"])
+        # The same seed writes the same bytes; another seed other weights.
+        again = self.dir / "again.mindir"
+        self.assertEqual(run("export", self.lenet, "--input", "1,1,32,32", "-o", again)
+                         .returncode, 0)
+        self.assertEqual(again.read_bytes(), data)
+        other = self.dir / "other.mindir"
+        self.assertEqual(run("export", self.lenet, "--input", "1,1,32,32", "--seed", "5", "-o",
+                             other).returncode, 0)
+        self.assertNotEqual(other.read_bytes(), data)
+
+    def test_refusal_is_located_and_writes_nothing(self):
+        model = self.dir / "net.py"
+        model.write_text("import mindspore.nn as nn\nimport mindspore.ops as ops\n\n"
+                         "class Net(nn.Cell):\n    def construct(self, x):\n"
+                         "        return ops.sigmoid(x)\n")
+        out = self.dir / "net.mindir"
+        out.write_bytes(b"previous")
+        p = run("export", model, "--input", "2,4", "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"net\.py:6:\d+: error: cannot export to MindIR: operator "
+                                   r"Sigmoid \(ops\.sigmoid\).*\[export-unsupported-op\]")
+        self.assertEqual(out.read_bytes(), b"previous")
+        self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["net.mindir", "net.py"])
+
+    def test_bad_destinations_and_options(self):
+        # MindIR needs the .mindir name mindspore.load accepts; -o's extension names the format.
+        p = run("export", self.lenet, "--format", "mindir", "--input", "1,1,32,32", "-o",
+                self.dir / "lenet.onnx")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(".mindir", p.stderr)
+        p = run("export", self.lenet, "--format", "onnx", "--input", "1,1,32,32", "-o",
+                self.dir / "lenet.mindir")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(".mindir", p.stderr)
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", self.dir / "lenet.bin")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--format", p.stderr)
+        p = run("export", self.lenet, "--format", "tflite", "-o", self.dir / "lenet.bin")
+        self.assertEqual(p.returncode, 2)
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o",
+                self.dir / "missing" / "lenet.mindir")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no such directory", p.stderr)
+        p = run("export", self.lenet, "--input", "1,1,32,32", "--checkpoint",
+                self.dir / "none.ckpt", "-o", self.dir / "x.mindir")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such checkpoint", p.stderr)
+        p = run("export", self.lenet, "--input", "N,1,32,32", "-o", self.dir / "x.mindir")
+        self.assertEqual(p.returncode, 1)
+        self.assertRegex(p.stderr, r"lenet5\.py:\d+:\d+: error: .*\(N, 1, 32, 32\).*"
+                                   r"\[export-dynamic-shape\]")
+        # The same refusal, the same code, for ONNX.
+        p = run("export", self.lenet, "--input", "N,1,32,32", "-o", self.dir / "x.onnx")
+        self.assertEqual(p.returncode, 1)
+        self.assertRegex(p.stderr, r"lenet5\.py:\d+:\d+: error: .*\(N, 1, 32, 32\).*"
+                                   r"\[export-dynamic-shape\]")
+        self.assertEqual(list(self.dir.iterdir()), [])
+
+    def test_format_from_extension_and_one_seed_option(self):
+        # No --format: -o's extension names it; --seed reaches both formats' weights.
+        onnx = self.dir / "lenet.onnx"
+        p = run("export", self.lenet, "--input", "1,1,32,32", "-o", onnx)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ONNX opset", p.stderr)
+        self.assertEqual(onnx.read_bytes()[:2], bytes([0x08, 14]))
+        seeded = self.dir / "seeded.onnx"
+        p = run("export", self.lenet, "--input", "1,1,32,32", "--seed", "5", "-o", seeded)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(seeded.read_bytes()), len(onnx.read_bytes()))
+        self.assertNotEqual(seeded.read_bytes(), onnx.read_bytes())
 
     def test_exports_lenet(self):
         out = self.dir / "lenet.onnx"

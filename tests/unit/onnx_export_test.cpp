@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "files.h"
 #include "graphcore/analysis.h"
 #include "graphcore/export_onnx.h"
 #include "graphcore/opdef.h"
@@ -160,12 +161,13 @@ TEST(OnnxExport, SymbolicInputIsRefusedAtTheInputOnly) {
   EXPECT_NE(d[0].message.find("(N, 4)"), std::string::npos) << d[0].message;
 }
 
+// The CLI writes every export format with the shared server helper write_file_atomic.
 TEST(OnnxExport, AtomicWriteReplacesWholeAndLeavesNoTemporaryFile) {
   cellscope::testing::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   const std::filesystem::path file = dir.path() / "m.onnx";
-  write_file_atomically(file, "first");
-  write_file_atomically(file, std::string(100000, 'x'));
+  cellscope::server::write_file_atomic(file, "first");
+  cellscope::server::write_file_atomic(file, std::string(100000, 'x'));
   std::ifstream in(file, std::ios::binary);
   const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(got, std::string(100000, 'x'));
@@ -173,7 +175,8 @@ TEST(OnnxExport, AtomicWriteReplacesWholeAndLeavesNoTemporaryFile) {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1u);
   // An unwritable destination: an error naming it, nothing created.
-  EXPECT_THROW(write_file_atomically(dir.path() / "missing" / "m.onnx", "x"), std::runtime_error);
+  EXPECT_THROW(cellscope::server::write_file_atomic(dir.path() / "missing" / "m.onnx", "x"),
+               std::runtime_error);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "missing"));
 }
 

@@ -2,11 +2,11 @@
 // opset kOnnxOpset (ai.onnx), weights as initializers (raw_data, little-endian), inputs and
 // outputs with their shapes, nodes in topological order. Each operator's ONNX form is its
 // OpDef::onnx rule (graphcore/opdef.h); an operator without one is a located refusal and nothing
-// is written. No protocol knowledge: the CLI (`cellscope export --format onnx`) calls this.
+// is written. No protocol knowledge: the CLI (`cellscope export --format onnx`) calls this and
+// writes the bytes atomically.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,15 +45,5 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
 // dimension that is not a number, a dtype ONNX export does not write. Empty: exportable.
 std::vector<Diagnostic> check_onnx_export(const CellReport& report,
                                           const OnnxExportOptions& options = {});
-
-// build_onnx, then writes `file` atomically (a temporary file in the same folder, fsync, rename):
-// an interrupted export leaves the old file or the whole new one. A refusal writes nothing; a
-// failed write throws std::runtime_error naming the file and the reason.
-OnnxExportResult export_onnx(const CellReport& report, std::span<const runtime::ParamState> params,
-                             const std::filesystem::path& file,
-                             const OnnxExportOptions& options = {});
-
-// Writes `bytes` to `file` atomically (as above); throws std::runtime_error.
-void write_file_atomically(const std::filesystem::path& file, std::string_view bytes);
 
 }  // namespace graphcore

@@ -70,6 +70,68 @@ enum class OpPrecision : uint8_t {
   KeepFloat32  // AMP_BLACK_LIST (BatchNorm, LayerNorm): kept in float32
 };
 
+// ---- MindIR export facts (graphcore/src/export/mindir.cpp, docs/export.md) --------------------
+// How MindSpore 2.10 passes a primitive's parameters in a .mindir (docs/mindir-notes.md).
+enum class MindirKind : uint8_t {
+  Attribute = 1,  // PRIMITIVE: parameters are attributes of the PrimitiveProto (Conv2D, MaxPool)
+  Function = 2,   // PRIMITIVE_FUNCTION: parameters are extra node inputs pointing at Constant
+                  // nodes, in `__call__` then `__init__` order (gen_ops_prim classes)
+};
+
+// Where the value of one primitive attribute / function argument comes from, and its encoding.
+enum class MindirValue : uint8_t {
+  Input,        // the node's data input number `number` (a tensor operand)
+  Weight,       // the node's parameter whose name ends with "." + `key` ("weight", "gamma"); when
+                // the node reads none, its data input number `number` (ops.matmul's 2nd operand)
+  HasWeight,    // BOOL: whether the node reads a parameter ending with `key` (nn.Dense's
+                // [out, in] weight makes MatMul's transpose_b true)
+  Int,          // INT64 from the node attribute `key`; `number` when it is not recorded
+  Bool,         // BOOL from the attribute `key`; `number` != 0 when it is not recorded
+  Float,        // FLOAT from the attribute `key`; `number` when it is not recorded
+  OneMinus,     // FLOAT 1 - attribute `key` (nn.BatchNorm2d's momentum becomes the primitive's)
+  Ints,         // TUPLE of INT64 from the attribute `key`: a list as is, an int repeated `number`
+                // times (kernel_size 5 -> (5, 5))
+  Ints4,        // TUPLE (1, 1, h, w) from an int or an (h, w) attribute `key` (NCHW strides)
+  Pad4,         // TUPLE (top, bottom, left, right) from the attribute `key` (int, pair or four)
+  PadList,      // Conv2D's pad_list: Pad4 for pad_mode "pad", computed from the shapes for
+                // "same", zeros for "valid"
+  OutputShape,  // TUPLE of INT64: the node's (static) output dims (Reshape's target)
+  Lower,        // STRING: the string attribute `key` in lower case ("valid")
+  Upper,        // STRING: ... in upper case (MaxPool's "VALID")
+  Literal,      // INT64 `number`
+  LiteralBool,  // BOOL `number` != 0
+  LiteralText,  // STRING `key` ("NCHW")
+  Require,      // no argument: the attribute `key`, when recorded, must equal `number` (an
+                // int or bool), else the operator form has no MindIR mapping and export refuses
+};
+
+struct MindirArg {
+  std::string_view name;  // MindSpore's attribute / argument name ("transpose_b")
+  MindirValue value = MindirValue::Input;
+  std::string_view key = {};  // the node attribute, parameter suffix or literal text
+  double number = 0;          // input index, default or literal
+};
+
+// The MindSpore primitive an operator is exported as.
+struct MindirDef {
+  std::string_view primitive;  // "Conv2D"
+  MindirKind kind = MindirKind::Function;
+  // Attribute kind: the primitive's attributes; Function kind: its arguments in order (tensor
+  // operands included, as Input / Weight). Require rows are checks, written nowhere.
+  std::span<const MindirArg> args;
+  // When the node reads a parameter with this suffix ("bias"), a BiasAdd(out, bias, NCHW) follows
+  // (nn.Conv2d and nn.Dense export as two primitives).
+  std::string_view bias = {};
+  // The primitive returns a tuple whose element `tuple_item` is the node's output (BatchNorm);
+  // -1: a tensor.
+  int tuple_item = -1;
+  // A weight-reading form (nn.Dense) applied to an input of rank > 2: Reshape to (-1, in) before
+  // and back to the output's shape after, as nn.Dense's construct does (MatMul is 2-D).
+  bool matrix_weight = false;
+  // Identity in inference (Dropout): nothing is written; readers get the input.
+  bool inference_identity = false;
+};
+
 using OpKernelFn = void (*)(runtime::KernelCall&);
 using OpGradFn = void (*)(autodiff::GradBuilder&);
 using OpOnnxFn = void (*)(exporter::OnnxNodeBuilder&);
@@ -95,9 +157,12 @@ struct OpDef {
   bool backward = false;
   // The ONNX mapping (graphcore/src/export/onnx_builder.h): writes one application as ONNX
   // node(s), their attributes from the node's recorded attributes and any initializers they need
-  // (Reshape's target shape). nullptr: no ONNX mapping; export_onnx refuses, naming the operator
+  // (Reshape's target shape). nullptr: no ONNX mapping; build_onnx refuses, naming the operator
   // and its line.
   OpOnnxFn onnx = nullptr;
+  // How the MindIR exporter writes the operator; nullptr: it has no MindIR mapping (export
+  // refuses, naming the operator and its line).
+  const MindirDef* mindir = nullptr;
 
   [[nodiscard]] bool has(OpTrait t) const { return (traits & t) != 0; }
 };

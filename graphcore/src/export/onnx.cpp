@@ -1,16 +1,11 @@
 // ONNX export (graphcore/export_onnx.h): the graph's live nodes in order (the graph is built in
 // evaluation order, so inputs precede their readers), each written by its OpDef::onnx rule
 // (onnx_rules.cpp) through an OnnxNodeBuilder; weights and constants become initializers.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
-#include <stdexcept>
 
 #include "export/onnx_builder.h"
 #include "graphcore/export_onnx.h"
@@ -583,57 +578,6 @@ OnnxExportResult build_onnx(const CellReport& report, std::span<const runtime::P
 std::vector<Diagnostic> check_onnx_export(const CellReport& report,
                                           const OnnxExportOptions& options) {
   return build(report, nullptr, options).diagnostics;
-}
-
-void write_file_atomically(const std::filesystem::path& file, std::string_view bytes) {
-  const std::filesystem::path dir =
-      file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
-  std::string tmp = (dir / ("." + file.filename().string() + ".tmp.XXXXXX")).string();
-  auto fail = [&](const std::string& what) {
-    throw std::runtime_error("cannot write " + file.string() + ": " + what + ": " +
-                             std::strerror(errno));
-  };
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail("cannot create a temporary file in " + dir.string());
-  bool ok = false;
-  struct Cleanup {
-    int fd;
-    const std::string& path;
-    const bool& ok;
-    ~Cleanup() {
-      if (fd >= 0) ::close(fd);
-      if (!ok) ::unlink(path.c_str());
-    }
-  } cleanup{fd, tmp, ok};
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) fail("cannot set permissions");
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed");
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  if (::fsync(fd) != 0) fail("fsync failed");
-  cleanup.fd = -1;
-  if (::close(fd) != 0) fail("close failed");
-  if (::rename(tmp.c_str(), file.c_str()) != 0) fail("cannot rename the temporary file onto it");
-  ok = true;
-  // The rename itself is durable once the directory is synced.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
-  }
-}
-
-OnnxExportResult export_onnx(const CellReport& report, std::span<const runtime::ParamState> params,
-                             const std::filesystem::path& file, const OnnxExportOptions& options) {
-  OnnxExportResult r = build_onnx(report, params, options);
-  if (r.ok()) write_file_atomically(file, r.bytes);
-  return r;
 }
 
 }  // namespace graphcore

@@ -5,21 +5,34 @@
 
 namespace graphcore::ops {
 
+// MindIR export facts (opdef.h MindirDef), checked against MindSpore 2.10's exported files.
+constexpr MindirArg kMindirX[] = {{"x", MindirValue::Input}};
+constexpr MindirDef kMindirReLU{"ReLU", MindirKind::Function, kMindirX};
+constexpr MindirDef kMindirReLU6{"ReLU6", MindirKind::Function, kMindirX};
+// GeLU is the tanh approximation; nn.GELU(approximate=False) exports as another primitive.
+constexpr MindirArg kMindirGeLUArgs[] = {{"input", MindirValue::Input},
+                                         {"approximate", MindirValue::Require, "approximate", 1}};
+constexpr MindirDef kMindirGeLU{"GeLU", MindirKind::Function, kMindirGeLUArgs};
+// Softmax(input) + (axis), the axis as a tuple.
+constexpr MindirArg kMindirSoftmaxArgs[] = {{"input", MindirValue::Input},
+                                            {"axis", MindirValue::Ints, "axis", 1}};
+constexpr MindirDef kMindirSoftmax{"Softmax", MindirKind::Function, kMindirSoftmaxArgs};
+
 std::span<const OpDef> activation_ops() {
   using C = OpCategory;
   using U = OpUnit;
   using P = OpPrecision;
   static const OpDef kRows[] = {
       {"ReLU", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
-       &kernels::k_relu, false, &ad::g_unary, false, &ox::o_relu},
+       &kernels::k_relu, false, &ad::g_unary, false, &ox::o_relu, &kMindirReLU},
       {"ReLU6", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
-       &kernels::k_relu6, false, &ad::g_unary, false, &ox::o_relu6},
+       &kernels::k_relu6, false, &ad::g_unary, false, &ox::o_relu6, &kMindirReLU6},
       {"Sigmoid", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
        &kernels::k_sigmoid, false, &ad::g_unary, false, &ox::o_sigmoid},
       {"Tanh", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
        &kernels::k_tanh, false, &ad::g_unary, false, &ox::o_tanh},
       {"GeLU", C::Activation, kElementwise | kActivation, U::Vector, 6, P::Float16,
-       &kernels::k_gelu, false, &ad::g_unary, false, &ox::o_gelu},
+       &kernels::k_gelu, false, &ad::g_unary, false, &ox::o_gelu, &kMindirGeLU},
       {"FastGeLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
        &kernels::k_fast_gelu, false, &ad::g_unary},
       {"SiLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
@@ -41,7 +54,7 @@ std::span<const OpDef> activation_ops() {
       {"Tanhshrink", C::Activation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tanhshrink,
        false, &ad::g_unary},
       {"Softmax", C::Softmax, kTraitNone, U::Vector, 5, P::Float16, &kernels::k_softmax, false,
-       &ad::g_softmax, false, &ox::o_softmax},
+       &ad::g_softmax, false, &ox::o_softmax, &kMindirSoftmax},
       {"LogSoftmax", C::Softmax, kTraitNone, U::Vector, 6, P::Float16, &kernels::k_log_softmax,
        false, &ad::g_softmax},
       {"Softmin", C::Softmax, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_softmin, false,

@@ -5,13 +5,18 @@
 
 namespace graphcore::ops {
 
+// MindIR export facts (opdef.h MindirDef): Add(x, y), a function primitive in MindSpore 2.10.
+constexpr MindirArg kMindirAddArgs[] = {{"x", MindirValue::Input, {}, 0},
+                                        {"y", MindirValue::Input, {}, 1}};
+constexpr MindirDef kMindirAdd{"Add", MindirKind::Function, kMindirAddArgs};
+
 std::span<const OpDef> elementwise_ops() {
   using C = OpCategory;
   using U = OpUnit;
   using P = OpPrecision;
   static const OpDef kRows[] = {
       {"Add", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_add, false,
-       &ad::g_binary, false, &ox::o_add},
+       &ad::g_binary, false, &ox::o_add, &kMindirAdd},
       {"Sub", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_sub, false,
        &ad::g_binary, false, &ox::o_sub},
       {"Mul", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_mul, false,

@@ -6,15 +6,96 @@
 
 namespace graphcore::ops {
 
+// ---- MindIR export facts (opdef.h MindirDef) ----------------------------------------------
+// As MindSpore 2.10 exports nn.Conv2d, nn.MaxPool2d, nn.BatchNorm2d (inference) and nn.Dense /
+// ops.matmul (docs/mindir-notes.md; tests/mindspore/test_export_mindir.py loads the result).
+using MV = MindirValue;
+// Conv2D is an attribute primitive; nn.Conv2d's bias is a BiasAdd after it.
+constexpr MindirArg kMindirConv2DArgs[] = {
+    {"x", MV::Input},
+    {"weight", MV::Weight, "weight", 1},
+    {"kernel_size", MV::Ints, "kernel_size", 2},
+    {"mode", MV::Literal, {}, 1},
+    {"out_channel", MV::Int, "out_channels"},
+    {"pad", MV::Pad4, "padding"},
+    {"pad_mode", MV::Lower, "pad_mode"},
+    {"format", MV::LiteralText, "NCHW"},
+    {"pad_list", MV::PadList, "padding"},
+    {"groups", MV::Int, "group", 1},
+    {"group", MV::Int, "group", 1},
+    {"stride", MV::Ints4, "stride"},
+    {"dilation", MV::Ints4, "dilation"},
+};
+constexpr MindirDef kMindirConv2D{"Conv2D", MindirKind::Attribute, kMindirConv2DArgs, "bias"};
+// MaxPool: an attribute primitive with NCHW 4-tuples and an upper-case pad_mode. nn.MaxPool2d's
+// padding / ceil_mode / dilation forms export as other primitives: refused.
+constexpr MindirArg kMindirMaxPoolArgs[] = {
+    {"x", MV::Input},
+    {"pad_mode", MV::Upper, "pad_mode"},
+    {"kernel_size", MV::Ints4, "kernel_size"},
+    {"strides", MV::Ints4, "stride"},
+    {"format", MV::LiteralText, "NCHW"},
+    {"padding", MV::Require, "padding", 0},
+    {"ceil_mode", MV::Require, "ceil_mode", 0},
+    {"return_indices", MV::Require, "return_indices", 0},
+};
+constexpr MindirDef kMindirMaxPool{"MaxPool", MindirKind::Attribute, kMindirMaxPoolArgs};
+// BatchNorm(x, scale, bias, mean, variance) + (is_training, epsilon, momentum, data_format):
+// inference form; MindSpore's momentum is 1 - nn.BatchNorm2d's; data_format NCHW = 0. The
+// primitive returns (y, ...): element 0 is the output.
+constexpr MindirArg kMindirBatchNormArgs[] = {
+    {"x", MV::Input},
+    {"scale", MV::Weight, "gamma", -1},
+    {"bias", MV::Weight, "beta", -1},
+    {"mean", MV::Weight, "moving_mean", -1},
+    {"variance", MV::Weight, "moving_variance", -1},
+    {"is_training", MV::LiteralBool, {}, 0},
+    {"epsilon", MV::Float, "eps", 1e-5},
+    {"momentum", MV::OneMinus, "momentum", 0.9},
+    {"data_format", MV::Literal, {}, 0},
+};
+constexpr MindirDef kMindirBatchNorm{
+    "BatchNorm", MindirKind::Function, kMindirBatchNormArgs, {}, 0};
+// MatMul(input, mat2) + (transpose_a, transpose_b); nn.Dense's [out, in] weight is transposed,
+// and its bias is a BiasAdd.
+constexpr MindirArg kMindirMatMulArgs[] = {
+    {"input", MV::Input},
+    {"mat2", MV::Weight, "weight", 1},
+    {"transpose_a", MV::Bool, "transpose_a", 0},
+    {"transpose_b", MV::HasWeight, "weight"},
+};
+constexpr MindirDef kMindirMatMul{"MatMul", MindirKind::Function, kMindirMatMulArgs, "bias", -1,
+                                  true};
+// BatchMatMul(x, y) + (transpose_a, transpose_b).
+constexpr MindirArg kMindirBatchMatMulArgs[] = {
+    {"x", MV::Input, {}, 0},
+    {"y", MV::Input, {}, 1},
+    {"transpose_a", MV::Bool, "transpose_a", 0},
+    {"transpose_b", MV::Bool, "transpose_b", 0},
+};
+constexpr MindirDef kMindirBatchMatMul{"BatchMatMul", MindirKind::Function, kMindirBatchMatMulArgs};
+// LayerNorm(input_x, gamma, beta) + (begin_norm_axis, begin_params_axis, epsilon); the
+// primitive returns (y, mean, rstd): element 0 is the output.
+constexpr MindirArg kMindirLayerNormArgs[] = {
+    {"input_x", MV::Input},
+    {"gamma", MV::Weight, "gamma", -1},
+    {"beta", MV::Weight, "beta", -1},
+    {"begin_norm_axis", MV::Int, "begin_norm_axis", -1},
+    {"begin_params_axis", MV::Int, "begin_params_axis", -1},
+    {"epsilon", MV::Float, "epsilon", 1e-7},
+};
+constexpr MindirDef kMindirLayerNorm{
+    "LayerNorm", MindirKind::Function, kMindirLayerNormArgs, {}, 0};
+
 std::span<const OpDef> nn_ops() {
   using C = OpCategory;
   using U = OpUnit;
   using P = OpPrecision;
   static const OpDef kRows[] = {
       {"BatchNorm", C::Normalization, kTraitNone, U::Vector, 4, P::KeepFloat32,
-       &kernels::k_batchnorm, false, &ad::g_batchnorm, false, &ox::o_batchnorm},
+       &kernels::k_batchnorm, false, &ad::g_batchnorm, false, &ox::o_batchnorm, &kMindirBatchNorm},
       {"LayerNorm", C::Normalization, kTraitNone, U::Vector, 8, P::KeepFloat32,
-       &kernels::k_layernorm, false, &ad::g_layernorm, false, &ox::o_layernorm},
+       &kernels::k_layernorm, false, &ad::g_layernorm, false, &ox::o_layernorm, &kMindirLayerNorm},
       {"AddLayerNorm", C::Normalization, kTraitNone, U::Vector, 9, P::KeepFloat32, nullptr, true},
       {"GroupNorm", C::Normalization, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_group_norm,
        false, &ad::g_group_norm},
@@ -25,16 +106,16 @@ std::span<const OpDef> nn_ops() {
       {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false,
        &ad::g_conv, false, &ox::o_conv},
       {"Conv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false,
-       &ad::g_conv, false, &ox::o_conv},
+       &ad::g_conv, false, &ox::o_conv, &kMindirConv2D},
       {"Conv3D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv3d, false,
        &ad::g_conv3d},
       {"Conv2DTranspose", C::Convolution, kTraitNone, U::Cube, 1, P::Float16,
        &kernels::k_conv2d_transpose, false, &ad::g_conv_transpose},
       {"FusedConv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
       {"MatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false,
-       &ad::g_matmul, false, &ox::o_matmul},
+       &ad::g_matmul, false, &ox::o_matmul, &kMindirMatMul},
       {"BatchMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false,
-       &ad::g_matmul, false, &ox::o_matmul},
+       &ad::g_matmul, false, &ox::o_matmul, &kMindirBatchMatMul},
       {"Dense", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_dense, false,
        &ad::g_dense, false, &ox::o_dense},
       {"FusedMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
@@ -48,7 +129,7 @@ std::span<const OpDef> nn_ops() {
       {"RNN", C::Other, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_recurrent, false,
        &ad::g_recurrent},
       {"MaxPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_maxpool, false,
-       &ad::g_pool, false, &ox::o_pool},
+       &ad::g_pool, false, &ox::o_pool, &kMindirMaxPool},
       {"AvgPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_avgpool, false,
        &ad::g_pool, false, &ox::o_pool},
       {"AdaptiveAvgPool1D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,

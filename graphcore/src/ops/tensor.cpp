@@ -6,6 +6,28 @@
 
 namespace graphcore::ops {
 
+// MindIR export facts (opdef.h MindirDef), checked against MindSpore 2.10's exported files.
+// ReduceMean(x, axis) + (keep_dims); Flatten(input) keeps the batch axis only.
+constexpr MindirArg kMindirReduceMeanArgs[] = {{"x", MindirValue::Input},
+                                               {"axis", MindirValue::Ints, "axis", 1},
+                                               {"keep_dims", MindirValue::Bool, "keep_dims", 0}};
+constexpr MindirDef kMindirReduceMean{"ReduceMean", MindirKind::Function, kMindirReduceMeanArgs};
+constexpr MindirArg kMindirFlattenArgs[] = {{"input", MindirValue::Input},
+                                            {"start_dim", MindirValue::Require, "start_dim", 1},
+                                            {"end_dim", MindirValue::Require, "end_dim", -1}};
+constexpr MindirDef kMindirFlatten{"Flatten", MindirKind::Function, kMindirFlattenArgs};
+// Reshape(input, shape): the shape as evaluated (the node's output dims, -1 resolved);
+// Transpose(input, dims).
+constexpr MindirArg kMindirReshapeArgs[] = {{"input", MindirValue::Input},
+                                            {"shape", MindirValue::OutputShape}};
+constexpr MindirDef kMindirReshape{"Reshape", MindirKind::Function, kMindirReshapeArgs};
+constexpr MindirArg kMindirTransposeArgs[] = {{"input", MindirValue::Input},
+                                              {"dims", MindirValue::Ints, "perm", 1}};
+// Dropout: the exported graph is the inference one (set_train(False)), where it is the identity
+// and MindSpore's own export writes nothing.
+constexpr MindirDef kMindirDropout{"Dropout", MindirKind::Function, {}, {}, -1, false, true};
+constexpr MindirDef kMindirTranspose{"Transpose", MindirKind::Function, kMindirTransposeArgs};
+
 std::span<const OpDef> tensor_ops() {
   using C = OpCategory;
   using U = OpUnit;
@@ -14,7 +36,7 @@ std::span<const OpDef> tensor_ops() {
       {"ReduceSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_sum,
        false, &ad::g_reduce, false, &ox::o_reduce_sum},
       {"ReduceMean", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_mean,
-       false, &ad::g_reduce, false, &ox::o_reduce_mean},
+       false, &ad::g_reduce, false, &ox::o_reduce_mean, &kMindirReduceMean},
       {"ReduceMax", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_max,
        false, &ad::g_reduce_extremum},
       {"ReduceMin", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_min,
@@ -40,9 +62,9 @@ std::span<const OpDef> tensor_ops() {
       {"CumSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_cumsum, false,
        &ad::g_cumsum},
       {"Reshape", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
-       false, &ad::g_reshape, false, &ox::o_reshape},
+       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirReshape},
       {"Flatten", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
-       false, &ad::g_reshape, false, &ox::o_reshape},
+       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirFlatten},
       {"ExpandDims", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16,
        &kernels::k_reshape, false, &ad::g_reshape, false, &ox::o_reshape},
       {"Squeeze", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
@@ -52,7 +74,7 @@ std::span<const OpDef> tensor_ops() {
       {"Narrow", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_narrow, false,
        &ad::g_narrow},
       {"Transpose", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_transpose, false,
-       &ad::g_transpose, false, &ox::o_transpose},
+       &ad::g_transpose, false, &ox::o_transpose, &kMindirTranspose},
       {"Concat", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_concat, false,
        &ad::g_concat, false, &ox::o_concat},
       {"Stack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_stack, false,
@@ -92,7 +114,7 @@ std::span<const OpDef> tensor_ops() {
        &ad::g_no_gradient, false, &ox::o_fill_like},
       {"Constant", C::Creation, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
       {"Dropout", C::Random, kElementwise | kRandom, U::Vector, 3, P::Float16, &kernels::k_dropout,
-       false, &ad::g_dropout, false, &ox::o_identity},
+       false, &ad::g_dropout, false, &ox::o_identity, &kMindirDropout},
       {"Dropout2D", C::Random, kRandom, U::Vector, 1, P::Float16, &kernels::k_dropout, false,
        &ad::g_dropout},
       {"StandardNormal", C::Random, kRandom, U::Vector, 1, P::Float16, &kernels::k_random, false,

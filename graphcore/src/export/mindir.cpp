@@ -1,0 +1,768 @@
+// MindIR export (graphcore/mindir.h): each semantic node becomes the primitive(s) its OpDef's
+// MindirDef names, in graph order (already topological), as MindSpore 2.10 writes them
+// (docs/mindir-notes.md): `REF::<key>` node op types, one PrimitiveProto per attribute set,
+// function-primitive arguments as Constant nodes, weights inline with their ref_key, inputs
+// with tensor[0], one output (a MakeTuple for several). No monads and no graph attributes: both
+// are optional for mindspore.load (measured, docs/mindir-notes.md).
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphcore/checked.h"
+#include "graphcore/mindir.h"
+#include "graphcore/opdef.h"
+#include "graphcore_proto/mind_ir.pb.h"
+
+namespace graphcore {
+
+namespace {
+
+namespace pb = cellscope::mindir;
+
+// The export diagnostic codes, shared with the ONNX exporter (docs/diagnostics.md).
+constexpr std::string_view kUnsupportedOp = "export-unsupported-op";
+constexpr std::string_view kDynamicShape = "export-dynamic-shape";
+constexpr std::string_view kUnsupportedValue = "export-unsupported-value";
+constexpr std::string_view kNoOutput = "export-no-output";
+
+// A node could not be written: the message and its code, located at the node by the caller.
+struct Refusal {
+  std::string message;
+  std::string_view code = kUnsupportedOp;
+};
+
+std::optional<int32_t> mindir_dtype(DType t) {
+  switch (t) {
+    case DType::Float32:
+      return pb::Tensor::FLOAT;
+    case DType::Float16:
+      return pb::Tensor::FLOAT16;
+    case DType::Float64:
+      return pb::Tensor::DOUBLE;
+    case DType::Int32:
+      return pb::Tensor::INT32;
+    case DType::Int64:
+      return pb::Tensor::INT64;
+    case DType::Bool:
+      return pb::Tensor::BOOL;
+    case DType::UInt8:
+      return pb::Tensor::UINT8;
+    case DType::Int8:
+      return pb::Tensor::INT8;
+    case DType::Int16:
+      return pb::Tensor::INT16;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::vector<int64_t> known_dims(const Shape& s) {
+  std::vector<int64_t> dims;
+  if (!s.ranked) throw Refusal{"its shape has unknown rank", kDynamicShape};
+  for (const Dim& d : s.dims) {
+    if (!d.is_known()) throw Refusal{"its shape " + s.str() + " is not static", kDynamicShape};
+    dims.push_back(d.value());
+  }
+  return dims;
+}
+
+void set_type(pb::Tensor* t, const TensorType& type) {
+  auto dt = mindir_dtype(type.dtype);
+  if (!dt) {
+    throw Refusal{"dtype " + std::string(dtype_short_name(type.dtype)) + " has no MindIR type",
+                  kUnsupportedValue};
+  }
+  t->set_data_type(*dt);
+  for (int64_t d : known_dims(type.shape)) t->add_dims(d);
+}
+
+// Float16 storage (runtime: float32 holding binary16 values) -> IEEE binary16 bits.
+uint16_t half_bits(float v) {
+  uint32_t x = 0;
+  std::memcpy(&x, &v, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+// A runtime tensor's elements in MindIR's raw layout (C order, host byte order).
+size_t byte_count(int64_t count, size_t element) {
+  auto b = checked_bytes(count, element);
+  if (!b) throw Refusal{"its size overflows", kUnsupportedValue};
+  return *b;
+}
+
+std::string raw_bytes(const runtime::Tensor& t, DType declared) {
+  std::string out;
+  const auto n = static_cast<size_t>(t.numel());
+  switch (t.dtype()) {
+    case DType::Float32:
+      out.assign(reinterpret_cast<const char*>(t.data<float>()), byte_count(t.numel(), 4));
+      break;
+    case DType::Float16: {
+      out.resize(byte_count(t.numel(), 2));
+      const auto* src = t.data<float>();
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t h = half_bits(src[i]);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+      }
+      break;
+    }
+    case DType::Int32:
+      out.assign(reinterpret_cast<const char*>(t.data<int32_t>()), byte_count(t.numel(), 4));
+      break;
+    case DType::Int64:
+      out.assign(reinterpret_cast<const char*>(t.data<int64_t>()), byte_count(t.numel(), 8));
+      break;
+    case DType::Bool:
+      out.assign(reinterpret_cast<const char*>(t.data<uint8_t>()), n);
+      break;
+    default:
+      throw Refusal{
+          "a tensor of dtype " + std::string(dtype_short_name(t.dtype())) + " cannot be written",
+          kUnsupportedValue};
+  }
+  if (declared != t.dtype()) {
+    throw Refusal{"its value is " + std::string(dtype_short_name(t.dtype())) + ", declared " +
+                      std::string(dtype_short_name(declared)),
+                  kUnsupportedValue};
+  }
+  return out;
+}
+
+// ---- Attribute values ---------------------------------------------------------------------------
+
+void set_int(pb::Attribute* a, int64_t v) {
+  a->set_type(pb::Attribute::INT64);
+  a->set_i(v);
+}
+void set_bool(pb::Attribute* a, bool v) {
+  a->set_type(pb::Attribute::BOOL);
+  a->set_i(v ? 1 : 0);
+}
+void set_float(pb::Attribute* a, double v) {
+  a->set_type(pb::Attribute::FLOAT);
+  a->set_f(static_cast<float>(v));
+}
+void set_string(pb::Attribute* a, std::string_view v) {
+  a->set_type(pb::Attribute::STRING);
+  a->set_s(std::string(v));
+}
+// A tuple of INT64: each element's number in `ints[0]`, as MindSpore writes sequences.
+void set_ints(pb::Attribute* a, const std::vector<int64_t>& v) {
+  a->set_type(pb::Attribute::TUPLE);
+  for (int64_t x : v) {
+    pb::Attribute* e = a->add_values();
+    e->set_type(pb::Attribute::INT64);
+    e->add_ints(x);
+  }
+}
+
+std::optional<std::vector<int64_t>> as_ints(const AttrValue* v) {
+  if (v == nullptr) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(v)) return std::vector<int64_t>{*i};
+  if (const auto* l = std::get_if<std::vector<int64_t>>(v)) return *l;
+  if (const auto* b = std::get_if<bool>(v)) return std::vector<int64_t>{*b ? 1 : 0};
+  return std::nullopt;
+}
+
+// Everything a MindirArg computes from one node.
+class ArgReader {
+ public:
+  ArgReader(const Node& node, const MindirArg& arg) : node_(node), arg_(arg) {}
+
+  [[nodiscard]] const AttrValue* attr() const { return node_.find_attr(arg_.key); }
+  [[nodiscard]] std::string what() const {
+    return "attribute " + std::string(arg_.key) + " of " + std::string(node_.op);
+  }
+  [[nodiscard]] std::vector<int64_t> ints() const {
+    auto v = as_ints(attr());
+    if (!v) throw Refusal{"its " + what() + " is not recorded as integers"};
+    return *v;
+  }
+  [[nodiscard]] int64_t one_int(int64_t fallback) const {
+    const AttrValue* v = attr();
+    if (v == nullptr) return fallback;
+    auto l = as_ints(v);
+    if (!l || l->size() != 1) throw Refusal{"its " + what() + " is not an integer"};
+    return l->front();
+  }
+  [[nodiscard]] double number(double fallback) const {
+    const AttrValue* v = attr();
+    if (v == nullptr) return fallback;
+    if (const auto* d = std::get_if<double>(v)) return *d;
+    if (const auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
+    throw Refusal{"its " + what() + " is not a number"};
+  }
+  [[nodiscard]] std::string text() const {
+    const AttrValue* v = attr();
+    const auto* s = v != nullptr ? std::get_if<std::string>(v) : nullptr;
+    if (s == nullptr) throw Refusal{"its " + what() + " is not recorded as a string"};
+    return *s;
+  }
+  // (1, 1, h, w) from an int or (h, w).
+  [[nodiscard]] std::vector<int64_t> nchw4() const {
+    auto v = ints();
+    if (v.size() == 1) return {1, 1, v[0], v[0]};
+    if (v.size() == 2) return {1, 1, v[0], v[1]};
+    if (v.size() == 4) return v;
+    throw Refusal{"its " + what() + " has " + std::to_string(v.size()) + " values"};
+  }
+  [[nodiscard]] std::vector<int64_t> pad4() const {
+    if (attr() == nullptr) return {0, 0, 0, 0};
+    auto v = ints();
+    if (v.size() == 1) return {v[0], v[0], v[0], v[0]};
+    if (v.size() == 2) return {v[0], v[0], v[1], v[1]};
+    if (v.size() == 4) return v;
+    throw Refusal{"its " + what() + " has " + std::to_string(v.size()) + " values"};
+  }
+
+ private:
+  const Node& node_;
+  const MindirArg& arg_;
+};
+
+// ---- The writer ---------------------------------------------------------------------------------
+
+class Writer {
+ public:
+  Writer(const CellReport& report, std::span<const runtime::ParamState> params) : report_(report) {
+    for (const auto& p : params) params_[p.name] = &p;
+    graph_name_ = "cellscope_" + report.class_name + "_construct";
+    model_.set_ir_version("1.1");
+    model_.set_producer_name("MindSpore");  // mindspore.load requires a producer name
+    model_.set_producer_version("Cellscope");
+    model_.set_model_version("2.10.0");
+    model_.set_little_endian(std::endian::native == std::endian::little);
+    model_.set_mind_ir_version(3);
+    model_.mutable_graph()->set_name(graph_name_);
+  }
+
+  MindirExport run() {
+    MindirExport out;
+    write_weights(out);
+    const Graph& g = report_.graph;
+    names_.resize(g.nodes.size());
+    refused_.assign(g.nodes.size(), false);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& node = g.nodes[i];
+      // A node fed by a refused one is not reported again: its own error would be a guess.
+      if (std::ranges::any_of(node.inputs, [&](ValueRef r) {
+            return r.node < refused_.size() && refused_[r.node];
+          })) {
+        refused_[i] = true;
+        continue;
+      }
+      try {
+        write_node(i, node);
+      } catch (const Refusal& r) {
+        refused_[i] = true;
+        Diagnostic d;
+        d.file = std::string(node.file);
+        d.range = node.range;
+        d.code = std::string(r.code);
+        d.message = "cannot export to MindIR: " + describe(node) + ": " + r.message;
+        out.errors.push_back(std::move(d));
+      }
+    }
+    if (out.errors.empty()) {
+      try {
+        write_outputs();
+      } catch (const Refusal& r) {
+        Diagnostic d;
+        d.file = report_.file;
+        d.range = report_.range;
+        d.code = std::string(r.code);
+        d.message = "cannot export to MindIR: " + r.message;
+        out.errors.push_back(std::move(d));
+      }
+    }
+    if (!out.errors.empty()) return out;
+    out.nodes = static_cast<size_t>(model_.graph().node_size());
+    out.primitives = static_cast<size_t>(model_.primitives_size());
+    out.weights = static_cast<size_t>(model_.graph().parameter_size());
+    if (!model_.SerializeToString(&out.bytes)) {
+      Diagnostic d;
+      d.file = report_.file;
+      d.range = report_.range;
+      d.code = std::string(kUnsupportedValue);
+      d.message = "cannot export to MindIR: the model does not serialize (over 2 GiB?)";
+      out.errors.push_back(std::move(d));
+      out.bytes.clear();
+    }
+    return out;
+  }
+
+ private:
+  static std::string describe(const Node& node) {
+    std::string s = "operator " + std::string(node.op);
+    if (!node.api.empty()) s += " (" + std::string(node.api) + ")";
+    if (!node.id.empty() && node.id != node.op) s += " at " + node.id;
+    return s;
+  }
+
+  std::string qualified(std::string_view name) const {
+    return graph_name_ + ":" + std::string(name);
+  }
+
+  void write_weights(MindirExport& out) {
+    for (const ParamInfo& info : report_.params) {
+      auto it = params_.find(info.name);
+      Diagnostic d;
+      d.file = report_.file;
+      d.range = report_.range;
+      d.code = std::string(kUnsupportedValue);
+      if (it == params_.end() || !it->second->value.defined()) {
+        d.message = "cannot export to MindIR: parameter " + info.name + " has no value";
+        out.errors.push_back(std::move(d));
+        continue;
+      }
+      try {
+        pb::Tensor* t = model_.mutable_graph()->add_parameter();
+        set_type(t, TensorType{info.shape, info.dtype});
+        t->set_name(qualified(info.name));
+        t->set_ref_key(info.name);
+        t->set_raw_data(raw_bytes(it->second->value, info.dtype));
+      } catch (const Refusal& r) {
+        d.code = std::string(r.code);
+        d.message = "cannot export to MindIR: parameter " + info.name + ": " + r.message;
+        out.errors.push_back(std::move(d));
+      }
+    }
+  }
+
+  // The node producing value `ref` (graph order guarantees it was written).
+  std::string value_name(ValueRef ref) const {
+    if (ref.node >= names_.size() || names_[ref.node].empty()) {
+      throw Refusal{"an input comes from a node that could not be exported"};
+    }
+    if (ref.output != 0) {
+      throw Refusal{"it reads output " + std::to_string(ref.output) +
+                    " of a multi-output operator"};
+    }
+    return names_[ref.node];
+  }
+
+  std::string new_node_name(const Node& node) {
+    return qualified(node.id.empty() ? std::string(node.op) : node.id) + ":" +
+           std::to_string(++uid_);
+  }
+
+  // The PrimitiveProto key for `prim`, shared by every node with the same attributes.
+  std::string primitive_key(pb::Primitive prim) {
+    std::string sig;
+    prim.SerializeToString(&sig);
+    auto it = primitive_keys_.find(sig);
+    if (it != primitive_keys_.end()) return it->second;
+    std::string key = prim.op_type() + ":" + std::to_string(++uid_);
+    prim.set_name(key);
+    *model_.add_primitives() = std::move(prim);
+    primitive_keys_.emplace(std::move(sig), key);
+    return key;
+  }
+
+  std::string simple_primitive(std::string_view op, pb::Primitive::Kind kind) {
+    pb::Primitive prim;
+    prim.set_op_type(std::string(op));
+    prim.set_prim_type(kind);
+    return primitive_key(std::move(prim));
+  }
+
+  // A Constant node holding `value` (shared by equal values); returns its name.
+  std::string constant(pb::Attribute value) {
+    value.set_name("value");
+    std::string sig;
+    value.SerializeToString(&sig);
+    auto it = constants_.find(sig);
+    if (it != constants_.end()) return it->second;
+    std::string name = qualified("ValueNode_" + std::to_string(++uid_));
+    pb::Node* n = model_.mutable_graph()->add_node();
+    n->set_op_type("Constant");
+    n->add_output(name);
+    n->set_name(name);
+    *n->add_attribute() = std::move(value);
+    constants_.emplace(std::move(sig), name);
+    return name;
+  }
+
+  static void set_shape(pb::Node* n, const TensorType& type) {
+    pb::Attribute* a = n->add_attribute();
+    a->set_name("shape");
+    a->set_type(pb::Attribute::TENSORS);
+    set_type(a->add_tensors(), type);
+  }
+
+  pb::Node* add_cnode(const Node& node, const std::string& prim_key,
+                      const std::vector<std::string>& inputs, std::string_view prim) {
+    pb::Node* n = model_.mutable_graph()->add_node();
+    const std::string name = new_node_name(node);
+    n->set_op_type("REF::" + prim_key);
+    n->set_name(name);
+    n->add_output(name);
+    for (const auto& in : inputs) n->add_input(in);
+    std::string scope = "Default";
+    if (!node.scope.empty()) scope += "/" + std::string(node.scope);
+    n->set_domain(scope + "/" + std::string(prim));
+    return n;
+  }
+
+  // The node's parameter whose name ends with "." + suffix (or is the suffix), if it reads one.
+  static std::optional<std::string> weight(const Node& node, std::string_view suffix) {
+    for (const auto& p : node.params) {
+      if (p == suffix || (p.size() > suffix.size() && p.ends_with(suffix) &&
+                          p[p.size() - suffix.size() - 1] == '.')) {
+        return p;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::string operand(const Node& node, size_t index) const {
+    if (index >= node.inputs.size()) {
+      throw Refusal{"it has " + std::to_string(node.inputs.size()) + " inputs, the MindIR form " +
+                    "needs input " + std::to_string(index)};
+    }
+    return value_name(node.inputs[index]);
+  }
+
+  // The value of one argument (function primitives: a node input name; attribute primitives:
+  // the attribute). Exactly one of the two outputs is set; `skip` for checks.
+  void argument(const Node& node, const MindirArg& arg, std::string* input, pb::Attribute* attr,
+                bool* skip) {
+    const ArgReader r(node, arg);
+    *skip = false;
+    switch (arg.value) {
+      case MindirValue::Input:
+        *input = operand(node, static_cast<size_t>(arg.number));
+        return;
+      case MindirValue::Weight:
+        if (auto w = weight(node, arg.key)) {
+          *input = qualified(*w);
+        } else if (arg.number >= 0) {
+          *input = operand(node, static_cast<size_t>(arg.number));
+        } else {
+          throw Refusal{"it reads no parameter ." + std::string(arg.key)};
+        }
+        return;
+      case MindirValue::HasWeight: {
+        const AttrValue* own = node.find_attr(arg.name);
+        const bool* b = own != nullptr ? std::get_if<bool>(own) : nullptr;
+        set_bool(attr, weight(node, arg.key).has_value() || (b != nullptr && *b));
+        return;
+      }
+      case MindirValue::Int:
+        set_int(attr, r.one_int(static_cast<int64_t>(arg.number)));
+        return;
+      case MindirValue::Bool:
+        set_bool(attr, r.one_int(arg.number != 0 ? 1 : 0) != 0);
+        return;
+      case MindirValue::Float:
+        set_float(attr, r.number(arg.number));
+        return;
+      case MindirValue::OneMinus:
+        set_float(attr, 1.0 - r.number(arg.number));
+        return;
+      case MindirValue::Ints: {
+        auto v = r.ints();
+        if (v.size() == 1 && arg.number > 1) v.assign(static_cast<size_t>(arg.number), v[0]);
+        set_ints(attr, v);
+        return;
+      }
+      case MindirValue::Ints4:
+        set_ints(attr, r.nchw4());
+        return;
+      case MindirValue::Pad4:
+        set_ints(attr, r.pad4());
+        return;
+      case MindirValue::PadList: {
+        const AttrValue* mode = node.find_attr("pad_mode");
+        const auto* m = mode != nullptr ? std::get_if<std::string>(mode) : nullptr;
+        std::string lower = m != nullptr ? *m : "valid";
+        std::ranges::transform(lower, lower.begin(),
+                               [](unsigned char c) { return std::tolower(c); });
+        if (lower == "pad") {
+          set_ints(attr, r.pad4());
+        } else if (lower == "same") {
+          set_ints(attr, same_padding(node));
+        } else {
+          set_ints(attr, {0, 0, 0, 0});
+        }
+        return;
+      }
+      case MindirValue::OutputShape:
+        set_ints(attr, known_dims(node.outputs.at(0).shape));
+        return;
+      case MindirValue::Lower:
+      case MindirValue::Upper: {
+        std::string s = r.text();
+        std::ranges::transform(s, s.begin(), [&](unsigned char c) {
+          return static_cast<char>(arg.value == MindirValue::Lower ? std::tolower(c)
+                                                                   : std::toupper(c));
+        });
+        set_string(attr, s);
+        return;
+      }
+      case MindirValue::Literal:
+        set_int(attr, static_cast<int64_t>(arg.number));
+        return;
+      case MindirValue::LiteralBool:
+        set_bool(attr, arg.number != 0);
+        return;
+      case MindirValue::LiteralText:
+        set_string(attr, arg.key);
+        return;
+      case MindirValue::Require: {
+        *skip = true;
+        const AttrValue* v = r.attr();
+        if (v == nullptr) return;
+        auto l = as_ints(v);
+        const bool ok = l && std::ranges::all_of(*l, [&](int64_t x) {
+                          return static_cast<double>(x) == arg.number;
+                        });
+        if (!ok) {
+          throw Refusal{std::string(arg.key) + "=" + attr_to_string(*v) +
+                        " has no MindIR mapping (MindSpore exports it as another primitive)"};
+        }
+        return;
+      }
+    }
+  }
+
+  // pad_mode "same": per spatial axis, total = max((ceil(in / s) - 1) * s + (k - 1) * d + 1 - in,
+  // 0), the smaller half before (MindSpore's Conv2D pad_list).
+  std::vector<int64_t> same_padding(const Node& node) const {
+    if (node.inputs.empty()) throw Refusal{"it has no input"};
+    const ValueRef in = node.inputs[0];
+    const auto dims = known_dims(report_.graph.nodes[in.node].outputs.at(in.output).shape);
+    if (dims.size() != 4) throw Refusal{"its input is not NCHW"};
+    auto ks = as_ints(node.find_attr("kernel_size")).value_or(std::vector<int64_t>{1});
+    auto ss = as_ints(node.find_attr("stride")).value_or(std::vector<int64_t>{1});
+    auto ds = as_ints(node.find_attr("dilation")).value_or(std::vector<int64_t>{1});
+    auto pick = [](const std::vector<int64_t>& v, size_t axis) {
+      return v.size() == 4 ? v[2 + axis] : (v.size() == 2 ? v[axis] : v.at(0));
+    };
+    std::vector<int64_t> pads;
+    for (size_t axis = 0; axis < 2; ++axis) {
+      const int64_t size = dims[2 + axis];
+      const int64_t k = pick(ks, axis);
+      const int64_t st = std::max<int64_t>(pick(ss, axis), 1);
+      const int64_t d = pick(ds, axis);
+      const int64_t out = (size + st - 1) / st;
+      const int64_t total = std::max<int64_t>((out - 1) * st + (k - 1) * d + 1 - size, 0);
+      pads.push_back(total / 2);
+      pads.push_back(total - total / 2);
+    }
+    return pads;
+  }
+
+  void write_node(size_t index, const Node& node) {
+    switch (node.kind) {
+      case NodeKind::Input: {
+        pb::ValueInfo* in = model_.mutable_graph()->add_input();
+        const std::string name = qualified(node.id);
+        in->set_name(name);
+        if (node.outputs.size() != 1) throw Refusal{"a graph input must be one tensor"};
+        set_type(in->add_tensor(), node.outputs[0]);
+        names_[index] = name;
+        return;
+      }
+      case NodeKind::Parameter: {
+        if (node.params.size() != 1)
+          throw Refusal{"it reads " + std::to_string(node.params.size()) + " parameters"};
+        names_[index] = qualified(node.params[0]);
+        return;
+      }
+      case NodeKind::Constant:
+        names_[index] = write_constant(node);
+        return;
+      case NodeKind::Op:
+        break;
+    }
+    const OpDef* def = find_op(node.op);
+    if (def == nullptr || def->mindir == nullptr) {
+      throw Refusal{"it has no MindIR mapping in the operator table"};
+    }
+    if (node.outputs.size() != 1) {
+      throw Refusal{"it has " + std::to_string(node.outputs.size()) + " outputs"};
+    }
+    const MindirDef& m = *def->mindir;
+    if (m.inference_identity) {
+      names_[index] = operand(node, 0);
+      return;
+    }
+    // nn.Dense on rank > 2: (-1, in) before the product, the output's shape after.
+    std::optional<std::string> reshaped;
+    if (m.matrix_weight && !node.inputs.empty() && weight(node, "weight")) {
+      const ValueRef in = node.inputs[0];
+      const auto dims = known_dims(report_.graph.nodes[in.node].outputs.at(in.output).shape);
+      if (dims.size() > 2) reshaped = reshape(node, operand(node, 0), {-1, dims.back()});
+    }
+    pb::Primitive prim;
+    prim.set_op_type(std::string(m.primitive));
+    std::vector<std::string> inputs;
+    for (const MindirArg& arg : m.args) {
+      std::string input;
+      pb::Attribute value;
+      bool skip = false;
+      argument(node, arg, &input, &value, &skip);
+      if (reshaped && arg.value == MindirValue::Input && arg.number == 0) input = *reshaped;
+      if (skip) continue;
+      if (!input.empty()) {
+        inputs.push_back(std::move(input));
+      } else if (m.kind == MindirKind::Function) {
+        inputs.push_back(constant(std::move(value)));
+      } else {
+        value.set_name(std::string(arg.name));
+        *prim.add_attribute() = std::move(value);
+      }
+    }
+    prim.set_prim_type(m.kind == MindirKind::Function ? pb::Primitive::PRIMITIVE_FUNCTION
+                                                      : pb::Primitive::PRIMITIVE);
+    const std::string key = primitive_key(std::move(prim));
+    pb::Node* n = add_cnode(node, key, inputs, m.primitive);
+    std::string out = n->name();
+    if (m.tuple_item >= 0) {
+      pb::Attribute item;
+      set_int(&item, m.tuple_item);
+      const std::string index_name = constant(std::move(item));
+      const std::string get = simple_primitive("TupleGetItem", pb::Primitive::PRIMITIVE);
+      n = add_cnode(node, get, {out, index_name}, "TupleGetItem");
+      out = n->name();
+    }
+    if (!m.bias.empty()) {
+      if (auto b = weight(node, m.bias)) {
+        set_shape(n, node.outputs[0]);
+        pb::Attribute format;
+        set_int(&format, 0);  // data_format NCHW
+        const std::string format_name = constant(std::move(format));
+        const std::string bias_add = simple_primitive("BiasAdd", pb::Primitive::PRIMITIVE_FUNCTION);
+        n = add_cnode(node, bias_add, {out, qualified(*b), format_name}, "BiasAdd");
+        out = n->name();
+      }
+    }
+    if (reshaped) {
+      out = reshape(node, out, known_dims(node.outputs[0].shape));
+    } else {
+      set_shape(n, node.outputs[0]);
+    }
+    names_[index] = out;
+  }
+
+  // A Reshape(value, shape) node; returns its name.
+  std::string reshape(const Node& node, const std::string& value,
+                      const std::vector<int64_t>& shape) {
+    pb::Attribute target;
+    set_ints(&target, shape);
+    const std::string shape_name = constant(std::move(target));
+    const std::string key = simple_primitive("Reshape", pb::Primitive::PRIMITIVE_FUNCTION);
+    return add_cnode(node, key, {value, shape_name}, "Reshape")->name();
+  }
+
+  // A constant tensor: its elements from the evaluator (constant_values) or its uniform `value`.
+  std::string write_constant(const Node& node) {
+    if (node.outputs.size() != 1) throw Refusal{"a constant must be one tensor"};
+    const TensorType& type = node.outputs[0];
+    const auto dims = known_dims(type.shape);
+    const auto numel = checked_numel(dims);
+    if (!numel) throw Refusal{"its size overflows", kUnsupportedValue};
+    const int64_t count = *numel;
+    std::vector<double> values;
+    if (node.constant_values) {
+      values = *node.constant_values;
+    } else if (const AttrValue* v = node.find_attr("value")) {
+      double x = 0;
+      if (const auto* d = std::get_if<double>(v)) {
+        x = *d;
+      } else if (const auto* i = std::get_if<int64_t>(v)) {
+        x = static_cast<double>(*i);
+      } else if (const auto* b = std::get_if<bool>(v)) {
+        x = *b ? 1 : 0;
+      } else {
+        throw Refusal{"its value is not known", kUnsupportedValue};
+      }
+      values.assign(static_cast<size_t>(count), x);
+    } else {
+      throw Refusal{"its value is not known", kUnsupportedValue};
+    }
+    if (static_cast<int64_t>(values.size()) != count)
+      throw Refusal{"its value is not known", kUnsupportedValue};
+    runtime::Tensor t(dims, type.dtype == DType::Float16 ? DType::Float16 : type.dtype);
+    if (!runtime::Tensor::supported(type.dtype)) {
+      throw Refusal{"a constant of dtype " + std::string(dtype_short_name(type.dtype)),
+                    kUnsupportedValue};
+    }
+    for (int64_t i = 0; i < count; ++i) t.set(i, values[static_cast<size_t>(i)]);
+    pb::Attribute a;
+    a.set_type(pb::Attribute::TENSORS);
+    pb::Tensor* tensor = a.add_tensors();
+    set_type(tensor, type);
+    tensor->set_name("value0");
+    tensor->set_raw_data(raw_bytes(t, type.dtype));
+    return constant(std::move(a));
+  }
+
+  void write_outputs() {
+    const Graph& g = report_.graph;
+    if (g.outputs.empty()) throw Refusal{"construct returns no tensor", kNoOutput};
+    std::vector<std::string> outs;
+    for (ValueRef ref : g.outputs) outs.push_back(value_name(ref));
+    std::string out = outs.front();
+    std::vector<TensorType> types;
+    for (ValueRef ref : g.outputs) types.push_back(g.nodes[ref.node].outputs[ref.output]);
+    if (outs.size() > 1) {
+      const std::string key = simple_primitive("MakeTuple", pb::Primitive::PRIMITIVE);
+      pb::Node* n = model_.mutable_graph()->add_node();
+      out = qualified("MakeTuple_" + std::to_string(++uid_));
+      n->set_op_type("REF::" + key);
+      n->set_name(out);
+      n->add_output(out);
+      for (const auto& o : outs) n->add_input(o);
+      n->set_domain("Default/MakeTuple");
+    }
+    pb::ValueInfo* vi = model_.mutable_graph()->add_output();
+    vi->set_name(out);
+    if (types.size() == 1) set_type(vi->add_tensor(), types.front());
+  }
+
+  const CellReport& report_;
+  std::map<std::string, const runtime::ParamState*, std::less<>> params_;
+  std::string graph_name_;
+  pb::Model model_;
+  std::vector<std::string> names_;  // per graph node: the MindIR value it is
+  std::vector<bool> refused_;       // per graph node: refused, or fed by a refused node
+  std::map<std::string, std::string> primitive_keys_;
+  std::map<std::string, std::string> constants_;
+  int64_t uid_ = 0;
+};
+
+}  // namespace
+
+MindirExport export_mindir(const CellReport& report, std::span<const runtime::ParamState> params) {
+  Writer w(report, params);
+  return w.run();
+}
+
+}  // namespace graphcore
