@@ -2881,65 +2881,50 @@ void k_multihead_attention(KernelCall& c) {
   if (c.node.outputs.size() > 1) emit(c, std::move(weights));
 }
 
-// nn.Conv3d on NCDHW: weight (out, in / group, kd, kh, kw), the pad modes of make_window.
-// A direct loop (no im2col): 3-D convolutions are rare in the models this runtime checks.
+Conv3DGeometry conv3d_geometry(const Node& node, const Tensor& x, const Tensor& wt,
+                               std::string_view what) {
+  if (x.rank() != 5 || wt.rank() != 5) {
+    fail(std::string(what) + " expects a 5-D NCDHW input and weight, got " + x.type_str() +
+         " and " + wt.type_str());
+  }
+  Conv3DGeometry g;
+  g.n = x.shape()[0];
+  g.ch = x.shape()[1];
+  g.oc = wt.shape()[0];
+  g.icg = wt.shape()[1];
+  g.groups = attr_int(node, "group").value_or(attr_int(node, "groups").value_or(1));
+  if (g.groups <= 0 || g.ch != g.icg * g.groups || g.oc % g.groups != 0) {
+    fail(std::string(what) + ": input " + x.type_str() + " does not match weight " + wt.type_str() +
+         " with group=" + std::to_string(g.groups));
+  }
+  g.ocg = g.oc / g.groups;
+  g.id = x.shape()[2];
+  g.ih = x.shape()[3];
+  g.iw = x.shape()[4];
+  g.w = make_window(node, {g.id, g.ih, g.iw}, {wt.shape()[2], wt.shape()[3], wt.shape()[4]}, false);
+  return g;
+}
+
+// nn.Conv3d on NCDHW. A direct loop (no im2col): 3-D convolutions are rare in the models this
+// runtime checks. Each output element sums its taps in double, starting from the bias.
 void k_conv3d(KernelCall& c) {
   const Tensor x = as_float(in(c, 0));
   const auto [wt, bias] = layer_weight_and_bias(c);
-  if (x.rank() != 5 || wt.rank() != 5) {
-    fail("Conv3D expects a 5-D NCDHW input and weight, got " + x.type_str() + " and " +
-         wt.type_str());
+  const Conv3DGeometry g = conv3d_geometry(c.node, x, wt, "Conv3D");
+  Tensor& y = emit(c, Tensor({g.n, g.oc, g.w.out[0], g.w.out[1], g.w.out[2]}, DType::Float32));
+  const int64_t spatial = g.w.out[0] * g.w.out[1] * g.w.out[2];
+  std::vector<double> acc(static_cast<size_t>(y.numel()), 0.0);
+  if (bias != nullptr) {
+    for (int64_t i = 0; i < y.numel(); ++i)
+      acc[static_cast<size_t>(i)] = static_cast<float>(bias->at((i / spatial) % g.oc));
   }
-  const int64_t n = x.shape()[0], ch = x.shape()[1];
-  const int64_t oc = wt.shape()[0], icg = wt.shape()[1];
-  const int64_t groups = attr_int(c.node, "group").value_or(attr_int(c.node, "groups").value_or(1));
-  if (groups <= 0 || ch != icg * groups || oc % groups != 0) {
-    fail("Conv3D: input " + x.type_str() + " does not match weight " + wt.type_str() +
-         " with group=" + std::to_string(groups));
-  }
-  const std::vector<int64_t> in_dims = {x.shape()[2], x.shape()[3], x.shape()[4]};
-  const Window w =
-      make_window(c.node, in_dims, {wt.shape()[2], wt.shape()[3], wt.shape()[4]}, false);
-  Tensor& y = emit(c, Tensor({n, oc, w.out[0], w.out[1], w.out[2]}, DType::Float32));
-  const int64_t ocg = oc / groups;
-  const int64_t id = in_dims[0], ih = in_dims[1], iw = in_dims[2];
-  const int64_t kd = w.kernel[0], kh = w.kernel[1], kw = w.kernel[2];
-  auto* py = y.data<float>();
   const auto* px = x.data<float>();
   const auto* pw = wt.data<float>();
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t o = 0; o < oc; ++o) {
-      const int64_t g = o / ocg;
-      const float bv = bias != nullptr ? static_cast<float>(bias->at(o)) : 0.0f;
-      for (int64_t od = 0; od < w.out[0]; ++od) {
-        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-            double acc = bv;
-            for (int64_t ci = 0; ci < icg; ++ci) {
-              const float* xc = px + (b * ch + g * icg + ci) * id * ih * iw;
-              const float* wc = pw + (o * icg + ci) * kd * kh * kw;
-              for (int64_t a = 0; a < kd; ++a) {
-                const int64_t zd = od * w.stride[0] - w.pad_before[0] + a * w.dilation[0];
-                if (zd < 0 || zd >= id) continue;
-                for (int64_t e = 0; e < kh; ++e) {
-                  const int64_t zh = oh * w.stride[1] - w.pad_before[1] + e * w.dilation[1];
-                  if (zh < 0 || zh >= ih) continue;
-                  for (int64_t f = 0; f < kw; ++f) {
-                    const int64_t zw = ow * w.stride[2] - w.pad_before[2] + f * w.dilation[2];
-                    if (zw < 0 || zw >= iw) continue;
-                    acc += static_cast<double>(xc[(zd * ih + zh) * iw + zw]) *
-                           wc[(a * kh + e) * kw + f];
-                  }
-                }
-              }
-            }
-            py[(((b * oc + o) * w.out[0] + od) * w.out[1] + oh) * w.out[2] + ow] =
-                static_cast<float>(acc);
-          }
-        }
-      }
-    }
-  }
+  g.for_each_tap([&](int64_t xi, int64_t wi, int64_t yi) {
+    acc[static_cast<size_t>(yi)] += static_cast<double>(px[xi]) * pw[wi];
+  });
+  auto* py = y.data<float>();
+  for (int64_t i = 0; i < y.numel(); ++i) py[i] = static_cast<float>(acc[static_cast<size_t>(i)]);
 }
 
 // The value of a variable after an `if` on a tensor (the evaluator's Merge: condition, the value

@@ -91,6 +91,54 @@ ConvTransposeGeometry conv_transpose_geometry(const Node& node, const std::vecto
                                               const std::vector<int64_t>& w,
                                               const std::optional<std::vector<int64_t>>& out);
 
+// nn.Conv3d / ops.conv3d on NCDHW: input (n, ch, id, ih, iw), weight (oc, icg, kd, kh, kw), the
+// pad modes of make_window. Checked once here for the forward kernel and its gradient
+// (`what` names the kernel in the messages).
+struct Conv3DGeometry {
+  int64_t n = 0, ch = 0, oc = 0, icg = 0, groups = 1, ocg = 0;
+  int64_t id = 0, ih = 0, iw = 0;
+  Window w;
+  int64_t out_numel() const { return n * oc * w.out[0] * w.out[1] * w.out[2]; }
+  // f(x offset, weight offset, y offset) for every product of the forward sum, output element by
+  // output element (batch, channel, depth, height, width), each element's taps in (input
+  // channel, kd, kh, kw) order: the summation order both kernels keep.
+  template <class F>
+  void for_each_tap(F f) const {
+    const int64_t kd = w.kernel[0], kh = w.kernel[1], kw = w.kernel[2];
+    int64_t yi = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t o = 0; o < oc; ++o) {
+        const int64_t g = o / ocg;
+        for (int64_t od = 0; od < w.out[0]; ++od) {
+          for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+            for (int64_t ow = 0; ow < w.out[2]; ++ow, ++yi) {
+              for (int64_t ci = 0; ci < icg; ++ci) {
+                const int64_t xoff = (b * ch + g * icg + ci) * id * ih * iw;
+                const int64_t woff = (o * icg + ci) * kd * kh * kw;
+                for (int64_t a = 0; a < kd; ++a) {
+                  const int64_t zd = od * w.stride[0] - w.pad_before[0] + a * w.dilation[0];
+                  if (zd < 0 || zd >= id) continue;
+                  for (int64_t e = 0; e < kh; ++e) {
+                    const int64_t zh = oh * w.stride[1] - w.pad_before[1] + e * w.dilation[1];
+                    if (zh < 0 || zh >= ih) continue;
+                    for (int64_t q = 0; q < kw; ++q) {
+                      const int64_t zw = ow * w.stride[2] - w.pad_before[2] + q * w.dilation[2];
+                      if (zw < 0 || zw >= iw) continue;
+                      f(xoff + (zd * ih + zh) * iw + zw, woff + (a * kh + e) * kw + q, yi);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+};
+Conv3DGeometry conv3d_geometry(const Node& node, const Tensor& x, const Tensor& wt,
+                               std::string_view what);
+
 // A resize (ResizeNearestNeighbor[V2], UpsampleNearest3D, ResizeLinear1D, ResizeBilinearV2,
 // UpsampleTrilinear3D, ResizeBicubic) as separable taps: output index o of spatial dim d reads
 // input indices taps[d][o].at with weights taps[d][o].w. Shared by the forward kernel and

@@ -532,65 +532,23 @@ void k_conv3d_grad(KernelCall& c) {
   const Tensor x = as_float(in(c, 0));
   const Tensor wt = as_float(functional ? in(c, 1) : *wp);
   const Tensor dy = as_float(c.inputs.back());
-  if (x.rank() != 5 || wt.rank() != 5) {
-    fail("Conv3D gradient expects a 5-D NCDHW input and weight, got " + x.type_str() + " and " +
-         wt.type_str());
-  }
-  const int64_t n = x.shape()[0], ch = x.shape()[1];
-  const int64_t oc = wt.shape()[0], icg = wt.shape()[1];
-  const int64_t groups = attr_int(c.node, "group").value_or(attr_int(c.node, "groups").value_or(1));
-  if (groups <= 0 || ch != icg * groups || oc % groups != 0) {
-    fail("Conv3D gradient: input " + x.type_str() + " does not match weight " + wt.type_str() +
-         " with group=" + std::to_string(groups));
-  }
-  const std::vector<int64_t> in_dims = {x.shape()[2], x.shape()[3], x.shape()[4]};
-  const Window w =
-      make_window(c.node, in_dims, {wt.shape()[2], wt.shape()[3], wt.shape()[4]}, false);
-  if (dy.numel() != n * oc * w.out[0] * w.out[1] * w.out[2])
+  const Conv3DGeometry g = conv3d_geometry(c.node, x, wt, "Conv3D gradient");
+  if (dy.numel() != g.out_numel())
     fail("Conv3D gradient " + dy.type_str() + " does not match the output");
-  const int64_t ocg = oc / groups;
-  const int64_t id = in_dims[0], ih = in_dims[1], iw = in_dims[2];
-  const int64_t kd = w.kernel[0], kh = w.kernel[1], kw = w.kernel[2];
+  const int64_t oc = g.oc;
+  const int64_t spatial = g.w.out[0] * g.w.out[1] * g.w.out[2];
   Tensor dx(x.shape(), DType::Float32);
   std::vector<double> dw(static_cast<size_t>(wt.numel()), 0.0), db(static_cast<size_t>(oc), 0.0);
   auto* pdx = dx.data<float>();
   const auto* px = x.data<float>();
   const auto* pw = wt.data<float>();
   const auto* pg = dy.data<float>();
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t o = 0; o < oc; ++o) {
-      const int64_t g = o / ocg;
-      for (int64_t od = 0; od < w.out[0]; ++od) {
-        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
-            const float gv = pg[(((b * oc + o) * w.out[0] + od) * w.out[1] + oh) * w.out[2] + ow];
-            db[static_cast<size_t>(o)] += gv;
-            if (gv == 0) continue;
-            for (int64_t ci = 0; ci < icg; ++ci) {
-              const int64_t xoff = (b * ch + g * icg + ci) * id * ih * iw;
-              const int64_t woff = (o * icg + ci) * kd * kh * kw;
-              for (int64_t a = 0; a < kd; ++a) {
-                const int64_t zd = od * w.stride[0] - w.pad_before[0] + a * w.dilation[0];
-                if (zd < 0 || zd >= id) continue;
-                for (int64_t e = 0; e < kh; ++e) {
-                  const int64_t zh = oh * w.stride[1] - w.pad_before[1] + e * w.dilation[1];
-                  if (zh < 0 || zh >= ih) continue;
-                  for (int64_t f = 0; f < kw; ++f) {
-                    const int64_t zw = ow * w.stride[2] - w.pad_before[2] + f * w.dilation[2];
-                    if (zw < 0 || zw >= iw) continue;
-                    const int64_t xi = xoff + (zd * ih + zh) * iw + zw;
-                    const int64_t wi = woff + (a * kh + e) * kw + f;
-                    pdx[xi] += gv * pw[wi];
-                    dw[static_cast<size_t>(wi)] += static_cast<double>(gv) * px[xi];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  for (int64_t i = 0; i < dy.numel(); ++i) db[static_cast<size_t>((i / spatial) % oc)] += pg[i];
+  g.for_each_tap([&](int64_t xi, int64_t wi, int64_t yi) {
+    const float gv = pg[yi];
+    pdx[xi] += gv * pw[wi];
+    dw[static_cast<size_t>(wi)] += static_cast<double>(gv) * px[xi];
+  });
   emit(c, std::move(dx));
   Tensor tw(wt.shape(), DType::Float32);
   for (int64_t i = 0; i < tw.numel(); ++i)
