@@ -47,6 +47,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -58,7 +59,6 @@
 #include <string>
 #include <vector>
 
-#include <time.h>
 #include <unistd.h>
 
 #include "graphcore/analysis.h"
@@ -358,6 +358,7 @@ int main(int argc, char** argv) {
           }
         }
         std::vector<std::pair<double, std::string>> rows;
+        rows.reserve(by_op.size() + 1);
         for (const auto& [op, v] : by_op) rows.emplace_back(v.first, op);
         std::sort(rows.rbegin(), rows.rend());
         if (optimizer) rows.emplace_back(update_ms, "(optimizer update)");

@@ -302,7 +302,7 @@ void k_binary_grad(KernelCall& c) {
       if (pos == skip) continue;
       const Tensor& t = pos == 0 ? a : b;
       const Tensor& other = pos == 0 ? b : a;
-      const float* po = other.data<float>();
+      const auto* po = other.data<float>();
       const double sign = pos == 1 && op == BinGrad::Sub ? -1.0 : 1.0;
       const bool mul = op == BinGrad::Mul;
       auto partial = [&](int64_t o, int64_t j) {
