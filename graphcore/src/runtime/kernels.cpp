@@ -1602,7 +1602,8 @@ void transpose_to(KernelCall& c, const Tensor& x, const std::vector<int64_t>& pe
   size_t r = x.rank();
   std::vector<int64_t> shape(r);
   for (size_t i = 0; i < r; ++i) shape[i] = x.shape()[perm[i]];
-  Tensor& y = emit(c, Tensor(shape, x.dtype()));
+  // Every element is written below.
+  Tensor& y = emit(c, Tensor::uninitialized(shape, x.dtype()));
   std::vector<int64_t> in_strides(r, 1);
   for (size_t i = r - 1; i-- > 0;) in_strides[i] = in_strides[i + 1] * x.shape()[i + 1];
   std::vector<int64_t> st(r);
@@ -1618,6 +1619,24 @@ void transpose_to(KernelCall& c, const Tensor& x, const std::vector<int64_t>& pe
               : y.dtype() == DType::Int32 ? reinterpret_cast<std::byte*>(y.data<int32_t>())
               : y.dtype() == DType::Int64 ? reinterpret_cast<std::byte*>(y.data<int64_t>())
                                           : reinterpret_cast<std::byte*>(y.data<uint8_t>());
+  if (r >= 2 && perm[r - 1] == static_cast<int64_t>(r - 1) && shape[r - 1] > 0) {
+    // The last axis stays last (the attention's head split and merge, (0, 2, 1, 3)): whole rows
+    // are contiguous in both tensors and copied as they are, row after row.
+    const auto run = static_cast<size_t>(shape[r - 1]) * es;
+    const int64_t rows = y.numel() / shape[r - 1];
+    std::vector<int64_t> idx(r - 1, 0);
+    int64_t off = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      std::memcpy(dst + static_cast<size_t>(row) * run, src + off * static_cast<int64_t>(es), run);
+      for (size_t d = r - 1; d-- > 0;) {
+        off += st[d];
+        if (++idx[d] < shape[d]) break;
+        off -= st[d] * shape[d];
+        idx[d] = 0;
+      }
+    }
+    return;
+  }
   if (es == 4) {
     const auto* s4 = reinterpret_cast<const uint32_t*>(src);
     auto* d4 = reinterpret_cast<uint32_t*>(dst);
