@@ -5,7 +5,7 @@
 //                           [--seed N] [--precision fp32|target] [--out DIR] [--dump-all]
 //                           [--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N]
 //                           [--list-params] [--grad] [--train-mode] [--train-step]
-//                           [--threads N]
+//                           [--threads N] [--profile N]
 //   --input-shape  as `cellscope graph --input` ("1,3,224,224", "8,128:int32")
 //   --input        random | random:SEED | ones | zeros | path.npy (one per graph input; default
 //                  random)
@@ -33,6 +33,11 @@
 //   --train-step   with --grad and --bench: every timed run is a whole training step, forward +
 //                  backward + nn.Momentum(lr=0.01, momentum=0.9) updating the parameters as
 //                  `cellscope train` does (BatchNorm's moving statistics written back too)
+//   --profile N    after one warm-up, N runs (training steps with --train-step) with hooks that
+//                  read the calling thread's CPU time around every node; prints to stderr each
+//                  operator's CPU ms per run (summed over its nodes), its share, and the update's.
+//                  At --threads 1 every kernel runs on that thread, so the figures hardly depend
+//                  on the machine's load; with more threads they count the calling thread only
 // Exit status: 0 on success, 1 on a runtime error (the message names the node and line), 2 on
 // bad usage or an analysis failure.
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -41,6 +46,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -128,11 +135,19 @@ json graph_json(const rt::Executor& ex) {
   return {{"cell", ex.report().name}, {"nodes", nodes}, {"outputs", outputs}, {"params", params}};
 }
 
+// CPU time the calling thread has used, in ms.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 int usage() {
-  std::cerr << "usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... "
-               "[--input SPEC]... [--seed N] [--precision fp32|target] [--out DIR] [--dump-all] "
-               "[--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N] "
-               "[--list-params] [--grad] [--train-mode] [--train-step] [--threads N]\n";
+  std::cerr
+      << "usage: cellscope-run FILE [--cell NAME] [--entry EXPR] [--input-shape SPEC]... "
+         "[--input SPEC]... [--seed N] [--precision fp32|target] [--out DIR] [--dump-all] "
+         "[--load-params DIR] [--ckpt FILE] [--output-npy FILE] [--bench N] "
+         "[--list-params] [--grad] [--train-mode] [--train-step] [--threads N] [--profile N]\n";
   return 2;
 }
 
@@ -157,6 +172,7 @@ int main(int argc, char** argv) {
   rt::ExecOptions eo;
   bool dump_all = false, list_params = false, timing = false, grad = false, train_step = false;
   int bench = 0;
+  int profile = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&]() -> std::string {
@@ -201,6 +217,9 @@ int main(int argc, char** argv) {
       dump_all = true;
     } else if (a == "--bench") {
       bench = std::stoi(next());
+    } else if (a == "--profile") {
+      profile = std::stoi(next());
+      if (profile <= 0) return usage();
     } else if (a == "--threads") {
       eo.threads = std::stoi(next());
       if (eo.threads < 0) return usage();
@@ -221,8 +240,8 @@ int main(int argc, char** argv) {
     }
   }
   if (file.empty()) return usage();
-  if (train_step && (!grad || bench <= 0)) {
-    std::cerr << "cellscope-run: --train-step needs --grad and --bench N\n";
+  if (train_step && (!grad || (bench <= 0 && profile <= 0))) {
+    std::cerr << "cellscope-run: --train-step needs --grad and --bench N or --profile N\n";
     return 2;
   }
 
@@ -279,7 +298,7 @@ int main(int argc, char** argv) {
       }
     }
     double bind_ms = ms_since(t_bind);
-    if (bench > 0) {
+    if (bench > 0 || profile > 0) {
       // --train-step: the optimizer update after each run, with the Trainer's own update
       // functions (graphcore/trainer.h): the executor's parameters updated in place, then
       // BatchNorm's moving statistics written back.
@@ -309,6 +328,52 @@ int main(int argc, char** argv) {
         std::sort(ms.begin(), ms.end());
         return ms;
       };
+      if (profile > 0) {
+        // CPU time of this thread per operator (the graph's op name), accumulated between a
+        // node's before and after hooks.
+        std::map<std::string, std::pair<double, size_t>> by_op;
+        double node_start = 0, total = 0, update_ms = 0;
+        rt::Hooks ph;
+        ph.before = [&](const rt::NodeEvent&) {
+          node_start = thread_cpu_ms();
+          return rt::HookAction::Continue;
+        };
+        ph.after = [&](const rt::NodeEvent& e) {
+          auto& [ms, calls] = by_op[std::string(e.node.op)];
+          ms += thread_cpu_ms() - node_start;
+          ++calls;
+          return rt::HookAction::Continue;
+        };
+        for (int r = 0; r <= profile; ++r) {
+          if (r == 1) by_op.clear();  // run 0 is the warm-up
+          ex.reset();
+          const double t0 = thread_cpu_ms();
+          rt::RunStatus s = ex.run(ph);
+          if (s.kind != rt::RunStatus::Kind::Finished) throw rt::RuntimeError(s.message);
+          const double t1 = thread_cpu_ms();
+          if (optimizer) update();
+          if (r > 0) {
+            total += thread_cpu_ms() - t0;
+            update_ms += thread_cpu_ms() - t1;
+          }
+        }
+        std::vector<std::pair<double, std::string>> rows;
+        rows.reserve(by_op.size() + 1);
+        for (const auto& [op, v] : by_op) rows.emplace_back(v.first, op);
+        std::sort(rows.rbegin(), rows.rend());
+        if (optimizer) rows.emplace_back(update_ms, "(optimizer update)");
+        const double runs = profile;
+        std::fprintf(stderr,
+                     "profile: CPU ms of the calling thread per run, %d runs, %.1f ms/run\n",
+                     profile, total / runs);
+        for (const auto& [ms, op] : rows) {
+          const size_t calls = by_op.count(op) ? by_op[op].second : static_cast<size_t>(profile);
+          std::fprintf(stderr, "%10.2f ms %5.1f%% %6.1f calls  %s\n", ms / runs,
+                       100.0 * ms / std::max(total, 1e-9), static_cast<double>(calls) / runs,
+                       op.c_str());
+        }
+        if (bench <= 0) return 0;
+      }
       // A debugger with no breakpoints: both hooks look the node's line up in an (empty)
       // breakpoint set and continue.
       std::set<uint32_t> breakpoints;

@@ -245,6 +245,19 @@ TEST(AutodiffRules, BroadcastingArithmetic) {
   EXPECT_GE(r.checked, 12u);
 }
 
+// Operands broadcast whole over leading dims (a mask (1, 1, 4) added to (2, 3, 4) scores),
+// subtracted, and multiplied by Python scalars on either side: the gradients the per-operand
+// paths of k_binary_grad compute.
+TEST(AutodiffRules, RowBroadcastAndScalarOperands) {
+  Compiled c = compile("        pass\n",
+                       "        a = (x + y) * 0.5 - (y - x) * x\n"
+                       "        b = 1.5 * (x - z) + z * x + (y * x) * y\n"
+                       "        return a + b * ops.abs(x)\n",
+                       {f32({2, 3, 4}), f32({1, 1, 4}), f32({4})}, "x, y, z");
+  GradCheck r = check_gradients(c.cell());
+  EXPECT_GE(r.checked, 3u);
+}
+
 TEST(AutodiffRules, Activations) {
   Compiled c = compile(
       "        self.g1 = nn.GELU()\n        self.g2 = nn.GELU(approximate=False)\n"

@@ -1,7 +1,7 @@
 // The runtime's own threads (graphcore/src/runtime/parallel.h): parallel_for covers every item
 // once in ranges of at least the grain, and the threaded kernels (elementwise, broadcast binaries,
-// pooling, BatchNorm, LayerNorm, Softmax, their gradients, the optimizer update) give the same
-// bits at one, two and three threads.
+// pooling, BatchNorm, LayerNorm, Softmax, their gradients, the optimizer update, Dropout's mask)
+// give the same bits at one, two and three threads.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,6 +17,7 @@
 #include "graphcore/source.h"
 // Private headers of graphcore (its include directory is private to the library).
 #include "../../graphcore/src/runtime/dnnl_ops.h"
+#include "../../graphcore/src/runtime/kernels.h"
 #include "../../graphcore/src/runtime/parallel.h"
 
 using namespace graphcore;
@@ -168,5 +169,37 @@ TEST(RuntimeThreads, OptimizerUpdatesGiveTheSameBitsAtAnyThreadCount) {
     EXPECT_FALSE(same_bits(results[0], w0)) << optimizer_kind_name(kind);
     EXPECT_TRUE(same_bits(results[0], results[1])) << optimizer_kind_name(kind);
     EXPECT_TRUE(same_bits(results[0], results[2])) << optimizer_kind_name(kind);
+  }
+}
+
+// Dropout's masked product draws each element's (Dropout2D: each channel's) value from the
+// counter-based stream in blocks on the runtime's threads: the bits of the product with the
+// sequential stream's mask, at every thread count, and about keep_prob of the elements kept.
+TEST(RuntimeThreads, DropoutDrawsTheSequentialStreamsMaskAtAnyThreadCount) {
+  for (const bool channels : {false, true}) {
+    Node n;
+    n.id = "encoder.drop";
+    n.op = channels ? "Dropout2D" : "Dropout";
+    n.attrs.push_back(Attr{"p", AttrValue(0.3)});
+    const std::vector<int64_t> shape =
+        channels ? std::vector<int64_t>{4, 700, 9, 11} : std::vector<int64_t>{3, 100003};
+    const Tensor x = Tensor::random(shape, DType::Float32, 7);
+    const std::vector<float> mask = kernels::dropout_mask(n, channels, n.id, shape, 42);
+    const int64_t per = x.numel() / static_cast<int64_t>(mask.size());
+    Tensor want = Tensor::uninitialized(shape, DType::Float32);
+    const auto scale = static_cast<float>(1.0 / 0.7);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      want.data<float>()[i] = x.data<float>()[i] * mask[i / per] * scale;
+      kept += mask[i / per] != 0.0f ? 1 : 0;
+    }
+    EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(x.numel()), 0.7, 0.02);
+    for (int threads : {1, 2, 3}) {
+      dnnl_ops::set_threads(threads);
+      Tensor y = Tensor::uninitialized(shape, DType::Float32);
+      kernels::dropout_apply(n, channels, n.id, shape, 42, x.data<float>(), y.data<float>());
+      EXPECT_TRUE(same_bits(y, want)) << n.op << " at " << threads << " threads";
+    }
+    dnnl_ops::set_threads(1);
   }
 }

@@ -253,6 +253,19 @@ BoundWeights bind_weights(const Operand& o, const Tensor& w, const std::string& 
           copy};
 }
 
+// A cache key: the tag, then each value, comma-separated.
+std::string small_key_plain(char tag, std::initializer_list<int64_t> values) {
+  std::string k(1, tag);
+  for (int64_t v : values) {
+    k += std::to_string(v);
+    k += ',';
+  }
+  return k;
+}
+
+// A float pointer as oneDNN's (non-const) handle of a read-only operand.
+void* handle_of(const float* p) { return const_cast<float*>(p); }  // NOLINT: read only
+
 void* scratchpad(const Entry& e) {
   return e.scratchpad.get_size() == 0 ? nullptr
                                       : buffers().get(kScratchpad, e.scratchpad.get_size());
@@ -655,6 +668,132 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     finish_out(e.out, dst, y.data<float>());
     stream().wait();
     return y;
+  });
+}
+
+// ---- dense (inner product) backward
+// ----------------------------------------------------------------------
+namespace {
+
+// (m, out, in) of a dense backward call, checked: x or dx (m, in), W (out, in), dy (m, out).
+struct DenseDims {
+  int64_t m, out, in;
+};
+
+void check_matrix(const Tensor& t, const char* what) {
+  if (!t.is_float()) fail(std::string(what) + " must be float, got " + t.type_str());
+  if (t.rank() != 2) fail(std::string(what) + " must be 2-D, got " + t.type_str());
+}
+
+// The forward primitive descriptor oneDNN's backward ones are built from (a hint: which
+// implementation the forward would use). Plain layouts everywhere: nc for x and dy, oi for W.
+dnnl::inner_product_forward::primitive_desc ip_forward_hint(const DenseDims& d, bool bias) {
+  dnnl::inner_product_forward::desc desc(
+      dnnl::prop_kind::forward_training, memory::desc({d.m, d.in}, Dt::f32, Tag::nc),
+      memory::desc({d.out, d.in}, Dt::f32, Tag::oi),
+      bias ? memory::desc({d.out}, Dt::f32, Tag::x) : memory::desc(),
+      memory::desc({d.m, d.out}, Dt::f32, Tag::nc));
+  return {desc, engine()};
+}
+
+std::string dense_key(char kind, const DenseDims& d, bool bias) {
+  return small_key_plain(kind, {d.m, d.out, d.in, static_cast<int64_t>(bias),
+                                static_cast<int64_t>(omp_get_max_threads())});
+}
+
+}  // namespace
+
+Tensor dense_backward_data(const Tensor& dy, const Tensor& w) {
+  return guarded("Dense backward (data)", [&] {
+    check_matrix(dy, "the Dense output gradient");
+    check_matrix(w, "the Dense weight");
+    const DenseDims d{dy.shape()[0], w.shape()[0], w.shape()[1]};
+    if (dy.shape()[1] != d.out) {
+      fail("the Dense output gradient " + dy.type_str() + " does not match the weight " +
+           w.type_str());
+    }
+    Tensor dx = new_output({d.m, d.in}, "the Dense input gradient");
+    if (dx.numel() == 0) return dx;
+    if (d.out == 0) {
+      std::fill_n(dx.data<float>(), dx.numel(), 0.0f);
+      return dx;
+    }
+    const Entry& e = cache().get(dense_key('D', d, false), [&] {
+      auto hint = ip_forward_hint(d, false);
+      dnnl::inner_product_backward_data::desc desc(memory::desc({d.m, d.in}, Dt::f32, Tag::nc),
+                                                   memory::desc({d.out, d.in}, Dt::f32, Tag::oi),
+                                                   memory::desc({d.m, d.out}, Dt::f32, Tag::nc));
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::inner_product_backward_data::primitive_desc pd(desc, attr, engine(), hint);
+      Entry en;
+      en.prim = dnnl::inner_product_backward_data(pd);
+      en.a = make_operand(pd.diff_dst_desc(), pd.diff_dst_desc(), Dir::In);
+      en.b = make_operand(pd.weights_desc(), pd.weights_desc(), Dir::In);
+      en.out = make_operand(pd.diff_src_desc(), pd.diff_src_desc(), Dir::Out);
+      en.scratchpad = pd.scratchpad_desc();
+      return en;
+    });
+    e.prim.execute(stream(),
+                   {{DNNL_ARG_DIFF_DST, memory(e.a.user, engine(), handle_of(dy.data<float>()))},
+                    {DNNL_ARG_WEIGHTS, memory(e.b.user, engine(), handle_of(w.data<float>()))},
+                    {DNNL_ARG_DIFF_SRC, memory(e.out.user, engine(), dx.data<float>())},
+                    {DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine(), scratchpad(e))}});
+    stream().wait();
+    return dx;
+  });
+}
+
+Tensor dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor* dbias) {
+  return guarded("Dense backward (weights)", [&] {
+    check_matrix(x, "the Dense input");
+    check_matrix(dy, "the Dense output gradient");
+    const DenseDims d{x.shape()[0], dy.shape()[1], x.shape()[1]};
+    if (dy.shape()[0] != d.m) {
+      fail("the Dense output gradient " + dy.type_str() + " does not match the input " +
+           x.type_str());
+    }
+    Tensor dw = new_output({d.out, d.in}, "the Dense weight gradient");
+    Tensor db;
+    if (dbias) db = new_output({d.out}, "the Dense bias gradient");
+    if (d.m == 0 || dw.numel() == 0) {  // an empty sum: zeros
+      std::fill_n(dw.data<float>(), dw.numel(), 0.0f);
+      if (dbias) {
+        std::fill_n(db.data<float>(), db.numel(), 0.0f);
+        *dbias = std::move(db);
+      }
+      return dw;
+    }
+    const bool bias = dbias != nullptr;
+    const Entry& e = cache().get(dense_key('W', d, bias), [&] {
+      auto hint = ip_forward_hint(d, bias);
+      dnnl::inner_product_backward_weights::desc desc(
+          memory::desc({d.m, d.in}, Dt::f32, Tag::nc),
+          memory::desc({d.out, d.in}, Dt::f32, Tag::oi),
+          bias ? memory::desc({d.out}, Dt::f32, Tag::x) : memory::desc(),
+          memory::desc({d.m, d.out}, Dt::f32, Tag::nc));
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::inner_product_backward_weights::primitive_desc pd(desc, attr, engine(), hint);
+      Entry en;
+      en.prim = dnnl::inner_product_backward_weights(pd);
+      en.a = make_operand(pd.src_desc(), pd.src_desc(), Dir::In);
+      en.b = make_operand(pd.diff_dst_desc(), pd.diff_dst_desc(), Dir::In);
+      en.out = make_operand(pd.diff_weights_desc(), pd.diff_weights_desc(), Dir::Out);
+      if (bias) en.bias = pd.diff_bias_desc();
+      en.scratchpad = pd.scratchpad_desc();
+      return en;
+    });
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(e.a.user, engine(), handle_of(x.data<float>()))},
+        {DNNL_ARG_DIFF_DST, memory(e.b.user, engine(), handle_of(dy.data<float>()))},
+        {DNNL_ARG_DIFF_WEIGHTS, memory(e.out.user, engine(), dw.data<float>())},
+        {DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine(), scratchpad(e))}};
+    if (bias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(e.bias, engine(), db.data<float>()));
+    e.prim.execute(stream(), args);
+    stream().wait();
+    if (dbias) *dbias = std::move(db);
+    return dw;
   });
 }
 

@@ -33,7 +33,15 @@ class Rng {
     return z ^ (z >> 31);
   }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {                                                           // Box-Muller
+  // The k-th (0-based) uniform() of a generator made with `seed`, without drawing the k before
+  // it: splitmix64's state after k + 1 steps is seed' + (k + 1) * gamma, so blocks of a stream
+  // can be drawn on several threads and give the sequential stream's bits.
+  static double uniform_at(uint64_t seed, uint64_t k) {
+    Rng r(seed);
+    r.state_ += k * 0x9E3779B97F4A7C15ull;
+    return r.uniform();
+  }
+  double normal() {  // Box-Muller
     if (has_spare_) {
       has_spare_ = false;
       return spare_;

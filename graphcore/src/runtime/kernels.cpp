@@ -310,15 +310,13 @@ void k_dropout(KernelCall& c) {
   }
   const Tensor& x0 = in(c, 0);
   Tensor x = as_float(x0);
-  const std::vector<float> mask =
-      dropout_mask(c.node, c.node.op == "Dropout2D", c.node.id, x.shape(), c.run_seed);
-  const double keep = dropout_keep(c.node);
+  const bool channels = c.node.op == "Dropout2D";
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
+  dropout_apply(c.node, channels, c.node.id, x.shape(), c.run_seed, x.data<float>(),
+                y.data<float>());
+  if (c.node.outputs.size() < 2) return;
+  const std::vector<float> mask = dropout_mask(c.node, channels, c.node.id, x.shape(), c.run_seed);
   const int64_t per = x.numel() == 0 ? 1 : x.numel() / static_cast<int64_t>(mask.size());
-  Tensor& y = emit(c, Tensor(x.shape(), DType::Float32));
-  const float* px = x.data<float>();
-  auto* py = y.data<float>();
-  const auto scale = static_cast<float>(1.0 / keep);
-  for (int64_t i = 0; i < x.numel(); ++i) py[i] = px[i] * mask[i / per] * scale;
   for (size_t i = 1; i < c.node.outputs.size(); ++i) {
     Tensor m(x.shape(), out_dtype(c, i, DType::Bool));
     for (int64_t k = 0; k < x.numel(); ++k) m.set(k, mask[k / per]);
@@ -349,6 +347,29 @@ std::vector<float> dropout_mask(const Node& n, bool channels, std::string_view r
   std::vector<float> mask(static_cast<size_t>(count));
   for (float& m : mask) m = rng.uniform() < keep ? 1.0f : 0.0f;
   return mask;
+}
+
+void dropout_apply(const Node& n, bool channels, std::string_view rng_id,
+                   const std::vector<int64_t>& shape, uint64_t run_seed, const float* x, float* y) {
+  int64_t count = 1, numel = 1;
+  const size_t dims = channels ? std::min<size_t>(2, shape.size()) : shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    numel *= shape[i];
+    if (i < dims) count *= shape[i];
+  }
+  if (numel == 0 || count == 0) return;
+  const int64_t per = numel / count;
+  const double keep = dropout_keep(n);
+  const uint64_t seed = hash_name(run_seed, rng_id);
+  const auto scale = static_cast<float>(1.0 / keep);
+  // The expression of the masked product is the one the mask vector gave: (x * m) * scale.
+  parallel_for(count, std::max<int64_t>(1, kGrainMath / per), [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const float m = Rng::uniform_at(seed, static_cast<uint64_t>(k)) < keep ? 1.0f : 0.0f;
+      const int64_t base = k * per;
+      for (int64_t j = base; j < base + per; ++j) y[j] = x[j] * m * scale;
+    }
+  });
 }
 
 void k_cast(KernelCall& c) { emit(c, in(c, 0).cast(out_dtype(c))); }
@@ -1581,7 +1602,8 @@ void transpose_to(KernelCall& c, const Tensor& x, const std::vector<int64_t>& pe
   size_t r = x.rank();
   std::vector<int64_t> shape(r);
   for (size_t i = 0; i < r; ++i) shape[i] = x.shape()[perm[i]];
-  Tensor& y = emit(c, Tensor(shape, x.dtype()));
+  // Every element is written below.
+  Tensor& y = emit(c, Tensor::uninitialized(shape, x.dtype()));
   std::vector<int64_t> in_strides(r, 1);
   for (size_t i = r - 1; i-- > 0;) in_strides[i] = in_strides[i + 1] * x.shape()[i + 1];
   std::vector<int64_t> st(r);
@@ -1597,6 +1619,24 @@ void transpose_to(KernelCall& c, const Tensor& x, const std::vector<int64_t>& pe
               : y.dtype() == DType::Int32 ? reinterpret_cast<std::byte*>(y.data<int32_t>())
               : y.dtype() == DType::Int64 ? reinterpret_cast<std::byte*>(y.data<int64_t>())
                                           : reinterpret_cast<std::byte*>(y.data<uint8_t>());
+  if (r >= 2 && perm[r - 1] == static_cast<int64_t>(r - 1) && shape[r - 1] > 0) {
+    // The last axis stays last (the attention's head split and merge, (0, 2, 1, 3)): whole rows
+    // are contiguous in both tensors and copied as they are, row after row.
+    const auto run = static_cast<size_t>(shape[r - 1]) * es;
+    const int64_t rows = y.numel() / shape[r - 1];
+    std::vector<int64_t> idx(r - 1, 0);
+    int64_t off = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      std::memcpy(dst + static_cast<size_t>(row) * run, src + off * static_cast<int64_t>(es), run);
+      for (size_t d = r - 1; d-- > 0;) {
+        off += st[d];
+        if (++idx[d] < shape[d]) break;
+        off -= st[d] * shape[d];
+        idx[d] = 0;
+      }
+    }
+    return;
+  }
   if (es == 4) {
     const auto* s4 = reinterpret_cast<const uint32_t*>(src);
     auto* d4 = reinterpret_cast<uint32_t*>(dst);

@@ -235,6 +235,11 @@ void batch_moments(const Tensor& x, std::vector<double>* mean, std::vector<doubl
 double dropout_keep(const Node& n);
 std::vector<float> dropout_mask(const Node& n, bool channels, std::string_view rng_id,
                                 const std::vector<int64_t>& shape, uint64_t run_seed);
+// y[i] = x[i] * mask(i) * (1 / keep) over a tensor of `shape` (x and y may be the same
+// buffer): the values dropout_mask's mask gives, without materialising it, on the runtime's
+// threads (each draw is a function of its index, so the bits do not depend on the threads).
+void dropout_apply(const Node& n, bool channels, std::string_view rng_id,
+                   const std::vector<int64_t>& shape, uint64_t run_seed, const float* x, float* y);
 
 // ---- kernels -----------------------------------------------------------------------------------
 

@@ -241,6 +241,19 @@ void bin_partials(BinGrad op, double g, double x, double y, double& da, double& 
   }
 }
 
+// Whether `t` broadcast to `out` is `t` repeated whole: its dims, aligned to the right, are 1s
+// followed by `out`'s trailing dims.
+bool trailing_broadcast(const std::vector<int64_t>& t, const std::vector<int64_t>& out) {
+  if (t.size() > out.size()) return false;
+  const size_t lead = out.size() - t.size();
+  size_t k = 0;
+  while (k < t.size() && t[k] == 1) ++k;
+  for (size_t i = k; i < t.size(); ++i) {
+    if (t[i] != out[lead + i]) return false;
+  }
+  return true;
+}
+
 // Broadcasting binary operators: the partial derivative per output element, summed back over
 // the broadcast dims of each tensor operand (a Python scalar operand gets none).
 void k_binary_grad(KernelCall& c) {
@@ -276,6 +289,60 @@ void k_binary_grad(KernelCall& c) {
         qb[o] = static_cast<float>(0.0 + db);
       }
     });
+  } else if (op == BinGrad::Add || op == BinGrad::Sub || op == BinGrad::Mul) {
+    // Each partial needs one operand at most (Add +-g, Mul g times the other operand), so each
+    // operand's gradient is computed on its own: one of the output's shape elementwise (on the
+    // runtime's threads when the other operand is a single value or of the same shape), a
+    // broadcast one summed in the order of the general loop below (the same bits), and a Python
+    // scalar operand, which gets no gradient, not at all.
+    const AttrValue* scalar_attr = c.node.find_attr("scalar");
+    const int64_t skip = scalar_attr ? attr_int(c.node, "scalar_index").value_or(-1) : -1;
+    const std::vector<int64_t> zero(shape.size(), 0);
+    for (int pos = 0; pos < 2; ++pos) {
+      if (pos == skip) continue;
+      const Tensor& t = pos == 0 ? a : b;
+      const Tensor& other = pos == 0 ? b : a;
+      const auto* po = other.data<float>();
+      const double sign = pos == 1 && op == BinGrad::Sub ? -1.0 : 1.0;
+      const bool mul = op == BinGrad::Mul;
+      auto partial = [&](int64_t o, int64_t j) {
+        return mul ? static_cast<double>(pg[o]) * static_cast<double>(po[j]) : sign * pg[o];
+      };
+      if (t.shape() == shape) {
+        Tensor& f = pos == 0 ? fa : fb;
+        f = Tensor::uninitialized(shape, DType::Float32);
+        auto* q = f.data<float>();
+        const bool flat = !mul || other.numel() == 1 || other.shape() == shape;
+        if (flat) {
+          const int64_t step = other.numel() == 1 ? 0 : 1;
+          parallel_for(total, kGrainCheap, [&](int64_t s0, int64_t e) {
+            for (int64_t o = s0; o < e; ++o) q[o] = static_cast<float>(0.0 + partial(o, o * step));
+          });
+        } else {
+          for_each_index(shape, zero, bstrides(other.shape(), shape),
+                         [&](int64_t o, int64_t, int64_t j) {
+                           q[o] = static_cast<float>(0.0 + partial(o, j));
+                         });
+        }
+        continue;
+      }
+      std::vector<double>& g = pos == 0 ? ga : gb;
+      g.assign(static_cast<size_t>(t.numel()), 0.0);
+      const int64_t inner = t.numel();
+      if (!mul && inner > 0 && trailing_broadcast(t.shape(), shape)) {
+        // t repeats whole over the leading dims (an attention mask (1, 1, 1, S) added to scores
+        // (B, H, S, S)): row after row added to the sums, each sum in the loop's order.
+        double* acc = g.data();
+        for (int64_t r = 0; r < total / inner; ++r) {
+          const float* row = pg + r * inner;
+          for (int64_t k = 0; k < inner; ++k) acc[k] += sign * row[k];
+        }
+        continue;
+      }
+      for_each_index(
+          shape, bstrides(t.shape(), shape), bstrides(other.shape(), shape),
+          [&](int64_t o, int64_t i, int64_t j) { g[static_cast<size_t>(i)] += partial(o, j); });
+    }
   } else {
     ga.assign(static_cast<size_t>(a.numel()), 0.0);
     gb.assign(static_cast<size_t>(b.numel()), 0.0);
@@ -294,7 +361,7 @@ void k_binary_grad(KernelCall& c) {
   for (int64_t pos = 0; pos < 2 && k < fin.size(); ++pos) {
     if (pos == scalar_at) continue;
     ++k;
-    if (same) {
+    if (same || (pos == 0 ? fa : fb).numel() > 0) {
       emit(c, pos == 0 ? fa : fb);
       continue;
     }
@@ -362,13 +429,17 @@ void k_dense_grad(KernelCall& c) {
     auto* g = dpre.data<float>();
     for (int64_t i = 0; i < pre.size(); ++i) g[i] = static_cast<float>(g[i] * d(pre.data()[i]));
   }
-  emit(c, dnnl_ops::matmul(dpre, w).reshape(x.shape()));
-  emit(c, dnnl_ops::matmul(dpre, x.reshape({m, in_f}), true, false));
+  // Both products (and the bias's row sum) on oneDNN's inner-product backward, which reads W
+  // and writes dW in their (out, in) layout (dnnl_ops.h).
+  Tensor db;
+  emit(c, dnnl_ops::dense_backward_data(dpre, w).reshape(x.shape()));
+  emit(c, dnnl_ops::dense_backward_weights(x.reshape({m, in_f}), dpre, want_bias ? &db : nullptr));
   if (want_bias) {
-    Tensor& db = emit(c, zeros_float(declared(c, 2)));
-    if (db.numel() != out_f) fail("Dense bias gradient " + db.type_str());
-    Eigen::Map<Eigen::RowVectorXf>(db.data<float>(), out_f) =
-        MapCM(dpre.data<float>(), m, out_f).colwise().sum();
+    const std::vector<int64_t> shape = declared(c, 2);
+    int64_t n = 1;
+    for (int64_t v : shape) n *= v;
+    if (n != out_f) fail("Dense bias gradient " + shape_str(shape));
+    emit(c, db.reshape(shape));
   }
 }
 
@@ -941,13 +1012,8 @@ void k_dropout_grad(KernelCall& c) {
   }
   const std::string id = attr_str(c.node, "rng_node").value_or("");
   const bool channels = attr_str(c.node, "forward_op").value_or("") == "Dropout2D";
-  const std::vector<float> mask = dropout_mask(c.node, channels, id, dy.shape(), c.run_seed);
-  const double keep = dropout_keep(c.node);
-  const int64_t per = dy.numel() == 0 ? 1 : dy.numel() / static_cast<int64_t>(mask.size());
-  Tensor& dx = emit(c, zeros_float(dy.shape()));
-  const auto scale = static_cast<float>(1.0 / keep);
-  for (int64_t i = 0; i < dy.numel(); ++i)
-    dx.data<float>()[i] = dy.data<float>()[i] * mask[i / per] * scale;
+  Tensor& dx = emit(c, Tensor::uninitialized(dy.shape(), DType::Float32));
+  dropout_apply(c.node, channels, id, dy.shape(), c.run_seed, dy.data<float>(), dx.data<float>());
 }
 
 // ReduceMax / ReduceMin: the gradient to the elements equal to the extremum, split evenly among
