@@ -13,6 +13,7 @@
 
 #include "graphcore/diagnostic.h"
 #include "graphcore/graph.h"
+#include "graphcore/model_file.h"
 #include "graphcore/runtime.h"
 
 namespace graphcore {
@@ -25,13 +26,17 @@ inline constexpr int64_t kOnnxIrVersion = 14;
 struct OnnxExportOptions {
   int64_t opset = kOnnxOpset;
   std::string producer_version;  // ModelProto.producer_version ("cellscope X.Y")
+  // The weights are not copied: the result's `file` streams them from the runtime tensors
+  // (which must outlive it) and `bytes` stays empty.
+  bool stream_weights = false;
 };
 
 struct OnnxExportResult {
   // Non-empty: the export was refused (an operator with no ONNX mapping, an unknown dim, a dtype
   // ONNX export does not write), each located at the node's line; nothing was written.
   std::vector<Diagnostic> diagnostics;
-  std::string bytes;        // the serialised ModelProto (when not refused)
+  std::string bytes;        // the serialised ModelProto (when not refused, not streamed)
+  ModelFile file;           // stream_weights: the same bytes, weights as runtime tensor views
   size_t nodes = 0;         // ONNX nodes
   size_t initializers = 0;  // weights and constants
   [[nodiscard]] bool ok() const { return diagnostics.empty(); }

@@ -9,6 +9,7 @@
 
 #include "export/onnx_builder.h"
 #include "graphcore/export_onnx.h"
+#include "graphcore/model_file.h"
 #include "graphcore/opdef.h"
 #include "onnx/onnx.pb.h"
 
@@ -288,10 +289,31 @@ bool static_type(const TensorType& t) {
 }
 
 // A runtime tensor as an initializer (raw_data: the host's little-endian bytes).
-bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const runtime::Tensor& t) {
+// Without `copy_raw`, only the name, dims and type (the caller streams the bytes).
+bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const runtime::Tensor& t,
+                        bool copy_raw) {
   out->set_name(name);
   for (int64_t d : t.shape()) out->add_dims(d);
-  std::string* raw = out->mutable_raw_data();
+  std::string scratch;
+  std::string* raw = copy_raw ? out->mutable_raw_data() : &scratch;
+  if (!copy_raw) {
+    switch (t.dtype()) {
+      case DType::Float32:
+        out->set_data_type(onnx::TensorProto::FLOAT);
+        return true;
+      case DType::Int32:
+        out->set_data_type(onnx::TensorProto::INT32);
+        return true;
+      case DType::Int64:
+        out->set_data_type(onnx::TensorProto::INT64);
+        return true;
+      case DType::Bool:
+        out->set_data_type(onnx::TensorProto::BOOL);
+        return true;
+      default:
+        return false;
+    }
+  }
   switch (t.dtype()) {
     case DType::Float32:
       out->set_data_type(onnx::TensorProto::FLOAT);
@@ -320,6 +342,57 @@ bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const r
 }  // namespace
 
 namespace {
+
+// Field numbers of onnx.proto framed by hand.
+constexpr uint32_t kModelGraph = 7;
+constexpr uint32_t kGraphInitializer = 5;
+constexpr uint32_t kTensorRawData = 9;
+
+// `model` as a ModelFile: protobuf serializes the model without its graph, the graph without its
+// initializers, and each streamed initializer without raw_data; the keys and lengths around them
+// are framed by hand and each streamed weight's raw_data is its runtime tensor, not a copy
+// (parsers accept fields in any order; the initializers keep theirs). False (and `out` holds the
+// size only) when the result exceeds protobuf's 2 GiB limit.
+bool assemble(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& streamed,
+              ModelFile* out) {
+  onnx::GraphProto* graph = model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> inits;
+  inits.Swap(graph->mutable_initializer());
+  const std::string rest = graph->SerializeAsString();
+  onnx::GraphProto* detached = model.release_graph();
+  const std::string head = model.SerializeAsString();
+  model.set_allocated_graph(detached);
+  std::vector<std::string> metas;
+  std::vector<uint64_t> raw_sizes;
+  std::vector<uint64_t> bodies;
+  uint64_t graph_len = rest.size();
+  for (int i = 0; i < inits.size(); ++i) {
+    metas.push_back(inits.Get(i).SerializeAsString());
+    auto it = streamed.find(i);
+    raw_sizes.push_back(it == streamed.end() ? 0 : ModelFile::tensor_bytes(it->second, false));
+    bodies.push_back(metas.back().size() +
+                     (it == streamed.end() ? 0 : wire::framed_size(kTensorRawData, raw_sizes.back())));
+    graph_len += wire::framed_size(kGraphInitializer, bodies.back());
+  }
+  const uint64_t total = head.size() + wire::framed_size(kModelGraph, graph_len);
+  inits.Swap(graph->mutable_initializer());
+  if (total > static_cast<uint64_t>(INT32_MAX)) {
+    out->append(std::string(1, '\0'));  // callers only report the size
+    return false;
+  }
+  out->append(head);
+  out->append(wire::length_delimited(kModelGraph, graph_len));
+  out->append(rest);
+  for (size_t i = 0; i < metas.size(); ++i) {
+    out->append(wire::length_delimited(kGraphInitializer, bodies[i]));
+    out->append(metas[i]);
+    auto it = streamed.find(static_cast<int>(i));
+    if (it == streamed.end()) continue;
+    out->append(wire::length_delimited(kTensorRawData, raw_sizes[i]));
+    out->append_tensor(it->second, false);
+  }
+  return true;
+}
 
 // build_onnx; with `params` null, only the checks (no weights are read or written).
 OnnxExportResult build(const CellReport& report, const std::span<const runtime::ParamState>* params,
@@ -375,6 +448,7 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
   graph->set_name(report.class_name.empty() ? report.name : report.class_name);
 
   std::set<std::string> initialized;
+  std::map<int, runtime::Tensor> streamed;  // initializer index -> the weight it streams
   auto add_param = [&](const Node& n, const std::string& name) {
     if (params == nullptr || initialized.count(name)) return;
     auto it = values.find(name);
@@ -383,12 +457,17 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
               "cannot export: parameter '" + name + "' has no value");
       return;
     }
-    if (!tensor_initializer(graph->add_initializer(), name, it->second->value)) {
+    if (!tensor_initializer(graph->add_initializer(), name, it->second->value,
+                            !options.stream_weights)) {
       graph->mutable_initializer()->RemoveLast();
       located(n, "export-unsupported-value",
               "cannot export parameter '" + name + "' of dtype " +
                   std::string(dtype_name(it->second->value.dtype())) + " to ONNX");
       return;
+    }
+    if (options.stream_weights) {
+      // The bytes are streamed from the runtime tensor when the file is written (assemble).
+      streamed[graph->initializer_size() - 1] = it->second->value;
     }
     initialized.insert(name);
   };
@@ -555,6 +634,20 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
   if (!result.ok() || params == nullptr) return result;
   result.nodes = static_cast<size_t>(graph->node_size());
   result.initializers = static_cast<size_t>(graph->initializer_size());
+  if (options.stream_weights) {
+    if (!assemble(model, streamed, &result.file)) {
+      Diagnostic d;
+      d.file = report.file;
+      d.range = report.range;
+      d.code = "export-unsupported-value";
+      d.message = "cannot export " + report.name + ": the ONNX model would be " +
+                  std::to_string(result.file.size()) +
+                  " bytes, over protobuf's 2 GiB message limit";
+      result.diagnostics.push_back(d);
+      result.file = ModelFile();
+    }
+    return result;
+  }
   if (!model.SerializeToString(&result.bytes)) {
     Diagnostic d;
     d.file = report.file;

@@ -1,0 +1,249 @@
+// Streamed model files (graphcore/model_file.h): the exporters' weights are views of the
+// runtime's tensors framed by hand in protobuf's wire format, so the bytes must still parse as
+// the whole message; MindSpore's split MindIR layout (graph + <stem>_variables/data_0, 64-byte
+// header and alignment); and the CLI's writers for one file and for a graph + data file set
+// (server/files.h), whose old set survives a failing write.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "files.h"
+#include "graphcore/analysis.h"
+#include "graphcore/export_onnx.h"
+#include "graphcore/mindir.h"
+#include "graphcore/model_file.h"
+#include "graphcore/runtime.h"
+#include "graphcore_proto/mind_ir.pb.h"
+#include "onnx/onnx.pb.h"
+#include "temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = cellscope::mindir;
+using graphcore::ModelFile;
+using graphcore::runtime::Tensor;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::string tensor_bytes(const Tensor& t) {
+  return {reinterpret_cast<const char*>(t.data<float>()), static_cast<size_t>(t.numel()) * 4};
+}
+
+graphcore::AnalysisResult lenet() {
+  graphcore::AnalysisOptions opts;
+  std::string why;
+  auto t = graphcore::parse_input_spec("2,1,32,32", &why);
+  EXPECT_TRUE(t.has_value()) << why;
+  if (t) opts.inputs.push_back(*t);
+  opts.constant_values = true;
+  graphcore::DiskSourceProvider disk;
+  return graphcore::analyze_file(fs::path(CELLSCOPE_CORPUS_DIR) / "models/lenet5.py", opts, disk);
+}
+
+graphcore::runtime::Executor executor(const graphcore::CellReport& report) {
+  graphcore::runtime::ExecOptions eo;
+  eo.seed = 5;
+  return graphcore::runtime::Executor(report, eo);
+}
+
+TEST(ModelFile, WireHelpers) {
+  EXPECT_EQ(graphcore::wire::varint(0), std::string(1, '\0'));
+  EXPECT_EQ(graphcore::wire::varint(300), "\xAC\x02");
+  EXPECT_EQ(graphcore::wire::varint_size(uint64_t{1} << 35), 6u);
+  // Field 3, wire type 2, length 200: key 0x1A, length 0xC8 0x01.
+  EXPECT_EQ(graphcore::wire::length_delimited(3, 200), "\x1A\xC8\x01");
+  EXPECT_EQ(graphcore::wire::framed_size(3, 200), 203u);
+}
+
+TEST(ModelFile, PiecesAndHalfConversion) {
+  ModelFile f;
+  f.append("ab");
+  f.append("c");
+  const Tensor w = Tensor::from_floats({3}, {1.0F, -2.0F, 0.5F});
+  f.append_tensor(w, false);
+  Tensor h = Tensor::from_floats({2}, {1.0F, 65504.0F}).cast(graphcore::DType::Float16);
+  f.append_tensor(h, true);
+  EXPECT_EQ(f.size(), 3u + 12u + 4u);
+  EXPECT_EQ(f.owned_bytes(), 3u);
+  const std::string s = f.to_string();
+  ASSERT_EQ(s.size(), f.size());
+  EXPECT_EQ(s.substr(0, 3), "abc");
+  EXPECT_EQ(s.substr(3, 12), tensor_bytes(w));
+  uint16_t half[2];
+  std::memcpy(half, s.data() + 15, 4);
+  EXPECT_EQ(half[0], 0x3C00);  // 1.0
+  EXPECT_EQ(half[1], 0x7BFF);  // 65504, the largest finite binary16
+  EXPECT_EQ(graphcore::binary16_bits(-2.0F), 0xC000);
+  EXPECT_THROW(f.append_tensor(w, true), std::logic_error);  // only Float16 is written as half
+}
+
+// The streamed MindIR parses as the whole ModelProto, holds the runtime's bytes for every weight,
+// and the ModelFile owns only the structure (the weights are not copied).
+TEST(ModelFile, MindirStreamedParsesWhole) {
+  auto res = lenet();
+  ASSERT_EQ(res.cells.size(), 1u);
+  auto ex = executor(res.cells[0]);
+  graphcore::MindirOptions mo;
+  mo.file_stem = "lenet";
+  const graphcore::MindirExport out = graphcore::export_mindir(res.cells[0], ex.params(), mo);
+  ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
+  EXPECT_FALSE(out.split);
+  uint64_t weights = 0;
+  for (const auto& p : ex.params()) weights += static_cast<uint64_t>(p.value.numel()) * 4;
+  EXPECT_EQ(out.file.size() - out.file.owned_bytes(), weights);
+  EXPECT_LT(out.file.owned_bytes(), weights / 4);
+
+  pb::Model m;
+  ASSERT_TRUE(m.ParseFromString(out.file.to_string()));
+  EXPECT_EQ(m.producer_name(), "MindSpore");
+  EXPECT_GT(m.graph().node_size(), 10);
+  EXPECT_GT(m.primitives_size(), 3);
+  ASSERT_EQ(static_cast<size_t>(m.graph().parameter_size()), ex.params().size());
+  for (const auto& t : m.graph().parameter()) {
+    const graphcore::runtime::ParamState* p = nullptr;
+    for (const auto& q : ex.params())
+      if (q.name == t.ref_key()) p = &q;
+    ASSERT_NE(p, nullptr) << t.ref_key();
+    EXPECT_EQ(t.raw_data(), tensor_bytes(p->value)) << t.ref_key();
+    EXPECT_FALSE(t.has_external_data());
+  }
+  // The in-memory form (tests, small files) is the same bytes.
+  EXPECT_EQ(graphcore::export_mindir(res.cells[0], ex.params()).bytes, out.file.to_string());
+}
+
+// Above the threshold (here 0 bytes): MindSpore's split layout. The graph keeps no raw_data;
+// each weight's external_data names "<stem>_variables/data_0", an offset past the 64-byte header
+// and a multiple of 64, in parameter-name order, and its unpadded length.
+TEST(ModelFile, MindirSplitLayout) {
+  auto res = lenet();
+  ASSERT_EQ(res.cells.size(), 1u);
+  auto ex = executor(res.cells[0]);
+  graphcore::MindirOptions mo;
+  mo.file_stem = "lenet";
+  mo.split_threshold = 0;
+  const graphcore::MindirExport out = graphcore::export_mindir(res.cells[0], ex.params(), mo);
+  ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
+  ASSERT_TRUE(out.split);
+  ASSERT_EQ(out.data_files.size(), 1u);
+  EXPECT_EQ(out.data_files[0].location, "lenet_variables/data_0");
+  EXPECT_EQ(out.file.owned_bytes(), out.file.size());  // the graph holds no weight
+
+  pb::Model m;
+  ASSERT_TRUE(m.ParseFromString(out.file.to_string()));
+  const std::string data = out.data_files[0].file.to_string();
+  ASSERT_GE(data.size(), 64u);
+  EXPECT_EQ(data[0], 1);  // little-endian host
+  EXPECT_EQ(data.substr(1, 63), std::string(63, '\0'));
+  EXPECT_EQ(data.size() % 64, 0u);
+  std::map<int64_t, std::string> by_offset;
+  for (const auto& t : m.graph().parameter()) {
+    EXPECT_TRUE(t.raw_data().empty()) << t.ref_key();
+    ASSERT_TRUE(t.has_external_data()) << t.ref_key();
+    const auto& e = t.external_data();
+    EXPECT_EQ(e.location(), "lenet_variables/data_0");
+    EXPECT_GE(e.offset(), 64);
+    EXPECT_EQ(e.offset() % 64, 0);
+    const graphcore::runtime::ParamState* p = nullptr;
+    for (const auto& q : ex.params())
+      if (q.name == t.ref_key()) p = &q;
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(e.length(), p->value.numel() * 4);
+    ASSERT_LE(static_cast<size_t>(e.offset() + e.length()), data.size());
+    EXPECT_EQ(data.substr(static_cast<size_t>(e.offset()), static_cast<size_t>(e.length())),
+              tensor_bytes(p->value))
+        << t.ref_key();
+    by_offset[e.offset()] = t.ref_key();
+  }
+  std::string previous;
+  for (const auto& [offset, name] : by_offset) {
+    EXPECT_LT(previous, name) << "data in parameter-name order, as mindspore.export writes it";
+    previous = name;
+  }
+}
+
+// The streamed ONNX model parses to the same message as the one serialized in memory.
+TEST(ModelFile, OnnxStreamedEqualsInMemory) {
+  auto res = lenet();
+  ASSERT_EQ(res.cells.size(), 1u);
+  auto ex = executor(res.cells[0]);
+  graphcore::OnnxExportOptions plain;
+  graphcore::OnnxExportOptions streamed;
+  streamed.stream_weights = true;
+  const auto a = graphcore::build_onnx(res.cells[0], ex.params(), plain);
+  const auto b = graphcore::build_onnx(res.cells[0], ex.params(), streamed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(b.bytes.empty());
+  EXPECT_LT(b.file.owned_bytes(), b.file.size() / 4);
+  onnx::ModelProto ma;
+  onnx::ModelProto mb;
+  ASSERT_TRUE(ma.ParseFromString(a.bytes));
+  ASSERT_TRUE(mb.ParseFromString(b.file.to_string()));
+  EXPECT_EQ(ma.graph().initializer_size(), mb.graph().initializer_size());
+  EXPECT_EQ(ma.SerializeAsString(), mb.SerializeAsString());
+}
+
+// One file: written piece by piece, atomically.
+TEST(ModelFile, WriteModelFileAtomic) {
+  cellscope::testing::TempDir dir;
+  ModelFile f;
+  f.append("head");
+  f.append_tensor(Tensor::from_floats({2}, {3.0F, 4.0F}), false);
+  const fs::path target = dir.path() / "m.onnx";
+  dir.write("m.onnx", "old");
+  cellscope::server::write_model_file_atomic(target, f);
+  EXPECT_EQ(read_file(target), f.to_string());
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 1u);
+}
+
+// A graph + data set replaces the old one: the data file goes under a new name first, the graph
+// file is the commit point, then the old data file (and stray temporaries) are removed. A data
+// write that fails half-way (the file size limit, as a full disk would) leaves the old set whole.
+TEST(ModelFile, WriteModelSetReplacesOldSet) {
+  cellscope::testing::TempDir dir;
+  const fs::path graph = dir.path() / "m_graph.mindir";
+  dir.write("m_graph.mindir", "old graph naming data_0");
+  dir.write("m_variables/data_0", "old data");
+  dir.write("m_variables/.data_5.tmp.abc123", "a temporary file left by a kill");
+  dir.write("m_variables/notes.txt", "not ours");
+
+  ModelFile big;
+  big.append(std::string(64, '\0'));
+  big.append_tensor(Tensor::full({4096}, 1.5), false);
+  ModelFile g;
+  g.append("new graph naming data_1");
+
+  struct rlimit old_limit {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(
+      cellscope::server::write_model_set_atomic(graph, g, {{"m_variables/data_1", &big}}),
+      std::system_error);
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(read_file(graph), "old graph naming data_0");
+  EXPECT_EQ(read_file(dir.path() / "m_variables/data_0"), "old data");
+  EXPECT_FALSE(fs::exists(dir.path() / "m_variables/data_1"));
+
+  cellscope::server::write_model_set_atomic(graph, g, {{"m_variables/data_1", &big}});
+  EXPECT_EQ(read_file(graph), g.to_string());
+  EXPECT_EQ(read_file(dir.path() / "m_variables/data_1"), big.to_string());
+  EXPECT_FALSE(fs::exists(dir.path() / "m_variables/data_0"));
+  EXPECT_FALSE(fs::exists(dir.path() / "m_variables/.data_5.tmp.abc123"));
+  EXPECT_TRUE(fs::exists(dir.path() / "m_variables/notes.txt"));
+}
+
+}  // namespace
