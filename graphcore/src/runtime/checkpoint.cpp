@@ -71,6 +71,19 @@ class MappedFile {
 
   [[nodiscard]] const uint8_t* data() const { return data_; }
   [[nodiscard]] size_t size() const { return size_; }
+  // Drops the pages of `range` (a span of the mapping) from the process's resident set once
+  // they were copied: a read-only file mapping re-reads them from the file if touched again, so
+  // the values are unchanged, but the peak RSS of a load is the weights plus one tensor, not
+  // the weights plus the whole file.
+  void release(std::span<const uint8_t> range) const {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(range.data());
+    const uintptr_t first = (begin + page - 1) / page * page;
+    const uintptr_t last = (begin + range.size()) / page * page;
+    if (last > first) {
+      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    }
+  }
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
@@ -745,6 +758,7 @@ CheckpointLoad Executor::load_checkpoint(const std::filesystem::path& file) {
     DType runtime_dtype = ps.value.dtype();  // Float16 for float32 parameters in Target precision
     ps.value = Tensor();  // release the initial value before allocating the loaded one
     ps.value = to_tensor(*e, e->shape, runtime_dtype);
+    for (const auto& chunk : e->chunks) f.release(chunk);
     ps.source = InitSource::Loaded;
     ps.note = "loaded from " + fname;
     if (*e->info.dtype != declared) {
