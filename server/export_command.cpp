@@ -47,6 +47,7 @@ struct ExportedFile {
   // MindIR's split layout: the data files beside the `_graph.mindir` (relative locations).
   std::vector<graphcore::MindirExport::DataFile> data_files;
   bool split = false;
+  std::string data_prefix;  // ONNX external data: the data files' name prefix ("net.onnx.data")
   std::vector<graphcore::Diagnostic> errors;
   std::string summary;  // "MindIR, 42 nodes, 9 primitives, 10 weights"
 };
@@ -95,8 +96,12 @@ fs::path write_export(const ExportedFile& file, const fs::path& out_path) {
   }
   std::vector<ModelSetPart> data;
   for (const auto& d : file.data_files) data.push_back({d.location, &d.file});
+  if (!file.data_prefix.empty()) {  // ONNX external data: beside the model file
+    write_model_set_atomic(out_path, file.file, data, file.data_prefix);
+    return out_path;
+  }
   const fs::path graph = split_graph_path(out_path);
-  write_model_set_atomic(graph, file.file, data);
+  write_model_set_atomic(graph, file.file, data, "data_");
   return graph;
 }
 
@@ -117,8 +122,21 @@ ExportedFile export_as(const std::string& format, const graphcore::CellReport& r
     out.summary = "MindIR, " + std::to_string(m.nodes) + " nodes, " + std::to_string(m.primitives) +
                   " primitives, " + std::to_string(m.weights) + " weights";
   } else if (format == "onnx") {
-    const graphcore::OnnxExportOptions eo = onnx_options();
+    graphcore::OnnxExportOptions eo = onnx_options();
+    // Above 2 GiB: ONNX external data in "NAME.data" (or "NAME.data.N" while a previous set
+    // still names that one).
+    const std::string prefix = out_path.filename().string() + ".data";
+    eo.external_location = prefix;
+    std::error_code ec;
+    for (int n = 1; fs::exists(folder_of(out_path) / eo.external_location, ec); ++n) {
+      eo.external_location = prefix + "." + std::to_string(n);
+    }
     graphcore::OnnxExportResult r = graphcore::build_onnx(report, params, eo);
+    if (!r.data_location.empty()) {
+      out.data_files.push_back({r.data_location, std::move(r.data_file)});
+      out.split = true;
+      out.data_prefix = prefix;
+    }
     out.file = std::move(r.file);
     out.errors = std::move(r.diagnostics);
     out.summary = "ONNX opset " + std::to_string(eo.opset) + ", " + std::to_string(r.nodes) +
@@ -249,7 +267,8 @@ int run_export(const ExportCommandOptions& options) {
       bytes += d.file.size();
       extra += " + " + d.location;
     }
-    if (file.split) extra += " (MindSpore's split layout: weights over 1 GiB)";
+    if (file.split && format == "mindir") extra += " (MindSpore's split layout: weights over 1 GiB)";
+    if (file.split && format == "onnx") extra += " (ONNX external data: the model exceeds 2 GiB)";
     std::cerr << "wrote " << display_path(written.string()) << extra << " (" << file.summary
               << ", " << bytes << " bytes)\n";
   } catch (const std::exception& e) {

@@ -140,7 +140,7 @@ void write_model_file_atomic(const fs::path& path, const graphcore::ModelFile& f
 }
 
 void write_model_set_atomic(const fs::path& graph_path, const graphcore::ModelFile& graph,
-                            const std::vector<ModelSetPart>& data) {
+                            const std::vector<ModelSetPart>& data, std::string_view stale_prefix) {
   const fs::path dir = graph_path.has_parent_path() ? graph_path.parent_path() : fs::path(".");
   std::map<fs::path, std::set<std::string>> keep;  // data folder -> the file names it keeps
   for (const ModelSetPart& part : data) {
@@ -155,8 +155,11 @@ void write_model_set_atomic(const fs::path& graph_path, const graphcore::ModelFi
     std::vector<fs::path> stale;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
       const std::string name = entry.path().filename().string();
-      const bool ours = name.starts_with("data_") || name.starts_with(".data_");
-      if (ours && names.count(name) == 0) stale.push_back(entry.path());
+      const bool ours = name.starts_with(stale_prefix) ||
+                        (name.starts_with('.') && name.substr(1).starts_with(stale_prefix));
+      if (ours && names.count(name) == 0 && entry.path() != graph_path) {
+        stale.push_back(entry.path());
+      }
     }
     for (const auto& p : stale) fs::remove(p, ec);
     sync_directory(folder);

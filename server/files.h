@@ -63,12 +63,13 @@ struct ModelSetPart {
 // A graph file and the data files it names (MindSpore's split MindIR layout): each data file is
 // written atomically first (the caller picks names the previous set does not use), then the
 // graph file -- the commit point: before its rename the old graph and the data files it names
-// are intact, after it the new set is complete -- then every "data_*" file (and stray temporary
-// ".data_*") in the data files' folders that the new graph does not name is removed. A kill at
-// any moment leaves a loadable old set or the complete new one, plus at most unreferenced files
-// that the next write removes.
+// are intact, after it the new set is complete -- then every file whose name starts with
+// `stale_prefix` (MindIR: "data_"; ONNX: "net.onnx.data"), or is a stray temporary file of one,
+// in the data files' folders and not part of the new set, is removed. A kill at any moment
+// leaves a loadable old set or the complete new one, plus at most unreferenced files that the
+// next write removes.
 void write_model_set_atomic(const std::filesystem::path& graph_path, const graphcore::ModelFile& graph,
-                            const std::vector<ModelSetPart>& data);
+                            const std::vector<ModelSetPart>& data, std::string_view stale_prefix);
 
 // Writes `data` to `path` atomically (logged), or to stdout for "" / "-"; false after printing
 // the error on stderr.

@@ -191,6 +191,49 @@ TEST(ModelFile, OnnxStreamedEqualsInMemory) {
   EXPECT_EQ(ma.SerializeAsString(), mb.SerializeAsString());
 }
 
+// Above the threshold (here 0): ONNX external data. Each weight's initializer names the data
+// file, a 4096-aligned offset and its length, with data_location EXTERNAL and no raw_data; the
+// data file holds the runtime's bytes there. Small constants stay inline.
+TEST(ModelFile, OnnxExternalData) {
+  auto res = lenet();
+  ASSERT_EQ(res.cells.size(), 1u);
+  auto ex = executor(res.cells[0]);
+  graphcore::OnnxExportOptions oo;
+  oo.stream_weights = true;
+  oo.external_threshold = 0;
+  oo.external_location = "m.onnx.data";
+  const auto r = graphcore::build_onnx(res.cells[0], ex.params(), oo);
+  ASSERT_TRUE(r.ok()) << r.diagnostics.front().message;
+  EXPECT_EQ(r.data_location, "m.onnx.data");
+  EXPECT_EQ(r.file.owned_bytes(), r.file.size());
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(r.file.to_string()));
+  const std::string data = r.data_file.to_string();
+  size_t external = 0;
+  for (const auto& t : m.graph().initializer()) {
+    const graphcore::runtime::ParamState* p = nullptr;
+    for (const auto& q : ex.params())
+      if (q.name == t.name()) p = &q;
+    if (p == nullptr) {
+      EXPECT_NE(t.data_location(), onnx::TensorProto::EXTERNAL) << t.name();
+      continue;
+    }
+    ++external;
+    EXPECT_EQ(t.data_location(), onnx::TensorProto::EXTERNAL);
+    EXPECT_FALSE(t.has_raw_data());
+    std::map<std::string, std::string> kv;
+    for (const auto& e : t.external_data()) kv[e.key()] = e.value();
+    EXPECT_EQ(kv["location"], "m.onnx.data");
+    const size_t offset = std::stoull(kv["offset"]);
+    const size_t length = std::stoull(kv["length"]);
+    EXPECT_EQ(offset % 4096, 0u);
+    ASSERT_EQ(length, static_cast<size_t>(p->value.numel()) * 4);
+    ASSERT_LE(offset + length, data.size());
+    EXPECT_EQ(data.substr(offset, length), tensor_bytes(p->value)) << t.name();
+  }
+  EXPECT_EQ(external, ex.params().size());
+}
+
 // One file: written piece by piece, atomically.
 TEST(ModelFile, WriteModelFileAtomic) {
   cellscope::testing::TempDir dir;
@@ -230,7 +273,7 @@ TEST(ModelFile, WriteModelSetReplacesOldSet) {
   small.rlim_cur = 4096;
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
   EXPECT_THROW(
-      cellscope::server::write_model_set_atomic(graph, g, {{"m_variables/data_1", &big}}),
+      cellscope::server::write_model_set_atomic(graph, g, {{"m_variables/data_1", &big}}, "data_"),
       std::system_error);
   setrlimit(RLIMIT_FSIZE, &old_limit);
   std::signal(SIGXFSZ, old_handler);
@@ -238,7 +281,7 @@ TEST(ModelFile, WriteModelSetReplacesOldSet) {
   EXPECT_EQ(read_file(dir.path() / "m_variables/data_0"), "old data");
   EXPECT_FALSE(fs::exists(dir.path() / "m_variables/data_1"));
 
-  cellscope::server::write_model_set_atomic(graph, g, {{"m_variables/data_1", &big}});
+  cellscope::server::write_model_set_atomic(graph, g, {{"m_variables/data_1", &big}}, "data_");
   EXPECT_EQ(read_file(graph), g.to_string());
   EXPECT_EQ(read_file(dir.path() / "m_variables/data_1"), big.to_string());
   EXPECT_FALSE(fs::exists(dir.path() / "m_variables/data_0"));

@@ -2,6 +2,7 @@
 // evaluation order, so inputs precede their readers), each written by its OpDef::onnx rule
 // (onnx_rules.cpp) through an OnnxNodeBuilder; weights and constants become initializers.
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -353,8 +354,41 @@ constexpr uint32_t kTensorRawData = 9;
 // are framed by hand and each streamed weight's raw_data is its runtime tensor, not a copy
 // (parsers accept fields in any order; the initializers keep theirs). False (and `out` holds the
 // size only) when the result exceeds protobuf's 2 GiB limit.
+// Above options.external_threshold bytes (protobuf's 2 GiB limit by default) with an
+// external_location: ONNX external data instead. Every streamed weight goes to one data file at
+// an offset aligned to 4096 bytes (onnx allows up to 64 KiB of gap; page-aligned offsets let
+// onnxruntime map them), its initializer naming location / offset / length with data_location
+// EXTERNAL; the model file keeps the structure only.
+constexpr uint64_t kExternalAlign = 4096;
+
+void assemble_external(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& streamed,
+                       const OnnxExportOptions& options, OnnxExportResult* result) {
+  onnx::GraphProto* graph = model.mutable_graph();
+  uint64_t offset = 0;
+  for (const auto& [index, tensor] : streamed) {
+    onnx::TensorProto* t = graph->mutable_initializer(index);
+    const uint64_t n = ModelFile::tensor_bytes(tensor, false);
+    const uint64_t pad = (kExternalAlign - offset % kExternalAlign) % kExternalAlign;
+    result->data_file.append(std::string(static_cast<size_t>(pad), '\0'));
+    offset += pad;
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char* key, const std::string& value) {
+      onnx::StringStringEntryProto* e = t->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    add("location", options.external_location);
+    add("offset", std::to_string(offset));
+    add("length", std::to_string(n));
+    result->data_file.append_tensor(tensor, false);
+    offset += n;
+  }
+  result->data_location = options.external_location;
+  result->file.append(model.SerializeAsString());
+}
+
 bool assemble(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& streamed,
-              ModelFile* out) {
+              ModelFile* out, uint64_t limit) {
   onnx::GraphProto* graph = model.mutable_graph();
   google::protobuf::RepeatedPtrField<onnx::TensorProto> inits;
   inits.Swap(graph->mutable_initializer());
@@ -376,10 +410,7 @@ bool assemble(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& str
   }
   const uint64_t total = head.size() + wire::framed_size(kModelGraph, graph_len);
   inits.Swap(graph->mutable_initializer());
-  if (total > static_cast<uint64_t>(INT32_MAX)) {
-    out->append(std::string(1, '\0'));  // callers only report the size
-    return false;
-  }
+  if (total > limit) return false;
   out->append(head);
   out->append(wire::length_delimited(kModelGraph, graph_len));
   out->append(rest);
@@ -635,14 +666,17 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
   result.nodes = static_cast<size_t>(graph->node_size());
   result.initializers = static_cast<size_t>(graph->initializer_size());
   if (options.stream_weights) {
-    if (!assemble(model, streamed, &result.file)) {
+    const uint64_t limit = std::min<uint64_t>(options.external_threshold, INT32_MAX);
+    if (!assemble(model, streamed, &result.file, limit) && !options.external_location.empty()) {
+      assemble_external(model, streamed, options, &result);
+    } else if (result.file.empty()) {
       Diagnostic d;
       d.file = report.file;
       d.range = report.range;
       d.code = "export-unsupported-value";
-      d.message = "cannot export " + report.name + ": the ONNX model would be " +
-                  std::to_string(result.file.size()) +
-                  " bytes, over protobuf's 2 GiB message limit";
+      d.message = "cannot export " + report.name +
+                  ": the ONNX model would exceed protobuf's 2 GiB message limit (external data "
+                  "needs a file name for the data file)";
       result.diagnostics.push_back(d);
       result.file = ModelFile();
     }
