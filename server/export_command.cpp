@@ -100,7 +100,7 @@ fs::path write_export(const ExportedFile& file, const fs::path& out_path) {
     write_model_set_atomic(out_path, file.file, data, file.data_prefix);
     return out_path;
   }
-  const fs::path graph = split_graph_path(out_path);
+  fs::path graph = split_graph_path(out_path);
   write_model_set_atomic(graph, file.file, data, "data_");
   return graph;
 }
@@ -267,10 +267,11 @@ int run_export(const ExportCommandOptions& options) {
       bytes += d.file.size();
       extra += " + " + d.location;
     }
-    if (file.split && format == "mindir") extra += " (MindSpore's split layout: weights over 1 GiB)";
+    if (file.split && format == "mindir")
+      extra += " (MindSpore's split layout: weights over 1 GiB)";
     if (file.split && format == "onnx") extra += " (ONNX external data: the model exceeds 2 GiB)";
-    std::cerr << "wrote " << display_path(written.string()) << extra << " (" << file.summary
-              << ", " << bytes << " bytes)\n";
+    std::cerr << "wrote " << display_path(written.string()) << extra << " (" << file.summary << ", "
+              << bytes << " bytes)\n";
   } catch (const std::exception& e) {
     export_error("nothing written to " + options.output + ": " + e.what());
     return kExitErrors;

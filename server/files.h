@@ -68,7 +68,8 @@ struct ModelSetPart {
 // in the data files' folders and not part of the new set, is removed. A kill at any moment
 // leaves a loadable old set or the complete new one, plus at most unreferenced files that the
 // next write removes.
-void write_model_set_atomic(const std::filesystem::path& graph_path, const graphcore::ModelFile& graph,
+void write_model_set_atomic(const std::filesystem::path& graph_path,
+                            const graphcore::ModelFile& graph,
                             const std::vector<ModelSetPart>& data, std::string_view stale_prefix);
 
 // Writes `data` to `path` atomically (logged), or to stdout for "" / "-"; false after printing

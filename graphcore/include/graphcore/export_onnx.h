@@ -40,12 +40,12 @@ struct OnnxExportResult {
   // Non-empty: the export was refused (an operator with no ONNX mapping, an unknown dim, a dtype
   // ONNX export does not write), each located at the node's line; nothing was written.
   std::vector<Diagnostic> diagnostics;
-  std::string bytes;        // the serialised ModelProto (when not refused, not streamed)
-  ModelFile file;           // stream_weights: the same bytes, weights as runtime tensor views
-  ModelFile data_file;      // external data: the weights (file.size() is the structure only)
+  std::string bytes;          // the serialised ModelProto (when not refused, not streamed)
+  ModelFile file;             // stream_weights: the same bytes, weights as runtime tensor views
+  ModelFile data_file;        // external data: the weights (file.size() is the structure only)
   std::string data_location;  // external data: data_file's location, "" when not external
-  size_t nodes = 0;         // ONNX nodes
-  size_t initializers = 0;  // weights and constants
+  size_t nodes = 0;           // ONNX nodes
+  size_t initializers = 0;    // weights and constants
   [[nodiscard]] bool ok() const { return diagnostics.empty(); }
 };
 

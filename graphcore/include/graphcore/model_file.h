@@ -39,8 +39,8 @@ class ModelFile {
 
  private:
   struct Piece {
-    std::string bytes;        // when !tensor.defined()
-    runtime::Tensor tensor;   // shares the runtime's storage
+    std::string bytes;       // when !tensor.defined()
+    runtime::Tensor tensor;  // shares the runtime's storage
     bool as_half = false;
   };
   std::vector<Piece> pieces_;

@@ -803,8 +803,8 @@ class Writer {
   void write_split(MindirExport& out, const MindirOptions& options,
                    const std::vector<uint64_t>& sizes) {
     pb::Graph* graph = model_.mutable_graph();
-    const std::string location = options.data_location ? options.data_location(0)
-                                                       : default_data_location(options, 0);
+    const std::string location =
+        options.data_location ? options.data_location(0) : default_data_location(options, 0);
     std::vector<size_t> order(weights_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::ranges::sort(order, [&](size_t a, size_t b) {
@@ -854,8 +854,8 @@ class Writer {
 }  // namespace
 
 std::string default_data_location(const MindirOptions& options, size_t index) {
-  return (options.file_stem.empty() ? std::string("model") : options.file_stem) + "_variables/data_" +
-         std::to_string(index);
+  return (options.file_stem.empty() ? std::string("model") : options.file_stem) +
+         "_variables/data_" + std::to_string(index);
 }
 
 MindirExport export_mindir(const CellReport& report, std::span<const runtime::ParamState> params,

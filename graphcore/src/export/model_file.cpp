@@ -108,7 +108,7 @@ void ModelFile::write(const std::function<void(std::string_view)>& sink) const {
       sink(storage_view(p.tensor));
       continue;
     }
-    const float* src = p.tensor.data<float>();
+    const auto* src = p.tensor.data<float>();
     const auto n = static_cast<size_t>(p.tensor.numel());
     buffer.resize(std::min(n, kChunk));
     for (size_t start = 0; start < n; start += kChunk) {

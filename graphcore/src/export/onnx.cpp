@@ -404,8 +404,9 @@ bool assemble(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& str
     metas.push_back(inits.Get(i).SerializeAsString());
     auto it = streamed.find(i);
     raw_sizes.push_back(it == streamed.end() ? 0 : ModelFile::tensor_bytes(it->second, false));
-    bodies.push_back(metas.back().size() +
-                     (it == streamed.end() ? 0 : wire::framed_size(kTensorRawData, raw_sizes.back())));
+    bodies.push_back(
+        metas.back().size() +
+        (it == streamed.end() ? 0 : wire::framed_size(kTensorRawData, raw_sizes.back())));
     graph_len += wire::framed_size(kGraphInitializer, bodies.back());
   }
   const uint64_t total = head.size() + wire::framed_size(kModelGraph, graph_len);

@@ -76,12 +76,13 @@ class MappedFile {
   // the values are unchanged, but the peak RSS of a load is the weights plus one tensor, not
   // the weights plus the whole file.
   void release(std::span<const uint8_t> range) const {
-    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto begin = reinterpret_cast<uintptr_t>(range.data());
-    const uintptr_t first = (begin + page - 1) / page * page;
-    const uintptr_t last = (begin + range.size()) / page * page;
-    if (last > first) {
-      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t head = (page - reinterpret_cast<uintptr_t>(range.data()) % page) % page;
+    if (range.size() <= head) return;
+    const size_t length = (range.size() - head) / page * page;
+    if (length > 0) {
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): madvise takes a non-const pointer
+      ::madvise(const_cast<uint8_t*>(range.data()) + head, length, MADV_DONTNEED);
     }
   }
 
