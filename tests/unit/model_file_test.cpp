@@ -238,6 +238,63 @@ TEST(ModelFile, OnnxExternalData) {
   EXPECT_EQ(external, ex.params().size());
 }
 
+// float16 weights (float32 storage in the runtime) go to ONNX as FLOAT16 with binary16 raw_data,
+// streamed (converted in chunks) or in memory alike.
+TEST(ModelFile, OnnxFloat16Weights) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("half.py",
+                                     "import numpy as np\n"
+                                     "import mindspore as ms\n"
+                                     "import mindspore.nn as nn\n"
+                                     "from mindspore import Parameter, Tensor\n"
+                                     "\n"
+                                     "class Half(nn.Cell):\n"
+                                     "    def __init__(self):\n"
+                                     "        super().__init__()\n"
+                                     "        self.fc = nn.Dense(8, 4, dtype=ms.float16)\n"
+                                     "        self.shift = Parameter(Tensor(np.full((4,), 0.5, "
+                                     "np.float16)), name='shift')\n"
+                                     "\n"
+                                     "    def construct(self, x):\n"
+                                     "        return self.fc(x) + self.shift\n");
+  graphcore::AnalysisOptions opts;
+  std::string why;
+  auto t = graphcore::parse_input_spec("2,8:float16", &why);
+  ASSERT_TRUE(t.has_value()) << why;
+  opts.inputs.push_back(*t);
+  graphcore::DiskSourceProvider disk;
+  auto res = graphcore::analyze_file(file, opts, disk);
+  ASSERT_EQ(res.cells.size(), 1u);
+  auto ex = executor(res.cells[0]);
+  graphcore::OnnxExportOptions streamed;
+  streamed.stream_weights = true;
+  const auto a = graphcore::build_onnx(res.cells[0], ex.params(), {});
+  const auto b = graphcore::build_onnx(res.cells[0], ex.params(), streamed);
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b : a).diagnostics.front().message;
+  onnx::ModelProto ma;
+  onnx::ModelProto mb;
+  ASSERT_TRUE(ma.ParseFromString(a.bytes));
+  ASSERT_TRUE(mb.ParseFromString(b.file.to_string()));
+  EXPECT_EQ(ma.SerializeAsString(), mb.SerializeAsString());
+  EXPECT_EQ(mb.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT16);
+  size_t checked = 0;
+  for (const auto& p : ex.params()) {
+    ASSERT_EQ(p.value.dtype(), graphcore::DType::Float16) << p.name;
+    for (const auto& init : mb.graph().initializer()) {
+      if (init.name() != p.name) continue;
+      EXPECT_EQ(init.data_type(), onnx::TensorProto::FLOAT16);
+      ASSERT_EQ(init.raw_data().size(), static_cast<size_t>(p.value.numel()) * 2);
+      for (int64_t i = 0; i < p.value.numel(); ++i) {
+        uint16_t h = 0;
+        std::memcpy(&h, init.raw_data().data() + 2 * i, 2);
+        EXPECT_EQ(h, graphcore::binary16_bits(p.value.data<float>()[i])) << p.name << " " << i;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3u);
+}
+
 // One file: written piece by piece, atomically.
 TEST(ModelFile, WriteModelFileAtomic) {
   cellscope::testing::TempDir dir;

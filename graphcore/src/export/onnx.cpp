@@ -25,6 +25,8 @@ int32_t onnx_dtype(DType t) {
   switch (t) {
     case DType::Float32:
       return onnx::TensorProto::FLOAT;
+    case DType::Float16:
+      return onnx::TensorProto::FLOAT16;
     case DType::Float64:
       return onnx::TensorProto::DOUBLE;
     case DType::Int32:
@@ -170,6 +172,9 @@ bool append_element(std::string* raw, DType t, double v) {
     case DType::Float64:
       append_raw(raw, v);
       return true;
+    case DType::Float16:
+      append_raw(raw, binary16_bits(static_cast<float>(v)));
+      return true;
     case DType::Int32:
       append_raw(raw, static_cast<int32_t>(v));
       return true;
@@ -302,6 +307,9 @@ bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const r
       case DType::Float32:
         out->set_data_type(onnx::TensorProto::FLOAT);
         return true;
+      case DType::Float16:
+        out->set_data_type(onnx::TensorProto::FLOAT16);
+        return true;
       case DType::Int32:
         out->set_data_type(onnx::TensorProto::INT32);
         return true;
@@ -321,6 +329,16 @@ bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const r
       raw->assign(reinterpret_cast<const char*>(t.data<float>()),
                   static_cast<size_t>(t.numel()) * sizeof(float));
       return true;
+    case DType::Float16: {  // float32 storage holding binary16 values -> binary16 bits
+      out->set_data_type(onnx::TensorProto::FLOAT16);
+      const float* src = t.data<float>();
+      raw->reserve(static_cast<size_t>(t.numel()) * 2);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const uint16_t h = binary16_bits(src[i]);
+        raw->append(reinterpret_cast<const char*>(&h), 2);
+      }
+      return true;
+    }
     case DType::Int32:
       out->set_data_type(onnx::TensorProto::INT32);
       raw->assign(reinterpret_cast<const char*>(t.data<int32_t>()),
@@ -367,7 +385,8 @@ void assemble_external(onnx::ModelProto& model, const std::map<int, runtime::Ten
   uint64_t offset = 0;
   for (const auto& [index, tensor] : streamed) {
     onnx::TensorProto* t = graph->mutable_initializer(index);
-    const uint64_t n = ModelFile::tensor_bytes(tensor, false);
+    const bool half = tensor.dtype() == DType::Float16;
+    const uint64_t n = ModelFile::tensor_bytes(tensor, half);
     const uint64_t pad = (kExternalAlign - offset % kExternalAlign) % kExternalAlign;
     result->data_file.append(std::string(static_cast<size_t>(pad), '\0'));
     offset += pad;
@@ -380,7 +399,7 @@ void assemble_external(onnx::ModelProto& model, const std::map<int, runtime::Ten
     add("location", options.external_location);
     add("offset", std::to_string(offset));
     add("length", std::to_string(n));
-    result->data_file.append_tensor(tensor, false);
+    result->data_file.append_tensor(tensor, half);
     offset += n;
   }
   result->data_location = options.external_location;
@@ -403,7 +422,10 @@ bool assemble(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& str
   for (int i = 0; i < inits.size(); ++i) {
     metas.push_back(inits.Get(i).SerializeAsString());
     auto it = streamed.find(i);
-    raw_sizes.push_back(it == streamed.end() ? 0 : ModelFile::tensor_bytes(it->second, false));
+    raw_sizes.push_back(
+        it == streamed.end()
+            ? 0
+            : ModelFile::tensor_bytes(it->second, it->second.dtype() == DType::Float16));
     bodies.push_back(
         metas.back().size() +
         (it == streamed.end() ? 0 : wire::framed_size(kTensorRawData, raw_sizes.back())));
@@ -421,7 +443,7 @@ bool assemble(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& str
     auto it = streamed.find(static_cast<int>(i));
     if (it == streamed.end()) continue;
     out->append(wire::length_delimited(kTensorRawData, raw_sizes[i]));
-    out->append_tensor(it->second, false);
+    out->append_tensor(it->second, it->second.dtype() == DType::Float16);
   }
   return true;
 }
@@ -588,6 +610,12 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
             std::memcpy(buf, &v, 8);
             raw->append(buf, 8);
             break;
+          case DType::Float16: {
+            const uint16_t h = binary16_bits(static_cast<float>(v));
+            std::memcpy(buf, &h, 2);
+            raw->append(buf, 2);
+            break;
+          }
           case DType::Int32: {
             const auto x = static_cast<int32_t>(v);
             std::memcpy(buf, &x, 4);
