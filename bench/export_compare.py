@@ -133,8 +133,10 @@ def main() -> int:
                         work, work / "cs.log")
                     log = (work / "cs.log").read_text()
                     if code != 0:
-                        lines = [ln for ln in log.splitlines() if "error" in ln]
-                        cs_note = "refused: " + (lines[-1] if lines else log[-200:])
+                        located = [ln for ln in log.splitlines() if "[export-" in ln]
+                        lines = located or [ln for ln in log.splitlines() if "error" in ln]
+                        why = lines[0] if lines else log[-200:]
+                        cs_note = "refused (%d problems): %s" % (len(located), why[why.find("error:"):][:140])
                         break
                     size = sum(size_of(p) for p in outputs(work, "cs_" + name))
                     cs.append((wall, rss, size))
