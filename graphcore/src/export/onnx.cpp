@@ -331,7 +331,7 @@ bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const r
       return true;
     case DType::Float16: {  // float32 storage holding binary16 values -> binary16 bits
       out->set_data_type(onnx::TensorProto::FLOAT16);
-      const float* src = t.data<float>();
+      const auto* src = t.data<float>();
       raw->reserve(static_cast<size_t>(t.numel()) * 2);
       for (int64_t i = 0; i < t.numel(); ++i) {
         const uint16_t h = binary16_bits(src[i]);
