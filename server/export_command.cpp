@@ -40,15 +40,21 @@ std::string format_of_name(const fs::path& path) {
   return "";
 }
 
-// A format's serialized file, or why the graph cannot be written in it.
+// A format's serialized file (weights as views of the runtime's tensors), or why the graph
+// cannot be written in it.
 struct ExportedFile {
-  std::string bytes;
+  graphcore::ModelFile file;
+  // MindIR's split layout: the data files beside the `_graph.mindir` (relative locations).
+  std::vector<graphcore::MindirExport::DataFile> data_files;
+  bool split = false;
+  std::string data_prefix;  // ONNX external data: the data files' name prefix ("net.onnx.data")
   std::vector<graphcore::Diagnostic> errors;
   std::string summary;  // "MindIR, 42 nodes, 9 primitives, 10 weights"
 };
 
 graphcore::OnnxExportOptions onnx_options() {
   graphcore::OnnxExportOptions o;
+  o.stream_weights = true;
   o.producer_version = std::string(protocol::tool_version());
   return o;
 }
@@ -61,20 +67,77 @@ std::vector<graphcore::Diagnostic> precheck(const std::string& format,
   return {};
 }
 
+fs::path folder_of(const fs::path& path) {
+  return path.has_parent_path() ? path.parent_path() : fs::path(".");
+}
+
+// MindSpore's split layout for OUT = DIR/STEM.mindir: DIR/STEM_graph.mindir.
+fs::path split_graph_path(const fs::path& out_path) {
+  return folder_of(out_path) / (out_path.stem().string() + "_graph.mindir");
+}
+
+// "STEM_variables/data_N" for the first N >= index whose file does not exist yet: the data file
+// of a previous export stays in place (its graph file still names it) until the new graph file
+// has replaced the old one.
+std::string unused_data_location(const fs::path& out_path, size_t index) {
+  const std::string vars = out_path.stem().string() + "_variables";
+  std::error_code ec;
+  for (size_t n = index;; ++n) {
+    std::string location = vars + "/data_" + std::to_string(n);
+    if (!fs::exists(folder_of(out_path) / location, ec)) return location;
+  }
+}
+
+// Writes the export; returns the path the user loads (the `_graph.mindir` of a split set).
+fs::path write_export(const ExportedFile& file, const fs::path& out_path) {
+  if (!file.split) {
+    write_model_file_atomic(out_path, file.file);
+    return out_path;
+  }
+  std::vector<ModelSetPart> data;
+  for (const auto& d : file.data_files) data.push_back({d.location, &d.file});
+  if (!file.data_prefix.empty()) {  // ONNX external data: beside the model file
+    write_model_set_atomic(out_path, file.file, data, file.data_prefix);
+    return out_path;
+  }
+  fs::path graph = split_graph_path(out_path);
+  write_model_set_atomic(graph, file.file, data, "data_");
+  return graph;
+}
+
 // The one place that knows the formats: --format's value -> its writer.
 ExportedFile export_as(const std::string& format, const graphcore::CellReport& report,
-                       std::span<const graphcore::runtime::ParamState> params) {
+                       std::span<const graphcore::runtime::ParamState> params,
+                       const fs::path& out_path) {
   ExportedFile out;
   if (format == "mindir") {
-    graphcore::MindirExport m = graphcore::export_mindir(report, params);
-    out.bytes = std::move(m.bytes);
+    graphcore::MindirOptions mo;
+    mo.file_stem = out_path.stem().string();
+    mo.data_location = [&](size_t index) { return unused_data_location(out_path, index); };
+    graphcore::MindirExport m = graphcore::export_mindir(report, params, mo);
+    out.file = std::move(m.file);
+    out.data_files = std::move(m.data_files);
+    out.split = m.split;
     out.errors = std::move(m.errors);
     out.summary = "MindIR, " + std::to_string(m.nodes) + " nodes, " + std::to_string(m.primitives) +
                   " primitives, " + std::to_string(m.weights) + " weights";
   } else if (format == "onnx") {
-    const graphcore::OnnxExportOptions eo = onnx_options();
+    graphcore::OnnxExportOptions eo = onnx_options();
+    // Above 2 GiB: ONNX external data in "NAME.data" (or "NAME.data.N" while a previous set
+    // still names that one).
+    const std::string prefix = out_path.filename().string() + ".data";
+    eo.external_location = prefix;
+    std::error_code ec;
+    for (int n = 1; fs::exists(folder_of(out_path) / eo.external_location, ec); ++n) {
+      eo.external_location = prefix + "." + std::to_string(n);
+    }
     graphcore::OnnxExportResult r = graphcore::build_onnx(report, params, eo);
-    out.bytes = std::move(r.bytes);
+    if (!r.data_location.empty()) {
+      out.data_files.push_back({r.data_location, std::move(r.data_file)});
+      out.split = true;
+      out.data_prefix = prefix;
+    }
+    out.file = std::move(r.file);
     out.errors = std::move(r.diagnostics);
     out.summary = "ONNX opset " + std::to_string(eo.opset) + ", " + std::to_string(r.nodes) +
                   " nodes, " + std::to_string(r.initializers) + " initializers";
@@ -195,11 +258,20 @@ int run_export(const ExportCommandOptions& options) {
       graphcore::runtime::CheckpointLoad load = executor.load_checkpoint(options.checkpoint);
       std::cerr << load.summary() << "\n";
     }
-    ExportedFile file = export_as(format, report, executor.params());
+    ExportedFile file = export_as(format, report, executor.params(), out_path);
     if (!file.errors.empty()) return refuse(file.errors);
-    write_file_atomic(out_path, file.bytes);
-    std::cerr << "wrote " << display_path(options.output) << " (" << file.summary << ", "
-              << file.bytes.size() << " bytes)\n";
+    const fs::path written = write_export(file, out_path);
+    uint64_t bytes = file.file.size();
+    std::string extra;
+    for (const auto& d : file.data_files) {
+      bytes += d.file.size();
+      extra += " + " + d.location;
+    }
+    if (file.split && format == "mindir")
+      extra += " (MindSpore's split layout: weights over 1 GiB)";
+    if (file.split && format == "onnx") extra += " (ONNX external data: the model exceeds 2 GiB)";
+    std::cerr << "wrote " << display_path(written.string()) << extra << " (" << file.summary << ", "
+              << bytes << " bytes)\n";
   } catch (const std::exception& e) {
     export_error("nothing written to " + options.output + ": " + e.what());
     return kExitErrors;

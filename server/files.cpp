@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <iostream>
+#include <map>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 
 namespace cellscope::server {
@@ -60,51 +62,107 @@ std::vector<fs::path> collect_python_files(const std::vector<std::string>& paths
   return {found.begin(), found.end()};
 }
 
-void write_file_atomic(const fs::path& path, std::string_view data) {
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) {
+AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)) {
+  const fs::path dir = path_.has_parent_path() ? path_.parent_path() : fs::path(".");
+  tmp_ = (dir / ("." + path_.filename().string() + ".tmp.XXXXXX")).string();
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0) {
     throw std::system_error(errno, std::generic_category(),
                             "cannot create a temporary file in " + dir.string());
   }
-  auto fail = [&](const std::string& what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    throw std::system_error(err, std::generic_category(), what);
-  };
   // mkstemp creates 0600; give the file the usual permissions (0666 minus the umask).
   const mode_t mask = ::umask(0);
   ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) fail("cannot set permissions on " + tmpl);
+  if (::fchmod(fd_, 0666 & ~mask) != 0) fail("cannot set permissions on " + tmp_);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::fail(const std::string& what) {
+  const int err = errno;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  tmp_.clear();
+  throw std::system_error(err, std::generic_category(), what);
+}
+
+void AtomicFile::write(std::string_view data) {
+  if (fd_ < 0) throw std::logic_error("AtomicFile: write after commit or failure");
   const char* p = data.data();
   size_t left = data.size();
   while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
+    // At most 1 GiB per call: Linux writes no more than about 2 GiB at once anyway.
+    const ssize_t n = ::write(fd_, p, std::min<size_t>(left, size_t{1} << 30));
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail("cannot write " + tmpl);
+      fail("cannot write " + tmp_);
     }
     p += n;
     left -= static_cast<size_t>(n);
+    written_ += static_cast<uint64_t>(n);
   }
-  if (::fsync(fd) != 0) fail("cannot flush " + tmpl);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw std::system_error(err, std::generic_category(), "cannot close " + tmpl);
-  }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw std::system_error(err, std::generic_category(), "cannot rename onto " + path.string());
-  }
-  // The rename is durable once the directory is synced (best effort: some file systems refuse).
+}
+
+void AtomicFile::commit() {
+  if (fd_ < 0) throw std::logic_error("AtomicFile: commit after commit or failure");
+  if (::fsync(fd_) != 0) fail("cannot flush " + tmp_);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("cannot close " + tmp_);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename onto " + path_.string());
+  tmp_.clear();
+  // The rename is durable once the directory is synced.
+  sync_directory(path_.has_parent_path() ? path_.parent_path() : fs::path("."));
+}
+
+void sync_directory(const fs::path& dir) {
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     (void)::fsync(dfd);
     ::close(dfd);
+  }
+}
+
+void write_file_atomic(const fs::path& path, std::string_view data) {
+  AtomicFile file(path);
+  file.write(data);
+  file.commit();
+}
+
+void write_model_file_atomic(const fs::path& path, const graphcore::ModelFile& file) {
+  AtomicFile out(path);
+  file.write([&](std::string_view bytes) { out.write(bytes); });
+  out.commit();
+}
+
+void write_model_set_atomic(const fs::path& graph_path, const graphcore::ModelFile& graph,
+                            const std::vector<ModelSetPart>& data, std::string_view stale_prefix) {
+  const fs::path dir = graph_path.has_parent_path() ? graph_path.parent_path() : fs::path(".");
+  std::map<fs::path, std::set<std::string>> keep;  // data folder -> the file names it keeps
+  for (const ModelSetPart& part : data) {
+    const fs::path target = dir / part.location;
+    fs::create_directories(target.parent_path());
+    write_model_file_atomic(target, *part.file);
+    keep[target.parent_path()].insert(target.filename().string());
+  }
+  write_model_file_atomic(graph_path, graph);  // the commit point
+  for (const auto& [folder, names] : keep) {
+    std::error_code ec;
+    std::vector<fs::path> stale;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+      const std::string name = entry.path().filename().string();
+      const bool ours = name.starts_with(stale_prefix) ||
+                        (name.starts_with('.') && name.substr(1).starts_with(stale_prefix));
+      if (ours && names.count(name) == 0 && entry.path() != graph_path) {
+        stale.push_back(entry.path());
+      }
+    }
+    for (const auto& p : stale) fs::remove(p, ec);
+    sync_directory(folder);
   }
 }
 

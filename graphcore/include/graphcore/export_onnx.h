@@ -13,6 +13,7 @@
 
 #include "graphcore/diagnostic.h"
 #include "graphcore/graph.h"
+#include "graphcore/model_file.h"
 #include "graphcore/runtime.h"
 
 namespace graphcore {
@@ -25,15 +26,26 @@ inline constexpr int64_t kOnnxIrVersion = 14;
 struct OnnxExportOptions {
   int64_t opset = kOnnxOpset;
   std::string producer_version;  // ModelProto.producer_version ("cellscope X.Y")
+  // The weights are not copied: the result's `file` streams them from the runtime tensors
+  // (which must outlive it) and `bytes` stays empty.
+  bool stream_weights = false;
+  // stream_weights only: a model of more bytes than this (at most protobuf's 2 GiB limit) keeps
+  // its weights in ONNX external data, one file at `external_location` (relative to the model
+  // file's folder, e.g. "big.onnx.data"); without a location such a model is refused.
+  uint64_t external_threshold = UINT64_MAX;
+  std::string external_location;
 };
 
 struct OnnxExportResult {
   // Non-empty: the export was refused (an operator with no ONNX mapping, an unknown dim, a dtype
   // ONNX export does not write), each located at the node's line; nothing was written.
   std::vector<Diagnostic> diagnostics;
-  std::string bytes;        // the serialised ModelProto (when not refused)
-  size_t nodes = 0;         // ONNX nodes
-  size_t initializers = 0;  // weights and constants
+  std::string bytes;          // the serialised ModelProto (when not refused, not streamed)
+  ModelFile file;             // stream_weights: the same bytes, weights as runtime tensor views
+  ModelFile data_file;        // external data: the weights (file.size() is the structure only)
+  std::string data_location;  // external data: data_file's location, "" when not external
+  size_t nodes = 0;           // ONNX nodes
+  size_t initializers = 0;    // weights and constants
   [[nodiscard]] bool ok() const { return diagnostics.empty(); }
 };
 

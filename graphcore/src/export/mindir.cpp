@@ -16,6 +16,7 @@
 
 #include "graphcore/checked.h"
 #include "graphcore/mindir.h"
+#include "graphcore/model_file.h"
 #include "graphcore/opdef.h"
 #include "graphcore_proto/mind_ir.pb.h"
 
@@ -82,32 +83,6 @@ void set_type(pb::Tensor* t, const TensorType& type) {
   for (int64_t d : known_dims(type.shape)) t->add_dims(d);
 }
 
-// Float16 storage (runtime: float32 holding binary16 values) -> IEEE binary16 bits.
-uint16_t half_bits(float v) {
-  uint32_t x = 0;
-  std::memcpy(&x, &v, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff)
-    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1);
-    const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-
 // A runtime tensor's elements in MindIR's raw layout (C order, host byte order).
 size_t byte_count(int64_t count, size_t element) {
   auto b = checked_bytes(count, element);
@@ -126,7 +101,7 @@ std::string raw_bytes(const runtime::Tensor& t, DType declared) {
       out.resize(byte_count(t.numel(), 2));
       const auto* src = t.data<float>();
       for (size_t i = 0; i < n; ++i) {
-        const uint16_t h = half_bits(src[i]);
+        const uint16_t h = binary16_bits(src[i]);
         std::memcpy(out.data() + 2 * i, &h, 2);
       }
       break;
@@ -261,7 +236,7 @@ class Writer {
     model_.mutable_graph()->set_name(graph_name_);
   }
 
-  MindirExport run() {
+  MindirExport run(const MindirOptions& options) {
     MindirExport out;
     write_weights(out);
     const Graph& g = report_.graph;
@@ -304,14 +279,17 @@ class Writer {
     out.nodes = static_cast<size_t>(model_.graph().node_size());
     out.primitives = static_cast<size_t>(model_.primitives_size());
     out.weights = static_cast<size_t>(model_.graph().parameter_size());
-    if (!model_.SerializeToString(&out.bytes)) {
+    try {
+      assemble(out, options);
+    } catch (const Refusal& r) {
       Diagnostic d;
       d.file = report_.file;
       d.range = report_.range;
-      d.code = std::string(kUnsupportedValue);
-      d.message = "cannot export to MindIR: the model does not serialize (over 2 GiB?)";
+      d.code = std::string(r.code);
+      d.message = "cannot export to MindIR: " + r.message;
       out.errors.push_back(std::move(d));
-      out.bytes.clear();
+      out.file = ModelFile();
+      out.data_files.clear();
     }
     return out;
   }
@@ -345,7 +323,19 @@ class Writer {
         set_type(t, TensorType{info.shape, info.dtype});
         t->set_name(qualified(info.name));
         t->set_ref_key(info.name);
-        t->set_raw_data(raw_bytes(it->second->value, info.dtype));
+        const runtime::Tensor& value = it->second->value;
+        if (value.dtype() != info.dtype) {
+          throw Refusal{"its value is " + std::string(dtype_short_name(value.dtype())) +
+                            ", declared " + std::string(dtype_short_name(info.dtype)),
+                        kUnsupportedValue};
+        }
+        if (!mindir_dtype(value.dtype()) || !runtime::Tensor::supported(value.dtype())) {
+          throw Refusal{"a tensor of dtype " + std::string(dtype_short_name(value.dtype())) +
+                            " cannot be written",
+                        kUnsupportedValue};
+        }
+        // raw_data is not copied here: assemble() streams it from the runtime's storage.
+        weights_.push_back(value);
       } catch (const Refusal& r) {
         d.code = std::string(r.code);
         d.message = "cannot export to MindIR: parameter " + info.name + ": " + r.message;
@@ -747,7 +737,110 @@ class Writer {
     if (types.size() == 1) set_type(vi->add_tensor(), types.front());
   }
 
+  // The file's bytes: the ModelProto serialized by protobuf except each weight's raw_data, which
+  // is framed by hand (field key + length) and streamed from the runtime tensor; or, above
+  // options.split_threshold, MindSpore's split layout: the graph with external_data and one data
+  // file (docs/mindir-notes.md, "Split layout").
+  void assemble(MindirExport& out, const MindirOptions& options) {
+    pb::Graph* graph = model_.mutable_graph();
+    if (static_cast<size_t>(graph->parameter_size()) != weights_.size()) {
+      throw Refusal{"the weights and their descriptions differ", kUnsupportedValue};
+    }
+    std::vector<uint64_t> sizes;
+    uint64_t total = 0;
+    for (const runtime::Tensor& w : weights_) {
+      sizes.push_back(ModelFile::tensor_bytes(w, w.dtype() == DType::Float16));
+      auto sum = checked_add(total, sizes.back());
+      if (!sum) throw Refusal{"the weights' size overflows", kUnsupportedValue};
+      total = *sum;
+    }
+    if (total > options.split_threshold) {
+      write_split(out, options, sizes);
+      return;
+    }
+    // Serialized apart: the model without its graph, the graph without its parameters, each
+    // parameter without raw_data. Protobuf parsers accept fields in any order, and a repeated
+    // field's elements keep their relative order: the result parses as the whole ModelProto.
+    google::protobuf::RepeatedPtrField<pb::Tensor> params;
+    params.Swap(graph->mutable_parameter());
+    const std::string rest = graph->SerializeAsString();
+    pb::Graph* detached = model_.release_graph();
+    const std::string head = model_.SerializeAsString();
+    model_.set_allocated_graph(detached);
+    std::vector<std::string> metas;
+    std::vector<uint64_t> bodies;
+    uint64_t graph_len = rest.size();
+    for (int i = 0; i < params.size(); ++i) {
+      metas.push_back(params.Get(i).SerializeAsString());
+      const auto k = static_cast<size_t>(i);
+      bodies.push_back(metas.back().size() + wire::framed_size(kTensorRawData, sizes[k]));
+      graph_len += wire::framed_size(kGraphParameter, bodies.back());
+    }
+    const uint64_t file_size = head.size() + wire::framed_size(kModelGraph, graph_len);
+    if (file_size > static_cast<uint64_t>(INT32_MAX)) {
+      throw Refusal{"the file would be " + std::to_string(file_size) +
+                        " bytes, over protobuf's 2 GiB limit (MindSpore's split layout starts at "
+                        "1 GiB of weights)",
+                    kUnsupportedValue};
+    }
+    ModelFile& f = out.file;
+    f.append(head);
+    f.append(wire::length_delimited(kModelGraph, graph_len));
+    f.append(rest);
+    for (size_t i = 0; i < metas.size(); ++i) {
+      f.append(wire::length_delimited(kGraphParameter, bodies[i]));
+      f.append(metas[i]);
+      f.append(wire::length_delimited(kTensorRawData, sizes[i]));
+      f.append_tensor(weights_[i], weights_[i].dtype() == DType::Float16);
+    }
+    params.Swap(graph->mutable_parameter());
+  }
+
+  // MindSpore's _split_save: a data file starting with a 64-byte header (byte 0: 1 on a
+  // little-endian host), then every weight in name order, each padded to a multiple of 64 bytes;
+  // each parameter's external_data gives the file (relative to the graph file's folder), the
+  // offset and the unpadded length. The graph file keeps no raw_data.
+  void write_split(MindirExport& out, const MindirOptions& options,
+                   const std::vector<uint64_t>& sizes) {
+    pb::Graph* graph = model_.mutable_graph();
+    const std::string location =
+        options.data_location ? options.data_location(0) : default_data_location(options, 0);
+    std::vector<size_t> order(weights_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::ranges::sort(order, [&](size_t a, size_t b) {
+      return graph->parameter(static_cast<int>(a)).ref_key() <
+             graph->parameter(static_cast<int>(b)).ref_key();
+    });
+    ModelFile data;
+    std::string header(kDataHeader, '\0');
+    header[0] = std::endian::native == std::endian::little ? 1 : 0;
+    data.append(header);
+    uint64_t offset = kDataHeader;
+    for (size_t i : order) {
+      pb::Tensor* t = graph->mutable_parameter(static_cast<int>(i));
+      auto* ext = t->mutable_external_data();
+      ext->set_location(location);
+      ext->set_offset(static_cast<int64_t>(offset));
+      ext->set_length(static_cast<int64_t>(sizes[i]));
+      data.append_tensor(weights_[i], weights_[i].dtype() == DType::Float16);
+      const uint64_t pad = (kDataAlign - sizes[i] % kDataAlign) % kDataAlign;
+      data.append(std::string(static_cast<size_t>(pad), '\0'));
+      offset += sizes[i] + pad;
+    }
+    out.file.append(model_.SerializeAsString());
+    out.data_files.push_back({location, std::move(data)});
+    out.split = true;
+  }
+
+  // Field numbers of mind_ir.proto framed by hand (graphcore/proto/mind_ir.proto).
+  static constexpr uint32_t kModelGraph = 7;
+  static constexpr uint32_t kGraphParameter = 3;
+  static constexpr uint32_t kTensorRawData = 9;
+  static constexpr uint64_t kDataHeader = 64;
+  static constexpr uint64_t kDataAlign = 64;
+
   const CellReport& report_;
+  std::vector<runtime::Tensor> weights_;  // per graph.parameter: the runtime tensor it writes
   std::map<std::string, const runtime::ParamState*, std::less<>> params_;
   std::string graph_name_;
   pb::Model model_;
@@ -760,9 +853,23 @@ class Writer {
 
 }  // namespace
 
-MindirExport export_mindir(const CellReport& report, std::span<const runtime::ParamState> params) {
+std::string default_data_location(const MindirOptions& options, size_t index) {
+  return (options.file_stem.empty() ? std::string("model") : options.file_stem) +
+         "_variables/data_" + std::to_string(index);
+}
+
+MindirExport export_mindir(const CellReport& report, std::span<const runtime::ParamState> params,
+                           const MindirOptions& options) {
   Writer w(report, params);
-  return w.run();
+  return w.run(options);
+}
+
+MindirExport export_mindir(const CellReport& report, std::span<const runtime::ParamState> params) {
+  MindirOptions options;
+  options.split_threshold = UINT64_MAX;
+  MindirExport out = export_mindir(report, params, options);
+  if (out.errors.empty()) out.bytes = out.file.to_string();
+  return out;
 }
 
 }  // namespace graphcore

@@ -2,6 +2,7 @@
 // evaluation order, so inputs precede their readers), each written by its OpDef::onnx rule
 // (onnx_rules.cpp) through an OnnxNodeBuilder; weights and constants become initializers.
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "export/onnx_builder.h"
 #include "graphcore/export_onnx.h"
+#include "graphcore/model_file.h"
 #include "graphcore/opdef.h"
 #include "onnx/onnx.pb.h"
 
@@ -23,6 +25,8 @@ int32_t onnx_dtype(DType t) {
   switch (t) {
     case DType::Float32:
       return onnx::TensorProto::FLOAT;
+    case DType::Float16:
+      return onnx::TensorProto::FLOAT16;
     case DType::Float64:
       return onnx::TensorProto::DOUBLE;
     case DType::Int32:
@@ -168,6 +172,9 @@ bool append_element(std::string* raw, DType t, double v) {
     case DType::Float64:
       append_raw(raw, v);
       return true;
+    case DType::Float16:
+      append_raw(raw, binary16_bits(static_cast<float>(v)));
+      return true;
     case DType::Int32:
       append_raw(raw, static_cast<int32_t>(v));
       return true;
@@ -288,16 +295,50 @@ bool static_type(const TensorType& t) {
 }
 
 // A runtime tensor as an initializer (raw_data: the host's little-endian bytes).
-bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const runtime::Tensor& t) {
+// Without `copy_raw`, only the name, dims and type (the caller streams the bytes).
+bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const runtime::Tensor& t,
+                        bool copy_raw) {
   out->set_name(name);
   for (int64_t d : t.shape()) out->add_dims(d);
-  std::string* raw = out->mutable_raw_data();
+  std::string scratch;
+  std::string* raw = copy_raw ? out->mutable_raw_data() : &scratch;
+  if (!copy_raw) {
+    switch (t.dtype()) {
+      case DType::Float32:
+        out->set_data_type(onnx::TensorProto::FLOAT);
+        return true;
+      case DType::Float16:
+        out->set_data_type(onnx::TensorProto::FLOAT16);
+        return true;
+      case DType::Int32:
+        out->set_data_type(onnx::TensorProto::INT32);
+        return true;
+      case DType::Int64:
+        out->set_data_type(onnx::TensorProto::INT64);
+        return true;
+      case DType::Bool:
+        out->set_data_type(onnx::TensorProto::BOOL);
+        return true;
+      default:
+        return false;
+    }
+  }
   switch (t.dtype()) {
     case DType::Float32:
       out->set_data_type(onnx::TensorProto::FLOAT);
       raw->assign(reinterpret_cast<const char*>(t.data<float>()),
                   static_cast<size_t>(t.numel()) * sizeof(float));
       return true;
+    case DType::Float16: {  // float32 storage holding binary16 values -> binary16 bits
+      out->set_data_type(onnx::TensorProto::FLOAT16);
+      const auto* src = t.data<float>();
+      raw->reserve(static_cast<size_t>(t.numel()) * 2);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const uint16_t h = binary16_bits(src[i]);
+        raw->append(reinterpret_cast<const char*>(&h), 2);
+      }
+      return true;
+    }
     case DType::Int32:
       out->set_data_type(onnx::TensorProto::INT32);
       raw->assign(reinterpret_cast<const char*>(t.data<int32_t>()),
@@ -320,6 +361,92 @@ bool tensor_initializer(onnx::TensorProto* out, const std::string& name, const r
 }  // namespace
 
 namespace {
+
+// Field numbers of onnx.proto framed by hand.
+constexpr uint32_t kModelGraph = 7;
+constexpr uint32_t kGraphInitializer = 5;
+constexpr uint32_t kTensorRawData = 9;
+
+// `model` as a ModelFile: protobuf serializes the model without its graph, the graph without its
+// initializers, and each streamed initializer without raw_data; the keys and lengths around them
+// are framed by hand and each streamed weight's raw_data is its runtime tensor, not a copy
+// (parsers accept fields in any order; the initializers keep theirs). False (and `out` holds the
+// size only) when the result exceeds protobuf's 2 GiB limit.
+// Above options.external_threshold bytes (protobuf's 2 GiB limit by default) with an
+// external_location: ONNX external data instead. Every streamed weight goes to one data file at
+// an offset aligned to 4096 bytes (onnx allows up to 64 KiB of gap; page-aligned offsets let
+// onnxruntime map them), its initializer naming location / offset / length with data_location
+// EXTERNAL; the model file keeps the structure only.
+constexpr uint64_t kExternalAlign = 4096;
+
+void assemble_external(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& streamed,
+                       const OnnxExportOptions& options, OnnxExportResult* result) {
+  onnx::GraphProto* graph = model.mutable_graph();
+  uint64_t offset = 0;
+  for (const auto& [index, tensor] : streamed) {
+    onnx::TensorProto* t = graph->mutable_initializer(index);
+    const bool half = tensor.dtype() == DType::Float16;
+    const uint64_t n = ModelFile::tensor_bytes(tensor, half);
+    const uint64_t pad = (kExternalAlign - offset % kExternalAlign) % kExternalAlign;
+    result->data_file.append(std::string(static_cast<size_t>(pad), '\0'));
+    offset += pad;
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char* key, const std::string& value) {
+      onnx::StringStringEntryProto* e = t->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    add("location", options.external_location);
+    add("offset", std::to_string(offset));
+    add("length", std::to_string(n));
+    result->data_file.append_tensor(tensor, half);
+    offset += n;
+  }
+  result->data_location = options.external_location;
+  result->file.append(model.SerializeAsString());
+}
+
+bool assemble(onnx::ModelProto& model, const std::map<int, runtime::Tensor>& streamed,
+              ModelFile* out, uint64_t limit) {
+  onnx::GraphProto* graph = model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> inits;
+  inits.Swap(graph->mutable_initializer());
+  const std::string rest = graph->SerializeAsString();
+  onnx::GraphProto* detached = model.release_graph();
+  const std::string head = model.SerializeAsString();
+  model.set_allocated_graph(detached);
+  std::vector<std::string> metas;
+  std::vector<uint64_t> raw_sizes;
+  std::vector<uint64_t> bodies;
+  uint64_t graph_len = rest.size();
+  for (int i = 0; i < inits.size(); ++i) {
+    metas.push_back(inits.Get(i).SerializeAsString());
+    auto it = streamed.find(i);
+    raw_sizes.push_back(
+        it == streamed.end()
+            ? 0
+            : ModelFile::tensor_bytes(it->second, it->second.dtype() == DType::Float16));
+    bodies.push_back(
+        metas.back().size() +
+        (it == streamed.end() ? 0 : wire::framed_size(kTensorRawData, raw_sizes.back())));
+    graph_len += wire::framed_size(kGraphInitializer, bodies.back());
+  }
+  const uint64_t total = head.size() + wire::framed_size(kModelGraph, graph_len);
+  inits.Swap(graph->mutable_initializer());
+  if (total > limit) return false;
+  out->append(head);
+  out->append(wire::length_delimited(kModelGraph, graph_len));
+  out->append(rest);
+  for (size_t i = 0; i < metas.size(); ++i) {
+    out->append(wire::length_delimited(kGraphInitializer, bodies[i]));
+    out->append(metas[i]);
+    auto it = streamed.find(static_cast<int>(i));
+    if (it == streamed.end()) continue;
+    out->append(wire::length_delimited(kTensorRawData, raw_sizes[i]));
+    out->append_tensor(it->second, it->second.dtype() == DType::Float16);
+  }
+  return true;
+}
 
 // build_onnx; with `params` null, only the checks (no weights are read or written).
 OnnxExportResult build(const CellReport& report, const std::span<const runtime::ParamState>* params,
@@ -375,6 +502,7 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
   graph->set_name(report.class_name.empty() ? report.name : report.class_name);
 
   std::set<std::string> initialized;
+  std::map<int, runtime::Tensor> streamed;  // initializer index -> the weight it streams
   auto add_param = [&](const Node& n, const std::string& name) {
     if (params == nullptr || initialized.count(name)) return;
     auto it = values.find(name);
@@ -383,12 +511,17 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
               "cannot export: parameter '" + name + "' has no value");
       return;
     }
-    if (!tensor_initializer(graph->add_initializer(), name, it->second->value)) {
+    if (!tensor_initializer(graph->add_initializer(), name, it->second->value,
+                            !options.stream_weights)) {
       graph->mutable_initializer()->RemoveLast();
       located(n, "export-unsupported-value",
               "cannot export parameter '" + name + "' of dtype " +
                   std::string(dtype_name(it->second->value.dtype())) + " to ONNX");
       return;
+    }
+    if (options.stream_weights) {
+      // The bytes are streamed from the runtime tensor when the file is written (assemble).
+      streamed[graph->initializer_size() - 1] = it->second->value;
     }
     initialized.insert(name);
   };
@@ -477,6 +610,12 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
             std::memcpy(buf, &v, 8);
             raw->append(buf, 8);
             break;
+          case DType::Float16: {
+            const uint16_t h = binary16_bits(static_cast<float>(v));
+            std::memcpy(buf, &h, 2);
+            raw->append(buf, 2);
+            break;
+          }
           case DType::Int32: {
             const auto x = static_cast<int32_t>(v);
             std::memcpy(buf, &x, 4);
@@ -555,6 +694,23 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
   if (!result.ok() || params == nullptr) return result;
   result.nodes = static_cast<size_t>(graph->node_size());
   result.initializers = static_cast<size_t>(graph->initializer_size());
+  if (options.stream_weights) {
+    const uint64_t limit = std::min<uint64_t>(options.external_threshold, INT32_MAX);
+    if (!assemble(model, streamed, &result.file, limit) && !options.external_location.empty()) {
+      assemble_external(model, streamed, options, &result);
+    } else if (result.file.empty()) {
+      Diagnostic d;
+      d.file = report.file;
+      d.range = report.range;
+      d.code = "export-unsupported-value";
+      d.message = "cannot export " + report.name +
+                  ": the ONNX model would exceed protobuf's 2 GiB message limit (external data "
+                  "needs a file name for the data file)";
+      result.diagnostics.push_back(d);
+      result.file = ModelFile();
+    }
+    return result;
+  }
   if (!model.SerializeToString(&result.bytes)) {
     Diagnostic d;
     d.file = report.file;

@@ -19,6 +19,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -71,6 +72,20 @@ class MappedFile {
 
   [[nodiscard]] const uint8_t* data() const { return data_; }
   [[nodiscard]] size_t size() const { return size_; }
+  // Drops the pages of `range` (a span of the mapping) from the process's resident set once
+  // they were copied: a read-only file mapping re-reads them from the file if touched again, so
+  // the values are unchanged, but the peak RSS of a load is the weights plus one tensor, not
+  // the weights plus the whole file.
+  void release(std::span<const uint8_t> range) const {
+    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t head = (page - reinterpret_cast<uintptr_t>(range.data()) % page) % page;
+    if (range.size() <= head) return;
+    const size_t length = (range.size() - head) / page * page;
+    if (length > 0) {
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): madvise takes a non-const pointer
+      ::madvise(const_cast<uint8_t*>(range.data()) + head, length, MADV_DONTNEED);
+    }
+  }
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
@@ -559,9 +574,12 @@ Dst convert_one(Stored s, const uint8_t* p) {
   }
 }
 
+// Called with each chunk of the mapping once its elements are copied (to drop its pages).
+using ChunkDone = std::function<void(std::span<const uint8_t>)>;
+
 // Copies the entry's elements into `dst` (whose shape has the entry's numel).
 template <class Dst>
-void convert_into(Dst* dst, const Entry& e) {
+void convert_into(Dst* dst, const Entry& e, const ChunkDone& done) {
   const size_t es = e.info.size;
   // Same representation: one memcpy per chunk.
   bool same = (std::is_same_v<Dst, float> && e.info.type == Stored::F32) ||
@@ -583,6 +601,7 @@ void convert_into(Dst* dst, const Entry& e) {
     if (same) {
       if (!c.empty()) std::memcpy(out + k * sizeof(Dst), c.data(), c.size());
       k += c.size() / es;
+      if (done && joined.empty()) done(c);
       continue;
     }
     const size_t n = c.size() / es;
@@ -592,25 +611,26 @@ void convert_into(Dst* dst, const Entry& e) {
       else
         dst[k] = convert_one<Dst>(e.info.type, c.data() + i * es);
     }
+    if (done && joined.empty()) done(c);
   }
 }
 
-Tensor to_tensor(const Entry& e, std::vector<int64_t> shape, DType dt) {
+Tensor to_tensor(const Entry& e, std::vector<int64_t> shape, DType dt, const ChunkDone& done = {}) {
   Tensor t(std::move(shape), dt);
   switch (dt) {
     case DType::Float32:
     case DType::Float16:
-      convert_into(t.data<float>(), e);
+      convert_into(t.data<float>(), e, done);
       if (dt == DType::Float16 && e.info.type != Stored::F16) round_to_half(t);
       break;
     case DType::Int32:
-      convert_into(t.data<int32_t>(), e);
+      convert_into(t.data<int32_t>(), e, done);
       break;
     case DType::Int64:
-      convert_into(t.data<int64_t>(), e);
+      convert_into(t.data<int64_t>(), e, done);
       break;
     case DType::Bool:
-      convert_into(t.data<uint8_t>(), e);
+      convert_into(t.data<uint8_t>(), e, done);
       break;
     default:
       throw RuntimeError("cannot hold dtype " + std::string(dtype_name(dt)));
@@ -744,7 +764,24 @@ CheckpointLoad Executor::load_checkpoint(const std::filesystem::path& file) {
     DType declared = i < report_.params.size() ? report_.params[i].dtype : ps.value.dtype();
     DType runtime_dtype = ps.value.dtype();  // Float16 for float32 parameters in Target precision
     ps.value = Tensor();  // release the initial value before allocating the loaded one
-    ps.value = to_tensor(*e, e->shape, runtime_dtype);
+    // In slices of at most 16 MiB (whole elements), each slice's mapped pages dropped once
+    // copied: the load's peak is the weights plus a constant, not plus the largest tensor.
+    Entry sliced = *e;
+    sliced.chunks.clear();
+    const size_t step = std::max<size_t>(
+        e->info.size, (size_t{16} << 20) / std::max<size_t>(e->info.size, 1) * e->info.size);
+    for (const auto& chunk : e->chunks) {
+      if (chunk.size() % std::max<size_t>(e->info.size, 1) != 0) {
+        sliced.chunks = e->chunks;  // an element split across slices: copied as the reader joins it
+        break;
+      }
+      for (size_t at = 0; at < chunk.size(); at += step) {
+        sliced.chunks.push_back(chunk.subspan(at, std::min(step, chunk.size() - at)));
+      }
+    }
+    ps.value = to_tensor(sliced, e->shape, runtime_dtype,
+                         [&](std::span<const uint8_t> done) { f.release(done); });
+    for (const auto& chunk : e->chunks) f.release(chunk);
     ps.source = InitSource::Loaded;
     ps.note = "loaded from " + fname;
     if (*e->info.dtype != declared) {
