@@ -1062,13 +1062,13 @@ class ExportTests(unittest.TestCase):
         model = self.dir / "net.py"
         model.write_text("import mindspore.nn as nn\nimport mindspore.ops as ops\n\n"
                          "class Net(nn.Cell):\n    def construct(self, x):\n"
-                         "        return ops.sigmoid(x)\n")
+                         "        return ops.cumsum(x, 1)\n")
         out = self.dir / "net.mindir"
         out.write_bytes(b"previous")
         p = run("export", model, "--input", "2,4", "-o", out, cwd=self.dir)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertRegex(p.stderr, r"net\.py:6:\d+: error: cannot export to MindIR: operator "
-                                   r"Sigmoid \(ops\.sigmoid\).*\[export-unsupported-op\]")
+                                   r"CumSum \(ops\.cumsum\).*\[export-unsupported-op\]")
         self.assertEqual(out.read_bytes(), b"previous")
         self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["net.mindir", "net.py"])
 
