@@ -310,6 +310,44 @@ class Net(nn.Cell):
   EXPECT_EQ(m.graph().parameter_size(), 3);
 }
 
+// The file's ms.export(...) call, recorded when the module is evaluated: the root Cell its
+// network is, its inputs' types, file_name and file_format as given; an input whose shape the
+// evaluator cannot know makes the call unfollowed, with the reason.
+TEST(MindirExport, ExportCallRecordedAtEvaluation) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("net.py", R"(import numpy as np
+import mindspore as ms
+import mindspore.nn as nn
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 3)
+
+    def construct(self, x):
+        return self.fc(x)
+
+if __name__ == "__main__":
+    net = Net()
+    ms.export(net, ms.Tensor(np.ones((2, 4)), ms.float32), file_name="net", file_format="ONNX")
+    ms.export(net, ms.Tensor(np.load("x.npy")), file_name="other", file_format="MINDIR")
+)");
+  AnalysisResult res = analyze(file, {});
+  ASSERT_EQ(res.exports.size(), 2u);
+  const graphcore::ExportCall& e = res.exports[0];
+  EXPECT_EQ(e.cell, "Net");
+  EXPECT_TRUE(e.unfollowed.empty()) << e.unfollowed;
+  ASSERT_EQ(e.inputs.size(), 1u);
+  EXPECT_EQ(e.inputs[0].shape.str(), "(2, 4)");
+  EXPECT_EQ(e.inputs[0].dtype, graphcore::DType::Float32);
+  EXPECT_EQ(e.file_name, "net");
+  EXPECT_EQ(e.file_format, "ONNX");
+  EXPECT_EQ(e.call.range.start.line, 14);
+  EXPECT_EQ(e.call.api, "ms.export");
+  EXPECT_NE(res.exports[1].unfollowed.find("input 1"), std::string::npos)
+      << res.exports[1].unfollowed;
+}
+
 TEST(MindirExport, UnmappedOperatorIsRefusedAtItsLine) {
   cellscope::testing::TempDir dir;
   const std::string file = dir.write("net.py", R"(import mindspore.nn as nn
