@@ -2,6 +2,7 @@
 // 2 usage errors (bad arguments, missing files).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,8 +73,13 @@ struct TrainCommandOptions {
 };
 
 // `cellscope export FILE [--format mindir|onnx] -o OUT` (export_command.cpp).
+struct ProjectConfig;
+
 struct ExportCommandOptions {
-  GraphOptions model;      // file, --cell / --entry, --input, --target (format unused)
+  GraphOptions model;  // file, --cell / --entry, --input (given), --target (format unused)
+  // mindspore_config.json (nullptr: none): its inputs are the Cell's when no --input is given,
+  // and an export input that differs from them is refused (export-input-mismatch).
+  std::shared_ptr<const ProjectConfig> project;
   std::string format;      // "mindir" or "onnx"; empty: from -o's extension
   std::string output;      // -o
   std::string checkpoint;  // parameters from a MindSpore checkpoint, else initialised

@@ -6,6 +6,7 @@
 // docs/diagnostics.md), exit code 1, and nothing is written. stdout stays empty: the summary line
 // is a log.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "commands.h"
@@ -14,6 +15,7 @@
 #include "graphcore/export_onnx.h"
 #include "graphcore/mindir.h"
 #include "graphcore/runtime.h"
+#include "project_config.h"
 #include "protocol/document.h"
 
 namespace cellscope::server {
@@ -168,16 +170,127 @@ std::vector<graphcore::Diagnostic> dynamic_inputs(const graphcore::CellReport& r
   return out;
 }
 
+void print_note(const graphcore::PlanCall& call, const std::string& message) {
+  std::cerr << display_path(call.file) << ":" << call.range.start.line + 1 << ":"
+            << call.range.start.column + 1 << ": note: " << message
+            << " [export-call-unfollowed]\n";
+}
+
+std::string types_string(const std::vector<graphcore::TensorType>& types) {
+  std::string s;
+  for (const auto& t : types) {
+    s +=
+        (s.empty() ? "" : ", ") + t.shape.str() + ":" + std::string(graphcore::dtype_name(t.dtype));
+  }
+  return s;
+}
+
+// No --cell/--entry/--input/-o: the options are the file's one ms.export(...) call, as the
+// evaluator recorded it (graphcore::ExportCall): its network's root Cell, its inputs' types, its
+// file_name with the extension MindSpore appends (".mindir" / ".onnx" unless the name ends with
+// it), its file_format. False (after a note at the call, or a usage error) when there is no such
+// call to follow: the caller exits 2 and asks for options.
+bool options_from_export_call(const graphcore::AnalysisResult& result,
+                              ExportCommandOptions* options, graphcore::AnalysisOptions* analysis) {
+  const std::string ask = "give --cell or --entry, --input and -o";
+  if (result.exports.empty()) {
+    export_error("-o/--output is required: the file to write (.mindir or .onnx); " +
+                 display_path(result.file) + " has no ms.export(...) call to take it from");
+    return false;
+  }
+  if (result.exports.size() > 1) {
+    for (const auto& e : result.exports) print_note(e.call, "an ms.export(...) call");
+    export_error(display_path(result.file) + " calls ms.export " +
+                 std::to_string(result.exports.size()) + " times: " + ask);
+    return false;
+  }
+  const graphcore::ExportCall& e = result.exports.front();
+  if (!e.unfollowed.empty()) {
+    print_note(e.call, "cannot take the export options from this call: " + e.unfollowed);
+    export_error("nothing to export without options: " + ask);
+    return false;
+  }
+  std::string format;
+  if (e.file_format == "MINDIR") {
+    format = "mindir";
+  } else if (e.file_format == "ONNX") {
+    format = "onnx";
+  } else {
+    print_note(e.call, "file_format='" + e.file_format + "': " +
+                           (e.file_format == "AIR"
+                                ? std::string("Cellscope writes MINDIR and ONNX, not AIR")
+                                : std::string("MindSpore accepts 'AIR', 'ONNX' or 'MINDIR'")));
+    export_error("nothing to export in that format: " + ask);
+    return false;
+  }
+  if (!options->format.empty() && options->format != format) {
+    print_note(e.call, "the call writes " + e.file_format);
+    export_error("--format " + options->format + " differs from the ms.export call: " + ask);
+    return false;
+  }
+  options->format = format;
+  const std::string ext = "." + format;
+  options->output = e.file_name.ends_with(ext) ? e.file_name : e.file_name + ext;
+  analysis->cell = e.cell;
+  analysis->entries.clear();
+  analysis->inputs = e.inputs;
+  std::cerr << "cellscope export: the options of the ms.export call at "
+            << display_path(e.call.file) << ":" << e.call.range.start.line + 1 << ": " << e.cell
+            << ", input " << types_string(e.inputs) << ", " << e.file_format << " to "
+            << options->output << "\n";
+  return true;
+}
+
+bool same_types(const std::vector<graphcore::TensorType>& a,
+                const std::vector<graphcore::TensorType>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].dtype != b[i].dtype || a[i].shape.str() != b[i].shape.str()) return false;
+  }
+  return true;
+}
+
+// Where mindspore_config.json says `"inputs"` (its first line otherwise).
+graphcore::SourceRange inputs_key_range(const std::string& config_file) {
+  graphcore::SourceRange r;
+  std::ifstream in(config_file);
+  std::string line;
+  for (uint32_t n = 0; std::getline(in, line); ++n) {
+    if (auto col = line.find("\"inputs\""); col != std::string::npos) {
+      r.start = {n, static_cast<uint32_t>(col)};
+      r.end = {n, static_cast<uint32_t>(col + 8)};
+      return r;
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
-int run_export(const ExportCommandOptions& options) {
+int run_export(const ExportCommandOptions& given) {
+  ExportCommandOptions options = given;
+  std::optional<graphcore::PlanCall> from_call;  // the ms.export call that gave the options
   graphcore::AnalysisOptions analysis;
   if (!graph_analysis_options(options.model, &analysis)) return kExitUsage;
   analysis.record_facts = true;     // initializers at constructor sites, as the runtime binds them
   analysis.constant_values = true;  // constants computed in __init__ are written with values
   if (options.output.empty()) {
-    export_error("-o/--output is required: the file to write (.mindir or .onnx)");
-    return kExitUsage;
+    if (options.model.cell || !options.model.entries.empty() || !options.model.inputs.empty()) {
+      export_error("-o/--output is required: the file to write (.mindir or .onnx)");
+      return kExitUsage;
+    }
+    // The file's own ms.export call gives the options (recorded when the module was evaluated).
+    graphcore::DiskSourceProvider disk;
+    const graphcore::AnalysisResult first =
+        graphcore::analyze_file(options.model.file, analysis, disk);
+    if (!options_from_export_call(first, &options, &analysis)) return kExitUsage;
+    from_call = first.exports.front().call;
+  }
+  // mindspore_config.json's inputs: the Cell's when neither --input nor the call gives them.
+  const bool inputs_given = !analysis.inputs.empty();
+  if (!inputs_given && options.project && options.model.entries.empty()) {
+    analysis.inputs =
+        options.project->inputs_for(options.model.cell.value_or(""), options.model.file);
   }
   const fs::path out_path(options.output);
   const std::string named = format_of_name(out_path);
@@ -246,6 +359,31 @@ int run_export(const ExportCommandOptions& options) {
     return kExitErrors;
   };
   // Refusals first: nothing is initialised or loaded for a model that cannot be exported.
+  if (inputs_given && options.project) {
+    // The export input (--input, or the ms.export call's) against mindspore_config.json's for
+    // this Cell: a model exported with another shape than the project declares is the article's
+    // "wrong export shape" pitfall.
+    auto declared = options.project->inputs_for(report.class_name, options.model.file);
+    if (declared.empty() && report.name != report.class_name) {
+      declared = options.project->inputs_for(report.name, options.model.file);
+    }
+    if (!declared.empty() && !same_types(declared, analysis.inputs)) {
+      graphcore::Diagnostic d;
+      d.code = "export-input-mismatch";
+      d.message = "cannot export " + report.name + ": the export input " +
+                  types_string(analysis.inputs) + " differs from " +
+                  display_path(options.project->file) + "'s inputs for it " +
+                  types_string(declared);
+      if (from_call) {
+        d.file = from_call->file;
+        d.range = from_call->range;
+      } else {
+        d.file = options.project->file;
+        d.range = inputs_key_range(options.project->file);
+      }
+      return refuse({d});
+    }
+  }
   if (auto problems = dynamic_inputs(report); !problems.empty()) return refuse(problems);
   if (auto problems = precheck(format, report); !problems.empty()) return refuse(problems);
 

@@ -297,10 +297,11 @@ int main(int argc, char** argv) {
       ->add_option("--format", export_opts.format,
                    "Model format: mindir or onnx (default: from -o's extension, .mindir / .onnx)")
       ->check(CLI::IsMember({"mindir", "onnx"}));
-  export_cmd
-      ->add_option("-o,--output", export_opts.output,
-                   "The file to write (atomically: the old file or the whole new one)")
-      ->required();
+  export_cmd->add_option(
+      "-o,--output", export_opts.output,
+      "The file to write (atomically: the old file or the whole new one); without "
+      "-o, --cell, --entry and --input: the file's ms.export(net, *inputs, "
+      "file_name=..., file_format=...) call gives them");
   export_cmd->add_option("--checkpoint", export_opts.checkpoint,
                          "Weights from a MindSpore checkpoint (.ckpt or .safetensors); default: "
                          "the initializers' values");
@@ -356,7 +357,7 @@ int main(int argc, char** argv) {
                                                    ? std::filesystem::path(".")
                                                    : std::filesystem::path(model).parent_path(),
                                                stop);
-    if (config.file.empty()) return;
+    if (config.file.empty()) return config;
     spdlog::info("project configuration: {}", config.file);
     if (cmd->get_option("--target")->count() == 0 && config.target) common.target = *config.target;
     if (cmd->get_option("--ms-version")->count() == 0 && config.mindspore_version)
@@ -370,6 +371,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& c : config.config_paths()) common.configs.push_back(c.string());
     common.config_diagnostics = std::move(config.diagnostics);
+    return config;
   };
   if (check_cmd->parsed() && !check.paths.empty())
     apply_project_config(check_cmd, check.common, check.paths.front(), nullptr, "");
@@ -384,9 +386,13 @@ int main(int argc, char** argv) {
                          view.graph.entries.empty() ? &view.graph.inputs : nullptr,
                          view.graph.cell.value_or(""));
   if (export_cmd->parsed()) {
-    apply_project_config(export_cmd, export_opts.model.common, export_opts.model.file,
-                         export_opts.model.entries.empty() ? &export_opts.model.inputs : nullptr,
-                         export_opts.model.cell.value_or(""));
+    // The configuration's inputs are applied (and checked) by run_export, which knows the Cell.
+    auto config = apply_project_config(export_cmd, export_opts.model.common, export_opts.model.file,
+                                       nullptr, "");
+    if (!config.file.empty()) {
+      export_opts.project =
+          std::make_shared<const cellscope::server::ProjectConfig>(std::move(config));
+    }
   }
   spdlog::debug("{}", version_text());
 

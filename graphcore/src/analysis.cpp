@@ -115,6 +115,58 @@ struct Root {
   Site site;
 };
 
+// An ms.export call as the options it gives `cellscope export`: the root Cell its network is, its
+// inputs' static types, its file name and format -- or why it does not give them.
+ExportCall export_call(const Interpreter::ExportSite& site, const std::vector<Root>& roots) {
+  ExportCall e;
+  e.call = site.call;
+  for (const Root& r : roots) {
+    if (r.cell.o == site.net.o) e.cell = r.name;
+  }
+  // A root the analysis built itself the way the program built its network (`net = vit_b_16()`
+  // in __main__, the root `vit_b_16()`): the same class from the same factory, as call sites
+  // give a root its inputs.
+  const auto* net = site.net.as<InstanceObj>();
+  for (const Root& r : roots) {
+    const auto* other = r.cell.as<InstanceObj>();
+    if (e.cell.empty() && net != nullptr && net->cell && other != nullptr && other->cell &&
+        other->cls == net->cls && other->cell->factory == net->cell->factory) {
+      e.cell = r.name;
+    }
+  }
+  auto why = [&](std::string reason) {
+    if (e.unfollowed.empty()) e.unfollowed = std::move(reason);
+  };
+  if (net == nullptr) {
+    why("its network is not a Cell the analysis followed");
+  } else if (e.cell.empty()) {
+    why("its network is not one of the file's root Cells");
+  }
+  for (size_t i = 0; i < site.inputs.size(); ++i) {
+    const auto* t = site.inputs[i].as<TensorObj>();
+    if (t == nullptr) {
+      why("input " + std::to_string(i + 1) + " is not a tensor the analysis followed");
+    } else if (t->type.dtype == DType::Unknown || !t->type.shape.fully_known()) {
+      why("input " + std::to_string(i + 1) +
+          " has no static shape and dtype: " + t->type.shape.str());
+    } else {
+      e.inputs.push_back(t->type);
+    }
+  }
+  if (site.inputs.empty()) why("it passes no input tensor");
+  if (const std::string* s = str_of(site.file_name)) {
+    e.file_name = *s;
+  } else {
+    why("its file_name is not a string the analysis knows");
+  }
+  if (const std::string* s = str_of(site.file_format)) {
+    e.file_format = *s;
+  } else {
+    why("its file_format is not a string the analysis knows");
+  }
+  return e;
+}
+
 // Tree walks mark what they visited instead of keeping hash sets (Cells and Parameters can be
 // shared, and a model can hold a hundred thousand of them).
 uint32_t next_walk_mark() {
@@ -1065,6 +1117,7 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
     }
   }
   result.timings.compile_ms = ms_since(t_compile);
+  for (const auto& site : in.export_calls) result.exports.push_back(export_call(site, roots));
   if (options.cell && result.cells.empty()) {
     std::string known;
     for (auto& r : roots) known += (known.empty() ? "" : ", ") + r.name;

@@ -316,6 +316,16 @@ class Interpreter {
     Site site;
   };
   std::vector<CallSite> call_sites;
+  // ms.export(...) calls: the Values the program passed, and the call as the training plan
+  // records it (AnalysisResult::exports is built from them once the roots are known).
+  struct ExportSite {
+    Value net;
+    std::vector<Value> inputs;
+    Value file_name;
+    Value file_format;
+    PlanCall call;
+  };
+  std::vector<ExportSite> export_calls;
   bool at_module_level = true;  // evaluating module top-level code (not a function body)
   int call_depth = 0;
 

@@ -1360,6 +1360,13 @@ void register_mindspore_natives(Interpreter& /*interp*/,
     if (a.pos.empty()) return Value::none();
     if (in.training) in.training->record_export(in, a, site);
     std::vector<Value> inputs(a.pos.begin() + 1, a.pos.end());
+    if (in.graph == nullptr) {
+      const Value* name = a.find_kw("file_name");
+      const Value* format = a.find_kw("file_format");
+      in.export_calls.push_back(Interpreter::ExportSite{
+          a.pos[0], inputs, name ? *name : Value::unknown(), format ? *format : Value::unknown(),
+          plan_call(in, "ms.export", a, site)});
+    }
     if (in.graph == nullptr) in.call_sites.push_back(Interpreter::CallSite{a.pos[0], inputs, site});
     return Value::none();
   });

@@ -1062,15 +1062,93 @@ class ExportTests(unittest.TestCase):
         model = self.dir / "net.py"
         model.write_text("import mindspore.nn as nn\nimport mindspore.ops as ops\n\n"
                          "class Net(nn.Cell):\n    def construct(self, x):\n"
-                         "        return ops.sigmoid(x)\n")
+                         "        return ops.cumsum(x, 1)\n")
         out = self.dir / "net.mindir"
         out.write_bytes(b"previous")
         p = run("export", model, "--input", "2,4", "-o", out, cwd=self.dir)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertRegex(p.stderr, r"net\.py:6:\d+: error: cannot export to MindIR: operator "
-                                   r"Sigmoid \(ops\.sigmoid\).*\[export-unsupported-op\]")
+                                   r"CumSum \(ops\.cumsum\).*\[export-unsupported-op\]")
         self.assertEqual(out.read_bytes(), b"previous")
         self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["net.mindir", "net.py"])
+
+    EXPORT_CALL_MODEL = ("import numpy as np\nimport mindspore as ms\nimport mindspore.nn as nn\n\n\n"
+                         "class Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+                         "        self.fc = nn.Dense(4, 3)\n\n    def construct(self, x):\n"
+                         "        return self.fc(x)\n\n\nif __name__ == '__main__':\n"
+                         "    net = Net()\n")
+
+    def export_call_model(self, *calls):
+        model = self.dir / "net.py"
+        model.write_text(self.EXPORT_CALL_MODEL + "".join("    %s\n" % c for c in calls))
+        return model
+
+    def test_options_from_the_files_ms_export_call(self):
+        # No --cell/--entry/--input/-o: the file's ms.export call gives them; MindSpore appends
+        # the format's extension unless the name ends with it.
+        x = "ms.Tensor(np.ones((2, 4)), ms.float32)"
+        model = self.export_call_model(
+            "ms.export(net, %s, file_name='small', file_format='MINDIR')" % x)
+        p = run("export", model, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("net.py:17", p.stderr)
+        self.assertIn("(2, 4):float32", p.stderr)
+        self.assertGreater((self.dir / "small.mindir").stat().st_size, 4 * 15)
+        model = self.export_call_model(
+            "ms.export(net, %s, file_name='small.onnx', file_format='ONNX')" % x)
+        p = run("export", model, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(f.name for f in self.dir.iterdir()),
+                         ["net.py", "small.mindir", "small.onnx"])
+
+    def test_unfollowable_export_call_asks_for_options(self):
+        x = "ms.Tensor(np.ones((2, 4)), ms.float32)"
+        cases = [
+            ("ms.export(net, %s, file_name='s', file_format='AIR')" % x, "not AIR"),
+            ("ms.export(net, ms.Tensor(np.load('x.npy')), file_name='s', file_format='MINDIR')",
+             "no static shape"),
+        ]
+        for call, why in cases:
+            model = self.export_call_model(call)
+            p = run("export", model, cwd=self.dir)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertRegex(p.stderr, r"net\.py:17:5: note: .*" + why +
+                             r".*\[export-call-unfollowed\]")
+            self.assertIn("--input and -o", p.stderr)
+        model = self.export_call_model(
+            "ms.export(net, %s, file_name='a', file_format='MINDIR')" % x,
+            "ms.export(net, %s, file_name='b', file_format='ONNX')" % x)
+        p = run("export", model, cwd=self.dir)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("2 times", p.stderr)
+        model.write_text(self.EXPORT_CALL_MODEL)  # no call at all
+        p = run("export", model, cwd=self.dir)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("no ms.export(...) call", p.stderr)
+        self.assertEqual(sorted(f.name for f in self.dir.iterdir()), ["net.py"])
+
+    def test_export_input_differing_from_project_config_is_refused(self):
+        x = "ms.Tensor(np.ones((2, 4)), ms.float32)"
+        model = self.export_call_model(
+            "ms.export(net, %s, file_name='small', file_format='MINDIR')" % x)
+        (self.dir / "mindspore_config.json").write_text(
+            '{\n  "target": "cpu",\n  "inputs": {"Net": ["3,4"]}\n}\n')
+        p = run("export", model, cwd=self.dir)  # the call's (2, 4)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"net\.py:17:5: error: .*\(2, 4\).*\(3, 4\).*"
+                                   r"\[export-input-mismatch\]")
+        p = run("export", model, "--input", "2,4", "-o", self.dir / "x.mindir", cwd=self.dir)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"mindspore_config\.json:3:3: error: .*"
+                                   r"\[export-input-mismatch\]")
+        self.assertEqual(sorted(f.name for f in self.dir.iterdir()),
+                         ["mindspore_config.json", "net.py"])
+        # The configuration's own shape (no --input, or the same one) exports.
+        p = run("export", model, "--cell", "Net", "-o", self.dir / "y.mindir", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run("export", model, "--input", "3,4", "-o", self.dir / "z.mindir", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
 
     def test_bad_destinations_and_options(self):
         # MindIR needs the .mindir name mindspore.load accepts; -o's extension names the format.

@@ -156,6 +156,18 @@ struct AnalysisTimings {
   double compile_ms = 0;   // construct compilation and shape inference of every root
 };
 
+// An `ms.export(net, *inputs, file_name=..., file_format=...)` call of the file, as the evaluator
+// followed it when it ran the module (its `__main__` block included): `cellscope export FILE`'s
+// options when none are given (docs/export.md).
+struct ExportCall {
+  PlanCall call;                   // where, and its arguments as written (the training plan's form)
+  std::string cell;                // the root Cell `net` is (a CellReport's name); empty: unknown
+  std::vector<TensorType> inputs;  // the input tensors' types, each static
+  std::string file_name;           // as given: MindSpore appends the format's extension
+  std::string file_format;         // as given: "MINDIR", "ONNX" or "AIR"
+  std::string unfollowed;          // why the call does not give the options; empty: it does
+};
+
 struct AnalysisResult {
   std::string file;                     // the analysed file
   std::vector<CellReport> cells;        // analysed root Cells
@@ -167,7 +179,8 @@ struct AnalysisResult {
   // The file's training idioms (Model.train, value_and_grad + a dataset loop, TrainOneStepCell
   // in a dataset loop), one plan each in program order; empty when it trains nothing.
   std::vector<TrainingPlan> training;
-  bool cancelled = false;  // AnalysisOptions::cancel was set: the result is partial
+  std::vector<ExportCall> exports;  // the file's ms.export(...) calls, in program order
+  bool cancelled = false;           // AnalysisOptions::cancel was set: the result is partial
 
   [[nodiscard]] size_t error_count() const;
 };

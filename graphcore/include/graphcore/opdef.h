@@ -86,6 +86,7 @@ enum class MindirValue : uint8_t {
   HasWeight,    // BOOL: whether the node reads a parameter ending with `key` (nn.Dense's
                 // [out, in] weight makes MatMul's transpose_b true)
   Int,          // INT64 from the node attribute `key`; `number` when it is not recorded
+  RequiredInt,  // INT64 from the node attribute `key`, which must be recorded (ExpandDims' axis)
   Bool,         // BOOL from the attribute `key`; `number` != 0 when it is not recorded
   Float,        // FLOAT from the attribute `key`; `number` when it is not recorded
   OneMinus,     // FLOAT 1 - attribute `key` (nn.BatchNorm2d's momentum becomes the primitive's)
@@ -103,6 +104,33 @@ enum class MindirValue : uint8_t {
   LiteralText,  // STRING `key` ("NCHW")
   Require,      // no argument: the attribute `key`, when recorded, must equal `number` (an
                 // int or bool), else the operator form has no MindIR mapping and export refuses
+  IndexInput,   // the data input `number`, minus one when the node reads the parameter `key`
+                // (Gather's indices: input 0 of nn.Embedding, whose table is a weight; input 1
+                // of ops.gather(x, indices, axis))
+  AllInputs,    // every data input, as one MakeTuple node (Concat's `tensors`)
+  TypeId,       // INT64: MindSpore's TypeId of the node's output dtype (Cast: float32 = 43)
+  Multiples,    // TUPLE of INT64: output dims / input dims per axis, the input's rank padded
+                // with leading 1s (Tile's multiples, as MindSpore's Tile reads longer ones)
+  OutputCount,  // INT64: the number of the node's outputs (Unstack's `num`)
+};
+
+// A node MindSpore's GRAPH_MODE compile folds into a constant tensor when its output shape is
+// static (measured: BERT's ops.zeros_like(input_ids) and ops.arange(seq_length) are Constant
+// tensors in mindspore.export's file); the exporter writes that tensor.
+enum class MindirFold : uint8_t {
+  None,
+  Zeros,  // ZerosLike: zeros of the output's shape and dtype
+  Ones,   // OnesLike
+  Range,  // Range: start + i * delta from the recorded attributes
+};
+
+// A form written as several primitives, as the MindSpore construct of the Cell does.
+enum class MindirExpansion : uint8_t {
+  None,
+  // GeLU with approximate=False (nn.GELU(approximate=False)): x * (erf(x / sqrt(2)) + 1) * 0.5
+  // as Div, Erf, Add, Mul, Mul (nn.GELU's construct; measured in mindspore.export's file);
+  // approximate=True is the GeLU primitive.
+  GeluErf,
 };
 
 struct MindirArg {
@@ -130,6 +158,13 @@ struct MindirDef {
   bool matrix_weight = false;
   // Identity in inference (Dropout): nothing is written; readers get the input.
   bool inference_identity = false;
+  // Folded to a Constant tensor (ZerosLike, OnesLike, Range).
+  MindirFold fold = MindirFold::None;
+  MindirExpansion expansion = MindirExpansion::None;
+  // The node attribute naming an activation applied after the primitive (and its BiasAdd):
+  // nn.Dense(activation='tanh') writes Tanh after BiasAdd, as its construct does. Names:
+  // relu, relu6, tanh, sigmoid, gelu; any other refuses.
+  std::string_view activation = {};
 };
 
 using OpKernelFn = void (*)(runtime::KernelCall&);

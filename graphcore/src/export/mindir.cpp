@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@
 #include "graphcore/model_file.h"
 #include "graphcore/opdef.h"
 #include "graphcore_proto/mind_ir.pb.h"
+#include "runtime/internal.h"
+#include "runtime/kernels.h"
 
 namespace graphcore {
 
@@ -58,6 +61,33 @@ std::optional<int32_t> mindir_dtype(DType t) {
       return pb::Tensor::INT8;
     case DType::Int16:
       return pb::Tensor::INT16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// MindSpore's TypeId of a dtype (Cast's dtype argument), as mindspore.export writes it and
+// mindspore._c_expression.typing.type_to_type_id gives it (MindSpore 2.10).
+std::optional<int64_t> mindspore_type_id(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return 30;
+    case DType::Int8:
+      return 32;
+    case DType::Int16:
+      return 33;
+    case DType::Int32:
+      return 34;
+    case DType::Int64:
+      return 35;
+    case DType::UInt8:
+      return 37;
+    case DType::Float16:
+      return 42;
+    case DType::Float32:
+      return 43;
+    case DType::Float64:
+      return 44;
     default:
       return std::nullopt;
   }
@@ -240,7 +270,7 @@ class Writer {
     MindirExport out;
     write_weights(out);
     const Graph& g = report_.graph;
-    names_.resize(g.nodes.size());
+    names_.assign(g.nodes.size(), {});
     refused_.assign(g.nodes.size(), false);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& node = g.nodes[i];
@@ -306,8 +336,14 @@ class Writer {
     return graph_name_ + ":" + std::string(name);
   }
 
+  // The weights the graph reads: a parameter only an untaken branch uses (`if self.use_bn:` with
+  // use_bn False) is not in the file, as mindspore.export leaves it out.
   void write_weights(MindirExport& out) {
+    std::set<std::string, std::less<>> read;
+    for (const Node& node : report_.graph.nodes)
+      read.insert(node.params.begin(), node.params.end());
     for (const ParamInfo& info : report_.params) {
+      if (!read.contains(info.name)) continue;
       auto it = params_.find(info.name);
       Diagnostic d;
       d.file = report_.file;
@@ -346,14 +382,11 @@ class Writer {
 
   // The node producing value `ref` (graph order guarantees it was written).
   std::string value_name(ValueRef ref) const {
-    if (ref.node >= names_.size() || names_[ref.node].empty()) {
+    if (ref.node >= names_.size() || ref.output >= names_[ref.node].size() ||
+        names_[ref.node][ref.output].empty()) {
       throw Refusal{"an input comes from a node that could not be exported"};
     }
-    if (ref.output != 0) {
-      throw Refusal{"it reads output " + std::to_string(ref.output) +
-                    " of a multi-output operator"};
-    }
-    return names_[ref.node];
+    return names_[ref.node][ref.output];
   }
 
   std::string new_node_name(const Node& node) {
@@ -430,12 +463,77 @@ class Writer {
     return std::nullopt;
   }
 
-  std::string operand(const Node& node, size_t index) const {
-    if (index >= node.inputs.size()) {
-      throw Refusal{"it has " + std::to_string(node.inputs.size()) + " inputs, the MindIR form " +
-                    "needs input " + std::to_string(index)};
+  // The node's tensor operands: its data inputs, with a recorded Python scalar operand
+  // (`scalar` at `scalar_index`: `1.0 - m`, `ids != 0`) as a 0-d tensor Constant of the dtype of
+  // the tensor beside it (the runtime's rule; mindspore.export writes such 0-d tensors too).
+  std::vector<std::string> operands(const Node& node) {
+    std::vector<std::string> ops;
+    for (ValueRef r : node.inputs) ops.push_back(value_name(r));
+    const AttrValue* s = node.find_attr("scalar");
+    const AttrValue* idx = node.find_attr("scalar_index");
+    if (s == nullptr || idx == nullptr || !std::holds_alternative<int64_t>(*idx)) return ops;
+    const int64_t at = std::get<int64_t>(*idx);
+    if (node.inputs.empty() || at < 0 || static_cast<size_t>(at) > ops.size()) {
+      throw Refusal{"its recorded scalar operand does not fit its inputs"};
     }
-    return value_name(node.inputs[index]);
+    double v = 0;
+    if (const auto* i = std::get_if<int64_t>(s)) {
+      v = static_cast<double>(*i);
+    } else if (const auto* d = std::get_if<double>(s)) {
+      v = *d;
+    } else if (const auto* b = std::get_if<bool>(s)) {
+      v = *b ? 1 : 0;
+    } else {
+      throw Refusal{"its scalar operand is not a number"};
+    }
+    const size_t beside = std::min(static_cast<size_t>(at), node.inputs.size() - 1);
+    const ValueRef r = node.inputs[beside];
+    const DType dtype = report_.graph.nodes.at(r.node).outputs.at(r.output).dtype;
+    ops.insert(ops.begin() + at, scalar_tensor(v, dtype));
+    return ops;
+  }
+
+  std::string operand(size_t index) const {
+    if (index >= operands_.size()) {
+      throw Refusal{"it has " + std::to_string(operands_.size()) +
+                    " operands, the MindIR form needs operand " + std::to_string(index)};
+    }
+    return operands_[index];
+  }
+
+  // The dims of the node's data input `index`.
+  std::vector<int64_t> input_dims(const Node& node, size_t index) const {
+    if (index >= node.inputs.size()) throw Refusal{"it has no input " + std::to_string(index)};
+    const ValueRef in = node.inputs[index];
+    return known_dims(report_.graph.nodes.at(in.node).outputs.at(in.output).shape);
+  }
+
+  // A 0-d tensor Constant of `dtype` holding `v`.
+  std::string scalar_tensor(double v, DType dtype) {
+    return tensor_constant(TensorType{Shape::of(std::vector<int64_t>{}), dtype},
+                           std::vector<double>{v});
+  }
+
+  // A Constant node holding a tensor of `type` with `values` (C order).
+  std::string tensor_constant(const TensorType& type, const std::vector<double>& values) {
+    const auto dims = known_dims(type.shape);
+    const auto numel = checked_numel(dims);
+    if (!numel || static_cast<int64_t>(values.size()) != *numel) {
+      throw Refusal{"its value is not known", kUnsupportedValue};
+    }
+    if (!runtime::Tensor::supported(type.dtype)) {
+      throw Refusal{"a constant of dtype " + std::string(dtype_short_name(type.dtype)),
+                    kUnsupportedValue};
+    }
+    runtime::Tensor t(dims, type.dtype);
+    for (int64_t i = 0; i < *numel; ++i) t.set(i, values[static_cast<size_t>(i)]);
+    pb::Attribute a;
+    a.set_type(pb::Attribute::TENSORS);
+    pb::Tensor* tensor = a.add_tensors();
+    set_type(tensor, type);
+    tensor->set_name("value0");
+    tensor->set_raw_data(raw_bytes(t, type.dtype));
+    return constant(std::move(a));
   }
 
   // The value of one argument (function primitives: a node input name; attribute primitives:
@@ -446,13 +544,53 @@ class Writer {
     *skip = false;
     switch (arg.value) {
       case MindirValue::Input:
-        *input = operand(node, static_cast<size_t>(arg.number));
+        *input = operand(static_cast<size_t>(arg.number));
+        return;
+      case MindirValue::IndexInput: {
+        const auto at = static_cast<size_t>(arg.number);
+        *input = operand(weight(node, arg.key) && at > 0 ? at - 1 : at);
+        return;
+      }
+      case MindirValue::AllInputs: {
+        if (operands_.empty()) throw Refusal{"it has no inputs"};
+        const std::string key = simple_primitive("MakeTuple", pb::Primitive::PRIMITIVE);
+        *input = add_cnode(node, key, operands_, "MakeTuple")->name();
+        return;
+      }
+      case MindirValue::TypeId: {
+        const DType to = node.outputs.at(0).dtype;
+        auto id = mindspore_type_id(to);
+        if (!id) throw Refusal{"a cast to " + std::string(dtype_short_name(to))};
+        set_int(attr, *id);
+        return;
+      }
+      case MindirValue::Multiples: {
+        auto x = input_dims(node, 0);
+        const auto y = known_dims(node.outputs.at(0).shape);
+        if (y.size() < x.size()) throw Refusal{"its output has fewer dims than its input"};
+        x.insert(x.begin(), y.size() - x.size(), 1);
+        std::vector<int64_t> multiples;
+        for (size_t i = 0; i < y.size(); ++i) {
+          if (x[i] == 0 || y[i] % x[i] != 0) {
+            throw Refusal{"its output is not a whole tiling of its input"};
+          }
+          multiples.push_back(y[i] / x[i]);
+        }
+        set_ints(attr, multiples);
+        return;
+      }
+      case MindirValue::OutputCount:
+        set_int(attr, static_cast<int64_t>(node.outputs.size()));
+        return;
+      case MindirValue::RequiredInt:
+        if (r.attr() == nullptr) throw Refusal{"its " + r.what() + " is not recorded"};
+        set_int(attr, r.one_int(0));
         return;
       case MindirValue::Weight:
         if (auto w = weight(node, arg.key)) {
           *input = qualified(*w);
         } else if (arg.number >= 0) {
-          *input = operand(node, static_cast<size_t>(arg.number));
+          *input = operand(static_cast<size_t>(arg.number));
         } else {
           throw Refusal{"it reads no parameter ." + std::string(arg.key)};
         }
@@ -576,17 +714,17 @@ class Writer {
         in->set_name(name);
         if (node.outputs.size() != 1) throw Refusal{"a graph input must be one tensor"};
         set_type(in->add_tensor(), node.outputs[0]);
-        names_[index] = name;
+        names_[index] = {name};
         return;
       }
       case NodeKind::Parameter: {
         if (node.params.size() != 1)
           throw Refusal{"it reads " + std::to_string(node.params.size()) + " parameters"};
-        names_[index] = qualified(node.params[0]);
+        names_[index] = {qualified(node.params[0])};
         return;
       }
       case NodeKind::Constant:
-        names_[index] = write_constant(node);
+        names_[index] = {write_constant(node)};
         return;
       case NodeKind::Op:
         break;
@@ -595,20 +733,40 @@ class Writer {
     if (def == nullptr || def->mindir == nullptr) {
       throw Refusal{"it has no MindIR mapping in the operator table"};
     }
-    if (node.outputs.size() != 1) {
-      throw Refusal{"it has " + std::to_string(node.outputs.size()) + " outputs"};
-    }
+    if (node.outputs.empty()) throw Refusal{"it has no outputs"};
     const MindirDef& m = *def->mindir;
-    if (m.inference_identity) {
-      names_[index] = operand(node, 0);
+    if (m.fold != MindirFold::None) {
+      names_[index] = {folded(node, m.fold)};
       return;
+    }
+    operands_ = operands(node);
+    if (m.inference_identity) {
+      names_[index] = {operand(0)};
+      return;
+    }
+    if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
+      names_[index] = {gelu_erf(node)};
+      return;
+    }
+    if (node.outputs.size() > 1 && m.tuple_item >= 0) {
+      throw Refusal{"it has " + std::to_string(node.outputs.size()) + " outputs"};
     }
     // nn.Dense on rank > 2: (-1, in) before the product, the output's shape after.
     std::optional<std::string> reshaped;
+    TensorType product_type = node.outputs[0];
     if (m.matrix_weight && !node.inputs.empty() && weight(node, "weight")) {
-      const ValueRef in = node.inputs[0];
-      const auto dims = known_dims(report_.graph.nodes[in.node].outputs.at(in.output).shape);
-      if (dims.size() > 2) reshaped = reshape(node, operand(node, 0), {-1, dims.back()});
+      const auto dims = input_dims(node, 0);
+      if (dims.size() > 2) {
+        reshaped = reshape(node, operand(0), {-1, dims.back()});
+        const auto out = known_dims(node.outputs[0].shape);
+        int64_t rows = 1;
+        for (size_t i = 0; i + 1 < out.size(); ++i) {
+          auto p = checked_mul(rows, out[i]);
+          if (!p) throw Refusal{"its size overflows", kUnsupportedValue};
+          rows = *p;
+        }
+        product_type.shape = Shape::of({rows, out.back()});
+      }
     }
     pb::Primitive prim;
     prim.set_op_type(std::string(m.primitive));
@@ -634,17 +792,31 @@ class Writer {
     const std::string key = primitive_key(std::move(prim));
     pb::Node* n = add_cnode(node, key, inputs, m.primitive);
     std::string out = n->name();
+    if (node.outputs.size() > 1) {
+      // A tuple-valued primitive (Unstack): its abstract is the tuple, each reader takes
+      // TupleGetItem(i).
+      pb::Attribute* shape = n->add_attribute();
+      shape->set_name("shape");
+      shape->set_type(pb::Attribute::TUPLE);
+      for (const TensorType& t : node.outputs) {
+        pb::Attribute* e = shape->add_values();
+        e->set_type(pb::Attribute::TENSORS);
+        set_type(e->add_tensors(), t);
+      }
+      std::vector<std::string> items;
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        items.push_back(tuple_item(node, out, static_cast<int64_t>(i), node.outputs[i]));
+      }
+      names_[index] = std::move(items);
+      return;
+    }
     if (m.tuple_item >= 0) {
-      pb::Attribute item;
-      set_int(&item, m.tuple_item);
-      const std::string index_name = constant(std::move(item));
-      const std::string get = simple_primitive("TupleGetItem", pb::Primitive::PRIMITIVE);
-      n = add_cnode(node, get, {out, index_name}, "TupleGetItem");
-      out = n->name();
+      out = tuple_item(node, out, m.tuple_item, std::nullopt);
+      n = nullptr;
     }
     if (!m.bias.empty()) {
       if (auto b = weight(node, m.bias)) {
-        set_shape(n, node.outputs[0]);
+        if (n != nullptr) set_shape(n, product_type);
         pb::Attribute format;
         set_int(&format, 0);  // data_format NCHW
         const std::string format_name = constant(std::move(format));
@@ -653,12 +825,99 @@ class Writer {
         out = n->name();
       }
     }
+    if (!m.activation.empty()) {
+      if (const AttrValue* act = node.find_attr(m.activation)) {
+        if (n != nullptr) set_shape(n, product_type);
+        n = activation(node, out, *act);
+        out = n->name();
+      }
+    }
     if (reshaped) {
+      if (n != nullptr) set_shape(n, product_type);
       out = reshape(node, out, known_dims(node.outputs[0].shape));
-    } else {
+    } else if (n != nullptr) {
       set_shape(n, node.outputs[0]);
     }
-    names_[index] = out;
+    names_[index] = {out};
+  }
+
+  // TupleGetItem(tuple, i); with the element's abstract when `type` is given.
+  std::string tuple_item(const Node& node, const std::string& tuple, int64_t i,
+                         const std::optional<TensorType>& type) {
+    pb::Attribute item;
+    set_int(&item, i);
+    const std::string index_name = constant(std::move(item));
+    const std::string get = simple_primitive("TupleGetItem", pb::Primitive::PRIMITIVE);
+    pb::Node* n = add_cnode(node, get, {tuple, index_name}, "TupleGetItem");
+    if (type) set_shape(n, *type);
+    return n->name();
+  }
+
+  // The activation a weight layer applies after its product (nn.Dense(activation=...)).
+  pb::Node* activation(const Node& node, const std::string& value, const AttrValue& act) {
+    const auto* name = std::get_if<std::string>(&act);
+    if (name == nullptr) throw Refusal{"its activation is not recorded as a name"};
+    std::string lower = *name;
+    std::ranges::transform(lower, lower.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    static const std::map<std::string, std::string_view, std::less<>> kPrims = {
+        {"relu", "ReLU"},
+        {"relu6", "ReLU6"},
+        {"tanh", "Tanh"},
+        {"sigmoid", "Sigmoid"},
+        {"gelu", "GeLU"}};
+    auto it = kPrims.find(lower);
+    if (it == kPrims.end()) {
+      throw Refusal{"activation '" + *name + "' has no MindIR mapping"};
+    }
+    const std::string key = simple_primitive(it->second, pb::Primitive::PRIMITIVE_FUNCTION);
+    return add_cnode(node, key, {value}, it->second);
+  }
+
+  // A binary function primitive node `prim`(a, b) with the node's output abstract.
+  std::string binary(const Node& node, std::string_view prim, const std::string& a,
+                     const std::string& b) {
+    const std::string key = simple_primitive(prim, pb::Primitive::PRIMITIVE_FUNCTION);
+    pb::Node* n = add_cnode(node, key, {a, b}, prim);
+    set_shape(n, node.outputs[0]);
+    return n->name();
+  }
+
+  // nn.GELU(approximate=False): x * (erf(x / sqrt(2)) + 1) * 0.5, the nodes mindspore.export
+  // writes for it (Div, Erf, Add, Mul, Mul).
+  std::string gelu_erf(const Node& node) {
+    const std::string x = operand(0);
+    const DType t = node.outputs[0].dtype;
+    const std::string scaled = binary(node, "Div", x, scalar_tensor(std::sqrt(2.0), t));
+    const std::string erf_key = simple_primitive("Erf", pb::Primitive::PRIMITIVE_FUNCTION);
+    pb::Node* erf = add_cnode(node, erf_key, {scaled}, "Erf");
+    set_shape(erf, node.outputs[0]);
+    const std::string plus = binary(node, "Add", erf->name(), scalar_tensor(1.0, t));
+    const std::string prod = binary(node, "Mul", x, plus);
+    return binary(node, "Mul", prod, scalar_tensor(0.5, t));
+  }
+
+  // A node MindSpore's compile folds (MindirFold): its value as a Constant tensor.
+  std::string folded(const Node& node, MindirFold fold) {
+    if (node.outputs.size() != 1) throw Refusal{"a folded operator must have one output"};
+    const TensorType& type = node.outputs[0];
+    const auto dims = known_dims(type.shape);
+    const auto numel = checked_numel(dims);
+    if (!numel) throw Refusal{"its size overflows", kUnsupportedValue};
+    std::vector<double> values(static_cast<size_t>(*numel), fold == MindirFold::Ones ? 1.0 : 0.0);
+    if (fold == MindirFold::Range) {
+      // The runtime kernel's values: start + i * delta, in the output's dtype.
+      if (!runtime::attr_float(node, "limit") && !runtime::attr_float(node, "end")) {
+        throw Refusal{"the bounds of the range were not recorded", kUnsupportedValue};
+      }
+      const double start = runtime::attr_float(node, "start").value_or(0);
+      const double delta = runtime::attr_float(node, "delta")
+                               .value_or(runtime::attr_float(node, "step").value_or(1));
+      for (size_t i = 0; i < values.size(); ++i) {
+        values[i] = start + static_cast<double>(i) * delta;
+      }
+    }
+    return tensor_constant(type, values);
   }
 
   // A Reshape(value, shape) node; returns its name.
@@ -697,21 +956,7 @@ class Writer {
     } else {
       throw Refusal{"its value is not known", kUnsupportedValue};
     }
-    if (static_cast<int64_t>(values.size()) != count)
-      throw Refusal{"its value is not known", kUnsupportedValue};
-    runtime::Tensor t(dims, type.dtype == DType::Float16 ? DType::Float16 : type.dtype);
-    if (!runtime::Tensor::supported(type.dtype)) {
-      throw Refusal{"a constant of dtype " + std::string(dtype_short_name(type.dtype)),
-                    kUnsupportedValue};
-    }
-    for (int64_t i = 0; i < count; ++i) t.set(i, values[static_cast<size_t>(i)]);
-    pb::Attribute a;
-    a.set_type(pb::Attribute::TENSORS);
-    pb::Tensor* tensor = a.add_tensors();
-    set_type(tensor, type);
-    tensor->set_name("value0");
-    tensor->set_raw_data(raw_bytes(t, type.dtype));
-    return constant(std::move(a));
+    return tensor_constant(type, values);
   }
 
   void write_outputs() {
@@ -844,8 +1089,9 @@ class Writer {
   std::map<std::string, const runtime::ParamState*, std::less<>> params_;
   std::string graph_name_;
   pb::Model model_;
-  std::vector<std::string> names_;  // per graph node: the MindIR value it is
-  std::vector<bool> refused_;       // per graph node: refused, or fed by a refused node
+  std::vector<std::vector<std::string>> names_;  // per graph node and output: its MindIR value
+  std::vector<std::string> operands_;            // the node being written: its tensor operands
+  std::vector<bool> refused_;  // per graph node: refused, or fed by a refused node
   std::map<std::string, std::string> primitive_keys_;
   std::map<std::string, std::string> constants_;
   int64_t uid_ = 0;

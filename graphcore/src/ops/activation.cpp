@@ -9,10 +9,15 @@ namespace graphcore::ops {
 constexpr MindirArg kMindirX[] = {{"x", MindirValue::Input}};
 constexpr MindirDef kMindirReLU{"ReLU", MindirKind::Function, kMindirX};
 constexpr MindirDef kMindirReLU6{"ReLU6", MindirKind::Function, kMindirX};
-// GeLU is the tanh approximation; nn.GELU(approximate=False) exports as another primitive.
-constexpr MindirArg kMindirGeLUArgs[] = {{"input", MindirValue::Input},
-                                         {"approximate", MindirValue::Require, "approximate", 1}};
-constexpr MindirDef kMindirGeLU{"GeLU", MindirKind::Function, kMindirGeLUArgs};
+// Sigmoid(input), Tanh(input): gen_ops_prim classes.
+constexpr MindirArg kMindirInput[] = {{"input", MindirValue::Input}};
+constexpr MindirDef kMindirSigmoid{"Sigmoid", MindirKind::Function, kMindirInput};
+constexpr MindirDef kMindirTanh{"Tanh", MindirKind::Function, kMindirInput};
+// GeLU is the tanh approximation; nn.GELU(approximate=False) is written as its construct computes
+// it (Div, Erf, Add, Mul, Mul), as mindspore.export writes it.
+constexpr MindirDef kMindirGeLU{
+    "GeLU",           MindirKind::Function,    kMindirInput, {}, -1, false, false,
+    MindirFold::None, MindirExpansion::GeluErf};
 // Softmax(input) + (axis), the axis as a tuple.
 constexpr MindirArg kMindirSoftmaxArgs[] = {{"input", MindirValue::Input},
                                             {"axis", MindirValue::Ints, "axis", 1}};
@@ -28,9 +33,9 @@ std::span<const OpDef> activation_ops() {
       {"ReLU6", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
        &kernels::k_relu6, false, &ad::g_unary, false, &ox::o_relu6, &kMindirReLU6},
       {"Sigmoid", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
-       &kernels::k_sigmoid, false, &ad::g_unary, false, &ox::o_sigmoid},
+       &kernels::k_sigmoid, false, &ad::g_unary, false, &ox::o_sigmoid, &kMindirSigmoid},
       {"Tanh", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
-       &kernels::k_tanh, false, &ad::g_unary, false, &ox::o_tanh},
+       &kernels::k_tanh, false, &ad::g_unary, false, &ox::o_tanh, &kMindirTanh},
       {"GeLU", C::Activation, kElementwise | kActivation, U::Vector, 6, P::Float16,
        &kernels::k_gelu, false, &ad::g_unary, false, &ox::o_gelu, &kMindirGeLU},
       {"FastGeLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,

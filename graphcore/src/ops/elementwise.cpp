@@ -9,6 +9,22 @@ namespace graphcore::ops {
 constexpr MindirArg kMindirAddArgs[] = {{"x", MindirValue::Input, {}, 0},
                                         {"y", MindirValue::Input, {}, 1}};
 constexpr MindirDef kMindirAdd{"Add", MindirKind::Function, kMindirAddArgs};
+// Sub, Mul, Div, Equal, NotEqual (input, other): gen_ops_prim classes. A Python scalar operand
+// (`1.0 - m`, `ids != 0`) is a 0-d tensor Constant of the other operand's dtype, as
+// mindspore.export writes `1.0 - m` and `ids != 0` (it writes `x * 2.0` as Muls(x, 2.0): the
+// same value, docs/export.md).
+constexpr MindirArg kMindirBinaryArgs[] = {{"input", MindirValue::Input, {}, 0},
+                                           {"other", MindirValue::Input, {}, 1}};
+constexpr MindirDef kMindirSub{"Sub", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirMul{"Mul", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirDiv{"Div", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirEqual{"Equal", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirNotEqual{"NotEqual", MindirKind::Function, kMindirBinaryArgs};
+// Cast(input_x, dtype): not a gen_ops_prim class, but a function primitive in mindspore.export's
+// file, the dtype an INT64 TypeId (float32 = 43, int32 = 34).
+constexpr MindirArg kMindirCastArgs[] = {{"input_x", MindirValue::Input},
+                                         {"dtype", MindirValue::TypeId}};
+constexpr MindirDef kMindirCast{"Cast", MindirKind::Function, kMindirCastArgs};
 
 std::span<const OpDef> elementwise_ops() {
   using C = OpCategory;
@@ -18,11 +34,11 @@ std::span<const OpDef> elementwise_ops() {
       {"Add", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_add, false,
        &ad::g_binary, false, &ox::o_add, &kMindirAdd},
       {"Sub", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_sub, false,
-       &ad::g_binary, false, &ox::o_sub},
+       &ad::g_binary, false, &ox::o_sub, &kMindirSub},
       {"Mul", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_mul, false,
-       &ad::g_binary, false, &ox::o_mul},
+       &ad::g_binary, false, &ox::o_mul, &kMindirMul},
       {"Div", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_div, false,
-       &ad::g_binary, false, &ox::o_div},
+       &ad::g_binary, false, &ox::o_div, &kMindirDiv},
       {"RealDiv", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_div, false,
        &ad::g_binary},
       {"FloorDiv", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_floordiv,
@@ -66,9 +82,9 @@ std::span<const OpDef> elementwise_ops() {
       {"Cos", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cos, false,
        &ad::g_unary},
       {"Equal", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_eq, false,
-       &ad::g_no_gradient, false, &ox::o_equal},
+       &ad::g_no_gradient, false, &ox::o_equal, &kMindirEqual},
       {"NotEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_ne, false,
-       &ad::g_no_gradient, false, &ox::o_equal},
+       &ad::g_no_gradient, false, &ox::o_equal, &kMindirNotEqual},
       {"Greater", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_gt, false,
        &ad::g_no_gradient},
       {"GreaterEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_ge,
@@ -92,7 +108,7 @@ std::span<const OpDef> elementwise_ops() {
       {"Invert", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_invert, false,
        &ad::g_no_gradient},
       {"Cast", C::Cast, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cast, false,
-       &ad::g_cast, false, &ox::o_cast},
+       &ad::g_cast, false, &ox::o_cast, &kMindirCast},
       {"FusedElemwise", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
   };
   return kRows;

@@ -64,8 +64,9 @@ constexpr MindirArg kMindirMatMulArgs[] = {
     {"transpose_a", MV::Bool, "transpose_a", 0},
     {"transpose_b", MV::HasWeight, "weight"},
 };
-constexpr MindirDef kMindirMatMul{"MatMul", MindirKind::Function, kMindirMatMulArgs, "bias", -1,
-                                  true};
+constexpr MindirDef kMindirMatMul{
+    "MatMul", MindirKind::Function, kMindirMatMulArgs,     "bias",      -1, true,
+    false,    MindirFold::None,     MindirExpansion::None, "activation"};
 // BatchMatMul(x, y) + (transpose_a, transpose_b).
 constexpr MindirArg kMindirBatchMatMulArgs[] = {
     {"x", MV::Input, {}, 0},

@@ -27,6 +27,53 @@ constexpr MindirArg kMindirTransposeArgs[] = {{"input", MindirValue::Input},
 // and MindSpore's own export writes nothing.
 constexpr MindirDef kMindirDropout{"Dropout", MindirKind::Function, {}, {}, -1, false, true};
 constexpr MindirDef kMindirTranspose{"Transpose", MindirKind::Function, kMindirTransposeArgs};
+// ExpandDims(input_x, axis) with the recorded int axis.
+constexpr MindirArg kMindirExpandDimsArgs[] = {{"input_x", MindirValue::Input},
+                                               {"axis", MindirValue::RequiredInt, "axis"}};
+constexpr MindirDef kMindirExpandDims{"ExpandDims", MindirKind::Function, kMindirExpandDimsArgs};
+// Concat(tensors) + (axis): the tensors as a MakeTuple node.
+constexpr MindirArg kMindirConcatArgs[] = {{"tensors", MindirValue::AllInputs},
+                                           {"axis", MindirValue::Int, "axis", 0}};
+constexpr MindirDef kMindirConcat{"Concat", MindirKind::Function, kMindirConcatArgs};
+// Unstack: an attribute primitive (num, axis) returning a tuple; readers take TupleGetItem(i).
+constexpr MindirArg kMindirUnstackArgs[] = {{"x", MindirValue::Input},
+                                            {"num", MindirValue::OutputCount},
+                                            {"axis", MindirValue::Int, "axis", 0}};
+constexpr MindirDef kMindirUnstack{"Unstack", MindirKind::Attribute, kMindirUnstackArgs};
+// Tile(input, multiples): not a gen_ops_prim class; a function primitive in mindspore.export's
+// file. The multiples are the output / input dims (the recorded ones may be symbolic).
+constexpr MindirArg kMindirTileArgs[] = {{"input", MindirValue::Input},
+                                         {"multiples", MindirValue::Multiples}};
+constexpr MindirDef kMindirTile{"Tile", MindirKind::Function, kMindirTileArgs};
+// StridedSlice(input_x, begin, end, strides) + (begin_mask, end_mask, ellipsis_mask,
+// new_axis_mask, shrink_axis_mask): the evaluator records getitem in this form.
+constexpr MindirArg kMindirStridedSliceArgs[] = {
+    {"input_x", MindirValue::Input},
+    {"begin", MindirValue::Ints, "begin", 1},
+    {"end", MindirValue::Ints, "end", 1},
+    {"strides", MindirValue::Ints, "strides", 1},
+    {"begin_mask", MindirValue::Int, "begin_mask", 0},
+    {"end_mask", MindirValue::Int, "end_mask", 0},
+    {"ellipsis_mask", MindirValue::Int, "ellipsis_mask", 0},
+    {"new_axis_mask", MindirValue::Int, "new_axis_mask", 0},
+    {"shrink_axis_mask", MindirValue::Int, "shrink_axis_mask", 0}};
+constexpr MindirDef kMindirStridedSlice{"StridedSlice", MindirKind::Function,
+                                        kMindirStridedSliceArgs};
+// Gather(input_params, input_indices, axis) + (batch_dims): nn.Embedding's table is the
+// params (axis 0); ops.gather(x, indices, axis) its two inputs.
+constexpr MindirArg kMindirGatherArgs[] = {
+    {"input_params", MindirValue::Weight, "embedding_table", 0},
+    {"input_indices", MindirValue::IndexInput, "embedding_table", 1},
+    {"axis", MindirValue::Int, "axis", 0},
+    {"batch_dims", MindirValue::Int, "batch_dims", 0}};
+constexpr MindirDef kMindirGather{"Gather", MindirKind::Function, kMindirGatherArgs};
+// Folded to constant tensors, as MindSpore's compile folds them (opdef.h MindirFold).
+constexpr MindirDef kMindirRange{"Range", MindirKind::Function, {}, {}, -1, false,
+                                 false,   MindirFold::Range};
+constexpr MindirDef kMindirZerosLike{"ZerosLike", MindirKind::Function, {}, {}, -1, false,
+                                     false,       MindirFold::Zeros};
+constexpr MindirDef kMindirOnesLike{"OnesLike", MindirKind::Function, {}, {}, -1, false,
+                                    false,      MindirFold::Ones};
 
 std::span<const OpDef> tensor_ops() {
   using C = OpCategory;
@@ -66,7 +113,7 @@ std::span<const OpDef> tensor_ops() {
       {"Flatten", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
        false, &ad::g_reshape, false, &ox::o_reshape, &kMindirFlatten},
       {"ExpandDims", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16,
-       &kernels::k_reshape, false, &ad::g_reshape, false, &ox::o_reshape},
+       &kernels::k_reshape, false, &ad::g_reshape, false, &ox::o_reshape, &kMindirExpandDims},
       {"Squeeze", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
        false, &ad::g_reshape, false, &ox::o_reshape},
       {"Identity", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_identity, false,
@@ -76,22 +123,22 @@ std::span<const OpDef> tensor_ops() {
       {"Transpose", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_transpose, false,
        &ad::g_transpose, false, &ox::o_transpose, &kMindirTranspose},
       {"Concat", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_concat, false,
-       &ad::g_concat, false, &ox::o_concat},
+       &ad::g_concat, false, &ox::o_concat, &kMindirConcat},
       {"Stack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_stack, false,
        &ad::g_stack},
       {"Split", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_split, false,
        &ad::g_split},
       {"Unstack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_unstack, false,
-       &ad::g_unstack, false, &ox::o_unstack},
+       &ad::g_unstack, false, &ox::o_unstack, &kMindirUnstack},
       {"Tile", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tile, false, &ad::g_tile,
-       false, &ox::o_tile},
+       false, &ox::o_tile, &kMindirTile},
       {"BroadcastTo", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_broadcast_to,
        false, &ad::g_broadcast_to},
       {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,
-       false, &ad::g_strided_slice, false, &ox::o_strided_slice},
+       false, &ad::g_strided_slice, false, &ox::o_strided_slice, &kMindirStridedSlice},
       {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad, false, &ad::g_pad},
       {"Gather", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_gather, false,
-       &ad::g_gather, false, &ox::o_gather},
+       &ad::g_gather, false, &ox::o_gather, &kMindirGather},
       {"OneHot", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_one_hot, false,
        &ad::g_no_gradient},
       {"MaskedFill", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_masked_fill, false,
@@ -107,11 +154,11 @@ std::span<const OpDef> tensor_ops() {
       {"LinSpace", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_linspace, false,
        &ad::g_no_gradient},
       {"Range", C::Creation, kTraitNone, U::AiCpu, 1, P::Float16, &kernels::k_range, false,
-       &ad::g_no_gradient, false, &ox::o_range},
+       &ad::g_no_gradient, false, &ox::o_range, &kMindirRange},
       {"ZerosLike", C::Creation, kLikeInput, U::Vector, 1, P::Float16, &kernels::k_zeros_like,
-       false, &ad::g_no_gradient, false, &ox::o_fill_like},
+       false, &ad::g_no_gradient, false, &ox::o_fill_like, &kMindirZerosLike},
       {"OnesLike", C::Creation, kLikeInput, U::Vector, 1, P::Float16, &kernels::k_ones_like, false,
-       &ad::g_no_gradient, false, &ox::o_fill_like},
+       &ad::g_no_gradient, false, &ox::o_fill_like, &kMindirOnesLike},
       {"Constant", C::Creation, kTraitNone, U::Vector, 1, P::Float16, nullptr, true},
       {"Dropout", C::Random, kElementwise | kRandom, U::Vector, 3, P::Float16, &kernels::k_dropout,
        false, &ad::g_dropout, false, &ox::o_identity, &kMindirDropout},
