@@ -1,8 +1,7 @@
 // `cellscope export FILE [--format mindir|onnx] -o OUT`: compile one root Cell, bind its
 // parameters on the CPU runtime (initialised as MindSpore would from --seed, or loaded from
-// --checkpoint), and write the model file atomically (docs/export.md). MindIR is written by
-// graphcore::export_mindir, ONNX by graphcore::build_onnx; both files go through the CLI's one
-// atomic writer (write_file_atomic). Refusals are located diagnostics on stderr (export-* codes,
+// --checkpoint), and write the model file atomically (docs/export.md). The export itself is
+// export_model (model_export.h), which the language server's cellscope.export runs too. Refusals are located diagnostics on stderr (export-* codes,
 // docs/diagnostics.md), exit code 1, and nothing is written. stdout stays empty: the summary line
 // is a log.
 #include <filesystem>
@@ -11,10 +10,7 @@
 #include "commands.h"
 #include "files.h"
 #include "graphcore/analysis.h"
-#include "graphcore/export_onnx.h"
-#include "graphcore/mindir.h"
-#include "graphcore/runtime.h"
-#include "protocol/document.h"
+#include "model_export.h"
 
 namespace cellscope::server {
 
@@ -32,179 +28,44 @@ void print_located(const graphcore::Diagnostic& d, const std::string& fallback_f
             << graphcore::severity_name(d.severity) << ": " << d.message << " [" << d.code << "]\n";
 }
 
-// The format a file name's extension names; "" for any other name.
-std::string format_of_name(const fs::path& path) {
-  const std::string ext = path.extension().string();
-  if (ext == ".mindir") return "mindir";
-  if (ext == ".onnx") return "onnx";
-  return "";
-}
-
-// A format's serialized file, or why the graph cannot be written in it.
-struct ExportedFile {
-  std::string bytes;
-  std::vector<graphcore::Diagnostic> errors;
-  std::string summary;  // "MindIR, 42 nodes, 9 primitives, 10 weights"
-};
-
-graphcore::OnnxExportOptions onnx_options() {
-  graphcore::OnnxExportOptions o;
-  o.producer_version = std::string(protocol::tool_version());
-  return o;
-}
-
-// The refusals known before any weight is initialised or loaded (ONNX checks its operators,
-// dims and dtypes without weights; MindIR's come with the export itself).
-std::vector<graphcore::Diagnostic> precheck(const std::string& format,
-                                            const graphcore::CellReport& report) {
-  if (format == "onnx") return graphcore::check_onnx_export(report, onnx_options());
-  return {};
-}
-
-// The one place that knows the formats: --format's value -> its writer.
-ExportedFile export_as(const std::string& format, const graphcore::CellReport& report,
-                       std::span<const graphcore::runtime::ParamState> params) {
-  ExportedFile out;
-  if (format == "mindir") {
-    graphcore::MindirExport m = graphcore::export_mindir(report, params);
-    out.bytes = std::move(m.bytes);
-    out.errors = std::move(m.errors);
-    out.summary = "MindIR, " + std::to_string(m.nodes) + " nodes, " + std::to_string(m.primitives) +
-                  " primitives, " + std::to_string(m.weights) + " weights";
-  } else if (format == "onnx") {
-    const graphcore::OnnxExportOptions eo = onnx_options();
-    graphcore::OnnxExportResult r = graphcore::build_onnx(report, params, eo);
-    out.bytes = std::move(r.bytes);
-    out.errors = std::move(r.diagnostics);
-    out.summary = "ONNX opset " + std::to_string(eo.opset) + ", " + std::to_string(r.nodes) +
-                  " nodes, " + std::to_string(r.initializers) + " initializers";
-  } else {
-    throw std::logic_error("unknown export format " + format);
-  }
-  return out;
-}
-
-// An input whose dims are not all numbers: one located diagnostic per input (not at every node
-// after it), the same for every format.
-std::vector<graphcore::Diagnostic> dynamic_inputs(const graphcore::CellReport& report) {
-  std::vector<graphcore::Diagnostic> out;
-  for (const graphcore::Node& n : report.graph.nodes) {
-    if (n.kind != graphcore::NodeKind::Input || n.outputs.empty()) continue;
-    const graphcore::Shape& shape = n.outputs.front().shape;
-    bool known = shape.ranked;
-    for (const auto& d : shape.dims) known = known && d.is_known();
-    if (known) continue;
-    graphcore::Diagnostic diag;
-    diag.file = n.file.empty() ? report.file : std::string(n.file);
-    diag.range = n.file.empty() ? report.range : n.range;
-    diag.code = "export-dynamic-shape";
-    diag.message = "cannot export " + report.name + ": input '" + n.id + "' has shape " +
-                   shape.str() + "; give static dims with --input (e.g. 1,3,224,224)";
-    out.push_back(std::move(diag));
-  }
-  return out;
-}
-
 }  // namespace
 
 int run_export(const ExportCommandOptions& options) {
-  graphcore::AnalysisOptions analysis;
-  if (!graph_analysis_options(options.model, &analysis)) return kExitUsage;
-  analysis.record_facts = true;     // initializers at constructor sites, as the runtime binds them
-  analysis.constant_values = true;  // constants computed in __init__ are written with values
+  ModelExportRequest request;
+  if (!graph_analysis_options(options.model, &request.analysis)) return kExitUsage;
   if (options.output.empty()) {
     export_error("-o/--output is required: the file to write (.mindir or .onnx)");
     return kExitUsage;
   }
-  const fs::path out_path(options.output);
-  const std::string named = format_of_name(out_path);
-  std::string format = options.format;
-  if (format.empty()) {
-    if (named.empty()) {
-      export_error("give --format mindir|onnx, or an -o name ending in .mindir or .onnx: " +
-                   options.output);
-      return kExitUsage;
-    }
-    format = named;
-  }
-  if (format == "mindir" && named != "mindir") {
-    export_error("--format mindir writes .mindir files (mindspore.load accepts no other name): " +
-                 options.output);
+  request.output = fs::path(options.output);
+  std::string why;
+  std::optional<std::string> format = resolve_export_format(options.format, request.output, &why);
+  if (!format) {
+    export_error(why);
     return kExitUsage;
   }
-  if (!named.empty() && named != format) {
-    export_error("--format " + format + " does not write ." + named + " files: " + options.output);
-    return kExitUsage;
-  }
-  std::error_code ec;
-  const fs::path dir = out_path.has_parent_path() ? out_path.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) {
-    export_error("cannot write " + options.output + ": no such directory " + dir.string());
-    return kExitErrors;
-  }
-  if (fs::is_directory(out_path, ec)) {
-    export_error("cannot write " + options.output + ": it is a directory");
-    return kExitErrors;
-  }
-  if (!options.checkpoint.empty() && !fs::is_regular_file(options.checkpoint, ec)) {
-    export_error("no such checkpoint: " + options.checkpoint);
-    return kExitUsage;
-  }
+  request.file = options.model.file;
+  request.format = *format;
+  request.checkpoint = options.checkpoint;
+  request.seed = options.seed;
 
   graphcore::DiskSourceProvider disk;
-  graphcore::AnalysisResult result = graphcore::analyze_file(options.model.file, analysis, disk);
-  bool failed = false;
-  for (const auto& d : result.diagnostics) {
-    if (d.severity != graphcore::Severity::Error) continue;
-    print_located(d, result.file);
-    failed = true;
+  const ModelExportOutcome outcome = export_model(request, disk);
+  if (!outcome.checkpoint_summary.empty()) std::cerr << outcome.checkpoint_summary << "\n";
+  for (const auto& d : outcome.diagnostics) print_located(d, outcome.analysed_file);
+  for (const auto& e : outcome.errors) export_error(e);
+  switch (outcome.status) {
+    case ModelExportOutcome::Status::kWritten:
+      std::cerr << "wrote " << display_path(options.output) << " (" << outcome.summary << ", "
+                << outcome.bytes << " bytes)\n";
+      return kExitOk;
+    case ModelExportOutcome::Status::kUsage:
+      return kExitUsage;
+    case ModelExportOutcome::Status::kRefused:
+    case ModelExportOutcome::Status::kCancelled:
+      break;
   }
-  if (result.cells.empty()) {
-    export_error("no Cell to export in " + display_path(options.model.file) +
-                 " (name one with --cell or --entry)");
-    return kExitErrors;
-  }
-  if (result.cells.size() > 1) {
-    std::string names;
-    for (const auto& c : result.cells) names += (names.empty() ? "" : ", ") + c.name;
-    export_error(display_path(options.model.file) + " has several root Cells (" + names +
-                 "): choose one with --cell or --entry");
-    return kExitUsage;
-  }
-  const graphcore::CellReport& report = result.cells.front();
-  if (!report.compiled || failed) {
-    export_error("nothing written: " + report.name + " does not compile (errors above)");
-    return kExitErrors;
-  }
-  auto refuse = [&](const std::vector<graphcore::Diagnostic>& problems) {
-    for (const auto& d : problems) print_located(d, result.file);
-    export_error("nothing written to " + options.output + ": " + std::to_string(problems.size()) +
-                 " problem" + (problems.size() == 1 ? "" : "s") + " above");
-    return kExitErrors;
-  };
-  // Refusals first: nothing is initialised or loaded for a model that cannot be exported.
-  if (auto problems = dynamic_inputs(report); !problems.empty()) return refuse(problems);
-  if (auto problems = precheck(format, report); !problems.empty()) return refuse(problems);
-
-  try {
-    graphcore::runtime::ExecOptions exec;
-    exec.seed = options.seed;
-    exec.keep_values = false;
-    graphcore::runtime::Executor executor(report, exec);
-    if (!options.checkpoint.empty()) {
-      graphcore::runtime::CheckpointLoad load = executor.load_checkpoint(options.checkpoint);
-      std::cerr << load.summary() << "\n";
-    }
-    ExportedFile file = export_as(format, report, executor.params());
-    if (!file.errors.empty()) return refuse(file.errors);
-    write_file_atomic(out_path, file.bytes);
-    std::cerr << "wrote " << display_path(options.output) << " (" << file.summary << ", "
-              << file.bytes.size() << " bytes)\n";
-  } catch (const std::exception& e) {
-    export_error("nothing written to " + options.output + ": " + e.what());
-    return kExitErrors;
-  }
-  return kExitOk;
+  return kExitErrors;
 }
 
 }  // namespace cellscope::server

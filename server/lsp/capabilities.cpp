@@ -86,7 +86,8 @@ Json server_capabilities(PositionEncoding encoding, bool pull_diagnostics) {
       {"definitionProvider", true},
       {"executeCommandProvider",
        {{"commands", Json::array({"cellscope.visualizeGraph", "cellscope.graphDocument",
-                                  "cellscope.setTarget", "cellscope.debugFocus"})}}},
+                                  "cellscope.setTarget", "cellscope.debugFocus",
+                                  "cellscope.export"})}}},
       {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
   };
   if (pull_diagnostics) {
