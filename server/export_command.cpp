@@ -1,9 +1,9 @@
 // `cellscope export FILE [--format mindir|onnx] -o OUT`: compile one root Cell, bind its
 // parameters on the CPU runtime (initialised as MindSpore would from --seed, or loaded from
 // --checkpoint), and write the model file atomically (docs/export.md). The export itself is
-// export_model (model_export.h), which the language server's cellscope.export runs too. Refusals are located diagnostics on stderr (export-* codes,
-// docs/diagnostics.md), exit code 1, and nothing is written. stdout stays empty: the summary line
-// is a log.
+// export_model (model_export.h), which the language server's cellscope.export runs too. Refusals
+// are located diagnostics on stderr (export-* codes, docs/diagnostics.md), exit code 1, and nothing
+// is written. stdout stays empty: the summary line is a log.
 #include <filesystem>
 #include <iostream>
 

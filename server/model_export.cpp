@@ -114,8 +114,8 @@ std::optional<std::string> resolve_export_format(const std::string& format, cons
   }
   if (format.empty()) {
     if (named.empty()) {
-      *why = "give --format mindir|onnx, or an -o name ending in .mindir or .onnx: " +
-             output.string();
+      *why =
+          "give --format mindir|onnx, or an -o name ending in .mindir or .onnx: " + output.string();
       return std::nullopt;
     }
     return named;

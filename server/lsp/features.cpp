@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -611,9 +611,9 @@ void export_lenses(const FileAnalysis& fa, Json& out) {
       const std::string_view text = range_text(*fa.text, call.range);
       const Json range = fa.conv->range(SourceRange{call.range.start, call.range.start});
       auto explain = [&](const std::string& why) {
-        out.push_back({{"range", range},
-                       {"command", {{"title", "Export now: unavailable (" + why + ")"},
-                                    {"command", ""}}}});
+        out.push_back(
+            {{"range", range},
+             {"command", {{"title", "Export now: unavailable (" + why + ")"}, {"command", ""}}}});
       };
       std::string format = export_literal(call, text, "file_format");
       for (char& c : format) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -644,16 +644,15 @@ void export_lenses(const FileAnalysis& fa, Json& out) {
       std::filesystem::path output(name);
       if (output.is_relative()) output = std::filesystem::path(fa.path).parent_path() / output;
       output = output.lexically_normal();
-      out.push_back(
-          {{"range", range},
-           {"command",
-            {{"title", "Export now → " + output.filename().string()},
-             {"command", "cellscope.export"},
-             {"arguments", Json::array({{{"uri", fa.uri},
-                                         {"format", format},
-                                         {"cell", root->name},
-                                         {"output", output.string()},
-                                         {"line", call.range.start.line}}})}}}});
+      out.push_back({{"range", range},
+                     {"command",
+                      {{"title", "Export now → " + output.filename().string()},
+                       {"command", "cellscope.export"},
+                       {"arguments", Json::array({{{"uri", fa.uri},
+                                                   {"format", format},
+                                                   {"cell", root->name},
+                                                   {"output", output.string()},
+                                                   {"line", call.range.start.line}}})}}}});
     }
   }
 }

@@ -615,7 +615,10 @@ void ProtocolServer::attach_features() {
   analysed("textDocument/definition",
            [](const FeatureContext& c, const Json& p) { return definition(c, p.at("position")); });
   analysed("textDocument/diagnostic", [this](const FeatureContext& c, const Json& p) {
+    // The analysis, and the export refusals shown with it (a refused export changes the result).
     std::string id = std::to_string(c.fa.seq);
+    if (auto f = feedback_.find(c.fa.uri); f != feedback_.end() && f->second.export_seq > 0)
+      id += "." + std::to_string(f->second.export_seq);
     if (p.value("previousResultId", "") == id) return Json{{"kind", "unchanged"}, {"resultId", id}};
     const OpenDoc* d = scheduler_.find(c.fa.uri);
     Json items = d ? diagnostics_for(*d) : file_diagnostics(c);
@@ -804,7 +807,8 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
   if (a.contains("position") && a["position"].is_object() && a["position"].contains("line") &&
       a["position"]["line"].is_number_integer())
     line = a["position"]["line"].get<int64_t>();
-  if (!scheduler_.find(uri)) return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
+  if (!scheduler_.find(uri))
+    return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
   std::optional<Json> client_token;
   if (params.contains("workDoneToken")) client_token = params["workDoneToken"];
 
@@ -821,8 +825,8 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
                                                   fs::path(fa->path).filename().string()})}});
     }
     const fs::path file(fa->path);
-    fs::path output = output_arg.empty() ? server::default_export_path(file, cell, format)
-                                         : fs::path(output_arg);
+    fs::path output =
+        output_arg.empty() ? server::default_export_path(file, cell, format) : fs::path(output_arg);
     if (output.is_relative()) output = file.parent_path() / output;
     std::string why;
     if (!server::resolve_export_format(format, output, &why)) {
@@ -852,8 +856,8 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
     request.progress = [weak, id, &io = io_](std::string_view stage, int percent) {
       asio::post(io, [weak, id, what = std::string(stage), percent] {
         if (auto self = weak.lock()) {
-          self->export_progress(
-              id, {{"kind", "report"}, {"message", what}, {"percentage", percent}});
+          self->export_progress(id,
+                                {{"kind", "report"}, {"message", what}, {"percentage", percent}});
         }
       });
     };
@@ -875,10 +879,11 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
       begin(client_token->is_string() ? client_token->get<std::string>() : client_token->dump());
     } else if (client_.work_done_progress) {
       const std::string token = "cellscope-export-" + std::to_string(id);
-      rpc_.call("window/workDoneProgress/create", {{"token", token}},
-                [weak, begin, token](const std::optional<Json>&, const std::optional<RpcError>& err) {
-                  if (auto self = weak.lock(); self && !err) begin(token);
-                });
+      rpc_.call(
+          "window/workDoneProgress/create", {{"token", token}},
+          [weak, begin, token](const std::optional<Json>&, const std::optional<RpcError>& err) {
+            if (auto self = weak.lock(); self && !err) begin(token);
+          });
     }
 
     // What the client is told at the end (I/O thread).
@@ -889,20 +894,22 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
       f.export_diagnostics.clear();
       Json result;
       if (o.status == server::ModelExportOutcome::Status::kWritten) {
-        result = {{"status", "written"},     {"path", o.output},      {"format", format},
-                  {"cell", o.cell},          {"nodes", o.nodes},      {"bytes", o.bytes},
+        result = {{"status", "written"}, {"path", o.output}, {"format", format},
+                  {"cell", o.cell},      {"nodes", o.nodes}, {"bytes", o.bytes},
                   {"summary", o.summary}};
       } else if (o.status == server::ModelExportOutcome::Status::kCancelled) {
         result = {{"status", "cancelled"}, {"format", format}, {"cell", cell}};
       } else {
         Json messages = Json::array();
-        for (const auto& diag : o.diagnostics) messages.push_back(located_text(diag, o.analysed_file));
+        for (const auto& diag : o.diagnostics)
+          messages.push_back(located_text(diag, o.analysed_file));
         for (const auto& e : o.errors) messages.push_back(e);
         size_t shown = 0;
         for (const auto& diag : o.diagnostics) {
           if (d && (diag.file.empty() ? o.analysed_file : diag.file) == d->doc.path) {
             f.export_diagnostics.push_back(diag);
-            if (f.export_diagnostics.back().file.empty()) f.export_diagnostics.back().file = d->doc.path;
+            if (f.export_diagnostics.back().file.empty())
+              f.export_diagnostics.back().file = d->doc.path;
             ++shown;
           }
         }
@@ -913,6 +920,7 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
                   {"messages", std::move(messages)},
                   {"diagnostics", shown}};
       }
+      if (had || !f.export_diagnostics.empty()) ++f.export_seq;
       if (d && (had || !f.export_diagnostics.empty())) {
         publish(*d, false);
         if (client_.pull_diagnostics && client_.diagnostic_refresh)

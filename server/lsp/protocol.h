@@ -46,6 +46,7 @@ struct DocumentFeedback {
   // clears them).
   std::vector<graphcore::Diagnostic> export_diagnostics;
   int64_t export_version = -1;
+  uint64_t export_seq = 0;  // bumped when they change (part of the pull diagnostics' resultId)
 };
 
 // One cellscope.export running on its own thread (I/O thread state).

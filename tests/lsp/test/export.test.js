@@ -11,6 +11,7 @@ import {
   ExecuteCommandRequest,
   DidChangeTextDocumentNotification,
   WorkDoneProgressCancelNotification,
+  DocumentDiagnosticRequest,
   CancellationTokenSource,
 } from 'vscode-languageserver-protocol/node';
 
@@ -186,5 +187,31 @@ test('code lens "Export now" on a training script\'s ms.export call runs that ca
   const explain = l2.find((l) => l.command.title.startsWith('Export now'));
   assert.match(explain.command.title, /unavailable \(Cellscope writes MINDIR and ONNX, not AIR\)/);
   assert.equal(explain.command.command, '');
+  assert.equal(await s.stop(), 0);
+});
+
+test('pull diagnostics: a refused export asks the client to re-pull, and the pull has the refusal', async (t) => {
+  const ws = tempWorkspace({ 'gate.py': { text: GATE } });
+  t.after(() => removeDir(ws));
+  const caps = clientCapabilities({ pull: true });
+  caps.window = { workDoneProgress: true };
+  caps.workspace.diagnostics = { refreshSupport: true };
+  const s = await startSession({ folders: [ws], capabilities: caps });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'gate.py'), GATE);
+  const first = await s.conn.sendRequest(DocumentDiagnosticRequest.type, { textDocument: { uri } });
+  assert.equal(first.kind, 'full');
+  assert.ok(!first.items.some((d) => String(d.code).startsWith('export-')));
+  const refreshes = () => s.serverRequests.filter(([m]) => m === 'workspace/diagnostic/refresh').length;
+  const before = refreshes();
+  const r = await exportCmd(s, { uri, format: 'mindir' });
+  assert.equal(r.status, 'refused');
+  await s.until(() => refreshes() > before, 'workspace/diagnostic/refresh');
+  const again = await s.conn.sendRequest(DocumentDiagnosticRequest.type, { textDocument: { uri }, previousResultId: first.resultId });
+  assert.equal(again.kind, 'full'); // not "unchanged": the refusal is new
+  const d = again.items.find((x) => x.code === 'export-unsupported-op');
+  assert.ok(d, JSON.stringify(again.items));
+  assert.equal(d.range.start.line, lineOf(GATE, 'ops.sigmoid'));
+  assert.equal(s.diagnostics.length, 0); // nothing pushed to a pull client
   assert.equal(await s.stop(), 0);
 });
