@@ -816,8 +816,19 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
                                  client_token](const std::shared_ptr<const FileAnalysis>& fa) {
     if (!fa) return ctx.error(RpcError(ErrorCode::kRequestFailed, "the document was closed"));
     if (ctx.replied()) return;
-    // The Cell: named, under the cursor, or the file's first root.
-    std::string cell = cell_arg.empty() ? cell_at(*fa, line) : cell_arg;
+    // The Cell: named; under the cursor; without a position, the root whose inputs
+    // mindspore_config.json gives by Cell name; else the file's first root.
+    std::string cell = cell_arg;
+    if (cell.empty() && line < 0) {
+      for (const auto& c : fa->result.cells) {
+        const auto& named = settings_.project().inputs;
+        if (named.count(c.class_name) || named.count(c.name)) {
+          cell = c.name;
+          break;
+        }
+      }
+    }
+    if (cell.empty()) cell = cell_at(*fa, line);
     if (cell.empty()) {
       return ctx.reply({{"status", "refused"},
                         {"format", format},

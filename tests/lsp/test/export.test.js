@@ -12,10 +12,11 @@ import {
   DidChangeTextDocumentNotification,
   WorkDoneProgressCancelNotification,
   DocumentDiagnosticRequest,
+  DidChangeWatchedFilesNotification,
   CancellationTokenSource,
 } from 'vscode-languageserver-protocol/node';
 
-import { startSession, clientCapabilities, tempWorkspace, removeDir, corpus, path, repoRoot, lineOf } from '../lib/harness.js';
+import { startSession, clientCapabilities, tempWorkspace, removeDir, corpus, path, repoRoot, lineOf, uriOf, sleep } from '../lib/harness.js';
 
 const LENET = path.join(corpus, 'models', 'lenet5.py');
 const RESNET = path.join(corpus, 'models', 'resnet50.py');
@@ -213,5 +214,43 @@ test('pull diagnostics: a refused export asks the client to re-pull, and the pul
   assert.ok(d, JSON.stringify(again.items));
   assert.equal(d.range.start.line, lineOf(GATE, 'ops.sigmoid'));
   assert.equal(s.diagnostics.length, 0); // nothing pushed to a pull client
+  assert.equal(await s.stop(), 0);
+});
+
+test('without a position, the Cell mindspore_config.json names (with its input shape) is exported', async (t) => {
+  const two = `${GATE}
+
+class Wide(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(16, 4)
+
+    def construct(self, x):
+        return self.fc(x)
+`;
+  const ws = tempWorkspace({ 'two.py': { text: two }, 'mindspore_config.json': { text: JSON.stringify({ inputs: { Wide: ['3,16'] } }) } });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'two.py'), two);
+  await s.waitDiagnostics(uri);
+  const r = await exportCmd(s, { uri, format: 'onnx' });
+  assert.equal(r.status, 'written', JSON.stringify(r));
+  assert.equal(r.cell, 'Wide');
+  assert.equal(path.basename(r.path), 'Wide.onnx');
+  // Written at all only with the config's input shape: Wide's own input is (N, 16), which an
+  // export refuses (export-dynamic-shape), as it does once the config names no shape.
+  fs.writeFileSync(path.join(ws, 'mindspore_config.json'), JSON.stringify({ inputs: { Wide: [] } }));
+  s.conn.sendNotification(DidChangeWatchedFilesNotification.type, { changes: [{ uri: uriOf(path.join(ws, 'mindspore_config.json')), type: 2 }] });
+  let dyn;
+  for (let i = 0; i < 50 && dyn?.status !== 'refused'; i++) {
+    if (i) await sleep(100); // (the config is re-read when the notification arrives)
+    dyn = await exportCmd(s, { uri, format: 'onnx', cell: 'Wide', output: 'w2.onnx' });
+  }
+  assert.equal(dyn.status, 'refused', JSON.stringify(dyn));
+  assert.match(dyn.messages.join('\n'), /export-dynamic-shape/);
+  // With the cursor in Gate, Gate is exported instead.
+  const g = await exportCmd(s, { uri, format: 'onnx', position: { line: lineOf(two, 'ops.sigmoid'), character: 8 } });
+  assert.equal(g.cell, 'Gate');
   assert.equal(await s.stop(), 0);
 });
