@@ -841,8 +841,10 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
     if (output.is_relative()) output = file.parent_path() / output;
     std::string why;
     if (!server::resolve_export_format(format, output, &why)) {
-      return ctx.reply(
-          {{"status", "refused"}, {"format", format}, {"cell", cell}, {"messages", {why}}});
+      return ctx.reply({{"status", "refused"},
+                        {"format", format},
+                        {"cell", cell},
+                        {"messages", Json::array({why})}});
     }
     server::ModelExportRequest request;
     request.file = file;

@@ -89,6 +89,8 @@ test('cellscope.export writes LeNet-5 as MindIR next to the file, with work-done
   // A MindIR must end in .mindir.
   const bad = await exportCmd(s, { uri, format: 'mindir', output: 'x.onnx' });
   assert.equal(bad.status, 'refused');
+  assert.deepEqual(bad.messages.length, 1);
+  assert.match(bad.messages[0], /writes \.mindir files/);
   assert.ok(!fs.existsSync(path.join(ws, 'x.onnx')));
   // Bad arguments are errors.
   await assert.rejects(exportCmd(s, { uri, format: 'air' }), /mindir or onnx/);
