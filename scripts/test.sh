@@ -79,6 +79,11 @@ tier runtime-torch /usr/bin/python3 tests/runtime/check_torch.py --bin "$BUILD_D
 # PyPI onnx and onnxruntime: tests/runtime/run_onnx.sh installs them into ~/.cache/cellscope/torchvenv.
 tier onnx env BUILD_DIR="$BUILD_DIR" bash tests/runtime/run_onnx.sh
 
+# Netron (PyPI `netron`, installed into ~/.cache/cellscope/netronvenv when missing) opens the
+# .mindir and .onnx of LeNet-5 and ResNet-50 in Debian's chromium and draws every node of the
+# file (MindIR's Constant nodes as inputs); screenshots in $BUILD_DIR/test-artifacts/netron.
+tier netron env BUILD_DIR="$BUILD_DIR" bash tests/runtime/run_netron.sh
+
 # The VS Code extension: its unit tests, then the .vsix (bundling this build's binary) installed
 # into a real VS Code (code-server 4.100.3) driven by playwright-core in chromium; screenshots in
 # extension/test/e2e/artifacts.

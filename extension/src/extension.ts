@@ -19,10 +19,25 @@ import {
   type ErrorHandlerResult,
   type LanguageClientOptions,
   type ServerOptions,
+  WorkDoneProgress,
 } from 'vscode-languageclient/node';
 import { findBinary, FIX_HINT, type Discovery } from './binary';
 import { HEAD } from './compare';
 import { DebugFocusRelay, type FocusBody } from './debugfocus';
+import {
+  exportArgs,
+  exportMessage,
+  FORMAT_TITLES,
+  inWorkspace,
+  isExportArgs,
+  isExportResult,
+  OPEN_GRAPH,
+  REVEAL,
+  SHOW_PROBLEMS,
+  type ExportArgs,
+  type ExportFormat,
+  type ExportResult,
+} from './export';
 import { GraphPanel, type VisualizeResult } from './panel';
 import { CrashHistory, crashReport, describeExit, formatDuration, type ExitInfo } from './restart';
 import { serverSettings } from './settings';
@@ -329,7 +344,9 @@ async function startClient(why: ServerRun['why'] = 'start'): Promise<void> {
         },
       },
       // The "Visualize Graph" code lens runs the server's command: open the panel with its result.
+      // "Export now" (the ms.export code lens) runs with the commands' progress and messages.
       executeCommand: async (command, args, next) => {
+        if (command === 'cellscope.export' && isExportArgs(args[0])) return runExport(args[0]);
         const result = await next(command, args);
         if (command === 'cellscope.visualizeGraph' && isVisualizeResult(result)) {
           showPanel(result);
@@ -537,6 +554,88 @@ async function cmdSelectTarget(): Promise<void> {
   }
 }
 
+// ---- export ---------------------------------------------------------------------------------------
+
+// "MindSpore: Export MindIR" / "Export ONNX": the Cell under the cursor (or the one
+// mindspore_config.json names), written next to the file as <Cell>.mindir / .onnx.
+async function cmdExport(format: ExportFormat): Promise<ExportResult | undefined> {
+  const editor = pythonEditor();
+  if (!editor) {
+    void vscode.window.showInformationMessage(`MindSpore: ${FORMAT_TITLES[format]} exports the Cell under the cursor: open a Python model file first.`);
+    return undefined;
+  }
+  const c = requireClient();
+  if (!c) return undefined;
+  return runExport(exportArgs(c.code2ProtocolConverter.asUri(editor.document.uri), format, editor.selection.active));
+}
+
+let exportCounter = 0;
+
+// Runs cellscope.export with a cancellable progress notification (the server's work-done
+// reports go to it through a client-created token), then says what happened.
+async function runExport(args: ExportArgs): Promise<ExportResult | undefined> {
+  const c = requireClient();
+  if (!c) return undefined;
+  const title = `MindSpore: ${FORMAT_TITLES[args.format]}`;
+  const token = `cellscope-export-ui-${++exportCounter}`;
+  let result: ExportResult | undefined;
+  try {
+    result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+      async (progress, cancel) => {
+        let last = 0;
+        const sub = c.onProgress(WorkDoneProgress.type, token, (v) => {
+          if (v.kind === 'end') return;
+          const pct = v.kind === 'report' || v.kind === 'begin' ? v.percentage : undefined;
+          const increment = typeof pct === 'number' ? Math.max(0, pct - last) : undefined;
+          if (typeof pct === 'number') last = Math.max(last, pct);
+          progress.report({ message: v.message, increment });
+        });
+        try {
+          const r: unknown = await c.sendRequest(
+            ExecuteCommandRequest.type, { command: 'cellscope.export', arguments: [args], workDoneToken: token }, cancel);
+          if (!isExportResult(r)) throw new Error('the server gave no export result');
+          return r;
+        } finally {
+          sub.dispose();
+        }
+      },
+    );
+  } catch (e) {
+    void vscode.window.showErrorMessage(`${title} failed: ${errorText(e)}`);
+    return undefined;
+  }
+  void tellExport(result, args);
+  return result;
+}
+
+async function tellExport(result: ExportResult, args: ExportArgs): Promise<void> {
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+  const msg = exportMessage(result, folders);
+  output.appendLine(`export: ${msg.text}`);
+  if (result.status === 'refused') for (const m of result.messages) output.appendLine(`  ${m}`);
+  if (msg.kind === 'none') return;
+  const pick = msg.kind === 'info'
+    ? await vscode.window.showInformationMessage(msg.text, ...msg.actions)
+    : await vscode.window.showErrorMessage(msg.text, ...msg.actions);
+  if (result.status !== 'written') {
+    if (pick === SHOW_PROBLEMS) void vscode.commands.executeCommand('workbench.actions.view.problems');
+    return;
+  }
+  const file = vscode.Uri.file(result.path);
+  if (pick === REVEAL) {
+    // The Explorer when the file is in the workspace (also in a remote window), else the OS.
+    await vscode.commands.executeCommand(inWorkspace(result.path, folders) ? 'revealInExplorer' : 'revealFileInOS', file);
+  } else if (pick === OPEN_GRAPH) {
+    const c = requireClient();
+    if (!c) return;
+    const view: unknown = await c.sendRequest(ExecuteCommandRequest.type, {
+      command: 'cellscope.visualizeGraph', arguments: [args.uri, result.cell],
+    });
+    if (isVisualizeResult(view)) showPanel(view);
+  }
+}
+
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -655,8 +754,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('cellscope.restartServer', () => cmdRestartServer());
   reg('cellscope.deployToDevice', () =>
     vscode.window.showInformationMessage('MindSpore: Deploy to Ascend Device needs the device deployment support of cellscope, which this version does not include yet.'));
-  reg('cellscope.exportMindIR', () =>
-    vscode.window.showInformationMessage('MindSpore: Export MindIR needs the MindIR exporter of cellscope, which this version does not include yet.'));
+  reg('cellscope.exportMindIR', () => cmdExport('mindir'));
+  reg('cellscope.exportONNX', () => cmdExport('onnx'));
 
   context.subscriptions.push(
     vscode.debug.registerDebugAdapterDescriptorFactory('mindspore', new MindSporeDebugFactory()),

@@ -85,8 +85,9 @@ Json server_capabilities(PositionEncoding encoding, bool pull_diagnostics) {
         {"retriggerCharacters", Json::array({"="})}}},
       {"definitionProvider", true},
       {"executeCommandProvider",
-       {{"commands", Json::array({"cellscope.visualizeGraph", "cellscope.graphDocument",
-                                  "cellscope.setTarget", "cellscope.debugFocus"})}}},
+       {{"commands",
+         Json::array({"cellscope.visualizeGraph", "cellscope.graphDocument", "cellscope.setTarget",
+                      "cellscope.debugFocus", "cellscope.export"})}}},
       {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
   };
   if (pull_diagnostics) {

@@ -58,6 +58,8 @@ Json file_diagnostics(const FeatureContext& ctx);
 Json hover(const FeatureContext& ctx, const Json& position);
 Json inlay_hints(const FeatureContext& ctx, const Json& range);
 Json code_lenses(const FeatureContext& ctx);
+// The "Export now" lenses of the ms.export calls recorded in `fa`'s training plans (appended).
+void export_lenses(const FileAnalysis& fa, Json& out);
 Json document_symbols(const FeatureContext& ctx);
 Json code_actions(const FeatureContext& ctx, const Json& params);
 Json definition(const FeatureContext& ctx, const Json& position);

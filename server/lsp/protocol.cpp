@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "graphcore/outline.h"
 #include "lsp/document.h"
+#include "model_export.h"
 #include "protocol/document.h"
 
 namespace cellscope::lsp {
@@ -190,6 +192,7 @@ void ProtocolServer::analysis_settled(OpenDoc& d, const FileAnalysis& fa, bool f
 }
 
 void ProtocolServer::wind_down() {
+  for (auto& [id, job] : exports_) job.cancel->store(true);
   scheduler_.wind_down([this](OpenDoc& od) { end_progress(feedback_[od.doc.uri], "stopped"); });
 }
 
@@ -260,6 +263,16 @@ Json ProtocolServer::diagnostics_for(const OpenDoc& d) {
   add_from(*d.analysis);
   for (const auto& [uri, od] : scheduler_.documents()) {
     if (&od != &d && od.analysis) add_from(*od.analysis);
+  }
+  // The last export's refusals, while the document is unchanged since.
+  if (auto f = feedback_.find(d.doc.uri);
+      f != feedback_.end() && f->second.export_version == d.doc.version) {
+    FeatureContext ctx = feature_context(*d.analysis);
+    for (const auto& diag : f->second.export_diagnostics) {
+      Json j = diagnostic_json(ctx, diag);
+      if (seen.insert(j["range"].dump() + j.value("code", "") + diag.message).second)
+        out.push_back(std::move(j));
+    }
   }
   return out;
 }
@@ -602,7 +615,10 @@ void ProtocolServer::attach_features() {
   analysed("textDocument/definition",
            [](const FeatureContext& c, const Json& p) { return definition(c, p.at("position")); });
   analysed("textDocument/diagnostic", [this](const FeatureContext& c, const Json& p) {
+    // The analysis, and the export refusals shown with it (a refused export changes the result).
     std::string id = std::to_string(c.fa.seq);
+    if (auto f = feedback_.find(c.fa.uri); f != feedback_.end() && f->second.export_seq > 0)
+      id += "." + std::to_string(f->second.export_seq);
     if (p.value("previousResultId", "") == id) return Json{{"kind", "unchanged"}, {"resultId", id}};
     const OpenDoc* d = scheduler_.find(c.fa.uri);
     Json items = d ? diagnostics_for(*d) : file_diagnostics(c);
@@ -729,8 +745,257 @@ void ProtocolServer::attach_commands() {
           });
       return;
     }
+    if (command == "cellscope.export") return start_export(p, ctx);
     ctx.error(RpcError(ErrorCode::kInvalidParams, "unknown command `" + command + "`"));
   });
+  // The user pressed Cancel on an export's progress notification.
+  rpc_.on_notification("window/workDoneProgress/cancel", [this](const Json& p) {
+    const Json& token = p.at("token");
+    const std::string key = token.is_string() ? token.get<std::string>() : token.dump();
+    for (auto& [id, job] : exports_) {
+      if (!job.progress_token.empty() && job.progress_token == key) job.cancel->store(true);
+    }
+  });
+}
+
+// ---- cellscope.export ----
+
+namespace {
+
+// "file:line:col: message [code]" for a command result (1-based, byte columns as the CLI prints).
+std::string located_text(const graphcore::Diagnostic& d, const std::string& fallback) {
+  return (d.file.empty() ? fallback : d.file) + ":" + std::to_string(d.range.start.line + 1) + ":" +
+         std::to_string(d.range.start.column + 1) + ": " + d.message +
+         (d.code.empty() ? "" : " [" + d.code + "]");
+}
+
+const char* format_title(const std::string& format) {
+  return format == "onnx" ? "Export ONNX" : "Export MindIR";
+}
+
+}  // namespace
+
+// arguments: [{uri, format: "mindir"|"onnx", position?: {line, character} | cell?: NAME,
+// output?: PATH (absolute, or relative to the file's folder), checkpoint?: PATH}]. The Cell is
+// `cell`, else the root Cell at `position`, else the file's first root (the one
+// mindspore_config.json's inputs name when it names one). Answers {status: "written", path,
+// format, cell, nodes, bytes, summary} | {status: "refused", format, cell, messages, diagnostics}
+// | {status: "cancelled"}; refusals are also published as the file's diagnostics.
+void ProtocolServer::start_export(const Json& params, const Context& ctx) {
+  Json args = params.value("arguments", Json::array());
+  if (args.empty() || !args[0].is_object() || !args[0].contains("uri") ||
+      !args[0]["uri"].is_string()) {
+    return ctx.error(RpcError(ErrorCode::kInvalidParams,
+                              "cellscope.export needs {uri, format, position | cell, output}"));
+  }
+  const Json a = args[0];
+  const std::string uri = a["uri"].get<std::string>();
+  const std::string format = a.contains("format") && a["format"].is_string()
+                                 ? a["format"].get<std::string>()
+                                 : std::string("mindir");
+  if (format != "mindir" && format != "onnx") {
+    return ctx.error(RpcError(ErrorCode::kInvalidParams,
+                              "cellscope.export: format must be mindir or onnx, not " + format));
+  }
+  auto string_arg = [&a](const char* key) {
+    return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : std::string();
+  };
+  const std::string cell_arg = string_arg("cell");
+  const std::string output_arg = string_arg("output");
+  const std::string checkpoint = string_arg("checkpoint");
+  int64_t line = -1;
+  if (a.contains("position") && a["position"].is_object() && a["position"].contains("line") &&
+      a["position"]["line"].is_number_integer())
+    line = a["position"]["line"].get<int64_t>();
+  if (!scheduler_.find(uri))
+    return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
+  std::optional<Json> client_token;
+  if (params.contains("workDoneToken")) client_token = params["workDoneToken"];
+
+  scheduler_.with_analysis(uri, [this, ctx, uri, format, cell_arg, output_arg, checkpoint, line,
+                                 client_token](const std::shared_ptr<const FileAnalysis>& fa) {
+    if (!fa) return ctx.error(RpcError(ErrorCode::kRequestFailed, "the document was closed"));
+    if (ctx.replied()) return;
+    // The Cell: named; under the cursor; without a position, the root whose inputs
+    // mindspore_config.json gives by Cell name; else the file's first root.
+    std::string cell = cell_arg;
+    if (cell.empty() && line < 0) {
+      for (const auto& c : fa->result.cells) {
+        const auto& named = settings_.project().inputs;
+        if (named.count(c.class_name) || named.count(c.name)) {
+          cell = c.name;
+          break;
+        }
+      }
+    }
+    if (cell.empty()) cell = cell_at(*fa, line);
+    if (cell.empty()) {
+      return ctx.reply({{"status", "refused"},
+                        {"format", format},
+                        {"messages", Json::array({"no Cell to export in " +
+                                                  fs::path(fa->path).filename().string()})}});
+    }
+    const fs::path file(fa->path);
+    fs::path output =
+        output_arg.empty() ? server::default_export_path(file, cell, format) : fs::path(output_arg);
+    if (output.is_relative()) output = file.parent_path() / output;
+    std::string why;
+    if (!server::resolve_export_format(format, output, &why)) {
+      return ctx.reply({{"status", "refused"},
+                        {"format", format},
+                        {"cell", cell},
+                        {"messages", Json::array({why})}});
+    }
+    server::ModelExportRequest request;
+    request.file = file;
+    request.format = format;
+    request.output = output.lexically_normal();
+    request.checkpoint = checkpoint;
+    request.analysis = settings_.options_with_configs_for(fa->path);
+    request.analysis.cell = cell;
+    if (request.analysis.inputs.empty()) {
+      request.analysis.inputs = settings_.project().inputs_for(cell, fa->path);
+    }
+
+    const uint64_t id = ++export_counter_;
+    ExportJob& job = exports_[id];
+    std::shared_ptr<std::atomic<bool>> cancel = job.cancel;
+    request.cancel = cancel.get();
+    ctx.token().on_cancel([cancel] { cancel->store(true); });
+    const std::string title = std::string("Cellscope: ") + format_title(format);
+    const std::string begin_message = cell + " → " + request.output.filename().string();
+    std::weak_ptr<ProtocolServer> weak = weak_from_this();
+    // Progress reports are posted to the I/O thread; they are sent once `begin` was.
+    request.progress = [weak, id, &io = io_](std::string_view stage, int percent) {
+      asio::post(io, [weak, id, what = std::string(stage), percent] {
+        if (auto self = weak.lock()) {
+          self->export_progress(id,
+                                {{"kind", "report"}, {"message", what}, {"percentage", percent}});
+        }
+      });
+    };
+    auto begin = [this, id, title, begin_message](const std::string& token) {
+      auto it = exports_.find(id);
+      if (it == exports_.end()) return;
+      it->second.progress_token = token;
+      it->second.progress_begun = true;
+      rpc_.notify("$/progress", {{"token", token},
+                                 {"value",
+                                  {{"kind", "begin"},
+                                   {"title", title},
+                                   {"message", begin_message},
+                                   {"cancellable", true},
+                                   {"percentage", 0}}}});
+      if (!it->second.last_report.is_null()) export_progress(id, it->second.last_report);
+    };
+    if (client_token) {
+      begin(client_token->is_string() ? client_token->get<std::string>() : client_token->dump());
+    } else if (client_.work_done_progress) {
+      const std::string token = "cellscope-export-" + std::to_string(id);
+      rpc_.call(
+          "window/workDoneProgress/create", {{"token", token}},
+          [weak, begin, token](const std::optional<Json>&, const std::optional<RpcError>& err) {
+            if (auto self = weak.lock(); self && !err) begin(token);
+          });
+    }
+
+    // What the client is told at the end (I/O thread).
+    job.finish = [this, ctx, uri, format, cell](const server::ModelExportOutcome& o) {
+      OpenDoc* d = scheduler_.find(uri);
+      DocumentFeedback& f = feedback_[uri];
+      const bool had = !f.export_diagnostics.empty();
+      f.export_diagnostics.clear();
+      Json result;
+      if (o.status == server::ModelExportOutcome::Status::kWritten) {
+        result = {{"status", "written"}, {"path", o.output}, {"format", format},
+                  {"cell", o.cell},      {"nodes", o.nodes}, {"bytes", o.bytes},
+                  {"summary", o.summary}};
+      } else if (o.status == server::ModelExportOutcome::Status::kCancelled) {
+        result = {{"status", "cancelled"}, {"format", format}, {"cell", cell}};
+      } else {
+        Json messages = Json::array();
+        for (const auto& diag : o.diagnostics)
+          messages.push_back(located_text(diag, o.analysed_file));
+        for (const auto& e : o.errors) messages.push_back(e);
+        size_t shown = 0;
+        for (const auto& diag : o.diagnostics) {
+          if (d && (diag.file.empty() ? o.analysed_file : diag.file) == d->doc.path) {
+            f.export_diagnostics.push_back(diag);
+            if (f.export_diagnostics.back().file.empty())
+              f.export_diagnostics.back().file = d->doc.path;
+            ++shown;
+          }
+        }
+        f.export_version = d ? d->doc.version : -1;
+        result = {{"status", "refused"},
+                  {"format", format},
+                  {"cell", o.cell.empty() ? cell : o.cell},
+                  {"messages", std::move(messages)},
+                  {"diagnostics", shown}};
+      }
+      if (had || !f.export_diagnostics.empty()) ++f.export_seq;
+      if (d && (had || !f.export_diagnostics.empty())) {
+        publish(*d, false);
+        if (client_.pull_diagnostics && client_.diagnostic_refresh)
+          rpc_.call("workspace/diagnostic/refresh", nullptr, [](auto, auto) {});
+      }
+      if (!ctx.replied()) ctx.reply(std::move(result));
+    };
+
+    // The export runs on its own thread (an export of ResNet-50 takes about a second; the
+    // analysis worker and the I/O thread go on), over a snapshot of the open documents.
+    job.thread = std::thread([weak, id, &io = io_, request = std::move(request),
+                              overlay = scheduler_.overlay()]() mutable {
+      SnapshotSources sources(std::move(overlay));
+      auto outcome =
+          std::make_shared<server::ModelExportOutcome>(server::export_model(request, sources));
+      asio::post(io, [weak, id, outcome] {
+        if (auto self = weak.lock()) self->finish_export(id, *outcome);
+      });
+    });
+  });
+}
+
+void ProtocolServer::export_progress(uint64_t id, const Json& value) {
+  auto it = exports_.find(id);
+  if (it == exports_.end()) return;
+  if (!it->second.progress_begun) {
+    it->second.last_report = value;  // sent after `begin` (the client may answer create late)
+    return;
+  }
+  rpc_.notify("$/progress", {{"token", it->second.progress_token}, {"value", value}});
+}
+
+void ProtocolServer::finish_export(uint64_t id, const server::ModelExportOutcome& outcome) {
+  auto it = exports_.find(id);
+  if (it == exports_.end()) return;
+  ExportJob job = std::move(it->second);
+  exports_.erase(it);
+  if (job.thread.joinable()) job.thread.join();  // it has posted its last message
+  if (job.progress_begun) {
+    std::string message;
+    switch (outcome.status) {
+      case server::ModelExportOutcome::Status::kWritten:
+        message = "wrote " + fs::path(outcome.output).filename().string();
+        break;
+      case server::ModelExportOutcome::Status::kCancelled:
+        message = "cancelled";
+        break;
+      default:
+        message = "refused: nothing written";
+    }
+    rpc_.notify("$/progress", {{"token", job.progress_token},
+                               {"value", {{"kind", "end"}, {"message", message}}}});
+  }
+  if (job.finish) job.finish(outcome);
+}
+
+void ProtocolServer::stop_exports() {
+  for (auto& [id, job] : exports_) job.cancel->store(true);
+  for (auto& [id, job] : exports_) {
+    if (job.thread.joinable()) job.thread.join();
+  }
+  exports_.clear();
 }
 
 }  // namespace cellscope::lsp

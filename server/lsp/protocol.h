@@ -18,6 +18,9 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "graphcore/diagnostic.h"
 
 #include "lsp/capabilities.h"
 #include "lsp/features.h"
@@ -26,6 +29,7 @@
 #include "lsp/settings.h"
 #include "lsp/view_bridge.h"
 #include "lsp/workspace_index.h"
+#include "model_export.h"
 #include "rpc/jsonrpc.h"
 
 namespace cellscope::lsp {
@@ -37,6 +41,22 @@ struct DocumentFeedback {
   std::unique_ptr<boost::asio::steady_timer> progress_timer;
   std::string progress_token;  // non-empty: a progress was created for this document
   bool progress_begun = false;
+  // The refusals of the last cellscope.export of this document (export-* codes), shown with its
+  // diagnostics while the document is at `export_version` (an edit or a successful export
+  // clears them).
+  std::vector<graphcore::Diagnostic> export_diagnostics;
+  int64_t export_version = -1;
+  uint64_t export_seq = 0;  // bumped when they change (part of the pull diagnostics' resultId)
+};
+
+// One cellscope.export running on its own thread (I/O thread state).
+struct ExportJob {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  std::string progress_token;  // "" when the client shows no progress
+  bool progress_begun = false;
+  Json last_report;  // the latest report while `begin` waits for the client
+  std::function<void(const server::ModelExportOutcome&)> finish;  // answers the request
 };
 
 class ProtocolServer : public std::enable_shared_from_this<ProtocolServer> {
@@ -51,6 +71,9 @@ class ProtocolServer : public std::enable_shared_from_this<ProtocolServer> {
   // Stops the workspace indexer (cancel first, join once the analysis worker is stopped).
   void cancel_indexing() { index_.cancel(); }
   void join_indexer();
+  // Cancels the running exports (cellscope.export) and joins their threads (after the io_context
+  // stopped: their results are not delivered).
+  void stop_exports();
 
   std::function<void()> on_exit;  // called when `exit` arrives
   [[nodiscard]] bool exit_requested() const { return exit_requested_; }
@@ -86,6 +109,10 @@ class ProtocolServer : public std::enable_shared_from_this<ProtocolServer> {
   void attach_workspace();
   void attach_features();
   void attach_commands();
+  // workspace/executeCommand cellscope.export (docs/export.md, "In the editor").
+  void start_export(const Json& params, const rpc::Context& ctx);
+  void export_progress(uint64_t id, const Json& value);
+  void finish_export(uint64_t id, const server::ModelExportOutcome& outcome);
 
   using ConverterCache =
       std::map<std::string,
@@ -114,6 +141,9 @@ class ProtocolServer : public std::enable_shared_from_this<ProtocolServer> {
 
   WorkspaceIndex index_;
   std::thread indexer_;
+
+  std::map<uint64_t, ExportJob> exports_;  // by id, while running
+  uint64_t export_counter_ = 0;
 };
 
 }  // namespace cellscope::lsp

@@ -55,6 +55,7 @@ struct LanguageServer::Impl {
     protocol->cancel_indexing();
     scheduler->stop();
     protocol->join_indexer();
+    protocol->stop_exports();
   }
 
   std::shared_ptr<AnalysisScheduler> scheduler;

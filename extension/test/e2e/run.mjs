@@ -18,7 +18,10 @@
 // selected highlights its bars. Then the debugger: on lenet5.py (the view following it), a
 // breakpoint on a line of construct and "Debug: Start Debugging" (F5) with no launch.json runs the
 // `mindspore` debug type (cellscope dap); while it is paused the graph view highlights the node
-// with its live statistics, and the highlight clears when the run ends. Then crash containment:
+// with its live statistics, and the highlight clears when the run ends. Then export:
+// "MindSpore: Export MindIR" on lenet5.py writes LeNet5.mindir (the notification's Reveal selects
+// it in the Explorer); on a Cell using ops.sigmoid it is refused with the diagnostic in Problems.
+// Then crash containment:
 // the `cellscope lsp` process is killed (SIGKILL) and an edit typed at once; the extension restarts
 // the server, the client re-sends the open document, the new error is in Problems, and exactly one
 // notification said so. A crash loop (cellscope.path pointed at a wrapper that exits at once):
@@ -68,6 +71,11 @@ const modelFile = join(ws, 'mnist_article_bug.py');
 copyFileSync(join(repo, 'tests', 'corpus', 'buggy', 'mnist_article_bug.py'), modelFile);
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'lenet5.py'), join(ws, 'lenet5.py'));
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'resnet50.py'), join(ws, 'resnet50.py'));
+// A Cell with an operator MindIR has no mapping for (ops.sigmoid): its export is refused.
+writeFileSync(join(ws, 'gate.py'), ['import mindspore as ms', 'from mindspore import nn, ops', '', '',
+  'class Gate(nn.Cell):', '    def __init__(self):', '        super().__init__()', '        self.fc = nn.Dense(8, 4)', '',
+  '    def construct(self, x):', '        return ops.sigmoid(self.fc(x))', '', '',
+  'net = Gate()', 'out = net(ms.Tensor(ms.numpy.zeros((2, 8)), ms.float32))', ''].join('\n'));
 const userSettings = {
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
@@ -743,6 +751,60 @@ try {
   await until('the debug session ended', async () => (await page.locator('.debug-toolbar').count()) === 0 ||
     !(await page.locator('.debug-toolbar').first().isVisible()), 15000).catch(() => {});
   await shot('debug-ended');
+
+  // ---- MindSpore: Export MindIR: LeNet-5 written; a refused export shows its diagnostics ---------
+  const toastTexts = () => page.evaluate(() => [...document.querySelectorAll('.notifications-toasts .notification-toast-container')]
+    .map((el) => el.innerText.replace(/\u00a0/g, ' ')));
+  await palette('Notifications: Clear All Notifications');
+  await page.locator('.tabs-container .tab', { hasText: 'lenet5.py' }).first().click();
+  await until('lenet5.py the active editor', async () =>
+    (await page.locator('.tabs-container .tab.active', { hasText: 'lenet5.py' }).count()) > 0, 10000);
+  await page.locator('.editor-instance .view-lines').first().click();
+  await page.keyboard.press('Control+G');
+  await page.keyboard.type(String(conv2Line));
+  await page.keyboard.press('Enter');
+  const te = Date.now();
+  await palette('MindSpore: Export MindIR');
+  const exported = await until('the "Exported LeNet5" notification', async () =>
+    (await toastTexts()).find((t) => t.includes('Exported LeNet5 as MindIR')), 60000);
+  const lenetMindir = join(ws, 'LeNet5.mindir');
+  check('"MindSpore: Export MindIR" writes LeNet5.mindir next to the file', existsSync(lenetMindir) &&
+    readFileSync(lenetMindir).includes(Buffer.from('MindSpore')), `${Date.now() - te} ms: ${exported.split('\n').find((l) => l.includes('Exported'))}`);
+  // The progress notification (VS Code keeps one for at least 800 ms) closes once the export ended.
+  await until('the export progress notification closed', async () =>
+    !(await toastTexts()).some((t) => t.includes('MindSpore: Export MindIR') && t.includes('Cancel')), 10000)
+    .then(() => check('the cancellable progress notification closes when the export ends', true))
+    .catch((e) => check('the cancellable progress notification closes when the export ends', false, e.message));
+  check('the notification offers Reveal and Open in graph view', /Reveal/.test(exported) && /Open in graph view/.test(exported),
+    exported.replace(/\s+/g, ' ').slice(0, 200));
+  await shot('export-mindir-written');
+  await page.locator('.notifications-toasts .monaco-button', { hasText: 'Reveal' }).first().click();
+  await until('LeNet5.mindir selected in the Explorer', async () =>
+    (await page.locator('.explorer-folders-view .monaco-list-row.selected', { hasText: 'LeNet5.mindir' }).count()) > 0, 10000)
+    .then(() => check('Reveal selects the file in the Explorer', true))
+    .catch((e) => check('Reveal selects the file in the Explorer', false, e.message));
+  await palette('Notifications: Clear All Notifications');
+  await page.keyboard.press('Control+P');
+  await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
+  await page.keyboard.type('gate.py');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'gate.py' }).first().waitFor({ timeout: 10000 });
+  await page.keyboard.press('Enter');
+  await until('gate.py the active editor', async () =>
+    (await page.locator('.tabs-container .tab.active', { hasText: 'gate.py' }).count()) > 0, 10000);
+  await page.locator('.editor-instance .view-lines').first().click();
+  await palette('MindSpore: Export MindIR');
+  const refusedToast = await until('the refusal notification', async () =>
+    (await toastTexts()).find((t) => t.includes('refused')), 60000);
+  check('a refused export says so and points at the Problems panel', /nothing written/.test(refusedToast) &&
+    /Problems/.test(refusedToast), refusedToast.replace(/\s+/g, ' ').slice(0, 200));
+  await page.locator('.notifications-toasts .monaco-button', { hasText: 'Show Problems' }).first().click();
+  const refusedProblem = await until('the export refusal in Problems', async () => {
+    const t = (await problems.isVisible()) ? norm(await problems.innerText()) : '';
+    return t.includes('no MindIR mapping') && t.includes('export-unsupported-op') ? t.split('\n').find((l) => l.includes('no MindIR mapping')) : null;
+  }, 15000);
+  check('the refusal is a located diagnostic in the Problems panel, nothing written', !existsSync(join(ws, 'Gate.mindir')), refusedProblem);
+  await shot('export-refused-problems');
+  await palette('Notifications: Clear All Notifications');
 
   // ---- crash containment: the daemon killed, restarted, the document re-synced ---------------
   // (The Run and Debug view replaced the explorer, the debug console the Problems panel.)

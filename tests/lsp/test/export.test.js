@@ -1,0 +1,258 @@
+// workspace/executeCommand `cellscope.export` and the "Export now" code lens, through the real
+// client libraries: the file written (MindIR / ONNX bytes checked by their first fields), the
+// work-done progress begin/report/end, a refusal published as located diagnostics with its
+// code and nothing written, cancellation, and the lens on a training script's ms.export call.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+
+import {
+  CodeLensRequest,
+  ExecuteCommandRequest,
+  DidChangeTextDocumentNotification,
+  WorkDoneProgressCancelNotification,
+  DocumentDiagnosticRequest,
+  DidChangeWatchedFilesNotification,
+  CancellationTokenSource,
+} from 'vscode-languageserver-protocol/node';
+
+import { startSession, clientCapabilities, tempWorkspace, removeDir, corpus, path, repoRoot, lineOf, uriOf, sleep } from '../lib/harness.js';
+
+const LENET = path.join(corpus, 'models', 'lenet5.py');
+const RESNET = path.join(corpus, 'models', 'resnet50.py');
+const TRAIN = path.join(repoRoot, 'tests', 'training', 'scripts', 'lenet_model_train.py');
+
+const GATE = `import mindspore as ms
+from mindspore import nn, ops
+
+
+class Gate(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(8, 4)
+
+    def construct(self, x):
+        return ops.sigmoid(self.fc(x))
+
+
+net = Gate()
+out = net(ms.Tensor(ms.numpy.zeros((2, 8)), ms.float32))
+`;
+
+// A client that shows server-created work-done progress (VS Code does).
+const withProgress = () => ({ ...clientCapabilities(), window: { workDoneProgress: true } });
+
+const exportCmd = (s, arg, extra = {}) =>
+  s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.export', arguments: [arg], ...extra });
+
+test('cellscope.export writes LeNet-5 as MindIR next to the file, with work-done progress', async (t) => {
+  const ws = tempWorkspace({ 'lenet5.py': LENET });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'lenet5.py'));
+  await s.waitDiagnostics(uri);
+  const before = s.progress.length;
+  const r = await exportCmd(s, { uri, format: 'mindir', position: { line: 30, character: 0 } });
+  assert.equal(r.status, 'written', JSON.stringify(r));
+  assert.equal(r.cell, 'LeNet5');
+  assert.equal(r.path, path.join(ws, 'LeNet5.mindir'));
+  assert.equal(r.format, 'mindir');
+  assert.equal(r.nodes, 18); // docs/export.md's table for LeNet-5
+  const bytes = fs.readFileSync(r.path);
+  assert.equal(bytes.length, r.bytes);
+  // ModelProto: field 1 (ir_version, a string) first; "MindSpore" as producer_name follows.
+  assert.ok(bytes.subarray(0, 64).includes(Buffer.from('MindSpore')));
+  // Progress: a server-created token, begin (cancellable) ... report ... end, in that order.
+  const created = s.serverRequests.find(([m, p]) => m === 'window/workDoneProgress/create' && String(p.token).startsWith('cellscope-export-'));
+  assert.ok(created, 'a progress token was created');
+  const token = created[1].token;
+  await s.until(() => s.progress.slice(before).some((p) => p.token === token && p.value.kind === 'end'), 'progress end');
+  const kinds = s.progress.slice(before).filter((p) => p.token === token).map((p) => p.value.kind);
+  assert.equal(kinds[0], 'begin');
+  assert.equal(kinds.at(-1), 'end');
+  assert.ok(kinds.includes('report'), kinds.join());
+  const begin = s.progress.find((p) => p.token === token && p.value.kind === 'begin');
+  assert.equal(begin.value.cancellable, true);
+  assert.match(begin.value.title, /Export MindIR/);
+  assert.match(s.progress.find((p) => p.token === token && p.value.kind === 'end').value.message, /wrote LeNet5\.mindir/);
+
+  // ONNX to a named (relative) output; the opset import is in the file.
+  const o = await exportCmd(s, { uri, format: 'onnx', cell: 'LeNet5', output: 'out/lenet.onnx' });
+  assert.equal(o.status, 'refused'); // out/ does not exist: nothing written
+  assert.match(o.messages.join('\n'), /no such directory/);
+  fs.mkdirSync(path.join(ws, 'out'));
+  const o2 = await exportCmd(s, { uri, format: 'onnx', cell: 'LeNet5', output: 'out/lenet.onnx' });
+  assert.equal(o2.status, 'written', JSON.stringify(o2));
+  assert.equal(o2.nodes, 12);
+  assert.equal(fs.statSync(path.join(ws, 'out', 'lenet.onnx')).size, o2.bytes);
+  // A MindIR must end in .mindir.
+  const bad = await exportCmd(s, { uri, format: 'mindir', output: 'x.onnx' });
+  assert.equal(bad.status, 'refused');
+  assert.deepEqual(bad.messages.length, 1);
+  assert.match(bad.messages[0], /writes \.mindir files/);
+  assert.ok(!fs.existsSync(path.join(ws, 'x.onnx')));
+  // Bad arguments are errors.
+  await assert.rejects(exportCmd(s, { uri, format: 'air' }), /mindir or onnx/);
+  await assert.rejects(s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.export', arguments: [] }), /needs/);
+  assert.equal(await s.stop(), 0);
+});
+
+test('a refused export publishes located diagnostics with their codes and writes nothing', async (t) => {
+  const ws = tempWorkspace({ 'gate.py': { text: GATE } });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'gate.py'), GATE);
+  const first = await s.waitDiagnostics(uri);
+  assert.ok(!first.diagnostics.some((d) => String(d.code).startsWith('export-')));
+  const from = s.diagnostics.length;
+  const r = await exportCmd(s, { uri, format: 'mindir' });
+  assert.equal(r.status, 'refused', JSON.stringify(r));
+  assert.equal(r.cell, 'Gate');
+  assert.equal(r.diagnostics, 1);
+  assert.match(r.messages[0], /gate\.py:11:16: .*Sigmoid.*no MindIR mapping.*\[export-unsupported-op\]/);
+  assert.ok(!fs.existsSync(path.join(ws, 'Gate.mindir')));
+  const pub = await s.waitDiagnostics(uri, (p) => p.diagnostics.some((d) => d.code === 'export-unsupported-op'), { from });
+  const d = pub.diagnostics.find((x) => x.code === 'export-unsupported-op');
+  assert.equal(d.range.start.line, lineOf(GATE, 'ops.sigmoid'));
+  assert.equal(d.severity, 1);
+  // The same Cell exports to ONNX (Sigmoid has an ONNX mapping): the refusal is cleared.
+  const from2 = s.diagnostics.length;
+  const o = await exportCmd(s, { uri, format: 'onnx' });
+  assert.equal(o.status, 'written', JSON.stringify(o));
+  await s.waitDiagnostics(uri, (p) => !p.diagnostics.some((x) => String(x.code).startsWith('export-')), { from: from2 });
+  // Refused again, then an edit: the next analysis no longer shows the export's refusal.
+  await exportCmd(s, { uri, format: 'mindir' });
+  const from3 = s.diagnostics.length;
+  s.conn.sendNotification(DidChangeTextDocumentNotification.type, {
+    textDocument: { uri, version: 2 },
+    contentChanges: [{ text: GATE + '\n' }],
+  });
+  const after = await s.waitDiagnostics(uri, (p) => p.version === 2, { from: from3 });
+  assert.ok(!after.diagnostics.some((x) => String(x.code).startsWith('export-')));
+  assert.equal(await s.stop(), 0);
+});
+
+test('cellscope.export is cancellable from its progress and by $/cancelRequest', async (t) => {
+  const ws = tempWorkspace({ 'resnet50.py': RESNET });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'resnet50.py'));
+  await s.waitDiagnostics(uri, () => true, { ms: 30000 });
+  const pending = exportCmd(s, { uri, format: 'onnx', cell: 'resnet50()' });
+  const begin = await s.until(() => s.progress.find((p) => String(p.token).startsWith('cellscope-export-') && p.value.kind === 'begin'), 'export begin');
+  s.conn.sendNotification(WorkDoneProgressCancelNotification.type, { token: begin.token });
+  const r = await pending;
+  assert.equal(r.status, 'cancelled', JSON.stringify(r));
+  assert.deepEqual(fs.readdirSync(ws).filter((f) => !f.endsWith('.py')), []); // no file, no temporary
+  // $/cancelRequest (vscode-jsonrpc's CancellationToken) stops it too.
+  const source = new CancellationTokenSource();
+  const pending2 = s.conn.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.export', arguments: [{ uri, format: 'mindir', cell: 'resnet50()' }] }, source.token);
+  await s.until(() => s.progress.filter((p) => String(p.token).startsWith('cellscope-export-') && p.value.kind === 'begin').length === 2, 'second export begin');
+  source.cancel();
+  const r2 = await pending2.then((v) => v, (e) => ({ rejected: e.code }));
+  assert.ok(r2.status === 'cancelled' || r2.rejected === -32800, JSON.stringify(r2));
+  assert.deepEqual(fs.readdirSync(ws).filter((f) => !f.endsWith('.py')), []);
+  // The server goes on: the same export, not cancelled, writes ResNet-50.
+  const w = await exportCmd(s, { uri, format: 'onnx', cell: 'resnet50()' });
+  assert.equal(w.status, 'written', JSON.stringify(w));
+  assert.equal(w.nodes, 175);
+  assert.equal(path.basename(w.path), 'resnet50.onnx');
+  assert.equal(await s.stop(), 0);
+});
+
+test('code lens "Export now" on a training script\'s ms.export call runs that call', async (t) => {
+  const ws = tempWorkspace({ 'train.py': TRAIN });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const file = path.join(ws, 'train.py');
+  const text = fs.readFileSync(file, 'utf8');
+  const uri = s.open(file, text);
+  await s.waitDiagnostics(uri);
+  const lenses = await s.conn.sendRequest(CodeLensRequest.type, { textDocument: { uri } });
+  const lens = lenses.find((l) => l.command.command === 'cellscope.export');
+  assert.ok(lens, JSON.stringify(lenses.map((l) => l.command.title)));
+  assert.equal(lens.range.start.line, lineOf(text, 'ms.export('));
+  assert.equal(lens.command.title, 'Export now → lenet.mindir');
+  const r = await s.conn.sendRequest(ExecuteCommandRequest.type, { command: lens.command.command, arguments: lens.command.arguments });
+  assert.equal(r.status, 'written', JSON.stringify(r));
+  assert.equal(r.path, path.join(ws, 'lenet.mindir'));
+  assert.ok(fs.statSync(r.path).size > 200000);
+
+  // A call whose format Cellscope does not write gets a lens that says why, with no command.
+  const air = text.replace('file_format="MINDIR"', 'file_format="AIR"');
+  s.conn.sendNotification(DidChangeTextDocumentNotification.type, { textDocument: { uri, version: 2 }, contentChanges: [{ text: air }] });
+  await s.waitDiagnostics(uri, (p) => p.version === 2);
+  const l2 = await s.conn.sendRequest(CodeLensRequest.type, { textDocument: { uri } });
+  const explain = l2.find((l) => l.command.title.startsWith('Export now'));
+  assert.match(explain.command.title, /unavailable \(Cellscope writes MINDIR and ONNX, not AIR\)/);
+  assert.equal(explain.command.command, '');
+  assert.equal(await s.stop(), 0);
+});
+
+test('pull diagnostics: a refused export asks the client to re-pull, and the pull has the refusal', async (t) => {
+  const ws = tempWorkspace({ 'gate.py': { text: GATE } });
+  t.after(() => removeDir(ws));
+  const caps = clientCapabilities({ pull: true });
+  caps.window = { workDoneProgress: true };
+  caps.workspace.diagnostics = { refreshSupport: true };
+  const s = await startSession({ folders: [ws], capabilities: caps });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'gate.py'), GATE);
+  const first = await s.conn.sendRequest(DocumentDiagnosticRequest.type, { textDocument: { uri } });
+  assert.equal(first.kind, 'full');
+  assert.ok(!first.items.some((d) => String(d.code).startsWith('export-')));
+  const refreshes = () => s.serverRequests.filter(([m]) => m === 'workspace/diagnostic/refresh').length;
+  const before = refreshes();
+  const r = await exportCmd(s, { uri, format: 'mindir' });
+  assert.equal(r.status, 'refused');
+  await s.until(() => refreshes() > before, 'workspace/diagnostic/refresh');
+  const again = await s.conn.sendRequest(DocumentDiagnosticRequest.type, { textDocument: { uri }, previousResultId: first.resultId });
+  assert.equal(again.kind, 'full'); // not "unchanged": the refusal is new
+  const d = again.items.find((x) => x.code === 'export-unsupported-op');
+  assert.ok(d, JSON.stringify(again.items));
+  assert.equal(d.range.start.line, lineOf(GATE, 'ops.sigmoid'));
+  assert.equal(s.diagnostics.length, 0); // nothing pushed to a pull client
+  assert.equal(await s.stop(), 0);
+});
+
+test('without a position, the Cell mindspore_config.json names (with its input shape) is exported', async (t) => {
+  const two = `${GATE}
+
+class Wide(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(16, 4)
+
+    def construct(self, x):
+        return self.fc(x)
+`;
+  const ws = tempWorkspace({ 'two.py': { text: two }, 'mindspore_config.json': { text: JSON.stringify({ inputs: { Wide: ['3,16'] } }) } });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'two.py'), two);
+  await s.waitDiagnostics(uri);
+  const r = await exportCmd(s, { uri, format: 'onnx' });
+  assert.equal(r.status, 'written', JSON.stringify(r));
+  assert.equal(r.cell, 'Wide');
+  assert.equal(path.basename(r.path), 'Wide.onnx');
+  // Written at all only with the config's input shape: Wide's own input is (N, 16), which an
+  // export refuses (export-dynamic-shape), as it does once the config names no shape.
+  fs.writeFileSync(path.join(ws, 'mindspore_config.json'), JSON.stringify({ inputs: { Wide: [] } }));
+  s.conn.sendNotification(DidChangeWatchedFilesNotification.type, { changes: [{ uri: uriOf(path.join(ws, 'mindspore_config.json')), type: 2 }] });
+  let dyn;
+  for (let i = 0; i < 50 && dyn?.status !== 'refused'; i++) {
+    if (i) await sleep(100); // (the config is re-read when the notification arrives)
+    dyn = await exportCmd(s, { uri, format: 'onnx', cell: 'Wide', output: 'w2.onnx' });
+  }
+  assert.equal(dyn.status, 'refused', JSON.stringify(dyn));
+  assert.match(dyn.messages.join('\n'), /export-dynamic-shape/);
+  // With the cursor in Gate, Gate is exported instead.
+  const g = await exportCmd(s, { uri, format: 'onnx', position: { line: lineOf(two, 'ops.sigmoid'), character: 8 } });
+  assert.equal(g.cell, 'Gate');
+  assert.equal(await s.stop(), 0);
+});
