@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphcore/diagnostic.h"
@@ -156,6 +157,13 @@ struct AnalysisTimings {
   double compile_ms = 0;   // construct compilation and shape inference of every root
 };
 
+// A model file imported rather than analysed (graphcore/mindir_import.h).
+struct ImportedModel {
+  std::string format;                                       // "mindir"
+  std::vector<std::pair<std::string, std::string>> header;  // in file order
+  size_t file_nodes = 0;
+};
+
 struct AnalysisResult {
   std::string file;                     // the analysed file
   std::vector<CellReport> cells;        // analysed root Cells
@@ -167,7 +175,8 @@ struct AnalysisResult {
   // The file's training idioms (Model.train, value_and_grad + a dataset loop, TrainOneStepCell
   // in a dataset loop), one plan each in program order; empty when it trains nothing.
   std::vector<TrainingPlan> training;
-  bool cancelled = false;  // AnalysisOptions::cancel was set: the result is partial
+  bool cancelled = false;                 // AnalysisOptions::cancel was set: the result is partial
+  std::optional<ImportedModel> imported;  // set for an imported model file (.mindir)
 
   [[nodiscard]] size_t error_count() const;
 };
