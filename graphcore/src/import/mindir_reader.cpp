@@ -746,7 +746,7 @@ class Reader {
     }
     // The primitive: `REF::<key>` of a PrimitiveProto, `REF::<graph>` of a function, or a bare
     // primitive name.
-    std::string op_type = n.op_type();
+    const std::string& op_type = n.op_type();
     const pb::Primitive* prim = nullptr;
     std::string prim_name;
     if (op_type.starts_with("REF::")) {
@@ -804,9 +804,10 @@ class Reader {
           return Val{};  // BatchNorm's saved statistics: not part of the semantic graph
         }
         const Node& src = graph().nodes[in[0].ref.node];
-        if (*i >= 0 && static_cast<size_t>(*i) < src.outputs.size())
+        if (*i >= 0 && static_cast<size_t>(*i) < src.outputs.size()) {
           return Val{
               Val::K::Tensor, ValueRef{in[0].ref.node, static_cast<uint32_t>(*i)}, {}, nullptr, {}};
+        }
       }
       return Val{};
     }
@@ -951,7 +952,8 @@ class Reader {
   void record(Node& node, const MindirArg& arg, const AttrValue& value) {
     const std::string key(arg.key);
     auto set = [&](AttrValue v) {
-      if (!key.empty() && node.find_attr(key) == nullptr) node.attrs.push_back(Attr{key, v});
+      if (!key.empty() && node.find_attr(key) == nullptr)
+        node.attrs.push_back(Attr{key, std::move(v)});
     };
     auto number = [&]() -> std::optional<double> {
       if (const auto* d = std::get_if<double>(&value)) return *d;
