@@ -646,6 +646,16 @@ GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMa
   for (const auto& d : result.diagnostics) *doc.add_diagnostics() = diagnostic(d, positions);
   for (const auto& t : result.training)
     *doc.add_training() = training_plan(t, positions, include_nodes);
+  if (result.imported) {
+    ImportedModel* m = doc.mutable_imported();
+    m->set_format(result.imported->format);
+    for (const auto& [name, value] : result.imported->header) {
+      HeaderField* f = m->add_header();
+      f->set_name(name);
+      f->set_value(value);
+    }
+    m->set_file_nodes(static_cast<uint32_t>(result.imported->file_nodes));
+  }
   return doc;
 }
 

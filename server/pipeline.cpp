@@ -9,6 +9,7 @@
 
 #include "files.h"
 #include "graphcore/hardware.h"
+#include "graphcore/mindir_import.h"
 #include "graphcore/optimize.h"
 #include "protocol/document.h"
 
@@ -117,6 +118,8 @@ graphcore::AnalysisResult analyze_guarded(const fs::path& file,
                                           graphcore::SourceProvider& sources) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
+    // A model file (.mindir) is imported, not analysed: the same result, one root Cell.
+    if (graphcore::is_mindir_path(file)) return graphcore::analyze_mindir_file(file, analysis);
     auto result = graphcore::analyze_file(file, analysis, sources);
     spdlog::debug("analysed {} in {:.2f} ms: {} cells, {} diagnostics", file.string(), ms_since(t0),
                   result.cells.size(), result.diagnostics.size());

@@ -109,6 +109,13 @@ constexpr DiagnosticCodeInfo kCodes[] = {
     {"invalid-config", "error",
      "a value in mindspore_config.json that Cellscope cannot use (not JSON, an unknown backend or "
      "target, a bad version or input shape); located at its key, the rest of the file applies"},
+    {"mindir-invalid", "error",
+     "cellscope graph / view of a .mindir that cannot be imported: not a MindIR file, truncated, "
+     "corrupt, a node referencing an unknown input, a tensor whose size overflows or whose data "
+     "is shorter than its dims say, external data outside its file"},
+    {"mindir-import-note", "information",
+     "importing a .mindir: a primitive with no operator row (kept as an opaque node), control "
+     "flow (sub-graphs are not imported), a shape rule that disagrees with the file's abstract"},
     {"export-unsupported-op", "error",
      "cellscope export refuses: an operator with no mapping in the chosen format (MindIR, ONNX), "
      "or an attribute combination its form there cannot express; named, at its line; nothing is "

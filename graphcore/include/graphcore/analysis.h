@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphcore/diagnostic.h"
@@ -168,6 +169,13 @@ struct ExportCall {
   std::string unfollowed;          // why the call does not give the options; empty: it does
 };
 
+// A model file imported rather than analysed (graphcore/mindir_import.h).
+struct ImportedModel {
+  std::string format;                                       // "mindir"
+  std::vector<std::pair<std::string, std::string>> header;  // in file order
+  size_t file_nodes = 0;
+};
+
 struct AnalysisResult {
   std::string file;                     // the analysed file
   std::vector<CellReport> cells;        // analysed root Cells
@@ -179,8 +187,9 @@ struct AnalysisResult {
   // The file's training idioms (Model.train, value_and_grad + a dataset loop, TrainOneStepCell
   // in a dataset loop), one plan each in program order; empty when it trains nothing.
   std::vector<TrainingPlan> training;
-  std::vector<ExportCall> exports;  // the file's ms.export(...) calls, in program order
-  bool cancelled = false;           // AnalysisOptions::cancel was set: the result is partial
+  std::vector<ExportCall> exports;        // the file's ms.export(...) calls, in program order
+  bool cancelled = false;                 // AnalysisOptions::cancel was set: the result is partial
+  std::optional<ImportedModel> imported;  // set for an imported model file (.mindir)
 
   [[nodiscard]] size_t error_count() const;
 };
