@@ -32,7 +32,7 @@ class Gate(nn.Cell):
         self.fc = nn.Dense(8, 4)
 
     def construct(self, x):
-        return ops.sigmoid(self.fc(x))
+        return ops.hardswish(self.fc(x))
 
 
 net = Gate()
@@ -86,7 +86,7 @@ TEST(ModelExport, WritesOnnxAndReportsItsStagesInOrder) {
   ASSERT_EQ(o.status, ModelExportOutcome::Status::kWritten)
       << (o.errors.empty() ? "" : o.errors[0]);
   EXPECT_EQ(o.cell, "Gate");
-  EXPECT_EQ(o.nodes, 2u);  // Gemm, Sigmoid
+  EXPECT_EQ(o.nodes, 2u);  // Gemm, HardSwish
   EXPECT_EQ(slurp(r.output).size(), o.bytes);
   std::vector<std::string> names;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -112,8 +112,8 @@ TEST(ModelExport, RefusalIsLocatedAndLeavesTheOldFile) {
   EXPECT_EQ(o.status, ModelExportOutcome::Status::kRefused);
   ASSERT_EQ(o.diagnostics.size(), 1u);
   EXPECT_EQ(o.diagnostics[0].code, "export-unsupported-op");
-  EXPECT_EQ(o.diagnostics[0].range.start.line, 10u);  // return ops.sigmoid(...)
-  EXPECT_NE(o.diagnostics[0].message.find("Sigmoid"), std::string::npos);
+  EXPECT_EQ(o.diagnostics[0].range.start.line, 10u);  // return ops.hardswish(...)
+  EXPECT_NE(o.diagnostics[0].message.find("HSwish"), std::string::npos);
   EXPECT_EQ(slurp(r.output), "old");
 }
 

@@ -51,7 +51,7 @@ test('success: an information message with Reveal and Open in graph view', () =>
 test('refusal: an error message pointing at the Problems panel when diagnostics were published', () => {
   const m = exportMessage({
     status: 'refused', format: 'mindir', cell: 'Gate', diagnostics: 1,
-    messages: ['/w/gate.py:11:16: cannot export to MindIR: operator Sigmoid (ops.sigmoid): it has no MindIR mapping in the operator table [export-unsupported-op]', 'nothing written to /w/Gate.mindir: 1 problem'],
+    messages: ['/w/gate.py:11:16: cannot export to MindIR: operator HSwish (ops.hardswish): it has no MindIR mapping in the operator table [export-unsupported-op]', 'nothing written to /w/Gate.mindir: 1 problem'],
   }, ['/w']);
   assert.equal(m.kind, 'error');
   assert.match(m.text, /^Export MindIR refused for Gate, nothing written: gate\.py:11:16: .*\[export-unsupported-op\] \(\+1 more\)\. See the Problems panel\.$/);
