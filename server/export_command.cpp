@@ -147,8 +147,7 @@ int run_export(const ExportCommandOptions& given) {
   for (const auto& d : outcome.diagnostics) print_located(d, outcome.analysed_file);
   for (const auto& e : outcome.errors) export_error(e);
   switch (outcome.status) {
-    case ModelExportOutcome::Status::kWritten:
-    {
+    case ModelExportOutcome::Status::kWritten: {
       std::string extra;
       for (const auto& d : outcome.data_files) extra += " + " + d;
       std::cerr << "wrote " << display_path(outcome.output) << extra << " (" << outcome.summary

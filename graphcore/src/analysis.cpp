@@ -223,8 +223,8 @@ void assign_paths(const Value& v, std::string& path, uint32_t mark,
       if (!t || t->walk_mark == mark) continue;
       t->walk_mark = mark;
       join(k);
-      report->params.push_back(
-          ParamInfo{path, t->type.shape, t->type.dtype, t->requires_grad, t->init});
+      report->params.push_back(ParamInfo{t->mindspore_name(path), t->type.shape, t->type.dtype,
+                                         t->requires_grad, t->init});
       bool too_large = false;
       auto n = param_elements(t->type.shape, too_large);
       std::optional<int64_t> total, trainable = report->trainable_params;

@@ -132,17 +132,18 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   if (t->is_parameter) {
     n.kind = NodeKind::Parameter;
     n.op = "Parameter";
-    // Name it after the Cell attribute that holds it, searching the Cells being compiled.
+    // Its MindSpore name (TensorObj::mindspore_name), from the Cell attribute that holds it,
+    // searching the Cells being compiled.
     std::string name;
     for (auto cit = cell_stack.rbegin(); cit != cell_stack.rend() && name.empty(); ++cit) {
       for (auto& [k, p] : (*cit)->cell->params) {
         if (p.o.get() == t) {
-          name = (*cit)->cell->path.empty() ? k : (*cit)->cell->path + "." + k;
+          name = t->mindspore_name((*cit)->cell->path.empty() ? k : (*cit)->cell->path + "." + k);
           break;
         }
       }
     }
-    if (name.empty()) name = t->param_name.empty() ? "parameter" : t->param_name;
+    if (name.empty()) name = t->mindspore_name(t->param_name.empty() ? "parameter" : t->param_name);
     n.id = graph->unique_id(name);
     n.params.push_back(name);
     n.scope = current_scope();

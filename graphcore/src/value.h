@@ -455,6 +455,15 @@ struct TensorObj : Object {
   // it is bound (cell_setattr): its attribute's name when its own was generated, then the path
   // under every Cell attribute its Cell is bound to. Empty: param_name. `.name` reads it.
   std::string param_path;
+  // The name MindSpore gives this Parameter in a Cell tree where it sits at `attribute_path`
+  // ("enc.cls_token"): param_path when it was bound, else a name given at creation (a root
+  // Cell's own Parameter(..., name='cls') keeps 'cls'), else the attribute path. What the graph's
+  // Parameter nodes, the report's parameter list and checkpoint matching all use.
+  [[nodiscard]] std::string mindspore_name(const std::string& attribute_path) const {
+    if (!param_path.empty()) return param_path;
+    if (!param_name.empty() && param_name != "Parameter") return param_name;
+    return attribute_path;
+  }
   bool is_numpy = false;  // a numpy ndarray constant
   // np.load(path) of a .npy: the file, as found (absolute). A NumpySlicesDataset over arrays
   // loaded so is read from these files by the runtime. Any operation on the array drops it.

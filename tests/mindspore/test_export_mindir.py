@@ -131,11 +131,9 @@ CASES: Dict[str, Dict] = {
                       "shape": (1, 1, 28, 28), "ms_rtol": 1e-5},
     "vit_b16": {"file": "models/vit_b16.py", "cell": "vit_b_16()",
                 "select": ["--entry", "vit_b_16()"], "shape": (1, 3, 224, 224), "ms_rtol": 1e-4,
-                "weights": "init",
-                # Parameter(..., name='cls') bound as self.cls_token: MindSpore keeps the given
-                # name, Cellscope's graph names it after the attribute (a known gap of the
-                # evaluator's parameter naming, not of the export).
-                "renames": {"cls_token": "cls"}},
+                # Parameter(..., name='cls') bound as the root's self.cls_token: MindSpore keeps
+                # the given name and so does the graph (no renames: the weights map by name).
+                "weights": "init"},
     # Real-looking ids: random tokens with trailing padding (id 0) so the attention mask matters.
     "bert_base": {"file": "models/bert_base.py", "cell": "bert_base()",
                   "select": ["--entry", "bert_base()"], "shape": (1, 128), "dtype": "int32",

@@ -425,6 +425,52 @@ TEST(TrainingPlan, ParameterNamesAreTreePathsInGroupFilters) {
   EXPECT_EQ(decay.size() + other.size(), p.param_groups[2].params.size());
 }
 
+// The graph names Parameters as MindSpore 2.10 does (measured: trainable_params() names of this
+// Cell are ['tk', 'enc.cls_token', 'enc.pos']): a root Cell's own Parameter keeps the name given
+// at creation; a sub-Cell's are renamed to their path when the sub-Cell is bound (a given name
+// included); a generated name takes the attribute's.
+TEST(TrainingPlan, ParameterNamesFollowMindSporeBinding) {
+  AnalysisResult r = analyse_text(R"(import numpy as np
+import mindspore as ms
+from mindspore import nn, Parameter, Tensor
+
+
+class Inner(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.cls_token = Parameter(Tensor(np.zeros((1, 2)), ms.float32), name='cls')
+        self.pos = Parameter(Tensor(np.zeros((1, 2)), ms.float32))
+
+    def construct(self, x):
+        return x + self.cls_token + self.pos
+
+
+class Outer(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.enc = Inner()
+        self.tok = Parameter(Tensor(np.zeros((1, 2)), ms.float32), name='tk')
+
+    def construct(self, x):
+        return self.enc(x) + self.tok
+
+
+net = Outer()
+out = net(ms.Tensor(np.zeros((1, 2)), ms.float32))
+)");
+  ASSERT_EQ(r.cells.size(), 1u);
+  std::vector<std::string> names;
+  for (const auto& p : r.cells[0].params) names.push_back(p.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"tk", "enc.cls_token", "enc.pos"}));  // MindSpore's order
+  std::vector<std::string> graph_params;
+  for (const auto& n : r.cells[0].graph.nodes) {
+    if (n.kind == graphcore::NodeKind::Parameter) graph_params.push_back(n.params.at(0));
+  }
+  std::sort(graph_params.begin(), graph_params.end());
+  EXPECT_EQ(graph_params, (std::vector<std::string>{"enc.cls_token", "enc.pos", "tk"}));
+}
+
 TEST(TrainingPlan, DynamicLossScaleTwice) {
   AnalysisResult r = analyse("dynamic_loss_scale.py");
   expect_no_errors(r);
