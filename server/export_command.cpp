@@ -35,15 +35,6 @@ void print_note(const graphcore::PlanCall& call, const std::string& message) {
             << " [export-call-unfollowed]\n";
 }
 
-std::string types_string(const std::vector<graphcore::TensorType>& types) {
-  std::string s;
-  for (const auto& t : types) {
-    s +=
-        (s.empty() ? "" : ", ") + t.shape.str() + ":" + std::string(graphcore::dtype_name(t.dtype));
-  }
-  return s;
-}
-
 // No --cell/--entry/--input/-o: the options are the file's one ms.export(...) call, as the
 // evaluator recorded it (graphcore::ExportCall): its network's root Cell, its inputs' types, its
 // file_name with the extension MindSpore appends (".mindir" / ".onnx" unless the name ends with

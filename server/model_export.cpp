@@ -149,15 +149,6 @@ std::vector<graphcore::Diagnostic> dynamic_inputs(const graphcore::CellReport& r
   return out;
 }
 
-std::string types_string(const std::vector<graphcore::TensorType>& types) {
-  std::string s;
-  for (const auto& t : types) {
-    s +=
-        (s.empty() ? "" : ", ") + t.shape.str() + ":" + std::string(graphcore::dtype_name(t.dtype));
-  }
-  return s;
-}
-
 bool same_types(const std::vector<graphcore::TensorType>& a,
                 const std::vector<graphcore::TensorType>& b) {
   if (a.size() != b.size()) return false;
@@ -194,6 +185,15 @@ std::string cell_file_stem(const std::string& cell) {
 }
 
 }  // namespace
+
+std::string types_string(const std::vector<graphcore::TensorType>& types) {
+  std::string s;
+  for (const auto& t : types) {
+    s +=
+        (s.empty() ? "" : ", ") + t.shape.str() + ":" + std::string(graphcore::dtype_name(t.dtype));
+  }
+  return s;
+}
 
 std::string export_format_of_name(const fs::path& path) {
   const std::string ext = path.extension().string();

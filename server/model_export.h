@@ -22,6 +22,9 @@
 
 namespace cellscope::server {
 
+// Input types as messages show them: "(1, 3, 224, 224):float32, (1, 128):int32".
+std::string types_string(const std::vector<graphcore::TensorType>& types);
+
 // The format a file name's extension names ("mindir" for .mindir, "onnx" for .onnx), or "".
 std::string export_format_of_name(const std::filesystem::path& path);
 
