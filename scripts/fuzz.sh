@@ -13,7 +13,7 @@ ROOT=$PWD
 OUT=${FUZZ_BUILD_DIR:-build-fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
-TARGETS=${FUZZ_TARGETS:-lsp dap python config project_config target checkpoint view}
+TARGETS=${FUZZ_TARGETS:-lsp dap python config project_config target checkpoint view mindir}
 
 log() { printf '[fuzz] %s\n' "$*" >&2; }
 
@@ -38,11 +38,12 @@ ninja -C "$OUT" $(for t in $TARGETS; do printf '%s_fuzz ' "$t"; done) || exit 1
 
 # Per harness: the longest input, the dictionary, seed directories besides its own corpus and
 # regressions (real model files when the real-world tier has unpacked them).
-max_len() { case $1 in python | lsp) echo 65536 ;; view | dap) echo 16384 ;; *) echo 8192 ;; esac; }
+max_len() { case $1 in python | lsp) echo 65536 ;; view | dap | mindir) echo 16384 ;; *) echo 8192 ;; esac; }
 dict() {
   case $1 in
     python | config) echo tests/fuzz/dicts/python.dict ;;
     view) echo tests/fuzz/dicts/http.dict ;;
+    mindir) echo tests/fuzz/dicts/mindir.dict ;;
     *) echo tests/fuzz/dicts/json.dict ;;
   esac
 }
@@ -56,6 +57,7 @@ seeds() {
       ;;
     target) echo graphcore/targets ;;
     checkpoint) echo tests/fixtures/checkpoints ;;
+    mindir) echo "$OUT/fuzz/seeds/mindir" ;;  # written by the build (tests/fuzz/mindir_seeds.cpp)
   esac
 }
 
