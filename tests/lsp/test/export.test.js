@@ -365,6 +365,17 @@ test('a .mindir that is not open: cellscope.graphDocument imports it, cellscope.
   assert.equal(view.cell, '');
   assert.match(view.url, new RegExp(`^http://127\\.0\\.0\\.1:${view.port}/\\?token=${view.token}&file=`));
   assert.equal(decodeURIComponent(new URL(view.url).searchParams.get('file')), w.path);
+  // The view server admits the model file and sends its imported document.
+  const { default: WebSocket } = await import('ws');
+  const sock = new WebSocket(`ws://127.0.0.1:${view.port}/ws?token=${view.token}&file=${encodeURIComponent(w.path)}`);
+  t.after(() => sock.close());
+  const seen = [];
+  sock.on('message', (m) => seen.push(String(m)));
+  for (let i = 0; i < 100 && !seen.some((m) => m.startsWith('{"status":{"state":"ok"')); i++) await sleep(100);
+  assert.ok(seen.some((m) => m.startsWith('{"status":{"state":"ok"')), seen.map((m) => m.slice(0, 120)).join('\n'));
+  const update = JSON.parse(seen.find((m) => m.startsWith('{"update"')));
+  assert.equal(update.update.document.file, w.path);
+  assert.equal(update.update.document.cells[0].className, 'LeNet5');
   // A corrupt file is a clear error in the document, not a crash; a missing one a bad argument.
   const bad = path.join(ws, 'bad.mindir');
   fs.writeFileSync(bad, fs.readFileSync(w.path).subarray(0, 100));
