@@ -38,6 +38,7 @@ import {
   type ExportFormat,
   type ExportResult,
 } from './export';
+import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
 import { GraphPanel, type VisualizeResult } from './panel';
 import { CrashHistory, crashReport, describeExit, formatDuration, type ExitInfo } from './restart';
 import { serverSettings } from './settings';
@@ -467,6 +468,28 @@ async function visualize(editor: vscode.TextEditor): Promise<VisualizeResult | u
   return isVisualizeResult(result) ? result : undefined;
 }
 
+/** The running client, waiting while it starts (a .mindir opened with the window). */
+async function runningClient(timeoutMs = 30000): Promise<LanguageClient> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const c = client;
+    if (c && c.state === State.Running) return c;
+    if (Date.now() >= deadline) {
+      throw new Error('the Cellscope language server is not running (see "MindSpore: Show Output")');
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The graph view of a model file (.mindir) the server imports from the disk. */
+async function visualizeModel(model: vscode.Uri): Promise<unknown> {
+  const c = await runningClient();
+  return c.sendRequest(ExecuteCommandRequest.type, {
+    command: 'cellscope.visualizeGraph',
+    arguments: [c.code2ProtocolConverter.asUri(model)],
+  });
+}
+
 function showPanel(result: VisualizeResult, column?: vscode.ViewColumn): void {
   const col = column ?? pythonEditor()?.viewColumn;
   GraphPanel.show(extensionUri, output, result, col);
@@ -758,6 +781,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('cellscope.exportONNX', () => cmdExport('onnx'));
 
   context.subscriptions.push(
+    vscode.window.registerCustomEditorProvider(MINDIR_VIEW_TYPE, new MindIRViewer({
+      webviewRoot: vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview'),
+      visualize: visualizeModel,
+      show: (panel, result) => { GraphPanel.attach(panel, extensionUri, output, result); },
+      log: (line) => output.appendLine(line),
+    }), { webviewOptions: { retainContextWhenHidden: true }, supportsMultipleEditorsPerDocument: true }),
     vscode.debug.registerDebugAdapterDescriptorFactory('mindspore', new MindSporeDebugFactory()),
     vscode.debug.registerDebugConfigurationProvider('mindspore', new MindSporeDebugConfigurations()),
     vscode.debug.registerDebugConfigurationProvider('mindspore', new MindSporeDynamicConfigurations(),

@@ -127,6 +127,23 @@ export class GraphPanel {
     return { panel: created, created: true };
   }
 
+  /**
+   * The graph view in a panel VS Code made for a model file (the .mindir custom editor: mindir.ts),
+   * following `result`. Not the panel "Visualize Graph" reuses and the cursor moves: it stays on
+   * its model until it is closed.
+   */
+  static attach(
+    panel: vscode.WebviewPanel,
+    extensionUri: vscode.Uri,
+    log: vscode.OutputChannel,
+    result: VisualizeResult,
+  ): GraphPanel {
+    const webviewRoot = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
+    const p = new GraphPanel(panel, webviewRoot, log, vscode.ViewColumn.One);
+    p.follow(result);
+    return p;
+  }
+
   /** Follows the file and Cell of a visualizeGraph result (a new connection when they change). */
   follow(result: VisualizeResult): void {
     // Outside any Cell the server names none: keep the Cell shown, unless the server is a new one

@@ -564,96 +564,53 @@ Json inlay_hints(const FeatureContext& ctx, const Json& range) {
 
 // ---- code lens, symbols -----------------------------------------------------------------------
 
-namespace {
-
-// The text of `r` in `text` (byte columns), or "" when it is out of range.
-std::string_view range_text(std::string_view text, const SourceRange& r) {
-  auto offset = [&](const Position& p) -> size_t {
-    size_t at = 0;
-    for (uint32_t line = 0; line < p.line; ++line) {
-      at = text.find('\n', at);
-      if (at == std::string_view::npos) return text.size();
-      ++at;
-    }
-    return std::min(text.size(), at + p.column);
-  };
-  const size_t b = offset(r.start), e = offset(r.end);
-  return b < e ? text.substr(b, e - b) : std::string_view();
-}
-
-// `value` appears in `call` as a string literal (not as an expression the record kept as text).
-bool literal_in(std::string_view call, const std::string& value) {
-  for (const char q : {'"', '\''}) {
-    if (call.find(std::string(1, q) + value + q) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
-std::string export_literal(const graphcore::PlanCall& call, std::string_view call_text,
-                           std::string_view name) {
-  const graphcore::AttrValue* v = call.arg(name);
-  const auto* s = v ? std::get_if<std::string>(v) : nullptr;
-  return s && !s->empty() && literal_in(call_text, *s) ? *s : std::string();
-}
-
-}  // namespace
-
-// "Export now" on each ms.export(net, inputs, file_name=..., file_format=...) call recorded in
-// the file's training plans (docs/training.md): it runs cellscope.export for the call's network
-// (its root Cell, compiled with the call's inputs), format and file name, resolved against the
-// file's folder. A call that cannot be followed gets a lens that says why, without a command.
+// "Export now" on each ms.export(net, *inputs, file_name=..., file_format=...) call the evaluator
+// recorded (AnalysisResult::exports, the same record `cellscope export FILE` follows): it runs
+// cellscope.export for the call's root Cell, format and file name (the format's suffix added when
+// missing, as mindspore.export does; relative names from the file's folder), naming the call so
+// the export takes the call's inputs. A call that cannot be followed gets a lens without a
+// command saying why (ExportCall::unfollowed, or a format Cellscope does not write).
 void export_lenses(const FileAnalysis& fa, Json& out) {
-  std::set<std::pair<uint32_t, uint32_t>> seen;
-  for (const graphcore::TrainingPlan& plan : fa.result.training) {
-    for (const graphcore::PlanCall& call : plan.exports) {
-      if (call.file != fa.path) continue;
-      if (!seen.emplace(call.range.start.line, call.range.start.column).second) continue;
-      const std::string_view text = range_text(*fa.text, call.range);
-      const Json range = fa.conv->range(SourceRange{call.range.start, call.range.start});
-      auto explain = [&](const std::string& why) {
-        out.push_back(
-            {{"range", range},
-             {"command", {{"title", "Export now: unavailable (" + why + ")"}, {"command", ""}}}});
-      };
-      std::string format = export_literal(call, text, "file_format");
-      for (char& c : format) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (format == "air") {
-        explain("Cellscope writes MINDIR and ONNX, not AIR");
-        continue;
-      }
-      if (format != "mindir" && format != "onnx") {
-        explain("file_format is not the constant 'MINDIR' or 'ONNX'");
-        continue;
-      }
-      std::string name = export_literal(call, text, "file_name");
-      if (name.empty()) {
-        explain("file_name is not a constant string");
-        continue;
-      }
-      const CellReport* root = nullptr;
-      for (const auto& c : fa.result.cells) {
-        if (c.class_name == plan.network && c.compiled) root = &c;
-      }
-      if (!root) {
-        explain("the network " + (plan.network.empty() ? std::string("?") : plan.network) +
-                " is not an analysed root Cell of this file");
-        continue;
-      }
-      // As mindspore.export: the format's suffix is added when the name lacks it.
-      if (!name.ends_with("." + format)) name += "." + format;
-      std::filesystem::path output(name);
-      if (output.is_relative()) output = std::filesystem::path(fa.path).parent_path() / output;
-      output = output.lexically_normal();
-      out.push_back({{"range", range},
-                     {"command",
-                      {{"title", "Export now → " + output.filename().string()},
-                       {"command", "cellscope.export"},
-                       {"arguments", Json::array({{{"uri", fa.uri},
-                                                   {"format", format},
-                                                   {"cell", root->name},
-                                                   {"output", output.string()},
-                                                   {"line", call.range.start.line}}})}}}});
+  for (const graphcore::ExportCall& e : fa.result.exports) {
+    if (e.call.file != fa.path) continue;
+    const Json range = fa.conv->range(SourceRange{e.call.range.start, e.call.range.start});
+    auto explain = [&](const std::string& why) {
+      out.push_back(
+          {{"range", range},
+           {"command", {{"title", "Export now: unavailable (" + why + ")"}, {"command", ""}}}});
+    };
+    if (!e.unfollowed.empty()) {
+      explain(e.unfollowed);
+      continue;
     }
+    // MindSpore 2.10 accepts only the upper-case names (docs/export.md).
+    std::string format;
+    if (e.file_format == "MINDIR") {
+      format = "mindir";
+    } else if (e.file_format == "ONNX") {
+      format = "onnx";
+    } else if (e.file_format == "AIR") {
+      explain("Cellscope writes MINDIR and ONNX, not AIR");
+      continue;
+    } else {
+      explain("file_format '" + e.file_format + "' is not 'MINDIR' or 'ONNX'");
+      continue;
+    }
+    std::string name = e.file_name;
+    if (!name.ends_with("." + format)) name += "." + format;
+    std::filesystem::path output(name);
+    if (output.is_relative()) output = std::filesystem::path(fa.path).parent_path() / output;
+    output = output.lexically_normal();
+    const Json call = fa.conv->position(e.call.range.start);
+    out.push_back({{"range", range},
+                   {"command",
+                    {{"title", "Export now → " + output.filename().string()},
+                     {"command", "cellscope.export"},
+                     {"arguments", Json::array({{{"uri", fa.uri},
+                                                 {"format", format},
+                                                 {"cell", e.cell},
+                                                 {"output", output.string()},
+                                                 {"call", call}}})}}}});
   }
 }
 

@@ -9,9 +9,11 @@
 #include <optional>
 #include <set>
 
+#include "graphcore/mindir_import.h"
 #include "graphcore/outline.h"
 #include "lsp/document.h"
 #include "model_export.h"
+#include "pipeline.h"
 #include "protocol/document.h"
 
 namespace cellscope::lsp {
@@ -676,9 +678,27 @@ void ProtocolServer::attach_commands() {
             RpcError(ErrorCode::kInvalidParams, "cellscope.visualizeGraph needs a document URI"));
       }
       std::string uri = args[0].get<std::string>();
-      if (!scheduler_.find(uri))
-        return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
       std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";
+      // A model file (.mindir) is not a text document: the view imports it from the disk.
+      if (!scheduler_.find(uri)) {
+        std::string model;
+        if (std::string why; !model_file_of(uri, &model, &why))
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, why));
+        std::shared_ptr<server::view::ViewServer> vs;
+        try {
+          vs = view_.ensure();
+        } catch (const std::exception& e) {
+          return ctx.error(RpcError(ErrorCode::kRequestFailed,
+                                    std::string("cannot start the graph view: ") + e.what()));
+        }
+        vs->set_focus(model, cell);
+        return ctx.reply({{"url", vs->url(model, cell)},
+                          {"port", vs->port()},
+                          {"token", vs->token()},
+                          {"file", model},
+                          {"cell", cell},
+                          {"target", settings_.target()}});
+      }
       int64_t line = -1;
       if (args.size() > 1 && args[1].is_object() && args[1].contains("line") &&
           args[1]["line"].is_number_integer())
@@ -731,8 +751,34 @@ void ProtocolServer::attach_commands() {
       }
       std::string uri = args[0].get<std::string>();
       std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";
-      if (!scheduler_.find(uri))
-        return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
+      if (!scheduler_.find(uri)) {
+        // A model file (.mindir): imported from the disk on a worker, as `cellscope graph` does.
+        std::string model;
+        if (std::string why; !model_file_of(uri, &model, &why))
+          return ctx.error(RpcError(ErrorCode::kInvalidParams, why));
+        graphcore::AnalysisOptions options = settings_.options_for(model);
+        if (!cell.empty()) options.cell = cell;
+        std::weak_ptr<ProtocolServer> weak = weak_from_this();
+        scheduler_.submit([weak, ctx, model, options, &io = io_] {
+          std::shared_ptr<Json> out;
+          std::string error;
+          try {
+            graphcore::DiskSourceProvider disk;
+            auto built =
+                server::build_graph_document(model, options, server::PipelineOptions{}, disk);
+            out = std::make_shared<Json>(
+                Json::parse(protocol::to_json(built.document, {.pretty = false})));
+          } catch (const std::exception& e) {
+            error = rpc::describe_exception(e);
+          }
+          asio::post(io, [weak, ctx, out, error] {
+            if (!weak.lock() || ctx.replied()) return;
+            if (out) return ctx.reply(std::move(*out));
+            ctx.error(RpcError(ErrorCode::kRequestFailed, error));
+          });
+        });
+        return;
+      }
       scheduler_.with_analysis(
           uri, [this, ctx, cell](const std::shared_ptr<const FileAnalysis>& fa) {
             if (!fa)
@@ -756,6 +802,25 @@ void ProtocolServer::attach_commands() {
       if (!job.progress_token.empty() && job.progress_token == key) job.cancel->store(true);
     }
   });
+}
+
+// ---- model files ----
+
+// The path of a model file `uri` names that the graph commands import from the disk instead of
+// an open document (a .mindir: graphcore/mindir_import.h); false with `why` for anything else.
+bool ProtocolServer::model_file_of(const std::string& uri, std::string* path, std::string* why) {
+  auto p = uri_to_path(uri);
+  if (!p || !graphcore::is_mindir_path(*p)) {
+    *why = uri + " is not open";
+    return false;
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(*p, ec)) {
+    *why = *p + ": no such model file";
+    return false;
+  }
+  *path = fs::path(*p).lexically_normal().string();
+  return true;
 }
 
 // ---- cellscope.export ----
@@ -809,16 +874,42 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
     line = a["position"]["line"].get<int64_t>();
   if (!scheduler_.find(uri))
     return ctx.error(RpcError(ErrorCode::kInvalidParams, uri + " is not open"));
+  // `call`: the position of an ms.export call (the "Export now" lens): its recorded inputs.
+  std::optional<Json> call_position;
+  if (a.contains("call") && a["call"].is_object()) call_position = a["call"];
   std::optional<Json> client_token;
   if (params.contains("workDoneToken")) client_token = params["workDoneToken"];
 
   scheduler_.with_analysis(uri, [this, ctx, uri, format, cell_arg, output_arg, checkpoint, line,
+                                 call_position,
                                  client_token](const std::shared_ptr<const FileAnalysis>& fa) {
     if (!fa) return ctx.error(RpcError(ErrorCode::kRequestFailed, "the document was closed"));
     if (ctx.replied()) return;
+    const graphcore::ExportCall* export_call = nullptr;
+    if (call_position) {
+      const graphcore::Position at = fa->conv->from_lsp(*call_position);
+      for (const auto& e : fa->result.exports) {
+        if (e.call.file == fa->path && e.call.range.start == at) export_call = &e;
+      }
+      std::string why;
+      if (!export_call) {
+        why = "no ms.export call is at line " + std::to_string(at.line + 1) + " of " +
+              fs::path(fa->path).filename().string() + " any more";
+      } else if (!export_call->unfollowed.empty()) {
+        why = "the ms.export call at line " + std::to_string(at.line + 1) +
+              " cannot be followed: " + export_call->unfollowed;
+      }
+      if (!why.empty()) {
+        return ctx.reply({{"status", "refused"},
+                          {"format", format},
+                          {"cell", cell_arg},
+                          {"messages", Json::array({why})}});
+      }
+    }
     // The Cell: named; under the cursor; without a position, the root whose inputs
     // mindspore_config.json gives by Cell name; else the file's first root.
     std::string cell = cell_arg;
+    if (cell.empty() && export_call) cell = export_call->cell;
     if (cell.empty() && line < 0) {
       for (const auto& c : fa->result.cells) {
         const auto& named = settings_.project().inputs;
@@ -853,6 +944,14 @@ void ProtocolServer::start_export(const Json& params, const Context& ctx) {
     request.checkpoint = checkpoint;
     request.analysis = settings_.options_with_configs_for(fa->path);
     request.analysis.cell = cell;
+    if (export_call) {
+      // The call's inputs, as `cellscope export FILE` takes them; the config's must agree.
+      request.analysis.inputs = export_call->inputs;
+      request.inputs_given = true;
+      request.export_call = export_call->call;
+      if (!settings_.config_file().empty())
+        request.project = std::make_shared<const server::ProjectConfig>(settings_.project());
+    }
     if (request.analysis.inputs.empty()) {
       request.analysis.inputs = settings_.project().inputs_for(cell, fa->path);
     }

@@ -111,6 +111,8 @@ class ProtocolServer : public std::enable_shared_from_this<ProtocolServer> {
   void attach_commands();
   // workspace/executeCommand cellscope.export (docs/export.md, "In the editor").
   void start_export(const Json& params, const rpc::Context& ctx);
+  // The disk path of a model file (.mindir) `uri` names, for the graph commands; false with `why`.
+  static bool model_file_of(const std::string& uri, std::string* path, std::string* why);
   void export_progress(uint64_t id, const Json& value);
   void finish_export(uint64_t id, const server::ModelExportOutcome& outcome);
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "compare_base.h"
+#include "graphcore/mindir_import.h"
 #include "graphcore/outline.h"
 #include "pipeline.h"
 #include "rpc/jsonrpc.h"
@@ -206,7 +207,9 @@ std::shared_ptr<server::view::ViewServer> ViewBridge::ensure() {
     const fs::path p(file);
     std::error_code ec;
     if (!p.is_absolute()) return "file= must be an absolute path";
-    if (p.extension() != ".py") return file + " is not a Python file";
+    // Python models, and model files the view imports (.mindir: an editor opened one).
+    if (p.extension() != ".py" && !graphcore::is_mindir_path(p))
+      return file + " is neither a Python file nor a .mindir";
     if (!fs::is_regular_file(p, ec)) return "no such file: " + file;
     return "";
   };

@@ -783,6 +783,28 @@ try {
     (await page.locator('.explorer-folders-view .monaco-list-row.selected', { hasText: 'LeNet5.mindir' }).count()) > 0, 10000)
     .then(() => check('Reveal selects the file in the Explorer', true))
     .catch((e) => check('Reveal selects the file in the Explorer', false, e.message));
+  // Opening the exported .mindir shows it in the graph view (the cellscope.mindir custom editor).
+  await page.keyboard.press('Control+P');
+  await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
+  await page.keyboard.type('LeNet5.mindir');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'LeNet5.mindir' }).first().waitFor({ timeout: 10000 });
+  const tm = Date.now();
+  await page.keyboard.press('Enter');
+  const modelView = await until('the graph view of LeNet5.mindir', async () => {
+    for (const f of page.frames()) {
+      try {
+        const s = await f.evaluate(() => (typeof window.cellscopeView === 'object'
+          ? { state: window.cellscopeView.state(), details: window.cellscopeView.details() } : null));
+        if (s && String(s.details.file).endsWith('LeNet5.mindir') && s.state.nodesDrawn > 0) return s;
+      } catch { /* detached or cross-origin while loading */ }
+    }
+    return null;
+  }, 30000).catch(() => null);
+  check('opening LeNet5.mindir shows it in the graph view', !!modelView && modelView.details.nodes > 0,
+    modelView ? `${modelView.details.nodes} nodes of ${modelView.details.cell || '(the root)'}, ${modelView.state.nodesDrawn} drawn, ${Date.now() - tm} ms after Enter`
+      : 'no view of LeNet5.mindir');
+  await shot('mindir-graph-view');
+  await page.keyboard.press('Control+W');
   await palette('Notifications: Clear All Notifications');
   await page.keyboard.press('Control+P');
   await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });

@@ -256,3 +256,134 @@ class Wide(nn.Cell):
   assert.equal(g.cell, 'Gate');
   assert.equal(await s.stop(), 0);
 });
+
+test('code lens "Export now" on a plain script\'s ms.export calls: the call\'s inputs, or why not', async (t) => {
+  // No training: a module-level network exported by ms.export. Its construct's input is only
+  // known from the call, so the export succeeds only with the call's inputs.
+  const PLAIN = `import numpy as np
+import mindspore as ms
+from mindspore import nn
+
+
+class Small(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(8, 4)
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        return self.relu(self.fc(x))
+
+
+net = Small()
+ms.export(net, ms.Tensor(np.ones((3, 8)), ms.float32), file_name="small", file_format="MINDIR")
+ms.export(net, ms.Tensor(np.ones((3, 8)), ms.float32), file_name="small_net.onnx", file_format="ONNX")
+ms.export(net, ms.Tensor(np.ones((3, 8)), ms.float32), file_name="small", file_format="AIR")
+`;
+  const ws = tempWorkspace({ 'plain.py': { text: PLAIN } });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const uri = s.open(path.join(ws, 'plain.py'), PLAIN);
+  await s.waitDiagnostics(uri);
+  const lenses = await s.conn.sendRequest(CodeLensRequest.type, { textDocument: { uri } });
+  const exportLenses = lenses.filter((l) => l.command.title.startsWith('Export now'));
+  const call = lineOf(PLAIN, 'ms.export(');
+  assert.deepEqual(
+    exportLenses.map((l) => [l.range.start.line, l.command.title]),
+    [
+      [call, 'Export now → small.mindir'],
+      [call + 1, 'Export now → small_net.onnx'],
+      [call + 2, 'Export now: unavailable (Cellscope writes MINDIR and ONNX, not AIR)'],
+    ],
+  );
+  assert.equal(exportLenses[2].command.command, '');
+  const run = (lens) => s.conn.sendRequest(ExecuteCommandRequest.type, { command: lens.command.command, arguments: lens.command.arguments });
+  const m = await run(exportLenses[0]);
+  assert.equal(m.status, 'written', JSON.stringify(m));
+  assert.equal(m.cell, 'Small');
+  assert.equal(m.path, path.join(ws, 'small.mindir'));
+  assert.equal(fs.statSync(m.path).size, m.bytes);
+  const o = await run(exportLenses[1]);
+  assert.equal(o.status, 'written', JSON.stringify(o));
+  assert.equal(o.path, path.join(ws, 'small_net.onnx'));
+  // The lens exports with the call's inputs: once mindspore_config.json declares (2, 8) for
+  // Small, the call's (3, 8) is refused as export-input-mismatch at the call (as `cellscope
+  // export FILE` does), while an export without the call takes the config's shape.
+  fs.writeFileSync(path.join(ws, 'mindspore_config.json'), JSON.stringify({ inputs: { Small: ['2,8'] } }));
+  s.conn.sendNotification(DidChangeWatchedFilesNotification.type, { changes: [{ uri: uriOf(path.join(ws, 'mindspore_config.json')), type: 1 }] });
+  fs.rmSync(m.path);
+  let mismatch;
+  for (let i = 0; i < 50 && mismatch?.status !== 'refused'; i++) {
+    if (i) await sleep(100); // (the config is re-read when the notification arrives)
+    mismatch = await run(exportLenses[0]);
+    if (mismatch.status === 'written') fs.rmSync(mismatch.path);
+  }
+  assert.equal(mismatch.status, 'refused', JSON.stringify(mismatch));
+  assert.match(mismatch.messages.join('\n'), new RegExp(`plain\\.py:${call + 1}:1: .*\\[export-input-mismatch\\]`));
+  assert.ok(!fs.existsSync(path.join(ws, 'small.mindir')));
+  const byConfig = await exportCmd(s, { uri, format: 'mindir', cell: 'Small', output: 'by_config.mindir' });
+  assert.equal(byConfig.status, 'written', JSON.stringify(byConfig));
+
+  // An input the analysis cannot type: the lens says why, with no command (ExportCall::unfollowed).
+  const dyn = PLAIN.replace('ms.Tensor(np.ones((3, 8)), ms.float32), file_name="small", file_format="MINDIR"', 'load_batch(), file_name="small", file_format="MINDIR"');
+  s.conn.sendNotification(DidChangeTextDocumentNotification.type, { textDocument: { uri, version: 2 }, contentChanges: [{ text: dyn }] });
+  await s.waitDiagnostics(uri, (p) => p.version === 2);
+  const l2 = await s.conn.sendRequest(CodeLensRequest.type, { textDocument: { uri } });
+  const first = l2.find((l) => l.command.title.startsWith('Export now') && l.range.start.line === call);
+  assert.match(first.command.title, /^Export now: unavailable \(input 1 is not a tensor the analysis followed\)$/);
+  assert.equal(first.command.command, '');
+  // A lens run after its call went away is refused, not run with other inputs.
+  const stale = await run(exportLenses[0]);
+  assert.equal(stale.status, 'refused', JSON.stringify(stale));
+  assert.match(stale.messages[0], new RegExp(`line ${call + 1} cannot be followed`));
+  assert.equal(await s.stop(), 0);
+});
+
+test('a .mindir that is not open: cellscope.graphDocument imports it, cellscope.visualizeGraph views it', async (t) => {
+  const ws = tempWorkspace({ 'lenet5.py': LENET });
+  t.after(() => removeDir(ws));
+  const s = await startSession({ folders: [ws], capabilities: withProgress() });
+  t.after(() => s.dispose());
+  const py = s.open(path.join(ws, 'lenet5.py'));
+  await s.waitDiagnostics(py);
+  const w = await exportCmd(s, { uri: py, format: 'mindir', cell: 'LeNet5' });
+  assert.equal(w.status, 'written', JSON.stringify(w));
+  const model = uriOf(w.path);
+  const cmd = (command, args) => s.conn.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+  // The imported file: one root Cell with LeNet-5's parameters and operators, read from the disk.
+  const doc = await cmd('cellscope.graphDocument', [model]);
+  assert.equal(doc.cells.length, 1, JSON.stringify(doc.diagnostics));
+  const cell = doc.cells[0];
+  assert.equal(cell.params, 61684);
+  assert.deepEqual(cell.inputs[0].shape, [1, 1, 32, 32]);
+  assert.deepEqual(cell.outputs[0].shape, [1, 10]);
+  assert.equal(cell.nodes.filter((n) => n.kind === 'op' && n.op === 'Conv2D').length, 2);
+  // The view: a URL of the daemon's view server for the file's path.
+  const view = await cmd('cellscope.visualizeGraph', [model]);
+  assert.equal(view.file, w.path);
+  assert.equal(view.cell, '');
+  assert.match(view.url, new RegExp(`^http://127\\.0\\.0\\.1:${view.port}/\\?token=${view.token}&file=`));
+  assert.equal(decodeURIComponent(new URL(view.url).searchParams.get('file')), w.path);
+  // The view server admits the model file and sends its imported document.
+  const { default: WebSocket } = await import('ws');
+  const sock = new WebSocket(`ws://127.0.0.1:${view.port}/ws?token=${view.token}&file=${encodeURIComponent(w.path)}`);
+  t.after(() => sock.close());
+  const seen = [];
+  sock.on('message', (m) => seen.push(String(m)));
+  for (let i = 0; i < 100 && !seen.some((m) => m.startsWith('{"status":{"state":"ok"')); i++) await sleep(100);
+  assert.ok(seen.some((m) => m.startsWith('{"status":{"state":"ok"')), seen.map((m) => m.slice(0, 120)).join('\n'));
+  const update = JSON.parse(seen.find((m) => m.startsWith('{"update"')));
+  assert.equal(update.update.document.file, w.path);
+  assert.equal(update.update.document.cells[0].className, 'LeNet5');
+  // A corrupt file is a clear error in the document, not a crash; a missing one a bad argument.
+  const bad = path.join(ws, 'bad.mindir');
+  fs.writeFileSync(bad, fs.readFileSync(w.path).subarray(0, 100));
+  const broken = await cmd('cellscope.graphDocument', [uriOf(bad)]);
+  assert.equal(broken.cells.length, 0);
+  assert.ok(broken.diagnostics.some((d) => d.severity === 'error' || d.severity === 1), JSON.stringify(broken.diagnostics));
+  await assert.rejects(cmd('cellscope.graphDocument', [uriOf(path.join(ws, 'missing.mindir'))]), /no such model file/);
+  await assert.rejects(cmd('cellscope.visualizeGraph', [uriOf(path.join(ws, 'missing.mindir'))]), /no such model file/);
+  await assert.rejects(cmd('cellscope.graphDocument', [uriOf(path.join(ws, 'other.py'))]), /is not open/);
+  assert.equal(await s.stop(), 0);
+});
