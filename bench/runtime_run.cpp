@@ -136,6 +136,13 @@ json graph_json(const rt::Executor& ex) {
 }
 
 // CPU time the calling thread has used, in ms.
+// CPU time of the whole process (every thread), ms.
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 double thread_cpu_ms() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -314,16 +321,23 @@ int main(int argc, char** argv) {
         rt::apply_gradients(*optimizer, ex, *grad_graph, rt::step_gradients(*grad_graph, outs));
         rt::write_back_state(ex, *grad_graph, outs);
       };
-      auto time_runs = [&](const rt::Hooks& hooks) {
+      // Wall ms of each run after a warm-up, sorted; each run's process CPU ms (every thread)
+      // appended to `cpu` when given.
+      auto time_runs = [&](const rt::Hooks& hooks, std::vector<double>* cpu = nullptr) {
         std::vector<double> ms;
         for (int r = 0; r <= bench; ++r) {
           ex.reset();
+          const double c0 = process_cpu_ms();
           auto t0 = clock::now();
           rt::RunStatus s = ex.run(hooks);
           if (s.kind == rt::RunStatus::Kind::Finished && optimizer) update();
           double d = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+          const double c = process_cpu_ms() - c0;
           if (s.kind != rt::RunStatus::Kind::Finished) throw rt::RuntimeError(s.message);
-          if (r > 0) ms.push_back(d);  // run 0 is the warm-up
+          if (r > 0) {  // run 0 is the warm-up
+            ms.push_back(d);
+            if (cpu != nullptr) cpu->push_back(c);
+          }
         }
         std::sort(ms.begin(), ms.end());
         return ms;
@@ -385,16 +399,17 @@ int main(int argc, char** argv) {
                                                           : rt::HookAction::Continue;
       };
       hooks.after = hooks.before;
-      std::vector<double> plain, hooked;
+      std::vector<double> plain, hooked, plain_cpu;
       // Interleave to share thermal/cache conditions.
       for (int rep = 0; rep < 2; ++rep) {
-        auto a = time_runs({});
+        auto a = time_runs({}, &plain_cpu);
         auto b = time_runs(hooks);
         plain.insert(plain.end(), a.begin(), a.end());
         hooked.insert(hooked.end(), b.begin(), b.end());
       }
       std::sort(plain.begin(), plain.end());
       std::sort(hooked.begin(), hooked.end());
+      std::sort(plain_cpu.begin(), plain_cpu.end());
       auto median = [](const std::vector<double>& v) { return v[v.size() / 2]; };
       json j = {{"file", file},
                 {"cell", report.name},
@@ -402,6 +417,7 @@ int main(int argc, char** argv) {
                 {"runs", plain.size()},
                 {"plain_ms_median", median(plain)},
                 {"plain_ms_min", plain.front()},
+                {"plain_cpu_ms_median", median(plain_cpu)},
                 {"hooked_ms_median", median(hooked)},
                 {"hooked_ms_min", hooked.front()},
                 {"hook_calls", calls},

@@ -89,15 +89,19 @@ def write_loss_source(model, directory):
 
 # ---- workers (run inside the engine's interpreter) -------------------------------------------------
 def _time_runs(fn, runs):
+    """Wall ms of each run after two warm-ups, and each run's process CPU ms (every thread: an
+    engine's "one thread" setting may still keep several threads busy)."""
     import time
     fn()
     fn()
-    out = []
+    wall, cpu = [], []
     for _ in range(runs):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return {"ms": wall, "cpu": cpu}
 
 
 def worker_mindspore(model, threads, runs, mode, train=False):
@@ -259,7 +263,8 @@ def measure(engine, model, threads, runs, binary, mode="infer"):
             out, rss = run_measured(cmd, env)
         j = json.loads(out.strip().splitlines()[-1])
         # --bench N times 2 rounds of N plain runs (and N hooked ones, not used here).
-        return [j["plain_ms_median"]], rss, j.get("kernels", "")
+        return {"ms": [j["plain_ms_median"]], "cpu": [j["plain_cpu_ms_median"]]}, rss, \
+            j.get("kernels", "")
     py = MS_PY if engine.startswith("ms_") else TORCH_PY
     # MindSpore writes rank_0/ logs into its working directory: a temporary one, removed.
     with tempfile.TemporaryDirectory(prefix="cellscope-bench-") as cwd:
@@ -311,13 +316,15 @@ def main():
                             continue
                         kernels = kernels or k
                         r = results.setdefault((model, mode, threads, engine),
-                                               {"ms": [], "rss": 0.0, "load": []})
-                        r["ms"] += ms
+                                               {"ms": [], "cpu": [], "rss": 0.0, "load": []})
+                        r["ms"] += ms["ms"]
+                        r["cpu"] += ms["cpu"]
                         r["rss"] = max(r["rss"], rss)
                         r["load"].append(before)
-                        print(f"{model} {mode} t{threads} {engine}: {statistics.median(ms):.1f} ms "
-                              f"(rss {rss:.0f} MiB, load {before:.1f})", file=sys.stderr,
-                              flush=True)
+                        print(f"{model} {mode} t{threads} {engine}: "
+                              f"{statistics.median(ms['ms']):.1f} ms, CPU "
+                              f"{statistics.median(ms['cpu']):.1f} ms (rss {rss:.0f} MiB, load "
+                              f"{before:.1f})", file=sys.stderr, flush=True)
 
     print(f"Cellscope kernels: {kernels}; {os.cpu_count()} CPUs\n")
     head = "| model | step | threads | " + " | ".join(engines) + " | load (1 min) |"
@@ -333,7 +340,8 @@ def main():
                         cells.append("-" if mode == "train" and engine == "onnxruntime"
                                      else "failed")
                         continue
-                    cells.append(f"{statistics.median(r['ms']):.1f} ms / {r['rss']:.0f} MiB")
+                    cells.append(f"{statistics.median(r['ms']):.1f} ms (CPU "
+                                 f"{statistics.median(r['cpu']):.1f}) / {r['rss']:.0f} MiB")
                     loads += r["load"]
                 load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "?"
                 what = "inference" if mode == "infer" else "train step"
