@@ -679,18 +679,24 @@ void ProtocolServer::attach_commands() {
       }
       std::string uri = args[0].get<std::string>();
       std::string cell = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "";
+      // The graph view's server, started on first use; nullptr (the request failed) when it
+      // cannot start.
+      auto start_view = [&]() -> std::shared_ptr<server::view::ViewServer> {
+        try {
+          return view_.ensure();
+        } catch (const std::exception& e) {
+          ctx.error(RpcError(ErrorCode::kRequestFailed,
+                             std::string("cannot start the graph view: ") + e.what()));
+          return nullptr;
+        }
+      };
       // A model file (.mindir) is not a text document: the view imports it from the disk.
       if (!scheduler_.find(uri)) {
         std::string model;
         if (std::string why; !model_file_of(uri, &model, &why))
           return ctx.error(RpcError(ErrorCode::kInvalidParams, why));
-        std::shared_ptr<server::view::ViewServer> vs;
-        try {
-          vs = view_.ensure();
-        } catch (const std::exception& e) {
-          return ctx.error(RpcError(ErrorCode::kRequestFailed,
-                                    std::string("cannot start the graph view: ") + e.what()));
-        }
+        auto vs = start_view();
+        if (!vs) return;
         vs->set_focus(model, cell);
         return ctx.reply({{"url", vs->url(model, cell)},
                           {"port", vs->port()},
@@ -703,13 +709,8 @@ void ProtocolServer::attach_commands() {
       if (args.size() > 1 && args[1].is_object() && args[1].contains("line") &&
           args[1]["line"].is_number_integer())
         line = args[1]["line"].get<int64_t>();
-      std::shared_ptr<server::view::ViewServer> vs;
-      try {
-        vs = view_.ensure();
-      } catch (const std::exception& e) {
-        return ctx.error(RpcError(ErrorCode::kRequestFailed,
-                                  std::string("cannot start the graph view: ") + e.what()));
-      }
+      auto vs = start_view();
+      if (!vs) return;
       scheduler_.with_analysis(
           uri, [this, ctx, cell, line, vs](const std::shared_ptr<const FileAnalysis>& fa) {
             if (!fa)
