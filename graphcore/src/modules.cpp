@@ -626,7 +626,10 @@ Value std_module(Interpreter& interp, std::string_view name) {
 void Interpreter::exec_import(const ast::Node* s, Frame& f) {
   for (ast::Node* al : s->list) {
     std::string dotted(al->str);
-    std::string_view top = std::string_view(dotted).substr(0, dotted.find('.'));
+    // A view into the syntax tree's text, which outlives the frame: a function's locals are
+    // keyed by views (store_name), so `import os` in a function body must not bind a view of
+    // `dotted`, which dies with this call.
+    std::string_view top = al->str.substr(0, al->str.find('.'));
     Site site{al, f.module};
     Value target;     // bound to the as-name
     Value top_value;  // bound to the first component without as-name

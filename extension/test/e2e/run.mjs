@@ -65,8 +65,9 @@ const work = mkdtempSync(join(tmpdir(), 'cellscope-e2e-'));
 const ud = join(work, 'user-data');
 const exts = join(work, 'extensions');
 const ws = join(work, 'workspace');
-const env = { ...process.env, XDG_CONFIG_HOME: join(work, 'xdg-config'), XDG_DATA_HOME: join(work, 'xdg-data'), XDG_CACHE_HOME: join(work, 'xdg-cache') };
-for (const d of [ud, join(ud, 'User'), exts, ws, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME]) mkdirSync(d, { recursive: true });
+// code-server's IPC and git sockets go to TMPDIR: inside `work`, removed with it (not left in /tmp).
+const env = { ...process.env, XDG_CONFIG_HOME: join(work, 'xdg-config'), XDG_DATA_HOME: join(work, 'xdg-data'), XDG_CACHE_HOME: join(work, 'xdg-cache'), TMPDIR: join(work, 'tmp') };
+for (const d of [ud, join(ud, 'User'), exts, ws, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.TMPDIR]) mkdirSync(d, { recursive: true });
 const modelFile = join(ws, 'mnist_article_bug.py');
 copyFileSync(join(repo, 'tests', 'corpus', 'buggy', 'mnist_article_bug.py'), modelFile);
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'lenet5.py'), join(ws, 'lenet5.py'));
