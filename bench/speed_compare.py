@@ -5,7 +5,7 @@ mode and PyNative), PyTorch and onnxruntime (inference only), in one run, at 1 a
 
   python3 bench/speed_compare.py [--bin build/bench/cellscope-run] [--runs 5] [--reps 2]
       [--threads 1,2] [--models lenet5,resnet18,resnet50,bert_base] [--engines ...]
-      [--modes infer,train]
+      [--modes infer,train] [--pin]
 
 A training step is forward + backward + nn.Momentum(lr=0.01, momentum=0.9) on the model with a
 SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean") loss on its logits (BERT-base: on the
@@ -26,6 +26,10 @@ times `--runs` runs; the engines take turns (`--reps` rounds, engine order rotat
 that they share the machine's load, which is printed with every figure (`uptime`'s 1-minute
 average). The table gives each engine's median over all timed runs and its peak RSS (the
 worker's, in MiB: interpreter and framework included). Nothing is left in /tmp.
+
+`--pin` runs each worker on as many CPUs as it is given threads (sched_setaffinity before exec):
+"one thread" is then one core for every engine. Without it an engine may run more busy threads
+than it is asked for (MindSpore's threads_num(1) runs an actor and a kernel thread side by side).
 
 Setup: the MindSpore venv of tests/mindspore (requirements.txt there), and
   python3 -m venv ~/.cache/cellscope/torchvenv
@@ -232,10 +236,13 @@ def load1():
     return os.getloadavg()[0]
 
 
-def run_measured(cmd, env=None, cwd=ROOT):
-    """Runs cmd; returns its stdout and its own peak RSS in MiB (wait4's rusage of that child)."""
+def run_measured(cmd, env=None, cwd=ROOT, cpus=None):
+    """Runs cmd; returns its stdout and its own peak RSS in MiB (wait4's rusage of that child).
+    cpus: the set of CPUs the child (and every thread it starts) may run on, or None."""
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     with tempfile.TemporaryFile() as err:  # unlinked at once: nothing left in /tmp
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=cwd, env=env)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=cwd, env=env,
+                             preexec_fn=pin)
         out = p.stdout.read().decode()
         p.stdout.close()
         _, status, usage = os.wait4(p.pid, 0)
@@ -247,8 +254,11 @@ def run_measured(cmd, env=None, cwd=ROOT):
     return out, usage.ru_maxrss / 1024.0
 
 
-def measure(engine, model, threads, runs, binary, mode="infer"):
+def measure(engine, model, threads, runs, binary, mode="infer", pin=False):
     src, _, shape, dtype = MODELS[model]
+    # --pin: "N threads" means N cores for every engine, whatever threads it starts itself
+    # (MindSpore's threads_num(1) still runs an actor and a kernel thread side by side).
+    cpus = set(sorted(os.sched_getaffinity(0))[:threads]) if pin else None
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), GLOG_v="3")
     train = mode == "train"
     if engine == "cellscope":
@@ -260,7 +270,7 @@ def measure(engine, model, threads, runs, binary, mode="infer"):
                 cmd[1] = write_loss_source(model, tmp)
                 cmd += ["--entry", "BenchLoss()", "--input-shape", f"{shape[0]}:int32",
                         "--grad", "--train-mode", "--train-step"]
-            out, rss = run_measured(cmd, env)
+            out, rss = run_measured(cmd, env, cpus=cpus)
         j = json.loads(out.strip().splitlines()[-1])
         # --bench N times 2 rounds of N plain runs (and N hooked ones, not used here).
         return {"ms": [j["plain_ms_median"]], "cpu": [j["plain_cpu_ms_median"]]}, rss, \
@@ -269,7 +279,7 @@ def measure(engine, model, threads, runs, binary, mode="infer"):
     # MindSpore writes rank_0/ logs into its working directory: a temporary one, removed.
     with tempfile.TemporaryDirectory(prefix="cellscope-bench-") as cwd:
         out, rss = run_measured([py, os.path.abspath(__file__), "--worker", engine, model,
-                                 str(threads), str(runs), mode], env, cwd)
+                                 str(threads), str(runs), mode], env, cwd, cpus)
     return json.loads(out.strip().splitlines()[-1]), rss, ""
 
 
@@ -282,6 +292,8 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--pin", action="store_true",
+                    help="run each engine on as many CPUs as it is given threads (affinity)")
     ap.add_argument("--worker", nargs=5, metavar=("ENGINE", "MODEL", "THREADS", "RUNS", "MODE"))
     a = ap.parse_args()
     if a.worker:
@@ -310,7 +322,8 @@ def main():
                             continue  # inference only
                         before = load1()
                         try:
-                            ms, rss, k = measure(engine, model, threads, a.runs, a.bin, mode)
+                            ms, rss, k = measure(engine, model, threads, a.runs, a.bin, mode,
+                                                 a.pin)
                         except Exception as e:  # one engine failing does not stop the table
                             print(f"{engine} {model} {mode} t{threads}: {e}", file=sys.stderr)
                             continue
@@ -326,7 +339,8 @@ def main():
                               f"{statistics.median(ms['cpu']):.1f} ms (rss {rss:.0f} MiB, load "
                               f"{before:.1f})", file=sys.stderr, flush=True)
 
-    print(f"Cellscope kernels: {kernels}; {os.cpu_count()} CPUs\n")
+    pinned = "; each engine pinned to as many CPUs as threads" if a.pin else ""
+    print(f"Cellscope kernels: {kernels}; {os.cpu_count()} CPUs{pinned}\n")
     head = "| model | step | threads | " + " | ".join(engines) + " | load (1 min) |"
     print(head)
     print("|" + "---|" * (len(engines) + 4))

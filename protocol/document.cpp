@@ -604,6 +604,10 @@ TrainingPlan training_plan(const graphcore::TrainingPlan& p, PositionMapper& pos
     }
   }
   if (p.lr_schedule) *out.mutable_lr_schedule() = plan_call(*p.lr_schedule, positions);
+  if (p.lr_graph.compiled || !p.lr_graph_reason.empty()) {
+    *out.mutable_lr_graph() = cell(p.lr_graph, positions, include_nodes);
+    out.set_lr_graph_reason(p.lr_graph_reason);
+  }
   if (p.loss_scale_manager)
     *out.mutable_loss_scale_manager() = plan_call(*p.loss_scale_manager, positions);
   if (p.clip_global_norm) out.set_clip_global_norm(*p.clip_global_norm);

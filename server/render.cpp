@@ -703,6 +703,15 @@ void render_training_text(std::ostream& out, const protocol::GraphDocument& doc)
       out << "\n";
     }
     if (t.has_lr_schedule()) out << "  lr        " << plan_call_string(t.lr_schedule()) << "\n";
+    if (t.has_lr_graph()) {
+      const auto& lg = t.lr_graph();
+      out << "  lr graph  " << (lg.class_name().empty() ? "?" : lg.class_name()) << ".construct";
+      if (lg.compiled())
+        out << " compiled, " << lg.nodes_size() << " nodes (global_step -> learning rate)";
+      else
+        out << " not compiled: " << t.lr_graph_reason();
+      out << "\n";
+    }
     if (t.has_loss_scale_manager())
       out << "  scale     " << plan_call_string(t.loss_scale_manager()) << "\n";
     if (t.has_clip_global_norm()) out << "  clip      " << t.clip_global_norm() << "\n";

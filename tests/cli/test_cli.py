@@ -1367,6 +1367,23 @@ class TrainTests(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("no training found", p.stderr)
 
+    def test_the_plan_shows_the_compiled_lr_schedule_graph(self):
+        # The user's LearningRateSchedule subclass is compiled (global_step -> lr); `cellscope
+        # graph` shows that graph in the plan, text and JSON, beside the schedule's call.
+        script = SOURCE_DIR / "tests/training/scripts/transformer_adamw_warmup.py"
+        p = run("graph", script, "--format", "json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        plans = json.loads(p.stdout)["training"]
+        self.assertEqual(len(plans), 1)
+        lr = plans[0]["lrGraph"]
+        self.assertTrue(lr["compiled"], lr)
+        self.assertEqual(lr["className"], "WarmupCosine")
+        ops = {n["op"] for n in lr["nodes"]}
+        self.assertIn("Cos", ops)
+        self.assertEqual([i["name"] for i in lr["inputs"]], ["global_step"])
+        text = run("graph", script, "--format", "text").stdout
+        self.assertRegex(text, r"lr graph  WarmupCosine\.construct compiled, \d+ nodes")
+
 
 class ServerRobustnessTests(unittest.TestCase):
     """`cellscope dap` and `cellscope lsp` given hostile messages: they answer or drop them with a

@@ -897,6 +897,111 @@ Model(net, loss, opt).train(2, data, callbacks=[LossMonitor()])
   }
 }
 
+// --- layers that are one node but many products ---------------------------------------------
+
+const char* const kLayerNets = R"(from mindspore import nn
+
+
+class Rnn(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(64, 128, num_layers=2, bidirectional=True)
+
+    def construct(self, x):
+        y, _ = self.lstm(x)
+        return y.mean()
+
+
+class Attn(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(256, 8)
+
+    def construct(self, q, kv):
+        y, _ = self.mha(q, kv, kv)
+        return y.mean()
+)";
+
+const KernelEstimate* kernel_named(const HardwareGraph& g, std::string_view name) {
+  for (const auto& k : g.kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+HardwareGraph estimate_for(const CellReport& rep, const std::string& mode) {
+  OptimizeOptions oo;
+  oo.target = "ascend910";
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  ho.mode = mode;
+  return estimate_hardware(rep, optimize(rep, oo), ho);
+}
+
+TEST(HardwareLayers, RecurrentLayersAreTheirProductsStepByStep) {
+  EXPECT_EQ(category_name(*op_category("LSTM")), "recurrent");
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("layers.py", kLayerNets);
+  const HardwareTarget& t = hardware_target("ascend910");
+  double prev_cycles = 0;
+  for (const int64_t steps : {32, 64}) {
+    SCOPED_TRACE(steps);
+    const int64_t n = 4, f = 64, h = 128, gates = 4;
+    const CellReport rep = analyse({file, "Rnn()", {}}, {std::to_string(steps) + ",4,64"});
+    ASSERT_TRUE(rep.compiled);
+    const HardwareGraph infer = estimate_for(rep, "infer");
+    const KernelEstimate* k = kernel_named(infer, "LSTM");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->unit, Unit::Cube);
+    // Per layer and direction: the input projection and the recurrent products (layer 1 reads
+    // both directions of layer 0: 2 h features).
+    const double per_step_h = static_cast<double>(n * h * gates * h);
+    const double expected =
+        2.0 * static_cast<double>(steps) *
+        (static_cast<double>(n * f * gates * h) + per_step_h +
+         static_cast<double>(n * 2 * h * gates * h) + per_step_h);
+    EXPECT_DOUBLE_EQ(k->macs, expected);
+    // The recurrence is T dependent products: at least T times one step's product, per layer
+    // and direction.
+    const double step = model_cube_kernel(t, {.m = n, .k = h, .n = gates * h}).cycles;
+    EXPECT_GE(k->cycles, 4.0 * static_cast<double>(steps) * step);
+    EXPECT_GT(k->cycles, 1.8 * prev_cycles);
+    prev_cycles = k->cycles;
+    // Its parts are named in the schedule.
+    ASSERT_TRUE(k->detail);
+    bool recurrence = false;
+    for (const auto& s : k->detail->schedule) recurrence |= s.op.starts_with("l1r.h_proj x");
+    EXPECT_TRUE(recurrence);
+    // Training: RecurrentGrad's products are twice the forward's (dh, dx, dW_ih, dW_hh).
+    const HardwareGraph train = estimate_for(rep, "train");
+    const KernelEstimate* fwd = kernel_named(train, "LSTM");
+    const KernelEstimate* bwd = kernel_named(train, "RecurrentGrad");
+    ASSERT_NE(fwd, nullptr);
+    ASSERT_NE(bwd, nullptr);
+    EXPECT_DOUBLE_EQ(bwd->macs, 2 * fwd->macs);
+    EXPECT_GT(bwd->cycles, fwd->cycles);
+  }
+}
+
+TEST(HardwareLayers, MultiheadAttentionIsItsProjectionsAndItsHeads) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("layers.py", kLayerNets);
+  const double l = 64, s = 48, n = 2, e = 256, heads = 8;
+  const CellReport rep = analyse({file, "Attn()", {}}, {"64,2,256", "48,2,256"});
+  ASSERT_TRUE(rep.compiled);
+  const HardwareGraph infer = estimate_for(rep, "infer");
+  const KernelEstimate* k = kernel_named(infer, "MultiheadAttention");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->unit, Unit::Cube);
+  const double projections = 2 * (n * l * e * e) + 2 * (n * s * e * e);
+  const double attention = 2 * (n * heads * l * s * (e / heads));
+  EXPECT_DOUBLE_EQ(k->macs, projections + attention);
+  const HardwareGraph train = estimate_for(rep, "train");
+  const KernelEstimate* bwd = kernel_named(train, "MultiheadAttentionGrad");
+  ASSERT_NE(bwd, nullptr);
+  EXPECT_DOUBLE_EQ(bwd->macs, 2 * (projections + attention));
+}
+
 TEST(HardwareCorpus, UnknownModeOrOptimizerIsRejected) {
   CellReport rep;
   rep.compiled = true;

@@ -128,7 +128,7 @@ export function groupSums(g: ViewGraph, scale: MetricScale): Map<string, number>
 /** The colour family of each operator category the server sends (graph.proto Node.category,
  * from the operator's definition): Netron-like families. */
 const CATEGORY_FAMILY: Record<string, string> = {
-  convolution: 'compute', matmul: 'compute', attention: 'compute',
+  convolution: 'compute', matmul: 'compute', attention: 'compute', recurrent: 'compute',
   normalization: 'norm',
   activation: 'act', softmax: 'act',
   pooling: 'pool',

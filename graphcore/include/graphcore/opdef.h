@@ -34,6 +34,7 @@ enum class OpCategory : uint8_t {
   Convolution,    // Conv2D and its fused forms
   MatMul,         // MatMul, BatchMatMul, Dense and their fused forms
   Attention,      // fused multi-head attention
+  Recurrent,      // LSTM, GRU, RNN (a whole recurrence in one node)
   Pooling,        // MaxPool, AvgPool, adaptive pools
   Reduction,      // ReduceSum, Argmax ...
   Shape,          // reshape-like, transpose, concat, split, slice, tile, broadcast

@@ -4,6 +4,7 @@
 // one optimizer update per trainable Parameter), each kernel is modelled (kernels.cpp), and a list
 // scheduler places the kernels on the cores in execution order.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <iterator>
@@ -13,8 +14,10 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "graphcore/autodiff.h"
 #include "graphcore/hardware.h"
@@ -27,7 +30,7 @@ namespace {
 
 constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
 
-enum class OpClass { Skip, HostNoop, Conv, MatMul, Attention, Vector, AiCpu, Unsupported };
+enum class OpClass { Skip, HostNoop, Conv, MatMul, Attention, Layer, Vector, AiCpu, Unsupported };
 
 // Vector instructions per element of an operator (graphcore/opdef.h; 1 for a plain elementwise
 // operator and for one nobody defined).
@@ -74,6 +77,18 @@ std::string str_attr(const Node& n, std::string_view name, const std::string& fa
   const AttrValue* v = n.find_attr(name);
   const auto* s = v ? std::get_if<std::string>(v) : nullptr;
   return s ? *s : fallback;
+}
+
+std::string_view str_attr_view(const Node& n, std::string_view name) {
+  const AttrValue* v = n.find_attr(name);
+  const auto* s = v ? std::get_if<std::string>(v) : nullptr;
+  return s ? std::string_view(*s) : std::string_view();
+}
+
+// Operators costed as one layer kernel of many products (Estimator::layer_kernel).
+bool is_layer_op(std::string_view op) {
+  return op == "LSTM" || op == "GRU" || op == "RNN" || op == "RecurrentGrad" ||
+         op == "MultiheadAttention" || op == "MultiheadAttentionGrad";
 }
 
 // The GEMM of a convolution in im2col form, from its output `y` [N, Cout, spatial...] and weight
@@ -293,6 +308,7 @@ class Estimator {
     if (op == "Cast" && n.pass == "amp" && !o_.mixed_precision) return OpClass::HostNoop;
     if (def == nullptr) return OpClass::Vector;
     if (def->unit == OpUnit::Cube) {
+      if (is_layer_op(op)) return OpClass::Layer;
       switch (def->category) {
         case OpCategory::Attention:
           return OpClass::Attention;
@@ -518,6 +534,21 @@ class Estimator {
       wrote(i);
       return;
     }
+    if (cls == OpClass::Layer) {
+      const Node* o = origin(n);
+      const TensorType* x = n.inputs.empty() ? nullptr : type_of(n.inputs[0]);
+      const TensorType* k = n.inputs.size() > 1 ? type_of(n.inputs[1]) : nullptr;
+      const TensorType* v = n.inputs.size() > 2 ? type_of(n.inputs[2]) : nullptr;
+      std::optional<KernelEstimate> est;
+      if (o != nullptr && x != nullptr) est = layer_kernel(*o, o->op, false, *x, k, v);
+      if (est) {
+        add(std::move(*est), i, "forward", name);
+      } else {
+        unknown(i, "forward", name, Unit::Cube);
+      }
+      wrote(i);
+      return;
+    }
     // Vector.
     VectorProblem p = vector_problem(n);
     p.l2_fraction = l2;
@@ -595,6 +626,157 @@ class Estimator {
     KernelEstimate k = combine({cube(qk), vector(sm), cube(pv)}, {"qk", "softmax", "pv"});
     k.macs = batch * sq * sk * (d + dv);
     add(std::move(k), i, "forward", n.op);
+  }
+
+  // ---- layers that are one node but many products (nn.LSTM/GRU/RNN, nn.MultiheadAttention) ---
+
+  // One layer node as the kernel that runs it: its products on the Cube unit and its
+  // elementwise work on the Vector unit, one after the other (combine()). `attrs` holds the
+  // layer's recorded attributes (the forward node's, or its gradient node's copy of them), `op`
+  // the forward operator, `x` (and `key`, `value` for attention) its inputs' types. nullopt when
+  // a size is not known.
+  std::optional<KernelEstimate> layer_kernel(const Node& attrs, std::string_view op, bool backward,
+                                             const TensorType& x, const TensorType* key,
+                                             const TensorType* value) {
+    if (op == "MultiheadAttention") return mha_kernel(attrs, backward, x, key, value);
+    return recurrent_kernel(attrs, op, backward, x);
+  }
+
+  // `times` runs of kernel `k` one after the other (the steps of a recurrence).
+  static KernelEstimate repeated(KernelEstimate k, double times) {
+    k.cycles *= times;
+    k.compute_cycles *= times;
+    k.movement_cycles *= times;
+    k.gm_read_bytes *= times;
+    k.gm_write_bytes *= times;
+    k.macs *= times;
+    k.tiles = static_cast<uint64_t>(static_cast<double>(k.tiles) * times);
+    return k;
+  }
+
+  // nn.LSTM / nn.GRU / nn.RNN, per layer and direction (the way a DynamicRNN-style kernel runs
+  // it): the input projection of all T steps at once, one (T*N) x F x G*H product; then T
+  // dependent recurrent products N x H x G*H, each waiting for the previous step's state (a
+  // batch of N rows fills a 16-row Cube tile poorly: this is what makes recurrences slow on a
+  // matrix unit); and the gate arithmetic on the Vector unit (sigmoid/tanh and the state update,
+  // `kGateOps` instructions per gate element). Backward (RecurrentGrad): the gate gradients, T
+  // dependent N x G*H x H products back through time, the input gradient (T*N) x G*H x F, and
+  // the two weight gradients as products over all steps.
+  std::optional<KernelEstimate> recurrent_kernel(const Node& attrs, std::string_view op,
+                                                 bool backward, const TensorType& x) {
+    constexpr double kGateOps = 5;
+    const double gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+    const auto h = static_cast<double>(int_attr(attrs, "hidden_size", 0));
+    const auto layers = static_cast<double>(std::max<int64_t>(1, int_attr(attrs, "num_layers", 1)));
+    const double dirs = bool_attr(attrs, "bidirectional") ? 2 : 1;
+    const bool bf = bool_attr(attrs, "batch_first");
+    if (!x.shape.ranked || x.shape.rank() != 3 || h <= 0) return std::nullopt;
+    const double t = dim(x.shape, bf ? 1 : 0), n = dim(x.shape, bf ? 0 : 1), f0 = dim(x.shape, 2);
+    if (t <= 0 || n <= 0 || f0 <= 0) return std::nullopt;
+    const auto eb = static_cast<uint32_t>(elem_bytes(x.dtype));
+    std::vector<KernelEstimate> parts;
+    std::vector<std::string> names;
+    double macs = 0;
+    const auto product_part = [&](const CubeProblem& p, double times, std::string part) {
+      KernelEstimate k = repeated(cube(p), times);
+      macs += p.batch * p.m * p.k * p.n * times;
+      parts.push_back(std::move(k));
+      names.push_back(std::move(part));
+    };
+    const double gh = gates * h;
+    for (double l = 0; l < layers; ++l) {
+      const double f = l == 0 ? f0 : h * dirs;
+      for (double d = 0; d < dirs; ++d) {
+        std::string tag = "l" + std::to_string(static_cast<int>(l)) + (d > 0 ? "r" : "");
+        VectorProblem gate{.elements = t * n * gh,
+                           .in_bytes = t * n * (gh + h) * eb,
+                           .out_bytes = t * n * 2 * h * eb,
+                           .ops_per_element = kGateOps + (backward ? 1 : 0),
+                           .elem_bytes = eb};
+        if (!backward) {
+          product_part({.m = t * n, .k = f, .n = gh}, 1, tag + ".x_proj");
+          product_part({.m = n, .k = h, .n = gh}, t,
+                       tag + ".h_proj x" + std::to_string(static_cast<int64_t>(t)));
+          parts.push_back(vector(gate));
+          names.push_back(tag + ".gates");
+        } else {
+          parts.push_back(vector(gate));
+          names.push_back(tag + ".dgates");
+          product_part({.m = n, .k = gh, .n = h}, t,
+                       tag + ".dh x" + std::to_string(static_cast<int64_t>(t)));
+          product_part({.m = t * n, .k = gh, .n = f}, 1, tag + ".dx");
+          product_part({.m = f, .k = t * n, .n = gh}, 1, tag + ".dW_ih");
+          product_part({.m = h, .k = t * n, .n = gh}, 1, tag + ".dW_hh");
+        }
+      }
+    }
+    KernelEstimate k = combine(std::move(parts), names);
+    k.macs = macs;
+    return k;
+  }
+
+  // nn.MultiheadAttention: the query, key and value projections, the attention of every head
+  // (QK^T, softmax, PV as a fused attention), the output projection. Backward: each projection's
+  // input and weight gradients, and the attention's four products (dP = dO V^T, dV = P^T dO,
+  // dQ = dS K, dK = dS^T Q) with the softmax gradient between them.
+  std::optional<KernelEstimate> mha_kernel(const Node& attrs, bool backward, const TensorType& q,
+                                           const TensorType* key, const TensorType* value) {
+    const auto e = static_cast<double>(int_attr(attrs, "embed_dim", 0));
+    const auto heads = static_cast<double>(int_attr(attrs, "num_heads", 0));
+    const bool bf = bool_attr(attrs, "batch_first");
+    if (key == nullptr || value == nullptr || e <= 0 || heads <= 0) return std::nullopt;
+    const auto ranked3 = [](const TensorType& t) { return t.shape.ranked && t.shape.rank() == 3; };
+    if (!ranked3(q) || !ranked3(*key) || !ranked3(*value)) return std::nullopt;
+    const double l = dim(q.shape, bf ? 1 : 0), n = dim(q.shape, bf ? 0 : 1);
+    const double s = dim(key->shape, bf ? 1 : 0), kd = dim(key->shape, 2),
+                 vd = dim(value->shape, 2);
+    if (l <= 0 || n <= 0 || s <= 0 || kd <= 0 || vd <= 0) return std::nullopt;
+    const double hd = e / heads, bh = n * heads, eb = static_cast<double>(elem_bytes(q.dtype));
+    std::vector<KernelEstimate> parts;
+    std::vector<std::string> names;
+    double macs = 0;
+    const auto product_part = [&](const CubeProblem& p, std::string part) {
+      macs += p.batch * p.m * p.k * p.n;
+      parts.push_back(cube(p));
+      names.push_back(std::move(part));
+    };
+    // (rows, in features, out features) of the four projections.
+    const std::array<std::array<double, 3>, 4> proj = {
+        {{n * l, e, e}, {n * s, kd, e}, {n * s, vd, e}, {n * l, e, e}}};
+    const std::array<const char*, 4> pname = {"q_proj", "k_proj", "v_proj", "out_proj"};
+    const double scores = bh * l * s;
+    VectorProblem sm{.elements = scores,
+                     .in_bytes = scores * eb * (backward ? 2 : 1),
+                     .out_bytes = scores * eb,
+                     .ops_per_element = backward ? 3.0 : 5.0,
+                     .elem_bytes = static_cast<uint32_t>(eb)};
+    if (!backward) {
+      for (size_t i = 0; i < 3; ++i)
+        product_part({.m = proj[i][0], .k = proj[i][1], .n = proj[i][2]}, pname[i]);
+      product_part({.batch = bh, .m = l, .k = hd, .n = s}, "qk");
+      parts.push_back(vector(sm));
+      names.emplace_back("softmax");
+      product_part({.batch = bh, .m = l, .k = s, .n = hd}, "pv");
+      product_part({.m = proj[3][0], .k = proj[3][1], .n = proj[3][2]}, pname[3]);
+    } else {
+      const auto proj_grads = [&](size_t i) {
+        product_part({.m = proj[i][0], .k = proj[i][2], .n = proj[i][1]},
+                     std::string(pname[i]) + ".dx");
+        product_part({.m = proj[i][1], .k = proj[i][0], .n = proj[i][2]},
+                     std::string(pname[i]) + ".dW");
+      };
+      proj_grads(3);
+      product_part({.batch = bh, .m = l, .k = hd, .n = s}, "dP");
+      product_part({.batch = bh, .m = s, .k = l, .n = hd}, "dV");
+      parts.push_back(vector(sm));
+      names.emplace_back("softmax_grad");
+      product_part({.batch = bh, .m = l, .k = s, .n = hd}, "dQ");
+      product_part({.batch = bh, .m = s, .k = l, .n = hd}, "dK");
+      for (size_t i = 0; i < 3; ++i) proj_grads(i);
+    }
+    KernelEstimate k = combine(std::move(parts), names);
+    k.macs = macs;
+    return k;
   }
 
   // One kernel made of sequential sub-kernels (a fused attention: QK^T, softmax, PV).
@@ -932,6 +1114,19 @@ class Estimator {
     for (uint32_t k = 0; k < n.outputs.size(); ++k) {
       out_b += value_bytes(g, {j, k});
       out_e += count(n.outputs[k]);
+    }
+    if (on_cube && is_layer_op(n.op) && !n.inputs.empty()) {
+      const TensorType& x = value_type(g, n.inputs[0]);
+      const TensorType* k = n.inputs.size() > 1 ? &value_type(g, n.inputs[1]) : nullptr;
+      const TensorType* v = n.inputs.size() > 2 ? &value_type(g, n.inputs[2]) : nullptr;
+      std::string_view fwd = n.op;
+      if (def->backward) fwd = str_attr_view(n, "forward_op");
+      if (auto est = layer_kernel(n, fwd, def->backward, x, k, v)) {
+        add(std::move(*est), node, phase, name);
+      } else {
+        unknown(node, phase, name, Unit::Cube);
+      }
+      return;
     }
     if (on_cube && !n.inputs.empty()) {
       cube_kernels(g, j, node, phase, used);

@@ -136,14 +136,12 @@ std::span<const OpDef> grad_ops() {
        false, nullptr, true},
       {"PadGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad_grad, false,
        nullptr, true},
-      // Backward through time of LSTM / GRU / RNN. Like the forward rows (vector instructions per
-      // element of the largest tensor), twice theirs: the kernel recomputes the forward, then
-      // runs the gradient recurrence.
-      {"RecurrentGrad", C::Other, kTraitNone, U::Vector, 2, P::Float16, &kernels::k_recurrent_grad,
-       false, nullptr, true},
-      // nn.MultiheadAttention: the projections' and attention's products again (Vector like the
-      // forward row), and as many for the gradients.
-      {"MultiheadAttentionGrad", C::Attention, kTraitNone, U::Vector, 2, P::Float16,
+      // Backward through time of LSTM / GRU / RNN, and nn.MultiheadAttention's gradients: the
+      // hardware model costs them from their products (hw/graph.cpp, layer_kernel), like the
+      // forward rows.
+      {"RecurrentGrad", C::Recurrent, kTraitNone, U::Cube, 2, P::Float16,
+       &kernels::k_recurrent_grad, false, nullptr, true},
+      {"MultiheadAttentionGrad", C::Attention, kTraitNone, U::Cube, 2, P::Float16,
        &kernels::k_multihead_attention_grad, false, nullptr, true},
       {"Conv3DGrad", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv3d_grad,
        false, nullptr, true},

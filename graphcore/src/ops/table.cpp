@@ -65,6 +65,8 @@ std::string_view category_name(OpCategory c) {
       return "matmul";
     case OpCategory::Attention:
       return "attention";
+    case OpCategory::Recurrent:
+      return "recurrent";
     case OpCategory::Pooling:
       return "pooling";
     case OpCategory::Reduction:
