@@ -50,8 +50,8 @@ Tensor quantize_weight_per_channel(const Tensor& w, std::vector<double>* scales)
   const int64_t channels = w.shape()[0];
   const int64_t inner = channels > 0 ? w.numel() / channels : 0;
   if (scales) scales->assign(static_cast<size_t>(channels), 0.0);
-  const float* src = w.data<float>();
-  float* dst = out.data<float>();
+  const auto* src = w.data<float>();
+  auto* dst = out.data<float>();
   for (int64_t c = 0; c < channels; ++c) {
     const float* row = src + c * inner;
     double amax = 0;
@@ -81,8 +81,8 @@ ActivationQuant activation_quant(double min, double max) {
 Tensor fake_quantize(const Tensor& x, const ActivationQuant& q) {
   if (!x.is_float() || q.scale <= 0) return x;
   Tensor out = Tensor::uninitialized(x.shape(), DType::Float32);
-  const float* src = x.data<float>();
-  float* dst = out.data<float>();
+  const auto* src = x.data<float>();
+  auto* dst = out.data<float>();
   const auto zp = static_cast<double>(q.zero_point);
   for (int64_t i = 0; i < x.numel(); ++i) {
     double v = src[i];
@@ -94,7 +94,7 @@ Tensor fake_quantize(const Tensor& x, const ActivationQuant& q) {
 
 int64_t count_fp16_overflows(const Tensor& t) {
   if (!t.is_float()) return 0;
-  const float* p = t.data<float>();
+  const auto* p = t.data<float>();
   int64_t n = 0;
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (std::isfinite(p[i]) && std::abs(static_cast<double>(p[i])) >= kFp16Inf) ++n;
@@ -158,8 +158,8 @@ struct Accum {
 void accumulate(Accum& a, const Tensor& ref, const Tensor& got) {
   if (!ref.is_float() || !got.is_float() || ref.numel() != got.numel()) return;
   a.compared = true;
-  const float* r = ref.data<float>();
-  const float* p = got.data<float>();
+  const auto* r = ref.data<float>();
+  const auto* p = got.data<float>();
   const int64_t n = ref.numel();
   double rmax = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -364,7 +364,7 @@ DriftReport measure_drift(const TrainingPlan& plan, std::span<const CheckpointTe
     if (g.nodes[*loss_node].inputs.size() >= 2) labels = g.nodes[*loss_node].inputs[1];
     rep.logits = g.nodes[logits->node].id;
   } else {
-    rep.notes.push_back("the network's output was not found in the loss graph: no top-1");
+    rep.notes.emplace_back("the network's output was not found in the loss graph: no top-1");
   }
 
   // The forward graph's nodes: Op nodes the logits depend on (every Op node before the loss when
@@ -443,7 +443,7 @@ DriftReport measure_drift(const TrainingPlan& plan, std::span<const CheckpointTe
             ranges.try_emplace(std::make_pair(index, k), std::numeric_limits<double>::infinity(),
                                -std::numeric_limits<double>::infinity());
         (void)fresh;
-        const float* p = t.data<float>();
+        const auto* p = t.data<float>();
         for (int64_t e = 0; e < t.numel(); ++e) {
           if (!std::isfinite(p[e])) continue;
           it->second.first = std::min(it->second.first, static_cast<double>(p[e]));
