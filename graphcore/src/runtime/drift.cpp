@@ -320,6 +320,9 @@ DriftReport measure_drift(const TrainingPlan& plan, std::span<const CheckpointTe
   base.training = false;  // BatchNorm on its moving statistics, Dropout the identity
   base.keep_values = true;
   ExecOptions prec_opts = base;
+  // The precision run is compared node by node as it runs (Hooks::after) against the float32
+  // run's kept values, so it frees its own as it goes: one network's activations, not two.
+  prec_opts.keep_values = false;
   if (o.precision == EvalPrecision::Target) prec_opts.precision = Precision::Target;
   Executor ref(plan.loss_graph, base);
   Executor prec(plan.loss_graph, prec_opts);
@@ -489,18 +492,22 @@ DriftReport measure_drift(const TrainingPlan& plan, std::span<const CheckpointTe
     auto batch = next_batch();
     if (!batch) break;
     run(ref, *batch, {});
+    Tensor prec_logits;
+    prec_hooks.after = [&](const NodeEvent& e) {
+      if (in_net[e.index] && e.node.kind == NodeKind::Op) {
+        for (size_t k = 0; k < e.outputs.size(); ++k) {
+          if (const Tensor* r = ref.value(e.index, k)) accumulate(acc[e.index], *r, e.outputs[k]);
+        }
+      }
+      if (logits && e.index == logits->node && logits->output < e.outputs.size())
+        prec_logits = e.outputs[logits->output];
+      return HookAction::Continue;
+    };
     run(prec, *batch, prec_hooks);
     ++rep.batches;
-    for (size_t i : layer_nodes) {
-      for (size_t k = 0; k < g.nodes[i].outputs.size(); ++k) {
-        const Tensor* r = ref.value(i, k);
-        const Tensor* p = prec.value(i, k);
-        if (r && p) accumulate(acc[i], *r, *p);
-      }
-    }
     if (logits) {
       const Tensor* lr = ref.value(*logits);
-      const Tensor* lp = prec.value(*logits);
+      const Tensor* lp = prec_logits.defined() ? &prec_logits : nullptr;
       if (lr && lp && lr->is_float()) {
         auto ar = argmax_rows(*lr);
         auto ap = argmax_rows(*lp);
