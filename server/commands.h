@@ -70,6 +70,11 @@ struct TrainCommandOptions {
   bool synthetic = false;
   std::vector<std::string> inputs;
   std::vector<std::string> script_args;  // after `--`: the script's own command line
+  // --drift target|int8|fp32: the precision drift after training (graphcore/drift.h).
+  std::string drift;
+  int64_t eval_batches = 4;
+  int64_t calibration_batches = 4;
+  double drift_threshold = 0.99;
 };
 
 // `cellscope export FILE [--format mindir|onnx] -o OUT` (export_command.cpp).

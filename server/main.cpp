@@ -272,6 +272,26 @@ int main(int argc, char** argv) {
                         "With --synthetic: a batch column's shape[:dtype], batch dimension "
                         "included, e.g. 32,1,28,28 then 32:int32 (repeat per column; default: "
                         "the types the script's pipeline gives)");
+  train_cmd
+      ->add_option("--drift", train.drift,
+                   "After training, compare the network at fp32 with the device's precision "
+                   "layer by layer on held-out batches: target (fp16 storage, fp32 "
+                   "accumulation) or int8 (post-training quantisation)")
+      ->check(CLI::IsMember({"target", "int8", "fp32"}));
+  train_cmd->add_option("--eval-batches", train.eval_batches, "With --drift: batches compared")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train_cmd
+      ->add_option("--calibration-batches", train.calibration_batches,
+                   "With --drift int8: batches whose min/max calibrate the activations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train_cmd
+      ->add_option("--drift-threshold", train.drift_threshold,
+                   "With --drift: the cosine under which a layer is reported as the first to "
+                   "lose accuracy")
+      ->check(CLI::Range(-1.0, 1.0))
+      ->capture_default_str();
   add_common(train_cmd, &train.common);
 
   cellscope::server::ExportCommandOptions export_opts;

@@ -1,7 +1,9 @@
 // `cellscope train FILE`: analyse the script, take its training plan (graphcore/training.h), run
 // it on the CPU runtime's Trainer (graphcore/trainer.h) a step at a time with a progress line per
-// step in LossMonitor's words, and write the trained parameters as a MindSpore checkpoint.
+// step in LossMonitor's words, and write the trained parameters as a MindSpore checkpoint. With
+// --drift, the trained network's precision drift (graphcore/drift.h) follows.
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 #include "commands.h"
 #include "files.h"
 #include "graphcore/analysis.h"
+#include "graphcore/drift.h"
 #include "graphcore/optim.h"
 #include "graphcore/trainer.h"
 #include "render.h"
@@ -43,6 +46,40 @@ void print_diagnostics(const graphcore::AnalysisResult& result) {
   }
 }
 
+nlohmann::json drift_json(const graphcore::runtime::DriftReport& r) {
+  // NaN and inf (a layer that overflowed) become null.
+  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& d : r.layers) {
+    layers.push_back({{"node", d.node},
+                      {"op", d.op},
+                      {"scope", d.scope},
+                      {"file", d.file},
+                      {"line", d.line},
+                      {"max_abs", number(d.max_abs)},
+                      {"max_rel", number(d.max_rel)},
+                      {"cosine", number(d.cosine)},
+                      {"nonfinite", d.nonfinite},
+                      {"fp16_overflows", d.fp16_overflows},
+                      {"quantized", d.quantized}});
+  }
+  nlohmann::json j = {
+      {"precision", std::string(graphcore::runtime::eval_precision_name(r.precision))},
+      {"threshold", r.threshold},
+      {"layers", layers},
+      {"first_below", r.first_below},
+      {"logits", r.logits},
+      {"top1_agreement", number(r.top1_agreement)},
+      {"samples", r.samples},
+      {"batches", r.batches},
+      {"calibration_samples", r.calibration_samples},
+      {"data", r.data},
+      {"notes", r.notes}};
+  j["accuracy_fp32"] = r.accuracy_fp32 ? number(*r.accuracy_fp32) : nlohmann::json();
+  j["accuracy_precision"] = r.accuracy_precision ? number(*r.accuracy_precision) : nlohmann::json();
+  return j;
+}
+
 }  // namespace
 
 int run_train(const TrainCommandOptions& options) {
@@ -53,8 +90,13 @@ int run_train(const TrainCommandOptions& options) {
     train_error("no such file: " + options.file);
     return kExitUsage;
   }
-  if (options.steps && *options.steps <= 0) {
-    train_error("--steps must be positive");
+  if (options.steps && *options.steps < 0) {
+    train_error("--steps must be 0 (no training: the initial or --checkpoint weights) or more");
+    return kExitUsage;
+  }
+  const auto drift_precision = graphcore::runtime::eval_precision_from_name(options.drift);
+  if (!options.drift.empty() && !drift_precision) {
+    train_error("--drift must be target, int8 or fp32");
     return kExitUsage;
   }
   if (options.epochs && *options.epochs <= 0) {
@@ -74,6 +116,10 @@ int run_train(const TrainCommandOptions& options) {
   }
   if (options.synthetic && options.batch && !options.inputs.empty()) {
     train_error("--batch and --input both give the batch size: give it in --input only");
+    return kExitUsage;
+  }
+  if (options.synthetic && drift_precision) {
+    train_error("--drift compares the network on real batches: it cannot follow --synthetic");
     return kExitUsage;
   }
   if (options.synthetic && !options.steps) {
@@ -171,6 +217,23 @@ int run_train(const TrainCommandOptions& options) {
       out["checkpoint"] = options.output;
     }
     out["summary"] = trainer.summary();
+    if (drift_precision) {
+      graphcore::runtime::DriftOptions drift;
+      drift.precision = *drift_precision;
+      drift.eval_batches = options.eval_batches;
+      drift.calibration_batches = options.calibration_batches;
+      drift.cosine_threshold = options.drift_threshold;
+      drift.seed = options.seed;
+      if (!options.data.empty()) drift.data_dir = fs::path(options.data);
+      drift.batch = options.batch;
+      const graphcore::runtime::DriftReport report =
+          graphcore::runtime::measure_drift(plan, trainer.checkpoint(), drift);
+      if (json) {
+        out["drift"] = drift_json(report);
+      } else {
+        std::cout << graphcore::runtime::drift_table_text(report);
+      }
+    }
   } catch (const graphcore::runtime::RuntimeError& e) {
     train_error(e.what());
     if (json) {

@@ -1269,6 +1269,50 @@ class TrainTests(unittest.TestCase):
         self.assertEqual([s["global_step"] for s in doc["steps"]], [1, 2, 3])
         self.assertAlmostEqual(doc["steps"][0]["loss"], float(steps[0][2]), places=4)
 
+    def test_drift_after_training_and_of_initial_weights(self):
+        # Precision drift (docs/precision.md; its numbers are recomputed independently by
+        # tests/training/check_drift.py). No t10k files: the training batches, with a note.
+        self.write_mnist([i % 10 for i in range(32)])
+        p = run("train", self.script, "--steps", "0", "--drift", "int8", "--eval-batches", "2",
+                "--calibration-batches", "1", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("epoch:", p.stdout)
+        self.assertIn("precision drift: int8", p.stdout)
+        self.assertRegex(p.stdout, r"\n  fc +MatMul\* ")
+        self.assertIn("calibrated on 8 sample(s)", p.stdout)
+        self.assertIn("note: the test split cannot be read", p.stdout)
+        self.assertIn("top-1 agreement:", p.stdout)
+        p = run("train", self.script, "--steps", "2", "--drift", "target", "--eval-batches", "2",
+                "--format", "json", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        drift = json.loads(p.stdout)["drift"]
+        self.assertEqual(drift["precision"], "target")
+        self.assertEqual([entry["node"] for entry in drift["layers"]], ["flatten", "fc"])
+        self.assertEqual(drift["logits"], "fc")
+        self.assertEqual(drift["samples"], 16)
+        fc = drift["layers"][1]
+        self.assertGreater(fc["max_abs"], 0)
+        self.assertGreater(fc["cosine"], 0.999)
+        self.assertEqual(fc["line"], 16)
+        self.assertEqual(drift["first_below"], "")
+        # A threshold above every cosine names the first layer (the input already rounded to
+        # fp16 makes Flatten's output drift).
+        p = run("train", self.script, "--steps", "0", "--drift", "target", "--drift-threshold",
+                "1", "--eval-batches", "1", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("first layer under cosine 1: flatten (Flatten", p.stdout)
+        self.assertRegex(p.stdout, r"\n> flatten ")
+        for bad in (["--drift", "int4"], ["--steps", "-1"],
+                    ["--drift", "target", "--synthetic", "--steps", "1"],
+                    ["--drift", "int8", "--eval-batches", "0"]):
+            p = run("train", self.script, *bad, cwd=self.dir)
+            self.assertEqual(p.returncode, 2, (bad, p.stderr))
+        # More batches than the data has: the ones there are, with a note.
+        p = run("train", self.script, "--steps", "0", "--drift", "target", "--eval-batches", "9",
+                cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("evaluated 4 batch(es) of the 9 asked", p.stdout)
+
     def test_missing_data_names_the_directory_and_files(self):
         out = self.dir / "net.ckpt"
         p = run("train", self.script, "--data", self.dir / "nowhere", "-o", out, cwd=self.dir)

@@ -269,6 +269,12 @@ struct Hooks {
   // Polled before every node; when set (e.g. by a DAP `pause` from another thread) the run stops
   // as if `before` returned Pause, and the flag is cleared.
   std::atomic<bool>* interrupt = nullptr;
+  // Numeric emulation (graphcore/drift.h): an Op node's input values as its kernel will read
+  // them (replace a handle to change one; never write into a tensor, which other nodes share),
+  // called after `before`; and its kernel's outputs before the executor casts them to the
+  // graph's dtypes and, in Precision::Target, rounds them to fp16.
+  std::function<void(const Node&, size_t index, std::vector<Tensor>& inputs)> rewrite_inputs;
+  std::function<void(const Node&, size_t index, std::vector<Tensor>& outputs)> rewrite_outputs;
 };
 
 struct RunStatus {
