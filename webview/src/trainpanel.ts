@@ -143,7 +143,7 @@ export class TrainPanel {
   private options(grad: boolean): uPlot.Options {
     const c = this.colours();
     const axis = (scale: string, side: number, stroke: string, label: string): uPlot.Axis => ({
-      scale, side, stroke, label, labelSize: 14, size: 52, labelFont: '11px system-ui, sans-serif', font: '10px system-ui, sans-serif',
+      scale, side, stroke, label, labelSize: 16, size: side === 1 ? 62 : 52, labelFont: '11px system-ui, sans-serif', font: '10px system-ui, sans-serif',
       grid: { show: scale === 'loss', stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 },
       values: (_u, vals) => vals.map((v) => (v === null ? '' : Math.abs(v) !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5) ? v.toExponential(1) : String(+v.toPrecision(4)))),
     });
