@@ -72,7 +72,7 @@ std::string snapshot_html(const protocol::GraphDocument& doc, const std::string&
   for (const auto& m : extra) messages += "," + protocol::to_json(m, {.pretty = false});
   messages += "]";
   std::string out;
-  out.reserve(messages.size() + 4 * 1024 * 1024);
+  out.reserve(messages.size() + size_t{4} * 1024 * 1024);
   out += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<meta name=\"generator\" content=\"cellscope " + std::string(protocol::tool_version()) +

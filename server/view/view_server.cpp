@@ -40,7 +40,7 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr uint64_t kMaxRequestBody = 64 * 1024;
+constexpr uint64_t kMaxRequestBody = uint64_t{64} * 1024;
 constexpr uint32_t kMaxRequestHeader = 16 * 1024;
 // Accept back-off on errors: 10 ms doubling to 1 s.
 constexpr std::chrono::milliseconds kAcceptBackoffFirst{10};
