@@ -93,6 +93,19 @@ test('cellscope train --view: the view draws a live loss / lr chart from the Tra
   assert.ok(await paneH() > open + 100, 'the graph pane grows when the chart is collapsed');
   await page.screenshot({ path: path.join(artifacts, 'train-chart-collapsed.png') });
   await page.evaluate(() => window.cellscopeView.setTrainCollapsed(false));
+  // A debug session's steps carry the gradients' norm (cellscope.trainStep's gradNorm): a new run
+  // (reset) with it draws a third series on its own scale.
+  const steps = Array.from({ length: 12 }, (_, i) => ({
+    file: '/w/x.py', epoch: 1, step: i + 1, globalStep: String(i + 1), loss: 2 / (i + 1), lr: 0.1, gradNorm: 10 + i, stepMs: 2,
+  }));
+  await page.evaluate((p) => window.cellscopeView.injectMessage({ train: p }), { reset: true, session: 'dap-1', steps: [] });
+  for (const st of steps) await page.evaluate((p) => window.cellscopeView.injectMessage({ train: p }), { steps: [st] });
+  const g = await page.evaluate(() => window.cellscopeView.trainFlush());
+  assert.deepEqual(g.series, ['step', 'loss', 'lr', 'grad norm']);
+  assert.deepEqual(g.data[0], steps.map((_, i) => i + 1));
+  assert.deepEqual(g.data[3], steps.map((x) => x.gradNorm));
+  assert.match(g.summary, /grad norm 21/);
+  await page.screenshot({ path: path.join(artifacts, 'train-chart-grad-norm.png') });
   assert.deepEqual(page.errors, []);
 });
 
