@@ -15,6 +15,7 @@
 #include "graphcore/hardware.h"
 #include "protocol/document.h"
 #include "render.h"
+#include "view/train_view.h"
 #include "view/view_server.h"
 
 namespace cellscope::server {
@@ -147,6 +148,11 @@ bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOpti
     return false;
   }
   const bool optimized = options.pipeline.layer != "semantic";
+  if ((!options.snapshot_progress.empty() || !options.snapshot_drift.empty()) &&
+      options.format != "html") {
+    usage_error("--progress and --drift go into the view's snapshot: use them with --format html");
+    return false;
+  }
   if (options.format == "html" && options.pipeline.layer == "semantic") {
     usage_error(
         "--format html shows every layer: use it with --layer hardware (the default for html)");
@@ -219,7 +225,14 @@ int run_graph(const GraphOptions& options) {
   } else {
     if (options.format == "html") {
       try {
-        out = view::snapshot_html(doc, display_path(options.file));
+        std::vector<protocol::ViewMessage> extra;
+        std::string why;
+        if (!view::train_messages(options.snapshot_progress, options.snapshot_drift, doc.file(),
+                                  &extra, &why)) {
+          usage_error(why);
+          return kExitUsage;
+        }
+        out = view::snapshot_html(doc, display_path(options.file), extra);
       } catch (const std::exception& e) {
         usage_error(e.what());
         return kExitUsage;

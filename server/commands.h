@@ -49,6 +49,10 @@ struct GraphOptions {
   // --layer, --mode, --optimizer, --precision, --dump-passes (config_diagnostics: see
   // pipeline_options).
   PipelineOptions pipeline;
+  // html: --progress (a training run: view.proto's TrainProgress, or `cellscope train --format
+  // json`'s output) and --drift (view.proto's PrecisionDrift) embedded in the snapshot.
+  std::string snapshot_progress;
+  std::string snapshot_drift;
 };
 
 // `cellscope train FILE`: the script's training plan run on the CPU runtime (train_command.cpp).
@@ -75,6 +79,11 @@ struct TrainCommandOptions {
   int64_t eval_batches = 4;
   int64_t calibration_batches = 4;
   double drift_threshold = 0.99;
+  // --view: serve the graph view of the script with the live training chart (view/train_view.h);
+  // --view-port, --view-wait (train only once a view is connected).
+  bool view = false;
+  uint16_t view_port = 0;
+  bool view_wait = false;
 };
 
 // `cellscope export FILE [--format mindir|onnx] -o OUT` (export_command.cpp).

@@ -190,6 +190,12 @@ int main(int argc, char** argv) {
       "--dump-passes", graph.pipeline.dump_passes,
       "With --layer optimized|hardware: write the optimization layer after each pass as "
       "DIR/<cell>/NN-<pass>.json (\"-\": JSON lines on stderr)");
+  graph_cmd->add_option("--progress", graph.snapshot_progress,
+                        "With --format html: a training run to chart in the page (the output of "
+                        "`cellscope train --format json`, or a view.proto TrainProgress as JSON)");
+  graph_cmd->add_option("--drift", graph.snapshot_drift,
+                        "With --format html: a per-layer precision drift (view.proto's "
+                        "PrecisionDrift as JSON) for the page's drift colouring");
 
   cellscope::server::view::ViewCommandOptions view;
   auto* view_cmd = app.add_subcommand(
@@ -292,6 +298,14 @@ int main(int argc, char** argv) {
                    "lose accuracy")
       ->check(CLI::Range(-1.0, 1.0))
       ->capture_default_str();
+  train_cmd->add_flag("--view", train.view,
+                      "Serve the graph view of the script on 127.0.0.1 with a live chart of the "
+                      "loss and learning rate per step; print its URL and keep serving after the "
+                      "run until Ctrl+C");
+  train_cmd->add_option("--view-port", train.view_port,
+                        "With --view: the port (default: a free one)");
+  train_cmd->add_flag("--view-wait", train.view_wait,
+                      "With --view: start training once a view has connected");
   add_common(train_cmd, &train.common);
 
   cellscope::server::ExportCommandOptions export_opts;

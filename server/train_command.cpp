@@ -16,6 +16,7 @@
 #include "graphcore/optim.h"
 #include "graphcore/trainer.h"
 #include "render.h"
+#include "view/train_view.h"
 
 namespace cellscope::server {
 
@@ -88,6 +89,10 @@ int run_train(const TrainCommandOptions& options) {
   std::error_code ec;
   if (!fs::is_regular_file(options.file, ec)) {
     train_error("no such file: " + options.file);
+    return kExitUsage;
+  }
+  if ((options.view_wait || options.view_port != 0) && !options.view) {
+    train_error("--view-port and --view-wait need --view");
     return kExitUsage;
   }
   if (options.steps && *options.steps < 0) {
@@ -175,6 +180,17 @@ int run_train(const TrainCommandOptions& options) {
   if (!options.dump_grads.empty()) train.dump_grads = fs::path(options.dump_grads);
 
   const bool json = options.format == "json";
+  // --view: the graph view with the live chart, fed a TrainProgress per step.
+  std::unique_ptr<view::TrainView> live;
+  if (options.view) {
+    GraphOptions graph;
+    graph.common = options.common;
+    graph.file = options.file;
+    live = view::TrainView::start(graph, options.view_port, plan.network,
+                                  json ? std::cerr : std::cout);
+    if (!live) return kExitUsage;
+    if (options.view_wait && !live->wait_for_view()) return kExitOk;
+  }
   nlohmann::json out;
   out["file"] = options.file;
   nlohmann::json steps = nlohmann::json::array();
@@ -189,6 +205,7 @@ int run_train(const TrainCommandOptions& options) {
       }
     }
     while (auto s = trainer.step()) {
+      if (live) live->step(*s, options.steps);
       const double per_s = s->ms > 0 ? static_cast<double>(s->samples) * 1000.0 / s->ms : 0.0;
       if (json) {
         steps.push_back({{"epoch", s->epoch},
@@ -241,12 +258,14 @@ int run_train(const TrainCommandOptions& options) {
       out["error"] = e.what();
       std::cout << out.dump(2) << "\n";
     }
+    if (live) live->serve_until_stopped();  // the chart up to the failing step
     return kExitErrors;
   }
   if (json) {
     out["steps"] = steps;
     std::cout << out.dump(2) << "\n";
   }
+  if (live) live->serve_until_stopped();
   return kExitOk;
 }
 

@@ -24,6 +24,7 @@ import {
 import { findBinary, FIX_HINT, type Discovery } from './binary';
 import { HEAD } from './compare';
 import { DebugFocusRelay, type FocusBody } from './debugfocus';
+import { TrainRelay, type TrainBody, type TrainCommand } from './trainrelay';
 import {
   exportArgs,
   exportMessage,
@@ -754,6 +755,14 @@ async function sendDebugFocus(focus: FocusBody): Promise<void> {
   await c.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.debugFocus', arguments: [focus] });
 }
 
+// A training run's steps and drift (and a reset when a session starts), relayed from `cellscope dap`
+// to the graph view through the language server.
+async function sendTrain(command: TrainCommand, body: TrainBody, session: string): Promise<void> {
+  const c = client;
+  if (!c || c.state !== State.Running) return;
+  await c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [body, { session }] });
+}
+
 // ---- activation ---------------------------------------------------------------------------------
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -766,6 +775,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output, statusItem);
   updateStatus();
   const debugFocus = new DebugFocusRelay(sendDebugFocus, (line) => output.appendLine(line));
+  const train = new TrainRelay(sendTrain, (line) => output.appendLine(line));
 
   const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, fn));
@@ -793,7 +803,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       vscode.DebugConfigurationProviderTriggerKind.Dynamic),
     vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
       debugFocus.onCustomEvent(e.session.id, e.session.type, e.event, e.body);
+      train.onCustomEvent(e.session.id, e.session.type, e.event, e.body);
     }),
+    vscode.debug.onDidStartDebugSession((s) => train.onStarted(s.id, s.type, s.configuration.program)),
     vscode.debug.onDidTerminateDebugSession((s) => debugFocus.onTerminated(s.id, s.type)),
     vscode.languages.onDidChangeDiagnostics(() => countDiagnostics()),
     vscode.workspace.onDidChangeTextDocument((e) => {

@@ -87,7 +87,8 @@ Json server_capabilities(PositionEncoding encoding, bool pull_diagnostics) {
       {"executeCommandProvider",
        {{"commands",
          Json::array({"cellscope.visualizeGraph", "cellscope.graphDocument", "cellscope.setTarget",
-                      "cellscope.debugFocus", "cellscope.export"})}}},
+                      "cellscope.debugFocus", "cellscope.export", "cellscope.trainStep",
+                      "cellscope.drift", "cellscope.trainReset"})}}},
       {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
   };
   if (pull_diagnostics) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <set>
 
@@ -28,6 +29,30 @@ using server::normalize_target;
 namespace {
 
 uint64_t progress_counter = 0;
+
+// JSON writers (nlohmann's, JavaScript's) write a number that is not finite as null: in a training
+// message that is a NaN (a diverged loss), which proto JSON spells "NaN". Fields of `body` (and of
+// each element of its `list` array) named in `fields` that are null become "NaN".
+void nan_for_null(Json* body, std::initializer_list<const char*> fields, const char* list = nullptr,
+                  std::initializer_list<const char*> item_fields = {}) {
+  for (const char* f : fields)
+    if (auto it = body->find(f); it != body->end() && it->is_null()) *it = "NaN";
+  if (list == nullptr) return;
+  auto items = body->find(list);
+  if (items == body->end() || !items->is_array()) return;
+  for (auto& item : *items) {
+    if (!item.is_object()) continue;
+    for (const char* f : item_fields)
+      if (auto it = item.find(f); it != item.end() && it->is_null()) *it = "NaN";
+  }
+}
+
+// The debug session a training command names (its second argument: {"session": id}), or "".
+std::string session_of(const Json& args) {
+  if (args.size() < 2 || !args[1].is_object()) return "";
+  const auto it = args[1].find("session");
+  return it != args[1].end() && it->is_string() ? it->get<std::string>() : "";
+}
 
 }  // namespace
 
@@ -743,6 +768,48 @@ void ProtocolServer::attach_commands() {
       }
       const size_t views = view_.set_debug_focus(focus);
       return ctx.reply({{"file", focus.file()}, {"node", focus.node()}, {"views", views}});
+    }
+    if (command == "cellscope.trainStep" || command == "cellscope.drift" ||
+        command == "cellscope.trainReset") {
+      // arguments: [body, {session}]: the body of `cellscope dap`'s `cellscope.trainStep` event
+      // (view.proto's TrainStep), of its `cellscope.drift` event (PrecisionDrift), or {file} for
+      // trainReset (a debug session of the file started). Passed to the graph views of the file;
+      // the view server is started if need be, so that a view opened later gets the run.
+      if (args.empty() || !args[0].is_object()) {
+        return ctx.error(
+            RpcError(ErrorCode::kInvalidParams, command + " needs an object with `file`"));
+      }
+      Json body = args[0];
+      const std::string session = session_of(args);
+      const auto file_it = body.find("file");
+      if (file_it == body.end() || !file_it->is_string() ||
+          !fs::path(file_it->get<std::string>()).is_absolute()) {
+        return ctx.error(
+            RpcError(ErrorCode::kInvalidParams, command + ": `file` must be an absolute path"));
+      }
+      try {
+        size_t views = 0;
+        if (command == "cellscope.trainReset") {
+          views = view_.train_reset(file_it->get<std::string>(), session);
+        } else if (command == "cellscope.trainStep") {
+          nan_for_null(&body, {"loss", "lr", "gradNorm", "lossScale", "stepMs", "samplesPerSec"});
+          protocol::TrainStep step;
+          if (std::string error; !protocol::from_json(body.dump(), &step, &error))
+            return ctx.error(RpcError(ErrorCode::kInvalidParams, command + ": " + error));
+          views = view_.train_step(step, session);
+        } else {
+          nan_for_null(&body, {"threshold", "top1Agreement", "accuracyFp32", "accuracyPrecision"},
+                       "layers", {"maxAbs", "maxRel", "cosine"});
+          protocol::PrecisionDrift drift;
+          if (std::string error; !protocol::from_json(body.dump(), &drift, &error))
+            return ctx.error(RpcError(ErrorCode::kInvalidParams, command + ": " + error));
+          views = view_.train_drift(drift, session);
+        }
+        return ctx.reply({{"file", file_it->get<std::string>()}, {"views", views}});
+      } catch (const std::exception& e) {
+        return ctx.error(RpcError(ErrorCode::kRequestFailed,
+                                  std::string("cannot start the graph view: ") + e.what()));
+      }
     }
     if (command == "cellscope.graphDocument") {
       // The semantic graph document of an open file as JSON (for clients without the view).

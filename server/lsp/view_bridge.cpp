@@ -264,6 +264,18 @@ size_t ViewBridge::set_debug_focus(const protocol::DebugFocus& focus) {
   return vs ? vs->set_debug_focus(focus) : 0;
 }
 
+size_t ViewBridge::train_step(const protocol::TrainStep& step, const std::string& session) {
+  return ensure()->train_step(step, session);
+}
+
+size_t ViewBridge::train_drift(const protocol::PrecisionDrift& drift, const std::string& session) {
+  return ensure()->train_drift(drift, session);
+}
+
+size_t ViewBridge::train_reset(const std::string& file, const std::string& session) {
+  return ensure()->train_reset(file, session);
+}
+
 std::string cell_at(const FileAnalysis& fa, int64_t line) {
   if (fa.result.cells.empty()) return "";
   if (line < 0) return fa.result.cells.front().name;

@@ -56,6 +56,13 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
   // Keeps the debugger's focus (an empty node clears it) for views started later and passes it
   // to the running views; returns how many views showed it.
   size_t set_debug_focus(const protocol::DebugFocus& focus);
+  // Training messages (view.proto's TrainStep, PrecisionDrift; a reset when a debug session of the
+  // file starts), relayed by the editor from `cellscope dap`: passed to the view server, started
+  // if need be (it keeps the run for views opened later; ViewServer::train_step). I/O thread.
+  // Throws std::runtime_error when the server cannot listen. Return how many views got it.
+  size_t train_step(const protocol::TrainStep& step, const std::string& session);
+  size_t train_drift(const protocol::PrecisionDrift& drift, const std::string& session);
+  size_t train_reset(const std::string& file, const std::string& session);
 
   // On the worker thread, after an analysis of `job.path`: a new document for the views
   // following that file.

@@ -59,17 +59,20 @@ std::string_view asset(std::string_view path) {
 
 }  // namespace
 
-std::string snapshot_html(const protocol::GraphDocument& doc, const std::string& title) {
+std::string snapshot_html(const protocol::GraphDocument& doc, const std::string& title,
+                          const std::vector<protocol::ViewMessage>& extra) {
   protocol::ViewMessage hello;
   hello.mutable_hello()->set_file(doc.file());
   hello.mutable_hello()->set_tool_version(std::string(protocol::tool_version()));
   protocol::ViewMessage update;
   update.mutable_update()->set_seq(1);
   *update.mutable_update()->mutable_document() = doc;
-  const std::string messages = "[" + protocol::to_json(hello, {.pretty = false}) + "," +
-                               protocol::to_json(update, {.pretty = false}) + "]";
+  std::string messages = "[" + protocol::to_json(hello, {.pretty = false}) + "," +
+                         protocol::to_json(update, {.pretty = false});
+  for (const auto& m : extra) messages += "," + protocol::to_json(m, {.pretty = false});
+  messages += "]";
   std::string out;
-  out.reserve(messages.size() + 4 * 1024 * 1024);
+  out.reserve(messages.size() + size_t{4} * 1024 * 1024);
   out += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<meta name=\"generator\" content=\"cellscope " + std::string(protocol::tool_version()) +

@@ -40,7 +40,7 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr uint64_t kMaxRequestBody = 64 * 1024;
+constexpr uint64_t kMaxRequestBody = uint64_t{64} * 1024;
 constexpr uint32_t kMaxRequestHeader = 16 * 1024;
 // Accept back-off on errors: 10 ms doubling to 1 s.
 constexpr std::chrono::milliseconds kAcceptBackoffFirst{10};
@@ -151,6 +151,29 @@ const std::string& canonical_of(const std::string& file, Channel& channel) {
   return channel.canonical;
 }
 
+// A training run of one file: its steps (thinned past kMaxTrainSteps) and last drift, and the
+// frames built from them (null until asked for; dropped when they change).
+struct TrainRun {
+  std::string session;
+  std::string file;  // as the messages name it
+  std::string cell;
+  std::vector<protocol::TrainStep> steps;
+  std::shared_ptr<const protocol::PrecisionDrift> drift;
+  std::shared_ptr<const std::string> history_frame;
+  std::shared_ptr<const std::string> drift_frame;
+};
+
+protocol::TrainProgress progress_of(const TrainRun& run) {
+  protocol::TrainProgress p;
+  p.set_file(run.file);
+  p.set_cell(run.cell);
+  p.set_reset(true);
+  p.set_max_steps(static_cast<uint32_t>(kMaxTrainSteps));
+  p.set_session(run.session);
+  for (const auto& s : run.steps) *p.add_steps() = s;
+  return p;
+}
+
 }  // namespace
 
 struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
@@ -176,6 +199,16 @@ struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
   // when not paused.
   std::shared_ptr<const std::string> debug_frame;
   std::string debug_file;
+  // Training runs (TrainProgress, PrecisionDrift) by canonical file.
+  std::map<std::string, TrainRun> trains;
+
+  // The training frames a view of `file` gets when it connects (under `mutex`).
+  void train_frames(const std::string& file, Channel& channel,
+                    std::vector<std::shared_ptr<const std::string>>* out);
+  // Sends `frame` to every view of canonical `file` (under `mutex`); returns how many.
+  size_t send_to_file(const std::string& file, const std::shared_ptr<const std::string>& frame);
+  // The run of canonical `file` for `session`: a new one (cleared) when the session changed.
+  TrainRun& run_of(const std::string& file, const std::string& session, bool* restarted);
 
   void accept();
   void accepted(tcp::socket socket);
@@ -717,6 +750,7 @@ ViewState ViewServer::Impl::state_of(const std::string& file) {
   if (channel.has_document && debug_frame && canonical_of(file, channel) == debug_file)
     state.frames.push_back(debug_frame);
   if (channel.compare_frame) state.frames.push_back(channel.compare_frame);
+  train_frames(file, channel, &state.frames);
   return state;
 }
 
@@ -740,11 +774,57 @@ void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std
     if (channel.has_document && debug_frame && canonical_of(file, channel) == debug_file)
       session->send(debug_frame);
     if (channel.compare_frame) session->send(channel.compare_frame);
+    std::vector<std::shared_ptr<const std::string>> train;
+    train_frames(file, channel, &train);
+    for (auto& f : train) session->send(std::move(f));
     needs_document = !channel.has_document;
     for (const auto& [name, c] : channels) open += c.sessions.size();
   }
   spdlog::info("view: a view connected for {} ({} open)", file, open);
   if (needs_document && handlers.subscribed) handlers.subscribed(file);
+}
+
+void ViewServer::Impl::train_frames(const std::string& file, Channel& channel,
+                                    std::vector<std::shared_ptr<const std::string>>* out) {
+  if (trains.empty()) return;
+  const auto it = trains.find(canonical_of(file, channel));
+  if (it == trains.end()) return;
+  TrainRun& run = it->second;
+  if (!run.steps.empty() && !run.history_frame) {
+    protocol::ViewMessage m;
+    *m.mutable_train() = progress_of(run);
+    run.history_frame = std::make_shared<const std::string>(message_json(m));
+  }
+  if (run.history_frame) out->push_back(run.history_frame);
+  if (run.drift_frame) out->push_back(run.drift_frame);
+}
+
+size_t ViewServer::Impl::send_to_file(const std::string& file,
+                                      const std::shared_ptr<const std::string>& frame) {
+  std::vector<std::shared_ptr<WsSession>> sessions;
+  for (auto& [name, channel] : channels) {
+    if (channel.sessions.empty() || canonical_of(name, channel) != file) continue;
+    sessions.insert(sessions.end(), channel.sessions.begin(), channel.sessions.end());
+  }
+  const size_t n = sessions.size();
+  // Posted under the lock: in order with every other frame of these views.
+  if (n > 0)
+    asio::post(io, [sessions = std::move(sessions), frame] {
+      for (const auto& s : sessions) s->send(frame);
+    });
+  return n;
+}
+
+TrainRun& ViewServer::Impl::run_of(const std::string& file, const std::string& session,
+                                   bool* restarted) {
+  auto [it, fresh] = trains.try_emplace(file);
+  TrainRun& run = it->second;
+  *restarted = fresh || run.session != session;
+  if (*restarted) {
+    run = TrainRun{};
+    run.session = session;
+  }
+  return run;
 }
 
 void ViewServer::Impl::leave(const std::shared_ptr<WsSession>& session, const std::string& file) {
@@ -1097,6 +1177,94 @@ size_t ViewServer::set_debug_focus(const protocol::DebugFocus& focus) {
       for (const auto& [s, f] : sends) s->send(f);
     });
   return sent;
+}
+
+void thin_train_steps(std::vector<protocol::TrainStep>* steps, size_t max) {
+  while (max >= 2 && steps->size() > max) {
+    const size_t half = steps->size() / 2;
+    size_t w = 0;
+    for (size_t r = 0; r < steps->size(); ++r) {
+      if (r < half && r % 2 == 1) continue;
+      if (w != r) (*steps)[w] = std::move((*steps)[r]);
+      ++w;
+    }
+    steps->resize(w);
+  }
+}
+
+size_t ViewServer::train_step(const protocol::TrainStep& step, const std::string& session) {
+  const std::string file = canonical_path(step.file());
+  std::lock_guard lock(impl_->mutex);
+  bool restarted = false;
+  TrainRun& run = impl_->run_of(file, session, &restarted);
+  run.file = step.file();
+  if (!step.cell().empty()) run.cell = step.cell();
+  run.steps.push_back(step);
+  thin_train_steps(&run.steps);
+  run.history_frame.reset();
+  if (restarted) run.drift_frame.reset();
+  protocol::ViewMessage m;
+  auto* p = m.mutable_train();
+  p->set_file(step.file());
+  p->set_cell(run.cell);
+  p->set_reset(restarted);
+  p->set_max_steps(static_cast<uint32_t>(kMaxTrainSteps));
+  p->set_session(session);
+  *p->add_steps() = step;
+  return impl_->send_to_file(file, std::make_shared<const std::string>(message_json(m)));
+}
+
+size_t ViewServer::train_drift(const protocol::PrecisionDrift& drift, const std::string& session) {
+  const std::string file = canonical_path(drift.file());
+  protocol::ViewMessage m;
+  *m.mutable_drift() = drift;
+  auto frame = std::make_shared<const std::string>(message_json(m));
+  std::lock_guard lock(impl_->mutex);
+  bool restarted = false;
+  TrainRun& run = impl_->run_of(file, session, &restarted);
+  run.file = drift.file();
+  if (run.cell.empty()) run.cell = drift.cell();
+  if (restarted) {
+    // A drift of a run without steps (an inference session): the views drop the old chart.
+    protocol::ViewMessage r;
+    r.mutable_train()->set_file(drift.file());
+    r.mutable_train()->set_reset(true);
+    r.mutable_train()->set_session(session);
+    impl_->send_to_file(file, std::make_shared<const std::string>(message_json(r)));
+  }
+  const bool clear = drift.layers().empty();
+  run.drift = clear ? nullptr : std::make_shared<const protocol::PrecisionDrift>(drift);
+  run.drift_frame = clear ? nullptr : frame;
+  return impl_->send_to_file(file, frame);
+}
+
+size_t ViewServer::train_reset(const std::string& file_name, const std::string& session) {
+  const std::string file = canonical_path(file_name);
+  std::lock_guard lock(impl_->mutex);
+  impl_->trains.erase(file);
+  TrainRun& run = impl_->trains[file];
+  run.session = session;
+  run.file = file_name;
+  protocol::ViewMessage m;
+  m.mutable_train()->set_file(file_name);
+  m.mutable_train()->set_reset(true);
+  m.mutable_train()->set_session(session);
+  return impl_->send_to_file(file, std::make_shared<const std::string>(message_json(m)));
+}
+
+std::shared_ptr<const protocol::TrainProgress> ViewServer::train_progress(
+    const std::string& file) const {
+  std::lock_guard lock(impl_->mutex);
+  const auto it = impl_->trains.find(canonical_path(file));
+  if (it == impl_->trains.end() || it->second.steps.empty()) return nullptr;
+  return std::make_shared<const protocol::TrainProgress>(progress_of(it->second));
+}
+
+std::shared_ptr<const protocol::PrecisionDrift> ViewServer::precision_drift(
+    const std::string& file) const {
+  std::lock_guard lock(impl_->mutex);
+  const auto it = impl_->trains.find(canonical_path(file));
+  return it == impl_->trains.end() ? nullptr : it->second.drift;
 }
 
 namespace {

@@ -20,6 +20,14 @@
 
 namespace cellscope::server::view {
 
+// The training steps the server keeps per file (view.proto's TrainProgress.max_steps): past this,
+// every other step of the older half is dropped (thin_train_steps), so a long run keeps its recent
+// steps at full resolution and its start thinned, in bounded memory and frame size.
+inline constexpr size_t kMaxTrainSteps = 10000;
+
+// Drops every other step of the older half of `steps` while there are more than `max` of them.
+void thin_train_steps(std::vector<protocol::TrainStep>* steps, size_t max = kMaxTrainSteps);
+
 struct ServerOptions {
   uint16_t port = 0;  // 0: a free port
   // Origins allowed besides the server's own; "vscode-webview://*" lets VS Code webviews connect.
@@ -116,6 +124,22 @@ class ViewServer {
   // the previous file's views. Thread-safe. Returns the number of views it was sent to.
   size_t set_debug_focus(const protocol::DebugFocus& focus);
 
+  // Training (view.proto's TrainProgress, PrecisionDrift), by the canonical path of the message's
+  // `file`. Each is sent to every view of that file, in call order, and kept: a view that connects
+  // later (or catches up after falling behind) gets the run's steps so far in one TrainProgress
+  // with `reset` and the last drift. `session` names the run; a step or drift of another session
+  // than the file's current one starts a new run (the views drop the old chart and overlay).
+  // Thread-safe. Each returns the number of views it was sent to.
+  size_t train_step(const protocol::TrainStep& step, const std::string& session = {});
+  size_t train_drift(const protocol::PrecisionDrift& drift, const std::string& session = {});
+  // A new run of `file` starts (a debug session was launched): its views drop the chart and the
+  // drift overlay.
+  size_t train_reset(const std::string& file, const std::string& session = {});
+  // What a view of `file` would be given now: the run's steps (TrainProgress, reset) and its drift
+  // (null when there is none).
+  std::shared_ptr<const protocol::TrainProgress> train_progress(const std::string& file) const;
+  std::shared_ptr<const protocol::PrecisionDrift> precision_drift(const std::string& file) const;
+
   // Comparisons (view.proto's Comparison): every document of `file` compared with a fixed base.
   // Starts (or restarts) one whose base is being analysed: the views show it pending. Returns the
   // comparison's generation, for set_compare_base. Thread-safe.
@@ -156,6 +180,9 @@ const Asset* find_asset(std::string_view path);
 
 // A self-contained HTML page showing `doc` with no server: the view's script, style and layout
 // worker inlined, the document embedded (with all per-kernel detail).
-std::string snapshot_html(const protocol::GraphDocument& doc, const std::string& title);
+// `extra`: more messages for the page after the document (a TrainProgress and a PrecisionDrift:
+// the training chart and the drift overlay as they were last given).
+std::string snapshot_html(const protocol::GraphDocument& doc, const std::string& title,
+                          const std::vector<protocol::ViewMessage>& extra = {});
 
 }  // namespace cellscope::server::view

@@ -19,6 +19,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -34,6 +35,7 @@
 #include "temp_dir.h"
 #include "view/delta.h"
 #include "view/security.h"
+#include "view/train_view.h"
 #include "view/view_server.h"
 
 namespace cellscope::server::view {
@@ -882,6 +884,155 @@ TEST(ViewServerLoad, AViewStalledPastTheWriteTimeoutIsDisconnected) {
   EXPECT_EQ(server.connections(), 0u);
   EXPECT_EQ(server.stats().open, 0u);
   server.stop();
+}
+
+// Training (issue 19): thinning a long run keeps its latest steps whole and its start thinned, the
+// same rule as the webview's train.ts (thinSteps).
+TEST(ViewTrain, ThinningKeepsTheLatestHalfAndEveryOtherOlderStep) {
+  std::vector<protocol::TrainStep> steps;
+  for (int i = 1; i <= 11; ++i) steps.emplace_back().set_global_step(i);
+  thin_train_steps(&steps, 10);
+  std::vector<int64_t> kept;
+  for (const auto& s : steps) kept.push_back(s.global_step());
+  // 11 > 10: of the older half (1..5) every other one goes (2, 4); 6..11 stay.
+  EXPECT_EQ(kept, (std::vector<int64_t>{1, 3, 5, 6, 7, 8, 9, 10, 11}));
+  std::vector<protocol::TrainStep> many(3 * kMaxTrainSteps);
+  for (size_t i = 0; i < many.size(); ++i) many[i].set_global_step(static_cast<int64_t>(i + 1));
+  thin_train_steps(&many);
+  EXPECT_LE(many.size(), kMaxTrainSteps);
+  EXPECT_EQ(many.back().global_step(), static_cast<int64_t>(3 * kMaxTrainSteps));
+  EXPECT_EQ(many.front().global_step(), 1);
+  for (size_t i = 1; i < many.size(); ++i)
+    EXPECT_LT(many[i - 1].global_step(), many[i].global_step());
+}
+
+protocol::TrainStep train_step_n(const std::string& file, int n) {
+  protocol::TrainStep s;
+  s.set_file(file);
+  s.set_cell("Net");
+  s.set_epoch(1);
+  s.set_step(n);
+  s.set_global_step(n);
+  s.set_loss(2.5 / n);
+  s.set_lr(0.01);
+  s.set_grad_norm(1.0 + n);
+  return s;
+}
+
+// Steps, drift and resets reach every view of the file in order (paths compared canonically), a
+// view that connects later gets the run so far in one reset message and the drift, and another
+// session starts a new run.
+TEST(ViewTrain, StepsAndDriftReachTheViewsOfTheFileAndLateViewsGetTheRun) {
+  const cellscope::testing::TempDir temp("cellscope-view-train-");
+  const std::string file = (temp.path() / "m.py").string();
+  const std::string alias = (temp.path() / "sub" / ".." / "m.py").string();
+  { std::ofstream(file) << kDeepModel; }
+  fs::create_directories(temp.path() / "sub");
+  ViewServer server({}, Handlers{});
+  server.start();
+  const uint16_t port = server.port();
+  server.update(file, document_of(kDeepModel), true, 1.0);
+  boost::asio::io_context io;
+  ViewClient a(io, port, "/ws?file=" + file + "&token=" + server.token());
+  EXPECT_TRUE(a.read().has_hello());
+  EXPECT_TRUE(a.read().has_update());
+  ViewClient other(io, port, "/ws?file=/elsewhere/x.py&token=" + server.token());
+  EXPECT_TRUE(other.read().has_hello());
+
+  EXPECT_EQ(server.train_reset(alias, "s1"), 1u);  // the other file's view is not counted
+  auto m = a.read();
+  ASSERT_TRUE(m.has_train());
+  EXPECT_TRUE(m.train().reset());
+  EXPECT_EQ(m.train().steps_size(), 0);
+  for (int n = 1; n <= 12; ++n) EXPECT_EQ(server.train_step(train_step_n(alias, n), "s1"), 1u);
+  for (int n = 1; n <= 12; ++n) {
+    m = a.read();
+    ASSERT_TRUE(m.has_train()) << n;
+    EXPECT_FALSE(m.train().reset()) << n;  // the reset came first, same session
+    ASSERT_EQ(m.train().steps_size(), 1);
+    EXPECT_EQ(m.train().steps(0).global_step(), n);
+    EXPECT_DOUBLE_EQ(m.train().steps(0).loss(), 2.5 / n);
+    EXPECT_TRUE(m.train().steps(0).has_grad_norm());
+    EXPECT_EQ(m.train().max_steps(), kMaxTrainSteps);
+  }
+  protocol::PrecisionDrift drift;
+  drift.set_file(file);
+  drift.set_precision("target");
+  drift.set_threshold(0.999);
+  auto* l = drift.add_layers();
+  l->set_node("body.0.0");
+  l->set_cosine(0.998);
+  drift.set_first_below("body.0.0");
+  EXPECT_EQ(server.train_drift(drift, "s1"), 1u);
+  m = a.read();
+  ASSERT_TRUE(m.has_drift());
+  EXPECT_EQ(m.drift().first_below(), "body.0.0");
+
+  // A late view: hello, document, then the run so far (reset, 12 steps) and the drift.
+  ViewClient b(io, port, "/ws?file=" + file + "&token=" + server.token());
+  EXPECT_TRUE(b.read().has_hello());
+  EXPECT_TRUE(b.read().has_update());
+  m = b.read();
+  ASSERT_TRUE(m.has_train());
+  EXPECT_TRUE(m.train().reset());
+  ASSERT_EQ(m.train().steps_size(), 12);
+  EXPECT_EQ(m.train().steps(11).global_step(), 12);
+  EXPECT_EQ(m.train().session(), "s1");
+  EXPECT_TRUE(b.read().has_drift());
+  ASSERT_NE(server.train_progress(file), nullptr);
+  EXPECT_EQ(server.train_progress(file)->steps_size(), 12);
+  ASSERT_NE(server.precision_drift(alias), nullptr);
+
+  // Another session: a new run (reset with its first step), the old drift gone.
+  EXPECT_EQ(server.train_step(train_step_n(file, 1), "s2"), 2u);
+  for (auto* v : {&a, &b}) {
+    m = v->read();
+    ASSERT_TRUE(m.has_train());
+    EXPECT_TRUE(m.train().reset());
+    EXPECT_EQ(m.train().steps_size(), 1);
+  }
+  EXPECT_EQ(server.train_progress(file)->steps_size(), 1);
+  EXPECT_EQ(server.precision_drift(file), nullptr);
+  server.stop();
+}
+
+// The snapshot embeds the training run and the drift after the document.
+TEST(ViewTrain, SnapshotEmbedsTheRunAndTheDrift) {
+  const cellscope::testing::TempDir temp("cellscope-view-train-");
+  const auto progress = temp.path() / "run.json";
+  const auto drift = temp.path() / "drift.json";
+  // What `cellscope train --format json` prints (a NaN loss is null).
+  {
+    std::ofstream(progress)
+        << R"({"file":"m.py","steps":[{"epoch":1,"step":1,"global_step":1,"loss":2.3,"learning_rate":0.01,"loss_scale":1,"skipped":false,"ms":4.0,"samples":32},{"epoch":1,"step":2,"global_step":2,"loss":null,"learning_rate":0.01,"loss_scale":1,"skipped":true,"ms":5.0,"samples":32}]})";
+  }
+  {
+    std::ofstream(drift)
+        << R"({"precision":"int8","threshold":0.99,"layers":[{"node":"fc","op":"MatMul","cosine":0.97,"maxAbs":0.5}],"firstBelow":"fc","top1Agreement":0.9,"samples":64})";
+  }
+  std::vector<protocol::ViewMessage> extra;
+  std::string error;
+  ASSERT_TRUE(train_messages(progress.string(), drift.string(), "/w/m.py", &extra, &error))
+      << error;
+  ASSERT_EQ(extra.size(), 2u);
+  ASSERT_TRUE(extra[0].has_train());
+  EXPECT_TRUE(extra[0].train().reset());
+  ASSERT_EQ(extra[0].train().steps_size(), 2);
+  EXPECT_DOUBLE_EQ(extra[0].train().steps(0).samples_per_sec(), 32 * 1000.0 / 4.0);
+  EXPECT_TRUE(std::isnan(extra[0].train().steps(1).loss()));
+  EXPECT_TRUE(extra[0].train().steps(1).skipped());
+  EXPECT_EQ(extra[1].drift().file(), "/w/m.py");
+  const std::string html = snapshot_html(document_of(kModel), "m.py", extra);
+  EXPECT_NE(html.find(R"("train":{"file":"/w/m.py")"), std::string::npos);
+  EXPECT_NE(html.find(R"("firstBelow":"fc")"), std::string::npos);
+  EXPECT_NE(html.find(R"("loss":"NaN")"), std::string::npos);
+  // Neither form: a clear error.
+  { std::ofstream(progress) << R"({"nothing":1})"; }
+  EXPECT_FALSE(train_messages(progress.string(), "", "/w/m.py", &extra, &error));
+  EXPECT_NE(error.find("not a training run"), std::string::npos);
+  EXPECT_FALSE(
+      train_messages("", (temp.path() / "missing.json").string(), "/w/m.py", &extra, &error));
+  EXPECT_NE(error.find("cannot read"), std::string::npos);
 }
 
 }  // namespace

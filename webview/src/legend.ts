@@ -8,6 +8,7 @@ import type { Cell } from './protocol';
 import type { GraphView } from './view';
 import { layerState } from './failures';
 import { metricDef, rampColor } from './metrics';
+import { badness, driftColor, driftSummary, fmtCos } from './train';
 import { boundDefinition, boundWord, cycSentence, sigmaSentence } from './vocab';
 import { ERROR_ICON } from './panel';
 import { escapeHtml as h } from './format';
@@ -79,6 +80,7 @@ export function legendBody(v: GraphView, cell: Cell | undefined, explain: boolea
     html += `<span class="marks">${marks.map(([c, l]) => `<span class="chip"><i class="ring" style="border-color:${c}"></i>${l}</span>`).join('')}</span>`;
     return `<div class="lg-chips">${html}</div>${g.layer === 'hardware' ? explainHtml(v, explain) : ''}`;
   }
+  if (v.metric === 'drift') return driftLegend(v);
   const s = v.metricScale();
   const def = metricDef(v.metric);
   const st = cell ? layerState(cell, g.layer) : null;
@@ -98,6 +100,24 @@ export function legendBody(v: GraphView, cell: Cell | undefined, explain: boolea
       `${sigmaSentence()} Their Σ are coloured on this scale, from the smallest to the largest Σ of the groups shown.`);
   }
   return `<div class="lg-ramps">${html}</div>${g.layer === 'hardware' ? explainHtml(v, explain) : ''}`;
+}
+
+/** The drift metric's legend: the cosine ramp (best layer → threshold), no data, the first layer under the threshold. */
+function driftLegend(v: GraphView): string {
+  const d = v.drift;
+  const th = v.theme;
+  if (!d) {
+    return '<span class="muted">Drift: no data. A joint debug session (F5, mode "joint") or <code>cellscope train --drift</code> measures each layer at the chosen precision against fp32.</span>';
+  }
+  const stops = [0, 0.25, 0.5, 0.75, 1].map((t) => `${driftColor(t)} ${t * 100}%`).join(',');
+  const best = fmtCos(1 - Math.min(d.bestBadness, badness(d.threshold) / 1000));
+  const tip = `Each node's colour is the cosine similarity of its output at ${d.precision} to fp32, on a log scale of 1 − cosine: green the best, red at or under the threshold ${d.threshold}. A kernel shows the worst of the nodes it was made from; a collapsed group its worst node.`;
+  const chips = [`<span class="chip"><i style="background:${th.node};border:1px solid ${th.nodeBorder}"></i>no data</span>`];
+  if (d.firstBelow) chips.push(`<span class="chip"><i class="ring dashed-ring" style="border-color:${th.danger}"></i>first under ${d.threshold}: ${h(d.firstBelow)}</span>`);
+  return `<div class="lg-ramps"><div class="lg-ramp nodes drift" title="${h(tip)}"><div class="ramp-title">Drift: cosine to fp32 (log of 1 − cos)</div>` +
+    `<div class="ramp" style="background:linear-gradient(90deg,${stops})"></div>` +
+    `<div class="ramp-lbl"><span>${h('cos ' + best)}</span><span>${h('≤ cos ' + d.threshold)}</span></div></div>` +
+    `<div class="lg-chips">${chips.join('')}</div><div class="lg-drift muted">${h(driftSummary(d))}</div></div>`;
 }
 
 /** "Reading a node" (hardware layer): the bound words, "cyc" and "Σ", one sentence each. */

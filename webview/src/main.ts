@@ -1,6 +1,6 @@
 // The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
 import './styles.css';
-import type { Cell, CellSkeleton, Comparison, DebugFocus, Diagnostic, GraphDocument, Range, HardwareKernel, ScopeNodes, ViewHello, ViewMessage, ViewRequest } from './protocol';
+import type { Cell, CellSkeleton, Comparison, DebugFocus, Diagnostic, GraphDocument, Range, HardwareKernel, PrecisionDrift, ScopeNodes, TrainProgress, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
 import { FAILED_PREFIX, LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
@@ -28,6 +28,8 @@ import type { Direction } from './layout-types';
 import { escapeHtml as h, fmtNum, rangeText } from './format';
 import { type ThemeKind, browserThemeKind, nextThemeKind, themeLabel, vscodeThemeKind } from './theme';
 import { firstPaintDone, mark, milestones } from './startup';
+import { TrainPanel } from './trainpanel';
+import { driftCardHtml, driftIndex, type DriftIndex } from './train';
 
 mark('script');
 
@@ -153,6 +155,10 @@ class App {
     onToggle: () => this.renderTimeline(),
     sourceLink: (file, range) => sourceLink(file, range, !!this.hello.editor),
   });
+  // The training run (TrainProgress) as a live chart, and the precision drift (PrecisionDrift) the
+  // "drift" metric colours nodes by (trainpanel.ts, train.ts).
+  private train = new TrainPanel(() => this.onTrainToggle());
+  private drift: DriftIndex | null = null;
   // The legend per pane (legend.ts): shown, docked and collapsed alike, remembered (localStorage).
   private legendPrefs: LegendPrefs = parseLegendPrefs(App.stored(LEGEND_KEY));
   private legendA = new Legend(this.paneA, { change: (p) => this.setLegend(p) });
@@ -235,6 +241,7 @@ class App {
     this.viewB?.setTheme(readTheme(this.paneB));
     this.mem?.paint();
     this.tl.invalidate();
+    this.train.invalidate();
     this.renderLegend();
   }
 
@@ -291,7 +298,10 @@ class App {
     this.views.append(this.paneA, this.paneB);
     const main = el('main', 'main');
     const left = el('div', 'left');
-    left.append(this.views, this.memHost, this.tl.host);
+    left.append(this.views, this.train.host, this.memHost, this.tl.host);
+    this.train.host.addEventListener('click', (e) => {
+      if ((e.target as HTMLElement).closest('.show-drift')) { e.preventDefault(); this.setMetric('drift'); }
+    });
     this.tl.host.addEventListener('click', (e) => this.onPanelClick(e));  // its source link
     main.append(left, this.panel);
     this.root.append(bar, this.banner, this.compareBanner, main, this.statusBar);
@@ -468,6 +478,30 @@ class App {
     }
     if (m.debug) this.onDebug(m.debug);
     if (m.comparison) this.onComparison(m.comparison);
+    if (m.train) this.onTrain(m.train);
+    if (m.drift) this.onDrift(m.drift);
+  }
+
+  // ---- training: the live chart and the drift overlay ----------------------------------------
+
+  private onTrain(p: TrainProgress): void {
+    // A reset (a new run, or the whole history): the drift of the run before goes too (a view that
+    // connects gets the drift again just after).
+    if (this.train.apply(p) && this.drift) this.onDrift({});
+  }
+
+  private onDrift(d: PrecisionDrift): void {
+    this.drift = driftIndex(d);
+    this.train.setDrift(this.drift);
+    this.viewA.setDrift(this.drift);
+    this.viewB?.setDrift(this.drift);
+    this.renderLegend();
+    this.renderPanel();
+  }
+
+  private onTrainToggle(): void {
+    // The graph pane changed height: the views' ResizeObserver repaints them.
+    this.renderLegend();
   }
 
   // ---- the comparison with a fixed base ------------------------------------------------------
@@ -931,6 +965,7 @@ class App {
         onExpand: (ex) => { if (this.viewB) this.loadExpanded(this.viewB, ex); },
       });
       this.paneB.append(this.titleB, this.noteB, this.legendB.el);
+      this.viewB.setDrift(this.drift);
       this.minimapB = this.setupView(this.viewB, this.paneB);
       this.noteB.addEventListener('click', (e) => { if (this.viewB) this.onNoteClick(e, this.viewB); });
     }
@@ -1147,7 +1182,8 @@ class App {
       ? `<details class="sec" open><summary>Removed by the last edit</summary><ul class="origins">${this.diff.removed.slice(0, 50).map((r) => `<li class="removed">${h(r)}</li>`).join('')}</ul></details>` : '';
     // The comparison's before → after of the selected node (compare.ts).
     const cmp = n && v.graph ? compareDetailsHtml(this.comparison, cellComparison(this.comparison, this.cellName), v.graph.layer, n.id) : '';
-    body.innerHTML = strip + cmp + html + removed;
+    const drift = n ? driftCardHtml(n, this.drift) : '';
+    body.innerHTML = strip + cmp + drift + html + removed;
     this.panel.scrollTop = scroll;
     if (focusTab) body.querySelector<HTMLElement>('[role="tab"][aria-selected="true"]')?.focus();
     if (typing) {
@@ -1455,6 +1491,23 @@ class App {
       legend: () => ({ prefs: app.legendPrefs, text: app.legendA.el.innerText, hidden: app.legendA.el.classList.contains('hidden') }),
       setLegend: (p: Partial<LegendPrefs>) => app.setLegend(p),
       groupColour: (id: string, which?: string) => viewOf(which).colourOf(id),
+      // The training dock: its state and the chart's data as uPlot holds it; the drift.
+      train: () => app.train.state(),
+      trainFlush: () => { app.train.flush(); return app.train.state(); },
+      setTrainCollapsed: (c: boolean) => { app.train.setCollapsed(c); return app.train.state(); },
+      trainInk: () => {
+        const c = app.train.canvas();
+        if (!c || !c.width) return 0;
+        const data = c.getContext('2d')?.getImageData(0, 0, c.width, c.height).data;
+        if (!data) return 0;
+        let n = 0;
+        for (let i = 3; i < data.length; i += 4) if (data[i] > 0) n++;
+        return n / (c.width * c.height);
+      },
+      drift: () => (app.drift ? {
+        threshold: app.drift.threshold, firstBelow: app.drift.firstBelow, layers: app.drift.byNode.size,
+        firstDrawn: app.activeView().driftFirstItems(),
+      } : null),
       paneNote: (which?: string) => (which === 'B' ? app.noteB : app.noteA).innerText,
       tipText: (which?: string) => { const t = viewOf(which).tip; return t.classList.contains('hidden') ? '' : t.textContent; },
       bannerText: () => app.banner.innerText,

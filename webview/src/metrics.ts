@@ -1,8 +1,9 @@
 // Node metrics and their colour scale (log-scaled, perceptually ordered gradient).
 import { ROOT_ID, outputBytes, totalCycles, type Layer, type VNode, type ViewGraph } from './model';
 import { fmtBytes, fmtNum } from './format';
+import { badness, driftColor, driftNorm, driftTextColor, fmtCos, nodeDrift, type DriftIndex } from './train';
 
-export type MetricId = 'none' | 'cycles' | 'time' | 'bytes' | 'flops' | 'memory' | 'bandwidth';
+export type MetricId = 'none' | 'cycles' | 'time' | 'bytes' | 'flops' | 'memory' | 'bandwidth' | 'drift';
 
 export interface MetricDef {
   id: MetricId;
@@ -36,6 +37,11 @@ export const METRICS: MetricDef[] = [
   { id: 'bandwidth', label: 'Bandwidth', layers: ['hardware'],
     value: (n) => Math.max(0, ...(n.optimized?.hardware ?? []).map((k) => k.bandwidthGbps ?? 0)),
     format: (v) => fmtNum(v) + ' GB/s' },
+  // The precision drift of the last joint debug session (PrecisionDrift): the value is the layer's
+  // 1 − cosine (computeScale with the drift; a kernel: the worst of its origins), coloured on a
+  // scale of its own (driftScale) with the threshold at the red end.
+  { id: 'drift', label: 'Drift (cosine)', layers: ['semantic', 'optimized', 'hardware'], value: () => 0,
+    format: (v) => 'cos ' + fmtCos(1 - v) },
 ];
 
 export function metricDef(id: MetricId): MetricDef {
@@ -67,9 +73,15 @@ export interface MetricScale {
   max: number;
   values: Map<string, number>;  // node id -> value (nodes with 0 are absent)
   norm: (v: number) => number;  // 0..1, log-scaled
+  // The colours of the scale (default: rampColor, rampTextColor); the drift has its own.
+  color?: (t: number) => string;
+  textColor?: (t: number) => string;
+  // How collapsed groups combine their leaves (default: the sum, Σ); the drift takes the worst.
+  combine?: 'sum' | 'max';
 }
 
-export function computeScale(g: ViewGraph, metric: MetricId): MetricScale {
+export function computeScale(g: ViewGraph, metric: MetricId, drift?: DriftIndex | null): MetricScale {
+  if (metric === 'drift') return driftScale(g, drift ?? null);
   const def = metricDef(metric);
   const values = new Map<string, number>();
   if (metric !== 'none') {
@@ -80,6 +92,32 @@ export function computeScale(g: ViewGraph, metric: MetricId): MetricScale {
     }
   }
   return scaleOf(metric, values);
+}
+
+/**
+ * The drift scale: each node with drift data valued by its 1 − cosine, normalised so that the best
+ * layer of the data is green and the threshold (and under) red (train.ts driftNorm). Nodes without
+ * data are absent (drawn neutral).
+ */
+export function driftScale(g: ViewGraph, drift: DriftIndex | null): MetricScale {
+  const values = new Map<string, number>();
+  if (drift) {
+    for (const n of g.nodes) {
+      const d = nodeDrift(n, drift);
+      if (d) values.set(n.id, badness(d.cosine));
+    }
+  }
+  const s = scaleOf('drift', values);
+  if (drift) {
+    s.norm = driftNorm(drift);
+    // max > 0 means "there is data" to the drawing code; a perfect layer still has badness 1e-12.
+    s.min = Math.min(s.min, badness(1));
+    s.max = Math.max(s.max, badness(drift.threshold));
+  }
+  s.color = driftColor;
+  s.textColor = driftTextColor;
+  s.combine = 'max';
+  return s;
 }
 
 /** A log scale between the smallest and the largest of `values` (all > 0). */
@@ -114,13 +152,24 @@ export function groupScale(metric: MetricId, sums: ReadonlyMap<string, number>, 
   return scaleOf(metric, values);
 }
 
+/** The scale collapsed groups are coloured on: the drift's (the worst leaf) is the nodes' own. */
+export function groupScaleFor(scale: MetricScale, sums: ReadonlyMap<string, number>, drawn: Iterable<string>): MetricScale {
+  if (scale.combine === 'max') {
+    const values = new Map<string, number>();
+    for (const id of drawn) { const v = sums.get(id); if (v !== undefined) values.set(id, v); }
+    return { ...scale, values };
+  }
+  return groupScale(scale.metric, sums, drawn);
+}
+
 /** Sum of a metric over a group's leaves (for collapsed groups). */
 export function groupSums(g: ViewGraph, scale: MetricScale): Map<string, number> {
   const sums = new Map<string, number>();
   if (scale.metric === 'none') return sums;
+  const max = scale.combine === 'max';
   for (const [id, v] of scale.values) {
     let p = g.parentOf.get(id);
-    while (p !== undefined) { sums.set(p, (sums.get(p) ?? 0) + v); p = g.parentOf.get(p); }
+    while (p !== undefined) { sums.set(p, max ? Math.max(sums.get(p) ?? 0, v) : (sums.get(p) ?? 0) + v); p = g.parentOf.get(p); }
   }
   return sums;
 }

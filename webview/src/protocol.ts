@@ -362,6 +362,32 @@ export interface Comparison {
   baseError?: string;
 }
 
+/** One optimizer step (view.proto's TrainStep; int64 fields may arrive as strings, a NaN as "NaN"). */
+export interface TrainStep {
+  file?: string; cell?: string;
+  epoch?: number | string; step?: number | string; globalStep?: number | string; totalSteps?: number | string;
+  loss?: number | string; lr?: number | string; gradNorm?: number | string; lossScale?: number | string;
+  skipped?: boolean; stepMs?: number | string; samplesPerSec?: number | string;
+}
+
+/** Steps of a training run (view.proto's TrainProgress); `reset`: drop the chart and the drift first. */
+export interface TrainProgress {
+  file?: string; cell?: string; reset?: boolean; steps?: TrainStep[]; maxSteps?: number; session?: string;
+}
+
+/** One layer's drift at the chosen precision against fp32 (view.proto's LayerDrift). */
+export interface LayerDrift {
+  node: string; op?: string; scope?: string;
+  maxAbs?: number | string; maxRel?: number | string; cosine?: number | string; overflows?: number | string;
+}
+
+/** The per-layer precision drift of the inference half (view.proto's PrecisionDrift); no layers: none. */
+export interface PrecisionDrift {
+  file?: string; cell?: string; precision?: string; threshold?: number | string; layers?: LayerDrift[];
+  firstBelow?: string; top1Agreement?: number | string; accuracyFp32?: number | string;
+  accuracyPrecision?: number | string; samples?: number | string;
+}
+
 export interface ViewMessage {
   hello?: ViewHello;
   update?: ViewUpdate;
@@ -370,6 +396,8 @@ export interface ViewMessage {
   debug?: DebugFocus;
   nodes?: ScopeNodes;
   comparison?: Comparison;
+  train?: TrainProgress;
+  drift?: PrecisionDrift;
 }
 
 export interface ViewRequest {

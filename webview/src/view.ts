@@ -13,8 +13,9 @@ import {
 } from './fit';
 import { groupHeader, headerFont, headerLayout, type HeaderLayout } from './groups';
 import {
-  computeScale, groupScale, groupSums, metricDef, opCategory, rampColor, rampTextColor, type MetricId, type MetricScale,
+  computeScale, groupScaleFor, groupSums, metricDef, opCategory, rampColor, rampTextColor, type MetricId, type MetricScale,
 } from './metrics';
+import { isFirstBelow, type DriftIndex } from './train';
 import type { GraphDiff } from './diff';
 import { LABEL_FONT, LABEL_LINE, LABEL_MIN_SCALE, LABEL_PAD, headerBand, placeEdgeLabels, type Box, type LabelPlace } from './labels';
 import { accessibleName, groupTip, hardwareLine, nodeTip, vocabOf } from './vocab';
@@ -227,10 +228,29 @@ export class GraphView {
     this.invalidate();
   }
 
+  /** The precision drift (train.ts) the "drift" metric colours by and the first layer under its threshold. */
+  drift: DriftIndex | null = null;
+
+  setDrift(d: DriftIndex | null): void {
+    this.drift = d;
+    this.mscale = null;
+    this.gscale = null;
+    this.invalidate();
+  }
+
+  /** The drawn items that are (made from) the first node under the drift threshold, with the drift metric shown. */
+  driftFirstItems(): string[] {
+    const g = this.graph, d = this.drift, s = this.scene;
+    if (!g || !d || !d.firstBelow || this.metric !== 'drift' || !s) return [];
+    const out = new Set<string>();
+    for (const n of g.nodes) if (isFirstBelow(n, d)) out.add(visibleRep(g, n.id, this.expanded));
+    return [...out].filter((id) => s.byId.has(id));
+  }
+
   private ensureScale(): MetricScale | null {
     if (!this.graph) return null;
     if (!this.mscale || this.mscale.metric !== this.metric) {
-      this.mscale = computeScale(this.graph, this.metric);
+      this.mscale = computeScale(this.graph, this.metric, this.drift);
       this.gsums = groupSums(this.graph, this.mscale);
       this.gscale = null;
     }
@@ -247,7 +267,7 @@ export class GraphView {
     if (!this.gscale || this.gscaleOf !== s || this.gscale.metric !== this.metric) {
       const drawn: string[] = [];
       for (const it of s.items) if (it.type === 'group') drawn.push(it.id);
-      this.gscale = groupScale(this.metric, this.gsums, drawn);
+      this.gscale = groupScaleFor(ms, this.gsums, drawn);
       this.gscaleOf = s;
     }
     return this.gscale;
@@ -797,6 +817,7 @@ export class GraphView {
     const detail = scale >= 0.16;
     const px = 1 / scale;
     const paused = this.debugItems();
+    const driftFirst = new Set(this.driftFirstItems());
     const vocab = this.graph?.vocab ?? vocabOf(undefined);
     // Frames (expanded groups).
     for (const it of s.items) {
@@ -894,6 +915,7 @@ export class GraphView {
         if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
         const mark = this.markColor(it.id);
         if (mark) this.outline(ctx, it, mark, 3 * px);
+        if (driftFirst.has(it.id)) this.drawDriftFirst(ctx, it, px, false);
         if (paused.has(it.id)) this.drawPaused(ctx, it, px, false);
       }
       return;
@@ -922,7 +944,7 @@ export class GraphView {
           ctx.fillStyle = useMetric ? fg : th.muted;
           let sub = groupHeader(g).rest;
           const sum = this.gsums.get(g.id);
-          if (useMetric && sum) sub = `Σ ${metricDef(this.metric).format(sum)} · ${sub}`;
+          if (useMetric && sum) sub = `${this.metric === 'drift' ? 'worst' : 'Σ'} ${metricDef(this.metric).format(sum)} · ${sub}`;
           ctx.fillText(clip(sub, Math.floor((it.w - 16) / 5.6)), it.x + 10, it.y + 34, it.w - 16);
         }
       } else if (it.node?.failure) {
@@ -976,6 +998,7 @@ export class GraphView {
       }
       const mark = this.markColor(it.id);
       if (mark) this.outline(ctx, it, mark, (mark === th.accent ? 3 : 2.5) * px);
+      if (driftFirst.has(it.id)) this.drawDriftFirst(ctx, it, px, text);
       if (paused.has(it.id)) this.drawPaused(ctx, it, px, text);
     }
   }
@@ -1079,6 +1102,32 @@ export class GraphView {
     ctx.globalAlpha = 1;
   }
 
+  /** The first layer under the drift threshold: a dashed outline in the error colour and, with text, a badge under it. */
+  private drawDriftFirst(ctx: CanvasRenderingContext2D, it: DrawItem, px: number, badge: boolean): void {
+    const th = this.theme;
+    const w = 3 * px;
+    ctx.save();
+    ctx.strokeStyle = th.danger;
+    ctx.lineWidth = w;
+    ctx.setLineDash([8 * px, 4 * px]);
+    ctx.beginPath();
+    ctx.roundRect(it.x - 2 * w, it.y - 2 * w, it.w + 4 * w, it.h + 4 * w, 9);
+    ctx.stroke();
+    ctx.restore();
+    if (!badge || !this.drift) return;
+    const label = `first under cos ${this.drift.threshold}`;
+    ctx.font = '600 10.5px system-ui, sans-serif';
+    const tw = ctx.measureText(label).width + 12;
+    const bx = it.x, by = it.y + it.h + 2 * w + 2;
+    ctx.fillStyle = th.danger;
+    ctx.beginPath();
+    ctx.roundRect(bx, by, tw, 16, 4);
+    ctx.fill();
+    ctx.fillStyle = th.dangerFg;
+    ctx.textBaseline = 'middle';
+    ctx.fillText(label, bx + 6, by + 8.5);
+  }
+
   /** The debug focus: a thick outline and, when text is drawn, a "paused here" badge on top. */
   private drawPaused(ctx: CanvasRenderingContext2D, it: DrawItem, px: number, badge: boolean): void {
     const th = this.theme;
@@ -1144,7 +1193,7 @@ export class GraphView {
         const v = this.gsums.get(it.id) ?? 0;
         if (v > 0) {
           const t = gs.norm(v);
-          return { fill: rampColor(t), fg: rampTextColor(t), bar: null };
+          return { fill: (gs.color ?? rampColor)(t), fg: (gs.textColor ?? rampTextColor)(t), bar: null };
         }
       }
       return { fill: th.node, fg: th.fg, bar: null };
@@ -1154,7 +1203,7 @@ export class GraphView {
       const v = ms.values.get(n.id);
       if (v !== undefined) {
         const t = ms.norm(v);
-        return { fill: rampColor(t), fg: rampTextColor(t), bar: null };
+        return { fill: (ms.color ?? rampColor)(t), fg: (ms.textColor ?? rampTextColor)(t), bar: null };
       }
       return { fill: th.node, fg: th.muted, bar: null };
     }
