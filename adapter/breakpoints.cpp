@@ -1,6 +1,7 @@
 // Breakpoints, conditions and exception filters of the debug adapter: see breakpoints.h.
 #include "breakpoints.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -245,24 +246,26 @@ const std::vector<ExceptionFilter>& exception_filters() {
 
 std::optional<double> filter_condition_value(const std::string& id, const std::string& condition,
                                              std::string* err) {
-  for (const ExceptionFilter& f : exception_filters()) {
-    if (id != f.id) continue;
-    if (!f.condition) {
-      *err = "the filter '" + id + "' takes no condition";
-      return std::nullopt;
-    }
-    const std::string text(graphcore::text::trim(condition));
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0) {
-      *err = "the condition of '" + id + "' must be a positive number (" + f.condition +
-             "), not \"" + condition + "\"";
-      return std::nullopt;
-    }
-    return v;
+  const auto& all = exception_filters();
+  const auto f =
+      std::find_if(all.begin(), all.end(), [&](const ExceptionFilter& x) { return id == x.id; });
+  if (f == all.end()) {
+    *err = "unknown exception filter '" + id + "'";
+    return std::nullopt;
   }
-  *err = "unknown exception filter '" + id + "'";
-  return std::nullopt;
+  if (!f->condition) {
+    *err = "the filter '" + id + "' takes no condition";
+    return std::nullopt;
+  }
+  const std::string text(graphcore::text::trim(condition));
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0) {
+    *err = "the condition of '" + id + "' must be a positive number (" + f->condition +
+           "), not \"" + condition + "\"";
+    return std::nullopt;
+  }
+  return v;
 }
 
 bool is_exception_filter(const std::string& id) {

@@ -80,9 +80,10 @@ LaunchConfig parse_launch_config(const json& args) {
   auto positive = [&](const char* key) -> std::optional<int64_t> {
     if (!args.contains(key) || args[key].is_null()) return std::nullopt;
     const json& v = args[key];
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
       throw LaunchError(std::string("launch: '") + key + "' must be a positive integer, not " +
                         v.dump());
+    }
     return v.get<int64_t>();
   };
   c.steps = positive("steps");

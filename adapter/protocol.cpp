@@ -414,9 +414,10 @@ void DebugProtocol::on_resume(const json& req, const std::string& cmd) {
 
 void DebugProtocol::on_step_training(const json& req) {
   std::unique_lock lock(runner_.mutex());
-  if (!runner_.program().training)
+  if (!runner_.program().training) {
     return channel_.fail(req,
                          "cellscope.stepTraining: the session does not train (mode \"infer\")");
+  }
   if (runner_.state() != RunState::Stopped) return channel_.fail(req, "not stopped");
   channel_.respond(req);
   runner_.step_training();

@@ -198,18 +198,24 @@ void Runner::before_update(const rt::StepReport& r, std::unique_lock<std::mutex>
   const std::string at = "step " + std::to_string(step) + ": ";
   std::string text;
   if (filters_.count("grad-nan") || filters_.count("grad-inf")) {
-    for (const auto& [name, g] : t.last_gradients()) {
-      rt::TensorStats st = rt::compute_stats(g);
-      if (filters_.count("grad-nan") && st.nan_count) {
-        text = "grad-nan: " + at + "the gradient of " + name + " has " +
-               std::to_string(st.nan_count) + " NaN of " + std::to_string(st.count) +
-               " elements, first at index " + rt::index_str(g.shape(), st.first_nan);
-      } else if (filters_.count("grad-inf") && st.inf_count) {
-        text = "grad-inf: " + at + "the gradient of " + name + " has " +
-               std::to_string(st.inf_count) + " infinite of " + std::to_string(st.count) +
-               " elements, first at index " + rt::index_str(g.shape(), st.first_inf);
+    // The first parameter whose gradient has a NaN (or an infinity), then the message.
+    const std::pair<std::string, rt::Tensor>* bad = nullptr;
+    rt::TensorStats st;
+    bool nan = false;
+    for (const auto& entry : t.last_gradients()) {
+      st = rt::compute_stats(entry.second);
+      nan = filters_.count("grad-nan") && st.nan_count;
+      if (nan || (filters_.count("grad-inf") && st.inf_count)) {
+        bad = &entry;
+        break;
       }
-      if (!text.empty()) break;
+    }
+    if (bad) {
+      text = (nan ? "grad-nan: " : "grad-inf: ") + at + "the gradient of " + bad->first + " has " +
+             std::to_string(nan ? st.nan_count : st.inf_count) +
+             (nan ? " NaN of " : " infinite of ") + std::to_string(st.count) +
+             " elements, first at index " +
+             rt::index_str(bad->second.shape(), nan ? st.first_nan : st.first_inf);
     }
   }
   // The parameter with the largest gradient norm, for the norm filters' message.
@@ -302,14 +308,18 @@ void Runner::after_step(const rt::StepReport& r, std::unique_lock<std::mutex>& l
   }
   if (text.empty() && filters_.count("weight-unchanged") && !r.skipped) {
     std::map<std::string, rt::Tensor> grads(t.last_gradients().begin(), t.last_gradients().end());
+    const std::string* unchanged = nullptr;
     for (const auto& [name, u] : t.last_updates()) {
-      rt::TensorStats st = rt::compute_stats(u);
-      if (!st.all_zero()) continue;
-      const rt::Tensor& g = grads.at(name);
-      text = "weight-unchanged: " + at + name + " did not change (its gradient's norm is " +
+      if (rt::compute_stats(u).all_zero()) {
+        unchanged = &name;
+        break;
+      }
+    }
+    if (unchanged) {
+      const rt::Tensor& g = grads.at(*unchanged);
+      text = "weight-unchanged: " + at + *unchanged + " did not change (its gradient's norm is " +
              num(rt::global_norm(std::span<const rt::Tensor>(&g, 1))) + ", its learning rate " +
-             num(t.learning_rate(name)) + ")";
-      break;
+             num(t.learning_rate(*unchanged)) + ")";
     }
   }
   if (std::isfinite(r.loss)) losses_.push_back(r.loss);

@@ -411,7 +411,9 @@ TEST(DapBreakpoints, LineVerification) {
 TEST(DapBreakpoints, ExceptionFilters) {
   std::vector<std::string> ids;
   for (const ExceptionFilter& f : exception_filters()) ids.emplace_back(f.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"nan", "inf", "fp16-overflow", "all-zero"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"nan", "inf", "fp16-overflow", "all-zero", "loss-nan",
+                                           "loss-spike", "grad-nan", "grad-inf", "grad-explode",
+                                           "grad-vanish", "weight-unchanged"}));
   EXPECT_TRUE(is_exception_filter("fp16-overflow"));
   EXPECT_FALSE(is_exception_filter("NaN"));
   EXPECT_EQ(exception_id("NaN in the output of node 'Log' (Log) at m.py:3: ..."), "NaN");
