@@ -198,6 +198,15 @@ describe('cellscope dap: train mode', () => {
     assert.equal(steps.length, 8);
   });
 
+  test('cellscope.stepTraining in mode infer is refused', async () => {
+    await Promise.all([dc.initializeRequest(), dc.waitForEvent('initialized')]);
+    await dc.launchRequest({ program: path.join(repo, 'tests/dap/fixtures/nan_model.py'), inputs: ['2,4'], stopOnEntry: true });
+    await dc.setExceptionBreakpointsRequest({ filters: [] });
+    await dc.configurationDoneRequest();
+    assert.equal((await stopped()).reason, 'entry');
+    await assert.rejects(dc.customRequest('cellscope.stepTraining', { threadId: 1 }), /the session does not train \(mode "infer"\)/);
+  });
+
   test('stopOnEntry stops at the top of step 1', async () => {
     await launch({ program: file('train_mlp.py'), mode: 'train', steps: 2, stopOnEntry: true });
     const s = await stopped();
