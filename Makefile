@@ -44,6 +44,7 @@ bench: build
 	@BUILD_DIR=$(BUILD_DIR) bash scripts/bench.sh --lsp
 	@node webview/scripts/view-bench.mjs --bin $(BUILD_DIR)/cellscope --bench $(BUILD_DIR)/bench/cellscope-bench
 	@node tests/dap/bench-overhead.mjs --bin $(BUILD_DIR)/cellscope --run $(BUILD_DIR)/bench/cellscope-run
+	@node tests/dap/bench-train.mjs --bin $(BUILD_DIR)/cellscope
 
 # The ASan + UBSan and TSan tiers (scripts/sanitizers.sh; build-asan/, build-tsan/).
 sanitize: setup

@@ -1,11 +1,15 @@
 // Breakpoints, conditions and exception filters of the debug adapter: see breakpoints.h.
 #include "breakpoints.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "graphcore/outline.h"
+#include "graphcore/text.h"
 
 namespace cellscope::dap {
 
@@ -214,8 +218,54 @@ const std::vector<ExceptionFilter>& exception_filters() {
       {"fp16-overflow", "fp16 overflow",
        "Stop after a node whose output has a finite value beyond the fp16 range (|v| > 65504)"},
       {"all-zero", "All zero", "Stop after a node whose output is all zeros"},
+      // Training (modes train and joint).
+      {"loss-nan", "Loss NaN (training)",
+       "Stop after the loss node of a training step whose loss is NaN or infinite"},
+      {"loss-spike", "Loss spike (training)",
+       "Stop after a step whose loss is more than a factor (default 3) times the mean of the "
+       "previous 10 steps",
+       "the factor, e.g. 3"},
+      {"grad-nan", "Gradient NaN (training)",
+       "Stop before the update of a step where a parameter's gradient has a NaN"},
+      {"grad-inf", "Gradient Inf (training)",
+       "Stop before the update of a step where a parameter's gradient has an infinity"},
+      {"grad-explode", "Gradient explosion (training)",
+       "Stop before the update of a step whose global gradient norm is above a threshold "
+       "(default 1000)",
+       "the global-norm threshold, e.g. 1000"},
+      {"grad-vanish", "Gradient vanishing (training)",
+       "Stop before the update of a step whose global gradient norm is below a threshold "
+       "(default 1e-7)",
+       "the global-norm threshold, e.g. 1e-7"},
+      {"weight-unchanged", "Weight unchanged (training)",
+       "Stop after a step that left a trained parameter unchanged (a frozen layer, a learning "
+       "rate of 0)"},
   };
   return kFilters;
+}
+
+std::optional<double> filter_condition_value(const std::string& id, const std::string& condition,
+                                             std::string* err) {
+  const auto& all = exception_filters();
+  const auto f =
+      std::find_if(all.begin(), all.end(), [&](const ExceptionFilter& x) { return id == x.id; });
+  if (f == all.end()) {
+    *err = "unknown exception filter '" + id + "'";
+    return std::nullopt;
+  }
+  if (!f->condition) {
+    *err = "the filter '" + id + "' takes no condition";
+    return std::nullopt;
+  }
+  const std::string text(graphcore::text::trim(condition));
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0) {
+    *err = "the condition of '" + id + "' must be a positive number (" + f->condition +
+           "), not \"" + condition + "\"";
+    return std::nullopt;
+  }
+  return v;
 }
 
 bool is_exception_filter(const std::string& id) {
@@ -262,9 +312,13 @@ std::optional<std::string> filter_exception(const std::set<std::string>& filters
 }
 
 std::string exception_id(const std::string& description) {
-  return description.rfind("RuntimeError: ", 0) == 0
-             ? "RuntimeError"
-             : description.substr(0, description.find(" in the output"));
+  if (description.rfind("RuntimeError: ", 0) == 0) return "RuntimeError";
+  // The training filters' descriptions start with their id ("grad-explode: step 2: ...").
+  for (const ExceptionFilter& f : exception_filters()) {
+    const std::string prefix = std::string(f.id) + ": ";
+    if (description.rfind(prefix, 0) == 0) return f.id;
+  }
+  return description.substr(0, description.find(" in the output"));
 }
 
 }  // namespace cellscope::dap

@@ -79,6 +79,10 @@ struct Breakpoint {
   int line = 0;  // verified line
   std::string condition, hit_condition, log_message;
   int hits = 0;
+  // Training: the hit count counts steps, not instances. The step last counted, and the count
+  // before it (a line reached again in that step, by another instance, counts as that step).
+  int64_t step = -1;
+  int step_base = 0;
 };
 
 // What reaching a breakpoint's line did: its hit count is bumped when its condition holds (or
@@ -119,10 +123,16 @@ struct ExceptionFilter {
   const char* id;
   const char* label;
   const char* description;
+  // Training filters whose condition is a number (a factor or a threshold): its description.
+  const char* condition = nullptr;
 };
 // The filters `initialize` announces, in order.
 const std::vector<ExceptionFilter>& exception_filters();
 bool is_exception_filter(const std::string& id);
+// The number a filter's condition gives (loss-spike's factor, grad-explode's threshold ...), or
+// `*err` says why it is refused (a filter without a condition, not a positive number).
+std::optional<double> filter_condition_value(const std::string& id, const std::string& condition,
+                                             std::string* err);
 
 // The exception the `filters` see in the float outputs of a node that just ran ("NaN in the
 // output of node 'inner/Log' (Log) at nan_model.py:16: 8 of 8 elements, first at index [0, 0]

@@ -49,11 +49,11 @@ std::vector<StackFrame> GraphIndex::stack(size_t node) const {
   return out;
 }
 
-GraphIndex index_graph(const graphcore::CellReport& rep) {
+GraphIndex index_graph(const graphcore::CellReport& rep, const graphcore::CellReport* network) {
   GraphIndex index;
   std::set<std::string> user_cells = {""};
   index.class_of[""] = rep.class_name.empty() ? rep.name : rep.class_name;
-  for (const auto& ci : rep.instances) {
+  for (const auto& ci : network ? network->instances : rep.instances) {
     index.class_of[ci.path] = ci.class_name;
     // User classes (defined in a source file) have a construct to stop in; MindSpore's own
     // layers and containers (nn.Conv2d, nn.SequentialCell) do not.
@@ -104,7 +104,7 @@ GraphIndex index_graph(const graphcore::CellReport& rep) {
     }
   }
   // Variable names assigned on each line of each frame's construct.
-  for (const auto& f : rep.facts) {
+  for (const auto& f : network ? network->facts : rep.facts) {
     if (f.kind == graphcore::TypeFact::Kind::Assignment && !f.name.empty())
       index.assigned[f.scope].emplace_back(static_cast<int>(f.range.start.line) + 1, f.name);
   }

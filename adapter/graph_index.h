@@ -57,7 +57,10 @@ struct GraphIndex {
   [[nodiscard]] std::vector<StackFrame> stack(size_t node) const;
 };
 
-// Frames, call sites and lines of `report`'s compiled graph.
-GraphIndex index_graph(const graphcore::CellReport& report);
+// Frames, call sites and lines of `report`'s compiled graph. `network`, when given, supplies
+// the Cell instances and the assignments instead of the report (a training plan's loss graph
+// records none of its own: its network's analysis does, whose paths are the loss graph's scopes).
+GraphIndex index_graph(const graphcore::CellReport& report,
+                       const graphcore::CellReport* network = nullptr);
 
 }  // namespace cellscope::dap

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <utility>
 
 #include "graphcore/optimize.h"
 #include "pipeline.h"
@@ -49,6 +50,54 @@ LaunchConfig parse_launch_config(const json& args) {
   if (!fs::is_regular_file(c.program, ec))
     throw LaunchError("launch: program '" + c.program + "' does not exist or is not a file");
 
+  // mode, and the keys that belong to one mode only.
+  if (auto m = str_arg("mode")) {
+    if (*m == "train") {
+      c.mode = Mode::Train;
+    } else if (*m == "joint") {
+      c.mode = Mode::Joint;
+    } else if (*m != "infer") {
+      throw LaunchError("launch: 'mode' must be \"infer\", \"train\" or \"joint\", not \"" + *m +
+                        "\"");
+    }
+  }
+  const char* mode_name = c.mode == Mode::Infer   ? "infer"
+                          : c.mode == Mode::Train ? "train"
+                                                  : "joint";
+  auto only_in = [&](const char* key, bool allowed, const char* modes) {
+    if (args.contains(key) && !args[key].is_null() && !allowed) {
+      throw LaunchError(std::string("launch: '") + key + "' applies to mode " + modes +
+                        ", not to mode \"" + mode_name + "\"");
+    }
+  };
+  const bool training = c.mode != Mode::Infer;
+  for (const char* key : {"steps", "epochs", "batch", "data"})
+    only_in(key, training, "\"train\" or \"joint\"");
+  for (const char* key : {"evalBatches", "calibrationBatches"})
+    only_in(key, c.mode == Mode::Joint, "\"joint\"");
+  for (const char* key : {"inputs", "input"})
+    only_in(key, !training, "\"infer\" (training reads the script's dataset)");
+  auto positive = [&](const char* key) -> std::optional<int64_t> {
+    if (!args.contains(key) || args[key].is_null()) return std::nullopt;
+    const json& v = args[key];
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
+      throw LaunchError(std::string("launch: '") + key + "' must be a positive integer, not " +
+                        v.dump());
+    }
+    return v.get<int64_t>();
+  };
+  c.steps = positive("steps");
+  c.epochs = positive("epochs");
+  c.batch = positive("batch");
+  c.eval_batches = positive("evalBatches").value_or(c.eval_batches);
+  c.calibration_batches = positive("calibrationBatches").value_or(c.calibration_batches);
+  c.data = str_arg("data");
+  if (c.data) {
+    if (c.data->empty()) throw LaunchError("launch: 'data' is an empty path");
+    if (!fs::is_directory(*c.data, ec))
+      throw LaunchError("launch: data directory '" + *c.data + "' does not exist");
+  }
+
   c.analysis.record_facts = true;
   c.analysis.constant_values = true;  // numpy-computed constants' elements, for the runtime
   if (auto t = str_arg("target")) {
@@ -67,8 +116,24 @@ LaunchConfig parse_launch_config(const json& args) {
     c.exec.seed = args["seed"].get<uint64_t>();
   }
   if (auto p = str_arg("precision")) {
-    if (*p == "target") {
+    if (c.mode == Mode::Joint) {
+      // The inference half's precision (its drift against fp32).
+      if (*p != "fp32" && *p != "target" && *p != "int8") {
+        throw LaunchError("launch: precision must be \"fp32\", \"target\" or \"int8\", not \"" +
+                          *p + "\"");
+      }
+      c.precision = *p;
+    } else if (c.mode == Mode::Train) {
+      if (*p != "fp32") {
+        throw LaunchError("launch: precision \"" + *p +
+                          "\" is the inference half's (mode \"joint\"); training computes in fp32");
+      }
+    } else if (*p == "target") {
       c.exec.precision = rt::Precision::Target;
+    } else if (*p == "int8") {
+      throw LaunchError(
+          "launch: precision \"int8\" is the inference half's of mode \"joint\" (post-training "
+          "quantisation of the trained network); mode \"infer\" runs \"fp32\" or \"target\"");
     } else if (*p != "fp32") {
       throw LaunchError("launch: precision must be \"fp32\" or \"target\", not \"" + *p + "\"");
     }
@@ -207,6 +272,105 @@ std::unique_ptr<rt::Executor> load_model(const LaunchConfig& c,
   } catch (const std::exception& e) {
     throw LaunchError("launch: " + std::string(e.what()));
   }
+}
+
+namespace {
+
+// The analysis options of the training run: the CLI's (`cellscope train`).
+graphcore::AnalysisOptions training_analysis(const LaunchConfig& c) {
+  graphcore::AnalysisOptions a = c.analysis;
+  a.constant_values = true;
+  a.training_batch = c.batch;
+  if (c.data) a.data_dir = fs::path(*c.data);
+  return a;
+}
+
+std::string error_lines(const graphcore::AnalysisResult& r, const std::string& program) {
+  std::string errors;
+  for (const auto& d : r.diagnostics) {
+    if (d.severity != graphcore::Severity::Error) continue;
+    errors += "\n  ";
+    errors += fs::path(d.file.empty() ? program : d.file).filename().string();
+    errors += ":" + std::to_string(d.range.start.line + 1) + ": " + d.message;
+  }
+  return errors;
+}
+
+}  // namespace
+
+std::unique_ptr<TrainProgram> load_training(const LaunchConfig& c, rt::TrainOptions options) {
+  auto tp = std::make_unique<TrainProgram>();
+  const graphcore::AnalysisOptions analysis = training_analysis(c);
+  cellscope::server::CachingSourceProvider sources;
+  tp->analysis = cellscope::server::analyze_guarded(c.program, analysis, sources);
+  const auto& plans = tp->analysis.training;
+  if (plans.empty()) {
+    throw LaunchError("launch: no training found in " + c.program +
+                      ": Cellscope follows Model(net, loss_fn, optimizer).train(...), a train_step "
+                      "over ms.value_and_grad(...) with an optimizer, and "
+                      "nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)" +
+                      error_lines(tp->analysis, c.program));
+  }
+  tp->plan_index = plans.size();
+  for (size_t i = 0; i < plans.size() && tp->plan_index == plans.size(); ++i)
+    if (!c.cell || plans[i].network == *c.cell) tp->plan_index = i;
+  if (tp->plan_index == plans.size()) {
+    std::string names;
+    for (const auto& p : plans) names += (names.empty() ? "" : ", ") + p.network;
+    throw LaunchError("launch: no training of cell '" + *c.cell + "' in " + c.program +
+                      " (it trains " + names + ")");
+  }
+  const graphcore::TrainingPlan& plan = tp->plan();
+  if (!plan.loss_graph.compiled) {
+    throw LaunchError("launch: " + plan.network + " with its loss (" + plan.loss.api +
+                      ") does not compile" + error_lines(tp->analysis, c.program));
+  }
+  options.steps = c.steps;
+  options.epochs = c.epochs;
+  options.batch = c.batch;
+  if (c.data) options.data_dir = fs::path(*c.data);
+  options.seed = c.exec.seed;
+  if (c.checkpoint) options.checkpoint = fs::path(*c.checkpoint);
+  options.compile_for_batch = [analysis, file = c.program, index = tp->plan_index](int64_t rows) {
+    graphcore::AnalysisOptions again = analysis;
+    again.training_batch = rows;
+    cellscope::server::CachingSourceProvider disk;
+    graphcore::AnalysisResult r = cellscope::server::analyze_guarded(file, again, disk);
+    if (r.training.size() <= index) return graphcore::CellReport{};
+    return std::move(r.training[index].loss_graph);
+  };
+  tp->options = options;
+  for (const auto& cr : tp->analysis.cells) {
+    if (cr.class_name == plan.network && !cr.instances.empty()) {
+      tp->network = &cr;
+      break;
+    }
+  }
+  try {
+    tp->trainer = std::make_unique<rt::Trainer>(plan, options);
+  } catch (const std::exception& e) {
+    throw LaunchError("launch: " + std::string(e.what()));
+  }
+  return tp;
+}
+
+graphcore::CellReport compile_network(const TrainProgram& tp, const LaunchConfig& c) {
+  const graphcore::TrainingPlan& plan = tp.plan();
+  // The network alone, for a batch of the dataset's first column (what construct takes).
+  const rt::Executor& ex = tp.trainer->executor();
+  if (ex.num_inputs() == 0) throw LaunchError("launch: the loss graph has no input");
+  graphcore::AnalysisOptions a = training_analysis(c);
+  a.cell = plan.network;
+  a.inputs = {ex.input_type(0)};
+  a.record_facts = false;
+  cellscope::server::CachingSourceProvider sources;
+  graphcore::AnalysisResult r = cellscope::server::analyze_guarded(c.program, a, sources);
+  for (auto& cr : r.cells) {
+    if ((cr.class_name == plan.network || cr.name == plan.network) && cr.compiled)
+      return std::move(cr);
+  }
+  throw LaunchError("launch: " + plan.network + " does not compile alone for the inference half" +
+                    error_lines(r, c.program));
 }
 
 std::string launch_summary(const rt::Executor& ex, const std::string& program) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 
 #include "graphcore/analysis.h"
 #include "graphcore/runtime.h"
+#include "graphcore/trainer.h"
 
 namespace cellscope::dap {
 
@@ -26,7 +28,12 @@ struct LaunchError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a session runs: the model's construct once (infer), the file's training plan (train),
+// or the training plan then the trained network on held-out batches (joint).
+enum class Mode : uint8_t { Infer, Train, Joint };
+
 struct LaunchConfig {
+  Mode mode = Mode::Infer;
   std::string program;                   // the model file, as given
   std::optional<std::string> cell;       // the root Cell (class name or analysed entry)
   graphcore::AnalysisOptions analysis;   // target and input types; facts and constant values on
@@ -38,6 +45,17 @@ struct LaunchConfig {
   // for an entry that gives a shape only. Empty when `inputs` is not given.
   std::vector<std::string> value_specs;
   std::string default_spec = "random";  // `input`: for inputs given by shape only
+
+  // ---- train and joint ----
+  std::optional<int64_t> steps;     // at most this many steps (all epochs together)
+  std::optional<int64_t> epochs;    // overrides the plan's epoch count
+  std::optional<int64_t> batch;     // overrides the pipeline's batch size
+  std::optional<std::string> data;  // the dataset directory, replacing the script's
+  // joint: the inference half's batches, its precision ("fp32", "target", "int8") and the
+  // batches int8 calibrates on.
+  int64_t eval_batches = 10;
+  std::string precision = "fp32";
+  int64_t calibration_batches = 4;
 };
 
 // Reads the launch arguments. Throws LaunchError (or, for `stopOnEntry` of the wrong type,
@@ -52,6 +70,34 @@ LaunchConfig parse_launch_config(const nlohmann::json& args);
 // its summary). Throws LaunchError with the compile diagnostics or the runtime's reason.
 std::unique_ptr<graphcore::runtime::Executor> load_model(
     const LaunchConfig& config, const std::function<void(const std::string&)>& console);
+
+// A launched training plan (train and joint modes): the analysis it comes from (kept: the
+// plan refers into it), the Trainer over it (the debugging options set: hooks installed by the
+// session, values kept, updates recorded) and what the joint mode's inference half needs.
+struct TrainProgram {
+  graphcore::AnalysisResult analysis;
+  size_t plan_index = 0;
+  [[nodiscard]] const graphcore::TrainingPlan& plan() const {
+    return analysis.training.at(plan_index);
+  }
+  graphcore::runtime::TrainOptions options;
+  std::unique_ptr<graphcore::runtime::Trainer> trainer;
+  // The analysis' report of the trained network's class (its Cell instances and assignments,
+  // for the debugger's frames and locals: the loss graph's scopes are the network's paths), or
+  // nullptr.
+  const graphcore::CellReport* network = nullptr;
+};
+
+// Analyses `config.program` for its training plans (the first, or the one whose network is
+// `config.cell`) and builds the Trainer with `options` as the base (its hooks, keep_values...).
+// Throws LaunchError: no training in the file (with what Cellscope follows), the data or the
+// plan's own reasons (graphcore::runtime::RuntimeError's message).
+std::unique_ptr<TrainProgram> load_training(const LaunchConfig& config,
+                                            graphcore::runtime::TrainOptions options);
+
+// The trained network compiled for one batch of the plan's first column, for the joint mode's
+// inference half; throws LaunchError when it does not compile.
+graphcore::CellReport compile_network(const TrainProgram& program, const LaunchConfig& config);
 
 // "cellscope: LeNet5 from lenet5.py, 12 nodes, 10 parameters, inputs x(1, 1, 32, 32) f32".
 std::string launch_summary(const graphcore::runtime::Executor& ex, const std::string& program);

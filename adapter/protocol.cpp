@@ -154,22 +154,21 @@ void Channel::output(const std::string& text, const std::string& category) {
 json capabilities() {
   json filters = json::array();
   for (const ExceptionFilter& f : exception_filters()) {
-    filters.push_back(
-        {{"filter", f.id}, {"label", f.label}, {"description", f.description}, {"default", false}});
+    json j = {
+        {"filter", f.id}, {"label", f.label}, {"description", f.description}, {"default", false}};
+    if (f.condition) {
+      j["supportsCondition"] = true;
+      j["conditionDescription"] = f.condition;
+    }
+    filters.push_back(j);
   }
-  return {{"supportsConfigurationDoneRequest", true},
-          {"supportsConditionalBreakpoints", true},
-          {"supportsHitConditionalBreakpoints", true},
-          {"supportsLogPoints", true},
-          {"supportsEvaluateForHovers", true},
-          {"supportsTerminateRequest", true},
-          {"supportsExceptionInfoRequest", true},
-          {"supportsSteppingGranularity", false},
-          {"supportsSetVariable", false},
-          {"supportsRestartRequest", false},
-          {"supportsStepBack", false},
-          {"supportsFunctionBreakpoints", false},
-          {"supportsDelayedStackTraceLoading", false},
+  return {{"supportsConfigurationDoneRequest", true},  {"supportsConditionalBreakpoints", true},
+          {"supportsHitConditionalBreakpoints", true}, {"supportsLogPoints", true},
+          {"supportsEvaluateForHovers", true},         {"supportsTerminateRequest", true},
+          {"supportsExceptionInfoRequest", true},      {"supportsExceptionFilterOptions", true},
+          {"supportsSteppingGranularity", false},      {"supportsSetVariable", false},
+          {"supportsRestartRequest", false},           {"supportsStepBack", false},
+          {"supportsFunctionBreakpoints", false},      {"supportsDelayedStackTraceLoading", false},
           {"exceptionBreakpointFilters", filters}};
 }
 
@@ -209,12 +208,19 @@ void DebugProtocol::dispatch(const json& req, const std::string& cmd) {
   if (cmd == "continue" || cmd == "next" || cmd == "stepIn" || cmd == "stepOut")
     return on_resume(req, cmd);
   if (cmd == "pause") return on_pause(req);
+  if (cmd == "cellscope.stepTraining") return on_step_training(req);
   if (cmd == "terminate") return on_terminate(req);
   if (cmd == "disconnect") return on_disconnect_request(req);
   channel_.fail(req, "unsupported request '" + cmd + "'");
 }
 
 void DebugProtocol::on_initialize(const json& req) {
+  {
+    std::unique_lock lock(runner_.mutex());
+    const json& args = req["arguments"];
+    auto p = args.find("supportsProgressReporting");
+    runner_.set_progress_support(p != args.end() && p->is_boolean() && p->get<bool>());
+  }
   channel_.respond(req, capabilities());
   channel_.event("initialized");
 }
@@ -259,7 +265,20 @@ void DebugProtocol::launch(const json& args) {
   Program& program = runner_.program();
   program.path = config.program;
   program.stop_on_entry = config.stop_on_entry;
-  program.executor = load_model(config, [this](const std::string& text) { channel_.output(text); });
+  program.config = config;
+  if (config.mode != Mode::Infer) {
+    // train / joint: the file's training plan on the Trainer, with this session's hooks.
+    program.training = load_training(config, runner_.train_options());
+    const graphcore::runtime::Trainer& t = *program.training->trainer;
+    program.executor = &t.step_executor();
+    program.forward_count = t.forward_count();
+    program.index = index_graph(program.executor->report(), program.training->network);
+    channel_.output("cellscope: " + t.summary());
+    for (const std::string& n : t.notes()) channel_.output("note: " + n);
+    return;
+  }
+  program.owned = load_model(config, [this](const std::string& text) { channel_.output(text); });
+  program.executor = program.owned.get();
   program.index = index_graph(program.executor->report());
   channel_.output(launch_summary(*program.executor, config.program));
 }
@@ -303,7 +322,7 @@ void DebugProtocol::set_breakpoints(const json& req) {
   json out = json::array();
   const json& bps = array_member(args, "breakpoints");
   const Program& program = runner_.program();
-  const std::string& cell = program.executor->report().name;
+  const std::string cell = program_cell(program);
   const std::string file_name = fs::path(path).filename().string();
   for (const json& b : bps) {
     int line = b.value("line", 0);
@@ -336,13 +355,35 @@ void DebugProtocol::set_breakpoints(const json& req) {
 void DebugProtocol::on_set_exception_breakpoints(const json& req) {
   std::unique_lock lock(runner_.mutex());
   std::set<std::string>& filters = runner_.filters();
+  std::map<std::string, double>& values = runner_.filter_values();
   filters.clear();
+  values.clear();
   json out = json::array();
   for (const json& f : array_member(req["arguments"], "filters")) {
     std::string id = f.get<std::string>();
     bool ok = is_exception_filter(id);
     if (ok) filters.insert(id);
     out.push_back({{"verified", ok}});
+  }
+  // filterOptions: a filter with a condition (loss-spike's factor, a norm threshold).
+  for (const json& f : array_member(req["arguments"], "filterOptions")) {
+    const std::string id = f.at("filterId").get<std::string>();
+    const std::string condition = f.value("condition", "");
+    json r = {{"verified", false}};
+    std::string err;
+    if (!is_exception_filter(id)) {
+      r["message"] = "unknown exception filter '" + id + "'";
+    } else if (condition.empty()) {
+      filters.insert(id);
+      r["verified"] = true;
+    } else if (auto v = filter_condition_value(id, condition, &err)) {
+      filters.insert(id);
+      values[id] = *v;
+      r["verified"] = true;
+    } else {
+      r["message"] = err;
+    }
+    out.push_back(r);
   }
   channel_.respond(req, {{"breakpoints", out}});
 }
@@ -369,6 +410,17 @@ void DebugProtocol::on_resume(const json& req, const std::string& cmd) {
                  : cmd == "stepIn"  ? StepMode::In
                  : cmd == "stepOut" ? StepMode::Out
                                     : StepMode::None);
+}
+
+void DebugProtocol::on_step_training(const json& req) {
+  std::unique_lock lock(runner_.mutex());
+  if (!runner_.program().training) {
+    return channel_.fail(req,
+                         "cellscope.stepTraining: the session does not train (mode \"infer\")");
+  }
+  if (runner_.state() != RunState::Stopped) return channel_.fail(req, "not stopped");
+  channel_.respond(req);
+  runner_.step_training();
 }
 
 void DebugProtocol::on_pause(const json& req) {
@@ -425,7 +477,7 @@ void DebugProtocol::on_scopes(const json& req) {
   auto f = frame_path(runner_.program().index, runner_.stopped_at().node,
                       req["arguments"].value("frameId", 0));
   if (!f) return channel_.fail(req, "unknown frame");
-  channel_.respond(req, {{"scopes", scopes(*f, runner_.refs())}});
+  channel_.respond(req, {{"scopes", scopes(*f, runner_.refs(), runner_.train_view())}});
 }
 
 void DebugProtocol::on_variables(const json& req) {
@@ -435,7 +487,8 @@ void DebugProtocol::on_variables(const json& req) {
   const VarRef* found = runner_.refs().find(args.value("variablesReference", 0));
   if (!found) return channel_.fail(req, "unknown variables");
   const VarRef r = *found;  // a copy: listing adds references
-  channel_.respond(req, {{"variables", variables(r, args, runner_.inspector(), runner_.refs())}});
+  channel_.respond(req, {{"variables", variables(r, args, runner_.inspector(), runner_.refs(),
+                                                 runner_.train_view())}});
 }
 
 void DebugProtocol::on_evaluate(const json& req) {

@@ -96,6 +96,7 @@ class DebugProtocol {
   void on_configuration_done(const json& req);
   void on_resume(const json& req, const std::string& cmd);
   void on_pause(const json& req);
+  void on_step_training(const json& req);
   void on_terminate(const json& req);
   void on_disconnect_request(const json& req);
   void on_stack_trace(const json& req);

@@ -15,12 +15,17 @@ namespace rt = graphcore::runtime;
 // extension relays it to the graph view, docs/dap.md): sent with every stop (just before
 // `stopped`), cleared (an empty `node`) when the run resumes or ends.
 
+std::string program_cell(const Program& program) {
+  if (program.training) return program.training->plan().network;
+  return program.executor ? program.executor->report().name : std::string();
+}
+
 json focus_body(const Program& program, const Stop& stop) {
   const rt::Executor& ex = *program.executor;
   const graphcore::Node& n = ex.graph().nodes[stop.node];
   const NodeInfo& ni = program.index.nodes[stop.node];
   json b = {{"file", canonical(program.path)},
-            {"cell", ex.report().name},
+            {"cell", program_cell(program)},
             {"node", n.id},
             {"op", std::string(n.op)},
             {"scope", std::string(n.scope)},
@@ -74,10 +79,9 @@ void Runner::send_focus() {
 void Runner::clear_focus() {
   if (!focus_sent_) return;
   focus_sent_ = false;
-  const rt::Executor* ex = program_.executor.get();
   channel_.event(
       "cellscope.focus",
-      {{"file", canonical(program_.path)}, {"cell", ex ? ex->report().name : ""}, {"node", ""}});
+      {{"file", canonical(program_.path)}, {"cell", program_cell(program_)}, {"node", ""}});
 }
 
 // ---- state --------------------------------------------------------------------------------------
@@ -88,6 +92,12 @@ Inspector Runner::inspector() const {
 
 void Runner::start() {
   state_ = RunState::Running;
+  if (program_.training) {
+    if (program_.stop_on_entry) boundary_step_ = 1;
+    boundary_reason_ = "entry";
+    worker_ = std::thread([this] { run_training(); });
+    return;
+  }
   entry_pending_ = program_.stop_on_entry;
   worker_ = std::thread([this] { run(); });
 }
@@ -101,8 +111,22 @@ void Runner::resume(StepMode mode) {
   // The paused-at node counts as "seen": a step does not stop on its own line again.
   prev_node_ = stop_.node;
   if (step_ == StepMode::Out && ni.frame.empty()) step_ = StepMode::None;  // out of the root
+  // At the top of a training step, `next` runs the whole step (docs/dap.md).
+  if (program_.training && stop_.boundary && mode == StepMode::Over) {
+    step_ = StepMode::None;
+    boundary_step_ = program_.training->trainer->steps_started() + 1;
+    boundary_reason_ = "step";
+  }
   resume_ = true;
   cv_.notify_all();
+}
+
+void Runner::step_training() {
+  resume(StepMode::None);
+  // The rest of this step (a stop between steps counts as the last one's end), then the top of
+  // the next.
+  boundary_step_ = program_.training->trainer->steps_started() + 1;
+  boundary_reason_ = "step";
 }
 
 void Runner::finish() { state_ = RunState::Done; }
@@ -140,6 +164,17 @@ rt::HookAction Runner::before(size_t i) {
   }
   if (!new_line) return rt::HookAction::Continue;
   if (Breakpoint* bp = breakpoints_.find(ni.file, ni.line)) {
+    // Training: the hit count counts steps (every instance reaching the line in one step is
+    // that step's hit).
+    if (program_.training) {
+      const int64_t step = program_.training->trainer->steps_started();
+      if (bp->step == step) {
+        bp->hits = bp->step_base;
+      } else {
+        bp->step = step;
+        bp->step_base = bp->hits;
+      }
+    }
     const Inspector inspector(*program_.executor, program_.index, i);
     Reached r = reach(*bp, [&](const std::string& expr, std::string* err) {
       return inspector.evaluate(expr, ni.frame, err);
@@ -182,7 +217,7 @@ rt::HookAction Runner::after(const rt::NodeEvent& e) {
 // ---- the worker ---------------------------------------------------------------------------------
 
 void Runner::run() {
-  rt::Executor& ex = *program_.executor;
+  rt::Executor& ex = *program_.owned;
   rt::Hooks hooks;
   hooks.before = [this](const rt::NodeEvent& e) {
     if (terminate_) return rt::HookAction::Abort;

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "breakpoints.h"
 #include "graph_index.h"
 #include "graphcore/runtime.h"
+#include "launch_config.h"
 #include "protocol.h"
 #include "variables.h"
 
@@ -35,8 +37,15 @@ namespace cellscope::dap {
 // A launched model: what `launch` built.
 struct Program {
   std::string path;  // the program as given in the launch configuration
-  std::unique_ptr<graphcore::runtime::Executor> executor;
-  GraphIndex index;
+  LaunchConfig config;
+  // infer: the model's executor. train/joint: the training plan and its Trainer.
+  std::unique_ptr<graphcore::runtime::Executor> owned;
+  std::unique_ptr<TrainProgram> training;
+  // What stops show: infer's executor, or the executor of the training step (the Trainer's;
+  // its nodes [0, forward_count) are the forward pass, the rest the backward pass).
+  const graphcore::runtime::Executor* executor = nullptr;
+  size_t forward_count = 0;
+  GraphIndex index;  // of `executor`'s graph
   bool stop_on_entry = false;
 };
 
@@ -50,9 +59,13 @@ struct Stop {
   std::string reason;        // "entry", "breakpoint", "step", "pause", "exception"
   std::string text;          // the exception's description
   std::vector<int> hit_ids;  // the breakpoint hit
+  bool boundary = false;     // train: before the first node of a step (`next` runs the step)
   // Nodes computed so far (in execution order).
   [[nodiscard]] size_t computed_end() const { return after ? node + 1 : node; }
 };
+
+// The Cell a stop's events name: the trained network (train/joint) or the Cell run.
+std::string program_cell(const Program& program);
 
 // The body of the `cellscope.focus` event for `stop` (docs/dap.md): the paused node, its source
 // and its live tensor (the node's output once it ran, else its first computed input).
@@ -78,11 +91,21 @@ class Runner {
   [[nodiscard]] const Stop& stopped_at() const { return stop_; }
   // What the stop shows (the values computed so far).
   [[nodiscard]] Inspector inspector() const;
+  // train/joint: the training state at the stop (nullptr otherwise).
+  [[nodiscard]] const TrainView* train_view() const { return train_view_.get(); }
+  // The exception filters' conditions (loss-spike's factor, grad-explode's threshold ...).
+  std::map<std::string, double>& filter_values() { return filter_values_; }
+  // Whether the client shows progress events (initialize's supportsProgressReporting).
+  void set_progress_support(bool on) { progress_ = on; }
+  // The Trainer's debugging options: this runner's hooks and callback (train/joint launch).
+  graphcore::runtime::TrainOptions train_options();
 
   // Starts the run on the worker thread (from Idle).
   void start();
   // Resumes a stopped run; `mode` steps (None: continue).
   void resume(StepMode mode);
+  // train: resumes a stopped run until the start of the next training step.
+  void step_training();
   // The session ends without a run (a failed launch) or after terminate.
   void finish();
   // Clears the `cellscope.focus` the last stop sent, if any.
@@ -101,6 +124,24 @@ class Runner {
   graphcore::runtime::HookAction pause_for(const std::string& reason, const std::string& text);
   void send_focus();
 
+  // train/joint (train_session.cpp).
+  void run_training();
+  graphcore::runtime::HookAction train_before(const graphcore::runtime::NodeEvent& e,
+                                              std::unique_lock<std::mutex>& lock);
+  graphcore::runtime::HookAction train_after(const graphcore::runtime::NodeEvent& e,
+                                             std::unique_lock<std::mutex>& lock);
+  void before_update(const graphcore::runtime::StepReport& r, std::unique_lock<std::mutex>& lock);
+  void after_step(const graphcore::runtime::StepReport& r, std::unique_lock<std::mutex>& lock);
+  // Reports the stop set by pause_for at `node` and waits until resumed (true) or terminated.
+  bool block(std::unique_lock<std::mutex>& lock, size_t node, bool after);
+  void sync_step_executor();
+  [[nodiscard]] size_t loss_node() const;
+  [[nodiscard]] std::unique_ptr<TrainView> make_train_view() const;
+  void finish_training();
+  // joint: the precision-drift report of the trained network (cellscope.drift).
+  void report_drift(const graphcore::CellReport& network,
+                    const std::vector<graphcore::runtime::CheckpointTensor>& params);
+
   Channel& channel_;
   std::mutex m_;
   std::condition_variable cv_;
@@ -108,7 +149,20 @@ class Runner {
   Program program_;
   BreakpointTable breakpoints_;
   std::set<std::string> filters_;
+  std::map<std::string, double> filter_values_;
   VarRefs refs_;
+
+  // train/joint
+  graphcore::runtime::Hooks train_hooks_;
+  bool progress_ = false;
+  // Stop before the first forward node of this step (or a later one, when it had none).
+  std::optional<int64_t> boundary_step_;
+  std::string boundary_reason_ = "step";
+  int64_t grads_step_ = 0;    // the step last_gradients() are of
+  int64_t updates_step_ = 0;  // the step last_updates() are of
+  std::optional<graphcore::runtime::StepReport> last_report_;
+  std::vector<double> losses_;  // finite losses of the steps so far
+  std::unique_ptr<TrainView> train_view_;
 
   RunState state_ = RunState::Idle;
   std::thread worker_;

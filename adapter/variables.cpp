@@ -169,11 +169,21 @@ std::optional<EvalResult> Inspector::evaluate(std::string expr, const std::strin
   return r;
 }
 
-json scopes(const std::string& frame, VarRefs& refs) {
+json scopes(const std::string& frame, VarRefs& refs, const TrainView* train) {
   int locals = refs.add({VarRef::Kind::Locals, frame, {}});
   int params = refs.add({VarRef::Kind::Params, frame, {}});
-  return {{{"name", "Locals"}, {"variablesReference", locals}, {"expensive", false}},
-          {{"name", "Parameters"}, {"variablesReference", params}, {"expensive", false}}};
+  json out = {{{"name", "Locals"}, {"variablesReference", locals}, {"expensive", false}},
+              {{"name", "Parameters"}, {"variablesReference", params}, {"expensive", false}}};
+  if (train) {
+    auto scope = [&](const char* name, VarRef::Kind kind) {
+      out.push_back(
+          {{"name", name}, {"variablesReference", refs.add({kind, "", {}})}, {"expensive", false}});
+    };
+    scope("Training", VarRef::Kind::Training);
+    scope("Gradients and updates", VarRef::Kind::TrainParams);
+    scope("Optimizer state", VarRef::Kind::OptimizerState);
+  }
+  return out;
 }
 
 json tensor_variable(const std::string& name, const rt::Tensor& t, const std::string& evaluate_name,
@@ -186,7 +196,8 @@ json tensor_variable(const std::string& name, const rt::Tensor& t, const std::st
           {"evaluateName", evaluate_name}};
 }
 
-json variables(const VarRef& r, const json& args, const Inspector& inspector, VarRefs& refs) {
+json variables(const VarRef& r, const json& args, const Inspector& inspector, VarRefs& refs,
+               const TrainView* train) {
   json vars = json::array();
   auto simple = [&](const std::string& name, const std::string& value) {
     vars.push_back({{"name", name}, {"value", value}, {"variablesReference", 0}});
@@ -221,6 +232,43 @@ json variables(const VarRef& r, const json& args, const Inspector& inspector, Va
                       {"indexedVariables", t.numel()}});
       break;
     }
+    case VarRef::Kind::Training:
+      if (!train) break;
+      for (const auto& [name, value] : train->info) simple(name, value);
+      break;
+    case VarRef::Kind::TrainParams:
+      if (!train) break;
+      for (const TrainView::Param& p : train->params) {
+        std::string value = tensor_summary(p.value);
+        if (p.grad) value += ", grad " + tensor_summary(*p.grad);
+        vars.push_back({{"name", p.name},
+                        {"value", value},
+                        {"variablesReference", refs.add({VarRef::Kind::TrainParam, p.name, {}})}});
+      }
+      break;
+    case VarRef::Kind::TrainParam:
+      if (!train) break;
+      for (const TrainView::Param& p : train->params) {
+        if (p.name != r.frame) continue;
+        vars.push_back(tensor_variable("value", p.value, p.name, refs));
+        if (p.grad) {
+          vars.push_back(tensor_variable("gradient", *p.grad, "", refs));
+        } else {
+          simple("gradient", "none (not trained, or no step yet)");
+        }
+        if (p.update) {
+          vars.push_back(tensor_variable("last update", *p.update, "", refs));
+        } else {
+          simple("last update", "none (not trained, or no step yet)");
+        }
+        if (p.lr) simple("learning rate", num(*p.lr));
+      }
+      break;
+    case VarRef::Kind::OptimizerState:
+      if (!train) break;
+      for (const auto& [name, t] : train->optimizer)
+        vars.push_back(tensor_variable(name, t, "", refs));
+      break;
     case VarRef::Kind::Values: {
       if (args.value("filter", "") == "named") break;  // only indexed children
       const rt::Tensor& t = r.tensor;

@@ -30,9 +30,32 @@ std::string tensor_summary(const rt::Tensor& t);
 // "Add"); `id` itself when it is not inside the frame.
 std::string relative_name(const std::string& id, const std::string& frame);
 
+// The training state a stop of a train/joint session shows (Runner::train_view): the step and
+// its numbers, each parameter with its gradient and its last update, the optimizer's state.
+struct TrainView {
+  std::vector<std::pair<std::string, std::string>> info;  // ("step", "3"), ("loss", "2.28") ...
+  struct Param {
+    std::string name;
+    rt::Tensor value;
+    std::optional<rt::Tensor> grad, update;  // none: not trainable, or no step yet
+    std::optional<double> lr;                // the rate its next update uses
+  };
+  std::vector<Param> params;
+  std::vector<std::pair<std::string, rt::Tensor>> optimizer;  // moments.fc1.weight ...
+};
+
 // What a variablesReference stands for.
 struct VarRef {
-  enum class Kind { Locals, Params, Tensor, Values } kind = Kind::Locals;
+  enum class Kind {
+    Locals,
+    Params,
+    Tensor,
+    Values,
+    Training,        // TrainView::info
+    TrainParams,     // TrainView::params
+    TrainParam,      // one of them (`frame`: its name)
+    OptimizerState,  // TrainView::optimizer
+  } kind = Kind::Locals;
   std::string frame;
   rt::Tensor tensor;
 };
@@ -82,14 +105,15 @@ class Inspector {
   size_t end_;
 };
 
-// The `scopes` of `frame` (Locals, Parameters), with new references.
-nlohmann::json scopes(const std::string& frame, VarRefs& refs);
+// The `scopes` of `frame` (Locals, Parameters; with a training view, Training, Gradients and
+// updates, Optimizer state), with new references.
+nlohmann::json scopes(const std::string& frame, VarRefs& refs, const TrainView* train = nullptr);
 // A DAP Variable for a tensor (expandable: a new reference).
 nlohmann::json tensor_variable(const std::string& name, const rt::Tensor& t,
                                const std::string& evaluate_name, VarRefs& refs);
 // The `variables` of reference `r`: a frame's locals or parameters, a tensor's statistics and its
 // `values`, or a page of values (`args`: the request's filter, start and count).
 nlohmann::json variables(const VarRef& r, const nlohmann::json& args, const Inspector& inspector,
-                         VarRefs& refs);
+                         VarRefs& refs, const TrainView* train = nullptr);
 
 }  // namespace cellscope::dap

@@ -713,24 +713,45 @@ function defaultDebugConfiguration(): vscode.DebugConfiguration {
   return { type: 'mindspore', request: 'launch', name: 'MindSpore: Debug Cell', program: '${file}', input: 'random', precision: 'fp32', stopOnEntry: true };
 }
 
+/** F5 on a training script: train, then run the trained network (docs/dap.md, "Training"). */
+function jointDebugConfiguration(): vscode.DebugConfiguration {
+  return { type: 'mindspore', request: 'launch', name: 'MindSpore: Train and Infer', program: '${file}', mode: 'joint', precision: 'fp32', evalBatches: 10 };
+}
+
+/**
+ * Whether the language server found a training plan in `uri` (its graph document's `training`):
+ * F5 then starts mode "joint". Without a running server the answer is no (mode "infer").
+ */
+async function hasTrainingPlan(uri: vscode.Uri): Promise<boolean> {
+  const c = client;
+  if (!c || c.state !== State.Running) return false;
+  try {
+    const doc = await c.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.graphDocument', arguments: [uri.toString()] }) as { training?: unknown[] } | null;
+    return Array.isArray(doc?.training) && doc.training.length > 0;
+  } catch (e) {
+    output.appendLine(`debug: cannot tell whether ${uri.fsPath} trains (${String(e)}); starting mode "infer"`);
+    return false;
+  }
+}
+
 class MindSporeDebugConfigurations implements vscode.DebugConfigurationProvider {
   // "create a launch.json file": the generated configuration.
   provideDebugConfigurations(): vscode.ProviderResult<vscode.DebugConfiguration[]> {
     return [defaultDebugConfiguration()];
   }
 
-  resolveDebugConfiguration(
+  async resolveDebugConfiguration(
     _folder: vscode.WorkspaceFolder | undefined,
     config: vscode.DebugConfiguration,
-  ): vscode.ProviderResult<vscode.DebugConfiguration> {
-    // F5 with no launch.json: debug the model file in the editor.
+  ): Promise<vscode.DebugConfiguration | undefined> {
+    // F5 with no launch.json: debug the file in the editor; a training script trains then infers.
     if (!config.type && !config.request && !config.name) {
       const editor = pythonEditor();
       if (!editor) {
         void vscode.window.showInformationMessage('MindSpore debugging runs a model file: open one (or add a launch.json with `program`).');
         return undefined;
       }
-      return defaultDebugConfiguration();
+      return (await hasTrainingPlan(editor.document.uri)) ? jointDebugConfiguration() : defaultDebugConfiguration();
     }
     if (!config.program) config.program = '${file}';
     return config;
@@ -740,11 +761,13 @@ class MindSporeDebugConfigurations implements vscode.DebugConfigurationProvider 
 // The "Select Launch Configuration" list VS Code shows after "MindSpore (Cellscope)" is picked as
 // the debugger (F5 with no launch.json): debug the model file in the editor.
 class MindSporeDynamicConfigurations implements vscode.DebugConfigurationProvider {
-  provideDebugConfigurations(): vscode.ProviderResult<vscode.DebugConfiguration[]> {
+  async provideDebugConfigurations(): Promise<vscode.DebugConfiguration[]> {
     const editor = pythonEditor();
     if (!editor || editor.document.uri.scheme !== 'file') return [];
     const file = editor.document.uri.fsPath;
-    return [{ ...defaultDebugConfiguration(), name: `MindSpore: Debug Cell (${path.basename(file)})`, program: file }];
+    const infer = { ...defaultDebugConfiguration(), name: `MindSpore: Debug Cell (${path.basename(file)})`, program: file };
+    if (!(await hasTrainingPlan(editor.document.uri))) return [infer];
+    return [{ ...jointDebugConfiguration(), name: `MindSpore: Train and Infer (${path.basename(file)})`, program: file }, infer];
   }
 }
 

@@ -67,6 +67,69 @@ TEST(DapLaunchConfig, ReadsEveryKey) {
   EXPECT_FALSE(d.cell);
 }
 
+TEST(DapLaunchConfig, TrainingModesAndTheirKeys) {
+  LaunchConfig d = parse_launch_config({{"program", kNanModel}});
+  EXPECT_EQ(d.mode, Mode::Infer);
+  LaunchConfig t = parse_launch_config({{"program", kNanModel},
+                                        {"mode", "joint"},
+                                        {"steps", 5},
+                                        {"epochs", 2},
+                                        {"batch", 8},
+                                        {"evalBatches", 3},
+                                        {"calibrationBatches", 2},
+                                        {"precision", "int8"}});
+  EXPECT_EQ(t.mode, Mode::Joint);
+  EXPECT_EQ(t.steps, 5);
+  EXPECT_EQ(t.epochs, 2);
+  EXPECT_EQ(t.batch, 8);
+  EXPECT_EQ(t.eval_batches, 3);
+  EXPECT_EQ(t.calibration_batches, 2);
+  EXPECT_EQ(t.precision, "int8");
+  EXPECT_EQ(t.exec.precision, rt::Precision::Float32);  // training computes in fp32
+  EXPECT_EQ(parse_launch_config({{"program", kNanModel}, {"mode", "train"}}).mode, Mode::Train);
+
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "debug"}}),
+            "launch: 'mode' must be \"infer\", \"train\" or \"joint\", not \"debug\"");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", 1}}), "launch: 'mode' must be a string");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"steps", 3}}),
+            "launch: 'steps' applies to mode \"train\" or \"joint\", not to mode \"infer\"");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "train"}, {"evalBatches", 3}}),
+            "launch: 'evalBatches' applies to mode \"joint\", not to mode \"train\"");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "train"}, {"inputs", {"2,4"}}}),
+            "launch: 'inputs' applies to mode \"infer\" (training reads the script's dataset), "
+            "not to mode \"train\"");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "train"}, {"steps", 0}}),
+            "launch: 'steps' must be a positive integer, not 0");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "train"}, {"epochs", 1.5}}),
+            "launch: 'epochs' must be a positive integer, not 1.5");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "train"}, {"data", "/no/such/dir"}}),
+            "launch: data directory '/no/such/dir' does not exist");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "train"}, {"precision", "target"}}),
+            "launch: precision \"target\" is the inference half's (mode \"joint\"); training "
+            "computes in fp32");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "joint"}, {"precision", "fp16"}}),
+            "launch: precision must be \"fp32\", \"target\" or \"int8\", not \"fp16\"");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"precision", "int8"}})
+                .rfind("launch: precision \"int8\" is the inference half's of mode \"joint\"", 0),
+            0u);
+}
+
+TEST(DapFilters, TrainingFilterConditions) {
+  std::string err;
+  EXPECT_EQ(filter_condition_value("loss-spike", " 2.5 ", &err), 2.5);
+  EXPECT_EQ(filter_condition_value("grad-explode", "1e4", &err), 1e4);
+  EXPECT_FALSE(filter_condition_value("grad-vanish", "-1", &err));
+  EXPECT_EQ(err,
+            "the condition of 'grad-vanish' must be a positive number (the global-norm threshold, "
+            "e.g. 1e-7), not \"-1\"");
+  EXPECT_FALSE(filter_condition_value("grad-explode", "10x", &err));
+  EXPECT_FALSE(filter_condition_value("nan", "3", &err));
+  EXPECT_EQ(err, "the filter 'nan' takes no condition");
+  EXPECT_EQ(exception_id("grad-explode: step 2: the global gradient norm 1e+09 is above 1000"),
+            "grad-explode");
+  EXPECT_EQ(exception_id("RuntimeError: node 'x'"), "RuntimeError");
+}
+
 TEST(DapLaunchConfig, NamesTheKeyAtFault) {
   EXPECT_EQ(launch_error(json::object()), "launch: 'program' (the model file) is required");
   EXPECT_EQ(launch_error({{"program", 5}}), "launch: 'program' must be a string");
@@ -348,7 +411,9 @@ TEST(DapBreakpoints, LineVerification) {
 TEST(DapBreakpoints, ExceptionFilters) {
   std::vector<std::string> ids;
   for (const ExceptionFilter& f : exception_filters()) ids.emplace_back(f.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"nan", "inf", "fp16-overflow", "all-zero"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"nan", "inf", "fp16-overflow", "all-zero", "loss-nan",
+                                           "loss-spike", "grad-nan", "grad-inf", "grad-explode",
+                                           "grad-vanish", "weight-unchanged"}));
   EXPECT_TRUE(is_exception_filter("fp16-overflow"));
   EXPECT_FALSE(is_exception_filter("NaN"));
   EXPECT_EQ(exception_id("NaN in the output of node 'Log' (Log) at m.py:3: ..."), "NaN");
@@ -477,7 +542,7 @@ TEST(DapSession, BreakpointStackVariablesEvaluateToTheEnd) {
   Client c;
   json init = c.request("initialize", {{"adapterID", "test"}});
   EXPECT_EQ(init["success"], true);
-  EXPECT_EQ(init["body"]["exceptionBreakpointFilters"].size(), 4u);
+  EXPECT_EQ(init["body"]["exceptionBreakpointFilters"].size(), 11u);
   EXPECT_TRUE(c.wait_event("initialized").is_object());
 
   json launch = c.request(

@@ -16,6 +16,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graphcore/optim.h"
@@ -53,6 +55,27 @@ struct TrainOptions {
   bool synthetic = false;
   // The gradient of every trainable parameter at the first step, as <dir>/<name>.npy.
   std::optional<std::filesystem::path> dump_grads;
+
+  // ---- for a debugger (the debug adapter's train mode) ----
+  // Hooks on every node of each step's run (the forward nodes, then the backward ones:
+  // Trainer::forward_count). A hook may block (a debugger waiting for its user); Pause is
+  // ignored (the run goes on), Abort ends the step with TrainingAborted.
+  const Hooks* hooks = nullptr;
+  // Keep every node's value of a step until the next one (the debugger's locals); false frees
+  // activations after their last use.
+  bool keep_values = false;
+  // Keep each step's gradients and parameter updates (value after the step minus before) for
+  // last_gradients() / last_updates().
+  bool record_updates = false;
+  // Called once per step when the gradients are known (unscaled and clipped, as the optimizer
+  // gets them; last_gradients() and the report's grad_norm are set), before the update; may
+  // block. Also called when the loss is not finite, before the step fails.
+  std::function<void(const struct StepReport&)> before_update;
+};
+
+// Thrown by Trainer::step when a hook aborted the step (the debugger's terminate).
+struct TrainingAborted : RuntimeError {
+  using RuntimeError::RuntimeError;
 };
 
 // One optimizer step.
@@ -66,6 +89,9 @@ struct StepReport {
   bool skipped = false;      // the gradients overflowed: the update was skipped (loss scaling)
   double ms = 0;             // wall time of the step, data loading included
   int64_t samples = 0;       // rows in the batch
+  // The global L2 norm of the gradients (unscaled, before ops.clip_by_global_norm), as
+  // clip_by_global_norm computes it; NaN or inf when a gradient is.
+  double grad_norm = 0;
 };
 
 // The parameter update of a training step, shared by the Trainer and the runtime benchmark
@@ -76,6 +102,8 @@ struct StepReport {
 // The optimizer of grad's trainable parameters, in their order, shaped as exec holds them.
 std::unique_ptr<Optimizer> step_optimizer(OptimizerConfig cfg, const autodiff::GradGraph& grad,
                                           const Executor& exec);
+// The global L2 norm of float tensors (as ops.clip_by_global_norm computes it, in double).
+double global_norm(std::span<const Tensor> tensors);
 // The gradients among a finished run's outputs, in ran.param_grads order.
 std::vector<Tensor> step_gradients(const autodiff::GradGraph& ran, const std::vector<Tensor>& outs);
 // One optimizer step: exec's parameters (grad.param_grads' names) updated in place by `grads`.
@@ -107,10 +135,59 @@ class Trainer {
   [[nodiscard]] std::string summary() const;
   [[nodiscard]] std::vector<std::string> notes() const;  // checkpoint load summary, data notes
 
+  // ---- what a debugger inspects (between steps, or from a hook or before_update) ----
+  // The executor that runs (or last ran) a step: the main one, or the one compiled for another
+  // batch size (the last batch). Its graph is the loss graph's forward nodes [0,
+  // forward_count()) followed by the backward nodes; its parameters are current.
+  [[nodiscard]] const Executor& step_executor() const;
+  [[nodiscard]] size_t forward_count() const;
+  // The executor that holds the parameters (updated in place by each step).
+  [[nodiscard]] const Executor& executor() const;
+  // The global step of the step running (from a hook) or last run: 1-based, 0 before the first.
+  [[nodiscard]] int64_t steps_started() const;
+  [[nodiscard]] int64_t epoch() const;
+  // How many steps the run makes, when known (steps, or epochs x batches per epoch).
+  [[nodiscard]] std::optional<int64_t> total_steps() const;
+  // With TrainOptions::record_updates: the last step's gradients and updates by parameter
+  // name, in the optimizer's (the network's trainable parameters') order; empty before.
+  [[nodiscard]] const std::vector<std::pair<std::string, Tensor>>& last_gradients() const;
+  [[nodiscard]] const std::vector<std::pair<std::string, Tensor>>& last_updates() const;
+  // The optimizer's state (moments, accumulations, global_step ...) as MindSpore names it.
+  [[nodiscard]] std::vector<CheckpointTensor> optimizer_state() const;
+  // The learning rate each trainable parameter gets at the next step (its group's).
+  [[nodiscard]] double learning_rate(std::string_view param) const;
+
   struct Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// The inference half of a train -> infer session: the trained network at fp32 on held-out
+// batches of the plan's pipeline, scored by top-1 accuracy (the argmax of the network's last
+// axis against the label column).
+struct EvalOptions {
+  int64_t batches = 10;
+  std::optional<std::filesystem::path> data_dir;  // as TrainOptions::data_dir
+  std::optional<int64_t> batch;                   // as TrainOptions::batch
+  uint64_t seed = 0;
+};
+struct EvalReport {
+  int64_t batches = 0;
+  int64_t samples = 0;
+  int64_t correct = 0;
+  // Which rows: "test" (the source's usage='test' split, in file order) or, when the data has
+  // none, "train" with `note` saying why.
+  std::string split;
+  std::string note;
+  [[nodiscard]] double accuracy() const {
+    return samples > 0 ? static_cast<double>(correct) / static_cast<double>(samples) : 0.0;
+  }
+};
+// `network` is the plan's network compiled for one batch of its first column (its input); its
+// parameters are set from `params` by name (the Trainer's checkpoint()). Throws RuntimeError
+// (the data cannot be read, the output is not (batch, classes)).
+EvalReport evaluate_top1(const TrainingPlan& plan, const CellReport& network,
+                         std::span<const CheckpointTensor> params, const EvalOptions& options);
 
 }  // namespace graphcore::runtime

@@ -4,6 +4,7 @@
 // (BatchNorm's moving statistics).
 #include "graphcore/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -48,12 +49,26 @@ struct Trainer::Impl {
   int64_t step_in_epoch = 0;
   int64_t global_step = 0;
   bool done = false;
+  bool running = false;  // inside run_step
+  // The executor and backward graph of the step running or last run (main or a variant).
+  Executor* current = nullptr;
+  const autodiff::GradGraph* current_grad = nullptr;
+  std::vector<std::pair<std::string, Tensor>> last_grads;
+  std::vector<std::pair<std::string, Tensor>> last_updates;
 
   std::optional<std::vector<Tensor>> next_batch();
   StepReport run_step(const std::vector<Tensor>& batch);
 };
 
 namespace {
+
+// after - before, elementwise (float tensors of one shape).
+Tensor subtract(const Tensor& after, const Tensor& before) {
+  Tensor d = Tensor::zeros(after.shape(), DType::Float32);
+  auto* out = d.data<float>();
+  for (int64_t k = 0; k < d.numel(); ++k) out[k] = static_cast<float>(after.at(k) - before.at(k));
+  return d;
+}
 
 std::string plan_location(const TrainingPlan& plan) {
   return plan.file + ":" + std::to_string(plan.range.start.line + 1);
@@ -137,9 +152,11 @@ Trainer::Trainer(const TrainingPlan& plan, TrainOptions options) : impl_(std::ma
   ExecOptions exec;
   exec.seed = m.options.seed;
   exec.training = true;
-  exec.keep_values = false;
+  exec.keep_values = m.options.keep_values;
   m.exec_options = exec;
   m.exec = std::make_unique<Executor>(m.grad.report, exec);
+  m.current = m.exec.get();
+  m.current_grad = &m.grad;
   if (m.exec->num_inputs() > 0) {
     const TensorType t = m.exec->input_type(0);
     if (t.shape.ranked && !t.shape.dims.empty() && t.shape.dims[0].is_known())
@@ -224,21 +241,35 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
     ex = v.exec.get();
     g = &v.grad;
   }
+  current = ex;
+  current_grad = g;
   for (size_t i = 0; i < input_columns.size(); ++i) ex->set_input(i, batch[input_columns[i]]);
   ex->reset();
   // A fresh Dropout mask every step, reproducible from the run's seed.
   ex->set_seed(hash_name(options.seed, "step" + std::to_string(global_step)));
-  RunStatus st = ex->run();
+  RunStatus st;
+  if (options.hooks) {
+    // A debugger's hooks: they block while its user looks; a Pause just goes on.
+    do {
+      st = ex->run(*options.hooks);
+    } while (st.kind == RunStatus::Kind::Paused);
+    if (st.kind == RunStatus::Kind::Aborted) {
+      throw TrainingAborted("step " + std::to_string(global_step + 1) + ": aborted");
+    }
+  } else {
+    st = ex->run();
+  }
   if (st.kind != RunStatus::Kind::Finished) {
     throw RuntimeError("step " + std::to_string(global_step + 1) + ": " + st.message);
   }
   std::vector<Tensor> outs = ex->outputs();
   r.loss = outs.at(0).at(0);
-  if (!std::isfinite(r.loss)) {
-    throw RuntimeError("step " + std::to_string(global_step + 1) + ": the loss is " +
-                       (std::isnan(r.loss) ? std::string("NaN") : std::string("infinite")) + " (" +
-                       ex->node_location(g->report.graph.outputs.at(0).node) + ")");
-  }
+  auto loss_error = [&] {
+    return RuntimeError("step " + std::to_string(global_step + 1) + ": the loss is " +
+                        (std::isnan(r.loss) ? std::string("NaN") : std::string("infinite")) + " (" +
+                        ex->node_location(g->report.graph.outputs.at(0).node) + ")");
+  };
+  if (!std::isfinite(r.loss) && !options.before_update) throw loss_error();
   const size_t n = g->param_grads.size();
   if (global_step == 0 && options.dump_grads) {
     fs::create_directories(*options.dump_grads);
@@ -259,14 +290,51 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
     }
   }
   const bool apply = scaler.unscale_and_update(grads);
+  r.grad_norm = global_norm(grads);
   if (clip_norm) clip_by_global_norm(grads, *clip_norm);
   r.learning_rate = optimizer->current_lr();
   r.skipped = !apply;
+  const bool record = options.record_updates || options.before_update;
+  if (record) {
+    last_grads.clear();
+    for (size_t i = 0; i < n; ++i) last_grads.emplace_back(grad.param_grads[i].first, grads[i]);
+  }
+  if (options.before_update) {
+    options.before_update(r);
+    if (!std::isfinite(r.loss)) throw loss_error();
+  }
+  // The parameters before the update (shared storage: the update copies before it writes).
+  std::vector<Tensor> before;
+  if (record) {
+    for (const auto& [name, ref] : grad.param_grads) {
+      (void)ref;
+      before.push_back(exec->param(name)->value);
+    }
+  }
   // The main executor holds the parameters (the optimizer's order is the main graph's); the
   // update writes into them in place (copied first only when something shares their storage).
   if (apply) apply_gradients(*optimizer, *exec, grad, grads);
   write_back_state(*exec, *g, outs);
+  if (record) {
+    last_updates.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const std::string& name = grad.param_grads[i].first;
+      last_updates.emplace_back(name, subtract(exec->param(name)->value, before[i]));
+    }
+  }
   return r;
+}
+
+double global_norm(std::span<const Tensor> tensors) {
+  double sum = 0;
+  for (const Tensor& t : tensors) {
+    if (!t.is_float()) continue;
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      const double v = t.at(k);
+      sum += v * v;
+    }
+  }
+  return std::sqrt(sum);
 }
 
 std::unique_ptr<Optimizer> step_optimizer(OptimizerConfig cfg, const autodiff::GradGraph& grad,
@@ -323,7 +391,15 @@ std::optional<StepReport> Trainer::step() {
     m.done = true;
     return std::nullopt;
   }
-  StepReport r = m.run_step(*batch);
+  m.running = true;
+  StepReport r;
+  try {
+    r = m.run_step(*batch);
+  } catch (...) {
+    m.running = false;
+    throw;
+  }
+  m.running = false;
   ++m.global_step;
   ++m.step_in_epoch;
   r.epoch = m.epoch;
@@ -355,5 +431,131 @@ std::string Trainer::summary() const {
 }
 
 std::vector<std::string> Trainer::notes() const { return impl_->notes; }
+
+const Executor& Trainer::step_executor() const { return *impl_->current; }
+size_t Trainer::forward_count() const { return impl_->current_grad->forward_count; }
+const Executor& Trainer::executor() const { return *impl_->exec; }
+int64_t Trainer::epoch() const { return impl_->epoch; }
+
+int64_t Trainer::steps_started() const { return impl_->global_step + (impl_->running ? 1 : 0); }
+
+std::optional<int64_t> Trainer::total_steps() const {
+  const Impl& m = *impl_;
+  std::optional<int64_t> all;
+  if (auto b = m.reader ? m.reader->batches_per_epoch() : std::nullopt) all = *b * m.epochs;
+  if (m.options.steps) return all ? std::min(*all, *m.options.steps) : *m.options.steps;
+  return all;
+}
+
+const std::vector<std::pair<std::string, Tensor>>& Trainer::last_gradients() const {
+  return impl_->last_grads;
+}
+const std::vector<std::pair<std::string, Tensor>>& Trainer::last_updates() const {
+  return impl_->last_updates;
+}
+std::vector<CheckpointTensor> Trainer::optimizer_state() const { return impl_->optimizer->state(); }
+
+double Trainer::learning_rate(std::string_view param) const {
+  return impl_->optimizer->lr_at(param, impl_->optimizer->global_step());
+}
+
+namespace {
+
+// The plan's pipeline for evaluation: file order, one pass, the given split and batch size.
+DatasetPlan eval_pipeline(const TrainingPlan& plan, const std::optional<std::string>& usage,
+                          const std::optional<int64_t>& batch) {
+  DatasetPlan data = *plan.dataset;
+  std::erase_if(data.source.args, [](const Attr& a) { return a.name == "shuffle"; });
+  data.source.args.push_back(Attr{"shuffle", false});
+  if (usage) {
+    std::erase_if(data.source.args, [](const Attr& a) { return a.name == "usage"; });
+    data.source.args.push_back(Attr{"usage", *usage});
+  }
+  std::erase_if(data.ops, [](const DatasetOp& op) {
+    return op.kind == DatasetOp::Kind::Shuffle || op.kind == DatasetOp::Kind::Repeat;
+  });
+  if (batch) {
+    for (DatasetOp& op : data.ops) {
+      if (op.kind != DatasetOp::Kind::Batch) continue;
+      for (Attr& a : op.call.args) {
+        if (a.name == "batch_size") a.value = *batch;
+      }
+    }
+  }
+  return data;
+}
+
+}  // namespace
+
+EvalReport evaluate_top1(const TrainingPlan& plan, const CellReport& network,
+                         std::span<const CheckpointTensor> params, const EvalOptions& options) {
+  if (!plan.dataset || !plan.dataset->opaque_reason.empty())
+    throw RuntimeError("the evaluation data is not known (no dataset pipeline was followed)");
+  EvalReport report;
+  std::unique_ptr<DatasetReader> reader;
+  // The held-out split of a source that has one (MnistDataset, Cifar10Dataset: usage='test').
+  const std::string source = plan.dataset->source.api;
+  const bool has_usage =
+      source.find("Mnist") != std::string::npos || source.find("Cifar") != std::string::npos;
+  if (has_usage) {
+    try {
+      reader = std::make_unique<DatasetReader>(
+          eval_pipeline(plan, std::string("test"), options.batch), options.data_dir, options.seed);
+      report.split = "test";
+    } catch (const RuntimeError& e) {
+      report.note = std::string("no test split: ") + e.what();
+    }
+  } else {
+    report.note = source + " has no test split";
+  }
+  if (!reader) {
+    reader = std::make_unique<DatasetReader>(eval_pipeline(plan, std::nullopt, options.batch),
+                                             options.data_dir, options.seed);
+    report.split = "train";
+  }
+  ExecOptions exec;
+  exec.seed = options.seed;
+  exec.keep_values = false;
+  Executor ex(network, exec);
+  for (const CheckpointTensor& t : params) {
+    if (t.value.defined() && ex.param(t.name)) ex.set_param(t.name, t.value);
+  }
+  const TensorType in = ex.input_type(0);
+  const int64_t rows = in.shape.ranked && !in.shape.dims.empty() && in.shape.dims[0].is_known()
+                           ? in.shape.dims[0].value()
+                           : -1;
+  reader->start_epoch(0);
+  while (report.batches < options.batches) {
+    auto batch = reader->next();
+    if (!batch) break;
+    if (batch->size() < 2) throw RuntimeError("the evaluation data has no label column");
+    const Tensor& x = (*batch)[0];
+    const Tensor& y = (*batch)[1];
+    if (x.rank() == 0 || x.shape()[0] != rows) {
+      report.note += (report.note.empty() ? "" : "; ") + std::string("a last batch of ") +
+                     std::to_string(x.rank() ? x.shape()[0] : 0) + " rows was left out";
+      break;
+    }
+    ex.set_input(0, x);
+    ex.reset();
+    RunStatus st = ex.run();
+    if (st.kind != RunStatus::Kind::Finished) throw RuntimeError("evaluation: " + st.message);
+    const Tensor out = ex.outputs().at(0);
+    if (out.rank() != 2 || out.shape()[0] != rows || y.numel() != rows) {
+      throw RuntimeError("evaluation: the network's output " + shape_str(out.shape()) +
+                         " is not (batch, classes) for labels " + shape_str(y.shape()));
+    }
+    const int64_t classes = out.shape()[1];
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < classes; ++k)
+        if (out.at(r * classes + k) > out.at(r * classes + best)) best = k;
+      report.correct += best == static_cast<int64_t>(y.at(r)) ? 1 : 0;
+    }
+    report.samples += rows;
+    ++report.batches;
+  }
+  return report;
+}
 
 }  // namespace graphcore::runtime

@@ -110,7 +110,14 @@ describe('cellscope dap', () => {
     assert.equal(caps.supportsTerminateRequest, true);
     assert.deepEqual(
       caps.exceptionBreakpointFilters.map((f) => f.filter),
-      ['nan', 'inf', 'fp16-overflow', 'all-zero'],
+      ['nan', 'inf', 'fp16-overflow', 'all-zero', 'loss-nan', 'loss-spike', 'grad-nan', 'grad-inf',
+        'grad-explode', 'grad-vanish', 'weight-unchanged'],
+    );
+    // The training filters with a number as their condition (filterOptions).
+    assert.equal(caps.supportsExceptionFilterOptions, true);
+    assert.deepEqual(
+      caps.exceptionBreakpointFilters.filter((f) => f.supportsCondition).map((f) => f.filter),
+      ['loss-spike', 'grad-explode', 'grad-vanish'],
     );
   });
 

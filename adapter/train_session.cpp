@@ -1,0 +1,450 @@
+// The train and joint modes of `cellscope dap` (docs/dap.md, "Training"): the worker runs the
+// file's training plan on graphcore's Trainer a step at a time. The Trainer calls this runner's
+// hooks on every node of a step (breakpoints, stepping, pause and the tensor filters stop in the
+// forward pass) and before each update (the gradient filters); the step's end sends the
+// `cellscope.trainStep` event, the LossMonitor line and progress, and checks the loss and
+// weight filters. A stop blocks the worker inside the hook (the Trainer's step is in the middle
+// of its run) until the user resumes. The session ends by writing the trained checkpoint next to
+// the file; joint then runs the trained network on held-out batches.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "session.h"
+
+namespace cellscope::dap {
+
+namespace fs = std::filesystem;
+namespace rt = graphcore::runtime;
+
+namespace {
+
+// The filter thresholds when the filter's condition gives none.
+constexpr double kLossSpikeFactor = 3.0;  // loss > factor x the mean of the last 10 steps
+constexpr double kGradExplode = 1000.0;   // global gradient norm above
+constexpr double kGradVanish = 1e-7;      // global gradient norm below
+constexpr size_t kLossWindow = 10;        // steps the loss-spike mean is over
+constexpr size_t kLossSpikeMinSteps = 1;  // steps before loss-spike can fire
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+// A number of a message: NaN, inf and -inf spelled so, else as the adapter shows numbers.
+std::string finite_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return num(v);
+}
+
+// JSON has no NaN/Inf: a non-finite number is sent as null.
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+}  // namespace
+
+rt::TrainOptions Runner::train_options() {
+  train_hooks_.before = [this](const rt::NodeEvent& e) {
+    if (terminate_) return rt::HookAction::Abort;
+    std::unique_lock lock(m_);
+    return train_before(e, lock);
+  };
+  train_hooks_.after = [this](const rt::NodeEvent& e) {
+    if (terminate_) return rt::HookAction::Abort;
+    std::unique_lock lock(m_);
+    return train_after(e, lock);
+  };
+  rt::TrainOptions o;
+  o.hooks = &train_hooks_;
+  o.keep_values = true;  // the locals of a stop in the forward pass
+  o.record_updates = true;
+  o.before_update = [this](const rt::StepReport& r) {
+    std::unique_lock lock(m_);
+    before_update(r, lock);
+  };
+  return o;
+}
+
+size_t Runner::loss_node() const { return program_.executor->graph().outputs.at(0).node; }
+
+// The Trainer runs the last, smaller batch on an executor compiled for it: stops then show it.
+void Runner::sync_step_executor() {
+  const rt::Trainer& t = *program_.training->trainer;
+  if (&t.step_executor() == program_.executor) return;
+  program_.executor = &t.step_executor();
+  program_.forward_count = t.forward_count();
+  program_.index = index_graph(program_.executor->report(), program_.training->network);
+  prev_node_.reset();
+}
+
+bool Runner::block(std::unique_lock<std::mutex>& lock, size_t node, bool after) {
+  state_ = RunState::Stopped;
+  stop_.node = node;
+  stop_.after = after;
+  train_view_ = make_train_view();
+  json body = {{"reason", stop_.reason},
+               {"threadId", kThreadId},
+               {"allThreadsStopped", true},
+               {"preserveFocusHint", false}};
+  if (!stop_.text.empty()) {
+    body["description"] = stop_.text;
+    body["text"] = stop_.text;
+  }
+  if (stop_.reason == "breakpoint") body["hitBreakpointIds"] = stop_.hit_ids;
+  step_ = StepMode::None;
+  resume_ = false;
+  send_focus();
+  channel_.event("stopped", body);
+  cv_.wait(lock, [this] { return resume_ || terminate_; });
+  if (terminate_) return false;
+  clear_focus();
+  stop_.reason.clear();
+  stop_.text.clear();
+  stop_.hit_ids.clear();
+  stop_.boundary = false;
+  refs_.clear();
+  train_view_.reset();
+  state_ = RunState::Running;
+  return true;
+}
+
+std::unique_ptr<TrainView> Runner::make_train_view() const {
+  const rt::Trainer& t = *program_.training->trainer;
+  auto v = std::make_unique<TrainView>();
+  const int64_t step = t.steps_started();
+  v->info.emplace_back("step", std::to_string(step));
+  v->info.emplace_back("epoch", std::to_string(t.epoch()));
+  if (auto total = t.total_steps()) v->info.emplace_back("total steps", std::to_string(*total));
+  if (last_report_) {
+    const rt::StepReport& r = *last_report_;
+    const std::string of = " (step " + std::to_string(r.global_step) + ")";
+    v->info.emplace_back("loss", num(r.loss) + of);
+    v->info.emplace_back("learning rate", num(r.learning_rate) + of);
+    v->info.emplace_back("gradient norm", num(r.grad_norm) + of);
+    v->info.emplace_back("loss scale", num(r.loss_scale) + of);
+  }
+  v->info.emplace_back("gradients of step", grads_step_ ? std::to_string(grads_step_) : "none yet");
+  v->info.emplace_back("updates of step",
+                       updates_step_ ? std::to_string(updates_step_) : "none yet");
+  std::map<std::string, rt::Tensor> grads(t.last_gradients().begin(), t.last_gradients().end());
+  std::map<std::string, rt::Tensor> updates(t.last_updates().begin(), t.last_updates().end());
+  for (const rt::ParamState& p : t.executor().params()) {
+    TrainView::Param row{p.name, p.value, std::nullopt, std::nullopt, std::nullopt};
+    if (auto g = grads.find(p.name); g != grads.end()) {
+      row.grad = g->second;
+      row.lr = t.learning_rate(p.name);
+    }
+    if (auto u = updates.find(p.name); u != updates.end()) row.update = u->second;
+    v->params.push_back(std::move(row));
+  }
+  for (rt::CheckpointTensor& e : t.optimizer_state()) {
+    if (e.value.defined()) v->optimizer.emplace_back(e.name, std::move(e.value));
+  }
+  return v;
+}
+
+// ---- hooks (worker thread, mutex held) ----------------------------------------------------------
+
+rt::HookAction Runner::train_before(const rt::NodeEvent& e, std::unique_lock<std::mutex>& lock) {
+  sync_step_executor();
+  if (e.index >= program_.forward_count || !program_.index.nodes[e.index].stoppable)
+    return rt::HookAction::Continue;
+  rt::HookAction a = rt::HookAction::Continue;
+  if (boundary_step_ && program_.training->trainer->steps_started() >= *boundary_step_) {
+    boundary_step_.reset();
+    prev_node_ = e.index;
+    a = pause_for(boundary_reason_, "");
+    stop_.boundary = true;
+  } else if (interrupt_.exchange(false)) {
+    prev_node_ = e.index;
+    a = pause_for("pause", "");
+  } else {
+    a = before(e.index);
+  }
+  if (a != rt::HookAction::Pause) return a;
+  return block(lock, e.index, false) ? rt::HookAction::Continue : rt::HookAction::Abort;
+}
+
+rt::HookAction Runner::train_after(const rt::NodeEvent& e, std::unique_lock<std::mutex>& lock) {
+  if (e.index >= program_.forward_count) return rt::HookAction::Continue;
+  rt::HookAction a = after(e);
+  if (a != rt::HookAction::Pause && e.index == loss_node() && filters_.count("loss-nan") &&
+      !e.outputs.empty() && e.outputs[0].numel() == 1) {
+    const double loss = e.outputs[0].at(0);
+    if (!std::isfinite(loss)) {
+      a = pause_for("exception", "loss-nan: step " +
+                                     std::to_string(program_.training->trainer->steps_started()) +
+                                     ": the loss is " + finite_text(loss) + " (node '" +
+                                     program_.executor->graph().nodes[e.index].id + "' at " +
+                                     program_.executor->node_location(e.index) + ")");
+    }
+  }
+  if (a != rt::HookAction::Pause) return a;
+  return block(lock, e.index, true) ? rt::HookAction::Continue : rt::HookAction::Abort;
+}
+
+// The gradient filters, before the update of the step.
+void Runner::before_update(const rt::StepReport& r, std::unique_lock<std::mutex>& lock) {
+  if (terminate_) return;
+  const rt::Trainer& t = *program_.training->trainer;
+  const int64_t step = t.steps_started();
+  grads_step_ = step;
+  const std::string at = "step " + std::to_string(step) + ": ";
+  std::string text;
+  if (filters_.count("grad-nan") || filters_.count("grad-inf")) {
+    // The first parameter whose gradient has a NaN (or an infinity), then the message.
+    const std::pair<std::string, rt::Tensor>* bad = nullptr;
+    rt::TensorStats st;
+    bool nan = false;
+    for (const auto& entry : t.last_gradients()) {
+      st = rt::compute_stats(entry.second);
+      nan = filters_.count("grad-nan") && st.nan_count;
+      if (nan || (filters_.count("grad-inf") && st.inf_count)) {
+        bad = &entry;
+        break;
+      }
+    }
+    if (bad) {
+      text = (nan ? "grad-nan: " : "grad-inf: ") + at + "the gradient of " + bad->first + " has " +
+             std::to_string(nan ? st.nan_count : st.inf_count) +
+             (nan ? " NaN of " : " infinite of ") + std::to_string(st.count) +
+             " elements, first at index " +
+             rt::index_str(bad->second.shape(), nan ? st.first_nan : st.first_inf);
+    }
+  }
+  // The parameter with the largest gradient norm, for the norm filters' message.
+  auto largest = [&] {
+    std::string best;
+    double best_norm = -1;
+    for (const auto& [name, g] : t.last_gradients()) {
+      const double n = rt::global_norm(std::span<const rt::Tensor>(&g, 1));
+      if (n > best_norm) {
+        best_norm = n;
+        best = name;
+      }
+    }
+    return best.empty() ? std::string() : " (largest: " + best + ", norm " + num(best_norm) + ")";
+  };
+  if (text.empty() && filters_.count("grad-explode") && std::isfinite(r.grad_norm)) {
+    const double limit =
+        filter_values_.count("grad-explode") ? filter_values_["grad-explode"] : kGradExplode;
+    if (r.grad_norm > limit) {
+      text = "grad-explode: " + at + "the global gradient norm " + num(r.grad_norm) + " is above " +
+             num(limit) + largest();
+    }
+  }
+  if (text.empty() && filters_.count("grad-vanish") && std::isfinite(r.grad_norm)) {
+    const double limit =
+        filter_values_.count("grad-vanish") ? filter_values_["grad-vanish"] : kGradVanish;
+    if (r.grad_norm < limit) {
+      text = "grad-vanish: " + at + "the global gradient norm " + num(r.grad_norm) + " is below " +
+             num(limit) + largest();
+    }
+  }
+  if (text.empty()) return;
+  pause_for("exception", text);
+  block(lock, loss_node(), true);
+}
+
+// The end of a step: its event, line and progress, then the loss and weight filters.
+void Runner::after_step(const rt::StepReport& r, std::unique_lock<std::mutex>& lock) {
+  const rt::Trainer& t = *program_.training->trainer;
+  last_report_ = r;
+  updates_step_ = r.global_step;
+  const double per_s = r.ms > 0 ? static_cast<double>(r.samples) * 1000.0 / r.ms : 0.0;
+  json ev = {{"file", canonical(program_.path)},
+             {"cell", program_cell(program_)},
+             {"epoch", r.epoch},
+             {"step", r.step},
+             {"globalStep", r.global_step},
+             {"loss", number_or_null(r.loss)},
+             {"lr", number_or_null(r.learning_rate)},
+             {"gradNorm", number_or_null(r.grad_norm)},
+             {"lossScale", number_or_null(r.loss_scale)},
+             {"skipped", r.skipped},
+             {"stepMs", r.ms},
+             {"samplesPerSec", per_s}};
+  const std::optional<int64_t> total = t.total_steps();
+  if (total) ev["totalSteps"] = *total;
+  channel_.event("cellscope.trainStep", ev);
+  std::ostringstream line;
+  line << "epoch: " << r.epoch << " step: " << r.step << ", loss is " << r.loss << " ("
+       << fixed(r.ms, 1) << " ms, " << fixed(per_s, 0) << " samples/s"
+       << (r.skipped ? ", update skipped: gradients overflowed at loss scale " + num(r.loss_scale)
+                     : "")
+       << ")";
+  channel_.output(line.str());
+  if (progress_) {
+    json p = {
+        {"progressId", "cellscope.train"},
+        {"message", "step " + std::to_string(r.global_step) +
+                        (total ? "/" + std::to_string(*total) : "") + ", loss " + num(r.loss)}};
+    if (total && *total > 0)
+      p["percentage"] = 100.0 * static_cast<double>(r.global_step) / static_cast<double>(*total);
+    channel_.event("progressUpdate", p);
+  }
+
+  const std::string at = "step " + std::to_string(r.global_step) + ": ";
+  std::string text;
+  if (filters_.count("loss-spike") && std::isfinite(r.loss) &&
+      losses_.size() >= kLossSpikeMinSteps) {
+    const size_t n = std::min(losses_.size(), kLossWindow);
+    double mean = 0;
+    for (size_t k = losses_.size() - n; k < losses_.size(); ++k) mean += losses_[k];
+    mean /= static_cast<double>(n);
+    const double factor =
+        filter_values_.count("loss-spike") ? filter_values_["loss-spike"] : kLossSpikeFactor;
+    if (mean > 0 && r.loss > factor * mean) {
+      text = "loss-spike: " + at + "the loss " + num(r.loss) + " is " + num(r.loss / mean) +
+             " times the mean of the previous " + std::to_string(n) + " steps (" + num(mean) +
+             "), above the factor " + num(factor);
+    }
+  }
+  if (text.empty() && filters_.count("weight-unchanged") && !r.skipped) {
+    std::map<std::string, rt::Tensor> grads(t.last_gradients().begin(), t.last_gradients().end());
+    const std::string* unchanged = nullptr;
+    for (const auto& [name, u] : t.last_updates()) {
+      if (rt::compute_stats(u).all_zero()) {
+        unchanged = &name;
+        break;
+      }
+    }
+    if (unchanged) {
+      const rt::Tensor& g = grads.at(*unchanged);
+      text = "weight-unchanged: " + at + *unchanged + " did not change (its gradient's norm is " +
+             num(rt::global_norm(std::span<const rt::Tensor>(&g, 1))) + ", its learning rate " +
+             num(t.learning_rate(*unchanged)) + ")";
+    }
+  }
+  if (std::isfinite(r.loss)) losses_.push_back(r.loss);
+  if (text.empty()) return;
+  pause_for("exception", text);
+  block(lock, loss_node(), true);
+}
+
+// ---- the worker ---------------------------------------------------------------------------------
+
+void Runner::run_training() {
+  rt::Trainer& trainer = *program_.training->trainer;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (progress_) {
+    std::unique_lock lock(m_);
+    json p = {{"progressId", "cellscope.train"},
+              {"title", "Training " + program_cell(program_)},
+              {"cancellable", false}};
+    if (auto total = trainer.total_steps()) p["message"] = std::to_string(*total) + " steps";
+    channel_.event("progressStart", p);
+  }
+  auto end_progress = [&](const std::string& message) {
+    if (progress_) {
+      channel_.event("progressEnd", {{"progressId", "cellscope.train"}, {"message", message}});
+    }
+  };
+  try {
+    for (;;) {
+      {
+        std::unique_lock lock(m_);
+        if (terminate_) break;
+        prev_node_.reset();  // a step's first line is a new line
+      }
+      std::optional<rt::StepReport> r = trainer.step();
+      std::unique_lock lock(m_);
+      if (terminate_) break;
+      if (!r) {
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        end_progress("done");
+        channel_.output("cellscope: trained " + std::to_string(trainer.steps_started()) +
+                        " steps in " + fixed(ms / 1000.0, 2) + " s");
+        finish_training();
+        return;
+      }
+      after_step(*r, lock);
+    }
+  } catch (const rt::TrainingAborted&) {
+    // terminate: nothing is written
+  } catch (const std::exception& e) {
+    std::unique_lock lock(m_);
+    end_progress("failed");
+    if (!terminate_) {
+      channel_.output(
+          "cellscope: training failed: " + std::string(e.what()) + " (no checkpoint written)",
+          "stderr");
+      state_ = RunState::Done;
+      channel_.event("exited", {{"exitCode", 1}});
+      channel_.event("terminated");
+      return;
+    }
+  }
+  std::unique_lock lock(m_);
+  state_ = RunState::Done;
+}
+
+// After the last step (worker, mutex held): joint's inference half, then the checkpoint.
+void Runner::finish_training() {
+  TrainProgram& tp = *program_.training;
+  const LaunchConfig& config = program_.config;
+  const std::vector<rt::CheckpointTensor> trained = tp.trainer->checkpoint();
+  int exit_code = 0;
+  if (config.mode == Mode::Joint) {
+    try {
+      graphcore::CellReport network = compile_network(tp, config);
+      rt::EvalOptions eo;
+      eo.batches = config.eval_batches;
+      if (config.data) eo.data_dir = fs::path(*config.data);
+      eo.batch = config.batch;
+      eo.seed = config.exec.seed;
+      const auto t0 = std::chrono::steady_clock::now();
+      rt::EvalReport e = rt::evaluate_top1(tp.plan(), network, trained, eo);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      channel_.output("inference (fp32): top-1 accuracy " + fixed(100.0 * e.accuracy(), 2) + "% (" +
+                      std::to_string(e.correct) + " of " + std::to_string(e.samples) +
+                      " samples, " + std::to_string(e.batches) + " batches of the " + e.split +
+                      " split, " + fixed(ms, 1) + " ms)" +
+                      (e.note.empty() ? std::string() : "; " + e.note));
+      report_drift(network, trained);
+    } catch (const std::exception& e) {
+      channel_.output("cellscope: the inference half failed: " + std::string(e.what()), "stderr");
+      exit_code = 1;
+    }
+  }
+  // The trained parameters and optimizer state, next to the file (atomic).
+  const fs::path file(program_.path);
+  const fs::path out = file.parent_path() / (file.stem().string() + "_trained.ckpt");
+  try {
+    rt::write_checkpoint(out, trained);
+    channel_.output("cellscope: wrote the trained checkpoint " + out.string());
+  } catch (const std::exception& e) {
+    channel_.output("cellscope: cannot write the checkpoint: " + std::string(e.what()), "stderr");
+    exit_code = 1;
+  }
+  state_ = RunState::Done;
+  channel_.event("exited", {{"exitCode", exit_code}});
+  channel_.event("terminated");
+}
+
+// The precision-drift report of the joint mode: the trained network at fp32 against the launch
+// configuration's `precision` (target: fp16 storage; int8: post-training quantisation calibrated
+// on `calibrationBatches`), per layer, sent as the `cellscope.drift` event and printed as a table.
+// graphcore's drift engine (graphcore/drift.h: measure_drift(plan, params, options)) produces it;
+// it is wired in here once it is part of the build. Until then the session says so.
+void Runner::report_drift(const graphcore::CellReport& network,
+                          const std::vector<rt::CheckpointTensor>& params) {
+  (void)network;
+  (void)params;
+  const LaunchConfig& config = program_.config;
+  if (config.precision == "fp32") return;  // nothing to compare
+  channel_.output("cellscope: precision drift at \"" + config.precision +
+                  "\" is not measured by this build (the drift engine is not part of it yet); no "
+                  "cellscope.drift event is sent");
+}
+
+}  // namespace cellscope::dap

@@ -1,0 +1,343 @@
+// `cellscope dap` in modes "train" and "joint" (docs/dap.md, "Training"): the fixtures of
+// tests/dap/fixtures/train (a small MLP trained with Model.train, and its planted faults) are
+// copied into a temporary directory with generated MNIST-like data (mnist_data.mjs), so that the
+// trained checkpoint the session writes next to the file lands there.
+import { test, describe, before, after, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import testsupport from '@vscode/debugadapter-testsupport';
+import { writeMnist } from '../mnist_data.mjs';
+
+const { DebugClient } = testsupport;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../../..');
+const BIN = process.env.CELLSCOPE_BIN || path.join(repo, 'build/cellscope');
+const FIXTURES = path.join(repo, 'tests/dap/fixtures/train');
+
+let tmp;
+let DATA;
+const file = (name) => path.join(tmp, name);
+
+before(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cellscope-dap-train-'));
+  for (const f of fs.readdirSync(FIXTURES)) fs.copyFileSync(path.join(FIXTURES, f), file(f));
+  DATA = writeMnist(file('mnist'));
+});
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function lineOf(f, re) {
+  const i = fs.readFileSync(f, 'utf8').split('\n').findIndex((l) => re.test(l));
+  assert.ok(i >= 0, `no line matching ${re} in ${f}`);
+  return i + 1;
+}
+
+let dc;
+let outputs;
+let steps;
+let progress;
+// `stopped` events in arrival order, and the waiters for the next one: a stop that comes before
+// the test waits for it (the run is fast) is not lost.
+let stops;
+let stopWaiters;
+let ended;  // the `terminated` event, however early it comes
+beforeEach(async () => {
+  stops = [];
+  stopWaiters = [];
+  dc = new DebugClient(BIN, 'dap', 'mindspore');
+  dc.defaultTimeout = 120000;
+  outputs = [];
+  steps = [];
+  progress = [];
+  dc.on('output', (ev) => outputs.push(ev.body.output));
+  dc.on('cellscope.trainStep', (ev) => steps.push(ev.body));
+  ended = new Promise((resolve) => dc.once('terminated', resolve));
+  dc.on('stopped', (ev) => {
+    if (stopWaiters.length) stopWaiters.shift()(ev.body);
+    else stops.push(ev.body);
+  });
+  for (const e of ['progressStart', 'progressUpdate', 'progressEnd'])
+    dc.on(e, (ev) => progress.push({ event: e, ...ev.body }));
+  await dc.start();
+});
+afterEach(async () => {
+  await dc.stop();
+});
+
+async function variables(ref) {
+  return (await dc.variablesRequest({ variablesReference: ref })).body.variables;
+}
+
+// initialize, launch, the breakpoints and filters, configurationDone.
+async function launch(config, { breakpoints = [], filters = [], filterOptions = [] } = {}) {
+  await Promise.all([
+    dc.initializeRequest({ adapterID: 'mindspore', supportsProgressReporting: true }),
+    dc.waitForEvent('initialized'),
+  ]);
+  const launched = dc.launchRequest({ data: DATA, ...config });
+  for (const [source, bps] of breakpoints)
+    await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: bps });
+  await dc.setExceptionBreakpointsRequest({ filters, filterOptions });
+  await launched;
+  await dc.configurationDoneRequest();
+}
+
+function stopped() {
+  if (stops.length) return Promise.resolve(stops.shift());
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no stopped event after 120 s')), 120000);
+    stopWaiters.push((body) => {
+      clearTimeout(timer);
+      resolve(body);
+    });
+  });
+}
+
+// The Training scope of the top frame: { step: '3', ... }.
+async function trainingInfo() {
+  const frames = (await dc.stackTraceRequest({ threadId: 1 })).body.stackFrames;
+  const scopes = (await dc.scopesRequest({ frameId: frames[0].id })).body.scopes;
+  const training = scopes.find((s) => s.name === 'Training');
+  assert.ok(training, JSON.stringify(scopes));
+  const info = {};
+  for (const v of await variables(training.variablesReference)) info[v.name] = v.value;
+  return { frames, scopes, info };
+}
+
+const FIELDS = ['cell', 'epoch', 'file', 'globalStep', 'gradNorm', 'loss', 'lossScale', 'lr',
+  'samplesPerSec', 'skipped', 'step', 'stepMs', 'totalSteps'];
+
+describe('cellscope dap: train mode', () => {
+  test('trainStep events with a decreasing loss, LossMonitor lines, progress, the checkpoint', async () => {
+    const program = file('train_mlp.py');
+    const ckpt = file('train_mlp_trained.ckpt');
+    fs.rmSync(ckpt, { force: true });
+    await launch({ program, mode: 'train', steps: 30 });
+    await ended;
+    assert.equal(steps.length, 30, outputs.join(''));
+    for (const [i, s] of steps.entries()) {
+      assert.deepEqual(Object.keys(s).sort(), FIELDS);
+      assert.equal(s.file, fs.realpathSync(program));
+      assert.equal(s.cell, 'MLP');
+      assert.equal(s.globalStep, i + 1);
+      assert.equal(s.step, i + 1);  // 40 batches of 16 per epoch
+      assert.equal(s.epoch, 1);
+      assert.equal(s.totalSteps, 30);
+      assert.equal(s.lr, Math.fround(0.05));  // MindSpore keeps the rate as a float32 Parameter
+      assert.equal(s.lossScale, 1);
+      assert.equal(s.skipped, false);
+      assert.ok(s.gradNorm > 0 && s.stepMs > 0 && s.samplesPerSec > 0, JSON.stringify(s));
+    }
+    const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
+    const first = mean(steps.slice(0, 5).map((s) => s.loss));
+    const last = mean(steps.slice(-5).map((s) => s.loss));
+    assert.ok(first > 2.0, `first losses ${first}`);  // ~ln(10) at the start
+    assert.ok(last < 0.5 * first, `the loss did not decrease: ${first} -> ${last}`);
+    const text = outputs.join('');
+    assert.match(text, /epoch: 1 step: 1, loss is \d\.\d+ \(\d+\.\d ms, \d+ samples\/s\)/);
+    assert.match(text, /epoch: 1 step: 30, loss is /);
+    assert.ok(fs.existsSync(ckpt), text);
+    assert.match(text, new RegExp(`wrote the trained checkpoint .*train_mlp_trained\\.ckpt\\n$`));
+    // Progress: a start, one update per step, an end.
+    assert.equal(progress[0].event, 'progressStart');
+    assert.equal(progress.filter((p) => p.event === 'progressUpdate').length, 30);
+    assert.equal(progress.at(-1).event, 'progressEnd');
+    assert.equal(progress.filter((p) => p.event === 'progressUpdate').at(-1).percentage, 100);
+  });
+
+  test('a breakpoint in a sub-Cell with hitCondition 3 stops in step 3; gradients, updates, optimizer state; stepping a step', async () => {
+    const program = file('train_mlp.py');
+    const line = lineOf(program, /y = self\.dense\(x\)/);
+    await launch({ program, mode: 'train', steps: 8 },
+      { breakpoints: [[program, [{ line, hitCondition: '3' }]]] });
+    let s = await stopped();
+    assert.equal(s.reason, 'breakpoint');
+    assert.equal(steps.length, 2);  // in the forward pass of step 3
+    let { frames, scopes, info } = await trainingInfo();
+    assert.equal(info.step, '3');
+    assert.equal(frames[0].line, line);
+    assert.match(frames[0].name, /hidden \(Block\)\.construct/);
+    assert.equal(info['gradients of step'], '2');
+    assert.equal(info['updates of step'], '2');
+    // The locals of the forward pass: in MLP.construct (the caller's frame), x is the flattened
+    // batch the hidden block gets (the network's source names).
+    assert.equal(frames[1].name, 'MLP.construct');
+    const outer = (await dc.scopesRequest({ frameId: frames[1].id })).body.scopes;
+    const locals = await variables(outer.find((v) => v.name === 'Locals').variablesReference);
+    assert.ok(locals.some((v) => v.name === 'x' && /Tensor\(16, 784\)/.test(v.value)), JSON.stringify(locals));
+    // Gradients and updates: hidden.dense.weight's value, gradient, last update; update =
+    // value now - value before, checked against the value at the next step.
+    const params = await variables(scopes.find((v) => v.name === 'Gradients and updates').variablesReference);
+    const w = params.find((v) => v.name === 'hidden.dense.weight');
+    assert.ok(w, JSON.stringify(params.map((p) => p.name)));
+    const parts = await variables(w.variablesReference);
+    assert.deepEqual(parts.map((p) => p.name), ['value', 'gradient', 'last update', 'learning rate']);
+    assert.match(parts[1].value, /Tensor\(32, 784\) float32/);
+    assert.equal(parts[3].value, '0.05');
+    const opt = await variables(scopes.find((v) => v.name === 'Optimizer state').variablesReference);
+    assert.ok(opt.some((v) => v.name === 'moments.hidden.dense.weight'), JSON.stringify(opt.map((v) => v.name)));
+    // cellscope.stepTraining: the rest of step 3, then a stop at the top of step 4.
+    await dc.customRequest('cellscope.stepTraining', { threadId: 1 });
+    s = await stopped();
+    assert.equal(s.reason, 'step');
+    ({ info } = await trainingInfo());
+    assert.equal(info.step, '4');
+    assert.equal(steps.length, 3);
+    // `next` at the top of a step runs that step: the top of step 5.
+    await dc.nextRequest({ threadId: 1 });
+    s = await stopped();
+    assert.equal(s.reason, 'step');
+    ({ info } = await trainingInfo());
+    assert.equal(info.step, '5');
+    assert.equal(steps.length, 4);
+    // The hit count counts steps: no further stop (hit 3 only), the run ends.
+    await dc.continueRequest({ threadId: 1 });
+    await ended;
+    assert.equal(steps.length, 8);
+  });
+
+  test('cellscope.stepTraining in mode infer is refused', async () => {
+    await Promise.all([dc.initializeRequest(), dc.waitForEvent('initialized')]);
+    await dc.launchRequest({ program: path.join(repo, 'tests/dap/fixtures/nan_model.py'), inputs: ['2,4'], stopOnEntry: true });
+    await dc.setExceptionBreakpointsRequest({ filters: [] });
+    await dc.configurationDoneRequest();
+    assert.equal((await stopped()).reason, 'entry');
+    await assert.rejects(dc.customRequest('cellscope.stepTraining', { threadId: 1 }), /the session does not train \(mode "infer"\)/);
+  });
+
+  test('stopOnEntry stops at the top of step 1', async () => {
+    await launch({ program: file('train_mlp.py'), mode: 'train', steps: 2, stopOnEntry: true });
+    const s = await stopped();
+    assert.equal(s.reason, 'entry');
+    const { info } = await trainingInfo();
+    assert.equal(info.step, '1');
+    assert.equal(info['gradients of step'], 'none yet');
+    await dc.continueRequest({ threadId: 1 });
+    await ended;
+    assert.equal(steps.length, 2);
+  });
+});
+
+describe('cellscope dap: training filters', () => {
+  test('grad-explode (planted learning rate 1e6) stops before the update with the norm, its threshold set', async () => {
+    await launch({ program: file('explode_mlp.py'), mode: 'train', steps: 10 },
+      { filterOptions: [{ filterId: 'grad-explode', condition: '1e4' }] });
+    const s = await stopped();
+    assert.equal(s.reason, 'exception');
+    assert.match(s.description, /^grad-explode: step (\d+): the global gradient norm (\S+) is above 10000 \(largest: \S+, norm \S+\)$/);
+    const [, step, norm] = s.description.match(/step (\d+): the global gradient norm (\S+)/);
+    assert.ok(Number(norm) > 1e4);
+    const { info } = await trainingInfo();
+    assert.equal(info.step, step);
+    assert.equal(info['gradients of step'], step);
+    assert.equal(steps.length, Number(step) - 1);  // before the update of that step
+    const ex = await dc.customRequest('exceptionInfo', { threadId: 1 });
+    assert.equal(ex.body.exceptionId, 'grad-explode');
+  });
+
+  test('loss-spike stops after the step whose loss jumps', async () => {
+    await launch({ program: file('explode_mlp.py'), mode: 'train', steps: 10 },
+      { filterOptions: [{ filterId: 'loss-spike', condition: '5' }] });
+    const s = await stopped();
+    assert.match(s.description, /^loss-spike: step (\d+): the loss \S+ is \S+ times the mean of the previous \d+ steps \(\S+\), above the factor 5$/);
+    const step = Number(s.description.match(/step (\d+)/)[1]);
+    assert.equal(steps.length, step);  // after the step
+    const prev = steps.slice(0, step - 1).map((e) => e.loss);
+    const mean = prev.slice(-10).reduce((a, b) => a + b, 0) / Math.min(prev.length, 10);
+    assert.ok(steps[step - 1].loss > 5 * mean);
+  });
+
+  test('a bad filter condition is not verified', async () => {
+    await Promise.all([dc.initializeRequest(), dc.waitForEvent('initialized')]);
+    const r = await dc.setExceptionBreakpointsRequest({
+      filters: [], filterOptions: [{ filterId: 'grad-explode', condition: 'big' }, { filterId: 'nan', condition: '3' }],
+    });
+    assert.equal(r.body.breakpoints[0].verified, false);
+    assert.match(r.body.breakpoints[0].message, /must be a positive number/);
+    assert.equal(r.body.breakpoints[1].verified, false);
+    assert.match(r.body.breakpoints[1].message, /takes no condition/);
+  });
+
+  test('loss-nan (a log of a negative) stops at the loss node of step 1', async () => {
+    await launch({ program: file('nan_mlp.py'), mode: 'train', steps: 3 }, { filters: ['loss-nan'] });
+    const s = await stopped();
+    assert.equal(s.reason, 'exception');
+    assert.match(s.description, /^loss-nan: step 1: the loss is NaN \(node '.*' at .*\)$/);
+    await dc.continueRequest({ threadId: 1 });
+    await ended;
+    assert.match(outputs.join(''), /training failed: step 1: the loss is NaN .*no checkpoint written/);
+    assert.ok(!fs.existsSync(file('nan_mlp_trained.ckpt')));
+  });
+
+  test('grad-nan names the parameter whose gradient is NaN', async () => {
+    await launch({ program: file('nan_mlp.py'), mode: 'train', steps: 3 }, { filters: ['grad-nan'] });
+    const s = await stopped();
+    assert.match(s.description, /^grad-nan: step 1: the gradient of (head|hidden\.dense)\.(weight|bias) has \d+ NaN of \d+ elements, first at index \[/);
+  });
+
+  test('weight-unchanged (a frozen layer: lr 0) names the parameter after step 1', async () => {
+    await launch({ program: file('frozen_mlp.py'), mode: 'train', steps: 3 }, { filters: ['weight-unchanged'] });
+    const s = await stopped();
+    assert.match(s.description, /^weight-unchanged: step 1: head\.weight did not change \(its gradient's norm is \S+, its learning rate 0\)$/);
+    assert.equal(steps.length, 1);
+    const { scopes } = await trainingInfo();
+    const params = await variables(scopes.find((v) => v.name === 'Gradients and updates').variablesReference);
+    const head = await variables(params.find((v) => v.name === 'head.weight').variablesReference);
+    const update = head.find((v) => v.name === 'last update');
+    assert.match(update.value, /min=0 max=0 mean=0/);
+    const hidden = await variables(params.find((v) => v.name === 'hidden.dense.weight').variablesReference);
+    assert.doesNotMatch(hidden.find((v) => v.name === 'last update').value, /min=0 max=0 mean=0/);
+  });
+});
+
+describe('cellscope dap: joint mode', () => {
+  test('trains, then reports top-1 accuracy on held-out batches at fp32, then writes the checkpoint', async () => {
+    const ckpt = file('train_mlp_trained.ckpt');
+    fs.rmSync(ckpt, { force: true });
+    await launch({ program: file('train_mlp.py'), mode: 'joint', epochs: 1, evalBatches: 5 });
+    await ended;
+    assert.equal(steps.length, 40);
+    const text = outputs.join('');
+    const m = text.match(/inference \(fp32\): top-1 accuracy (\S+)% \((\d+) of 80 samples, 5 batches of the test split/);
+    assert.ok(m, text);
+    assert.ok(Number(m[1]) > 80, text);
+    assert.ok(fs.existsSync(ckpt));
+    assert.ok(text.indexOf('top-1 accuracy') < text.indexOf('wrote the trained checkpoint'));
+  });
+});
+
+describe('cellscope dap: bad training configurations end cleanly', () => {
+  const cases = [
+    [{ mode: 'bogus' }, /'mode' must be "infer", "train" or "joint", not "bogus"/],
+    [{ mode: 'train', steps: 0 }, /'steps' must be a positive integer, not 0/],
+    [{ mode: 'train', batch: 'x' }, /'batch' must be a positive integer, not "x"/],
+    [{ steps: 3 }, /'steps' applies to mode "train" or "joint", not to mode "infer"/],
+    [{ mode: 'train', evalBatches: 3 }, /'evalBatches' applies to mode "joint"/],
+    [{ mode: 'train', inputs: ['1,784'] }, /'inputs' applies to mode "infer"/],
+    [{ mode: 'joint', precision: 'fp8' }, /precision must be "fp32", "target" or "int8", not "fp8"/],
+    [{ precision: 'int8' }, /precision "int8" is the inference half's of mode "joint"/],
+    [{ mode: 'train', data: '/nonexistent/mnist' }, /data directory '\/nonexistent\/mnist' does not exist/],
+    [{ mode: 'train', cell: 'Nope' }, /no training of cell 'Nope' in .*train_mlp\.py \(it trains MLP\)/],
+    [{ mode: 'train', program: path.join(repo, 'tests/dap/fixtures/nan_model.py') }, /no training found in .*nan_model\.py/],
+  ];
+  for (const [config, re] of cases) {
+    test(JSON.stringify(config), async () => {
+      await Promise.all([dc.initializeRequest(), dc.waitForEvent('initialized')]);
+      const terminated = dc.waitForEvent('terminated');
+      const training = config.mode === 'train' || config.mode === 'joint';
+      await assert.rejects(dc.launchRequest({ program: file('train_mlp.py'), ...(training ? { data: DATA } : {}), ...config }), re);
+      await terminated;
+    });
+  }
+
+  test('a data directory without the MNIST files fails the launch naming them', async () => {
+    await Promise.all([dc.initializeRequest(), dc.waitForEvent('initialized')]);
+    const empty = fs.mkdtempSync(path.join(tmp, 'empty-'));
+    const terminated = dc.waitForEvent('terminated');
+    await assert.rejects(dc.launchRequest({ program: file('train_mlp.py'), mode: 'train', data: empty }),
+      /train-images-idx3-ubyte/);
+    await terminated;
+  });
+});
