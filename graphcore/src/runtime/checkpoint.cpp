@@ -783,6 +783,7 @@ CheckpointLoad Executor::load_checkpoint(const std::filesystem::path& file) {
                          [&](std::span<const uint8_t> done) { f.release(done); });
     for (const auto& chunk : e->chunks) f.release(chunk);
     ps.source = InitSource::Loaded;
+    ps.pending = false;
     ps.note = "loaded from " + fname;
     if (*e->info.dtype != declared) {
       ps.note += " (" + e->type_name + " converted to " + std::string(dtype_name(declared)) + ")";
