@@ -116,6 +116,47 @@ class Branchy(nn.Cell):
         return self.fc(x)
 '''
 
+# The MindIR rows added for issue 18's gaps: AvgPool (valid, same), AdaptiveAvgPool2D (global and
+# 2x2), HSwish, HSigmoid, SiLU, Squeeze, ReduceSum / ReduceMax / ReduceMin (kept and dropped axes,
+# a negative axis), the unary Exp, Neg, Abs, Sqrt, Square, Rsqrt, Erf, Log and the binary
+# Maximum, Minimum, Pow (a scalar exponent), Flatten(start_dim=2) (a Reshape). Four outputs.
+OPS_SOURCE = '''import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet(nn.Cell):
+    "Pooling, activations, reductions, squeeze and elementwise math of mindcv-style models."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.avg = nn.AvgPool2d(2, 2)
+        self.avg_same = nn.AvgPool2d(3, 1, pad_mode="same")
+        self.adapt = nn.AdaptiveAvgPool2d((2, 2))
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.hswish = nn.HSwish()
+        self.hsigmoid = nn.HSigmoid()
+        self.silu = nn.SiLU()
+        self.rsum = ops.ReduceSum(keep_dims=True)
+        self.rmax = ops.ReduceMax()
+        self.rmin = ops.ReduceMin(keep_dims=True)
+        self.flat = nn.Flatten(start_dim=2)
+
+    def construct(self, x):
+        y = self.hswish(self.conv(x))
+        y = self.avg_same(self.hsigmoid(y)) + self.silu(y)
+        y = self.avg(y)
+        a = self.adapt(y)
+        g = ops.squeeze(self.gap(y), (2, 3))
+        s = self.rsum(a, (2, 3))
+        m = self.rmax(a, 1)
+        n = self.rmin(a, -1)
+        e = ops.exp(-ops.abs(a)) + ops.sqrt(ops.square(a) + 1.0) + ops.rsqrt(ops.abs(a) + 1.0)
+        e = e + ops.erf(a) + ops.log(ops.abs(a) + 1.0)
+        e = ops.maximum(e, n) + ops.minimum(e, s) + ops.pow(e, 2.0)
+        return e, g, m, self.flat(a)
+'''
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5},
@@ -138,6 +179,8 @@ CASES: Dict[str, Dict] = {
     "bert_base": {"file": "models/bert_base.py", "cell": "bert_base()",
                   "select": ["--entry", "bert_base()"], "shape": (1, 128), "dtype": "int32",
                   "ms_rtol": 1e-4, "weights": "init"},
+    "more_ops": {"source": OPS_SOURCE, "cell": "OpsNet", "select": ["--cell", "OpsNet"],
+                 "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True},
     "branch_taken": {"source": BRANCH_SOURCE, "cell": "Branchy()", "select": ["--cell", "Branchy"],
                      "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True},
     "branch_other": {"source": BRANCH_SOURCE,

@@ -13,6 +13,10 @@ constexpr MindirDef kMindirReLU6{"ReLU6", MindirKind::Function, kMindirX};
 constexpr MindirArg kMindirInput[] = {{"input", MindirValue::Input}};
 constexpr MindirDef kMindirSigmoid{"Sigmoid", MindirKind::Function, kMindirInput};
 constexpr MindirDef kMindirTanh{"Tanh", MindirKind::Function, kMindirInput};
+// nn.HSwish, nn.HSigmoid, nn.SiLU: one-input function primitives (measured).
+constexpr MindirDef kMindirHSwish{"HSwish", MindirKind::Function, kMindirInput};
+constexpr MindirDef kMindirHSigmoid{"HSigmoid", MindirKind::Function, kMindirInput};
+constexpr MindirDef kMindirSiLU{"SiLU", MindirKind::Function, kMindirInput};
 // GeLU is the tanh approximation; nn.GELU(approximate=False) is written as its construct computes
 // it (Div, Erf, Add, Mul, Mul), as mindspore.export writes it.
 constexpr MindirDef kMindirGeLU{
@@ -41,11 +45,11 @@ std::span<const OpDef> activation_ops() {
       {"FastGeLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
        &kernels::k_fast_gelu, false, &ad::g_unary},
       {"SiLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
-       &kernels::k_silu, false, &ad::g_unary, false, &ox::o_silu},
+       &kernels::k_silu, false, &ad::g_unary, false, &ox::o_silu, &kMindirSiLU},
       {"HSwish", C::Activation, kElementwise | kActivation, U::Vector, 3, P::Float16,
-       &kernels::k_hswish, false, &ad::g_unary, false, &ox::o_hswish},
+       &kernels::k_hswish, false, &ad::g_unary, false, &ox::o_hswish, &kMindirHSwish},
       {"HSigmoid", C::Activation, kElementwise | kActivation, U::Vector, 3, P::Float16,
-       &kernels::k_hsigmoid, false, &ad::g_unary, false, &ox::o_hsigmoid},
+       &kernels::k_hsigmoid, false, &ad::g_unary, false, &ox::o_hsigmoid, &kMindirHSigmoid},
       {"LeakyReLU", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,
        &kernels::k_leaky_relu, false, &ad::g_unary},
       {"Elu", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16, &kernels::k_elu,
