@@ -119,8 +119,8 @@ enum class MindirValue : uint8_t {
                 // primitive)
   OutputHW,     // TUPLE of INT64: the output's last two dims (AdaptiveAvgPool2D's output_size,
                 // None entries resolved)
-  ReduceAxes,   // TUPLE of INT64: the reduced axes as the runtime's kernel resolves them
-                // (recorded `axis` / `keep_dims` / `keepdims`, else from the shapes), each >= 0
+  ReduceAxes,   // TUPLE of INT64: the attribute `key` as written (-1 kept; None: the empty
+                // tuple), else the axes the runtime's kernel resolves from the shapes
   ReduceKeep,   // BOOL: whether the reduction keeps its axes (the same resolution)
 };
 

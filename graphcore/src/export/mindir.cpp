@@ -612,10 +612,19 @@ class Writer {
       case MindirValue::ReduceKeep: {
         bool keep = false;
         const std::vector<int64_t> axes = reduction(node, &keep);
-        if (arg.value == MindirValue::ReduceAxes) {
-          set_ints(attr, axes);
-        } else {
+        if (arg.value == MindirValue::ReduceKeep) {
           set_bool(attr, keep);
+          return;
+        }
+        // The axes as the program wrote them (ReduceMin(x, -1) keeps -1, as mindspore.export
+        // does; None: the empty tuple), else as the kernel resolved them.
+        const AttrValue* given = node.find_attr(arg.key);
+        if (given != nullptr && std::holds_alternative<std::monostate>(*given)) {
+          set_ints(attr, {});
+        } else if (auto l = as_ints(given)) {
+          set_ints(attr, *l);
+        } else {
+          set_ints(attr, axes);
         }
         return;
       }

@@ -47,6 +47,13 @@ constexpr MindirArg kMindirTransposeArgs[] = {{"input", MindirValue::Input},
 // and MindSpore's own export writes nothing.
 constexpr MindirDef kMindirDropout{"Dropout", MindirKind::Function, {}, {}, -1, false, true};
 constexpr MindirDef kMindirTranspose{"Transpose", MindirKind::Function, kMindirTransposeArgs};
+// nn.Identity: mindspore.export writes nothing for it (measured), as for Dropout.
+constexpr MindirDef kMindirIdentity{"Identity", MindirKind::Function, {}, {}, -1, false, true};
+// BroadcastTo(input, shape): the output's static shape (measured: ops.broadcast_to(x, (2, 4, 6,
+// 6)) and ops.BroadcastTo((2, 4, 6, 6)) both write the full target shape).
+constexpr MindirArg kMindirBroadcastToArgs[] = {{"input", MindirValue::Input},
+                                                {"shape", MindirValue::OutputShape}};
+constexpr MindirDef kMindirBroadcastTo{"BroadcastTo", MindirKind::Function, kMindirBroadcastToArgs};
 // ExpandDims(input_x, axis) with the recorded int axis.
 constexpr MindirArg kMindirExpandDimsArgs[] = {{"input_x", MindirValue::Input},
                                                {"axis", MindirValue::RequiredInt, "axis"}};
@@ -137,7 +144,7 @@ std::span<const OpDef> tensor_ops() {
       {"Squeeze", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
        false, &ad::g_reshape, false, &ox::o_reshape, &kMindirSqueeze},
       {"Identity", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_identity, false,
-       &ad::g_identity},
+       &ad::g_identity, false, nullptr, &kMindirIdentity},
       {"Narrow", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_narrow, false,
        &ad::g_narrow},
       {"Transpose", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_transpose, false,
@@ -153,7 +160,7 @@ std::span<const OpDef> tensor_ops() {
       {"Tile", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tile, false, &ad::g_tile,
        false, &ox::o_tile, &kMindirTile},
       {"BroadcastTo", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_broadcast_to,
-       false, &ad::g_broadcast_to},
+       false, &ad::g_broadcast_to, false, nullptr, &kMindirBroadcastTo},
       {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,
        false, &ad::g_strided_slice, false, &ox::o_strided_slice, &kMindirStridedSlice},
       {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad, false, &ad::g_pad},
