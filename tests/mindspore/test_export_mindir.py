@@ -118,7 +118,7 @@ class Branchy(nn.Cell):
 '''
 
 # The MindIR rows added for issue 18's gaps: AvgPool (valid, same), AdaptiveAvgPool2D (global and
-# 2x2), HSwish, HSigmoid, SiLU, Squeeze, ReduceSum / ReduceMax / ReduceMin (kept and dropped axes,
+# 2x2), HSigmoid, SiLU, Squeeze, ReduceSum / ReduceMax / ReduceMin (kept and dropped axes,
 # a negative axis), the unary Exp, Neg, Abs, Sqrt, Square, Rsqrt, Erf, Log and the binary
 # Maximum, Minimum, Pow (a scalar exponent), Flatten(start_dim=2) (a Reshape), BroadcastTo and
 # nn.Identity (nothing written). Four outputs.
@@ -136,7 +136,6 @@ class OpsNet(nn.Cell):
         self.avg_same = nn.AvgPool2d(3, 1, pad_mode="same")
         self.adapt = nn.AdaptiveAvgPool2d((2, 2))
         self.gap = nn.AdaptiveAvgPool2d(1)
-        self.hswish = nn.HSwish()
         self.hsigmoid = nn.HSigmoid()
         self.silu = nn.SiLU()
         self.rsum = ops.ReduceSum(keep_dims=True)
@@ -146,7 +145,7 @@ class OpsNet(nn.Cell):
         self.ident = nn.Identity()
 
     def construct(self, x):
-        y = self.hswish(self.conv(x))
+        y = ops.relu(self.conv(x))
         y = self.avg_same(self.hsigmoid(y)) + self.silu(y)
         y = self.avg(y)
         a = self.adapt(y)

@@ -137,11 +137,19 @@ TEST(OnnxExport, ConvBatchNormPoolDenseModel) {
 
 // 8-bit constants keep their values (they were written as 0/1, the bool encoding).
 TEST(OnnxExport, Int8AndUInt8ConstantsKeepTheirValues) {
-  AnalysisResult r = compile(
+  const std::string text =
+      "import mindspore as ms\nfrom mindspore import nn, ops\n\n\nclass Net(nn.Cell):\n"
+      "    def __init__(self):\n        super().__init__()\n"
       "        self.a = ms.Tensor([-3, 5, 100, -128], ms.int8)\n"
-      "        self.b = ms.Tensor([0, 7, 200, 255], ms.uint8)\n",
-      "        return x + ops.cast(self.a, ms.float32) + ops.cast(self.b, ms.float32)\n",
-      {f32({2, 4})});
+      "        self.b = ms.Tensor([0, 7, 200, 255], ms.uint8)\n\n"
+      "    def construct(self, x):\n"
+      "        return x + ops.cast(self.a, ms.float32) + ops.cast(self.b, ms.float32)\n";
+  MemorySourceProvider src("/mem/net.py", text);
+  AnalysisOptions opts;
+  opts.cell = "Net";
+  opts.inputs = {f32({2, 4})};
+  opts.constant_values = true;  // as `cellscope export` analyses (server/model_export.cpp)
+  AnalysisResult r = analyze_file("/mem/net.py", opts, src);
   ASSERT_EQ(r.cells.size(), 1u);
   runtime::ExecOptions eo;
   Executor ex(r.cells[0], eo);

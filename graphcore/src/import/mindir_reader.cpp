@@ -755,7 +755,9 @@ class Reader {
         in.push_back(Val{});  // a primitive used as a value
         continue;
       }
-      throw ImportError{where + " references unknown input '" + name + "'"};
+      std::string msg = where;
+      msg.append(" references unknown input '").append(name).append("'");
+      throw ImportError{msg};
     }
     // The primitive: `REF::<key>` of a PrimitiveProto, `REF::<graph>` of a function, or a bare
     // primitive name.
@@ -926,7 +928,9 @@ class Reader {
     if (it == functions_.end())
       throw ImportError{where + " calls unknown sub-graph '" + name + "'"};
     const pb::Graph& f = *it->second;
-    if (loops_.count(name) != 0 || inlining_.size() >= 64) {
+    // A loop, a chain deeper than 64 or more than 10,000 inlined calls (a file whose sub-graphs
+    // call each other twice per level would otherwise grow exponentially): an opaque call.
+    if (loops_.count(name) != 0 || inlining_.size() >= 64 || inlined_ >= 10000) {
       looped_.insert(name);
       ++control_flow_;
       return opaque(n, "call", args);
@@ -947,8 +951,10 @@ class Reader {
       const std::string bare =
           t.has_ref_key() && !t.ref_key().empty() ? t.ref_key() : bare_name(t.name());
       if (params_.count(bare) == 0) {
-        throw ImportError{"sub-graph " + name + " reads weight '" + bare +
-                          "', which the main graph does not declare"};
+        std::string msg = "sub-graph ";
+        msg.append(name).append(" reads weight '").append(bare);
+        msg.append("', which the main graph does not declare");
+        throw ImportError{msg};
       }
       params_.emplace(t.name(), bare);
     }
@@ -1086,9 +1092,11 @@ class Reader {
         }
         for (const Val& item : t->items) {
           auto r = tensor_ref(item, node.scope);
-          if (!r)
-            throw ImportError{where + ": an element of " + std::string(arg.name) +
-                              " is not a tensor"};
+          if (!r) {
+            std::string msg = where;
+            msg.append(": an element of ").append(arg.name).append(" is not a tensor");
+            throw ImportError{msg};
+          }
           data.emplace_back(*r);
         }
         continue;
@@ -1374,15 +1382,22 @@ class Reader {
 
   void summarise_notes() {
     for (const auto& [prim, count] : opaque_) {
-      note("primitive " + prim + " (" + std::to_string(count) + (count == 1 ? " node" : " nodes") +
-           ") has no operator row with a MindIR mapping: kept as an opaque node, shaped from the "
-           "file's abstract, with no cost");
+      std::string msg = "primitive ";
+      msg.append(prim).append(" (").append(std::to_string(count));
+      msg.append(count == 1 ? " node" : " nodes");
+      msg.append(
+          ") has no operator row with a MindIR mapping: kept as an opaque node, shaped from the "
+          "file's abstract, with no cost");
+      note(std::move(msg));
     }
     for (const auto& [prim, count] : unread_) {
-      note("primitive " + prim + " (" + std::to_string(count) + (count == 1 ? " node" : " nodes") +
-           ") is operator " + prim +
-           ", whose row has no MindIR mapping: its attributes are not "
-           "read and its shape is the file's");
+      std::string msg = "primitive ";
+      msg.append(prim).append(" (").append(std::to_string(count));
+      msg.append(count == 1 ? " node" : " nodes").append(") is operator ").append(prim);
+      msg.append(
+          ", whose row has no MindIR mapping: its attributes are not read and its shape "
+          "is the file's");
+      note(std::move(msg));
     }
     if (inlined_ > 0) {
       note("control flow: " + std::to_string(model_.functions_size()) + " sub-graph(s), " +
@@ -1390,9 +1405,11 @@ class Reader {
            " Switch(es) imported as Merge nodes of both branches (as an `if` on a tensor)");
     }
     for (const std::string& loop : looped_) {
-      note("control flow: sub-graph " + loop +
-           " calls itself (a loop, as MindSpore writes `while` on a tensor): not unrolled; the "
-           "call is an opaque node with no cost");
+      std::string msg = "control flow: sub-graph ";
+      msg.append(loop).append(
+          " calls itself (a loop, as MindSpore writes `while` on a tensor): not unrolled; the "
+          "call is an opaque node with no cost");
+      note(std::move(msg));
     }
     if (control_flow_ > 0) {
       note("control flow: " + std::to_string(control_flow_) +
