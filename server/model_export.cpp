@@ -343,10 +343,14 @@ ModelExportOutcome export_model(const ModelExportRequest& request,
     graphcore::runtime::ExecOptions exec;
     exec.seed = request.seed;
     exec.keep_values = false;
+    // With a checkpoint, only the parameters it does not provide run their initializers (after
+    // the load), not every weight before it is overwritten.
+    exec.defer_init = !request.checkpoint.empty();
     graphcore::runtime::Executor executor(report, exec);
     if (!request.checkpoint.empty()) {
       graphcore::runtime::CheckpointLoad load = executor.load_checkpoint(request.checkpoint);
       out.checkpoint_summary = load.summary();
+      executor.init_pending();
     }
     if (cancelled()) return out;
     stage("serializing", 60);

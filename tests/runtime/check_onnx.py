@@ -215,6 +215,52 @@ class Net(nn.Cell):
 '''
 
 
+# 8-bit constants (a quantisation table, a lookup of small ints): their raw_data must hold the
+# values, one byte each (they were once written as 0/1, the bool encoding).
+INT8_MODEL = '''import mindspore as ms
+import mindspore.nn as nn
+import mindspore.ops as ops
+import numpy as np
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.a = ms.Tensor(np.array([-3, 5, 100, -128], np.int8))
+        self.b = ms.Tensor(np.array([0, 7, 200, 255], np.uint8))
+
+    def construct(self, x):
+        return x * ops.cast(self.a, ms.float32) + ops.cast(self.b, ms.float32)
+'''
+INT8_VALUES = np.array([-3, 5, 100, -128], np.int8)
+UINT8_VALUES = np.array([0, 7, 200, 255], np.uint8)
+
+
+def check_int8_constants(args, work):
+    from onnx import numpy_helper
+    failures = []
+    src = os.path.join(work, "int8.py")
+    with open(src, "w") as f:
+        f.write(INT8_MODEL)
+    dest = os.path.join(work, "int8.onnx")
+    run([args.bin, "export", src, "--format", "onnx", "--input", "2,4", "-o", dest])
+    m = onnx.load(dest)
+    onnx.checker.check_model(m, full_check=True)
+    by_type = {t.data_type: numpy_helper.to_array(t) for t in m.graph.initializer}
+    for dtype, want in ((onnx.TensorProto.INT8, INT8_VALUES), (onnx.TensorProto.UINT8, UINT8_VALUES)):
+        got = by_type.get(dtype)
+        if got is None or got.dtype != want.dtype or not np.array_equal(got, want):
+            failures.append(f"{onnx.TensorProto.DataType.Name(dtype)} constant reads back as {got!r}, "
+                            f"the model holds {want!r}")
+    x = np.random.default_rng(3).standard_normal((2, 4)).astype(np.float32)
+    sess = ort.InferenceSession(dest, providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    want = x * INT8_VALUES.astype(np.float32) + UINT8_VALUES.astype(np.float32)
+    if not np.allclose(y, want, rtol=1e-6, atol=0):
+        failures.append(f"onnxruntime gives {y!r}, numpy {want!r}")
+    return failures
+
+
 def check_refusals(args, work):
     failures = []
     src = os.path.join(work, "unmapped.py")
@@ -309,6 +355,12 @@ def main():
                 if not ok:
                     failed.append(f"{name} [{weights}]")
         if not args.only:
+            int8_failures = check_int8_constants(args, work)
+            for f in int8_failures:
+                print(f"FAIL int8 constants: {f}")
+                failed.append("int8 constants")
+            if not int8_failures:
+                print("PASS int8/uint8 constants: values read back by numpy_helper and onnxruntime")
             for f in check_refusals(args, work):
                 print(f"FAIL refusal: {f}")
                 failed.append("refusal")

@@ -239,6 +239,31 @@ TEST(Checkpoint, UnknownEntriesAreIgnoredAndMissingParametersKeepTheirInitialize
   EXPECT_THAT(s, HasSubstr("10 entries"));
 }
 
+// defer_init (cellscope export --checkpoint): the checkpoint's parameters are never initialised,
+// the missing one is initialised afterwards to the very value the eager executor gives, and
+// nothing runs while a parameter is pending.
+TEST(Checkpoint, DeferredInitInitialisesOnlyWhatTheCheckpointLacks) {
+  Executor eager(tiny_report());
+  eager.load_checkpoint(kDir / "tiny_partial.ckpt");
+  ExecOptions opts;
+  opts.defer_init = true;
+  Executor ex(tiny_report(), opts);
+  for (const ParamState& p : ex.params()) EXPECT_TRUE(p.pending) << p.name;
+  ex.set_input_spec(0, "ones", 0);
+  EXPECT_THROW(ex.run(), RuntimeError);
+  CheckpointLoad r = ex.load_checkpoint(kDir / "tiny_partial.ckpt");
+  EXPECT_EQ(r.loaded.size(), 7u);
+  EXPECT_TRUE(ex.param("dense.bias")->pending);
+  EXPECT_FALSE(ex.param("conv.weight")->pending);
+  EXPECT_EQ(ex.init_pending(), 1u);
+  EXPECT_EQ(ex.init_pending(), 0u);
+  for (const ParamState& p : ex.params()) {
+    EXPECT_FALSE(p.pending) << p.name;
+    EXPECT_EQ(values(p.value), values(eager.param(p.name)->value)) << p.name;
+  }
+  EXPECT_EQ(ex.run().kind, RunStatus::Kind::Finished);
+}
+
 TEST(Checkpoint, ShapeMismatchNamesTheParameterAndBothShapesAndChangesNothing) {
   Executor ex(tiny_report());
   Tensor before = ex.param("bn.gamma")->value.clone();

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -132,6 +133,45 @@ TEST(OnnxExport, ConvBatchNormPoolDenseModel) {
   EXPECT_EQ(ints(attr(g.node(3), "pads")), (std::vector<int64_t>{0, 0, 1, 1}));
   EXPECT_EQ(attr(g.node(5), "transB")->i(), 1);
   EXPECT_EQ(res.nodes, 7u);
+}
+
+// 8-bit constants keep their values (they were written as 0/1, the bool encoding).
+TEST(OnnxExport, Int8AndUInt8ConstantsKeepTheirValues) {
+  const std::string text =
+      "import mindspore as ms\nfrom mindspore import nn, ops\n\n\nclass Net(nn.Cell):\n"
+      "    def __init__(self):\n        super().__init__()\n"
+      "        self.a = ms.Tensor([-3, 5, 100, -128], ms.int8)\n"
+      "        self.b = ms.Tensor([0, 7, 200, 255], ms.uint8)\n\n"
+      "    def construct(self, x):\n"
+      "        return x + ops.cast(self.a, ms.float32) + ops.cast(self.b, ms.float32)\n";
+  MemorySourceProvider src("/mem/net.py", text);
+  AnalysisOptions opts;
+  opts.cell = "Net";
+  opts.inputs = {f32({2, 4})};
+  opts.constant_values = true;  // as `cellscope export` analyses (server/model_export.cpp)
+  AnalysisResult r = analyze_file("/mem/net.py", opts, src);
+  ASSERT_EQ(r.cells.size(), 1u);
+  runtime::ExecOptions eo;
+  Executor ex(r.cells[0], eo);
+  const OnnxExportResult res = build_onnx(r.cells[0], ex.params(), {});
+  ASSERT_TRUE(res.ok()) << res.diagnostics.front().message;
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(res.bytes));
+  std::map<int, std::string> raw;  // data_type -> raw_data
+  for (const auto& t : m.graph().initializer()) raw[t.data_type()] = t.raw_data();
+  ASSERT_TRUE(raw.count(onnx::TensorProto::INT8));
+  ASSERT_TRUE(raw.count(onnx::TensorProto::UINT8));
+  const std::string i8 = raw[onnx::TensorProto::INT8];
+  const std::string u8 = raw[onnx::TensorProto::UINT8];
+  ASSERT_EQ(i8.size(), 4u);
+  ASSERT_EQ(u8.size(), 4u);
+  EXPECT_EQ(static_cast<int8_t>(i8[0]), -3);
+  EXPECT_EQ(static_cast<int8_t>(i8[1]), 5);
+  EXPECT_EQ(static_cast<int8_t>(i8[2]), 100);
+  EXPECT_EQ(static_cast<int8_t>(i8[3]), -128);
+  EXPECT_EQ(static_cast<uint8_t>(u8[1]), 7);
+  EXPECT_EQ(static_cast<uint8_t>(u8[2]), 200);
+  EXPECT_EQ(static_cast<uint8_t>(u8[3]), 255);
 }
 
 TEST(OnnxExport, UnmappedOperatorIsALocatedRefusal) {

@@ -113,6 +113,16 @@ enum class MindirValue : uint8_t {
   Multiples,    // TUPLE of INT64: output dims / input dims per axis, the input's rank padded
                 // with leading 1s (Tile's multiples, as MindSpore's Tile reads longer ones)
   OutputCount,  // INT64: the number of the node's outputs (Unstack's `num`)
+  Axes,         // TUPLE of INT64 from the attribute `key` (an int: one axis); not recorded or
+                // None: the empty tuple, MindSpore's "every axis" (Squeeze, ReduceSum ...)
+  PadModeEnum,  // INT64: the string attribute `key` as MindSpore's PadMode enum of function
+                // primitives (same = 1, valid = 2; measured in AvgPool); 'pad' refuses (another
+                // primitive)
+  OutputHW,     // TUPLE of INT64: the output's last two dims (AdaptiveAvgPool2D's output_size,
+                // None entries resolved)
+  ReduceAxes,   // TUPLE of INT64: the attribute `key` as written (-1 kept; None: the empty
+                // tuple), else the axes the runtime's kernel resolves from the shapes
+  ReduceKeep,   // BOOL: whether the reduction keeps its axes (the same resolution)
 };
 
 // A node MindSpore's GRAPH_MODE compile folds into a constant tensor when its output shape is
@@ -132,6 +142,10 @@ enum class MindirExpansion : uint8_t {
   // as Div, Erf, Add, Mul, Mul (nn.GELU's construct; measured in mindspore.export's file);
   // approximate=True is the GeLU primitive.
   GeluErf,
+  // Flatten with start_dim / end_dim other than (1, -1) (nn.Flatten(start_dim=2),
+  // ops.flatten(x, start_dim=...)): Reshape to the output's static shape, as mindspore.export
+  // writes it (measured); the default form is the Flatten primitive.
+  FlattenReshape,
 };
 
 struct MindirArg {

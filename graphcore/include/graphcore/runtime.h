@@ -175,6 +175,9 @@ struct ParamState {
   InitSpec init;
   InitSource source = InitSource::LayerDefault;
   std::string note;  // where the initializer came from ("weight_init=Normal(sigma=0.02, mean=0)")
+  // Allocated but not initialised yet (ExecOptions::defer_init): load_checkpoint, set_param or
+  // Executor::init_pending gives it its value.
+  bool pending = false;
 };
 
 // ---- MindSpore checkpoints ----------------------------------------------------------------------
@@ -245,6 +248,12 @@ struct ExecOptions {
   // numbers on every machine (oneDNN's backward-weights reductions split by thread count).
   // 0: every hardware thread.
   int threads = 1;
+  // Allocate the parameters without running their initializers: the caller loads what it has
+  // (load_checkpoint, set_param) and then calls Executor::init_pending, which initialises the
+  // rest exactly as the constructor would have (same seed, same values). `cellscope export
+  // --checkpoint` uses it so the weights the checkpoint provides are not initialised first.
+  // Running (run, step) with parameters still pending throws.
+  bool defer_init = false;
 };
 
 // The library behind the convolutions and matrix products and the instruction set it picked for
@@ -346,6 +355,9 @@ class Executor {
   // a shape or dtype does not match (both shapes / dtypes named) or the file cannot be read.
   // Loaded parameters get InitSource::Loaded and a note naming the file.
   CheckpointLoad load_checkpoint(const std::filesystem::path& file);
+  // Runs the initializer of every parameter still pending (ExecOptions::defer_init); returns
+  // how many. The values equal what the constructor gives without defer_init.
+  size_t init_pending();
 
   // Runs from the current position until the end, a pause, an abort or an error. Call again to
   // resume after a pause. After Finished/Aborted/Error, call reset() to run again.
@@ -376,6 +388,7 @@ class Executor {
 
  private:
   RunStatus run_one(const Hooks& hooks, bool* stop);
+  void require_initialised() const;  // throws when a parameter is still pending
 
   CellReport report_;
   ExecOptions opts_;

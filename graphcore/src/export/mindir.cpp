@@ -582,6 +582,58 @@ class Writer {
       case MindirValue::OutputCount:
         set_int(attr, static_cast<int64_t>(node.outputs.size()));
         return;
+      case MindirValue::Axes: {
+        const AttrValue* v = r.attr();
+        if (v == nullptr || std::holds_alternative<std::monostate>(*v)) {
+          set_ints(attr, {});
+          return;
+        }
+        auto l = as_ints(v);
+        if (!l) throw Refusal{"its " + r.what() + " is not recorded as integers"};
+        set_ints(attr, *l);
+        return;
+      }
+      case MindirValue::PadModeEnum: {
+        const AttrValue* v = r.attr();
+        const auto* text = v != nullptr ? std::get_if<std::string>(v) : nullptr;
+        std::string mode = text != nullptr ? *text : "valid";
+        std::ranges::transform(mode, mode.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (mode == "same") {
+          set_int(attr, 1);
+        } else if (mode == "valid") {
+          set_int(attr, 2);
+        } else {
+          throw Refusal{"pad_mode='" + mode +
+                        "' has no MindIR mapping (MindSpore exports it as another primitive)"};
+        }
+        return;
+      }
+      case MindirValue::ReduceAxes:
+      case MindirValue::ReduceKeep: {
+        bool keep = false;
+        const std::vector<int64_t> axes = reduction(node, &keep);
+        if (arg.value == MindirValue::ReduceKeep) {
+          set_bool(attr, keep);
+          return;
+        }
+        // The axes as the program wrote them (ReduceMin(x, -1) keeps -1, as mindspore.export
+        // does; None: the empty tuple), else as the kernel resolved them.
+        const AttrValue* given = node.find_attr(arg.key);
+        if (given != nullptr && std::holds_alternative<std::monostate>(*given)) {
+          set_ints(attr, {});
+        } else if (auto l = as_ints(given)) {
+          set_ints(attr, *l);
+        } else {
+          set_ints(attr, axes);
+        }
+        return;
+      }
+      case MindirValue::OutputHW: {
+        const auto y = known_dims(node.outputs.at(0).shape);
+        if (y.size() < 2) throw Refusal{"its output has fewer than two dims"};
+        set_ints(attr, {y[y.size() - 2], y.back()});
+        return;
+      }
       case MindirValue::RequiredInt:
         if (r.attr() == nullptr) throw Refusal{"its " + r.what() + " is not recorded"};
         set_int(attr, r.one_int(0));
@@ -679,6 +731,20 @@ class Writer {
     }
   }
 
+  // The reduced axes and keep_dims of a reduction, as the runtime's kernel resolves them.
+  std::vector<int64_t> reduction(const Node& node, bool* keep) const {
+    const auto x = input_dims(node, 0);
+    std::vector<runtime::Tensor> none;
+    std::vector<const runtime::ParamState*> no_params;
+    std::vector<runtime::Tensor> outs;
+    const runtime::KernelCall call{node, none, no_params, outs};
+    try {
+      return runtime::kernels::reduce_axes(call, x, keep);
+    } catch (const std::exception& e) {
+      throw Refusal{std::string("its reduction axes: ") + e.what()};
+    }
+  }
+
   // pad_mode "same": per spatial axis, total = max((ceil(in / s) - 1) * s + (k - 1) * d + 1 - in,
   // 0), the smaller half before (MindSpore's Conv2D pad_list).
   std::vector<int64_t> same_padding(const Node& node) const {
@@ -742,6 +808,10 @@ class Writer {
     operands_ = operands(node);
     if (m.inference_identity) {
       names_[index] = {operand(0)};
+      return;
+    }
+    if (m.expansion == MindirExpansion::FlattenReshape && !default_flatten(node)) {
+      names_[index] = {reshape(node, operand(0), known_dims(node.outputs.at(0).shape))};
       return;
     }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
@@ -918,6 +988,18 @@ class Writer {
       }
     }
     return tensor_constant(type, values);
+  }
+
+  // Flatten's default dims: start_dim 1 and end_dim -1 (or the last axis), or not recorded.
+  bool default_flatten(const Node& node) const {
+    const auto rank = static_cast<int64_t>(input_dims(node, 0).size());
+    auto dim = [&](std::string_view key, int64_t fallback) {
+      auto v = as_ints(node.find_attr(key));
+      return v && v->size() == 1 ? v->front() : fallback;
+    };
+    const int64_t start = dim("start_dim", 1);
+    const int64_t end = dim("end_dim", -1);
+    return (start == 1 || start == 1 - rank) && (end == -1 || end == rank - 1);
   }
 
   // A Reshape(value, shape) node; returns its name.

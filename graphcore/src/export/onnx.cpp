@@ -598,39 +598,10 @@ OnnxExportResult build(const CellReport& report, const std::span<const runtime::
       std::string* raw = c->mutable_raw_data();
       for (int64_t k = 0; k < count; ++k) {
         const double v = n.constant_values ? (*n.constant_values)[static_cast<size_t>(k)] : uniform;
-        char buf[8];
-        switch (t.dtype) {
-          case DType::Float32: {
-            const auto f = static_cast<float>(v);
-            std::memcpy(buf, &f, 4);
-            raw->append(buf, 4);
-            break;
-          }
-          case DType::Float64:
-            std::memcpy(buf, &v, 8);
-            raw->append(buf, 8);
-            break;
-          case DType::Float16: {
-            const uint16_t h = binary16_bits(static_cast<float>(v));
-            std::memcpy(buf, &h, 2);
-            raw->append(buf, 2);
-            break;
-          }
-          case DType::Int32: {
-            const auto x = static_cast<int32_t>(v);
-            std::memcpy(buf, &x, 4);
-            raw->append(buf, 4);
-            break;
-          }
-          case DType::Int64: {
-            const auto x = static_cast<int64_t>(v);
-            std::memcpy(buf, &x, 8);
-            raw->append(buf, 8);
-            break;
-          }
-          default:
-            raw->push_back(static_cast<char>(v != 0 ? 1 : 0));
-            break;
+        if (!exporter::append_element(raw, t.dtype, v)) {
+          located(n, "export-unsupported-value",
+                  "cannot export constant " + n.id + " of type " + t.str());
+          break;
         }
       }
       continue;

@@ -146,12 +146,14 @@ TensorType tensor_type(const pb::Tensor& t, const std::string& what) {
 
 // A value a NodeProto output stands for.
 struct Val {
-  enum class K : uint8_t { Tensor, Param, Const, Tuple, Monad, Other };
+  // Func: a sub-graph (`functions`) used as a value; Partial: a sub-graph with its first
+  // arguments bound (items); Switch: items = {condition, true branch, false branch}.
+  enum class K : uint8_t { Tensor, Param, Const, Tuple, Monad, Func, Partial, Switch, Other };
   K k = K::Other;
   ValueRef ref;                         // Tensor
-  std::string param;                    // Param: the parameter name
+  std::string param;                    // Param: the parameter name; Func, Partial: the graph
   const pb::Attribute* attr = nullptr;  // Const: the `value` attribute
-  std::vector<Val> items;               // Tuple
+  std::vector<Val> items;               // Tuple, Partial, Switch
 };
 
 // A number, string or integer list from an attribute value (Constant or primitive attribute).
@@ -415,7 +417,12 @@ class Reader {
         throw ImportError{"primitive key '" + p.name() + "' is defined twice"};
       }
     }
-    for (const auto& f : model_.functions()) functions_.insert(f.name());
+    for (const auto& f : model_.functions()) {
+      if (!functions_.emplace(f.name(), &f).second) {
+        throw ImportError{"sub-graph '" + f.name() + "' is defined twice"};
+      }
+    }
+    find_loops();
     CellReport& r = out_.report;
     r.name = class_of(g.name());
     r.class_name = r.name;
@@ -575,6 +582,7 @@ class Reader {
         if (it != param_nodes_.end()) return it->second;
         Node n;
         n.kind = NodeKind::Parameter;
+        n.op = "Parameter";
         n.id = unique_id(v.param);
         n.params.push_back(v.param);
         n.file = file_;
@@ -714,8 +722,9 @@ class Reader {
     return out;
   }
 
-  void read_node(int index, const pb::Node& n) {
-    const std::string where = "node " + std::to_string(index) + " (" + n.name() + ")";
+  void read_node(int index, const pb::Node& n, const std::string& graph_name = {}) {
+    const std::string where = (graph_name.empty() ? "" : "sub-graph " + graph_name + ", ") +
+                              "node " + std::to_string(index) + " (" + n.name() + ")";
     if (n.output_size() == 0 && !n.has_name()) throw ImportError{where + " has no output name"};
     const std::string key = n.output_size() > 0 ? n.output(0) : n.name();
     if (n.op_type() == "Constant") {
@@ -738,11 +747,17 @@ class Reader {
         in.push_back(Val{Val::K::Param, {}, p->second, nullptr, {}});
         continue;
       }
-      if (prims_.count(name) != 0 || functions_.count(name) != 0) {
-        in.push_back(Val{});  // a primitive or graph used as a value (control flow)
+      if (functions_.count(name) != 0) {
+        in.push_back(Val{Val::K::Func, {}, name, nullptr, {}});  // a sub-graph as a value
         continue;
       }
-      throw ImportError{where + " references unknown input '" + name + "'"};
+      if (prims_.count(name) != 0) {
+        in.push_back(Val{});  // a primitive used as a value
+        continue;
+      }
+      std::string msg = where;
+      msg.append(" references unknown input '").append(name).append("'");
+      throw ImportError{msg};
     }
     // The primitive: `REF::<key>` of a PrimitiveProto, `REF::<graph>` of a function, or a bare
     // primitive name.
@@ -755,8 +770,15 @@ class Reader {
       if (it != prims_.end()) {
         prim = it->second;
         prim_name = prim->op_type();
-      } else if (functions_.count(ref) != 0 || values_.count(ref) != 0) {
-        prim_name = "call";
+      } else if (functions_.count(ref) != 0) {
+        // A call of a sub-graph.
+        define(key, call(where, n, Val{Val::K::Func, {}, ref, nullptr, {}}, in));
+        return;
+      } else if (auto callee = values_.find(ref); callee != values_.end()) {
+        // A call of a computed function value (Switch's chosen branch, a Partial).
+        const Val f = callee->second;
+        define(key, call(where, n, f, in));
+        return;
       } else {
         throw ImportError{where + " refers to primitive '" + ref +
                           "', which the file does not define"};
@@ -814,11 +836,19 @@ class Reader {
     if (name == "BiasAdd") {
       if (auto folded = fold_bias(n, in)) return *folded;
     }
+    if (name == "Partial" && !in.empty() && in[0].k == Val::K::Func) {
+      return Val{Val::K::Partial, {}, in[0].param, nullptr, {in.begin() + 1, in.end()}};
+    }
+    if (name == "Switch" && in.size() == 3 && callable(in[1]) && callable(in[2])) {
+      return Val{Val::K::Switch, {}, {}, nullptr, in};
+    }
     if (is_control_flow(name)) {
       ++control_flow_;
       return opaque(n, name, in);
     }
-    auto it = primitive_ops().find(name);
+    // MindSpore's scalar forms of Mul / Div (`x * 2.0` is Muls(x, 2.0)): the same operator.
+    const std::string row = name == "Muls" ? "Mul" : name == "Divs" ? "Div" : name;
+    auto it = primitive_ops().find(row);
     if (it == primitive_ops().end()) {
       const OpDef* same = find_op(name);
       if (same != nullptr && !same->backward && !same->pass_only) {
@@ -829,6 +859,160 @@ class Reader {
       return opaque(n, name, in);
     }
     return mapped(where, n, prim, *it->second, in);
+  }
+
+  // The sub-graphs on a cycle of references (a sub-graph naming another as its op_type or as an
+  // input, e.g. in a Partial): MindSpore writes a `while` on a tensor as a header graph whose
+  // body calls the header again.
+  void find_loops() {
+    std::map<std::string, std::set<std::string>> refs;
+    for (const auto& [name, f] : functions_) {
+      auto& out = refs[name];
+      for (const auto& node : f->node()) {
+        if (node.op_type().starts_with("REF::")) {
+          const std::string ref = node.op_type().substr(5);
+          if (functions_.count(ref) != 0) out.insert(ref);
+        }
+        for (const auto& in : node.input())
+          if (functions_.count(in) != 0) out.insert(in);
+      }
+    }
+    for (const auto& [name, f] : functions_) {
+      std::set<std::string> seen;
+      std::vector<std::string> todo(refs[name].begin(), refs[name].end());
+      while (!todo.empty()) {
+        const std::string at = todo.back();
+        todo.pop_back();
+        if (at == name) {
+          loops_.insert(name);
+          break;
+        }
+        if (!seen.insert(at).second) continue;
+        todo.insert(todo.end(), refs[at].begin(), refs[at].end());
+      }
+    }
+  }
+
+  static bool callable(const Val& v) {
+    return v.k == Val::K::Func || v.k == Val::K::Partial || v.k == Val::K::Switch;
+  }
+
+  // A call of a sub-graph value: a sub-graph is inlined (its nodes read as if they were the
+  // caller's, its inputs bound to the arguments); a Switch imports both branches and joins them
+  // in a Merge node, as the evaluator does for an `if` on a tensor. A loop (a sub-graph that
+  // calls itself, as MindSpore writes `while`) is not unrolled: an opaque node and a note.
+  Val call(const std::string& where, const pb::Node& n, const Val& callee,
+           const std::vector<Val>& args) {
+    switch (callee.k) {
+      case Val::K::Func:
+        return inline_graph(where, n, callee.param, args);
+      case Val::K::Partial: {
+        std::vector<Val> all = callee.items;
+        all.insert(all.end(), args.begin(), args.end());
+        return inline_graph(where, n, callee.param, all);
+      }
+      case Val::K::Switch: {
+        const Val yes = call(where, n, callee.items[1], args);
+        const Val no = call(where, n, callee.items[2], args);
+        return merge(n, callee.items[0], yes, no, 0);
+      }
+      default:
+        ++control_flow_;
+        return opaque(n, "call", args);
+    }
+  }
+
+  Val inline_graph(const std::string& where, const pb::Node& n, const std::string& name,
+                   const std::vector<Val>& args) {
+    auto it = functions_.find(name);
+    if (it == functions_.end())
+      throw ImportError{where + " calls unknown sub-graph '" + name + "'"};
+    const pb::Graph& f = *it->second;
+    // A loop, a chain deeper than 64 or more than 10,000 inlined calls (a file whose sub-graphs
+    // call each other twice per level would otherwise grow exponentially): an opaque call.
+    if (loops_.count(name) != 0 || inlining_.size() >= 64 || inlined_ >= 10000) {
+      looped_.insert(name);
+      ++control_flow_;
+      return opaque(n, "call", args);
+    }
+    if (static_cast<size_t>(f.input_size()) != args.size()) {
+      note(where + ": sub-graph " + name + " takes " + std::to_string(f.input_size()) +
+           " inputs, the call passes " + std::to_string(args.size()) + "; kept as an opaque node");
+      ++control_flow_;
+      return opaque(n, "call", args);
+    }
+    // The caller's values stay visible (MindSpore's sub-graphs read free variables and weights
+    // of the graph that defines them); the sub-graph's own names are dropped after the call, so
+    // a sub-graph called twice is read twice.
+    auto saved = values_;
+    for (int i = 0; i < f.input_size(); ++i)
+      values_[f.input(i).name()] = args[static_cast<size_t>(i)];
+    for (const pb::Tensor& t : f.parameter()) {
+      const std::string bare =
+          t.has_ref_key() && !t.ref_key().empty() ? t.ref_key() : bare_name(t.name());
+      if (params_.count(bare) == 0) {
+        std::string msg = "sub-graph ";
+        msg.append(name).append(" reads weight '").append(bare);
+        msg.append("', which the main graph does not declare");
+        throw ImportError{msg};
+      }
+      params_.emplace(t.name(), bare);
+    }
+    inlining_.push_back(name);
+    for (int i = 0; i < f.node_size(); ++i) {
+      read_node(i, f.node(i), name);
+    }
+    inlining_.pop_back();
+    if (f.output_size() == 0) throw ImportError{"sub-graph " + name + " has no output"};
+    Val result;
+    const std::string& out = f.output(0).name();
+    if (auto v = values_.find(out); v != values_.end()) {
+      result = v->second;
+    } else if (auto p = params_.find(out); p != params_.end()) {
+      result = Val{Val::K::Param, {}, p->second, nullptr, {}};
+    } else {
+      throw ImportError{"sub-graph " + name + ": its output '" + out + "' is not defined"};
+    }
+    values_ = std::move(saved);
+    ++inlined_;
+    return result;
+  }
+
+  // The two branches of a Switch joined as the evaluator joins an `if` on a tensor: Merge(cond,
+  // a, b) per tensor (tuples element by element).
+  Val merge(const pb::Node& n, const Val& cond, const Val& a, const Val& b, int depth) {
+    if (a.k == Val::K::Tuple && b.k == Val::K::Tuple && a.items.size() == b.items.size() &&
+        depth < 16) {
+      Val t{Val::K::Tuple, {}, {}, nullptr, {}};
+      for (size_t i = 0; i < a.items.size(); ++i)
+        t.items.push_back(merge(n, cond, a.items[i], b.items[i], depth + 1));
+      return t;
+    }
+    Node node;
+    node.kind = NodeKind::Op;
+    node.op = "Merge";
+    node.api = "if";
+    node.scope = scope_of(n.domain(), &graph().scope_classes);
+    node.id =
+        unique_id((node.scope.empty() ? std::string() : std::string(node.scope) + "/") + "Merge");
+    node.file = file_;
+    if (auto c = tensor_ref(cond, node.scope)) node.inputs.push_back(*c);
+    auto ra = tensor_ref(a, node.scope);
+    auto rb = tensor_ref(b, node.scope);
+    if (!ra || !rb) {
+      ++control_flow_;
+      return opaque(n, "Switch", {cond, a, b});
+    }
+    node.inputs.push_back(*ra);
+    node.inputs.push_back(*rb);
+    const TensorType& ta = graph().nodes[ra->node].outputs.at(ra->output);
+    const TensorType& tb = graph().nodes[rb->node].outputs.at(rb->output);
+    TensorType out = ta;
+    if (!(ta.shape == tb.shape)) out.shape = Shape::unranked();
+    node.outputs.push_back(out);
+    ++merges_;
+    const ValueRef ref = add_node(std::move(node));
+    return Val{Val::K::Tensor, ref, {}, nullptr, {}};
   }
 
   // A node kept as it is: its tensor inputs, its outputs from the file's abstract.
@@ -895,8 +1079,28 @@ class Reader {
     const bool function = prim == nullptr || prim->prim_type() != pb::Primitive::PRIMITIVE;
     size_t next_input = 0;
     std::vector<std::optional<ValueRef>> data;
+    std::optional<AttrValue> scalar;
+    size_t scalar_slot = 0;
+    const Val* scalar_val = nullptr;
     for (const MindirArg& arg : m.args) {
       if (arg.value == MindirValue::Require) continue;
+      if (arg.value == MindirValue::AllInputs) {  // Concat's tensors: a MakeTuple's items
+        const Val* t = next_input < in.size() ? &in[next_input] : nullptr;
+        ++next_input;
+        if (t == nullptr || t->k != Val::K::Tuple) {
+          throw ImportError{where + ": " + std::string(arg.name) + " is not a tuple of tensors"};
+        }
+        for (const Val& item : t->items) {
+          auto r = tensor_ref(item, node.scope);
+          if (!r) {
+            std::string msg = where;
+            msg.append(": an element of ").append(arg.name).append(" is not a tensor");
+            throw ImportError{msg};
+          }
+          data.emplace_back(*r);
+        }
+        continue;
+      }
       const Val* v = nullptr;
       const pb::Attribute* a = nullptr;
       const bool operand = arg.value == MindirValue::Input || arg.value == MindirValue::Weight;
@@ -916,6 +1120,16 @@ class Reader {
         }
         const auto slot = static_cast<size_t>(std::max(arg.number, 0.0));
         if (data.size() <= slot) data.resize(slot + 1);
+        // A scalar operand of an elementwise operator (`x * 0.5` as Muls(x, 0.5) or Mul(x, 0-d
+        // tensor)) is the `scalar` attribute at `scalar_index`, as the evaluator records it.
+        if (arg.value == MindirValue::Input && def.has(kElementwise) && !scalar) {
+          if (auto sc = scalar_of(*v)) {
+            scalar = *sc;
+            scalar_slot = slot;
+            scalar_val = v;
+            continue;
+          }
+        }
         data[slot] = tensor_ref(*v, node.scope);
         if (!data[slot]) {
           throw ImportError{where + ": operand " + std::string(arg.name) + " is not a tensor"};
@@ -926,6 +1140,17 @@ class Reader {
       auto value = attr_value(*a);
       if (!value) continue;
       record(node, arg, *value);
+    }
+    if (scalar && scalar_slot < data.size()) {
+      const bool other_tensor =
+          std::ranges::any_of(data, [](const auto& d) { return d.has_value(); });
+      if (other_tensor) {
+        data.erase(data.begin() + static_cast<std::ptrdiff_t>(scalar_slot));
+        node.attrs.push_back(Attr{"scalar", *scalar});
+        node.attrs.push_back(Attr{"scalar_index", static_cast<int64_t>(scalar_slot)});
+      } else {
+        data[scalar_slot] = tensor_ref(*scalar_val, node.scope);
+      }
     }
     for (auto& d : data) {
       if (!d) throw ImportError{where + ": an operand is missing"};
@@ -948,6 +1173,37 @@ class Reader {
     return Val{Val::K::Tensor, ref, {}, nullptr, {}};
   }
 
+  // A constant operand that is one number: a scalar attribute (FLOAT, INT64, BOOL) or a 0-d
+  // tensor; its value as the evaluator records a Python number.
+  static std::optional<AttrValue> scalar_of(const Val& v) {
+    if (v.k != Val::K::Const || v.attr == nullptr) return std::nullopt;
+    const pb::Attribute& a = *v.attr;
+    if (a.type() == pb::Attribute::TENSORS) {
+      if (a.tensors_size() != 1 || a.tensors(0).dims_size() != 0) return std::nullopt;
+      const pb::Tensor& t = a.tensors(0);
+      TensorType type;
+      try {
+        type = tensor_type(t, "constant");
+      } catch (const ImportError&) {
+        return std::nullopt;
+      }
+      auto values = constant_values(t, type);
+      if (!values || values->size() != 1) return std::nullopt;
+      const double x = values->front();
+      if (type.dtype == DType::Bool) return AttrValue{x != 0};
+      if (type.dtype == DType::Int32 || type.dtype == DType::Int64)
+        return AttrValue{static_cast<int64_t>(x)};
+      return AttrValue{x};
+    }
+    auto x = attr_value(a);
+    if (!x) return std::nullopt;
+    if (std::holds_alternative<double>(*x) || std::holds_alternative<int64_t>(*x) ||
+        std::holds_alternative<bool>(*x)) {
+      return x;
+    }
+    return std::nullopt;
+  }
+
   // One argument's value back to the node attribute its row reads (the row's `key`).
   void record(Node& node, const MindirArg& arg, const AttrValue& value) {
     const std::string key(arg.key);
@@ -966,7 +1222,18 @@ class Reader {
       case MindirValue::Float:
       case MindirValue::Ints:
       case MindirValue::Pad4:
+      case MindirValue::Axes:
+      case MindirValue::ReduceAxes:
+      case MindirValue::ReduceKeep:
+      case MindirValue::OutputHW:
         set(value);
+        return;
+      case MindirValue::PadModeEnum:
+        if (auto x = number()) {
+          if (*x == 1) set(AttrValue{std::string("same")});
+          if (*x == 2) set(AttrValue{std::string("valid")});
+          if (*x == 0) set(AttrValue{std::string("pad")});
+        }
         return;
       case MindirValue::OneMinus:
         if (auto x = number()) set(AttrValue{1.0 - *x});
@@ -1067,7 +1334,9 @@ class Reader {
            from_rule->shape.str() + ", the file records " + from_file->shape.str() +
            " (the file's is kept)");
     }
-    if (from_file) {
+    if (m.tuple_item < 0 && abs.size() > 1) {
+      node.outputs = abs;  // a tuple of tensors (Unstack): readers take TupleGetItem(i)
+    } else if (from_file) {
       node.outputs.push_back(*from_file);
     } else if (from_rule) {
       node.outputs.push_back(*from_rule);
@@ -1113,21 +1382,38 @@ class Reader {
 
   void summarise_notes() {
     for (const auto& [prim, count] : opaque_) {
-      note("primitive " + prim + " (" + std::to_string(count) + (count == 1 ? " node" : " nodes") +
-           ") has no operator row with a MindIR mapping: kept as an opaque node, shaped from the "
-           "file's abstract, with no cost");
+      std::string msg = "primitive ";
+      msg.append(prim).append(" (").append(std::to_string(count));
+      msg.append(count == 1 ? " node" : " nodes");
+      msg.append(
+          ") has no operator row with a MindIR mapping: kept as an opaque node, shaped from the "
+          "file's abstract, with no cost");
+      note(std::move(msg));
     }
     for (const auto& [prim, count] : unread_) {
-      note("primitive " + prim + " (" + std::to_string(count) + (count == 1 ? " node" : " nodes") +
-           ") is operator " + prim +
-           ", whose row has no MindIR mapping: its attributes are not "
-           "read and its shape is the file's");
+      std::string msg = "primitive ";
+      msg.append(prim).append(" (").append(std::to_string(count));
+      msg.append(count == 1 ? " node" : " nodes").append(") is operator ").append(prim);
+      msg.append(
+          ", whose row has no MindIR mapping: its attributes are not read and its shape "
+          "is the file's");
+      note(std::move(msg));
     }
-    if (control_flow_ > 0 || model_.functions_size() > 0) {
-      note("control flow: " + std::to_string(model_.functions_size()) + " sub-graph(s) and " +
-           std::to_string(control_flow_) +
-           " call/Switch/Partial node(s); the branches are not imported, each call is an opaque "
-           "node");
+    if (inlined_ > 0) {
+      note("control flow: " + std::to_string(model_.functions_size()) + " sub-graph(s), " +
+           std::to_string(inlined_) + " call(s) inlined, " + std::to_string(merges_) +
+           " Switch(es) imported as Merge nodes of both branches (as an `if` on a tensor)");
+    }
+    for (const std::string& loop : looped_) {
+      std::string msg = "control flow: sub-graph ";
+      msg.append(loop).append(
+          " calls itself (a loop, as MindSpore writes `while` on a tensor): not unrolled; the "
+          "call is an opaque node with no cost");
+      note(std::move(msg));
+    }
+    if (control_flow_ > 0) {
+      note("control flow: " + std::to_string(control_flow_) +
+           " call/Switch/Partial node(s) not resolved to a sub-graph: each is an opaque node");
     }
   }
 
@@ -1136,7 +1422,10 @@ class Reader {
   const MindirImportOptions& options_;
   MindirImport& out_;
   std::unordered_map<std::string, const pb::Primitive*> prims_;
-  std::set<std::string> functions_;
+  std::map<std::string, const pb::Graph*> functions_;
+  std::vector<std::string> inlining_;  // the sub-graphs being inlined, outermost first
+  int inlined_ = 0;                    // sub-graph calls inlined
+  int merges_ = 0;                     // Switch calls imported as Merge nodes
   std::unordered_map<std::string, Val> values_;
   std::unordered_map<std::string, std::string> params_;  // qualified and bare name -> bare
   std::map<std::string, ValueRef> param_nodes_;
@@ -1146,6 +1435,8 @@ class Reader {
   std::map<std::string, int> opaque_;
   std::map<std::string, int> unread_;
   int control_flow_ = 0;
+  std::set<std::string> loops_;   // sub-graphs that can reach themselves (loops)
+  std::set<std::string> looped_;  // ... that a call reached (one note each)
   int checked_ = 0;
   int agreed_ = 0;
 };

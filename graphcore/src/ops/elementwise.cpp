@@ -20,6 +20,23 @@ constexpr MindirDef kMindirMul{"Mul", MindirKind::Function, kMindirBinaryArgs};
 constexpr MindirDef kMindirDiv{"Div", MindirKind::Function, kMindirBinaryArgs};
 constexpr MindirDef kMindirEqual{"Equal", MindirKind::Function, kMindirBinaryArgs};
 constexpr MindirDef kMindirNotEqual{"NotEqual", MindirKind::Function, kMindirBinaryArgs};
+// Maximum, Minimum, Pow, Greater, Less (input, other / exponent) and the one-input Exp, Sqrt,
+// Neg, Square, Rsqrt, Abs, Erf, Log: gen_ops_prim classes, function primitives in
+// mindspore.export's files (measured; `ops.pow(x, 2.0)` writes Pow(x, 0-d tensor)).
+constexpr MindirDef kMindirMaximum{"Maximum", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirMinimum{"Minimum", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirPow{"Pow", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirGreater{"Greater", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirDef kMindirLess{"Less", MindirKind::Function, kMindirBinaryArgs};
+constexpr MindirArg kMindirUnaryArgs[] = {{"input", MindirValue::Input}};
+constexpr MindirDef kMindirExp{"Exp", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirSqrt{"Sqrt", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirNeg{"Neg", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirSquare{"Square", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirRsqrt{"Rsqrt", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirAbs{"Abs", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirErf{"Erf", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirLog{"Log", MindirKind::Function, kMindirUnaryArgs};
 // Cast(input_x, dtype): not a gen_ops_prim class, but a function primitive in mindspore.export's
 // file, the dtype an INT64 TypeId (float32 = 43, int32 = 34).
 constexpr MindirArg kMindirCastArgs[] = {{"input_x", MindirValue::Input},
@@ -48,25 +65,25 @@ std::span<const OpDef> elementwise_ops() {
       {"Mod", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_trunc_mod, false,
        &ad::g_binary},
       {"Maximum", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_maximum,
-       false, &ad::g_binary},
+       false, &ad::g_binary, false, nullptr, &kMindirMaximum},
       {"Minimum", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_minimum,
-       false, &ad::g_binary},
+       false, &ad::g_binary, false, nullptr, &kMindirMinimum},
       {"Pow", C::Elementwise, kElementwise, U::Vector, 3, P::Float16, &kernels::k_pow, false,
-       &ad::g_binary},
+       &ad::g_binary, false, nullptr, &kMindirPow},
       {"Neg", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_neg, false,
-       &ad::g_neg},
+       &ad::g_neg, false, nullptr, &kMindirNeg},
       {"Abs", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_abs, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirAbs},
       {"Exp", C::Elementwise, kElementwise, U::Vector, 2, P::Float16, &kernels::k_exp, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirExp},
       {"Log", C::Elementwise, kElementwise, U::Vector, 2, P::Float16, &kernels::k_log, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirLog},
       {"Sqrt", C::Elementwise, kElementwise, U::Vector, 2, P::Float16, &kernels::k_sqrt, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirSqrt},
       {"Rsqrt", C::Elementwise, kElementwise, U::Vector, 2, P::Float16, &kernels::k_rsqrt, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirRsqrt},
       {"Square", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_square, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirSquare},
       {"Reciprocal", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_reciprocal,
        false, &ad::g_unary},
       {"Sign", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_sign, false,
@@ -76,7 +93,7 @@ std::span<const OpDef> elementwise_ops() {
       {"Round", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_round, false,
        &ad::g_no_gradient},
       {"Erf", C::Elementwise, kElementwise, U::Vector, 4, P::Float16, &kernels::k_erf, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirErf},
       {"Sin", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_sin, false,
        &ad::g_unary},
       {"Cos", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cos, false,
@@ -86,11 +103,11 @@ std::span<const OpDef> elementwise_ops() {
       {"NotEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_ne, false,
        &ad::g_no_gradient, false, &ox::o_equal, &kMindirNotEqual},
       {"Greater", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_gt, false,
-       &ad::g_no_gradient},
+       &ad::g_no_gradient, false, nullptr, &kMindirGreater},
       {"GreaterEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_ge,
        false, &ad::g_no_gradient},
       {"Less", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_lt, false,
-       &ad::g_no_gradient},
+       &ad::g_no_gradient, false, nullptr, &kMindirLess},
       {"LessEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_le, false,
        &ad::g_no_gradient},
       {"LogicalAnd", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_and, false,

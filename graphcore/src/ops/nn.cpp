@@ -40,6 +40,28 @@ constexpr MindirArg kMindirMaxPoolArgs[] = {
     {"return_indices", MV::Require, "return_indices", 0},
 };
 constexpr MindirDef kMindirMaxPool{"MaxPool", MindirKind::Attribute, kMindirMaxPoolArgs};
+// AvgPool(x) + (kernel_size, strides, pad_mode, data_format): a function primitive with (h, w)
+// pairs and pad_mode as MindSpore's enum (same 1, valid 2), data_format NCHW = 0 (measured:
+// nn.AvgPool2d(2, 2) and nn.AvgPool2d(3, 1, pad_mode='same')). nn.AvgPool2d's padding /
+// ceil_mode forms export as another primitive: refused.
+constexpr MindirArg kMindirAvgPoolArgs[] = {
+    {"x", MV::Input},
+    {"kernel_size", MV::Ints, "kernel_size", 2},
+    {"strides", MV::Ints, "stride", 2},
+    {"pad_mode", MV::PadModeEnum, "pad_mode"},
+    {"data_format", MV::Literal, {}, 0},
+    {"padding", MV::Require, "padding", 0},
+    {"ceil_mode", MV::Require, "ceil_mode", 0},
+};
+constexpr MindirDef kMindirAvgPool{"AvgPool", MindirKind::Function, kMindirAvgPoolArgs};
+// AdaptiveAvgPool2D: an attribute primitive whose output_size is the output's (h, w) (measured:
+// nn.AdaptiveAvgPool2d(1) writes output_size (1, 1)).
+constexpr MindirArg kMindirAdaptiveAvgPool2DArgs[] = {
+    {"input", MV::Input},
+    {"output_size", MV::OutputHW, "output_size"},
+};
+constexpr MindirDef kMindirAdaptiveAvgPool2D{"AdaptiveAvgPool2D", MindirKind::Attribute,
+                                             kMindirAdaptiveAvgPool2DArgs};
 // BatchNorm(x, scale, bias, mean, variance) + (is_training, epsilon, momentum, data_format):
 // inference form; MindSpore's momentum is 1 - nn.BatchNorm2d's; data_format NCHW = 0. The
 // primitive returns (y, ...): element 0 is the output.
@@ -132,12 +154,12 @@ std::span<const OpDef> nn_ops() {
       {"MaxPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_maxpool, false,
        &ad::g_pool, false, &ox::o_pool, &kMindirMaxPool},
       {"AvgPool", C::Pooling, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_avgpool, false,
-       &ad::g_pool, false, &ox::o_pool},
+       &ad::g_pool, false, &ox::o_pool, &kMindirAvgPool},
       {"AdaptiveAvgPool1D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_adaptive_avgpool, false, &ad::g_adaptive_avgpool},
       {"AdaptiveAvgPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_adaptive_avgpool, false, &ad::g_adaptive_avgpool, false,
-       &ox::o_adaptive_avgpool},
+       &kernels::k_adaptive_avgpool, false, &ad::g_adaptive_avgpool, false, &ox::o_adaptive_avgpool,
+       &kMindirAdaptiveAvgPool2D},
       {"AdaptiveMaxPool2D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,
        &kernels::k_adaptive_maxpool, false, &ad::g_adaptive_avgpool},
       {"AdaptiveAvgPool3D", C::Pooling, kTraitNone, U::Vector, 1, P::Float16,

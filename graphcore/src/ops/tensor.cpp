@@ -9,13 +9,33 @@ namespace graphcore::ops {
 // MindIR export facts (opdef.h MindirDef), checked against MindSpore 2.10's exported files.
 // ReduceMean(x, axis) + (keep_dims); Flatten(input) keeps the batch axis only.
 constexpr MindirArg kMindirReduceMeanArgs[] = {{"x", MindirValue::Input},
-                                               {"axis", MindirValue::Ints, "axis", 1},
-                                               {"keep_dims", MindirValue::Bool, "keep_dims", 0}};
+                                               {"axis", MindirValue::ReduceAxes, "axis"},
+                                               {"keep_dims", MindirValue::ReduceKeep, "keep_dims"}};
 constexpr MindirDef kMindirReduceMean{"ReduceMean", MindirKind::Function, kMindirReduceMeanArgs};
-constexpr MindirArg kMindirFlattenArgs[] = {{"input", MindirValue::Input},
-                                            {"start_dim", MindirValue::Require, "start_dim", 1},
-                                            {"end_dim", MindirValue::Require, "end_dim", -1}};
-constexpr MindirDef kMindirFlatten{"Flatten", MindirKind::Function, kMindirFlattenArgs};
+// ReduceSum(x, axis) + (keep_dims, skip_mode); ReduceMax / ReduceMin(x, axis) + (keep_dims): the
+// axes as the runtime's kernel resolves them (each >= 0; every axis spelled out), measured
+// against mindspore.export of ops.ReduceSum(keep_dims=True)(x, (2, 3)), ops.ReduceMax()(x, 1).
+// (x.sum(axis) exports as SumExt there; ReduceSum computes the same.)
+constexpr MindirArg kMindirReduceSumArgs[] = {{"x", MindirValue::Input},
+                                              {"axis", MindirValue::ReduceAxes, "axis"},
+                                              {"keep_dims", MindirValue::ReduceKeep, "keep_dims"},
+                                              {"skip_mode", MindirValue::LiteralBool, {}, 0}};
+constexpr MindirDef kMindirReduceSum{"ReduceSum", MindirKind::Function, kMindirReduceSumArgs};
+constexpr MindirArg kMindirReduceExtremumArgs[] = {
+    {"x", MindirValue::Input},
+    {"axis", MindirValue::ReduceAxes, "axis"},
+    {"keep_dims", MindirValue::ReduceKeep, "keep_dims"}};
+constexpr MindirDef kMindirReduceMax{"ReduceMax", MindirKind::Function, kMindirReduceExtremumArgs};
+constexpr MindirDef kMindirReduceMin{"ReduceMin", MindirKind::Function, kMindirReduceExtremumArgs};
+// Squeeze(input) + (axis): the recorded axes, () (every size-1 axis) when none.
+constexpr MindirArg kMindirSqueezeArgs[] = {{"input", MindirValue::Input},
+                                            {"axis", MindirValue::Axes, "axis"}};
+constexpr MindirDef kMindirSqueeze{"Squeeze", MindirKind::Function, kMindirSqueezeArgs};
+// Other start_dim / end_dim: a Reshape to the output's shape (MindirExpansion::FlattenReshape).
+constexpr MindirArg kMindirFlattenArgs[] = {{"input", MindirValue::Input}};
+constexpr MindirDef kMindirFlatten{
+    "Flatten",        MindirKind::Function,           kMindirFlattenArgs, {}, -1, false, false,
+    MindirFold::None, MindirExpansion::FlattenReshape};
 // Reshape(input, shape): the shape as evaluated (the node's output dims, -1 resolved);
 // Transpose(input, dims).
 constexpr MindirArg kMindirReshapeArgs[] = {{"input", MindirValue::Input},
@@ -27,6 +47,13 @@ constexpr MindirArg kMindirTransposeArgs[] = {{"input", MindirValue::Input},
 // and MindSpore's own export writes nothing.
 constexpr MindirDef kMindirDropout{"Dropout", MindirKind::Function, {}, {}, -1, false, true};
 constexpr MindirDef kMindirTranspose{"Transpose", MindirKind::Function, kMindirTransposeArgs};
+// nn.Identity: mindspore.export writes nothing for it (measured), as for Dropout.
+constexpr MindirDef kMindirIdentity{"Identity", MindirKind::Function, {}, {}, -1, false, true};
+// BroadcastTo(input, shape): the output's static shape (measured: ops.broadcast_to(x, (2, 4, 6,
+// 6)) and ops.BroadcastTo((2, 4, 6, 6)) both write the full target shape).
+constexpr MindirArg kMindirBroadcastToArgs[] = {{"input", MindirValue::Input},
+                                                {"shape", MindirValue::OutputShape}};
+constexpr MindirDef kMindirBroadcastTo{"BroadcastTo", MindirKind::Function, kMindirBroadcastToArgs};
 // ExpandDims(input_x, axis) with the recorded int axis.
 constexpr MindirArg kMindirExpandDimsArgs[] = {{"input_x", MindirValue::Input},
                                                {"axis", MindirValue::RequiredInt, "axis"}};
@@ -81,13 +108,13 @@ std::span<const OpDef> tensor_ops() {
   using P = OpPrecision;
   static const OpDef kRows[] = {
       {"ReduceSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_sum,
-       false, &ad::g_reduce, false, &ox::o_reduce_sum},
+       false, &ad::g_reduce, false, &ox::o_reduce_sum, &kMindirReduceSum},
       {"ReduceMean", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_mean,
        false, &ad::g_reduce, false, &ox::o_reduce_mean, &kMindirReduceMean},
       {"ReduceMax", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_max,
-       false, &ad::g_reduce_extremum},
+       false, &ad::g_reduce_extremum, false, nullptr, &kMindirReduceMax},
       {"ReduceMin", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_min,
-       false, &ad::g_reduce_extremum},
+       false, &ad::g_reduce_extremum, false, nullptr, &kMindirReduceMin},
       {"ReduceProd", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_prod,
        false, &ad::g_reduce_prod},
       {"ReduceStd", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_std,
@@ -115,9 +142,9 @@ std::span<const OpDef> tensor_ops() {
       {"ExpandDims", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16,
        &kernels::k_reshape, false, &ad::g_reshape, false, &ox::o_reshape, &kMindirExpandDims},
       {"Squeeze", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
-       false, &ad::g_reshape, false, &ox::o_reshape},
+       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirSqueeze},
       {"Identity", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_identity, false,
-       &ad::g_identity},
+       &ad::g_identity, false, nullptr, &kMindirIdentity},
       {"Narrow", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_narrow, false,
        &ad::g_narrow},
       {"Transpose", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_transpose, false,
@@ -133,7 +160,7 @@ std::span<const OpDef> tensor_ops() {
       {"Tile", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tile, false, &ad::g_tile,
        false, &ox::o_tile, &kMindirTile},
       {"BroadcastTo", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_broadcast_to,
-       false, &ad::g_broadcast_to},
+       false, &ad::g_broadcast_to, false, nullptr, &kMindirBroadcastTo},
       {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,
        false, &ad::g_strided_slice, false, &ox::o_strided_slice, &kMindirStridedSlice},
       {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad, false, &ad::g_pad},

@@ -144,9 +144,10 @@ StoredInfo stored_info(std::string_view name, CheckpointFormat fmt) {
       {"str", "", {Stored::Str, 0, std::nullopt}},
       {"Int4", "", {Stored::Int4, 0, std::nullopt}},
   };
-  for (const Row& r : kRows)
+  for (const Row& r : kRows) {
     if ((fmt == CheckpointFormat::Ckpt ? r.ckpt : r.safetensors) == name && !name.empty())
       return r.info;
+  }
   return {Stored::Other, 0, std::nullopt};
 }
 
@@ -212,14 +213,16 @@ void finish_entry(Entry& e, const std::string& file) {
   if (e.shape == std::vector<int64_t>{0} && e.bytes() == e.info.size) e.shape.clear();
   auto n = checked_numel(e.shape);
   auto bytes = n ? checked_bytes(*n, e.info.size) : std::nullopt;
-  if (!bytes)
+  if (!bytes) {
     throw RuntimeError("checkpoint " + file + " is corrupt: entry '" + e.name + "' has shape " +
                        shape_str(e.shape));
-  if (*bytes != e.bytes())
+  }
+  if (*bytes != e.bytes()) {
     throw RuntimeError("checkpoint " + file + " is corrupt: entry '" + e.name + "' (" +
                        e.type_name + " " + shape_str(e.shape) + ") needs " +
                        std::to_string(*bytes) + " bytes of data, the file has " +
                        std::to_string(e.bytes()) + " (at byte " + std::to_string(e.offset) + ")");
+  }
 }
 
 // What a file that is not a MindSpore checkpoint is, from its first bytes; empty if unknown.
@@ -307,7 +310,7 @@ bool parse_value(const uint8_t* d, size_t len, size_t base, Entry& e, bool& is_m
           uint32_t cn = 0;
           if (!in.ReadVarint32(&cn) || static_cast<int64_t>(cn) > in.BytesUntilLimit())
             return false;
-          size_t at = static_cast<size_t>(in.CurrentPosition());
+          auto at = static_cast<size_t>(in.CurrentPosition());
           e.chunks.assign(1, std::span<const uint8_t>(d + at, cn));
           e.offset = base + at;
           if (!in.Skip(static_cast<int>(cn))) return false;
@@ -346,11 +349,12 @@ void parse_ckpt(const MappedFile& f, const std::string& file, Parsed& out) {
       crc = crc32(crc, d + at, static_cast<uInt>(n));
       at += n;
     }
-    if (crc != stored)
+    if (crc != stored) {
       throw RuntimeError("checkpoint " + file +
                          " is damaged: its CRC-32 does not match the one save_checkpoint "
                          "(crc_check=True) recorded");
-    out.notes.push_back("CRC-32 verified");
+    }
+    out.notes.emplace_back("CRC-32 verified");
   }
 
   std::map<std::string, size_t> index;  // name -> entries
@@ -374,18 +378,20 @@ void parse_ckpt(const MappedFile& f, const std::string& file, Parsed& out) {
     size_t at = pos;
     uint64_t key = 0, len = 0;
     if (!read_varint(d, end, pos, key)) corrupt(at, "a field key runs past the end");
-    uint32_t field = static_cast<uint32_t>(key >> 3);
-    uint32_t wt = static_cast<uint32_t>(key & 7);
+    auto field = static_cast<uint32_t>(key >> 3);
+    auto wt = static_cast<uint32_t>(key & 7);
     if (field == static_cast<uint32_t>(pb::Checkpoint::kValueFieldNumber) && wt == 2) {
       if (!read_varint(d, end, pos, len)) corrupt(at, "an entry's length runs past the end");
-      if (len > end - pos)
+      if (len > end - pos) {
         corrupt(at, "entry " + std::to_string(count + 1) + " declares " + std::to_string(len) +
                         " bytes but only " + std::to_string(end - pos) + " remain (truncated)");
+      }
       Entry e;
       bool is_map = false;
-      if (!parse_value(d + pos, len, pos, e, is_map))
+      if (!parse_value(d + pos, len, pos, e, is_map)) {
         corrupt(at, "entry " + std::to_string(count + 1) + " is not a valid Checkpoint.Value" +
                         (e.name.empty() ? std::string() : " ('" + e.name + "')"));
+      }
       pos += len;
       ++count;
       if (is_map) {
@@ -436,9 +442,10 @@ void parse_ckpt(const MappedFile& f, const std::string& file, Parsed& out) {
     }
   }
   if (count == 0) corrupt(pos, "no Checkpoint.Value entry");
-  if (unknown_fields)
+  if (unknown_fields) {
     out.notes.push_back("skipped " + std::to_string(unknown_fields) +
                         " top-level field(s) this reader does not know");
+  }
   for (Entry& e : out.entries)
     if (e.skipped.empty()) finish_entry(e, file);
 }
@@ -472,8 +479,10 @@ void parse_safetensors(const MappedFile& f, const std::string& file, Parsed& out
     const nlohmann::json& v = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& why) {
-      throw RuntimeError("checkpoint " + file + " is a corrupt safetensors file: tensor '" + name +
-                         "' " + why);
+      std::string msg = "checkpoint ";
+      msg.append(file).append(" is a corrupt safetensors file: tensor '").append(name);
+      msg.append("' ").append(why);
+      throw RuntimeError(msg);
     };
     if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("shape") ||
         !v["shape"].is_array() || !v.contains("data_offsets") || !v["data_offsets"].is_array() ||
@@ -494,9 +503,10 @@ void parse_safetensors(const MappedFile& f, const std::string& file, Parsed& out
     const auto& off = v["data_offsets"];
     if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) bad("has bad data_offsets");
     uint64_t b = off[0].get<uint64_t>(), en = off[1].get<uint64_t>();
-    if (b > en || en > data_size)
+    if (b > en || en > data_size) {
       bad("has data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
           "] beyond the file's " + std::to_string(data_size) + " data bytes (truncated?)");
+    }
     e.chunks.emplace_back(f.data() + data_start + b, en - b);
     e.offset = data_start + b;
     finish_entry(e, file);
@@ -524,10 +534,11 @@ Parsed parse_file(const MappedFile& f, const std::string& file) {
                          "(load_checkpoint(..., dec_key=...)) and save it again without enc_key");
     }
   }
-  if (looks_like_safetensors(f))
+  if (looks_like_safetensors(f)) {
     parse_safetensors(f, file, p);
-  else
+  } else {
     parse_ckpt(f, file, p);
+  }
   return p;
 }
 
@@ -589,13 +600,14 @@ void convert_into(Dst* dst, const Entry& e, const ChunkDone& done) {
   auto* out = reinterpret_cast<uint8_t*>(dst);
   std::vector<uint8_t> joined;  // only when a slice boundary splits an element
   std::vector<std::span<const uint8_t>> chunks = e.chunks;
-  for (const auto& c : chunks)
+  for (const auto& c : chunks) {
     if (c.size() % es) {
       joined.reserve(e.bytes());
       for (const auto& k : e.chunks) joined.insert(joined.end(), k.begin(), k.end());
       chunks.assign(1, std::span<const uint8_t>(joined));
       break;
     }
+  }
   size_t k = 0;
   for (const auto& c : chunks) {
     if (same) {
@@ -606,10 +618,11 @@ void convert_into(Dst* dst, const Entry& e, const ChunkDone& done) {
     }
     const size_t n = c.size() / es;
     for (size_t i = 0; i < n; ++i, ++k) {
-      if constexpr (std::is_same_v<Dst, uint8_t>)
+      if constexpr (std::is_same_v<Dst, uint8_t>) {
         dst[k] = convert_one<double>(e.info.type, c.data() + i * es) != 0 ? 1 : 0;
-      else
+      } else {
         dst[k] = convert_one<Dst>(e.info.type, c.data() + i * es);
+      }
     }
     if (done && joined.empty()) done(c);
   }
@@ -688,15 +701,17 @@ std::string CheckpointLoad::summary(size_t max_names) const {
   std::string s = "loaded " + std::to_string(loaded.size()) + " of " +
                   std::to_string(loaded.size() + missing.size()) + " parameters from " +
                   file.string() + " (" + std::string(checkpoint_format_name(format)) + ")";
-  if (!missing.empty())
+  if (!missing.empty()) {
     s += "\n  " + std::to_string(missing.size()) +
          " parameter(s) not in the file, kept at their initializer: " +
          join_names(missing, max_names);
-  if (!unexpected.empty())
+  }
+  if (!unexpected.empty()) {
     s += "\n  " + std::to_string(unexpected.size()) + " entr" +
          (unexpected.size() == 1 ? "y" : "ies") +
          " of the file that are no parameter of the Cell, ignored: " +
          join_names(unexpected, max_names);
+  }
   for (const std::string& n : notes) s += "\n  note: " + n;
   return s;
 }
@@ -735,14 +750,16 @@ CheckpointLoad Executor::load_checkpoint(const std::filesystem::path& file) {
     bool dtype_ok = e.info.dtype && convertible(declared, *e.info.dtype);
     if (!shape_ok || !dtype_ok) {
       std::string msg = "parameter '" + ps.name + "': ";
-      if (!shape_ok)
+      if (!shape_ok) {
         msg += "shape " + shape_str(ps.value.shape()) + " in the model, " + shape_str(e.shape) +
                " in the checkpoint";
-      if (!dtype_ok)
+      }
+      if (!dtype_ok) {
         msg += std::string(shape_ok ? "" : "; ") + "dtype " + std::string(dtype_name(declared)) +
                " in the model, " + e.type_name +
                " in the checkpoint (load_param_into_net converts only between float types or "
                "between integer types)";
+      }
       errors.push_back(msg);
       continue;
     }
@@ -783,6 +800,7 @@ CheckpointLoad Executor::load_checkpoint(const std::filesystem::path& file) {
                          [&](std::span<const uint8_t> done) { f.release(done); });
     for (const auto& chunk : e->chunks) f.release(chunk);
     ps.source = InitSource::Loaded;
+    ps.pending = false;
     ps.note = "loaded from " + fname;
     if (*e->info.dtype != declared) {
       ps.note += " (" + e->type_name + " converted to " + std::string(dtype_name(declared)) + ")";
@@ -790,9 +808,10 @@ CheckpointLoad Executor::load_checkpoint(const std::filesystem::path& file) {
     }
     r.loaded.push_back(ps.name);
   }
-  for (const auto& [what, n] : conversions)
+  for (const auto& [what, n] : conversions) {
     r.notes.push_back(std::to_string(n) + " parameter(s) converted " + what +
                       " (as load_param_into_net does)");
+  }
   return r;
 }
 

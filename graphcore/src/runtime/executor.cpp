@@ -92,7 +92,8 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
       const OpDef* op = reader == owner.end() ? nullptr : find_op(g.nodes[reader->second].op);
       if (op == nullptr || op->precision != OpPrecision::KeepFloat32) dt = DType::Float16;
     }
-    ps.value = Tensor(*dims, dt);
+    // Deferred: address space only (pages are touched when loaded or initialised).
+    ps.value = opts_.defer_init ? Tensor::uninitialized(*dims, dt) : Tensor(*dims, dt);
 
     // The initializer the analysis recorded when the Parameter was created.
     if (auto it = opts_.param_inits.find(info.name); it != opts_.param_inits.end()) {
@@ -114,7 +115,11 @@ Executor::Executor(const CellReport& report, ExecOptions opts)
           "initializer not known to the analysis (a Parameter wrapping a tensor of computed "
           "values): zeros";
     }
-    fill_init(ps.value, ps.init, hash_name(opts_.seed, info.name));
+    if (opts_.defer_init) {
+      ps.pending = true;
+    } else {
+      fill_init(ps.value, ps.init, hash_name(opts_.seed, info.name));
+    }
     params_.push_back(std::move(ps));
   }
 
@@ -245,6 +250,7 @@ void Executor::set_param(std::string_view name, Tensor value) {
     // cast() of the same dtype shares the storage: take the tensor itself then.
     p.value = value.dtype() == p.value.dtype() ? std::move(value) : value.cast(p.value.dtype());
     p.source = InitSource::Loaded;
+    p.pending = false;
     return;
   }
   throw RuntimeError("no parameter named '" + std::string(name) + "'");
@@ -254,6 +260,8 @@ Tensor& Executor::mutable_param(std::string_view name) {
   for (ParamState& p : params_) {
     if (p.name != name) continue;
     if (!p.value.sole_owner()) p.value = p.value.clone();
+    if (p.pending) fill_init(p.value, p.init, hash_name(opts_.seed, p.name));
+    p.pending = false;
     p.source = InitSource::Loaded;
     return p.value;
   }
@@ -269,6 +277,26 @@ size_t Executor::load_params_npy(const std::filesystem::path& dir) {
     ++n;
   }
   return n;
+}
+
+size_t Executor::init_pending() {
+  size_t n = 0;
+  for (ParamState& p : params_) {
+    if (!p.pending) continue;
+    fill_init(p.value, p.init, hash_name(opts_.seed, p.name));
+    p.pending = false;
+    ++n;
+  }
+  return n;
+}
+
+void Executor::require_initialised() const {
+  for (const ParamState& p : params_) {
+    if (p.pending) {
+      throw RuntimeError("parameter '" + p.name +
+                         "' is not initialised yet (defer_init without init_pending)");
+    }
+  }
 }
 
 void Executor::save_params_npy(const std::filesystem::path& dir) const {
@@ -316,6 +344,7 @@ void Executor::reset() {
 }
 
 RunStatus Executor::run(const Hooks& hooks) {
+  require_initialised();
   dnnl_ops::set_threads(opts_.threads);
   RunStatus s;
   while (pos_ < report_.graph.nodes.size()) {
@@ -331,6 +360,7 @@ RunStatus Executor::run(const Hooks& hooks) {
 }
 
 RunStatus Executor::step(const Hooks& hooks) {
+  require_initialised();
   dnnl_ops::set_threads(opts_.threads);
   if (pos_ >= report_.graph.nodes.size()) {
     RunStatus s;
