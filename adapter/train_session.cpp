@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "graphcore/drift.h"
 #include "session.h"
 
 namespace cellscope::dap {
@@ -432,19 +433,49 @@ void Runner::finish_training() {
 }
 
 // The precision-drift report of the joint mode: the trained network at fp32 against the launch
-// configuration's `precision` (target: fp16 storage; int8: post-training quantisation calibrated
-// on `calibrationBatches`), per layer, sent as the `cellscope.drift` event and printed as a table.
-// graphcore's drift engine (graphcore/drift.h: measure_drift(plan, params, options)) produces it;
-// it is wired in here once it is part of the build. Until then the session says so.
+// configuration's `precision` (target: fp16 storage, fp32 accumulation; int8: post-training
+// quantisation calibrated on `calibrationBatches`), layer by layer (graphcore/drift.h), printed as
+// a table in the Debug Console and sent as the `cellscope.drift` event (docs/dap.md), which the
+// extension relays to the graph view's drift overlay. Its node ids are the network's (the loss
+// graph's nodes under the network's own scope), as the view and `cellscope.focus` name them.
 void Runner::report_drift(const graphcore::CellReport& network,
                           const std::vector<rt::CheckpointTensor>& params) {
-  (void)network;
-  (void)params;
   const LaunchConfig& config = program_.config;
-  if (config.precision == "fp32") return;  // nothing to compare
-  channel_.output("cellscope: precision drift at \"" + config.precision +
-                  "\" is not measured by this build (the drift engine is not part of it yet); no "
-                  "cellscope.drift event is sent");
+  const auto precision = rt::eval_precision_from_name(config.precision);
+  if (!precision || *precision == rt::EvalPrecision::Fp32) return;  // nothing to compare
+  rt::DriftOptions o;
+  o.precision = *precision;
+  o.eval_batches = config.eval_batches;
+  o.calibration_batches = config.calibration_batches;
+  o.seed = config.exec.seed;
+  if (config.data) o.data_dir = fs::path(*config.data);
+  o.batch = config.batch;
+  const auto t0 = std::chrono::steady_clock::now();
+  const rt::DriftReport r = rt::measure_drift(program_.training->plan(), params, o);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  channel_.output(rt::drift_table_text(r) + "(measured in " + fixed(ms, 1) + " ms)");
+  json layers = json::array();
+  for (const rt::LayerDrift& d : r.layers) {
+    layers.push_back({{"node", d.node},
+                      {"op", d.op},
+                      {"scope", d.scope},
+                      {"maxAbs", number_or_null(d.max_abs)},
+                      {"maxRel", number_or_null(d.max_rel)},
+                      {"cosine", number_or_null(d.cosine)},
+                      {"overflows", d.fp16_overflows}});
+  }
+  json ev = {{"file", canonical(program_.path)},
+             {"cell", network.name.empty() ? program_cell(program_) : network.name},
+             {"precision", std::string(rt::eval_precision_name(r.precision))},
+             {"threshold", r.threshold},
+             {"layers", std::move(layers)},
+             {"firstBelow", r.first_below},
+             {"top1Agreement", number_or_null(r.top1_agreement)},
+             {"samples", r.samples}};
+  if (r.accuracy_fp32) ev["accuracyFp32"] = number_or_null(*r.accuracy_fp32);
+  if (r.accuracy_precision) ev["accuracyPrecision"] = number_or_null(*r.accuracy_precision);
+  channel_.event("cellscope.drift", ev);
 }
 
 }  // namespace cellscope::dap

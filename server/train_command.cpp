@@ -214,6 +214,8 @@ int run_train(const TrainCommandOptions& options) {
                          {"loss", s->loss},
                          {"learning_rate", s->learning_rate},
                          {"loss_scale", s->loss_scale},
+                         {"grad_norm", std::isfinite(s->grad_norm) ? nlohmann::json(s->grad_norm)
+                                                                   : nlohmann::json()},
                          {"skipped", s->skipped},
                          {"ms", s->ms},
                          {"samples", s->samples}});
@@ -250,6 +252,7 @@ int run_train(const TrainCommandOptions& options) {
       } else {
         std::cout << graphcore::runtime::drift_table_text(report);
       }
+      if (live) live->drift(view::precision_drift_of(report, "", plan.network));
     }
   } catch (const graphcore::runtime::RuntimeError& e) {
     train_error(e.what());

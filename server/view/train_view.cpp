@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -68,7 +69,33 @@ protocol::TrainStep train_step_of(const graphcore::runtime::StepReport& s, const
   t.set_skipped(s.skipped);
   t.set_step_ms(s.ms);
   t.set_samples_per_sec(s.ms > 0 ? static_cast<double>(s.samples) * 1000.0 / s.ms : 0.0);
+  t.set_grad_norm(s.grad_norm);  // NaN / inf as the run had it (the chart leaves a gap)
   return t;
+}
+
+protocol::PrecisionDrift precision_drift_of(const graphcore::runtime::DriftReport& r,
+                                            const std::string& file, const std::string& cell) {
+  protocol::PrecisionDrift d;
+  d.set_file(file);
+  d.set_cell(cell);
+  d.set_precision(std::string(graphcore::runtime::eval_precision_name(r.precision)));
+  d.set_threshold(r.threshold);
+  for (const graphcore::runtime::LayerDrift& l : r.layers) {
+    protocol::LayerDrift* o = d.add_layers();
+    o->set_node(l.node);
+    o->set_op(l.op);
+    o->set_scope(l.scope);
+    o->set_max_abs(l.max_abs);
+    o->set_max_rel(l.max_rel);
+    o->set_cosine(l.cosine);
+    o->set_overflows(static_cast<uint64_t>(std::max<int64_t>(0, l.fp16_overflows)));
+  }
+  d.set_first_below(r.first_below);
+  d.set_top1_agreement(r.top1_agreement);
+  if (r.accuracy_fp32) d.set_accuracy_fp32(*r.accuracy_fp32);
+  if (r.accuracy_precision) d.set_accuracy_precision(*r.accuracy_precision);
+  d.set_samples(static_cast<uint64_t>(std::max<int64_t>(0, r.samples)));
+  return d;
 }
 
 std::unique_ptr<TrainView> TrainView::start(GraphOptions graph, uint16_t port,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "graphcore/drift.h"
 #include "graphcore/trainer.h"
 #include "protocol/view.pb.h"
 #include "view/view_server.h"
@@ -24,6 +25,10 @@ namespace cellscope::server::view {
 // A step of the CPU runtime's Trainer as view.proto's TrainStep (file: absolute).
 protocol::TrainStep train_step_of(const graphcore::runtime::StepReport& s, const std::string& file,
                                   const std::string& cell, std::optional<int64_t> total_steps);
+
+// The drift engine's report as view.proto's PrecisionDrift (the body of `cellscope.drift`).
+protocol::PrecisionDrift precision_drift_of(const graphcore::runtime::DriftReport& r,
+                                            const std::string& file, const std::string& cell);
 
 class TrainView {
  public:

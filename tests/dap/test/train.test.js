@@ -306,6 +306,41 @@ describe('cellscope dap: joint mode', () => {
     assert.ok(fs.existsSync(ckpt));
     assert.ok(text.indexOf('top-1 accuracy') < text.indexOf('wrote the trained checkpoint'));
   });
+
+  for (const precision of ['target', 'int8']) {
+    test(`the inference half at ${precision}: the drift table and the cellscope.drift event, by the network's node ids`, async () => {
+      const drifts = [];
+      dc.on('cellscope.drift', (ev) => drifts.push(ev.body));
+      await launch({
+        program: file('train_mlp.py'), mode: 'joint', steps: 10, evalBatches: 3,
+        precision, calibrationBatches: 2,
+      });
+      await ended;
+      assert.equal(drifts.length, 1, outputs.join(''));
+      const d = drifts[0];
+      assert.equal(d.precision, precision);
+      assert.equal(d.file, fs.realpathSync(file('train_mlp.py')));
+      assert.equal(d.threshold, 0.99);
+      assert.ok(d.samples > 0);
+      assert.ok(d.top1Agreement >= 0 && d.top1Agreement <= 1);
+      assert.ok(d.layers.length >= 2, JSON.stringify(d));
+      // The ids are the network's: the view of the file names its nodes the same way.
+      const ops = new Set(d.layers.map((l) => l.op));
+      assert.ok(ops.has('Dense') || ops.has('MatMul'), [...ops].join(','));
+      for (const l of d.layers) {
+        assert.equal(typeof l.node, 'string');
+        assert.ok(l.node.length > 0);
+        assert.ok(l.cosine === null || (l.cosine > 0 && l.cosine <= 1 + 1e-9), JSON.stringify(l));
+        assert.ok(l.maxAbs === null || l.maxAbs >= 0);
+      }
+      // Quantisation moves the numbers, fp16 storage too: some layer differs from fp32.
+      assert.ok(d.layers.some((l) => l.maxAbs > 0), JSON.stringify(d.layers));
+      const text = outputs.join('');
+      assert.match(text, new RegExp(`precision drift|${precision}`, 'i'));
+      assert.match(text, /measured in [0-9.]+ ms/);
+      assert.ok(text.indexOf('measured in') < text.indexOf('wrote the trained checkpoint'));
+    });
+  }
 });
 
 describe('cellscope dap: bad training configurations end cleanly', () => {
