@@ -956,10 +956,9 @@ TEST(HardwareLayers, RecurrentLayersAreTheirProductsStepByStep) {
     // Per layer and direction: the input projection and the recurrent products (layer 1 reads
     // both directions of layer 0: 2 h features).
     const double per_step_h = static_cast<double>(n * h * gates * h);
-    const double expected =
-        2.0 * static_cast<double>(steps) *
-        (static_cast<double>(n * f * gates * h) + per_step_h +
-         static_cast<double>(n * 2 * h * gates * h) + per_step_h);
+    const double expected = 2.0 * static_cast<double>(steps) *
+                            (static_cast<double>(n * f * gates * h) + per_step_h +
+                             static_cast<double>(n * 2 * h * gates * h) + per_step_h);
     EXPECT_DOUBLE_EQ(k->macs, expected);
     // The recurrence is T dependent products: at least T times one step's product, per layer
     // and direction.
