@@ -76,6 +76,27 @@ void Runner::send_focus() {
   focus_sent_ = true;
 }
 
+// The run is at stop_ (state Stopped): the `stopped` event (reason, description, hit
+// breakpoints), the graph view's focus, then the wait for a resume. False when the wait ended in
+// terminate.
+bool Runner::announce_stop_and_wait(std::unique_lock<std::mutex>& lock) {
+  json body = {{"reason", stop_.reason},
+               {"threadId", kThreadId},
+               {"allThreadsStopped", true},
+               {"preserveFocusHint", false}};
+  if (!stop_.text.empty()) {
+    body["description"] = stop_.text;
+    body["text"] = stop_.text;
+  }
+  if (stop_.reason == "breakpoint") body["hitBreakpointIds"] = stop_.hit_ids;
+  step_ = StepMode::None;
+  resume_ = false;
+  send_focus();
+  channel_.event("stopped", body);
+  cv_.wait(lock, [this] { return resume_ || terminate_; });
+  return !terminate_;
+}
+
 void Runner::clear_focus() {
   if (!focus_sent_) return;
   focus_sent_ = false;
@@ -251,21 +272,7 @@ void Runner::run() {
       stop_.node = s.node;
       stop_.after = s.after;
       if (stop_.reason.empty()) stop_.reason = "pause";
-      json body = {{"reason", stop_.reason},
-                   {"threadId", kThreadId},
-                   {"allThreadsStopped", true},
-                   {"preserveFocusHint", false}};
-      if (!stop_.text.empty()) {
-        body["description"] = stop_.text;
-        body["text"] = stop_.text;
-      }
-      if (stop_.reason == "breakpoint") body["hitBreakpointIds"] = stop_.hit_ids;
-      step_ = StepMode::None;
-      resume_ = false;
-      send_focus();
-      channel_.event("stopped", body);
-      cv_.wait(lock, [this] { return resume_ || terminate_; });
-      if (terminate_) break;
+      if (!announce_stop_and_wait(lock)) break;
       clear_focus();
       if (fatal) {
         state_ = RunState::Done;

@@ -123,6 +123,8 @@ class Runner {
   graphcore::runtime::HookAction after(const graphcore::runtime::NodeEvent& e);
   graphcore::runtime::HookAction pause_for(const std::string& reason, const std::string& text);
   void send_focus();
+  // Sends `stopped` for stop_ (and the focus), then waits for a resume; false on terminate.
+  bool announce_stop_and_wait(std::unique_lock<std::mutex>& lock);
 
   // train/joint (train_session.cpp).
   void run_training();

@@ -89,21 +89,7 @@ bool Runner::block(std::unique_lock<std::mutex>& lock, size_t node, bool after) 
   stop_.node = node;
   stop_.after = after;
   train_view_ = make_train_view();
-  json body = {{"reason", stop_.reason},
-               {"threadId", kThreadId},
-               {"allThreadsStopped", true},
-               {"preserveFocusHint", false}};
-  if (!stop_.text.empty()) {
-    body["description"] = stop_.text;
-    body["text"] = stop_.text;
-  }
-  if (stop_.reason == "breakpoint") body["hitBreakpointIds"] = stop_.hit_ids;
-  step_ = StepMode::None;
-  resume_ = false;
-  send_focus();
-  channel_.event("stopped", body);
-  cv_.wait(lock, [this] { return resume_ || terminate_; });
-  if (terminate_) return false;
+  if (!announce_stop_and_wait(lock)) return false;
   clear_focus();
   stop_.reason.clear();
   stop_.text.clear();
