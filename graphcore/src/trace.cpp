@@ -120,6 +120,25 @@ Value Interpreter::pack_outputs(std::vector<Value> outs, const std::vector<Attr>
   return make_tuple(std::move(outs));
 }
 
+namespace {
+
+// The name of a layer's own Parameter `attr` ("weight") as the report lists it (assign_paths:
+// TensorObj::mindspore_name): the name MindSpore binds, which follows the Cell's last binding
+// (a Conv2d assigned to `self.final_conv` and then put in `self.classifier = SequentialCell([...,
+// self.final_conv])` owns `classifier.1.weight`), not the path the walk happened to give the
+// Cell first.
+std::string layer_param_name(const CellState& cs, const std::string& attr) {
+  std::string path = cs.path.empty() ? attr : cs.path + "." + attr;
+  for (const auto& [k, v] : cs.params) {
+    if (k != attr) continue;
+    if (const auto* t = v.as<TensorObj>()) return t->mindspore_name(path);
+    break;
+  }
+  return path;
+}
+
+}  // namespace
+
 ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
   auto* t = v.as<TensorObj>();
   if (t->graph_id == graph->graph_id) return t->ref;
@@ -224,7 +243,7 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
     ++cs.calls;
     n.id = cs.calls == 1 ? cs.path.str() : cs.path + "#" + std::to_string(cs.calls);
     n.params.reserve(cs.api_params->size());
-    for (auto& p : *cs.api_params) n.params.push_back(cs.path + "." + p.name);
+    for (auto& p : *cs.api_params) n.params.push_back(layer_param_name(cs, p.name));
     n.layer_attrs = cs.attrs;
   } else {
     n.scope = current_scope();
@@ -233,7 +252,8 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
     // whose sub-Cells are not prefixed, a primitive built in construct): its Parameters are named
     // as the report names them, and its constructor's attributes reach the kernel all the same.
     if (obj && obj->cell && obj->cell->api) {
-      for (auto& p : *obj->cell->api_params) n.params.push_back(p.name);
+      for (auto& p : *obj->cell->api_params)
+        n.params.push_back(layer_param_name(*obj->cell, p.name));
       n.layer_attrs = obj->cell->attrs;
     }
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -469,6 +470,45 @@ out = net(ms.Tensor(np.zeros((1, 2)), ms.float32))
   }
   std::sort(graph_params.begin(), graph_params.end());
   EXPECT_EQ(graph_params, (std::vector<std::string>{"enc.cls_token", "enc.pos", "tk"}));
+}
+
+// A layer bound twice (mindcv's SqueezeNet: `self.final_conv = nn.Conv2d(...)`, then
+// `self.classifier = nn.SequentialCell([..., self.final_conv, ...])`): MindSpore names its
+// Parameters after the last binding (`classifier.1.weight`, checked with MindSpore 2.10 on
+// mindcv 0.3.0's squeezenet1_0), and the layer's node reads them by that name, the name the
+// report lists (the runtime binds and export writes parameters by it).
+TEST(TrainingPlan, ALayerBoundTwiceReadsItsParametersByTheirMindSporeName) {
+  AnalysisResult r = analyse_text(R"(import numpy as np
+import mindspore as ms
+from mindspore import nn
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.final_conv = nn.Conv2d(4, 2, 1, has_bias=True)
+        self.classifier = nn.SequentialCell([nn.ReLU(), self.final_conv, nn.ReLU()])
+
+    def construct(self, x):
+        return self.classifier(x)
+
+
+net = Net()
+out = net(ms.Tensor(np.zeros((1, 4, 8, 8)), ms.float32))
+)");
+  ASSERT_EQ(r.cells.size(), 1u);
+  std::set<std::string> listed;
+  for (const auto& p : r.cells[0].params) listed.insert(p.name);
+  EXPECT_EQ(listed, (std::set<std::string>{"classifier.1.weight", "classifier.1.bias"}));
+  size_t convs = 0;
+  for (const auto& n : r.cells[0].graph.nodes) {
+    for (const std::string& p : n.params) EXPECT_TRUE(listed.count(p)) << n.id << " reads " << p;
+    if (n.op == "Conv2D") {
+      ++convs;
+      EXPECT_EQ(n.params, (std::vector<std::string>{"classifier.1.weight", "classifier.1.bias"}));
+    }
+  }
+  EXPECT_EQ(convs, 1u);
 }
 
 TEST(TrainingPlan, DynamicLossScaleTwice) {
