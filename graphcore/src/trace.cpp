@@ -176,12 +176,13 @@ ValueRef Interpreter::graph_value(const Value& v, const Site& site) {
     // they reach the graph only when the runtime asked for them.)
     if (npv::enabled()) n.constant_values = t->values;
     if (t->fill && !t->values) {
-      if (t->type.dtype == DType::Bool)
+      if (t->type.dtype == DType::Bool) {
         n.attrs.push_back(Attr{"value", *t->fill != 0});
-      else if (is_integral(t->type.dtype) && std::nearbyint(*t->fill) == *t->fill)
+      } else if (is_integral(t->type.dtype) && std::nearbyint(*t->fill) == *t->fill) {
         n.attrs.push_back(Attr{"value", static_cast<int64_t>(*t->fill)});
-      else
+      } else {
         n.attrs.push_back(Attr{"value", *t->fill});
+      }
     }
     n.scope = current_scope();
     n.id = graph->unique_id(n.scope.empty() ? std::string("Constant") : n.scope + "/Constant");
