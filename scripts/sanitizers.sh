@@ -38,7 +38,8 @@ cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANI
   cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=$SAN || exit 1
 targets=(cellscope cellscope_unit_tests)
 if [[ $MODE == asan ]]; then
-  targets+=(lsp_fuzz dap_fuzz python_fuzz config_fuzz project_config_fuzz target_fuzz checkpoint_fuzz view_fuzz)
+  targets+=(lsp_fuzz dap_fuzz python_fuzz config_fuzz project_config_fuzz target_fuzz checkpoint_fuzz view_fuzz
+            mindir_fuzz)
 fi
 ninja -C "$DIR" -j "$JOBS" "${targets[@]}" || exit 1
 

@@ -69,7 +69,9 @@ test('cellscope train --view: the view draws a live loss / lr chart from the Tra
   assert.ok(stepFrames.length >= 10, `${stepFrames.length} live step messages`);
   assert.ok(s.messages >= 10, `${s.messages} TrainProgress applied`);
   // The chart's data as uPlot holds it: steps 1..STEPS, the losses the run printed, its lr.
-  assert.deepEqual(s.series, ['step', 'loss', 'lr'], 'no grad-norm series: `cellscope train` does not measure it');
+  // The Trainer reports each step's global gradient norm: the third series.
+  assert.deepEqual(s.series, ['step', 'loss', 'lr', 'grad norm']);
+  assert.ok(s.data[3].every((g) => Number.isFinite(g) && g > 0), JSON.stringify(s.data[3]));
   const printed = printedLosses(out);
   assert.equal(printed.length, STEPS, out);
   assert.deepEqual(s.data[0], printed.map(([n]) => n));
