@@ -713,9 +713,14 @@ function defaultDebugConfiguration(): vscode.DebugConfiguration {
   return { type: 'mindspore', request: 'launch', name: 'MindSpore: Debug Cell', program: '${file}', input: 'random', precision: 'fp32', stopOnEntry: true };
 }
 
-/** F5 on a training script: train, then run the trained network (docs/dap.md, "Training"). */
+/**
+ * F5 on a training script: train, then run the trained network (docs/dap.md, "Training") at fp32
+ * and as the target computes it (`precision: "target"`: fp16 storage, fp32 accumulation), so that
+ * the session ends with the per-layer precision drift (Debug Console table, graph view overlay).
+ * With `fp32` the inference half has nothing to compare with and no drift is reported.
+ */
 function jointDebugConfiguration(): vscode.DebugConfiguration {
-  return { type: 'mindspore', request: 'launch', name: 'MindSpore: Train and Infer', program: '${file}', mode: 'joint', precision: 'fp32', evalBatches: 10 };
+  return { type: 'mindspore', request: 'launch', name: 'MindSpore: Train and Infer', program: '${file}', mode: 'joint', precision: 'target', evalBatches: 10 };
 }
 
 /**
