@@ -7,11 +7,14 @@
 #   scripts/extension.sh unit        unit tests (node:test, no VS Code)
 #   scripts/extension.sh e2e-setup   installs what the end-to-end tier needs (Debian packages,
 #                                    code-server 4.100.3 + playwright-core from extension/test/e2e)
-#   scripts/extension.sh e2e         package, then the end-to-end test in code-server + chromium
+#   scripts/extension.sh e2e         package, then the end-to-end tests in code-server + chromium
+#                                    (test/e2e/run.mjs, then test/e2e/train.mjs)
+#   scripts/extension.sh e2e-train   package, then only test/e2e/train.mjs (F5 joint train/infer)
 #   scripts/extension.sh test        unit, then e2e
 #
 # Needs Node 20 and npm. The .vsix bundles build/cellscope if it exists (CELLSCOPE_BIN=path
-# overrides, CELLSCOPE_BUNDLE=0 leaves it out). Screenshots: extension/test/e2e/artifacts/.
+# overrides, CELLSCOPE_BUNDLE=0 leaves it out). Screenshots: extension/test/e2e/artifacts/
+# (train.mjs's in artifacts/train/).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -79,10 +82,28 @@ e2e_setup() {
   npm_ci "$E2E" npm_config_unsafe_perm=true npm_config_yes=true
 }
 
+# The end-to-end tests, each in its own code-server: run.mjs (editing, the view, infer debugging,
+# export, crash containment), then train.mjs (F5 joint train -> infer on the article's MNIST
+# script). Both run; the tier fails if either does.
+e2e_tests() {
+  local rc=0
+  (cd "$EXT" && node test/e2e/run.mjs) || rc=1
+  e2e_train || rc=1
+  return "$rc"
+}
+
+e2e_train() {
+  local t0=$SECONDS
+  local rc=0
+  (cd "$EXT" && node test/e2e/train.mjs) || rc=1
+  say "train.mjs took $((SECONDS - t0)) s"
+  return "$rc"
+}
+
 e2e() {
   e2e_setup
   package
-  (cd "$EXT" && node test/e2e/run.mjs)
+  e2e_tests
 }
 
 cmd="${1:-}"
@@ -92,12 +113,17 @@ case "$cmd" in
   unit) unit ;;
   e2e-setup) e2e_setup ;;
   e2e) e2e ;;
+  e2e-train)
+    e2e_setup
+    package
+    e2e_train
+    ;;
   test)
     unit
     e2e
     ;;
   *)
-    echo "usage: scripts/extension.sh build|package|unit|e2e-setup|e2e|test" >&2
+    echo "usage: scripts/extension.sh build|package|unit|e2e-setup|e2e|e2e-train|test" >&2
     exit 2
     ;;
 esac
