@@ -13,6 +13,7 @@ says and computes:
   by MindSpore's own slicing code (mindspore.parallel._tensor._count_tensor_shape);
 * for cases with a "# redistribute: a.i -> b.j" header, the operators MindSpore's redistribution
   engine (the C++ TensorTransform behind mindspore.parallel._tensor) inserts between two layouts;
+* for cases with a "# env: K=V ..." header (the dry-run variables), the run with those variables set;
 * for "# run: msrun" cases, the run under `msrun --worker_num=2 --local_worker_num=2` (CPU workers),
   each rank's result line or error, and the communication primitives in the compiled graph (IR dump
   of the "validate" pass).
@@ -147,9 +148,12 @@ def probe(case_path):
         msg = str(e)
         tb = traceback.extract_tb(e.__traceback__)
         line = next((fr.lineno for fr in reversed(tb) if os.path.abspath(fr.filename) == case_path), None)
-        cpp = re.findall(r"^(mindspore/ccsrc/\S+:\d+ \S+)$", msg, re.M)
+        cpp = re.findall(r"^(mindspore/\S+\.cc:\d+ \S+)$", msg, re.M)
         outcome = {"status": "error", "type": type(e).__name__, "message": msg.split("\n")[0].strip(),
                    "line": line, "cpp_location": cpp[0] if cpp else None}
+        loads = re.findall(r"^(Load dynamic library: .*)$", msg, re.M)
+        if loads:
+            outcome["device_load_errors"] = loads
     rec["outcome"] = outcome
     device_num = ms.get_auto_parallel_context("device_num")
     rec["device_num"] = device_num
@@ -327,7 +331,8 @@ def free_port():
 def msrun_options(py):
     msrun = os.path.join(os.path.dirname(py), "msrun")
     p = subprocess.run([msrun, "--help"], capture_output=True, text=True, check=False, timeout=120)
-    return sorted(set(re.findall(r"(--[a-z_]+)", p.stdout)))
+    usage = p.stdout.split("positional arguments:")[0]
+    return sorted(set(re.findall(r"\[(--[a-z_]+)", usage)))
 
 
 def run_msrun(py, case_path):
@@ -421,7 +426,11 @@ def main():
         if meta["run"] == "msrun":
             entry["msrun"] = run_msrun(a.python, path)
         else:
-            entry["probe"] = run_probe(a.python, ["--probe", path])
+            env = dict(os.environ)
+            if meta.get("env"):
+                entry["env"] = meta["env"]
+                env.update(kv.split("=", 1) for kv in meta["env"].split())
+            entry["probe"] = run_probe(a.python, ["--probe", path], env=env)
         fragments += meta["texts"]
         result["cases"][cid] = entry
         print(f"{cid:32s} {time.time() - t:6.1f}s  {summary(entry)}", flush=True)
