@@ -584,6 +584,22 @@ std::string_view idiom_name(graphcore::TrainingPlan::Idiom i) {
   return "model_train";
 }
 
+DatasetPlan dataset_plan(const graphcore::DatasetPlan& p, PositionMapper& positions) {
+  DatasetPlan d;
+  *d.mutable_source() = plan_call(p.source, positions);
+  for (const auto& op : p.ops) {
+    DatasetOp* o = d.add_ops();
+    o->set_kind(std::string(dataset_op_kind(op.kind)));
+    *o->mutable_call() = plan_call(op.call, positions);
+    for (const auto& t : op.transforms) *o->add_transforms() = plan_call(t, positions);
+    for (const auto& c : op.input_columns) o->add_input_columns(c);
+    for (const auto& c : op.columns) o->add_columns(c);
+  }
+  for (const auto& c : p.columns) *d.add_columns() = tensor(c.name, c.type);
+  d.set_opaque_reason(p.opaque_reason);
+  return d;
+}
+
 TrainingPlan training_plan(const graphcore::TrainingPlan& p, PositionMapper& positions,
                            bool include_nodes) {
   TrainingPlan out;
@@ -611,19 +627,10 @@ TrainingPlan training_plan(const graphcore::TrainingPlan& p, PositionMapper& pos
   if (p.loss_scale_manager)
     *out.mutable_loss_scale_manager() = plan_call(*p.loss_scale_manager, positions);
   if (p.clip_global_norm) out.set_clip_global_norm(*p.clip_global_norm);
-  if (p.dataset) {
-    DatasetPlan* d = out.mutable_dataset();
-    *d->mutable_source() = plan_call(p.dataset->source, positions);
-    for (const auto& op : p.dataset->ops) {
-      DatasetOp* o = d->add_ops();
-      o->set_kind(std::string(dataset_op_kind(op.kind)));
-      *o->mutable_call() = plan_call(op.call, positions);
-      for (const auto& t : op.transforms) *o->add_transforms() = plan_call(t, positions);
-      for (const auto& c : op.input_columns) o->add_input_columns(c);
-      for (const auto& c : op.columns) o->add_columns(c);
-    }
-    for (const auto& c : p.dataset->columns) *d->add_columns() = tensor(c.name, c.type);
-    d->set_opaque_reason(p.dataset->opaque_reason);
+  if (p.dataset) *out.mutable_dataset() = dataset_plan(*p.dataset, positions);
+  if (p.eval_dataset) {
+    *out.mutable_eval_dataset() = dataset_plan(*p.eval_dataset, positions);
+    *out.mutable_eval_range() = positions.range(p.file, p.eval_range);
   }
   if (p.epochs) out.set_epochs(static_cast<double>(*p.epochs));
   if (p.sink_size) out.set_sink_size(static_cast<double>(*p.sink_size));

@@ -706,10 +706,11 @@ void render_training_text(std::ostream& out, const protocol::GraphDocument& doc)
     if (t.has_lr_graph()) {
       const auto& lg = t.lr_graph();
       out << "  lr graph  " << (lg.class_name().empty() ? "?" : lg.class_name()) << ".construct";
-      if (lg.compiled())
+      if (lg.compiled()) {
         out << " compiled, " << lg.nodes_size() << " nodes (global_step -> learning rate)";
-      else
+      } else {
         out << " not compiled: " << t.lr_graph_reason();
+      }
       out << "\n";
     }
     if (t.has_loss_scale_manager())
@@ -723,9 +724,8 @@ void render_training_text(std::ostream& out, const protocol::GraphDocument& doc)
       out << ")";
     }
     out << "\n";
-    if (t.has_dataset()) {
-      const auto& d = t.dataset();
-      out << "  dataset   " << plan_call_string(d.source());
+    const auto pipeline = [&out](const protocol::DatasetPlan& d) {
+      out << plan_call_string(d.source());
       for (const auto& op : d.ops())
         out << "\n            ." << plan_call_string(op.call()).substr(8);
       out << "\n  batch     ";
@@ -734,8 +734,16 @@ void render_training_text(std::ostream& out, const protocol::GraphDocument& doc)
         out << (i ? ", " : "") << d.columns(i).name() << ": " << tensor_string(d.columns(i), true);
       if (!d.opaque_reason().empty()) out << "\n  (not followed: " << d.opaque_reason() << ")";
       out << "\n";
+    };
+    if (t.has_dataset()) {
+      out << "  dataset   ";
+      pipeline(t.dataset());
     } else {
       out << "  dataset   ? (not followed)\n";
+    }
+    if (t.has_eval_dataset()) {
+      out << "  eval data (line " << t.eval_range().start().line() + 1 << ") ";
+      pipeline(t.eval_dataset());
     }
     for (const auto& c : t.callbacks()) out << "  callback  " << plan_call_string(c) << "\n";
     for (const auto& c : t.exports()) out << "  export    " << plan_call_string(c) << "\n";

@@ -599,7 +599,7 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
       // A loop over a dataset's batches: its body runs once, with one abstract batch, so the
       // training step it makes is followed; what it assigns is unknown afterwards.
       if (training && training->iterations != batches_before) {
-        training->enter_loop(s, site);
+        training->enter_loop(*this, s, site);
         Flow fl = Flow::Normal;
         try {
           for (size_t i = 0; i < (live ? live->items.size() : items->size()) && i < 1; ++i) {
@@ -607,10 +607,10 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
             fl = exec_block(s->list, f);
           }
         } catch (...) {
-          training->exit_loop();
+          training->exit_loop(*this);
           throw;
         }
-        training->exit_loop();
+        training->exit_loop(*this);
         if (fl == Flow::Return) return fl;
         havoc_loop(s, f);
         return Flow::Normal;

@@ -57,6 +57,7 @@ const std::vector<std::string>* signature(std::string_view api) {
       {"Model.fit",
        {"epoch", "train_dataset", "valid_dataset", "valid_frequency", "callbacks",
         "dataset_sink_mode", "valid_dataset_sink_mode", "sink_size", "initial_epoch"}},
+      {"Model.eval", {"valid_dataset", "callbacks", "dataset_sink_mode"}},
       {"ms.value_and_grad",
        {"fn", "grad_position", "weights", "has_aux", "return_ids", "sens_param"}},
       {"ms.grad", {"fn", "grad_position", "weights", "has_aux", "return_ids", "sens_param"}},
@@ -792,12 +793,22 @@ std::optional<Value> TrainingRecorder::method(Interpreter& in, const Value& obj,
       e.first_export = in2.training->exports.size();
       if (const Value* d = bound(api, a, "train_dataset")) e.dataset = *d;
       if (const Value* cb = bound(api, a, "callbacks")) e.callbacks = *cb;
+      if (const Value* vd = bound(api, a, "valid_dataset"); vd && !vd->is_none()) {
+        in2.training->evals.push_back(EvalEvent{site, site.range(), obj, *vd, nullptr, {}});
+      }
       PlanCall c = plan_call(in2, api, a, site);
       for (const Attr& at : c.args) {
         if (at.name == "epoch" || at.name == "dataset_sink_mode" || at.name == "sink_size")
           e.train_args.push_back(at);
       }
       return Value::none();
+    });
+  }
+  if (p->kind == Kind::Model && name == "eval") {
+    return builtin("Model.eval", [obj](Interpreter& in2, CallArgs& a, const Site& site) {
+      if (const Value* d = bound("Model.eval", a, "valid_dataset"))
+        in2.training->evals.push_back(EvalEvent{site, site.range(), obj, *d, nullptr, {}});
+      return Value::unknown();  // the metrics' values: known only by running
     });
   }
   if (p->kind == Kind::TrainOneStep || p->kind == Kind::WithLoss || p->kind == Kind::Loss ||
@@ -938,12 +949,21 @@ std::optional<std::vector<Value>> TrainingRecorder::iterate(Interpreter& in, con
   return std::vector<Value>{make_tuple(std::move(items))};
 }
 
-void TrainingRecorder::enter_loop(const ast::Node* loop, const Site& site) {
-  loops_.push_back(Loop{loop, site.range(), ++runs_, last_dataset});
+void TrainingRecorder::enter_loop(Interpreter& in, const ast::Node* loop, const Site& site) {
+  loops_.push_back(Loop{loop, site.range(), ++runs_, last_dataset, site, in.call_sites.size()});
 }
 
-void TrainingRecorder::exit_loop() {
-  if (!loops_.empty()) loops_.pop_back();
+void TrainingRecorder::exit_loop(Interpreter& in) {
+  if (loops_.empty()) return;
+  Loop l = std::move(loops_.back());
+  loops_.pop_back();
+  // Every dataset loop is a candidate evaluation loop; plan_trainings keeps the ones over another
+  // dataset that call the trained network and make no training step.
+  EvalEvent ev{l.site, l.range, Value::unknown(), l.dataset, l.node, {}};
+  for (size_t i = std::min(l.call_sites_before, in.call_sites.size()); i < in.call_sites.size();
+       ++i)
+    ev.cells.push_back(in.call_sites[i].cell);
+  evals.push_back(std::move(ev));
 }
 
 void TrainingRecorder::record_export(Interpreter& in, CallArgs& args, const Site& site) {
@@ -1207,6 +1227,28 @@ std::vector<PlannedTraining> plan_trainings(Interpreter& in, TrainingRecorder& r
       in.report(e.site, Severity::Information, "training-not-followed",
                 "training plan: the dataset is not a mindspore.dataset pipeline built in this "
                 "program, so its batches' types are unknown");
+    }
+    // The program's own evaluation pipeline (the first that applies, in program order):
+    // Model.eval / fit's valid_dataset on this Model, or a loop over another dataset that calls
+    // the network and is not a training loop.
+    const bool is_model = e.idiom == TrainingPlan::Idiom::ModelTrain;
+    for (const EvalEvent& ev : rec.evals) {
+      PlanObj* d = plan_of(ev.dataset);
+      if (!d || !d->dataset) continue;
+      if (ev.loop == nullptr) {
+        if (!is_model || ev.trainer.o != e.trainer.o) continue;
+      } else {
+        if (net.is_unknown() || ev.dataset.o == e.dataset.o) continue;
+        const bool training_loop = std::any_of(
+            rec.events.begin(), rec.events.end(),
+            [&](const TrainingEvent& t) { return t.loop != nullptr && t.loop == ev.loop; });
+        const bool calls_net = std::any_of(ev.cells.begin(), ev.cells.end(),
+                                           [&](const Value& c) { return c.o == net.o; });
+        if (training_loop || !calls_net) continue;
+      }
+      plan.eval_dataset = *d->dataset;
+      plan.eval_range = ev.range;
+      break;
     }
     for (size_t i = e.first_export; i < rec.exports.size(); ++i)
       plan.exports.push_back(rec.exports[i]);

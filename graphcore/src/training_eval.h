@@ -69,6 +69,17 @@ struct TrainingEvent {
   size_t first_export = 0;           // exports recorded from here on came after training
 };
 
+// A place the program evaluates on a dataset: Model.eval / Model.fit's valid_dataset (trainer
+// the Model), or a loop over a dataset (trainer Unknown) and the Cells its body called.
+struct EvalEvent {
+  Site site;
+  SourceRange range;
+  Value trainer = Value::unknown();
+  Value dataset = Value::unknown();
+  const ast::Node* loop = nullptr;
+  std::vector<Value> cells;  // loops: the Cells called in the body, in order
+};
+
 struct PlannedTraining;
 
 class TrainingRecorder {
@@ -86,12 +97,13 @@ class TrainingRecorder {
 
   // Dataset loops: `for ... in dataset.create_tuple_iterator()` (interp.cpp's K::For).
   uint64_t iterations = 0;  // batches handed out; a change tells K::For it iterates a dataset
-  void enter_loop(const ast::Node* loop, const Site& site);
-  void exit_loop();
+  void enter_loop(Interpreter& in, const ast::Node* loop, const Site& site);
+  void exit_loop(Interpreter& in);
   void record_export(Interpreter& in, CallArgs& args, const Site& site);
   void record_clip(CallArgs& args);
 
   std::vector<TrainingEvent> events;
+  std::vector<EvalEvent> evals;
   std::vector<PlanCall> exports;
   // The dataset handed out by the last iterate(), for the loop that asked.
   Value last_dataset = Value::unknown();
@@ -102,6 +114,8 @@ class TrainingRecorder {
     SourceRange range;
     uint64_t run;
     Value dataset;
+    Site site;
+    size_t call_sites_before = 0;  // Interpreter::call_sites.size() when the body started
   };
   std::vector<Loop> loops_;
   uint64_t runs_ = 0;

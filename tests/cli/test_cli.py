@@ -1313,6 +1313,48 @@ class TrainTests(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("evaluated 4 batch(es) of the 9 asked", p.stdout)
 
+    def test_drift_reads_the_programs_evaluation_pipeline(self):
+        # model.eval on another folder's test split, batched by 4: the drift reads it (not the
+        # training rows), at the batch the network was compiled for (8), with a note.
+        self.write_mnist([i % 10 for i in range(32)])
+        evald = self.dir / "MNIST_Eval"
+        evald.mkdir()
+        n = 24
+        pixels = [(i * 53 + j * 7) % 256 for i in range(n) for j in range(28 * 28)]
+        write_idx(evald / "t10k-images-idx3-ubyte", (n, 28, 28), pixels)
+        write_idx(evald / "t10k-labels-idx1-ubyte", (n,), [i % 10 for i in range(n)])
+        script = TRAIN_SCRIPT.replace(
+            "Model(net, loss, opt).train(2, data, callbacks=[LossMonitor()])\n",
+            "model = Model(net, loss, opt)\n"
+            "model.train(2, data, callbacks=[LossMonitor()])\n"
+            "test = ds.MnistDataset('./MNIST_Eval', usage='test')\n"
+            "test = test.map(operations=[vision.Rescale(1.0 / 255.0, 0.0), vision.HWC2CHW()],\n"
+            "                input_columns='image')\n"
+            "test = test.map(operations=transforms.TypeCast(ms.int32), input_columns='label')\n"
+            "model.eval(test.batch(4))\n")
+        self.assertNotEqual(script, TRAIN_SCRIPT)
+        self.script.write_text(script)
+        p = run("graph", self.script, "--format", "text", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("eval data (line 33) dataset.MnistDataset(", p.stdout)
+        p = run("train", self.script, "--steps", "1", "--drift", "target", "--eval-batches", "9",
+                "--format", "json", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        drift = json.loads(p.stdout)["drift"]
+        self.assertIn("the program's evaluation pipeline (line 33, dataset.MnistDataset",
+                      drift["data"])
+        self.assertEqual(drift["samples"], 24)  # 3 batches of 8 from the 24 eval rows
+        self.assertTrue(any("the batch the network was compiled for" in n
+                            for n in drift["notes"]), drift["notes"])
+        # Without the folder: the training pipeline, with a note that says why.
+        shutil.rmtree(evald)
+        p = run("train", self.script, "--steps", "0", "--drift", "target", "--format", "json",
+                cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        drift = json.loads(p.stdout)["drift"]
+        self.assertNotIn("evaluation pipeline", drift["data"])
+        self.assertTrue(any("cannot be read" in n for n in drift["notes"]), drift["notes"])
+
     def test_missing_data_names_the_directory_and_files(self):
         out = self.dir / "net.ckpt"
         p = run("train", self.script, "--data", self.dir / "nowhere", "-o", out, cwd=self.dir)

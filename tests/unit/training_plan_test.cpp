@@ -646,3 +646,124 @@ Model(net, nn.MSELoss(), nn.SGD(net.trainable_params())).train(1, d)
 }
 
 }  // namespace
+
+// The program's own evaluation pipeline: the quick-start tutorial's test_loop (a loop over
+// another dataset that calls the network without a training step), Model.eval on the same Model,
+// Model.fit's valid_dataset; nothing when the only other loop trains or calls another Cell.
+const char* const kEvalPipe = R"(import mindspore
+from mindspore import nn
+from mindspore.dataset import vision, transforms, MnistDataset
+from mindspore.train import Model
+
+
+def datapipe(path, batch_size):
+    dataset = MnistDataset(path)
+    dataset = dataset.map([vision.Rescale(1.0 / 255.0, 0), vision.HWC2CHW()], 'image')
+    dataset = dataset.map(transforms.TypeCast(mindspore.int32), 'label')
+    return dataset.batch(batch_size)
+
+
+class Network(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.dense = nn.Dense(28 * 28, 10)
+
+    def construct(self, x):
+        return self.dense(self.flatten(x))
+
+
+)";
+
+TEST(TrainingPlan, FunctionalTestLoopIsTheEvaluationPipeline) {
+  std::string text = std::string(kEvalPipe) + R"(train_dataset = datapipe('MNIST_Data/train', 64)
+test_dataset = datapipe('MNIST_Data/test', 32)
+model = Network()
+other = Network()
+loss_fn = nn.CrossEntropyLoss()
+optimizer = nn.SGD(model.trainable_params(), 1e-2)
+
+
+def forward_fn(data, label):
+    logits = model(data)
+    return loss_fn(logits, label), logits
+
+
+grad_fn = mindspore.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=True)
+
+
+def train_loop(model, dataset):
+    model.set_train()
+    for data, label in dataset.create_tuple_iterator():
+        (loss, _), grads = grad_fn(data, label)
+        optimizer(grads)
+
+
+def probe(cell, dataset):
+    for data, label in dataset.create_tuple_iterator():
+        cell(data)
+
+
+def test_loop(model, dataset):
+    model.set_train(False)
+    correct = 0
+    for data, label in dataset.create_tuple_iterator():
+        pred = model(data)
+        correct += (pred.argmax(1) == label).asnumpy().sum()
+
+
+for t in range(2):
+    train_loop(model, train_dataset)
+    probe(other, test_dataset)
+    test_loop(model, test_dataset)
+)";
+  AnalysisResult r = analyse_text(text);
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  ASSERT_TRUE(p.dataset);
+  EXPECT_EQ(str(p.dataset->source, "dataset_dir"), "MNIST_Data/train");
+  ASSERT_TRUE(p.eval_dataset);  // test_loop's, not probe's (another Cell)
+  EXPECT_EQ(str(p.eval_dataset->source, "dataset_dir"), "MNIST_Data/test");
+  EXPECT_EQ(p.eval_range.start.line, 54u);  // test_loop's `for`
+  ASSERT_EQ(p.eval_dataset->columns.size(), 2u);
+  EXPECT_EQ(shape(p.eval_dataset->columns[0].type), "(32, 1, 28, 28) float32");
+}
+
+TEST(TrainingPlan, ModelEvalOnTheSameModelIsTheEvaluationPipeline) {
+  std::string text = std::string(kEvalPipe) + R"(net = Network()
+loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean')
+opt = nn.Momentum(net.trainable_params(), 0.01, 0.9)
+other = Model(Network(), loss, nn.Momentum(net.trainable_params(), 0.01, 0.9))
+other.eval(datapipe('MNIST_Data/other', 32))
+model = Model(net, loss, opt, metrics={'acc'})
+model.train(1, datapipe('MNIST_Data/train', 32))
+model.eval(datapipe('MNIST_Data/test', 32))
+)";
+  AnalysisResult r = analyse_text(text);
+  expect_no_errors(r);
+  ASSERT_EQ(r.training.size(), 1u);
+  const TrainingPlan& p = r.training[0];
+  ASSERT_TRUE(p.eval_dataset);  // this Model's eval, not the other Model's
+  EXPECT_EQ(str(p.eval_dataset->source, "dataset_dir"), "MNIST_Data/test");
+  EXPECT_EQ(p.eval_range.start.line, 30u);
+
+  std::string fit = std::string(kEvalPipe) + R"(net = Network()
+loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean')
+model = Model(net, loss, nn.Momentum(net.trainable_params(), 0.01, 0.9))
+model.fit(2, datapipe('MNIST_Data/train', 32), datapipe('MNIST_Data/valid', 32))
+)";
+  AnalysisResult rf = analyse_text(fit);
+  ASSERT_EQ(rf.training.size(), 1u);
+  ASSERT_TRUE(rf.training[0].eval_dataset);
+  EXPECT_EQ(str(rf.training[0].eval_dataset->source, "dataset_dir"), "MNIST_Data/valid");
+
+  std::string none = std::string(kEvalPipe) + R"(net = Network()
+loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean')
+model = Model(net, loss, nn.Momentum(net.trainable_params(), 0.01, 0.9))
+model.train(1, datapipe('MNIST_Data/train', 32))
+)";
+  AnalysisResult rn = analyse_text(none);
+  ASSERT_EQ(rn.training.size(), 1u);
+  EXPECT_FALSE(rn.training[0].eval_dataset);
+}

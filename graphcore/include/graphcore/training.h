@@ -87,6 +87,12 @@ struct TrainingPlan {
   std::optional<PlanCall> loss_scale_manager;  // FixedLossScaleManager, DynamicLossScaleManager
   std::optional<double> clip_global_norm;      // ops.clip_by_global_norm(grads, clip_norm)
   std::optional<DatasetPlan> dataset;
+  // The program's own evaluation pipeline for this network, when it has one: the dataset of
+  // `model.eval(ds)` or `model.fit(..., valid_dataset=ds)` on the same Model, or of a loop over
+  // another dataset whose body calls the trained network without a training step (the usual
+  // `test_loop`). eval_range is that call or loop. Precision drift evaluates on it.
+  std::optional<DatasetPlan> eval_dataset;
+  SourceRange eval_range;
   std::optional<int64_t> epochs;
   std::optional<int64_t> sink_size;
   bool dataset_sink_mode = false;

@@ -244,9 +244,42 @@ std::string arg_string(const PlanCall& call, std::string_view name) {
   return "";
 }
 
-// The pipeline the drift reads: the plan's, in file order (its shuffles off), with the batch
-// override; on the source's test split when the script trains on usage='train' of a source that
-// has one and its files are there.
+// A pipeline as the drift reads it: in file order (its source's shuffle and every .shuffle()
+// off), every batch() at `batch` when given. False when a batch is asked of a pipeline that does
+// not batch.
+bool in_file_order(DatasetPlan& data, std::optional<int64_t> batch) {
+  for (Attr& a : data.source.args) {
+    if (a.name == "shuffle") a.value = false;
+  }
+  if (!data.source.arg("shuffle")) data.source.args.push_back(Attr{"shuffle", false});
+  std::erase_if(data.ops, [](const DatasetOp& op) { return op.kind == DatasetOp::Kind::Shuffle; });
+  if (!batch) return true;
+  bool batched = false;
+  for (DatasetOp& op : data.ops) {
+    if (op.kind != DatasetOp::Kind::Batch) continue;
+    batched = true;
+    for (Attr& a : op.call.args) {
+      if (a.name == "batch_size") a.value = *batch;
+    }
+  }
+  return batched;
+}
+
+// The batch size a pipeline's (last) batch() gives, when it is a number.
+std::optional<int64_t> batch_size_of(const DatasetPlan& data) {
+  std::optional<int64_t> b;
+  for (const DatasetOp& op : data.ops) {
+    if (op.kind != DatasetOp::Kind::Batch) continue;
+    const AttrValue* v = op.call.arg("batch_size");
+    if (const auto* i = v ? std::get_if<int64_t>(v) : nullptr) b = *i;
+  }
+  return b;
+}
+
+// The pipeline the drift reads, in file order with the batch override: the program's own
+// evaluation pipeline (model.eval's dataset, a test loop's) when the plan has one it can read, at
+// the batch size the network was compiled for; else the training pipeline, on the source's test
+// split when the script trains on usage='train' of a source that has one and its files are there.
 EvalData open_eval_data(const TrainingPlan& plan, const DriftOptions& o) {
   if (!plan.dataset) {
     throw RuntimeError(location(plan) +
@@ -258,24 +291,44 @@ EvalData open_eval_data(const TrainingPlan& plan, const DriftOptions& o) {
                        plan.dataset->opaque_reason);
   }
   DatasetPlan data = *plan.dataset;
-  for (Attr& a : data.source.args) {
-    if (a.name == "shuffle") a.value = false;
-  }
-  if (!data.source.arg("shuffle")) data.source.args.push_back(Attr{"shuffle", false});
-  std::erase_if(data.ops, [](const DatasetOp& op) { return op.kind == DatasetOp::Kind::Shuffle; });
-  if (o.batch) {
-    bool batched = false;
-    for (DatasetOp& op : data.ops) {
-      if (op.kind != DatasetOp::Kind::Batch) continue;
-      batched = true;
-      for (Attr& a : op.call.args) {
-        if (a.name == "batch_size") a.value = *o.batch;
+  if (!in_file_order(data, o.batch))
+    throw RuntimeError(location(plan) + ": a batch size needs a pipeline that batches");
+  EvalData r;
+  if (plan.eval_dataset) {
+    const std::string where = "the program's evaluation pipeline (line " +
+                              std::to_string(plan.eval_range.start.line + 1) + ", " +
+                              plan.eval_dataset->source.api + ", file order)";
+    DatasetPlan ev = *plan.eval_dataset;
+    const std::optional<int64_t> compiled = o.batch ? o.batch : batch_size_of(data);
+    if (!ev.opaque_reason.empty()) {
+      r.notes.push_back(where + " is not read: " + ev.opaque_reason);
+    } else if (ev.columns.size() != data.columns.size()) {
+      r.notes.push_back(where + " gives " + std::to_string(ev.columns.size()) +
+                        " columns, the training pipeline " + std::to_string(data.columns.size()) +
+                        ": the training pipeline is used");
+    } else if (!in_file_order(ev, compiled)) {
+      r.notes.push_back(where + " does not batch: the training pipeline is used");
+    } else {
+      // A data directory given for the run replaces the training source's; it stands for the
+      // evaluation source's only when both read the same directory (usage='train' / 'test').
+      const bool same_dir =
+          arg_string(ev.source, "dataset_dir") == arg_string(data.source, "dataset_dir") &&
+          ev.source.api == data.source.api;
+      try {
+        r.reader =
+            std::make_unique<DatasetReader>(ev, same_dir ? o.data_dir : std::nullopt, o.seed);
+        r.what = where;
+        if (compiled && batch_size_of(*plan.eval_dataset) != compiled) {
+          r.notes.push_back("its batches are made of " + std::to_string(*compiled) +
+                            " rows, the batch the network was compiled for");
+        }
+        return r;
+      } catch (const RuntimeError& e) {
+        r.notes.push_back(where + " cannot be read (" + e.what() +
+                          "): the training pipeline is used");
       }
     }
-    if (!batched)
-      throw RuntimeError(location(plan) + ": a batch size needs a pipeline that batches");
   }
-  EvalData r;
   const std::string& api = data.source.api;
   const bool has_test_split = api == "dataset.MnistDataset" ||
                               api == "dataset.FashionMnistDataset" ||
