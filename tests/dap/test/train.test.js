@@ -4,6 +4,7 @@
 // trained checkpoint the session writes next to the file lands there.
 import { test, describe, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -403,6 +404,19 @@ describe('cellscope dap: joint mode stops on precision drift', () => {
       assert.match(row.value, new RegExp(`^cosine ${fig.cosine.replace('+', '\\+')}, max abs`));
       // The stop is at the drifted layer's line.
       if (l.node === d.firstBelow) assert.match(fig.source, new RegExp(`train_mlp\\.py:${frames[0].line}$`));
+    }
+    // `cellscope train --drift` on the same file, data, steps and seed: the same numbers.
+    const cli = JSON.parse(execFileSync(BIN, ['train', file('train_mlp.py'), '--data', DATA, '--steps', '10',
+      '--drift', 'int8', '--eval-batches', '3', '--calibration-batches', '2', '--drift-threshold', '0.9999999',
+      '--format', 'json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })).drift;
+    assert.equal(cli.first_below, d.firstBelow);
+    assert.equal(Number(byName['top-1 agreement'].value), shown(cli.top1_agreement));
+    assert.deepEqual(cli.layers.map((l) => l.node), layerRows.map((r) => r.name));
+    for (const [i, row] of layerRows.entries()) {
+      const fig = Object.fromEntries((await variables(row.variablesReference)).map((v) => [v.name, v.value]));
+      assert.equal(Number(fig.cosine), shown(cli.layers[i].cosine));
+      assert.equal(Number(fig['max abs']), shown(cli.layers[i].max_abs));
+      assert.equal(Number(fig['max rel']), shown(cli.layers[i].max_rel));
     }
     await dc.continueRequest({ threadId: 1 });
     const [exited] = await Promise.all([dc.waitForEvent('exited'), ended]);
