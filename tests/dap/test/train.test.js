@@ -44,6 +44,7 @@ let progress;
 let stops;
 let stopWaiters;
 let ended;  // the `terminated` event, however early it comes
+let exited;  // the `exited` event, likewise
 beforeEach(async () => {
   stops = [];
   stopWaiters = [];
@@ -55,6 +56,7 @@ beforeEach(async () => {
   dc.on('output', (ev) => outputs.push(ev.body.output));
   dc.on('cellscope.trainStep', (ev) => steps.push(ev.body));
   ended = new Promise((resolve) => dc.once('terminated', resolve));
+  exited = new Promise((resolve) => dc.once('exited', resolve));
   dc.on('stopped', (ev) => {
     if (stopWaiters.length) stopWaiters.shift()(ev.body);
     else stops.push(ev.body);
@@ -419,8 +421,8 @@ describe('cellscope dap: joint mode stops on precision drift', () => {
       assert.equal(Number(fig['max rel']), shown(cli.layers[i].max_rel));
     }
     await dc.continueRequest({ threadId: 1 });
-    const [exited] = await Promise.all([dc.waitForEvent('exited'), ended]);
-    assert.equal(exited.body.exitCode, 0);
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 0);
     assert.ok(fs.existsSync(ckpt));
     assert.equal(artifacts.length, 1);
     assert.equal(artifacts[0].checkpoint, ckpt);
@@ -467,8 +469,8 @@ describe('cellscope dap: the end of a session writes the file\'s ms.export model
     const mindir = file('mlp_trained.mindir');
     for (const f of [ckpt, mindir]) fs.rmSync(f, { force: true });
     await launch({ program: file('export_mlp.py'), mode: 'train', steps: 5 });
-    const [exited] = await Promise.all([dc.waitForEvent('exited'), ended]);
-    assert.equal(exited.body.exitCode, 0, outputs.join(''));
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 0, outputs.join(''));
     assert.equal(artifacts.length, 1, outputs.join(''));
     const a = artifacts[0];
     assert.deepEqual(Object.keys(a).sort(), ['cell', 'checkpoint', 'file', 'mindir']);
@@ -519,15 +521,15 @@ describe('cellscope dap: a kernel error in a training step', () => {
     assert.match(logits.body.result, /^Tensor\(16, 5\) float32/);
     assert.match(outputs.join(''), /training failed: step 1: .*\(no checkpoint written\)/);
     await dc.continueRequest({ threadId: 1 });
-    const [exited] = await Promise.all([dc.waitForEvent('exited'), ended]);
-    assert.equal(exited.body.exitCode, 1);
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 1);
     assert.ok(!fs.existsSync(file('kernel_error_mlp_trained.ckpt')));
   });
 
   test('without the filter the session ends at once with exit code 1', async () => {
     await launch({ program: file('kernel_error_mlp.py'), mode: 'train', steps: 5 });
-    const [exited] = await Promise.all([dc.waitForEvent('exited'), ended]);
-    assert.equal(exited.body.exitCode, 1);
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 1);
     assert.equal(stops.length, 0);
   });
 });
