@@ -510,8 +510,9 @@ bool Runner::stop_on_drift(std::unique_lock<std::mutex>& lock) {
 void Runner::export_trained(const std::string& checkpoint, json& artifacts) {
   const graphcore::AnalysisResult& analysis = program_.training->analysis;
   if (analysis.exports.empty()) return;  // the file exports nothing
+  // What the file asks for and was not done: on stderr, and in the event's `notes`.
   auto note = [&](const std::string& text) {
-    channel_.output("cellscope: " + text);
+    channel_.output("cellscope: " + text, "stderr");
     artifacts["notes"].push_back(text);
   };
   if (analysis.exports.size() > 1) {

@@ -487,6 +487,23 @@ describe('cellscope dap: the end of a session writes the file\'s ms.export model
     assert.ok(text.indexOf('wrote the trained checkpoint') < text.indexOf('mlp_trained.mindir'));
   });
 
+  test('an ms.export call with file_format="AIR": no model, the reason in notes and on stderr', async () => {
+    const artifacts = [];
+    const errors = [];
+    dc.on('cellscope.sessionArtifacts', (ev) => artifacts.push(ev.body));
+    dc.on('output', (ev) => { if (ev.body.category === 'stderr') errors.push(ev.body.output); });
+    const program = file('export_air.py');
+    fs.writeFileSync(program, fs.readFileSync(file('export_mlp.py'), 'utf8').replace('file_format="MINDIR"', 'file_format="AIR"'));
+    await launch({ program, mode: 'train', steps: 2 });
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 0);
+    assert.equal(artifacts.length, 1);
+    assert.deepEqual(Object.keys(artifacts[0]).sort(), ['cell', 'checkpoint', 'file', 'notes']);
+    assert.match(artifacts[0].notes[0], /^no model exported: the ms\.export call at export_air\.py:\d+: file_format='AIR': Cellscope writes MINDIR and ONNX, not AIR$/);
+    assert.ok(errors.some((e) => e.includes(artifacts[0].notes[0])), errors.join(''));
+    assert.ok(!fs.existsSync(file('mlp_trained.air')));
+  });
+
   test('a file without an ms.export call: the artifacts event names the checkpoint only', async () => {
     const artifacts = [];
     dc.on('cellscope.sessionArtifacts', (ev) => artifacts.push(ev.body));
