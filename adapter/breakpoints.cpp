@@ -104,26 +104,48 @@ std::optional<std::string> hit_condition_error(const std::string& cond) {
          "`: expected a count N, =N, >N, >=N or %N (every N-th hit, N > 0)";
 }
 
+namespace {
+
+// `text` (spaces around it ignored) as a number, or nullopt when it is not exactly one.
+std::optional<double> strict_number(const std::string& text) {
+  const std::string t(graphcore::text::trim(text));
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 bool eval_condition(const std::string& cond, const Evaluate& eval, std::string* err) {
   static const char* ops[] = {"<=", ">=", "==", "!=", "<", ">"};
   for (const char* op : ops) {
     auto k = cond.find(op);
     if (k == std::string::npos) continue;
     std::string lhs = cond.substr(0, k), rhs = cond.substr(k + std::string(op).size());
+    // `EXPR % N`: the remainder of the left side's number (`step % 5 == 0`).
+    std::optional<double> modulus;
+    if (auto m = lhs.find('%'); m != std::string::npos) {
+      modulus = strict_number(lhs.substr(m + 1));
+      if (!modulus || *modulus == 0) {
+        *err = "the right side of % must be a non-zero number";
+        return false;
+      }
+      lhs.resize(m);
+    }
     auto l = eval(lhs, err);
     if (!l) return false;
     if (!l->number) {
-      *err = "the left side must be a number, e.g. x.max()";
+      *err = "the left side must be a number, e.g. x.max() or step";
       return false;
     }
-    double b = 0;
-    try {
-      b = std::stod(rhs);
-    } catch (const std::exception&) {
+    const std::optional<double> right = strict_number(rhs);
+    if (!right) {
       *err = "the right side must be a number";
       return false;
     }
-    double a = *l->number;
+    const double b = *right;
+    double a = modulus ? std::fmod(*l->number, *modulus) : *l->number;
     std::string o = op;
     return o == "<="   ? a <= b
            : o == ">=" ? a >= b
@@ -240,6 +262,10 @@ const std::vector<ExceptionFilter>& exception_filters() {
       {"weight-unchanged", "Weight unchanged (training)",
        "Stop after a step that left a trained parameter unchanged (a frozen layer, a learning "
        "rate of 0)"},
+      {"kernel-error", "Kernel errors (training)",
+       "Stop at the node whose kernel failed in a training step (its inputs inspectable); "
+       "continuing ends the session",
+       nullptr, true},
   };
   return kFilters;
 }
@@ -266,6 +292,13 @@ std::optional<double> filter_condition_value(const std::string& id, const std::s
     return std::nullopt;
   }
   return v;
+}
+
+std::set<std::string> default_filters() {
+  std::set<std::string> out;
+  for (const ExceptionFilter& f : exception_filters())
+    if (f.on_by_default) out.insert(f.id);
+  return out;
 }
 
 bool is_exception_filter(const std::string& id) {
@@ -313,6 +346,7 @@ std::optional<std::string> filter_exception(const std::set<std::string>& filters
 
 std::string exception_id(const std::string& description) {
   if (description.rfind("RuntimeError: ", 0) == 0) return "RuntimeError";
+  if (description.rfind("precision-drift: ", 0) == 0) return "precision-drift";
   // The training filters' descriptions start with their id ("grad-explode: step 2: ...").
   for (const ExceptionFilter& f : exception_filters()) {
     const std::string prefix = std::string(f.id) + ": ";

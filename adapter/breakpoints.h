@@ -125,10 +125,15 @@ struct ExceptionFilter {
   const char* description;
   // Training filters whose condition is a number (a factor or a threshold): its description.
   const char* condition = nullptr;
+  // On unless the client says otherwise (the `default` initialize announces, and the session's
+  // filters until setExceptionBreakpoints).
+  bool on_by_default = false;
 };
 // The filters `initialize` announces, in order.
 const std::vector<ExceptionFilter>& exception_filters();
 bool is_exception_filter(const std::string& id);
+// The ids of the filters on by default (a session's filters before setExceptionBreakpoints).
+std::set<std::string> default_filters();
 // The number a filter's condition gives (loss-spike's factor, grad-explode's threshold ...), or
 // `*err` says why it is refused (a filter without a condition, not a positive number).
 std::optional<double> filter_condition_value(const std::string& id, const std::string& condition,
@@ -140,7 +145,8 @@ std::optional<double> filter_condition_value(const std::string& id, const std::s
 std::optional<std::string> filter_exception(const std::set<std::string>& filters,
                                             const graphcore::runtime::NodeEvent& e,
                                             const graphcore::runtime::Executor& ex);
-// The exceptionId of a stop's description ("NaN", "fp16 overflow", "RuntimeError").
+// The exceptionId of a stop's description ("NaN", "fp16 overflow", "RuntimeError",
+// "precision-drift").
 std::string exception_id(const std::string& description);
 
 }  // namespace cellscope::dap

@@ -73,7 +73,7 @@ LaunchConfig parse_launch_config(const json& args) {
   const bool training = c.mode != Mode::Infer;
   for (const char* key : {"steps", "epochs", "batch", "data"})
     only_in(key, training, "\"train\" or \"joint\"");
-  for (const char* key : {"evalBatches", "calibrationBatches"})
+  for (const char* key : {"evalBatches", "calibrationBatches", "stopOnDrift", "driftThreshold"})
     only_in(key, c.mode == Mode::Joint, "\"joint\"");
   for (const char* key : {"inputs", "input"})
     only_in(key, !training, "\"infer\" (training reads the script's dataset)");
@@ -91,6 +91,30 @@ LaunchConfig parse_launch_config(const json& args) {
   c.batch = positive("batch");
   c.eval_batches = positive("evalBatches").value_or(c.eval_batches);
   c.calibration_batches = positive("calibrationBatches").value_or(c.calibration_batches);
+  if (args.contains("driftThreshold") && !args["driftThreshold"].is_null()) {
+    const json& v = args["driftThreshold"];
+    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1) {
+      throw LaunchError("launch: 'driftThreshold' must be a number in (0, 1], not " + v.dump());
+    }
+    c.drift_threshold = v.get<double>();
+  }
+  if (args.contains("stopOnDrift") && !args["stopOnDrift"].is_null()) {
+    const json& v = args["stopOnDrift"];
+    if (v.is_boolean()) {
+      c.stop_on_drift = v.get<bool>() ? DriftStop::Always : DriftStop::Never;
+    } else if (v == "belowThreshold") {
+      c.stop_on_drift = DriftStop::BelowThreshold;
+    } else if (v == "always") {
+      c.stop_on_drift = DriftStop::Always;
+    } else if (v == "never") {
+      c.stop_on_drift = DriftStop::Never;
+    } else {
+      throw LaunchError(
+          "launch: 'stopOnDrift' must be \"belowThreshold\", \"always\", \"never\" or a "
+          "boolean, not " +
+          v.dump());
+    }
+  }
   c.data = str_arg("data");
   if (c.data) {
     if (c.data->empty()) throw LaunchError("launch: 'data' is an empty path");

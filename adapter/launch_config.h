@@ -32,6 +32,10 @@ struct LaunchError : std::runtime_error {
 // or the training plan then the trained network on held-out batches (joint).
 enum class Mode : uint8_t { Infer, Train, Joint };
 
+// joint: when the session stops after the inference half to show the Precision drift scope
+// (`stopOnDrift`): when a layer's cosine falls under the threshold (the default), always, never.
+enum class DriftStop : uint8_t { BelowThreshold, Always, Never };
+
 struct LaunchConfig {
   Mode mode = Mode::Infer;
   std::string program;                   // the model file, as given
@@ -56,6 +60,8 @@ struct LaunchConfig {
   int64_t eval_batches = 10;
   std::string precision = "fp32";
   int64_t calibration_batches = 4;
+  DriftStop stop_on_drift = DriftStop::BelowThreshold;
+  double drift_threshold = 0.99;  // the cosine under which a layer counts as drifted
 };
 
 // Reads the launch arguments. Throws LaunchError (or, for `stopOnEntry` of the wrong type,

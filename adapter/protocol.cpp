@@ -154,8 +154,10 @@ void Channel::output(const std::string& text, const std::string& category) {
 json capabilities() {
   json filters = json::array();
   for (const ExceptionFilter& f : exception_filters()) {
-    json j = {
-        {"filter", f.id}, {"label", f.label}, {"description", f.description}, {"default", false}};
+    json j = {{"filter", f.id},
+              {"label", f.label},
+              {"description", f.description},
+              {"default", f.on_by_default}};
     if (f.condition) {
       j["supportsCondition"] = true;
       j["conditionDescription"] = f.condition;

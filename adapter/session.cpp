@@ -10,6 +10,10 @@ namespace cellscope::dap {
 
 namespace rt = graphcore::runtime;
 
+namespace {
+constexpr const char* kTensorFilters[] = {"nan", "inf", "fp16-overflow", "all-zero"};
+}  // namespace
+
 // ---- graph view focus ---------------------------------------------------------------------------
 // The custom event `cellscope.focus` tells the editor which graph node the run is paused on (the
 // extension relays it to the graph view, docs/dap.md): sent with every stop (just before
@@ -108,7 +112,15 @@ void Runner::clear_focus() {
 // ---- state --------------------------------------------------------------------------------------
 
 Inspector Runner::inspector() const {
-  return {*program_.executor, program_.index, stop_.computed_end()};
+  Inspector in(*program_.executor, program_.index, stop_.computed_end());
+  in.set_scalars(training_scalars());
+  return in;
+}
+
+std::vector<std::pair<std::string, double>> Runner::training_scalars() const {
+  if (!program_.training) return {};
+  const rt::Trainer& t = *program_.training->trainer;
+  return {{"step", static_cast<double>(current_step())}, {"epoch", static_cast<double>(t.epoch())}};
 }
 
 void Runner::start() {
@@ -196,7 +208,8 @@ rt::HookAction Runner::before(size_t i) {
         bp->step_base = bp->hits;
       }
     }
-    const Inspector inspector(*program_.executor, program_.index, i);
+    Inspector inspector(*program_.executor, program_.index, i);
+    inspector.set_scalars(training_scalars());
     Reached r = reach(*bp, [&](const std::string& expr, std::string* err) {
       return inspector.evaluate(expr, ni.frame, err);
     });
@@ -229,7 +242,10 @@ rt::HookAction Runner::before(size_t i) {
 
 // The exception filters, after node `e.index` ran.
 rt::HookAction Runner::after(const rt::NodeEvent& e) {
-  if (filters_.empty() || !program_.index.nodes[e.index].stoppable) return rt::HookAction::Continue;
+  // Only the tensor filters look at outputs (the training filters and kernel-error do not).
+  const bool tensor_filters = std::any_of(std::begin(kTensorFilters), std::end(kTensorFilters),
+                                          [&](const char* id) { return filters_.count(id) != 0; });
+  if (!tensor_filters || !program_.index.nodes[e.index].stoppable) return rt::HookAction::Continue;
   if (auto text = filter_exception(filters_, e, *program_.executor))
     return pause_for("exception", *text);
   return rt::HookAction::Continue;

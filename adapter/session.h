@@ -139,10 +139,25 @@ class Runner {
   void sync_step_executor();
   [[nodiscard]] size_t loss_node() const;
   [[nodiscard]] std::unique_ptr<TrainView> make_train_view() const;
-  void finish_training();
-  // joint: the precision-drift report of the trained network (cellscope.drift).
+  // train/joint: `step` and `epoch` for evaluate, conditions and logpoints (empty in infer).
+  [[nodiscard]] std::vector<std::pair<std::string, double>> training_scalars() const;
+  // The global step running (1-based; the failed one at a kernel-error stop).
+  [[nodiscard]] int64_t current_step() const;
+  // After the last step: joint's inference half (and its drift stop), the checkpoint, the
+  // export, the artifacts event. False when terminated meanwhile.
+  void finish_training(std::unique_lock<std::mutex>& lock);
+  // joint: the precision-drift report of the trained network (cellscope.drift), kept in drift_.
   void report_drift(const graphcore::CellReport& network,
                     const std::vector<graphcore::runtime::CheckpointTensor>& params);
+  // joint: stops after the inference half when `stopOnDrift` asks (the Precision drift scope).
+  // False when terminated meanwhile.
+  bool stop_on_drift(std::unique_lock<std::mutex>& lock);
+  // The model the file's own ms.export(...) call describes, from `checkpoint`, next to the
+  // file: adds `mindir`/`onnx` (or a note) to the artifacts event's body.
+  void export_trained(const std::string& checkpoint, nlohmann::json& artifacts);
+  // A kernel error of a training step: the kernel-error stop at its node. False on terminate.
+  bool stop_on_kernel_error(std::unique_lock<std::mutex>& lock,
+                            const graphcore::runtime::RuntimeError& e);
 
   Channel& channel_;
   std::mutex m_;
@@ -150,7 +165,7 @@ class Runner {
 
   Program program_;
   BreakpointTable breakpoints_;
-  std::set<std::string> filters_;
+  std::set<std::string> filters_ = default_filters();
   std::map<std::string, double> filter_values_;
   VarRefs refs_;
 
@@ -165,6 +180,8 @@ class Runner {
   std::optional<graphcore::runtime::StepReport> last_report_;
   std::vector<double> losses_;  // finite losses of the steps so far
   std::unique_ptr<TrainView> train_view_;
+  std::optional<graphcore::runtime::DriftReport> drift_;  // joint, after the inference half
+  std::optional<int64_t> failed_step_;  // the step a kernel error failed (its stop)
 
   RunState state_ = RunState::Idle;
   std::thread worker_;

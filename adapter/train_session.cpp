@@ -8,18 +8,21 @@
 // the file; joint then runs the trained network on held-out batches.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 
 #include "graphcore/drift.h"
+#include "model_export.h"
 #include "session.h"
 
 namespace cellscope::dap {
 
 namespace fs = std::filesystem;
 namespace rt = graphcore::runtime;
+namespace server = cellscope::server;
 
 namespace {
 
@@ -104,7 +107,7 @@ bool Runner::block(std::unique_lock<std::mutex>& lock, size_t node, bool after) 
 std::unique_ptr<TrainView> Runner::make_train_view() const {
   const rt::Trainer& t = *program_.training->trainer;
   auto v = std::make_unique<TrainView>();
-  const int64_t step = t.steps_started();
+  const int64_t step = current_step();
   v->info.emplace_back("step", std::to_string(step));
   v->info.emplace_back("epoch", std::to_string(t.epoch()));
   if (auto total = t.total_steps()) v->info.emplace_back("total steps", std::to_string(*total));
@@ -133,6 +136,7 @@ std::unique_ptr<TrainView> Runner::make_train_view() const {
   for (rt::CheckpointTensor& e : t.optimizer_state()) {
     if (e.value.defined()) v->optimizer.emplace_back(e.name, std::move(e.value));
   }
+  v->drift = drift_;
   return v;
 }
 
@@ -350,13 +354,31 @@ void Runner::run_training() {
         end_progress("done");
         channel_.output("cellscope: trained " + std::to_string(trainer.steps_started()) +
                         " steps in " + fixed(ms / 1000.0, 2) + " s");
-        finish_training();
+        finish_training(lock);
         return;
       }
       after_step(*r, lock);
     }
   } catch (const rt::TrainingAborted&) {
     // terminate: nothing is written
+  } catch (const rt::RuntimeError& e) {
+    // A kernel error (or the Trainer's own refusal): with the kernel-error filter, a stop at the
+    // failing node first.
+    std::unique_lock lock(m_);
+    end_progress("failed");
+    if (!terminate_) {
+      channel_.output(
+          "cellscope: training failed: " + std::string(e.what()) + " (no checkpoint written)",
+          "stderr");
+      if (!stop_on_kernel_error(lock, e)) {
+        state_ = RunState::Done;
+        return;
+      }
+      state_ = RunState::Done;
+      channel_.event("exited", {{"exitCode", 1}});
+      channel_.event("terminated");
+      return;
+    }
   } catch (const std::exception& e) {
     std::unique_lock lock(m_);
     end_progress("failed");
@@ -374,8 +396,25 @@ void Runner::run_training() {
   state_ = RunState::Done;
 }
 
-// After the last step (worker, mutex held): joint's inference half, then the checkpoint.
-void Runner::finish_training() {
+int64_t Runner::current_step() const {
+  return failed_step_ ? *failed_step_ : program_.training->trainer->steps_started();
+}
+
+bool Runner::stop_on_kernel_error(std::unique_lock<std::mutex>& lock, const rt::RuntimeError& e) {
+  if (!filters_.count("kernel-error") || !e.node()) return true;
+  sync_step_executor();  // the executor that failed is the Trainer's step executor
+  size_t node = *e.node();
+  if (node >= program_.index.nodes.size()) node = loss_node();
+  // The Trainer no longer counts the failed step as started: the stop shows it.
+  failed_step_ = program_.training->trainer->steps_started() + 1;
+  pause_for("exception", "RuntimeError: " + std::string(e.what()));
+  // Before the node (it did not run): its inputs and the step's values so far are inspectable.
+  return block(lock, node, false);
+}
+
+// After the last step (worker, mutex held): joint's inference half (and its drift stop), then
+// the checkpoint, the model the file's ms.export call describes, and the artifacts event.
+void Runner::finish_training(std::unique_lock<std::mutex>& lock) {
   TrainProgram& tp = *program_.training;
   const LaunchConfig& config = program_.config;
   const std::vector<rt::CheckpointTensor> trained = tp.trainer->checkpoint();
@@ -402,20 +441,121 @@ void Runner::finish_training() {
       channel_.output("cellscope: the inference half failed: " + std::string(e.what()), "stderr");
       exit_code = 1;
     }
+    if (!stop_on_drift(lock)) return;  // terminated: nothing is written
   }
   // The trained parameters and optimizer state, next to the file (atomic).
   const fs::path file(program_.path);
   const fs::path out = file.parent_path() / (file.stem().string() + "_trained.ckpt");
+  json artifacts = {{"file", canonical(program_.path)}, {"cell", program_cell(program_)}};
   try {
     rt::write_checkpoint(out, trained);
     channel_.output("cellscope: wrote the trained checkpoint " + out.string());
+    artifacts["checkpoint"] = out.string();
+    export_trained(out.string(), artifacts);
   } catch (const std::exception& e) {
     channel_.output("cellscope: cannot write the checkpoint: " + std::string(e.what()), "stderr");
     exit_code = 1;
   }
+  if (artifacts.contains("checkpoint")) channel_.event("cellscope.sessionArtifacts", artifacts);
   state_ = RunState::Done;
   channel_.event("exited", {{"exitCode", exit_code}});
   channel_.event("terminated");
+}
+
+// The session's stop after the inference half, per `stopOnDrift` (docs/dap.md): when a layer's
+// cosine falls under the threshold, at that layer's node (an exception, `precision-drift`);
+// with "always" and no such layer, at the network's output (a pause). The Precision drift scope
+// shows the report (make_train_view).
+bool Runner::stop_on_drift(std::unique_lock<std::mutex>& lock) {
+  if (!drift_ || program_.config.stop_on_drift == DriftStop::Never) return true;
+  const rt::DriftReport& d = *drift_;
+  const bool below = !d.first_below.empty();
+  if (!below && program_.config.stop_on_drift != DriftStop::Always) return true;
+  const std::string precision(rt::eval_precision_name(d.precision));
+  const rt::Executor& ex = *program_.executor;
+  // The layer's node in the training step's graph (the network's ids, as the drift names them).
+  auto node_of = [&](const std::string& id) -> std::optional<size_t> {
+    if (id.empty()) return std::nullopt;
+    auto n = ex.find_node(id);
+    if (n && *n < program_.forward_count && *n < program_.index.nodes.size()) return n;
+    return std::nullopt;
+  };
+  std::string text;
+  size_t node = loss_node();
+  if (below) {
+    const auto layer = std::find_if(d.layers.begin(), d.layers.end(), [&](const rt::LayerDrift& l) {
+      return l.node == d.first_below;
+    });
+    text = "precision-drift: at " + precision + " the cosine of layer '" + d.first_below + "'";
+    if (layer != d.layers.end()) {
+      text += " (" + layer->op + " at " + fs::path(layer->file).filename().string() + ":" +
+              std::to_string(layer->line) + ") is " + num(layer->cosine);
+    }
+    text += ", under " + num(d.threshold) + "; top-1 agreement " + num(d.top1_agreement) +
+            " (see the Precision drift scope)";
+    if (auto n = node_of(d.first_below)) node = *n;
+    pause_for("exception", text);
+  } else {
+    text = "precision drift (" + precision + "): every layer's cosine is at least " +
+           num(d.threshold) + "; top-1 agreement " + num(d.top1_agreement) +
+           " (see the Precision drift scope)";
+    if (auto n = node_of(d.logits)) node = *n;
+    pause_for("pause", text);
+  }
+  return block(lock, node, true);
+}
+
+// The file's own ms.export(...) call, written from the trained checkpoint with the exporter of
+// `cellscope export` (server/model_export.h), next to the file when its file_name is relative.
+void Runner::export_trained(const std::string& checkpoint, json& artifacts) {
+  const graphcore::AnalysisResult& analysis = program_.training->analysis;
+  if (analysis.exports.empty()) return;  // the file exports nothing
+  // What the file asks for and was not done: on stderr, and in the event's `notes`.
+  auto note = [&](const std::string& text) {
+    channel_.output("cellscope: " + text, "stderr");
+    artifacts["notes"].push_back(text);
+  };
+  if (analysis.exports.size() > 1) {
+    note("no model exported: the file calls ms.export " + std::to_string(analysis.exports.size()) +
+         " times (cellscope export FILE --cell ... -o ... writes one)");
+    return;
+  }
+  const graphcore::ExportCall& call = analysis.exports.front();
+  std::string why;
+  const std::optional<server::CallExport> target = server::export_of_call(call, &why);
+  const std::string at = fs::path(call.call.file).filename().string() + ":" +
+                         std::to_string(call.call.range.start.line + 1);
+  if (!target) {
+    note("no model exported: the ms.export call at " + at + ": " + why);
+    return;
+  }
+  server::ModelExportRequest request;
+  request.file = program_.path;
+  request.analysis = program_.config.analysis;
+  request.analysis.cell = call.cell;
+  request.analysis.entries.clear();
+  request.analysis.inputs = call.inputs;
+  request.inputs_given = true;
+  request.export_call = call.call;
+  request.format = target->format;
+  fs::path output(target->output);
+  if (output.is_relative()) output = fs::path(program_.path).parent_path() / output;
+  request.output = output;
+  request.checkpoint = checkpoint;
+  request.seed = program_.config.exec.seed;
+  graphcore::DiskSourceProvider sources;
+  const server::ModelExportOutcome outcome = server::export_model(request, sources);
+  if (outcome.status != server::ModelExportOutcome::Status::kWritten) {
+    std::string reasons;
+    for (const auto& d : outcome.diagnostics) reasons += "; " + d.message;
+    for (const auto& e : outcome.errors) reasons += "; " + e;
+    note("no model exported: the ms.export call at " + at + " was refused" + reasons);
+    return;
+  }
+  channel_.output("cellscope: wrote " + outcome.output + " (" + outcome.summary + ", " +
+                  std::to_string(outcome.bytes) + " bytes), as the ms.export call at " + at +
+                  " asks, from the trained checkpoint");
+  artifacts[target->format] = outcome.output;
 }
 
 // The precision-drift report of the joint mode: the trained network at fp32 against the launch
@@ -433,11 +573,13 @@ void Runner::report_drift(const graphcore::CellReport& network,
   o.precision = *precision;
   o.eval_batches = config.eval_batches;
   o.calibration_batches = config.calibration_batches;
+  o.cosine_threshold = config.drift_threshold;
   o.seed = config.exec.seed;
   if (config.data) o.data_dir = fs::path(*config.data);
   o.batch = config.batch;
   const auto t0 = std::chrono::steady_clock::now();
-  const rt::DriftReport r = rt::measure_drift(program_.training->plan(), params, o);
+  drift_ = rt::measure_drift(program_.training->plan(), params, o);
+  const rt::DriftReport& r = *drift_;
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   channel_.output(rt::drift_table_text(r) + "(measured in " + fixed(ms, 1) + " ms)");

@@ -142,6 +142,15 @@ std::optional<EvalResult> Inspector::evaluate(std::string expr, const std::strin
     if (p) t = p->value;
   }
   if (self_path) expr = "self." + expr;
+  if (!t && method.empty() && !self_path) {
+    for (const auto& [name, v] : scalars_) {
+      if (name != expr) continue;
+      EvalResult r;
+      r.number = v;
+      r.text = num(v);
+      return r;
+    }
+  }
   if (!t) {
     *err = "'" + expr + "' is not a computed tensor in this frame";
     return std::nullopt;
@@ -169,6 +178,40 @@ std::optional<EvalResult> Inspector::evaluate(std::string expr, const std::strin
   return r;
 }
 
+namespace {
+
+// The Precision drift scope: the report's summary, then a row per layer (graph order; expandable
+// to its node's figures). Numbers as num() shows them; fractions, not percentages.
+void drift_variables(const rt::DriftReport& d, VarRefs& refs, json& vars) {
+  auto simple = [&](const std::string& name, const std::string& value) {
+    vars.push_back({{"name", name}, {"value", value}, {"variablesReference", 0}});
+  };
+  simple("precision", std::string(rt::eval_precision_name(d.precision)));
+  simple("threshold", num(d.threshold));
+  simple("first layer under the threshold",
+         d.first_below.empty() ? "none (every layer's cosine >= " + num(d.threshold) + ")"
+                               : d.first_below);
+  simple("top-1 agreement", num(d.top1_agreement));
+  if (d.accuracy_fp32) simple("accuracy (fp32)", num(*d.accuracy_fp32));
+  if (d.accuracy_precision) {
+    simple("accuracy (" + std::string(rt::eval_precision_name(d.precision)) + ")",
+           num(*d.accuracy_precision));
+  }
+  simple("samples", std::to_string(d.samples));
+  if (!d.data.empty()) simple("data", d.data);
+  for (const rt::LayerDrift& l : d.layers) {
+    std::string value = "cosine " + num(l.cosine) + ", max abs " + num(l.max_abs) + ", max rel " +
+                        num(l.max_rel) + ", fp16 overflows " + std::to_string(l.fp16_overflows);
+    if (l.node == d.first_below) value += " (first under " + num(d.threshold) + ")";
+    vars.push_back({{"name", l.node},
+                    {"value", value},
+                    {"type", l.op},
+                    {"variablesReference", refs.add({VarRef::Kind::DriftLayer, l.node, {}})}});
+  }
+}
+
+}  // namespace
+
 json scopes(const std::string& frame, VarRefs& refs, const TrainView* train) {
   int locals = refs.add({VarRef::Kind::Locals, frame, {}});
   int params = refs.add({VarRef::Kind::Params, frame, {}});
@@ -182,6 +225,7 @@ json scopes(const std::string& frame, VarRefs& refs, const TrainView* train) {
     scope("Training", VarRef::Kind::Training);
     scope("Gradients and updates", VarRef::Kind::TrainParams);
     scope("Optimizer state", VarRef::Kind::OptimizerState);
+    if (train->drift) scope("Precision drift", VarRef::Kind::Drift);
   }
   return out;
 }
@@ -268,6 +312,27 @@ json variables(const VarRef& r, const json& args, const Inspector& inspector, Va
       if (!train) break;
       for (const auto& [name, t] : train->optimizer)
         vars.push_back(tensor_variable(name, t, "", refs));
+      break;
+    case VarRef::Kind::Drift:
+      if (!train || !train->drift) break;
+      drift_variables(*train->drift, refs, vars);
+      break;
+    case VarRef::Kind::DriftLayer:
+      if (!train || !train->drift) break;
+      for (const rt::LayerDrift& d : train->drift->layers) {
+        if (d.node != r.frame) continue;
+        simple("node", d.node);
+        simple("op", d.op);
+        simple("scope", d.scope);
+        if (!d.file.empty()) simple("source", d.file + ":" + std::to_string(d.line));
+        simple("max abs", num(d.max_abs));
+        simple("max rel", num(d.max_rel));
+        simple("cosine", num(d.cosine));
+        simple("fp16 overflows", std::to_string(d.fp16_overflows));
+        simple("non-finite", std::to_string(d.nonfinite));
+        if (train->drift->precision == rt::EvalPrecision::Int8)
+          simple("quantized", d.quantized ? "yes" : "no");
+      }
       break;
     case VarRef::Kind::Values: {
       if (args.value("filter", "") == "named") break;  // only indexed children

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph_index.h"
+#include "graphcore/drift.h"
 #include "graphcore/runtime.h"
 
 namespace cellscope::dap {
@@ -42,6 +43,8 @@ struct TrainView {
   };
   std::vector<Param> params;
   std::vector<std::pair<std::string, rt::Tensor>> optimizer;  // moments.fc1.weight ...
+  // joint, after the inference half: the precision-drift report (the Precision drift scope).
+  std::optional<rt::DriftReport> drift;
 };
 
 // What a variablesReference stands for.
@@ -55,6 +58,8 @@ struct VarRef {
     TrainParams,     // TrainView::params
     TrainParam,      // one of them (`frame`: its name)
     OptimizerState,  // TrainView::optimizer
+    Drift,           // TrainView::drift
+    DriftLayer,      // one of its layers (`frame`: its node id)
   } kind = Kind::Locals;
   std::string frame;
   rt::Tensor tensor;
@@ -94,19 +99,27 @@ class Inspector {
   // The parameters of `frame`'s Cell (every parameter for the root), by relative name.
   [[nodiscard]] NamedTensors params(const std::string& frame) const;
   // A name in `frame` (a source variable, a node id relative to the frame or absolute, a
-  // parameter), optionally followed by .min() .max() .mean() .std() .shape .sum() .nan_count()
-  // .inf_count(). nullopt with `*err` set when the name is no computed tensor.
+  // parameter, a scalar of set_scalars: a number), optionally followed by .min() .max() .mean()
+  // .std() .shape .sum() .nan_count() .inf_count(). nullopt with `*err` set when the name is no
+  // computed tensor.
   std::optional<EvalResult> evaluate(std::string expr, const std::string& frame,
                                      std::string* err) const;
+  // Numbers known by name besides the tensors (train/joint: `step`, `epoch`); a local of the
+  // frame with the same name wins.
+  void set_scalars(std::vector<std::pair<std::string, double>> scalars) {
+    scalars_ = std::move(scalars);
+  }
 
  private:
   const rt::Executor& ex_;
   const GraphIndex& index_;
   size_t end_;
+  std::vector<std::pair<std::string, double>> scalars_;
 };
 
 // The `scopes` of `frame` (Locals, Parameters; with a training view, Training, Gradients and
-// updates, Optimizer state), with new references.
+// updates, Optimizer state, and Precision drift when it has a drift report), with new
+// references.
 nlohmann::json scopes(const std::string& frame, VarRefs& refs, const TrainView* train = nullptr);
 // A DAP Variable for a tensor (expandable: a new reference).
 nlohmann::json tensor_variable(const std::string& name, const rt::Tensor& t,

@@ -55,32 +55,22 @@ bool options_from_export_call(const graphcore::AnalysisResult& result,
     return false;
   }
   const graphcore::ExportCall& e = result.exports.front();
-  if (!e.unfollowed.empty()) {
-    print_note(e.call, "cannot take the export options from this call: " + e.unfollowed);
-    export_error("nothing to export without options: " + ask);
+  std::string why;
+  const std::optional<CallExport> call_export = export_of_call(e, &why);
+  if (!call_export) {
+    print_note(e.call, why);
+    export_error(e.unfollowed.empty() ? "nothing to export in that format: " + ask
+                                      : "nothing to export without options: " + ask);
     return false;
   }
-  std::string format;
-  if (e.file_format == "MINDIR") {
-    format = "mindir";
-  } else if (e.file_format == "ONNX") {
-    format = "onnx";
-  } else {
-    print_note(e.call, "file_format='" + e.file_format + "': " +
-                           (e.file_format == "AIR"
-                                ? std::string("Cellscope writes MINDIR and ONNX, not AIR")
-                                : std::string("MindSpore accepts 'AIR', 'ONNX' or 'MINDIR'")));
-    export_error("nothing to export in that format: " + ask);
-    return false;
-  }
+  const std::string& format = call_export->format;
   if (!options->format.empty() && options->format != format) {
     print_note(e.call, "the call writes " + e.file_format);
     export_error("--format " + options->format + " differs from the ms.export call: " + ask);
     return false;
   }
   options->format = format;
-  const std::string ext = "." + format;
-  options->output = e.file_name.ends_with(ext) ? e.file_name : e.file_name + ext;
+  options->output = call_export->output;
   analysis->cell = e.cell;
   analysis->entries.clear();
   analysis->inputs = e.inputs;

@@ -379,4 +379,25 @@ ModelExportOutcome export_model(const ModelExportRequest& request,
   return out;
 }
 
+std::optional<CallExport> export_of_call(const graphcore::ExportCall& call, std::string* why) {
+  if (!call.unfollowed.empty()) {
+    *why = "cannot take the export options from this call: " + call.unfollowed;
+    return std::nullopt;
+  }
+  CallExport out;
+  if (call.file_format == "MINDIR") {
+    out.format = "mindir";
+  } else if (call.file_format == "ONNX") {
+    out.format = "onnx";
+  } else {
+    *why = "file_format='" + call.file_format + "': " +
+           (call.file_format == "AIR" ? std::string("Cellscope writes MINDIR and ONNX, not AIR")
+                                      : std::string("MindSpore accepts 'AIR', 'ONNX' or 'MINDIR'"));
+    return std::nullopt;
+  }
+  const std::string ext = "." + out.format;
+  out.output = call.file_name.ends_with(ext) ? call.file_name : call.file_name + ext;
+  return out;
+}
+
 }  // namespace cellscope::server

@@ -41,6 +41,17 @@ std::optional<std::string> resolve_export_format(const std::string& format,
 std::filesystem::path default_export_path(const std::filesystem::path& model_file,
                                           const std::string& cell, const std::string& format);
 
+// What a file's `ms.export(...)` call writes: the format and the file name as MindSpore
+// completes it (file_name plus ".mindir" / ".onnx" unless it ends with it), as the call gives it
+// (relative names stay relative). nullopt with `why` set when the call gives no export (it was
+// not followed, or its file_format is AIR or unknown). Used by `cellscope export FILE` without
+// options and by the debug adapter's end of a training session.
+struct CallExport {
+  std::string format;  // "mindir" / "onnx"
+  std::string output;
+};
+std::optional<CallExport> export_of_call(const graphcore::ExportCall& call, std::string* why);
+
 struct ModelExportRequest {
   std::filesystem::path file;  // the model file
   // The analysis (target, version, workspace root, configs, the Cell by `cell` / `entries`, its

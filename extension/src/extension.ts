@@ -25,6 +25,7 @@ import { findBinary, FIX_HINT, type Discovery } from './binary';
 import { HEAD } from './compare';
 import { DebugFocusRelay, type FocusBody } from './debugfocus';
 import { TrainRelay, type TrainBody, type TrainCommand } from './trainrelay';
+import { ArtifactsNotifier, type ArtifactAction } from './artifacts';
 import {
   exportArgs,
   exportMessage,
@@ -791,6 +792,19 @@ async function sendTrain(command: TrainCommand, body: TrainBody, session: string
   await c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [body, { session }] });
 }
 
+// The end of a training debug session (cellscope.sessionArtifacts): open what it wrote.
+async function runArtifactAction(action: ArtifactAction): Promise<void> {
+  const uri = vscode.Uri.file(action.path);
+  if (action.kind === 'openModel') {
+    await vscode.commands.executeCommand('vscode.openWith', uri, MINDIR_VIEW_TYPE);
+  } else if (action.kind === 'showGraph') {
+    await vscode.window.showTextDocument(uri, { preview: false });
+    await cmdShowGraph();
+  } else {
+    await vscode.commands.executeCommand('revealFileInOS', uri);
+  }
+}
+
 // ---- activation ---------------------------------------------------------------------------------
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -804,6 +818,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   updateStatus();
   const debugFocus = new DebugFocusRelay(sendDebugFocus, (line) => output.appendLine(line));
   const train = new TrainRelay(sendTrain, (line) => output.appendLine(line));
+  const artifacts = new ArtifactsNotifier({
+    show: (message, titles) => vscode.window.showInformationMessage(message, ...titles),
+    run: runArtifactAction,
+  }, (line) => output.appendLine(line));
 
   const reg = (id: string, fn: (...args: unknown[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, fn));
@@ -832,6 +850,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
       debugFocus.onCustomEvent(e.session.id, e.session.type, e.event, e.body);
       train.onCustomEvent(e.session.id, e.session.type, e.event, e.body);
+      artifacts.onCustomEvent(e.session.type, e.event, e.body);
     }),
     vscode.debug.onDidStartDebugSession((s) => train.onStarted(s.id, s.type, s.configuration.program)),
     vscode.debug.onDidTerminateDebugSession((s) => debugFocus.onTerminated(s.id, s.type)),

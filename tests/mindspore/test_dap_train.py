@@ -7,7 +7,11 @@ tests/dap/fixtures/train/train_mlp.py on scikit-learn's handwritten digits as MN
 - its parameters equal, bit for bit, the checkpoint `cellscope train` writes for the same file,
   data, steps and seed: the debugger's hooks do not change the numbers;
 - MindSpore's network with those weights has, on the last step's batch, a loss below the one
-  the session's first `cellscope.trainStep` event reported (it was trained)."""
+  the session's first `cellscope.trainStep` event reported (it was trained).
+A session of export_mlp.py (the same MLP with an `ms.export(...)` call after training) also
+writes the MindIR that call describes, from the trained weights, and names it in the
+`cellscope.sessionArtifacts` event: MindSpore 2.10 loads it (`ms.load`, `nn.GraphCell`) and its
+output equals MindSpore's own network with the trained checkpoint loaded."""
 from __future__ import annotations
 
 import json
@@ -143,3 +147,53 @@ def test_session_checkpoint_loads_in_mindspore(tmp_path):
     loss = float(loss_fn(net(ms.Tensor(x)), ms.Tensor(y)).asnumpy())
     assert np.isfinite(loss)
     assert loss < steps[0]["loss"], (loss, steps[0]["loss"])
+
+
+def run_session(program: Path, data: Path) -> list:
+    dap = Dap([str(binary()), "dap"])
+    try:
+        dap.send("initialize", {"adapterID": "mindspore"})
+        dap.until(lambda m: m["type"] == "event" and m["event"] == "initialized")
+        dap.send("launch", {"program": str(program), "mode": "train", "data": str(data),
+                            "steps": STEPS, "seed": 0})
+        r = dap.until(lambda m: m["type"] == "response" and m["command"] == "launch")
+        assert r["success"], r
+        dap.send("configurationDone")
+        dap.until(lambda m: m["type"] == "event" and m["event"] == "terminated")
+    finally:
+        dap.close()
+    return dap.events
+
+
+def test_session_mindir_loads_in_mindspore(tmp_path):
+    import mindspore as ms
+
+    make_data.make_mnist(str(tmp_path))
+    program = tmp_path / "export_mlp.py"
+    shutil.copy(REPO_ROOT / "tests" / "dap" / "fixtures" / "train" / "export_mlp.py", program)
+    events = run_session(program, tmp_path / "mnist")
+    assert [e["body"]["exitCode"] for e in events if e["event"] == "exited"] == [0]
+    artifacts = [e["body"] for e in events if e["event"] == "cellscope.sessionArtifacts"]
+    assert len(artifacts) == 1, artifacts
+    ckpt = tmp_path / "export_mlp_trained.ckpt"
+    mindir = tmp_path / "mlp_trained.mindir"  # the call's file_name, next to the file
+    assert artifacts[0]["checkpoint"] == str(ckpt)
+    assert artifacts[0]["mindir"] == str(mindir)
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        source = program.read_text().split("\nnet = MLP()")[0]
+        scope: dict = {}
+        exec(compile(source, str(program), "exec"), scope)  # noqa: S102 (the test's own fixture)
+        net = scope["MLP"]()
+    finally:
+        sys.path.remove(str(tmp_path))
+    not_loaded, _ = ms.load_param_into_net(net, ms.load_checkpoint(str(ckpt)))
+    assert not_loaded == []
+    net.set_train(False)
+    graph = ms.nn.GraphCell(ms.load(str(mindir)))
+    x = np.random.default_rng(3).random((1, 1, 28, 28), dtype=np.float32)
+    want = net(ms.Tensor(x)).asnumpy()
+    got = graph(ms.Tensor(x)).asnumpy()
+    assert got.shape == want.shape == (1, 10)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -70,6 +70,19 @@ TEST(DapLaunchConfig, ReadsEveryKey) {
 TEST(DapLaunchConfig, TrainingModesAndTheirKeys) {
   LaunchConfig d = parse_launch_config({{"program", kNanModel}});
   EXPECT_EQ(d.mode, Mode::Infer);
+  EXPECT_EQ(d.stop_on_drift, DriftStop::BelowThreshold);
+  EXPECT_EQ(d.drift_threshold, 0.99);
+  for (const auto& [given, want] :
+       std::vector<std::pair<json, DriftStop>>{{true, DriftStop::Always},
+                                               {false, DriftStop::Never},
+                                               {"always", DriftStop::Always},
+                                               {"never", DriftStop::Never},
+                                               {"belowThreshold", DriftStop::BelowThreshold}}) {
+    const LaunchConfig j = parse_launch_config(
+        {{"program", kNanModel}, {"mode", "joint"}, {"stopOnDrift", given}, {"driftThreshold", 1}});
+    EXPECT_EQ(j.stop_on_drift, want) << given.dump();
+    EXPECT_EQ(j.drift_threshold, 1.0);
+  }
   LaunchConfig t = parse_launch_config({{"program", kNanModel},
                                         {"mode", "joint"},
                                         {"steps", 5},
@@ -109,6 +122,13 @@ TEST(DapLaunchConfig, TrainingModesAndTheirKeys) {
             "computes in fp32");
   EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "joint"}, {"precision", "fp16"}}),
             "launch: precision must be \"fp32\", \"target\" or \"int8\", not \"fp16\"");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "joint"}, {"stopOnDrift", "often"}}),
+            "launch: 'stopOnDrift' must be \"belowThreshold\", \"always\", \"never\" or a "
+            "boolean, not \"often\"");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "joint"}, {"driftThreshold", 0}}),
+            "launch: 'driftThreshold' must be a number in (0, 1], not 0");
+  EXPECT_EQ(launch_error({{"program", kNanModel}, {"mode", "train"}, {"stopOnDrift", true}}),
+            "launch: 'stopOnDrift' applies to mode \"joint\", not to mode \"train\"");
   EXPECT_EQ(launch_error({{"program", kNanModel}, {"precision", "int8"}})
                 .rfind("launch: precision \"int8\" is the inference half's of mode \"joint\"", 0),
             0u);
@@ -128,6 +148,13 @@ TEST(DapFilters, TrainingFilterConditions) {
   EXPECT_EQ(exception_id("grad-explode: step 2: the global gradient norm 1e+09 is above 1000"),
             "grad-explode");
   EXPECT_EQ(exception_id("RuntimeError: node 'x'"), "RuntimeError");
+  EXPECT_EQ(exception_id("precision-drift: at int8 the cosine of layer 'fc1' is 0.9"),
+            "precision-drift");
+  // kernel-error is the one filter on by default (a session's filters before
+  // setExceptionBreakpoints, and the `default` initialize announces).
+  EXPECT_EQ(default_filters(), std::set<std::string>{"kernel-error"});
+  EXPECT_TRUE(is_exception_filter("kernel-error"));
+  EXPECT_FALSE(filter_condition_value("kernel-error", "1", &err));
 }
 
 TEST(DapLaunchConfig, NamesTheKeyAtFault) {
@@ -336,11 +363,23 @@ TEST(DapBreakpoints, ConditionsAndLogpoints) {
   EXPECT_TRUE(eval_condition("x.max() != 1e3", fake_eval, &err));
   EXPECT_TRUE(err.empty());
   EXPECT_FALSE(eval_condition("x > 1", fake_eval, &err));
-  EXPECT_EQ(err, "the left side must be a number, e.g. x.max()");
+  EXPECT_EQ(err, "the left side must be a number, e.g. x.max() or step");
   EXPECT_FALSE(eval_condition("x.max() > ten", fake_eval, &err));
   EXPECT_EQ(err, "the right side must be a number");
   EXPECT_FALSE(eval_condition("w.max() > 1", fake_eval, &err));
   EXPECT_EQ(err, "'w.max()' is not a computed tensor in this frame");
+  // `EXPR % N`: the remainder (`step % 5 == 0`); the number sides are exact numbers.
+  err.clear();
+  EXPECT_TRUE(eval_condition("x.max() % 5 == 2", fake_eval, &err));
+  EXPECT_FALSE(eval_condition("x.max() % 4 != 0", fake_eval, &err));
+  EXPECT_TRUE(eval_condition("x.max()%7>=5", fake_eval, &err));
+  EXPECT_TRUE(err.empty()) << err;
+  EXPECT_FALSE(eval_condition("x.max() % 0 == 0", fake_eval, &err));
+  EXPECT_EQ(err, "the right side of % must be a non-zero number");
+  EXPECT_FALSE(eval_condition("x.max() % y == 0", fake_eval, &err));
+  EXPECT_EQ(err, "the right side of % must be a non-zero number");
+  EXPECT_FALSE(eval_condition("x.max() > 10abc", fake_eval, &err));
+  EXPECT_EQ(err, "the right side must be a number");
   EXPECT_FALSE(eval_condition("garbage", fake_eval, &err));
   EXPECT_EQ(err, "unsupported condition (use e.g. `x.max() > 10`)");
 
@@ -413,7 +452,7 @@ TEST(DapBreakpoints, ExceptionFilters) {
   for (const ExceptionFilter& f : exception_filters()) ids.emplace_back(f.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"nan", "inf", "fp16-overflow", "all-zero", "loss-nan",
                                            "loss-spike", "grad-nan", "grad-inf", "grad-explode",
-                                           "grad-vanish", "weight-unchanged"}));
+                                           "grad-vanish", "weight-unchanged", "kernel-error"}));
   EXPECT_TRUE(is_exception_filter("fp16-overflow"));
   EXPECT_FALSE(is_exception_filter("NaN"));
   EXPECT_EQ(exception_id("NaN in the output of node 'Log' (Log) at m.py:3: ..."), "NaN");
@@ -542,7 +581,7 @@ TEST(DapSession, BreakpointStackVariablesEvaluateToTheEnd) {
   Client c;
   json init = c.request("initialize", {{"adapterID", "test"}});
   EXPECT_EQ(init["success"], true);
-  EXPECT_EQ(init["body"]["exceptionBreakpointFilters"].size(), 11u);
+  EXPECT_EQ(init["body"]["exceptionBreakpointFilters"].size(), 12u);
   EXPECT_TRUE(c.wait_event("initialized").is_object());
 
   json launch = c.request(

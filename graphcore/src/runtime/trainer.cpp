@@ -260,7 +260,8 @@ StepReport Trainer::Impl::run_step(const std::vector<Tensor>& batch) {
     st = ex->run();
   }
   if (st.kind != RunStatus::Kind::Finished) {
-    throw RuntimeError("step " + std::to_string(global_step + 1) + ": " + st.message);
+    // The failing node, for a debugger's stop there (its executor is step_executor()).
+    throw RuntimeError("step " + std::to_string(global_step + 1) + ": " + st.message, st.node);
   }
   std::vector<Tensor> outs = ex->outputs();
   r.loss = outs.at(0).at(0);

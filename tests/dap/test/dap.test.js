@@ -111,8 +111,10 @@ describe('cellscope dap', () => {
     assert.deepEqual(
       caps.exceptionBreakpointFilters.map((f) => f.filter),
       ['nan', 'inf', 'fp16-overflow', 'all-zero', 'loss-nan', 'loss-spike', 'grad-nan', 'grad-inf',
-        'grad-explode', 'grad-vanish', 'weight-unchanged'],
+        'grad-explode', 'grad-vanish', 'weight-unchanged', 'kernel-error'],
     );
+    // Only kernel-error is on by default (a kernel error of a training step stops there).
+    assert.deepEqual(caps.exceptionBreakpointFilters.filter((f) => f.default).map((f) => f.filter), ['kernel-error']);
     // The training filters with a number as their condition (filterOptions).
     assert.equal(caps.supportsExceptionFilterOptions, true);
     assert.deepEqual(

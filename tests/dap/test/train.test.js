@@ -4,6 +4,7 @@
 // trained checkpoint the session writes next to the file lands there.
 import { test, describe, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,6 +44,7 @@ let progress;
 let stops;
 let stopWaiters;
 let ended;  // the `terminated` event, however early it comes
+let exited;  // the `exited` event, likewise
 beforeEach(async () => {
   stops = [];
   stopWaiters = [];
@@ -54,6 +56,7 @@ beforeEach(async () => {
   dc.on('output', (ev) => outputs.push(ev.body.output));
   dc.on('cellscope.trainStep', (ev) => steps.push(ev.body));
   ended = new Promise((resolve) => dc.once('terminated', resolve));
+  exited = new Promise((resolve) => dc.once('exited', resolve));
   dc.on('stopped', (ev) => {
     if (stopWaiters.length) stopWaiters.shift()(ev.body);
     else stops.push(ev.body);
@@ -343,6 +346,258 @@ describe('cellscope dap: joint mode', () => {
   }
 });
 
+// The Precision drift scope of the stop after the inference half: its rows by name.
+async function driftScope() {
+  const frames = (await dc.stackTraceRequest({ threadId: 1 })).body.stackFrames;
+  const scopes = (await dc.scopesRequest({ frameId: frames[0].id })).body.scopes;
+  const scope = scopes.find((s) => s.name === 'Precision drift');
+  assert.ok(scope, JSON.stringify(scopes.map((s) => s.name)));
+  const rows = await variables(scope.variablesReference);
+  return { frames, rows, byName: Object.fromEntries(rows.map((r) => [r.name, r])) };
+}
+
+// A number as the adapter shows it (%.6g): the event's number rounded to 6 significant digits.
+const shown = (x) => Number(Number(x).toPrecision(6));
+
+describe('cellscope dap: joint mode stops on precision drift', () => {
+  test('driftThreshold above every cosine: an exception stop at the first drifted layer; the Precision drift scope equals the cellscope.drift event', async () => {
+    const drifts = [];
+    const artifacts = [];
+    dc.on('cellscope.drift', (ev) => drifts.push(ev.body));
+    dc.on('cellscope.sessionArtifacts', (ev) => artifacts.push(ev.body));
+    const ckpt = file('train_mlp_trained.ckpt');
+    fs.rmSync(ckpt, { force: true });
+    await launch({
+      program: file('train_mlp.py'), mode: 'joint', steps: 10, evalBatches: 3,
+      precision: 'int8', calibrationBatches: 2, driftThreshold: 0.9999999,
+    });
+    const stop = await stopped();
+    assert.equal(drifts.length, 1, 'the drift event comes before the stop');
+    const d = drifts[0];
+    assert.notEqual(d.firstBelow, '', JSON.stringify(d.layers));
+    assert.equal(d.threshold, 0.9999999);
+    assert.equal(stop.reason, 'exception');
+    assert.match(stop.description, new RegExp(`^precision-drift: at int8 the cosine of layer '${d.firstBelow.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'`));
+    const info = (await dc.customRequest('exceptionInfo', { threadId: 1 })).body;
+    assert.equal(info.exceptionId, 'precision-drift');
+    assert.ok(!fs.existsSync(ckpt), 'nothing is written while stopped');
+
+    const { frames, rows, byName } = await driftScope();
+    assert.equal(byName.precision.value, 'int8');
+    assert.equal(Number(byName.threshold.value), shown(d.threshold));
+    assert.equal(byName['first layer under the threshold'].value, d.firstBelow);
+    assert.equal(Number(byName['top-1 agreement'].value), shown(d.top1Agreement));
+    assert.equal(Number(byName['accuracy (fp32)'].value), shown(d.accuracyFp32));
+    assert.equal(Number(byName['accuracy (int8)'].value), shown(d.accuracyPrecision));
+    assert.equal(Number(byName.samples.value), d.samples);
+    // One row per layer, in the event's order, each expandable to its node and figures.
+    const layerRows = rows.filter((r) => r.variablesReference > 0);
+    assert.deepEqual(layerRows.map((r) => r.name), d.layers.map((l) => l.node));
+    for (const [i, row] of layerRows.entries()) {
+      const l = d.layers[i];
+      const fig = Object.fromEntries((await variables(row.variablesReference)).map((v) => [v.name, v.value]));
+      assert.equal(fig.node, l.node);
+      assert.equal(fig.op, l.op);
+      assert.equal(fig.scope, l.scope);
+      assert.equal(Number(fig['max abs']), shown(l.maxAbs), JSON.stringify([fig, l]));
+      assert.equal(Number(fig['max rel']), shown(l.maxRel));
+      assert.equal(Number(fig.cosine), shown(l.cosine));
+      assert.equal(Number(fig['fp16 overflows']), l.overflows);
+      assert.match(row.value, new RegExp(`^cosine ${fig.cosine.replace('+', '\\+')}, max abs`));
+      // The stop is at the drifted layer's line.
+      if (l.node === d.firstBelow) assert.match(fig.source, new RegExp(`train_mlp\\.py:${frames[0].line}$`));
+    }
+    // `cellscope train --drift` on the same file, data, steps and seed: the same numbers.
+    const cli = JSON.parse(execFileSync(BIN, ['train', file('train_mlp.py'), '--data', DATA, '--steps', '10',
+      '--drift', 'int8', '--eval-batches', '3', '--calibration-batches', '2', '--drift-threshold', '0.9999999',
+      '--format', 'json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })).drift;
+    assert.equal(cli.first_below, d.firstBelow);
+    assert.equal(Number(byName['top-1 agreement'].value), shown(cli.top1_agreement));
+    assert.deepEqual(cli.layers.map((l) => l.node), layerRows.map((r) => r.name));
+    for (const [i, row] of layerRows.entries()) {
+      const fig = Object.fromEntries((await variables(row.variablesReference)).map((v) => [v.name, v.value]));
+      assert.equal(Number(fig.cosine), shown(cli.layers[i].cosine));
+      assert.equal(Number(fig['max abs']), shown(cli.layers[i].max_abs));
+      assert.equal(Number(fig['max rel']), shown(cli.layers[i].max_rel));
+    }
+    await dc.continueRequest({ threadId: 1 });
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 0);
+    assert.ok(fs.existsSync(ckpt));
+    assert.equal(artifacts.length, 1);
+    assert.equal(artifacts[0].checkpoint, ckpt);
+  });
+
+  test('stopOnDrift "always" pauses after the inference half even without drift; "never" and the default at fp16 do not', async () => {
+    const drifts = [];
+    dc.on('cellscope.drift', (ev) => drifts.push(ev.body));
+    await launch({
+      program: file('train_mlp.py'), mode: 'joint', steps: 5, evalBatches: 2,
+      precision: 'target', driftThreshold: 0.5, stopOnDrift: 'always',
+    });
+    const stop = await stopped();
+    assert.equal(drifts.length, 1);
+    assert.equal(drifts[0].firstBelow, '');
+    assert.equal(stop.reason, 'pause');
+    assert.match(stop.description, /^precision drift \(target\): every layer's cosine is at least 0\.5; top-1 agreement/);
+    const { byName } = await driftScope();
+    assert.match(byName['first layer under the threshold'].value, /^none/);
+    assert.equal(byName.precision.value, 'target');
+    await dc.continueRequest({ threadId: 1 });
+    await ended;
+  });
+
+  for (const stopOnDrift of [undefined, 'never']) {
+    test(`stopOnDrift ${stopOnDrift ?? '(default)'} with a threshold nothing crosses / "never": no stop, the session ends`, async () => {
+      await launch({
+        program: file('train_mlp.py'), mode: 'joint', steps: 5, evalBatches: 2, precision: 'int8',
+        calibrationBatches: 1,
+        ...(stopOnDrift ? { stopOnDrift, driftThreshold: 0.9999999 } : { driftThreshold: 0.01 }),
+      });
+      await ended;
+      assert.equal(stops.length, 0, JSON.stringify(stops));
+      assert.match(outputs.join(''), /wrote the trained checkpoint/);
+    });
+  }
+});
+
+describe('cellscope dap: the end of a session writes the file\'s ms.export model', () => {
+  test('the trained checkpoint and the MindIR of the ms.export call, then cellscope.sessionArtifacts', async () => {
+    const artifacts = [];
+    dc.on('cellscope.sessionArtifacts', (ev) => artifacts.push(ev.body));
+    const ckpt = file('export_mlp_trained.ckpt');
+    const mindir = file('mlp_trained.mindir');
+    for (const f of [ckpt, mindir]) fs.rmSync(f, { force: true });
+    await launch({ program: file('export_mlp.py'), mode: 'train', steps: 5 });
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 0, outputs.join(''));
+    assert.equal(artifacts.length, 1, outputs.join(''));
+    const a = artifacts[0];
+    assert.deepEqual(Object.keys(a).sort(), ['cell', 'checkpoint', 'file', 'mindir']);
+    assert.equal(a.file, fs.realpathSync(file('export_mlp.py')));
+    assert.equal(a.cell, 'MLP');
+    assert.equal(a.checkpoint, ckpt);
+    assert.equal(a.mindir, mindir);
+    assert.ok(fs.statSync(ckpt).size > 0);
+    // A MindIR is a protobuf ModelProto: its producer field names MindSpore.
+    const bytes = fs.readFileSync(mindir);
+    assert.ok(bytes.length > 32 * 784 * 4, `${bytes.length} bytes: the weights are in it`);
+    const text = outputs.join('');
+    assert.match(text, /cellscope: wrote .*mlp_trained\.mindir \(MindIR, .* bytes\), as the ms\.export call at export_mlp\.py:\d+ asks, from the trained checkpoint/);
+    assert.ok(text.indexOf('wrote the trained checkpoint') < text.indexOf('mlp_trained.mindir'));
+  });
+
+  test('an ms.export call with file_format="AIR": no model, the reason in notes and on stderr', async () => {
+    const artifacts = [];
+    const errors = [];
+    dc.on('cellscope.sessionArtifacts', (ev) => artifacts.push(ev.body));
+    dc.on('output', (ev) => { if (ev.body.category === 'stderr') errors.push(ev.body.output); });
+    const program = file('export_air.py');
+    fs.writeFileSync(program, fs.readFileSync(file('export_mlp.py'), 'utf8').replace('file_format="MINDIR"', 'file_format="AIR"'));
+    await launch({ program, mode: 'train', steps: 2 });
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 0);
+    assert.equal(artifacts.length, 1);
+    assert.deepEqual(Object.keys(artifacts[0]).sort(), ['cell', 'checkpoint', 'file', 'notes']);
+    assert.match(artifacts[0].notes[0], /^no model exported: the ms\.export call at export_air\.py:\d+: file_format='AIR': Cellscope writes MINDIR and ONNX, not AIR$/);
+    assert.ok(errors.some((e) => e.includes(artifacts[0].notes[0])), errors.join(''));
+    assert.ok(!fs.existsSync(file('mlp_trained.air')));
+  });
+
+  test('a file without an ms.export call: the artifacts event names the checkpoint only', async () => {
+    const artifacts = [];
+    dc.on('cellscope.sessionArtifacts', (ev) => artifacts.push(ev.body));
+    await launch({ program: file('train_mlp.py'), mode: 'train', steps: 2 });
+    await ended;
+    assert.equal(artifacts.length, 1);
+    assert.deepEqual(Object.keys(artifacts[0]).sort(), ['cell', 'checkpoint', 'file']);
+  });
+});
+
+describe('cellscope dap: a kernel error in a training step', () => {
+  test('the kernel-error filter is announced on by default', async () => {
+    const caps = (await dc.initializeRequest()).body;
+    const f = caps.exceptionBreakpointFilters.find((x) => x.filter === 'kernel-error');
+    assert.ok(f, JSON.stringify(caps.exceptionBreakpointFilters));
+    assert.equal(f.default, true);
+    assert.equal(caps.exceptionBreakpointFilters.filter((x) => x.default).length, 1);
+  });
+
+  test('stops at the failing node naming the step and the node; continue ends the session (exit code 1)', async () => {
+    await launch({ program: file('kernel_error_mlp.py'), mode: 'train', steps: 5 }, { filters: ['kernel-error'] });
+    const stop = await stopped();
+    assert.equal(stop.reason, 'exception');
+    assert.match(stop.description, /^RuntimeError: step 1: node '_loss_fn' \(SoftmaxCrossEntropyWithLogits[^)]*\) at kernel_error_mlp\.py:\d+: SoftmaxCrossEntropyWithLogits: label \d at batch index \d+ is out of range for 5 classes/);
+    const info = (await dc.customRequest('exceptionInfo', { threadId: 1 })).body;
+    assert.equal(info.exceptionId, 'RuntimeError');
+    const { frames, info: training } = await trainingInfo();
+    assert.equal(training.step, '1');
+    assert.equal(frames[0].source.path, file('kernel_error_mlp.py'));
+    // The forward values of the failed step so far are there: the head's logits.
+    const logits = await dc.evaluateRequest({ expression: 'head', frameId: frames[0].id });
+    assert.match(logits.body.result, /^Tensor\(16, 5\) float32/);
+    assert.match(outputs.join(''), /training failed: step 1: .*\(no checkpoint written\)/);
+    await dc.continueRequest({ threadId: 1 });
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 1);
+    assert.ok(!fs.existsSync(file('kernel_error_mlp_trained.ckpt')));
+  });
+
+  test('without the filter the session ends at once with exit code 1', async () => {
+    await launch({ program: file('kernel_error_mlp.py'), mode: 'train', steps: 5 });
+    const [exit] = await Promise.all([exited, ended]);
+    assert.equal(exit.body.exitCode, 1);
+    assert.equal(stops.length, 0);
+  });
+});
+
+describe('cellscope dap: step in conditions and evaluate', () => {
+  const blockLine = () => lineOf(file('train_mlp.py'), /y = self\.dense\(x\)/);
+  for (const [condition, expected] of [['step % 5 == 0', ['5', '10']], ['step >= 3', ['3', '4']]]) {
+    test(`condition "${condition}" stops in steps ${expected.join(', ')}`, async () => {
+      await launch({ program: file('train_mlp.py'), mode: 'train', steps: 12 }, {
+        breakpoints: [[file('train_mlp.py'), [{ line: blockLine(), condition }]]],
+      });
+      for (const step of expected) {
+        const stop = await stopped();
+        assert.equal(stop.reason, 'breakpoint');
+        const { frames, info } = await trainingInfo();
+        assert.equal(info.step, step);
+        const r = await dc.evaluateRequest({ expression: 'step', frameId: frames[0].id, context: 'watch' });
+        assert.equal(r.body.result, step);
+        assert.equal(r.body.variablesReference, 0);
+        const m = await dc.evaluateRequest({ expression: 'epoch', frameId: frames[0].id });
+        assert.equal(m.body.result, '1');
+        if (step === expected.at(-1))
+          await dc.setBreakpointsRequest({ source: { path: file('train_mlp.py') }, breakpoints: [] });
+        await dc.continueRequest({ threadId: 1 });
+      }
+      await ended;
+      assert.ok(!outputs.join('').includes('breakpoint condition'), outputs.join(''));
+    });
+  }
+
+  test('a logpoint prints {step}; a bad modulus is reported, not a stop', async () => {
+    await launch({ program: file('train_mlp.py'), mode: 'train', steps: 3 }, {
+      breakpoints: [[file('train_mlp.py'), [
+        { line: blockLine(), logMessage: 'at step {step}' },
+        { line: lineOf(file('train_mlp.py'), /return self\.head\(x\)/), condition: 'step % 0 == 1' },
+      ]]],
+    });
+    const stop = await stopped();  // an unevaluable condition stops, reported on stderr
+    assert.equal(stop.reason, 'breakpoint');
+    await dc.setBreakpointsRequest({
+      source: { path: file('train_mlp.py') },
+      breakpoints: [{ line: blockLine(), logMessage: 'at step {step}' }],
+    });
+    await dc.continueRequest({ threadId: 1 });
+    await ended;
+    const text = outputs.join('');
+    for (const k of [1, 2, 3]) assert.match(text, new RegExp(`at step ${k}\\n`));
+    assert.match(text, /breakpoint condition "step % 0 == 1": the right side of % must be a non-zero number/);
+  });
+});
+
 describe('cellscope dap: bad training configurations end cleanly', () => {
   const cases = [
     [{ mode: 'bogus' }, /'mode' must be "infer", "train" or "joint", not "bogus"/],
@@ -352,6 +607,9 @@ describe('cellscope dap: bad training configurations end cleanly', () => {
     [{ mode: 'train', evalBatches: 3 }, /'evalBatches' applies to mode "joint"/],
     [{ mode: 'train', inputs: ['1,784'] }, /'inputs' applies to mode "infer"/],
     [{ mode: 'joint', precision: 'fp8' }, /precision must be "fp32", "target" or "int8", not "fp8"/],
+    [{ mode: 'joint', stopOnDrift: 'sometimes' }, /'stopOnDrift' must be "belowThreshold", "always", "never" or a boolean, not "sometimes"/],
+    [{ mode: 'joint', driftThreshold: 1.5 }, /'driftThreshold' must be a number in \(0, 1\], not 1.5/],
+    [{ mode: 'train', stopOnDrift: true }, /'stopOnDrift' applies to mode "joint"/],
     [{ precision: 'int8' }, /precision "int8" is the inference half's of mode "joint"/],
     [{ mode: 'train', data: '/nonexistent/mnist' }, /data directory '\/nonexistent\/mnist' does not exist/],
     [{ mode: 'train', cell: 'Nope' }, /no training of cell 'Nope' in .*train_mlp\.py \(it trains MLP\)/],
