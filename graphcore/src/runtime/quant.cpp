@@ -529,6 +529,15 @@ QuantTable Calibrator::finish(const Executor& weights) const {
       const Observer& o = in_.at({i, k});
       seen = seen && o.count() > 0;
       e.inputs.push_back(tensor(o));
+      // The network's own input (a graph Input, not an activation): its range is the data's,
+      // set by the preprocessing; clipping it loses signal the histogram methods cannot judge
+      // (an image's few distinct pixel values are not a bell-shaped activation): min/max.
+      if (g_.nodes[n.inputs[k].node].kind == NodeKind::Input && o.count() > 0) {
+        TensorQuant& whole = e.inputs.back();
+        whole.min = o.min();
+        whole.max = o.max();
+        whole.params = activation_params(whole.min, whole.max);
+      }
     }
     if (!seen || e.inputs.empty()) continue;  // not run on the calibration batches
     e.output = tensor(out_.at({i, 0}));
