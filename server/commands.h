@@ -78,6 +78,11 @@ struct TrainCommandOptions {
   std::string drift;
   int64_t eval_batches = 4;
   int64_t calibration_batches = 4;
+  // --drift int8: --calibration minmax|percentile|kl, --percentile P, --quant-table OUT.json
+  // (the calibrated table, graphcore/quant.h).
+  std::string calibration = "minmax";
+  double percentile = 99.99;
+  std::string quant_table;
   double drift_threshold = 0.99;
   // --view: serve the graph view of the script with the live training chart (view/train_view.h);
   // --view-port, --view-wait (train only once a view is connected).

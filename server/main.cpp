@@ -293,6 +293,20 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   train_cmd
+      ->add_option("--calibration", train.calibration,
+                   "With --drift int8: how the activation ranges are calibrated: minmax, "
+                   "percentile or kl (entropy, as TensorRT and MindSpore Lite)")
+      ->check(CLI::IsMember({"minmax", "percentile", "kl"}))
+      ->capture_default_str();
+  train_cmd
+      ->add_option("--percentile", train.percentile,
+                   "With --calibration percentile: the share of values kept, in percent")
+      ->check(CLI::Range(50.0, 100.0))
+      ->capture_default_str();
+  train_cmd->add_option("--quant-table", train.quant_table,
+                        "With --drift int8: write the calibrated int8 quantisation table (JSON) "
+                        "to this file");
+  train_cmd
       ->add_option("--drift-threshold", train.drift_threshold,
                    "With --drift: the cosine under which a layer is reported as the first to "
                    "lose accuracy")

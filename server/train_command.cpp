@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <system_error>
 
 #include "commands.h"
 #include "files.h"
@@ -74,6 +75,9 @@ nlohmann::json drift_json(const graphcore::runtime::DriftReport& r) {
       {"samples", r.samples},
       {"batches", r.batches},
       {"calibration_samples", r.calibration_samples},
+      {"calibration", r.quant_table ? std::string(graphcore::runtime::quant::calibration_name(
+                                          r.quant_table->calibration.method))
+                                    : std::string()},
       {"data", r.data},
       {"notes", r.notes}};
   j["accuracy_fp32"] = r.accuracy_fp32 ? number(*r.accuracy_fp32) : nlohmann::json();
@@ -102,6 +106,10 @@ int run_train(const TrainCommandOptions& options) {
   const auto drift_precision = graphcore::runtime::eval_precision_from_name(options.drift);
   if (!options.drift.empty() && !drift_precision) {
     train_error("--drift must be target, int8 or fp32");
+    return kExitUsage;
+  }
+  if (!options.quant_table.empty() && drift_precision != graphcore::runtime::EvalPrecision::Int8) {
+    train_error("--quant-table writes the table --drift int8 calibrates: it needs --drift int8");
     return kExitUsage;
   }
   if (options.epochs && *options.epochs <= 0) {
@@ -241,12 +249,26 @@ int run_train(const TrainCommandOptions& options) {
       drift.precision = *drift_precision;
       drift.eval_batches = options.eval_batches;
       drift.calibration_batches = options.calibration_batches;
+      drift.calibration.method =
+          graphcore::runtime::quant::calibration_from_name(options.calibration)
+              .value_or(graphcore::runtime::quant::Calibration::MinMax);
+      drift.calibration.percentile = options.percentile;
       drift.cosine_threshold = options.drift_threshold;
       drift.seed = options.seed;
       if (!options.data.empty()) drift.data_dir = fs::path(options.data);
       drift.batch = options.batch;
       const graphcore::runtime::DriftReport report =
           graphcore::runtime::measure_drift(plan, trainer.checkpoint(), drift);
+      if (!options.quant_table.empty() && report.quant_table) {
+        try {
+          write_file_atomic(options.quant_table,
+                            graphcore::runtime::quant::write_quant_table(*report.quant_table));
+        } catch (const std::system_error& e) {
+          throw graphcore::runtime::RuntimeError("cannot write " + options.quant_table + ": " +
+                                                 e.what());
+        }
+        if (!json) std::cout << "wrote " << display_path(options.quant_table) << "\n";
+      }
       if (json) {
         out["drift"] = drift_json(report);
       } else {

@@ -1302,11 +1302,33 @@ class TrainTests(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("first layer under cosine 1: flatten (Flatten", p.stdout)
         self.assertRegex(p.stdout, r"\n> flatten ")
+        # int8 with KL calibration writes the table (graphcore/quant.h) it ran with.
+        table = self.dir / "quant.json"
+        p = run("train", self.script, "--steps", "0", "--drift", "int8", "--calibration", "kl",
+                "--calibration-batches", "2", "--eval-batches", "1", "--quant-table", table,
+                "--format", "json", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["drift"]["calibration"], "kl")
+        t = json.loads(table.read_text())
+        self.assertEqual((t["format"], t["version"]), ("cellscope-quant-table", 1))
+        self.assertEqual(t["calibration"]["method"], "kl")
+        self.assertEqual(t["calibration"]["samples"], 16)
+        self.assertEqual([(n["node"], n["weight"]) for n in t["nodes"]], [("fc", "fc.weight")])
+        self.assertEqual(len(t["nodes"][0]["weight_scales"]), 10)
+        p = run("train", self.script, "--steps", "0", "--drift", "int8", "--calibration",
+                "percentile", "--percentile", "99.9", "--calibration-batches", "2",
+                "--eval-batches", "1", cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("by percentile 99.9 % (2048 bins)", p.stdout)
         for bad in (["--drift", "int4"], ["--steps", "-1"],
                     ["--drift", "target", "--synthetic", "--steps", "1"],
-                    ["--drift", "int8", "--eval-batches", "0"]):
+                    ["--drift", "int8", "--eval-batches", "0"],
+                    ["--drift", "int8", "--calibration", "mse"],
+                    ["--drift", "int8", "--calibration", "percentile", "--percentile", "101"],
+                    ["--drift", "target", "--quant-table", self.dir / "t.json"]):
             p = run("train", self.script, *bad, cwd=self.dir)
             self.assertEqual(p.returncode, 2, (bad, p.stderr))
+        self.assertFalse((self.dir / "t.json").exists())
         # More batches than the data has: the ones there are, with a note.
         p = run("train", self.script, "--steps", "0", "--drift", "target", "--eval-batches", "9",
                 cwd=self.dir)

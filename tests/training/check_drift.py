@@ -13,10 +13,15 @@ of docs/precision.md and not from graphcore's code:
           weights fp16 except BatchNorm's (amp keeps it in float32), products summed in float64
           then rounded to fp16;
   int8:   weights per output channel symmetric (scale max|w|/127, levels -127..127), the inputs of
-          Conv2D and Dense per tensor asymmetric from the min/max of the float32 run on the
-          calibration batches (range widened to hold 0, scale (max-min)/255, zero point
-          round(-128 - min/scale)), rounding half away from zero, integer sums in int64 (exact, as
-          int32 accumulation is), then scaled back and the bias added.
+          Conv2D and Dense per tensor asymmetric from the range the calibration method picks on
+          the float32 run over the calibration batches (min/max; the 99.99 % percentile of a
+          2048-bin histogram; the KL-divergence threshold of TensorRT / MindSpore Lite on a
+          2048-bin histogram of |x|, written here as an overlap matrix of bins and levels), the
+          range widened to hold 0, scale (max-min)/255, zero point round(-128 - min/scale),
+          rounding half away from zero, integer sums in int64 (exact, as int32 accumulation is),
+          the bias added as an integer at scale s_x * s_w, then scaled back.
+          The table `--quant-table` writes is checked too: each quantised input's range against
+          the one computed here (within 2 histogram bins: each side bins its own float32 run).
 Both sides' numbers (max abs, max rel, cosine per layer, top-1 agreement, accuracies) must agree
 within TOLERANCES. Exit status 1 on a mismatch.
 """
@@ -114,8 +119,7 @@ def forward(x, p, mode, quant=None, observe=None):
 
     def gemm_input(name, v):
         if observe is not None:
-            lo, hi = observe.get(name, (np.inf, -np.inf))
-            observe[name] = (min(lo, float(v.min())), max(hi, float(v.max())))
+            observe.setdefault(name, []).append(np.asarray(v, dtype=np.float32).ravel())
         return v
 
     def int8_layer(name, v, weight, bias, fn):
@@ -128,9 +132,11 @@ def forward(x, p, mode, quant=None, observe=None):
                      -127, 127)
         acc = fn(qx.astype(np.int64), qw.astype(np.int64))  # exact integer sums
         chan = ws * scale
-        if acc.ndim == 4:
-            return f32(acc * chan[None, :, None, None] + bias.astype(np.float64)[None, :, None, None])
-        return f32(acc * chan[None, :] + bias.astype(np.float64)[None, :])
+        # The bias as an integer at scale s_x * s_w (a channel of scale 0 keeps its float bias).
+        bq = np.where(chan > 0, round_away(bias.astype(np.float64) / np.where(chan > 0, chan, 1)), 0)
+        out = (acc + bq.reshape((1, -1) + (1,) * (acc.ndim - 2))) * chan.reshape((1, -1) + (1,) * (acc.ndim - 2))
+        b32 = bias.astype(np.float32).reshape((1, -1) + (1,) * (acc.ndim - 2))
+        return np.where(chan.reshape((1, -1) + (1,) * (acc.ndim - 2)) > 0, f32(out), b32)
 
     def int_conv(qx, qw):
         n, c, h, wd = qx.shape
@@ -167,6 +173,72 @@ def forward(x, p, mode, quant=None, observe=None):
         v = r(dense(v, w["fc2.weight"], w["fc2.bias"]))
     out["fc2"] = v
     return out
+
+
+BINS = 2048
+PERCENT = 99.99
+
+
+def kl_threshold_bins(hist):
+    """The entropy calibration's threshold bin count: for each candidate i in [128, bins], P = the
+    first i bins with the rest folded into bin i-1, Q = those i bins (without the fold) merged
+    into 128 equal levels (a bin cut by a level edge split by its overlap) and spread back evenly
+    over the non-empty bins of each level; the i with the smallest KL(P || Q), counting 1 for a
+    bin P has and Q does not (MindSpore Lite's rule)."""
+    bins = len(hist)
+    if bins <= 128 or np.count_nonzero(hist) < 128:  # few distinct values: the whole range
+        return bins
+    best, best_kl = 128, np.inf
+    for i in range(128, bins + 1):
+        h = hist[:i].astype(np.float64)
+        p = h.copy()
+        p[-1] += hist[i:].sum()
+        w = i / 128.0
+        edges = np.arange(129) * w
+        k = np.arange(i)
+        # overlap[j, k]: how much of bin [k, k+1) lies in level [edges[j], edges[j+1]).
+        overlap = np.clip(np.minimum(k[None, :] + 1, edges[1:, None]) -
+                          np.maximum(k[None, :], edges[:-1, None]), 0, None)
+        nz = (h != 0).astype(np.float64)
+        q = overlap @ h
+        support = overlap @ nz
+        avg = np.divide(q, support, out=np.zeros_like(q), where=support > 0)
+        expanded = (overlap * nz[None, :] * avg[:, None]).sum(axis=0)
+        if p.sum() <= 0 or expanded.sum() <= 0:
+            continue
+        pn, qn = p / p.sum(), expanded / expanded.sum()
+        m = pn > 0
+        terms = np.where(qn[m] > 0, pn[m] * np.log(pn[m] / np.where(qn[m] > 0, qn[m], 1)), 1.0)
+        kl = terms.sum()
+        if kl < best_kl:
+            best, best_kl = i, kl
+    return best
+
+
+def calibrated_range(values, method):
+    """(lo, hi, bin width) of one activation tensor's calibration values."""
+    v = np.concatenate(values).astype(np.float64)
+    v = v[np.isfinite(v)]
+    lo, hi = float(v.min()), float(v.max())
+    if method == "minmax":
+        return lo, hi, 0.0
+    if method == "percentile":
+        span = hi - lo
+        idx = np.clip(np.floor((v - lo) * (BINS / span)).astype(np.int64), 0, BINS - 1)
+        hist = np.bincount(idx, minlength=BINS).astype(np.float64)
+        width = span / BINS
+        target = PERCENT / 100.0 * hist.sum()
+        top = lo + (int(np.argmax(np.cumsum(hist) >= target)) + 1) * width
+        from_top = np.cumsum(hist[::-1])
+        bottom = lo + (BINS - 1 - int(np.argmax(from_top >= target))) * width
+        return max(bottom, lo), min(top, hi), width
+    amax = max(abs(lo), abs(hi))
+    width = amax / BINS
+    a = np.abs(v[v != 0])
+    idx = np.minimum(np.floor(a / width).astype(np.int64), BINS - 1)
+    hist = np.bincount(idx, minlength=BINS).astype(np.float64)
+    t = (kl_threshold_bins(hist) + 0.5) * width
+    return max(lo, -t), min(hi, t), width
 
 
 def activation_quant(lo, hi):
@@ -207,15 +279,20 @@ EXPECTED_OPS = ["Conv2D", "BatchNorm", "ReLU", "MaxPool", "Flatten", "MatMul", "
 OURS = ["conv1", "bn1", "relu", "pool", "flatten", "fc1", "relu2", "fc2"]
 
 
-def recompute(params, data_dir, precision, eval_batches, calibration_batches):
+def recompute(params, data_dir, precision, eval_batches, calibration_batches, method="minmax"):
     it = batches(data_dir)
     quant = None
+    ranges = {}
     if precision == "int8":
         observe = {}
         for _ in range(calibration_batches):
             x, _ = next(it)
             forward(x, params, "fp32", observe=observe)
-        quant = {k: activation_quant(*v) for k, v in observe.items()}
+        # conv1 reads the network's input: calibrated by min/max under every method (the
+        # data's own range; docs/precision.md).
+        ranges = {k: calibrated_range(v, "minmax" if k == "conv1" else method)
+                  for k, v in observe.items()}
+        quant = {k: activation_quant(lo, hi) for k, (lo, hi, _) in ranges.items()}
     stats = {k: Stats() for k in OURS}
     agree = correct_ref = correct_prec = samples = 0
     for _ in range(eval_batches):
@@ -229,7 +306,33 @@ def recompute(params, data_dir, precision, eval_batches, calibration_batches):
         correct_ref += int((ar == y).sum())
         correct_prec += int((ap == y).sum())
         samples += len(y)
-    return stats, agree / samples, correct_ref / samples, correct_prec / samples, samples
+    return (stats, agree / samples, correct_ref / samples, correct_prec / samples, samples,
+            ranges)
+
+
+def check_table(table, ranges, method):
+    """The --quant-table file against the ranges computed here."""
+    errors = []
+    if table.get("format") != "cellscope-quant-table" or table.get("version") != 1:
+        return [f"the table's format/version: {table.get('format')} {table.get('version')}"]
+    if table["calibration"]["method"] != method:
+        errors.append(f"table method {table['calibration']['method']} vs {method}")
+    by_node = {n["node"]: n for n in table["nodes"]}
+    for name, (lo, hi, width) in ranges.items():
+        if name not in by_node:
+            errors.append(f"{name} is not in the table ({sorted(by_node)})")
+            continue
+        got = by_node[name]["inputs"][0]
+        tol = 2 * width + 1e-5 * max(abs(lo), abs(hi))
+        print(f"  {name:6} range [{got['min']:.6g}, {got['max']:.6g}] / [{lo:.6g}, {hi:.6g}]"
+              f" (bin {width:.3g})")
+        if abs(got["min"] - lo) > tol or abs(got["max"] - hi) > tol:
+            errors.append(f"{name}: table range [{got['min']}, {got['max']}] vs [{lo}, {hi}]")
+        scale, zp = activation_quant(got["min"], got["max"])
+        if abs(got["scale"] - scale) > 1e-12 * scale or got["zero_point"] != zp:
+            errors.append(f"{name}: table scale/zero point {got['scale']}/{got['zero_point']} are "
+                          f"not those of its own range ({scale}/{zp})")
+    return errors
 
 
 def close(a, b, rel):
@@ -281,11 +384,19 @@ def main():
         subprocess.run([sys.executable, os.path.join(HERE, "make_data.py"), tmp], check=True,
                        stdout=subprocess.DEVNULL)
         data = os.path.join(tmp, "mnist")
-        for precision, steps in (("target", args.steps), ("int8", args.steps), ("int8", 0)):
-            ckpt = os.path.join(tmp, f"{precision}_{steps}.ckpt")
+        for precision, steps, method in (("target", args.steps, ""),
+                                         ("int8", args.steps, "minmax"),
+                                         ("int8", args.steps, "percentile"),
+                                         ("int8", args.steps, "kl"),
+                                         ("int8", 0, "minmax")):
+            ckpt = os.path.join(tmp, f"{precision}_{steps}_{method}.ckpt")
+            table_file = os.path.join(tmp, f"{precision}_{steps}_{method}.json")
             cmd = [args.bin, "train", SCRIPT, "--data", data, "--steps", str(steps), "-o", ckpt,
                    "--drift", precision, "--eval-batches", "4", "--calibration-batches", "3",
                    "--format", "json"]
+            if method:
+                cmd += ["--calibration", method, "--percentile", str(PERCENT),
+                        "--quant-table", table_file]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 failures.append(f"{' '.join(cmd)} failed: {r.stderr[-2000:]}")
@@ -293,10 +404,14 @@ def main():
             report = json.loads(r.stdout)["drift"]
             params = {k: v.asnumpy().astype(np.float32)
                       for k, v in ms.load_checkpoint(ckpt).items() if not k.startswith("moments")}
-            print(f"\n== {precision}, {steps} steps ({report['data']})")
-            stats, agree, acc_ref, acc_prec, samples = recompute(params, data, precision, 4, 3)
+            print(f"\n== {precision} {method}, {steps} steps ({report['data']})")
+            stats, agree, acc_ref, acc_prec, samples, ranges = recompute(
+                params, data, precision, 4, 3, method or "minmax")
             errs = check(report, stats, agree, acc_ref, acc_prec, samples)
-            failures += [f"{precision}/{steps}: {e}" for e in errs]
+            if method:
+                with open(table_file) as f:
+                    errs += check_table(json.load(f), ranges, method)
+            failures += [f"{precision}/{method}/{steps}: {e}" for e in errs]
     if failures:
         print("\nFAILED:\n  " + "\n  ".join(failures))
         return 1

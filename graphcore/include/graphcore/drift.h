@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graphcore/quant.h"
 #include "graphcore/runtime.h"
 #include "graphcore/training.h"
 
@@ -29,18 +30,20 @@ namespace graphcore::runtime {
 enum class EvalPrecision : uint8_t {
   Fp32,    // float32 against itself: every drift is 0 (a check of the harness)
   Target,  // fp16 storage between nodes and for weights, fp32 accumulation, then rounded to fp16
-  Int8,    // post-training quantisation: per-channel symmetric int8 weights, per-tensor asymmetric
-           // int8 activations into Conv/MatMul/Dense, calibrated by min/max
+  Int8,    // post-training quantisation (graphcore/quant.h): per-channel symmetric int8 weights,
+           // per-tensor asymmetric int8 activations, Conv2D/MatMul/Dense on int8 operands with
+           // int32 sums, calibrated by DriftOptions::calibration
 };
 std::string_view eval_precision_name(EvalPrecision p);  // "fp32", "target", "int8"
 std::optional<EvalPrecision> eval_precision_from_name(std::string_view name);
 
 struct DriftOptions {
   EvalPrecision precision = EvalPrecision::Target;
-  int64_t eval_batches = 4;         // batches compared
-  int64_t calibration_batches = 4;  // int8: batches whose min/max set the activation ranges
-  double cosine_threshold = 0.99;   // first_below: the first node whose cosine is under this
-  uint64_t seed = 0;                // random transforms of the pipeline (its order is file order)
+  int64_t eval_batches = 4;               // batches compared
+  int64_t calibration_batches = 4;        // int8: batches that calibrate the activation ranges
+  quant::CalibrationOptions calibration;  // int8: min/max, percentile or KL
+  double cosine_threshold = 0.99;         // first_below: the first node whose cosine is under this
+  uint64_t seed = 0;  // random transforms of the pipeline (its order is file order)
   // Replaces the dataset source's directory (as TrainOptions::data_dir).
   std::optional<std::filesystem::path> data_dir;
   // Overrides the pipeline's batch size; the plan's loss graph must be compiled for it
@@ -83,7 +86,9 @@ struct DriftReport {
   int64_t samples = 0;                                      // rows evaluated
   int64_t batches = 0;
   int64_t calibration_samples = 0;  // Int8
-  std::string data;                 // which data: "the test split (usage='test') of ..."
+  // Int8: the table the quantised run used (graphcore/quant.h; write_quant_table writes it).
+  std::optional<quant::QuantTable> quant_table;
+  std::string data;  // which data: "the test split (usage='test') of ..."
   std::vector<std::string> notes;
 };
 
@@ -100,18 +105,7 @@ std::string drift_table_text(const DriftReport& report);
 
 // The numeric rules, exposed for tests.
 namespace drift {
-// Symmetric per-channel int8 along axis 0: scale_c = max|w_c| / 127, q = clamp(round(w / s),
-// -127, 127) (round half away from zero); returns the dequantised q * s_c and the scales.
-Tensor quantize_weight_per_channel(const Tensor& w, std::vector<double>* scales = nullptr);
-// Asymmetric per-tensor int8 from a calibrated range: the range widened to hold 0, scale =
-// (max - min) / 255, zero point = clamp(round(-128 - min / scale), -128, 127); q = clamp(round(x /
-// scale) + zp, -128, 127); returns (q - zp) * scale. A range of zero width returns x unchanged.
-struct ActivationQuant {
-  double scale = 0;
-  int64_t zero_point = 0;
-};
-ActivationQuant activation_quant(double min, double max);
-Tensor fake_quantize(const Tensor& x, const ActivationQuant& q);
+// (int8's rules are graphcore/quant.h's.)
 // Values that fp16 storage turns into inf (|v| >= 65520).
 int64_t count_fp16_overflows(const Tensor& t);
 // Cosine as LayerDrift::cosine defines it, of two equally sized tensors.

@@ -284,6 +284,11 @@ struct Hooks {
   // graph's dtypes and, in Precision::Target, rounds them to fp16.
   std::function<void(const Node&, size_t index, std::vector<Tensor>& inputs)> rewrite_inputs;
   std::function<void(const Node&, size_t index, std::vector<Tensor>& outputs)> rewrite_outputs;
+  // Another implementation of an Op node (int8 execution, graphcore/quant.h): called after
+  // rewrite_inputs; when it returns true it has filled `outputs` and the kernel is not run.
+  std::function<bool(const Node&, size_t index, const std::vector<Tensor>& inputs,
+                     std::vector<Tensor>& outputs)>
+      compute;
 };
 
 struct RunStatus {

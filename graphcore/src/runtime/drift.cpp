@@ -41,56 +41,7 @@ namespace {
 // fp16's largest finite value is 65504; round-to-nearest-even sends 65520 (the midpoint to the
 // next power of two, 65536) and everything beyond it to inf.
 constexpr double kFp16Inf = 65520.0;
-constexpr double kInt8Sym = 127.0;
 }  // namespace
-
-Tensor quantize_weight_per_channel(const Tensor& w, std::vector<double>* scales) {
-  if (!w.is_float() || w.rank() == 0) return w;
-  Tensor out = Tensor::uninitialized(w.shape(), DType::Float32);
-  const int64_t channels = w.shape()[0];
-  const int64_t inner = channels > 0 ? w.numel() / channels : 0;
-  if (scales) scales->assign(static_cast<size_t>(channels), 0.0);
-  const auto* src = w.data<float>();
-  auto* dst = out.data<float>();
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* row = src + c * inner;
-    double amax = 0;
-    for (int64_t i = 0; i < inner; ++i)
-      amax = std::max(amax, std::abs(static_cast<double>(row[i])));
-    const double s = amax / kInt8Sym;
-    if (scales) (*scales)[static_cast<size_t>(c)] = s;
-    for (int64_t i = 0; i < inner; ++i) {
-      double q = s > 0 ? std::clamp(std::round(row[i] / s), -kInt8Sym, kInt8Sym) : 0.0;
-      dst[c * inner + i] = static_cast<float>(q * s);
-    }
-  }
-  return out;
-}
-
-ActivationQuant activation_quant(double min, double max) {
-  ActivationQuant q;
-  min = std::min(min, 0.0);
-  max = std::max(max, 0.0);
-  if (!(max > min) || !std::isfinite(min) || !std::isfinite(max)) return q;
-  q.scale = (max - min) / 255.0;
-  q.zero_point =
-      static_cast<int64_t>(std::clamp(std::round(-128.0 - min / q.scale), -128.0, 127.0));
-  return q;
-}
-
-Tensor fake_quantize(const Tensor& x, const ActivationQuant& q) {
-  if (!x.is_float() || q.scale <= 0) return x;
-  Tensor out = Tensor::uninitialized(x.shape(), DType::Float32);
-  const auto* src = x.data<float>();
-  auto* dst = out.data<float>();
-  const auto zp = static_cast<double>(q.zero_point);
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    double v = src[i];
-    double level = std::isnan(v) ? zp : std::clamp(std::round(v / q.scale) + zp, -128.0, 127.0);
-    dst[i] = static_cast<float>((level - zp) * q.scale);
-  }
-  return out;
-}
 
 int64_t count_fp16_overflows(const Tensor& t) {
   if (!t.is_float()) return 0;
@@ -123,28 +74,6 @@ namespace {
 
 std::string location(const TrainingPlan& plan) {
   return plan.file + ":" + std::to_string(plan.range.start.line + 1);
-}
-
-// The Cube unit's operators (OpDef::unit: convolutions and matrix products): what an int8
-// inference engine runs on int8 operands with int32 sums.
-bool quantized_op(const Node& n) {
-  if (n.kind != NodeKind::Op) return false;
-  const OpDef* def = find_op(n.op);
-  // Conv2DTranspose's weight is (in, out / groups, ...): its output channels are not axis 0,
-  // and the per-channel rule below would scale input channels; it stays float.
-  return def != nullptr && def->unit == OpUnit::Cube && !def->backward && !def->pass_only &&
-         (def->category == OpCategory::Convolution || def->category == OpCategory::MatMul) &&
-         n.op != "Conv2DTranspose";
-}
-
-// The activation operands of a quantised node: its data input, and the second operand when the
-// weight is an input too (ops.matmul of two activations, ops.dense(x, w, b)).
-size_t quantized_inputs(const Node& n) {
-  return std::min<size_t>(n.inputs.size(), n.params.empty() ? 2 : 1);
-}
-
-bool is_weight(const std::string& name) {
-  return name == "weight" || (name.size() > 7 && name.ends_with(".weight"));
 }
 
 struct Accum {
@@ -472,67 +401,42 @@ DriftReport measure_drift(const TrainingPlan& plan, std::span<const CheckpointTe
     if (s.kind != RunStatus::Kind::Finished) throw RuntimeError(s.message, s.node);
   };
 
-  // int8: weights quantised per channel once; activation ranges calibrated on the float32 run.
-  std::map<std::pair<size_t, size_t>, std::pair<double, double>> ranges;  // (node, input) -> range
-  std::vector<char> quantized(g.nodes.size(), 0);
+  // int8 (graphcore/quant.h): the activation ranges calibrated on the float32 run over the
+  // calibration batches (kept: the histogram methods read them twice), then Conv2D/MatMul/Dense
+  // of the precision run computed on int8 operands with int32 sums.
+  std::optional<quant::Int8Runner> int8;
   if (o.precision == EvalPrecision::Int8) {
-    std::set<std::string> done;
-    for (size_t i : layer_nodes) {
-      const Node& n = g.nodes[i];
-      if (!quantized_op(n)) continue;
-      quantized[i] = 1;
-      for (const std::string& p : n.params) {
-        const ParamState* ps = prec.param(p);
-        if (!is_weight(p) || ps == nullptr || !ps->value.is_float() || ps->value.rank() < 2 ||
-            !done.insert(p).second)
-          continue;
-        prec.set_param(p, drift::quantize_weight_per_channel(ps->value));
-      }
-    }
-    Hooks observe;
-    observe.rewrite_inputs = [&](const Node& n, size_t index, std::vector<Tensor>& inputs) {
-      if (!quantized[index]) return;
-      for (size_t k = 0; k < quantized_inputs(n) && k < inputs.size(); ++k) {
-        const Tensor& t = inputs[k];
-        if (!t.is_float()) continue;
-        auto [it, fresh] =
-            ranges.try_emplace(std::make_pair(index, k), std::numeric_limits<double>::infinity(),
-                               -std::numeric_limits<double>::infinity());
-        (void)fresh;
-        const auto* p = t.data<float>();
-        for (int64_t e = 0; e < t.numel(); ++e) {
-          if (!std::isfinite(p[e])) continue;
-          it->second.first = std::min(it->second.first, static_cast<double>(p[e]));
-          it->second.second = std::max(it->second.second, static_cast<double>(p[e]));
-        }
-      }
-    };
-    int64_t calibrated = 0;
-    for (; calibrated < o.calibration_batches; ++calibrated) {
+    quant::Calibrator cal(g, o.calibration, layer_nodes);
+    std::vector<std::vector<Tensor>> calibration;
+    for (int64_t k = 0; k < o.calibration_batches; ++k) {
       auto b = next_batch();
       if (!b) break;
-      run(ref, *b, observe);
-      rep.calibration_samples += b->at(0).rank() > 0 ? b->at(0).shape()[0] : 1;
+      const int64_t rows = b->at(0).rank() > 0 ? b->at(0).shape()[0] : 1;
+      rep.calibration_samples += rows;
+      cal.add_samples(rows);
+      calibration.push_back(std::move(*b));
     }
-    if (calibrated == 0) throw RuntimeError(location(plan) + ": no batch to calibrate int8 on");
-    if (calibrated < o.calibration_batches) {
-      rep.notes.push_back("calibrated on " + std::to_string(calibrated) +
+    if (calibration.empty()) throw RuntimeError(location(plan) + ": no batch to calibrate int8 on");
+    if (static_cast<int64_t>(calibration.size()) < o.calibration_batches) {
+      rep.notes.push_back("calibrated on " + std::to_string(calibration.size()) +
                           " batch(es): the data has no more");
     }
+    for (int pass = 0; pass < cal.passes(); ++pass) {
+      cal.begin_pass(pass);
+      const Hooks observe = cal.hooks();
+      for (const std::vector<Tensor>& b : calibration) run(ref, b, observe);
+    }
+    rep.quant_table = cal.finish(prec);
+    int8.emplace(g, *rep.quant_table, prec);
+    for (const std::string& n : int8->notes()) rep.notes.push_back(n);
   }
-  std::map<std::pair<size_t, size_t>, drift::ActivationQuant> qparams;
-  for (const auto& [key, range] : ranges)
-    qparams[key] = drift::activation_quant(range.first, range.second);
 
   std::vector<Accum> acc(g.nodes.size());
   Hooks prec_hooks;
-  if (o.precision == EvalPrecision::Int8) {
-    prec_hooks.rewrite_inputs = [&](const Node& n, size_t index, std::vector<Tensor>& inputs) {
-      if (!quantized[index]) return;
-      for (size_t k = 0; k < quantized_inputs(n) && k < inputs.size(); ++k) {
-        auto it = qparams.find({index, k});
-        if (it != qparams.end()) inputs[k] = drift::fake_quantize(inputs[k], it->second);
-      }
+  if (int8) {
+    prec_hooks.compute = [&](const Node& n, size_t index, const std::vector<Tensor>& inputs,
+                             std::vector<Tensor>& outputs) {
+      return int8->compute(n, index, inputs, outputs);
     };
   } else if (o.precision == EvalPrecision::Target) {
     prec_hooks.rewrite_outputs = [&](const Node&, size_t index, std::vector<Tensor>& outputs) {
@@ -614,7 +518,7 @@ DriftReport measure_drift(const TrainingPlan& plan, std::span<const CheckpointTe
     d.cosine = cosine_of(acc[i]);
     d.nonfinite = acc[i].nonfinite;
     d.fp16_overflows = acc[i].overflows;
-    d.quantized = quantized[i] != 0;
+    d.quantized = int8 && int8->quantized(i);
     if (rep.first_below.empty() && d.cosine < o.cosine_threshold) rep.first_below = d.node;
     rep.layers.push_back(std::move(d));
   }
@@ -655,8 +559,22 @@ std::string drift_table_text(const DriftReport& r) {
   std::ostringstream out;
   out << "precision drift: " << precision_words(r.precision) << " against fp32, " << r.batches
       << " batch(es), " << r.samples << " sample(s) of " << r.data << "\n";
-  if (r.precision == EvalPrecision::Int8)
-    out << "calibrated on " << r.calibration_samples << " sample(s) by min/max\n";
+  if (r.precision == EvalPrecision::Int8 && r.quant_table) {
+    const quant::CalibrationOptions& c = r.quant_table->calibration;
+    out << "calibrated on " << r.calibration_samples << " sample(s) by ";
+    switch (c.method) {
+      case quant::Calibration::MinMax:
+        out << "min/max";
+        break;
+      case quant::Calibration::Percentile:
+        out << "percentile " << c.percentile << " % (" << c.bins << " bins)";
+        break;
+      case quant::Calibration::KL:
+        out << "KL divergence (" << c.bins << " bins)";
+        break;
+    }
+    out << "\n";
+  }
   size_t w_node = 4, w_op = 2;
   for (const LayerDrift& d : r.layers) {
     w_node = std::max(w_node, d.node.size());

@@ -460,8 +460,10 @@ RunStatus Executor::run_one(const Hooks& hooks, bool* stop) {
         KernelFn fn = find_kernel(n.op);
         if (!fn) return error("the runtime has no kernel for operator '" + std::string(n.op) + "'");
         if (hooks.rewrite_inputs) hooks.rewrite_inputs(n, i, inputs);
-        KernelCall call{n, inputs, nparams, outs, opts_.seed, opts_.training};
-        fn(call);
+        if (!hooks.compute || !hooks.compute(n, i, inputs, outs)) {
+          KernelCall call{n, inputs, nparams, outs, opts_.seed, opts_.training};
+          fn(call);
+        }
         if (hooks.rewrite_outputs) hooks.rewrite_outputs(n, i, outs);
         break;
       }

@@ -27,6 +27,9 @@ float gelu_erf(float v);
 float gelu_tanh(float v);
 bool gelu_approximate(const Node& n);
 
+// A Dense layer's fused activation ("relu", "gelu", ...; "" or "None": none), in place.
+void apply_activation(Tensor& y, const std::string& act);
+
 // A convolution's or pool's window over the spatial dims (MindSpore's pad modes).
 struct Window {
   std::vector<int64_t> kernel, stride, dilation;
