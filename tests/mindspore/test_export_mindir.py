@@ -160,6 +160,33 @@ class OpsNet(nn.Cell):
         return e, g, m, self.flat(a) + ops.broadcast_to(s[:, :1, 0], (2, 8, 4))
 '''
 
+# The rows of issue 18's second round: HSwish (nn.HSwish, ops.hardswish), Split (ops.split by a
+# size, ops.chunk), Stack (ops.stack with a negative axis, ops.Stack(axis)), CumSum (ops.cumsum,
+# Tensor.cumsum with a negative dim), BroadcastTo. Three outputs.
+OPS2_SOURCE = '''import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet2(nn.Cell):
+    "HSwish, Split, Stack, CumSum and BroadcastTo."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.hswish = nn.HSwish()
+        self.stack = ops.Stack(axis=1)
+
+    def construct(self, x):
+        y = self.hswish(self.conv(x))
+        a, b = ops.split(y, 4, 1)
+        p, q, r, s = ops.chunk(ops.hardswish(y), 4, 2)
+        t = ops.stack((a, b), -1)
+        u = self.stack((p, q, r, s))
+        c = ops.cumsum(y, 2) + y.cumsum(-1)
+        d = ops.broadcast_to(y[:, :1], (2, 8, 8, 8))
+        return t, u, c + d
+'''
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -191,6 +218,9 @@ CASES: Dict[str, Dict] = {
                  # MindSpore's Log carries base -1, scale 1, shift 0, cust_aicpu "Log" (its
                  # defaults: natural log); Cellscope's has no attributes and loads the same
                  "node_diff": (Counter({"Log": 1}), Counter({"Log": 1}))},
+    "more_ops2": {"source": OPS2_SOURCE, "cell": "OpsNet2", "select": ["--cell", "OpsNet2"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the
     # -1 as written; `x * 2.0`: Mul(x, 0-d tensor 2.0) against MindSpore's Muls(x, 2.0).
     "branch_taken": {"source": BRANCH_SOURCE, "cell": "Branchy()", "select": ["--cell", "Branchy"],
@@ -494,7 +524,7 @@ def test_export_refuses_unmapped_operator_and_keeps_old_file(tmp_path: Path) -> 
         "        self.fc = nn.Dense(4, 3)\n"
         "\n"
         "    def construct(self, x):\n"
-        "        return ops.cumsum(self.fc(x), 1)\n")
+        "        return ops.logsumexp(self.fc(x), 1)\n")
     out = tmp_path / "net.mindir"
     out.write_bytes(b"old contents")
     proc = _run([str(_binary("cellscope")), "export", str(model), "--input", "2,4",

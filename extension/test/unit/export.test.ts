@@ -51,10 +51,10 @@ test('success: an information message with Reveal and Open in graph view', () =>
 test('refusal: an error message pointing at the Problems panel when diagnostics were published', () => {
   const m = exportMessage({
     status: 'refused', format: 'mindir', cell: 'Gate', diagnostics: 1,
-    messages: ['/w/gate.py:11:16: cannot export to MindIR: operator HSwish (ops.hardswish): it has no MindIR mapping in the operator table [export-unsupported-op]', 'nothing written to /w/Gate.mindir: 1 problem'],
+    messages: ['/w/gate.py:12:16: cannot export to MindIR: operator Dense (ops.dense): it has no MindIR mapping in the operator table [export-unsupported-op]', 'nothing written to /w/Gate.mindir: 1 problem'],
   }, ['/w']);
   assert.equal(m.kind, 'error');
-  assert.match(m.text, /^Export MindIR refused for Gate, nothing written: gate\.py:11:16: .*\[export-unsupported-op\] \(\+1 more\)\. See the Problems panel\.$/);
+  assert.match(m.text, /^Export MindIR refused for Gate, nothing written: gate\.py:12:16: .*\[export-unsupported-op\] \(\+1 more\)\. See the Problems panel\.$/);
   assert.deepEqual(m.actions, [SHOW_PROBLEMS]);
   // Not located (no such directory): no Problems button.
   const n = exportMessage({ status: 'refused', format: 'onnx', messages: ['cannot write /w/out/a.onnx: no such directory /w/out'] }, ['/w']);

@@ -123,6 +123,12 @@ enum class MindirValue : uint8_t {
   ReduceAxes,   // TUPLE of INT64: the attribute `key` as written (-1 kept; None: the empty
                 // tuple), else the axes the runtime's kernel resolves from the shapes
   ReduceKeep,   // BOOL: whether the reduction keeps its axes (the same resolution)
+  InputCount,   // INT64: the number of the node's data inputs (Stack's `num` and `N`)
+  EqualSplits,  // INT64: the number of the node's outputs, which must be equal parts along the
+                // attribute `key`'s axis (Split's output_num; MindSpore writes unequal sizes as
+                // StridedSlices, measured: another form, refused)
+  SameDtype,    // no argument: the output's dtype must be the input's (ops.cumsum(x, axis,
+                // dtype) with another dtype is a Cast first in MindSpore's file; refused)
 };
 
 // A node MindSpore's GRAPH_MODE compile folds into a constant tensor when its output shape is

@@ -582,6 +582,40 @@ class Writer {
       case MindirValue::OutputCount:
         set_int(attr, static_cast<int64_t>(node.outputs.size()));
         return;
+      case MindirValue::InputCount:
+        if (operands_.empty()) throw Refusal{"it has no inputs"};
+        set_int(attr, static_cast<int64_t>(operands_.size()));
+        return;
+      case MindirValue::EqualSplits: {
+        const auto x = input_dims(node, 0);
+        const int64_t axis = r.one_int(0);
+        const auto rank = static_cast<int64_t>(x.size());
+        if (axis < -rank || axis >= rank) throw Refusal{"its axis is out of range"};
+        const auto a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+        for (const TensorType& t : node.outputs) {
+          const auto y = known_dims(t.shape);
+          if (y.size() != x.size()) throw Refusal{"an output of another rank than its input"};
+          if (y[a] * static_cast<int64_t>(node.outputs.size()) != x[a]) {
+            throw Refusal{
+                "parts of unequal sizes have no MindIR mapping (MindSpore exports them as "
+                "StridedSlice nodes)"};
+          }
+        }
+        set_int(attr, static_cast<int64_t>(node.outputs.size()));
+        return;
+      }
+      case MindirValue::SameDtype: {
+        *skip = true;
+        if (node.inputs.empty()) throw Refusal{"it has no input"};
+        const ValueRef in = node.inputs[0];
+        const DType from = report_.graph.nodes.at(in.node).outputs.at(in.output).dtype;
+        if (from != node.outputs.at(0).dtype) {
+          throw Refusal{"a dtype other than its input's (" + std::string(dtype_short_name(from)) +
+                        " to " + std::string(dtype_short_name(node.outputs.at(0).dtype)) +
+                        ") has no MindIR mapping (MindSpore writes a Cast first)"};
+        }
+        return;
+      }
       case MindirValue::Axes: {
         const AttrValue* v = r.attr();
         if (v == nullptr || std::holds_alternative<std::monostate>(*v)) {

@@ -451,4 +451,59 @@ void o_tile(OnnxNodeBuilder& b) {
   b.emit("Tile", {in, b.const_i64("repeats", repeats)}, {b.output()});
 }
 
+// Split: the pieces' lengths along the axis are the outputs' (the runtime's rule), so equal and
+// unequal splits (ops.split with a size or a list, ops.chunk) are one Split node.
+void o_split(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const auto axis = normalize_axis(rt::attr_int(b.node(), "axis").value_or(0), x.size());
+  if (!axis) b.refuse("the split axis is out of range");
+  std::vector<int64_t> sizes;
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < b.node().outputs.size(); ++i) {
+    const std::vector<int64_t> y = b.output_dims(i);
+    if (y.size() != x.size()) b.refuse("a split output of another rank than its input");
+    sizes.push_back(y[*axis]);
+    outs.push_back(b.output(i));
+  }
+  b.emit("Split", {b.input(0), b.const_i64("split", sizes)}, outs,
+         {{"axis", static_cast<int64_t>(*axis)}});
+}
+
+// Stack: each input Unsqueezed at the axis (counted in the output's rank), then one Concat.
+void o_stack(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> y = b.output_dims();
+  const auto axis = normalize_axis(rt::attr_int(b.node(), "axis").value_or(0), y.size());
+  if (!axis) b.refuse("the stack axis is out of range");
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < b.num_inputs(); ++i) {
+    parts.push_back(b.temp("unsqueezed"));
+    b.emit("Unsqueeze", {b.input(i), b.const_i64("axes", {static_cast<int64_t>(*axis)})},
+           {parts.back()});
+  }
+  b.emit("Concat", parts, {b.output()}, {{"axis", static_cast<int64_t>(*axis)}});
+}
+
+// CumSum along the recorded axis (a 0-d int64 input); a `dtype` other than the input's is a Cast
+// first, as ops.cumsum(x, axis, dtype) casts before summing.
+void o_cumsum(OnnxNodeBuilder& b) {
+  const auto axis = rt::attr_int(b.node(), "axis");
+  if (!axis) b.refuse("its axis is not recorded");
+  const DType from = b.input_type(0).dtype;
+  const DType to = b.node().outputs.at(0).dtype;
+  std::string in = b.input(0);
+  if (from != to) {
+    const int32_t t = onnx_dtype(to);
+    if (t == 0) b.refuse("a cumulative sum to a dtype ONNX export does not write");
+    in = b.temp("cast");
+    b.emit("Cast", {b.input(0)}, {in}, {{"to", static_cast<int64_t>(t)}});
+  }
+  b.emit("CumSum", {in, b.const_scalar("axis", static_cast<double>(*axis), DType::Int64)},
+         {b.output()});
+}
+
+// BroadcastTo: Expand to the output's static dims.
+void o_broadcast_to(OnnxNodeBuilder& b) {
+  b.emit("Expand", {b.input(0), b.const_i64("shape", b.output_dims())}, {b.output()});
+}
+
 }  // namespace graphcore::exporter::rules

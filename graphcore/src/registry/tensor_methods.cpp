@@ -95,8 +95,15 @@ void register_elementwise(Registry& r) {
          matmul_rule(api("matmul"), "self", "tensor2", MatMulKind::NumPy), "matrix product");
   method(r, "softmax", "Softmax", {P("axis"), P("dtype", "None")},
          unary_rule(api("softmax"), "self", UnaryDType::FloatOnly, 3), "softmax over axis");
-  method(r, "cumsum", "CumSum", {P("dim"), KW("dtype", "None")},
-         unary_rule(api("cumsum"), "self", UnaryDType::Keep), "cumulative sum along dim");
+  // The dim is recorded as `axis` too, the attribute ops.cumsum records and the runtime's kernel
+  // and the exporters read.
+  method(
+      r, "cumsum", "CumSum", {P("dim"), KW("dtype", "None")},
+      [rule = unary_rule(api("cumsum"), "self", UnaryDType::Keep)](CallContext& ctx) {
+        rule(ctx);
+        if (auto d = ctx.arg("dim").as_int()) ctx.set_attr("axis", *d);
+      },
+      "cumulative sum along dim");
 }
 
 void register_reductions(Registry& r) {
