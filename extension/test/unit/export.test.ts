@@ -5,6 +5,7 @@ import {
   exportArgs,
   exportMessage,
   formatBytes,
+  graphTarget,
   inWorkspace,
   isExportArgs,
   isExportResult,
@@ -69,4 +70,14 @@ test('paths are shown relative to the workspace folder holding them', () => {
   assert.ok(inWorkspace('/w/b.onnx', ['/w']));
   assert.ok(!inWorkspace('/other/b.onnx', ['/w']));
   assert.ok(!inWorkspace('/w', ['/w']));
+});
+
+test('"Open in graph view" shows the exported Cell: the written .mindir itself, or the ONNX export\'s source Cell', () => {
+  const written = { status: 'written' as const, path: '/w/out/Net.mindir', format: 'mindir' as const, cell: 'resnet50()', nodes: 235, bytes: 1, summary: '' };
+  // A lens export: the call's inputs, the cursor elsewhere; the file holds what was exported.
+  const lens = { uri: 'file:///w/m.py', format: 'mindir' as const, output: 'out/Net.mindir', cell: 'resnet50()' };
+  assert.deepEqual(graphTarget(written, lens), { kind: 'model', path: '/w/out/Net.mindir' });
+  const onnx = { ...written, format: 'onnx' as const, path: '/w/r.onnx' };
+  assert.deepEqual(graphTarget(onnx, { uri: 'file:///w/m.py', format: 'onnx', position: { line: 3, character: 1 } }),
+    { kind: 'source', uri: 'file:///w/m.py', cell: 'resnet50()' });
 });
