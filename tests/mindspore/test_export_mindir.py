@@ -187,6 +187,36 @@ class OpsNet2(nn.Cell):
         return t, u, c + d
 '''
 
+# GroupNorm, the ops.LayerNorm primitive's three outputs (y, mean, variance: the runtime computes
+# the statistics MindSpore returns), ops.interpolate nearest / bilinear (align_corners False and
+# True), ops.ResizeNearestNeighbor. Five outputs.
+OPS3_SOURCE = '''import mindspore as ms
+import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet3(nn.Cell):
+    "GroupNorm, ops.LayerNorm's three outputs, resize."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.gn = nn.GroupNorm(2, 8)
+        self.ln = ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
+        self.g = ms.Parameter(ms.ops.ones(8, ms.float32), name="g")
+        self.b = ms.Parameter(ms.ops.zeros(8, ms.float32), name="b")
+        self.near = ops.ResizeNearestNeighbor((16, 16))
+
+    def construct(self, x):
+        y = self.conv(x)
+        g = self.gn(y)
+        n, m, v = self.ln(g, self.g, self.b)
+        i1 = ops.interpolate(y, size=(16, 16), mode="nearest")
+        i2 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=False)
+        i3 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=True)
+        return n, m, v, i1 + self.near(y), i2 + i3
+'''
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -219,6 +249,9 @@ CASES: Dict[str, Dict] = {
                  # defaults: natural log); Cellscope's has no attributes and loads the same
                  "node_diff": (Counter({"Log": 1}), Counter({"Log": 1}))},
     "more_ops2": {"source": OPS2_SOURCE, "cell": "OpsNet2", "select": ["--cell", "OpsNet2"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops3": {"source": OPS3_SOURCE, "cell": "OpsNet3", "select": ["--cell", "OpsNet3"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the

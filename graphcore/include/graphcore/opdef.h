@@ -127,6 +127,8 @@ enum class MindirValue : uint8_t {
   EqualSplits,  // INT64: the number of the node's outputs, which must be equal parts along the
                 // attribute `key`'s axis (Split's output_num; MindSpore writes unequal sizes as
                 // StridedSlices, measured: another form, refused)
+  BoolNot,      // BOOL: not the attribute `key` (`number` != 0 when it is not recorded):
+                // ResizeBilinearV2's half_pixel_centers is !align_corners
   SameDtype,    // no argument: the output's dtype must be the input's (ops.cumsum(x, axis,
                 // dtype) with another dtype is a Cast first in MindSpore's file; refused)
 };

@@ -604,6 +604,9 @@ class Writer {
         set_int(attr, static_cast<int64_t>(node.outputs.size()));
         return;
       }
+      case MindirValue::BoolNot:
+        set_bool(attr, r.one_int(arg.number != 0 ? 1 : 0) == 0);
+        return;
       case MindirValue::SameDtype: {
         *skip = true;
         if (node.inputs.empty()) throw Refusal{"it has no input"};
@@ -852,9 +855,6 @@ class Writer {
       names_[index] = {gelu_erf(node)};
       return;
     }
-    if (node.outputs.size() > 1 && m.tuple_item >= 0) {
-      throw Refusal{"it has " + std::to_string(node.outputs.size()) + " outputs"};
-    }
     // nn.Dense on rank > 2: (-1, in) before the product, the output's shape after.
     std::optional<std::string> reshaped;
     TensorType product_type = node.outputs[0];
@@ -897,8 +897,8 @@ class Writer {
     pb::Node* n = add_cnode(node, key, inputs, m.primitive);
     std::string out = n->name();
     if (node.outputs.size() > 1) {
-      // A tuple-valued primitive (Unstack): its abstract is the tuple, each reader takes
-      // TupleGetItem(i).
+      // A tuple-valued primitive (Unstack, Split, ops.LayerNorm's three outputs): its abstract is
+      // the tuple, each reader takes TupleGetItem(i).
       pb::Attribute* shape = n->add_attribute();
       shape->set_name("shape");
       shape->set_type(pb::Attribute::TUPLE);

@@ -130,6 +130,8 @@ void o_split(OnnxNodeBuilder& b);  // Split (ops.split, ops.chunk)
 void o_stack(OnnxNodeBuilder& b);
 void o_cumsum(OnnxNodeBuilder& b);
 void o_broadcast_to(OnnxNodeBuilder& b);
+void o_group_norm(OnnxNodeBuilder& b);
+void o_resize(OnnxNodeBuilder& b);  // ResizeNearestNeighbor(V2), ResizeBilinearV2
 }  // namespace rules
 
 }  // namespace graphcore::exporter
