@@ -217,6 +217,28 @@ class OpsNet3(nn.Cell):
         return n, m, v, i1 + self.near(y), i2 + i3
 '''
 
+# nn.Pad (the Pad primitive, its paddings a tuple of pairs) and ops.pad (PadV3 with the padding
+# as written and the value as a 0-d tensor). Three outputs.
+OPS4_SOURCE = '''import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet4(nn.Cell):
+    "nn.Pad (CONSTANT) and ops.pad (constant, a value, a negative crop)."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.pad = nn.Pad(((0, 0), (0, 0), (1, 2), (2, 1)))
+
+    def construct(self, x):
+        y = ops.relu(self.conv(x))
+        p = self.pad(y)
+        q = ops.pad(y, (1, 1, 2, 0))
+        r = ops.pad(y, (0, 1), value=2.5)
+        return p, q, r
+'''
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -252,6 +274,9 @@ CASES: Dict[str, Dict] = {
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     "more_ops3": {"source": OPS3_SOURCE, "cell": "OpsNet3", "select": ["--cell", "OpsNet3"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops4": {"source": OPS4_SOURCE, "cell": "OpsNet4", "select": ["--cell", "OpsNet4"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the

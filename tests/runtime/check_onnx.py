@@ -135,7 +135,28 @@ class OpsNet3(nn.Cell):
         return n, m, v, i1 + self.near(y), i2 + i3
 """
 
-SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL}
+# nn.Pad and ops.pad in constant mode (a value other than 0).
+OPS4_MODEL = """import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet4(nn.Cell):
+    "nn.Pad (CONSTANT) and ops.pad (constant, a value, a negative crop)."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.pad = nn.Pad(((0, 0), (0, 0), (1, 2), (2, 1)))
+
+    def construct(self, x):
+        y = ops.relu(self.conv(x))
+        p = self.pad(y)
+        q = ops.pad(y, (1, 1, 2, 0))
+        r = ops.pad(y, (0, 1), value=2.5)
+        return p, q, r
+"""
+
+SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL}
 
 # name, model file (a corpus model, or SOURCES[name] written to the work directory), extra
 # arguments for both binaries, weight modes (BERT-base, ViT-B/16: initialised only, their
@@ -151,6 +172,7 @@ CASES = [
     ("ops", None, ["--input-shape", "2,3,12,14"], ("init", "ckpt")),
     ("ops2", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
     ("ops3", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
+    ("ops4", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
 ]
 
 

@@ -154,6 +154,11 @@ enum class MindirExpansion : uint8_t {
   // ops.flatten(x, start_dim=...)): Reshape to the output's static shape, as mindspore.export
   // writes it (measured); the default form is the Flatten primitive.
   FlattenReshape,
+  // Pad: nn.Pad (mode CONSTANT; `paddings` one (before, after) pair per axis) is the Pad attribute
+  // primitive with the pairs as a tuple of tuples; ops.pad (mode 'constant'; `padding` pairs from
+  // the last axis) is PadV3(x, padding, value) with mode "constant" and paddings_contiguous True
+  // (both measured in mindspore.export's file). Other modes (MirrorPad, ...) refuse.
+  PadForms,
 };
 
 struct MindirArg {

@@ -851,6 +851,10 @@ class Writer {
       names_[index] = {reshape(node, operand(0), known_dims(node.outputs.at(0).shape))};
       return;
     }
+    if (m.expansion == MindirExpansion::PadForms) {
+      names_[index] = {pad(node)};
+      return;
+    }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
       names_[index] = {gelu_erf(node)};
       return;
@@ -999,6 +1003,61 @@ class Writer {
     const std::string plus = binary(node, "Add", erf->name(), scalar_tensor(1.0, t));
     const std::string prod = binary(node, "Mul", x, plus);
     return binary(node, "Mul", prod, scalar_tensor(0.5, t));
+  }
+
+  // nn.Pad / ops.pad (MindirExpansion::PadForms).
+  std::string pad(const Node& node) {
+    const std::string x = operand(0);
+    auto mode_of = [&](std::string_view fallback) {
+      const AttrValue* v = node.find_attr("mode");
+      const auto* text = v != nullptr ? std::get_if<std::string>(v) : nullptr;
+      std::string mode = text != nullptr ? *text : std::string(fallback);
+      std::ranges::transform(mode, mode.begin(),
+                             [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (mode != "constant") {
+        throw Refusal{"mode '" + mode +
+                      "' has no MindIR mapping (MindSpore exports it as another primitive)"};
+      }
+    };
+    pb::Primitive prim;
+    prim.set_prim_type(pb::Primitive::PRIMITIVE);
+    std::vector<std::string> inputs{x};
+    if (const AttrValue* p = node.find_attr("paddings")) {
+      mode_of("constant");
+      const auto flat = as_ints(p);
+      if (!flat || flat->size() % 2 != 0) throw Refusal{"its paddings are not recorded as pairs"};
+      prim.set_op_type("Pad");
+      pb::Attribute* pairs = prim.add_attribute();
+      pairs->set_name("paddings");
+      pairs->set_type(pb::Attribute::TUPLE);
+      for (size_t i = 0; i < flat->size(); i += 2) {
+        set_ints(pairs->add_values(), {(*flat)[i], (*flat)[i + 1]});
+      }
+    } else {
+      mode_of("constant");
+      const auto padding = as_ints(node.find_attr("padding"));
+      if (!padding) throw Refusal{"its padding is not recorded as integers"};
+      const MindirArg value_arg{"value", MindirValue::Float, "value", 0};
+      const ArgReader value(node, value_arg);
+      prim.set_op_type("PadV3");
+      pb::Attribute* mode = prim.add_attribute();
+      mode->set_name("mode");
+      set_string(mode, "constant");
+      pb::Attribute* contiguous = prim.add_attribute();
+      contiguous->set_name("paddings_contiguous");
+      set_bool(contiguous, true);
+      pb::Attribute pads;
+      set_ints(&pads, *padding);
+      inputs.push_back(constant(std::move(pads)));
+      const AttrValue* v = node.find_attr("value");
+      const bool none = v == nullptr || std::holds_alternative<std::monostate>(*v);
+      inputs.push_back(scalar_tensor(none ? 0.0 : value.number(0), node.outputs.at(0).dtype));
+    }
+    const std::string op = prim.op_type();
+    const std::string key = primitive_key(std::move(prim));
+    pb::Node* n = add_cnode(node, key, inputs, op);
+    set_shape(n, node.outputs.at(0));
+    return n->name();
   }
 
   // A node MindSpore's compile folds (MindirFold): its value as a Constant tensor.

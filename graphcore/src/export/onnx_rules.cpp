@@ -3,6 +3,8 @@
 // MindSpore's pad modes, reduction axes) comes from the same helpers the CPU runtime's kernels
 // use, so the exported model computes what the runtime computes. Opset: kOnnxOpset
 // (graphcore/export_onnx.h).
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <optional>
 #include <string>
@@ -580,6 +582,37 @@ void o_cumsum(OnnxNodeBuilder& b) {
 // BroadcastTo: Expand to the output's static dims.
 void o_broadcast_to(OnnxNodeBuilder& b) {
   b.emit("Expand", {b.input(0), b.const_i64("shape", b.output_dims())}, {b.output()});
+}
+
+// Pad (constant mode): nn.Pad's `paddings` are (before, after) per axis from the first; ops.pad's
+// `padding` pairs start at the last axis. ONNX takes every axis' begins, then every axis' ends.
+void o_pad(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  std::string mode = rt::attr_str(n, "mode").value_or("constant");
+  std::ranges::transform(mode, mode.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (mode != "constant") b.refuse("the padding mode '" + mode + "'");
+  const size_t r = b.input_dims(0).size();
+  std::vector<int64_t> pads(2 * r, 0);
+  if (auto p = rt::attr_ints(n, "paddings"); p && p->size() == 2 * r) {
+    for (size_t a = 0; a < r; ++a) {
+      pads[a] = (*p)[2 * a];
+      pads[r + a] = (*p)[2 * a + 1];
+    }
+  } else if (auto q = rt::attr_ints(n, "padding"); q && q->size() % 2 == 0 && q->size() <= 2 * r) {
+    for (size_t k = 0; 2 * k < q->size(); ++k) {
+      const size_t a = r - 1 - k;
+      pads[a] = (*q)[2 * k];
+      pads[r + a] = (*q)[2 * k + 1];
+    }
+  } else {
+    b.refuse("its paddings are not recorded as pairs");
+  }
+  const double value = rt::attr_float(n, "value").value_or(0.0);
+  b.emit("Pad",
+         {b.input(0), b.const_i64("pads", pads),
+          b.const_scalar("value", value, b.input_type(0).dtype)},
+         {b.output()}, {{"mode", std::string("constant")}});
 }
 
 }  // namespace graphcore::exporter::rules

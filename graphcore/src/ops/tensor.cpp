@@ -90,6 +90,16 @@ constexpr MindirArg kMindirCumSumArgs[] = {{"x", MindirValue::Input},
                                            {"reverse", MindirValue::LiteralBool, {}, 0},
                                            {"dtype", MindirValue::SameDtype}};
 constexpr MindirDef kMindirCumSum{"CumSum", MindirKind::Function, kMindirCumSumArgs};
+// Pad: nn.Pad as the Pad primitive, ops.pad as PadV3 (MindirExpansion::PadForms).
+constexpr MindirDef kMindirPad{"Pad",
+                               MindirKind::Attribute,
+                               {},
+                               {},
+                               -1,
+                               false,
+                               false,
+                               MindirFold::None,
+                               MindirExpansion::PadForms};
 // Tile(input, multiples): not a gen_ops_prim class; a function primitive in mindspore.export's
 // file. The multiples are the output / input dims (the recorded ones may be symbolic).
 constexpr MindirArg kMindirTileArgs[] = {{"input", MindirValue::Input},
@@ -186,7 +196,8 @@ std::span<const OpDef> tensor_ops() {
        false, &ad::g_broadcast_to, false, &ox::o_broadcast_to, &kMindirBroadcastTo},
       {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,
        false, &ad::g_strided_slice, false, &ox::o_strided_slice, &kMindirStridedSlice},
-      {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad, false, &ad::g_pad},
+      {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad, false, &ad::g_pad,
+       false, &ox::o_pad, &kMindirPad},
       {"Gather", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_gather, false,
        &ad::g_gather, false, &ox::o_gather, &kMindirGather},
       {"OneHot", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_one_hot, false,
