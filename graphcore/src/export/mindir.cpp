@@ -495,8 +495,12 @@ class Writer {
 
   std::string operand(size_t index) const {
     if (index >= operands_.size()) {
-      throw Refusal{"it has " + std::to_string(operands_.size()) +
-                    " operands, the MindIR form needs operand " + std::to_string(index)};
+      // An argument the analysis did not follow (a value of unknown shape, e.g. from a helper it
+      // could not evaluate) is missing from the node's inputs: say so, as the ONNX writer does.
+      throw Refusal{"its operand " + std::to_string(index) +
+                        " is a value the analysis did not follow (its shape is not known "
+                        "statically; see the notes at this line)",
+                    kDynamicShape};
     }
     return operands_[index];
   }
