@@ -47,9 +47,10 @@ void register_elementwise(Registry& r) {
       {"contiguous", "Identity", UnaryDType::Keep},
       {"copy", "Identity", UnaryDType::Keep},
   };
-  for (const Row& u : unary)
+  for (const Row& u : unary) {
     method(r, u.name, u.op, {}, unary_rule(api(u.name), "self", u.dtype),
            std::string("elementwise ") + u.name);
+  }
   struct Bin {
     const char* name;
     const char* op;
@@ -70,9 +71,10 @@ void register_elementwise(Registry& r) {
                                                             {"int", DType::Int32},
                                                             {"long", DType::Int64},
                                                             {"bool", DType::Bool}};
-  for (auto [name, dt] : casts)
+  for (auto [name, dt] : casts) {
     method(r, name, "Cast", {}, to_dtype_rule(api(name), "self", dt),
            std::string("cast to ") + std::string(dtype_name(dt)));
+  }
   method(r, "astype", "Cast", {P("dtype"), P("copy", "True")},
          cast_rule(api("astype"), "self", "dtype"), "cast to dtype");
   method(
