@@ -68,6 +68,21 @@ export function formatBytes(n: number): string {
   return `${(n / (1024 * 1024 * 1024)).toFixed(2)} GB`;
 }
 
+/**
+ * What "Open in graph view" shows after an export: the exported Cell. A MindIR file is opened
+ * itself (the `cellscope.mindir` viewer imports it): the graph that was written, with the inputs
+ * it was written with (an `ms.export` call's, the config's), whatever the cursor is on. Cellscope
+ * reads no ONNX, so an ONNX export shows the source Cell it was written from, by the name the
+ * server answered (`resnet50()` for a factory root).
+ */
+export type GraphTarget = { kind: 'model'; path: string } | { kind: 'source'; uri: string; cell: string };
+
+export function graphTarget(result: ExportWritten, args: ExportArgs): GraphTarget {
+  return result.format === 'mindir'
+    ? { kind: 'model', path: result.path }
+    : { kind: 'source', uri: args.uri, cell: result.cell };
+}
+
 export const REVEAL = 'Reveal';
 export const OPEN_GRAPH = 'Open in graph view';
 export const SHOW_PROBLEMS = 'Show Problems';

@@ -30,6 +30,7 @@ import {
   exportArgs,
   exportMessage,
   FORMAT_TITLES,
+  graphTarget,
   inWorkspace,
   isExportArgs,
   isExportResult,
@@ -652,10 +653,17 @@ async function tellExport(result: ExportResult, args: ExportArgs): Promise<void>
     // The Explorer when the file is in the workspace (also in a remote window), else the OS.
     await vscode.commands.executeCommand(inWorkspace(result.path, folders) ? 'revealInExplorer' : 'revealFileInOS', file);
   } else if (pick === OPEN_GRAPH) {
+    const target = graphTarget(result, args);
+    if (target.kind === 'model') {
+      // The written .mindir in its viewer, beside the source (export.ts graphTarget).
+      await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(target.path), MINDIR_VIEW_TYPE,
+        { viewColumn: vscode.ViewColumn.Beside, preview: false });
+      return;
+    }
     const c = requireClient();
     if (!c) return;
     const view: unknown = await c.sendRequest(ExecuteCommandRequest.type, {
-      command: 'cellscope.visualizeGraph', arguments: [args.uri, result.cell],
+      command: 'cellscope.visualizeGraph', arguments: [target.uri, target.cell],
     });
     if (isVisualizeResult(view)) showPanel(view);
   }

@@ -160,6 +160,85 @@ class OpsNet(nn.Cell):
         return e, g, m, self.flat(a) + ops.broadcast_to(s[:, :1, 0], (2, 8, 4))
 '''
 
+# The rows of issue 18's second round: HSwish (nn.HSwish, ops.hardswish), Split (ops.split by a
+# size, ops.chunk), Stack (ops.stack with a negative axis, ops.Stack(axis)), CumSum (ops.cumsum,
+# Tensor.cumsum with a negative dim), BroadcastTo. Three outputs.
+OPS2_SOURCE = '''import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet2(nn.Cell):
+    "HSwish, Split, Stack, CumSum and BroadcastTo."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.hswish = nn.HSwish()
+        self.stack = ops.Stack(axis=1)
+
+    def construct(self, x):
+        y = self.hswish(self.conv(x))
+        a, b = ops.split(y, 4, 1)
+        p, q, r, s = ops.chunk(ops.hardswish(y), 4, 2)
+        t = ops.stack((a, b), -1)
+        u = self.stack((p, q, r, s))
+        c = ops.cumsum(y, 2) + y.cumsum(-1)
+        d = ops.broadcast_to(y[:, :1], (2, 8, 8, 8))
+        return t, u, c + d
+'''
+
+# GroupNorm, the ops.LayerNorm primitive's three outputs (y, mean, variance: the runtime computes
+# the statistics MindSpore returns), ops.interpolate nearest / bilinear (align_corners False and
+# True), ops.ResizeNearestNeighbor. Five outputs.
+OPS3_SOURCE = '''import mindspore as ms
+import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet3(nn.Cell):
+    "GroupNorm, ops.LayerNorm's three outputs, resize."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.gn = nn.GroupNorm(2, 8)
+        self.ln = ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
+        self.g = ms.Parameter(ms.ops.ones(8, ms.float32), name="g")
+        self.b = ms.Parameter(ms.ops.zeros(8, ms.float32), name="b")
+        self.near = ops.ResizeNearestNeighbor((16, 16))
+
+    def construct(self, x):
+        y = self.conv(x)
+        g = self.gn(y)
+        n, m, v = self.ln(g, self.g, self.b)
+        i1 = ops.interpolate(y, size=(16, 16), mode="nearest")
+        i2 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=False)
+        i3 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=True)
+        return n, m, v, i1 + self.near(y), i2 + i3
+'''
+
+# nn.Pad (the Pad primitive, its paddings a tuple of pairs) and ops.pad (PadV3 with the padding
+# as written and the value as a 0-d tensor). Three outputs.
+OPS4_SOURCE = '''import mindspore.nn as nn
+import mindspore.ops as ops
+
+
+class OpsNet4(nn.Cell):
+    "nn.Pad (CONSTANT) and ops.pad (constant, a value, a negative crop)."
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
+        self.pad = nn.Pad(((0, 0), (0, 0), (1, 2), (2, 1)))
+
+    def construct(self, x):
+        y = ops.relu(self.conv(x))
+        p = self.pad(y)
+        q = ops.pad(y, (1, 1, 2, 0))
+        r = ops.pad(y, (0, 1), value=2.5)
+        return p, q, r
+'''
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -191,6 +270,15 @@ CASES: Dict[str, Dict] = {
                  # MindSpore's Log carries base -1, scale 1, shift 0, cust_aicpu "Log" (its
                  # defaults: natural log); Cellscope's has no attributes and loads the same
                  "node_diff": (Counter({"Log": 1}), Counter({"Log": 1}))},
+    "more_ops2": {"source": OPS2_SOURCE, "cell": "OpsNet2", "select": ["--cell", "OpsNet2"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops3": {"source": OPS3_SOURCE, "cell": "OpsNet3", "select": ["--cell", "OpsNet3"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops4": {"source": OPS4_SOURCE, "cell": "OpsNet4", "select": ["--cell", "OpsNet4"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the
     # -1 as written; `x * 2.0`: Mul(x, 0-d tensor 2.0) against MindSpore's Muls(x, 2.0).
     "branch_taken": {"source": BRANCH_SOURCE, "cell": "Branchy()", "select": ["--cell", "Branchy"],
@@ -494,7 +582,7 @@ def test_export_refuses_unmapped_operator_and_keeps_old_file(tmp_path: Path) -> 
         "        self.fc = nn.Dense(4, 3)\n"
         "\n"
         "    def construct(self, x):\n"
-        "        return ops.cumsum(self.fc(x), 1)\n")
+        "        return ops.logsumexp(self.fc(x), 1)\n")
     out = tmp_path / "net.mindir"
     out.write_bytes(b"old contents")
     proc = _run([str(_binary("cellscope")), "export", str(model), "--input", "2,4",

@@ -22,17 +22,19 @@ using cellscope::server::ModelExportRequest;
 using cellscope::server::resolve_export_format;
 using cellscope::testing::TempDir;
 
+// ops.dense (the Dense operator): an ONNX mapping, no MindIR one.
 constexpr const char* kGate = R"(import mindspore as ms
 from mindspore import nn, ops
+from mindspore.common.initializer import initializer
 
 
 class Gate(nn.Cell):
     def __init__(self):
         super().__init__()
-        self.fc = nn.Dense(8, 4)
+        self.w = ms.Parameter(initializer("normal", (4, 8)), name="w")
 
     def construct(self, x):
-        return ops.hardswish(self.fc(x))
+        return ops.dense(x, self.w)
 
 
 net = Gate()
@@ -86,7 +88,7 @@ TEST(ModelExport, WritesOnnxAndReportsItsStagesInOrder) {
   ASSERT_EQ(o.status, ModelExportOutcome::Status::kWritten)
       << (o.errors.empty() ? "" : o.errors[0]);
   EXPECT_EQ(o.cell, "Gate");
-  EXPECT_EQ(o.nodes, 2u);  // Gemm, HardSwish
+  EXPECT_EQ(o.nodes, 1u);  // Gemm (ops.dense)
   EXPECT_EQ(slurp(r.output).size(), o.bytes);
   std::vector<std::string> names;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -112,8 +114,8 @@ TEST(ModelExport, RefusalIsLocatedAndLeavesTheOldFile) {
   EXPECT_EQ(o.status, ModelExportOutcome::Status::kRefused);
   ASSERT_EQ(o.diagnostics.size(), 1u);
   EXPECT_EQ(o.diagnostics[0].code, "export-unsupported-op");
-  EXPECT_EQ(o.diagnostics[0].range.start.line, 10u);  // return ops.hardswish(...)
-  EXPECT_NE(o.diagnostics[0].message.find("HSwish"), std::string::npos);
+  EXPECT_EQ(o.diagnostics[0].range.start.line, 11u);  // return ops.dense(...)
+  EXPECT_NE(o.diagnostics[0].message.find("Dense"), std::string::npos);
   EXPECT_EQ(slurp(r.output), "old");
 }
 

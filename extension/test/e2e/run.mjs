@@ -20,7 +20,7 @@
 // `mindspore` debug type (cellscope dap); while it is paused the graph view highlights the node
 // with its live statistics, and the highlight clears when the run ends. Then export:
 // "MindSpore: Export MindIR" on lenet5.py writes LeNet5.mindir (the notification's Reveal selects
-// it in the Explorer); on a Cell using ops.hardswish it is refused with the diagnostic in Problems.
+// it in the Explorer); on a Cell using ops.dense it is refused with the diagnostic in Problems.
 // Then crash containment:
 // the `cellscope lsp` process is killed (SIGKILL) and an edit typed at once; the extension restarts
 // the server, the client re-sends the open document, the new error is in Problems, and exactly one
@@ -72,10 +72,12 @@ const modelFile = join(ws, 'mnist_article_bug.py');
 copyFileSync(join(repo, 'tests', 'corpus', 'buggy', 'mnist_article_bug.py'), modelFile);
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'lenet5.py'), join(ws, 'lenet5.py'));
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'resnet50.py'), join(ws, 'resnet50.py'));
-// A Cell with an operator MindIR has no mapping for (ops.hardswish): its export is refused.
-writeFileSync(join(ws, 'gate.py'), ['import mindspore as ms', 'from mindspore import nn, ops', '', '',
-  'class Gate(nn.Cell):', '    def __init__(self):', '        super().__init__()', '        self.fc = nn.Dense(8, 4)', '',
-  '    def construct(self, x):', '        return ops.hardswish(self.fc(x))', '', '',
+// A Cell with an operator MindIR has no mapping for (ops.dense): its export is refused.
+writeFileSync(join(ws, 'gate.py'), ['import mindspore as ms', 'from mindspore import nn, ops',
+  'from mindspore.common.initializer import initializer', '', '',
+  'class Gate(nn.Cell):', '    def __init__(self):', '        super().__init__()',
+  '        self.w = ms.Parameter(initializer("normal", (4, 8)), name="w")', '',
+  '    def construct(self, x):', '        return ops.dense(x, self.w)', '', '',
   'net = Gate()', 'out = net(ms.Tensor(ms.numpy.zeros((2, 8)), ms.float32))', ''].join('\n'));
 const userSettings = {
   'workbench.startupEditor': 'none',

@@ -5,6 +5,7 @@ import {
   exportArgs,
   exportMessage,
   formatBytes,
+  graphTarget,
   inWorkspace,
   isExportArgs,
   isExportResult,
@@ -51,10 +52,10 @@ test('success: an information message with Reveal and Open in graph view', () =>
 test('refusal: an error message pointing at the Problems panel when diagnostics were published', () => {
   const m = exportMessage({
     status: 'refused', format: 'mindir', cell: 'Gate', diagnostics: 1,
-    messages: ['/w/gate.py:11:16: cannot export to MindIR: operator HSwish (ops.hardswish): it has no MindIR mapping in the operator table [export-unsupported-op]', 'nothing written to /w/Gate.mindir: 1 problem'],
+    messages: ['/w/gate.py:12:16: cannot export to MindIR: operator Dense (ops.dense): it has no MindIR mapping in the operator table [export-unsupported-op]', 'nothing written to /w/Gate.mindir: 1 problem'],
   }, ['/w']);
   assert.equal(m.kind, 'error');
-  assert.match(m.text, /^Export MindIR refused for Gate, nothing written: gate\.py:11:16: .*\[export-unsupported-op\] \(\+1 more\)\. See the Problems panel\.$/);
+  assert.match(m.text, /^Export MindIR refused for Gate, nothing written: gate\.py:12:16: .*\[export-unsupported-op\] \(\+1 more\)\. See the Problems panel\.$/);
   assert.deepEqual(m.actions, [SHOW_PROBLEMS]);
   // Not located (no such directory): no Problems button.
   const n = exportMessage({ status: 'refused', format: 'onnx', messages: ['cannot write /w/out/a.onnx: no such directory /w/out'] }, ['/w']);
@@ -69,4 +70,14 @@ test('paths are shown relative to the workspace folder holding them', () => {
   assert.ok(inWorkspace('/w/b.onnx', ['/w']));
   assert.ok(!inWorkspace('/other/b.onnx', ['/w']));
   assert.ok(!inWorkspace('/w', ['/w']));
+});
+
+test('"Open in graph view" shows the exported Cell: the written .mindir itself, or the ONNX export\'s source Cell', () => {
+  const written = { status: 'written' as const, path: '/w/out/Net.mindir', format: 'mindir' as const, cell: 'resnet50()', nodes: 235, bytes: 1, summary: '' };
+  // A lens export: the call's inputs, the cursor elsewhere; the file holds what was exported.
+  const lens = { uri: 'file:///w/m.py', format: 'mindir' as const, output: 'out/Net.mindir', cell: 'resnet50()' };
+  assert.deepEqual(graphTarget(written, lens), { kind: 'model', path: '/w/out/Net.mindir' });
+  const onnx = { ...written, format: 'onnx' as const, path: '/w/r.onnx' };
+  assert.deepEqual(graphTarget(onnx, { uri: 'file:///w/m.py', format: 'onnx', position: { line: 3, character: 1 } }),
+    { kind: 'source', uri: 'file:///w/m.py', cell: 'resnet50()' });
 });

@@ -123,6 +123,14 @@ enum class MindirValue : uint8_t {
   ReduceAxes,   // TUPLE of INT64: the attribute `key` as written (-1 kept; None: the empty
                 // tuple), else the axes the runtime's kernel resolves from the shapes
   ReduceKeep,   // BOOL: whether the reduction keeps its axes (the same resolution)
+  InputCount,   // INT64: the number of the node's data inputs (Stack's `num` and `N`)
+  EqualSplits,  // INT64: the number of the node's outputs, which must be equal parts along the
+                // attribute `key`'s axis (Split's output_num; MindSpore writes unequal sizes as
+                // StridedSlices, measured: another form, refused)
+  BoolNot,      // BOOL: not the attribute `key` (`number` != 0 when it is not recorded):
+                // ResizeBilinearV2's half_pixel_centers is !align_corners
+  SameDtype,    // no argument: the output's dtype must be the input's (ops.cumsum(x, axis,
+                // dtype) with another dtype is a Cast first in MindSpore's file; refused)
 };
 
 // A node MindSpore's GRAPH_MODE compile folds into a constant tensor when its output shape is
@@ -146,6 +154,11 @@ enum class MindirExpansion : uint8_t {
   // ops.flatten(x, start_dim=...)): Reshape to the output's static shape, as mindspore.export
   // writes it (measured); the default form is the Flatten primitive.
   FlattenReshape,
+  // Pad: nn.Pad (mode CONSTANT; `paddings` one (before, after) pair per axis) is the Pad attribute
+  // primitive with the pairs as a tuple of tuples; ops.pad (mode 'constant'; `padding` pairs from
+  // the last axis) is PadV3(x, padding, value) with mode "constant" and paddings_contiguous True
+  // (both measured in mindspore.export's file). Other modes (MirrorPad, ...) refuse.
+  PadForms,
 };
 
 struct MindirArg {

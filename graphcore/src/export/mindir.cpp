@@ -495,8 +495,12 @@ class Writer {
 
   std::string operand(size_t index) const {
     if (index >= operands_.size()) {
-      throw Refusal{"it has " + std::to_string(operands_.size()) +
-                    " operands, the MindIR form needs operand " + std::to_string(index)};
+      // An argument the analysis did not follow (a value of unknown shape, e.g. from a helper it
+      // could not evaluate) is missing from the node's inputs: say so, as the ONNX writer does.
+      throw Refusal{"its operand " + std::to_string(index) +
+                        " is a value the analysis did not follow (its shape is not known "
+                        "statically; see the notes at this line)",
+                    kDynamicShape};
     }
     return operands_[index];
   }
@@ -582,6 +586,43 @@ class Writer {
       case MindirValue::OutputCount:
         set_int(attr, static_cast<int64_t>(node.outputs.size()));
         return;
+      case MindirValue::InputCount:
+        if (operands_.empty()) throw Refusal{"it has no inputs"};
+        set_int(attr, static_cast<int64_t>(operands_.size()));
+        return;
+      case MindirValue::EqualSplits: {
+        const auto x = input_dims(node, 0);
+        const int64_t axis = r.one_int(0);
+        const auto rank = static_cast<int64_t>(x.size());
+        if (axis < -rank || axis >= rank) throw Refusal{"its axis is out of range"};
+        const auto a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+        for (const TensorType& t : node.outputs) {
+          const auto y = known_dims(t.shape);
+          if (y.size() != x.size()) throw Refusal{"an output of another rank than its input"};
+          if (y[a] * static_cast<int64_t>(node.outputs.size()) != x[a]) {
+            throw Refusal{
+                "parts of unequal sizes have no MindIR mapping (MindSpore exports them as "
+                "StridedSlice nodes)"};
+          }
+        }
+        set_int(attr, static_cast<int64_t>(node.outputs.size()));
+        return;
+      }
+      case MindirValue::BoolNot:
+        set_bool(attr, r.one_int(arg.number != 0 ? 1 : 0) == 0);
+        return;
+      case MindirValue::SameDtype: {
+        *skip = true;
+        if (node.inputs.empty()) throw Refusal{"it has no input"};
+        const ValueRef in = node.inputs[0];
+        const DType from = report_.graph.nodes.at(in.node).outputs.at(in.output).dtype;
+        if (from != node.outputs.at(0).dtype) {
+          throw Refusal{"a dtype other than its input's (" + std::string(dtype_short_name(from)) +
+                        " to " + std::string(dtype_short_name(node.outputs.at(0).dtype)) +
+                        ") has no MindIR mapping (MindSpore writes a Cast first)"};
+        }
+        return;
+      }
       case MindirValue::Axes: {
         const AttrValue* v = r.attr();
         if (v == nullptr || std::holds_alternative<std::monostate>(*v)) {
@@ -814,12 +855,13 @@ class Writer {
       names_[index] = {reshape(node, operand(0), known_dims(node.outputs.at(0).shape))};
       return;
     }
+    if (m.expansion == MindirExpansion::PadForms) {
+      names_[index] = {pad(node)};
+      return;
+    }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
       names_[index] = {gelu_erf(node)};
       return;
-    }
-    if (node.outputs.size() > 1 && m.tuple_item >= 0) {
-      throw Refusal{"it has " + std::to_string(node.outputs.size()) + " outputs"};
     }
     // nn.Dense on rank > 2: (-1, in) before the product, the output's shape after.
     std::optional<std::string> reshaped;
@@ -863,8 +905,8 @@ class Writer {
     pb::Node* n = add_cnode(node, key, inputs, m.primitive);
     std::string out = n->name();
     if (node.outputs.size() > 1) {
-      // A tuple-valued primitive (Unstack): its abstract is the tuple, each reader takes
-      // TupleGetItem(i).
+      // A tuple-valued primitive (Unstack, Split, ops.LayerNorm's three outputs): its abstract is
+      // the tuple, each reader takes TupleGetItem(i).
       pb::Attribute* shape = n->add_attribute();
       shape->set_name("shape");
       shape->set_type(pb::Attribute::TUPLE);
@@ -965,6 +1007,61 @@ class Writer {
     const std::string plus = binary(node, "Add", erf->name(), scalar_tensor(1.0, t));
     const std::string prod = binary(node, "Mul", x, plus);
     return binary(node, "Mul", prod, scalar_tensor(0.5, t));
+  }
+
+  // nn.Pad / ops.pad (MindirExpansion::PadForms).
+  std::string pad(const Node& node) {
+    const std::string x = operand(0);
+    auto mode_of = [&](std::string_view fallback) {
+      const AttrValue* v = node.find_attr("mode");
+      const auto* text = v != nullptr ? std::get_if<std::string>(v) : nullptr;
+      std::string mode = text != nullptr ? *text : std::string(fallback);
+      std::ranges::transform(mode, mode.begin(),
+                             [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (mode != "constant") {
+        throw Refusal{"mode '" + mode +
+                      "' has no MindIR mapping (MindSpore exports it as another primitive)"};
+      }
+    };
+    pb::Primitive prim;
+    prim.set_prim_type(pb::Primitive::PRIMITIVE);
+    std::vector<std::string> inputs{x};
+    if (const AttrValue* p = node.find_attr("paddings")) {
+      mode_of("constant");
+      const auto flat = as_ints(p);
+      if (!flat || flat->size() % 2 != 0) throw Refusal{"its paddings are not recorded as pairs"};
+      prim.set_op_type("Pad");
+      pb::Attribute* pairs = prim.add_attribute();
+      pairs->set_name("paddings");
+      pairs->set_type(pb::Attribute::TUPLE);
+      for (size_t i = 0; i < flat->size(); i += 2) {
+        set_ints(pairs->add_values(), {(*flat)[i], (*flat)[i + 1]});
+      }
+    } else {
+      mode_of("constant");
+      const auto padding = as_ints(node.find_attr("padding"));
+      if (!padding) throw Refusal{"its padding is not recorded as integers"};
+      const MindirArg value_arg{"value", MindirValue::Float, "value", 0};
+      const ArgReader value(node, value_arg);
+      prim.set_op_type("PadV3");
+      pb::Attribute* mode = prim.add_attribute();
+      mode->set_name("mode");
+      set_string(mode, "constant");
+      pb::Attribute* contiguous = prim.add_attribute();
+      contiguous->set_name("paddings_contiguous");
+      set_bool(contiguous, true);
+      pb::Attribute pads;
+      set_ints(&pads, *padding);
+      inputs.push_back(constant(std::move(pads)));
+      const AttrValue* v = node.find_attr("value");
+      const bool none = v == nullptr || std::holds_alternative<std::monostate>(*v);
+      inputs.push_back(scalar_tensor(none ? 0.0 : value.number(0), node.outputs.at(0).dtype));
+    }
+    const std::string op = prim.op_type();
+    const std::string key = primitive_key(std::move(prim));
+    pb::Node* n = add_cnode(node, key, inputs, op);
+    set_shape(n, node.outputs.at(0));
+    return n->name();
   }
 
   // A node MindSpore's compile folds (MindirFold): its value as a Constant tensor.

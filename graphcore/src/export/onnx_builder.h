@@ -126,6 +126,13 @@ void o_silu(OnnxNodeBuilder& b);
 void o_concat(OnnxNodeBuilder& b);
 void o_unstack(OnnxNodeBuilder& b);
 void o_tile(OnnxNodeBuilder& b);
+void o_split(OnnxNodeBuilder& b);  // Split (ops.split, ops.chunk)
+void o_stack(OnnxNodeBuilder& b);
+void o_cumsum(OnnxNodeBuilder& b);
+void o_broadcast_to(OnnxNodeBuilder& b);
+void o_group_norm(OnnxNodeBuilder& b);
+void o_pad(OnnxNodeBuilder& b);     // nn.Pad, ops.pad (constant mode)
+void o_resize(OnnxNodeBuilder& b);  // ResizeNearestNeighbor(V2), ResizeBilinearV2
 }  // namespace rules
 
 }  // namespace graphcore::exporter

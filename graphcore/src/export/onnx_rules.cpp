@@ -3,6 +3,8 @@
 // MindSpore's pad modes, reduction axes) comes from the same helpers the CPU runtime's kernels
 // use, so the exported model computes what the runtime computes. Opset: kOnnxOpset
 // (graphcore/export_onnx.h).
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <optional>
 #include <string>
@@ -296,11 +298,87 @@ void o_layernorm(OnnxNodeBuilder& b) {
   const size_t r = b.input_dims(0).size();
   const auto na = normalize_axis(axis, r), pa = normalize_axis(params_axis, r);
   if (!na || !pa || *na != *pa) b.refuse("begin_params_axis differs from begin_norm_axis");
-  const std::string gamma = b.param("gamma"), beta = b.param("beta");
+  std::string gamma = b.param("gamma"), beta = b.param("beta");
+  if (gamma.empty() && beta.empty() && b.num_inputs() >= 3) {  // ops.LayerNorm()(x, gamma, beta)
+    gamma = b.input(1);
+    beta = b.input(2);
+  }
   if (gamma.empty() || beta.empty()) b.refuse("a LayerNorm without gamma and beta weights");
   const double eps = rt::attr_float(n, "epsilon").value_or(rt::attr_float(n, "eps").value_or(1e-7));
   b.emit("LayerNormalization", {b.input(0), gamma, beta}, {b.output()},
          {{"axis", static_cast<int64_t>(*na)}, {"epsilon", static_cast<float>(eps)}});
+  if (n.outputs.size() < 2) return;
+  // ops.LayerNorm's mean and (biased) variance over the normalized axes, kept as 1s (the
+  // runtime's and MindSpore's outputs 1 and 2; ONNX's own optional outputs are mean and 1/std).
+  std::vector<int64_t> axes;
+  for (size_t a = *na; a < r; ++a) axes.push_back(static_cast<int64_t>(a));
+  const std::string ax = b.const_i64("axes", axes);
+  const std::string mean = n.outputs.size() > 1 ? b.output(1) : b.temp("mean");
+  b.emit("ReduceMean", {b.input(0), ax}, {mean}, {{"keepdims", int64_t{1}}});
+  if (n.outputs.size() < 3) return;
+  const std::string d = b.temp("centered"), sq = b.temp("squared");
+  b.emit("Sub", {b.input(0), mean}, {d});
+  b.emit("Mul", {d, d}, {sq});
+  b.emit("ReduceMean", {sq, ax}, {b.output(2)}, {{"keepdims", int64_t{1}}});
+}
+
+// GroupNorm (nn.GroupNorm): over (N, G, C/G * spatial) the mean and biased variance, then the
+// per-channel gamma and beta, as the runtime computes it (ONNX's GroupNormalization is written
+// out so that any opset's reading of its scale agrees).
+void o_group_norm(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const auto groups = rt::attr_int(b.node(), "num_groups");
+  if (!groups || *groups <= 0 || x.size() < 2 || x[1] % *groups != 0)
+    b.refuse("its num_groups does not divide its channels");
+  const std::string gamma = b.param("gamma"), beta = b.param("beta");
+  if (gamma.empty() || beta.empty()) b.refuse("a GroupNorm without gamma and beta weights");
+  const double eps = rt::attr_float(b.node(), "eps").value_or(1e-5);
+  const DType t = b.input_type(0).dtype;
+  const std::string g = b.temp("grouped"), mean = b.temp("mean"), d = b.temp("centered");
+  const std::string sq = b.temp("squared"), var = b.temp("variance"), ve = b.temp("var_eps");
+  const std::string sd = b.temp("std"), nrm = b.temp("normalized"), back = b.temp("reshaped");
+  b.emit("Reshape", {b.input(0), b.const_i64("shape", {x[0], *groups, -1})}, {g});
+  const std::string ax = b.const_i64("axes", {2});
+  b.emit("ReduceMean", {g, ax}, {mean}, {{"keepdims", int64_t{1}}});
+  b.emit("Sub", {g, mean}, {d});
+  b.emit("Mul", {d, d}, {sq});
+  b.emit("ReduceMean", {sq, ax}, {var}, {{"keepdims", int64_t{1}}});
+  b.emit("Add", {var, b.const_scalar("eps", eps, t)}, {ve});
+  b.emit("Sqrt", {ve}, {sd});
+  b.emit("Div", {d, sd}, {nrm});
+  b.emit("Reshape", {nrm, b.const_i64("shape", x)}, {back});
+  std::vector<int64_t> per_channel(x.size() - 1, 1);
+  per_channel[0] = x[1];
+  const std::string gs = b.temp("gamma"), bs = b.temp("beta"), scaled = b.temp("scaled");
+  b.emit("Reshape", {gamma, b.const_i64("shape", per_channel)}, {gs});
+  b.emit("Reshape", {beta, b.const_i64("shape", per_channel)}, {bs});
+  b.emit("Mul", {back, gs}, {scaled});
+  b.emit("Add", {scaled, bs}, {b.output()});
+}
+
+// Resize to the output's static dims: nearest (ResizeNearestNeighbor / V2: the runtime's
+// floor(out * in / out_size) grid, or rounding on the align_corners grid) and bilinear
+// (ResizeBilinearV2: half-pixel, or align_corners).
+void o_resize(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  const bool align = rt::attr_bool(n, "align_corners").value_or(false);
+  if (rt::attr_bool(n, "half_pixel_centers").value_or(false) && n.op != "ResizeBilinearV2")
+    b.refuse("a nearest resize with half_pixel_centers");
+  const std::string mode = rt::attr_str(n, "mode").value_or("");
+  if (mode == "nearest-exact") b.refuse("the nearest-exact mode");
+  std::vector<OnnxAttr> attrs;
+  if (n.op == "ResizeBilinearV2") {
+    attrs = {
+        {"mode", std::string("linear")},
+        {"coordinate_transformation_mode", std::string(align ? "align_corners" : "half_pixel")}};
+  } else {
+    attrs = {
+        {"mode", std::string("nearest")},
+        {"coordinate_transformation_mode", std::string(align ? "align_corners" : "asymmetric")},
+        {"nearest_mode", std::string(align ? "round_prefer_ceil" : "floor")}};
+  }
+  b.emit("Resize", {b.input(0), "", "", b.const_i64("sizes", b.output_dims())}, {b.output()},
+         attrs);
 }
 
 // ZerosLike / OnesLike: the value depends only on the (static) shape: an initializer.
@@ -449,6 +527,92 @@ void o_tile(OnnxNodeBuilder& b) {
     repeats.push_back(y[i] / x[i]);
   }
   b.emit("Tile", {in, b.const_i64("repeats", repeats)}, {b.output()});
+}
+
+// Split: the pieces' lengths along the axis are the outputs' (the runtime's rule), so equal and
+// unequal splits (ops.split with a size or a list, ops.chunk) are one Split node.
+void o_split(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  const auto axis = normalize_axis(rt::attr_int(b.node(), "axis").value_or(0), x.size());
+  if (!axis) b.refuse("the split axis is out of range");
+  std::vector<int64_t> sizes;
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < b.node().outputs.size(); ++i) {
+    const std::vector<int64_t> y = b.output_dims(i);
+    if (y.size() != x.size()) b.refuse("a split output of another rank than its input");
+    sizes.push_back(y[*axis]);
+    outs.push_back(b.output(i));
+  }
+  b.emit("Split", {b.input(0), b.const_i64("split", sizes)}, outs,
+         {{"axis", static_cast<int64_t>(*axis)}});
+}
+
+// Stack: each input Unsqueezed at the axis (counted in the output's rank), then one Concat.
+void o_stack(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> y = b.output_dims();
+  const auto axis = normalize_axis(rt::attr_int(b.node(), "axis").value_or(0), y.size());
+  if (!axis) b.refuse("the stack axis is out of range");
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < b.num_inputs(); ++i) {
+    parts.push_back(b.temp("unsqueezed"));
+    b.emit("Unsqueeze", {b.input(i), b.const_i64("axes", {static_cast<int64_t>(*axis)})},
+           {parts.back()});
+  }
+  b.emit("Concat", parts, {b.output()}, {{"axis", static_cast<int64_t>(*axis)}});
+}
+
+// CumSum along the recorded axis (a 0-d int64 input); a `dtype` other than the input's is a Cast
+// first, as ops.cumsum(x, axis, dtype) casts before summing.
+void o_cumsum(OnnxNodeBuilder& b) {
+  const auto axis = rt::attr_int(b.node(), "axis");
+  if (!axis) b.refuse("its axis is not recorded");
+  const DType from = b.input_type(0).dtype;
+  const DType to = b.node().outputs.at(0).dtype;
+  std::string in = b.input(0);
+  if (from != to) {
+    const int32_t t = onnx_dtype(to);
+    if (t == 0) b.refuse("a cumulative sum to a dtype ONNX export does not write");
+    in = b.temp("cast");
+    b.emit("Cast", {b.input(0)}, {in}, {{"to", static_cast<int64_t>(t)}});
+  }
+  b.emit("CumSum", {in, b.const_scalar("axis", static_cast<double>(*axis), DType::Int64)},
+         {b.output()});
+}
+
+// BroadcastTo: Expand to the output's static dims.
+void o_broadcast_to(OnnxNodeBuilder& b) {
+  b.emit("Expand", {b.input(0), b.const_i64("shape", b.output_dims())}, {b.output()});
+}
+
+// Pad (constant mode): nn.Pad's `paddings` are (before, after) per axis from the first; ops.pad's
+// `padding` pairs start at the last axis. ONNX takes every axis' begins, then every axis' ends.
+void o_pad(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  std::string mode = rt::attr_str(n, "mode").value_or("constant");
+  std::ranges::transform(mode, mode.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (mode != "constant") b.refuse("the padding mode '" + mode + "'");
+  const size_t r = b.input_dims(0).size();
+  std::vector<int64_t> pads(2 * r, 0);
+  if (auto p = rt::attr_ints(n, "paddings"); p && p->size() == 2 * r) {
+    for (size_t a = 0; a < r; ++a) {
+      pads[a] = (*p)[2 * a];
+      pads[r + a] = (*p)[2 * a + 1];
+    }
+  } else if (auto q = rt::attr_ints(n, "padding"); q && q->size() % 2 == 0 && q->size() <= 2 * r) {
+    for (size_t k = 0; 2 * k < q->size(); ++k) {
+      const size_t a = r - 1 - k;
+      pads[a] = (*q)[2 * k];
+      pads[r + a] = (*q)[2 * k + 1];
+    }
+  } else {
+    b.refuse("its paddings are not recorded as pairs");
+  }
+  const double value = rt::attr_float(n, "value").value_or(0.0);
+  b.emit("Pad",
+         {b.input(0), b.const_i64("pads", pads),
+          b.const_scalar("value", value, b.input_type(0).dtype)},
+         {b.output()}, {{"mode", std::string("constant")}});
 }
 
 }  // namespace graphcore::exporter::rules

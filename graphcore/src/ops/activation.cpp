@@ -13,9 +13,9 @@ constexpr MindirDef kMindirReLU6{"ReLU6", MindirKind::Function, kMindirX};
 constexpr MindirArg kMindirInput[] = {{"input", MindirValue::Input}};
 constexpr MindirDef kMindirSigmoid{"Sigmoid", MindirKind::Function, kMindirInput};
 constexpr MindirDef kMindirTanh{"Tanh", MindirKind::Function, kMindirInput};
-// nn.HSigmoid, nn.SiLU: one-input function primitives (measured). nn.HSwish is one too
-// (HSwish(input), measured), but its row waits: the LSP and extension end-to-end tests use
-// ops.hardswish as their operator with an ONNX mapping and no MindIR one (docs/export.md).
+// nn.HSigmoid, nn.HSwish, nn.SiLU: one-input function primitives (measured; ops.hardswish and
+// nn.HSwish both write HSwish(input)).
+constexpr MindirDef kMindirHSwish{"HSwish", MindirKind::Function, kMindirInput};
 constexpr MindirDef kMindirHSigmoid{"HSigmoid", MindirKind::Function, kMindirInput};
 constexpr MindirDef kMindirSiLU{"SiLU", MindirKind::Function, kMindirInput};
 // GeLU is the tanh approximation; nn.GELU(approximate=False) is written as its construct computes
@@ -48,7 +48,7 @@ std::span<const OpDef> activation_ops() {
       {"SiLU", C::Activation, kElementwise | kActivation, U::Vector, 4, P::Float16,
        &kernels::k_silu, false, &ad::g_unary, false, &ox::o_silu, &kMindirSiLU},
       {"HSwish", C::Activation, kElementwise | kActivation, U::Vector, 3, P::Float16,
-       &kernels::k_hswish, false, &ad::g_unary, false, &ox::o_hswish},
+       &kernels::k_hswish, false, &ad::g_unary, false, &ox::o_hswish, &kMindirHSwish},
       {"HSigmoid", C::Activation, kElementwise | kActivation, U::Vector, 3, P::Float16,
        &kernels::k_hsigmoid, false, &ad::g_unary, false, &ox::o_hsigmoid, &kMindirHSigmoid},
       {"LeakyReLU", C::Activation, kElementwise | kActivation, U::Vector, 1, P::Float16,

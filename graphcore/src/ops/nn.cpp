@@ -98,17 +98,62 @@ constexpr MindirArg kMindirBatchMatMulArgs[] = {
 };
 constexpr MindirDef kMindirBatchMatMul{"BatchMatMul", MindirKind::Function, kMindirBatchMatMulArgs};
 // LayerNorm(input_x, gamma, beta) + (begin_norm_axis, begin_params_axis, epsilon); the
-// primitive returns (y, mean, rstd): element 0 is the output.
+// primitive returns (y, mean, variance): element 0 is nn.LayerNorm's output; the ops.LayerNorm
+// primitive's node has the three outputs (a TupleGetItem each) and gamma, beta as operands 1, 2
+// (measured: mindspore.export of ops.LayerNorm(-1, -1, 1e-5)(x, g, b) unpacked).
 constexpr MindirArg kMindirLayerNormArgs[] = {
     {"input_x", MV::Input},
-    {"gamma", MV::Weight, "gamma", -1},
-    {"beta", MV::Weight, "beta", -1},
+    {"gamma", MV::Weight, "gamma", 1},
+    {"beta", MV::Weight, "beta", 2},
     {"begin_norm_axis", MV::Int, "begin_norm_axis", -1},
     {"begin_params_axis", MV::Int, "begin_params_axis", -1},
     {"epsilon", MV::Float, "epsilon", 1e-7},
 };
 constexpr MindirDef kMindirLayerNorm{
     "LayerNorm", MindirKind::Function, kMindirLayerNormArgs, {}, 0};
+
+// GroupNorm(input, num_groups, weight, bias, eps) returns (y, mean, rstd): element 0 (measured:
+// mindspore.export of nn.GroupNorm(2, 4)).
+constexpr MindirArg kMindirGroupNormArgs[] = {
+    {"input", MV::Input},
+    {"num_groups", MV::RequiredInt, "num_groups"},
+    {"weight", MV::Weight, "gamma", -1},
+    {"bias", MV::Weight, "beta", -1},
+    {"eps", MV::Float, "eps", 1e-5},
+};
+constexpr MindirDef kMindirGroupNorm{
+    "GroupNorm", MindirKind::Function, kMindirGroupNormArgs, {}, 0};
+// The resize primitives as mindspore.export writes them (measured): function primitives
+// (image, size, align_corners, half_pixel_centers) with size the output's (h, w).
+// ops.interpolate(mode='nearest') is ResizeNearestNeighborV2(x, size, False, False);
+// mode='bilinear' ResizeBilinearV2(x, size, align_corners, not align_corners);
+// ops.ResizeNearestNeighbor(size) ResizeNearestNeighbor(x, size, align_corners, False) (the
+// runtime's nearest grid has no half-pixel form: half_pixel_centers=True refuses).
+constexpr MindirArg kMindirResizeNearestV2Args[] = {
+    {"image", MV::Input},
+    {"size", MV::OutputHW},
+    {"align_corners", MV::Bool, "align_corners", 0},
+    {"half_pixel_centers", MV::LiteralBool, {}, 0},
+};
+constexpr MindirDef kMindirResizeNearestV2{"ResizeNearestNeighborV2", MindirKind::Function,
+                                           kMindirResizeNearestV2Args};
+constexpr MindirArg kMindirResizeNearestArgs[] = {
+    {"input_x", MV::Input},
+    {"size", MV::OutputHW},
+    {"align_corners", MV::Bool, "align_corners", 0},
+    {"half_pixel_centers", MV::Require, "half_pixel_centers", 0},
+    {"half_pixel_centers", MV::LiteralBool, {}, 0},
+};
+constexpr MindirDef kMindirResizeNearest{"ResizeNearestNeighbor", MindirKind::Function,
+                                         kMindirResizeNearestArgs};
+constexpr MindirArg kMindirResizeBilinearV2Args[] = {
+    {"image", MV::Input},
+    {"size", MV::OutputHW},
+    {"align_corners", MV::Bool, "align_corners", 0},
+    {"half_pixel_centers", MV::BoolNot, "align_corners", 0},
+};
+constexpr MindirDef kMindirResizeBilinearV2{"ResizeBilinearV2", MindirKind::Function,
+                                            kMindirResizeBilinearV2Args};
 
 std::span<const OpDef> nn_ops() {
   using C = OpCategory;
@@ -121,7 +166,7 @@ std::span<const OpDef> nn_ops() {
        &kernels::k_layernorm, false, &ad::g_layernorm, false, &ox::o_layernorm, &kMindirLayerNorm},
       {"AddLayerNorm", C::Normalization, kTraitNone, U::Vector, 9, P::KeepFloat32, nullptr, true},
       {"GroupNorm", C::Normalization, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_group_norm,
-       false, &ad::g_group_norm},
+       false, &ad::g_group_norm, false, &ox::o_group_norm, &kMindirGroupNorm},
       {"Norm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_norm, false,
        &ad::g_norm},
       {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_lp_norm, false,
@@ -167,15 +212,15 @@ std::span<const OpDef> nn_ops() {
       // Resizing. Vector instructions per output element: a multiply and an add per tap
       // (nearest 1 tap; linear 2 per spatial dim; bicubic 4 per dim).
       {"ResizeNearestNeighbor", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_resize,
-       false, &ad::g_resize},
+       false, &ad::g_resize, false, &ox::o_resize, &kMindirResizeNearest},
       {"ResizeNearestNeighborV2", C::Shape, kTraitNone, U::Vector, 1, P::Float16,
-       &kernels::k_resize, false, &ad::g_resize},
+       &kernels::k_resize, false, &ad::g_resize, false, &ox::o_resize, &kMindirResizeNearestV2},
       {"UpsampleNearest3D", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_resize,
        false, &ad::g_resize},
       {"ResizeLinear1D", C::Other, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_resize, false,
        &ad::g_resize},
       {"ResizeBilinearV2", C::Other, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_resize,
-       false, &ad::g_resize},
+       false, &ad::g_resize, false, &ox::o_resize, &kMindirResizeBilinearV2},
       {"UpsampleTrilinear3D", C::Other, kTraitNone, U::Vector, 16, P::Float16, &kernels::k_resize,
        false, &ad::g_resize},
       {"ResizeBicubic", C::Other, kTraitNone, U::Vector, 32, P::Float16, &kernels::k_resize, false,

@@ -67,6 +67,39 @@ constexpr MindirArg kMindirUnstackArgs[] = {{"x", MindirValue::Input},
                                             {"num", MindirValue::OutputCount},
                                             {"axis", MindirValue::Int, "axis", 0}};
 constexpr MindirDef kMindirUnstack{"Unstack", MindirKind::Attribute, kMindirUnstackArgs};
+// Stack: an attribute primitive (num, axis, N) on the tensors as one tuple (measured:
+// ops.stack((a, b), -1) and ops.Stack(axis=1)((a, a)) write num = N = 2 and the axis as written;
+// a list argument is a make_list node, a tuple a MakeTuple).
+constexpr MindirArg kMindirStackArgs[] = {{"x", MindirValue::AllInputs},
+                                          {"num", MindirValue::InputCount},
+                                          {"axis", MindirValue::Int, "axis", 0},
+                                          {"N", MindirValue::InputCount}};
+constexpr MindirDef kMindirStack{"Stack", MindirKind::Attribute, kMindirStackArgs};
+// Split(input_x, axis, output_num), a function primitive returning a tuple (measured:
+// ops.split(x, 2, 1) on (2, 4)); unequal sizes (ops.split(x, [1, 3], 1)) MindSpore writes as
+// StridedSlices: refused.
+constexpr MindirArg kMindirSplitArgs[] = {{"input_x", MindirValue::Input},
+                                          {"axis", MindirValue::Int, "axis", 0},
+                                          {"output_num", MindirValue::EqualSplits, "axis"}};
+constexpr MindirDef kMindirSplit{"Split", MindirKind::Function, kMindirSplitArgs};
+// CumSum(x, axis, exclusive, reverse): exclusive and reverse False (measured: ops.cumsum(x, 1),
+// x.cumsum(0)); a dtype other than the input's is refused.
+constexpr MindirArg kMindirCumSumArgs[] = {{"x", MindirValue::Input},
+                                           {"axis", MindirValue::RequiredInt, "axis"},
+                                           {"exclusive", MindirValue::LiteralBool, {}, 0},
+                                           {"reverse", MindirValue::LiteralBool, {}, 0},
+                                           {"dtype", MindirValue::SameDtype}};
+constexpr MindirDef kMindirCumSum{"CumSum", MindirKind::Function, kMindirCumSumArgs};
+// Pad: nn.Pad as the Pad primitive, ops.pad as PadV3 (MindirExpansion::PadForms).
+constexpr MindirDef kMindirPad{"Pad",
+                               MindirKind::Attribute,
+                               {},
+                               {},
+                               -1,
+                               false,
+                               false,
+                               MindirFold::None,
+                               MindirExpansion::PadForms};
 // Tile(input, multiples): not a gen_ops_prim class; a function primitive in mindspore.export's
 // file. The multiples are the output / input dims (the recorded ones may be symbolic).
 constexpr MindirArg kMindirTileArgs[] = {{"input", MindirValue::Input},
@@ -134,7 +167,7 @@ std::span<const OpDef> tensor_ops() {
       {"TopK", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_topk, false,
        &ad::g_topk},
       {"CumSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_cumsum, false,
-       &ad::g_cumsum},
+       &ad::g_cumsum, false, &ox::o_cumsum, &kMindirCumSum},
       {"Reshape", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
        false, &ad::g_reshape, false, &ox::o_reshape, &kMindirReshape},
       {"Flatten", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
@@ -152,18 +185,19 @@ std::span<const OpDef> tensor_ops() {
       {"Concat", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_concat, false,
        &ad::g_concat, false, &ox::o_concat, &kMindirConcat},
       {"Stack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_stack, false,
-       &ad::g_stack},
+       &ad::g_stack, false, &ox::o_stack, &kMindirStack},
       {"Split", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_split, false,
-       &ad::g_split},
+       &ad::g_split, false, &ox::o_split, &kMindirSplit},
       {"Unstack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_unstack, false,
        &ad::g_unstack, false, &ox::o_unstack, &kMindirUnstack},
       {"Tile", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tile, false, &ad::g_tile,
        false, &ox::o_tile, &kMindirTile},
       {"BroadcastTo", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_broadcast_to,
-       false, &ad::g_broadcast_to, false, nullptr, &kMindirBroadcastTo},
+       false, &ad::g_broadcast_to, false, &ox::o_broadcast_to, &kMindirBroadcastTo},
       {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,
        false, &ad::g_strided_slice, false, &ox::o_strided_slice, &kMindirStridedSlice},
-      {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad, false, &ad::g_pad},
+      {"Pad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad, false, &ad::g_pad,
+       false, &ox::o_pad, &kMindirPad},
       {"Gather", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_gather, false,
        &ad::g_gather, false, &ox::o_gather, &kMindirGather},
       {"OneHot", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_one_hot, false,

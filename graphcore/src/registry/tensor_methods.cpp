@@ -47,9 +47,10 @@ void register_elementwise(Registry& r) {
       {"contiguous", "Identity", UnaryDType::Keep},
       {"copy", "Identity", UnaryDType::Keep},
   };
-  for (const Row& u : unary)
+  for (const Row& u : unary) {
     method(r, u.name, u.op, {}, unary_rule(api(u.name), "self", u.dtype),
            std::string("elementwise ") + u.name);
+  }
   struct Bin {
     const char* name;
     const char* op;
@@ -70,9 +71,10 @@ void register_elementwise(Registry& r) {
                                                             {"int", DType::Int32},
                                                             {"long", DType::Int64},
                                                             {"bool", DType::Bool}};
-  for (auto [name, dt] : casts)
+  for (auto [name, dt] : casts) {
     method(r, name, "Cast", {}, to_dtype_rule(api(name), "self", dt),
            std::string("cast to ") + std::string(dtype_name(dt)));
+  }
   method(r, "astype", "Cast", {P("dtype"), P("copy", "True")},
          cast_rule(api("astype"), "self", "dtype"), "cast to dtype");
   method(
@@ -95,8 +97,15 @@ void register_elementwise(Registry& r) {
          matmul_rule(api("matmul"), "self", "tensor2", MatMulKind::NumPy), "matrix product");
   method(r, "softmax", "Softmax", {P("axis"), P("dtype", "None")},
          unary_rule(api("softmax"), "self", UnaryDType::FloatOnly, 3), "softmax over axis");
-  method(r, "cumsum", "CumSum", {P("dim"), KW("dtype", "None")},
-         unary_rule(api("cumsum"), "self", UnaryDType::Keep), "cumulative sum along dim");
+  // The dim is recorded as `axis` too, the attribute ops.cumsum records and the runtime's kernel
+  // and the exporters read.
+  method(
+      r, "cumsum", "CumSum", {P("dim"), KW("dtype", "None")},
+      [rule = unary_rule(api("cumsum"), "self", UnaryDType::Keep)](CallContext& ctx) {
+        rule(ctx);
+        if (auto d = ctx.arg("dim").as_int()) ctx.set_attr("axis", *d);
+      },
+      "cumulative sum along dim");
 }
 
 void register_reductions(Registry& r) {

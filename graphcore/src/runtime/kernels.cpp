@@ -1293,6 +1293,10 @@ void k_layernorm(KernelCall& c) {
          std::to_string(inner) + " (begin_params_axis other than begin_norm_axis is unsupported)");
   }
   Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
+  // Each row's mean and (biased) variance: ops.LayerNorm's outputs 1 and 2.
+  const bool stats = c.node.outputs.size() > 1;
+  std::vector<float> means(stats ? static_cast<size_t>(outer) : 0);
+  std::vector<float> vars(means.size());
   // Rows on the runtime's threads (each row's mean and variance as the serial loop sums them).
   parallel_for(outer, std::max<int64_t>(1, kGrainCheap / std::max<int64_t>(1, inner)),
                [&](int64_t o0, int64_t o1) {
@@ -1301,16 +1305,24 @@ void k_layernorm(KernelCall& c) {
                    Eigen::Map<Eigen::ArrayXf> yr(y.data<float>() + o * inner, inner);
                    float mu = xr.mean();
                    float var = (xr - mu).square().mean();
+                   if (stats) {
+                     means[static_cast<size_t>(o)] = mu;
+                     vars[static_cast<size_t>(o)] = var;
+                   }
                    float rs = 1.0f / std::sqrt(var + static_cast<float>(eps));
                    yr = (xr - mu) * rs;
                    if (gamma) yr *= Eigen::Map<const Eigen::ArrayXf>(gamma->data<float>(), inner);
                    if (beta) yr += Eigen::Map<const Eigen::ArrayXf>(beta->data<float>(), inner);
                  }
                });
-  // ops.LayerNorm returns (y, mean, rstd); fill the extra outputs as zeros of the declared type.
-  for (size_t i = 1; i < c.node.outputs.size(); ++i) {
-    auto s = out_shape(c, i);
-    emit(c, Tensor::zeros(s ? *s : std::vector<int64_t>{}, out_dtype(c, i)));
+  // ops.LayerNorm returns (y, mean, variance) (measured on MindSpore 2.10 CPU), the statistics
+  // with the normalized axes kept as 1s.
+  for (size_t i = 1; i < c.node.outputs.size() && i < 3; ++i) {
+    std::vector<int64_t> shape = x.shape();
+    for (auto a = static_cast<size_t>(begin); a < shape.size(); ++a) shape[a] = 1;
+    Tensor& t = emit(c, Tensor(shape, out_dtype(c, i, DType::Float32)));
+    const std::vector<float>& v = i == 1 ? means : vars;
+    for (int64_t o = 0; o < outer; ++o) t.set(o, v[static_cast<size_t>(o)]);
   }
 }
 

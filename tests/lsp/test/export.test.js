@@ -22,17 +22,19 @@ const LENET = path.join(corpus, 'models', 'lenet5.py');
 const RESNET = path.join(corpus, 'models', 'resnet50.py');
 const TRAIN = path.join(repoRoot, 'tests', 'training', 'scripts', 'lenet_model_train.py');
 
+// ops.dense (the Dense operator): an ONNX mapping (Gemm), no MindIR one in the operator table.
 const GATE = `import mindspore as ms
 from mindspore import nn, ops
+from mindspore.common.initializer import initializer
 
 
 class Gate(nn.Cell):
     def __init__(self):
         super().__init__()
-        self.fc = nn.Dense(8, 4)
+        self.w = ms.Parameter(initializer("normal", (4, 8)), name="w")
 
     def construct(self, x):
-        return ops.hardswish(self.fc(x))
+        return ops.dense(x, self.w)
 
 
 net = Gate()
@@ -111,13 +113,13 @@ test('a refused export publishes located diagnostics with their codes and writes
   assert.equal(r.status, 'refused', JSON.stringify(r));
   assert.equal(r.cell, 'Gate');
   assert.equal(r.diagnostics, 1);
-  assert.match(r.messages[0], /gate\.py:11:16: .*HSwish.*no MindIR mapping.*\[export-unsupported-op\]/);
+  assert.match(r.messages[0], /gate\.py:12:16: .*Dense \(ops\.dense\).*no MindIR mapping.*\[export-unsupported-op\]/);
   assert.ok(!fs.existsSync(path.join(ws, 'Gate.mindir')));
   const pub = await s.waitDiagnostics(uri, (p) => p.diagnostics.some((d) => d.code === 'export-unsupported-op'), { from });
   const d = pub.diagnostics.find((x) => x.code === 'export-unsupported-op');
-  assert.equal(d.range.start.line, lineOf(GATE, 'ops.hardswish'));
+  assert.equal(d.range.start.line, lineOf(GATE, 'ops.dense'));
   assert.equal(d.severity, 1);
-  // The same Cell exports to ONNX (HSwish has an ONNX mapping): the refusal is cleared.
+  // The same Cell exports to ONNX (Dense has an ONNX mapping): the refusal is cleared.
   const from2 = s.diagnostics.length;
   const o = await exportCmd(s, { uri, format: 'onnx' });
   assert.equal(o.status, 'written', JSON.stringify(o));
@@ -214,7 +216,7 @@ test('pull diagnostics: a refused export asks the client to re-pull, and the pul
   assert.equal(again.kind, 'full'); // not "unchanged": the refusal is new
   const d = again.items.find((x) => x.code === 'export-unsupported-op');
   assert.ok(d, JSON.stringify(again.items));
-  assert.equal(d.range.start.line, lineOf(GATE, 'ops.hardswish'));
+  assert.equal(d.range.start.line, lineOf(GATE, 'ops.dense'));
   assert.equal(s.diagnostics.length, 0); // nothing pushed to a pull client
   assert.equal(await s.stop(), 0);
 });
@@ -252,7 +254,7 @@ class Wide(nn.Cell):
   assert.equal(dyn.status, 'refused', JSON.stringify(dyn));
   assert.match(dyn.messages.join('\n'), /export-dynamic-shape/);
   // With the cursor in Gate, Gate is exported instead.
-  const g = await exportCmd(s, { uri, format: 'onnx', position: { line: lineOf(two, 'ops.hardswish'), character: 8 } });
+  const g = await exportCmd(s, { uri, format: 'onnx', position: { line: lineOf(two, 'ops.dense'), character: 8 } });
   assert.equal(g.cell, 'Gate');
   assert.equal(await s.stop(), 0);
 });
