@@ -508,10 +508,17 @@ void serve_connection(Agent& agent, ssl::context& ctx, tcp::socket accepted,
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(16 * 1024);
+      // Checked against Content-Length as the header is read; the body itself is read only
+      // after the token is.
+      parser.body_limit(kMaxJsonBody);
       try {
         run_timed(ioc, lowest, std::chrono::minutes(2),
                   [&](auto done) { http::async_read_header(tls, buf, parser, done); });
-      } catch (const beast::system_error&) {
+      } catch (const beast::system_error& e) {
+        if (e.code() == http::error::body_limit) {
+          send(ioc, tls, error_reply(ErrorCode::kTooLarge, "the body is larger than 64 MiB"), 11,
+               false);
+        }
         return;  // closed, or idle too long
       }
       const auto& head = parser.get();
@@ -541,7 +548,6 @@ void serve_connection(Agent& agent, ssl::context& ctx, tcp::socket accepted,
         stream_status(agent, ioc, tls, parser);
         return;
       }
-      parser.body_limit(kMaxJsonBody);
       try {
         run_timed(ioc, lowest, kSocketTimeout,
                   [&](auto done) { http::async_read(tls, buf, parser, done); });

@@ -114,7 +114,8 @@ Response Client::request(const std::string& method, const std::string& target,
     run_timed(impl_->ioc, lowest, impl_->timeout,
               [&](auto done) { http::async_write(s, req, done); });
     // A commit loads and runs the model: give it longer.
-    run_timed(impl_->ioc, lowest, impl_->timeout * 10,
+    const auto wait = target.ends_with("/commit") ? impl_->timeout * 15 : impl_->timeout;
+    run_timed(impl_->ioc, lowest, wait,
               [&](auto done) { http::async_read(s, buf, parser, done); });
   } catch (const beast::system_error& e) {
     impl_->stream.reset();
@@ -169,6 +170,19 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
       {"name", options.name}, {"size", size}, {"sha256", sha}, {"chunk_size", chunk_bytes}};
   auto say = [&](const std::string& m) {
     if (options.progress) options.progress(m);
+  };
+  // A link that fails again and again without progress: backoff, and give up after retry_for.
+  auto last_progress = std::chrono::steady_clock::now();
+  auto backoff = std::chrono::milliseconds(500);
+  auto link_down = [&](const TransportError& e) {
+    if (std::chrono::steady_clock::now() - last_progress > options.retry_for) {
+      throw DeployError(0, "unreachable",
+                        std::string(e.what()) + " (no progress for " +
+                            std::to_string(options.retry_for.count()) + " s)");
+    }
+    say(std::string(e.what()) + "; reconnecting");
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   };
   bool corrupted = false;
   bool first_begin = true;
@@ -231,10 +245,12 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
         }
         throw_if_error(r);
       } catch (const TransportError& e) {
-        say(std::string(e.what()) + "; reconnecting");
+        link_down(e);
         link_failed = true;
         break;
       }
+      last_progress = std::chrono::steady_clock::now();
+      backoff = std::chrono::milliseconds(500);
       say("sent chunk " + std::to_string(i + 1) + "/" + std::to_string(chunks));
       if (options.chunk_delay.count() > 0) std::this_thread::sleep_for(options.chunk_delay);
     }
@@ -248,9 +264,9 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
       throw_if_error(r);
       return r.body;
     } catch (const TransportError& e) {
-      // The commit may have happened: begin again, then commit (the bundle is made once: a
-      // second commit of a finished upload finds no upload and says so).
-      say(std::string(e.what()) + "; reconnecting");
+      // The commit may have happened: begin again (the agent answers already_current when the
+      // file serves), else the upload resumes and is committed again.
+      link_down(e);
     }
   }
 }
