@@ -147,9 +147,10 @@ class RateLimiter {
   }
   void failed(const std::string& peer) {
     const std::lock_guard lock(mu_);
-    if (peers_.size() > 4096)
+    if (peers_.size() > 4096) {
       std::erase_if(peers_,
                     [](const auto& p) { return p.second.until < Clock::now() - kMaxLockout; });
+    }
     Entry& e = peers_[peer];
     ++e.failures;
     if (e.failures >= kFreeFailures) {
@@ -194,10 +195,7 @@ std::string now_iso() {
 class Agent {
  public:
   Agent(const AgentOptions& options, std::string token, TlsIdentity identity)
-      : options_(options),
-        store_(options.state_dir),
-        token_(std::move(token)),
-        identity_(std::move(identity)) {}
+      : store_(options.state_dir), token_(std::move(token)), identity_(std::move(identity)) {}
 
   // The model `current` names, loaded; else `previous`'s (and current switched back to it).
   void load_current() {
@@ -278,9 +276,10 @@ class Agent {
   Reply begin(const std::string& body) {
     const Json j = Json::parse(body, nullptr, false);
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("size") ||
-        !j["size"].is_number_unsigned() || !j.contains("sha256") || !j["sha256"].is_string())
+        !j["size"].is_number_unsigned() || !j.contains("sha256") || !j["sha256"].is_string()) {
       return error_reply(ErrorCode::kBadRequest,
                          "POST /v1/uploads takes {\"name\", \"size\", \"sha256\", \"chunk_size\"}");
+    }
     const std::string name = j["name"].get<std::string>();
     if (auto why = check_model_name(name); !why.empty())
       return error_reply(ErrorCode::kBadName, why);
@@ -319,10 +318,11 @@ class Agent {
       active_ = id;
       active_since_ = Clock::now();
     }
-    if (!is_sha256_hex(sha))
+    if (!is_sha256_hex(sha)) {
       return error_reply(
           ErrorCode::kBadRequest,
           std::string(kHeaderChunkSha) + " must be the chunk's SHA-256 (64 hex digits)");
+    }
     const std::lock_guard lock(chunk_mu_);
     UploadMeta m = store_.write_chunk(id, index, body, sha);
     return {http::status::ok, m.json(), 0};
@@ -392,10 +392,11 @@ class Agent {
     if (!prev) return error_reply(ErrorCode::kNoPrevious, "there is no previous bundle");
     std::string err;
     auto m = LoadedModel::load(prev->model, &err);
-    if (!m)
+    if (!m) {
       return error_reply(ErrorCode::kLoadFailed, "the previous bundle " + prev->dir_name +
                                                      " does not load: " + err +
                                                      "; the current one still serves");
+    }
     store_.swap_previous();
     model_ = m;
     bundle_ = prev->dir_name;
@@ -439,7 +440,6 @@ class Agent {
   }
 
  private:
-  const AgentOptions& options_;
   Store store_;
   std::string token_;
   TlsIdentity identity_;

@@ -63,7 +63,7 @@ rt::Tensor weight_tensor(const graphcore::MindirWeight& w, const std::vector<int
       break;
     case graphcore::DType::Float16: {
       need(2);
-      float* out = t.data<float>();
+      auto* out = t.data<float>();
       for (size_t i = 0; i < n; ++i) {
         uint16_t h = 0;
         std::memcpy(&h, raw.data() + 2 * i, 2);
@@ -160,12 +160,14 @@ Json LoadedModel::infer(const Json& request) {
   ex.reset();
   const std::string fill = request.value("fill", "");
   const Json* given = request.contains("inputs") ? &request["inputs"] : nullptr;
-  if (fill.empty() && (given == nullptr || !given->is_array()))
+  if (fill.empty() && (given == nullptr || !given->is_array())) {
     throw std::invalid_argument(
         "give \"inputs\": [{\"shape\": [...], \"data\": [...]}] or \"fill\"");
-  if (given != nullptr && given->size() != ex.num_inputs())
+  }
+  if (given != nullptr && given->size() != ex.num_inputs()) {
     throw std::invalid_argument("the model takes " + std::to_string(ex.num_inputs()) + " inputs, " +
                                 std::to_string(given->size()) + " given");
+  }
   for (size_t i = 0; i < ex.num_inputs(); ++i) {
     const auto type = ex.input_type(i);
     std::vector<int64_t> shape;
@@ -190,14 +192,16 @@ Json LoadedModel::infer(const Json& request) {
       throw std::invalid_argument("input " + std::to_string(i) +
                                   " needs \"shape\" (integers) and \"data\" (numbers)");
     }
-    if (s != shape)
+    if (s != shape) {
       throw std::invalid_argument("input " + std::to_string(i) + " has shape " + rt::shape_str(s) +
                                   ", the model's is " + rt::shape_str(shape));
+    }
     rt::Tensor t(shape, type.dtype);
-    if (static_cast<int64_t>(data.size()) != t.numel())
+    if (static_cast<int64_t>(data.size()) != t.numel()) {
       throw std::invalid_argument("input " + std::to_string(i) + " has " +
                                   std::to_string(data.size()) + " values, its shape needs " +
                                   std::to_string(t.numel()));
+    }
     for (int64_t k = 0; k < t.numel(); ++k) t.set(k, data[static_cast<size_t>(k)]);
     ex.set_input(i, std::move(t));
   }

@@ -181,16 +181,18 @@ UploadMeta Store::write_chunk(const std::string& id, uint64_t index, std::string
                               const std::string& sha256) {
   auto meta = find_upload(id);
   if (!meta) throw StoreError{ErrorCode::kNotFound, "no upload " + id + " (begin it again)"};
-  if (index >= meta->chunks())
+  if (index >= meta->chunks()) {
     throw StoreError{ErrorCode::kBadRequest, "chunk " + std::to_string(index) +
                                                  " is past the last one (" +
                                                  std::to_string(meta->chunks() - 1) + ")"};
+  }
   const uint64_t offset = index * meta->chunk_bytes;
   const uint64_t expected = std::min(meta->chunk_bytes, meta->size - offset);
-  if (data.size() != expected)
+  if (data.size() != expected) {
     throw StoreError{ErrorCode::kBadRequest, "chunk " + std::to_string(index) + " has " +
                                                  std::to_string(data.size()) + " bytes, expected " +
                                                  std::to_string(expected)};
+  }
   const std::string got = sha256_hex(data);
   if (!constant_time_equal(got, sha256)) {
     throw StoreError{ErrorCode::kChunkHashMismatch,

@@ -87,10 +87,11 @@ Json Telemetry::sample() {
       lat.empty()
           ? Json(nullptr)
           : Json{{"p50", percentile(lat, 50)}, {"p99", percentile(lat, 99)}, {"runs", lat.size()}};
-  if (auto r = rss_mb())
+  if (auto r = rss_mb()) {
     j["rss_mb"] = *r;
-  else
+  } else {
     j["rss_mb"] = "n/a";
+  }
   const double cpu = cpu_seconds();
   j["cpu_percent"] = dt > 0 ? 100.0 * (cpu - last_cpu_s_) / dt : 0.0;
   last_cpu_s_ = cpu;

@@ -115,8 +115,7 @@ Response Client::request(const std::string& method, const std::string& target,
               [&](auto done) { http::async_write(s, req, done); });
     // A commit loads and runs the model: give it longer.
     const auto wait = target.ends_with("/commit") ? impl_->timeout * 15 : impl_->timeout;
-    run_timed(impl_->ioc, lowest, wait,
-              [&](auto done) { http::async_read(s, buf, parser, done); });
+    run_timed(impl_->ioc, lowest, wait, [&](auto done) { http::async_read(s, buf, parser, done); });
   } catch (const beast::system_error& e) {
     impl_->stream.reset();
     throw TransportError("the link to " + impl_->address + " failed: " + e.code().message());
@@ -189,7 +188,7 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
   int mismatches = 0;
   for (;;) {
     // Begin (or resume): the agent says which chunks it has.
-    const Json state = with_retries(
+    Json state = with_retries(
         [&] {
           Response r = client.request("POST", std::string(kPathUploads), begin.dump());
           throw_if_error(r);

@@ -51,9 +51,9 @@ struct MindirImport {
   // The header, in file order: ir_version, producer_name, producer_version, model_version,
   // mind_ir_version, little_endian, graphs (1 + functions).
   std::vector<std::pair<std::string, std::string>> header;
-  CellReport report;              // the main graph, as analyze_file would report a root Cell
-  std::vector<Diagnostic> notes;  // information: opaque primitives, control flow, shape checks
-  size_t file_nodes = 0;          // NodeProtos in the main graph (Constant and monads included)
+  CellReport report;                  // the main graph, as analyze_file would report a root Cell
+  std::vector<Diagnostic> notes;      // information: opaque primitives, control flow, shape checks
+  size_t file_nodes = 0;              // NodeProtos in the main graph (Constant and monads included)
   std::vector<MindirWeight> weights;  // with MindirImportOptions::keep_weights
 };
 
