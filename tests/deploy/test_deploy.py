@@ -8,12 +8,14 @@ fingerprint, a path-traversal name, a model that fails to load, a full disk and 
 Run as root (ip netns, mount): python3 tests/deploy/test_deploy.py --bin build/cellscope
 """
 import argparse
+import base64
 import hashlib
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -195,6 +197,42 @@ class DeployTier(unittest.TestCase):
         # answer is checked against `cellscope-run`-free ground truth: the same file loaded twice
         # gives the same numbers.
         self.assertEqual(self.infer_first(a)[2], self.infer_first(a)[2])
+
+    def test_telemetry_stream(self):
+        a = self.agent()
+        self.assertEqual(self.deploy(self.small)[0], 0)
+        for _ in range(5):
+            self.infer_first(a)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        raw = socket.create_connection((AGENT_IP, a.port), timeout=10)
+        s = ctx.wrap_socket(raw)
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall((f"GET /v1/stream HTTP/1.1\r\nHost: {AGENT_IP}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                   f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {TOKEN}\r\n\r\n").encode())
+        f = s.makefile("rb")
+        self.assertIn(b" 101 ", f.readline())
+        while f.readline() not in (b"\r\n", b""):
+            pass
+        messages = []
+        for _ in range(2):
+            b0, b1 = f.read(2)
+            self.assertEqual(b0, 0x81)  # a final text frame
+            n = b1 & 0x7F
+            if n == 126:
+                n = int.from_bytes(f.read(2), "big")
+            messages.append(json.loads(f.read(n)))
+        s.close()
+        m = messages[0]
+        self.assertEqual(m["type"], "telemetry")
+        self.assertGreaterEqual(m["inferences"], 5)
+        self.assertGreater(m["latency_ms"]["p99"], 0)
+        self.assertGreaterEqual(m["latency_ms"]["p99"], m["latency_ms"]["p50"])
+        self.assertGreater(m["rss_mb"], 1)
+        self.assertTrue(m["power_w"] == "n/a" or m["power_w"] >= 0)
+        self.assertTrue(m["bundle"].endswith("-small.mindir"))
 
     # ---- faults ------------------------------------------------------------------------------
 
