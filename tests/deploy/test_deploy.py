@@ -198,6 +198,18 @@ class DeployTier(unittest.TestCase):
         # gives the same numbers.
         self.assertEqual(self.infer_first(a)[2], self.infer_first(a)[2])
 
+    def test_deploy_a_python_file_exports_it_first(self):
+        a = self.agent()
+        rc, out, err = self.deploy(os.path.join(HERE, "models.py"), "--cell", "Small",
+                                   "--input", "1,1,32,32")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("wrote ", err)  # the export's line
+        bundle, shape, _ = self.infer_first(a)
+        self.assertEqual((bundle.split("-", 1)[1], shape), ("Small.mindir", [1, 10]))
+        rc, out, err = self.deploy(os.path.join(HERE, "models.py"))
+        self.assertEqual(rc, 2)
+        self.assertIn("say what to export: --cell and --input", err)
+
     def test_telemetry_stream(self):
         a = self.agent()
         self.assertEqual(self.deploy(self.small)[0], 0)
