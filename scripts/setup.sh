@@ -27,6 +27,7 @@ PACKAGES=(
   libyaml-dev             # config files (YAML/JSON) named in mindspore_config.json
   libmimalloc-dev         # fast malloc for the executables (cmake/Allocator.cmake)
   zlib1g-dev              # checkpoint CRCs, deflated .npz members (dataset reader)
+  libssl-dev              # OpenSSL 3: TLS, SHA-256 and certificates of `cellscope agent` / `deploy`
   libpng-dev              # PNG decoding for ImageFolderDataset (dataset reader)
   libjpeg62-turbo-dev     # JPEG decoding for ImageFolderDataset (dataset reader)
   clang-format

@@ -89,6 +89,12 @@ tier netron env BUILD_DIR="$BUILD_DIR" bash tests/runtime/run_netron.sh
 # extension/test/e2e/artifacts.
 tier extension env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash scripts/extension.sh test
 
+# Deploy (docs/deploy.md): `cellscope agent` in a network namespace the test makes (veth pair,
+# 10.213.x.0/30 addresses that exist only here) and `cellscope deploy` against it, with the faults
+# of issue 20 (kill -9 mid-transfer, corrupted chunk, wrong token / fingerprint, path traversal,
+# a model that does not load, a full tmpfs, a dropped link). Needs root (ip netns, mount).
+tier deploy /usr/bin/python3 tests/deploy/test_deploy.py --bin "$BUILD_DIR/cellscope"
+
 if [[ -f tests/mindspore/run.sh ]]; then
   tier mindspore env CI="$CI" BUILD_DIR="$BUILD_DIR" CELLSCOPE_REQUIRE_BIN=1 bash tests/mindspore/run.sh
 elif [[ "$CI" == true ]]; then

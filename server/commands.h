@@ -2,6 +2,7 @@
 // 2 usage errors (bad arguments, missing files).
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -105,7 +106,23 @@ struct ExportCommandOptions {
   uint64_t seed = 0;       // the initializers' seed without --checkpoint
 };
 
+// `cellscope deploy MODEL.mindir|FILE.py --device NAME` (deploy_command.cpp, docs/deploy.md).
+struct DeployCommandOptions {
+  std::string model;
+  std::string device;  // a name in mindspore_config.json's devices; empty: the only one
+  bool rollback = false;
+  std::string name;  // the model's name on the device; empty: the file's name
+  uint64_t chunk_kib = 2048;
+  int64_t retry_for = 120;  // seconds a dropped link is retried
+  int64_t chunk_delay_ms = 0;
+  int64_t fault_corrupt_chunk = -1;  // test-only (docs/deploy.md): flip a byte of this chunk once
+  ExportCommandOptions export_options;  // a .py: how to export it (--cell, --input, ...)
+};
+
 int run_check(const CheckOptions& options);
+int run_deploy(const DeployCommandOptions& options);
+// ~/.config/cellscope/known_devices.json ($XDG_CONFIG_HOME respected): the pinned fingerprints.
+std::filesystem::path known_devices_file();
 int run_export(const ExportCommandOptions& options);
 int run_graph(const GraphOptions& options);
 int run_train(const TrainCommandOptions& options);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/agent.h"
 #include "commands.h"
 #include "dap_server.h"
 #include "graphcore/optimize.h"
@@ -357,6 +358,74 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_common(export_cmd, &export_opts.model.common);
 
+  cellscope::server::DeployCommandOptions deploy;
+  auto* deploy_cmd = app.add_subcommand(
+      "deploy",
+      "Send a model to a device running `cellscope agent` (mindspore_config.json's `devices`): "
+      "a .py is exported to MindIR first; the transfer is chunked, hashed and resumable; the "
+      "device loads and checks the model before it replaces the one serving (docs/deploy.md)");
+  deploy_cmd->fallthrough();
+  deploy_cmd->add_option("model", deploy.model, "The model: a .mindir, or a .py to export");
+  deploy_cmd->add_option("--device", deploy.device,
+                         "The device's name in mindspore_config.json (default: the only one)");
+  deploy_cmd->add_flag("--rollback", deploy.rollback,
+                       "Switch the device back to its previous bundle (no model argument)");
+  deploy_cmd->add_option("--name", deploy.name,
+                         "The model's name on the device (default: the file's name; a plain "
+                         "file name ending in .mindir)");
+  deploy_cmd->add_option("--chunk-kib", deploy.chunk_kib, "Chunk size in KiB (64-8192)")
+      ->check(CLI::Range(64, 8192))
+      ->capture_default_str();
+  deploy_cmd
+      ->add_option("--retry-for", deploy.retry_for,
+                   "Seconds to keep retrying a dropped link or a restarting agent")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
+  deploy_cmd
+      ->add_option("--chunk-delay-ms", deploy.chunk_delay_ms,
+                   "Pause after each chunk (throttles the link)")
+      ->check(CLI::Range(0, 60000));
+  deploy_cmd
+      ->add_option("--fault-corrupt-chunk", deploy.fault_corrupt_chunk,
+                   "Testing only: flip one byte of this chunk's first send (the device must "
+                   "reject it and the chunk is sent again)")
+      ->check(CLI::NonNegativeNumber);
+  auto* deploy_cell = deploy_cmd->add_option("--cell", deploy.export_options.model.cell,
+                                             "A .py: export the root Cell with this class name");
+  deploy_cmd
+      ->add_option("--entry", deploy.export_options.model.entries,
+                   "A .py: the expression that builds the Cell")
+      ->allow_extra_args(false)
+      ->excludes(deploy_cell);
+  deploy_cmd
+      ->add_option("--input", deploy.export_options.model.inputs,
+                   "A .py: input shape[:dtype] of the export (repeat for several inputs)")
+      ->allow_extra_args(false);
+  deploy_cmd->add_option("--checkpoint", deploy.export_options.checkpoint,
+                         "A .py: weights from a MindSpore checkpoint");
+  add_common(deploy_cmd, &deploy.export_options.model.common);
+
+  cellscope::agent::AgentOptions agent_opts;
+  std::string agent_state;
+  auto* agent_cmd = app.add_subcommand(
+      "agent",
+      "Run the device agent that `cellscope deploy` sends models to: HTTPS with a self-signed "
+      "certificate made on first start, token authentication, staged bundles with rollback "
+      "(docs/deploy.md)");
+  agent_cmd->fallthrough();
+  agent_cmd->add_option("--listen", agent_opts.listen, "ADDR:PORT to listen on (port 0: any)")
+      ->capture_default_str();
+  agent_cmd->add_option("--state-dir", agent_state,
+                        "Certificate, token, uploads and bundles (default: "
+                        "/var/lib/cellscope-agent as root, else $XDG_STATE_HOME/cellscope-agent)");
+  agent_cmd->add_option("--token-file", agent_opts.token_file,
+                        "The token hosts must send (default: $CELLSCOPE_AGENT_TOKEN, else "
+                        "STATE/token, made on first start)");
+  agent_cmd
+      ->add_option("--max-connections", agent_opts.max_connections, "Connections served at once")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+
   auto* dap_cmd = app.add_subcommand(
       "dap",
       "Serve the Debug Adapter Protocol on stdin/stdout: run a model's construct on the CPU "
@@ -442,6 +511,21 @@ int main(int argc, char** argv) {
           std::make_shared<const cellscope::server::ProjectConfig>(std::move(config));
     }
   }
+  if (deploy_cmd->parsed()) {
+    if (deploy.rollback != deploy.model.empty()) {
+      std::cerr << "cellscope deploy: error: give a model file, or --rollback without one\n";
+      return kExitUsage;
+    }
+    if (!deploy.model.empty() && !deploy.rollback) {
+      auto config = apply_project_config(deploy_cmd, deploy.export_options.model.common,
+                                         deploy.model, nullptr, "");
+      if (!config.file.empty()) {
+        deploy.export_options.project =
+            std::make_shared<const cellscope::server::ProjectConfig>(std::move(config));
+      }
+    }
+  }
+  if (agent_cmd->parsed()) agent_opts.state_dir = agent_state;
   spdlog::debug("{}", version_text());
 
   try {
@@ -450,6 +534,8 @@ int main(int argc, char** argv) {
     if (view_cmd->parsed()) return cellscope::server::view::run_view(view);
     if (train_cmd->parsed()) return cellscope::server::run_train(train);
     if (export_cmd->parsed()) return cellscope::server::run_export(export_opts);
+    if (deploy_cmd->parsed()) return cellscope::server::run_deploy(deploy);
+    if (agent_cmd->parsed()) return cellscope::agent::run_agent(agent_opts);
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
     if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);
   } catch (const std::exception& e) {

@@ -59,6 +59,48 @@ std::string target_list() {
   return out;
 }
 
+// `devices`: [{name, address, target, token_file | token_env}]; a bad entry is reported and
+// skipped, the others still apply.
+void read_devices(const Json& list, ProjectConfig& out, const SettingsProblem& problem) {
+  if (!list.is_array()) {
+    problem("devices",
+            "`devices` must be a list of {\"name\", \"address\", \"target\", "
+            "\"token_file\" or \"token_env\"}");
+    return;
+  }
+  for (const auto& d : list) {
+    auto text = [&d](const char* key) {
+      auto it = d.find(key);
+      return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    if (!d.is_object() || text("name").empty() || text("address").empty()) {
+      problem("devices", "each device needs a \"name\" and an \"address\" (HOST:PORT)");
+      continue;
+    }
+    DeviceConfig dev{text("name"), text("address"), text("target"), text("token_file"),
+                     text("token_env")};
+    if (dev.target.empty()) {
+      dev.target = "cpu";
+    } else if (auto t = normalize_target(dev.target)) {
+      dev.target = *t;
+    } else {
+      problem("target", "device `" + dev.name + "`: unknown target `" + dev.target + "` (one of " +
+                            target_list() + ")");
+      continue;
+    }
+    if (dev.token_file.empty() == dev.token_env.empty()) {
+      problem("devices",
+              "device `" + dev.name + "` needs exactly one of \"token_file\" and \"token_env\"");
+      continue;
+    }
+    if (std::ranges::any_of(out.devices, [&](const auto& o) { return o.name == dev.name; })) {
+      problem("devices", "device `" + dev.name + "` is listed twice");
+      continue;
+    }
+    out.devices.push_back(std::move(dev));
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> normalize_target(std::string name) {
@@ -218,6 +260,7 @@ ProjectConfig parse_project_config(const std::string& file, const std::string& t
     report.at_key(key, message);
   };
   read_settings(j, out, at_key);  // "target" here overrides the backend's default chip
+  if (auto dv = j.find("devices"); dv != j.end()) read_devices(*dv, out, at_key);
   if (auto cs = j.find("cellscope"); cs != j.end()) {
     if (cs->is_object()) {
       read_settings(*cs, out, at_key);

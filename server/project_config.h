@@ -6,7 +6,9 @@
 //     "target": "ascend910b",              // optional: the chip, overriding the backend's default
 //     "mindspore_version": "2.10.0",       // optional: the MindSpore API to check against
 //     "inputs": {"LeNet5": ["32,1,32,32"], "models/resnet.py": ["1,3,224,224"], "*": [...]},
-//     "configs": ["configs/yolov8n.yaml"]  // YAML/JSON files the models load: known constants
+//     "configs": ["configs/yolov8n.yaml"], // YAML/JSON files the models load: known constants
+//     "devices": [{"name": "edge1", "address": "10.0.0.2:8443", "target": "ascend310",
+//                  "token_file": "~/.config/cellscope/edge1.token"}]  // `cellscope deploy`
 //   }
 //
 // A "cellscope" object may hold the same keys (and "debounceMs" for the language server). Bad
@@ -29,6 +31,17 @@ namespace cellscope::server {
 
 inline constexpr const char* kProjectConfigName = "mindspore_config.json";
 
+// A device `cellscope deploy --device NAME` sends models to (docs/deploy.md): an agent at
+// `address` (HOST:PORT), authenticated with the token read from `token_file` (relative to the
+// config's directory; "~/" is the home directory) or the environment variable `token_env`.
+struct DeviceConfig {
+  std::string name;
+  std::string address;
+  std::string target;  // a graphcore target name ("cpu" when not given)
+  std::string token_file;
+  std::string token_env;
+};
+
 struct ProjectConfig {
   std::string file;                   // the file read ("" when there is none)
   bool visualization_enabled = true;  // graph_visualization.enable
@@ -43,6 +56,7 @@ struct ProjectConfig {
   // `configs` as paths: relative ones against the directory of `file` (or as they are).
   [[nodiscard]] std::vector<std::filesystem::path> config_paths() const;
   std::vector<graphcore::Diagnostic> diagnostics;  // problems, located in `file`
+  std::vector<DeviceConfig> devices;               // `devices` (top level only)
 
   // The inputs for `cell` (may be empty) in `model_file`, or an empty list.
   [[nodiscard]] std::vector<graphcore::TensorType> inputs_for(const std::string& cell,

@@ -33,6 +33,16 @@ struct MindirImportOptions {
   // The .mindir's folder: split-layout weights (`external_data`) are checked against the files
   // there. Empty: external data is not looked at (only its declared size is checked).
   std::filesystem::path folder;
+  // Keep a copy of each weight's inline bytes (MindirImport::weights), for a runtime that runs
+  // the imported graph with the file's values (the deploy agent, server/agent/).
+  bool keep_weights = false;
+};
+
+// A weight's values as the file stores them (little-endian, row-major, `type`'s element size).
+struct MindirWeight {
+  std::string name;  // as in CellReport::params
+  TensorType type;
+  std::string raw;  // empty when the file keeps it in external data
 };
 
 struct MindirImport {
@@ -41,9 +51,10 @@ struct MindirImport {
   // The header, in file order: ir_version, producer_name, producer_version, model_version,
   // mind_ir_version, little_endian, graphs (1 + functions).
   std::vector<std::pair<std::string, std::string>> header;
-  CellReport report;              // the main graph, as analyze_file would report a root Cell
-  std::vector<Diagnostic> notes;  // information: opaque primitives, control flow, shape checks
-  size_t file_nodes = 0;          // NodeProtos in the main graph (Constant and monads included)
+  CellReport report;                  // the main graph, as analyze_file would report a root Cell
+  std::vector<Diagnostic> notes;      // information: opaque primitives, control flow, shape checks
+  size_t file_nodes = 0;              // NodeProtos in the main graph (Constant and monads included)
+  std::vector<MindirWeight> weights;  // with MindirImportOptions::keep_weights
 };
 
 // True when `path` names a MindIR file (the `.mindir` extension, as mindspore.load requires).

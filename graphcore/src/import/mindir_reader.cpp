@@ -477,6 +477,9 @@ class Reader {
       if (!params_.emplace(t.name(), name).second || !params_.emplace(name, name).second) {
         if (t.name() != name) throw ImportError{what + " is defined twice"};
       }
+      if (options_.keep_weights) {
+        out_.weights.push_back(MindirWeight{name, type, t.has_raw_data() ? t.raw_data() : ""});
+      }
       out_.report.params.push_back(std::move(p));
     }
   }

@@ -1,0 +1,676 @@
+#include "agent/agent.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "agent/crypto.h"
+#include "agent/io.h"
+#include "agent/protocol.h"
+#include "agent/runner.h"
+#include "agent/store.h"
+#include "agent/telemetry.h"
+#include "files.h"
+#include "protocol/document.h"
+
+namespace cellscope::agent {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int http_status(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadRequest:
+    case ErrorCode::kBadName:
+      return 400;
+    case ErrorCode::kUnauthorized:
+      return 401;
+    case ErrorCode::kNotFound:
+    case ErrorCode::kNoModel:
+      return 404;
+    case ErrorCode::kBusy:
+    case ErrorCode::kIncomplete:
+    case ErrorCode::kNoPrevious:
+      return 409;
+    case ErrorCode::kTooLarge:
+      return 413;
+    case ErrorCode::kChunkHashMismatch:
+    case ErrorCode::kFileHashMismatch:
+    case ErrorCode::kLoadFailed:
+    case ErrorCode::kBadInput:
+      return 422;
+    case ErrorCode::kRateLimited:
+      return 429;
+    case ErrorCode::kInternal:
+      return 500;
+    case ErrorCode::kDiskFull:
+      return 507;
+  }
+  return 500;
+}
+
+std::string_view error_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadRequest:
+      return "bad-request";
+    case ErrorCode::kBadName:
+      return "bad-name";
+    case ErrorCode::kUnauthorized:
+      return "unauthorized";
+    case ErrorCode::kNotFound:
+      return "not-found";
+    case ErrorCode::kNoModel:
+      return "no-model";
+    case ErrorCode::kBusy:
+      return "busy";
+    case ErrorCode::kIncomplete:
+      return "incomplete";
+    case ErrorCode::kNoPrevious:
+      return "no-previous";
+    case ErrorCode::kTooLarge:
+      return "too-large";
+    case ErrorCode::kChunkHashMismatch:
+      return "chunk-hash-mismatch";
+    case ErrorCode::kFileHashMismatch:
+      return "file-hash-mismatch";
+    case ErrorCode::kLoadFailed:
+      return "load-failed";
+    case ErrorCode::kBadInput:
+      return "bad-input";
+    case ErrorCode::kRateLimited:
+      return "rate-limited";
+    case ErrorCode::kInternal:
+      return "internal";
+    case ErrorCode::kDiskFull:
+      return "disk-full";
+  }
+  return "internal";
+}
+
+fs::path default_state_dir() {
+  if (::geteuid() == 0) return "/var/lib/cellscope-agent";
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/')
+    return fs::path(x) / "cellscope-agent";
+  const char* home = std::getenv("HOME");
+  return fs::path(home != nullptr ? home : "/tmp") / ".local/state/cellscope-agent";
+}
+
+namespace {
+
+// An idle deployment (no request for this long) no longer blocks another one.
+constexpr std::chrono::minutes kDeployLease{10};
+constexpr std::chrono::seconds kSocketTimeout{30};
+// Failed authentications from one peer before it waits; the wait doubles up to the maximum.
+constexpr int kFreeFailures = 3;
+constexpr std::chrono::seconds kMaxLockout{300};
+
+// Failed token attempts per peer address, with exponential backoff.
+class RateLimiter {
+ public:
+  // Seconds to wait, or 0 when the peer may try.
+  int64_t wait(const std::string& peer) {
+    const std::lock_guard lock(mu_);
+    auto it = peers_.find(peer);
+    if (it == peers_.end()) return 0;
+    const auto left = std::chrono::ceil<std::chrono::seconds>(it->second.until - Clock::now());
+    return std::max<int64_t>(0, left.count());
+  }
+  void failed(const std::string& peer) {
+    const std::lock_guard lock(mu_);
+    if (peers_.size() > 4096) {
+      std::erase_if(peers_,
+                    [](const auto& p) { return p.second.until < Clock::now() - kMaxLockout; });
+    }
+    Entry& e = peers_[peer];
+    ++e.failures;
+    if (e.failures >= kFreeFailures) {
+      const int shift = std::min(e.failures - kFreeFailures, 8);
+      e.until = Clock::now() +
+                std::min<std::chrono::seconds>(std::chrono::seconds(1LL << shift), kMaxLockout);
+    }
+  }
+  void succeeded(const std::string& peer) {
+    const std::lock_guard lock(mu_);
+    peers_.erase(peer);
+  }
+
+ private:
+  struct Entry {
+    int failures = 0;
+    Clock::time_point until{};
+  };
+  std::mutex mu_;
+  std::map<std::string, Entry> peers_;
+};
+
+struct Reply {
+  http::status status = http::status::ok;
+  Json body;
+  int64_t retry_after = 0;
+};
+
+Reply error_reply(ErrorCode code, const std::string& message) {
+  return {static_cast<http::status>(http_status(code)), error_body(code, message), 0};
+}
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+class Agent {
+ public:
+  Agent(const AgentOptions& options, std::string token, TlsIdentity identity)
+      : store_(options.state_dir), token_(std::move(token)), identity_(std::move(identity)) {}
+
+  // The model `current` names, loaded; else `previous`'s (and current switched back to it).
+  void load_current() {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto cur = store_.current();
+      if (!cur) return;
+      std::string err;
+      if (auto m = LoadedModel::load(cur->model, &err)) {
+        model_ = m;
+        bundle_ = cur->dir_name;
+        spdlog::info("serving {}", cur->dir_name);
+        return;
+      }
+      spdlog::error("the current bundle {} does not load: {}", cur->dir_name, err);
+      if (!store_.previous()) return;
+      store_.swap_previous();
+    }
+  }
+
+  Reply handle(const http::request_header<>& head, const std::string& body) {
+    const std::string target(head.target());
+    const auto method = head.method();
+    try {
+      if (method == http::verb::get && target == kPathInfo) return {http::status::ok, info(), 0};
+      if (method == http::verb::post && target == kPathUploads) return begin(body);
+      if (method == http::verb::post && target == kPathRollback) return rollback();
+      if (method == http::verb::post && target == kPathInfer) return infer(body);
+      const std::string prefix = std::string(kPathUploads) + "/";
+      if (target.starts_with(prefix)) {
+        const std::string rest = target.substr(prefix.size());
+        const auto slash = rest.find('/');
+        const std::string id = rest.substr(0, slash);
+        const std::string tail = slash == std::string::npos ? "" : rest.substr(slash);
+        if (method == http::verb::put && tail.starts_with("/chunks/")) {
+          const std::string n = tail.substr(8);
+          if (n.empty() || n.size() > 9 || !std::ranges::all_of(n, ::isdigit))
+            return error_reply(ErrorCode::kBadRequest, "bad chunk index '" + n + "'");
+          return chunk(id, std::stoull(n), std::string(head[std::string(kHeaderChunkSha)]), body);
+        }
+        if (method == http::verb::post && tail == "/commit") return commit(id);
+        if (method == http::verb::delete_ && tail.empty()) return cancel(id);
+      }
+      return error_reply(ErrorCode::kNotFound,
+                         std::string(head.method_string()) + " " + target + " is not an endpoint");
+    } catch (const StoreError& e) {
+      spdlog::warn("{} {}: {}", std::string(head.method_string()), target, e.message);
+      return error_reply(e.code, e.message);
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: {}", std::string(head.method_string()), target, e.what());
+      return error_reply(ErrorCode::kInternal, e.what());
+    }
+  }
+
+  Json info() {
+    Json j = {{"protocol", kProtocolVersion},
+              {"agent", std::string(protocol::tool_version())},
+              {"fingerprint", identity_.fingerprint},
+              {"backends", Json::array({{{"name", "cellscope-cpu"}, {"available", true}}})}};
+    const std::lock_guard lock(mu_);
+    auto cur = store_.current();
+    auto prev = store_.previous();
+    j["current"] = cur && model_ ? cur->manifest : Json(nullptr);
+    j["previous"] = prev ? prev->manifest : Json(nullptr);
+    j["deploying"] = active_.empty() ? Json(nullptr) : Json(active_);
+    return j;
+  }
+
+  // One deployment at a time: `id` may go on unless another one was active within the lease.
+  std::optional<Reply> claim(const std::string& id) {
+    if (!active_.empty() && active_ != id && Clock::now() - active_since_ < kDeployLease) {
+      return error_reply(ErrorCode::kBusy, "another deployment (" + active_name_ +
+                                               ") is in progress; try again when it ends");
+    }
+    if (committing_) return error_reply(ErrorCode::kBusy, "a deployment is being committed");
+    return std::nullopt;
+  }
+
+  Reply begin(const std::string& body) {
+    const Json j = Json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("size") ||
+        !j["size"].is_number_unsigned() || !j.contains("sha256") || !j["sha256"].is_string()) {
+      return error_reply(ErrorCode::kBadRequest,
+                         "POST /v1/uploads takes {\"name\", \"size\", \"sha256\", \"chunk_size\"}");
+    }
+    const std::string name = j["name"].get<std::string>();
+    if (auto why = check_model_name(name); !why.empty())
+      return error_reply(ErrorCode::kBadName, why);
+    const uint64_t chunk = j.value("chunk_size", kDefaultChunkBytes);
+    const std::lock_guard lock(mu_);
+    // The id is known only after the name is checked; claim against the computed one.
+    UploadMeta probe;
+    probe.id =
+        sha256_hex(name + "\n" + j["sha256"].get<std::string>() + "\n" + std::to_string(chunk))
+            .substr(0, 32);
+    if (auto busy = claim(probe.id)) return *busy;
+    // The same file under the same name already serves (a commit whose answer was lost).
+    if (auto cur = store_.current(); cur && model_ && cur->manifest.value("name", "") == name &&
+                                     cur->manifest.value("sha256", "") == j["sha256"]) {
+      if (!store_.find_upload(probe.id)) {
+        return {http::status::ok,
+                {{"already_current", true}, {"bundle", cur->dir_name}, {"manifest", cur->manifest}},
+                0};
+      }
+    }
+    UploadMeta m =
+        store_.begin_upload(name, j["size"].get<uint64_t>(), j["sha256"].get<std::string>(), chunk);
+    active_ = m.id;
+    active_name_ = name;
+    active_since_ = Clock::now();
+    spdlog::info("upload {} of {} ({} bytes): {} of {} chunks already here", m.id, name, m.size,
+                 m.chunks() - m.missing().size(), m.chunks());
+    return {http::status::ok, m.json(), 0};
+  }
+
+  Reply chunk(const std::string& id, uint64_t index, const std::string& sha,
+              const std::string& body) {
+    {
+      const std::lock_guard lock(mu_);
+      if (auto busy = claim(id)) return *busy;
+      active_ = id;
+      active_since_ = Clock::now();
+    }
+    if (!is_sha256_hex(sha)) {
+      return error_reply(
+          ErrorCode::kBadRequest,
+          std::string(kHeaderChunkSha) + " must be the chunk's SHA-256 (64 hex digits)");
+    }
+    const std::lock_guard lock(chunk_mu_);
+    UploadMeta m = store_.write_chunk(id, index, body, sha);
+    return {http::status::ok, m.json(), 0};
+  }
+
+  Reply cancel(const std::string& id) {
+    const std::lock_guard lock(mu_);
+    if (auto busy = claim(id)) return *busy;
+    store_.remove_upload(id);
+    if (active_ == id) active_.clear();
+    return {http::status::ok, {{"cancelled", id}}, 0};
+  }
+
+  Reply commit(const std::string& id) {
+    {
+      const std::lock_guard lock(mu_);
+      if (auto busy = claim(id)) return *busy;
+      committing_ = true;
+    }
+    struct Done {
+      Agent* a;
+      ~Done() {
+        const std::lock_guard lock(a->mu_);
+        a->committing_ = false;
+      }
+    } done{this};
+    const std::lock_guard chunk_lock(chunk_mu_);
+    Bundle b = store_.make_bundle(id, {{"deployed_at", now_iso()}});
+    {
+      const std::lock_guard lock(mu_);
+      active_.clear();
+    }
+    std::string err;
+    auto m = LoadedModel::load(b.model, &err);
+    if (!m) {
+      store_.discard(b);
+      const std::lock_guard lock(mu_);
+      const std::string serving =
+          model_ ? bundle_ + " still serves" : std::string("no model was serving before");
+      spdlog::error("{} does not load: {}; rolled back ({})", b.dir_name, err, serving);
+      return error_reply(ErrorCode::kLoadFailed, "the new model does not load on the device: " +
+                                                     err + "; rolled back: " + serving);
+    }
+    b.manifest["check"] = m->summary();
+    try {
+      server::write_file_atomic(b.dir / "manifest.json", b.manifest.dump(2) + "\n");
+    } catch (const std::system_error& e) {
+      store_.discard(b);
+      return error_reply(e.code().value() == ENOSPC ? ErrorCode::kDiskFull : ErrorCode::kInternal,
+                         std::string("writing the manifest: ") + e.what() +
+                             "; rolled back, the previous model still serves");
+    }
+    const std::lock_guard lock(mu_);
+    store_.activate(b);
+    model_ = m;
+    bundle_ = b.dir_name;
+    spdlog::info("deployed {}", b.dir_name);
+    return {http::status::ok, {{"bundle", b.dir_name}, {"manifest", b.manifest}}, 0};
+  }
+
+  Reply rollback() {
+    const std::lock_guard lock(mu_);
+    if (!active_.empty() && Clock::now() - active_since_ < kDeployLease)
+      return error_reply(ErrorCode::kBusy, "a deployment (" + active_name_ + ") is in progress");
+    if (committing_) return error_reply(ErrorCode::kBusy, "a deployment is being committed");
+    auto prev = store_.previous();
+    if (!prev) return error_reply(ErrorCode::kNoPrevious, "there is no previous bundle");
+    std::string err;
+    auto m = LoadedModel::load(prev->model, &err);
+    if (!m) {
+      return error_reply(ErrorCode::kLoadFailed, "the previous bundle " + prev->dir_name +
+                                                     " does not load: " + err +
+                                                     "; the current one still serves");
+    }
+    store_.swap_previous();
+    model_ = m;
+    bundle_ = prev->dir_name;
+    spdlog::info("rolled back to {}", bundle_);
+    return {http::status::ok, {{"bundle", bundle_}, {"manifest", prev->manifest}}, 0};
+  }
+
+  Reply infer(const std::string& body) {
+    std::shared_ptr<LoadedModel> m;
+    std::string bundle;
+    {
+      const std::lock_guard lock(mu_);
+      m = model_;
+      bundle = bundle_;
+    }
+    if (!m) return error_reply(ErrorCode::kNoModel, "no model is deployed on this device");
+    const Json j = Json::parse(body, nullptr, false);
+    if (!j.is_object())
+      return error_reply(ErrorCode::kBadRequest, "the body must be a JSON object");
+    try {
+      Json out = m->infer(j);
+      telemetry_.record(out["ms"].get<double>());
+      out["bundle"] = bundle;
+      return {http::status::ok, std::move(out), 0};
+    } catch (const std::invalid_argument& e) {
+      return error_reply(ErrorCode::kBadInput, e.what());
+    }
+  }
+
+  Json status_message() {
+    Json j = telemetry_.sample();
+    const std::lock_guard lock(mu_);
+    j["bundle"] = model_ ? Json(bundle_) : Json(nullptr);
+    j["deploying"] = active_.empty() ? Json(nullptr) : Json(active_name_);
+    return j;
+  }
+
+  RateLimiter& limiter() { return limiter_; }
+  [[nodiscard]] bool token_ok(std::string_view given) const {
+    return constant_time_equal(given, token_);
+  }
+
+ private:
+  Store store_;
+  std::string token_;
+  TlsIdentity identity_;
+  RateLimiter limiter_;
+  Telemetry telemetry_;
+  std::mutex mu_;        // the fields below
+  std::mutex chunk_mu_;  // chunk writes and the commit's use of the upload
+  std::string active_;   // the upload under way, or ""
+  std::string active_name_;
+  Clock::time_point active_since_{};
+  bool committing_ = false;
+  std::shared_ptr<LoadedModel> model_;
+  std::string bundle_;
+};
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+void send(asio::io_context& ioc, TlsStream& stream, const Reply& r, unsigned version,
+          bool keep_alive) {
+  http::response<http::string_body> res{r.status, version};
+  res.set(http::field::server, "cellscope-agent");
+  res.set(http::field::content_type, "application/json");
+  if (r.retry_after > 0) res.set(http::field::retry_after, std::to_string(r.retry_after));
+  res.keep_alive(keep_alive);
+  res.body() = r.body.dump();
+  res.prepare_payload();
+  run_timed(ioc, beast::get_lowest_layer(stream), kSocketTimeout,
+            [&](auto done) { http::async_write(stream, res, done); });
+}
+
+// The telemetry stream: a JSON message a second until the peer goes away.
+void stream_status(Agent& agent, asio::io_context& ioc, TlsStream& tls,
+                   http::request_parser<http::string_body>& parser) {
+  websocket::stream<TlsStream&> ws(tls);
+  auto& lowest = beast::get_lowest_layer(tls);
+  run_timed(ioc, lowest, kSocketTimeout,
+            [&](auto done) { ws.async_accept(parser.release(), done); });
+  ws.text(true);
+  for (;;) {
+    const std::string msg = agent.status_message().dump();
+    run_timed(ioc, lowest, kSocketTimeout,
+              [&](auto done) { ws.async_write(asio::buffer(msg), done); });
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+void serve_connection(Agent& agent, ssl::context& ctx, tcp::socket accepted,
+                      std::atomic<size_t>& live) {
+  struct Count {
+    std::atomic<size_t>& n;
+    ~Count() { --n; }
+  } count{live};
+  beast::error_code ec;
+  const std::string peer = accepted.remote_endpoint(ec).address().to_string();
+  const auto proto = accepted.local_endpoint(ec).protocol();
+  asio::io_context ioc;  // this connection's
+  tcp::socket socket(ioc);
+  socket.assign(proto, accepted.release(ec), ec);
+  if (ec) return;
+  TlsStream tls(beast::tcp_stream(std::move(socket)), ctx);
+  auto& lowest = beast::get_lowest_layer(tls);
+  try {
+    run_timed(ioc, lowest, kSocketTimeout,
+              [&](auto done) { tls.async_handshake(ssl::stream_base::server, done); });
+    beast::flat_buffer buf;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(16 * 1024);
+      // Checked against Content-Length as the header is read; the body itself is read only
+      // after the token is.
+      parser.body_limit(kMaxJsonBody);
+      try {
+        run_timed(ioc, lowest, std::chrono::minutes(2),
+                  [&](auto done) { http::async_read_header(tls, buf, parser, done); });
+      } catch (const beast::system_error& e) {
+        if (e.code() == http::error::body_limit) {
+          send(ioc, tls, error_reply(ErrorCode::kTooLarge, "the body is larger than 64 MiB"), 11,
+               false);
+        }
+        return;  // closed, or idle too long
+      }
+      const auto& head = parser.get();
+      const unsigned version = head.version();
+      if (const int64_t wait = agent.limiter().wait(peer); wait > 0) {
+        Reply r =
+            error_reply(ErrorCode::kRateLimited, "too many failed authentications from " + peer +
+                                                     ": retry in " + std::to_string(wait) + " s");
+        r.retry_after = wait;
+        send(ioc, tls, r, version, false);
+        return;
+      }
+      const std::string auth(head[http::field::authorization]);
+      const bool bearer = auth.starts_with("Bearer ");
+      if (!bearer || !agent.token_ok(std::string_view(auth).substr(7))) {
+        agent.limiter().failed(peer);
+        spdlog::warn("refused {} {} from {}: {}", std::string(head.method_string()),
+                     std::string(head.target()), peer, bearer ? "wrong token" : "no token");
+        send(ioc, tls,
+             error_reply(ErrorCode::kUnauthorized,
+                         bearer ? "wrong token" : "no token (Authorization: Bearer TOKEN)"),
+             version, false);
+        return;
+      }
+      agent.limiter().succeeded(peer);
+      if (websocket::is_upgrade(head) && std::string(head.target()) == kPathStream) {
+        stream_status(agent, ioc, tls, parser);
+        return;
+      }
+      try {
+        run_timed(ioc, lowest, kSocketTimeout,
+                  [&](auto done) { http::async_read(tls, buf, parser, done); });
+      } catch (const beast::system_error& e) {
+        if (e.code() == http::error::body_limit) {
+          send(ioc, tls, error_reply(ErrorCode::kTooLarge, "the body is larger than 64 MiB"),
+               version, false);
+        }
+        return;
+      }
+      const bool keep = parser.get().keep_alive();
+      const Reply r = agent.handle(parser.get().base(), parser.get().body());
+      send(ioc, tls, r, version, keep);
+      if (!keep) break;
+    }
+    run_timed(ioc, lowest, std::chrono::seconds(5), [&](auto done) { tls.async_shutdown(done); });
+  } catch (const std::exception& e) {
+    spdlog::debug("connection from {}: {}", peer, e.what());
+  }
+}
+
+std::string read_token(const AgentOptions& options, const fs::path& state) {
+  std::string token;
+  if (!options.token_file.empty()) {
+    std::ifstream in(options.token_file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read the token file " + options.token_file);
+    std::getline(in, token);
+  } else if (const char* env = std::getenv("CELLSCOPE_AGENT_TOKEN"); env != nullptr) {
+    token = env;
+  } else {
+    const fs::path file = state / "token";
+    std::ifstream in(file, std::ios::binary);
+    if (in) {
+      std::getline(in, token);
+    } else {
+      token = random_hex(32);
+      server::write_file_atomic(file, token + "\n");
+      fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+      std::cerr << "cellscope agent: made a token in " << file.string()
+                << " (copy it to the host's token_file)\n";
+    }
+  }
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.size() < 16) throw std::runtime_error("the token must have at least 16 characters");
+  return token;
+}
+
+}  // namespace
+
+int run_agent(const AgentOptions& given) {
+  AgentOptions options = given;
+  if (options.state_dir.empty()) options.state_dir = default_state_dir();
+  const auto colon = options.listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "cellscope agent: error: --listen takes ADDR:PORT, got " << options.listen << "\n";
+    return 2;
+  }
+  std::string host = options.listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  const std::string port_text = options.listen.substr(colon + 1);
+  if (ec || port_text.empty() || port_text.size() > 5 ||
+      !std::ranges::all_of(port_text, ::isdigit) || std::stoi(port_text) > 65535) {
+    std::cerr << "cellscope agent: error: --listen takes an IP address and a port, got "
+              << options.listen << "\n";
+    return 2;
+  }
+  try {
+    Store probe(options.state_dir);  // creates the directories
+    (void)probe;
+    TlsIdentity id = load_or_create_identity(options.state_dir);
+    const std::string token = read_token(options, options.state_dir);
+    Agent agent(options, token, id);
+    agent.load_current();
+
+    ssl::context ctx(ssl::context::tls_server);
+    ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    ctx.use_certificate_chain_file(id.cert_file.string());
+    ctx.use_private_key_file(id.key_file.string(), ssl::context::pem);
+
+    asio::io_context ioc;
+    tcp::acceptor acceptor(ioc,
+                           tcp::endpoint(address, static_cast<uint16_t>(std::stoi(port_text))));
+    std::atomic<size_t> live{0};
+    std::function<void()> accept = [&] {
+      acceptor.async_accept([&](beast::error_code aec, tcp::socket s) {
+        if (aec) {
+          if (aec != asio::error::operation_aborted) accept();
+          return;
+        }
+        if (live.load() >= options.max_connections) {
+          spdlog::warn("refused a connection: {} are open", live.load());
+          s.close(aec);
+        } else {
+          ++live;
+          std::thread(serve_connection, std::ref(agent), std::ref(ctx), std::move(s),
+                      std::ref(live))
+              .detach();
+        }
+        accept();
+      });
+    };
+    accept();
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    signals.async_wait([&](beast::error_code, int sig) {
+      spdlog::info("signal {}: stopping", sig);
+      ioc.stop();
+    });
+    const auto ep = acceptor.local_endpoint();
+    std::cout << "cellscope agent: listening on https://"
+              << (ep.address().is_v6() ? "[" + ep.address().to_string() + "]"
+                                       : ep.address().to_string())
+              << ":" << ep.port() << " (state " << options.state_dir.string()
+              << ", certificate SHA-256 " << id.fingerprint << ")" << std::endl;
+    ioc.run();
+    std::_Exit(0);  // connection threads are detached; the store is consistent at any moment
+  } catch (const std::exception& e) {
+    std::cerr << "cellscope agent: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace cellscope::agent
