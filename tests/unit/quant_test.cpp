@@ -294,9 +294,9 @@ graphcore::AnalysisResult analyze(const std::string& text, const graphcore::Tens
 
 }  // namespace
 
-// Int8 execution of a conv net (stride, padding, groups, dilation, Dense with bias; the convs
-// without bias: a MindIR-imported Conv2D has no has_bias attribute and the float kernel drops
-// its bias today, which would make the round trip below differ at fp32 already): every quantised
+// Int8 execution of a conv net (stride, padding, groups, dilation, a conv and a Dense with
+// bias: the round trip below also checks that a MindIR-imported Conv2D keeps its bias): every
+// quantised
 // node's output is its int32 sum dequantised, which equals the float kernel run on the
 // dequantised operands up to float rounding and the bias's int32 rounding (half a step of s_x *
 // s_w); the table found by weight names matches every quantised node.
@@ -308,7 +308,7 @@ from mindspore import nn, ops
 class Net(nn.Cell):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, stride=2, pad_mode='pad', padding=1)
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, pad_mode='pad', padding=1, has_bias=True)
         self.conv2 = nn.Conv2d(8, 8, 3, group=2, dilation=2, pad_mode='same')
         self.flat = nn.Flatten()
         self.fc = nn.Dense(128, 5)

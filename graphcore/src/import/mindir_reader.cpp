@@ -1058,6 +1058,15 @@ class Reader {
       return std::nullopt;
     }
     prev.params.push_back(in[1].param);
+    // The semantic layer's kernels add the bias only when the node says it has one (nn.Conv2d's
+    // has_bias defaults to False, nn.Dense's to True).
+    auto has_bias =
+        std::ranges::find_if(prev.attrs, [](const Attr& a) { return a.name == "has_bias"; });
+    if (has_bias != prev.attrs.end()) {
+      has_bias->value = true;
+    } else {
+      prev.attrs.push_back(Attr{"has_bias", true});
+    }
     const Dim numel = prev.outputs.at(0).shape.num_elements();
     if (numel.is_known()) prev.flops += static_cast<double>(numel.value());
     auto abs = abstract_of(n);
