@@ -111,7 +111,9 @@ struct DeployCommandOptions {
   std::string model;
   std::string device;  // a name in mindspore_config.json's devices; empty: the only one
   bool rollback = false;
-  std::string name;  // the model's name on the device; empty: the file's name
+  bool watch = false;             // print the device's telemetry stream, a JSON line a message
+  std::string progress = "text";  // "json": progress events as JSON lines on stdout
+  std::string name;               // the model's name on the device; empty: the file's name
   uint64_t chunk_kib = 2048;
   int64_t retry_for = 120;  // seconds a dropped link is retried
   int64_t chunk_delay_ms = 0;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/agent.h"
 #include "agent/protocol.h"
@@ -27,8 +28,56 @@ using Json = nlohmann::json;
 
 namespace {
 
-void deploy_error(const std::string& message) {
+// `--progress json`: one JSON object a line on stdout, flushed (a parent process reads it live).
+bool g_json = false;
+
+void emit(const Json& event) {
+  if (g_json) std::cout << event.dump() << std::endl;  // NOLINT(performance-avoid-endl)
+}
+
+void deploy_error(const std::string& message, const std::string& code = "error") {
   std::cerr << "cellscope deploy: error: " << message << "\n";
+  emit({{"phase", "error"}, {"code", code}, {"message", message}});
+}
+
+// `--watch`: the agent's telemetry stream, one JSON line a message on stdout, until killed. A link
+// that drops is reconnected for `retry_for` seconds after the last message; a refusal (changed
+// fingerprint, wrong token) ends it at once.
+int watch_device(agent::Client& client, const DeviceConfig& device,
+                 std::chrono::seconds retry_for) {
+  auto last_message = std::chrono::steady_clock::now();
+  auto backoff = std::chrono::milliseconds(500);
+  bool announced = false;
+  for (;;) {
+    try {
+      client.stream(std::string(agent::kPathStream), std::chrono::seconds(10),
+                    [&](const std::string& text) {
+                      const Json j = Json::parse(text, nullptr, false);
+                      if (j.is_discarded()) return true;  // not JSON: not ours to relay
+                      if (!announced) {
+                        std::cerr << "cellscope deploy: watching " << device.name << " ("
+                                  << device.address << ")\n";
+                        announced = true;
+                      }
+                      std::cout << j.dump() << std::endl;  // NOLINT(performance-avoid-endl)
+                      last_message = std::chrono::steady_clock::now();
+                      backoff = std::chrono::milliseconds(500);
+                      return static_cast<bool>(std::cout);
+                    });
+      return kExitOk;  // stdout closed: nobody reads any more
+    } catch (const agent::TransportError& e) {
+      if (std::chrono::steady_clock::now() - last_message + backoff > retry_for) {
+        std::cerr << "cellscope deploy: error: device '" << device.name << "' (" << device.address
+                  << ") is unreachable: " << e.what() << " (gave up after " << retry_for.count()
+                  << " s)\n";
+        return kExitErrors;
+      }
+      std::cerr << "cellscope deploy: " << e.what() << "; reconnecting\n";
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+      announced = false;
+    }
+  }
 }
 
 fs::path home_dir() {
@@ -76,14 +125,16 @@ fs::path known_devices_file() {
 }
 
 int run_deploy(const DeployCommandOptions& options) {
+  g_json = options.progress == "json";
   // The device: mindspore_config.json nearest to the model (else the current directory).
   const fs::path model_dir = fs::path(options.model).parent_path();
   ProjectConfig config = load_project_config(model_dir.empty() ? fs::path(".") : model_dir);
   if (config.file.empty()) config = load_project_config(".");
   for (const auto& d : config.diagnostics) {
-    if (d.code == "invalid-config")
+    if (d.code == "invalid-config") {
       std::cerr << display_path(config.file) << ":" << d.range.start.line + 1
                 << ": warning: " << d.message << "\n";
+    }
   }
   if (config.devices.empty()) {
     deploy_error("no devices: add \"devices\": [{\"name\", \"address\", \"token_file\"}] to " +
@@ -143,9 +194,17 @@ int run_deploy(const DeployCommandOptions& options) {
     }
   };
   agent::Client client(device->address, token, check);
-  auto progress = [](const std::string& m) { std::cerr << "cellscope deploy: " << m << "\n"; };
+  auto progress = [](const std::string& m) {
+    std::cerr << "cellscope deploy: " << m << "\n";
+    emit({{"phase", "message"}, {"message", m}});
+  };
 
   try {
+    if (options.watch) {
+      g_json = false;  // stdout carries the telemetry lines only
+      return watch_device(client, *device, std::chrono::seconds(options.retry_for));
+    }
+    emit({{"phase", "connect"}, {"device", device->name}, {"address", device->address}});
     if (options.rollback) {
       const Json r = agent::with_retries(
           [&] {
@@ -154,7 +213,14 @@ int run_deploy(const DeployCommandOptions& options) {
             return resp.body;
           },
           std::chrono::seconds(options.retry_for), progress);
-      std::cout << "rolled back " << device->name << " to " << r.value("bundle", "") << "\n";
+      if (g_json) {
+        emit({{"phase", "done"},
+              {"rollback", true},
+              {"device", device->name},
+              {"bundle", r.value("bundle", "")}});
+      } else {
+        std::cout << "rolled back " << device->name << " to " << r.value("bundle", "") << "\n";
+      }
       return kExitOk;
     }
 
@@ -192,6 +258,7 @@ int run_deploy(const DeployCommandOptions& options) {
             "mindspore_config.json)");
         return kExitUsage;
       }
+      emit({{"phase", "export"}, {"file", options.model}});
       const int rc = run_export(ex);
       if (rc != kExitOk) {
         deploy_error("the export failed: nothing was sent");
@@ -211,18 +278,32 @@ int run_deploy(const DeployCommandOptions& options) {
     if (options.fault_corrupt_chunk >= 0)
       up.corrupt_chunk = static_cast<uint64_t>(options.fault_corrupt_chunk);
     up.progress = progress;
+    if (g_json) up.event = [](const Json& e) { emit(e); };
     const Json r = agent::upload_and_commit(client, file, up);
     const Json& m = r.contains("manifest") ? r["manifest"] : Json::object();
+    if (g_json) {
+      Json done = {{"phase", "done"},
+                   {"device", device->name},
+                   {"address", device->address},
+                   {"name", up.name},
+                   {"bundle", r.value("bundle", "")},
+                   {"sha256", m.value("sha256", "")},
+                   {"already_current", r.value("already_current", false)}};
+      if (m.contains("check")) done["check"] = m["check"];
+      emit(done);
+      return kExitOk;
+    }
     std::cout << "deployed " << up.name << " to " << device->name << " (" << device->address
               << "): bundle " << r.value("bundle", "") << ", sha256 " << m.value("sha256", "")
               << "\n";
     if (m.contains("check")) std::cout << "check: " << m["check"].dump() << "\n";
     return kExitOk;
   } catch (const agent::DeployError& e) {
-    deploy_error(e.what() + (e.code().empty() ? std::string() : " [" + e.code() + "]"));
+    deploy_error(e.what() + (e.code().empty() ? std::string() : " [" + e.code() + "]"),
+                 e.code().empty() ? "error" : e.code());
     return kExitErrors;
   } catch (const agent::TransportError& e) {
-    deploy_error(e.what());
+    deploy_error(e.what(), "unreachable");
     return kExitErrors;
   }
 }

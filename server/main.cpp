@@ -370,6 +370,14 @@ int main(int argc, char** argv) {
                          "The device's name in mindspore_config.json (default: the only one)");
   deploy_cmd->add_flag("--rollback", deploy.rollback,
                        "Switch the device back to its previous bundle (no model argument)");
+  deploy_cmd->add_flag("--watch", deploy.watch,
+                       "Print the device's telemetry (fps, latency, RSS, power) as one JSON line a "
+                       "second on stdout until killed (docs/deploy.md)");
+  deploy_cmd
+      ->add_option("--progress", deploy.progress,
+                   "text: progress on stderr; json: also one JSON object a line on stdout (phase "
+                   "connect/export/upload/commit/done/error) for editors")
+      ->check(CLI::IsMember({"text", "json"}));
   deploy_cmd->add_option("--name", deploy.name,
                          "The model's name on the device (default: the file's name; a plain "
                          "file name ending in .mindir)");
@@ -512,8 +520,9 @@ int main(int argc, char** argv) {
     }
   }
   if (deploy_cmd->parsed()) {
-    if (deploy.rollback != deploy.model.empty()) {
-      std::cerr << "cellscope deploy: error: give a model file, or --rollback without one\n";
+    if ((deploy.rollback ? 1 : 0) + (deploy.watch ? 1 : 0) + (deploy.model.empty() ? 0 : 1) != 1) {
+      std::cerr << "cellscope deploy: error: give a model file, or --rollback or --watch without "
+                   "one\n";
       return kExitUsage;
     }
     if (!deploy.model.empty() && !deploy.rollback) {

@@ -10,6 +10,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -24,6 +26,7 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 using Json = nlohmann::json;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
@@ -127,6 +130,49 @@ Response Client::request(const std::string& method, const std::string& target,
   return r;
 }
 
+void Client::stream(const std::string& target, std::chrono::seconds idle,
+                    const std::function<bool(const std::string&)>& on_message) {
+  impl_->connect();  // a connection of its own: pinned before anything is sent
+  TlsStream& tls = *impl_->stream;
+  auto& lowest = beast::get_lowest_layer(tls);
+  struct Drop {
+    Impl& impl;
+    ~Drop() { impl.stream.reset(); }
+  } drop{*impl_};
+  websocket::stream<TlsStream&> ws(tls);
+  const std::string auth = "Bearer " + impl_->token;
+  ws.set_option(websocket::stream_base::decorator([&auth](websocket::request_type& req) {
+    req.set(http::field::authorization, auth);
+    req.set(http::field::user_agent, "cellscope-deploy");
+  }));
+  websocket::response_type res;
+  try {
+    run_timed(impl_->ioc, lowest, impl_->timeout,
+              [&](auto done) { ws.async_handshake(res, impl_->host, target, done); });
+  } catch (const beast::system_error& e) {
+    if (e.code() == websocket::error::upgrade_declined && res.result_int() != 0) {
+      Response r;
+      r.status = static_cast<int>(res.result_int());
+      r.body = Json::parse(res.body(), nullptr, false);
+      throw_if_error(r);
+    }
+    throw TransportError("the link to " + impl_->address + " failed: " + e.code().message());
+  }
+  beast::flat_buffer buf;
+  for (;;) {
+    buf.clear();
+    try {
+      run_timed(impl_->ioc, lowest, idle, [&](auto done) { ws.async_read(buf, done); });
+    } catch (const beast::system_error& e) {
+      const std::string why = e.code() == beast::error::timeout
+                                  ? "no message for " + std::to_string(idle.count()) + " s"
+                                  : e.code().message();
+      throw TransportError("the stream from " + impl_->address + " stopped: " + why);
+    }
+    if (!on_message(beast::buffers_to_string(buf.data()))) return;
+  }
+}
+
 void throw_if_error(const Response& r) {
   if (r.status >= 200 && r.status < 300) return;
   std::string code = "http-" + std::to_string(r.status);
@@ -213,6 +259,22 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
                              std::to_string(chunks) + " chunks already on the device");
     }
     first_begin = false;
+    uint64_t bytes_done = 0;
+    for (uint64_t i = 0; i < chunks; ++i) {
+      if (have[i]) bytes_done += std::min(chunk_bytes, size - i * chunk_bytes);
+    }
+    uint64_t chunks_done = already;
+    auto upload_event = [&] {
+      if (options.event) {
+        options.event({{"phase", "upload"},
+                       {"upload", id},
+                       {"chunks_done", chunks_done},
+                       {"chunks_total", chunks},
+                       {"bytes_done", bytes_done},
+                       {"bytes_total", size}});
+      }
+    };
+    upload_event();
     bool link_failed = false;
     std::string data;
     for (uint64_t i = 0; i < chunks && !link_failed; ++i) {
@@ -251,9 +313,13 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
       last_progress = std::chrono::steady_clock::now();
       backoff = std::chrono::milliseconds(500);
       say("sent chunk " + std::to_string(i + 1) + "/" + std::to_string(chunks));
+      ++chunks_done;
+      bytes_done += data.size();
+      upload_event();
       if (options.chunk_delay.count() > 0) std::this_thread::sleep_for(options.chunk_delay);
     }
     if (link_failed) continue;  // begin again: the agent says what it has
+    if (options.event) options.event({{"phase", "commit"}, {"upload", id}});
     try {
       Response r = client.request("POST", std::string(kPathUploads) + "/" + id + "/commit", "");
       if (r.status == 409 && r.body.is_object() &&

@@ -54,6 +54,12 @@ class Client {
   // next request reconnects).
   Response request(const std::string& method, const std::string& target, const std::string& body,
                    const std::string& chunk_sha = "");
+  // Upgrades a new connection to a WebSocket on `target` (same pinning and token as request) and
+  // calls `on_message` with each text message until it returns false. Throws TransportError when
+  // the link fails or no message came for `idle` (the connection is then dropped), DeployError
+  // when the agent refuses the upgrade (its HTTP status).
+  void stream(const std::string& target, std::chrono::seconds idle,
+              const std::function<bool(const std::string&)>& on_message);
   void disconnect();
 
  private:
@@ -71,6 +77,11 @@ struct UploadOptions {
   std::chrono::milliseconds chunk_delay{0};
   std::optional<uint64_t> corrupt_chunk;  // test-only: flip a byte of this chunk's first send
   std::function<void(const std::string&)> progress;
+  // Machine-readable progress (`cellscope deploy --progress json`): {"phase": "upload",
+  // "chunks_done", "chunks_total", "bytes_done", "bytes_total", "upload"} after the begin and after
+  // each chunk;
+  // {"phase": "commit"} before the commit (the device checks, loads and switches).
+  std::function<void(const nlohmann::json&)> event;
 };
 
 // Uploads and commits `file`; returns the commit's answer ({"bundle", "manifest"}). Throws

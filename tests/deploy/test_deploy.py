@@ -246,6 +246,73 @@ class DeployTier(unittest.TestCase):
         self.assertTrue(m["power_w"] == "n/a" or m["power_w"] >= 0)
         self.assertTrue(m["bundle"].endswith("-small.mindir"))
 
+    def test_progress_json(self):
+        a = self.agent()
+        rc, out, err = self.deploy(self.big, "--chunk-kib", "1024", "--progress", "json")
+        self.assertEqual(rc, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]  # every stdout line is JSON
+        phases = [e["phase"] for e in events if e["phase"] != "message"]
+        self.assertEqual(phases[0], "connect")
+        self.assertEqual(events[0]["device"], "edge")
+        uploads = [e for e in events if e["phase"] == "upload"]
+        size = os.path.getsize(self.big)
+        total = -(-size // (1024 * 1024))
+        self.assertEqual([u["chunks_done"] for u in uploads], list(range(total + 1)))
+        self.assertTrue(all(u["chunks_total"] == total and u["bytes_total"] == size
+                            for u in uploads))
+        self.assertEqual(uploads[-1]["bytes_done"], size)
+        self.assertEqual(phases[-2:], ["commit", "done"])
+        done = events[-1]
+        self.assertEqual(done["sha256"], hashlib.sha256(open(self.big, "rb").read()).hexdigest())
+        self.assertEqual(done["bundle"], self.infer_first(a)[0])
+        # A refusal is the last line: its code and message.
+        rc, out, err = self.deploy(self.broken, "--progress", "json")
+        self.assertEqual(rc, 1)
+        last = json.loads(out.splitlines()[-1])
+        self.assertEqual((last["phase"], last["code"]), ("error", "load-failed"))
+        self.assertIn(last["message"], err)
+        rc, out, err = self.deploy(None, "--rollback", "--progress", "json")
+        self.assertEqual(rc, 1)  # nothing to roll back to: the broken one never served
+        self.assertEqual(json.loads(out.splitlines()[-1])["code"], "no-previous")
+
+    def test_watch_prints_telemetry_lines(self):
+        a = self.agent()
+        self.assertEqual(self.deploy(self.small)[0], 0)
+        for _ in range(5):
+            self.infer_first(a)
+        p = self.deploy(None, "--watch", "--retry-for", "3", wait=False)
+        lines = [p.stdout.readline() for _ in range(2)]
+        m = json.loads(lines[0])
+        self.assertEqual(m["type"], "telemetry")
+        self.assertGreaterEqual(m["inferences"], 5)
+        self.assertGreaterEqual(m["latency_ms"]["p99"], m["latency_ms"]["p50"])
+        self.assertTrue(m["bundle"].endswith("-small.mindir"))
+        self.assertTrue(m["power_w"] == "n/a" or m["power_w"] >= 0)
+        self.assertEqual(json.loads(lines[1])["type"], "telemetry")
+        # The device goes away: the watch retries, then says so and exits 1.
+        a.stop()
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("device 'edge' (" + AGENT_IP, err)
+        self.assertIn("is unreachable", err)
+        # Nothing listens: the same, from the start.
+        rc, out, err = self.deploy(None, "--watch", "--retry-for", "2")
+        self.assertEqual((rc, out), (1, ""))
+        self.assertIn("is unreachable", err)
+
+    def test_watch_refuses_a_changed_fingerprint(self):
+        a = self.agent()
+        home = tempfile.mkdtemp(prefix="home-", dir=self.tmp)
+        known = os.path.join(home, ".config", "cellscope")
+        os.makedirs(known)
+        old = ":".join(["AB"] * 32)
+        with open(os.path.join(known, "known_devices.json"), "w") as f:
+            json.dump({"devices": {f"{AGENT_IP}:{a.port}": {"name": "edge", "fingerprint": old}}}, f)
+        p = self.deploy(None, "--watch", wait=False, home=home)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual((p.returncode, out), (1, ""), err)
+        self.assertIn("has changed: pinned SHA-256 " + old + ", now " + a.fingerprint, err)
+
     # ---- faults ------------------------------------------------------------------------------
 
     def test_kill9_mid_transfer_resumes(self):
