@@ -41,6 +41,10 @@ import {
   type ExportFormat,
   type ExportResult,
 } from './export';
+import {
+  bundleModel, deployArgs, deviceItem, devicePicks, deviceStatusText, deviceStatusTooltip, LineSplitter,
+  parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
+} from './deploy';
 import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
 import { GraphPanel, type VisualizeResult } from './panel';
 import { CrashHistory, crashReport, describeExit, formatDuration, type ExitInfo } from './restart';
@@ -813,6 +817,188 @@ async function runArtifactAction(action: ArtifactAction): Promise<void> {
   }
 }
 
+// ---- deploy to a device: `cellscope deploy --progress json`, then `--watch` ------------------------
+
+let deviceLog: vscode.OutputChannel | undefined;
+let deviceItemBar: vscode.StatusBarItem | undefined;
+let watchProc: cp.ChildProcess | undefined;
+let watched: { device: DevicePick; model: string; cwd: string } | undefined;
+
+function devLog(line: string): void {
+  deviceLog ??= vscode.window.createOutputChannel('MindSpore Device');
+  deviceLog.appendLine(line);
+}
+
+/** The folder whose mindspore_config.json names the devices: the model's workspace folder, else
+ * the first that has one. */
+function deviceConfigFolder(model: string | undefined): string | undefined {
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+  const own = model ? vscode.workspace.getWorkspaceFolder(vscode.Uri.file(model))?.uri.fsPath : undefined;
+  for (const f of own ? [own, ...folders] : folders) {
+    if (fs.existsSync(path.join(f, 'mindspore_config.json'))) return f;
+  }
+  return undefined;
+}
+
+/** Runs `cellscope ARGS` in `cwd`; each stdout line to `onLine`, stderr to the device log.
+ * Resolves with the exit code (null when killed). */
+function runCellscope(bin: string, args: string[], cwd: string, onLine: (line: string) => void,
+  started?: (p: cp.ChildProcess) => void): Promise<number | null> {
+  devLog(`$ cellscope ${args.join(' ')}`);
+  return new Promise((resolve, reject) => {
+    const p = cp.spawn(bin, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    started?.(p);
+    const out = new LineSplitter();
+    const err = new LineSplitter();
+    p.stdout.setEncoding('utf8');
+    p.stderr.setEncoding('utf8');
+    p.stdout.on('data', (d: string) => { for (const l of out.push(d)) onLine(l); });
+    p.stderr.on('data', (d: string) => { for (const l of err.push(d)) devLog(l); });
+    p.on('error', reject);
+    p.on('close', (code) => resolve(code));
+  });
+}
+
+async function cmdDeploy(): Promise<void> {
+  const found = discover();
+  if (!found.ok) {
+    void vscode.window.showErrorMessage(`MindSpore: Deploy needs the cellscope executable. ${FIX_HINT}`);
+    return;
+  }
+  // The model: an opened .mindir as it is; a .py's Cell under the cursor exported first (the same
+  // export as "MindSpore: Export MindIR": the config's inputs, the Cell under the cursor).
+  const active = vscode.window.activeTextEditor?.document.uri;
+  const tab = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+  const opened = tab instanceof vscode.TabInputCustom ? tab.uri : active;
+  let model: string | undefined;
+  if (opened?.scheme === 'file' && opened.fsPath.endsWith('.mindir')) model = opened.fsPath;
+  const folder = deviceConfigFolder(model ?? pythonEditor()?.document.uri.fsPath);
+  const config: unknown = folder
+    ? (() => { try { return JSON.parse(fs.readFileSync(path.join(folder, 'mindspore_config.json'), 'utf8')); } catch { return undefined; } })()
+    : undefined;
+  const { devices, problems } = devicePicks(config ?? {});
+  for (const p of problems) devLog(`mindspore_config.json: ${p}`);
+  if (devices.length === 0 || !folder) {
+    void vscode.window.showErrorMessage(
+      'MindSpore: no device to deploy to: add "devices": [{"name", "address", "token_file"}] to mindspore_config.json (docs/deploy.md).');
+    return;
+  }
+  const picked = devices.length === 1 ? deviceItem(devices[0])
+    : await vscode.window.showQuickPick(devices.map(deviceItem), { title: 'MindSpore: Deploy to device', placeHolder: 'The device' });
+  if (!picked) return;
+  const device = picked.device;
+  if (!model) {
+    if (!pythonEditor()) {
+      void vscode.window.showInformationMessage('MindSpore: Deploy sends an opened .mindir, or the Cell under the cursor of a Python model file: open one first.');
+      return;
+    }
+    const r = await cmdExport('mindir');
+    if (!r || r.status !== 'written') return;
+    model = r.path;
+  }
+  const title = `MindSpore: Deploy ${path.basename(model)} to ${device.name}`;
+  let failure: { code: string; message: string } | undefined;
+  let bundle = '';
+  const code = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+    async (progress, cancel) => {
+      let last = 0;
+      let child: cp.ChildProcess | undefined;
+      const sub = cancel.onCancellationRequested(() => { child?.kill('SIGTERM'); });
+      try {
+        return await runCellscope(found.path, deployArgs(model as string, device.name), folder, (line) => {
+          devLog(line);
+          const e = parseProgressLine(line);
+          if (!e) return;
+          if (e.phase === 'error') failure = { code: e.code, message: e.message };
+          if (e.phase === 'done') bundle = e.bundle;
+          const r = progressReport(e);
+          const increment = r.percent !== undefined ? Math.max(0, r.percent - last) : undefined;
+          if (r.percent !== undefined) last = Math.max(last, r.percent);
+          if (r.message !== undefined || increment) progress.report({ message: r.message, increment });
+        }, (p) => { child = p; });
+      } finally {
+        sub.dispose();
+      }
+    },
+  ).then((c) => c, (e: unknown) => { failure = { code: 'spawn', message: errorText(e) }; return -1; });
+  if (code !== 0) {
+    const msg = failure ? `${failure.message} [${failure.code}]` : code === null ? 'cancelled' : `cellscope deploy exited with ${code}`;
+    if (code !== null || failure) {
+      void vscode.window.showErrorMessage(`${title} failed: ${msg}`, 'Show Log').then((p) => { if (p) deviceLog?.show(true); });
+    }
+    devLog(`deploy: ${msg}`);
+    return;
+  }
+  void vscode.window.showInformationMessage(`MindSpore: ${device.name} serves ${bundle}.`);
+  startWatch(found.path, device, bundleModel(bundle), folder);
+}
+
+function stopWatch(): void {
+  const p = watchProc;
+  watchProc = undefined;
+  watched = undefined;
+  if (p && p.exitCode === null) p.kill('SIGTERM');
+  deviceItemBar?.hide();
+}
+
+function startWatch(bin: string, device: DevicePick, model: string, cwd: string): void {
+  stopWatch();
+  watched = { device, model, cwd };
+  if (!deviceItemBar) {
+    deviceItemBar = vscode.window.createStatusBarItem('cellscope.device', vscode.StatusBarAlignment.Left, 49);
+    deviceItemBar.name = 'MindSpore device';
+    deviceItemBar.command = 'cellscope.deviceActions';
+  }
+  deviceItemBar.text = deviceStatusText(model, device.name);
+  deviceItemBar.tooltip = deviceStatusTooltip(device.name);
+  deviceItemBar.show();
+  const me = watched;
+  void runCellscope(bin, watchArgs(device.name), cwd, (line) => {
+    devLog(line);
+    const t = parseTelemetry(line);
+    if (!t || watched !== me || !deviceItemBar) return;
+    const shown = bundleModel(t.bundle) || model;
+    deviceItemBar.text = deviceStatusText(shown, device.name, t);
+    deviceItemBar.tooltip = deviceStatusTooltip(device.name, t);
+  }, (p) => { watchProc = p; }).then((code) => {
+    if (watched !== me) return;  // stopped, or another watch replaced it
+    watched = undefined;
+    deviceItemBar?.hide();
+    if (code !== null) {
+      void vscode.window.showErrorMessage(
+        `MindSpore: the telemetry of ${device.name} stopped (exit ${code}); see the device log.`, 'Show Log',
+      ).then((p) => { if (p) deviceLog?.show(true); });
+    }
+  }, (e: unknown) => devLog(`watch: ${errorText(e)}`));
+}
+
+async function cmdDeviceActions(): Promise<void> {
+  const w = watched;
+  if (!w) return;
+  const pick = await vscode.window.showQuickPick(['Show Device Log', 'Stop', 'Roll Back'],
+    { title: `MindSpore: ${w.model} on ${w.device.name}` });
+  if (pick === 'Show Device Log') deviceLog?.show(true);
+  if (pick === 'Stop') stopWatch();
+  if (pick === 'Roll Back') {
+    const found = discover();
+    if (!found.ok) return;
+    let failure = '';
+    let bundle = '';
+    const code = await runCellscope(found.path, rollbackArgs(w.device.name), w.cwd, (line) => {
+      devLog(line);
+      const e = parseProgressLine(line);
+      if (e?.phase === 'error') failure = `${e.message} [${e.code}]`;
+      if (e?.phase === 'done') bundle = e.bundle;
+    }).catch((e: unknown) => { failure = errorText(e); return -1; });
+    if (code === 0) {
+      void vscode.window.showInformationMessage(`MindSpore: ${w.device.name} rolled back to ${bundle}.`);
+    } else {
+      void vscode.window.showErrorMessage(`MindSpore: the rollback of ${w.device.name} failed: ${failure || `exit ${code}`}`);
+    }
+  }
+}
+
 // ---- activation ---------------------------------------------------------------------------------
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -839,8 +1025,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('cellscope.selectTarget', () => cmdSelectTarget());
   reg('cellscope.showOutput', () => output.show(true));
   reg('cellscope.restartServer', () => cmdRestartServer());
-  reg('cellscope.deployToDevice', () =>
-    vscode.window.showInformationMessage('MindSpore: Deploy to Ascend Device needs the device deployment support of cellscope, which this version does not include yet.'));
+  reg('cellscope.deployToDevice', () => cmdDeploy());
+  reg('cellscope.deviceActions', () => cmdDeviceActions());
   reg('cellscope.exportMindIR', () => cmdExport('mindir'));
   reg('cellscope.exportONNX', () => cmdExport('onnx'));
 
@@ -893,6 +1079,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     { dispose: () => { GraphPanel.current?.dispose(); } },
+    { dispose: () => { stopWatch(); deviceItemBar?.dispose(); deviceLog?.dispose(); } },
   );
   const watcher = vscode.workspace.createFileSystemWatcher('**/mindspore_config.json');
   context.subscriptions.push(watcher, watcher.onDidChange(updateStatus), watcher.onDidCreate(updateStatus), watcher.onDidDelete(updateStatus));

@@ -1,0 +1,193 @@
+// "MindSpore: Deploy to Ascend Device": the pure parts (no `vscode` import, unit-tested). The
+// devices of mindspore_config.json, the command lines of `cellscope deploy`, its `--progress json`
+// lines and `--watch` telemetry lines (docs/deploy.md), and the status bar text. extension.ts
+// spawns the processes and shows the notification, the QuickPick, the status item and the log.
+
+/** A device of mindspore_config.json's `devices` (docs/deploy.md, "Configuring devices"). */
+export interface DevicePick {
+  name: string;
+  address: string;
+  target: string;
+}
+
+/** The usable devices of a parsed mindspore_config.json and what is wrong with the others (the
+ * CLI skips the same entries: `name` and `address` HOST:PORT required, exactly one of
+ * `token_file` / `token_env`). */
+export function devicePicks(config: unknown): { devices: DevicePick[]; problems: string[] } {
+  const devices: DevicePick[] = [];
+  const problems: string[] = [];
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    return { devices, problems: ['mindspore_config.json does not hold a JSON object'] };
+  }
+  const list = (config as Record<string, unknown>).devices;
+  if (list === undefined) return { devices, problems };
+  if (!Array.isArray(list)) return { devices, problems: ['"devices" in mindspore_config.json is not a list'] };
+  list.forEach((d: unknown, i) => {
+    const o = (typeof d === 'object' && d !== null ? d : {}) as Record<string, unknown>;
+    const where = `devices[${i}]`;
+    if (typeof o.name !== 'string' || o.name === '') {
+      problems.push(`${where}: no "name"`);
+      return;
+    }
+    if (typeof o.address !== 'string' || !/^.+:\d+$/.test(o.address)) {
+      problems.push(`${where} (${o.name}): "address" must be HOST:PORT`);
+      return;
+    }
+    if ((typeof o.token_file === 'string') === (typeof o.token_env === 'string')) {
+      problems.push(`${where} (${o.name}): give exactly one of "token_file" or "token_env"`);
+      return;
+    }
+    if (devices.some((x) => x.name === o.name)) {
+      problems.push(`${where}: a second device named "${o.name}"`);
+      return;
+    }
+    devices.push({ name: o.name, address: o.address, target: typeof o.target === 'string' ? o.target : 'cpu' });
+  });
+  return { devices, problems };
+}
+
+/** A QuickPick item of a device. */
+export function deviceItem(d: DevicePick): { label: string; description: string; device: DevicePick } {
+  return { label: d.name, description: `${d.address} · ${d.target}`, device: d };
+}
+
+export function deployArgs(model: string, device: string): string[] {
+  return ['deploy', model, '--device', device, '--progress', 'json'];
+}
+export function watchArgs(device: string): string[] {
+  return ['deploy', '--watch', '--device', device];
+}
+export function rollbackArgs(device: string): string[] {
+  return ['deploy', '--rollback', '--device', device, '--progress', 'json'];
+}
+
+/** A `--progress json` line (docs/deploy.md: the phases). */
+export type DeployEvent =
+  | { phase: 'export'; file: string }
+  | { phase: 'connect'; device: string; address: string }
+  | { phase: 'upload'; chunksDone: number; chunksTotal: number; bytesDone: number; bytesTotal: number }
+  | { phase: 'commit' }
+  | { phase: 'message'; message: string }
+  | { phase: 'done'; bundle: string; name?: string; rollback: boolean; alreadyCurrent: boolean }
+  | { phase: 'error'; code: string; message: string };
+
+/** A line of `cellscope deploy --progress json`, or undefined for anything else (not JSON, an
+ * unknown phase, missing fields). */
+export function parseProgressLine(line: string): DeployEvent | undefined {
+  let j: unknown;
+  try {
+    j = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof j !== 'object' || j === null) return undefined;
+  const o = j as Record<string, unknown>;
+  const str = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
+  const num = (k: string) => (typeof o[k] === 'number' && Number.isFinite(o[k]) ? (o[k] as number) : undefined);
+  switch (o.phase) {
+    case 'export': return { phase: 'export', file: str('file') ?? '' };
+    case 'connect': return { phase: 'connect', device: str('device') ?? '', address: str('address') ?? '' };
+    case 'upload': {
+      const [cd, ct, bd, bt] = [num('chunks_done'), num('chunks_total'), num('bytes_done'), num('bytes_total')];
+      if (cd === undefined || ct === undefined || bd === undefined || bt === undefined) return undefined;
+      return { phase: 'upload', chunksDone: cd, chunksTotal: ct, bytesDone: bd, bytesTotal: bt };
+    }
+    case 'commit': return { phase: 'commit' };
+    case 'message': return str('message') !== undefined ? { phase: 'message', message: str('message') as string } : undefined;
+    case 'done': {
+      const e: DeployEvent = { phase: 'done', bundle: str('bundle') ?? '', rollback: o.rollback === true, alreadyCurrent: o.already_current === true };
+      if (str('name') !== undefined) e.name = str('name');
+      return e;
+    }
+    case 'error': return { phase: 'error', code: str('code') ?? 'error', message: str('message') ?? 'the deployment failed' };
+    default: return undefined;
+  }
+}
+
+function mib(bytes: number): string {
+  return (bytes / (1024 * 1024)).toFixed(1);
+}
+
+/** What the progress notification shows for an event: its message, and the upload's share of the
+ * bar in percent (0..90; the commit takes the rest). */
+export function progressReport(e: DeployEvent): { message?: string; percent?: number } {
+  switch (e.phase) {
+    case 'export': return { message: 'exporting the model…' };
+    case 'connect': return { message: `connecting to ${e.device} (${e.address})…` };
+    case 'upload': {
+      const share = e.chunksTotal > 0 ? e.chunksDone / e.chunksTotal : 1;
+      return {
+        message: `uploading: chunk ${e.chunksDone}/${e.chunksTotal}, ${mib(e.bytesDone)} of ${mib(e.bytesTotal)} MiB`,
+        percent: Math.round(90 * share),
+      };
+    }
+    case 'commit': return { message: 'the device checks, loads and switches to the model…', percent: 90 };
+    case 'done': return { message: 'done', percent: 100 };
+    default: return {};
+  }
+}
+
+/** A `--watch` line: the agent's telemetry message (docs/deploy.md, "Stream"). power_w is a
+ * number or "n/a" (kept as such: never shown as 0). */
+export interface Telemetry {
+  fps: number;
+  inferences: number;
+  latencyMs: { p50: number; p99: number } | null;
+  rssMb: number;
+  cpuPercent: number;
+  powerW: number | 'n/a';
+  bundle: string;
+}
+
+export function parseTelemetry(line: string): Telemetry | undefined {
+  let j: unknown;
+  try {
+    j = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof j !== 'object' || j === null) return undefined;
+  const o = j as Record<string, unknown>;
+  if (o.type !== 'telemetry' || typeof o.fps !== 'number') return undefined;
+  const lat = o.latency_ms as Record<string, unknown> | null | undefined;
+  const latencyMs = lat && typeof lat.p50 === 'number' && typeof lat.p99 === 'number' ? { p50: lat.p50, p99: lat.p99 } : null;
+  return {
+    fps: o.fps,
+    inferences: typeof o.inferences === 'number' ? o.inferences : 0,
+    latencyMs,
+    rssMb: typeof o.rss_mb === 'number' ? o.rss_mb : 0,
+    cpuPercent: typeof o.cpu_percent === 'number' ? o.cpu_percent : 0,
+    powerW: typeof o.power_w === 'number' ? o.power_w : 'n/a',
+    bundle: typeof o.bundle === 'string' ? o.bundle : '',
+  };
+}
+
+/** The model's name shown for a bundle `NNNN-name.mindir`. */
+export function bundleModel(bundle: string): string {
+  const m = /^\d+-(.+?)(\.mindir)?$/.exec(bundle);
+  return m ? m[1] : bundle;
+}
+
+/** The status bar text: "MindSpore: <model> on <device> — N FPS" (no telemetry yet: "…"). */
+export function deviceStatusText(model: string, device: string, t?: Telemetry): string {
+  const fps = t === undefined ? '…' : `${Math.round(t.fps)} FPS`;
+  return `MindSpore: ${model} on ${device} — ${fps}`;
+}
+
+/** Its tooltip: latency, memory, power ("n/a" when the device cannot measure it). */
+export function deviceStatusTooltip(device: string, t?: Telemetry): string {
+  if (t === undefined) return `${device}: waiting for its telemetry`;
+  const lat = t.latencyMs ? `p50 ${t.latencyMs.p50.toFixed(2)} ms, p99 ${t.latencyMs.p99.toFixed(2)} ms` : 'no inferences in the last 10 s';
+  const power = t.powerW === 'n/a' ? 'n/a' : `${t.powerW.toFixed(1)} W`;
+  return `${device} serving ${t.bundle}\nlatency ${lat}\nRSS ${t.rssMb.toFixed(1)} MB, CPU ${t.cpuPercent.toFixed(0)} %, power ${power}`;
+}
+
+/** Splits a stream of text into lines; `push` returns the complete lines, keeping the rest. */
+export class LineSplitter {
+  private rest = '';
+  push(chunk: string): string[] {
+    const parts = (this.rest + chunk).split('\n');
+    this.rest = parts.pop() ?? '';
+    return parts.map((l) => l.replace(/\r$/, '')).filter((l) => l !== '');
+  }
+}
