@@ -1678,5 +1678,54 @@ class ServerRobustnessTests(unittest.TestCase):
         self.assertIn(9, by_id)
 
 
+class DeployTests(unittest.TestCase):
+    """`cellscope deploy`'s command line without a device (the deploy tier, tests/deploy, runs
+    the agent): usage errors, and --progress json / --watch against an address nobody serves."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="cellscope-cli-deploy-")
+        self.env = dict(os.environ, HOME=self.tmp, CS_TOKEN="t" * 32)
+        self.env.pop("XDG_CONFIG_HOME", None)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def deploy(self, *args, devices=None):
+        with open(os.path.join(self.tmp, "mindspore_config.json"), "w") as f:
+            json.dump({"devices": devices if devices is not None else [
+                {"name": "nobody", "address": "127.0.0.1:1", "token_env": "CS_TOKEN"}]}, f)
+        return subprocess.run([str(BIN), "deploy", *args], cwd=self.tmp, env=self.env,
+                              capture_output=True, text=True, timeout=60)
+
+    def test_usage_errors(self):
+        for args in (["--watch", "m.mindir"], ["--watch", "--rollback"], []):
+            r = self.deploy(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn("give a model file, or --rollback or --watch without one", r.stderr)
+        r = self.deploy("--rollback", "--progress", "yaml")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--progress", r.stderr)
+
+    def test_progress_json_errors_are_json_lines(self):
+        r = self.deploy("--rollback", "--progress", "json", devices=[])
+        self.assertEqual(r.returncode, 2)
+        lines = [json.loads(line) for line in r.stdout.splitlines()]
+        self.assertEqual([e["phase"] for e in lines], ["error"])
+        self.assertIn("no devices", lines[0]["message"])
+        r = self.deploy("--rollback", "--device", "nobody", "--retry-for", "1", "--progress", "json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        lines = [json.loads(line) for line in r.stdout.splitlines()]
+        self.assertEqual(lines[0], {"phase": "connect", "device": "nobody", "address": "127.0.0.1:1"})
+        self.assertEqual((lines[-1]["phase"], lines[-1]["code"]), ("error", "unreachable"))
+        self.assertIn("cannot reach 127.0.0.1:1", lines[-1]["message"])
+        self.assertTrue(any(e["phase"] == "message" and "retrying" in e["message"] for e in lines))
+
+    def test_watch_of_an_unreachable_device_exits_1(self):
+        r = self.deploy("--watch", "--device", "nobody", "--retry-for", "1")
+        self.assertEqual((r.returncode, r.stdout), (1, ""), r.stderr)
+        self.assertIn("device 'nobody' (127.0.0.1:1) is unreachable", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, ".config")))  # nothing pinned
+
+
 if __name__ == "__main__":
     unittest.main()
