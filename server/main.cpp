@@ -506,10 +506,11 @@ int main(int argc, char** argv) {
     if (graph.format == "html" && layer_opt->count() == 0) graph.pipeline.layer = "hardware";
   }
   if (train_cmd->parsed()) apply_project_config(train_cmd, train.common, train.file, nullptr, "");
-  if (view_cmd->parsed())
+  if (view_cmd->parsed()) {
     apply_project_config(view_cmd, view.graph.common, view.graph.file,
                          view.graph.entries.empty() ? &view.graph.inputs : nullptr,
                          view.graph.cell.value_or(""));
+  }
   if (export_cmd->parsed()) {
     // The configuration's inputs are applied (and checked) by run_export, which knows the Cell.
     auto config = apply_project_config(export_cmd, export_opts.model.common, export_opts.model.file,
