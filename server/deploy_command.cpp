@@ -76,6 +76,15 @@ fs::path known_devices_file() {
 }
 
 int run_deploy(const DeployCommandOptions& options) {
+  if (options.precision == "int8" && options.calibration_data.empty() && !options.rollback) {
+    deploy_error("--precision int8 needs --calibration-data FILE.npy (inputs to calibrate on)");
+    return kExitUsage;
+  }
+  if (options.precision != "int8" &&
+      (!options.calibration_data.empty() || !options.labels.empty())) {
+    deploy_error("--calibration-data and --labels go with --precision int8");
+    return kExitUsage;
+  }
   // The device: mindspore_config.json nearest to the model (else the current directory).
   const fs::path model_dir = fs::path(options.model).parent_path();
   ProjectConfig config = load_project_config(model_dir.empty() ? fs::path(".") : model_dir);
@@ -211,12 +220,18 @@ int run_deploy(const DeployCommandOptions& options) {
     if (options.fault_corrupt_chunk >= 0)
       up.corrupt_chunk = static_cast<uint64_t>(options.fault_corrupt_chunk);
     up.progress = progress;
+    up.precision = options.precision;
+    up.calibration = options.calibration;
+    up.percentile = options.percentile;
+    up.calibration_data = options.calibration_data;
+    up.labels = options.labels;
     const Json r = agent::upload_and_commit(client, file, up);
     const Json& m = r.contains("manifest") ? r["manifest"] : Json::object();
     std::cout << "deployed " << up.name << " to " << device->name << " (" << device->address
               << "): bundle " << r.value("bundle", "") << ", sha256 " << m.value("sha256", "")
               << "\n";
     if (m.contains("check")) std::cout << "check: " << m["check"].dump() << "\n";
+    if (m.contains("quality")) std::cout << "int8 vs fp32: " << m["quality"].dump() << "\n";
     return kExitOk;
   } catch (const agent::DeployError& e) {
     deploy_error(e.what() + (e.code().empty() ? std::string() : " [" + e.code() + "]"));

@@ -390,6 +390,22 @@ int main(int argc, char** argv) {
                    "Testing only: flip one byte of this chunk's first send (the device must "
                    "reject it and the chunk is sent again)")
       ->check(CLI::NonNegativeNumber);
+  deploy_cmd
+      ->add_option("--precision", deploy.precision,
+                   "The bundle the device builds: fp32, or int8 with a quantisation table "
+                   "calibrated on the device")
+      ->check(CLI::IsMember({"fp32", "int8"}));
+  deploy_cmd
+      ->add_option("--calibration", deploy.calibration,
+                   "int8: how activation ranges are chosen (docs/precision.md)")
+      ->check(CLI::IsMember({"minmax", "percentile", "kl"}));
+  deploy_cmd->add_option("--percentile", deploy.percentile, "int8 percentile: the kept share")
+      ->check(CLI::Range(50.0001, 100.0));
+  deploy_cmd->add_option("--calibration-data", deploy.calibration_data,
+                         "int8: a .npy of N inputs (N, then the input's shape after its batch "
+                         "axis), sent with the model");
+  deploy_cmd->add_option("--labels", deploy.labels,
+                         "int8: a .npy of the N labels of --calibration-data (accuracy)");
   auto* deploy_cell = deploy_cmd->add_option("--cell", deploy.export_options.model.cell,
                                              "A .py: export the root Cell with this class name");
   deploy_cmd

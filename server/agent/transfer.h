@@ -71,6 +71,13 @@ struct UploadOptions {
   std::chrono::milliseconds chunk_delay{0};
   std::optional<uint64_t> corrupt_chunk;  // test-only: flip a byte of this chunk's first send
   std::function<void(const std::string&)> progress;
+  // The device-side build (docs/deploy.md, "INT8 bundles"): "fp32", or "int8" calibrated on
+  // the device from `calibration_data` (.npy inputs; `labels`: optional .npy of their labels).
+  std::string precision = "fp32";
+  std::string calibration = "minmax";  // minmax | percentile | kl
+  double percentile = 99.99;
+  std::filesystem::path calibration_data;
+  std::filesystem::path labels;
 };
 
 // Uploads and commits `file`; returns the commit's answer ({"bundle", "manifest"}). Throws
