@@ -80,6 +80,10 @@ int run_deploy(const DeployCommandOptions& options) {
     deploy_error("--precision int8 needs --calibration-data FILE.npy (inputs to calibrate on)");
     return kExitUsage;
   }
+  if (options.backend == "mindspore" && options.precision != "fp32") {
+    deploy_error("the mindspore backend serves fp32 bundles only");
+    return kExitUsage;
+  }
   if (options.precision != "int8" &&
       (!options.calibration_data.empty() || !options.labels.empty())) {
     deploy_error("--calibration-data and --labels go with --precision int8");
@@ -221,6 +225,7 @@ int run_deploy(const DeployCommandOptions& options) {
       up.corrupt_chunk = static_cast<uint64_t>(options.fault_corrupt_chunk);
     up.progress = progress;
     up.precision = options.precision;
+    up.backend = options.backend;
     up.calibration = options.calibration;
     up.percentile = options.percentile;
     up.calibration_data = options.calibration_data;

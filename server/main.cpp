@@ -404,6 +404,11 @@ int main(int argc, char** argv) {
   deploy_cmd->add_option("--calibration-data", deploy.calibration_data,
                          "int8: a .npy of N inputs (N, then the input's shape after its batch "
                          "axis), sent with the model");
+  deploy_cmd
+      ->add_option("--backend", deploy.backend,
+                   "What serves on the device: cellscope-cpu, or mindspore (mindspore.load + "
+                   "nn.GraphCell, when the device has MindSpore)")
+      ->check(CLI::IsMember({"cellscope-cpu", "mindspore"}));
   deploy_cmd->add_option("--labels", deploy.labels,
                          "int8: a .npy of the N labels of --calibration-data (accuracy)");
   auto* deploy_cell = deploy_cmd->add_option("--cell", deploy.export_options.model.cell,
@@ -440,6 +445,10 @@ int main(int argc, char** argv) {
   agent_cmd
       ->add_option("--max-connections", agent_opts.max_connections, "Connections served at once")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  agent_cmd
+      ->add_option("--python", agent_opts.python,
+                   "The Python whose `import mindspore` enables the mindspore backend")
       ->capture_default_str();
 
   auto* dap_cmd = app.add_subcommand(

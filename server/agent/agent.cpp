@@ -17,6 +17,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <deque>
@@ -29,6 +30,7 @@
 
 #include "agent/crypto.h"
 #include "agent/io.h"
+#include "agent/mindspore_backend.h"
 #include "agent/protocol.h"
 #include "agent/runner.h"
 #include "agent/store.h"
@@ -195,8 +197,10 @@ std::string now_iso() {
 
 // How a bundle's manifest says it is built: fp32, or int8 from its calibration data and (once
 // built) its quant.json, whose SHA-256 the manifest records.
-BuildOptions bundle_build(const Bundle& b) {
+BuildOptions bundle_build(const Bundle& b, const std::string& python) {
   BuildOptions build;
+  build.backend = b.manifest.value("backend", "cellscope-cpu");
+  build.python = python;
   build.precision = b.manifest.value("precision", "fp32");
   if (build.precision != "int8") return build;
   const Json cal = b.manifest.value("calibration", Json::object());
@@ -226,9 +230,10 @@ BuildOptions bundle_build(const Bundle& b) {
   return build;
 }
 
-std::shared_ptr<LoadedModel> load_bundle(const Bundle& b, std::string* error) {
+std::shared_ptr<LoadedModel> load_bundle(const Bundle& b, const std::string& python,
+                                         std::string* error) {
   try {
-    return LoadedModel::load(b.model, error, bundle_build(b));
+    return LoadedModel::load(b.model, error, bundle_build(b, python));
   } catch (const std::exception& e) {
     *error = e.what();
     return nullptr;
@@ -238,7 +243,24 @@ std::shared_ptr<LoadedModel> load_bundle(const Bundle& b, std::string* error) {
 class Agent {
  public:
   Agent(const AgentOptions& options, std::string token, TlsIdentity identity)
-      : store_(options.state_dir), token_(std::move(token)), identity_(std::move(identity)) {}
+      : store_(options.state_dir),
+        token_(std::move(token)),
+        identity_(std::move(identity)),
+        python_(options.python) {
+    // Whether MindSpore is importable: found out once, in the background (an import takes
+    // seconds); /v1/info says "detecting" until then.
+    mindspore_ = {{"name", "mindspore"},
+                  {"python", python_},
+                  {"available", nullptr},
+                  {"reason", "detecting"}};
+    std::thread([this] {
+      Json found = detect_mindspore(python_, std::chrono::seconds(120));
+      found["precisions"] = Json::array({"fp32"});
+      spdlog::info("backend mindspore: {}", found.dump());
+      const std::lock_guard lock(mu_);
+      mindspore_ = std::move(found);
+    }).detach();
+  }
 
   // The model `current` names, loaded; else `previous`'s (and current switched back to it).
   void load_current() {
@@ -246,7 +268,7 @@ class Agent {
       auto cur = store_.current();
       if (!cur) return;
       std::string err;
-      if (auto m = load_bundle(*cur, &err)) {
+      if (auto m = load_bundle(*cur, python_, &err)) {
         model_ = m;
         quality_ = m->quality();
         last_agreement_ = nullptr;
@@ -307,6 +329,8 @@ class Agent {
                                          {"available", true},
                                          {"precisions", Json::array({"fp32", "int8"})}}})}};
     const std::lock_guard lock(mu_);
+    j["backends"].push_back(mindspore_);
+    j["backend"] = model_ ? Json(model_->summary().value("backend", "")) : Json(nullptr);
     auto cur = store_.current();
     auto prev = store_.previous();
     j["current"] = cur && model_ ? cur->manifest : Json(nullptr);
@@ -427,6 +451,12 @@ class Agent {
     if (precision != "fp32" && precision != "int8")
       return error_reply(ErrorCode::kBadRequest, "precision is fp32 or int8");
     extra["precision"] = precision;
+    const std::string backend = opts.value("backend", "cellscope-cpu");
+    if (backend != "cellscope-cpu" && backend != "mindspore")
+      return error_reply(ErrorCode::kBadRequest, "backend is cellscope-cpu or mindspore");
+    if (backend == "mindspore" && precision != "fp32")
+      return error_reply(ErrorCode::kBadRequest, "the mindspore backend serves fp32 only");
+    extra["backend"] = backend;
     if (precision == "int8") {
       const std::string method = opts.value("calibration", "minmax");
       if (!rt_quant::calibration_from_name(method)) {
@@ -457,8 +487,9 @@ class Agent {
       active_.clear();
     }
     std::string err;
-    auto m = precision == "int8" && !b.manifest.contains("calibration_data") ? nullptr
-                                                                             : load_bundle(b, &err);
+    auto m = precision == "int8" && !b.manifest.contains("calibration_data")
+                 ? nullptr
+                 : load_bundle(b, python_, &err);
     if (precision == "int8" && !b.manifest.contains("calibration_data"))
       err = "an int8 build needs calibration data (--calibration-data FILE.npy)";
     if (!m) {
@@ -504,7 +535,7 @@ class Agent {
     auto prev = store_.previous();
     if (!prev) return error_reply(ErrorCode::kNoPrevious, "there is no previous bundle");
     std::string err;
-    auto m = load_bundle(*prev, &err);
+    auto m = load_bundle(*prev, python_, &err);
     if (!m) {
       return error_reply(ErrorCode::kLoadFailed, "the previous bundle " + prev->dir_name +
                                                      " does not load: " + err +
@@ -581,6 +612,8 @@ class Agent {
   Json quality_;         // model_'s fp32 vs int8 figures at load
   Json last_agreement_;  // of the last /v1/infer with "compare"
   std::string bundle_;
+  std::string python_;
+  Json mindspore_;  // the mindspore backend's detection
 };
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
@@ -750,6 +783,7 @@ int run_agent(const AgentOptions& given) {
     (void)probe;
     TlsIdentity id = load_or_create_identity(options.state_dir);
     const std::string token = read_token(options, options.state_dir);
+    std::signal(SIGPIPE, SIG_IGN);  // a dead MindSpore subprocess is an error, not the end
     Agent agent(options, token, id);
     agent.load_current();
 

@@ -326,6 +326,21 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
                    {"parameters", m->exec_->params().size()},
                    {"warmup_ms", ms},
                    {"notes", imp.notes.size()}};
+    if (build.backend == "mindspore") {
+      if (m->precision_ != "fp32")
+        throw std::runtime_error("the mindspore backend serves fp32 bundles only");
+      m->mindspore_ = std::make_unique<MindSporeWorker>(build.python, model);
+      m->summary_["backend"] = "mindspore";
+      m->summary_["mindspore_version"] = m->mindspore_->version();
+      // The warm-up again, through MindSpore: every output finite.
+      const Json o = m->infer({{"fill", "zeros"}});
+      for (const auto& t : o["outputs"]) {
+        if (t.value("non_finite", 0) != 0)
+          throw std::runtime_error("MindSpore gives non-finite outputs on the zero input");
+      }
+    } else if (build.backend != "cellscope-cpu") {
+      throw std::runtime_error("backend is cellscope-cpu or mindspore, not " + build.backend);
+    }
     return m;
   } catch (const std::exception& e) {
     *error = e.what();
@@ -333,9 +348,10 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
   }
 }
 
-void LoadedModel::set_inputs(const Json& request) {
+std::vector<rt::Tensor> LoadedModel::set_inputs(const Json& request) {
   rt::Executor& ex = *exec_;
   ex.reset();
+  std::vector<rt::Tensor> set;
   const std::string fill = request.value("fill", "");
   const Json* given = request.contains("inputs") ? &request["inputs"] : nullptr;
   if (fill.empty() && (given == nullptr || !given->is_array())) {
@@ -356,8 +372,9 @@ void LoadedModel::set_inputs(const Json& request) {
     }
     if (!fill.empty()) {
       if (fill != "zeros" && fill != "ones") throw std::invalid_argument("fill is zeros or ones");
-      ex.set_input(i, fill == "zeros" ? rt::Tensor::zeros(shape, type.dtype)
-                                      : rt::Tensor::ones(shape, type.dtype));
+      set.push_back(fill == "zeros" ? rt::Tensor::zeros(shape, type.dtype)
+                                    : rt::Tensor::ones(shape, type.dtype));
+      ex.set_input(i, set.back());
       continue;
     }
     const Json& in = (*given)[i];
@@ -381,8 +398,10 @@ void LoadedModel::set_inputs(const Json& request) {
                                   std::to_string(t.numel()));
     }
     for (int64_t k = 0; k < t.numel(); ++k) t.set(k, data[static_cast<size_t>(k)]);
+    set.push_back(t);
     ex.set_input(i, std::move(t));
   }
+  return set;
 }
 
 std::vector<rt::Tensor> LoadedModel::run(bool int8, double* ms) {
@@ -416,7 +435,38 @@ Json LoadedModel::infer(const Json& request) {
     throw std::invalid_argument("this bundle was built at fp32: it has no int8 table");
   const bool compare = request.value("compare", false);
   if (compare && !int8_) throw std::invalid_argument("compare needs an int8 bundle");
-  set_inputs(request);
+  const std::string backend =
+      request.value("backend", std::string(mindspore_ ? "mindspore" : "cellscope-cpu"));
+  if (backend != "cellscope-cpu" && (backend != "mindspore" || !mindspore_)) {
+    throw std::invalid_argument("this bundle runs on cellscope-cpu" +
+                                std::string(mindspore_ ? " or mindspore" : "") + ", not " +
+                                backend);
+  }
+  const std::vector<rt::Tensor> given = set_inputs(request);
+  if (backend == "mindspore") {
+    Json req = {{"inputs", Json::array()}};
+    for (const rt::Tensor& t : given) {
+      Json data = Json::array();
+      for (int64_t k = 0; k < t.numel(); ++k) data.push_back(t.at(k));
+      req["inputs"].push_back({{"shape", shape_json(t.shape())},
+                               {"dtype", std::string(graphcore::dtype_name(t.dtype()))},
+                               {"data", std::move(data)}});
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Json answer = mindspore_->run(req);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    for (Json& o : answer["outputs"]) {
+      int64_t non_finite = 0;
+      for (const Json& v : o["data"])
+        if (!v.is_number() || !std::isfinite(v.get<double>())) ++non_finite;
+      o["non_finite"] = non_finite;
+    }
+    answer["ms"] = ms;
+    answer["precision"] = precision;
+    answer["backend"] = backend;
+    return answer;
+  }
   double ms = 0;
   const std::vector<rt::Tensor> result = run(precision == "int8", &ms);
   Json outputs = Json::array();
@@ -434,7 +484,8 @@ Json LoadedModel::infer(const Json& request) {
                        {"data", std::move(values)},
                        {"non_finite", non_finite}});
   }
-  Json answer = {{"outputs", std::move(outputs)}, {"ms", ms}, {"precision", precision}};
+  Json answer = {
+      {"outputs", std::move(outputs)}, {"ms", ms}, {"precision", precision}, {"backend", backend}};
   if (compare) {
     double other_ms = 0;
     const std::vector<rt::Tensor> other = run(precision != "int8", &other_ms);

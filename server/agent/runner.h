@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agent/mindspore_backend.h"
 #include "graphcore/quant.h"
 
 namespace graphcore::runtime {
@@ -28,6 +29,10 @@ struct BuildOptions {
   std::filesystem::path calibration_data;  // .npy: (N, ...) with the input's shape after axis 0
   std::filesystem::path labels;            // optional .npy of N integer labels
   std::string quant_table;                 // non-empty: this table, not a new calibration
+  // "cellscope-cpu", or "mindspore": /v1/infer runs MindSpore (mindspore.load + nn.GraphCell)
+  // in a subprocess of `python` (fp32 only); the CPU runtime still checks the bundle first.
+  std::string backend = "cellscope-cpu";
+  std::string python = "python3";
 };
 
 class LoadedModel {
@@ -44,7 +49,8 @@ class LoadedModel {
 
   // {"inputs": [{"shape": [...], "data": [...]}] | "fill": "zeros"|"ones", "precision"?,
   // "compare"?} -> {"outputs": [{"shape", "dtype", "data"}], "ms", "precision"}; with "compare":
-  // true on an int8 bundle also "agreement" (fp32 vs int8 on this input). Throws
+  // true on an int8 bundle also "agreement" (fp32 vs int8 on this input). On a mindspore
+  // bundle "backend": "cellscope-cpu" runs the CPU runtime instead. Throws
   // std::invalid_argument for an input that does not fit (the message says which and why),
   // std::runtime_error for a failed run.
   nlohmann::json infer(const nlohmann::json& request);
@@ -61,7 +67,7 @@ class LoadedModel {
 
  private:
   LoadedModel() = default;
-  void set_inputs(const nlohmann::json& request);
+  std::vector<graphcore::runtime::Tensor> set_inputs(const nlohmann::json& request);
   std::vector<graphcore::runtime::Tensor> run(bool int8, double* ms);
   void build_int8(const BuildOptions& build);
   std::unique_ptr<graphcore::runtime::Executor> exec_;
@@ -70,6 +76,7 @@ class LoadedModel {
   std::unique_ptr<graphcore::runtime::quant::Int8Runner> int8_;
   std::string table_text_;
   nlohmann::json quality_;
+  std::unique_ptr<MindSporeWorker> mindspore_;
   std::mutex mu_;
   nlohmann::json summary_;
 };

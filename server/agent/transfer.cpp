@@ -169,7 +169,7 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
       {"name", options.name}, {"size", size}, {"sha256", sha}, {"chunk_size", chunk_bytes}};
   // The int8 build's companion files, sent after the chunks and before the commit.
   std::vector<std::pair<std::string, std::string>> companions;  // kind, bytes
-  Json commit_body = {{"precision", options.precision}};
+  Json commit_body = {{"precision", options.precision}, {"backend", options.backend}};
   if (options.precision == "int8") {
     commit_body["calibration"] = options.calibration;
     commit_body["percentile"] = options.percentile;

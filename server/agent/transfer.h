@@ -74,7 +74,8 @@ struct UploadOptions {
   // The device-side build (docs/deploy.md, "INT8 bundles"): "fp32", or "int8" calibrated on
   // the device from `calibration_data` (.npy inputs; `labels`: optional .npy of their labels).
   std::string precision = "fp32";
-  std::string calibration = "minmax";  // minmax | percentile | kl
+  std::string backend = "cellscope-cpu";  // or "mindspore"
+  std::string calibration = "minmax";     // minmax | percentile | kl
   double percentile = 99.99;
   std::filesystem::path calibration_data;
   std::filesystem::path labels;
