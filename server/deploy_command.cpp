@@ -94,9 +94,10 @@ int run_deploy(const DeployCommandOptions& options) {
   ProjectConfig config = load_project_config(model_dir.empty() ? fs::path(".") : model_dir);
   if (config.file.empty()) config = load_project_config(".");
   for (const auto& d : config.diagnostics) {
-    if (d.code == "invalid-config")
+    if (d.code == "invalid-config") {
       std::cerr << display_path(config.file) << ":" << d.range.start.line + 1
                 << ": warning: " << d.message << "\n";
+    }
   }
   if (config.devices.empty()) {
     deploy_error("no devices: add \"devices\": [{\"name\", \"address\", \"token_file\"}] to " +

@@ -278,8 +278,11 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
     if (link_failed) continue;  // begin again: the agent says what it has
     try {
       for (const auto& [kind, bytes] : companions) {
-        Response r = client.request("PUT", std::string(kPathUploads) + "/" + id + "/" + kind, bytes,
-                                    sha256_hex(bytes));
+        std::string target = std::string(kPathUploads) + "/";
+        target += id;
+        target += "/";
+        target += kind;
+        Response r = client.request("PUT", target, bytes, sha256_hex(bytes));
         throw_if_error(r);
         say("sent the " + kind + " data (" + std::to_string(bytes.size()) + " bytes)");
       }

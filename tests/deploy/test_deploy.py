@@ -212,11 +212,8 @@ class DeployTier(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("say what to export: --cell and --input", err)
 
-    def test_telemetry_stream(self):
-        a = self.agent()
-        self.assertEqual(self.deploy(self.small)[0], 0)
-        for _ in range(5):
-            self.infer_first(a)
+    def read_stream(self, a, count=2):
+        """`count` messages of /v1/stream, read by a raw WebSocket client."""
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
@@ -231,7 +228,7 @@ class DeployTier(unittest.TestCase):
         while f.readline() not in (b"\r\n", b""):
             pass
         messages = []
-        for _ in range(2):
+        for _ in range(count):
             b0, b1 = f.read(2)
             self.assertEqual(b0, 0x81)  # a final text frame
             n = b1 & 0x7F
@@ -239,6 +236,14 @@ class DeployTier(unittest.TestCase):
                 n = int.from_bytes(f.read(2), "big")
             messages.append(json.loads(f.read(n)))
         s.close()
+        return messages
+
+    def test_telemetry_stream(self):
+        a = self.agent()
+        self.assertEqual(self.deploy(self.small)[0], 0)
+        for _ in range(5):
+            self.infer_first(a)
+        messages = self.read_stream(a)
         m = messages[0]
         self.assertEqual(m["type"], "telemetry")
         self.assertGreaterEqual(m["inferences"], 5)
@@ -247,6 +252,9 @@ class DeployTier(unittest.TestCase):
         self.assertGreater(m["rss_mb"], 1)
         self.assertTrue(m["power_w"] == "n/a" or m["power_w"] >= 0)
         self.assertTrue(m["bundle"].endswith("-small.mindir"))
+        # fp32 bundle: no int8 agreement to report, and none invented.
+        self.assertEqual(m["precision"], "fp32")
+        self.assertEqual(m["agreement"], {"load": "n/a", "last_infer": "n/a"})
 
     # ---- faults ------------------------------------------------------------------------------
 
@@ -385,6 +393,10 @@ class DeployTier(unittest.TestCase):
         self.assertAlmostEqual(rc_["agreement"]["cosine"], cos, places=9)
         self.assertEqual(rc_["agreement"]["top1_agreement"],
                          1.0 if o8.argmax() == o32.argmax() else 0.0)
+        m = self.read_stream(a, 1)[0]
+        self.assertEqual(m["precision"], "int8")
+        self.assertEqual(m["agreement"]["load"], q)
+        self.assertEqual(m["agreement"]["last_infer"], rc_["agreement"])
         # A restart reads quant.json back (hash checked): the same int8 numbers.
         a.stop()
         a = self.agent()
