@@ -380,6 +380,7 @@ class Agent {
         cur && model_ && cur->manifest.value("name", "") == name &&
         cur->manifest.value("sha256", "") == j["sha256"] &&
         cur->manifest.value("precision", "fp32") == precision &&
+        cur->manifest.value("backend", "cellscope-cpu") == j.value("backend", "cellscope-cpu") &&
         (precision != "int8" ||
          cur->manifest.value("calibration_data", Json::object()).value("sha256", "") == cal_sha)) {
       if (!store_.find_upload(probe.id)) {

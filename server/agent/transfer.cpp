@@ -189,6 +189,7 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
     }
   }
   begin["precision"] = options.precision;
+  begin["backend"] = options.backend;
   auto say = [&](const std::string& m) {
     if (options.progress) options.progress(m);
   };

@@ -163,6 +163,10 @@ def test_mindspore_backend_on_the_device(agent, tmp_path):
     r = deploy(agent, tmp_path, model, "--backend", "mindspore", "--precision", "int8",
                "--calibration-data", str(model), ok=False)
     assert "fp32 bundles only" in r.stderr
+    # The same file again on the CPU runtime is a new bundle, not "already serves".
+    r = deploy(agent, tmp_path, model)
+    assert "already serves" not in r.stderr
+    assert call(agent, "GET", "/v1/info")["backend"] == "cellscope-cpu"
 
 
 def test_mindspore_backend_missing_refused(tmp_path):
