@@ -126,6 +126,19 @@ fs::path known_devices_file() {
 
 int run_deploy(const DeployCommandOptions& options) {
   g_json = options.progress == "json";
+  if (options.precision == "int8" && options.calibration_data.empty() && !options.rollback) {
+    deploy_error("--precision int8 needs --calibration-data FILE.npy (inputs to calibrate on)");
+    return kExitUsage;
+  }
+  if (options.backend == "mindspore" && options.precision != "fp32") {
+    deploy_error("the mindspore backend serves fp32 bundles only");
+    return kExitUsage;
+  }
+  if (options.precision != "int8" &&
+      (!options.calibration_data.empty() || !options.labels.empty())) {
+    deploy_error("--calibration-data and --labels go with --precision int8");
+    return kExitUsage;
+  }
   // The device: mindspore_config.json nearest to the model (else the current directory).
   const fs::path model_dir = fs::path(options.model).parent_path();
   ProjectConfig config = load_project_config(model_dir.empty() ? fs::path(".") : model_dir);
@@ -279,6 +292,12 @@ int run_deploy(const DeployCommandOptions& options) {
       up.corrupt_chunk = static_cast<uint64_t>(options.fault_corrupt_chunk);
     up.progress = progress;
     if (g_json) up.event = [](const Json& e) { emit(e); };
+    up.precision = options.precision;
+    up.backend = options.backend;
+    up.calibration = options.calibration;
+    up.percentile = options.percentile;
+    up.calibration_data = options.calibration_data;
+    up.labels = options.labels;
     const Json r = agent::upload_and_commit(client, file, up);
     const Json& m = r.contains("manifest") ? r["manifest"] : Json::object();
     if (g_json) {
@@ -297,6 +316,7 @@ int run_deploy(const DeployCommandOptions& options) {
               << "): bundle " << r.value("bundle", "") << ", sha256 " << m.value("sha256", "")
               << "\n";
     if (m.contains("check")) std::cout << "check: " << m["check"].dump() << "\n";
+    if (m.contains("quality")) std::cout << "int8 vs fp32: " << m["quality"].dump() << "\n";
     return kExitOk;
   } catch (const agent::DeployError& e) {
     deploy_error(e.what() + (e.code().empty() ? std::string() : " [" + e.code() + "]"),

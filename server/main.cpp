@@ -398,6 +398,27 @@ int main(int argc, char** argv) {
                    "Testing only: flip one byte of this chunk's first send (the device must "
                    "reject it and the chunk is sent again)")
       ->check(CLI::NonNegativeNumber);
+  deploy_cmd
+      ->add_option("--precision", deploy.precision,
+                   "The bundle the device builds: fp32, or int8 with a quantisation table "
+                   "calibrated on the device")
+      ->check(CLI::IsMember({"fp32", "int8"}));
+  deploy_cmd
+      ->add_option("--calibration", deploy.calibration,
+                   "int8: how activation ranges are chosen (docs/precision.md)")
+      ->check(CLI::IsMember({"minmax", "percentile", "kl"}));
+  deploy_cmd->add_option("--percentile", deploy.percentile, "int8 percentile: the kept share")
+      ->check(CLI::Range(50.0001, 100.0));
+  deploy_cmd->add_option("--calibration-data", deploy.calibration_data,
+                         "int8: a .npy of N inputs (N, then the input's shape after its batch "
+                         "axis), sent with the model");
+  deploy_cmd
+      ->add_option("--backend", deploy.backend,
+                   "What serves on the device: cellscope-cpu, or mindspore (mindspore.load + "
+                   "nn.GraphCell, when the device has MindSpore)")
+      ->check(CLI::IsMember({"cellscope-cpu", "mindspore"}));
+  deploy_cmd->add_option("--labels", deploy.labels,
+                         "int8: a .npy of the N labels of --calibration-data (accuracy)");
   auto* deploy_cell = deploy_cmd->add_option("--cell", deploy.export_options.model.cell,
                                              "A .py: export the root Cell with this class name");
   deploy_cmd
@@ -432,6 +453,10 @@ int main(int argc, char** argv) {
   agent_cmd
       ->add_option("--max-connections", agent_opts.max_connections, "Connections served at once")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  agent_cmd
+      ->add_option("--python", agent_opts.python,
+                   "The Python whose `import mindspore` enables the mindspore backend")
       ->capture_default_str();
 
   auto* dap_cmd = app.add_subcommand(

@@ -17,6 +17,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <deque>
@@ -29,6 +30,7 @@
 
 #include "agent/crypto.h"
 #include "agent/io.h"
+#include "agent/mindspore_backend.h"
 #include "agent/protocol.h"
 #include "agent/runner.h"
 #include "agent/store.h"
@@ -47,6 +49,7 @@ namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+namespace rt_quant = graphcore::runtime::quant;
 
 int http_status(ErrorCode code) {
   switch (code) {
@@ -192,10 +195,72 @@ std::string now_iso() {
   return buf;
 }
 
+// How a bundle's manifest says it is built: fp32, or int8 from its calibration data and (once
+// built) its quant.json, whose SHA-256 the manifest records.
+BuildOptions bundle_build(const Bundle& b, const std::string& python) {
+  BuildOptions build;
+  build.backend = b.manifest.value("backend", "cellscope-cpu");
+  build.python = python;
+  build.precision = b.manifest.value("precision", "fp32");
+  if (build.precision != "int8") return build;
+  const Json cal = b.manifest.value("calibration", Json::object());
+  const auto method = rt_quant::calibration_from_name(cal.value("method", "minmax"));
+  if (!method) throw std::runtime_error("unknown calibration method in the manifest");
+  build.calibration.method = *method;
+  build.calibration.percentile = cal.value("percentile", build.calibration.percentile);
+  if (b.manifest.contains("calibration_data")) build.calibration_data = b.dir / "calibration.npy";
+  if (b.manifest.contains("labels")) build.labels = b.dir / "labels.npy";
+  for (const char* kind : {"calibration_data", "labels"}) {
+    if (!b.manifest.contains(kind)) continue;
+    const fs::path f = b.dir / (std::string(kind) == "labels" ? "labels.npy" : "calibration.npy");
+    if (sha256_file(f) != b.manifest[kind].value("sha256", "")) {
+      throw std::runtime_error(f.filename().string() +
+                               " does not match its SHA-256 in the manifest");
+    }
+  }
+  if (b.manifest.contains("quant_table")) {
+    const fs::path t = b.dir / "quant.json";
+    std::ifstream in(t, std::ios::binary);
+    build.quant_table = {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read quant.json");
+    if (sha256_hex(build.quant_table) != b.manifest["quant_table"].value("sha256", "")) {
+      throw std::runtime_error("quant.json does not match its SHA-256 in the manifest");
+    }
+  }
+  return build;
+}
+
+std::shared_ptr<LoadedModel> load_bundle(const Bundle& b, const std::string& python,
+                                         std::string* error) {
+  try {
+    return LoadedModel::load(b.model, error, bundle_build(b, python));
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
 class Agent {
  public:
   Agent(const AgentOptions& options, std::string token, TlsIdentity identity)
-      : store_(options.state_dir), token_(std::move(token)), identity_(std::move(identity)) {}
+      : store_(options.state_dir),
+        token_(std::move(token)),
+        identity_(std::move(identity)),
+        python_(options.python) {
+    // Whether MindSpore is importable: found out once, in the background (an import takes
+    // seconds); /v1/info says "detecting" until then.
+    mindspore_ = {{"name", "mindspore"},
+                  {"python", python_},
+                  {"available", nullptr},
+                  {"reason", "detecting"}};
+    std::thread([this] {
+      Json found = detect_mindspore(python_, std::chrono::seconds(120));
+      found["precisions"] = Json::array({"fp32"});
+      spdlog::info("backend mindspore: {}", found.dump());
+      const std::lock_guard lock(mu_);
+      mindspore_ = std::move(found);
+    }).detach();
+  }
 
   // The model `current` names, loaded; else `previous`'s (and current switched back to it).
   void load_current() {
@@ -203,8 +268,11 @@ class Agent {
       auto cur = store_.current();
       if (!cur) return;
       std::string err;
-      if (auto m = LoadedModel::load(cur->model, &err)) {
+      if (auto m = load_bundle(*cur, python_, &err)) {
         model_ = m;
+        quality_ = m->quality();
+        last_agreement_ = nullptr;
+        last_agreement_ = nullptr;
         bundle_ = cur->dir_name;
         spdlog::info("serving {}", cur->dir_name);
         return;
@@ -235,7 +303,11 @@ class Agent {
             return error_reply(ErrorCode::kBadRequest, "bad chunk index '" + n + "'");
           return chunk(id, std::stoull(n), std::string(head[std::string(kHeaderChunkSha)]), body);
         }
-        if (method == http::verb::post && tail == "/commit") return commit(id);
+        if (method == http::verb::put && (tail == "/calibration" || tail == "/labels")) {
+          return companion(id, tail.substr(1), std::string(head[std::string(kHeaderChunkSha)]),
+                           body);
+        }
+        if (method == http::verb::post && tail == "/commit") return commit(id, body);
         if (method == http::verb::delete_ && tail.empty()) return cancel(id);
       }
       return error_reply(ErrorCode::kNotFound,
@@ -253,11 +325,20 @@ class Agent {
     Json j = {{"protocol", kProtocolVersion},
               {"agent", std::string(protocol::tool_version())},
               {"fingerprint", identity_.fingerprint},
-              {"backends", Json::array({{{"name", "cellscope-cpu"}, {"available", true}}})}};
+              {"backends", Json::array({{{"name", "cellscope-cpu"},
+                                         {"available", true},
+                                         {"precisions", Json::array({"fp32", "int8"})}}})}};
     const std::lock_guard lock(mu_);
+    j["backends"].push_back(mindspore_);
+    j["backend"] = model_ ? Json(model_->summary().value("backend", "")) : Json(nullptr);
     auto cur = store_.current();
     auto prev = store_.previous();
     j["current"] = cur && model_ ? cur->manifest : Json(nullptr);
+    j["precision"] = model_ ? Json(model_->precision()) : Json(nullptr);
+    j["calibration"] = model_ && model_->precision() == "int8" && cur
+                           ? cur->manifest.value("calibration", Json(nullptr))
+                           : Json(nullptr);
+    j["quality"] = model_ && model_->precision() == "int8" ? quality_ : Json("n/a");
     j["previous"] = prev ? prev->manifest : Json(nullptr);
     j["deploying"] = active_.empty() ? Json(nullptr) : Json(active_);
     return j;
@@ -291,9 +372,17 @@ class Agent {
         sha256_hex(name + "\n" + j["sha256"].get<std::string>() + "\n" + std::to_string(chunk))
             .substr(0, 32);
     if (auto busy = claim(probe.id)) return *busy;
-    // The same file under the same name already serves (a commit whose answer was lost).
-    if (auto cur = store_.current(); cur && model_ && cur->manifest.value("name", "") == name &&
-                                     cur->manifest.value("sha256", "") == j["sha256"]) {
+    // The same file under the same name, built the same way, already serves (a commit whose
+    // answer was lost).
+    const std::string precision = j.value("precision", "fp32");
+    const std::string cal_sha = j.value("calibration_sha256", "");
+    if (auto cur = store_.current();
+        cur && model_ && cur->manifest.value("name", "") == name &&
+        cur->manifest.value("sha256", "") == j["sha256"] &&
+        cur->manifest.value("precision", "fp32") == precision &&
+        cur->manifest.value("backend", "cellscope-cpu") == j.value("backend", "cellscope-cpu") &&
+        (precision != "int8" ||
+         cur->manifest.value("calibration_data", Json::object()).value("sha256", "") == cal_sha)) {
       if (!store_.find_upload(probe.id)) {
         return {http::status::ok,
                 {{"already_current", true}, {"bundle", cur->dir_name}, {"manifest", cur->manifest}},
@@ -328,6 +417,24 @@ class Agent {
     return {http::status::ok, m.json(), 0};
   }
 
+  Reply companion(const std::string& id, const std::string& kind, const std::string& sha,
+                  const std::string& body) {
+    {
+      const std::lock_guard lock(mu_);
+      if (auto busy = claim(id)) return *busy;
+      active_ = id;
+      active_since_ = Clock::now();
+    }
+    if (!is_sha256_hex(sha)) {
+      return error_reply(ErrorCode::kBadRequest, std::string(kHeaderChunkSha) +
+                                                     " must be the file's SHA-256 (64 hex digits)");
+    }
+    const std::lock_guard lock(chunk_mu_);
+    store_.write_companion(id, kind, body, sha);
+    return {
+        http::status::ok, {{"upload", id}, {kind, {{"sha256", sha}, {"size", body.size()}}}}, 0};
+  }
+
   Reply cancel(const std::string& id) {
     const std::lock_guard lock(mu_);
     if (auto busy = claim(id)) return *busy;
@@ -336,7 +443,32 @@ class Agent {
     return {http::status::ok, {{"cancelled", id}}, 0};
   }
 
-  Reply commit(const std::string& id) {
+  Reply commit(const std::string& id, const std::string& body) {
+    // {"precision": "fp32"|"int8", "calibration": "minmax"|"percentile"|"kl", "percentile": P}
+    const Json opts = body.empty() ? Json::object() : Json::parse(body, nullptr, false);
+    if (!opts.is_object()) return error_reply(ErrorCode::kBadRequest, "the commit body is JSON");
+    Json extra = {{"deployed_at", now_iso()}};
+    const std::string precision = opts.value("precision", "fp32");
+    if (precision != "fp32" && precision != "int8")
+      return error_reply(ErrorCode::kBadRequest, "precision is fp32 or int8");
+    extra["precision"] = precision;
+    const std::string backend = opts.value("backend", "cellscope-cpu");
+    if (backend != "cellscope-cpu" && backend != "mindspore")
+      return error_reply(ErrorCode::kBadRequest, "backend is cellscope-cpu or mindspore");
+    if (backend == "mindspore" && precision != "fp32")
+      return error_reply(ErrorCode::kBadRequest, "the mindspore backend serves fp32 only");
+    extra["backend"] = backend;
+    if (precision == "int8") {
+      const std::string method = opts.value("calibration", "minmax");
+      if (!rt_quant::calibration_from_name(method)) {
+        return error_reply(ErrorCode::kBadRequest,
+                           "calibration is minmax, percentile or kl, not " + method);
+      }
+      const double pct = opts.value("percentile", 99.99);
+      if (!(pct > 50 && pct <= 100))
+        return error_reply(ErrorCode::kBadRequest, "percentile is in (50, 100]");
+      extra["calibration"] = {{"method", method}, {"percentile", pct}};
+    }
     {
       const std::lock_guard lock(mu_);
       if (auto busy = claim(id)) return *busy;
@@ -350,13 +482,17 @@ class Agent {
       }
     } done{this};
     const std::lock_guard chunk_lock(chunk_mu_);
-    Bundle b = store_.make_bundle(id, {{"deployed_at", now_iso()}});
+    Bundle b = store_.make_bundle(id, extra);
     {
       const std::lock_guard lock(mu_);
       active_.clear();
     }
     std::string err;
-    auto m = LoadedModel::load(b.model, &err);
+    auto m = precision == "int8" && !b.manifest.contains("calibration_data")
+                 ? nullptr
+                 : load_bundle(b, python_, &err);
+    if (precision == "int8" && !b.manifest.contains("calibration_data"))
+      err = "an int8 build needs calibration data (--calibration-data FILE.npy)";
     if (!m) {
       store_.discard(b);
       const std::lock_guard lock(mu_);
@@ -367,7 +503,14 @@ class Agent {
                                                      err + "; rolled back: " + serving);
     }
     b.manifest["check"] = m->summary();
+    if (m->precision() == "int8") {
+      b.manifest["quant_table"] = {{"file", "quant.json"},
+                                   {"sha256", sha256_hex(m->quant_table_text())}};
+      b.manifest["quality"] = m->quality();
+    }
     try {
+      if (m->precision() == "int8")
+        server::write_file_atomic(b.dir / "quant.json", m->quant_table_text());
       server::write_file_atomic(b.dir / "manifest.json", b.manifest.dump(2) + "\n");
     } catch (const std::system_error& e) {
       store_.discard(b);
@@ -378,6 +521,8 @@ class Agent {
     const std::lock_guard lock(mu_);
     store_.activate(b);
     model_ = m;
+    quality_ = m->quality();
+    last_agreement_ = nullptr;
     bundle_ = b.dir_name;
     spdlog::info("deployed {}", b.dir_name);
     return {http::status::ok, {{"bundle", b.dir_name}, {"manifest", b.manifest}}, 0};
@@ -391,7 +536,7 @@ class Agent {
     auto prev = store_.previous();
     if (!prev) return error_reply(ErrorCode::kNoPrevious, "there is no previous bundle");
     std::string err;
-    auto m = LoadedModel::load(prev->model, &err);
+    auto m = load_bundle(*prev, python_, &err);
     if (!m) {
       return error_reply(ErrorCode::kLoadFailed, "the previous bundle " + prev->dir_name +
                                                      " does not load: " + err +
@@ -399,6 +544,8 @@ class Agent {
     }
     store_.swap_previous();
     model_ = m;
+    quality_ = m->quality();
+    last_agreement_ = nullptr;
     bundle_ = prev->dir_name;
     spdlog::info("rolled back to {}", bundle_);
     return {http::status::ok, {{"bundle", bundle_}, {"manifest", prev->manifest}}, 0};
@@ -420,6 +567,10 @@ class Agent {
       Json out = m->infer(j);
       telemetry_.record(out["ms"].get<double>());
       out["bundle"] = bundle;
+      if (out.contains("agreement")) {
+        const std::lock_guard lock(mu_);
+        if (model_ == m) last_agreement_ = out["agreement"];
+      }
       return {http::status::ok, std::move(out), 0};
     } catch (const std::invalid_argument& e) {
       return error_reply(ErrorCode::kBadInput, e.what());
@@ -430,6 +581,13 @@ class Agent {
     Json j = telemetry_.sample();
     const std::lock_guard lock(mu_);
     j["bundle"] = model_ ? Json(bundle_) : Json(nullptr);
+    j["precision"] = model_ ? Json(model_->precision()) : Json(nullptr);
+    // fp32 vs int8: measured at load on the calibration inputs, and on the last /v1/infer that
+    // asked for it ("compare": true); "n/a" when the bundle is not int8.
+    const bool int8 = model_ && model_->precision() == "int8";
+    j["agreement"] = {
+        {"load", int8 ? quality_ : Json("n/a")},
+        {"last_infer", int8 && !last_agreement_.is_null() ? last_agreement_ : Json("n/a")}};
     j["deploying"] = active_.empty() ? Json(nullptr) : Json(active_name_);
     return j;
   }
@@ -452,7 +610,11 @@ class Agent {
   Clock::time_point active_since_{};
   bool committing_ = false;
   std::shared_ptr<LoadedModel> model_;
+  Json quality_;         // model_'s fp32 vs int8 figures at load
+  Json last_agreement_;  // of the last /v1/infer with "compare"
   std::string bundle_;
+  std::string python_;
+  Json mindspore_;  // the mindspore backend's detection
 };
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
@@ -622,6 +784,7 @@ int run_agent(const AgentOptions& given) {
     (void)probe;
     TlsIdentity id = load_or_create_identity(options.state_dir);
     const std::string token = read_token(options, options.state_dir);
+    std::signal(SIGPIPE, SIG_IGN);  // a dead MindSpore subprocess is an error, not the end
     Agent agent(options, token, id);
     agent.load_current();
 

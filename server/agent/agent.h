@@ -15,6 +15,8 @@ struct AgentOptions {
   std::filesystem::path state_dir;        // empty: default_state_dir()
   std::string token_file;  // empty: $CELLSCOPE_AGENT_TOKEN, else STATE/token (made 0600)
   size_t max_connections = 16;
+  // The interpreter whose `import mindspore` makes the mindspore backend available.
+  std::string python = "python3";
 };
 
 // /var/lib/cellscope-agent when writable (root, the systemd unit), else

@@ -1,10 +1,12 @@
 #include "agent/runner.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 
+#include "graphcore/dataset.h"
 #include "graphcore/mindir_import.h"
 #include "graphcore/runtime.h"
 
@@ -87,11 +89,182 @@ rt::Tensor weight_tensor(const graphcore::MindirWeight& w, const std::vector<int
 
 Json shape_json(const std::vector<int64_t>& shape) { return Json(shape); }
 
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.filename().string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// fp32 against int8 over runs of the same inputs: top-1 of the first output when it is (batch,
+// classes), the cosine of all output values, accuracy when labels are known.
+struct Agreement {
+  int64_t rows = 0, same = 0, labelled = 0, correct32 = 0, correct8 = 0;
+  double dot = 0, n32 = 0, n8 = 0;
+
+  static int64_t argmax(const rt::Tensor& t, int64_t row, int64_t cols) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < cols; ++c)
+      if (t.at(row * cols + c) > t.at(row * cols + best)) best = c;
+    return best;
+  }
+  // `labels`: one per row of this batch, or empty.
+  void add(const std::vector<rt::Tensor>& f, const std::vector<rt::Tensor>& q,
+           const std::vector<int64_t>& labels) {
+    for (size_t o = 0; o < f.size() && o < q.size(); ++o) {
+      for (int64_t k = 0; k < f[o].numel() && k < q[o].numel(); ++k) {
+        const double a = f[o].at(k);
+        const double b = q[o].at(k);
+        dot += a * b;
+        n32 += a * a;
+        n8 += b * b;
+      }
+    }
+    if (f.empty() || f[0].rank() != 2 || f[0].shape()[1] < 2) return;
+    const int64_t n = f[0].shape()[0];
+    const int64_t c = f[0].shape()[1];
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t a = argmax(f[0], r, c);
+      const int64_t b = argmax(q[0], r, c);
+      ++rows;
+      same += a == b ? 1 : 0;
+      if (static_cast<size_t>(r) < labels.size()) {
+        ++labelled;
+        correct32 += a == labels[static_cast<size_t>(r)] ? 1 : 0;
+        correct8 += b == labels[static_cast<size_t>(r)] ? 1 : 0;
+      }
+    }
+  }
+  [[nodiscard]] Json json() const {
+    Json j;
+    j["top1_agreement"] =
+        rows > 0 ? Json(static_cast<double>(same) / static_cast<double>(rows)) : Json("n/a");
+    j["cosine"] = n32 > 0 && n8 > 0 ? Json(dot / std::sqrt(n32 * n8)) : Json("n/a");
+    if (labelled > 0) {
+      j["accuracy"] = {{"fp32", static_cast<double>(correct32) / static_cast<double>(labelled)},
+                       {"int8", static_cast<double>(correct8) / static_cast<double>(labelled)},
+                       {"samples", labelled}};
+    } else {
+      j["accuracy"] = "n/a";
+    }
+    return j;
+  }
+};
+
 }  // namespace
+
+void LoadedModel::build_int8(const BuildOptions& build) {
+  namespace quant = rt::quant;
+  rt::Executor& ex = *exec_;
+  if (ex.num_inputs() != 1) {
+    throw std::runtime_error("int8 calibration takes a model of one input; this one has " +
+                             std::to_string(ex.num_inputs()));
+  }
+  if (build.calibration_data.empty()) throw std::runtime_error("int8 needs calibration data");
+  const auto type = ex.input_type(0);
+  std::vector<int64_t> shape;
+  for (const auto& d : type.shape.dims) {
+    if (!d.is_known()) throw std::runtime_error("the input has a dynamic shape");
+    shape.push_back(d.value());
+  }
+  if (shape.empty()) throw std::runtime_error("int8 calibration needs an input with a batch axis");
+  const std::string cal_name = build.calibration_data.filename().string();
+  const auto data = rt::parse_array_npy(read_bytes(build.calibration_data), cal_name);
+  const std::vector<int64_t> sample(shape.begin() + 1, shape.end());
+  if (data.shape.empty() ||
+      std::vector<int64_t>(data.shape.begin() + 1, data.shape.end()) != sample) {
+    std::string want = "(N";
+    for (const int64_t d : sample) want += ", " + std::to_string(d);
+    throw std::runtime_error(cal_name + " has shape " + rt::shape_str(data.shape) +
+                             "; calibration data for the input " + rt::shape_str(shape) +
+                             " has the shape " + want + ") (N samples)");
+  }
+  const int64_t batch = shape[0];
+  const int64_t batches = batch > 0 ? data.shape[0] / batch : 0;
+  if (batches == 0) {
+    throw std::runtime_error(cal_name + " holds " + std::to_string(data.shape[0]) +
+                             " samples, fewer than one batch of " + std::to_string(batch));
+  }
+  std::vector<int64_t> labels;
+  if (!build.labels.empty()) {
+    const std::string lab_name = build.labels.filename().string();
+    const auto l = rt::parse_array_npy(read_bytes(build.labels), lab_name);
+    if (l.numel() != data.shape[0] || (l.shape.size() != 1 && l.shape.size() != 2)) {
+      throw std::runtime_error(lab_name + " has shape " + rt::shape_str(l.shape) + ", not (" +
+                               std::to_string(data.shape[0]) + ",): one label per sample");
+    }
+    for (int64_t k = 0; k < l.numel(); ++k) labels.push_back(std::llround(l.at(k)));
+  }
+  const int64_t per_batch = rt::Tensor(shape, type.dtype).numel();
+  std::vector<rt::Tensor> inputs;
+  for (int64_t b = 0; b < batches; ++b) {
+    rt::Tensor t(shape, type.dtype);
+    for (int64_t k = 0; k < per_batch; ++k) t.set(k, data.at(b * per_batch + k));
+    inputs.push_back(std::move(t));
+  }
+  auto run_fp32 = [&](const rt::Hooks& hooks) {
+    ex.reset();
+    const rt::RunStatus st = ex.run(hooks);
+    if (st.kind != rt::RunStatus::Kind::Finished)
+      throw std::runtime_error("the calibration run did not finish: " + st.message);
+  };
+  if (build.quant_table.empty()) {
+    quant::Calibrator cal(ex.graph(), build.calibration);
+    cal.add_samples(batches * batch);
+    for (int pass = 0; pass < cal.passes(); ++pass) {
+      cal.begin_pass(pass);
+      const rt::Hooks observe = cal.hooks();
+      for (const rt::Tensor& t : inputs) {
+        ex.set_input(0, t);
+        run_fp32(observe);
+      }
+    }
+    table_text_ = quant::write_quant_table(cal.finish(ex));
+  } else {
+    table_text_ = build.quant_table;
+  }
+  // Read back: the table the bundle carries is validated exactly as it will be after a restart.
+  table_ = std::make_unique<quant::QuantTable>(quant::read_quant_table(table_text_, "quant.json"));
+  if (table_->nodes.empty()) throw std::runtime_error("quant.json quantises no node of this graph");
+  int8_ = std::make_unique<quant::Int8Runner>(ex.graph(), *table_, ex);
+  if (!int8_->notes().empty()) {
+    throw std::runtime_error("quant.json does not fit this model: " + int8_->notes().front());
+  }
+  // The int8 path once per calibration batch: every output finite, and fp32 vs int8.
+  Agreement agree;
+  for (int64_t b = 0; b < batches; ++b) {
+    ex.set_input(0, inputs[static_cast<size_t>(b)]);
+    double ms = 0;
+    const auto f = run(false, &ms);
+    const auto q = run(true, &ms);
+    for (const rt::Tensor& t : q) {
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        if (!std::isfinite(t.at(k))) {
+          throw std::runtime_error("the int8 path gives non-finite outputs on calibration batch " +
+                                   std::to_string(b));
+        }
+      }
+    }
+    std::vector<int64_t> batch_labels;
+    if (!labels.empty()) {
+      batch_labels.assign(labels.begin() + b * batch, labels.begin() + (b + 1) * batch);
+    }
+    agree.add(f, q, batch_labels);
+  }
+  precision_ = "int8";
+  quality_ = agree.json();
+  quality_["on"] = "calibration data";
+  quality_["samples"] = batches * batch;
+  quality_["calibration"] = std::string(quant::calibration_name(table_->calibration.method));
+  quality_["quantized_nodes"] = table_->nodes.size();
+  if (batches * batch < data.shape[0]) {
+    quality_["unused_samples"] = data.shape[0] - batches * batch;
+  }
+}
 
 LoadedModel::~LoadedModel() = default;
 
-std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::string* error) {
+std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::string* error,
+                                               const BuildOptions& build) {
   try {
     std::ifstream in(model, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + model.filename().string());
@@ -139,7 +312,13 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
     Json outputs = Json::array();
     for (const auto& o : out["outputs"])
       outputs.push_back({{"shape", o["shape"]}, {"dtype", o["dtype"]}});
+    if (build.precision == "int8") {
+      m->build_int8(build);
+    } else if (build.precision != "fp32") {
+      throw std::runtime_error("precision is fp32 or int8, not " + build.precision);
+    }
     m->summary_ = {{"backend", "cellscope-cpu"},
+                   {"precision", m->precision_},
                    {"kernels", rt::kernel_library()},
                    {"inputs", inputs},
                    {"outputs", outputs},
@@ -147,6 +326,21 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
                    {"parameters", m->exec_->params().size()},
                    {"warmup_ms", ms},
                    {"notes", imp.notes.size()}};
+    if (build.backend == "mindspore") {
+      if (m->precision_ != "fp32")
+        throw std::runtime_error("the mindspore backend serves fp32 bundles only");
+      m->mindspore_ = std::make_unique<MindSporeWorker>(build.python, model);
+      m->summary_["backend"] = "mindspore";
+      m->summary_["mindspore_version"] = m->mindspore_->version();
+      // The warm-up again, through MindSpore: every output finite.
+      const Json o = m->infer({{"fill", "zeros"}});
+      for (const auto& t : o["outputs"]) {
+        if (t.value("non_finite", 0) != 0)
+          throw std::runtime_error("MindSpore gives non-finite outputs on the zero input");
+      }
+    } else if (build.backend != "cellscope-cpu") {
+      throw std::runtime_error("backend is cellscope-cpu or mindspore, not " + build.backend);
+    }
     return m;
   } catch (const std::exception& e) {
     *error = e.what();
@@ -154,10 +348,10 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
   }
 }
 
-Json LoadedModel::infer(const Json& request) {
-  const std::lock_guard lock(mu_);
+std::vector<rt::Tensor> LoadedModel::set_inputs(const Json& request) {
   rt::Executor& ex = *exec_;
   ex.reset();
+  std::vector<rt::Tensor> set;
   const std::string fill = request.value("fill", "");
   const Json* given = request.contains("inputs") ? &request["inputs"] : nullptr;
   if (fill.empty() && (given == nullptr || !given->is_array())) {
@@ -178,8 +372,9 @@ Json LoadedModel::infer(const Json& request) {
     }
     if (!fill.empty()) {
       if (fill != "zeros" && fill != "ones") throw std::invalid_argument("fill is zeros or ones");
-      ex.set_input(i, fill == "zeros" ? rt::Tensor::zeros(shape, type.dtype)
-                                      : rt::Tensor::ones(shape, type.dtype));
+      set.push_back(fill == "zeros" ? rt::Tensor::zeros(shape, type.dtype)
+                                    : rt::Tensor::ones(shape, type.dtype));
+      ex.set_input(i, set.back());
       continue;
     }
     const Json& in = (*given)[i];
@@ -203,17 +398,79 @@ Json LoadedModel::infer(const Json& request) {
                                   std::to_string(t.numel()));
     }
     for (int64_t k = 0; k < t.numel(); ++k) t.set(k, data[static_cast<size_t>(k)]);
+    set.push_back(t);
     ex.set_input(i, std::move(t));
   }
+  return set;
+}
+
+std::vector<rt::Tensor> LoadedModel::run(bool int8, double* ms) {
+  rt::Executor& ex = *exec_;
+  ex.reset();
+  rt::Hooks hooks;
+  if (int8) {
+    hooks.compute = [this](const graphcore::Node& n, size_t index,
+                           const std::vector<rt::Tensor>& inputs,
+                           std::vector<rt::Tensor>& outputs) {
+      return int8_->compute(n, index, inputs, outputs);
+    };
+  }
   const auto start = std::chrono::steady_clock::now();
-  const rt::RunStatus st = ex.run();
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const rt::RunStatus st = ex.run(hooks);
+  *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (st.kind != rt::RunStatus::Kind::Finished) {
     throw std::runtime_error("the run did not finish: " + st.message);
   }
+  std::vector<rt::Tensor> out = ex.outputs();
+  ex.reset();
+  return out;
+}
+
+Json LoadedModel::infer(const Json& request) {
+  const std::lock_guard lock(mu_);
+  const std::string precision = request.value("precision", precision_);
+  if (precision != "fp32" && precision != "int8")
+    throw std::invalid_argument("precision is \"fp32\" or \"int8\"");
+  if (precision == "int8" && !int8_)
+    throw std::invalid_argument("this bundle was built at fp32: it has no int8 table");
+  const bool compare = request.value("compare", false);
+  if (compare && !int8_) throw std::invalid_argument("compare needs an int8 bundle");
+  const std::string backend =
+      request.value("backend", std::string(mindspore_ ? "mindspore" : "cellscope-cpu"));
+  if (backend != "cellscope-cpu" && (backend != "mindspore" || !mindspore_)) {
+    throw std::invalid_argument("this bundle runs on cellscope-cpu" +
+                                std::string(mindspore_ ? " or mindspore" : "") + ", not " +
+                                backend);
+  }
+  const std::vector<rt::Tensor> given = set_inputs(request);
+  if (backend == "mindspore") {
+    Json req = {{"inputs", Json::array()}};
+    for (const rt::Tensor& t : given) {
+      Json data = Json::array();
+      for (int64_t k = 0; k < t.numel(); ++k) data.push_back(t.at(k));
+      req["inputs"].push_back({{"shape", shape_json(t.shape())},
+                               {"dtype", std::string(graphcore::dtype_name(t.dtype()))},
+                               {"data", std::move(data)}});
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Json answer = mindspore_->run(req);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    for (Json& o : answer["outputs"]) {
+      int64_t non_finite = 0;
+      for (const Json& v : o["data"])
+        if (!v.is_number() || !std::isfinite(v.get<double>())) ++non_finite;
+      o["non_finite"] = non_finite;
+    }
+    answer["ms"] = ms;
+    answer["precision"] = precision;
+    answer["backend"] = backend;
+    return answer;
+  }
+  double ms = 0;
+  const std::vector<rt::Tensor> result = run(precision == "int8", &ms);
   Json outputs = Json::array();
-  for (const rt::Tensor& t : ex.outputs()) {
+  for (const rt::Tensor& t : result) {
     Json values = Json::array();
     int64_t non_finite = 0;
     for (int64_t k = 0; k < t.numel(); ++k) {
@@ -227,8 +484,22 @@ Json LoadedModel::infer(const Json& request) {
                        {"data", std::move(values)},
                        {"non_finite", non_finite}});
   }
-  ex.reset();
-  return {{"outputs", std::move(outputs)}, {"ms", ms}};
+  Json answer = {
+      {"outputs", std::move(outputs)}, {"ms", ms}, {"precision", precision}, {"backend", backend}};
+  if (compare) {
+    double other_ms = 0;
+    const std::vector<rt::Tensor> other = run(precision != "int8", &other_ms);
+    Agreement agree;
+    if (precision == "int8") {
+      agree.add(other, result, {});
+    } else {
+      agree.add(result, other, {});
+    }
+    Json j = agree.json();
+    j.erase("accuracy");
+    answer["agreement"] = std::move(j);
+  }
+  return answer;
 }
 
 }  // namespace cellscope::agent

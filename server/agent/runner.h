@@ -11,11 +11,29 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agent/mindspore_backend.h"
+#include "graphcore/quant.h"
+
 namespace graphcore::runtime {
 class Executor;
 }
 
 namespace cellscope::agent {
+
+// How a bundle is built (docs/deploy.md, "INT8 bundles"): fp32, or int8 with a quantisation
+// table calibrated on the device from `calibration_data` (a .npy of inputs), or read back from
+// `quant_table` (the bundle's quant.json, when the agent restarts).
+struct BuildOptions {
+  std::string precision = "fp32";  // "fp32" | "int8"
+  graphcore::runtime::quant::CalibrationOptions calibration;
+  std::filesystem::path calibration_data;  // .npy: (N, ...) with the input's shape after axis 0
+  std::filesystem::path labels;            // optional .npy of N integer labels
+  std::string quant_table;                 // non-empty: this table, not a new calibration
+  // "cellscope-cpu", or "mindspore": /v1/infer runs MindSpore (mindspore.load + nn.GraphCell)
+  // in a subprocess of `python` (fp32 only); the CPU runtime still checks the bundle first.
+  std::string backend = "cellscope-cpu";
+  std::string python = "python3";
+};
 
 class LoadedModel {
  public:
@@ -24,19 +42,41 @@ class LoadedModel {
   LoadedModel& operator=(const LoadedModel&) = delete;
 
   // Loads and sanity-checks `model`; nullptr with `error` set when it cannot serve.
-  static std::shared_ptr<LoadedModel> load(const std::filesystem::path& model, std::string* error);
+  // int8: the table is calibrated (or read), the int8 path run on every calibration batch (each
+  // output finite) and compared with fp32 (quality()).
+  static std::shared_ptr<LoadedModel> load(const std::filesystem::path& model, std::string* error,
+                                           const BuildOptions& build = {});
 
-  // {"inputs": [{"shape": [...], "data": [...]}] | "fill": "zeros"|"ones"} ->
-  // {"outputs": [{"shape", "dtype", "data"}], "ms"}. Throws std::invalid_argument for an input
-  // that does not fit (the message says which and why), std::runtime_error for a failed run.
+  // {"inputs": [{"shape": [...], "data": [...]}] | "fill": "zeros"|"ones", "precision"?,
+  // "compare"?} -> {"outputs": [{"shape", "dtype", "data"}], "ms", "precision"}; with "compare":
+  // true on an int8 bundle also "agreement" (fp32 vs int8 on this input). On a mindspore
+  // bundle "backend": "cellscope-cpu" runs the CPU runtime instead. Throws
+  // std::invalid_argument for an input that does not fit (the message says which and why),
+  // std::runtime_error for a failed run.
   nlohmann::json infer(const nlohmann::json& request);
 
   // Inputs, outputs, nodes, parameters, the warm-up's time: the manifest's "check".
   [[nodiscard]] const nlohmann::json& summary() const { return summary_; }
+  // "fp32" or "int8": what /v1/infer answers at unless asked otherwise.
+  [[nodiscard]] const std::string& precision() const { return precision_; }
+  // The int8 table as written to the bundle's quant.json ("" for fp32).
+  [[nodiscard]] const std::string& quant_table_text() const { return table_text_; }
+  // fp32 vs int8 on the calibration inputs at load: {on, samples, top1_agreement, cosine,
+  // accuracy: {fp32, int8} | "n/a"}; null for fp32.
+  [[nodiscard]] const nlohmann::json& quality() const { return quality_; }
 
  private:
   LoadedModel() = default;
+  std::vector<graphcore::runtime::Tensor> set_inputs(const nlohmann::json& request);
+  std::vector<graphcore::runtime::Tensor> run(bool int8, double* ms);
+  void build_int8(const BuildOptions& build);
   std::unique_ptr<graphcore::runtime::Executor> exec_;
+  std::string precision_ = "fp32";
+  std::unique_ptr<graphcore::runtime::quant::QuantTable> table_;
+  std::unique_ptr<graphcore::runtime::quant::Int8Runner> int8_;
+  std::string table_text_;
+  nlohmann::json quality_;
+  std::unique_ptr<MindSporeWorker> mindspore_;
   std::mutex mu_;
   nlohmann::json summary_;
 };

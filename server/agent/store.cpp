@@ -224,6 +224,21 @@ UploadMeta Store::write_chunk(const std::string& id, uint64_t index, std::string
   return *meta;
 }
 
+void Store::write_companion(const std::string& id, const std::string& kind, std::string_view data,
+                            const std::string& sha256) {
+  if (kind != "calibration" && kind != "labels")
+    throw StoreError{ErrorCode::kNotFound, "no companion file '" + kind + "'"};
+  if (!find_upload(id))
+    throw StoreError{ErrorCode::kNotFound, "no upload " + id + " (begin it again)"};
+  const std::string got = sha256_hex(data);
+  if (!constant_time_equal(got, sha256)) {
+    throw StoreError{ErrorCode::kChunkHashMismatch, "the " + kind + " file arrived with SHA-256 " +
+                                                        got + ", sent as " + sha256 +
+                                                        ": rejected, send it again"};
+  }
+  write_atomic(root_ / "uploads" / id / (kind + ".npy"), std::string(data));
+}
+
 void Store::remove_upload(const std::string& id) {
   if (!find_upload(id)) return;
   std::error_code ec;
@@ -273,6 +288,16 @@ Bundle Store::make_bundle(const std::string& id, const Json& extra) {
                 {"bundle", b.dir_name}};
   for (const auto& [k, v] : extra.items()) b.manifest[k] = v;
   try {
+    for (const char* kind : {"calibration", "labels"}) {
+      const std::string file = std::string(kind) + ".npy";
+      if (!fs::exists(updir / file, ec)) continue;
+      b.manifest[std::string(kind) == "labels" ? "labels" : "calibration_data"] = {
+          {"file", file},
+          {"sha256", sha256_file(updir / file)},
+          {"size", fs::file_size(updir / file)}};
+      if (::rename((updir / file).c_str(), (staging / file).c_str()) != 0)
+        fail_errno(errno, "moving " + file + " into the bundle");
+    }
     write_atomic(staging / "manifest.json", b.manifest.dump(2) + "\n");
   } catch (...) {
     fs::remove_all(staging, ec);

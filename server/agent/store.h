@@ -67,8 +67,14 @@ class Store {
   // Writes chunk `index` after checking its SHA-256 against `sha256` and its length.
   UploadMeta write_chunk(const std::string& id, uint64_t index, std::string_view data,
                          const std::string& sha256);
-  // Checks the whole file's SHA-256 and moves it into a new bundle with its manifest; the
-  // upload is gone afterwards. `extra` is added to the manifest.
+  // A file sent with the model (`kind` "calibration" or "labels": an int8 build's .npy inputs
+  // and labels), written atomically as uploads/<id>/KIND.npy after checking its SHA-256.
+  void write_companion(const std::string& id, const std::string& kind, std::string_view data,
+                       const std::string& sha256);
+  // Checks the whole file's SHA-256 and moves it into a new bundle with its manifest (and the
+  // companions, as KIND.npy with their SHA-256 in the manifest's "calibration_data" / "labels":
+  // {file, sha256, size});
+  // the upload is gone afterwards. `extra` is added to the manifest.
   Bundle make_bundle(const std::string& id, const nlohmann::json& extra);
   void remove_upload(const std::string& id);
 

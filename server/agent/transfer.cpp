@@ -211,8 +211,31 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
   const uint64_t size = std::filesystem::file_size(file);
   const std::string sha = sha256_file(file);
   const uint64_t chunk_bytes = options.chunk_bytes == 0 ? kDefaultChunkBytes : options.chunk_bytes;
-  const Json begin = {
+  Json begin = {
       {"name", options.name}, {"size", size}, {"sha256", sha}, {"chunk_size", chunk_bytes}};
+  // The int8 build's companion files, sent after the chunks and before the commit.
+  std::vector<std::pair<std::string, std::string>> companions;  // kind, bytes
+  Json commit_body = {{"precision", options.precision}, {"backend", options.backend}};
+  if (options.precision == "int8") {
+    commit_body["calibration"] = options.calibration;
+    commit_body["percentile"] = options.percentile;
+    for (const auto& [kind, path] :
+         {std::pair{std::string("calibration"), options.calibration_data},
+          std::pair{std::string("labels"), options.labels}}) {
+      if (path.empty()) continue;
+      std::ifstream f(path, std::ios::binary);
+      if (!f) throw DeployError(0, "unreadable", "cannot read " + path.string());
+      std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+      if (bytes.size() > kMaxJsonBody) {
+        throw DeployError(0, "too-large",
+                          path.string() + " is larger than 64 MiB: send fewer samples");
+      }
+      if (kind == "calibration") begin["calibration_sha256"] = sha256_hex(bytes);
+      companions.emplace_back(kind, std::move(bytes));
+    }
+  }
+  begin["precision"] = options.precision;
+  begin["backend"] = options.backend;
   auto say = [&](const std::string& m) {
     if (options.progress) options.progress(m);
   };
@@ -321,7 +344,18 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
     if (link_failed) continue;  // begin again: the agent says what it has
     if (options.event) options.event({{"phase", "commit"}, {"upload", id}});
     try {
-      Response r = client.request("POST", std::string(kPathUploads) + "/" + id + "/commit", "");
+      for (const auto& [kind, bytes] : companions) {
+        std::string target = std::string(kPathUploads) + "/";
+        target += id;
+        target += "/";
+        target += kind;
+        Response r = client.request("PUT", target, bytes, sha256_hex(bytes));
+        throw_if_error(r);
+        say("sent the " + kind + " data (" + std::to_string(bytes.size()) + " bytes)");
+      }
+      if (options.precision == "int8") say("building the int8 bundle on the device");
+      Response r = client.request("POST", std::string(kPathUploads) + "/" + id + "/commit",
+                                  commit_body.dump());
       if (r.status == 409 && r.body.is_object() &&
           r.body["error"].value("code", "") == error_name(ErrorCode::kIncomplete)) {
         continue;

@@ -82,6 +82,14 @@ struct UploadOptions {
   // each chunk;
   // {"phase": "commit"} before the commit (the device checks, loads and switches).
   std::function<void(const nlohmann::json&)> event;
+  // The device-side build (docs/deploy.md, "INT8 bundles"): "fp32", or "int8" calibrated on
+  // the device from `calibration_data` (.npy inputs; `labels`: optional .npy of their labels).
+  std::string precision = "fp32";
+  std::string backend = "cellscope-cpu";  // or "mindspore"
+  std::string calibration = "minmax";     // minmax | percentile | kl
+  double percentile = 99.99;
+  std::filesystem::path calibration_data;
+  std::filesystem::path labels;
 };
 
 // Uploads and commits `file`; returns the commit's answer ({"bundle", "manifest"}). Throws

@@ -24,6 +24,8 @@ import time
 import unittest
 import urllib.request
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = None
 NS = f"csdeploy{os.getpid()}"
@@ -210,11 +212,8 @@ class DeployTier(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("say what to export: --cell and --input", err)
 
-    def test_telemetry_stream(self):
-        a = self.agent()
-        self.assertEqual(self.deploy(self.small)[0], 0)
-        for _ in range(5):
-            self.infer_first(a)
+    def read_stream(self, a, count=2):
+        """`count` messages of /v1/stream, read by a raw WebSocket client."""
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
@@ -229,7 +228,7 @@ class DeployTier(unittest.TestCase):
         while f.readline() not in (b"\r\n", b""):
             pass
         messages = []
-        for _ in range(2):
+        for _ in range(count):
             b0, b1 = f.read(2)
             self.assertEqual(b0, 0x81)  # a final text frame
             n = b1 & 0x7F
@@ -237,6 +236,14 @@ class DeployTier(unittest.TestCase):
                 n = int.from_bytes(f.read(2), "big")
             messages.append(json.loads(f.read(n)))
         s.close()
+        return messages
+
+    def test_telemetry_stream(self):
+        a = self.agent()
+        self.assertEqual(self.deploy(self.small)[0], 0)
+        for _ in range(5):
+            self.infer_first(a)
+        messages = self.read_stream(a)
         m = messages[0]
         self.assertEqual(m["type"], "telemetry")
         self.assertGreaterEqual(m["inferences"], 5)
@@ -245,6 +252,9 @@ class DeployTier(unittest.TestCase):
         self.assertGreater(m["rss_mb"], 1)
         self.assertTrue(m["power_w"] == "n/a" or m["power_w"] >= 0)
         self.assertTrue(m["bundle"].endswith("-small.mindir"))
+        # fp32 bundle: no int8 agreement to report, and none invented.
+        self.assertEqual(m["precision"], "fp32")
+        self.assertEqual(m["agreement"], {"load": "n/a", "last_infer": "n/a"})
 
     def test_progress_json(self):
         a = self.agent()
@@ -388,6 +398,111 @@ class DeployTier(unittest.TestCase):
         status, body = a.call("POST", "/v1/uploads", {"name": "x\u0000.mindir", "size": 10,
                                                       "sha256": "0" * 64})
         self.assertEqual((status, body["error"]["code"]), (400, "bad-name"))
+
+    # ---- int8 bundles (docs/deploy.md, "INT8 bundles") -------------------------------------
+
+    def calibration(self, n=24, shape=(1, 32, 32), seed=0):
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal((n, *shape)).astype(np.float32)
+        path = os.path.join(self.project, f"cal{seed}.npy")
+        np.save(path, x)
+        labels = os.path.join(self.project, f"labels{seed}.npy")
+        np.save(labels, rng.integers(0, 10, n).astype(np.int64))
+        return path, labels, x
+
+    def test_int8_bundle_built_on_the_device(self):
+        a = self.agent()
+        cal, labels, x = self.calibration()
+        rc, out, err = self.deploy(self.small, "--precision", "int8", "--calibration", "kl",
+                                   "--calibration-data", cal, "--labels", labels)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("int8 vs fp32:", out)
+        cur = os.path.join(self.state, "current")
+        with open(os.path.join(cur, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["precision"], "int8")
+        self.assertEqual(manifest["calibration"]["method"], "kl")
+        def sha(p):
+            with open(p, "rb") as f:
+                return hashlib.sha256(f.read()).hexdigest()
+        self.assertEqual(manifest["calibration_data"]["sha256"], sha(cal))
+        self.assertEqual(manifest["labels"]["sha256"], sha(labels))
+        self.assertEqual(manifest["quant_table"]["sha256"], sha(os.path.join(cur, "quant.json")))
+        with open(os.path.join(cur, "quant.json")) as f:
+            table = json.load(f)
+        self.assertEqual(table["format"], "cellscope-quant-table")
+        self.assertEqual(table["calibration"]["method"], "kl")
+        self.assertEqual(table["calibration"]["samples"], 24)
+        self.assertEqual(len(table["nodes"]), 4)  # conv1, conv2, fc1, fc2
+        status, info = a.call("GET", "/v1/info")
+        self.assertEqual(info["precision"], "int8")
+        self.assertEqual(info["calibration"]["method"], "kl")
+        q = info["quality"]
+        self.assertEqual((q["on"], q["samples"]), ("calibration data", 24))
+        self.assertGreater(q["cosine"], 0.99)
+        self.assertTrue(0 <= q["top1_agreement"] <= 1)
+        self.assertEqual(q["accuracy"]["samples"], 24)
+
+        # /v1/infer answers at int8, fp32 on request; "compare" measures both on this input.
+        sample = {"inputs": [{"shape": [1, 1, 32, 32], "data": x[3].ravel().tolist()}]}
+        s8, r8 = a.call("POST", "/v1/infer", sample)
+        s32, r32 = a.call("POST", "/v1/infer", dict(sample, precision="fp32"))
+        self.assertEqual((s8, s32), (200, 200), (r8, r32))
+        self.assertEqual((r8["precision"], r32["precision"]), ("int8", "fp32"))
+        o8 = np.array(r8["outputs"][0]["data"])
+        o32 = np.array(r32["outputs"][0]["data"])
+        self.assertFalse(np.array_equal(o8, o32))  # really another path
+        cos = float(o8 @ o32 / np.sqrt((o8 @ o8) * (o32 @ o32)))
+        self.assertGreater(cos, 0.99)
+        sc, rc_ = a.call("POST", "/v1/infer", dict(sample, compare=True))
+        self.assertEqual(sc, 200, rc_)
+        self.assertEqual(rc_["outputs"][0]["data"], r8["outputs"][0]["data"])
+        self.assertAlmostEqual(rc_["agreement"]["cosine"], cos, places=9)
+        self.assertEqual(rc_["agreement"]["top1_agreement"],
+                         1.0 if o8.argmax() == o32.argmax() else 0.0)
+        m = self.read_stream(a, 1)[0]
+        self.assertEqual(m["precision"], "int8")
+        self.assertEqual(m["agreement"]["load"], q)
+        self.assertEqual(m["agreement"]["last_infer"], rc_["agreement"])
+        # A restart reads quant.json back (hash checked): the same int8 numbers.
+        a.stop()
+        a = self.agent()
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], r8["outputs"])
+
+    def test_int8_bad_build_or_table_rolls_back(self):
+        a = self.agent()
+        self.assertEqual(self.deploy(self.small)[0], 0)
+        good = self.infer_first(a)
+        # Calibration data of another shape: refused on the device, the fp32 model serves.
+        cal, _, _ = self.calibration(shape=(1, 28, 28), seed=1)
+        rc, out, err = self.deploy(self.small, "--precision", "int8", "--calibration-data", cal)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("[load-failed]", err)
+        self.assertIn("has the shape (N, 1, 32, 32)", err)
+        self.assertEqual(self.infer_first(a), good)
+        self.assertEqual(a.call("GET", "/v1/info")[1]["precision"], "fp32")
+        # int8 without calibration data: refused before anything is sent.
+        rc, out, err = self.deploy(self.small, "--precision", "int8")
+        self.assertEqual(rc, 2, err)
+        # A good int8 bundle, then its table altered on disk: at restart the hash check fails,
+        # the agent switches back to the previous (fp32) bundle.
+        cal, _, _ = self.calibration(seed=2)
+        rc, out, err = self.deploy(self.small, "--precision", "int8", "--calibration-data", cal)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(a.call("GET", "/v1/info")[1]["precision"], "int8")
+        table = os.path.join(self.state, "current", "quant.json")
+        with open(table) as f:
+            t = json.load(f)
+        t["nodes"][0]["inputs"][0]["scale"] *= 4
+        with open(table, "w") as f:
+            json.dump(t, f)
+        a.stop()
+        a = self.agent()
+        status, info = a.call("GET", "/v1/info")
+        self.assertEqual(info["precision"], "fp32")
+        self.assertEqual(self.infer_first(a)[1:], good[1:])
+        with open(self.state + ".log") as f:
+            self.assertIn("quant.json does not match its SHA-256", f.read())
 
     def test_model_that_fails_to_load_rolls_back(self):
         a = self.agent()

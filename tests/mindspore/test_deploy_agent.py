@@ -4,7 +4,9 @@ A LeNet-style Cell (tests/deploy/models.py, Small) is exported twice: by MindSpo
 (`mindspore.export`, seeded initial weights) and by `cellscope export`. Each file is deployed with
 `cellscope deploy` to an agent on 127.0.0.1 (a free port, a temporary state directory), and the
 agent's /v1/infer output on a seeded random input is compared with `mindspore.load` +
-`nn.GraphCell` on the same file and input. Binary: $CELLSCOPE_BIN (default build/cellscope);
+`nn.GraphCell` on the same file and input. The agent runs with this interpreter as its
+`--python`, so its mindspore backend (the MindIR served by MindSpore in a subprocess) is checked
+against the CPU runtime and against MindSpore in this process. Binary: $CELLSCOPE_BIN (default build/cellscope);
 missing: skipped, unless CELLSCOPE_REQUIRE_BIN=1.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -38,39 +41,60 @@ if not BIN.exists():
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory):
-    state = tmp_path_factory.mktemp("state")
-    env = dict(os.environ, CELLSCOPE_AGENT_TOKEN=TOKEN)
-    proc = subprocess.Popen([str(BIN), "agent", "--listen", "127.0.0.1:0", "--state-dir",
-                             str(state)], stdout=subprocess.PIPE, text=True, env=env)
-    line = proc.stdout.readline()
-    assert "listening on https://127.0.0.1:" in line, line
-    port = int(line.split("127.0.0.1:")[1].split(" ")[0])
+    port, proc = start_agent(tmp_path_factory.mktemp("state"), sys.executable)
     yield port
     proc.terminate()
     proc.wait(10)
     proc.stdout.close()
 
 
-def deploy(port, project, model):
+def start_agent(state, python):
+    env = dict(os.environ, CELLSCOPE_AGENT_TOKEN=TOKEN)
+    proc = subprocess.Popen([str(BIN), "agent", "--listen", "127.0.0.1:0", "--state-dir",
+                             str(state), "--python", python], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    line = proc.stdout.readline()
+    assert "listening on https://127.0.0.1:" in line, line
+    port = int(line.split("127.0.0.1:")[1].split(" ")[0])
+    return port, proc
+
+
+def deploy(port, project, model, *extra, ok=True):
     (project / "mindspore_config.json").write_text(json.dumps(
         {"devices": [{"name": "local", "address": f"127.0.0.1:{port}", "token_env": "TK"}]}))
     env = dict(os.environ, TK=TOKEN, HOME=str(project))
-    r = subprocess.run([str(BIN), "deploy", str(model), "--device", "local"], cwd=project,
-                       env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(BIN), "deploy", str(model), "--device", "local", *extra],
+                       cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert (r.returncode == 0) == ok, r.stderr
+    return r
 
 
-def infer(port, x):
+def call(port, method, path, body=None):
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    body = {"inputs": [{"shape": list(x.shape), "data": x.ravel().tolist()}]}
-    req = urllib.request.Request(f"https://127.0.0.1:{port}/v1/infer", method="POST",
-                                 data=json.dumps(body).encode())
+    req = urllib.request.Request(f"https://127.0.0.1:{port}{path}", method=method,
+                                 data=None if body is None else json.dumps(body).encode())
     req.add_header("Authorization", "Bearer " + TOKEN)
     with urllib.request.urlopen(req, context=ctx, timeout=60) as r:
-        out = json.loads(r.read())["outputs"][0]
+        return json.loads(r.read())
+
+
+def infer(port, x, **extra):
+    body = {"inputs": [{"shape": list(x.shape), "data": x.ravel().tolist()}], **extra}
+    out = call(port, "POST", "/v1/infer", body)["outputs"][0]
     return np.array(out["data"], dtype=np.float32).reshape(out["shape"])
+
+
+def mindspore_backend(port):
+    """/v1/info's mindspore entry once the agent has found out (an import takes seconds)."""
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        b = {x["name"]: x for x in call(port, "GET", "/v1/info")["backends"]}["mindspore"]
+        if b["available"] is not None:
+            return b
+        time.sleep(0.5)
+    raise AssertionError("the agent did not finish detecting mindspore")
 
 
 def mindspore_run(model, x):
@@ -103,3 +127,64 @@ def test_agent_matches_mindspore(agent, tmp_path, writer):
     assert got.shape == want.shape == (1, 10)
     assert np.abs(want).max() > 1e-3  # not a degenerate all-zero answer
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_mindspore_backend_on_the_device(agent, tmp_path):
+    """`--backend mindspore`: the agent serves /v1/infer through MindSpore 2.10 (mindspore.load +
+    nn.GraphCell in its subprocess); equal to this process's MindSpore and, within 1e-4, to
+    the agent's own CPU runtime on the same bundle."""
+    gt.setup_mindspore()
+    b = mindspore_backend(agent)
+    assert b["available"] is True, b
+    assert b["version"] == ms.__version__
+    ms.set_seed(11)
+    module = gt.load_module(str(gt.REPO_ROOT / "tests" / "deploy" / "models.py"))
+    net = module.Small()
+    net.set_train(False)
+    ms.export(net, ms.Tensor(np.ones((1, 1, 32, 32), np.float32)),
+              file_name=str(tmp_path / "msb"), file_format="MINDIR")
+    model = tmp_path / "msb.mindir"
+    r = deploy(agent, tmp_path, model, "--backend", "mindspore")
+    assert '"backend":"mindspore"' in r.stdout, r.stdout
+    info = call(agent, "GET", "/v1/info")
+    assert info["backend"] == "mindspore"
+    assert info["current"]["backend"] == "mindspore"
+    x = np.random.default_rng(9).standard_normal((1, 1, 32, 32)).astype(np.float32)
+    answer = call(agent, "POST", "/v1/infer",
+                  {"inputs": [{"shape": [1, 1, 32, 32], "data": x.ravel().tolist()}]})
+    assert answer["backend"] == "mindspore"
+    got = np.array(answer["outputs"][0]["data"], np.float32).reshape(1, 10)
+    cpu = infer(agent, x, backend="cellscope-cpu")
+    want = mindspore_run(model, x)
+    assert np.abs(want).max() > 1e-3
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(cpu, got, rtol=1e-4, atol=1e-5)
+    # int8 is the CPU runtime's: refused with the mindspore backend before anything is sent.
+    r = deploy(agent, tmp_path, model, "--backend", "mindspore", "--precision", "int8",
+               "--calibration-data", str(model), ok=False)
+    assert "fp32 bundles only" in r.stderr
+    # The same file again on the CPU runtime is a new bundle, not "already serves".
+    r = deploy(agent, tmp_path, model)
+    assert "already serves" not in r.stderr
+    assert call(agent, "GET", "/v1/info")["backend"] == "cellscope-cpu"
+
+
+def test_mindspore_backend_missing_refused(tmp_path):
+    """An interpreter without MindSpore: reported unavailable, and a --backend mindspore deploy
+    fails to load on the device (rolled back, nothing serves)."""
+    port, proc = start_agent(tmp_path / "state", "/bin/false")
+    try:
+        b = mindspore_backend(port)
+        assert b["available"] is False and "cannot import mindspore" in b["reason"], b
+        model = tmp_path / "small.mindir"
+        r = subprocess.run([str(BIN), "export", str(gt.REPO_ROOT / "tests" / "deploy" /
+                                                     "models.py"), "--cell", "Small", "--input",
+                            "1,1,32,32", "-o", str(model)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        r = deploy(port, tmp_path, model, "--backend", "mindspore", ok=False)
+        assert "[load-failed]" in r.stderr and "MindSpore did not load the model" in r.stderr
+        assert call(port, "GET", "/v1/info")["current"] is None
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()

@@ -68,3 +68,94 @@ def test_lenet_int8_top1_within_one_point_of_fp32(trained, method):
     t = json.loads(table.read_text())
     assert sorted(n["weight"] for n in t["nodes"]) == sorted(
         f"{p}.weight" for p in ("conv1", "conv2", "fc1", "fc2", "fc3"))
+
+
+def test_lenet_int8_through_the_deploy_agent(trained):
+    """The same goal on the device side (docs/deploy.md, "INT8 bundles"): the trained LeNet-5,
+    exported by `cellscope export` (batch 32), deployed with `--precision int8 --calibration kl`
+    and 3 batches of t10k digits (MindSpore's own dataset pipeline makes them) to a `cellscope
+    agent` on 127.0.0.1; the agent's /v1/infer at int8 and at fp32 on the 6 held-out batches:
+    top-1 within one point, fp32 at least 90 %."""
+    import ssl
+    import urllib.request
+
+    import numpy as np
+    import mindspore as ms
+    import mindspore.dataset as ds
+    import mindspore.dataset.vision as vision
+    import mindspore.dataset.transforms as transforms
+
+    tmp, ckpt = trained
+    model = tmp / "lenet_b32.mindir"
+    r = subprocess.run([str(binary()), "export", str(SCRIPT), "--cell", "LeNet5", "--input",
+                        "32,1,32,32", "--checkpoint", str(ckpt), "-o", str(model)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    # The training script's pipeline on the test split (never trained on).
+    d = ds.MnistDataset(str(tmp / "mnist"), usage="test", shuffle=False)
+    d = d.map(operations=transforms.TypeCast(ms.int32), input_columns="label")
+    d = d.map(operations=[vision.Resize((32, 32)), vision.Rescale(1.0 / 255.0, 0.0),
+                          vision.Rescale(1 / 0.3081, -1 * 0.1307 / 0.3081), vision.HWC2CHW()],
+              input_columns="image")
+    batches = list(d.batch(32, drop_remainder=True).create_tuple_iterator(output_numpy=True))
+    assert len(batches) >= CALIBRATION_BATCHES + EVAL_BATCHES
+    cal = np.concatenate([b[0] for b in batches[:CALIBRATION_BATCHES]]).astype(np.float32)
+    np.save(tmp / "cal.npy", cal)
+    np.save(tmp / "cal_labels.npy",
+            np.concatenate([b[1] for b in batches[:CALIBRATION_BATCHES]]).astype(np.int64))
+
+    token = "quant-accuracy-agent-token-0123"
+    env = dict(os.environ, CELLSCOPE_AGENT_TOKEN=token)
+    agent = subprocess.Popen([str(binary()), "agent", "--listen", "127.0.0.1:0", "--state-dir",
+                              str(tmp / "agent-state")], stdout=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        line = agent.stdout.readline()
+        assert "listening on https://127.0.0.1:" in line, line
+        port = int(line.split("127.0.0.1:")[1].split(" ")[0])
+        project = tmp / "project"
+        project.mkdir(exist_ok=True)
+        (project / "mindspore_config.json").write_text(json.dumps(
+            {"devices": [{"name": "local", "address": f"127.0.0.1:{port}",
+                          "token_env": "TK"}]}))
+        r = subprocess.run([str(binary()), "deploy", str(model), "--device", "local",
+                            "--precision", "int8", "--calibration", "kl",
+                            "--calibration-data", str(tmp / "cal.npy"),
+                            "--labels", str(tmp / "cal_labels.npy")],
+                           cwd=project, env=dict(os.environ, TK=token, HOME=str(project)),
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+
+        def call(method, path, body=None):
+            req = urllib.request.Request(f"https://127.0.0.1:{port}{path}", method=method,
+                                         data=None if body is None else json.dumps(body).encode())
+            req.add_header("Authorization", "Bearer " + token)
+            with urllib.request.urlopen(req, context=ctx, timeout=120) as resp:
+                return json.loads(resp.read())
+
+        info = call("GET", "/v1/info")
+        assert info["precision"] == "int8" and info["calibration"]["method"] == "kl"
+        assert info["quality"]["samples"] == 32 * CALIBRATION_BATCHES
+        correct = {"int8": 0, "fp32": 0}
+        n = 0
+        for x, y in batches[CALIBRATION_BATCHES:CALIBRATION_BATCHES + EVAL_BATCHES]:
+            body = {"inputs": [{"shape": [32, 1, 32, 32], "data": x.ravel().tolist()}]}
+            for precision in correct:
+                out = call("POST", "/v1/infer", dict(body, precision=precision))
+                assert out["precision"] == precision
+                logits = np.array(out["outputs"][0]["data"]).reshape(32, 10)
+                correct[precision] += int((logits.argmax(1) == y).sum())
+            n += 32
+        acc = {k: v / n for k, v in correct.items()}
+        print(json.dumps({"agent": acc, "samples": n, "load_quality": info["quality"]}))
+        assert n == 32 * EVAL_BATCHES
+        assert acc["fp32"] >= 0.9, acc
+        assert abs(acc["fp32"] - acc["int8"]) <= 0.01 + 1e-9, acc
+    finally:
+        agent.terminate()
+        agent.wait(10)
+        agent.stdout.close()

@@ -106,6 +106,33 @@ TEST(AgentStore, ChunksAreHashedResumedAndBundled) {
   fs::remove_all(root);
 }
 
+TEST(AgentStore, CompanionFilesAreHashedAndBundled) {
+  const fs::path root = fresh_dir("companion");
+  Store store(root);
+  const std::string model = "model bytes";
+  const std::string cal = "\x93NUMPY calibration";
+  auto m = store.begin_upload("c.mindir", model.size(), sha256_hex(model), 64 * 1024);
+  store.write_chunk(m.id, 0, model, sha256_hex(model));
+  // Bytes that do not match the hash sent with them: refused, nothing written.
+  EXPECT_EQ(code_of([&] { store.write_companion(m.id, "calibration", cal, sha256_hex("other")); }),
+            ErrorCode::kChunkHashMismatch);
+  EXPECT_FALSE(fs::exists(root / "uploads" / m.id / "calibration.npy"));
+  // Only the two known kinds, and only for an upload under way.
+  EXPECT_EQ(code_of([&] { store.write_companion(m.id, "../x", cal, sha256_hex(cal)); }),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] { store.write_companion("0123", "labels", cal, sha256_hex(cal)); }),
+            ErrorCode::kNotFound);
+  store.write_companion(m.id, "calibration", cal, sha256_hex(cal));
+  auto b = store.make_bundle(m.id, {});
+  EXPECT_EQ(b.manifest["calibration_data"]["sha256"], sha256_hex(cal));
+  EXPECT_EQ(b.manifest["calibration_data"]["size"], cal.size());
+  EXPECT_FALSE(b.manifest.contains("labels"));
+  std::ifstream in(b.dir / "calibration.npy", std::ios::binary);
+  const std::string back{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(back, cal);
+  fs::remove_all(root);
+}
+
 TEST(AgentStore, DevicesInTheProjectConfig) {
   const auto c = cellscope::server::parse_project_config("/w/mindspore_config.json", R"({
   "devices": [{"name": "edge", "address": "10.0.0.2:8443", "target": "Ascend",

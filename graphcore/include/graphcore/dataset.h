@@ -86,6 +86,9 @@ struct NpyInfo {
   std::vector<int64_t> shape;
 };
 std::optional<NpyInfo> read_npy_header(const std::filesystem::path& path);
+// A whole C-order .npy file (its bytes: `name` is for messages). Throws DatasetError naming
+// `name` when the header is bad or the data's length does not match its shape (sizes checked).
+HostArray parse_array_npy(std::string_view bytes, const std::string& name);
 
 // A bad plan or bad data: the message names the call (file:line: api), the file, the column.
 class DatasetError : public RuntimeError {

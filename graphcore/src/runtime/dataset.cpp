@@ -2053,4 +2053,8 @@ std::optional<std::vector<Tensor>> DatasetReader::next() {
 
 std::optional<int64_t> DatasetReader::batches_per_epoch() const { return impl_->root->size(); }
 
+HostArray parse_array_npy(std::string_view bytes, const std::string& name) {
+  return parse_npy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
+}
+
 }  // namespace graphcore::runtime
