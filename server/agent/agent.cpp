@@ -354,6 +354,15 @@ class Agent {
     return std::nullopt;
   }
 
+  // claim() under the lock, then `id` is the active upload as of now.
+  std::optional<Reply> claim_and_touch(const std::string& id) {
+    const std::lock_guard lock(mu_);
+    if (auto busy = claim(id)) return busy;
+    active_ = id;
+    active_since_ = Clock::now();
+    return std::nullopt;
+  }
+
   Reply begin(const std::string& body) {
     const Json j = Json::parse(body, nullptr, false);
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("size") ||
@@ -401,12 +410,7 @@ class Agent {
 
   Reply chunk(const std::string& id, uint64_t index, const std::string& sha,
               const std::string& body) {
-    {
-      const std::lock_guard lock(mu_);
-      if (auto busy = claim(id)) return *busy;
-      active_ = id;
-      active_since_ = Clock::now();
-    }
+    if (auto busy = claim_and_touch(id)) return *busy;
     if (!is_sha256_hex(sha)) {
       return error_reply(
           ErrorCode::kBadRequest,
@@ -419,12 +423,7 @@ class Agent {
 
   Reply companion(const std::string& id, const std::string& kind, const std::string& sha,
                   const std::string& body) {
-    {
-      const std::lock_guard lock(mu_);
-      if (auto busy = claim(id)) return *busy;
-      active_ = id;
-      active_since_ = Clock::now();
-    }
+    if (auto busy = claim_and_touch(id)) return *busy;
     if (!is_sha256_hex(sha)) {
       return error_reply(ErrorCode::kBadRequest, std::string(kHeaderChunkSha) +
                                                      " must be the file's SHA-256 (64 hex digits)");
