@@ -427,6 +427,8 @@ void Interpreter::init_builtins() {
     double x = a.pos[0].as_float();
     if (!nd || nd->is_none()) {
       double r = std::nearbyint(x);  // banker's rounding, as Python
+      // Python raises on inf/nan and gives an int beyond 64 bits for huge values: unknown here.
+      if (!std::isfinite(r) || r < -9.2e18 || r > 9.2e18) return Value::unknown();
       return Value::integer(static_cast<int64_t>(r));
     }
     if (!nd->is_int()) return Value::unknown();
