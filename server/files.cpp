@@ -62,7 +62,7 @@ std::vector<fs::path> collect_python_files(const std::vector<std::string>& paths
   return {found.begin(), found.end()};
 }
 
-AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)) {
+AtomicFile::AtomicFile(fs::path path, std::optional<unsigned> mode) : path_(std::move(path)) {
   const fs::path dir = path_.has_parent_path() ? path_.parent_path() : fs::path(".");
   tmp_ = (dir / ("." + path_.filename().string() + ".tmp.XXXXXX")).string();
   fd_ = ::mkstemp(tmp_.data());
@@ -70,10 +70,17 @@ AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)) {
     throw std::system_error(errno, std::generic_category(),
                             "cannot create a temporary file in " + dir.string());
   }
-  // mkstemp creates 0600; give the file the usual permissions (0666 minus the umask).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd_, 0666 & ~mask) != 0) fail("cannot set permissions on " + tmp_);
+  // mkstemp creates 0600; give the file `mode`, else the usual permissions (0666 minus the
+  // umask).
+  mode_t target = 0;
+  if (mode) {
+    target = static_cast<mode_t>(*mode);
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    target = 0666 & ~mask;
+  }
+  if (::fchmod(fd_, target) != 0) fail("cannot set permissions on " + tmp_);
 }
 
 AtomicFile::~AtomicFile() {
@@ -127,8 +134,8 @@ void sync_directory(const fs::path& dir) {
   }
 }
 
-void write_file_atomic(const fs::path& path, std::string_view data) {
-  AtomicFile file(path);
+void write_file_atomic(const fs::path& path, std::string_view data, std::optional<unsigned> mode) {
+  AtomicFile file(path, mode);
   file.write(data);
   file.commit();
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +26,9 @@ std::vector<std::filesystem::path> collect_python_files(const std::vector<std::s
 // (and possibly a stray temporary file). Errors throw std::system_error.
 class AtomicFile {
  public:
-  explicit AtomicFile(std::filesystem::path path);
+  // The file gets `mode` (e.g. 0600 for a key: the temporary is never readable by others), else
+  // the usual permissions (0666 minus the umask).
+  explicit AtomicFile(std::filesystem::path path, std::optional<unsigned> mode = std::nullopt);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -47,8 +50,9 @@ void sync_directory(const std::filesystem::path& dir);
 
 // Writes `data` to `path` atomically: a temporary file in the same directory, flushed to disk,
 // then renamed over `path`. Readers see the old file or the new one, never a partial write.
-// Throws std::system_error on failure (the temporary file is removed).
-void write_file_atomic(const std::filesystem::path& path, std::string_view data);
+// Throws std::system_error on failure (the temporary file is removed). `mode`: as AtomicFile's.
+void write_file_atomic(const std::filesystem::path& path, std::string_view data,
+                       std::optional<unsigned> mode = std::nullopt);
 
 // Writes a ModelFile (graphcore/model_file.h) atomically, piece by piece: the weights go from
 // the runtime's tensors to the file without a copy of the whole file in memory.

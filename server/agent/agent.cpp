@@ -376,11 +376,8 @@ class Agent {
     const uint64_t chunk = j.value("chunk_size", kDefaultChunkBytes);
     const std::lock_guard lock(mu_);
     // The id is known only after the name is checked; claim against the computed one.
-    UploadMeta probe;
-    probe.id =
-        sha256_hex(name + "\n" + j["sha256"].get<std::string>() + "\n" + std::to_string(chunk))
-            .substr(0, 32);
-    if (auto busy = claim(probe.id)) return *busy;
+    const std::string id = upload_id(name, j["sha256"].get<std::string>(), chunk);
+    if (auto busy = claim(id)) return *busy;
     // The same file under the same name, built the same way, already serves (a commit whose
     // answer was lost).
     const std::string precision = j.value("precision", "fp32");
@@ -392,7 +389,7 @@ class Agent {
         cur->manifest.value("backend", "cellscope-cpu") == j.value("backend", "cellscope-cpu") &&
         (precision != "int8" ||
          cur->manifest.value("calibration_data", Json::object()).value("sha256", "") == cal_sha)) {
-      if (!store_.find_upload(probe.id)) {
+      if (!store_.find_upload(id)) {
         return {http::status::ok,
                 {{"already_current", true}, {"bundle", cur->dir_name}, {"manifest", cur->manifest}},
                 0};
@@ -745,8 +742,7 @@ std::string read_token(const AgentOptions& options, const fs::path& state) {
       std::getline(in, token);
     } else {
       token = random_hex(32);
-      server::write_file_atomic(file, token + "\n");
-      fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+      server::write_file_atomic(file, token + "\n", 0600);
       std::cerr << "cellscope agent: made a token in " << file.string()
                 << " (copy it to the host's token_file)\n";
     }

@@ -1,6 +1,5 @@
 #include "agent/crypto.h"
 
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -8,7 +7,6 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -71,31 +69,6 @@ std::string read_all(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path.string());
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// Written through a temporary file and renamed, created with `mode` (the key: 0600 from the
-// start, never readable by others even for a moment).
-void write_private(const fs::path& path, std::string_view data, mode_t mode) {
-  const fs::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) throw std::runtime_error("cannot create " + tmp.string());
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + tmp.string());
-    }
-    off += static_cast<size_t>(n);
-  }
-  const bool synced = ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path.string());
-  }
-  server::sync_directory(path.parent_path());
 }
 
 }  // namespace
@@ -223,8 +196,9 @@ TlsIdentity load_or_create_identity(const fs::path& dir) {
         PEM_write_bio_X509(cb.get(), cert.get()) != 1)
       fail("cannot encode the agent's identity");
     fs::create_directories(dir, ec);
-    write_private(id.key_file, bio_string(kb.get()), 0600);
-    write_private(id.cert_file, bio_string(cb.get()), 0644);
+    // The key 0600 from the start: its temporary is never readable by others either.
+    server::write_file_atomic(id.key_file, bio_string(kb.get()), 0600);
+    server::write_file_atomic(id.cert_file, bio_string(cb.get()), 0644);
     id.created = true;
   }
   struct stat st {};

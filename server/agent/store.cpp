@@ -130,6 +130,12 @@ std::optional<UploadMeta> Store::find_upload(const std::string& id) const {
   }
 }
 
+std::string upload_id(std::string_view name, std::string_view sha256, uint64_t chunk_bytes) {
+  return sha256_hex(std::string(name) + "\n" + std::string(sha256) + "\n" +
+                    std::to_string(chunk_bytes))
+      .substr(0, 32);
+}
+
 UploadMeta Store::begin_upload(const std::string& name, uint64_t size, const std::string& sha256,
                                uint64_t chunk_bytes) {
   if (auto why = check_model_name(name); !why.empty()) throw StoreError{ErrorCode::kBadName, why};
@@ -139,9 +145,7 @@ UploadMeta Store::begin_upload(const std::string& name, uint64_t size, const std
     throw StoreError{ErrorCode::kBadRequest, "chunk_size must lie in [64 KiB, 8 MiB]"};
   if (size == 0 || size > kMaxModelBytes)
     throw StoreError{ErrorCode::kTooLarge, "the model's size must lie in [1 byte, 8 GiB]"};
-  // The same file under the same name resumes: its id is a hash of both.
-  const std::string id =
-      sha256_hex(name + "\n" + sha256 + "\n" + std::to_string(chunk_bytes)).substr(0, 32);
+  const std::string id = upload_id(name, sha256, chunk_bytes);
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root_ / "uploads", ec)) {
     if (entry.path().filename() != id) fs::remove_all(entry.path(), ec);

@@ -31,6 +31,9 @@ struct StoreError {
 // starting with '.', ending in ".mindir"; else why not (a '/', "..", an absolute path, a NUL
 // byte, ...).
 std::string check_model_name(std::string_view name);
+// The upload id of `name` with that file's SHA-256 at that chunk size (32 hex digits): the same
+// file under the same name resumes the same upload.
+std::string upload_id(std::string_view name, std::string_view sha256, uint64_t chunk_bytes);
 
 struct UploadMeta {
   std::string id;
