@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "graphcore/dataset.h"
+#include "graphcore/drift.h"
 #include "graphcore/mindir_import.h"
 #include "graphcore/runtime.h"
 
@@ -101,12 +102,6 @@ struct Agreement {
   int64_t rows = 0, same = 0, labelled = 0, correct32 = 0, correct8 = 0;
   double dot = 0, n32 = 0, n8 = 0;
 
-  static int64_t argmax(const rt::Tensor& t, int64_t row, int64_t cols) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < cols; ++c)
-      if (t.at(row * cols + c) > t.at(row * cols + best)) best = c;
-    return best;
-  }
   // `labels`: one per row of this batch, or empty.
   void add(const std::vector<rt::Tensor>& f, const std::vector<rt::Tensor>& q,
            const std::vector<int64_t>& labels) {
@@ -120,17 +115,17 @@ struct Agreement {
       }
     }
     if (f.empty() || f[0].rank() != 2 || f[0].shape()[1] < 2) return;
-    const int64_t n = f[0].shape()[0];
-    const int64_t c = f[0].shape()[1];
-    for (int64_t r = 0; r < n; ++r) {
-      const int64_t a = argmax(f[0], r, c);
-      const int64_t b = argmax(q[0], r, c);
+    const std::vector<int64_t> top32 = rt::drift::argmax_rows(f[0]);
+    const std::vector<int64_t> top8 = rt::drift::argmax_rows(q[0]);
+    for (size_t r = 0; r < top32.size() && r < top8.size(); ++r) {
+      const int64_t a = top32[r];
+      const int64_t b = top8[r];
       ++rows;
       same += a == b ? 1 : 0;
-      if (static_cast<size_t>(r) < labels.size()) {
+      if (r < labels.size()) {
         ++labelled;
-        correct32 += a == labels[static_cast<size_t>(r)] ? 1 : 0;
-        correct8 += b == labels[static_cast<size_t>(r)] ? 1 : 0;
+        correct32 += a == labels[r] ? 1 : 0;
+        correct8 += b == labels[r] ? 1 : 0;
       }
     }
   }

@@ -110,6 +110,9 @@ namespace drift {
 int64_t count_fp16_overflows(const Tensor& t);
 // Cosine as LayerDrift::cosine defines it, of two equally sized tensors.
 double cosine(const Tensor& a, const Tensor& b);
+// The top-1 class of each row of `logits` (the last axis is the class axis; a NaN wins, so a
+// row gone NaN disagrees with a finite one): what top-1 agreement and accuracy compare.
+std::vector<int64_t> argmax_rows(const Tensor& logits);
 }  // namespace drift
 
 }  // namespace graphcore::runtime

@@ -68,6 +68,28 @@ double cosine(const Tensor& a, const Tensor& b) {
   return dot / std::sqrt(aa * bb);
 }
 
+std::vector<int64_t> argmax_rows(const Tensor& logits) {
+  std::vector<int64_t> r;
+  if (logits.rank() == 0) return r;
+  const int64_t classes = logits.shape().back();
+  if (classes <= 0) return r;
+  const int64_t rows = logits.numel() / classes;
+  r.reserve(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t best = 0;
+    double bv = logits.at(i * classes);
+    for (int64_t c = 1; c < classes; ++c) {
+      double v = logits.at(i * classes + c);
+      if (v > bv || (std::isnan(v) && !std::isnan(bv))) {
+        bv = v;
+        best = c;
+      }
+    }
+    r.push_back(best);
+  }
+  return r;
+}
+
 }  // namespace drift
 
 namespace {
@@ -118,29 +140,6 @@ double cosine_of(const Accum& a) {
   return std::clamp(a.dot / std::sqrt(a.pp * a.rr), -1.0, 1.0);
 }
 
-// The argmax of each row of `logits` (the last axis is the class axis).
-std::vector<int64_t> argmax_rows(const Tensor& logits) {
-  std::vector<int64_t> r;
-  if (logits.rank() == 0) return r;
-  const int64_t classes = logits.shape().back();
-  if (classes <= 0) return r;
-  const int64_t rows = logits.numel() / classes;
-  r.reserve(static_cast<size_t>(rows));
-  for (int64_t i = 0; i < rows; ++i) {
-    int64_t best = 0;
-    double bv = logits.at(i * classes);
-    for (int64_t c = 1; c < classes; ++c) {
-      double v = logits.at(i * classes + c);
-      if (v > bv || (std::isnan(v) && !std::isnan(bv))) {
-        bv = v;
-        best = c;
-      }
-    }
-    r.push_back(best);
-  }
-  return r;
-}
-
 // The label of each row: sparse class ids, or the argmax of one-hot / probability rows shaped as
 // the logits. Empty when the labels are neither.
 std::vector<int64_t> labels_of(const Tensor& labels, const Tensor& logits, size_t rows) {
@@ -151,7 +150,7 @@ std::vector<int64_t> labels_of(const Tensor& labels, const Tensor& logits, size_
       r[i] = static_cast<int64_t>(labels.at(static_cast<int64_t>(i)));
     return r;
   }
-  if (labels.is_float() && labels.shape() == logits.shape()) return argmax_rows(labels);
+  if (labels.is_float() && labels.shape() == logits.shape()) return drift::argmax_rows(labels);
   return {};
 }
 
@@ -466,8 +465,8 @@ DriftReport measure_drift(const TrainingPlan& plan, std::span<const CheckpointTe
       const Tensor* lr = ref.value(*logits);
       const Tensor* lp = prec_logits.defined() ? &prec_logits : nullptr;
       if (lr && lp && lr->is_float()) {
-        auto ar = argmax_rows(*lr);
-        auto ap = argmax_rows(*lp);
+        auto ar = drift::argmax_rows(*lr);
+        auto ap = drift::argmax_rows(*lp);
         rep.samples += static_cast<int64_t>(ar.size());
         for (size_t i = 0; i < ar.size() && i < ap.size(); ++i) agree += ar[i] == ap[i] ? 1 : 0;
         const Tensor* lab = labels ? ref.value(*labels) : nullptr;
