@@ -45,7 +45,7 @@ std::filesystem::path default_export_path(const std::filesystem::path& model_fil
 // completes it (file_name plus ".mindir" / ".onnx" unless it ends with it), as the call gives it
 // (relative names stay relative). nullopt with `why` set when the call gives no export (it was
 // not followed, or its file_format is AIR or unknown). Used by `cellscope export FILE` without
-// options and by the debug adapter's end of a training session.
+// options, by the LSP's "Export now" lens and by the debug adapter's end of a training session.
 struct CallExport {
   std::string format;  // "mindir" / "onnx"
   std::string output;

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "graphcore/registry.h"
+#include "model_export.h"
 #include "protocol/document.h"
 
 namespace cellscope::lsp {
@@ -584,21 +585,16 @@ void export_lenses(const FileAnalysis& fa, Json& out) {
       continue;
     }
     // MindSpore 2.10 accepts only the upper-case names (docs/export.md).
-    std::string format;
-    if (e.file_format == "MINDIR") {
-      format = "mindir";
-    } else if (e.file_format == "ONNX") {
-      format = "onnx";
-    } else if (e.file_format == "AIR") {
-      explain("Cellscope writes MINDIR and ONNX, not AIR");
-      continue;
-    } else {
-      explain("file_format '" + e.file_format + "' is not 'MINDIR' or 'ONNX'");
+    std::string why;
+    const std::optional<server::CallExport> target = server::export_of_call(e, &why);
+    if (!target) {
+      explain(e.file_format == "AIR"
+                  ? std::string("Cellscope writes MINDIR and ONNX, not AIR")
+                  : "file_format '" + e.file_format + "' is not 'MINDIR' or 'ONNX'");
       continue;
     }
-    std::string name = e.file_name;
-    if (!name.ends_with("." + format)) name += "." + format;
-    std::filesystem::path output(name);
+    const std::string& format = target->format;
+    std::filesystem::path output(target->output);
     if (output.is_relative()) output = std::filesystem::path(fa.path).parent_path() / output;
     output = output.lexically_normal();
     const Json call = fa.conv->position(e.call.range.start);
