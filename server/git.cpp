@@ -144,6 +144,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out.fd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err.fd[1], 2);
+  // Nothing else of the caller's (sockets, open files) reaches the child.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -29,7 +29,8 @@ struct ProcessResult {
 
 // Runs argv[0] (looked up in PATH) with `argv` and the environment plus `env` (entries
 // "NAME=value"; "NAME=" with nothing after removes NAME), stdin from /dev/null. Kills it (SIGKILL)
-// after `timeout` or when an output exceeds `max_output` bytes. Thread-safe (posix_spawn).
+// after `timeout` or when an output exceeds `max_output` bytes. No other descriptor of the caller
+// is inherited. Thread-safe (posix_spawn).
 ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           std::chrono::milliseconds timeout, size_t max_output);
 

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "git.h"
+
 extern char** environ;
 
 namespace cellscope::agent {
@@ -59,18 +61,20 @@ struct Spawned {
   int to = -1, from = -1;
 };
 
-Spawned spawn(const std::vector<std::string>& args, bool with_stdin) {
+// The worker, its stdin and stdout on pipes (stderr the agent's).
+Spawned spawn(const std::vector<std::string>& args) {
   int in[2] = {-1, -1};
   int out[2] = {-1, -1};
-  if ((with_stdin && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0)
+  if (::pipe2(in, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  if (with_stdin) {
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-  } else {
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  }
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   // Nothing else of the agent's (listening and client sockets, the store's files) reaches the
   // child: a socket it held would keep a port bound or a connection open after the agent.
@@ -82,14 +86,14 @@ Spawned spawn(const std::vector<std::string>& args, bool with_stdin) {
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (with_stdin) ::close(in[0]);
+  ::close(in[0]);
   ::close(out[1]);
   if (rc != 0) {
-    if (with_stdin) ::close(in[1]);
+    ::close(in[1]);
     ::close(out[0]);
     throw std::runtime_error("cannot start " + args[0] + ": " + std::strerror(rc));
   }
-  return {pid, with_stdin ? in[1] : -1, out[0]};
+  return {pid, in[1], out[0]};
 }
 
 // Appends what `fd` has to `buf` until a newline or `deadline`; false on timeout or EOF.
@@ -125,28 +129,21 @@ void reap(pid_t pid) {
 
 Json detect_mindspore(const std::string& python, std::chrono::seconds timeout) {
   Json j = {{"name", "mindspore"}, {"python", python}, {"available", false}};
-  try {
-    const Spawned s = spawn({python, "-c", kDetectScript}, false);
-    std::string buf;
-    const bool ok = read_until_newline(s.from, buf, std::chrono::steady_clock::now() + timeout);
-    ::close(s.from);
-    ::kill(s.pid, SIGKILL);  // done or out of time: nothing more is wanted from it
-    int status = 0;
-    ::waitpid(s.pid, &status, 0);
-    if (ok) {
-      j["available"] = true;
-      j["version"] = buf.substr(0, buf.find('\n'));
-    } else {
-      j["reason"] = python + " cannot import mindspore";
-    }
-  } catch (const std::exception& e) {
-    j["reason"] = e.what();
+  const server::ProcessResult r =
+      server::run_process({python, "-c", kDetectScript}, {}, timeout, 4096);
+  const std::string version = r.out.substr(0, r.out.find('\n'));
+  if (r.exit_code == 0 && !version.empty()) {
+    j["available"] = true;
+    j["version"] = version;
+  } else {
+    j["reason"] = !r.spawn_error.empty() ? "cannot start " + python + ": " + r.spawn_error
+                                         : python + " cannot import mindspore";
   }
   return j;
 }
 
 MindSporeWorker::MindSporeWorker(const std::string& python, const std::filesystem::path& model) {
-  const Spawned s = spawn({python, "-u", "-c", kWorkerScript, model.string()}, true);
+  const Spawned s = spawn({python, "-u", "-c", kWorkerScript, model.string()});
   pid_ = s.pid;
   to_ = s.to;
   from_ = s.from;
