@@ -27,47 +27,20 @@
 // notification said so. A crash loop (cellscope.path pointed at a wrapper that exits at once):
 // restarts with backoff, then one "not restarted" notification, the status bar at "stopped"; its
 // "Restart" button (the wrapper fixed) brings the diagnostics back.
-import { spawn, execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const extRoot = resolve(here, '..', '..');
-const repo = resolve(extRoot, '..');
-const pkg = JSON.parse(readFileSync(join(extRoot, 'package.json'), 'utf8'));
-const vsix = resolve(process.argv[2] ?? join(extRoot, `${pkg.name}-${pkg.version}.vsix`));
-const codeServer = join(here, 'node_modules', '.bin', 'code-server');
-const artifacts = join(here, 'artifacts');
-const keep = process.env.KEEP_E2E === '1';
-const T0 = Date.now();
-const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 480000);
+import { createE2E, here, repo, wait, until } from './harness.mjs';
 
-let passed = 0;
-let failed = 0;
-const log = (s) => console.log(`[${((Date.now() - T0) / 1000).toFixed(1).padStart(5)} s] ${s}`);
-function check(name, ok, detail = '') {
-  if (ok) { passed++; log(`ok   ${name}${detail ? ` (${detail})` : ''}`); }
-  else { failed++; log(`FAIL ${name}${detail ? ` (${detail})` : ''}`); }
-  return ok;
-}
+const e2e = createE2E({
+  artifacts: join(here, 'artifacts'),
+  tmpPrefix: 'cellscope-e2e-',
+  deadlineMs: Number(process.env.E2E_DEADLINE_MS ?? 480000),
+  what: 'the e2e tier',
+  settings: { 'editor.inlayHints.enabled': 'on' },
+});
+const { log, check, artifacts, work, ud, ws } = e2e;
 
-if (!existsSync(vsix)) { console.error(`no .vsix at ${vsix}: run scripts/extension.sh package first`); process.exit(2); }
-if (!existsSync(codeServer)) { console.error(`code-server is not installed: run scripts/extension.sh e2e-setup`); process.exit(2); }
-if (!existsSync('/usr/bin/chromium')) { console.error('/usr/bin/chromium is missing (apt-get install -y chromium)'); process.exit(2); }
-
-rmSync(artifacts, { recursive: true, force: true });
-mkdirSync(artifacts, { recursive: true });
-const work = mkdtempSync(join(tmpdir(), 'cellscope-e2e-'));
-const ud = join(work, 'user-data');
-const exts = join(work, 'extensions');
-const ws = join(work, 'workspace');
-// code-server's IPC and git sockets go to TMPDIR: inside `work`, removed with it (not left in /tmp).
-const env = { ...process.env, XDG_CONFIG_HOME: join(work, 'xdg-config'), XDG_DATA_HOME: join(work, 'xdg-data'), XDG_CACHE_HOME: join(work, 'xdg-cache'), TMPDIR: join(work, 'tmp') };
-for (const d of [ud, join(ud, 'User'), exts, ws, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.TMPDIR]) mkdirSync(d, { recursive: true });
 const modelFile = join(ws, 'mnist_article_bug.py');
 copyFileSync(join(repo, 'tests', 'corpus', 'buggy', 'mnist_article_bug.py'), modelFile);
 copyFileSync(join(repo, 'tests', 'corpus', 'models', 'lenet5.py'), join(ws, 'lenet5.py'));
@@ -79,20 +52,6 @@ writeFileSync(join(ws, 'gate.py'), ['import mindspore as ms', 'from mindspore im
   '        self.w = ms.Parameter(initializer("normal", (4, 8)), name="w")', '',
   '    def construct(self, x):', '        return ops.dense(x, self.w)', '', '',
   'net = Gate()', 'out = net(ms.Tensor(ms.numpy.zeros((2, 8)), ms.float32))', ''].join('\n'));
-const userSettings = {
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.enableExperiments': false,
-  'editor.inlayHints.enabled': 'on',
-  'editor.minimap.enabled': false,
-  'security.workspace.trust.enabled': false,
-  'extensions.ignoreRecommendations': true,
-  'telemetry.telemetryLevel': 'off',
-  'files.autoSave': 'off',
-  'window.commandCenter': false,
-};
-writeFileSync(join(ud, 'User', 'settings.json'), JSON.stringify(userSettings, null, 2));
-
 /** The `cellscope lsp` processes under code-server (found through /proc; others' are left alone). */
 function lspProcesses(rootPid) {
   const parentOf = (pid) => {
@@ -114,48 +73,7 @@ function lspProcesses(rootPid) {
   return out;
 }
 
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-    s.on('error', rej);
-  });
-}
-
-let server = null;
-let browser = null;
-const serverLog = [];
-async function cleanup() {
-  try { await browser?.close(); } catch { /* gone */ }
-  if (server && server.exitCode === null) {
-    try { process.kill(-server.pid, 'SIGTERM'); } catch { /* gone */ }
-    await new Promise((r) => { const t = setTimeout(r, 3000); server.once('exit', () => { clearTimeout(t); r(); }); });
-    try { process.kill(-server.pid, 'SIGKILL'); } catch { /* gone */ }
-  }
-  writeFileSync(join(artifacts, 'code-server.log'), serverLog.join(''));
-  if (!keep) rmSync(work, { recursive: true, force: true });
-  else log(`kept ${work}`);
-}
-const deadline = setTimeout(async () => {
-  log(`FAIL the e2e tier exceeded ${DEADLINE_MS / 1000} s`);
-  await cleanup();
-  process.exit(1);
-}, DEADLINE_MS);
-
-const wait = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, fn, timeout = 30000, every = 200) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await wait(every);
-  }
-}
-
 let page;
-let shots = 0;
-/** A screenshot, numbered in the order taken: artifacts/NN-name.png. */
 // Gives the focus to the model's editor (the first editor group), so that files opened next open
 // there, not beside the graph: clicks its text, then checks where the focus is (a click can land
 // while the layout is still moving after a side bar or panel toggle), retrying a few times.
@@ -172,40 +90,14 @@ async function focusFirstEditor() {
   return false;
 }
 
-const shot = async (name) => {
-  const file = `${String(++shots).padStart(2, '0')}-${name}.png`;
-  try { await page.screenshot({ path: join(artifacts, file) }); } catch (e) { log(`screenshot ${file} failed: ${e.message}`); }
-};
+const shot = e2e.shot;
 
 try {
-  // ---- install the .vsix -------------------------------------------------------------------
-  const ti = Date.now();
-  execFileSync(codeServer, ['--user-data-dir', ud, '--extensions-dir', exts, '--install-extension', vsix], { env, stdio: 'pipe' });
-  check('the .vsix installs into code-server', existsSync(join(exts, `${pkg.publisher}.${pkg.name}-${pkg.version}`)), `${Date.now() - ti} ms`);
-
-  // ---- start code-server ---------------------------------------------------------------------
-  const port = await freePort();
-  server = spawn(codeServer, ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry',
-    '--disable-update-check', '--disable-workspace-trust', '--user-data-dir', ud, '--extensions-dir', exts, ws],
-  { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  server.stdout.on('data', (d) => serverLog.push(d.toString()));
-  server.stderr.on('data', (d) => serverLog.push(d.toString()));
-  await until('code-server to listen', () => serverLog.join('').includes('HTTP server listening'), 30000, 100);
-  log(`code-server on 127.0.0.1:${port}`);
-
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
-  page = await context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
-  await page.waitForSelector('.monaco-workbench', { timeout: 30000 });
-  log('workbench loaded');
+  // ---- install the .vsix, start code-server and the browser -----------------------------------
+  const port = await e2e.start();
+  page = e2e.page;
+  const pageErrors = e2e.pageErrors;
+  log(`code-server on 127.0.0.1:${port}, workbench loaded`);
 
   // ---- open the model -------------------------------------------------------------------------
   const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'mnist_article_bug.py' });
@@ -855,7 +747,7 @@ try {
     new MutationObserver(scan).observe(document.body, { childList: true, subtree: true, characterData: true });
   });
   const toasts = () => page.evaluate(() => window.cellscopeToasts);
-  const before = lspProcesses(server.pid);
+  const before = lspProcesses(e2e.server.pid);
   check('one cellscope lsp process runs under code-server', before.length === 1, `pid ${before.join(', ')}`);
   // The cursor on `128` of `nn.Dense(128, 10)` (line 15) before the kill, so the edit follows it at once.
   const fc2Line = readFileSync(modelFile, 'utf8').split('\n').findIndex((l) => l.includes('self.fc2 = nn.Dense(128, 10)'));
@@ -879,7 +771,7 @@ try {
   check('after the kill, the edit\'s new error is in Problems (server restarted, document re-sent)', true,
     `${tBack - tKill} ms from the kill, ${tBack - tTyped} ms after the edit was in the editor: ` +
     `${back.split('\n').find((l) => l.includes('127 input features'))}`);
-  const after = lspProcesses(server.pid);
+  const after = lspProcesses(e2e.server.pid);
   check('a new cellscope lsp process replaced the killed one', after.length === 1 && after[0] !== before[0],
     `pid ${before[0]} -> ${after.join(', ')}`);
   const viewBack = await until('the graph view on the new server', async () => {
@@ -919,7 +811,7 @@ try {
   await shot('restarted-after-kill');
 
   // ---- a crash loop: backoff, then given up with a "Restart" button --------------------------
-  const bundled = join(exts, `${pkg.publisher}.${pkg.name}-${pkg.version}`, 'bin', 'cellscope');
+  const bundled = join(e2e.installed, 'bin', 'cellscope');
   const real = [bundled, process.env.CELLSCOPE_BIN, join(repo, 'build', 'cellscope')].find((p) => p && existsSync(p));
   const marker = join(work, 'crash-on-start');
   const wrapper = join(work, 'cellscope-crashing');
@@ -973,14 +865,8 @@ try {
   const unexpected = pageErrors.filter((e) => !/vsda|marketplace|Canceled/i.test(e));
   check('no uncaught errors in the workbench page', unexpected.length === 0, unexpected.slice(0, 3).join(' | '));
 } catch (e) {
-  failed++;
-  log(`FAIL ${e.message}`);
-  await shot('failure');
+  await e2e.failWith(e);
   try { writeFileSync(join(artifacts, 'failure-statusbar.html'), await page.locator('.part.statusbar').innerHTML()); } catch { /* no page */ }
 } finally {
-  clearTimeout(deadline);
-  await cleanup();
+  await e2e.finish();
 }
-log(`screenshots in ${artifacts}`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 && passed > 0 ? 0 : 1);

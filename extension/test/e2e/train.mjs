@@ -24,26 +24,20 @@
 //      checkpoint with every parameter of Net at its shape, equal byte for byte to the one
 //      `cellscope train` writes for the same file, data and seed.
 // The run's duration is printed at the end.
-import { spawn, execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
+import { createE2E, here, repo, wait, until } from './harness.mjs';
 import { writeMnist } from '../../../tests/dap/mnist_data.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const extRoot = resolve(here, '..', '..');
-const repo = resolve(extRoot, '..');
-const pkg = JSON.parse(readFileSync(join(extRoot, 'package.json'), 'utf8'));
-const vsix = resolve(process.argv[2] ?? join(extRoot, `${pkg.name}-${pkg.version}.vsix`));
-const codeServer = join(here, 'node_modules', '.bin', 'code-server');
-const artifacts = join(here, 'artifacts', 'train');
-const keep = process.env.KEEP_E2E === '1';
-const T0 = Date.now();
-const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS ?? 300000);
+const e2e = createE2E({
+  artifacts: join(here, 'artifacts', 'train'),
+  tmpPrefix: 'cellscope-e2e-train-',
+  deadlineMs: Number(process.env.E2E_DEADLINE_MS ?? 300000),
+  what: 'the F5 train e2e test',
+});
+const { log, check, artifacts, work, ws, T0 } = e2e;
 // The data: 4 training batches of 64 per epoch (the script trains 5 epochs: 20 steps), 10 test
 // batches (the inference half's default evalBatches).
 const TRAIN_IMAGES = 256;
@@ -51,28 +45,6 @@ const TEST_IMAGES = 640;
 const STEPS = (TRAIN_IMAGES / 64) * 5;
 const HIT = 3;
 
-let passed = 0;
-let failed = 0;
-const log = (s) => console.log(`[${((Date.now() - T0) / 1000).toFixed(1).padStart(5)} s] ${s}`);
-function check(name, ok, detail = '') {
-  if (ok) { passed++; log(`ok   ${name}${detail ? ` (${detail})` : ''}`); }
-  else { failed++; log(`FAIL ${name}${detail ? ` (${detail})` : ''}`); }
-  return ok;
-}
-
-if (!existsSync(vsix)) { console.error(`no .vsix at ${vsix}: run scripts/extension.sh package first`); process.exit(2); }
-if (!existsSync(codeServer)) { console.error('code-server is not installed: run scripts/extension.sh e2e-setup'); process.exit(2); }
-if (!existsSync('/usr/bin/chromium')) { console.error('/usr/bin/chromium is missing (apt-get install -y chromium)'); process.exit(2); }
-
-rmSync(artifacts, { recursive: true, force: true });
-mkdirSync(artifacts, { recursive: true });
-const work = mkdtempSync(join(tmpdir(), 'cellscope-e2e-train-'));
-const ud = join(work, 'user-data');
-const exts = join(work, 'extensions');
-const ws = join(work, 'workspace');
-// code-server's IPC and git sockets go to TMPDIR: inside `work`, removed with it.
-const env = { ...process.env, XDG_CONFIG_HOME: join(work, 'xdg-config'), XDG_DATA_HOME: join(work, 'xdg-data'), XDG_CACHE_HOME: join(work, 'xdg-cache'), TMPDIR: join(work, 'tmp') };
-for (const d of [ud, join(ud, 'User'), exts, ws, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.TMPDIR]) mkdirSync(d, { recursive: true });
 const script = join(ws, 'article_net.py');
 copyFileSync(join(repo, 'tests', 'training', 'scripts', 'article_net.py'), script);
 const scriptText = readFileSync(script, 'utf8');
@@ -84,63 +56,8 @@ const lines = scriptText.split('\n');
 const lineOf = (text) => lines.findIndex((l) => l.includes(text)) + 1;
 const bpLine = lineOf('x = self.relu(self.conv2(x))');
 const constructLine = lineOf('def construct(self, x):');
-writeFileSync(join(ud, 'User', 'settings.json'), JSON.stringify({
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.enableExperiments': false,
-  'editor.minimap.enabled': false,
-  'security.workspace.trust.enabled': false,
-  'extensions.ignoreRecommendations': true,
-  'telemetry.telemetryLevel': 'off',
-  'files.autoSave': 'off',
-  'window.commandCenter': false,
-}, null, 2));
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-    s.on('error', rej);
-  });
-}
-
-let server = null;
-let browser = null;
-const serverLog = [];
-async function cleanup() {
-  try { await browser?.close(); } catch { /* gone */ }
-  if (server && server.exitCode === null) {
-    try { process.kill(-server.pid, 'SIGTERM'); } catch { /* gone */ }
-    await new Promise((r) => { const t = setTimeout(r, 3000); server.once('exit', () => { clearTimeout(t); r(); }); });
-    try { process.kill(-server.pid, 'SIGKILL'); } catch { /* gone */ }
-  }
-  writeFileSync(join(artifacts, 'code-server.log'), serverLog.join(''));
-  if (!keep) rmSync(work, { recursive: true, force: true });
-  else log(`kept ${work}`);
-}
-const deadline = setTimeout(async () => {
-  log(`FAIL the F5 train e2e test exceeded ${DEADLINE_MS / 1000} s`);
-  await cleanup();
-  process.exit(1);
-}, DEADLINE_MS);
-
-const wait = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, fn, timeout = 30000, every = 200) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await wait(every);
-  }
-}
-
 let page;
-let shots = 0;
-const shot = async (name) => {
-  const file = `${String(++shots).padStart(2, '0')}-${name}.png`;
-  try { await page.screenshot({ path: join(artifacts, file) }); } catch (e) { log(`screenshot ${file} failed: ${e.message}`); }
-};
+const shot = e2e.shot;
 // The editor draws spaces as U+00A0.
 const norm = (t) => (t ?? '').replace(/\u00a0/g, ' ');
 
@@ -203,28 +120,9 @@ function readCheckpoint(buf) {
 try {
   log(`workspace: article_net.py, ${dataDir}/ (${TRAIN_IMAGES} training, ${TEST_IMAGES} test images), no .vscode/launch.json`);
   // ---- install the .vsix, start code-server and the browser -----------------------------------
-  const ti = Date.now();
-  execFileSync(codeServer, ['--user-data-dir', ud, '--extensions-dir', exts, '--install-extension', vsix], { env, stdio: 'pipe' });
-  check('the .vsix installs into code-server', existsSync(join(exts, `${pkg.publisher}.${pkg.name}-${pkg.version}`)), `${Date.now() - ti} ms`);
-  const port = await freePort();
-  server = spawn(codeServer, ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry',
-    '--disable-update-check', '--disable-workspace-trust', '--user-data-dir', ud, '--extensions-dir', exts, ws],
-  { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  server.stdout.on('data', (d) => serverLog.push(d.toString()));
-  server.stderr.on('data', (d) => serverLog.push(d.toString()));
-  await until('code-server to listen', () => serverLog.join('').includes('HTTP server listening'), 30000, 100);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
-  page = await context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
-  await page.waitForSelector('.monaco-workbench', { timeout: 30000 });
+  const port = await e2e.start();
+  page = e2e.page;
+  const pageErrors = e2e.pageErrors;
   log(`code-server on 127.0.0.1:${port}, workbench loaded`);
 
   // ---- open the training script; its analysis -------------------------------------------------
@@ -461,7 +359,7 @@ try {
   // The same training, outside the editor: the bundled binary's `cellscope train` on the same file,
   // data and seed (0) writes the same bytes.
   if (existsSync(ckpt)) {
-    const bin = join(exts, `${pkg.publisher}.${pkg.name}-${pkg.version}`, 'bin', 'cellscope');
+    const bin = join(e2e.installed, 'bin', 'cellscope');
     const ref = join(work, 'reference.ckpt');
     const tr = Date.now();
     execFileSync(bin, ['train', script, '-o', ref], { cwd: ws, stdio: 'pipe' });
@@ -478,14 +376,7 @@ try {
   const unexpected = pageErrors.filter((e) => !/vsda|marketplace|Canceled/i.test(e));
   check('no uncaught errors in the workbench page', unexpected.length === 0, unexpected.slice(0, 3).join(' | '));
 } catch (e) {
-  failed++;
-  log(`FAIL ${e.message}`);
-  await shot('failure');
+  await e2e.failWith(e);
 } finally {
-  clearTimeout(deadline);
-  await cleanup();
+  await e2e.finish([`the F5 train e2e test took ${((Date.now() - T0) / 1000).toFixed(1)} s`]);
 }
-log(`screenshots in ${artifacts}`);
-log(`the F5 train e2e test took ${((Date.now() - T0) / 1000).toFixed(1)} s`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 && passed > 0 ? 0 : 1);
