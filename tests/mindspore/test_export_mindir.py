@@ -37,6 +37,8 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
+# Model sources shared with the ONNX checks (tests/runtime/check_onnx.py).
+EXPORT_MODELS = HERE.parent / "export_models"
 sys.path.insert(0, str(HERE))
 
 import ground_truth as gt  # noqa: E402
@@ -163,81 +165,16 @@ class OpsNet(nn.Cell):
 # The rows of issue 18's second round: HSwish (nn.HSwish, ops.hardswish), Split (ops.split by a
 # size, ops.chunk), Stack (ops.stack with a negative axis, ops.Stack(axis)), CumSum (ops.cumsum,
 # Tensor.cumsum with a negative dim), BroadcastTo. Three outputs.
-OPS2_SOURCE = '''import mindspore.nn as nn
-import mindspore.ops as ops
-
-
-class OpsNet2(nn.Cell):
-    "HSwish, Split, Stack, CumSum and BroadcastTo."
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
-        self.hswish = nn.HSwish()
-        self.stack = ops.Stack(axis=1)
-
-    def construct(self, x):
-        y = self.hswish(self.conv(x))
-        a, b = ops.split(y, 4, 1)
-        p, q, r, s = ops.chunk(ops.hardswish(y), 4, 2)
-        t = ops.stack((a, b), -1)
-        u = self.stack((p, q, r, s))
-        c = ops.cumsum(y, 2) + y.cumsum(-1)
-        d = ops.broadcast_to(y[:, :1], (2, 8, 8, 8))
-        return t, u, c + d
-'''
+OPS2_SOURCE = (EXPORT_MODELS / "ops2.py").read_text()
 
 # GroupNorm, the ops.LayerNorm primitive's three outputs (y, mean, variance: the runtime computes
 # the statistics MindSpore returns), ops.interpolate nearest / bilinear (align_corners False and
 # True), ops.ResizeNearestNeighbor. Five outputs.
-OPS3_SOURCE = '''import mindspore as ms
-import mindspore.nn as nn
-import mindspore.ops as ops
-
-
-class OpsNet3(nn.Cell):
-    "GroupNorm, ops.LayerNorm's three outputs, resize."
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
-        self.gn = nn.GroupNorm(2, 8)
-        self.ln = ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
-        self.g = ms.Parameter(ms.ops.ones(8, ms.float32), name="g")
-        self.b = ms.Parameter(ms.ops.zeros(8, ms.float32), name="b")
-        self.near = ops.ResizeNearestNeighbor((16, 16))
-
-    def construct(self, x):
-        y = self.conv(x)
-        g = self.gn(y)
-        n, m, v = self.ln(g, self.g, self.b)
-        i1 = ops.interpolate(y, size=(16, 16), mode="nearest")
-        i2 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=False)
-        i3 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=True)
-        return n, m, v, i1 + self.near(y), i2 + i3
-'''
+OPS3_SOURCE = (EXPORT_MODELS / "ops3.py").read_text()
 
 # nn.Pad (the Pad primitive, its paddings a tuple of pairs) and ops.pad (PadV3 with the padding
 # as written and the value as a 0-d tensor). Three outputs.
-OPS4_SOURCE = '''import mindspore.nn as nn
-import mindspore.ops as ops
-
-
-class OpsNet4(nn.Cell):
-    "nn.Pad (CONSTANT) and ops.pad (constant, a value, a negative crop)."
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
-        self.pad = nn.Pad(((0, 0), (0, 0), (1, 2), (2, 1)))
-
-    def construct(self, x):
-        y = ops.relu(self.conv(x))
-        p = self.pad(y)
-        q = ops.pad(y, (1, 1, 2, 0))
-        r = ops.pad(y, (0, 1), value=2.5)
-        return p, q, r
-'''
+OPS4_SOURCE = (EXPORT_MODELS / "ops4.py").read_text()
 
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],

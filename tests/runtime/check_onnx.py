@@ -41,6 +41,8 @@ import onnxruntime as ort
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 MODELS = os.path.join(REPO, "tests", "corpus", "models")
+# Model sources shared with the MindIR ground truth (tests/mindspore/test_export_mindir.py).
+EXPORT_MODELS = os.path.join(REPO, "tests", "export_models")
 OPSET = 28
 RTOL = 1e-5
 
@@ -82,79 +84,14 @@ class Net(nn.Cell):
 
 # The second round of rows (issue 18): HSwish, Split (ops.split by a size, ops.chunk), Stack
 # (a negative axis, ops.Stack(axis)), CumSum (ops.cumsum, Tensor.cumsum), BroadcastTo.
-OPS2_MODEL = """import mindspore.nn as nn
-import mindspore.ops as ops
-
-
-class OpsNet2(nn.Cell):
-    "HSwish, Split, Stack, CumSum and BroadcastTo."
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
-        self.hswish = nn.HSwish()
-        self.stack = ops.Stack(axis=1)
-
-    def construct(self, x):
-        y = self.hswish(self.conv(x))
-        a, b = ops.split(y, 4, 1)
-        p, q, r, s = ops.chunk(ops.hardswish(y), 4, 2)
-        t = ops.stack((a, b), -1)
-        u = self.stack((p, q, r, s))
-        c = ops.cumsum(y, 2) + y.cumsum(-1)
-        d = ops.broadcast_to(y[:, :1], (2, 8, 8, 8))
-        return t, u, c + d
-"""
+OPS2_MODEL = open(os.path.join(EXPORT_MODELS, "ops2.py")).read()
 
 # GroupNorm, ops.LayerNorm's three outputs (mean and variance as ReduceMean nodes), nearest and
 # bilinear resizes (half-pixel and align_corners).
-OPS3_MODEL = """import mindspore as ms
-import mindspore.nn as nn
-import mindspore.ops as ops
-
-
-class OpsNet3(nn.Cell):
-    "GroupNorm, ops.LayerNorm's three outputs, resize."
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
-        self.gn = nn.GroupNorm(2, 8)
-        self.ln = ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
-        self.g = ms.Parameter(ms.ops.ones(8, ms.float32), name="g")
-        self.b = ms.Parameter(ms.ops.zeros(8, ms.float32), name="b")
-        self.near = ops.ResizeNearestNeighbor((16, 16))
-
-    def construct(self, x):
-        y = self.conv(x)
-        g = self.gn(y)
-        n, m, v = self.ln(g, self.g, self.b)
-        i1 = ops.interpolate(y, size=(16, 16), mode="nearest")
-        i2 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=False)
-        i3 = ops.interpolate(y, size=(12, 12), mode="bilinear", align_corners=True)
-        return n, m, v, i1 + self.near(y), i2 + i3
-"""
+OPS3_MODEL = open(os.path.join(EXPORT_MODELS, "ops3.py")).read()
 
 # nn.Pad and ops.pad in constant mode (a value other than 0).
-OPS4_MODEL = """import mindspore.nn as nn
-import mindspore.ops as ops
-
-
-class OpsNet4(nn.Cell):
-    "nn.Pad (CONSTANT) and ops.pad (constant, a value, a negative crop)."
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, pad_mode="same")
-        self.pad = nn.Pad(((0, 0), (0, 0), (1, 2), (2, 1)))
-
-    def construct(self, x):
-        y = ops.relu(self.conv(x))
-        p = self.pad(y)
-        q = ops.pad(y, (1, 1, 2, 0))
-        r = ops.pad(y, (0, 1), value=2.5)
-        return p, q, r
-"""
+OPS4_MODEL = open(os.path.join(EXPORT_MODELS, "ops4.py")).read()
 
 SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL}
 
