@@ -9,7 +9,6 @@
 // gets SIGKILL, then every process still carrying the marker (found in /proc/PID/environ) does.
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -449,10 +449,12 @@ int run_job(const std::vector<std::string>& argv, const std::vector<std::string>
   }
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> args_copy = argv;
   std::vector<char*> args;
+  args.reserve(args_copy.size() + 1);
   for (auto& a : args_copy) args.push_back(a.data());
   args.push_back(nullptr);
 
@@ -470,6 +472,7 @@ int run_job(const std::vector<std::string>& argv, const std::vector<std::string>
   sigaddset(&defaults, SIGINT);
   sigaddset(&defaults, SIGTERM);
   sigaddset(&defaults, SIGHUP);
+  sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
 
@@ -484,6 +487,7 @@ int run_job(const std::vector<std::string>& argv, const std::vector<std::string>
     say("cannot start " + argv[0] + ": " + std::strerror(rc));
     return kExitUsage;
   }
+  spdlog::info("msrun started: pid {} (its process group), {}", pid, marker);
 
   std::vector<Tail> tails;
   tails.emplace_back(cluster.log_dir / "scheduler.log", "[scheduler] ");
@@ -698,6 +702,8 @@ int run_launch(const LaunchCommandOptions& options) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: poll returns at once
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  // A reader of stdout that goes away must not kill this process before the job is stopped.
+  ::signal(SIGPIPE, SIG_IGN);
   const int code = run_job(argv, env, *cluster, marker);
   say(code == 0 ? "the job finished (exit 0)"
                 : "the job ended with exit code " + std::to_string(code));
