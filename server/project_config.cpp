@@ -219,7 +219,9 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
           if (t) {
             types.push_back(*t);
           } else {
-            problem(key, "input `" + shown(spec) + "` for " + key + ": " + err);
+            std::string message = "input `" + shown(spec) + "` for ";
+            message.append(key).append(": ").append(err);
+            problem(key, message);
           }
         }
         out.inputs[key] = std::move(types);
@@ -229,15 +231,17 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
   if (auto c = j.find("configs"); c != j.end()) {
     bool ok = c->is_string() || c->is_array();
     for (const auto& item : c->is_array() ? *c : Json::array({*c})) {
-      if (item.is_string() && !item.get<std::string>().empty())
+      if (item.is_string() && !item.get<std::string>().empty()) {
         out.configs.push_back(item.get<std::string>());
-      else
+      } else {
         ok = false;
+      }
     }
-    if (!ok)
+    if (!ok) {
       problem("configs",
               "`configs` must be a path or a list of paths of YAML/JSON files, e.g. "
               "[\"configs/yolov8n.yaml\"]");
+    }
   }
   if (auto d = j.find("debounceMs"); d != j.end() && !d->is_null()) {  // null: adaptive
     if (d->is_number_integer()) {
