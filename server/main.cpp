@@ -473,8 +473,8 @@ int main(int argc, char** argv) {
   launch_cmd->add_option("--log-dir", launch.cli.log_dir,
                          "msrun --log_dir (worker_<rank>.log, scheduler.log)");
   launch_cmd->add_option("--python", launch.cli.python,
-                         "The interpreter with mindspore msrun and the workers run (default: the "
-                         "first python3 / python on PATH that has mindspore)");
+                         "The interpreter (with mindspore) that msrun and its workers run "
+                         "(default: the first python3 / python on PATH that has mindspore)");
   add_common(launch_cmd, &launch.common);
 
   cellscope::agent::AgentOptions agent_opts;
