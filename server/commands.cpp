@@ -71,8 +71,13 @@ std::string diagnostic_key(const protocol::Diagnostic& d) {
 
 }  // namespace
 
-int run_check(const CheckOptions& options) {
-  graphcore::AnalysisOptions analysis;
+namespace {
+
+// The diagnostics of `cellscope check` for options.paths (sorted, each once) into `diags` and the
+// number of files checked into *files; kExitUsage after a usage error, else kExitOk.
+int collect_check(const CheckOptions& options, graphcore::AnalysisOptions& analysis,
+                  CachingSourceProvider& sources, protocol::PositionMapper& positions,
+                  std::vector<protocol::Diagnostic>& diags, size_t* files_checked) {
   if (!common_analysis_options(options.common, &analysis)) return kExitUsage;
   analysis.include_nodes = false;
   // Files checked together import the same modules: parse each once.
@@ -86,9 +91,6 @@ int run_check(const CheckOptions& options) {
   }
   spdlog::info("checking {} file(s) for target {}", files.size(), analysis.target);
 
-  CachingSourceProvider sources;
-  protocol::PositionMapper positions(sources);
-  std::vector<protocol::Diagnostic> diags;
   std::set<std::string> seen;  // a file imported by several checked files reports once
   for (const auto& d : options.common.config_diagnostics) {
     auto pd = protocol::diagnostic(d, positions);
@@ -102,13 +104,27 @@ int run_check(const CheckOptions& options) {
     }
   }
   std::stable_sort(diags.begin(), diags.end(), diagnostic_less);
+  *files_checked = files.size();
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_check(const CheckOptions& options) {
+  graphcore::AnalysisOptions analysis;
+  CachingSourceProvider sources;
+  protocol::PositionMapper positions(sources);
+  std::vector<protocol::Diagnostic> diags;
+  size_t files = 0;
+  if (int rc = collect_check(options, analysis, sources, positions, diags, &files); rc != kExitOk)
+    return rc;
   const Counts counts = count_diagnostics(diags);
 
   std::string out;
   if (options.format == "json") {
     protocol::CheckReport report;
     for (auto& d : diags) *report.add_diagnostics() = d;
-    report.set_files(static_cast<uint32_t>(files.size()));
+    report.set_files(static_cast<uint32_t>(files));
     report.set_errors(static_cast<uint32_t>(counts.errors));
     report.set_warnings(static_cast<uint32_t>(counts.warnings));
     report.set_target(analysis.target);
@@ -121,11 +137,29 @@ int run_check(const CheckOptions& options) {
     std::ostringstream text;
     for (const auto& d : diags)
       render_diagnostic_text(text, d, options.snippets ? &positions : nullptr);
-    text << summary_line(counts, files.size()) << "\n";
+    text << summary_line(counts, files) << "\n";
     out = text.str();
   }
   if (!emit("", out)) return kExitUsage;
   return counts.errors > 0 ? kExitErrors : kExitOk;
+}
+
+int check_report_text(const CheckOptions& options, std::ostream& out, size_t* errors,
+                      size_t* warnings) {
+  graphcore::AnalysisOptions analysis;
+  CachingSourceProvider sources;
+  protocol::PositionMapper positions(sources);
+  std::vector<protocol::Diagnostic> diags;
+  size_t files = 0;
+  if (int rc = collect_check(options, analysis, sources, positions, diags, &files); rc != kExitOk)
+    return rc;
+  const Counts counts = count_diagnostics(diags);
+  for (const auto& d : diags)
+    render_diagnostic_text(out, d, options.snippets ? &positions : nullptr);
+  out << summary_line(counts, files) << "\n";
+  *errors = counts.errors;
+  *warnings = counts.warnings;
+  return kExitOk;
 }
 
 bool graph_analysis_options(const GraphOptions& options, graphcore::AnalysisOptions* out) {

@@ -2,7 +2,9 @@
 // 2 usage errors (bad arguments, missing files).
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,6 +130,11 @@ struct DeployCommandOptions {
 };
 
 int run_check(const CheckOptions& options);
+// `cellscope check`'s text report of options.paths (each diagnostic, with its source line when
+// options.snippets, then the summary line) written to `out`, and its numbers of errors and
+// warnings; kExitUsage after a usage error (printed), else kExitOk.
+int check_report_text(const CheckOptions& options, std::ostream& out, size_t* errors,
+                      size_t* warnings);
 int run_deploy(const DeployCommandOptions& options);
 // ~/.config/cellscope/known_devices.json ($XDG_CONFIG_HOME respected): the pinned fingerprints.
 std::filesystem::path known_devices_file();

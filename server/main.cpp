@@ -1,5 +1,5 @@
-// cellscope: the command-line entry point. Subcommands `check`, `graph`, `view`, `lsp` and `dap`
-// (the debug adapter, adapter/).
+// cellscope: the command-line entry point. Subcommands `check`, `graph`, `view`, `train`,
+// `export`, `deploy`, `launch`, `agent`, `lsp` and `dap` (the debug adapter, adapter/).
 //
 // stdout carries only the requested output (in `lsp` mode, only protocol messages); logs go to
 // stderr or --log-file.
@@ -20,6 +20,7 @@
 #include "dap_server.h"
 #include "graphcore/optimize.h"
 #include "graphcore/version.h"
+#include "launch.h"
 #include "lsp/server.h"
 #include "project_config.h"
 #include "protocol/document.h"
@@ -434,6 +435,48 @@ int main(int argc, char** argv) {
                          "A .py: weights from a MindSpore checkpoint");
   add_common(deploy_cmd, &deploy.export_options.model.common);
 
+  cellscope::server::LaunchCommandOptions launch;
+  auto* launch_cmd = app.add_subcommand(
+      "launch",
+      "Run a training script on a cluster with MindSpore's launcher: `--msrun FILE [-- ARGS]` "
+      "checks the file as `cellscope check` does (errors refuse the launch, exit 1), then runs "
+      "msrun with mindspore_config.json's `cluster` and streams every rank's log prefixed "
+      "[rank N]; the exit code is the job's (docs/parallel.md)");
+  launch_cmd->fallthrough();
+  launch_cmd->add_flag("--msrun", launch.msrun, "Launch with MindSpore's msrun")->required();
+  launch_cmd->add_option("file", launch.file, "The training script")->required();
+  launch_cmd->add_option("args", launch.script_args, "The script's own arguments, after `--`");
+  launch_cmd->add_flag("--force", launch.force,
+                       "Launch even when the check finds errors (said loudly)");
+  launch_cmd->add_flag("--dry-run", launch.dry_run,
+                       "Check and print the msrun command (and the other nodes'); start nothing");
+  launch_cmd->add_option("--worker-num", launch.cli.worker_num, "msrun --worker_num: all workers")
+      ->check(CLI::Range(1, 65536));
+  launch_cmd
+      ->add_option("--local-worker-num", launch.cli.local_worker_num,
+                   "msrun --local_worker_num: the workers of this node")
+      ->check(CLI::Range(1, 65536));
+  launch_cmd->add_option("--master-addr", launch.cli.master_addr,
+                         "msrun --master_addr: the scheduler's host");
+  launch_cmd->add_option("--master-port", launch.cli.master_port, "msrun --master_port")
+      ->check(CLI::Range(1024, 65535));
+  launch_cmd
+      ->add_option("--node-rank", launch.cli.node_rank,
+                   "msrun --node_rank: this node's index in the hostfile")
+      ->check(CLI::Range(0, 65535));
+  launch_cmd
+      ->add_option("--cluster-time-out", launch.cli.cluster_time_out,
+                   "msrun --cluster_time_out, in seconds")
+      ->check(CLI::Range(-1, 604800));
+  launch_cmd->add_option("--hostfile", launch.cli.hostfile,
+                         "A file of \"HOST slots=N\" lines: the nodes of the cluster");
+  launch_cmd->add_option("--log-dir", launch.cli.log_dir,
+                         "msrun --log_dir (worker_<rank>.log, scheduler.log)");
+  launch_cmd->add_option("--python", launch.cli.python,
+                         "The interpreter (with mindspore) that msrun and its workers run "
+                         "(default: the first python3 / python on PATH that has mindspore)");
+  add_common(launch_cmd, &launch.common);
+
   cellscope::agent::AgentOptions agent_opts;
   std::string agent_state;
   auto* agent_cmd = app.add_subcommand(
@@ -560,6 +603,12 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (launch_cmd->parsed()) {
+    auto config = apply_project_config(launch_cmd, launch.common, launch.file, nullptr, "");
+    if (!config.file.empty()) {
+      launch.project = std::make_shared<const cellscope::server::ProjectConfig>(std::move(config));
+    }
+  }
   if (agent_cmd->parsed()) agent_opts.state_dir = agent_state;
   spdlog::debug("{}", version_text());
 
@@ -570,6 +619,7 @@ int main(int argc, char** argv) {
     if (train_cmd->parsed()) return cellscope::server::run_train(train);
     if (export_cmd->parsed()) return cellscope::server::run_export(export_opts);
     if (deploy_cmd->parsed()) return cellscope::server::run_deploy(deploy);
+    if (launch_cmd->parsed()) return cellscope::server::run_launch(launch);
     if (agent_cmd->parsed()) return cellscope::agent::run_agent(agent_opts);
     if (lsp_cmd->parsed()) return cellscope::lsp::run_stdio_server(lsp_options, log_file);
     if (dap_cmd->parsed()) return cellscope::dap::run_stdio_server(log_file);

@@ -101,6 +101,77 @@ void read_devices(const Json& list, ProjectConfig& out, const SettingsProblem& p
   }
 }
 
+// `cluster` (docs/parallel.md, "Launching on a cluster"): a bad field is reported and left unset,
+// the others still apply.
+void read_cluster(const Json& c, ProjectConfig& out, const SettingsProblem& problem) {
+  if (!c.is_object()) {
+    problem("cluster",
+            "`cluster` must be an object such as {\"worker_num\": 2, \"master_port\": 8118}");
+    return;
+  }
+  ClusterConfig& cl = out.cluster;
+  cl.present = true;
+  auto integer = [&](const char* key, int lo, int hi, std::optional<int>& field) {
+    auto it = c.find(key);
+    if (it == c.end() || it->is_null()) return;
+    if (it->is_number_integer() && it->get<int64_t>() >= lo && it->get<int64_t>() <= hi) {
+      field = static_cast<int>(it->get<int64_t>());
+    } else {
+      problem(key, "`" + std::string(key) + "` must be an integer from " + std::to_string(lo) +
+                       " to " + std::to_string(hi) + "; got " + it->dump());
+    }
+  };
+  auto text = [&](const char* key, std::string& field) {
+    auto it = c.find(key);
+    if (it == c.end() || it->is_null()) return;
+    if (it->is_string() && !it->get<std::string>().empty()) {
+      field = it->get<std::string>();
+    } else {
+      problem(key, "`" + std::string(key) + "` must be a non-empty string; got " + it->dump());
+    }
+  };
+  integer("worker_num", 1, 65536, cl.worker_num);
+  integer("local_worker_num", 1, 65536, cl.local_worker_num);
+  integer("master_port", 1024, 65535, cl.master_port);  // msrun's range
+  integer("node_rank", 0, 65535, cl.node_rank);
+  integer("cluster_time_out", -1, 86400 * 7, cl.cluster_time_out);
+  std::string addr;
+  text("master_addr", addr);
+  if (!addr.empty()) cl.master_addr = addr;
+  text("log_dir", cl.log_dir);
+  text("python", cl.python);
+  text("rank_table_file", cl.rank_table_file);
+  auto hf = c.find("hostfile");
+  if (hf == c.end() || hf->is_null()) return;
+  if (hf->is_string() && !hf->get<std::string>().empty()) {
+    cl.hostfile = hf->get<std::string>();
+    return;
+  }
+  const char* shape =
+      "`hostfile` must be a path (lines \"HOST slots=N\") or a list of {\"host\": \"10.0.0.1\", "
+      "\"slots\": 8}";
+  if (!hf->is_array() || hf->empty()) {
+    problem("hostfile", shape);
+    return;
+  }
+  std::vector<ClusterHost> hosts;
+  for (const auto& h : *hf) {
+    auto host = h.is_object() ? h.find("host") : h.end();
+    auto slots = h.is_object() ? h.find("slots") : h.end();
+    const bool slots_ok =
+        slots == h.end() || (slots->is_number_integer() && slots->get<int64_t>() >= 1 &&
+                             slots->get<int64_t>() <= 65536);
+    if (!h.is_object() || host == h.end() || !host->is_string() ||
+        host->get<std::string>().empty() || !slots_ok) {
+      problem("hostfile", std::string(shape) + "; got " + h.dump());
+      return;  // a partial host list would give the wrong ranks: none is used
+    }
+    hosts.push_back(
+        {host->get<std::string>(), slots == h.end() ? 1 : static_cast<int>(slots->get<int64_t>())});
+  }
+  cl.hosts = std::move(hosts);
+}
+
 }  // namespace
 
 std::optional<std::string> normalize_target(std::string name) {
@@ -148,7 +219,9 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
           if (t) {
             types.push_back(*t);
           } else {
-            problem(key, "input `" + shown(spec) + "` for " + key + ": " + err);
+            std::string message = "input `" + shown(spec) + "` for ";
+            message.append(key).append(": ").append(err);
+            problem(key, message);
           }
         }
         out.inputs[key] = std::move(types);
@@ -158,15 +231,17 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
   if (auto c = j.find("configs"); c != j.end()) {
     bool ok = c->is_string() || c->is_array();
     for (const auto& item : c->is_array() ? *c : Json::array({*c})) {
-      if (item.is_string() && !item.get<std::string>().empty())
+      if (item.is_string() && !item.get<std::string>().empty()) {
         out.configs.push_back(item.get<std::string>());
-      else
+      } else {
         ok = false;
+      }
     }
-    if (!ok)
+    if (!ok) {
       problem("configs",
               "`configs` must be a path or a list of paths of YAML/JSON files, e.g. "
               "[\"configs/yolov8n.yaml\"]");
+    }
   }
   if (auto d = j.find("debounceMs"); d != j.end() && !d->is_null()) {  // null: adaptive
     if (d->is_number_integer()) {
@@ -261,6 +336,7 @@ ProjectConfig parse_project_config(const std::string& file, const std::string& t
   };
   read_settings(j, out, at_key);  // "target" here overrides the backend's default chip
   if (auto dv = j.find("devices"); dv != j.end()) read_devices(*dv, out, at_key);
+  if (auto cl = j.find("cluster"); cl != j.end()) read_cluster(*cl, out, at_key);
   if (auto cs = j.find("cellscope"); cs != j.end()) {
     if (cs->is_object()) {
       read_settings(*cs, out, at_key);

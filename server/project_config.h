@@ -8,7 +8,10 @@
 //     "inputs": {"LeNet5": ["32,1,32,32"], "models/resnet.py": ["1,3,224,224"], "*": [...]},
 //     "configs": ["configs/yolov8n.yaml"], // YAML/JSON files the models load: known constants
 //     "devices": [{"name": "edge1", "address": "10.0.0.2:8443", "target": "ascend310",
-//                  "token_file": "~/.config/cellscope/edge1.token"}]  // `cellscope deploy`
+//                  "token_file": "~/.config/cellscope/edge1.token"}], // `cellscope deploy`
+//     "cluster": {"worker_num": 16, "master_addr": "10.0.0.1", "master_port": 8118,
+//                 "hostfile": [{"host": "10.0.0.1", "slots": 8}, {"host": "10.0.0.2", "slots": 8}],
+//                 "log_dir": "msrun_log", "python": "~/venv/bin/python"}  // `cellscope launch`
 //   }
 //
 // A "cellscope" object may hold the same keys (and "debounceMs" for the language server). Bad
@@ -42,6 +45,30 @@ struct DeviceConfig {
   std::string token_env;
 };
 
+// A host of `cluster.hostfile`: a machine and the workers (devices) it runs.
+struct ClusterHost {
+  std::string host;
+  int slots = 1;
+};
+
+// `cluster`: how `cellscope launch --msrun` runs MindSpore's msrun (docs/parallel.md, "Launching
+// on a cluster"). Unset fields take the command line's value, else a default derived from the
+// others (launch.h: resolve_cluster).
+struct ClusterConfig {
+  bool present = false;  // the config has a valid `cluster` object
+  std::optional<int> worker_num;
+  std::optional<int> local_worker_num;
+  std::optional<std::string> master_addr;
+  std::optional<int> master_port;
+  std::optional<int> node_rank;
+  std::optional<int> cluster_time_out;  // seconds; msrun's --cluster_time_out
+  std::vector<ClusterHost> hosts;       // `hostfile` given as a list
+  std::string hostfile;                 // `hostfile` given as a path (lines "HOST slots=N")
+  std::string log_dir;                  // as written (relative to the config's directory)
+  std::string python;                   // as written ("~/" is the home directory)
+  std::string rank_table_file;          // msrun's --rank_table_file, as written
+};
+
 struct ProjectConfig {
   std::string file;                   // the file read ("" when there is none)
   bool visualization_enabled = true;  // graph_visualization.enable
@@ -57,6 +84,7 @@ struct ProjectConfig {
   [[nodiscard]] std::vector<std::filesystem::path> config_paths() const;
   std::vector<graphcore::Diagnostic> diagnostics;  // problems, located in `file`
   std::vector<DeviceConfig> devices;               // `devices` (top level only)
+  ClusterConfig cluster;                           // `cluster` (top level only)
 
   // The inputs for `cell` (may be empty) in `model_file`, or an empty list.
   [[nodiscard]] std::vector<graphcore::TensorType> inputs_for(const std::string& cell,

@@ -46,6 +46,7 @@ import {
   parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
 } from './deploy';
 import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
+import { MSRUN_TERMINAL, msrunConfiguration, msrunLaunchArgs, type MsrunLaunch } from './msrun';
 import { GraphPanel, type VisualizeResult } from './panel';
 import { CrashHistory, crashReport, describeExit, formatDuration, type ExitInfo } from './restart';
 import { serverSettings } from './settings';
@@ -774,6 +775,57 @@ class MindSporeDebugConfigurations implements vscode.DebugConfigurationProvider 
     if (!config.program) config.program = '${file}';
     return config;
   }
+
+  // "mode": "msrun" is no debug session: `cellscope launch --msrun` runs in a terminal instead.
+  resolveDebugConfigurationWithSubstitutedVariables(
+    folder: vscode.WorkspaceFolder | undefined,
+    config: vscode.DebugConfiguration,
+  ): vscode.DebugConfiguration | undefined {
+    if (config.mode !== 'msrun') return config;
+    launchMsrun(config as unknown as MsrunLaunch, folder?.uri.fsPath);
+    return undefined;
+  }
+}
+
+// ---- launch on a cluster: `cellscope launch --msrun` in the "MindSpore msrun" terminal ----------
+
+function launchMsrun(config: MsrunLaunch, folder?: string): void {
+  // Unlike everything else Cellscope does, this runs the user's script (under MindSpore).
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showErrorMessage('MindSpore: Launch on Cluster runs the script with MindSpore: trust this workspace first (Restricted Mode).');
+    return;
+  }
+  const found = discover();
+  if (!found.ok) {
+    void vscode.window.showErrorMessage(`MindSpore: Launch on Cluster needs the cellscope executable. ${FIX_HINT}`);
+    return;
+  }
+  const built = msrunLaunchArgs(config);
+  if ('error' in built) {
+    void vscode.window.showErrorMessage(`MindSpore: msrun launch configuration: ${built.error}`);
+    return;
+  }
+  // A finished run's terminal is replaced; a running one is left alone (a second run beside it).
+  for (const t of vscode.window.terminals) {
+    if (t.name === MSRUN_TERMINAL && t.exitStatus !== undefined) t.dispose();
+  }
+  const cwd = folder ?? vscode.workspace.getWorkspaceFolder(vscode.Uri.file(config.program))?.uri.fsPath
+    ?? path.dirname(config.program);
+  // The terminal's process is cellscope itself: Ctrl+C reaches it (it stops msrun and every
+  // worker), and closing the terminal hangs it up (the same).
+  const terminal = vscode.window.createTerminal({ name: MSRUN_TERMINAL, shellPath: found.path, shellArgs: built.args, cwd });
+  terminal.show();
+}
+
+async function cmdLaunchMsrun(): Promise<void> {
+  await vscode.workspace.saveAll(false);
+  const editor = pythonEditor();
+  if (!editor || editor.document.uri.scheme !== 'file') {
+    void vscode.window.showInformationMessage('MindSpore: Launch on Cluster runs a training script: open one first.');
+    return;
+  }
+  const file = editor.document.uri.fsPath;
+  launchMsrun(msrunConfiguration(file) as unknown as MsrunLaunch, vscode.workspace.getWorkspaceFolder(editor.document.uri)?.uri.fsPath);
 }
 
 // The "Select Launch Configuration" list VS Code shows after "MindSpore (Cellscope)" is picked as
@@ -1029,6 +1081,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('cellscope.deviceActions', () => cmdDeviceActions());
   reg('cellscope.exportMindIR', () => cmdExport('mindir'));
   reg('cellscope.exportONNX', () => cmdExport('onnx'));
+  reg('cellscope.launchMsrun', () => cmdLaunchMsrun());
 
   context.subscriptions.push(
     vscode.window.registerCustomEditorProvider(MINDIR_VIEW_TYPE, new MindIRViewer({
