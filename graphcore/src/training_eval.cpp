@@ -850,6 +850,16 @@ Value TrainingRecorder::call(Interpreter& in, PlanObj* p, const Value& self, Cal
       e.loop_runs.insert(loops_.back().run);
       if (pending_clip_loop_ == e.loop && !e.clip) e.clip = pending_clip_;
     }
+    if (p->kind == Kind::TrainOneStep && in.graph == nullptr) {
+      // TrainOneStepCell.construct passes its inputs unchanged to the network it wraps
+      // (`loss = self.network(*inputs)`): follow it, so a call in the file
+      // (`train_net(x, y)`) is also the wrapped network's call site and its shapes are checked.
+      Value network = p->get("network");
+      if (!network.is_unknown()) {
+        CallArgs forward = args;
+        in.call(network, forward, site);
+      }
+    }
     if (p->kind == Kind::GradFn) {
       size_t losses_before = losses.size();
       // Follow forward_fn with the batch: the Cells it calls get call sites with the dataset's

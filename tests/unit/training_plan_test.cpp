@@ -191,6 +191,35 @@ TEST(TrainingPlan, TrainOneStepCellInMain) {
   EXPECT_EQ(p.loss_graph.trainable_params, 3 * 8 * 9 + 8 * 10 + 10);
 }
 
+// A training step called in the file passes its inputs to the network it wraps
+// (TrainOneStepCell.construct: `loss = self.network(*inputs)`), so the wrapped network's shapes
+// are checked with them: (8, 32) into Dense(16, 4) is the error MindSpore raises at the first
+// step; (8, 16) is clean.
+std::string one_step_source(int features) {
+  return "import numpy as np\n"
+         "import mindspore as ms\n"
+         "from mindspore import nn, Tensor\n"
+         "net = nn.Dense(16, 4)\n"
+         "loss = nn.MSELoss()\n"
+         "opt = nn.Momentum(net.trainable_params(), 0.01, 0.9)\n"
+         "step = nn.TrainOneStepCell(nn.WithLossCell(net, loss), opt)\n"
+         "x = Tensor(np.ones((8, " +
+         std::to_string(features) +
+         "), np.float32))\n"
+         "y = Tensor(np.ones((8, 4), np.float32))\n"
+         "step(x, y)\n";
+}
+
+TEST(TrainingPlan, TrainOneStepCallChecksTheWrappedNetwork) {
+  AnalysisResult bad = analyse_text(one_step_source(32));
+  auto err = std::find_if(bad.diagnostics.begin(), bad.diagnostics.end(),
+                          [](const auto& d) { return d.severity == Severity::Error; });
+  ASSERT_NE(err, bad.diagnostics.end());
+  EXPECT_EQ(err->code, "shape-mismatch");
+  EXPECT_NE(err->message.find("receives 32"), std::string::npos) << err->message;
+  expect_no_errors(analyse_text(one_step_source(16)));
+}
+
 TEST(TrainingPlan, ResNetSgdNesterovCosineGroups) {
   AnalysisResult r = analyse("resnet18_cifar_sgd.py");
   expect_no_errors(r);
