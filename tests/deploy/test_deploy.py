@@ -504,6 +504,76 @@ class DeployTier(unittest.TestCase):
         with open(self.state + ".log") as f:
             self.assertIn("quant.json does not match its SHA-256", f.read())
 
+    # ---- target (fp16) bundles (docs/deploy.md, "Target bundles") --------------------------
+
+    def test_target_bundle_serves_fp16_emulation(self):
+        a = self.agent()
+        rc, out, err = self.deploy(self.small, "--precision", "target")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("target vs fp32:", out)
+        with open(os.path.join(self.state, "current", "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["precision"], "target")
+        self.assertNotIn("quant_table", manifest)
+        self.assertNotIn("calibration_data", manifest)
+        status, info = a.call("GET", "/v1/info")
+        self.assertEqual(info["precision"], "target")
+        cpu = {b["name"]: b for b in info["backends"]}["cellscope-cpu"]
+        self.assertIn("target", cpu["precisions"])
+        q = info["quality"]
+        # No data sent: two batches of seeded normal inputs, said so.
+        self.assertEqual((q["on"], q["samples"]), ("random normal inputs (seed 0)", 2))
+        self.assertEqual(q["accuracy"], "n/a")
+        self.assertGreater(q["cosine"], 0.999)
+        self.assertLess(q["cosine"], 1.0)
+        self.assertEqual(q, manifest["quality"])
+
+        x = np.random.default_rng(9).standard_normal((1, 1, 32, 32)).astype(np.float32)
+        sample = {"inputs": [{"shape": [1, 1, 32, 32], "data": x.ravel().tolist()}]}
+        st, rt = a.call("POST", "/v1/infer", sample)
+        s32, r32 = a.call("POST", "/v1/infer", dict(sample, precision="fp32"))
+        self.assertEqual((st, s32), (200, 200), (rt, r32))
+        self.assertEqual((rt["precision"], r32["precision"]), ("target", "fp32"))
+        ot = np.array(rt["outputs"][0]["data"])
+        o32 = np.array(r32["outputs"][0]["data"])
+        self.assertEqual(rt["outputs"][0]["dtype"], "float32")
+        # fp16 storage: every value the target path answers is a half-precision number, and it
+        # is not the fp32 answer (whose values are not all halves).
+        self.assertTrue(np.array_equal(ot.astype(np.float16).astype(np.float64), ot))
+        self.assertFalse(np.array_equal(o32.astype(np.float16).astype(np.float64), o32))
+        self.assertFalse(np.array_equal(ot, o32))
+        # Within fp16's precision of fp32 (11 significant bits, a few roundings per layer).
+        np.testing.assert_allclose(ot, o32, rtol=0, atol=2e-2 * np.abs(o32).max())
+        cos = float(ot @ o32 / np.sqrt((ot @ ot) * (o32 @ o32)))
+        sc, rc_ = a.call("POST", "/v1/infer", dict(sample, compare=True))
+        self.assertEqual(sc, 200, rc_)
+        self.assertEqual(rc_["outputs"], rt["outputs"])
+        self.assertAlmostEqual(rc_["agreement"]["cosine"], cos, places=9)
+        # A target bundle has no int8 path.
+        s8, r8 = a.call("POST", "/v1/infer", dict(sample, precision="int8"))
+        self.assertEqual((s8, r8["error"]["code"]), (422, "bad-input"))
+        m = self.read_stream(a, 1)[0]
+        self.assertEqual(m["precision"], "target")
+        self.assertEqual(m["agreement"]["load"], q)
+        self.assertEqual(m["agreement"]["last_infer"], rc_["agreement"])
+        # A restart rebuilds the target executor from the bundle: the same numbers.
+        a.stop()
+        a = self.agent()
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], rt["outputs"])
+
+        # With data and labels: the quality is measured on them (accuracy fp32 and target).
+        cal, labels, _ = self.calibration(n=10, seed=4)
+        rc, out, err = self.deploy(self.small, "--precision", "target", "--calibration-data",
+                                   cal, "--labels", labels)
+        self.assertEqual(rc, 0, err)
+        q = a.call("GET", "/v1/info")[1]["quality"]
+        self.assertEqual((q["on"], q["samples"]), ("calibration data", 10))
+        self.assertEqual(sorted(q["accuracy"]), ["fp32", "samples", "target"])
+        # --labels alone, or with fp32: refused before anything is sent.
+        self.assertEqual(self.deploy(self.small, "--precision", "target", "--labels",
+                                     labels)[0], 2)
+        self.assertEqual(self.deploy(self.small, "--calibration-data", cal)[0], 2)
+
     def test_model_that_fails_to_load_rolls_back(self):
         a = self.agent()
         self.assertEqual(self.deploy(self.small)[0], 0)
