@@ -117,23 +117,33 @@ class AgentClient:
     the agent printed (what `cellscope deploy` pins), the token goes with every request."""
 
     def __init__(self, port, token, fingerprint):
+        self.port, self.token, self.fingerprint = port, token, fingerprint
+        self.connect()
+
+    def connect(self):
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE  # self-signed: checked by fingerprint below
-        self.conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=600)
+        self.conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=600)
         self.conn.connect()
         der = self.conn.sock.getpeercert(binary_form=True)
         got = hashlib.sha256(der).hexdigest().upper()
-        if got != fingerprint.replace(":", "").upper():
-            raise SystemExit(f"agent certificate {got} is not the one it printed ({fingerprint})")
-        self.token = token
+        if got != self.fingerprint.replace(":", "").upper():
+            raise SystemExit(f"agent certificate {got} is not the one it printed "
+                             f"({self.fingerprint})")
 
     def call(self, method, path, body=None):
         data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-        self.conn.request(method, path, body=data,
-                          headers={"Authorization": "Bearer " + self.token,
-                                   "Content-Type": "application/json"})
-        r = self.conn.getresponse()
+        headers = {"Authorization": "Bearer " + self.token, "Content-Type": "application/json"}
+        try:
+            self.conn.request(method, path, body=data, headers=headers)
+            r = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionError):
+            # The agent closes a connection idle for 30 s (a long deploy in between): once more.
+            self.conn.close()
+            self.connect()
+            self.conn.request(method, path, body=data, headers=headers)
+            r = self.conn.getresponse()
         payload = json.loads(r.read())
         if r.status != 200:
             raise SystemExit(f"{method} {path}: HTTP {r.status} {payload}")
