@@ -130,6 +130,13 @@ fs::path default_state_dir() {
 
 namespace {
 
+// Where the power sensors are looked for: /sys, or (the agent's tests only, docs/deploy.md) a
+// fake tree named by $CELLSCOPE_AGENT_SYSFS_ROOT.
+fs::path sysfs_root() {
+  const char* root = std::getenv("CELLSCOPE_AGENT_SYSFS_ROOT");
+  return root != nullptr && root[0] == '/' ? fs::path(root) : fs::path("/sys");
+}
+
 // An idle deployment (no request for this long) no longer blocks another one.
 constexpr std::chrono::minutes kDeployLease{10};
 constexpr std::chrono::seconds kSocketTimeout{30};
@@ -250,6 +257,7 @@ class Agent {
       : store_(options.state_dir),
         token_(std::move(token)),
         identity_(std::move(identity)),
+        telemetry_(sysfs_root()),
         python_(options.python),
         threads_(options.threads) {
     // Whether MindSpore is importable: found out once, in the background (an import takes

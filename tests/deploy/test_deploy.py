@@ -44,14 +44,15 @@ def sh(*args, check=True):
 class Agent:
     """A `cellscope agent` inside the namespace."""
 
-    def __init__(self, state, port):
+    def __init__(self, state, port, env=None):
         self.state = state
         self.port = port
         self.proc = None
         self.fingerprint = None
+        self.env = env or {}
 
     def start(self):
-        env = dict(os.environ, CELLSCOPE_AGENT_TOKEN=TOKEN)
+        env = dict(os.environ, CELLSCOPE_AGENT_TOKEN=TOKEN, **self.env)
         self.log = open(self.state + ".log", "a")
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", NS, BIN, "--log-level", "info", "agent", "--listen",
@@ -153,8 +154,8 @@ class DeployTier(unittest.TestCase):
             json.dump({"devices": [{"name": "edge", "address": f"{AGENT_IP}:{port}",
                                     "target": "cpu", "token_env": token_env}]}, f)
 
-    def agent(self):
-        a = Agent(self.state, self.port).start()
+    def agent(self, env=None):
+        a = Agent(self.state, self.port, env).start()
         self.agents.append(a)
         return a
 
@@ -255,6 +256,24 @@ class DeployTier(unittest.TestCase):
         # fp32 bundle: no int8 agreement to report, and none invented.
         self.assertEqual(m["precision"], "fp32")
         self.assertEqual(m["agreement"], {"load": "n/a", "last_infer": "n/a"})
+
+    def test_telemetry_power_from_hwmon(self):
+        """A board whose only power sensor is hwmon (a fake sysfs tree through the test-only
+        $CELLSCOPE_AGENT_SYSFS_ROOT): the stream reports that sensor's watts and names it."""
+        root = os.path.join(self.project, "sys")
+        chip = os.path.join(root, "class", "hwmon", "hwmon3")
+        os.makedirs(chip)
+        for name, text in (("name", "ina3221"), ("power1_label", "VDD_IN"),
+                           ("power1_input", "3300000")):
+            with open(os.path.join(chip, name), "w") as f:
+                f.write(text + "\n")
+        a = self.agent(env={"CELLSCOPE_AGENT_SYSFS_ROOT": root})
+        m = self.read_stream(a, 1)[0]
+        self.assertEqual(m["power_w"], 3.3)
+        self.assertIn("hwmon3 ina3221 power1_input (VDD_IN)", m["power_source"])
+        with open(os.path.join(chip, "power1_input"), "w") as f:
+            f.write("5125000\n")
+        self.assertEqual(self.read_stream(a, 2)[1]["power_w"], 5.125)
 
     def test_progress_json(self):
         a = self.agent()
