@@ -340,7 +340,7 @@ void LoadedModel::build_target(const BuildOptions& build, const graphcore::CellR
             throw std::runtime_error("the target path gives non-finite outputs");
         }
       }
-      quality_ = {{"on", "n/a (a model of several inputs: send --calibration-data)"}};
+      quality_ = {{"on", "n/a (a model of several inputs: the figures need a one-input model)"}};
       return;
     }
     on = "random normal inputs (seed " + std::to_string(kTargetSeed) + ")";

@@ -107,9 +107,12 @@ class DeployTier(unittest.TestCase):
         # The models, exported by Cellscope itself.
         cls.small = os.path.join(cls.tmp, "small.mindir")
         cls.big = os.path.join(cls.tmp, "big.mindir")
-        for cell, inp, out in (("Small", "1,1,32,32", cls.small), ("Big", "1,1024", cls.big)):
+        cls.two = os.path.join(cls.tmp, "two.mindir")
+        for cell, inputs, out in (("Small", ["1,1,32,32"], cls.small), ("Big", ["1,1024"], cls.big),
+                                  ("TwoInputs", ["1,1,8,8", "1,8"], cls.two)):
             r = subprocess.run([BIN, "export", os.path.join(HERE, "models.py"), "--cell", cell,
-                                "--input", inp, "-o", out], capture_output=True, text=True)
+                                *[a for i in inputs for a in ("--input", i)], "-o", out],
+                               capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
         cls.broken = os.path.join(cls.tmp, "broken.mindir")
         with open(cls.broken, "wb") as f:
@@ -592,6 +595,35 @@ class DeployTier(unittest.TestCase):
         self.assertEqual(self.deploy(self.small, "--precision", "target", "--labels",
                                      labels)[0], 2)
         self.assertEqual(self.deploy(self.small, "--calibration-data", cal)[0], 2)
+
+    def test_target_bundle_of_two_inputs(self):
+        """A model of two inputs: served at target, checked once on seeded inputs, its quality
+        said to be n/a; data for it refused (one-input models only), the bundle still serves."""
+        a = self.agent()
+        rc, out, err = self.deploy(self.two, "--precision", "target")
+        self.assertEqual(rc, 0, err)
+        q = a.call("GET", "/v1/info")[1]["quality"]
+        self.assertTrue(q["on"].startswith("n/a (a model of several inputs"), q)
+        self.assertNotIn("cosine", q)
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((1, 1, 8, 8))
+        y = rng.standard_normal((1, 8))
+        sample = {"inputs": [{"shape": [1, 1, 8, 8], "data": x.ravel().tolist()},
+                             {"shape": [1, 8], "data": y.ravel().tolist()}]}
+        st, rt = a.call("POST", "/v1/infer", sample)
+        s32, r32 = a.call("POST", "/v1/infer", dict(sample, precision="fp32"))
+        self.assertEqual((st, s32), (200, 200), (rt, r32))
+        ot = np.array(rt["outputs"][0]["data"])
+        o32 = np.array(r32["outputs"][0]["data"])
+        self.assertEqual(ot.shape, (5,))
+        self.assertTrue(np.array_equal(ot.astype(np.float16).astype(np.float64), ot))
+        np.testing.assert_allclose(ot, o32, rtol=0, atol=2e-2 * np.abs(o32).max())
+        cal, _, _ = self.calibration(n=4, shape=(1, 8, 8), seed=5)
+        rc, out, err = self.deploy(self.two, "--precision", "target", "--calibration-data", cal)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("[load-failed]", err)
+        self.assertIn("takes a model of one input", err)
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], rt["outputs"])
 
     def test_model_that_fails_to_load_rolls_back(self):
         a = self.agent()
