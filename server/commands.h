@@ -120,12 +120,13 @@ struct DeployCommandOptions {
   int64_t retry_for = 120;  // seconds a dropped link is retried
   int64_t chunk_delay_ms = 0;
   int64_t fault_corrupt_chunk = -1;  // test-only (docs/deploy.md): flip a byte of this chunk once
-  std::string precision = "fp32";    // fp32 | int8: the bundle the device builds
+  std::string precision = "fp32";    // fp32 | int8 | target: the bundle the device builds
   std::string backend = "cellscope-cpu";  // or mindspore (fp32)
   std::string calibration = "minmax";     // int8: minmax | percentile | kl
   double percentile = 99.99;
-  std::string calibration_data;         // int8: .npy of N inputs, sent with the model
-  std::string labels;                   // int8: optional .npy of their N labels (accuracy)
+  std::string calibration_data;  // int8: .npy of N inputs, sent with the model (target: optional,
+                                 // the inputs its quality is measured on)
+  std::string labels;            // optional .npy of their N labels (accuracy)
   ExportCommandOptions export_options;  // a .py: how to export it (--cell, --input, ...)
 };
 

@@ -134,9 +134,13 @@ int run_deploy(const DeployCommandOptions& options) {
     deploy_error("the mindspore backend serves fp32 bundles only");
     return kExitUsage;
   }
-  if (options.precision != "int8" &&
+  if (options.precision == "fp32" &&
       (!options.calibration_data.empty() || !options.labels.empty())) {
-    deploy_error("--calibration-data and --labels go with --precision int8");
+    deploy_error("--calibration-data and --labels go with --precision int8 or target");
+    return kExitUsage;
+  }
+  if (!options.labels.empty() && options.calibration_data.empty()) {
+    deploy_error("--labels go with --calibration-data (one label per sample)");
     return kExitUsage;
   }
   // The device: mindspore_config.json nearest to the model (else the current directory).
@@ -316,7 +320,9 @@ int run_deploy(const DeployCommandOptions& options) {
               << "): bundle " << r.value("bundle", "") << ", sha256 " << m.value("sha256", "")
               << "\n";
     if (m.contains("check")) std::cout << "check: " << m["check"].dump() << "\n";
-    if (m.contains("quality")) std::cout << "int8 vs fp32: " << m["quality"].dump() << "\n";
+    if (m.contains("quality")) {
+      std::cout << m.value("precision", "int8") << " vs fp32: " << m["quality"].dump() << "\n";
+    }
     return kExitOk;
   } catch (const agent::DeployError& e) {
     deploy_error(e.what() + (e.code().empty() ? std::string() : " [" + e.code() + "]"),

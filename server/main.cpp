@@ -401,9 +401,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   deploy_cmd
       ->add_option("--precision", deploy.precision,
-                   "The bundle the device builds: fp32, or int8 with a quantisation table "
-                   "calibrated on the device")
-      ->check(CLI::IsMember({"fp32", "int8"}));
+                   "The bundle the device builds: fp32; int8 with a quantisation table "
+                   "calibrated on the device; target: fp16 between ops, fp32 accumulation (as "
+                   "`train --drift target`)")
+      ->check(CLI::IsMember({"fp32", "int8", "target"}));
   deploy_cmd
       ->add_option("--calibration", deploy.calibration,
                    "int8: how activation ranges are chosen (docs/precision.md)")
@@ -412,14 +413,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(50.0001, 100.0));
   deploy_cmd->add_option("--calibration-data", deploy.calibration_data,
                          "int8: a .npy of N inputs (N, then the input's shape after its batch "
-                         "axis), sent with the model");
+                         "axis), sent with the model; target: optional, the inputs its quality "
+                         "against fp32 is measured on");
   deploy_cmd
       ->add_option("--backend", deploy.backend,
                    "What serves on the device: cellscope-cpu, or mindspore (mindspore.load + "
                    "nn.GraphCell, when the device has MindSpore)")
       ->check(CLI::IsMember({"cellscope-cpu", "mindspore"}));
   deploy_cmd->add_option("--labels", deploy.labels,
-                         "int8: a .npy of the N labels of --calibration-data (accuracy)");
+                         "A .npy of the N labels of --calibration-data (accuracy)");
   auto* deploy_cell = deploy_cmd->add_option("--cell", deploy.export_options.model.cell,
                                              "A .py: export the root Cell with this class name");
   deploy_cmd
@@ -500,6 +502,12 @@ int main(int argc, char** argv) {
   agent_cmd
       ->add_option("--python", agent_opts.python,
                    "The Python whose `import mindspore` enables the mindspore backend")
+      ->capture_default_str();
+  agent_cmd
+      ->add_option("--threads", agent_opts.threads,
+                   "Threads of the CPU runtime's kernels for each model (0: every hardware "
+                   "thread)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
 
   auto* dap_cmd = app.add_subcommand(

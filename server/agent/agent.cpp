@@ -130,6 +130,13 @@ fs::path default_state_dir() {
 
 namespace {
 
+// Where the power sensors are looked for: /sys, or (the agent's tests only, docs/deploy.md) a
+// fake tree named by $CELLSCOPE_AGENT_SYSFS_ROOT.
+fs::path sysfs_root() {
+  const char* root = std::getenv("CELLSCOPE_AGENT_SYSFS_ROOT");
+  return root != nullptr && root[0] == '/' ? fs::path(root) : fs::path("/sys");
+}
+
 // An idle deployment (no request for this long) no longer blocks another one.
 constexpr std::chrono::minutes kDeployLease{10};
 constexpr std::chrono::seconds kSocketTimeout{30};
@@ -195,19 +202,23 @@ std::string now_iso() {
   return buf;
 }
 
-// How a bundle's manifest says it is built: fp32, or int8 from its calibration data and (once
-// built) its quant.json, whose SHA-256 the manifest records.
-BuildOptions bundle_build(const Bundle& b, const std::string& python) {
+// How a bundle's manifest says it is built: fp32; int8 from its calibration data and (once
+// built) its quant.json, whose SHA-256 the manifest records; target (fp16 emulation), its quality
+// measured on the data sent with it, if any.
+BuildOptions bundle_build(const Bundle& b, const std::string& python, int threads) {
   BuildOptions build;
   build.backend = b.manifest.value("backend", "cellscope-cpu");
   build.python = python;
+  build.threads = threads;
   build.precision = b.manifest.value("precision", "fp32");
-  if (build.precision != "int8") return build;
-  const Json cal = b.manifest.value("calibration", Json::object());
-  const auto method = rt_quant::calibration_from_name(cal.value("method", "minmax"));
-  if (!method) throw std::runtime_error("unknown calibration method in the manifest");
-  build.calibration.method = *method;
-  build.calibration.percentile = cal.value("percentile", build.calibration.percentile);
+  if (build.precision != "int8" && build.precision != "target") return build;
+  if (build.precision == "int8") {
+    const Json cal = b.manifest.value("calibration", Json::object());
+    const auto method = rt_quant::calibration_from_name(cal.value("method", "minmax"));
+    if (!method) throw std::runtime_error("unknown calibration method in the manifest");
+    build.calibration.method = *method;
+    build.calibration.percentile = cal.value("percentile", build.calibration.percentile);
+  }
   if (b.manifest.contains("calibration_data")) build.calibration_data = b.dir / "calibration.npy";
   if (b.manifest.contains("labels")) build.labels = b.dir / "labels.npy";
   for (const char* kind : {"calibration_data", "labels"}) {
@@ -230,10 +241,10 @@ BuildOptions bundle_build(const Bundle& b, const std::string& python) {
   return build;
 }
 
-std::shared_ptr<LoadedModel> load_bundle(const Bundle& b, const std::string& python,
+std::shared_ptr<LoadedModel> load_bundle(const Bundle& b, const std::string& python, int threads,
                                          std::string* error) {
   try {
-    return LoadedModel::load(b.model, error, bundle_build(b, python));
+    return LoadedModel::load(b.model, error, bundle_build(b, python, threads));
   } catch (const std::exception& e) {
     *error = e.what();
     return nullptr;
@@ -246,7 +257,9 @@ class Agent {
       : store_(options.state_dir),
         token_(std::move(token)),
         identity_(std::move(identity)),
-        python_(options.python) {
+        telemetry_(sysfs_root()),
+        python_(options.python),
+        threads_(options.threads) {
     // Whether MindSpore is importable: found out once, in the background (an import takes
     // seconds); /v1/info says "detecting" until then.
     mindspore_ = {{"name", "mindspore"},
@@ -268,7 +281,7 @@ class Agent {
       auto cur = store_.current();
       if (!cur) return;
       std::string err;
-      if (auto m = load_bundle(*cur, python_, &err)) {
+      if (auto m = load_bundle(*cur, python_, threads_, &err)) {
         model_ = m;
         quality_ = m->quality();
         last_agreement_ = nullptr;
@@ -327,7 +340,8 @@ class Agent {
               {"fingerprint", identity_.fingerprint},
               {"backends", Json::array({{{"name", "cellscope-cpu"},
                                          {"available", true},
-                                         {"precisions", Json::array({"fp32", "int8"})}}})}};
+                                         {"precisions", Json::array({"fp32", "int8", "target"})},
+                                         {"threads", threads_}}})}};
     const std::lock_guard lock(mu_);
     j["backends"].push_back(mindspore_);
     j["backend"] = model_ ? Json(model_->summary().value("backend", "")) : Json(nullptr);
@@ -338,7 +352,7 @@ class Agent {
     j["calibration"] = model_ && model_->precision() == "int8" && cur
                            ? cur->manifest.value("calibration", Json(nullptr))
                            : Json(nullptr);
-    j["quality"] = model_ && model_->precision() == "int8" ? quality_ : Json("n/a");
+    j["quality"] = model_ && model_->precision() != "fp32" ? quality_ : Json("n/a");
     j["previous"] = prev ? prev->manifest : Json(nullptr);
     j["deploying"] = active_.empty() ? Json(nullptr) : Json(active_);
     return j;
@@ -387,7 +401,7 @@ class Agent {
         cur->manifest.value("sha256", "") == j["sha256"] &&
         cur->manifest.value("precision", "fp32") == precision &&
         cur->manifest.value("backend", "cellscope-cpu") == j.value("backend", "cellscope-cpu") &&
-        (precision != "int8" ||
+        (precision == "fp32" ||
          cur->manifest.value("calibration_data", Json::object()).value("sha256", "") == cal_sha)) {
       if (!store_.find_upload(id)) {
         return {http::status::ok,
@@ -440,13 +454,14 @@ class Agent {
   }
 
   Reply commit(const std::string& id, const std::string& body) {
-    // {"precision": "fp32"|"int8", "calibration": "minmax"|"percentile"|"kl", "percentile": P}
+    // {"precision": "fp32"|"int8"|"target", "calibration": "minmax"|"percentile"|"kl",
+    // "percentile": P}
     const Json opts = body.empty() ? Json::object() : Json::parse(body, nullptr, false);
     if (!opts.is_object()) return error_reply(ErrorCode::kBadRequest, "the commit body is JSON");
     Json extra = {{"deployed_at", now_iso()}};
     const std::string precision = opts.value("precision", "fp32");
-    if (precision != "fp32" && precision != "int8")
-      return error_reply(ErrorCode::kBadRequest, "precision is fp32 or int8");
+    if (precision != "fp32" && precision != "int8" && precision != "target")
+      return error_reply(ErrorCode::kBadRequest, "precision is fp32, int8 or target");
     extra["precision"] = precision;
     const std::string backend = opts.value("backend", "cellscope-cpu");
     if (backend != "cellscope-cpu" && backend != "mindspore")
@@ -486,7 +501,7 @@ class Agent {
     std::string err;
     auto m = precision == "int8" && !b.manifest.contains("calibration_data")
                  ? nullptr
-                 : load_bundle(b, python_, &err);
+                 : load_bundle(b, python_, threads_, &err);
     if (precision == "int8" && !b.manifest.contains("calibration_data"))
       err = "an int8 build needs calibration data (--calibration-data FILE.npy)";
     if (!m) {
@@ -502,8 +517,8 @@ class Agent {
     if (m->precision() == "int8") {
       b.manifest["quant_table"] = {{"file", "quant.json"},
                                    {"sha256", sha256_hex(m->quant_table_text())}};
-      b.manifest["quality"] = m->quality();
     }
+    if (m->precision() != "fp32") b.manifest["quality"] = m->quality();
     try {
       if (m->precision() == "int8")
         server::write_file_atomic(b.dir / "quant.json", m->quant_table_text());
@@ -532,7 +547,7 @@ class Agent {
     auto prev = store_.previous();
     if (!prev) return error_reply(ErrorCode::kNoPrevious, "there is no previous bundle");
     std::string err;
-    auto m = load_bundle(*prev, python_, &err);
+    auto m = load_bundle(*prev, python_, threads_, &err);
     if (!m) {
       return error_reply(ErrorCode::kLoadFailed, "the previous bundle " + prev->dir_name +
                                                      " does not load: " + err +
@@ -578,12 +593,12 @@ class Agent {
     const std::lock_guard lock(mu_);
     j["bundle"] = model_ ? Json(bundle_) : Json(nullptr);
     j["precision"] = model_ ? Json(model_->precision()) : Json(nullptr);
-    // fp32 vs int8: measured at load on the calibration inputs, and on the last /v1/infer that
-    // asked for it ("compare": true); "n/a" when the bundle is not int8.
-    const bool int8 = model_ && model_->precision() == "int8";
+    // fp32 vs int8 (or target): measured at load on the calibration inputs, and on the last
+    // /v1/infer that asked for it ("compare": true); "n/a" when the bundle is fp32.
+    const bool reduced = model_ && model_->precision() != "fp32";
     j["agreement"] = {
-        {"load", int8 ? quality_ : Json("n/a")},
-        {"last_infer", int8 && !last_agreement_.is_null() ? last_agreement_ : Json("n/a")}};
+        {"load", reduced ? quality_ : Json("n/a")},
+        {"last_infer", reduced && !last_agreement_.is_null() ? last_agreement_ : Json("n/a")}};
     j["deploying"] = active_.empty() ? Json(nullptr) : Json(active_name_);
     return j;
   }
@@ -610,6 +625,7 @@ class Agent {
   Json last_agreement_;  // of the last /v1/infer with "compare"
   std::string bundle_;
   std::string python_;
+  int threads_ = 1;
   Json mindspore_;  // the mindspore backend's detection
 };
 

@@ -17,6 +17,8 @@ struct AgentOptions {
   size_t max_connections = 16;
   // The interpreter whose `import mindspore` makes the mindspore backend available.
   std::string python = "python3";
+  // Threads of the CPU runtime's kernels (ExecOptions::threads; 0: every hardware thread).
+  int threads = 1;
 };
 
 // /var/lib/cellscope-agent when writable (root, the systemd unit), else

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <stdexcept>
+#include <utility>
 
 #include "graphcore/dataset.h"
 #include "graphcore/drift.h"
@@ -20,6 +22,25 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr size_t kMaxOutputValues = 1 << 20;
+// A target bundle deployed without data: its quality is measured on this many seeded batches.
+constexpr uint64_t kTargetSeed = 0;
+constexpr int kTargetRandomBatches = 2;
+
+std::string precision_name(const BuildOptions& build) {
+  return build.precision == "int8" ? "int8 calibration" : "the target build's evaluation data";
+}
+
+// A zero tensor of input i's declared shape and dtype.
+rt::Tensor zero_input(const rt::Executor& ex, size_t i) {
+  const auto type = ex.input_type(i);
+  std::vector<int64_t> shape;
+  for (const auto& d : type.shape.dims) {
+    if (!d.is_known())
+      throw std::invalid_argument("input " + std::to_string(i) + " has a dynamic shape");
+    shape.push_back(d.value());
+  }
+  return rt::Tensor::zeros(shape, type.dtype);
+}
 
 float half_to_float(uint16_t h) {
   const uint32_t sign = (h & 0x8000U) << 16;
@@ -96,15 +117,17 @@ std::string read_bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// fp32 against int8 over runs of the same inputs: top-1 of the first output when it is (batch,
-// classes), the cosine of all output values, accuracy when labels are known.
+// fp32 against int8 (or target) over runs of the same inputs: top-1 of the first output when it
+// is (batch, classes), the cosine of all output values, accuracy when labels are known.
 struct Agreement {
   int64_t rows = 0, same = 0, labelled = 0, correct32 = 0, correct8 = 0;
   double dot = 0, n32 = 0, n8 = 0;
+  std::string other = "int8";  // the accuracy figure's name for `q`
 
   // `labels`: one per row of this batch, or empty.
   void add(const std::vector<rt::Tensor>& f, const std::vector<rt::Tensor>& q,
-           const std::vector<int64_t>& labels) {
+           const std::vector<int64_t>& labels, const std::string& precision) {
+    other = precision;
     for (size_t o = 0; o < f.size() && o < q.size(); ++o) {
       for (int64_t k = 0; k < f[o].numel() && k < q[o].numel(); ++k) {
         const double a = f[o].at(k);
@@ -136,7 +159,7 @@ struct Agreement {
     j["cosine"] = n32 > 0 && n8 > 0 ? Json(dot / std::sqrt(n32 * n8)) : Json("n/a");
     if (labelled > 0) {
       j["accuracy"] = {{"fp32", static_cast<double>(correct32) / static_cast<double>(labelled)},
-                       {"int8", static_cast<double>(correct8) / static_cast<double>(labelled)},
+                       {other, static_cast<double>(correct8) / static_cast<double>(labelled)},
                        {"samples", labelled}};
     } else {
       j["accuracy"] = "n/a";
@@ -147,21 +170,21 @@ struct Agreement {
 
 }  // namespace
 
-void LoadedModel::build_int8(const BuildOptions& build) {
-  namespace quant = rt::quant;
+std::vector<rt::Tensor> LoadedModel::read_batches(const BuildOptions& build,
+                                                  std::vector<int64_t>* labels, int64_t* unused) {
   rt::Executor& ex = *exec_;
+  const std::string what = precision_name(build);
   if (ex.num_inputs() != 1) {
-    throw std::runtime_error("int8 calibration takes a model of one input; this one has " +
+    throw std::runtime_error(what + " takes a model of one input; this one has " +
                              std::to_string(ex.num_inputs()));
   }
-  if (build.calibration_data.empty()) throw std::runtime_error("int8 needs calibration data");
   const auto type = ex.input_type(0);
   std::vector<int64_t> shape;
   for (const auto& d : type.shape.dims) {
     if (!d.is_known()) throw std::runtime_error("the input has a dynamic shape");
     shape.push_back(d.value());
   }
-  if (shape.empty()) throw std::runtime_error("int8 calibration needs an input with a batch axis");
+  if (shape.empty()) throw std::runtime_error(what + " needs an input with a batch axis");
   const std::string cal_name = build.calibration_data.filename().string();
   const auto data = rt::parse_array_npy(read_bytes(build.calibration_data), cal_name);
   const std::vector<int64_t> sample(shape.begin() + 1, shape.end());
@@ -179,7 +202,8 @@ void LoadedModel::build_int8(const BuildOptions& build) {
     throw std::runtime_error(cal_name + " holds " + std::to_string(data.shape[0]) +
                              " samples, fewer than one batch of " + std::to_string(batch));
   }
-  std::vector<int64_t> labels;
+  *unused = data.shape[0] - batches * batch;
+  labels->clear();
   if (!build.labels.empty()) {
     const std::string lab_name = build.labels.filename().string();
     const auto l = rt::parse_array_npy(read_bytes(build.labels), lab_name);
@@ -187,7 +211,7 @@ void LoadedModel::build_int8(const BuildOptions& build) {
       throw std::runtime_error(lab_name + " has shape " + rt::shape_str(l.shape) + ", not (" +
                                std::to_string(data.shape[0]) + ",): one label per sample");
     }
-    for (int64_t k = 0; k < l.numel(); ++k) labels.push_back(std::llround(l.at(k)));
+    for (int64_t k = 0; k < l.numel(); ++k) labels->push_back(std::llround(l.at(k)));
   }
   const int64_t per_batch = rt::Tensor(shape, type.dtype).numel();
   std::vector<rt::Tensor> inputs;
@@ -196,6 +220,50 @@ void LoadedModel::build_int8(const BuildOptions& build) {
     for (int64_t k = 0; k < per_batch; ++k) t.set(k, data.at(b * per_batch + k));
     inputs.push_back(std::move(t));
   }
+  return inputs;
+}
+
+// fp32 against the bundle's precision over `inputs`: every output of the precision run finite,
+// and the Agreement figures as quality_.
+void LoadedModel::measure_quality(const std::vector<rt::Tensor>& inputs,
+                                  const std::vector<int64_t>& labels, const std::string& on) {
+  Agreement agree;
+  int64_t samples = 0;
+  for (size_t b = 0; b < inputs.size(); ++b) {
+    const std::vector<rt::Tensor> given{inputs[b]};
+    double ms = 0;
+    const auto f = run("fp32", given, &ms);
+    const auto q = run(precision_, given, &ms);
+    for (const rt::Tensor& t : q) {
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        if (!std::isfinite(t.at(k))) {
+          throw std::runtime_error("the " + precision_ + " path gives non-finite outputs on " + on +
+                                   " batch " + std::to_string(b));
+        }
+      }
+    }
+    const int64_t batch = inputs[b].rank() > 0 ? inputs[b].shape()[0] : 1;
+    std::vector<int64_t> batch_labels;
+    const auto first = static_cast<int64_t>(b) * batch;
+    if (static_cast<int64_t>(labels.size()) >= first + batch) {
+      batch_labels.assign(labels.begin() + first, labels.begin() + first + batch);
+    }
+    agree.add(f, q, batch_labels, precision_);
+    samples += batch;
+  }
+  quality_ = agree.json();
+  quality_["on"] = on;
+  quality_["samples"] = samples;
+}
+
+void LoadedModel::build_int8(const BuildOptions& build) {
+  namespace quant = rt::quant;
+  rt::Executor& ex = *exec_;
+  if (build.calibration_data.empty()) throw std::runtime_error("int8 needs calibration data");
+  std::vector<int64_t> labels;
+  int64_t unused = 0;
+  const std::vector<rt::Tensor> inputs = read_batches(build, &labels, &unused);
+  const int64_t batch = inputs.front().shape()[0];
   auto run_fp32 = [&](const rt::Hooks& hooks) {
     ex.reset();
     const rt::RunStatus st = ex.run(hooks);
@@ -204,7 +272,7 @@ void LoadedModel::build_int8(const BuildOptions& build) {
   };
   if (build.quant_table.empty()) {
     quant::Calibrator cal(ex.graph(), build.calibration);
-    cal.add_samples(batches * batch);
+    cal.add_samples(static_cast<int64_t>(inputs.size()) * batch);
     for (int pass = 0; pass < cal.passes(); ++pass) {
       cal.begin_pass(pass);
       const rt::Hooks observe = cal.hooks();
@@ -225,35 +293,62 @@ void LoadedModel::build_int8(const BuildOptions& build) {
     throw std::runtime_error("quant.json does not fit this model: " + int8_->notes().front());
   }
   // The int8 path once per calibration batch: every output finite, and fp32 vs int8.
-  Agreement agree;
-  for (int64_t b = 0; b < batches; ++b) {
-    ex.set_input(0, inputs[static_cast<size_t>(b)]);
-    double ms = 0;
-    const auto f = run(false, &ms);
-    const auto q = run(true, &ms);
-    for (const rt::Tensor& t : q) {
-      for (int64_t k = 0; k < t.numel(); ++k) {
-        if (!std::isfinite(t.at(k))) {
-          throw std::runtime_error("the int8 path gives non-finite outputs on calibration batch " +
-                                   std::to_string(b));
-        }
-      }
-    }
-    std::vector<int64_t> batch_labels;
-    if (!labels.empty()) {
-      batch_labels.assign(labels.begin() + b * batch, labels.begin() + (b + 1) * batch);
-    }
-    agree.add(f, q, batch_labels);
-  }
   precision_ = "int8";
-  quality_ = agree.json();
-  quality_["on"] = "calibration data";
-  quality_["samples"] = batches * batch;
+  measure_quality(inputs, labels, "calibration data");
   quality_["calibration"] = std::string(quant::calibration_name(table_->calibration.method));
   quality_["quantized_nodes"] = table_->nodes.size();
-  if (batches * batch < data.shape[0]) {
-    quality_["unused_samples"] = data.shape[0] - batches * batch;
+  if (unused > 0) quality_["unused_samples"] = unused;
+}
+
+void LoadedModel::build_target(const BuildOptions& build, const graphcore::CellReport& report,
+                               const std::vector<std::pair<std::string, rt::Tensor>>& weights) {
+  rt::ExecOptions opts;
+  opts.precision = rt::Precision::Target;
+  opts.threads = build.threads;
+  opts.defer_init = true;  // every parameter is loaded from the file below
+  target_ = std::make_unique<rt::Executor>(report, opts);
+  for (const auto& [name, value] : weights) target_->set_param(name, value);
+  std::vector<int64_t> labels;
+  int64_t unused = 0;
+  std::vector<rt::Tensor> inputs;
+  std::string on;
+  if (!build.calibration_data.empty()) {
+    inputs = read_batches(build, &labels, &unused);
+    on = "calibration data";
+  } else {
+    // No data sent: seeded standard-normal inputs (the same on every device and restart).
+    std::mt19937_64 gen(kTargetSeed);
+    std::normal_distribution<double> normal;
+    std::vector<rt::Tensor> first;
+    for (int b = 0; b < kTargetRandomBatches; ++b) {
+      for (size_t i = 0; i < exec_->num_inputs(); ++i) {
+        rt::Tensor t = zero_input(*exec_, i);
+        if (t.is_float()) {
+          for (int64_t k = 0; k < t.numel(); ++k) t.set(k, normal(gen));
+        }
+        (exec_->num_inputs() == 1 ? inputs : first).push_back(std::move(t));
+      }
+      if (exec_->num_inputs() != 1) break;
+    }
+    if (exec_->num_inputs() != 1) {
+      // Several inputs: the target path checked once (finite outputs), no figures.
+      precision_ = "target";
+      double ms = 0;
+      for (const rt::Tensor& t : run("target", first, &ms)) {
+        for (int64_t k = 0; k < t.numel(); ++k) {
+          if (!std::isfinite(t.at(k)))
+            throw std::runtime_error("the target path gives non-finite outputs");
+        }
+      }
+      quality_ = {{"on", "n/a (a model of several inputs: the figures need a one-input model)"}};
+      return;
+    }
+    on = "random normal inputs (seed " + std::to_string(kTargetSeed) + ")";
   }
+  precision_ = "target";
+  measure_quality(inputs, labels, on);
+  quality_["emulation"] = "fp16 storage between ops, fp32 accumulation (Precision::Target)";
+  if (unused > 0) quality_["unused_samples"] = unused;
 }
 
 LoadedModel::~LoadedModel() = default;
@@ -271,8 +366,12 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
     if (!imp.ok) throw std::runtime_error("the MindIR does not import: " + imp.error);
     if (!imp.report.compiled) throw std::runtime_error("the imported graph is not complete");
     std::shared_ptr<LoadedModel> m(new LoadedModel());
-    m->exec_ = std::make_unique<rt::Executor>(imp.report);
+    rt::ExecOptions exec_opts;
+    exec_opts.threads = build.threads;
+    m->exec_ = std::make_unique<rt::Executor>(imp.report, exec_opts);
     size_t loaded = 0;
+    // A target build binds the same float32 values to its fp16 executor (set_param casts).
+    std::vector<std::pair<std::string, rt::Tensor>> weights;
     for (const auto& w : imp.weights) {
       const rt::ParamState* p = m->exec_->param(w.name);
       if (p == nullptr) continue;
@@ -280,7 +379,9 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
         throw std::runtime_error("weight " + w.name +
                                  " is in external data, which the agent does not load yet");
       }
-      m->exec_->set_param(w.name, weight_tensor(w, p->value.shape()));
+      rt::Tensor value = weight_tensor(w, p->value.shape());
+      if (build.precision == "target") weights.emplace_back(w.name, value);
+      m->exec_->set_param(w.name, std::move(value));
       ++loaded;
     }
     if (loaded != m->exec_->params().size()) {
@@ -309,11 +410,14 @@ std::shared_ptr<LoadedModel> LoadedModel::load(const fs::path& model, std::strin
       outputs.push_back({{"shape", o["shape"]}, {"dtype", o["dtype"]}});
     if (build.precision == "int8") {
       m->build_int8(build);
+    } else if (build.precision == "target") {
+      m->build_target(build, imp.report, weights);
     } else if (build.precision != "fp32") {
-      throw std::runtime_error("precision is fp32 or int8, not " + build.precision);
+      throw std::runtime_error("precision is fp32, int8 or target, not " + build.precision);
     }
     m->summary_ = {{"backend", "cellscope-cpu"},
                    {"precision", m->precision_},
+                   {"threads", build.threads},
                    {"kernels", rt::kernel_library()},
                    {"inputs", inputs},
                    {"outputs", outputs},
@@ -369,7 +473,6 @@ std::vector<rt::Tensor> LoadedModel::set_inputs(const Json& request) {
       if (fill != "zeros" && fill != "ones") throw std::invalid_argument("fill is zeros or ones");
       set.push_back(fill == "zeros" ? rt::Tensor::zeros(shape, type.dtype)
                                     : rt::Tensor::ones(shape, type.dtype));
-      ex.set_input(i, set.back());
       continue;
     }
     const Json& in = (*given)[i];
@@ -393,17 +496,18 @@ std::vector<rt::Tensor> LoadedModel::set_inputs(const Json& request) {
                                   std::to_string(t.numel()));
     }
     for (int64_t k = 0; k < t.numel(); ++k) t.set(k, data[static_cast<size_t>(k)]);
-    set.push_back(t);
-    ex.set_input(i, std::move(t));
+    set.push_back(std::move(t));
   }
   return set;
 }
 
-std::vector<rt::Tensor> LoadedModel::run(bool int8, double* ms) {
-  rt::Executor& ex = *exec_;
+std::vector<rt::Tensor> LoadedModel::run(const std::string& precision,
+                                         const std::vector<rt::Tensor>& given, double* ms) {
+  rt::Executor& ex = precision == "target" ? *target_ : *exec_;
   ex.reset();
+  for (size_t i = 0; i < given.size(); ++i) ex.set_input(i, given[i]);
   rt::Hooks hooks;
-  if (int8) {
+  if (precision == "int8") {
     hooks.compute = [this](const graphcore::Node& n, size_t index,
                            const std::vector<rt::Tensor>& inputs,
                            std::vector<rt::Tensor>& outputs) {
@@ -418,18 +522,27 @@ std::vector<rt::Tensor> LoadedModel::run(bool int8, double* ms) {
   }
   std::vector<rt::Tensor> out = ex.outputs();
   ex.reset();
+  if (precision == "target") {
+    // The answer in float32, as the fp32 path gives it (the values are fp16's).
+    for (rt::Tensor& t : out) {
+      if (t.dtype() == graphcore::DType::Float16) t = t.cast(graphcore::DType::Float32);
+    }
+  }
   return out;
 }
 
 Json LoadedModel::infer(const Json& request) {
   const std::lock_guard lock(mu_);
   const std::string precision = request.value("precision", precision_);
-  if (precision != "fp32" && precision != "int8")
-    throw std::invalid_argument("precision is \"fp32\" or \"int8\"");
-  if (precision == "int8" && !int8_)
-    throw std::invalid_argument("this bundle was built at fp32: it has no int8 table");
+  if (precision != "fp32" && precision != "int8" && precision != "target")
+    throw std::invalid_argument("precision is \"fp32\", \"int8\" or \"target\"");
+  if (precision != "fp32" && precision != precision_) {
+    throw std::invalid_argument("this bundle was built at " + precision_ + ": it serves " +
+                                precision_ + " and fp32, not " + precision);
+  }
   const bool compare = request.value("compare", false);
-  if (compare && !int8_) throw std::invalid_argument("compare needs an int8 bundle");
+  if (compare && precision_ == "fp32")
+    throw std::invalid_argument("compare needs an int8 or target bundle");
   const std::string backend =
       request.value("backend", std::string(mindspore_ ? "mindspore" : "cellscope-cpu"));
   if (backend != "cellscope-cpu" && (backend != "mindspore" || !mindspore_)) {
@@ -463,7 +576,7 @@ Json LoadedModel::infer(const Json& request) {
     return answer;
   }
   double ms = 0;
-  const std::vector<rt::Tensor> result = run(precision == "int8", &ms);
+  const std::vector<rt::Tensor> result = run(precision, given, &ms);
   Json outputs = Json::array();
   for (const rt::Tensor& t : result) {
     Json values = Json::array();
@@ -483,12 +596,13 @@ Json LoadedModel::infer(const Json& request) {
       {"outputs", std::move(outputs)}, {"ms", ms}, {"precision", precision}, {"backend", backend}};
   if (compare) {
     double other_ms = 0;
-    const std::vector<rt::Tensor> other = run(precision != "int8", &other_ms);
+    const std::vector<rt::Tensor> other =
+        run(precision == "fp32" ? precision_ : "fp32", given, &other_ms);
     Agreement agree;
-    if (precision == "int8") {
-      agree.add(other, result, {});
+    if (precision != "fp32") {
+      agree.add(other, result, {}, precision_);
     } else {
-      agree.add(result, other, {});
+      agree.add(result, other, {}, precision_);
     }
     Json j = agree.json();
     j.erase("accuracy");

@@ -10,25 +10,35 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/mindspore_backend.h"
 #include "graphcore/quant.h"
 
+namespace graphcore {
+struct CellReport;
+}
 namespace graphcore::runtime {
 class Executor;
 }
 
 namespace cellscope::agent {
 
-// How a bundle is built (docs/deploy.md, "INT8 bundles"): fp32, or int8 with a quantisation
-// table calibrated on the device from `calibration_data` (a .npy of inputs), or read back from
-// `quant_table` (the bundle's quant.json, when the agent restarts).
+// How a bundle is built (docs/deploy.md, "INT8 bundles", "Target bundles"): fp32; int8 with a
+// quantisation table calibrated on the device from `calibration_data` (a .npy of inputs), or read
+// back from `quant_table` (the bundle's quant.json, when the agent restarts); or "target": the
+// CPU runtime's Precision::Target (fp16 storage between ops, fp32 accumulation), the same
+// emulation as `cellscope train --drift target`, its quality measured on `calibration_data`
+// when given, else on seeded random inputs.
 struct BuildOptions {
-  std::string precision = "fp32";  // "fp32" | "int8"
+  std::string precision = "fp32";  // "fp32" | "int8" | "target"
   graphcore::runtime::quant::CalibrationOptions calibration;
   std::filesystem::path calibration_data;  // .npy: (N, ...) with the input's shape after axis 0
   std::filesystem::path labels;            // optional .npy of N integer labels
-  std::string quant_table;                 // non-empty: this table, not a new calibration
+  // Threads of the CPU runtime's kernels (ExecOptions::threads; 0: every hardware thread).
+  int threads = 1;
+  std::string quant_table;  // non-empty: this table, not a new calibration
   // "cellscope-cpu", or "mindspore": /v1/infer runs MindSpore (mindspore.load + nn.GraphCell)
   // in a subprocess of `python` (fp32 only); the CPU runtime still checks the bundle first.
   std::string backend = "cellscope-cpu";
@@ -57,20 +67,36 @@ class LoadedModel {
 
   // Inputs, outputs, nodes, parameters, the warm-up's time: the manifest's "check".
   [[nodiscard]] const nlohmann::json& summary() const { return summary_; }
-  // "fp32" or "int8": what /v1/infer answers at unless asked otherwise.
+  // "fp32", "int8" or "target": what /v1/infer answers at unless asked otherwise.
   [[nodiscard]] const std::string& precision() const { return precision_; }
   // The int8 table as written to the bundle's quant.json ("" for fp32).
   [[nodiscard]] const std::string& quant_table_text() const { return table_text_; }
-  // fp32 vs int8 on the calibration inputs at load: {on, samples, top1_agreement, cosine,
-  // accuracy: {fp32, int8} | "n/a"}; null for fp32.
+  // fp32 vs int8 (or target) at load, on the calibration inputs (target: those, else seeded
+  // random ones): {on, samples, top1_agreement, cosine, accuracy: {fp32, int8|target} | "n/a"};
+  // null for fp32.
   [[nodiscard]] const nlohmann::json& quality() const { return quality_; }
 
  private:
   LoadedModel() = default;
   std::vector<graphcore::runtime::Tensor> set_inputs(const nlohmann::json& request);
-  std::vector<graphcore::runtime::Tensor> run(bool int8, double* ms);
+  // Runs the inputs set by set_inputs (or set on exec_) at fp32, int8 or target.
+  std::vector<graphcore::runtime::Tensor> run(const std::string& precision,
+                                              const std::vector<graphcore::runtime::Tensor>& given,
+                                              double* ms);
+  // The calibration (or, for target, evaluation) inputs in batches of the input's shape, and
+  // their labels (empty when none were sent).
+  std::vector<graphcore::runtime::Tensor> read_batches(const BuildOptions& build,
+                                                       std::vector<int64_t>* labels,
+                                                       int64_t* unused);
+  // fp32 against precision_ on `inputs` (every output finite): quality_.
+  void measure_quality(const std::vector<graphcore::runtime::Tensor>& inputs,
+                       const std::vector<int64_t>& labels, const std::string& on);
   void build_int8(const BuildOptions& build);
+  void build_target(const BuildOptions& build, const graphcore::CellReport& report,
+                    const std::vector<std::pair<std::string, graphcore::runtime::Tensor>>& weights);
   std::unique_ptr<graphcore::runtime::Executor> exec_;
+  // Precision::Target: the same graph and weights, fp16 between ops.
+  std::unique_ptr<graphcore::runtime::Executor> target_;
   std::string precision_ = "fp32";
   std::unique_ptr<graphcore::runtime::quant::QuantTable> table_;
   std::unique_ptr<graphcore::runtime::quant::Int8Runner> int8_;

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 #include <vector>
 
 namespace cellscope::agent {
@@ -39,11 +41,47 @@ std::optional<double> rss_mb() {
   return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
 }
 
-std::optional<uint64_t> read_u64(const std::string& file) {
+std::optional<uint64_t> read_u64(const std::filesystem::path& file) {
   std::ifstream in(file);
   uint64_t v = 0;
   if (in >> v) return v;
   return std::nullopt;
+}
+
+std::string read_line(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+// N of PREFIX<N>SUFFIX, or nullopt when `name` is not of that form.
+std::optional<uint64_t> numbered(const std::string& name, const std::string& prefix,
+                                 const std::string& suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+      !name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  const std::string digits =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.size() > 9 ||
+      !std::ranges::all_of(digits, [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    return std::nullopt;
+  }
+  return std::stoull(digits);
+}
+
+// The entries of `dir` named PREFIX<N>SUFFIX, by N.
+std::vector<std::pair<uint64_t, std::filesystem::path>> numbered_entries(
+    const std::filesystem::path& dir, const std::string& prefix, const std::string& suffix) {
+  std::vector<std::pair<uint64_t, std::filesystem::path>> found;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto n = numbered(it->path().filename().string(), prefix, suffix))
+      found.emplace_back(*n, it->path());
+  }
+  std::ranges::sort(found);
+  return found;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -54,12 +92,36 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
-Telemetry::Telemetry() : last_(Clock::now()), last_cpu_s_(cpu_seconds()) {
-  const std::string f = "/sys/class/powercap/intel-rapl:0/energy_uj";
-  if (read_u64(f)) {
-    rapl_file_ = f;
-    last_energy_uj_ = read_u64(f);
+PowerSensor find_power_sensor(const std::filesystem::path& sysfs) {
+  PowerSensor s;
+  const auto rapl = sysfs / "class" / "powercap" / "intel-rapl:0" / "energy_uj";
+  if (read_u64(rapl)) {
+    s.kind = PowerSensor::Kind::Rapl;
+    s.file = rapl;
+    s.source = "rapl package 0 (whole package, not only the agent)";
+    return s;
   }
+  for (const auto& [n, dir] : numbered_entries(sysfs / "class" / "hwmon", "hwmon", "")) {
+    for (const char* suffix : {"_input", "_average"}) {
+      for (const auto& [k, file] : numbered_entries(dir, "power", suffix)) {
+        if (!read_u64(file)) continue;
+        const std::string chip = read_line(dir / "name");
+        const std::string label = read_line(dir / ("power" + std::to_string(k) + "_label"));
+        s.kind = PowerSensor::Kind::Hwmon;
+        s.file = file;
+        s.source = "hwmon " + dir.filename().string() + (chip.empty() ? "" : " " + chip) + " " +
+                   file.filename().string() + (label.empty() ? "" : " (" + label + ")") +
+                   " (what that sensor measures, not only the agent)";
+        return s;
+      }
+    }
+  }
+  return s;
+}
+
+Telemetry::Telemetry(const std::filesystem::path& sysfs)
+    : last_(Clock::now()), last_cpu_s_(cpu_seconds()), power_(find_power_sensor(sysfs)) {
+  if (power_.kind == PowerSensor::Kind::Rapl) last_energy_uj_ = read_u64(power_.file);
 }
 
 void Telemetry::record(double latency_ms) {
@@ -96,13 +158,19 @@ Json Telemetry::sample() {
   j["cpu_percent"] = dt > 0 ? 100.0 * (cpu - last_cpu_s_) / dt : 0.0;
   last_cpu_s_ = cpu;
   j["power_w"] = "n/a";
-  if (!rapl_file_.empty()) {
-    const auto e = read_u64(rapl_file_);
+  if (power_.kind == PowerSensor::Kind::Rapl) {
+    const auto e = read_u64(power_.file);
     if (e && last_energy_uj_ && *e >= *last_energy_uj_ && dt > 0) {
       j["power_w"] = static_cast<double>(*e - *last_energy_uj_) / 1e6 / dt;
-      j["power_source"] = "rapl package 0 (whole package, not only the agent)";
+      j["power_source"] = power_.source;
     }
     last_energy_uj_ = e;
+  } else if (power_.kind == PowerSensor::Kind::Hwmon) {
+    // Microwatts, the sensor's own reading (instantaneous or its averaging window).
+    if (const auto uw = read_u64(power_.file)) {
+      j["power_w"] = static_cast<double>(*uw) / 1e6;
+      j["power_source"] = power_.source;
+    }
   }
   last_ = now;
   return j;

@@ -213,12 +213,14 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
   const uint64_t chunk_bytes = options.chunk_bytes == 0 ? kDefaultChunkBytes : options.chunk_bytes;
   Json begin = {
       {"name", options.name}, {"size", size}, {"sha256", sha}, {"chunk_size", chunk_bytes}};
-  // The int8 build's companion files, sent after the chunks and before the commit.
+  // The int8 / target build's companion files, sent after the chunks and before the commit.
   std::vector<std::pair<std::string, std::string>> companions;  // kind, bytes
   Json commit_body = {{"precision", options.precision}, {"backend", options.backend}};
-  if (options.precision == "int8") {
-    commit_body["calibration"] = options.calibration;
-    commit_body["percentile"] = options.percentile;
+  if (options.precision == "int8" || options.precision == "target") {
+    if (options.precision == "int8") {
+      commit_body["calibration"] = options.calibration;
+      commit_body["percentile"] = options.percentile;
+    }
     for (const auto& [kind, path] :
          {std::pair{std::string("calibration"), options.calibration_data},
           std::pair{std::string("labels"), options.labels}}) {
@@ -353,7 +355,8 @@ Json upload_and_commit(Client& client, const std::filesystem::path& file,
         throw_if_error(r);
         say("sent the " + kind + " data (" + std::to_string(bytes.size()) + " bytes)");
       }
-      if (options.precision == "int8") say("building the int8 bundle on the device");
+      if (options.precision != "fp32")
+        say("building the " + options.precision + " bundle on the device");
       Response r = client.request("POST", std::string(kPathUploads) + "/" + id + "/commit",
                                   commit_body.dump());
       if (r.status == 409 && r.body.is_object() &&

@@ -34,3 +34,16 @@ class Big(nn.Cell):
 
     def construct(self, x):
         return self.fc2(self.relu(self.fc1(x)))
+
+
+class TwoInputs(nn.Cell):
+    """Two inputs (an image and a feature vector): the paths that take one-input models only."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, pad_mode="valid")
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(4 * 6 * 6 + 8, 5)
+
+    def construct(self, x, y):
+        return self.fc(ops.concat((self.flatten(self.conv(x)), y), 1))

@@ -44,14 +44,15 @@ def sh(*args, check=True):
 class Agent:
     """A `cellscope agent` inside the namespace."""
 
-    def __init__(self, state, port):
+    def __init__(self, state, port, env=None):
         self.state = state
         self.port = port
         self.proc = None
         self.fingerprint = None
+        self.env = env or {}
 
     def start(self):
-        env = dict(os.environ, CELLSCOPE_AGENT_TOKEN=TOKEN)
+        env = dict(os.environ, CELLSCOPE_AGENT_TOKEN=TOKEN, **self.env)
         self.log = open(self.state + ".log", "a")
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", NS, BIN, "--log-level", "info", "agent", "--listen",
@@ -106,9 +107,12 @@ class DeployTier(unittest.TestCase):
         # The models, exported by Cellscope itself.
         cls.small = os.path.join(cls.tmp, "small.mindir")
         cls.big = os.path.join(cls.tmp, "big.mindir")
-        for cell, inp, out in (("Small", "1,1,32,32", cls.small), ("Big", "1,1024", cls.big)):
+        cls.two = os.path.join(cls.tmp, "two.mindir")
+        for cell, inputs, out in (("Small", ["1,1,32,32"], cls.small), ("Big", ["1,1024"], cls.big),
+                                  ("TwoInputs", ["1,1,8,8", "1,8"], cls.two)):
             r = subprocess.run([BIN, "export", os.path.join(HERE, "models.py"), "--cell", cell,
-                                "--input", inp, "-o", out], capture_output=True, text=True)
+                                *[a for i in inputs for a in ("--input", i)], "-o", out],
+                               capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
         cls.broken = os.path.join(cls.tmp, "broken.mindir")
         with open(cls.broken, "wb") as f:
@@ -153,8 +157,8 @@ class DeployTier(unittest.TestCase):
             json.dump({"devices": [{"name": "edge", "address": f"{AGENT_IP}:{port}",
                                     "target": "cpu", "token_env": token_env}]}, f)
 
-    def agent(self):
-        a = Agent(self.state, self.port).start()
+    def agent(self, env=None):
+        a = Agent(self.state, self.port, env).start()
         self.agents.append(a)
         return a
 
@@ -255,6 +259,24 @@ class DeployTier(unittest.TestCase):
         # fp32 bundle: no int8 agreement to report, and none invented.
         self.assertEqual(m["precision"], "fp32")
         self.assertEqual(m["agreement"], {"load": "n/a", "last_infer": "n/a"})
+
+    def test_telemetry_power_from_hwmon(self):
+        """A board whose only power sensor is hwmon (a fake sysfs tree through the test-only
+        $CELLSCOPE_AGENT_SYSFS_ROOT): the stream reports that sensor's watts and names it."""
+        root = os.path.join(self.project, "sys")
+        chip = os.path.join(root, "class", "hwmon", "hwmon3")
+        os.makedirs(chip)
+        for name, text in (("name", "ina3221"), ("power1_label", "VDD_IN"),
+                           ("power1_input", "3300000")):
+            with open(os.path.join(chip, name), "w") as f:
+                f.write(text + "\n")
+        a = self.agent(env={"CELLSCOPE_AGENT_SYSFS_ROOT": root})
+        m = self.read_stream(a, 1)[0]
+        self.assertEqual(m["power_w"], 3.3)
+        self.assertIn("hwmon3 ina3221 power1_input (VDD_IN)", m["power_source"])
+        with open(os.path.join(chip, "power1_input"), "w") as f:
+            f.write("5125000\n")
+        self.assertEqual(self.read_stream(a, 2)[1]["power_w"], 5.125)
 
     def test_progress_json(self):
         a = self.agent()
@@ -503,6 +525,105 @@ class DeployTier(unittest.TestCase):
         self.assertEqual(self.infer_first(a)[1:], good[1:])
         with open(self.state + ".log") as f:
             self.assertIn("quant.json does not match its SHA-256", f.read())
+
+    # ---- target (fp16) bundles (docs/deploy.md, "Target bundles") --------------------------
+
+    def test_target_bundle_serves_fp16_emulation(self):
+        a = self.agent()
+        rc, out, err = self.deploy(self.small, "--precision", "target")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("target vs fp32:", out)
+        with open(os.path.join(self.state, "current", "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["precision"], "target")
+        self.assertNotIn("quant_table", manifest)
+        self.assertNotIn("calibration_data", manifest)
+        status, info = a.call("GET", "/v1/info")
+        self.assertEqual(info["precision"], "target")
+        cpu = {b["name"]: b for b in info["backends"]}["cellscope-cpu"]
+        self.assertIn("target", cpu["precisions"])
+        q = info["quality"]
+        # No data sent: two batches of seeded normal inputs, said so.
+        self.assertEqual((q["on"], q["samples"]), ("random normal inputs (seed 0)", 2))
+        self.assertEqual(q["accuracy"], "n/a")
+        self.assertGreater(q["cosine"], 0.999)
+        self.assertLess(q["cosine"], 1.0)
+        self.assertEqual(q, manifest["quality"])
+
+        x = np.random.default_rng(9).standard_normal((1, 1, 32, 32)).astype(np.float32)
+        sample = {"inputs": [{"shape": [1, 1, 32, 32], "data": x.ravel().tolist()}]}
+        st, rt = a.call("POST", "/v1/infer", sample)
+        s32, r32 = a.call("POST", "/v1/infer", dict(sample, precision="fp32"))
+        self.assertEqual((st, s32), (200, 200), (rt, r32))
+        self.assertEqual((rt["precision"], r32["precision"]), ("target", "fp32"))
+        ot = np.array(rt["outputs"][0]["data"])
+        o32 = np.array(r32["outputs"][0]["data"])
+        self.assertEqual(rt["outputs"][0]["dtype"], "float32")
+        # fp16 storage: every value the target path answers is a half-precision number, and it
+        # is not the fp32 answer (whose values are not all halves).
+        self.assertTrue(np.array_equal(ot.astype(np.float16).astype(np.float64), ot))
+        self.assertFalse(np.array_equal(o32.astype(np.float16).astype(np.float64), o32))
+        self.assertFalse(np.array_equal(ot, o32))
+        # Within fp16's precision of fp32 (11 significant bits, a few roundings per layer).
+        np.testing.assert_allclose(ot, o32, rtol=0, atol=2e-2 * np.abs(o32).max())
+        cos = float(ot @ o32 / np.sqrt((ot @ ot) * (o32 @ o32)))
+        sc, rc_ = a.call("POST", "/v1/infer", dict(sample, compare=True))
+        self.assertEqual(sc, 200, rc_)
+        self.assertEqual(rc_["outputs"], rt["outputs"])
+        self.assertAlmostEqual(rc_["agreement"]["cosine"], cos, places=9)
+        # A target bundle has no int8 path.
+        s8, r8 = a.call("POST", "/v1/infer", dict(sample, precision="int8"))
+        self.assertEqual((s8, r8["error"]["code"]), (422, "bad-input"))
+        m = self.read_stream(a, 1)[0]
+        self.assertEqual(m["precision"], "target")
+        self.assertEqual(m["agreement"]["load"], q)
+        self.assertEqual(m["agreement"]["last_infer"], rc_["agreement"])
+        # A restart rebuilds the target executor from the bundle: the same numbers.
+        a.stop()
+        a = self.agent()
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], rt["outputs"])
+
+        # With data and labels: the quality is measured on them (accuracy fp32 and target).
+        cal, labels, _ = self.calibration(n=10, seed=4)
+        rc, out, err = self.deploy(self.small, "--precision", "target", "--calibration-data",
+                                   cal, "--labels", labels)
+        self.assertEqual(rc, 0, err)
+        q = a.call("GET", "/v1/info")[1]["quality"]
+        self.assertEqual((q["on"], q["samples"]), ("calibration data", 10))
+        self.assertEqual(sorted(q["accuracy"]), ["fp32", "samples", "target"])
+        # --labels alone, or with fp32: refused before anything is sent.
+        self.assertEqual(self.deploy(self.small, "--precision", "target", "--labels",
+                                     labels)[0], 2)
+        self.assertEqual(self.deploy(self.small, "--calibration-data", cal)[0], 2)
+
+    def test_target_bundle_of_two_inputs(self):
+        """A model of two inputs: served at target, checked once on seeded inputs, its quality
+        said to be n/a; data for it refused (one-input models only), the bundle still serves."""
+        a = self.agent()
+        rc, out, err = self.deploy(self.two, "--precision", "target")
+        self.assertEqual(rc, 0, err)
+        q = a.call("GET", "/v1/info")[1]["quality"]
+        self.assertTrue(q["on"].startswith("n/a (a model of several inputs"), q)
+        self.assertNotIn("cosine", q)
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((1, 1, 8, 8))
+        y = rng.standard_normal((1, 8))
+        sample = {"inputs": [{"shape": [1, 1, 8, 8], "data": x.ravel().tolist()},
+                             {"shape": [1, 8], "data": y.ravel().tolist()}]}
+        st, rt = a.call("POST", "/v1/infer", sample)
+        s32, r32 = a.call("POST", "/v1/infer", dict(sample, precision="fp32"))
+        self.assertEqual((st, s32), (200, 200), (rt, r32))
+        ot = np.array(rt["outputs"][0]["data"])
+        o32 = np.array(r32["outputs"][0]["data"])
+        self.assertEqual(ot.shape, (5,))
+        self.assertTrue(np.array_equal(ot.astype(np.float16).astype(np.float64), ot))
+        np.testing.assert_allclose(ot, o32, rtol=0, atol=2e-2 * np.abs(o32).max())
+        cal, _, _ = self.calibration(n=4, shape=(1, 8, 8), seed=5)
+        rc, out, err = self.deploy(self.two, "--precision", "target", "--calibration-data", cal)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("[load-failed]", err)
+        self.assertIn("takes a model of one input", err)
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], rt["outputs"])
 
     def test_model_that_fails_to_load_rolls_back(self):
         a = self.agent()
