@@ -506,11 +506,13 @@ TEST(Robustness, Int64MinDividedByMinusOne) {
 
 // A generous bound for "terminates" (the budgets stop every analysis), not a performance test.
 // Instrumented builds run several times slower, and CI shares its two cores: a looping model
-// took 5.2 s under ASan beside a fuzzing run.
+// took 5.2 s under ASan beside a fuzzing run, and the 1 MB file (1.0 s alone) 5.6 s on a machine
+// with a load average of 10. The bound is for a hang or a blow-up the budgets missed, so it is
+// far above any loaded run.
 #ifdef CELLSCOPE_SANITIZED
-constexpr double kSanitySeconds = 20.0;
+constexpr double kSanitySeconds = 120.0;
 #else
-constexpr double kSanitySeconds = 5.0;
+constexpr double kSanitySeconds = 30.0;
 #endif
 
 const char* const kSmallNet = R"(import mindspore.nn as nn
