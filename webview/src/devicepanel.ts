@@ -152,7 +152,8 @@ export class DevicePanel {
       line('p50 ms', 'ms', c.p50),
       line('p99 ms', 'ms', c.p99, { dash: [6, 3], width: 1.25 }),
       line('RSS MB', 'mb', c.rss, { width: 1.25 }),
-      line(powerLabel, 'w', c.power, { width: 1.25, value: (_u, v) => fmtPower(v ?? undefined) }),
+      // At the cursor: the point's power, "n/a" where it was not measured ("--" with no point).
+      line(powerLabel, 'w', c.power, { width: 1.25, value: (_u, v, _s, idx) => (idx === null ? '--' : fmtPower(v ?? undefined)) }),
     ];
     const axes: uPlot.Axis[] = [
       { stroke: c.axis, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 }, font: '10px system-ui, sans-serif', size: 28 },
