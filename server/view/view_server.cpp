@@ -299,7 +299,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     ws_.set_option(timeout);
   }
 
-  void start(http::request<http::string_body> request) {
+  void start(const http::request<http::string_body>& request) {
     websocket::permessage_deflate deflate;
     deflate.server_enable = true;
     // Level 1: documents are large and repetitive; the fastest level already shrinks them ~10x,
@@ -332,11 +332,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     // Frames queued behind the one being written; a new update supersedes them all.
     const size_t pending = queue_.empty() ? 0 : queue_.size() - 1;
     if (pending > 0 && (pending >= max_frames_ || (seq != 0 && pending_bytes_ >= max_bytes_))) {
-      if (!warned_)
+      if (!warned_) {
         spdlog::warn(
             "view: a view of {} fell behind ({} frames, {} bytes unsent); it gets the latest "
             "document when it reads again",
             file_, pending, pending_bytes_);
+      }
       warned_ = true;
       if (counters_ != nullptr) ++counters_->coalesced;
       queue_.erase(queue_.begin() + 1, queue_.end());
@@ -540,11 +541,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                          if (ec == beast::error::timeout && self->parser_->got_some())
                            ++self->counters_->timeouts;
                          if (ec != http::error::end_of_stream && ec != asio::error::eof &&
-                             ec != beast::error::timeout)
+                             ec != beast::error::timeout) {
                            spdlog::debug("view: bad HTTP request: {}", ec.message());
-                         else if (spdlog::should_log(spdlog::level::debug))
+                         } else if (spdlog::should_log(spdlog::level::debug)) {
                            spdlog::debug("view: connection from port {} ended: {}",
                                          self->peer_port(), ec.message());
+                         }
                          beast::error_code ignored;
                          self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
                          return;
@@ -623,7 +625,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       beast::get_lowest_layer(stream_).expires_never();
       std::make_shared<WsSession>(stream_.release_socket(), server_, file, std::move(slot_),
                                   server->options, counters_)
-          ->start(std::move(req));
+          ->start(req);
       return;
     }
 
@@ -850,10 +852,11 @@ size_t ViewServer::Impl::send_to_file(const std::string& file,
   }
   const size_t n = sessions.size();
   // Posted under the lock: in order with every other frame of these views.
-  if (n > 0)
+  if (n > 0) {
     asio::post(io, [sessions = std::move(sessions), frame] {
       for (const auto& s : sessions) s->send(frame);
     });
+  }
   return n;
 }
 
@@ -910,9 +913,10 @@ void ViewServer::Impl::on_request(const std::shared_ptr<WsSession>& session,
     auto* out = m.mutable_nodes();
     const auto& req = request.nodes();
     const protocol::Cell* cell = nullptr;
-    if (slim)
+    if (slim) {
       for (const auto& c : slim->cells())
         if (c.name() == req.cell()) cell = &c;
+    }
     const CellGroups* cell_groups = nullptr;
     if (cell != nullptr && groups) {
       const auto it = groups->find(req.cell());
@@ -979,9 +983,10 @@ void ViewServer::start() {
   if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor->bind(endpoint, ec);
   if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
+  if (ec) {
     throw std::runtime_error("cannot listen on 127.0.0.1:" + std::to_string(impl_->options.port) +
                              ": " + ec.message());
+  }
   impl_->policy.port = acceptor->local_endpoint().port();
   impl_->acceptor = std::move(acceptor);
   impl_->running = true;
@@ -1214,10 +1219,11 @@ size_t ViewServer::set_debug_focus(const protocol::DebugFocus& focus) {
     if (f)
       for (const auto& s : channel.sessions) sends.emplace_back(s, f);
   }
-  if (!sends.empty())
+  if (!sends.empty()) {
     asio::post(impl_->io, [sends = std::move(sends)] {
       for (const auto& [s, f] : sends) s->send(f);
     });
+  }
   return sent;
 }
 
