@@ -8,8 +8,11 @@
 #   scripts/extension.sh e2e-setup   installs what the end-to-end tier needs (Debian packages,
 #                                    code-server 4.100.3 + playwright-core from extension/test/e2e)
 #   scripts/extension.sh e2e         package, then the end-to-end tests in code-server + chromium
-#                                    (test/e2e/run.mjs, then test/e2e/train.mjs)
+#                                    (test/e2e/run.mjs, then test/e2e/train.mjs, then
+#                                    test/e2e/deploy.mjs, which needs root)
 #   scripts/extension.sh e2e-train   package, then only test/e2e/train.mjs (F5 joint train/infer)
+#   scripts/extension.sh e2e-deploy  package, then only test/e2e/deploy.mjs (Deploy to Ascend
+#                                    Device against an agent in a network namespace; root)
 #   scripts/extension.sh test        unit, then e2e
 #
 # Needs Node 20 and npm. The .vsix bundles build/cellscope if it exists (CELLSCOPE_BIN=path
@@ -84,11 +87,21 @@ e2e_setup() {
 
 # The end-to-end tests, each in its own code-server: run.mjs (editing, the view, infer debugging,
 # export, crash containment), then train.mjs (F5 joint train -> infer on the article's MNIST
-# script). Both run; the tier fails if either does.
+# script), then deploy.mjs (Deploy to Ascend Device, the Device chart in the view). All run; the
+# tier fails if any does.
 e2e_tests() {
   local rc=0
   (cd "$EXT" && node test/e2e/run.mjs) || rc=1
   e2e_train || rc=1
+  e2e_deploy || rc=1
+  return "$rc"
+}
+
+e2e_deploy() {
+  local t0=$SECONDS
+  local rc=0
+  (cd "$EXT" && node test/e2e/deploy.mjs) || rc=1
+  say "deploy.mjs took $((SECONDS - t0)) s"
   return "$rc"
 }
 
@@ -118,12 +131,17 @@ case "$cmd" in
     package
     e2e_train
     ;;
+  e2e-deploy)
+    e2e_setup
+    package
+    e2e_deploy
+    ;;
   test)
     unit
     e2e
     ;;
   *)
-    echo "usage: scripts/extension.sh build|package|unit|e2e-setup|e2e|e2e-train|test" >&2
+    echo "usage: scripts/extension.sh build|package|unit|e2e-setup|e2e|e2e-train|e2e-deploy|test" >&2
     exit 2
     ;;
 esac

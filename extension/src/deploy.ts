@@ -128,7 +128,8 @@ export function progressReport(e: DeployEvent): { message?: string; percent?: nu
 }
 
 /** A `--watch` line: the agent's telemetry message (docs/deploy.md, "Stream"). power_w is a
- * number or "n/a" (kept as such: never shown as 0). */
+ * number or "n/a" (kept as such: never shown as 0); the int8 agreement figures are undefined when
+ * the agent says "n/a" (an fp32 model). */
 export interface Telemetry {
   fps: number;
   inferences: number;
@@ -136,7 +137,13 @@ export interface Telemetry {
   rssMb: number;
   cpuPercent: number;
   powerW: number | 'n/a';
+  powerSource: string;
   bundle: string;
+  precision: string;
+  backend: string;
+  deploying: string;
+  load?: { top1?: number; cosine?: number };
+  lastInfer?: { top1?: number; cosine?: number };
 }
 
 export function parseTelemetry(line: string): Telemetry | undefined {
@@ -151,15 +158,87 @@ export function parseTelemetry(line: string): Telemetry | undefined {
   if (o.type !== 'telemetry' || typeof o.fps !== 'number') return undefined;
   const lat = o.latency_ms as Record<string, unknown> | null | undefined;
   const latencyMs = lat && typeof lat.p50 === 'number' && typeof lat.p99 === 'number' ? { p50: lat.p50, p99: lat.p99 } : null;
-  return {
+  const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+  const figures = (v: unknown): { top1?: number; cosine?: number } | undefined => {
+    if (typeof v !== 'object' || v === null) return undefined;  // "n/a"
+    const a = v as Record<string, unknown>;
+    const f: { top1?: number; cosine?: number } = {};
+    if (typeof a.top1_agreement === 'number') f.top1 = a.top1_agreement;
+    if (typeof a.cosine === 'number') f.cosine = a.cosine;
+    return f.top1 === undefined && f.cosine === undefined ? undefined : f;
+  };
+  const agreement = (typeof o.agreement === 'object' && o.agreement !== null ? o.agreement : {}) as Record<string, unknown>;
+  const t: Telemetry = {
     fps: o.fps,
     inferences: typeof o.inferences === 'number' ? o.inferences : 0,
     latencyMs,
     rssMb: typeof o.rss_mb === 'number' ? o.rss_mb : 0,
     cpuPercent: typeof o.cpu_percent === 'number' ? o.cpu_percent : 0,
-    powerW: typeof o.power_w === 'number' ? o.power_w : 'n/a',
-    bundle: typeof o.bundle === 'string' ? o.bundle : '',
+    powerW: typeof o.power_w === 'number' && Number.isFinite(o.power_w) ? o.power_w : 'n/a',
+    powerSource: str(o.power_source),
+    bundle: str(o.bundle),
+    precision: str(o.precision),
+    backend: str(o.backend),
+    deploying: str(o.deploying),
   };
+  const load = figures(agreement.load);
+  const last = figures(agreement.last_infer);
+  if (load) t.load = load;
+  if (last) t.lastInfer = last;
+  return t;
+}
+
+/** The graph view's sample of a telemetry line (view.proto's DeviceSample in its JSON form) for
+ * the model deployed from `file`: what `cellscope.deviceTelemetry` takes. Not measured stays
+ * absent (power "n/a", latency without inferences, the int8 figures of an fp32 model). */
+export function deviceSample(file: string, device: DevicePick, t: Telemetry, timeMs: number): Record<string, unknown> {
+  const s: Record<string, unknown> = {
+    file, device: device.name, address: device.address, bundle: t.bundle, precision: t.precision, backend: t.backend,
+    timeMs, fps: t.fps, inferences: t.inferences, rssMb: t.rssMb, cpuPercent: t.cpuPercent, deploying: t.deploying,
+  };
+  if (t.latencyMs) {
+    s.latencyP50Ms = t.latencyMs.p50;
+    s.latencyP99Ms = t.latencyMs.p99;
+  }
+  if (t.powerW !== 'n/a') {
+    s.powerW = t.powerW;
+    if (t.powerSource) s.powerSource = t.powerSource;
+  }
+  if (t.load?.top1 !== undefined) s.loadTop1Agreement = t.load.top1;
+  if (t.load?.cosine !== undefined) s.loadCosine = t.load.cosine;
+  if (t.lastInfer?.top1 !== undefined) s.lastTop1Agreement = t.lastInfer.top1;
+  if (t.lastInfer?.cosine !== undefined) s.lastCosine = t.lastInfer.cosine;
+  return s;
+}
+
+export type DeviceSender = (sample: Record<string, unknown>, session: string) => Promise<unknown> | unknown;
+
+/** Passes a watch's samples to the language server (`cellscope.deviceTelemetry`), in order: one
+ * request at a time. A failure is logged once per failing streak (a watch of an hour must not
+ * write 3,600 lines); the watch goes on. */
+export class DeviceRelay {
+  private chain: Promise<void> = Promise.resolve();
+  private failed = false;
+  /** Samples passed on so far (tests and logs). */
+  sent = 0;
+
+  constructor(private readonly send: DeviceSender, private readonly log?: (line: string) => void) {}
+
+  push(sample: Record<string, unknown>, session: string): void {
+    this.chain = this.chain.then(async () => {
+      try {
+        this.sent++;
+        await this.send(sample, session);
+        this.failed = false;
+      } catch (e) {
+        if (!this.failed) this.log?.(`device: cannot pass the telemetry to the graph view: ${e instanceof Error ? e.message : String(e)}`);
+        this.failed = true;
+      }
+    });
+  }
+
+  /** Resolves once every sample passed on so far was handled. */
+  idle(): Promise<void> { return this.chain; }
 }
 
 /** The model's name shown for a bundle `NNNN-name.mindir`. */

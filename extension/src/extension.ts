@@ -42,8 +42,8 @@ import {
   type ExportResult,
 } from './export';
 import {
-  bundleModel, deployArgs, deviceItem, devicePicks, deviceStatusText, deviceStatusTooltip, LineSplitter,
-  parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
+  bundleModel, deployArgs, deviceItem, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
 } from './deploy';
 import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
 import { MSRUN_TERMINAL, msrunConfiguration, msrunLaunchArgs, type MsrunLaunch } from './msrun';
@@ -875,6 +875,13 @@ let deviceLog: vscode.OutputChannel | undefined;
 let deviceItemBar: vscode.StatusBarItem | undefined;
 let watchProc: cp.ChildProcess | undefined;
 let watched: { device: DevicePick; model: string; cwd: string } | undefined;
+let watches = 0;
+// Each telemetry line to the graph views of the deployed model's file (cellscope.deviceTelemetry).
+const deviceRelay = new DeviceRelay(async (sample, session) => {
+  const c = client;
+  if (!c || c.state !== State.Running) return;
+  await c.sendRequest(ExecuteCommandRequest.type, { command: 'cellscope.deviceTelemetry', arguments: [sample, { session }] });
+}, (line) => devLog(line));
 
 function devLog(line: string): void {
   deviceLog ??= vscode.window.createOutputChannel('MindSpore Device');
@@ -924,6 +931,8 @@ async function cmdDeploy(): Promise<void> {
   const opened = tab instanceof vscode.TabInputCustom ? tab.uri : active;
   let model: string | undefined;
   if (opened?.scheme === 'file' && opened.fsPath.endsWith('.mindir')) model = opened.fsPath;
+  // The file whose graph views get the telemetry: the .mindir, or the Python model file.
+  const source = model ?? pythonEditor()?.document.uri.fsPath;
   const folder = deviceConfigFolder(model ?? pythonEditor()?.document.uri.fsPath);
   const config: unknown = folder
     ? (() => { try { return JSON.parse(fs.readFileSync(path.join(folder, 'mindspore_config.json'), 'utf8')); } catch { return undefined; } })()
@@ -983,7 +992,7 @@ async function cmdDeploy(): Promise<void> {
     return;
   }
   void vscode.window.showInformationMessage(`MindSpore: ${device.name} serves ${bundle}.`);
-  startWatch(found.path, device, bundleModel(bundle), folder);
+  startWatch(found.path, device, bundleModel(bundle), folder, source ?? model);
 }
 
 function stopWatch(): void {
@@ -994,7 +1003,7 @@ function stopWatch(): void {
   deviceItemBar?.hide();
 }
 
-function startWatch(bin: string, device: DevicePick, model: string, cwd: string): void {
+function startWatch(bin: string, device: DevicePick, model: string, cwd: string, source: string): void {
   stopWatch();
   watched = { device, model, cwd };
   if (!deviceItemBar) {
@@ -1006,10 +1015,12 @@ function startWatch(bin: string, device: DevicePick, model: string, cwd: string)
   deviceItemBar.tooltip = deviceStatusTooltip(device.name);
   deviceItemBar.show();
   const me = watched;
+  const session = `watch-${process.pid}-${++watches}`;
   void runCellscope(bin, watchArgs(device.name), cwd, (line) => {
     devLog(line);
     const t = parseTelemetry(line);
     if (!t || watched !== me || !deviceItemBar) return;
+    deviceRelay.push(deviceSample(source, device, t, Date.now()), session);
     const shown = bundleModel(t.bundle) || model;
     deviceItemBar.text = deviceStatusText(shown, device.name, t);
     deviceItemBar.tooltip = deviceStatusTooltip(device.name, t);

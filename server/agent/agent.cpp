@@ -593,6 +593,7 @@ class Agent {
     const std::lock_guard lock(mu_);
     j["bundle"] = model_ ? Json(bundle_) : Json(nullptr);
     j["precision"] = model_ ? Json(model_->precision()) : Json(nullptr);
+    j["backend"] = model_ ? Json(model_->summary().value("backend", "")) : Json(nullptr);
     // fp32 vs int8 (or target): measured at load on the calibration inputs, and on the last
     // /v1/infer that asked for it ("compare": true); "n/a" when the bundle is fp32.
     const bool reduced = model_ && model_->precision() != "fp32";

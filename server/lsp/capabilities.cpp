@@ -88,7 +88,7 @@ Json server_capabilities(PositionEncoding encoding, bool pull_diagnostics) {
        {{"commands",
          Json::array({"cellscope.visualizeGraph", "cellscope.graphDocument", "cellscope.setTarget",
                       "cellscope.debugFocus", "cellscope.export", "cellscope.trainStep",
-                      "cellscope.drift", "cellscope.trainReset"})}}},
+                      "cellscope.drift", "cellscope.trainReset", "cellscope.deviceTelemetry"})}}},
       {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
   };
   if (pull_diagnostics) {

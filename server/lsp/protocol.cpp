@@ -811,6 +811,29 @@ void ProtocolServer::attach_commands() {
                                   std::string("cannot start the graph view: ") + e.what()));
       }
     }
+    if (command == "cellscope.deviceTelemetry") {
+      // arguments: [DeviceSample as JSON, {session}]: one telemetry line of `cellscope deploy
+      // --watch` of the model deployed from `file`, with the watch's id. Passed to the graph views
+      // of the file; the view server is started if need be, so that a view opened later gets it.
+      if (args.empty() || !args[0].is_object()) {
+        return ctx.error(
+            RpcError(ErrorCode::kInvalidParams, command + " needs an object with `file`"));
+      }
+      protocol::DeviceSample sample;
+      if (std::string error; !protocol::from_json(args[0].dump(), &sample, &error))
+        return ctx.error(RpcError(ErrorCode::kInvalidParams, command + ": " + error));
+      if (!fs::path(sample.file()).is_absolute()) {
+        return ctx.error(
+            RpcError(ErrorCode::kInvalidParams, command + ": `file` must be an absolute path"));
+      }
+      try {
+        const size_t views = view_.device_sample(sample, session_of(args));
+        return ctx.reply({{"file", sample.file()}, {"views", views}});
+      } catch (const std::exception& e) {
+        return ctx.error(RpcError(ErrorCode::kRequestFailed,
+                                  std::string("cannot start the graph view: ") + e.what()));
+      }
+    }
     if (command == "cellscope.graphDocument") {
       // The semantic graph document of an open file as JSON (for clients without the view).
       if (args.empty() || !args[0].is_string()) {

@@ -276,6 +276,10 @@ size_t ViewBridge::train_reset(const std::string& file, const std::string& sessi
   return ensure()->train_reset(file, session);
 }
 
+size_t ViewBridge::device_sample(const protocol::DeviceSample& sample, const std::string& session) {
+  return ensure()->device_sample(sample, session);
+}
+
 std::string cell_at(const FileAnalysis& fa, int64_t line) {
   if (fa.result.cells.empty()) return "";
   if (line < 0) return fa.result.cells.front().name;

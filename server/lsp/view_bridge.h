@@ -63,6 +63,10 @@ class ViewBridge : public std::enable_shared_from_this<ViewBridge> {
   size_t train_step(const protocol::TrainStep& step, const std::string& session);
   size_t train_drift(const protocol::PrecisionDrift& drift, const std::string& session);
   size_t train_reset(const std::string& file, const std::string& session);
+  // A deployed model's telemetry sample (view.proto's DeviceSample), relayed by the editor from
+  // `cellscope deploy --watch`: passed to the view server, started if need be (it keeps the
+  // samples for views opened later; ViewServer::device_sample). I/O thread. Throws as above.
+  size_t device_sample(const protocol::DeviceSample& sample, const std::string& session);
 
   // On the worker thread, after an analysis of `job.path`: a new document for the views
   // following that file.

@@ -174,6 +174,27 @@ protocol::TrainProgress progress_of(const TrainRun& run) {
   return p;
 }
 
+// The device watch of one file: its samples (the last kMaxDeviceSamples) and the frame built from
+// them (null until asked for; dropped when they change).
+struct DeviceRun {
+  std::string session;
+  std::string file;  // as the samples name it
+  std::string device;
+  std::deque<protocol::DeviceSample> samples;
+  std::shared_ptr<const std::string> history_frame;
+};
+
+protocol::DeviceProgress device_progress_of(const DeviceRun& run) {
+  protocol::DeviceProgress p;
+  p.set_file(run.file);
+  p.set_device(run.device);
+  p.set_reset(true);
+  p.set_max_samples(static_cast<uint32_t>(kMaxDeviceSamples));
+  p.set_session(run.session);
+  for (const auto& s : run.samples) *p.add_samples() = s;
+  return p;
+}
+
 }  // namespace
 
 struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
@@ -201,10 +222,15 @@ struct ViewServer::Impl : std::enable_shared_from_this<ViewServer::Impl> {
   std::string debug_file;
   // Training runs (TrainProgress, PrecisionDrift) by canonical file.
   std::map<std::string, TrainRun> trains;
+  // Device watches (DeviceProgress) by canonical file.
+  std::map<std::string, DeviceRun> devices;
 
   // The training frames a view of `file` gets when it connects (under `mutex`).
   void train_frames(const std::string& file, Channel& channel,
                     std::vector<std::shared_ptr<const std::string>>* out);
+  // The device telemetry frame a view of `file` gets when it connects (under `mutex`).
+  void device_frames(const std::string& file, Channel& channel,
+                     std::vector<std::shared_ptr<const std::string>>* out);
   // Sends `frame` to every view of canonical `file` (under `mutex`); returns how many.
   size_t send_to_file(const std::string& file, const std::shared_ptr<const std::string>& frame);
   // The run of canonical `file` for `session`: a new one (cleared) when the session changed.
@@ -273,7 +299,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     ws_.set_option(timeout);
   }
 
-  void start(http::request<http::string_body> request) {
+  void start(const http::request<http::string_body>& request) {
     websocket::permessage_deflate deflate;
     deflate.server_enable = true;
     // Level 1: documents are large and repetitive; the fastest level already shrinks them ~10x,
@@ -306,11 +332,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     // Frames queued behind the one being written; a new update supersedes them all.
     const size_t pending = queue_.empty() ? 0 : queue_.size() - 1;
     if (pending > 0 && (pending >= max_frames_ || (seq != 0 && pending_bytes_ >= max_bytes_))) {
-      if (!warned_)
+      if (!warned_) {
         spdlog::warn(
             "view: a view of {} fell behind ({} frames, {} bytes unsent); it gets the latest "
             "document when it reads again",
             file_, pending, pending_bytes_);
+      }
       warned_ = true;
       if (counters_ != nullptr) ++counters_->coalesced;
       queue_.erase(queue_.begin() + 1, queue_.end());
@@ -514,11 +541,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                          if (ec == beast::error::timeout && self->parser_->got_some())
                            ++self->counters_->timeouts;
                          if (ec != http::error::end_of_stream && ec != asio::error::eof &&
-                             ec != beast::error::timeout)
+                             ec != beast::error::timeout) {
                            spdlog::debug("view: bad HTTP request: {}", ec.message());
-                         else if (spdlog::should_log(spdlog::level::debug))
+                         } else if (spdlog::should_log(spdlog::level::debug)) {
                            spdlog::debug("view: connection from port {} ended: {}",
                                          self->peer_port(), ec.message());
+                         }
                          beast::error_code ignored;
                          self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
                          return;
@@ -597,7 +625,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       beast::get_lowest_layer(stream_).expires_never();
       std::make_shared<WsSession>(stream_.release_socket(), server_, file, std::move(slot_),
                                   server->options, counters_)
-          ->start(std::move(req));
+          ->start(req);
       return;
     }
 
@@ -751,6 +779,7 @@ ViewState ViewServer::Impl::state_of(const std::string& file) {
     state.frames.push_back(debug_frame);
   if (channel.compare_frame) state.frames.push_back(channel.compare_frame);
   train_frames(file, channel, &state.frames);
+  device_frames(file, channel, &state.frames);
   return state;
 }
 
@@ -776,6 +805,7 @@ void ViewServer::Impl::join(const std::shared_ptr<WsSession>& session, const std
     if (channel.compare_frame) session->send(channel.compare_frame);
     std::vector<std::shared_ptr<const std::string>> train;
     train_frames(file, channel, &train);
+    device_frames(file, channel, &train);
     for (auto& f : train) session->send(std::move(f));
     needs_document = !channel.has_document;
     for (const auto& [name, c] : channels) open += c.sessions.size();
@@ -799,6 +829,20 @@ void ViewServer::Impl::train_frames(const std::string& file, Channel& channel,
   if (run.drift_frame) out->push_back(run.drift_frame);
 }
 
+void ViewServer::Impl::device_frames(const std::string& file, Channel& channel,
+                                     std::vector<std::shared_ptr<const std::string>>* out) {
+  if (devices.empty()) return;
+  const auto it = devices.find(canonical_of(file, channel));
+  if (it == devices.end() || it->second.samples.empty()) return;
+  DeviceRun& run = it->second;
+  if (!run.history_frame) {
+    protocol::ViewMessage m;
+    *m.mutable_device() = device_progress_of(run);
+    run.history_frame = std::make_shared<const std::string>(message_json(m));
+  }
+  out->push_back(run.history_frame);
+}
+
 size_t ViewServer::Impl::send_to_file(const std::string& file,
                                       const std::shared_ptr<const std::string>& frame) {
   std::vector<std::shared_ptr<WsSession>> sessions;
@@ -808,10 +852,11 @@ size_t ViewServer::Impl::send_to_file(const std::string& file,
   }
   const size_t n = sessions.size();
   // Posted under the lock: in order with every other frame of these views.
-  if (n > 0)
+  if (n > 0) {
     asio::post(io, [sessions = std::move(sessions), frame] {
       for (const auto& s : sessions) s->send(frame);
     });
+  }
   return n;
 }
 
@@ -868,9 +913,10 @@ void ViewServer::Impl::on_request(const std::shared_ptr<WsSession>& session,
     auto* out = m.mutable_nodes();
     const auto& req = request.nodes();
     const protocol::Cell* cell = nullptr;
-    if (slim)
+    if (slim) {
       for (const auto& c : slim->cells())
         if (c.name() == req.cell()) cell = &c;
+    }
     const CellGroups* cell_groups = nullptr;
     if (cell != nullptr && groups) {
       const auto it = groups->find(req.cell());
@@ -937,9 +983,10 @@ void ViewServer::start() {
   if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor->bind(endpoint, ec);
   if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
+  if (ec) {
     throw std::runtime_error("cannot listen on 127.0.0.1:" + std::to_string(impl_->options.port) +
                              ": " + ec.message());
+  }
   impl_->policy.port = acceptor->local_endpoint().port();
   impl_->acceptor = std::move(acceptor);
   impl_->running = true;
@@ -1172,10 +1219,11 @@ size_t ViewServer::set_debug_focus(const protocol::DebugFocus& focus) {
     if (f)
       for (const auto& s : channel.sessions) sends.emplace_back(s, f);
   }
-  if (!sends.empty())
+  if (!sends.empty()) {
     asio::post(impl_->io, [sends = std::move(sends)] {
       for (const auto& [s, f] : sends) s->send(f);
     });
+  }
   return sent;
 }
 
@@ -1265,6 +1313,40 @@ std::shared_ptr<const protocol::PrecisionDrift> ViewServer::precision_drift(
   std::lock_guard lock(impl_->mutex);
   const auto it = impl_->trains.find(canonical_path(file));
   return it == impl_->trains.end() ? nullptr : it->second.drift;
+}
+
+size_t ViewServer::device_sample(const protocol::DeviceSample& sample, const std::string& session) {
+  const std::string file = canonical_path(sample.file());
+  std::lock_guard lock(impl_->mutex);
+  auto [it, fresh] = impl_->devices.try_emplace(file);
+  DeviceRun& run = it->second;
+  const bool restarted = fresh || run.session != session;
+  if (restarted) {
+    run = DeviceRun{};
+    run.session = session;
+  }
+  run.file = sample.file();
+  run.device = sample.device();
+  run.samples.push_back(sample);
+  while (run.samples.size() > kMaxDeviceSamples) run.samples.pop_front();
+  run.history_frame.reset();
+  protocol::ViewMessage m;
+  auto* p = m.mutable_device();
+  p->set_file(sample.file());
+  p->set_device(sample.device());
+  p->set_reset(restarted);
+  p->set_max_samples(static_cast<uint32_t>(kMaxDeviceSamples));
+  p->set_session(session);
+  *p->add_samples() = sample;
+  return impl_->send_to_file(file, std::make_shared<const std::string>(message_json(m)));
+}
+
+std::shared_ptr<const protocol::DeviceProgress> ViewServer::device_progress(
+    const std::string& file) const {
+  std::lock_guard lock(impl_->mutex);
+  const auto it = impl_->devices.find(canonical_path(file));
+  if (it == impl_->devices.end() || it->second.samples.empty()) return nullptr;
+  return std::make_shared<const protocol::DeviceProgress>(device_progress_of(it->second));
 }
 
 namespace {

@@ -28,6 +28,10 @@ inline constexpr size_t kMaxTrainSteps = 10000;
 // Drops every other step of the older half of `steps` while there are more than `max` of them.
 void thin_train_steps(std::vector<protocol::TrainStep>* steps, size_t max = kMaxTrainSteps);
 
+// The device telemetry samples the server keeps per file (view.proto's DeviceProgress.max_samples):
+// the last hour of a once-a-second stream; older ones are dropped.
+inline constexpr size_t kMaxDeviceSamples = 3600;
+
 struct ServerOptions {
   uint16_t port = 0;  // 0: a free port
   // Origins allowed besides the server's own; "vscode-webview://*" lets VS Code webviews connect.
@@ -139,6 +143,15 @@ class ViewServer {
   // (null when there is none).
   std::shared_ptr<const protocol::TrainProgress> train_progress(const std::string& file) const;
   std::shared_ptr<const protocol::PrecisionDrift> precision_drift(const std::string& file) const;
+
+  // A deployed model's telemetry (view.proto's DeviceSample), by the canonical path of its `file`:
+  // sent to every view of that file in a DeviceProgress, in call order, and kept (the last
+  // kMaxDeviceSamples): a view that connects later gets them in one DeviceProgress with `reset`.
+  // A sample of another `session` (a new watch) than the file's current one starts a new chart.
+  // Thread-safe. Returns the number of views it was sent to.
+  size_t device_sample(const protocol::DeviceSample& sample, const std::string& session = {});
+  // What a view of `file` would be given now (null when no sample was given).
+  std::shared_ptr<const protocol::DeviceProgress> device_progress(const std::string& file) const;
 
   // Comparisons (view.proto's Comparison): every document of `file` compared with a fixed base.
   // Starts (or restarts) one whose base is being analysed: the views show it pending. Returns the

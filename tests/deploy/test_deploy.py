@@ -258,6 +258,7 @@ class DeployTier(unittest.TestCase):
         self.assertTrue(m["bundle"].endswith("-small.mindir"))
         # fp32 bundle: no int8 agreement to report, and none invented.
         self.assertEqual(m["precision"], "fp32")
+        self.assertEqual(m["backend"], "cellscope-cpu")  # the serving bundle's (the Device chart shows it)
         self.assertEqual(m["agreement"], {"load": "n/a", "last_infer": "n/a"})
 
     def test_telemetry_power_from_hwmon(self):

@@ -996,6 +996,87 @@ TEST(ViewTrain, StepsAndDriftReachTheViewsOfTheFileAndLateViewsGetTheRun) {
   server.stop();
 }
 
+protocol::DeviceSample device_sample_n(const std::string& file, int n) {
+  protocol::DeviceSample s;
+  s.set_file(file);
+  s.set_device("edge1");
+  s.set_bundle("0001-m.mindir");
+  s.set_time_ms(1000.0 * n);
+  s.set_fps(10 + n);
+  s.set_latency_p50_ms(1.5);
+  s.set_latency_p99_ms(4.0);
+  s.set_rss_mb(80);
+  return s;
+}
+
+// Device samples reach every view of the file in order (paths compared canonically), a view that
+// connects later gets them in one reset message, the server keeps the last kMaxDeviceSamples,
+// and another session (a new watch) starts a new chart.
+TEST(ViewDevice, SamplesReachTheViewsOfTheFileAndLateViewsGetThem) {
+  const cellscope::testing::TempDir temp("cellscope-view-device-");
+  const std::string file = (temp.path() / "m.py").string();
+  const std::string alias = (temp.path() / "sub" / ".." / "m.py").string();
+  { std::ofstream(file) << kDeepModel; }
+  fs::create_directories(temp.path() / "sub");
+  ViewServer server({}, Handlers{});
+  server.start();
+  const uint16_t port = server.port();
+  server.update(file, document_of(kDeepModel), true, 1.0);
+  boost::asio::io_context io;
+  ViewClient a(io, port, "/ws?file=" + file + "&token=" + server.token());
+  EXPECT_TRUE(a.read().has_hello());
+  EXPECT_TRUE(a.read().has_update());
+  ViewClient other(io, port, "/ws?file=/elsewhere/x.py&token=" + server.token());
+  EXPECT_TRUE(other.read().has_hello());
+
+  for (int n = 1; n <= 5; ++n) EXPECT_EQ(server.device_sample(device_sample_n(alias, n), "w1"), 1u);
+  for (int n = 1; n <= 5; ++n) {
+    auto m = a.read();
+    ASSERT_TRUE(m.has_device()) << n;
+    EXPECT_EQ(m.device().reset(), n == 1) << n;  // the watch's first sample starts the chart
+    ASSERT_EQ(m.device().samples_size(), 1);
+    EXPECT_DOUBLE_EQ(m.device().samples(0).fps(), 10 + n);
+    EXPECT_FALSE(m.device().samples(0).has_power_w());  // not measured: absent, never 0
+    EXPECT_EQ(m.device().max_samples(), kMaxDeviceSamples);
+    EXPECT_EQ(m.device().device(), "edge1");
+  }
+
+  // A late view: hello, document, then the samples so far in one reset message.
+  ViewClient b(io, port, "/ws?file=" + file + "&token=" + server.token());
+  EXPECT_TRUE(b.read().has_hello());
+  EXPECT_TRUE(b.read().has_update());
+  auto m = b.read();
+  ASSERT_TRUE(m.has_device());
+  EXPECT_TRUE(m.device().reset());
+  ASSERT_EQ(m.device().samples_size(), 5);
+  EXPECT_DOUBLE_EQ(m.device().samples(4).fps(), 15);
+  EXPECT_EQ(m.device().session(), "w1");
+
+  // Another watch: a new chart (reset with its first sample) for both views.
+  EXPECT_EQ(server.device_sample(device_sample_n(file, 1), "w2"), 2u);
+  for (auto* v : {&a, &b}) {
+    m = v->read();
+    ASSERT_TRUE(m.has_device());
+    EXPECT_TRUE(m.device().reset());
+    EXPECT_EQ(m.device().samples_size(), 1);
+  }
+  EXPECT_EQ(server.device_progress(alias)->samples_size(), 1);
+  EXPECT_EQ(server.device_progress("/elsewhere/x.py"), nullptr);
+  server.stop();
+
+  // Bounded: the last kMaxDeviceSamples are kept (no view connected: nothing sent).
+  ViewServer quiet({}, Handlers{});
+  const int total = static_cast<int>(kMaxDeviceSamples) + 7;
+  for (int n = 1; n <= total; ++n)
+    EXPECT_EQ(quiet.device_sample(device_sample_n(file, n), "w"), 0u);
+  const auto kept = quiet.device_progress(file);
+  ASSERT_NE(kept, nullptr);
+  ASSERT_EQ(kept->samples_size(), static_cast<int>(kMaxDeviceSamples));
+  EXPECT_DOUBLE_EQ(kept->samples(0).fps(), 10 + 8);
+  EXPECT_DOUBLE_EQ(kept->samples(kept->samples_size() - 1).fps(), 10 + total);
+  EXPECT_TRUE(kept->reset());
+}
+
 // The snapshot embeds the training run and the drift after the document.
 TEST(ViewTrain, SnapshotEmbedsTheRunAndTheDrift) {
   const cellscope::testing::TempDir temp("cellscope-view-train-");

@@ -1,6 +1,6 @@
 // The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
 import './styles.css';
-import type { Cell, CellSkeleton, Comparison, DebugFocus, Diagnostic, GraphDocument, Range, HardwareKernel, PrecisionDrift, ScopeNodes, TrainProgress, ViewHello, ViewMessage, ViewRequest } from './protocol';
+import type { Cell, CellSkeleton, Comparison, DebugFocus, DeviceProgress, Diagnostic, GraphDocument, Range, HardwareKernel, PrecisionDrift, ScopeNodes, TrainProgress, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
 import { applyDelta } from './delta';
 import { FAILED_PREFIX, LAYERS, LAZY_PREFIX, buildViewGraph, countVisible, type Layer, type LazyInput, type ViewGraph } from './model';
@@ -29,6 +29,7 @@ import { escapeHtml as h, fmtNum, rangeText } from './format';
 import { type ThemeKind, browserThemeKind, nextThemeKind, themeLabel, vscodeThemeKind } from './theme';
 import { firstPaintDone, mark, milestones } from './startup';
 import { TrainPanel } from './trainpanel';
+import { DevicePanel } from './devicepanel';
 import { driftCardHtml, driftIndex, type DriftIndex } from './train';
 
 mark('script');
@@ -158,6 +159,8 @@ class App {
   // The training run (TrainProgress) as a live chart, and the precision drift (PrecisionDrift) the
   // "drift" metric colours nodes by (trainpanel.ts, train.ts).
   private train = new TrainPanel(() => this.onTrainToggle());
+  // A deployed model's device telemetry (DeviceProgress) as a live chart (devicepanel.ts, device.ts).
+  private device = new DevicePanel(() => this.onTrainToggle());
   private drift: DriftIndex | null = null;
   // The legend per pane (legend.ts): shown, docked and collapsed alike, remembered (localStorage).
   private legendPrefs: LegendPrefs = parseLegendPrefs(App.stored(LEGEND_KEY));
@@ -242,6 +245,7 @@ class App {
     this.mem?.paint();
     this.tl.invalidate();
     this.train.invalidate();
+    this.device.invalidate();
     this.renderLegend();
   }
 
@@ -298,7 +302,7 @@ class App {
     this.views.append(this.paneA, this.paneB);
     const main = el('main', 'main');
     const left = el('div', 'left');
-    left.append(this.views, this.train.host, this.memHost, this.tl.host);
+    left.append(this.views, this.train.host, this.device.host, this.memHost, this.tl.host);
     this.train.host.addEventListener('click', (e) => {
       if ((e.target as HTMLElement).closest('.show-drift')) { e.preventDefault(); this.setMetric('drift'); }
     });
@@ -480,6 +484,11 @@ class App {
     if (m.comparison) this.onComparison(m.comparison);
     if (m.train) this.onTrain(m.train);
     if (m.drift) this.onDrift(m.drift);
+    if (m.device) this.onDevice(m.device);
+  }
+
+  private onDevice(p: DeviceProgress): void {
+    this.device.apply(p);
   }
 
   // ---- training: the live chart and the drift overlay ----------------------------------------
@@ -1495,6 +1504,18 @@ class App {
       train: () => app.train.state(),
       trainFlush: () => { app.train.flush(); return app.train.state(); },
       setTrainCollapsed: (c: boolean) => { app.train.setCollapsed(c); return app.train.state(); },
+      // The device dock: its state, the chart's data as uPlot holds it, the text figures.
+      device: () => app.device.state(),
+      deviceFlush: () => { app.device.flush(); return app.device.state(); },
+      deviceInk: () => {
+        const c = app.device.canvas();
+        if (!c || !c.width) return 0;
+        const data = c.getContext('2d')?.getImageData(0, 0, c.width, c.height).data;
+        if (!data) return 0;
+        let n = 0;
+        for (let i = 3; i < data.length; i += 4) if (data[i] > 0) n++;
+        return n / (c.width * c.height);
+      },
       trainInk: () => {
         const c = app.train.canvas();
         if (!c || !c.width) return 0;

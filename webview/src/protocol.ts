@@ -388,6 +388,22 @@ export interface PrecisionDrift {
   accuracyPrecision?: number | string; samples?: number | string;
 }
 
+/** One telemetry message of a deployed model's device (view.proto's DeviceSample; uint64 may arrive as
+ * a string; an absent optional is "not measured": power absent is "n/a", never 0). */
+export interface DeviceSample {
+  file?: string; device?: string; address?: string; bundle?: string; precision?: string; backend?: string;
+  timeMs?: number | string; fps?: number | string; inferences?: number | string;
+  latencyP50Ms?: number | string; latencyP99Ms?: number | string; rssMb?: number | string; cpuPercent?: number | string;
+  powerW?: number | string; powerSource?: string;
+  loadTop1Agreement?: number | string; loadCosine?: number | string; lastTop1Agreement?: number | string; lastCosine?: number | string;
+  deploying?: string;
+}
+
+/** Samples of a device watch (view.proto's DeviceProgress); `reset`: drop the chart first. */
+export interface DeviceProgress {
+  file?: string; device?: string; reset?: boolean; samples?: DeviceSample[]; maxSamples?: number; session?: string;
+}
+
 export interface ViewMessage {
   hello?: ViewHello;
   update?: ViewUpdate;
@@ -398,6 +414,7 @@ export interface ViewMessage {
   comparison?: Comparison;
   train?: TrainProgress;
   drift?: PrecisionDrift;
+  device?: DeviceProgress;
 }
 
 export interface ViewRequest {

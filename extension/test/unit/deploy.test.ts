@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  bundleModel, deployArgs, deviceItem, devicePicks, deviceStatusText, deviceStatusTooltip, LineSplitter,
-  parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs,
+  bundleModel, deployArgs, deviceItem, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs,
 } from '../../src/deploy';
 
 test('the device pick list: usable entries of mindspore_config.json, the others named', () => {
@@ -78,6 +78,60 @@ test('telemetry lines and the status text', () => {
   assert.equal(parseTelemetry('not json'), undefined);
   assert.equal(bundleModel('0012-my.net.mindir'), 'my.net');
   assert.equal(bundleModel('weird'), 'weird');
+});
+
+test('a telemetry line as the graph view\'s DeviceSample: not measured stays absent, never 0', () => {
+  const dev = { name: 'edge1', address: '10.0.0.2:8443', target: 'cpu' };
+  const fp32 = parseTelemetry('{"type":"telemetry","inferences":120,"fps":59.6,"latency_ms":{"p50":1.25,"p99":3.5,"runs":600},'
+    + '"rss_mb":88.4,"cpu_percent":97,"power_w":"n/a","bundle":"0003-lenet.mindir","deploying":null,"precision":"fp32",'
+    + '"backend":"cellscope-cpu","agreement":{"load":"n/a","last_infer":"n/a"}}');
+  assert.ok(fp32);
+  assert.deepEqual(deviceSample('/w/net.py', dev, fp32, 1700000000123), {
+    file: '/w/net.py', device: 'edge1', address: '10.0.0.2:8443', bundle: '0003-lenet.mindir', precision: 'fp32',
+    backend: 'cellscope-cpu', timeMs: 1700000000123, fps: 59.6, inferences: 120, rssMb: 88.4, cpuPercent: 97, deploying: '',
+    latencyP50Ms: 1.25, latencyP99Ms: 3.5,
+  });
+  // int8 with its agreement figures, a measured power, no inferences in the last 10 s.
+  const int8 = parseTelemetry('{"type":"telemetry","inferences":0,"fps":0,"latency_ms":null,"rss_mb":50,"cpu_percent":1,'
+    + '"power_w":12.5,"power_source":"rapl package 0","bundle":"0004-q.mindir","precision":"int8","deploying":"next.mindir",'
+    + '"agreement":{"load":{"on":"calibration data","top1_agreement":1,"cosine":0.99995},"last_infer":{"top1_agreement":0.5,"cosine":0.98}}}');
+  assert.ok(int8);
+  const s = deviceSample('/w/q.mindir', dev, int8, 5);
+  assert.equal(s.powerW, 12.5);
+  assert.equal(s.powerSource, 'rapl package 0');
+  assert.equal(s.latencyP50Ms, undefined);
+  assert.equal(s.backend, '', 'an agent that does not say its backend');
+  assert.equal(s.deploying, 'next.mindir');
+  assert.deepEqual([s.loadTop1Agreement, s.loadCosine, s.lastTop1Agreement, s.lastCosine], [1, 0.99995, 0.5, 0.98]);
+});
+
+test('the device relay passes samples on in order, one at a time, and logs a failing streak once', async () => {
+  const got: [number, string][] = [];
+  const logs: string[] = [];
+  let inFlight = 0;
+  let fail = false;
+  const relay = new DeviceRelay(async (sample, session) => {
+    inFlight++;
+    assert.equal(inFlight, 1, 'one request at a time');
+    await new Promise((r) => setTimeout(r, 1));
+    inFlight--;
+    if (fail) throw new Error('server gone');
+    got.push([sample.fps as number, session]);
+  }, (l) => logs.push(l));
+  for (let n = 1; n <= 6; n++) relay.push({ fps: n }, 'w1');
+  await relay.idle();
+  assert.deepEqual(got.map(([f]) => f), [1, 2, 3, 4, 5, 6]);
+  assert.ok(got.every(([, s]) => s === 'w1'));
+  fail = true;
+  for (let n = 7; n <= 9; n++) relay.push({ fps: n }, 'w1');
+  await relay.idle();
+  assert.equal(logs.length, 1);
+  assert.match(logs[0], /cannot pass the telemetry.*server gone/);
+  fail = false;
+  relay.push({ fps: 10 }, 'w2');
+  await relay.idle();
+  assert.deepEqual(got[got.length - 1], [10, 'w2']);
+  assert.equal(relay.sent, 10);
 });
 
 test('the line splitter keeps partial lines', () => {

@@ -44,7 +44,7 @@ test('initialize: honest capabilities, serverInfo, UTF-16 by default', async (t)
   assert.equal(c.codeLensProvider.resolveProvider, false);
   assert.ok(c.completionProvider.triggerCharacters.includes('.'));
   assert.ok(c.signatureHelpProvider.triggerCharacters.includes('('));
-  assert.deepEqual([...c.executeCommandProvider.commands].sort(), ['cellscope.debugFocus', 'cellscope.drift', 'cellscope.export', 'cellscope.graphDocument', 'cellscope.setTarget', 'cellscope.trainReset', 'cellscope.trainStep', 'cellscope.visualizeGraph']);
+  assert.deepEqual([...c.executeCommandProvider.commands].sort(), ['cellscope.debugFocus', 'cellscope.deviceTelemetry', 'cellscope.drift', 'cellscope.export', 'cellscope.graphDocument', 'cellscope.setTarget', 'cellscope.trainReset', 'cellscope.trainStep', 'cellscope.visualizeGraph']);
   assert.equal(c.workspace.workspaceFolders.supported, true);
   assert.equal(c.workspace.workspaceFolders.changeNotifications, true);
   // Not implemented, so not advertised: the client would otherwise send these.

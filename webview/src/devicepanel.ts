@@ -1,0 +1,205 @@
+// The device dock, beside the training dock: a deployed model's live telemetry (FPS, latency p50 /
+// p99, RSS, power) against time, drawn with uPlot, and the device, model, precision, backend and
+// quality figures as text. Opens when the first sample arrives, collapses to its header line
+// (remembered, localStorage `cellscope-device`), closes until the next watch. Power the device
+// cannot measure is a gap labelled "n/a", never a 0.
+import uPlot from 'uplot';
+
+import { DeviceModel, fmtPower } from './device';
+import type { DeviceProgress } from './protocol';
+import { escapeHtml as h } from './format';
+
+const KEY = 'cellscope-device';
+const CHART_HEIGHT = 170;
+
+function stored(): string | null {
+  try { return localStorage.getItem(KEY); } catch { return null; }
+}
+
+export class DevicePanel {
+  readonly host = document.createElement('section');
+  readonly model = new DeviceModel();
+  private head = document.createElement('div');
+  private fold = document.createElement('button');
+  private sum = document.createElement('span');
+  private close = document.createElement('button');
+  private factsLine = document.createElement('div');
+  private chartHost = document.createElement('div');
+  private chart: uPlot | null = null;
+  private drawn = -1;
+  private powerLabel = '';  // the power series' label the chart was made with
+  private collapsed = stored() === 'collapsed';
+  private closed = false;
+  private frame = 0;
+  private lastSession = '';
+
+  constructor(private readonly onToggle: () => void) {
+    this.host.className = 'train device hidden';
+    this.host.setAttribute('aria-label', 'Device');
+    this.head.className = 'train-head';
+    this.fold.type = 'button';
+    this.fold.className = 'btn icon train-fold';
+    this.fold.addEventListener('click', () => this.setCollapsed(!this.collapsed));
+    const title = document.createElement('span');
+    title.className = 'train-title';
+    title.textContent = 'Device';
+    this.sum.className = 'train-sum';
+    this.sum.setAttribute('aria-live', 'off');
+    this.close.type = 'button';
+    this.close.className = 'btn icon train-close';
+    this.close.textContent = '×';
+    this.close.title = 'Close the device chart (it opens again with the next deployment)';
+    this.close.setAttribute('aria-label', 'Close the device chart');
+    this.close.addEventListener('click', () => { this.closed = true; this.sync(); });
+    this.head.append(this.fold, title, this.sum, this.close);
+    this.factsLine.className = 'device-facts';
+    this.chartHost.className = 'train-chart device-chart';
+    this.host.append(this.head, this.factsLine, this.chartHost);
+    new ResizeObserver(() => this.resize()).observe(this.chartHost);
+    this.sync();
+  }
+
+  get open(): boolean { return !this.host.classList.contains('hidden'); }
+
+  /** A DeviceProgress arrived. */
+  apply(p: DeviceProgress): boolean {
+    const reset = this.model.apply(p);
+    if (reset && this.model.session !== this.lastSession) this.closed = false;  // a new watch opens it again
+    this.lastSession = this.model.session;
+    this.schedule();
+    return reset;
+  }
+
+  setCollapsed(c: boolean): void {
+    this.collapsed = c;
+    try { localStorage.setItem(KEY, c ? 'collapsed' : 'open'); } catch { /* private mode */ }
+    this.sync();
+  }
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => { this.frame = 0; this.sync(); });
+  }
+
+  /** Draws now (tests). */
+  flush(): void {
+    if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
+    this.sync();
+  }
+
+  private sync(): void {
+    const has = this.model.samples.length > 0;
+    const show = has && !this.closed;
+    const was = this.open;
+    this.host.classList.toggle('hidden', !show);
+    this.host.classList.toggle('collapsed', this.collapsed);
+    this.fold.textContent = this.collapsed ? '▸' : '▾';
+    this.fold.title = this.collapsed ? 'Show the device chart (remembered)' : 'Collapse the device chart to its summary line (remembered)';
+    this.fold.setAttribute('aria-expanded', String(!this.collapsed));
+    this.fold.setAttribute('aria-label', this.collapsed ? 'Expand the device chart' : 'Collapse the device chart');
+    this.sum.textContent = this.model.summary();
+    this.sum.title = this.model.file;
+    this.factsLine.classList.toggle('hidden', this.collapsed || !has);
+    this.factsLine.innerHTML = this.model.facts()
+      .map(([k, v]) => `<span class="device-fact" data-fact="${h(k)}"><b>${h(k)}</b> ${h(v)}</span>`).join(' ');
+    this.chartHost.classList.toggle('hidden', this.collapsed || !has);
+    if (show && !this.collapsed && has) this.draw();
+    if (was !== this.open) this.onToggle();
+  }
+
+  private colours(): { fps: string; p50: string; p99: string; rss: string; power: string; axis: string; grid: string } {
+    const cs = getComputedStyle(this.host);
+    const v = (n: string, d: string): string => cs.getPropertyValue(n).trim() || d;
+    return {
+      fps: v('--cs-dev-fps', '#1a7f37'), p50: v('--cs-dev-lat', '#0969da'), p99: v('--cs-dev-lat', '#0969da'),
+      rss: v('--cs-dev-rss', '#8250df'), power: v('--cs-dev-power', '#cf222e'),
+      axis: v('--cs-muted', '#666'), grid: v('--cs-train-grid', 'rgba(128,128,128,0.18)'),
+    };
+  }
+
+  /** The power series' label: "power (n/a)" while no sample measured it. */
+  private powerSeriesLabel(): string { return this.model.powerNA() ? 'power W (n/a)' : 'power W'; }
+
+  private draw(): void {
+    if (this.drawn === this.model.version && this.chart) return;
+    const d = this.model.chartData();
+    const data: uPlot.AlignedData = [d.x, d.fps, d.p50, d.p99, d.rss, d.power];
+    const label = this.powerSeriesLabel();
+    if (this.chart && this.powerLabel !== label) { this.chart.destroy(); this.chart = null; }
+    if (!this.chart) {
+      this.powerLabel = label;
+      this.chart = new uPlot(this.options(label), data, this.chartHost);
+    } else {
+      this.chart.setData(data);
+    }
+    this.drawn = this.model.version;
+  }
+
+  private options(powerLabel: string): uPlot.Options {
+    const c = this.colours();
+    const axis = (scale: string, side: number, stroke: string, label: string): uPlot.Axis => ({
+      scale, side, stroke, label, labelSize: 16, size: side === 1 ? 52 : 48, labelFont: '11px system-ui, sans-serif', font: '10px system-ui, sans-serif',
+      grid: { show: scale === 'fps', stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 },
+      values: (_u, vals) => vals.map((v) => (v === null ? '' : String(+v.toPrecision(4)))),
+    });
+    // A gap where a value is missing (spanGaps false): power "n/a", latency without inferences.
+    const line = (label: string, scale: string, stroke: string, extra: Partial<uPlot.Series> = {}): uPlot.Series => ({
+      label, scale, stroke, width: 1.5, spanGaps: false, points: { show: false }, ...extra,
+    });
+    const series: uPlot.Series[] = [
+      { label: 't (s)' },
+      line('FPS', 'fps', c.fps),
+      line('p50 ms', 'ms', c.p50),
+      line('p99 ms', 'ms', c.p99, { dash: [6, 3], width: 1.25 }),
+      line('RSS MB', 'mb', c.rss, { width: 1.25 }),
+      // At the cursor: the point's power, "n/a" where it was not measured ("--" with no point).
+      line(powerLabel, 'w', c.power, { width: 1.25, value: (_u, v, _s, idx) => (idx === null ? '--' : fmtPower(v ?? undefined)) }),
+    ];
+    const axes: uPlot.Axis[] = [
+      { stroke: c.axis, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 }, font: '10px system-ui, sans-serif', size: 28 },
+      axis('fps', 3, c.fps, 'FPS'),
+      axis('ms', 1, c.p50, 'latency ms'),
+      axis('mb', 1, c.rss, 'RSS MB'),
+      axis('w', 1, c.power, powerLabel === 'power W' ? 'power W' : 'power n/a'),
+    ];
+    return {
+      width: Math.max(200, this.chartHost.clientWidth || 600), height: CHART_HEIGHT,
+      scales: { x: { time: false }, fps: { auto: true }, ms: { auto: true }, mb: { auto: true }, w: { auto: true } },
+      series, axes, legend: { show: true, live: true }, cursor: { drag: { x: true, y: false } },
+    };
+  }
+
+  private resize(): void {
+    if (!this.chart || this.collapsed) return;
+    const w = this.chartHost.clientWidth;
+    if (w > 0 && Math.abs(w - this.chart.width) > 1) this.chart.setSize({ width: w, height: CHART_HEIGHT });
+  }
+
+  /** The theme changed: the chart is made again with its colours. */
+  invalidate(): void {
+    this.chart?.destroy();
+    this.chart = null;
+    this.drawn = -1;
+    this.schedule();
+  }
+
+  /** What the panel shows (the test hook): the chart's series and data as uPlot holds them, the
+   * text figures, the power's label in the legend. */
+  state(): { open: boolean; collapsed: boolean; messages: number; points: number; summary: string;
+    facts: Record<string, string>; series: string[]; data: (number | null)[][]; legend: string; width: number; height: number } {
+    const u = this.chart;
+    const facts: Record<string, string> = {};
+    for (const [k, v] of this.model.facts()) facts[k] = v;
+    return {
+      open: this.open, collapsed: this.collapsed, messages: this.model.messages, points: this.model.samples.length,
+      summary: this.sum.textContent ?? '', facts,
+      series: u ? u.series.map((s) => String(s.label ?? '')) : [],
+      data: u ? u.data.map((col) => Array.from(col as ArrayLike<number | null>)) : [],
+      legend: this.chartHost.querySelector('.u-legend')?.textContent ?? '',
+      width: u?.width ?? 0, height: u?.height ?? 0,
+    };
+  }
+
+  /** The chart's canvas (the test hook: its pixels). */
+  canvas(): HTMLCanvasElement | null { return this.chartHost.querySelector('canvas'); }
+}
