@@ -193,6 +193,9 @@ struct MindirDef {
   // nn.Dense(activation='tanh') writes Tanh after BiasAdd, as its construct does. Names:
   // relu, relu6, tanh, sigmoid, gelu; any other refuses.
   std::string_view activation = {};
+  // A second primitive the row's expansion writes (ops.pad's PadV3 beside nn.Pad's Pad): the
+  // importer reads it back as this operator too.
+  std::string_view also_primitive = {};
 };
 
 using OpKernelFn = void (*)(runtime::KernelCall&);

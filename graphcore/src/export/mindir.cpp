@@ -923,7 +923,7 @@ class Writer {
       return;
     }
     if (m.tuple_item >= 0) {
-      out = tuple_item(node, out, m.tuple_item, std::nullopt);
+      out = tuple_item(node, out, m.tuple_item, product_type);  // the element's abstract
       n = nullptr;
     }
     if (!m.bias.empty()) {

@@ -99,7 +99,9 @@ constexpr MindirDef kMindirPad{"Pad",
                                false,
                                false,
                                MindirFold::None,
-                               MindirExpansion::PadForms};
+                               MindirExpansion::PadForms,
+                               {},
+                               "PadV3"};
 // Tile(input, multiples): not a gen_ops_prim class; a function primitive in mindspore.export's
 // file. The multiples are the output / input dims (the recorded ones may be symbolic).
 constexpr MindirArg kMindirTileArgs[] = {{"input", MindirValue::Input},
