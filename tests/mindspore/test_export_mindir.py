@@ -176,6 +176,11 @@ OPS3_SOURCE = (EXPORT_MODELS / "ops3.py").read_text()
 # as written and the value as a 0-d tensor). Three outputs.
 OPS4_SOURCE = (EXPORT_MODELS / "ops4.py").read_text()
 
+# ReduceVar: Tensor.var (ReduceMean, Sub, Pow, ReduceSum, Div by an int32 n - ddof) and ops.var
+# (ReduceStd + TupleGetItem + Pow), ddof 0 and 1, a negative axis, kept and dropped axes. Four
+# outputs.
+OPS5_SOURCE = (EXPORT_MODELS / "ops5.py").read_text()
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -214,6 +219,9 @@ CASES: Dict[str, Dict] = {
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     "more_ops4": {"source": OPS4_SOURCE, "cell": "OpsNet4", "select": ["--cell", "OpsNet4"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops5": {"source": OPS5_SOURCE, "cell": "OpsNet5", "select": ["--cell", "OpsNet5"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the

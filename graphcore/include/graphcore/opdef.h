@@ -159,6 +159,13 @@ enum class MindirExpansion : uint8_t {
   // the last axis) is PadV3(x, padding, value) with mode "constant" and paddings_contiguous True
   // (both measured in mindspore.export's file). Other modes (MirrorPad, ...) refuse.
   PadForms,
+  // ReduceVar as mindspore.export writes it (measured, docs/mindir-notes.md): Tensor.var(axis,
+  // ddof, keepdims) is ReduceMean(x, axes, True), Sub(x, mean), Pow(., 2.0), ReduceSum(., axes,
+  // keepdims, False), Div(., int32 n - ddof); ops.var(x, axis, ddof, keepdims) is ReduceStd(x,
+  // axes, unbiased = ddof == 1, keepdims), TupleGetItem(0), Pow(., 2.0). Axes are non-negative;
+  // None is the empty tuple. None of these primitives alone is the operator: the importer does
+  // not read them back as ReduceVar.
+  VarForms,
 };
 
 struct MindirArg {

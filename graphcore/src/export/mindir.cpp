@@ -859,6 +859,10 @@ class Writer {
       names_[index] = {pad(node)};
       return;
     }
+    if (m.expansion == MindirExpansion::VarForms) {
+      names_[index] = {reduce_var(node)};
+      return;
+    }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
       names_[index] = {gelu_erf(node)};
       return;
@@ -1007,6 +1011,88 @@ class Writer {
     const std::string plus = binary(node, "Add", erf->name(), scalar_tensor(1.0, t));
     const std::string prod = binary(node, "Mul", x, plus);
     return binary(node, "Mul", prod, scalar_tensor(0.5, t));
+  }
+
+  // A function primitive node `prim`(inputs) with the abstract `type`.
+  std::string function_node(const Node& node, std::string_view prim,
+                            const std::vector<std::string>& inputs, const TensorType& type) {
+    const std::string key = simple_primitive(prim, pb::Primitive::PRIMITIVE_FUNCTION);
+    pb::Node* n = add_cnode(node, key, inputs, prim);
+    set_shape(n, type);
+    return n->name();
+  }
+
+  // ReduceVar (MindirExpansion::VarForms): Tensor.var as ReduceMean, Sub, Pow, ReduceSum, Div;
+  // ops.var as ReduceStd, TupleGetItem(0), Pow.
+  std::string reduce_var(const Node& node) {
+    const std::string x = operand(0);
+    const auto dims = input_dims(node, 0);
+    const auto rank = static_cast<int64_t>(dims.size());
+    const TensorType& out = node.outputs.at(0);
+    const bool keep = static_cast<int64_t>(out.shape.rank()) == rank;
+    const AttrValue* axis = node.find_attr("axis");
+    std::vector<int64_t> axes;  // as written, made non-negative; None: every axis, ()
+    if (axis != nullptr && !std::holds_alternative<std::monostate>(*axis)) {
+      const auto written = as_ints(axis);
+      if (!written) throw Refusal{"its axis is not recorded as integers"};
+      for (int64_t a : *written) {
+        if (a < -rank || a >= rank) throw Refusal{"its axis is out of range"};
+        axes.push_back(a < 0 ? a + rank : a);
+      }
+    }
+    const AttrValue* ddof_attr = node.find_attr("ddof");
+    const auto ddof =
+        ddof_attr != nullptr ? as_ints(ddof_attr) : std::optional(std::vector<int64_t>{0});
+    if (!ddof || ddof->size() != 1) throw Refusal{"its ddof is not recorded as an integer"};
+    pb::Attribute axes_value;
+    set_ints(&axes_value, axes);
+    const std::string axes_name = constant(axes_value);
+    if (std::string_view(node.api) == "ops.var") {
+      if ((*ddof)[0] != 0 && (*ddof)[0] != 1) {
+        throw Refusal{"ddof " + std::to_string((*ddof)[0]) +
+                      " has no MindIR form measured (ReduceStd's unbiased is ddof 0 or 1)"};
+      }
+      pb::Attribute unbiased;
+      set_bool(&unbiased, (*ddof)[0] == 1);
+      pb::Attribute keep_dims;
+      set_bool(&keep_dims, keep);
+      const std::string key = simple_primitive("ReduceStd", pb::Primitive::PRIMITIVE_FUNCTION);
+      pb::Node* std_node = add_cnode(
+          node, key, {x, axes_name, constant(std::move(unbiased)), constant(std::move(keep_dims))},
+          "ReduceStd");
+      const std::string std_dev = tuple_item(node, std_node->name(), 0, out);
+      return function_node(node, "Pow", {std_dev, scalar_tensor(2.0, out.dtype)}, out);
+    }
+    // n: the number of elements reduced, an int32 0-d tensor as MindSpore writes it.
+    int64_t n = 1;
+    std::vector<int64_t> kept = dims;
+    for (int64_t a = 0; a < rank; ++a) {
+      if (!axes.empty() && std::ranges::find(axes, a) == axes.end()) continue;
+      auto p = checked_mul(n, dims[static_cast<size_t>(a)]);
+      if (!p) throw Refusal{"its size overflows", kUnsupportedValue};
+      n = *p;
+      kept[static_cast<size_t>(a)] = 1;
+    }
+    pb::Attribute keep_true;
+    set_bool(&keep_true, true);
+    const TensorType mean_type{Shape::of(kept), out.dtype};
+    const TensorType in_type{Shape::of(dims), out.dtype};
+    const std::string mean = function_node(
+        node, "ReduceMean", {x, axes_name, constant(std::move(keep_true))}, mean_type);
+    const std::string diff = function_node(node, "Sub", {x, mean}, in_type);
+    const std::string square =
+        function_node(node, "Pow", {diff, scalar_tensor(2.0, out.dtype)}, in_type);
+    pb::Attribute keep_dims;
+    set_bool(&keep_dims, keep);
+    pb::Attribute skip_mode;
+    set_bool(&skip_mode, false);
+    const std::string sum =
+        function_node(node, "ReduceSum",
+                      {square, constant(axes_value), constant(std::move(keep_dims)),
+                       constant(std::move(skip_mode))},
+                      out);
+    return function_node(
+        node, "Div", {sum, scalar_tensor(static_cast<double>(n - (*ddof)[0]), DType::Int32)}, out);
   }
 
   // nn.Pad / ops.pad (MindirExpansion::PadForms).

@@ -102,6 +102,10 @@ constexpr MindirDef kMindirPad{"Pad",
                                MindirExpansion::PadForms,
                                {},
                                "PadV3"};
+// ReduceVar: several primitives (MindirExpansion::VarForms), by the API that recorded it.
+constexpr MindirDef kMindirReduceVar{
+    "ReduceStd",      MindirKind::Function,     {}, {}, -1, false, false,
+    MindirFold::None, MindirExpansion::VarForms};
 // Tile(input, multiples): not a gen_ops_prim class; a function primitive in mindspore.export's
 // file. The multiples are the output / input dims (the recorded ones may be symbolic).
 constexpr MindirArg kMindirTileArgs[] = {{"input", MindirValue::Input},
@@ -155,7 +159,7 @@ std::span<const OpDef> tensor_ops() {
       {"ReduceStd", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_std,
        false, &ad::g_moments},
       {"ReduceVar", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_var,
-       false, &ad::g_moments},
+       false, &ad::g_moments, false, &ox::o_reduce_var, &kMindirReduceVar},
       {"LogSumExp", C::Reduction, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_logsumexp,
        false, &ad::g_logsumexp},
       {"Argmax", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_argmax_, false,
