@@ -181,6 +181,15 @@ OPS4_SOURCE = (EXPORT_MODELS / "ops4.py").read_text()
 # outputs.
 OPS5_SOURCE = (EXPORT_MODELS / "ops5.py").read_text()
 
+# Pools in their 3-D form: nn.MaxPool2d with pad_mode 'pad' (ExpandDims, MaxPool3DWithArgmax,
+# TupleGetItem, Squeeze), nn.AvgPool2d with padding, ceil_mode, count_include_pad False
+# (AvgPool3D); (h, w) pairs; one ExpandDims shared by the pools of one tensor. Five outputs.
+OPS6_SOURCE = (EXPORT_MODELS / "ops6.py").read_text()
+
+# nn.AvgPool2d with divisor_override (AvgPool3D's divisor_override; the ONNX checks leave it
+# out: ONNX's AveragePool has no divisor). Two outputs.
+OPS7_SOURCE = (EXPORT_MODELS / "ops7.py").read_text()
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -223,6 +232,12 @@ CASES: Dict[str, Dict] = {
                   "node_diff": (Counter(), Counter())},
     "more_ops5": {"source": OPS5_SOURCE, "cell": "OpsNet5", "select": ["--cell", "OpsNet5"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops6": {"source": OPS6_SOURCE, "cell": "OpsNet6", "select": ["--cell", "OpsNet6"],
+                  "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops7": {"source": OPS7_SOURCE, "cell": "OpsNet7", "select": ["--cell", "OpsNet7"],
+                  "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the
     # -1 as written; `x * 2.0`: Mul(x, 0-d tensor 2.0) against MindSpore's Muls(x, 2.0).

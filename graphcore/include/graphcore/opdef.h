@@ -166,6 +166,14 @@ enum class MindirExpansion : uint8_t {
   // None is the empty tuple. None of these primitives alone is the operator: the importer does
   // not read them back as ReduceVar.
   VarForms,
+  // nn.MaxPool2d with pad_mode 'pad', nn.AvgPool2d with pad_mode 'pad' or ceil_mode,
+  // count_include_pad False or divisor_override (their constructs; measured): ExpandDims(x, 2),
+  // then MaxPool3DWithArgmax (ksize / strides (1, h, w), pads (0, h, w), dilation, ceil_mode,
+  // argmax_type "int64", format "NCDHW") + TupleGetItem(0), or AvgPool3D (kernel_size / strides
+  // (1, 1, 1, h, w), pad and pad_list (0, 0, top, bottom, left, right), ceil_mode,
+  // count_include_pad, divisor_override (0: None), pad_mode "PAD", format "NCDHW"); then
+  // Squeeze(., (2,)). Other forms are the row's own primitive.
+  Pool3DForms,
 };
 
 struct MindirArg {

@@ -859,6 +859,10 @@ class Writer {
       names_[index] = {pad(node)};
       return;
     }
+    if (m.expansion == MindirExpansion::Pool3DForms && pool3d_form(node)) {
+      names_[index] = {pool3d(node)};
+      return;
+    }
     if (m.expansion == MindirExpansion::VarForms) {
       names_[index] = {reduce_var(node)};
       return;
@@ -1093,6 +1097,124 @@ class Writer {
                       out);
     return function_node(
         node, "Div", {sum, scalar_tensor(static_cast<double>(n - (*ddof)[0]), DType::Int32)}, out);
+  }
+
+  // Whether a pool is written in its 3-D form (MindirExpansion::Pool3DForms): nn.MaxPool2d with
+  // pad_mode 'pad'; nn.AvgPool2d with pad_mode 'pad', padding, ceil_mode, count_include_pad
+  // False or a divisor_override (the conditions of their constructs).
+  static bool pool3d_form(const Node& node) {
+    if (lower_attr(node, "pad_mode", "valid") == "pad") return true;
+    if (node.op == "MaxPool") return false;
+    const auto padding = as_ints(node.find_attr("padding"));
+    const bool padded = padding && std::ranges::any_of(*padding, [](int64_t p) { return p != 0; });
+    const AttrValue* divisor = node.find_attr("divisor_override");
+    return padded || runtime::attr_bool(node, "ceil_mode").value_or(false) ||
+           !runtime::attr_bool(node, "count_include_pad").value_or(true) ||
+           (divisor != nullptr && !std::holds_alternative<std::monostate>(*divisor));
+  }
+
+  // The string attribute `key` in lower case; `fallback` when it is not recorded.
+  static std::string lower_attr(const Node& node, std::string_view key, std::string_view fallback) {
+    const AttrValue* v = node.find_attr(key);
+    const auto* text = v != nullptr ? std::get_if<std::string>(v) : nullptr;
+    std::string s = text != nullptr ? *text : std::string(fallback);
+    std::ranges::transform(s, s.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  }
+
+  // nn.MaxPool2d / nn.AvgPool2d in their 3-D form (MindirExpansion::Pool3DForms).
+  std::string pool3d(const Node& node) {
+    const auto dims = input_dims(node, 0);
+    if (dims.size() != 4) throw Refusal{"a pool of a " + std::to_string(dims.size()) + "-D input"};
+    const TensorType& out = node.outputs.at(0);
+    const auto out_dims = known_dims(out.shape);
+    if (out_dims.size() != 4) throw Refusal{"its output is not 4-D"};
+    auto pair = [&](std::string_view key, int64_t fallback) {
+      const auto v = as_ints(node.find_attr(key));
+      if (!v) return std::vector<int64_t>{fallback, fallback};
+      if (v->size() == 1) return std::vector<int64_t>{(*v)[0], (*v)[0]};
+      if (v->size() == 2) return *v;
+      throw Refusal{"its " + std::string(key) + " is not an int or an (h, w) pair"};
+    };
+    const auto kernel = pair("kernel_size", 1);
+    const auto stride = pair("stride", 1);
+    const auto padding = pair("padding", 0);
+    const bool ceil_mode = runtime::attr_bool(node, "ceil_mode").value_or(false);
+    auto named = [](pb::Primitive* prim, std::string_view name) {
+      pb::Attribute* a = prim->add_attribute();
+      a->set_name(std::string(name));
+      return a;
+    };
+    // One ExpandDims per pooled value, shared by its pools (MindSpore's compile merges them:
+    // measured, one ExpandDims before four pools of the same tensor).
+    std::string& expanded = expanded_[operand(0)];
+    if (expanded.empty()) {
+      pb::Attribute two;
+      set_int(&two, 2);
+      const std::vector<int64_t> view{dims[0], dims[1], 1, dims[2], dims[3]};
+      expanded = function_node(node, "ExpandDims", {operand(0), constant(two)},
+                               TensorType{Shape::of(view), out.dtype});
+    }
+    const TensorType pooled{Shape::of({out_dims[0], out_dims[1], 1, out_dims[2], out_dims[3]}),
+                            out.dtype};
+    pb::Primitive prim;
+    prim.set_prim_type(pb::Primitive::PRIMITIVE);
+    std::string value;
+    if (node.op == "MaxPool") {
+      if (pair("dilation", 1) != std::vector<int64_t>{1, 1}) {
+        throw Refusal{"a dilated max pool (the runtime's pool has no dilation)"};
+      }
+      if (runtime::attr_bool(node, "return_indices").value_or(false)) {
+        throw Refusal{"return_indices (the runtime computes no indices)"};
+      }
+      prim.set_op_type("MaxPool3DWithArgmax");
+      set_ints(named(&prim, "ksize"), {1, kernel[0], kernel[1]});
+      set_ints(named(&prim, "strides"), {1, stride[0], stride[1]});
+      set_ints(named(&prim, "pads"), {0, padding[0], padding[1]});
+      set_ints(named(&prim, "dilation"), {1, 1, 1});
+      set_bool(named(&prim, "ceil_mode"), ceil_mode);
+      set_string(named(&prim, "argmax_type"), "int64");
+      set_string(named(&prim, "format"), "NCDHW");
+      const std::string key = primitive_key(std::move(prim));
+      pb::Node* n = add_cnode(node, key, {expanded}, "MaxPool3DWithArgmax");
+      value = tuple_item(node, n->name(), 0, pooled);
+    } else {
+      // pad_mode as written, upper case: 'pad', or 'valid' with ceil_mode / count_include_pad /
+      // divisor_override (measured: nn.AvgPool2d(2, 2, ceil_mode=True) is AvgPool3D with
+      // pad_mode "VALID" and zero pads).
+      const std::string pad_mode = lower_attr(node, "pad_mode", "valid");
+      const bool padded = padding != std::vector<int64_t>{0, 0};
+      if (pad_mode != "pad" && (pad_mode != "valid" || padded)) {
+        throw Refusal{"pad_mode '" + pad_mode + "' in the AvgPool3D form (not measured)"};
+      }
+      const AttrValue* divisor = node.find_attr("divisor_override");
+      int64_t divisor_override = 0;
+      if (divisor != nullptr && !std::holds_alternative<std::monostate>(*divisor)) {
+        const auto d = as_ints(divisor);
+        if (!d || d->size() != 1 || (*d)[0] <= 0) throw Refusal{"its divisor_override is not > 0"};
+        divisor_override = (*d)[0];
+      }
+      const std::vector<int64_t> pads{0, 0, padding[0], padding[0], padding[1], padding[1]};
+      prim.set_op_type("AvgPool3D");
+      set_ints(named(&prim, "kernel_size"), {1, 1, 1, kernel[0], kernel[1]});
+      set_ints(named(&prim, "strides"), {1, 1, 1, stride[0], stride[1]});
+      set_ints(named(&prim, "pad"), pads);
+      set_ints(named(&prim, "pad_list"), pads);
+      set_bool(named(&prim, "ceil_mode"), ceil_mode);
+      set_bool(named(&prim, "count_include_pad"),
+               runtime::attr_bool(node, "count_include_pad").value_or(true));
+      set_int(named(&prim, "divisor_override"), divisor_override);
+      set_string(named(&prim, "pad_mode"), pad_mode == "pad" ? "PAD" : "VALID");
+      set_string(named(&prim, "format"), "NCDHW");
+      const std::string key = primitive_key(std::move(prim));
+      pb::Node* n = add_cnode(node, key, {expanded}, "AvgPool3D");
+      set_shape(n, pooled);
+      value = n->name();
+    }
+    pb::Attribute axis;
+    set_ints(&axis, {2});
+    return function_node(node, "Squeeze", {value, constant(std::move(axis))}, out);
   }
 
   // nn.Pad / ops.pad (MindirExpansion::PadForms).
@@ -1359,6 +1481,7 @@ class Writer {
   std::vector<bool> refused_;  // per graph node: refused, or fed by a refused node
   std::map<std::string, std::string> primitive_keys_;
   std::map<std::string, std::string> constants_;
+  std::map<std::string, std::string> expanded_;  // value -> its ExpandDims(., 2) (Pool3DForms)
   int64_t uid_ = 0;
 };
 

@@ -145,6 +145,8 @@ void o_pool(OnnxNodeBuilder& b) {
     b.emit("MaxPool", {b.input(0)}, {b.output()}, attrs);
     return;
   }
+  if (rt::attr_int(b.node(), "divisor_override").value_or(0) > 0)
+    b.refuse("divisor_override (ONNX's AveragePool divides by the window's count)");
   const std::string mode = rt::attr_str(b.node(), "pad_mode").value_or("valid");
   const bool include_pad = (mode == "pad" || mode == "PAD") &&
                            rt::attr_bool(b.node(), "count_include_pad").value_or(true);
