@@ -190,6 +190,10 @@ OPS6_SOURCE = (EXPORT_MODELS / "ops6.py").read_text()
 # out: ONNX's AveragePool has no divisor). Two outputs.
 OPS7_SOURCE = (EXPORT_MODELS / "ops7.py").read_text()
 
+# FloorDiv (`y // 1.5`, ops.floor_div by a tensor) and ops.zeros / ops.Zeros, which MindSpore's
+# compile folds to Constant tensors. Four outputs.
+OPS8_SOURCE = (EXPORT_MODELS / "ops8.py").read_text()
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -238,6 +242,9 @@ CASES: Dict[str, Dict] = {
                   "node_diff": (Counter(), Counter())},
     "more_ops7": {"source": OPS7_SOURCE, "cell": "OpsNet7", "select": ["--cell", "OpsNet7"],
                   "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops8": {"source": OPS8_SOURCE, "cell": "OpsNet8", "select": ["--cell", "OpsNet8"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the
     # -1 as written; `x * 2.0`: Mul(x, 0-d tensor 2.0) against MindSpore's Muls(x, 2.0).

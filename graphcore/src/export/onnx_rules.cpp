@@ -65,6 +65,17 @@ void o_gelu(OnnxNodeBuilder& b) {
 }
 
 void o_add(OnnxNodeBuilder& b) { binary(b, "Add"); }
+// FloorDiv on floats: Floor(Div(x, y)) (the runtime's floor(x / y)); ONNX's integer Div
+// truncates toward zero, so integer floor division is refused.
+void o_floordiv(OnnxNodeBuilder& b) {
+  if (!is_floating(b.node().outputs.at(0).dtype)) {
+    b.refuse("an integer floor division (ONNX's Div truncates toward zero)");
+  }
+  std::vector<std::string> ops = b.operands(2);
+  const std::string q = b.temp("quotient");
+  b.emit("Div", {ops[0], ops[1]}, {q});
+  b.emit("Floor", {q}, {b.output()});
+}
 void o_sub(OnnxNodeBuilder& b) { binary(b, "Sub"); }
 void o_mul(OnnxNodeBuilder& b) { binary(b, "Mul"); }
 void o_div(OnnxNodeBuilder& b) { binary(b, "Div"); }

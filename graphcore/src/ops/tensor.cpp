@@ -136,6 +136,10 @@ constexpr MindirDef kMindirGather{"Gather", MindirKind::Function, kMindirGatherA
 // Folded to constant tensors, as MindSpore's compile folds them (opdef.h MindirFold).
 constexpr MindirDef kMindirRange{"Range", MindirKind::Function, {}, {}, -1, false,
                                  false,   MindirFold::Range};
+// ops.zeros / ops.Zeros of a static shape: a Constant tensor of zeros (measured: MindSpore's
+// compile folds both, `z * x` is Mul(Constant zeros, x)).
+constexpr MindirDef kMindirZeros{"Zeros", MindirKind::Function, {}, {}, -1, false,
+                                 false,   MindirFold::Zeros};
 constexpr MindirDef kMindirZerosLike{"ZerosLike", MindirKind::Function, {}, {}, -1, false,
                                      false,       MindirFold::Zeros};
 constexpr MindirDef kMindirOnesLike{"OnesLike", MindirKind::Function, {}, {}, -1, false,
@@ -211,7 +215,7 @@ std::span<const OpDef> tensor_ops() {
       {"MaskedFill", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_masked_fill, false,
        &ad::g_masked_fill},
       {"Zeros", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false,
-       &ad::g_no_gradient},
+       &ad::g_no_gradient, false, &ox::o_fill_like, &kMindirZeros},
       {"Ones", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false,
        &ad::g_no_gradient},
       {"Fill", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false,
