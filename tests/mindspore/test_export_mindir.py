@@ -176,6 +176,24 @@ OPS3_SOURCE = (EXPORT_MODELS / "ops3.py").read_text()
 # as written and the value as a 0-d tensor). Three outputs.
 OPS4_SOURCE = (EXPORT_MODELS / "ops4.py").read_text()
 
+# ReduceVar: Tensor.var (ReduceMean, Sub, Pow, ReduceSum, Div by an int32 n - ddof) and ops.var
+# (ReduceStd + TupleGetItem + Pow), ddof 0 and 1, a negative axis, kept and dropped axes. Four
+# outputs.
+OPS5_SOURCE = (EXPORT_MODELS / "ops5.py").read_text()
+
+# Pools in their 3-D form: nn.MaxPool2d with pad_mode 'pad' (ExpandDims, MaxPool3DWithArgmax,
+# TupleGetItem, Squeeze), nn.AvgPool2d with padding, ceil_mode, count_include_pad False
+# (AvgPool3D); (h, w) pairs; one ExpandDims shared by the pools of one tensor. Five outputs.
+OPS6_SOURCE = (EXPORT_MODELS / "ops6.py").read_text()
+
+# nn.AvgPool2d with divisor_override (AvgPool3D's divisor_override; the ONNX checks leave it
+# out: ONNX's AveragePool has no divisor). Two outputs.
+OPS7_SOURCE = (EXPORT_MODELS / "ops7.py").read_text()
+
+# FloorDiv (`y // 1.5`, ops.floor_div by a tensor) and ops.zeros / ops.Zeros, which MindSpore's
+# compile folds to Constant tensors. Four outputs.
+OPS8_SOURCE = (EXPORT_MODELS / "ops8.py").read_text()
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
                "shape": (4, 1, 32, 32), "ms_rtol": 1e-5, "node_diff": (Counter(), Counter())},
@@ -214,6 +232,18 @@ CASES: Dict[str, Dict] = {
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     "more_ops4": {"source": OPS4_SOURCE, "cell": "OpsNet4", "select": ["--cell", "OpsNet4"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops5": {"source": OPS5_SOURCE, "cell": "OpsNet5", "select": ["--cell", "OpsNet5"],
+                  "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops6": {"source": OPS6_SOURCE, "cell": "OpsNet6", "select": ["--cell", "OpsNet6"],
+                  "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops7": {"source": OPS7_SOURCE, "cell": "OpsNet7", "select": ["--cell", "OpsNet7"],
+                  "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops8": {"source": OPS8_SOURCE, "cell": "OpsNet8", "select": ["--cell", "OpsNet8"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     # Reshape(x, (x.shape[0], -1)): Cellscope writes the static target (2, 288), MindSpore the

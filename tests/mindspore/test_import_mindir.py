@@ -77,6 +77,18 @@ CASES: Dict[str, Dict] = {
     "if_on_tensor": {"source": "IF_SOURCE", "cell": "IfNet", "select": ["--cell", "IfNet"],
                      "shape": (2, 4), "missing": Counter(),
                      "own_refused": "operator Merge (if): it has no MindIR mapping"},
+    # The second round's rows (tests/export_models, the models test_export_mindir.py and
+    # check_onnx.py export): every operator, the parameter count and every cell output's shape
+    # come back, with no note: the ops.LayerNorm primitive's three outputs (gamma / beta its
+    # Parameter operands), GroupNorm and Stack shaped by their rules, ops.pad's PadV3 as Pad.
+    "ops2": {"source": "OPS2_SOURCE", "cell": "OpsNet2", "select": ["--cell", "OpsNet2"],
+             "shape": (2, 3, 8, 8), "missing": Counter(), "outputs": True,
+             # the rule of ops.StridedSlice does not apply masks (y[:, :1]): the file's shape
+             "notes": ["the shape rule of ops.StridedSlice gives (?)"]},
+    "ops3": {"source": "OPS3_SOURCE", "cell": "OpsNet3", "select": ["--cell", "OpsNet3"],
+             "shape": (2, 3, 8, 8), "missing": Counter(), "outputs": True, "notes": []},
+    "ops4": {"source": "OPS4_SOURCE", "cell": "OpsNet4", "select": ["--cell", "OpsNet4"],
+             "shape": (2, 3, 8, 8), "missing": Counter(), "outputs": True, "notes": []},
 }
 
 IF_SOURCE = '''import mindspore.nn as nn
@@ -118,7 +130,9 @@ class WhileNet(nn.Cell):
             i = i + 1
         return x
 '''
-SOURCES = {"IF_SOURCE": IF_SOURCE}
+EXPORT_MODELS = HERE.parent / "export_models"
+SOURCES = {"IF_SOURCE": IF_SOURCE,
+           **{"OPS%d_SOURCE" % i: (EXPORT_MODELS / ("ops%d.py" % i)).read_text() for i in (2, 3, 4)}}
 
 
 def _binary() -> Path:
@@ -137,13 +151,32 @@ def _run(cmd: List[str]) -> subprocess.CompletedProcess:
                           text=True, timeout=TIMEOUT)
 
 
-def _graph(args: List) -> Dict:
-    """The one Cell of `cellscope graph ARGS --format json`."""
+def _graph(args: List, notes: List[str] = None) -> Dict:
+    """The one Cell of `cellscope graph ARGS --format json`; its diagnostics' messages are
+    appended to `notes` when given."""
     proc = _run([_binary(), "graph", *args, "--format", "json"])
     assert proc.returncode == 0, proc.stderr[-4000:]
-    cells = json.loads(proc.stdout)["cells"]
+    doc = json.loads(proc.stdout)
+    cells = doc["cells"]
     assert len(cells) == 1, [c.get("name") for c in cells]
+    if notes is not None:
+        notes.extend(d["message"] for d in doc.get("diagnostics", []))
     return cells[0]
+
+
+def _outputs(cell: Dict) -> List:
+    """The cell outputs' (shape, dtype), in order."""
+    return [(o.get("shape"), o.get("dtype")) for o in cell.get("outputs", [])]
+
+
+def _assert_notes(name: str, what: str, notes: List[str], expected: List[str]) -> None:
+    """The import's notes are exactly the expected ones (each a message prefix after the node)."""
+    left = list(notes)
+    for e in expected:
+        hit = [m for m in left if e in m]
+        assert hit, (name, what, e, notes)
+        left.remove(hit[0])
+    assert not left, (name, what, left)
 
 
 def _summary(cell: Dict) -> Dict:
@@ -165,7 +198,7 @@ def _assert_import_matches(name: str, what: str, imported: Dict, source: Dict,
 
 def _file_summary(path: Path) -> Dict:
     """MindSpore's own view of a .mindir: its compute primitives (monads, tuple plumbing and
-    Constants left out; Muls / Divs as Mul / Div; a Switch between two sub-graphs (Partial) as
+    Constants left out; Muls / Divs as Mul / Div; ops.pad's PadV3 as Pad; a Switch between two sub-graphs (Partial) as
     the Merge the import joins them with) and the element count of its weights."""
     from mindspore.train import mind_ir_pb2
     model = mind_ir_pb2.ModelProto()
@@ -178,7 +211,7 @@ def _file_summary(path: Path) -> Dict:
             if n.op_type.startswith("REF::") and n.op_type[5:] in prims:
                 t = prims[n.op_type[5:]]
                 if t not in plumbing:
-                    ops[{"Muls": "Mul", "Divs": "Div", "Switch": "Merge"}.get(t, t)] += 1
+                    ops[{"Muls": "Mul", "Divs": "Div", "Switch": "Merge", "PadV3": "Pad"}.get(t, t)] += 1
     params = sum(int(np.prod(p.dims)) for p in model.graph.parameter)
     return {"ops": ops, "total_params": params}
 
@@ -207,7 +240,8 @@ def test_import_of_mindspore_export_matches_source_graph(name: str, tmp_path: Pa
     binary = _binary()
     shape = ",".join(str(d) for d in case["shape"]) + (":" + case["dtype"] if "dtype" in case else "")
     py = gt.CORPUS_DIR / case["file"]
-    source = _summary(_graph([py, *case["select"], "--input", shape]))
+    source_cell = _graph([py, *case["select"], "--input", shape])
+    source = _summary(source_cell)
 
     gt.setup_mindspore()
     net = gt.build_cell(gt.load_module(case["file"]), case["cell"])
@@ -218,8 +252,14 @@ def test_import_of_mindspore_export_matches_source_graph(name: str, tmp_path: Pa
         ms.export(net, ms.Tensor(np.ones(case["shape"], case.get("dtype", "float32"))),
                   file_name=str(tmp_path / "ms_net"), file_format="MINDIR")
         assert theirs.is_file()
-        imported = _graph([theirs, "--input", shape])
+        notes: List[str] = []
+        imported = _graph([theirs, "--input", shape], notes)
         assert imported.get("compiled", True)
+        if case.get("outputs"):
+            assert _outputs(imported) == _outputs(source_cell), (_outputs(imported),
+                                                                _outputs(source_cell))
+        if "notes" in case:
+            _assert_notes(name, "MindSpore's .mindir", notes, case["notes"])
         if name == "if_on_tensor":  # the file really has sub-graphs, inlined by the import
             from mindspore.train import mind_ir_pb2
             model = mind_ir_pb2.ModelProto()
@@ -238,7 +278,14 @@ def test_import_of_mindspore_export_matches_source_graph(name: str, tmp_path: Pa
             assert case["own_refused"] in proc.stderr, proc.stderr[-4000:]
             return
         assert proc.returncode == 0, proc.stderr[-4000:]
-        reimported = _summary(_graph([ours, "--input", shape]))
+        own_notes: List[str] = []
+        reimported_cell = _graph([ours, "--input", shape], own_notes)
+        reimported = _summary(reimported_cell)
+        if case.get("outputs"):
+            assert _outputs(reimported_cell) == _outputs(source_cell), (
+                _outputs(reimported_cell), _outputs(source_cell))
+        if "notes" in case:
+            _assert_notes(name, "Cellscope's .mindir", own_notes, case["notes"])
         _assert_import_matches(name, "Cellscope's .mindir", reimported, source,
                                case.get("own_missing", case["missing"]),
                                case.get("own_extra", case.get("extra", Counter())))

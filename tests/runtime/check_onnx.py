@@ -93,7 +93,17 @@ OPS3_MODEL = open(os.path.join(EXPORT_MODELS, "ops3.py")).read()
 # nn.Pad and ops.pad in constant mode (a value other than 0).
 OPS4_MODEL = open(os.path.join(EXPORT_MODELS, "ops4.py")).read()
 
-SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL}
+# ReduceVar: Tensor.var and ops.var, ddof 0 and 1 (ReduceMean, Sub, Mul, ReduceSum, Div).
+OPS5_MODEL = open(os.path.join(EXPORT_MODELS, "ops5.py")).read()
+
+# MaxPool2d / AvgPool2d with padding, ceil_mode (pad and valid), count_include_pad False.
+OPS6_MODEL = open(os.path.join(EXPORT_MODELS, "ops6.py")).read()
+
+# FloorDiv (Div + Floor) and ops.zeros / ops.Zeros (initializers).
+OPS8_MODEL = open(os.path.join(EXPORT_MODELS, "ops8.py")).read()
+
+SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL,
+           "ops5": OPS5_MODEL, "ops6": OPS6_MODEL, "ops8": OPS8_MODEL}
 
 # name, model file (a corpus model, or SOURCES[name] written to the work directory), extra
 # arguments for both binaries, weight modes (BERT-base, ViT-B/16: initialised only, their
@@ -110,6 +120,9 @@ CASES = [
     ("ops2", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
     ("ops3", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
     ("ops4", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
+    ("ops5", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
+    ("ops6", None, ["--input-shape", "2,3,9,9"], ("init", "ckpt")),
+    ("ops8", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
 ]
 
 

@@ -610,6 +610,18 @@ TEST(RegistryPool, CeilModeAndPadModes) {
   Layer avg = construct("nn.AvgPool2d", {I(3), I(2)},
                         {{"pad_mode", Str("pad")}, {"padding", I(1)}, {"ceil_mode", Bo(true)}});
   EXPECT_EQ(shape_of(apply(avg, {Ten({1, 1, 6, 6})})), "(1, 1, 4, 4)");
+  // ceil_mode rounds up in pad_mode 'valid' too (MindSpore 2.10: nn.AvgPool2d(2, 2,
+  // ceil_mode=True) on 9 x 9 is 5 x 5; the rule said 4 x 4).
+  Layer valid_ceil = construct("nn.AvgPool2d", {I(2), I(2)}, {{"ceil_mode", Bo(true)}});
+  EXPECT_EQ(shape_of(apply(valid_ceil, {Ten({2, 8, 9, 9})})), "(2, 8, 5, 5)");
+  // The averages' divisor is on the node: the runtime and the exporters read it.
+  Layer divisor = construct(
+      "nn.AvgPool2d", {I(2), I(2)},
+      {{"pad_mode", Str("pad")}, {"count_include_pad", Bo(false)}, {"divisor_override", I(3)}});
+  ASSERT_TRUE(divisor.init.attrs.count("count_include_pad"));
+  EXPECT_EQ(std::get<bool>(divisor.init.attrs.at("count_include_pad")), false);
+  ASSERT_TRUE(divisor.init.attrs.count("divisor_override"));
+  EXPECT_EQ(std::get<int64_t>(divisor.init.attrs.at("divisor_override")), 3);
   Layer bad = construct("nn.MaxPool2d", {I(2)}, {{"ceil_mode", Bo(true)}});
   EXPECT_TRUE(bad.init.failed());
   Layer ada = construct("nn.AdaptiveAvgPool2d", {Seq({I(3), NoneV()})});

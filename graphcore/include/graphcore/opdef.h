@@ -159,6 +159,21 @@ enum class MindirExpansion : uint8_t {
   // the last axis) is PadV3(x, padding, value) with mode "constant" and paddings_contiguous True
   // (both measured in mindspore.export's file). Other modes (MirrorPad, ...) refuse.
   PadForms,
+  // ReduceVar as mindspore.export writes it (measured, docs/mindir-notes.md): Tensor.var(axis,
+  // ddof, keepdims) is ReduceMean(x, axes, True), Sub(x, mean), Pow(., 2.0), ReduceSum(., axes,
+  // keepdims, False), Div(., int32 n - ddof); ops.var(x, axis, ddof, keepdims) is ReduceStd(x,
+  // axes, unbiased = ddof == 1, keepdims), TupleGetItem(0), Pow(., 2.0). Axes are non-negative;
+  // None is the empty tuple. None of these primitives alone is the operator: the importer does
+  // not read them back as ReduceVar.
+  VarForms,
+  // nn.MaxPool2d with pad_mode 'pad', nn.AvgPool2d with pad_mode 'pad' or ceil_mode,
+  // count_include_pad False or divisor_override (their constructs; measured): ExpandDims(x, 2),
+  // then MaxPool3DWithArgmax (ksize / strides (1, h, w), pads (0, h, w), dilation, ceil_mode,
+  // argmax_type "int64", format "NCDHW") + TupleGetItem(0), or AvgPool3D (kernel_size / strides
+  // (1, 1, 1, h, w), pad and pad_list (0, 0, top, bottom, left, right), ceil_mode,
+  // count_include_pad, divisor_override (0: None), pad_mode "PAD", format "NCDHW"); then
+  // Squeeze(., (2,)). Other forms are the row's own primitive.
+  Pool3DForms,
 };
 
 struct MindirArg {
@@ -193,6 +208,9 @@ struct MindirDef {
   // nn.Dense(activation='tanh') writes Tanh after BiasAdd, as its construct does. Names:
   // relu, relu6, tanh, sigmoid, gelu; any other refuses.
   std::string_view activation = {};
+  // A second primitive the row's expansion writes (ops.pad's PadV3 beside nn.Pad's Pad): the
+  // importer reads it back as this operator too.
+  std::string_view also_primitive = {};
 };
 
 using OpKernelFn = void (*)(runtime::KernelCall&);

@@ -859,6 +859,14 @@ class Writer {
       names_[index] = {pad(node)};
       return;
     }
+    if (m.expansion == MindirExpansion::Pool3DForms && pool3d_form(node)) {
+      names_[index] = {pool3d(node)};
+      return;
+    }
+    if (m.expansion == MindirExpansion::VarForms) {
+      names_[index] = {reduce_var(node)};
+      return;
+    }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
       names_[index] = {gelu_erf(node)};
       return;
@@ -923,7 +931,7 @@ class Writer {
       return;
     }
     if (m.tuple_item >= 0) {
-      out = tuple_item(node, out, m.tuple_item, std::nullopt);
+      out = tuple_item(node, out, m.tuple_item, product_type);  // the element's abstract
       n = nullptr;
     }
     if (!m.bias.empty()) {
@@ -1007,6 +1015,206 @@ class Writer {
     const std::string plus = binary(node, "Add", erf->name(), scalar_tensor(1.0, t));
     const std::string prod = binary(node, "Mul", x, plus);
     return binary(node, "Mul", prod, scalar_tensor(0.5, t));
+  }
+
+  // A function primitive node `prim`(inputs) with the abstract `type`.
+  std::string function_node(const Node& node, std::string_view prim,
+                            const std::vector<std::string>& inputs, const TensorType& type) {
+    const std::string key = simple_primitive(prim, pb::Primitive::PRIMITIVE_FUNCTION);
+    pb::Node* n = add_cnode(node, key, inputs, prim);
+    set_shape(n, type);
+    return n->name();
+  }
+
+  // ReduceVar (MindirExpansion::VarForms): Tensor.var as ReduceMean, Sub, Pow, ReduceSum, Div;
+  // ops.var as ReduceStd, TupleGetItem(0), Pow.
+  std::string reduce_var(const Node& node) {
+    const std::string x = operand(0);
+    const auto dims = input_dims(node, 0);
+    const auto rank = static_cast<int64_t>(dims.size());
+    const TensorType& out = node.outputs.at(0);
+    const bool keep = static_cast<int64_t>(out.shape.rank()) == rank;
+    const AttrValue* axis = node.find_attr("axis");
+    std::vector<int64_t> axes;  // as written, made non-negative; None: every axis, ()
+    if (axis != nullptr && !std::holds_alternative<std::monostate>(*axis)) {
+      const auto written = as_ints(axis);
+      if (!written) throw Refusal{"its axis is not recorded as integers"};
+      for (int64_t a : *written) {
+        if (a < -rank || a >= rank) throw Refusal{"its axis is out of range"};
+        axes.push_back(a < 0 ? a + rank : a);
+      }
+    }
+    const AttrValue* ddof_attr = node.find_attr("ddof");
+    const auto ddof =
+        ddof_attr != nullptr ? as_ints(ddof_attr) : std::optional(std::vector<int64_t>{0});
+    if (!ddof || ddof->size() != 1) throw Refusal{"its ddof is not recorded as an integer"};
+    pb::Attribute axes_value;
+    set_ints(&axes_value, axes);
+    const std::string axes_name = constant(axes_value);
+    if (std::string_view(node.api) == "ops.var") {
+      if ((*ddof)[0] != 0 && (*ddof)[0] != 1) {
+        throw Refusal{"ddof " + std::to_string((*ddof)[0]) +
+                      " has no MindIR form measured (ReduceStd's unbiased is ddof 0 or 1)"};
+      }
+      pb::Attribute unbiased;
+      set_bool(&unbiased, (*ddof)[0] == 1);
+      pb::Attribute keep_dims;
+      set_bool(&keep_dims, keep);
+      const std::string key = simple_primitive("ReduceStd", pb::Primitive::PRIMITIVE_FUNCTION);
+      pb::Node* std_node = add_cnode(
+          node, key, {x, axes_name, constant(std::move(unbiased)), constant(std::move(keep_dims))},
+          "ReduceStd");
+      const std::string std_dev = tuple_item(node, std_node->name(), 0, out);
+      return function_node(node, "Pow", {std_dev, scalar_tensor(2.0, out.dtype)}, out);
+    }
+    // n: the number of elements reduced, an int32 0-d tensor as MindSpore writes it.
+    int64_t n = 1;
+    std::vector<int64_t> kept = dims;
+    for (int64_t a = 0; a < rank; ++a) {
+      if (!axes.empty() && std::ranges::find(axes, a) == axes.end()) continue;
+      auto p = checked_mul(n, dims[static_cast<size_t>(a)]);
+      if (!p) throw Refusal{"its size overflows", kUnsupportedValue};
+      n = *p;
+      kept[static_cast<size_t>(a)] = 1;
+    }
+    pb::Attribute keep_true;
+    set_bool(&keep_true, true);
+    const TensorType mean_type{Shape::of(kept), out.dtype};
+    const TensorType in_type{Shape::of(dims), out.dtype};
+    const std::string mean = function_node(
+        node, "ReduceMean", {x, axes_name, constant(std::move(keep_true))}, mean_type);
+    const std::string diff = function_node(node, "Sub", {x, mean}, in_type);
+    const std::string square =
+        function_node(node, "Pow", {diff, scalar_tensor(2.0, out.dtype)}, in_type);
+    pb::Attribute keep_dims;
+    set_bool(&keep_dims, keep);
+    pb::Attribute skip_mode;
+    set_bool(&skip_mode, false);
+    const std::string sum =
+        function_node(node, "ReduceSum",
+                      {square, constant(axes_value), constant(std::move(keep_dims)),
+                       constant(std::move(skip_mode))},
+                      out);
+    return function_node(
+        node, "Div", {sum, scalar_tensor(static_cast<double>(n - (*ddof)[0]), DType::Int32)}, out);
+  }
+
+  // Whether a pool is written in its 3-D form (MindirExpansion::Pool3DForms): nn.MaxPool2d with
+  // pad_mode 'pad'; nn.AvgPool2d with pad_mode 'pad', padding, ceil_mode, count_include_pad
+  // False or a divisor_override (the conditions of their constructs).
+  static bool pool3d_form(const Node& node) {
+    if (lower_attr(node, "pad_mode", "valid") == "pad") return true;
+    if (node.op == "MaxPool") return false;
+    const auto padding = as_ints(node.find_attr("padding"));
+    const bool padded = padding && std::ranges::any_of(*padding, [](int64_t p) { return p != 0; });
+    const AttrValue* divisor = node.find_attr("divisor_override");
+    return padded || runtime::attr_bool(node, "ceil_mode").value_or(false) ||
+           !runtime::attr_bool(node, "count_include_pad").value_or(true) ||
+           (divisor != nullptr && !std::holds_alternative<std::monostate>(*divisor));
+  }
+
+  // The string attribute `key` in lower case; `fallback` when it is not recorded.
+  static std::string lower_attr(const Node& node, std::string_view key, std::string_view fallback) {
+    const AttrValue* v = node.find_attr(key);
+    const auto* text = v != nullptr ? std::get_if<std::string>(v) : nullptr;
+    std::string s = text != nullptr ? *text : std::string(fallback);
+    std::ranges::transform(s, s.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  }
+
+  // nn.MaxPool2d / nn.AvgPool2d in their 3-D form (MindirExpansion::Pool3DForms).
+  std::string pool3d(const Node& node) {
+    const auto dims = input_dims(node, 0);
+    if (dims.size() != 4) throw Refusal{"a pool of a " + std::to_string(dims.size()) + "-D input"};
+    const TensorType& out = node.outputs.at(0);
+    const auto out_dims = known_dims(out.shape);
+    if (out_dims.size() != 4) throw Refusal{"its output is not 4-D"};
+    auto pair = [&](std::string_view key, int64_t fallback) {
+      const auto v = as_ints(node.find_attr(key));
+      if (!v) return std::vector<int64_t>{fallback, fallback};
+      if (v->size() == 1) return std::vector<int64_t>{(*v)[0], (*v)[0]};
+      if (v->size() == 2) return *v;
+      throw Refusal{"its " + std::string(key) + " is not an int or an (h, w) pair"};
+    };
+    const auto kernel = pair("kernel_size", 1);
+    const auto stride = pair("stride", 1);
+    const auto padding = pair("padding", 0);
+    const bool ceil_mode = runtime::attr_bool(node, "ceil_mode").value_or(false);
+    auto named = [](pb::Primitive* prim, std::string_view name) {
+      pb::Attribute* a = prim->add_attribute();
+      a->set_name(std::string(name));
+      return a;
+    };
+    // One ExpandDims per pooled value, shared by its pools (MindSpore's compile merges them:
+    // measured, one ExpandDims before four pools of the same tensor).
+    std::string& expanded = expanded_[operand(0)];
+    if (expanded.empty()) {
+      pb::Attribute two;
+      set_int(&two, 2);
+      const std::vector<int64_t> view{dims[0], dims[1], 1, dims[2], dims[3]};
+      expanded = function_node(node, "ExpandDims", {operand(0), constant(two)},
+                               TensorType{Shape::of(view), out.dtype});
+    }
+    const TensorType pooled{Shape::of({out_dims[0], out_dims[1], 1, out_dims[2], out_dims[3]}),
+                            out.dtype};
+    pb::Primitive prim;
+    prim.set_prim_type(pb::Primitive::PRIMITIVE);
+    std::string value;
+    if (node.op == "MaxPool") {
+      if (pair("dilation", 1) != std::vector<int64_t>{1, 1}) {
+        throw Refusal{"a dilated max pool (the runtime's pool has no dilation)"};
+      }
+      if (runtime::attr_bool(node, "return_indices").value_or(false)) {
+        throw Refusal{"return_indices (the runtime computes no indices)"};
+      }
+      prim.set_op_type("MaxPool3DWithArgmax");
+      set_ints(named(&prim, "ksize"), {1, kernel[0], kernel[1]});
+      set_ints(named(&prim, "strides"), {1, stride[0], stride[1]});
+      set_ints(named(&prim, "pads"), {0, padding[0], padding[1]});
+      set_ints(named(&prim, "dilation"), {1, 1, 1});
+      set_bool(named(&prim, "ceil_mode"), ceil_mode);
+      set_string(named(&prim, "argmax_type"), "int64");
+      set_string(named(&prim, "format"), "NCDHW");
+      const std::string key = primitive_key(std::move(prim));
+      pb::Node* n = add_cnode(node, key, {expanded}, "MaxPool3DWithArgmax");
+      value = tuple_item(node, n->name(), 0, pooled);
+    } else {
+      // pad_mode as written, upper case: 'pad', or 'valid' with ceil_mode / count_include_pad /
+      // divisor_override (measured: nn.AvgPool2d(2, 2, ceil_mode=True) is AvgPool3D with
+      // pad_mode "VALID" and zero pads).
+      const std::string pad_mode = lower_attr(node, "pad_mode", "valid");
+      const bool padded = padding != std::vector<int64_t>{0, 0};
+      if (pad_mode != "pad" && (pad_mode != "valid" || padded)) {
+        throw Refusal{"pad_mode '" + pad_mode + "' in the AvgPool3D form (not measured)"};
+      }
+      const AttrValue* divisor = node.find_attr("divisor_override");
+      int64_t divisor_override = 0;
+      if (divisor != nullptr && !std::holds_alternative<std::monostate>(*divisor)) {
+        const auto d = as_ints(divisor);
+        if (!d || d->size() != 1 || (*d)[0] <= 0) throw Refusal{"its divisor_override is not > 0"};
+        divisor_override = (*d)[0];
+      }
+      const std::vector<int64_t> pads{0, 0, padding[0], padding[0], padding[1], padding[1]};
+      prim.set_op_type("AvgPool3D");
+      set_ints(named(&prim, "kernel_size"), {1, 1, 1, kernel[0], kernel[1]});
+      set_ints(named(&prim, "strides"), {1, 1, 1, stride[0], stride[1]});
+      set_ints(named(&prim, "pad"), pads);
+      set_ints(named(&prim, "pad_list"), pads);
+      set_bool(named(&prim, "ceil_mode"), ceil_mode);
+      set_bool(named(&prim, "count_include_pad"),
+               runtime::attr_bool(node, "count_include_pad").value_or(true));
+      set_int(named(&prim, "divisor_override"), divisor_override);
+      set_string(named(&prim, "pad_mode"), pad_mode == "pad" ? "PAD" : "VALID");
+      set_string(named(&prim, "format"), "NCDHW");
+      const std::string key = primitive_key(std::move(prim));
+      pb::Node* n = add_cnode(node, key, {expanded}, "AvgPool3D");
+      set_shape(n, pooled);
+      value = n->name();
+    }
+    pb::Attribute axis;
+    set_ints(&axis, {2});
+    return function_node(node, "Squeeze", {value, constant(std::move(axis))}, out);
   }
 
   // nn.Pad / ops.pad (MindirExpansion::PadForms).
@@ -1273,6 +1481,7 @@ class Writer {
   std::vector<bool> refused_;  // per graph node: refused, or fed by a refused node
   std::map<std::string, std::string> primitive_keys_;
   std::map<std::string, std::string> constants_;
+  std::map<std::string, std::string> expanded_;  // value -> its ExpandDims(., 2) (Pool3DForms)
   int64_t uid_ = 0;
 };
 

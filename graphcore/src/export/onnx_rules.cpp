@@ -65,6 +65,17 @@ void o_gelu(OnnxNodeBuilder& b) {
 }
 
 void o_add(OnnxNodeBuilder& b) { binary(b, "Add"); }
+// FloorDiv on floats: Floor(Div(x, y)) (the runtime's floor(x / y)); ONNX's integer Div
+// truncates toward zero, so integer floor division is refused.
+void o_floordiv(OnnxNodeBuilder& b) {
+  if (!is_floating(b.node().outputs.at(0).dtype)) {
+    b.refuse("an integer floor division (ONNX's Div truncates toward zero)");
+  }
+  std::vector<std::string> ops = b.operands(2);
+  const std::string q = b.temp("quotient");
+  b.emit("Div", {ops[0], ops[1]}, {q});
+  b.emit("Floor", {q}, {b.output()});
+}
 void o_sub(OnnxNodeBuilder& b) { binary(b, "Sub"); }
 void o_mul(OnnxNodeBuilder& b) { binary(b, "Mul"); }
 void o_div(OnnxNodeBuilder& b) { binary(b, "Div"); }
@@ -145,6 +156,8 @@ void o_pool(OnnxNodeBuilder& b) {
     b.emit("MaxPool", {b.input(0)}, {b.output()}, attrs);
     return;
   }
+  if (rt::attr_int(b.node(), "divisor_override").value_or(0) > 0)
+    b.refuse("divisor_override (ONNX's AveragePool divides by the window's count)");
   const std::string mode = rt::attr_str(b.node(), "pad_mode").value_or("valid");
   const bool include_pad = (mode == "pad" || mode == "PAD") &&
                            rt::attr_bool(b.node(), "count_include_pad").value_or(true);
@@ -276,6 +289,32 @@ void reduce(OnnxNodeBuilder& b, std::string_view op_type) {
 
 void o_reduce_mean(OnnxNodeBuilder& b) { reduce(b, "ReduceMean"); }
 void o_reduce_sum(OnnxNodeBuilder& b) { reduce(b, "ReduceSum"); }
+
+// ReduceVar (ops.var, Tensor.var): ReduceMean (keepdims), Sub, Mul, ReduceSum, Div by n - ddof,
+// the runtime's moments over the axes its kernel resolves.
+void o_reduce_var(OnnxNodeBuilder& b) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  bool keep = false;
+  std::vector<rt::Tensor> none;
+  std::vector<const rt::ParamState*> no_params;
+  std::vector<rt::Tensor> outs;
+  rt::KernelCall call{b.node(), none, no_params, outs};
+  const std::vector<int64_t> axes =
+      runtime_fact(b, [&] { return rt::kernels::reduce_axes(call, x, &keep); });
+  int64_t n = 1;
+  for (int64_t a : axes) n *= x.at(static_cast<size_t>(a));
+  const int64_t ddof = rt::attr_int(b.node(), "ddof").value_or(0);
+  if (n - ddof <= 0) b.refuse("its ddof leaves no degrees of freedom");
+  const DType t = b.input_type(0).dtype;
+  const std::string ax = b.const_i64("axes", axes);
+  const std::string mean = b.temp("mean"), d = b.temp("centered"), sq = b.temp("squared");
+  const std::string sum = b.temp("sum");
+  b.emit("ReduceMean", {b.input(0), ax}, {mean}, {{"keepdims", int64_t{1}}});
+  b.emit("Sub", {b.input(0), mean}, {d});
+  b.emit("Mul", {d, d}, {sq});
+  b.emit("ReduceSum", {sq, ax}, {sum}, {{"keepdims", int64_t{keep ? 1 : 0}}});
+  b.emit("Div", {sum, b.const_scalar("count", static_cast<double>(n - ddof), t)}, {b.output()});
+}
 
 void o_softmax(OnnxNodeBuilder& b) {
   const auto axes = rt::attr_ints(b.node(), "axis").value_or(std::vector<int64_t>{-1});

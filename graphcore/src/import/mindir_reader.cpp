@@ -342,12 +342,16 @@ class RuleCall final : public CallContext {
 };
 
 // The semantic operator of each MindSpore primitive: the operator table's MindirDef rows read
-// backwards (the first row, by operator name, that names the primitive).
+// backwards (the first row, by operator name, that names the primitive, as its `primitive` or
+// the `also_primitive` its expansion writes).
 const std::map<std::string, const OpDef*, std::less<>>& primitive_ops() {
   static const auto kMap = [] {
     std::map<std::string, const OpDef*, std::less<>> m;
     for (const OpDef& d : all_ops()) {
-      if (d.mindir != nullptr) m.emplace(std::string(d.mindir->primitive), &d);
+      // Written as several primitives, none of which alone is the operator (ReduceVar).
+      if (d.mindir == nullptr || d.mindir->expansion == MindirExpansion::VarForms) continue;
+      m.emplace(std::string(d.mindir->primitive), &d);
+      if (!d.mindir->also_primitive.empty()) m.emplace(std::string(d.mindir->also_primitive), &d);
     }
     return m;
   }();
@@ -431,6 +435,12 @@ class Reader {
     read_inputs(g);
     out_.file_nodes = static_cast<size_t>(g.node_size());
     for (int i = 0; i < g.node_size(); ++i) read_node(i, g.node(i));
+    // A row's tuple of which only its element is read: that element is the node's one output
+    // (nn.LayerNorm, BatchNorm: the statistics are not part of the semantic graph).
+    for (const auto& [index, item] : tuple_items_) {
+      std::vector<TensorType>& outs = graph().nodes[index].outputs;
+      if (all_items_.count(index) == 0 && outs.size() > 1) outs.resize(1);
+    }
     read_outputs(g);
     for (const Node& n : graph().nodes) r.flops += n.flops;
     r.compiled = true;
@@ -701,6 +711,10 @@ class Reader {
         a.kind =
             v.attr->type() == pb::Attribute::NONE ? ArgValue::Kind::None : ArgValue::Kind::Unknown;
         return a;
+      case Val::K::Tuple:  // a MakeTuple of operands (Stack's, Concat's tensors)
+        a.kind = ArgValue::Kind::Sequence;
+        for (const Val& item : v.items) a.items.push_back(arg_of_val(item));
+        return a;
       default:
         a.kind = ArgValue::Kind::Unknown;
         return a;
@@ -826,7 +840,16 @@ class Reader {
         auto t = tuple_items_.find(in[0].ref.node);
         if (t != tuple_items_.end()) {
           if (*i == t->second) return in[0];
-          return Val{};  // BatchNorm's saved statistics: not part of the semantic graph
+          // Another element read (the ops.LayerNorm primitive's mean and variance): the node
+          // keeps every element of its tuple as an output, as the evaluator records the
+          // primitive. Unread, they are not part of the semantic graph (BatchNorm's statistics).
+          const Node& src = graph().nodes[in[0].ref.node];
+          if (t->second != 0 || *i < 0 || static_cast<size_t>(*i) >= src.outputs.size()) {
+            return Val{};
+          }
+          all_items_.insert(in[0].ref.node);
+          return Val{
+              Val::K::Tensor, ValueRef{in[0].ref.node, static_cast<uint32_t>(*i)}, {}, nullptr, {}};
         }
         const Node& src = graph().nodes[in[0].ref.node];
         if (*i >= 0 && static_cast<size_t>(*i) < src.outputs.size()) {
@@ -1078,6 +1101,7 @@ class Reader {
   Val mapped(const std::string& where, const pb::Node& n, const pb::Primitive* prim,
              const OpDef& def, const std::vector<Val>& in) {
     const MindirDef& m = *def.mindir;
+    if (m.expansion == MindirExpansion::PadForms) return pad_forms(where, n, prim, def, in);
     Node node;
     node.kind = NodeKind::Op;
     node.op = def.name;
@@ -1126,7 +1150,13 @@ class Reader {
       }
       if (operand) {
         if (v == nullptr) throw ImportError{where + ": " + std::string(arg.name) + " is missing"};
-        if (arg.value == MindirValue::Weight && v->k == Val::K::Param) {
+        // The row's weight when the parameter is named as the layer's (`gamma`, `x.gamma`) or
+        // the row has no operand for it; any other parameter is an operand, a Parameter node
+        // (ops.LayerNorm(...)(x, self.g, self.b), ops.matmul(x, self.w)): the writer's rule
+        // read backwards.
+        if (arg.value == MindirValue::Weight && v->k == Val::K::Param &&
+            (arg.number < 0 || v->param == arg.key ||
+             v->param.ends_with("." + std::string(arg.key)))) {
           node.params.push_back(v->param);
           continue;
         }
@@ -1230,6 +1260,7 @@ class Reader {
     };
     switch (arg.value) {
       case MindirValue::Int:
+      case MindirValue::RequiredInt:
       case MindirValue::Bool:
       case MindirValue::Float:
       case MindirValue::Ints:
@@ -1288,6 +1319,91 @@ class Reader {
     }
   }
 
+  // The registry's entry of MindSpore's primitive class: `ops.<Prim>`, else
+  // `ops.auto_generate.<Prim>` (a gen_ops_prim class mindspore.ops does not export: GroupNorm).
+  const ApiEntry* primitive_entry(std::string_view prim) const {
+    const std::string name(prim);
+    const ApiEntry* e = Registry::instance().find("ops." + name, options_.mindspore_version);
+    if (e == nullptr) {
+      e = Registry::instance().find("ops.auto_generate." + name, options_.mindspore_version);
+    }
+    return e;
+  }
+
+  // nn.Pad / ops.pad (MindirExpansion::PadForms) read back as the Pad operator the evaluator
+  // records: the attribute primitive Pad with `paddings` (before, after) pairs per axis is
+  // nn.Pad (`paddings` flat, mode CONSTANT); PadV3(x, padding, value) with mode "constant" is
+  // ops.pad (`padding` as written, from the last axis; `value` when it is not 0).
+  Val pad_forms(const std::string& where, const pb::Node& n, const pb::Primitive* prim,
+                const OpDef& def, const std::vector<Val>& in) {
+    const MindirDef& m = *def.mindir;
+    Node node;
+    node.kind = NodeKind::Op;
+    node.op = def.name;
+    node.scope = scope_of(n.domain(), &graph().scope_classes);
+    node.file = file_;
+    const std::string prim_name = prim != nullptr ? prim->op_type() : std::string(m.primitive);
+    node.api = "ops." + prim_name;
+    if (in.empty()) throw ImportError{where + ": " + prim_name + " has no input"};
+    auto x = tensor_ref(in[0], node.scope);
+    if (!x) throw ImportError{where + ": " + prim_name + "'s input is not a tensor"};
+    node.inputs.push_back(*x);
+    std::map<std::string, const pb::Attribute*, std::less<>> attrs;
+    if (prim != nullptr) {
+      for (const auto& a : prim->attribute()) attrs[a.name()] = &a;
+    }
+    if (prim_name == m.also_primitive) {
+      std::string mode = "constant";
+      if (auto it = attrs.find("mode"); it != attrs.end()) {
+        if (auto v = attr_value(*it->second)) {
+          if (const auto* text = std::get_if<std::string>(&*v)) mode = lower(*text);
+        }
+      }
+      node.attrs.push_back(Attr{"mode", mode});
+      std::optional<AttrValue> padding;
+      if (in.size() > 1 && in[1].k == Val::K::Const) padding = attr_value(*in[1].attr);
+      if (padding && std::holds_alternative<std::vector<int64_t>>(*padding)) {
+        node.attrs.push_back(Attr{"padding", *padding});
+      } else {
+        note(where + ": " + prim_name + "'s padding is not a constant tuple of integers");
+      }
+      if (in.size() > 2) {
+        if (auto value = scalar_of(in[2])) {
+          const double* d = std::get_if<double>(&*value);
+          const int64_t* i = std::get_if<int64_t>(&*value);
+          const double number = d != nullptr ? *d : i != nullptr ? static_cast<double>(*i) : 0;
+          if (number != 0) node.attrs.push_back(Attr{"value", number});
+        }
+      }
+    } else {
+      node.attrs.push_back(Attr{"mode", std::string("CONSTANT")});
+      std::vector<int64_t> flat;
+      bool pairs = false;
+      if (auto it = attrs.find("paddings"); it != attrs.end()) {
+        pairs = true;
+        for (const auto& pair : it->second->values()) {
+          auto v = attr_value(pair);
+          const auto* l = v ? std::get_if<std::vector<int64_t>>(&*v) : nullptr;
+          if (l == nullptr || l->size() != 2) {
+            pairs = false;
+            break;
+          }
+          flat.insert(flat.end(), l->begin(), l->end());
+        }
+      }
+      if (pairs) {
+        node.attrs.push_back(Attr{"paddings", flat});
+      } else {
+        note(where + ": " + prim_name + "'s paddings are not (before, after) pairs of integers");
+      }
+    }
+    node.id = unique_id((node.scope.empty() ? std::string() : std::string(node.scope) + "/") +
+                        std::string(def.name));
+    shape_rule(where, n, prim, m, in, node);
+    const ValueRef ref = add_node(std::move(node));
+    return Val{Val::K::Tensor, ref, {}, nullptr, {}};
+  }
+
   // Output types and FLOPs from the registry's rule of `ops.<Prim>` (MindSpore's primitive
   // class), bound to the node's arguments; checked against the file's abstract.
   void shape_rule(const std::string& where, const pb::Node& n, const pb::Primitive* prim,
@@ -1297,8 +1413,8 @@ class Reader {
     std::optional<TensorType> from_file;
     if (item < abs.size()) from_file = abs[item];
     std::optional<TensorType> from_rule;
-    const ApiEntry* entry =
-        Registry::instance().find("ops." + std::string(m.primitive), options_.mindspore_version);
+    std::vector<TensorType> rule_outputs;
+    const ApiEntry* entry = primitive_entry(m.primitive);
     if (entry != nullptr && entry->infer) {
       std::map<std::string, ArgValue, std::less<>> call;
       std::map<std::string, ArgValue, std::less<>> init;
@@ -1335,6 +1451,7 @@ class Reader {
       const std::string& err = ictx.failed() ? ictx.error_ : cctx.error_;
       if (err.empty() && cctx.outputs.size() > item) {
         from_rule = cctx.outputs[item];
+        rule_outputs = cctx.outputs;
         node.flops = cctx.flops;
       } else if (!err.empty()) {
         note(where + ": the shape rule of ops." + std::string(m.primitive) +
@@ -1348,6 +1465,12 @@ class Reader {
     }
     if (m.tuple_item < 0 && abs.size() > 1) {
       node.outputs = abs;  // a tuple of tensors (Unstack): readers take TupleGetItem(i)
+    } else if (m.tuple_item == 0 && abs.size() > 1) {
+      // Every element for now; those no TupleGetItem reads are dropped once the graph is read.
+      node.outputs = abs;
+      if (from_rule && !from_file) node.outputs[0] = *from_rule;
+    } else if (m.tuple_item == 0 && from_rule && rule_outputs.size() > 1) {
+      node.outputs = rule_outputs;
     } else if (from_file) {
       node.outputs.push_back(*from_file);
     } else if (from_rule) {
@@ -1443,6 +1566,7 @@ class Reader {
   std::map<std::string, ValueRef> param_nodes_;
   std::map<const pb::Attribute*, ValueRef> const_nodes_;
   std::map<uint32_t, int> tuple_items_;
+  std::set<uint32_t> all_items_;  // tuple_items_ nodes another element of which is read
   std::set<std::string> ids_;
   std::map<std::string, int> opaque_;
   std::map<std::string, int> unread_;

@@ -28,6 +28,9 @@ constexpr MindirDef kMindirMinimum{"Minimum", MindirKind::Function, kMindirBinar
 constexpr MindirDef kMindirPow{"Pow", MindirKind::Function, kMindirBinaryArgs};
 constexpr MindirDef kMindirGreater{"Greater", MindirKind::Function, kMindirBinaryArgs};
 constexpr MindirDef kMindirLess{"Less", MindirKind::Function, kMindirBinaryArgs};
+// FloorDiv(input, other) (measured: `x // 2.0` and ops.floor_div(x, y) in mindspore.export's
+// file; a scalar operand is a 0-d tensor).
+constexpr MindirDef kMindirFloorDiv{"FloorDiv", MindirKind::Function, kMindirBinaryArgs};
 constexpr MindirArg kMindirUnaryArgs[] = {{"input", MindirValue::Input}};
 constexpr MindirDef kMindirExp{"Exp", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirSqrt{"Sqrt", MindirKind::Function, kMindirUnaryArgs};
@@ -59,7 +62,7 @@ std::span<const OpDef> elementwise_ops() {
       {"RealDiv", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_div, false,
        &ad::g_binary},
       {"FloorDiv", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_floordiv,
-       false, &ad::g_no_gradient},
+       false, &ad::g_no_gradient, false, &ox::o_floordiv, &kMindirFloorDiv},
       {"FloorMod", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_mod, false,
        &ad::g_binary},
       {"Mod", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_trunc_mod, false,

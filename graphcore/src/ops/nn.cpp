@@ -27,8 +27,9 @@ constexpr MindirArg kMindirConv2DArgs[] = {
     {"dilation", MV::Ints4, "dilation"},
 };
 constexpr MindirDef kMindirConv2D{"Conv2D", MindirKind::Attribute, kMindirConv2DArgs, "bias"};
-// MaxPool: an attribute primitive with NCHW 4-tuples and an upper-case pad_mode. nn.MaxPool2d's
-// padding / ceil_mode / dilation forms export as other primitives: refused.
+// MaxPool: an attribute primitive with NCHW 4-tuples and an upper-case pad_mode. nn.MaxPool2d
+// with pad_mode 'pad' is MaxPool3DWithArgmax on a 5-D view (MindirExpansion::Pool3DForms); the
+// Require rows check the other forms.
 constexpr MindirArg kMindirMaxPoolArgs[] = {
     {"x", MV::Input},
     {"pad_mode", MV::Upper, "pad_mode"},
@@ -39,11 +40,14 @@ constexpr MindirArg kMindirMaxPoolArgs[] = {
     {"ceil_mode", MV::Require, "ceil_mode", 0},
     {"return_indices", MV::Require, "return_indices", 0},
 };
-constexpr MindirDef kMindirMaxPool{"MaxPool", MindirKind::Attribute, kMindirMaxPoolArgs};
+constexpr MindirDef kMindirMaxPool{
+    "MaxPool", MindirKind::Attribute, kMindirMaxPoolArgs,          {}, -1, false,
+    false,     MindirFold::None,      MindirExpansion::Pool3DForms};
 // AvgPool(x) + (kernel_size, strides, pad_mode, data_format): a function primitive with (h, w)
 // pairs and pad_mode as MindSpore's enum (same 1, valid 2), data_format NCHW = 0 (measured:
 // nn.AvgPool2d(2, 2) and nn.AvgPool2d(3, 1, pad_mode='same')). nn.AvgPool2d's padding /
-// ceil_mode forms export as another primitive: refused.
+// ceil_mode / count_include_pad / divisor_override forms are AvgPool3D on a 5-D view
+// (MindirExpansion::Pool3DForms).
 constexpr MindirArg kMindirAvgPoolArgs[] = {
     {"x", MV::Input},
     {"kernel_size", MV::Ints, "kernel_size", 2},
@@ -53,7 +57,9 @@ constexpr MindirArg kMindirAvgPoolArgs[] = {
     {"padding", MV::Require, "padding", 0},
     {"ceil_mode", MV::Require, "ceil_mode", 0},
 };
-constexpr MindirDef kMindirAvgPool{"AvgPool", MindirKind::Function, kMindirAvgPoolArgs};
+constexpr MindirDef kMindirAvgPool{
+    "AvgPool", MindirKind::Function, kMindirAvgPoolArgs,          {}, -1, false,
+    false,     MindirFold::None,     MindirExpansion::Pool3DForms};
 // AdaptiveAvgPool2D: an attribute primitive whose output_size is the output's (h, w) (measured:
 // nn.AdaptiveAvgPool2d(1) writes output_size (1, 1)).
 constexpr MindirArg kMindirAdaptiveAvgPool2DArgs[] = {

@@ -99,7 +99,13 @@ constexpr MindirDef kMindirPad{"Pad",
                                false,
                                false,
                                MindirFold::None,
-                               MindirExpansion::PadForms};
+                               MindirExpansion::PadForms,
+                               {},
+                               "PadV3"};
+// ReduceVar: several primitives (MindirExpansion::VarForms), by the API that recorded it.
+constexpr MindirDef kMindirReduceVar{
+    "ReduceStd",      MindirKind::Function,     {}, {}, -1, false, false,
+    MindirFold::None, MindirExpansion::VarForms};
 // Tile(input, multiples): not a gen_ops_prim class; a function primitive in mindspore.export's
 // file. The multiples are the output / input dims (the recorded ones may be symbolic).
 constexpr MindirArg kMindirTileArgs[] = {{"input", MindirValue::Input},
@@ -130,6 +136,10 @@ constexpr MindirDef kMindirGather{"Gather", MindirKind::Function, kMindirGatherA
 // Folded to constant tensors, as MindSpore's compile folds them (opdef.h MindirFold).
 constexpr MindirDef kMindirRange{"Range", MindirKind::Function, {}, {}, -1, false,
                                  false,   MindirFold::Range};
+// ops.zeros / ops.Zeros of a static shape: a Constant tensor of zeros (measured: MindSpore's
+// compile folds both, `z * x` is Mul(Constant zeros, x)).
+constexpr MindirDef kMindirZeros{"Zeros", MindirKind::Function, {}, {}, -1, false,
+                                 false,   MindirFold::Zeros};
 constexpr MindirDef kMindirZerosLike{"ZerosLike", MindirKind::Function, {}, {}, -1, false,
                                      false,       MindirFold::Zeros};
 constexpr MindirDef kMindirOnesLike{"OnesLike", MindirKind::Function, {}, {}, -1, false,
@@ -153,7 +163,7 @@ std::span<const OpDef> tensor_ops() {
       {"ReduceStd", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_std,
        false, &ad::g_moments},
       {"ReduceVar", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_var,
-       false, &ad::g_moments},
+       false, &ad::g_moments, false, &ox::o_reduce_var, &kMindirReduceVar},
       {"LogSumExp", C::Reduction, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_logsumexp,
        false, &ad::g_logsumexp},
       {"Argmax", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_argmax_, false,
@@ -205,7 +215,7 @@ std::span<const OpDef> tensor_ops() {
       {"MaskedFill", C::Index, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_masked_fill, false,
        &ad::g_masked_fill},
       {"Zeros", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false,
-       &ad::g_no_gradient},
+       &ad::g_no_gradient, false, &ox::o_fill_like, &kMindirZeros},
       {"Ones", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false,
        &ad::g_no_gradient},
       {"Fill", C::Creation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_fill, false,

@@ -215,6 +215,8 @@ void add_pool(Registry& r, const PoolSpec& s) {
       return;
     }
     copy_attrs(ctx, {"kernel_size", "stride", "pad_mode", "padding", "ceil_mode"});
+    // The averages' divisor: the runtime's kernels and the exporters read them.
+    if (!s.is_max) copy_attrs(ctx, {"count_include_pad", "divisor_override"});
   };
   auto infer = [s](CallContext& ctx, const TensorType& x) {
     if (!require_rank(ctx, s.name, x.shape, s.nd + 1, s.nd + 2, "x")) return;

@@ -762,6 +762,26 @@ void register_nn_ops(Registry& r) {
            },
            3),
        "LayerNorm(...)(x, gamma, beta) -> (y, mean, rstd)", true);
+  // GroupNorm: a gen_ops_prim class mindspore.ops does not export (nn.GroupNorm's construct
+  // calls it; inspect.signature in MindSpore 2.10: __init__(self), __call__(self, input,
+  // num_groups, weight=None, bias=None, eps=1e-05)); it returns (y, mean, rstd), the statistics
+  // (N, num_groups) (measured in mindspore.export's file of nn.GroupNorm(2, 8)). The importer
+  // reads a .mindir's GroupNorm node with it.
+  prim(r, "ops.auto_generate.GroupNorm", {},
+       {P("input"), P("num_groups"), P("weight", "None"), P("bias", "None"), P("eps", "1e-05")},
+       on_tensor(
+           "input",
+           [](CallContext& ctx, const TensorType& t) {
+             if (!require_rank(ctx, "GroupNorm", t.shape, 2, 99, "input")) return;
+             const int64_t g = ctx.arg("num_groups").as_int().value_or(-1);
+             const Shape stat({t.shape.dims[0], g > 0 ? Dim::known(g) : Dim::unknown()});
+             ctx.add_output(t);
+             ctx.add_output({stat, t.dtype});
+             ctx.add_output({stat, t.dtype});
+             flops_per_element(ctx, t.shape, 5);
+           },
+           3),
+       "GroupNorm()(input, num_groups, weight, bias, eps) -> (y, mean, rstd)", true);
   prim(r, "ops.BatchNorm",
        {P("is_training", "False"), P("epsilon", "1e-05"), P("momentum", "0.1"),
         P("data_format", "'NCHW'")},

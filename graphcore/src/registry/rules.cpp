@@ -341,7 +341,9 @@ Dim conv_transpose_out_dim(Dim in, int64_t k, int64_t stride, int64_t dilation, 
 
 Dim pool_out_dim(Dim in, int64_t k, int64_t stride, int64_t dilation, int64_t pad_before,
                  int64_t pad_after, bool ceil_mode, PadMode mode) {
-  if (!ceil_mode || mode != PadMode::Pad)
+  // ceil_mode rounds up with pad_mode 'pad' and 'valid' (nn.AvgPool2d(2, 2, ceil_mode=True) on
+  // 9 x 9 gives 5 x 5 in MindSpore 2.10, as the runtime's window does); 'same' has no ceil.
+  if (!ceil_mode || mode == PadMode::Same)
     return conv_out_dim(in, k, stride, dilation, pad_before, pad_after, mode);
   if (in.is_unknown() || stride <= 0) return Dim::unknown();
   int64_t sub = pad_before + pad_after - dilation * (k - 1) - 1;

@@ -1067,6 +1067,8 @@ void pool2d(KernelCall& c, bool is_max) {
   const std::string mode = text::lower(attr_str(c.node, "pad_mode").value_or("valid"));
   // 'same' averages over the valid elements; 'pad' follows count_include_pad (default True).
   bool include_pad = mode == "pad" && attr_bool(c.node, "count_include_pad").value_or(true);
+  // nn.AvgPool2d(divisor_override=d): every window's sum is divided by d.
+  const int64_t divisor = is_max ? 0 : attr_int(c.node, "divisor_override").value_or(0);
   int64_t oh = w.out[0], ow = w.out[1];
   Tensor& y = emit(c, Tensor::uninitialized({n, ch, oh, ow}, DType::Float32));
   const float* px = x.data<float>();
@@ -1098,7 +1100,7 @@ void pool2d(KernelCall& c, bool is_max) {
             }
           }
           if (!is_max) {
-            int64_t cnt = include_pad ? pool_size : (he - hs) * (we - ws);
+            int64_t cnt = divisor > 0 ? divisor : include_pad ? pool_size : (he - hs) * (we - ws);
             acc = cnt > 0 ? acc / static_cast<float>(cnt) : 0.0f;
           }
           yc[r * ow + q] = acc;

@@ -558,6 +558,7 @@ void k_pool_grad(KernelCall& c) {
   const std::string mode = attr_str(c.node, "pad_mode").value_or("valid");
   const bool include_pad =
       (mode == "pad" || mode == "PAD") && attr_bool(c.node, "count_include_pad").value_or(true);
+  const int64_t divisor = is_max ? 0 : attr_int(c.node, "divisor_override").value_or(0);
   const int64_t oh = w.out[0], ow = w.out[1];
   if (dy.numel() != n * ch * oh * ow) fail("pooling gradient " + dy.type_str() + " does not match");
   Tensor& dx = emit(c, zeros_float(x.shape()));
@@ -591,7 +592,9 @@ void k_pool_grad(KernelCall& c) {
           if (at >= 0) dc[at] += g;
           continue;
         }
-        const int64_t cnt = include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
+        const int64_t cnt = divisor > 0   ? divisor
+                            : include_pad ? (h1 - h0) * (w1 - w0)
+                                          : (he - hs) * (we - ws);
         if (cnt <= 0) continue;
         const float share = g / static_cast<float>(cnt);
         for (int64_t i = hs; i < he; ++i)
