@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,9 @@ struct CommonOptions {
   // Config files (YAML/JSON) whose loads are known constants: --config, then
   // mindspore_config.json's `configs`.
   std::vector<std::string> configs;
+  // mindspore_config.json's `inputs` (by Cell class name, file or "*"): a root Cell whose class
+  // is named there gets those inputs when no --input is given.
+  std::map<std::string, std::vector<graphcore::TensorType>> cell_inputs;
   // Problems in the project's mindspore_config.json (reported with the analysis' diagnostics).
   std::vector<graphcore::Diagnostic> config_diagnostics;
 };

@@ -571,6 +571,7 @@ int main(int argc, char** argv) {
       }
     }
     for (const auto& c : config.config_paths()) common.configs.push_back(c.string());
+    common.cell_inputs = config.inputs;
     common.config_diagnostics = std::move(config.diagnostics);
     return config;
   };

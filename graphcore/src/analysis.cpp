@@ -506,11 +506,18 @@ class RootCompiler {
         }
       }
     }
+    // Declared inputs: the options' (`--input`, the file's entry in mindspore_config.json), else
+    // the config's entry for this root's class (`"inputs": {"Net": ["1,1,28,28"]}`).
+    const std::vector<TensorType>* declared = options_.inputs.empty() ? nullptr : &options_.inputs;
+    if (!declared) {
+      if (auto it = options_.cell_inputs.find(inst->cls->name);
+          it != options_.cell_inputs.end() && !it->second.empty())
+        declared = &it->second;
+    }
     size_t fixed_inputs = names.size();
     size_t given_count = !given.empty()
                              ? given.size()
-                             : (!options_.inputs.empty() ? options_.inputs.size()
-                                                         : (site_inputs ? site_inputs->size() : 0));
+                             : (declared ? declared->size() : (site_inputs ? site_inputs->size() : 0));
     if (var_inputs) {
       for (size_t i = fixed_inputs; i < given_count; ++i)
         names.push_back(var_name + "[" + std::to_string(i - fixed_inputs) + "]");
@@ -528,9 +535,9 @@ class RootCompiler {
       bool unshaped = false;
       if (i < given.size() && given[i]) {
         v = make_tensor(*given[i]);
-      } else if (i < options_.inputs.size()) {
-        v = make_tensor(options_.inputs[i]);
-      } else if (options_.inputs.empty() && site_inputs && i < site_inputs->size()) {
+      } else if (declared && i < declared->size()) {
+        v = make_tensor((*declared)[i]);
+      } else if (!declared && site_inputs && i < site_inputs->size()) {
         v = (*site_inputs)[i];
       } else if (fn && i < fixed_inputs && fn->has_default[i + 1]) {
         // An optional input (`mask=None`, `input_id=None`): callers the file does not show may
@@ -566,7 +573,7 @@ class RootCompiler {
     }
     // `construct(self, *inputs)` with no call site or --input: how many inputs is unknown.
     if (var_inputs && given_count == 0) args.open = true;
-    in_.guessed_inputs = options_.inputs.empty() && site_inputs == nullptr;
+    in_.guessed_inputs = declared == nullptr && site_inputs == nullptr;
     Site site = root.site;
     Value out;
     try {

@@ -55,6 +55,10 @@ graphcore::AnalysisOptions WorkspaceSettings::options_for(const std::string& pat
   o.target = target();
   o.mindspore_version = ms_version();
   o.inputs = inputs_for(path);
+  // Inputs keyed by a Cell's class name (`"inputs": {"Net": ["1,1,28,28"]}`): the client's
+  // settings over the project file's.
+  o.cell_inputs = project_.inputs;
+  for (const auto& [key, types] : client.inputs) o.cell_inputs[key] = types;
   if (std::string root = root_of(path); !root.empty()) o.workspace_root = root;
   return o;
 }

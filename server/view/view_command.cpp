@@ -126,6 +126,7 @@ graphcore::AnalysisOptions other_file_options(const graphcore::AnalysisOptions& 
   const fs::path dir = fs::path(file).parent_path();
   const ProjectConfig config = load_project_config(dir.empty() ? fs::path(".") : dir, stop);
   o.inputs = config.inputs_for("", file);
+  o.cell_inputs = config.inputs;
   return o;
 }
 

@@ -83,6 +83,9 @@ struct AnalysisOptions {
   std::vector<std::string> entries;
   // Input types for the analysed Cell's construct, overriding call sites found in the file.
   std::vector<TensorType> inputs;
+  // Input types by root Cell class name (mindspore_config.json's `inputs` keyed by a Cell), used
+  // for a root whose class is named here when `inputs` is empty; they override call sites too.
+  std::map<std::string, std::vector<TensorType>> cell_inputs;
   // Workspace root for absolute imports (`from src.resnet import ...`); defaults to the
   // analysed file's directory and its ancestors.
   std::optional<std::filesystem::path> workspace_root;
