@@ -515,9 +515,9 @@ class RootCompiler {
         declared = &it->second;
     }
     size_t fixed_inputs = names.size();
-    size_t given_count = !given.empty()
-                             ? given.size()
-                             : (declared ? declared->size() : (site_inputs ? site_inputs->size() : 0));
+    size_t given_count =
+        !given.empty() ? given.size()
+                       : (declared ? declared->size() : (site_inputs ? site_inputs->size() : 0));
     if (var_inputs) {
       for (size_t i = fixed_inputs; i < given_count; ++i)
         names.push_back(var_name + "[" + std::to_string(i - fixed_inputs) + "]");

@@ -37,9 +37,7 @@ const char* kModel =
     "    def construct(self, x):\n"
     "        return self.fc(x)\n";
 
-TensorType f32(std::vector<int64_t> dims) {
-  return TensorType{Shape::of(dims), DType::Float32};
-}
+TensorType f32(std::vector<int64_t> dims) { return TensorType{Shape::of(dims), DType::Float32}; }
 
 AnalysisResult analyse(const AnalysisOptions& opts) {
   graphcore::MemorySourceProvider mem("/ws/model.py", kModel);
@@ -47,8 +45,8 @@ AnalysisResult analyse(const AnalysisOptions& opts) {
 }
 
 const graphcore::CellReport* cell(const AnalysisResult& r, const std::string& name) {
-  auto it = std::find_if(r.cells.begin(), r.cells.end(),
-                         [&](const auto& c) { return c.name == name; });
+  auto it =
+      std::find_if(r.cells.begin(), r.cells.end(), [&](const auto& c) { return c.name == name; });
   return it == r.cells.end() ? nullptr : &*it;
 }
 
@@ -73,9 +71,8 @@ TEST(CellInputs, WrongDeclaredInputIsTheErrorMindSporeRaises) {
   AnalysisOptions opts;
   opts.cell_inputs["Net"] = {f32({1, 32})};
   AnalysisResult r = analyse(opts);
-  auto err = std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const auto& d) {
-    return d.severity == graphcore::Severity::Error;
-  });
+  auto err = std::find_if(r.diagnostics.begin(), r.diagnostics.end(),
+                          [](const auto& d) { return d.severity == graphcore::Severity::Error; });
   ASSERT_NE(err, r.diagnostics.end());
   EXPECT_EQ(err->code, "shape-mismatch");
 }
