@@ -492,6 +492,7 @@ void Interpreter::setattr(const Value& obj, const std::string& name, Value v, co
       }
     }
     if (inst->cell) {
+      if (name == "pipeline_stage") set_pipeline_stage(*this, inst, v, site);
       cell_setattr(inst, name, v);
     } else {
       inst->attrs.set(make_str(name), std::move(v));
@@ -809,6 +810,8 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   };
   std::string n(name);
   if (n == "training") return Value::boolean(inst->cell->training);
+  if (n == "shard" && inst->cell->api && inst->cell->api->kind == ApiKind::PrimitiveClass)
+    return shard_method(*this, self);
   if (n == "set_train") {
     return method("set_train", [self](Interpreter&, CallArgs& a, const Site&) -> Value {
       bool mode = true;
