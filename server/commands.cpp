@@ -49,6 +49,7 @@ bool common_analysis_options(const CommonOptions& common, graphcore::AnalysisOpt
     out->workspace_root = fs::path(common.root);
   }
   for (const std::string& c : common.configs) out->config_files.emplace_back(c);
+  out->device_num = common.device_num;
   return true;
 }
 

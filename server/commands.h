@@ -27,6 +27,8 @@ struct CommonOptions {
   // Config files (YAML/JSON) whose loads are known constants: --config, then
   // mindspore_config.json's `configs`.
   std::vector<std::string> configs;
+  // mindspore_config.json's `device_num` (0: none).
+  int64_t device_num = 0;
   // Problems in the project's mindspore_config.json (reported with the analysis' diagnostics).
   std::vector<graphcore::Diagnostic> config_diagnostics;
 };

@@ -520,6 +520,7 @@ int main(int argc, char** argv) {
       }
     }
     for (const auto& c : config.config_paths()) common.configs.push_back(c.string());
+    if (config.device_num) common.device_num = *config.device_num;
     common.config_diagnostics = std::move(config.diagnostics);
     return config;
   };

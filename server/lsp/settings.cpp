@@ -55,6 +55,8 @@ graphcore::AnalysisOptions WorkspaceSettings::options_for(const std::string& pat
   o.target = target();
   o.mindspore_version = ms_version();
   o.inputs = inputs_for(path);
+  if (project_.device_num) o.device_num = *project_.device_num;
+  if (client.device_num) o.device_num = *client.device_num;
   if (std::string root = root_of(path); !root.empty()) o.workspace_root = root;
   return o;
 }
