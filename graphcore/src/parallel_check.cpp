@@ -71,8 +71,17 @@ struct Checker {
   static std::string input_name(const Graph& g, ValueRef r) {
     if (r.node >= g.nodes.size()) return "?";
     const Node& p = g.nodes[r.node];
-    if (p.kind == NodeKind::Op) return "the output of " + p.id;
     std::string id = p.id;
+    // "encoder.layers.0.attention/Transpose" -> "Transpose": the same words for every instance
+    // of a layer, so that one problem in a repeated layer is one diagnostic.
+    if (p.kind == NodeKind::Op) {
+      if (auto slash = id.rfind('/'); slash != std::string::npos) {
+        id = id.substr(slash + 1);
+      } else if (auto dot = id.rfind('.'); dot != std::string::npos) {
+        id = id.substr(dot + 1);
+      }
+      return "the output of " + id;
+    }
     if (auto dot = id.rfind('.'); dot != std::string::npos) id = id.substr(dot + 1);
     return id;
   }
@@ -563,10 +572,10 @@ void check_parallel_context(const ParallelContext& ctx, const ParallelReport& re
     report(ctx.file.str(), ctx.range, Severity::Error, "parallel-devices",
            "The parameter 'device_num' must be divided by 'split_stage_num', but got the "
            "device_num : " +
-               std::to_string(ctx.device_num) + " and the split_stage_num : " +
-               std::to_string(ctx.pipeline_stages) + " (" + std::to_string(ctx.device_num) +
-               " devices cannot form " + std::to_string(ctx.pipeline_stages) +
-               " equal pipeline stages)");
+               std::to_string(ctx.device_num) +
+               " and the split_stage_num : " + std::to_string(ctx.pipeline_stages) + " (" +
+               std::to_string(ctx.device_num) + " devices cannot form " +
+               std::to_string(ctx.pipeline_stages) + " equal pipeline stages)");
   }
 }
 

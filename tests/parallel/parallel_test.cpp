@@ -216,6 +216,22 @@ TEST(Parallel, MatMulContractionAddsTheForwardAllReduce) {
     EXPECT_EQ(mm->parallel->comms[0].kind, kind);
     EXPECT_EQ(mm->parallel->comms[0].group, 4);
     EXPECT_EQ(mm->parallel->device_matrix, 8);
+    // What the hover shows (describe_parallel), from the same facts.
+    const Graph* graph = nullptr;
+    for (const CellReport& c : r.cells) {
+      if (!c.graph.nodes.empty() && mm >= c.graph.nodes.data() &&
+          mm < c.graph.nodes.data() + c.graph.nodes.size())
+        graph = &c.graph;
+    }
+    ASSERT_NE(graph, nullptr);
+    std::string hover = describe_parallel(*graph, *mm);
+    EXPECT_NE(hover.find("x: global [16, 64], per device [8, 16] (split (2, 4))"),
+              std::string::npos)
+        << hover;
+    EXPECT_NE(hover.find("w: global [64, 32], per device [16, 32] (split (4, 1))"),
+              std::string::npos)
+        << hover;
+    EXPECT_NE(hover.find(std::string(kind) + " over 4 devices"), std::string::npos) << hover;
   }
 }
 
