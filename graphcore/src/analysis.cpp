@@ -6,8 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <unordered_set>
 

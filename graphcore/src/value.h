@@ -392,7 +392,7 @@ struct CellState {
   int64_t pipeline_stage = -1;
   IStr stage_file;
   SourceRange stage_range;
-  uint32_t calls = 0;      // applications in the graph `calls_graph` (node ids layer#2...)
+  uint32_t calls = 0;  // applications in the graph `calls_graph` (node ids layer#2...)
   uint32_t calls_graph = 0;
 };
 

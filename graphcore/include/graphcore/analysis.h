@@ -190,7 +190,7 @@ struct AnalysisResult {
   // The file's training idioms (Model.train, value_and_grad + a dataset loop, TrainOneStepCell
   // in a dataset loop), one plan each in program order; empty when it trains nothing.
   std::vector<TrainingPlan> training;
-  std::vector<ExportCall> exports;        // the file's ms.export(...) calls, in program order
+  std::vector<ExportCall> exports;  // the file's ms.export(...) calls, in program order
   // The program's parallel configuration (set_auto_parallel_context, AutoParallel,
   // nn.PipelineCell; docs/parallel.md). Per-operator strategies are on the nodes.
   ParallelContext parallel;

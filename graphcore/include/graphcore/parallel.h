@@ -72,9 +72,9 @@ struct ParallelContext {
   bool full_batch = false;
   std::optional<Strategy> dataset_strategy;
   std::string search_mode = "recursive_programming";
-  bool wrapper = false;     // AutoParallel(...) chose the mode
-  int64_t micro_size = 0;   // nn.PipelineCell's; 0: no PipelineCell
-  IStr file;                // the call that set the context (the last one)
+  bool wrapper = false;    // AutoParallel(...) chose the mode
+  int64_t micro_size = 0;  // nn.PipelineCell's; 0: no PipelineCell
+  IStr file;               // the call that set the context (the last one)
   SourceRange range;
   [[nodiscard]] bool sharding() const {
     return wrapper || parallel_mode == "semi_auto_parallel" || parallel_mode == "auto_parallel";
