@@ -44,7 +44,7 @@ std::string dims_str(const Shape& s) {
 
 // Resolves a ShardDim of a node to a 0-based dimension of its input, or -1.
 int resolve(const ShardDim& d, const Node& n, size_t rank) {
-  int dim = d.dim;
+  int dim = d.dim;  // NOLINT(bugprone-signed-char-misuse): a dimension index, not a character
   if (!d.swap_attr.empty()) {
     if (const AttrValue* a = n.find_attr(d.swap_attr)) {
       const bool* b = std::get_if<bool>(a);
@@ -123,17 +123,20 @@ struct Checker {
         std::string where =
             " (" + ins[i].name + " " + dims_str(shape) + ", dimension " + std::to_string(d) + ")";
         if (v <= 0) {
-          error(p, "parallel-split-value",
-                "The strategy is " + strat +
-                    ", the value of strategy must be larger than 0, but get " + std::to_string(v) +
-                    where);
+          std::string msg = "The strategy is " + strat +
+                            ", the value of strategy must be larger than 0, but get " +
+                            std::to_string(v);
+          msg += where;
+          error(p, "parallel-split-value", msg);
           return false;
         }
         if (ctx.device_num > 0 && power_of_two(ctx.device_num) && !power_of_two(v)) {
-          error(p, "parallel-split-value",
-                "The strategy is " + strat +
-                    ", the value of strategy must be the power of 2, but get " + std::to_string(v) +
-                    where + "; device_num " + std::to_string(ctx.device_num) + " is a power of 2");
+          std::string msg = "The strategy is " + strat +
+                            ", the value of strategy must be the power of 2, but get " +
+                            std::to_string(v);
+          msg += where;
+          msg += "; device_num " + std::to_string(ctx.device_num) + " is a power of 2";
+          error(p, "parallel-split-value", msg);
           return false;
         }
         const Dim& dim = shape.dims[d];
@@ -193,7 +196,7 @@ struct Checker {
                   "The strategy is " + strat + ": " + ins[a.first].name + " dimension " +
                       std::to_string(da) + " is split " + std::to_string(split(a)) + " but " +
                       ins[b.first].name + " dimension " + std::to_string(db) + " is split " +
-                      std::to_string(split(b)) + "; " + op + " needs them split alike");
+                      std::to_string(split(b)) + "; " + n.op.str() + " needs them split alike");
           }
           return false;
         }
@@ -223,7 +226,7 @@ struct Checker {
                         std::to_string(first->second) + " is split " +
                         std::to_string(split(*first)) + " but " + ins[i].name + " dimension " +
                         std::to_string(d) + " is split " + std::to_string(split(here)) +
-                        "; broadcast dimensions of " + op + " must be split alike");
+                        "; broadcast dimensions of " + n.op.str() + " must be split alike");
               return false;
             }
             join(*first, here);
@@ -242,7 +245,7 @@ struct Checker {
           if (s[0][static_cast<size_t>(d)] != 1) {
             error(p, "parallel-split-mismatch",
                   "The strategy is " + strat + ": the strategy corresponding to axis dimension " +
-                      std::to_string(d) + " is not 1 (" + op + " over " +
+                      std::to_string(d) + " is not 1 (" + n.op.str() + " over " +
                       std::string(rule->unsplit_axis) + "=" + std::to_string(axis) + " of " +
                       ins[0].name + " " + dims_str(ins[0].shape) +
                       " needs the whole axis on one device)");

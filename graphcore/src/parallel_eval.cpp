@@ -281,9 +281,10 @@ void register_parallel_natives(Interpreter& /*interp*/,
     if (matrix.size() != names.size())
       return bad("device_matrix length should be equal to alias_name length");
     for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == "None")
+      if (names[i] == "None") {
         return bad(
             "The element of alias_name can not set 'None', because 'None' means no sharding.");
+      }
       for (size_t j = 0; j < i; ++j) {
         if (names[j] == names[i])
           return bad("Each element of alias_name " + tuple_str(names) + " should be different");
@@ -343,9 +344,10 @@ void register_parallel_natives(Interpreter& /*interp*/,
         "(`self.matmul = ops.MatMul().shard(((2, 4), (4, 1)))`) or `Cell.shard` / "
         "`mindspore.parallel.shard`, and choose a pipeline stage with `cell.pipeline_stage = k`";
     if (const Value* s = a.find_kw("strategy")) {
-      if (auto st = strategy_of(*s))
+      if (auto st = strategy_of(*s)) {
         msg += "; the strategy " + strategy_str(*st) +
                " goes to the `.shard(...)` of the operator that consumes this tensor";
+      }
     }
     in.report(site, Severity::Error, "parallel-api", msg);
     if (!in.diagnostics.empty() && in.diagnostics.back().code == "parallel-api" && !a.pos.empty() &&
