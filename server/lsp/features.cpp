@@ -431,7 +431,8 @@ Json hover(const FeatureContext& ctx, const Json& position) {
     });
     if (at == g.nodes.end()) continue;
     std::string block = "```text\n" + graphcore::describe_parallel(g, *at) + "\n```";
-    body = body.empty() ? block : block + "\n\n---\n\n" + body;
+    if (!body.empty()) block.append("\n\n---\n\n").append(body);
+    body = std::move(block);
     if (!range) range = at->range;
     break;
   }
