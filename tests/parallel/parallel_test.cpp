@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -250,6 +251,31 @@ TEST(Parallel, ConfiguredDeviceCountAppliesWhenTheScriptGivesNone) {
   opts.device_num = 2;
   r = analyze_file(kCases / "msrun_semi_auto.py", opts, src);
   for (const Diagnostic& d : r.diagnostics) EXPECT_NE(d.severity, Severity::Error) << d.message;
+}
+
+TEST(Parallel, AutoParallelWrapperMethodsAreModelled) {
+  // AutoParallel(net)'s own methods (MindSpore 2.10's list, ms_parallel_truth.json "AutoParallel
+  // methods") are not missing attributes of `net`; .pipeline(stages=k) sets the stage count.
+  std::ifstream in(kCases / "autoparallel_wrapper_valid.py");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string call = "out = net(*inputs)";
+  ASSERT_NE(text.find(call), std::string::npos);
+  text.replace(text.find(call), call.size(),
+               "net.pipeline(stages=2)\nnet.save_param_strategy_file(\"s.ckpt\")\n" + call);
+  MemorySourceProvider src("/w/ap.py", text);
+  AnalysisResult r = analyze_file("/w/ap.py", AnalysisOptions{}, src);
+  for (const Diagnostic& d : r.diagnostics) EXPECT_NE(d.severity, Severity::Error) << d.message;
+  EXPECT_TRUE(r.parallel.wrapper);
+  EXPECT_EQ(r.parallel.pipeline_stages, 2);
+  // Without AutoParallel the same names are missing attributes of the Cell.
+  const std::string wrap = "net = AutoParallel(Net(), parallel_mode=\"semi_auto\")";
+  ASSERT_NE(text.find(wrap), std::string::npos);
+  text.replace(text.find(wrap), wrap.size(), "net = Net()");
+  MemorySourceProvider plain("/w/ap.py", text);
+  r = analyze_file("/w/ap.py", AnalysisOptions{}, plain);
+  size_t missing = 0;
+  for (const Diagnostic& d : r.diagnostics) missing += d.code == "unknown-attribute" ? 1 : 0;
+  EXPECT_EQ(missing, 2U);
 }
 
 TEST(Parallel, AutoParallelApiHasAQuickFix) {
