@@ -50,6 +50,7 @@ bool common_analysis_options(const CommonOptions& common, graphcore::AnalysisOpt
   }
   for (const std::string& c : common.configs) out->config_files.emplace_back(c);
   out->cell_inputs = common.cell_inputs;
+  out->device_num = common.device_num;
   return true;
 }
 

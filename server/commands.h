@@ -33,6 +33,8 @@ struct CommonOptions {
   // mindspore_config.json's `inputs` (by Cell class name, file or "*"): a root Cell whose class
   // is named there gets those inputs when no --input is given.
   std::map<std::string, std::vector<graphcore::TensorType>> cell_inputs;
+  // mindspore_config.json's `device_num` (0: none).
+  int64_t device_num = 0;
   // Problems in the project's mindspore_config.json (reported with the analysis' diagnostics).
   std::vector<graphcore::Diagnostic> config_diagnostics;
 };

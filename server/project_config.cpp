@@ -243,6 +243,17 @@ void read_settings(const Json& j, ProjectConfig& out, const SettingsProblem& pro
               "[\"configs/yolov8n.yaml\"]");
     }
   }
+  if (auto d = j.find("device_num"); d != j.end()) {
+    // MindSpore's range for device_num ([1, 4096], _set_auto_parallel_context's docstring).
+    if (d->is_number_integer() && d->get<int64_t>() >= 1 && d->get<int64_t>() <= 4096) {
+      out.device_num = d->get<int64_t>();
+    } else {
+      problem("device_num",
+              "`device_num` must be an integer from 1 to 4096 (the devices of the "
+              "parallel job), but got " +
+                  shown(*d));
+    }
+  }
   if (auto d = j.find("debounceMs"); d != j.end() && !d->is_null()) {  // null: adaptive
     if (d->is_number_integer()) {
       out.debounce_ms = std::clamp(d->get<int>(), 0, 5000);

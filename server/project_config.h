@@ -78,6 +78,9 @@ struct ProjectConfig {
   // or "*" for any.
   std::map<std::string, std::vector<graphcore::TensorType>> inputs;
   std::optional<int> debounce_ms;  // the language server's debounce
+  // `device_num`: the devices of the parallel job, for scripts whose set_auto_parallel_context
+  // gives none (msrun decides it at launch; docs/parallel.md). 1..4096.
+  std::optional<int64_t> device_num;
   // `configs`: YAML/JSON files the models load, as written (relative to the config's directory).
   std::vector<std::string> configs;
   // `configs` as paths: relative ones against the directory of `file` (or as they are).

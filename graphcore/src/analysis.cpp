@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <unordered_set>
@@ -13,6 +14,7 @@
 #include "graphcore/checked.h"
 #include "interp.h"
 #include "npvalues.h"
+#include "parallel_check.h"
 #include "training_eval.h"
 
 namespace graphcore {
@@ -611,6 +613,8 @@ class RootCompiler {
     for (const Node& n : g.nodes) rep.flops += n.flops;
     // With no output at all (no-return), every node would look unused: that is one error, not many.
     if (!rep.outputs.empty()) report_unused(rep, gb);
+    // The parallel-strategy checks read the nodes: before a diagnostics-only run drops them.
+    check_parallel_graph(g, in_.parallel, parallel_report_);
     if (!options_.include_nodes) g.nodes.clear();
     return rep;
   }
@@ -818,6 +822,12 @@ class RootCompiler {
   }
   Interpreter& in_;
   const AnalysisOptions& options_;
+  // The parallel checks report as the interpreter does (a repeat is reported once; a root's
+  // trial compilation that is redone takes its reports back).
+  ParallelReport parallel_report_ = [this](const std::string& f, SourceRange r, Severity sev,
+                                           std::string code, std::string msg) {
+    in_.report_at(f, r, sev, std::move(code), std::move(msg));
+  };
   const ModuleLoader& loader_;
 };
 
@@ -838,6 +848,10 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
   ObjectHeap heap;
   ModuleLoader loader(sources, options);
   Interpreter in(options, loader);
+  if (options.device_num > 0) {  // mindspore_config.json's, until the script sets its own
+    in.parallel.device_num = options.device_num;
+    in.parallel.device_num_from = "mindspore_config.json";
+  }
   npv::Enable element_values(options.constant_values);
   if (options.record_facts) in.refs = &result.references;
   in.main_file = file.string();
@@ -1124,6 +1138,11 @@ AnalysisResult analyze_unguarded(const fs::path& file, const AnalysisOptions& op
     }
   }
   result.timings.compile_ms = ms_since(t_compile);
+  result.parallel = in.parallel;
+  check_parallel_context(result.parallel, [&in](const std::string& f, SourceRange r, Severity sev,
+                                                std::string code, std::string msg) {
+    in.report_at(f, r, sev, std::move(code), std::move(msg));
+  });
   for (const auto& site : in.export_calls) result.exports.push_back(export_call(site, roots));
   if (options.cell && result.cells.empty()) {
     std::string known;

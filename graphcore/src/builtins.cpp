@@ -17,6 +17,7 @@
 namespace graphcore::eval {
 
 void register_mindspore_natives(Interpreter& in, std::unordered_map<std::string, Value>& natives);
+void register_parallel_natives(Interpreter& in, std::unordered_map<std::string, Value>& natives);
 
 namespace {
 
@@ -169,6 +170,7 @@ void Interpreter::init_builtins() {
     n[name] = Value::obj(std::make_shared<BuiltinObj>(name, std::move(fn)));
   };
   register_mindspore_natives(*this, n);
+  register_parallel_natives(*this, n);
 
   n["object"] = native_class(NativeClass::Object);
   n["int"] = native_class(NativeClass::Int);

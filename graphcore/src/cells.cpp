@@ -492,6 +492,7 @@ void Interpreter::setattr(const Value& obj, const std::string& name, Value v, co
       }
     }
     if (inst->cell) {
+      if (name == "pipeline_stage") set_pipeline_stage(*this, inst, v, site);
       cell_setattr(inst, name, v);
     } else {
       inst->attrs.set(make_str(name), std::move(v));
@@ -809,6 +810,46 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   };
   std::string n(name);
   if (n == "training") return Value::boolean(inst->cell->training);
+  if (n == "shard" && inst->cell->api && inst->cell->api->kind == ApiKind::PrimitiveClass)
+    return shard_method(*this, self);
+  // The methods of mindspore.parallel.auto_parallel.AutoParallel (MindSpore 2.10; the
+  // evaluator's AutoParallel(net) is `net` itself, parallel_eval.cpp): `.pipeline(stages=k)`
+  // sets the stage count, `.get_pipeline_stages()` reads it, the others configure what the
+  // analysis does not model.
+  static const std::unordered_set<std::string_view> kAutoParallelMethods = {
+      "comm_fusion",
+      "dataset_strategy",
+      "disable_gradient_fp32_sync",
+      "disable_loss_repeated_mean",
+      "disable_strategy_file_only_for_trainable_params",
+      "dump_local_norm",
+      "enable_device_local_norm",
+      "enable_fp32_communication",
+      "enable_gradients_mean",
+      "get_pipeline_stages",
+      "hsdp",
+      "load_operator_strategy_file",
+      "load_param_strategy_file",
+      "no_init_parameters_in_compile",
+      "pipeline",
+      "print_local_norm",
+      "save_operator_strategy_file",
+      "save_param_strategy_file",
+      "set_group_ckpt_save_file",
+      "transformer_opt"};
+  if (parallel.wrapper && kAutoParallelMethods.count(name)) {
+    return method(kAutoParallelMethods.find(name)->data(),
+                  [n](Interpreter& in, CallArgs& a, const Site&) -> Value {
+                    if (n == "get_pipeline_stages")
+                      return Value::integer(in.parallel.pipeline_stages);
+                    if (n == "pipeline") {
+                      const Value* st = !a.pos.empty() ? a.pos.data() : a.find_kw("stages");
+                      if (st != nullptr && st->k == VK::Int && st->as_int() >= 1)
+                        in.parallel.pipeline_stages = st->as_int();
+                    }
+                    return Value::none();
+                  });
+  }
   if (n == "set_train") {
     return method("set_train", [self](Interpreter&, CallArgs& a, const Site&) -> Value {
       bool mode = true;

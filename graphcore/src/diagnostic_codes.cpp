@@ -128,6 +128,44 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "cannot hold, or a model above protobuf's 2 GiB limit; nothing is written"},
     {"export-no-output", "error",
      "cellscope export refuses: the Cell's construct did not compile or returns no tensor"},
+    {"parallel-context", "error",
+     "set_auto_parallel_context(...) with a key MindSpore does not know, a parallel_mode other "
+     "than its five, device_num or pipeline_stages below 1 (MindSpore's Python wording); "
+     "AutoParallel with an unknown parallel_mode"},
+    {"parallel-api", "error",
+     "ms.ops.auto_parallel(...) is not a MindSpore API: the message names Primitive.shard / "
+     "Cell.shard / mindspore.parallel.shard and cell.pipeline_stage, a quick fix keeps the tensor "
+     "argument"},
+    {"parallel-strategy-count", "error",
+     "a .shard(...) strategy with a number of tuples other than the operator's inputs (S1)"},
+    {"parallel-strategy-rank", "error",
+     "a strategy tuple with a length other than its input's rank (S2)"},
+    {"parallel-split-value", "error",
+     "a split below 1 (S3), or not a power of 2 when device_num is one (S5)"},
+    {"parallel-not-divisible", "error",
+     "a dimension its split does not divide, naming the input and dimension (S4)"},
+    {"parallel-devices", "error",
+     "a strategy whose device matrix does not divide the devices of a pipeline stage (S6), or a "
+     "device_num that pipeline_stages does not divide (P1)"},
+    {"parallel-split-mismatch", "error",
+     "dimensions the operator's sharding rule ties split differently: MatMul's contracted "
+     "dimension (S7), broadcast dimensions, a Softmax axis that is split, MatMul's out_strategy "
+     "(S8)"},
+    {"parallel-stage", "error",
+     "cell.pipeline_stage set to a negative number or a non-int (MindSpore's Python setter, P2)"},
+    {"parallel-stage-order", "error",
+     "a Cell in a pipeline stage fed by a later stage (P4), at its pipeline_stage assignment"},
+    {"parallel-stage-missing", "warning",
+     "a layer without pipeline_stage between staged layers: MindSpore runs it in the stage of its "
+     "producer (named) although its output goes on to a later stage (P3)"},
+    {"parallel-micro-size", "error",
+     "nn.PipelineCell's micro_size below 1, or below pipeline_stages (P6)"},
+    {"parallel-layout", "error",
+     "Layout(device_matrix, alias_name) with repeated or 'None' aliases or lengths that differ, a "
+     "layout call with an alias it does not declare or one used twice (L1)"},
+    {"parallel-redistribution", "warning",
+     "an operator asks for its input split otherwise than its producer splits it: the "
+     "communication MindSpore inserts (AllGather over N devices) is named (R1)"},
     {"internal-error", "error",
      "an unexpected failure inside Cellscope for this file (a bug: please report it); other files "
      "continue"},

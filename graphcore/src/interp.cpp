@@ -41,14 +41,27 @@ void Interpreter::report(const Site& site, Severity sev, std::string code, std::
 
 std::string_view Interpreter::python_exception(std::string_view code) {
   static const std::unordered_map<std::string_view, std::string_view> kMap = {
-      {"unknown-attribute", "AttributeError"}, {"key-error", "KeyError"},
-      {"index-error", "IndexError"},           {"type-error", "TypeError"},
-      {"missing-argument", "TypeError"},       {"too-many-arguments", "TypeError"},
-      {"unknown-keyword", "TypeError"},        {"value-error", "ValueError"},
-      {"invalid-argument", "ValueError"},      {"unpack-error", "ValueError"},
-      {"zero-division", "ZeroDivisionError"},  {"assertion-failed", "AssertionError"},
-      {"undefined-name", "NameError"},         {"import-error", "ImportError"},
+      {"unknown-attribute", "AttributeError"},
+      {"key-error", "KeyError"},
+      {"index-error", "IndexError"},
+      {"type-error", "TypeError"},
+      {"missing-argument", "TypeError"},
+      {"too-many-arguments", "TypeError"},
+      {"unknown-keyword", "TypeError"},
+      {"value-error", "ValueError"},
+      {"invalid-argument", "ValueError"},
+      {"unpack-error", "ValueError"},
+      {"zero-division", "ZeroDivisionError"},
+      {"assertion-failed", "AssertionError"},
+      {"undefined-name", "NameError"},
+      {"import-error", "ImportError"},
       {"unknown-api", "AttributeError"},
+      // Parallel strategies: what MindSpore raises in Python (parallel_eval.cpp).
+      {"parallel-context", "ValueError"},
+      {"parallel-micro-size", "ValueError"},
+      {"parallel-stage", "ValueError"},
+      {"parallel-layout", "ValueError"},
+      {"parallel-api", "AttributeError"},
   };
   auto it = kMap.find(code);
   return it == kMap.end() ? std::string_view{} : it->second;

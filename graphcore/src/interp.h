@@ -206,6 +206,10 @@ class Interpreter {
   // PYNATIVE_MODE), if it does. Without one MindSpore 2.10 runs PYNATIVE_MODE, where construct
   // may use what GRAPH_MODE rejects.
   std::optional<int> selected_mode;
+  // The program's parallel configuration (parallel_eval.cpp); any_stage: some Cell set a
+  // pipeline_stage, so nodes record their stage.
+  ParallelContext parallel;
+  bool any_stage = false;
   // The root being compiled has inputs the analyser guessed (no --input, no call site).
   bool guessed_inputs = false;
   // True when the `try` statements being executed catch `type`.
@@ -375,5 +379,13 @@ class Interpreter {
   void init_builtins();
   friend class Builtins;
 };
+
+// ---- parallel strategies (parallel_eval.cpp) ----
+// `prim.shard(in_strategy, out_strategy)` of operator object `self`.
+Value shard_method(Interpreter& in, const Value& self);
+// `cell.pipeline_stage = v`: MindSpore's setter checks, then the stage.
+void set_pipeline_stage(Interpreter& in, InstanceObj* inst, const Value& v, const Site& site);
+// The strategy and stage facts of node `n`, produced by `obj` (may be null).
+void attach_parallel(Interpreter& in, Node& n, InstanceObj* obj);
 
 }  // namespace graphcore::eval

@@ -368,6 +368,8 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
       result = native_class(NativeClass::TrainOneStepCell);
     else if (n == "TrainOneStepWithLossScaleCell")
       result = native_class(NativeClass::TrainOneStepWithLossScaleCell);
+    else if (has_builtin("nn." + n))  // nn.PipelineCell (parallel_eval.cpp)
+      result = builtin("nn." + n);
     else
       result = resolve_api("nn." + n);
   } else if (p == "ops.") {
@@ -379,6 +381,14 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
       result = builtin("ops." + n);
     else
       result = resolve_api("ops." + n);
+  } else if (p == "opaque.") {
+    // MindSpore's parallel interfaces the evaluator models (parallel_eval.cpp):
+    // mindspore.parallel.Layout, mindspore.parallel.auto_parallel.AutoParallel, ...
+    std::string full = ns->name + "." + n;
+    if (has_builtin(full))
+      result = builtin(full);
+    else if (full == "mindspore.parallel.auto_parallel" || full == "mindspore.parallel.nn")
+      result = mindspore_module(full);
   } else if (p == "init." || p == "dtype." || p == "context." || p == "numpy.") {
     if (has_builtin(p + n))
       result = builtin(p + n);
@@ -1334,10 +1344,8 @@ void register_mindspore_natives(Interpreter& /*interp*/,
   };
   add("ms.set_context", set_context);
   add("context.set_context", set_context);
-  for (const char* n :
-       {"ms.set_seed", "ms.set_auto_parallel_context", "context.set_auto_parallel_context",
-        "ms.set_device", "ms.set_recursion_limit", "ms.load_param_into_net", "ms.save_checkpoint",
-        "ms.set_dump", "ms.reset_auto_parallel_context", "context.reset_auto_parallel_context"}) {
+  for (const char* n : {"ms.set_seed", "ms.set_device", "ms.set_recursion_limit",
+                        "ms.load_param_into_net", "ms.save_checkpoint", "ms.set_dump"}) {
     add(n, none_fn);
   }
   auto identity_decorator = [](Interpreter&, CallArgs& a, const Site&) -> Value {

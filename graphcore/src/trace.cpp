@@ -265,6 +265,7 @@ Value Interpreter::add_op_node(const ApiEntry* e, InstanceObj* obj, std::vector<
   n.file = site.file_id();
   n.range = site.range();
   n.flops = flops;
+  attach_parallel(*this, n, obj);
   auto idx = static_cast<uint32_t>(graph->graph.nodes.size());
   graph->graph.nodes.push_back(std::move(n));
   if (cell_stack.size() > 1) {

@@ -386,7 +386,13 @@ struct CellState {
   // an instance tells the inputs of another only when the same factory built both.
   const FunctionObj* factory = nullptr;
   uint32_t walk_mark = 0;  // last tree walk that visited this Cell (see analysis.cpp)
-  uint32_t calls = 0;      // applications in the graph `calls_graph` (node ids layer#2...)
+  // `.shard(...)` of an operator object (docs/parallel.md): copied onto the nodes it produces.
+  std::shared_ptr<const NodeParallel> shard;
+  // `cell.pipeline_stage = k` (-1: never set), and where.
+  int64_t pipeline_stage = -1;
+  IStr stage_file;
+  SourceRange stage_range;
+  uint32_t calls = 0;  // applications in the graph `calls_graph` (node ids layer#2...)
   uint32_t calls_graph = 0;
 };
 

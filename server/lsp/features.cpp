@@ -420,6 +420,22 @@ Json hover(const FeatureContext& ctx, const Json& position) {
       if (!range || extent(f->range) < extent(*range)) range = f->range;
     }
   }
+  // A sharded operator (its call in construct, or its `.shard(...)`): the global and per-device
+  // shapes and the communication MindSpore inserts (graphcore::describe_parallel).
+  for (const auto& rep : fa.result.cells) {
+    const auto& g = rep.graph;
+    const auto at = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const graphcore::Node& n) {
+      return n.parallel && !n.parallel->in_strategy.empty() &&
+             ((n.file == fa.path && contains(n.range, p)) ||
+              (n.parallel->shard_file == fa.path && contains(n.parallel->shard_range, p)));
+    });
+    if (at == g.nodes.end()) continue;
+    std::string block = "```text\n" + graphcore::describe_parallel(g, *at) + "\n```";
+    if (!body.empty()) block.append("\n\n---\n\n").append(body);
+    body = std::move(block);
+    if (!range) range = at->range;
+    break;
+  }
   // A call whose error was reported (the graph stops there): why, and what it received.
   for (const auto& rep : fa.result.cells) {
     const auto& g = rep.graph;

@@ -136,6 +136,9 @@ struct AnalysisOptions {
   // when the program loads one (`yaml.safe_load(open(path))`, `json.load(f)`), its contents
   // are known constants instead of run-time data. Read through the SourceProvider.
   std::vector<std::filesystem::path> config_files;
+  // Devices of the parallel job when the script sets no `device_num` (mindspore_config.json's
+  // `device_num`); 0: not known (MindSpore would take the launcher's).
+  int64_t device_num = 0;
 };
 
 // What a name or attribute used in the analysed code refers to (recorded with record_facts).
@@ -190,7 +193,10 @@ struct AnalysisResult {
   // The file's training idioms (Model.train, value_and_grad + a dataset loop, TrainOneStepCell
   // in a dataset loop), one plan each in program order; empty when it trains nothing.
   std::vector<TrainingPlan> training;
-  std::vector<ExportCall> exports;        // the file's ms.export(...) calls, in program order
+  std::vector<ExportCall> exports;  // the file's ms.export(...) calls, in program order
+  // The program's parallel configuration (set_auto_parallel_context, AutoParallel,
+  // nn.PipelineCell; docs/parallel.md). Per-operator strategies are on the nodes.
+  ParallelContext parallel;
   bool cancelled = false;                 // AnalysisOptions::cancel was set: the result is partial
   std::optional<ImportedModel> imported;  // set for an imported model file (.mindir)
 

@@ -11,6 +11,7 @@
 
 #include "graphcore/initializer.h"
 #include "graphcore/istr.h"
+#include "graphcore/parallel.h"
 #include "graphcore/shape.h"
 #include "graphcore/source.h"
 
@@ -75,6 +76,9 @@ struct Node {
   // Null when unknown or uniform (a uniform constant has the `value` attribute). Shared, never
   // serialised: graph and view documents stay small; the runtime fills the constant from it.
   std::shared_ptr<const std::vector<double>> constant_values;
+  // Parallel facts (docs/parallel.md): the `.shard(...)` strategy of the operator, its per-device
+  // slices and inserted communication, its pipeline stage. Null when the program sets none.
+  std::shared_ptr<NodeParallel> parallel;
 
   // The attribute `name`, from this application or the layer's constructor; nullptr if absent.
   [[nodiscard]] const AttrValue* find_attr(std::string_view name) const;
@@ -109,6 +113,8 @@ struct Graph {
   // The class of every Cell instance whose construct ran while the graph was built ("layer1.0"
   // -> "Bottleneck", "layer1" -> "SequentialCell"; "" is the root).
   std::map<std::string, std::string> scope_classes;
+  // The `pipeline_stage` of every Cell instance that set one, in the order their construct ran.
+  std::vector<CellStage> stages;
 };
 
 struct NamedTensor {

@@ -213,6 +213,53 @@ struct MindirDef {
   std::string_view also_primitive = {};
 };
 
+// ---- Sharding (parallel strategies, docs/parallel.md) -----------------------------------------
+// How an operator's `.shard(...)` strategy must look and what its output's split is; the checks
+// (graphcore/src/parallel_check.cpp) read only this.
+
+// One dimension of one input: `dim` counts from the end when negative. When the node's bool
+// attribute `swap_attr` is true, dimensions -1 and -2 trade places (MatMul's transpose_a).
+struct ShardDim {
+  int8_t input = 0;
+  int8_t dim = -1;
+  std::string_view swap_attr = {};
+};
+
+// Two input dimensions that must be split alike (MatMul's contracted dimension). `partial`:
+// splitting it leaves partial sums, which MindSpore adds up with an AllReduce over that split
+// (MatMulBase::InferForwardCommunication).
+struct ShardTie {
+  ShardDim a;
+  ShardDim b;
+  bool partial = false;
+};
+
+enum class ShardOutput : uint8_t {
+  Broadcast,  // inputs aligned from the right; dimensions of more than one element shared by
+              // several inputs split alike; the output takes the split of each dimension
+  Input0,     // the output is split as input 0 (Softmax, BiasAdd)
+  Dims,       // the output's last dimensions take `output_dims`' splits, the leading (batch)
+              // ones input 0's leading ones, split alike on every input (BatchMatMul)
+};
+
+struct ShardRule {
+  ShardOutput output = ShardOutput::Broadcast;
+  std::span<const ShardTie> ties = {};
+  std::span<const ShardDim> output_dims = {};  // Dims
+  // An axis that must not be split, named by the node attribute `unsplit_axis` (Softmax's
+  // "axis", `unsplit_default` when not recorded).
+  std::string_view unsplit_axis = {};
+  int8_t unsplit_default = -1;
+  // The rule's wording in MindSpore's messages: "mat_a"/"mat_b" (MatMul) or empty (generic).
+  bool matmul_wording = false;
+  // out_strategy may make the first output dimension in_a * in_k: the AllReduce becomes a
+  // ReduceScatter (MatMul::CheckOutputStrategy).
+  bool reduce_scatter_out = false;
+};
+
+// Elementwise operators (trait kElementwise) without a rule of their own split by broadcasting.
+extern const ShardRule kShardBroadcast;
+
 using OpKernelFn = void (*)(runtime::KernelCall&);
 using OpGradFn = void (*)(autodiff::GradBuilder&);
 using OpOnnxFn = void (*)(exporter::OnnxNodeBuilder&);
@@ -244,8 +291,15 @@ struct OpDef {
   // How the MindIR exporter writes the operator; nullptr: it has no MindIR mapping (export
   // refuses, naming the operator and its line).
   const MindirDef* mindir = nullptr;
+  // How a `.shard(...)` strategy must split the inputs and what the output's split is; nullptr:
+  // the elementwise default (kShardBroadcast) for kElementwise rows, else not modelled (only
+  // the generic checks apply: count, rank, values, divisibility, devices).
+  const ShardRule* shard = nullptr;
 
   [[nodiscard]] bool has(OpTrait t) const { return (traits & t) != 0; }
+  [[nodiscard]] const ShardRule* shard_rule() const {
+    return shard != nullptr ? shard : has(kElementwise) ? &kShardBroadcast : nullptr;
+  }
 };
 
 // The definition of graph operator `op`; nullptr for an operator nobody defined.

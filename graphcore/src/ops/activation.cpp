@@ -28,6 +28,9 @@ constexpr MindirArg kMindirSoftmaxArgs[] = {{"input", MindirValue::Input},
                                             {"axis", MindirValue::Ints, "axis", 1}};
 constexpr MindirDef kMindirSoftmax{"Softmax", MindirKind::Function, kMindirSoftmaxArgs};
 
+// Sharding: the softmax axis must not be split (softmax_info.cc); the output splits as the input.
+constexpr ShardRule kShardSoftmax{ShardOutput::Input0, {}, {}, "axis", -1};
+
 std::span<const OpDef> activation_ops() {
   using C = OpCategory;
   using U = OpUnit;
@@ -64,9 +67,9 @@ std::span<const OpDef> activation_ops() {
       {"Tanhshrink", C::Activation, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tanhshrink,
        false, &ad::g_unary},
       {"Softmax", C::Softmax, kTraitNone, U::Vector, 5, P::Float16, &kernels::k_softmax, false,
-       &ad::g_softmax, false, &ox::o_softmax, &kMindirSoftmax},
+       &ad::g_softmax, false, &ox::o_softmax, &kMindirSoftmax, &kShardSoftmax},
       {"LogSoftmax", C::Softmax, kTraitNone, U::Vector, 6, P::Float16, &kernels::k_log_softmax,
-       false, &ad::g_softmax},
+       false, &ad::g_softmax, false, nullptr, nullptr, &kShardSoftmax},
       {"Softmin", C::Softmax, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_softmin, false,
        &ad::g_softmin},
   };

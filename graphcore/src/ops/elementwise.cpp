@@ -46,6 +46,11 @@ constexpr MindirArg kMindirCastArgs[] = {{"input_x", MindirValue::Input},
                                          {"dtype", MindirValue::TypeId}};
 constexpr MindirDef kMindirCast{"Cast", MindirKind::Function, kMindirCastArgs};
 
+// Sharding: BiasAdd's bias (C,) splits as the input's channel dimension 1; the output as the
+// input (bias_add_info.cc).
+constexpr ShardTie kShardBiasAddTies[] = {{{0, 1}, {1, 0}}};
+constexpr ShardRule kShardBiasAdd{ShardOutput::Input0, kShardBiasAddTies};
+
 std::span<const OpDef> elementwise_ops() {
   using C = OpCategory;
   using U = OpUnit;
@@ -122,7 +127,7 @@ std::span<const OpDef> elementwise_ops() {
       {"Select", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_select, false,
        &ad::g_select},
       {"BiasAdd", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_bias_add,
-       false, &ad::g_bias_add, false, &ox::o_bias_add},
+       false, &ad::g_bias_add, false, &ox::o_bias_add, nullptr, &kShardBiasAdd},
       {"ClipByValue", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_clip,
        false, &ad::g_clip},
       {"Invert", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_invert, false,

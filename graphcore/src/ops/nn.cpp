@@ -103,6 +103,17 @@ constexpr MindirArg kMindirBatchMatMulArgs[] = {
     {"transpose_b", MV::Bool, "transpose_b", 0},
 };
 constexpr MindirDef kMindirBatchMatMul{"BatchMatMul", MindirKind::Function, kMindirBatchMatMulArgs};
+
+// Sharding (docs/parallel.md, S7/S8): the contracted dimension (a's columns, b's rows; swapped by
+// the transposes) splits alike on both inputs and leaves partial sums (a forward AllReduce);
+// the output is split as a's rows by b's columns (matmul_info.cc MatMul::CheckInputStrategy,
+// MatMulBase::InferForwardCommunication). BatchMatMul's batch dimensions split alike too.
+constexpr ShardTie kShardMatMulTies[] = {{{0, -1, "transpose_a"}, {1, -2, "transpose_b"}, true}};
+constexpr ShardDim kShardMatMulOut[] = {{0, -2, "transpose_a"}, {1, -1, "transpose_b"}};
+constexpr ShardRule kShardMatMul{
+    ShardOutput::Dims, kShardMatMulTies, kShardMatMulOut, {}, -1, true, true};
+constexpr ShardRule kShardBatchMatMul{
+    ShardOutput::Dims, kShardMatMulTies, kShardMatMulOut, {}, -1, false, false};
 // LayerNorm(input_x, gamma, beta) + (begin_norm_axis, begin_params_axis, epsilon); the
 // primitive returns (y, mean, variance): element 0 is nn.LayerNorm's output; the ops.LayerNorm
 // primitive's node has the three outputs (a TupleGetItem each) and gamma, beta as operands 1, 2
@@ -187,9 +198,9 @@ std::span<const OpDef> nn_ops() {
        &kernels::k_conv2d_transpose, false, &ad::g_conv_transpose},
       {"FusedConv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},
       {"MatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false,
-       &ad::g_matmul, false, &ox::o_matmul, &kMindirMatMul},
+       &ad::g_matmul, false, &ox::o_matmul, &kMindirMatMul, &kShardMatMul},
       {"BatchMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_matmul, false,
-       &ad::g_matmul, false, &ox::o_matmul, &kMindirBatchMatMul},
+       &ad::g_matmul, false, &ox::o_matmul, &kMindirBatchMatMul, &kShardBatchMatMul},
       {"Dense", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_dense, false,
        &ad::g_dense, false, &ox::o_dense},
       {"FusedMatMul", C::MatMul, kTraitNone, U::Cube, 1, P::Float16, nullptr, true},

@@ -8,6 +8,8 @@
 
 namespace graphcore {
 
+const ShardRule kShardBroadcast{};
+
 namespace {
 
 std::vector<OpDef> build_table() {

@@ -1,0 +1,102 @@
+// Parallel strategies (issue 21, docs/parallel.md): what the evaluator records of a script's
+// `set_auto_parallel_context`, `AutoParallel`, `Primitive.shard`, `cell.pipeline_stage` and
+// `nn.PipelineCell`, and what the checks (graphcore/src/parallel_check.cpp) derive from it: the
+// per-device slice of every input and output of a sharded operator and the communication
+// MindSpore inserts. Facts only: no protocol, no drawing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphcore/istr.h"
+#include "graphcore/shape.h"
+#include "graphcore/source.h"
+
+namespace graphcore {
+
+// A strategy as `Primitive.shard` takes it: one tuple of splits per operator input. A Layout
+// entry is stored as the splits it stands for (the product of the device-matrix axes it names).
+using Strategy = std::vector<std::vector<int64_t>>;
+
+// Communication MindSpore inserts for one operator (docs/parallel.md §4).
+struct ParallelComm {
+  std::string kind;   // "AllReduce", "ReduceScatter", "AllGather", "StridedSlice"
+  int64_t group = 1;  // devices taking part
+  int input = -1;     // the input it redistributes (-1: the operator's own output)
+  std::string why;    // "partial sums of the contracted dimension", "dimension 1: split 4 -> 1"
+};
+
+// The parallel facts of one graph node.
+struct NodeParallel {
+  // The strategy given with `.shard(...)` (empty when the operator has none).
+  Strategy in_strategy;
+  std::optional<Strategy> out_strategy;
+  IStr shard_file;
+  SourceRange shard_range;  // the `.shard(...)` call
+  std::string attr;         // the Python attribute holding the operator ("matmul")
+  // Filled by the checks: each input's and output's slice on one device (global / split; the
+  // slice is the same on every rank, a repeated strategy only repeats it), and the split of
+  // each output dimension.
+  std::vector<Shape> per_device_inputs;
+  std::vector<Shape> per_device_outputs;
+  std::vector<int64_t> output_split;
+  std::vector<ParallelComm> comms;
+  int64_t device_matrix = 0;  // devices the strategy uses (its device matrix's product); 0: unknown
+  // Pipeline stage: the `pipeline_stage` of the innermost Cell that set one (-1: none set; the
+  // checks then fill `stage` with the stage MindSpore gives it, the producer's).
+  int64_t stage = -1;
+  bool stage_inherited = false;
+  IStr cell_file;  // the Cell that produced the node: where it was constructed
+  SourceRange cell_site;
+  std::string cell;  // its path ("fc2")
+};
+
+// A Cell's `pipeline_stage = k`.
+struct CellStage {
+  std::string cell;  // instance path within the root ("fc1")
+  int64_t stage = 0;
+  IStr file;
+  SourceRange range;  // the assignment
+};
+
+// The program's parallel configuration: `set_auto_parallel_context(...)` (also
+// `mindspore.context.`), the `AutoParallel(net, parallel_mode=...)` wrapper, `nn.PipelineCell`.
+struct ParallelContext {
+  std::string parallel_mode = "stand_alone";  // as MindSpore spells it ("semi_auto_parallel")
+  bool mode_known = true;                     // false: an unknown or invalid value
+  int64_t device_num = 0;                     // 0: not known (MindSpore takes the launcher's)
+  std::string device_num_from;                // "script", "mindspore_config.json"
+  int64_t pipeline_stages = 1;
+  bool full_batch = false;
+  std::optional<Strategy> dataset_strategy;
+  std::string search_mode = "recursive_programming";
+  bool wrapper = false;    // AutoParallel(...) chose the mode
+  int64_t micro_size = 0;  // nn.PipelineCell's; 0: no PipelineCell
+  IStr file;               // the call that set the context (the last one)
+  SourceRange range;
+  [[nodiscard]] bool sharding() const {
+    return wrapper || parallel_mode == "semi_auto_parallel" || parallel_mode == "auto_parallel";
+  }
+  // Devices of one pipeline stage; 0 when the device count is not known.
+  [[nodiscard]] int64_t stage_devices() const {
+    return device_num > 0 && pipeline_stages > 0 && device_num % pipeline_stages == 0
+               ? device_num / pipeline_stages
+               : 0;
+  }
+};
+
+struct Graph;
+struct Node;
+
+// What a hover says of sharded node `n` of `g` (empty when it has no strategy): per input
+// "x: global [16, 64], per device [8, 16] (split (2, 4))", the output the same way, and the
+// communication MindSpore inserts. Markdown-free text, one fact per line.
+std::string describe_parallel(const Graph& g, const Node& n);
+
+// "(2, 4)", "((2, 4), (4, 1))": as Python prints them.
+std::string strategy_str(const std::vector<int64_t>& s);
+std::string strategy_str(const Strategy& s);
+
+}  // namespace graphcore

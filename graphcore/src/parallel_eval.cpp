@@ -1,0 +1,455 @@
+// Parallel strategies at evaluation time (issue 21, docs/parallel.md): the evaluator records
+// `set_auto_parallel_context(...)`, `AutoParallel(net, parallel_mode=...)`, `Primitive.shard(...)`,
+// `cell.pipeline_stage = k`, `nn.PipelineCell(net, micro_size)` and `Layout(...)` as facts
+// (Interpreter::parallel, CellState::shard / pipeline_stage, Node::parallel), and reports what
+// MindSpore itself rejects in Python at the call, with MindSpore's wording. The checks that
+// MindSpore makes only when the graph compiles on Ascend/GPU read those facts afterwards
+// (parallel_check.cpp).
+#include <algorithm>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "interp.h"
+
+namespace graphcore::eval {
+
+namespace {
+
+// The keys of MindSpore 2.10's `_set_auto_parallel_context_func_map`
+// (mindspore/parallel/_auto_parallel_context.py; recorded in
+// tests/parallel/ms_parallel_truth.json).
+constexpr std::string_view kContextKeys[] = {
+    "device_num",
+    "global_rank",
+    "gradients_mean",
+    "gradient_fp32_sync",
+    "loss_repeated_mean",
+    "pipeline_stages",
+    "auto_pipeline",
+    "pipeline_result_broadcast",
+    "pipeline_segments",
+    "parallel_mode",
+    "search_mode",
+    "auto_parallel_search_mode",
+    "parameter_broadcast",
+    "strategy_ckpt_load_file",
+    "strategy_ckpt_save_file",
+    "group_ckpt_save_file",
+    "full_batch",
+    "dataset_strategy",
+    "enable_parallel_optimizer",
+    "force_fp32_communication",
+    "parallel_optimizer_config",
+    "pipeline_config",
+    "grad_accumulation_step",
+    "all_reduce_fusion_config",
+    "communi_parallel_mode",
+    "optimizer_weight_shard_size",
+    "optimizer_weight_shard_aggregated_save",
+    "sharding_propagation",
+    "enable_alltoall",
+    "strategy_ckpt_config",
+    "comm_fusion",
+    "dump_local_norm",
+    "dump_local_norm_path",
+    "dump_device_local_norm",
+    "auto_parallel_new_interface",
+    "init_param_in_compile",
+};
+
+constexpr std::string_view kParallelModes[] = {"stand_alone", "data_parallel", "hybrid_parallel",
+                                               "semi_auto_parallel", "auto_parallel"};
+
+SourceRange kw_range(const CallArgs& a, std::string_view name, const Site& site) {
+  for (size_t i = 0; i < a.kw.size(); ++i) {
+    if (a.kw[i].first == name && i < a.kw_ranges.size()) return a.kw_ranges[i];
+  }
+  return site.range();
+}
+
+// A strategy value: a tuple of tuples of ints, or of Layout calls (their splits). nullopt when
+// it is not one the analysis knows (a variable only known at run time, a list: MindSpore
+// rejects lists in Python, which is not this check's business).
+std::optional<Strategy> strategy_of(const Value& v) {
+  const auto* outer = v.as<TupleObj>();
+  if (outer == nullptr) return std::nullopt;
+  Strategy s;
+  for (const Value& item : outer->items) {
+    if (auto* layout = item.as<OpaqueObj>(); layout && layout->type_name == "Layout()") {
+      std::vector<int64_t> splits;
+      for (const Value& x : layout->args) splits.push_back(x.as_int());
+      s.push_back(std::move(splits));
+      continue;
+    }
+    const auto* inner = item.as<TupleObj>();
+    if (inner == nullptr) return std::nullopt;
+    std::vector<int64_t> splits;
+    for (const Value& x : inner->items) {
+      if (x.k != VK::Int) return std::nullopt;
+      splits.push_back(x.as_int());
+    }
+    s.push_back(std::move(splits));
+  }
+  return s;
+}
+
+std::string tuple_str(const std::vector<std::string>& names) {
+  std::string out = "(";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + (names.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace
+
+void register_parallel_natives(Interpreter& in, std::unordered_map<std::string, Value>& natives);
+
+void register_parallel_natives(Interpreter& /*interp*/,
+                               std::unordered_map<std::string, Value>& natives) {
+  auto add = [&](const std::string& name, BuiltinFn fn) {
+    natives[name] = Value::obj(std::make_shared<BuiltinObj>(name, std::move(fn)));
+  };
+  // set_auto_parallel_context(**kwargs): MindSpore's Python checks (unknown key, parallel_mode,
+  // device_num, pipeline_stages), then the values as the program's parallel context.
+  auto set_context = [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    ParallelContext& ctx = in.parallel;
+    ctx.file = site.file_id();
+    ctx.range = site.range();
+    for (size_t i = 0; i < a.kw.size(); ++i) {
+      const std::string& key = a.kw[i].first;
+      const Value& v = a.kw[i].second;
+      SourceRange at = i < a.kw_ranges.size() ? a.kw_ranges[i] : site.range();
+      auto bad = [&](std::string msg) {
+        in.report_at(site.file(), at, Severity::Error, "parallel-context", std::move(msg));
+      };
+      if (std::ranges::find(kContextKeys, key) == std::end(kContextKeys)) {
+        bad("Set context keyword " + key + " is not recognized!");
+        continue;
+      }
+      if (key == "parallel_mode") {
+        const std::string* mode = str_of(v);
+        if (mode == nullptr) {
+          ctx.mode_known = false;
+          continue;
+        }
+        if (std::ranges::find(kParallelModes, *mode) == std::end(kParallelModes)) {
+          ctx.mode_known = false;
+          bad("The context configuration parameter 'parallel_mode' only support 'stand_alone', "
+              "'data_parallel', 'hybrid_parallel', 'semi_auto_parallel' and 'auto_parallel', but "
+              "got the value : " +
+              *mode + ".");
+          continue;
+        }
+        ctx.parallel_mode = *mode;
+        ctx.mode_known = true;
+      } else if (key == "device_num" && v.k == VK::Int) {
+        if (v.as_int() < 1) {
+          bad("The context configuration parameter 'device_num' must be a positive integer, but "
+              "got the value of device_num : " +
+              std::to_string(v.as_int()) + ".");
+          continue;
+        }
+        ctx.device_num = v.as_int();
+        ctx.device_num_from = "script";
+      } else if (key == "pipeline_stages" && v.k == VK::Int) {
+        if (v.as_int() < 1) {
+          bad("For 'set_auto_parallel_context', the argument 'pipeline_stages' should be greater "
+              "or equal 1, but got the value of stages : " +
+              std::to_string(v.as_int()) + ".");
+          continue;
+        }
+        ctx.pipeline_stages = v.as_int();
+      } else if (key == "full_batch" && v.k == VK::Bool) {
+        ctx.full_batch = v.b;
+      } else if (key == "dataset_strategy") {
+        ctx.dataset_strategy = strategy_of(v);
+      } else if (key == "search_mode") {
+        if (const std::string* m = str_of(v)) ctx.search_mode = *m;
+      }
+    }
+    return Value::none();
+  };
+  add("ms.set_auto_parallel_context", set_context);
+  add("context.set_auto_parallel_context", set_context);
+  auto reset_context = [](Interpreter& in, CallArgs&, const Site&) -> Value {
+    int64_t configured = in.options.device_num;
+    in.parallel = ParallelContext{};
+    if (configured > 0) {
+      in.parallel.device_num = configured;
+      in.parallel.device_num_from = "mindspore_config.json";
+    }
+    return Value::none();
+  };
+  add("ms.reset_auto_parallel_context", reset_context);
+  add("context.reset_auto_parallel_context", reset_context);
+
+  // mindspore.parallel.auto_parallel.AutoParallel(network, parallel_mode="semi_auto"): the mode
+  // of the wrapped network (its device count comes from the launcher: get_group_size()). The
+  // wrapper runs the network's construct, so the analysis follows the network itself.
+  auto auto_parallel = [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    const Value* net = !a.pos.empty() ? a.pos.data() : a.find_kw("network");
+    const Value* mode = a.pos.size() > 1 ? &a.pos[1] : a.find_kw("parallel_mode");
+    in.parallel.wrapper = true;
+    in.parallel.parallel_mode = "semi_auto_parallel";
+    in.parallel.file = site.file_id();
+    in.parallel.range = site.range();
+    if (mode != nullptr) {
+      if (const std::string* m = str_of(*mode)) {
+        if (*m == "semi_auto") {
+          in.parallel.search_mode = "";
+        } else if (*m == "sharding_propagation" || *m == "recursive_programming") {
+          in.parallel.parallel_mode = "auto_parallel";
+          in.parallel.search_mode = *m;
+        } else {
+          in.report_at(site.file(), kw_range(a, "parallel_mode", site), Severity::Error,
+                       "parallel-context",
+                       "AutoParallel's parallel_mode must be one of 'semi_auto', "
+                       "'sharding_propagation' or 'recursive_programming', but got '" +
+                           *m + "'");
+        }
+      }
+    }
+    return net != nullptr ? *net : Value::unknown();
+  };
+  add("mindspore.parallel.auto_parallel.AutoParallel", auto_parallel);
+  add("mindspore.parallel.AutoParallel", auto_parallel);
+
+  // nn.PipelineCell(network, micro_size, stage_config=None, segment_config=None): MindSpore's
+  // Python check of micro_size (cell_wrapper.py), and its documented micro_size >=
+  // pipeline_stages (the 1F1B scheduler's C++ check). The wrapper cuts the batch into
+  // micro-batches and runs the network on each: the analysis follows the network.
+  auto pipeline_cell = [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    const Value* net = !a.pos.empty() ? a.pos.data() : a.find_kw("network");
+    const Value* micro = a.pos.size() > 1 ? &a.pos[1] : a.find_kw("micro_size");
+    if (micro != nullptr && micro->k == VK::Int) {
+      int64_t m = micro->as_int();
+      SourceRange at = a.pos.size() > 1 && a.pos_ranges.size() > 1
+                           ? a.pos_ranges[1]
+                           : kw_range(a, "micro_size", site);
+      if (m <= 0) {
+        in.report_at(site.file(), at, Severity::Error, "parallel-micro-size",
+                     "For 'PipelineCell', the argument 'micro_size' must be large than 0, but "
+                     "got " +
+                         std::to_string(m) + ".");
+      } else {
+        in.parallel.micro_size = m;
+        if (m < in.parallel.pipeline_stages) {
+          in.report_at(site.file(), at, Severity::Error, "parallel-micro-size",
+                       "micro_size must be greater or equal to pipeline stages: micro_size " +
+                           std::to_string(m) + " < pipeline_stages " +
+                           std::to_string(in.parallel.pipeline_stages) +
+                           " (MindSpore's 1F1B scheduler: \"MicroBatch num must be larger or "
+                           "equal than StageNum\")");
+        }
+      }
+    }
+    return net != nullptr ? *net : Value::unknown();
+  };
+  add("nn.PipelineCell", pipeline_cell);
+  add("nn.Pipeline", pipeline_cell);
+  add("mindspore.parallel.nn.PipelineCell", pipeline_cell);
+  add("mindspore.parallel.nn.Pipeline", pipeline_cell);
+
+  // Layout(device_matrix, alias_name, rank_list=None) and its calls `layout("dp", "None")`
+  // (mindspore/parallel/shard.py): MindSpore's Python checks, and each call as the splits it
+  // stands for (an OpaqueObj "Layout()" whose args are the splits, one per tensor dimension).
+  auto layout = [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    const Value* dm = !a.pos.empty() ? a.pos.data() : a.find_kw("device_matrix");
+    const Value* al = a.pos.size() > 1 ? &a.pos[1] : a.find_kw("alias_name");
+    const auto* dims = dm != nullptr ? seq_items(*dm) : nullptr;
+    const auto* aliases = al != nullptr ? seq_items(*al) : nullptr;
+    if (dims == nullptr || aliases == nullptr) return Value::unknown();
+    std::vector<int64_t> matrix;
+    std::vector<std::string> names;
+    for (const Value& d : *dims) {
+      if (d.k != VK::Int) return Value::unknown();
+      matrix.push_back(d.as_int());
+    }
+    for (const Value& n : *aliases) {
+      const std::string* s = str_of(n);
+      if (s == nullptr) return Value::unknown();
+      names.push_back(*s);
+    }
+    auto bad = [&](std::string msg) {
+      in.report(site, Severity::Error, "parallel-layout", std::move(msg));
+      return Value::unknown();
+    };
+    if (matrix.size() != names.size())
+      return bad("device_matrix length should be equal to alias_name length");
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == "None") {
+        return bad(
+            "The element of alias_name can not set 'None', because 'None' means no sharding.");
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (names[j] == names[i])
+          return bad("Each element of alias_name " + tuple_str(names) + " should be different");
+      }
+    }
+    return Value::obj(std::make_shared<BuiltinObj>(
+        "Layout", [matrix, names](Interpreter& li, CallArgs& c, const Site& s) -> Value {
+          auto spec = std::make_shared<OpaqueObj>("Layout()");
+          std::vector<std::string> used;
+          for (size_t i = 0; i < c.pos.size(); ++i) {
+            // One dimension: an alias, "None", or a tuple of aliases (split by their product).
+            std::vector<std::string> axes;
+            if (const std::string* one = str_of(c.pos[i])) {
+              axes.push_back(*one);
+            } else if (const auto* many = seq_items(c.pos[i])) {
+              for (const Value& x : *many) {
+                const std::string* nm = str_of(x);
+                if (nm == nullptr) return Value::unknown();
+                axes.push_back(*nm);
+              }
+            } else {
+              return Value::unknown();
+            }
+            int64_t split = 1;
+            for (const std::string& axis : axes) {
+              if (axis == "None") continue;
+              auto it = std::find(names.begin(), names.end(), axis);
+              SourceRange at = i < c.pos_ranges.size() ? c.pos_ranges[i] : s.range();
+              if (it == names.end()) {
+                li.report_at(s.file(), at, Severity::Error, "parallel-layout",
+                             "The axis " + axis + " is not found in " + tuple_str(names));
+                return Value::unknown();
+              }
+              if (std::find(used.begin(), used.end(), axis) != used.end()) {
+                li.report_at(
+                    s.file(), at, Severity::Error, "parallel-layout",
+                    "The axis " + axis + " has been set more than one in " + tuple_str(names));
+                return Value::unknown();
+              }
+              used.push_back(axis);
+              split *= matrix[static_cast<size_t>(it - names.begin())];
+            }
+            spec->args.push_back(Value::integer(split));
+          }
+          return Value::obj(spec);
+        }));
+  };
+  add("ms.Layout", layout);
+  add("mindspore.parallel.Layout", layout);
+
+  // The article's `ms.ops.auto_parallel(x, strategy=..., stage_id=...)`: not a MindSpore API.
+  // The error names the real ones; the quick fix keeps `x` (the call's first argument).
+  add("ops.auto_parallel", [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+    std::string msg =
+        "module 'mindspore.ops' has no attribute 'auto_parallel': MindSpore has no "
+        "`ops.auto_parallel`. Split an operator with `Primitive.shard` "
+        "(`self.matmul = ops.MatMul().shard(((2, 4), (4, 1)))`) or `Cell.shard` / "
+        "`mindspore.parallel.shard`, and choose a pipeline stage with `cell.pipeline_stage = k`";
+    if (const Value* s = a.find_kw("strategy")) {
+      if (auto st = strategy_of(*s)) {
+        msg += "; the strategy " + strategy_str(*st) +
+               " goes to the `.shard(...)` of the operator that consumes this tensor";
+      }
+    }
+    in.report(site, Severity::Error, "parallel-api", msg);
+    if (!in.diagnostics.empty() && in.diagnostics.back().code == "parallel-api" && !a.pos.empty() &&
+        !a.pos_ranges.empty() && site.node != nullptr) {
+      std::string arg = in.source_text(site.file(), a.pos_ranges[0]);
+      if (!arg.empty()) {
+        in.diagnostics.back().fixes.push_back(
+            Fix{"Remove `ops.auto_parallel(...)` (keep `" + arg +
+                    "`); split with `.shard(...)` on the operator instead",
+                {TextEdit{site.file(), site.range(), arg}}});
+      }
+    }
+    return a.pos.empty() ? Value::unknown() : a.pos[0];
+  });
+}
+
+// `prim.shard(in_strategy, out_strategy=None)` on an operator object: the strategy, where it was
+// given, and the object itself (MindSpore returns the primitive).
+Value shard_method(Interpreter& /*in*/, const Value& self) {
+  return Value::obj(std::make_shared<BuiltinObj>(
+      "shard",
+      [self](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+        auto* inst = self.as<InstanceObj>();
+        if (inst == nullptr || !inst->cell) return self;
+        const Value* ins = !a.pos.empty() ? a.pos.data() : a.find_kw("in_strategy");
+        const Value* outs = a.pos.size() > 1 ? &a.pos[1] : a.find_kw("out_strategy");
+        auto facts = std::make_shared<NodeParallel>();
+        if (ins != nullptr) {
+          auto s = strategy_of(*ins);
+          if (!s) return self;  // not known statically: nothing to check
+          facts->in_strategy = std::move(*s);
+        }
+        if (outs != nullptr && !outs->is_none()) facts->out_strategy = strategy_of(*outs);
+        facts->shard_file = site.file_id();
+        facts->shard_range = site.range();
+        inst->cell->shard = std::move(facts);
+        (void)in;
+        return self;
+      },
+      self));
+}
+
+// `cell.pipeline_stage = v`: MindSpore's property setter checks (nn/cell.py), then the stage.
+void set_pipeline_stage(Interpreter& in, InstanceObj* inst, const Value& v, const Site& site) {
+  if (v.is_unknown()) return;
+  if (v.k != VK::Int) {
+    in.report(site, Severity::Error, "parallel-stage",
+              "For 'Cell', the property 'pipeline_stage' must be int type, but got type : "
+              "<class '" +
+                  type_name(v) + "'>");
+    return;
+  }
+  if (v.as_int() < 0) {
+    in.report(site, Severity::Error, "parallel-stage",
+              "For 'Cell', the property 'pipeline_stage' can not be less than 0, but got " +
+                  std::to_string(v.as_int()));
+    return;
+  }
+  inst->cell->pipeline_stage = v.as_int();
+  inst->cell->stage_file = site.file_id();
+  inst->cell->stage_range = site.range();
+  in.any_stage = true;
+}
+
+// The parallel facts of a node being added: the operator's strategy (`obj`'s `.shard`) and,
+// when the program sets stages, the stage of the innermost Cell that has one.
+void attach_parallel(Interpreter& in, Node& n, InstanceObj* obj) {
+  const bool sharded = obj != nullptr && obj->cell && obj->cell->shard;
+  if (!sharded && !in.any_stage) return;
+  auto p = sharded ? std::make_shared<NodeParallel>(*obj->cell->shard)
+                   : std::make_shared<NodeParallel>();
+  if (sharded) {
+    const std::string& path = obj->cell->path.str();
+    p->attr = path.substr(path.rfind('.') == std::string::npos ? 0 : path.rfind('.') + 1);
+  }
+  if (in.any_stage) {
+    InstanceObj* layer = obj != nullptr && obj->cell && !obj->cell->path.empty()
+                             ? obj
+                             : (in.cell_stack.empty() ? nullptr : in.cell_stack.back());
+    InstanceObj* staged = nullptr;
+    if (layer != nullptr && layer->cell && layer->cell->pipeline_stage >= 0) staged = layer;
+    for (auto it = in.cell_stack.rbegin(); staged == nullptr && it != in.cell_stack.rend(); ++it) {
+      if ((*it)->cell && (*it)->cell->pipeline_stage >= 0) staged = *it;
+    }
+    InstanceObj* named = staged != nullptr ? staged : layer;
+    if (named != nullptr && named->cell) {
+      p->cell = named->cell->path.str();
+      p->cell_file = named->cell->file;
+      p->cell_site = named->cell->site;
+    }
+    if (staged != nullptr) {
+      CellState& cs = *staged->cell;
+      p->stage = cs.pipeline_stage;
+      auto& stages = in.graph->graph.stages;
+      if (std::none_of(stages.begin(), stages.end(),
+                       [&](const CellStage& c) { return c.cell == cs.path.str(); })) {
+        stages.push_back(
+            CellStage{cs.path.str(), cs.pipeline_stage, cs.stage_file, cs.stage_range});
+      }
+    }
+  }
+  n.parallel = std::move(p);
+}
+
+}  // namespace graphcore::eval
