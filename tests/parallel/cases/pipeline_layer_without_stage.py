@@ -1,5 +1,5 @@
 # cellscope-parallel-case: pipeline_layer_without_stage
-# kind: mistake
+# kind: warning
 # rule: in a pipeline every layer should have a pipeline_stage. MindSpore does not reject fc2 here: its
 #       nodes take the stage of the node that feeds them (PipelineTransformer::Coloring propagates a stage
 #       to users that have none), so fc2 silently runs in stage 0. Cellscope warns.
