@@ -1,5 +1,6 @@
 """Runtime kernel family: MaxPool2d / AvgPool2d pad modes, ceil_mode; MaxPool2d's dilation (an
-int and an (h, w) tuple) and return_indices; ReduceMean/ReduceSum."""
+int and an (h, w) tuple) and return_indices; ops.max_pool2d (stride defaults to kernel_size) and
+ops.avg_pool2d with padding; ReduceMean/ReduceSum."""
 import mindspore.nn as nn
 import mindspore.ops as ops
 
@@ -30,7 +31,9 @@ class PoolFamily(nn.Cell):
         h = self.sum(x, 1)
         i = self.max_dil(x)
         j, k = self.max_dil_idx(x)
-        return a, b, c, d, e, f, g, h, i, j, k
+        m = ops.max_pool2d(x, 3, None, 1, 1, False, True)
+        n = ops.avg_pool2d(x, 3, 2, 1)
+        return a, b, c, d, e, f, g, h, i, j, k, m, n
 
 
 net = PoolFamily()
