@@ -190,6 +190,10 @@ OPS6_SOURCE = (EXPORT_MODELS / "ops6.py").read_text()
 # out: ONNX's AveragePool has no divisor). Two outputs.
 OPS7_SOURCE = (EXPORT_MODELS / "ops7.py").read_text()
 
+# Dilated nn.MaxPool2d (MaxPool3DWithArgmax's dilation: (d, d, d) for an int, (1, h, w) for a
+# tuple, as MindSpore writes them), with padding and ceil_mode. Two outputs.
+OPS9_SOURCE = (EXPORT_MODELS / "ops9.py").read_text()
+
 # FloorDiv (`y // 1.5`, ops.floor_div by a tensor) and ops.zeros / ops.Zeros, which MindSpore's
 # compile folds to Constant tensors. Four outputs.
 OPS8_SOURCE = (EXPORT_MODELS / "ops8.py").read_text()
@@ -241,6 +245,9 @@ CASES: Dict[str, Dict] = {
                   "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     "more_ops7": {"source": OPS7_SOURCE, "cell": "OpsNet7", "select": ["--cell", "OpsNet7"],
+                  "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
+                  "node_diff": (Counter(), Counter())},
+    "more_ops9": {"source": OPS9_SOURCE, "cell": "OpsNet9", "select": ["--cell", "OpsNet9"],
                   "shape": (2, 3, 9, 9), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},
     "more_ops8": {"source": OPS8_SOURCE, "cell": "OpsNet8", "select": ["--cell", "OpsNet8"],

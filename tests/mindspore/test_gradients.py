@@ -307,6 +307,26 @@ class Net(nn.Cell):
         return ops.mean(ops.square(h * k - 0.3))
 """
 
+# Dilated max pools (an int and an (h, w) dilation, padding, ceil_mode, return_indices): the
+# gradient goes to each window's maximum over the taps d apart.
+DILATED_POOL = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, pad_mode='same', has_bias=True)
+        self.mp = nn.MaxPool2d(3, 1, pad_mode='pad', padding=1, dilation=2)
+        self.mp2 = nn.MaxPool2d(2, 2, pad_mode='pad', dilation=(2, 3), ceil_mode=True,
+                                return_indices=True)
+        self.fc = nn.Dense(64, 3)
+
+    def construct(self, x):
+        h = self.conv(x)
+        a = self.mp(h)
+        b, _ = self.mp2(h)
+        return ops.mean(ops.square(a - 0.1)) + ops.mean(ops.square(self.fc(b.reshape(2, -1))))
+"""
+
 CASES: Dict[str, Dict] = {
     "lenet5": {"source": LENET, "shape": (8, 1, 32, 32), "train": False, "rtol": 1e-5},
     "cnn_batchnorm_train": {"source": CNN_BN, "shape": (4, 3, 12, 12), "train": True,
@@ -321,6 +341,8 @@ CASES: Dict[str, Dict] = {
                                "rtol": 1e-4},
     "multihead_attention": {"source": MHA, "shape": (2, 5, 6), "train": False, "rtol": 1e-4},
     "norms": {"source": NORMS, "shape": (3, 5, 6), "train": False, "rtol": 1e-4},
+    "dilated_max_pool": {"source": DILATED_POOL, "shape": (2, 3, 9, 9), "train": False,
+                         "rtol": 1e-5},
     "conv3d": {"source": CONV3D, "shape": (2, 2, 7, 8, 6), "train": False, "rtol": 1e-4},
     # 1e-4: MindSpore's a.weight gradient is 6.5e-5 off a float64 reference, Cellscope's 1.8e-7.
     "if_branches": {"source": BRANCHES, "shape": (3, 6), "train": False, "rtol": 1e-4},

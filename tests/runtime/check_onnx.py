@@ -99,11 +99,15 @@ OPS5_MODEL = open(os.path.join(EXPORT_MODELS, "ops5.py")).read()
 # MaxPool2d / AvgPool2d with padding, ceil_mode (pad and valid), count_include_pad False.
 OPS6_MODEL = open(os.path.join(EXPORT_MODELS, "ops6.py")).read()
 
+# Dilated MaxPool2d (MaxPool's dilations), with padding and ceil_mode.
+OPS9_MODEL = open(os.path.join(EXPORT_MODELS, "ops9.py")).read()
+
 # FloorDiv (Div + Floor) and ops.zeros / ops.Zeros (initializers).
 OPS8_MODEL = open(os.path.join(EXPORT_MODELS, "ops8.py")).read()
 
 SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL,
-           "ops5": OPS5_MODEL, "ops6": OPS6_MODEL, "ops8": OPS8_MODEL}
+           "ops5": OPS5_MODEL, "ops6": OPS6_MODEL, "ops8": OPS8_MODEL,
+           "ops9": OPS9_MODEL}
 
 # name, model file (a corpus model, or SOURCES[name] written to the work directory), extra
 # arguments for both binaries, weight modes (BERT-base, ViT-B/16: initialised only, their
@@ -123,6 +127,7 @@ CASES = [
     ("ops5", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
     ("ops6", None, ["--input-shape", "2,3,9,9"], ("init", "ckpt")),
     ("ops8", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
+    ("ops9", None, ["--input-shape", "2,3,9,9"], ("init", "ckpt")),
 ]
 
 

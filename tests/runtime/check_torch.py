@@ -239,10 +239,14 @@ def pool2d(node, x, is_max):
     stride = pair(attr(node, "stride", 1))
     mode = str(attr(node, "pad_mode", "valid")).lower()
     ceil_mode = bool(attr(node, "ceil_mode", False))
-    pads = window_pads(node, list(x.shape[2:]), k, stride, [1, 1])
+    # nn.MaxPool2d's dilation (pad_mode 'pad' only); return_indices: torch's per-plane indices
+    dilation = pair(attr(node, "dilation", 1)) if is_max else [1, 1]
+    pads = window_pads(node, list(x.shape[2:]), k, stride, dilation)
     if is_max:
         if mode == "pad":
-            return F.max_pool2d(x, k, stride, padding=[p[0] for p in pads], ceil_mode=ceil_mode)
+            out = F.max_pool2d(x, k, stride, padding=[p[0] for p in pads], dilation=dilation,
+                               ceil_mode=ceil_mode, return_indices=len(node["outputs"]) == 2)
+            return list(out) if isinstance(out, tuple) else out
         return F.max_pool2d(torch_pad(x, pads, float("-inf")), k, stride, ceil_mode=ceil_mode)
     if mode == "same":  # average over the valid elements only
         s = F.avg_pool2d(torch_pad(x, pads), k, stride, divisor_override=1)
@@ -414,7 +418,8 @@ def run_op(node, ins, params):
     if op == "Conv2D":
         return [conv2d(node, x, params)]
     if op == "MaxPool":
-        return [pool2d(node, x, True)]
+        out = pool2d(node, x, True)
+        return out if isinstance(out, list) else [out]
     if op == "AvgPool":
         return [pool2d(node, x, False)]
     if op == "MatMul" and node["api"] == "nn.Dense":

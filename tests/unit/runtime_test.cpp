@@ -509,6 +509,78 @@ class Net(nn.Cell):
   EXPECT_TRUE(found);
 }
 
+// nn.MaxPool2d's dilation and return_indices reach the node, the shape rule and the runtime's
+// pool (they were dropped: a dilated pool ran undilated). The expected shapes and values are
+// MindSpore 2.10's (msvenv, PyNative) for this input, x = (arange(112) % 13 - 6) * 0.5 as
+// (2, 1, 7, 8) float32 with x[0, 0, 3, 4] = 9: nn.MaxPool2d(3, 1, pad_mode='pad', padding=1,
+// dilation=2), nn.MaxPool2d(2, 2, pad_mode='pad', dilation=(2, 3), ceil_mode=True),
+// nn.MaxPool2d(3, 2, pad_mode='pad', padding=1, dilation=2, return_indices=True) and
+// ops.max_pool2d(x, 2, None, 0, (2, 3), False, True) (the same as the second).
+TEST(RuntimeKernels, DilatedMaxPoolMatchesMindSpore) {
+  std::string err;
+  auto input = parse_input_spec("2,1,7,8", &err);
+  ASSERT_TRUE(input) << err;
+  AnalysisResult res = analyze_source("dilated_pool.py", R"(from mindspore import nn, ops
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.mp = nn.MaxPool2d(3, 1, pad_mode="pad", padding=1, dilation=2)
+        self.mp2 = nn.MaxPool2d(2, 2, pad_mode="pad", dilation=(2, 3), ceil_mode=True)
+        self.mp3 = nn.MaxPool2d(3, 2, pad_mode="pad", padding=1, dilation=2, return_indices=True)
+
+    def construct(self, x):
+        v, i = self.mp3(x)
+        return self.mp(x), self.mp2(x), v, i, ops.max_pool2d(x, 2, None, 0, (2, 3), False, True)
+)",
+                                      *input);
+  ASSERT_EQ(res.cells.size(), 1u);
+  const CellReport& cell = res.cells[0];
+  ASSERT_TRUE(cell.compiled);
+  ASSERT_EQ(cell.graph.outputs.size(), 5u);
+  auto out_shape = [&](size_t i) {
+    const auto& ref = cell.graph.outputs[i];
+    return cell.graph.nodes[ref.node].outputs[ref.output];
+  };
+  EXPECT_EQ(out_shape(0).shape.str(), "(2, 1, 5, 6)");
+  EXPECT_EQ(out_shape(1).shape.str(), "(2, 1, 3, 3)");
+  EXPECT_EQ(out_shape(2).shape.str(), "(2, 1, 3, 3)");
+  EXPECT_EQ(out_shape(3).shape.str(), "(2, 1, 3, 3)");
+  EXPECT_EQ(out_shape(3).dtype, DType::Int64);
+  EXPECT_EQ(out_shape(4).shape.str(), "(2, 1, 3, 3)");
+  for (const Node& n : cell.graph.nodes) {
+    if (n.op == "MaxPool") {
+      EXPECT_NE(n.find_attr("dilation"), nullptr) << n.id;
+    }
+  }
+
+  std::vector<float> xv(112);
+  for (int i = 0; i < 112; ++i) xv[i] = static_cast<float>(i % 13 - 6) * 0.5f;
+  xv[3 * 8 + 4] = 9.0f;
+  Executor ex(cell, ExecOptions{});
+  ex.set_input(0, Tensor::from_floats({2, 1, 7, 8}, xv));
+  RunStatus s = ex.run();
+  ASSERT_EQ(s.kind, RunStatus::Kind::Finished) << s.message;
+  auto outs = ex.outputs();
+  ASSERT_EQ(outs.size(), 5u);
+  EXPECT_EQ(values(outs[0]),
+            (std::vector<float>{3.0, 9.0, 3.0, 9.0, 2.5, 9.0, 1.5,  2.0, 2.5, 3.0, 2.5, 3.0,
+                                3.0, 9.0, 3.0, 9.0, 2.5, 9.0, 3.0,  2.5, 3.0, 3.0, 3.0, 3.0,
+                                3.0, 9.0, 3.0, 9.0, 1.0, 9.0, -0.5, 3.0, 0.5, 1.0, 1.5, 1.0,
+                                2.5, 3.0, 3.0, 3.0, 3.0, 2.5, 1.0,  3.0, 2.0, 2.5, 3.0, 2.5,
+                                2.5, 3.0, 3.0, 3.0, 3.0, 2.5, 1.0,  1.5, 2.0, 2.5, 3.0, 2.5}));
+  const std::vector<float> second{0.0, 1.0, 2.0, 1.5, 2.5, 2.0, 3.0, 2.5, 2.0,
+                                  2.0, 3.0, 2.5, 2.0, 3.0, 2.5, 2.0, 3.0, 0.5};
+  EXPECT_EQ(values(outs[1]), second);
+  EXPECT_EQ(values(outs[2]), (std::vector<float>{3.0, 3.0, 2.5, 3.0, 3.0, 2.5, 3.0, 3.0, 1.0, -0.5,
+                                                 0.5, 1.5, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0}));
+  EXPECT_EQ(outs[3].dtype(), DType::Int64);
+  EXPECT_EQ(values(outs[3]), (std::vector<float>{25, 25, 11, 25, 25, 11, 25, 25, 47, 27, 29, 31, 43,
+                                                 45, 47, 43, 45, 47}));
+  EXPECT_EQ(values(outs[4]), second);
+}
+
 TEST(RuntimeKernels, ConvSamePaddingOnOnes) {
   G g;
   uint32_t x = g.input({1, 1, 3, 3});

@@ -860,7 +860,7 @@ class Writer {
       return;
     }
     if (m.expansion == MindirExpansion::Pool3DForms && pool3d_form(node)) {
-      names_[index] = {pool3d(node)};
+      names_[index] = pool3d(node);
       return;
     }
     if (m.expansion == MindirExpansion::VarForms) {
@@ -1123,8 +1123,9 @@ class Writer {
     return s;
   }
 
-  // nn.MaxPool2d / nn.AvgPool2d in their 3-D form (MindirExpansion::Pool3DForms).
-  std::string pool3d(const Node& node) {
+  // nn.MaxPool2d / nn.AvgPool2d in their 3-D form (MindirExpansion::Pool3DForms): the pooled
+  // value, and for nn.MaxPool2d(return_indices=True) its indices (argmax).
+  std::vector<std::string> pool3d(const Node& node) {
     const auto dims = input_dims(node, 0);
     if (dims.size() != 4) throw Refusal{"a pool of a " + std::to_string(dims.size()) + "-D input"};
     const TensorType& out = node.outputs.at(0);
@@ -1160,25 +1161,38 @@ class Writer {
                             out.dtype};
     pb::Primitive prim;
     prim.set_prim_type(pb::Primitive::PRIMITIVE);
-    std::string value;
+    std::string value, indices;
+    pb::Attribute axis;
+    set_ints(&axis, {2});
     if (node.op == "MaxPool") {
-      if (pair("dilation", 1) != std::vector<int64_t>{1, 1}) {
-        throw Refusal{"a dilated max pool (the runtime's pool has no dilation)"};
-      }
-      if (runtime::attr_bool(node, "return_indices").value_or(false)) {
-        throw Refusal{"return_indices (the runtime computes no indices)"};
-      }
+      // dilation as nn.MaxPool2d writes it (measured, MindSpore 2.10's export): an int d is
+      // (d, d, d), an (h, w) tuple is (1, h, w).
+      const AttrValue* dil_attr = node.find_attr("dilation");
+      const auto* dil_int = dil_attr != nullptr ? std::get_if<int64_t>(dil_attr) : nullptr;
+      const auto dil = pair("dilation", 1);
+      const std::vector<int64_t> dilation = dil_int != nullptr
+                                                ? std::vector<int64_t>{*dil_int, *dil_int, *dil_int}
+                                                : std::vector<int64_t>{1, dil[0], dil[1]};
       prim.set_op_type("MaxPool3DWithArgmax");
       set_ints(named(&prim, "ksize"), {1, kernel[0], kernel[1]});
       set_ints(named(&prim, "strides"), {1, stride[0], stride[1]});
       set_ints(named(&prim, "pads"), {0, padding[0], padding[1]});
-      set_ints(named(&prim, "dilation"), {1, 1, 1});
+      set_ints(named(&prim, "dilation"), dilation);
       set_bool(named(&prim, "ceil_mode"), ceil_mode);
       set_string(named(&prim, "argmax_type"), "int64");
       set_string(named(&prim, "format"), "NCDHW");
       const std::string key = primitive_key(std::move(prim));
       pb::Node* n = add_cnode(node, key, {expanded}, "MaxPool3DWithArgmax");
       value = tuple_item(node, n->name(), 0, pooled);
+      // return_indices=True: TupleGetItem(1) and its own Squeeze (measured).
+      if (node.outputs.size() >= 2) {
+        const TensorType& idx_out = node.outputs.at(1);
+        const std::string argmax = tuple_item(
+            node, n->name(), 1,
+            TensorType{Shape::of({out_dims[0], out_dims[1], 1, out_dims[2], out_dims[3]}),
+                       idx_out.dtype});
+        indices = function_node(node, "Squeeze", {argmax, constant(axis)}, idx_out);
+      }
     } else {
       // pad_mode as written, upper case: 'pad', or 'valid' with ceil_mode / count_include_pad /
       // divisor_override (measured: nn.AvgPool2d(2, 2, ceil_mode=True) is AvgPool3D with
@@ -1212,9 +1226,10 @@ class Writer {
       set_shape(n, pooled);
       value = n->name();
     }
-    pb::Attribute axis;
-    set_ints(&axis, {2});
-    return function_node(node, "Squeeze", {value, constant(std::move(axis))}, out);
+    std::vector<std::string> names{
+        function_node(node, "Squeeze", {value, constant(std::move(axis))}, out)};
+    if (!indices.empty()) names.push_back(std::move(indices));
+    return names;
   }
 
   // nn.Pad / ops.pad (MindirExpansion::PadForms).

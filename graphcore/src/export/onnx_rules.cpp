@@ -152,6 +152,10 @@ void o_pool(OnnxNodeBuilder& b) {
                               {"pads", onnx_pads(win)},
                               {"ceil_mode", int64_t{ceil_mode ? 1 : 0}}};
   if (b.node().op == "MaxPool") {
+    // ONNX's Indices count over the whole N x C x H x W tensor, MindSpore's over each (H, W)
+    // plane: not the same numbers.
+    if (b.node().outputs.size() >= 2)
+      b.refuse("return_indices (ONNX's MaxPool indices are not MindSpore's per-plane indices)");
     attrs.push_back({"dilations", win.dilation});
     b.emit("MaxPool", {b.input(0)}, {b.output()}, attrs);
     return;

@@ -215,6 +215,10 @@ void add_pool(Registry& r, const PoolSpec& s) {
       return;
     }
     copy_attrs(ctx, {"kernel_size", "stride", "pad_mode", "padding", "ceil_mode"});
+    // The max pools' dilation (an int or an (h, w) tuple as written: MindSpore's MindIR export
+    // writes them differently) and return_indices: the runtime's kernel and the exporters read
+    // them; without them a dilated pool ran and exported undilated.
+    if (s.is_max) copy_attrs(ctx, {"dilation", "return_indices"});
     // The averages' divisor: the runtime's kernels and the exporters read them.
     if (!s.is_max) copy_attrs(ctx, {"count_include_pad", "divisor_override"});
   };

@@ -995,6 +995,13 @@ void register_nn_ops(Registry& r) {
                          w = read_window(args, 2, true, false, names);
                        }
                        if (!w) return ctx.failed() ? void() : add_unknown_output(ctx, t.dtype);
+                       if (functional) {
+                         // ops.max_pool2d has no pad_mode (its padding is explicit) and its
+                         // stride defaults to kernel_size: the node says so, or the runtime and
+                         // the exporters took stride 1 and no padding.
+                         ctx.set_attr("stride", w->stride);
+                         ctx.set_attr("pad_mode", std::string("pad"));
+                       }
                        w->ceil_mode = functional && flag(ctx, "ceil_mode");
                        Shape y = window_shape(t.shape, *w, WindowOp::Pool);
                        ctx.add_output({y, t.dtype});

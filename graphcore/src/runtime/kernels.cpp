@@ -1059,20 +1059,26 @@ void pool2d(KernelCall& c, bool is_max) {
   if (x.rank() != 4) fail("pooling expects a 4-D NCHW input, got " + x.type_str());
   auto k = attr_ints(c.node, "kernel_size", 2).value_or(std::vector<int64_t>{1, 1});
   if (k.size() == 4) k = {k[2], k[3]};
-  auto stride = attr_ints(c.node, "stride", 2);
   bool ceil_mode = attr_bool(c.node, "ceil_mode").value_or(false);
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  // The window (stride, pads, output size) with the max pools' dilation: the effective kernel
+  // is d*(k-1)+1 and the taps are d apart.
   Window w = make_window(c.node, {h, wd}, k, ceil_mode);
-  (void)stride;
   const std::string mode = text::lower(attr_str(c.node, "pad_mode").value_or("valid"));
   // 'same' averages over the valid elements; 'pad' follows count_include_pad (default True).
   bool include_pad = mode == "pad" && attr_bool(c.node, "count_include_pad").value_or(true);
   // nn.AvgPool2d(divisor_override=d): every window's sum is divided by d.
   const int64_t divisor = is_max ? 0 : attr_int(c.node, "divisor_override").value_or(0);
   int64_t oh = w.out[0], ow = w.out[1];
-  Tensor& y = emit(c, Tensor::uninitialized({n, ch, oh, ow}, DType::Float32));
+  // The data pointers are taken at once: a second emit may move the outputs.
+  auto* py = emit(c, Tensor::uninitialized({n, ch, oh, ow}, DType::Float32)).data<float>();
+  // return_indices=True: the maximum's flat index in its (h, w) plane, int64 (as MindSpore 2.10's
+  // nn.MaxPool2d returns them), a second output.
+  int64_t* pi = nullptr;
+  if (is_max && c.node.outputs.size() >= 2)
+    pi = emit(c, Tensor::uninitialized({n, ch, oh, ow}, DType::Int64)).data<int64_t>();
   const float* px = x.data<float>();
-  auto* py = y.data<float>();
+  const int64_t dh = w.dilation[0], dw = w.dilation[1];
   // Planes (sample, channel) on the runtime's threads.
   const int64_t plane_work = std::max<int64_t>(1, oh * ow * k[0] * k[1]);
   parallel_for(n * ch, std::max<int64_t>(1, kGrainCheap / plane_work), [&](int64_t p0, int64_t p1) {
@@ -1083,27 +1089,39 @@ void pool2d(KernelCall& c, bool is_max) {
         for (int64_t q = 0; q < ow; ++q) {
           int64_t h0 = r * w.stride[0] - w.pad_before[0];
           int64_t w0 = q * w.stride[1] - w.pad_before[1];
+          if (is_max) {
+            // The first maximum in row-major window order (NaN wins), taps outside the input
+            // skipped (padding never wins).
+            float acc = -std::numeric_limits<float>::infinity();
+            int64_t at = -1;
+            for (int64_t a = 0; a < k[0]; ++a) {
+              const int64_t i = h0 + a * dh;
+              if (i < 0 || i >= h) continue;
+              for (int64_t e = 0; e < k[1]; ++e) {
+                const int64_t j = w0 + e * dw;
+                if (j < 0 || j >= wd) continue;
+                const float v = xc[i * wd + j];
+                if (at < 0 || v > acc || (std::isnan(v) && !std::isnan(acc))) {
+                  acc = v;
+                  at = i * wd + j;
+                }
+              }
+            }
+            yc[r * ow + q] = acc;
+            if (pi != nullptr) pi[(b * oh + r) * ow + q] = std::max<int64_t>(at, 0);
+            continue;
+          }
           int64_t h1 = std::min(h0 + k[0], h + w.pad_after[0]);
           int64_t w1 = std::min(w0 + k[1], wd + w.pad_after[1]);
           int64_t pool_size = (h1 - h0) * (w1 - w0);
           int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
           int64_t he = std::min(h1, h), we = std::min(w1, wd);
-          float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+          float acc = 0.0f;
           for (int64_t i = hs; i < he; ++i) {
-            for (int64_t j = ws; j < we; ++j) {
-              float v = xc[i * wd + j];
-              if (is_max) {
-                acc = (v > acc || std::isnan(v)) ? v : acc;
-              } else {
-                acc += v;
-              }
-            }
+            for (int64_t j = ws; j < we; ++j) acc += xc[i * wd + j];
           }
-          if (!is_max) {
-            int64_t cnt = divisor > 0 ? divisor : include_pad ? pool_size : (he - hs) * (we - ws);
-            acc = cnt > 0 ? acc / static_cast<float>(cnt) : 0.0f;
-          }
-          yc[r * ow + q] = acc;
+          int64_t cnt = divisor > 0 ? divisor : include_pad ? pool_size : (he - hs) * (we - ws);
+          yc[r * ow + q] = cnt > 0 ? acc / static_cast<float>(cnt) : 0.0f;
         }
       }
     }

@@ -578,10 +578,15 @@ void k_pool_grad(KernelCall& c) {
         const int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
         const int64_t he = std::min(h1, h), we = std::min(w1, wd);
         if (is_max) {
+          // The forward kernel's taps: d apart (nn.MaxPool2d's dilation), padding skipped.
           float best = -std::numeric_limits<float>::infinity();
           int64_t at = -1;
-          for (int64_t i = hs; i < he; ++i) {
-            for (int64_t j = ws; j < we; ++j) {
+          for (int64_t a = 0; a < k[0]; ++a) {
+            const int64_t i = h0 + a * w.dilation[0];
+            if (i < 0 || i >= h) continue;
+            for (int64_t e = 0; e < k[1]; ++e) {
+              const int64_t j = w0 + e * w.dilation[1];
+              if (j < 0 || j >= wd) continue;
               const float v = xc[i * wd + j];
               if (at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
                 best = v;

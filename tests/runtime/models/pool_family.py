@@ -1,4 +1,6 @@
-"""Runtime kernel family: MaxPool2d / AvgPool2d pad modes, ceil_mode; ReduceMean/ReduceSum."""
+"""Runtime kernel family: MaxPool2d / AvgPool2d pad modes, ceil_mode; MaxPool2d's dilation (an
+int and an (h, w) tuple) and return_indices; ops.max_pool2d (stride defaults to kernel_size) and
+ops.avg_pool2d with padding; ReduceMean/ReduceSum."""
 import mindspore.nn as nn
 import mindspore.ops as ops
 
@@ -14,6 +16,9 @@ class PoolFamily(nn.Cell):
         self.avg_same = nn.AvgPool2d(kernel_size=3, stride=2, pad_mode='same')
         self.mean = ops.ReduceMean(keep_dims=True)
         self.sum = ops.ReduceSum(keep_dims=False)
+        self.max_dil = nn.MaxPool2d(3, 1, pad_mode='pad', padding=1, dilation=2)
+        self.max_dil_idx = nn.MaxPool2d(2, 2, pad_mode='pad', dilation=(2, 3), ceil_mode=True,
+                                        return_indices=True)
 
     def construct(self, x):
         a = self.max_valid(x)
@@ -24,7 +29,11 @@ class PoolFamily(nn.Cell):
         f = self.avg_same(x)
         g = self.mean(x, (2, 3))
         h = self.sum(x, 1)
-        return a, b, c, d, e, f, g, h
+        i = self.max_dil(x)
+        j, k = self.max_dil_idx(x)
+        m = ops.max_pool2d(x, 3, None, 1, 1, False, True)
+        n = ops.avg_pool2d(x, 3, 2, 1)
+        return a, b, c, d, e, f, g, h, i, j, k, m, n
 
 
 net = PoolFamily()
