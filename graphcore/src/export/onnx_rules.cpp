@@ -276,15 +276,20 @@ void o_reshape(OnnxNodeBuilder& b) {
 }
 
 namespace {
-void reduce(OnnxNodeBuilder& b, std::string_view op_type) {
-  const std::vector<int64_t> x = b.input_dims(0);
-  bool keep = false;
+// The axes a reduction node reduces over (and its keep_dims), as the runtime's kernel resolves
+// them from the node's facts, so the export reduces what the runtime does.
+std::vector<int64_t> reduction_axes(OnnxNodeBuilder& b, const std::vector<int64_t>& x, bool* keep) {
   std::vector<rt::Tensor> none;
   std::vector<const rt::ParamState*> no_params;
   std::vector<rt::Tensor> outs;
   rt::KernelCall call{b.node(), none, no_params, outs};
-  const std::vector<int64_t> axes =
-      runtime_fact(b, [&] { return rt::kernels::reduce_axes(call, x, &keep); });
+  return runtime_fact(b, [&] { return rt::kernels::reduce_axes(call, x, keep); });
+}
+
+void reduce(OnnxNodeBuilder& b, std::string_view op_type) {
+  const std::vector<int64_t> x = b.input_dims(0);
+  bool keep = false;
+  const std::vector<int64_t> axes = reduction_axes(b, x, &keep);
   // Opset 18+: the axes are an input.
   b.emit(op_type, {b.input(0), b.const_i64("axes", axes)}, {b.output()},
          {{"keepdims", int64_t{keep ? 1 : 0}}});
@@ -299,12 +304,7 @@ void o_reduce_sum(OnnxNodeBuilder& b) { reduce(b, "ReduceSum"); }
 void o_reduce_var(OnnxNodeBuilder& b) {
   const std::vector<int64_t> x = b.input_dims(0);
   bool keep = false;
-  std::vector<rt::Tensor> none;
-  std::vector<const rt::ParamState*> no_params;
-  std::vector<rt::Tensor> outs;
-  rt::KernelCall call{b.node(), none, no_params, outs};
-  const std::vector<int64_t> axes =
-      runtime_fact(b, [&] { return rt::kernels::reduce_axes(call, x, &keep); });
+  const std::vector<int64_t> axes = reduction_axes(b, x, &keep);
   int64_t n = 1;
   for (int64_t a : axes) n *= x.at(static_cast<size_t>(a));
   const int64_t ddof = rt::attr_int(b.node(), "ddof").value_or(0);
