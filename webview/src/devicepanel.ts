@@ -5,61 +5,25 @@
 // cannot measure is a gap labelled "n/a", never a 0.
 import uPlot from 'uplot';
 
+import { CHART_HEIGHT, ChartDock } from './chartdock';
 import { DeviceModel, fmtPower } from './device';
 import type { DeviceProgress } from './protocol';
 import { escapeHtml as h } from './format';
 
-const KEY = 'cellscope-device';
-const CHART_HEIGHT = 170;
-
-function stored(): string | null {
-  try { return localStorage.getItem(KEY); } catch { return null; }
-}
-
-export class DevicePanel {
-  readonly host = document.createElement('section');
+export class DevicePanel extends ChartDock {
   readonly model = new DeviceModel();
-  private head = document.createElement('div');
-  private fold = document.createElement('button');
-  private sum = document.createElement('span');
-  private close = document.createElement('button');
   private factsLine = document.createElement('div');
-  private chartHost = document.createElement('div');
-  private chart: uPlot | null = null;
-  private drawn = -1;
   private powerLabel = '';  // the power series' label the chart was made with
-  private collapsed = stored() === 'collapsed';
-  private closed = false;
-  private frame = 0;
   private lastSession = '';
 
-  constructor(private readonly onToggle: () => void) {
-    this.host.className = 'train device hidden';
-    this.host.setAttribute('aria-label', 'Device');
-    this.head.className = 'train-head';
-    this.fold.type = 'button';
-    this.fold.className = 'btn icon train-fold';
-    this.fold.addEventListener('click', () => this.setCollapsed(!this.collapsed));
-    const title = document.createElement('span');
-    title.className = 'train-title';
-    title.textContent = 'Device';
-    this.sum.className = 'train-sum';
-    this.sum.setAttribute('aria-live', 'off');
-    this.close.type = 'button';
-    this.close.className = 'btn icon train-close';
-    this.close.textContent = '×';
-    this.close.title = 'Close the device chart (it opens again with the next deployment)';
-    this.close.setAttribute('aria-label', 'Close the device chart');
-    this.close.addEventListener('click', () => { this.closed = true; this.sync(); });
-    this.head.append(this.fold, title, this.sum, this.close);
+  constructor(onToggle: () => void) {
+    super({ key: 'cellscope-device', title: 'Device', noun: 'device chart',
+      closeTitle: 'Close the device chart (it opens again with the next deployment)',
+      hostClass: 'train device', chartClass: 'train-chart device-chart' }, onToggle);
     this.factsLine.className = 'device-facts';
-    this.chartHost.className = 'train-chart device-chart';
-    this.host.append(this.head, this.factsLine, this.chartHost);
-    new ResizeObserver(() => this.resize()).observe(this.chartHost);
+    this.host.insertBefore(this.factsLine, this.chartHost);
     this.sync();
   }
-
-  get open(): boolean { return !this.host.classList.contains('hidden'); }
 
   /** A DeviceProgress arrived. */
   apply(p: DeviceProgress): boolean {
@@ -70,33 +34,9 @@ export class DevicePanel {
     return reset;
   }
 
-  setCollapsed(c: boolean): void {
-    this.collapsed = c;
-    try { localStorage.setItem(KEY, c ? 'collapsed' : 'open'); } catch { /* private mode */ }
-    this.sync();
-  }
+  protected hasContent(): boolean { return this.model.samples.length > 0; }
 
-  private schedule(): void {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = 0; this.sync(); });
-  }
-
-  /** Draws now (tests). */
-  flush(): void {
-    if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
-    this.sync();
-  }
-
-  private sync(): void {
-    const has = this.model.samples.length > 0;
-    const show = has && !this.closed;
-    const was = this.open;
-    this.host.classList.toggle('hidden', !show);
-    this.host.classList.toggle('collapsed', this.collapsed);
-    this.fold.textContent = this.collapsed ? '▸' : '▾';
-    this.fold.title = this.collapsed ? 'Show the device chart (remembered)' : 'Collapse the device chart to its summary line (remembered)';
-    this.fold.setAttribute('aria-expanded', String(!this.collapsed));
-    this.fold.setAttribute('aria-label', this.collapsed ? 'Expand the device chart' : 'Collapse the device chart');
+  protected render(has: boolean, show: boolean): void {
     this.sum.textContent = this.model.summary();
     this.sum.title = this.model.file;
     this.factsLine.classList.toggle('hidden', this.collapsed || !has);
@@ -104,7 +44,6 @@ export class DevicePanel {
       .map(([k, v]) => `<span class="device-fact" data-fact="${h(k)}"><b>${h(k)}</b> ${h(v)}</span>`).join(' ');
     this.chartHost.classList.toggle('hidden', this.collapsed || !has);
     if (show && !this.collapsed && has) this.draw();
-    if (was !== this.open) this.onToggle();
   }
 
   private colours(): { fps: string; p50: string; p99: string; rss: string; power: string; axis: string; grid: string } {
@@ -169,20 +108,6 @@ export class DevicePanel {
     };
   }
 
-  private resize(): void {
-    if (!this.chart || this.collapsed) return;
-    const w = this.chartHost.clientWidth;
-    if (w > 0 && Math.abs(w - this.chart.width) > 1) this.chart.setSize({ width: w, height: CHART_HEIGHT });
-  }
-
-  /** The theme changed: the chart is made again with its colours. */
-  invalidate(): void {
-    this.chart?.destroy();
-    this.chart = null;
-    this.drawn = -1;
-    this.schedule();
-  }
-
   /** What the panel shows (the test hook): the chart's series and data as uPlot holds them, the
    * text figures, the power's label in the legend. */
   state(): { open: boolean; collapsed: boolean; messages: number; points: number; summary: string;
@@ -199,7 +124,4 @@ export class DevicePanel {
       width: u?.width ?? 0, height: u?.height ?? 0,
     };
   }
-
-  /** The chart's canvas (the test hook: its pixels). */
-  canvas(): HTMLCanvasElement | null { return this.chartHost.querySelector('canvas'); }
 }

@@ -5,61 +5,25 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
+import { CHART_HEIGHT, ChartDock } from './chartdock';
 import { driftSummary, type DriftIndex, TrainModel } from './train';
 import { escapeHtml as h } from './format';
 
-const KEY = 'cellscope-train';
-const CHART_HEIGHT = 170;
-
-function stored(): string | null {
-  try { return localStorage.getItem(KEY); } catch { return null; }
-}
-
-export class TrainPanel {
-  readonly host = document.createElement('section');
+export class TrainPanel extends ChartDock {
   readonly model = new TrainModel();
-  private head = document.createElement('div');
-  private fold = document.createElement('button');
-  private sum = document.createElement('span');
-  private close = document.createElement('button');
   private driftLine = document.createElement('div');
-  private chartHost = document.createElement('div');
-  private chart: uPlot | null = null;
-  private drawn = -1;       // the model version the chart shows
   private gradSeries = false;  // the chart was made with a grad-norm series
-  private collapsed = stored() === 'collapsed';
-  private closed = false;
-  private frame = 0;
+  private lastSession = '';
   drift: DriftIndex | null = null;
 
-  constructor(private readonly onToggle: () => void) {
-    this.host.className = 'train hidden';
-    this.host.setAttribute('aria-label', 'Training');
-    this.head.className = 'train-head';
-    this.fold.type = 'button';
-    this.fold.className = 'btn icon train-fold';
-    this.fold.addEventListener('click', () => this.setCollapsed(!this.collapsed));
-    const title = document.createElement('span');
-    title.className = 'train-title';
-    title.textContent = 'Training';
-    this.sum.className = 'train-sum';
-    this.sum.setAttribute('aria-live', 'off');
-    this.close.type = 'button';
-    this.close.className = 'btn icon train-close';
-    this.close.textContent = '×';
-    this.close.title = 'Close the training chart (it opens again with the next run)';
-    this.close.setAttribute('aria-label', 'Close the training chart');
-    this.close.addEventListener('click', () => { this.closed = true; this.sync(); });
-    this.head.append(this.fold, title, this.sum, this.close);
+  constructor(onToggle: () => void) {
+    super({ key: 'cellscope-train', title: 'Training', noun: 'training chart',
+      closeTitle: 'Close the training chart (it opens again with the next run)', hostClass: 'train',
+      chartClass: 'train-chart' }, onToggle);
     this.driftLine.className = 'train-drift hidden';
-    this.chartHost.className = 'train-chart';
-    this.host.append(this.head, this.driftLine, this.chartHost);
-    new ResizeObserver(() => this.resize()).observe(this.chartHost);
+    this.host.insertBefore(this.driftLine, this.chartHost);
     this.sync();
   }
-
-  get open(): boolean { return !this.host.classList.contains('hidden'); }
-  get isCollapsed(): boolean { return this.collapsed; }
 
   /** A TrainProgress arrived (already applied to the model by the caller through apply()). */
   apply(p: Parameters<TrainModel['apply']>[0]): boolean {
@@ -72,7 +36,6 @@ export class TrainPanel {
     this.schedule();
     return reset;
   }
-  private lastSession = '';
 
   setDrift(d: DriftIndex | null): void {
     this.drift = d;
@@ -80,34 +43,9 @@ export class TrainPanel {
     this.schedule();
   }
 
-  setCollapsed(c: boolean): void {
-    this.collapsed = c;
-    try { localStorage.setItem(KEY, c ? 'collapsed' : 'open'); } catch { /* private mode */ }
-    this.sync();
-  }
+  protected hasContent(): boolean { return this.model.steps.length > 0 || this.drift !== null; }
 
-  /** Redraws at the next frame (steps arrive faster than frames). */
-  private schedule(): void {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = 0; this.sync(); });
-  }
-
-  /** Draws now (tests; a snapshot's first paint). */
-  flush(): void {
-    if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
-    this.sync();
-  }
-
-  private sync(): void {
-    const has = this.model.steps.length > 0 || this.drift !== null;
-    const show = has && !this.closed;
-    const was = this.open;
-    this.host.classList.toggle('hidden', !show);
-    this.host.classList.toggle('collapsed', this.collapsed);
-    this.fold.textContent = this.collapsed ? '▸' : '▾';
-    this.fold.title = this.collapsed ? 'Show the training chart (remembered)' : 'Collapse the training chart to its summary line (remembered)';
-    this.fold.setAttribute('aria-expanded', String(!this.collapsed));
-    this.fold.setAttribute('aria-label', this.collapsed ? 'Expand the training chart' : 'Collapse the training chart');
+  protected render(_has: boolean, show: boolean): void {
     this.sum.textContent = this.model.steps.length ? this.model.summary() : 'no steps';
     this.sum.title = this.model.file ? `${this.model.cell ? this.model.cell + ' · ' : ''}${this.model.file}` : '';
     this.driftLine.classList.toggle('hidden', !this.drift);
@@ -115,7 +53,6 @@ export class TrainPanel {
       ? `<b>Precision drift</b> ${h(driftSummary(this.drift))} <a href="#" class="show-drift">Colour nodes by drift</a>` : '';
     this.chartHost.classList.toggle('hidden', this.collapsed || this.model.steps.length === 0);
     if (show && !this.collapsed && this.model.steps.length) this.draw();
-    if (was !== this.open) this.onToggle();
   }
 
   private colours(): { loss: string; lr: string; grad: string; axis: string; grid: string } {
@@ -168,20 +105,6 @@ export class TrainPanel {
     };
   }
 
-  private resize(): void {
-    if (!this.chart || this.collapsed) return;
-    const w = this.chartHost.clientWidth;
-    if (w > 0 && Math.abs(w - this.chart.width) > 1) this.chart.setSize({ width: w, height: CHART_HEIGHT });
-  }
-
-  /** The theme changed: the chart is made again with its colours. */
-  invalidate(): void {
-    this.chart?.destroy();
-    this.chart = null;
-    this.drawn = -1;
-    this.schedule();
-  }
-
   /** What the chart draws (the test hook): its series and their data as uPlot holds them. */
   state(): { open: boolean; collapsed: boolean; messages: number; points: number; summary: string; drift: string;
     series: string[]; data: (number | null)[][]; width: number; height: number } {
@@ -194,7 +117,4 @@ export class TrainPanel {
       width: u?.width ?? 0, height: u?.height ?? 0,
     };
   }
-
-  /** The chart's canvas (the test hook: its pixels). */
-  canvas(): HTMLCanvasElement | null { return this.chartHost.querySelector('canvas'); }
 }
