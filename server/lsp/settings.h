@@ -2,7 +2,8 @@
 // over the workspace's mindspore_config.json over the server's defaults, and the workspace folders
 // that relative paths and per-file inputs resolve against. One reader for both sources
 // (server/project_config.h). Inputs are keyed by file (relative to the workspace folder), file
-// name, "*", or a Cell's class name (AnalysisOptions::cell_inputs). No protocol: the caller publishes what loading a project config reports.
+// name, "*", or a Cell's class name (AnalysisOptions::cell_inputs). No protocol: the caller
+// publishes what loading a project config reports.
 //
 // Thread-safety: none; it belongs to the I/O thread (an analysis gets a copy of its options).
 #pragma once

@@ -37,7 +37,9 @@ const char* kModel =
     "    def construct(self, x):\n"
     "        return self.fc(x)\n";
 
-TensorType f32(std::vector<int64_t> dims) { return TensorType{Shape::of(dims), DType::Float32}; }
+TensorType f32(const std::vector<int64_t>& dims) {
+  return TensorType{Shape::of(dims), DType::Float32};
+}
 
 AnalysisResult analyse(const AnalysisOptions& opts) {
   graphcore::MemorySourceProvider mem("/ws/model.py", kModel);
