@@ -51,8 +51,27 @@ export function deviceItem(d: DevicePick): { label: string; description: string;
   return { label: d.name, description: `${d.address} · ${d.target}`, device: d };
 }
 
-export function deployArgs(model: string, device: string): string[] {
-  return ['deploy', model, '--device', device, '--progress', 'json'];
+/** The bundle the device builds (`cellscope deploy --precision`, docs/deploy.md). */
+export type DeployPrecision = 'fp32' | 'target' | 'int8';
+
+/** The precision QuickPick's items, fp32 first (the default). int8 needs calibration data (a .npy
+ * of inputs, chosen next); target measures its quality on seeded inputs when given none. */
+export function precisionItems(): { label: DeployPrecision; description: string; detail: string }[] {
+  return [
+    { label: 'fp32', description: 'as exported', detail: 'The MindIR runs as it is.' },
+    { label: 'target', description: 'fp16 between operators, fp32 accumulation',
+      detail: "As the target computes; its agreement with fp32 is measured on the device." },
+    { label: 'int8', description: 'quantised on the device from calibration data',
+      detail: 'Per-channel weights, per-tensor activations; choose a .npy of N inputs next.' },
+  ];
+}
+
+export function deployArgs(model: string, device: string, precision: DeployPrecision = 'fp32',
+  calibrationData?: string): string[] {
+  const args = ['deploy', model, '--device', device, '--progress', 'json'];
+  if (precision !== 'fp32') args.push('--precision', precision);
+  if (calibrationData) args.push('--calibration-data', calibrationData);
+  return args;
 }
 export function watchArgs(device: string): string[] {
   return ['deploy', '--watch', '--device', device];

@@ -42,7 +42,7 @@ import {
   type ExportResult,
 } from './export';
 import {
-  bundleModel, deployArgs, deviceItem, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  bundleModel, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
 } from './deploy';
 import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
@@ -948,6 +948,19 @@ async function cmdDeploy(): Promise<void> {
     : await vscode.window.showQuickPick(devices.map(deviceItem), { title: 'MindSpore: Deploy to device', placeHolder: 'The device' });
   if (!picked) return;
   const device = picked.device;
+  const precisionPick = await vscode.window.showQuickPick(precisionItems(),
+    { title: `MindSpore: Deploy to ${device.name}`, placeHolder: 'The precision the device serves at' });
+  if (!precisionPick) return;
+  const precision = precisionPick.label;
+  let calibration: string | undefined;
+  if (precision === 'int8') {
+    const chosen = await vscode.window.showOpenDialog({
+      title: 'MindSpore: calibration data for int8 (a .npy of N inputs: N, then the input shape after its batch axis)',
+      canSelectMany: false, filters: { NumPy: ['npy'] }, defaultUri: folder ? vscode.Uri.file(folder) : undefined,
+    });
+    if (!chosen?.length) return;
+    calibration = chosen[0].fsPath;
+  }
   if (!model) {
     if (!pythonEditor()) {
       void vscode.window.showInformationMessage('MindSpore: Deploy sends an opened .mindir, or the Cell under the cursor of a Python model file: open one first.');
@@ -967,7 +980,7 @@ async function cmdDeploy(): Promise<void> {
       let child: cp.ChildProcess | undefined;
       const sub = cancel.onCancellationRequested(() => { child?.kill('SIGTERM'); });
       try {
-        return await runCellscope(found.path, deployArgs(model as string, device.name), folder, (line) => {
+        return await runCellscope(found.path, deployArgs(model as string, device.name, precision, calibration), folder, (line) => {
           devLog(line);
           const e = parseProgressLine(line);
           if (!e) return;

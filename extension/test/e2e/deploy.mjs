@@ -167,6 +167,15 @@ try {
     offered.join(' | '));
   await shot('device-quickpick');
   await pickRows.filter({ hasText: DEVICE }).first().click();
+  // Then the precision the device serves at: fp32, target, int8 (this scenario deploys fp32).
+  await until('the precision QuickPick', async () => {
+    const rows = await pickRows.evaluateAll((els) => els.map((e) => e.innerText.replace(/\s+/g, ' ').trim()));
+    return rows.length === 3 && rows[0].startsWith('fp32') ? rows : null;
+  }, 10000);
+  const precisions = await pickRows.evaluateAll((els) => els.map((e) => e.innerText.replace(/\s+/g, ' ').trim()));
+  check('(a) then the precision: fp32, target and int8 offered', ['fp32', 'target', 'int8'].every((p, i) => precisions[i]?.startsWith(p)),
+    precisions.join(' | '));
+  await pickRows.filter({ hasText: 'as exported' }).first().click();
   // Deployed: the status item appears (startWatch runs only after `cellscope deploy` exited 0 with
   // its `done` line); a refusal or failure is a notification.
   const item = page.locator('[id$="cellscope.device"]').first();

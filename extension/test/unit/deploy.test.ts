@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  bundleModel, deployArgs, deviceItem, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  bundleModel, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs,
 } from '../../src/deploy';
 
@@ -35,6 +35,11 @@ test('the device pick list: usable entries of mindspore_config.json, the others 
 
 test('command lines', () => {
   assert.deepEqual(deployArgs('/m/a.mindir', 'edge1'), ['deploy', '/m/a.mindir', '--device', 'edge1', '--progress', 'json']);
+  assert.deepEqual(deployArgs('/m/a.mindir', 'edge1', 'target'),
+    ['deploy', '/m/a.mindir', '--device', 'edge1', '--progress', 'json', '--precision', 'target']);
+  assert.deepEqual(deployArgs('/m/a.mindir', 'edge1', 'int8', '/d/calib.npy'),
+    ['deploy', '/m/a.mindir', '--device', 'edge1', '--progress', 'json', '--precision', 'int8', '--calibration-data', '/d/calib.npy']);
+  assert.deepEqual(precisionItems().map((i) => i.label), ['fp32', 'target', 'int8']);
   assert.deepEqual(watchArgs('edge1'), ['deploy', '--watch', '--device', 'edge1']);
   assert.deepEqual(rollbackArgs('edge1'), ['deploy', '--rollback', '--device', 'edge1', '--progress', 'json']);
 });
