@@ -572,7 +572,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& c : config.config_paths()) common.configs.push_back(c.string());
     common.cell_inputs = config.inputs;
-    if (config.device_num) common.device_num = *config.device_num;
+    if (auto n = config.device_count()) common.device_num = *n;
     common.config_diagnostics = std::move(config.diagnostics);
     return config;
   };

@@ -89,6 +89,14 @@ struct ProjectConfig {
   std::vector<DeviceConfig> devices;               // `devices` (top level only)
   ClusterConfig cluster;                           // `cluster` (top level only)
 
+  // The device count of the parallel job: `device_num`, else `cluster.worker_num` (MindSpore
+  // takes the count from the launcher when the script sets none, and `cellscope launch --msrun`
+  // starts worker_num workers), else none.
+  [[nodiscard]] std::optional<int64_t> device_count() const {
+    if (device_num) return device_num;
+    if (cluster.worker_num) return static_cast<int64_t>(*cluster.worker_num);
+    return std::nullopt;
+  }
   // The inputs for `cell` (may be empty) in `model_file`, or an empty list.
   [[nodiscard]] std::vector<graphcore::TensorType> inputs_for(const std::string& cell,
                                                               const std::string& model_file) const;

@@ -59,8 +59,8 @@ graphcore::AnalysisOptions WorkspaceSettings::options_for(const std::string& pat
   // settings over the project file's.
   o.cell_inputs = project_.inputs;
   for (const auto& [key, types] : client.inputs) o.cell_inputs[key] = types;
-  if (project_.device_num) o.device_num = *project_.device_num;
-  if (client.device_num) o.device_num = *client.device_num;
+  if (auto n = project_.device_count()) o.device_num = *n;
+  if (auto n = client.device_count()) o.device_num = *n;
   if (std::string root = root_of(path); !root.empty()) o.workspace_root = root;
   return o;
 }

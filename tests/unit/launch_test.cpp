@@ -40,6 +40,16 @@ TEST(Launch, ClusterSectionOfTheProjectConfig) {
   EXPECT_EQ(cl.hosts[1].slots, 8);
   EXPECT_EQ(cl.log_dir, "logs");
   EXPECT_EQ(cl.python, "~/venv/bin/python");
+  // The strategy checks' device count: the cluster's workers when `device_num` is not given.
+  EXPECT_EQ(c.device_count(), 16);
+}
+
+TEST(Launch, DeviceNumWinsOverTheClusterForTheStrategyChecks) {
+  const auto both = parse_project_config("/w/mindspore_config.json",
+                                         R"({"device_num": 8, "cluster": {"worker_num": 16}})");
+  EXPECT_EQ(both.device_count(), 8);
+  const auto none = parse_project_config("/w/mindspore_config.json", R"({"target": "cpu"})");
+  EXPECT_FALSE(none.device_count());
 }
 
 TEST(Launch, BadClusterValuesAreLocatedAndSkipped) {
