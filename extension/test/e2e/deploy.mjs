@@ -25,7 +25,7 @@ import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } fro
 import { request } from 'node:https';
 import { join } from 'node:path';
 
-import { createE2E, here, repo, wait, until } from './harness.mjs';
+import { createE2E, here, repo, wait, until, runCommand, gotoLine } from './harness.mjs';
 
 if (process.getuid?.() !== 0) {
   console.error('deploy.mjs makes a network namespace and a veth pair: run it as root (the extension tier does)');
@@ -142,20 +142,9 @@ try {
     return /no errors|error/.test(t) ? t : null;
   }, 30000);
   check('the article\'s network (bug fixed) is analysed without errors', /no errors/.test(analysed), analysed.trim());
-  const gotoLine = async (line) => {
-    await editorLines.click();
-    await page.keyboard.press('Control+G');
-    await page.keyboard.type(String(line));
-    await page.keyboard.press('Enter');
-  };
-  const palette = async (command) => {
-    await page.keyboard.press('Control+Shift+P');
-    await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
-    await page.keyboard.type(command);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
-  };
-  await gotoLine(constructLine + 1);
+  const goto = (line) => gotoLine(page, editorLines, line);
+  const palette = (command) => runCommand(page, command);
+  await goto(constructLine + 1);
 
   // ---- (a) deploy through the command palette -----------------------------------------------------------
   const td = Date.now();
@@ -203,7 +192,7 @@ try {
   check('(b) the status bar shows "… on <device> — N FPS" (N > 0 while inferences run)', /^MindSpore: \S+ on edge-e2e — \d+ FPS$/.test(text.replace(/^\$\([^)]*\)\s*/, '')), text);
 
   // ---- (c) the graph view's Device chart -----------------------------------------------------------------
-  await gotoLine(constructLine + 1);
+  await goto(constructLine + 1);
   await palette('MindSpore: Visualize Graph');
   const view = await until('the graph view webview', async () => {
     for (const f of page.frames()) {

@@ -43,6 +43,23 @@ export async function until(what, fn, timeout = 30000, every = 200) {
   }
 }
 
+/** Runs a command from the command palette (typed, waited for in the list, Enter). */
+export async function runCommand(page, command) {
+  await page.keyboard.press('Control+Shift+P');
+  await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
+  await page.keyboard.type(command);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ timeout: 10000 });
+  await page.keyboard.press('Enter');
+}
+
+/** Puts the cursor on `line` of the editor whose lines are `editorLines` (Go to Line). */
+export async function gotoLine(page, editorLines, line) {
+  await editorLines.click();
+  await page.keyboard.press('Control+G');
+  await page.keyboard.type(String(line));
+  await page.keyboard.press('Enter');
+}
+
 export function freePort() {
   return new Promise((res, rej) => {
     const s = createServer();

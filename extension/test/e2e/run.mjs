@@ -30,7 +30,7 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { createE2E, here, repo, wait, until } from './harness.mjs';
+import { createE2E, here, repo, wait, until, runCommand } from './harness.mjs';
 
 const e2e = createE2E({
   artifacts: join(here, 'artifacts'),
@@ -590,13 +590,7 @@ try {
   await page.keyboard.press('F9');
   await until('the breakpoint glyph', async () => (await page.locator('.editor-instance .codicon-debug-breakpoint').count()) > 0, 5000);
   check('a breakpoint is set on a line of construct', true, `lenet5.py:${conv2Line}`);
-  const palette = async (command) => {
-    await page.keyboard.press('Control+Shift+P');
-    await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
-    await page.keyboard.type(command);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
-  };
+  const palette = (command) => runCommand(page, command);
   const focusState = () => view.evaluate(() => window.cellscopeView.debugFocus());
   // What F5 runs: with no launch.json, the extension's DebugConfigurationProvider gives the
   // configuration (program ${file}, stopping on entry). If VS Code asks which debugger, pick ours.

@@ -28,7 +28,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { createE2E, here, repo, wait, until } from './harness.mjs';
+import { createE2E, here, repo, wait, until, runCommand, gotoLine } from './harness.mjs';
 import { writeMnist } from '../../../tests/dap/mnist_data.mjs';
 
 const e2e = createE2E({
@@ -139,22 +139,11 @@ try {
   check('the script (the article\'s network, bug fixed) is analysed without errors', /no errors/.test(analysed), analysed.trim());
   await shot('script-opened');
 
-  const gotoLine = async (line) => {
-    await editorLines.click();
-    await page.keyboard.press('Control+G');
-    await page.keyboard.type(String(line));
-    await page.keyboard.press('Enter');
-  };
-  const palette = async (command) => {
-    await page.keyboard.press('Control+Shift+P');
-    await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
-    await page.keyboard.type(command);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
-  };
+  const goto = (line) => gotoLine(page, editorLines, line);
+  const palette = (command) => runCommand(page, command);
 
   // ---- the graph view, opened by its command --------------------------------------------------
-  await gotoLine(constructLine + 1);
+  await goto(constructLine + 1);
   await palette('MindSpore: Visualize Graph');
   const view = await until('the graph view webview', async () => {
     for (const f of page.frames()) {
@@ -172,7 +161,7 @@ try {
   await shot('graph-view');
 
   // ---- a breakpoint in construct with the hit count 3 ----------------------------------------
-  await gotoLine(bpLine);
+  await goto(bpLine);
   await palette('Debug: Add Conditional Breakpoint...');
   const widget = page.locator('.breakpoint-widget');
   await widget.waitFor({ timeout: 10000 });
