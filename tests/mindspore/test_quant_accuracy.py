@@ -186,6 +186,10 @@ def test_resnet50_int8_cosine_through_the_deploy_agent(tmp_path):
     import mindspore as ms
     from mindspore import nn
 
+    sys.path.insert(0, str(REPO_ROOT / "tests" / "mindspore"))
+    import ground_truth as gt
+
+    gt.setup_mindspore()  # PyNative on CPU, once per process, as the tier's other files
     model = tmp_path / "resnet50_b1.mindir"
     r = subprocess.run([str(binary()), "export",
                         str(REPO_ROOT / "tests" / "corpus" / "models" / "resnet50.py"),
@@ -242,9 +246,13 @@ def test_resnet50_int8_cosine_through_the_deploy_agent(tmp_path):
         assert got["precision"] == "int8" and not np.array_equal(i8, o32)
         assert RESNET_COSINE_BOUND < got["agreement"]["cosine"] < 1.0, got["agreement"]
 
+        # GraphCell needs GRAPH_MODE; the tier's other files expect ground_truth's PyNative
+        # context, so it is restored (leaving it set broke test_runtime_ops' models)
         ms.set_context(mode=ms.GRAPH_MODE)
-        ms.set_device("CPU")
-        want = nn.GraphCell(ms.load(str(model)))(ms.Tensor(held_out)).asnumpy().ravel()
+        try:
+            want = nn.GraphCell(ms.load(str(model)))(ms.Tensor(held_out)).asnumpy().ravel()
+        finally:
+            ms.set_context(mode=ms.PYNATIVE_MODE)
         want = want.astype(np.float64)
         np.testing.assert_allclose(o32, want, rtol=1e-3, atol=1e-5)
         cos_ms = float(i8 @ want / np.sqrt((i8 @ i8) * (want @ want)))

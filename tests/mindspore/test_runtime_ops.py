@@ -53,6 +53,8 @@ CASES = {
 def load(name: str):
     spec = importlib.util.spec_from_file_location("cellscope_rt_" + name, MODELS / (name + ".py"))
     module = importlib.util.module_from_spec(spec)
+    # GRAPH_MODE's parser imports the construct's module by name
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.net
 
