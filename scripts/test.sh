@@ -25,10 +25,14 @@ tier() {  # tier NAME COMMAND...
   local name=$1
   shift
   printf '\n==> tier: %s\n' "$name"
-  if "$@"; then
-    passed+=("$name")
+  local start=$SECONDS rc=0
+  "$@" || rc=$?
+  # Each tier's wall time is in the summary: the CI run has a time budget (README)
+  local took="$((SECONDS - start)) s"
+  if ((rc == 0)); then
+    passed+=("$name ($took)")
   else
-    failed+=("$name (exit $?)")
+    failed+=("$name (exit $rc, $took)")
   fi
 }
 
@@ -115,4 +119,5 @@ printf '\n==> summary\n'
 for t in "${passed[@]+"${passed[@]}"}"; do printf '  passed:  %s\n' "$t"; done
 for t in "${skipped[@]+"${skipped[@]}"}"; do printf '  SKIPPED: %s\n' "$t"; done
 for t in "${failed[@]+"${failed[@]}"}"; do printf '  FAILED:  %s\n' "$t"; done
+printf '  tiers took %d s in all\n' "$SECONDS"
 ((${#failed[@]} == 0))

@@ -30,4 +30,5 @@ fi
     || fail "mindspore is installed but cannot be imported in $VENV"
 
 cd "$REPO_ROOT" || fail "cannot cd to $REPO_ROOT"
-exec "$VENV/bin/python" -m pytest tests/mindspore -v -rs "$@"
+# --durations: the slowest tests, so the CI time budget can be kept (README)
+exec "$VENV/bin/python" -m pytest tests/mindspore -v -rs --durations=12 "$@"
