@@ -130,8 +130,9 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "cellscope export refuses: the Cell's construct did not compile or returns no tensor"},
     {"parallel-context", "error",
      "set_auto_parallel_context(...) with a key MindSpore does not know, a parallel_mode other "
-     "than its five, device_num or pipeline_stages below 1 (MindSpore's Python wording); "
-     "AutoParallel with an unknown parallel_mode"},
+     "than its five, device_num or pipeline_stages below 1, a search_mode other than its three "
+     "(MindSpore's Python wording); AutoParallel with an unknown parallel_mode; a pipeline under "
+     "auto_parallel with search_mode dynamic_programming (P1b)"},
     {"parallel-api", "error",
      "ms.ops.auto_parallel(...) is not a MindSpore API: the message names Primitive.shard / "
      "Cell.shard / mindspore.parallel.shard and cell.pipeline_stage, a quick fix keeps the tensor "
@@ -155,6 +156,9 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "cell.pipeline_stage set to a negative number or a non-int (MindSpore's Python setter, P2)"},
     {"parallel-stage-order", "error",
      "a Cell in a pipeline stage fed by a later stage (P4), at its pipeline_stage assignment"},
+    {"parallel-stage-parameters", "error",
+     "pipeline training (nn.PipelineCell) with a stage that holds no parameter to train, at the "
+     "call that set pipeline_stages (P5)"},
     {"parallel-stage-missing", "warning",
      "a layer without pipeline_stage between staged layers: MindSpore runs it in the stage of its "
      "producer (named) although its output goes on to a later stage (P3)"},

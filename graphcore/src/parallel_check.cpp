@@ -532,6 +532,36 @@ struct Checker {
                  "` that feeds it, although its output goes on to stage " +
                  std::to_string(later[j]) + "; set `" + p.cell + ".pipeline_stage`");
     }
+    check_stage_parameters(g);
+  }
+
+  // P5: in pipeline training (nn.PipelineCell) every stage holds at least one parameter to
+  // train. Only when every node that reads a parameter has a known stage: a node left without
+  // one would be placed by MindSpore, not by this check.
+  void check_stage_parameters(const Graph& g) {
+    const int64_t p = ctx.pipeline_stages;
+    if (p <= 1 || ctx.micro_size <= 0 || !ctx.sharding()) return;
+    std::vector<size_t> params(static_cast<size_t>(p), 0);
+    for (const Node& n : g.nodes) {
+      const bool reads = n.kind == NodeKind::Parameter || !n.params.empty();
+      if (!reads) continue;
+      if (!n.parallel || n.parallel->stage < 0) return;
+      if (n.parallel->stage < p) ++params[static_cast<size_t>(n.parallel->stage)];
+    }
+    std::string empty;
+    for (int64_t s = 0; s < p; ++s) {
+      if (params[static_cast<size_t>(s)] == 0)
+        empty += (empty.empty() ? "" : ", ") + std::to_string(s);
+    }
+    if (empty.empty()) return;
+    std::string used;
+    for (const CellStage& c : g.stages)
+      used += (used.empty() ? "`" : ", `") + c.cell + "` " + std::to_string(c.stage);
+    report(ctx.file.str(), ctx.range, Severity::Error, "parallel-stage-parameters",
+           "For Pipeline Parallel, each stage must have at least one parameter that needs to be "
+           "trained, but stage: " +
+               empty + " has none (pipeline_stages=" + std::to_string(p) +
+               "; the stages set: " + used + ")");
   }
 };
 
@@ -579,6 +609,15 @@ void check_parallel_context(const ParallelContext& ctx, const ParallelReport& re
                " and the split_stage_num : " + std::to_string(ctx.pipeline_stages) + " (" +
                std::to_string(ctx.device_num) + " devices cannot form " +
                std::to_string(ctx.pipeline_stages) + " equal pipeline stages)");
+  }
+  // P1b: a pipeline under auto_parallel needs a search mode that can place stages
+  // (step_parallel_utils.cc ParallelInit); dynamic_programming cannot.
+  if (ctx.pipeline_stages > 1 && ctx.parallel_mode == "auto_parallel" &&
+      ctx.search_mode == "dynamic_programming") {
+    report(ctx.file.str(), ctx.range, Severity::Error, "parallel-context",
+           "To enable the pipeline parallel, please set the parallel mode to semi_auto_parallel or "
+           "auto_parallel with sharding_propagation or recursive_programming (pipeline_stages=" +
+               std::to_string(ctx.pipeline_stages) + " with search_mode 'dynamic_programming')");
   }
 }
 

@@ -167,8 +167,21 @@ void register_parallel_natives(Interpreter& /*interp*/,
         ctx.full_batch = v.b;
       } else if (key == "dataset_strategy") {
         ctx.dataset_strategy = strategy_of(v);
-      } else if (key == "search_mode") {
-        if (const std::string* m = str_of(v)) ctx.search_mode = *m;
+      } else if (key == "search_mode" || key == "auto_parallel_search_mode") {
+        const std::string* m = str_of(v);
+        if (m == nullptr) continue;
+        if (*m != "recursive_programming" && *m != "dynamic_programming" &&
+            *m != "sharding_propagation") {
+          // MindSpore 2.10's message names the other spelling of the key (measured: search_mode
+          // says 'auto_parallel_search_mode' and the reverse).
+          bad("The context configuration parameter '" +
+              std::string(key == "search_mode" ? "auto_parallel_search_mode" : "search_mode") +
+              "' only support 'recursive_programming', 'dynamic_programming' and "
+              "'sharding_propagation', but got the value: " +
+              *m + ".");
+          continue;
+        }
+        ctx.search_mode = *m;
       }
     }
     return Value::none();

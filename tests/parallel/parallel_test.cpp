@@ -58,6 +58,9 @@ const std::map<std::string, std::pair<Severity, std::string>>& expected() {
       {"pipeline_stage_negative", {Severity::Error, "parallel-stage"}},
       {"pipeline_stage_order", {Severity::Error, "parallel-stage-order"}},
       {"pipeline_stages_not_dividing", {Severity::Error, "parallel-devices"}},
+      {"pipeline_stage_without_parameter", {Severity::Error, "parallel-stage-parameters"}},
+      {"pipeline_auto_dynamic_programming", {Severity::Error, "parallel-context"}},
+      {"search_mode_unknown", {Severity::Error, "parallel-context"}},
       {"product_exceeds_devices", {Severity::Error, "parallel-devices"}},
       {"product_not_dividing", {Severity::Error, "parallel-devices"}},
       {"redistribution", {Severity::Warning, "parallel-redistribution"}},
@@ -142,7 +145,7 @@ TEST(Parallel, EveryCaseGetsItsDiagnostic) {
     EXPECT_EQ(found, 1U) << all;
     EXPECT_EQ(errors, severity == Severity::Error ? 1U : 0U) << all;
   }
-  EXPECT_EQ(cases, 28U);
+  EXPECT_EQ(cases, 31U);
 }
 
 TEST(Parallel, PerDeviceShapesEqualMindSpore) {
