@@ -178,21 +178,21 @@ void run_comm(PassContext& ctx) {
           const std::string what = pp->per_device_outputs.empty()
                                        ? " (the operator has no strategy: its whole output)"
                                        : " (its per-device slice)";
-          const std::string stage_edge = "`" + pid + "` (" +
-                                         (pp->cell.empty() ? "root" : pp->cell) + ", " + edge +
-                                         ") feeds `" + g.nodes[c].id + "`";
+          std::string stage_edge = "`" + pid + "` (";
+          stage_edge += pp->cell.empty() ? "root" : pp->cell;
+          stage_edge += ", " + edge + ") feeds `" + g.nodes[c].id + "`";
+          std::string send_why = stage_edge;
+          send_why += ": the pipeline sends the value to the next stage's devices (InsertSend)";
+          send_why += what;
+          std::string recv_why = stage_edge;
+          recv_why += ": stage " + std::to_string(cp->stage) + " receives it (InsertReceive)";
+          recv_why += what;
           OptNode send = comm_node("Send/" + pid + "->" + std::to_string(cp->stage), "Send", r, g,
-                                   out_shape(r.node), 2,
-                                   stage_edge +
-                                       ": the pipeline sends the value to the next "
-                                       "stage's devices (InsertSend)" +
-                                       what);
+                                   out_shape(r.node), 2, std::move(send_why));
           send.attrs.push_back(Attr{"stage", pp->stage});
           send.attrs.push_back(Attr{"peer_stage", cp->stage});
           OptNode recv = comm_node("Receive/" + pid + "->" + std::to_string(cp->stage), "Receive",
-                                   r, g, out_shape(r.node), 2,
-                                   stage_edge + ": stage " + std::to_string(cp->stage) +
-                                       " receives it (InsertReceive)" + what);
+                                   r, g, out_shape(r.node), 2, std::move(recv_why));
           recv.attrs.push_back(Attr{"stage", cp->stage});
           recv.attrs.push_back(Attr{"peer_stage", pp->stage});
           sent.emplace(key, static_cast<uint32_t>(after[r.node].size()));
