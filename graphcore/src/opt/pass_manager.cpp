@@ -152,6 +152,7 @@ std::optional<uint64_t> tensor_bytes(const TensorType& type, Format format) {
 
 std::vector<std::string_view> pass_names() {
   std::vector<std::string_view> out;
+  out.reserve(kPasses.size());
   for (const auto& p : kPasses) out.push_back(p.name);
   return out;
 }
