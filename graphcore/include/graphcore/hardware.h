@@ -171,7 +171,7 @@ struct KernelEstimate {
   std::string bound;      // "compute" | "memory" | "dispatch" | "none" | "communication" |
                           // "not-estimated" (communication without an interconnect figure)
   uint64_t tiles = 0;     // per core
-  double comm_bytes = 0;  // communication: bytes one device sends (comm_moved_bytes)
+  double comm_bytes = 0;  // communication: bytes one device sends (a Receive: receives)
   // Tiling, loop nest, DMA bindings and instruction schedule. Kernels with the same problem
   // (the repeated blocks of a deep network) share one; null for kernels that were not modelled
   // (unknown shapes, unsupported operators).

@@ -505,7 +505,8 @@ class Estimator {
     const double held = elements * elem_bytes(n.outputs[0].dtype);
     const auto moved = comm_moved_bytes(n.op, group, static_cast<uint64_t>(held));
     k.comm_bytes = moved ? static_cast<double>(*moved) : 0;
-    comm_bytes_ += k.comm_bytes;
+    // A Receive's bytes are the Send's, counted once (at the sender).
+    if (n.op != "Receive") comm_bytes_ += k.comm_bytes;
     const auto us = comm_time_us(t_, n.op, group, k.comm_bytes);
     if (us) {
       k.cycles = *us * t_.frequency_mhz;
