@@ -496,6 +496,7 @@ class Estimator {
     KernelEstimate k;
     k.unit = Unit::Comm;
     k.block_dim = 1;
+    comm_untimed_ |= t_.interconnect_gbps <= 0;  // no figure: no time, whatever the shapes
     if (!known || n.outputs.empty()) {
       k.bound = "unknown-shape";
       add(std::move(k), i, "forward", n.op);
