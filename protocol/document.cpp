@@ -300,7 +300,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
     const auto& t = graph.memory.tensors[k];
     if (t.size != 0 && t.node < nodes.size()) placed[t.node].push_back(k);
   }
-  uint32_t kernels = 0, fused = 0, transdata = 0, casts = 0;
+  uint32_t kernels = 0, fused = 0, transdata = 0, casts = 0, comms = 0;
   out.mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const auto& n = nodes[i];
@@ -325,6 +325,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
     for (const auto& a : n.attrs) (*attrs)[a.name] = attr_value(a.value);
     o->set_flops(std::isfinite(n.flops) ? n.flops : 0.0);
     if (auto it = reasons.find(n.id); it != reasons.end()) o->set_reason(*it->second);
+    if (!n.reason.empty()) o->set_reason(n.reason);
     for (uint32_t k : placed[i]) {
       const auto& t = graph.memory.tensors[k];
       auto* p = o->add_memory();
@@ -340,6 +341,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
     if (!n.pattern.empty()) ++fused;
     if (n.op == "TransData") ++transdata;
     if (n.op == "Cast" && n.pass == "amp") ++casts;
+    if (n.pass == "comm") ++comms;
   }
   for (const auto& r : graph.outputs) set_edge(out.add_results(), r);
   for (const auto& r : graph.removed) {
@@ -405,6 +407,7 @@ OptimizedLayer optimized_layer(const graphcore::OptimizedGraph& graph,
   out.set_fusion_groups(fused);
   out.set_transdata(transdata);
   out.set_casts(casts);
+  out.set_comms(comms);
   return out;
 }
 
@@ -429,6 +432,7 @@ void fill_kernel(const graphcore::KernelEstimate& k, const graphcore::OptimizedG
   o->set_macs(k.macs);
   o->set_bound(k.bound);
   o->set_tiles(static_cast<double>(k.tiles));
+  o->set_comm_bytes(k.comm_bytes);
   if (!k.detail) return;
   const auto& detail = *k.detail;
   for (const auto& t : detail.tiling) {
@@ -488,6 +492,8 @@ HardwareTarget hardware_target_spec(const graphcore::HardwareTarget& t) {
     o.set_gm_bandwidth_gbps(t.dram_bandwidth_gbps);
   }
   o.set_frequency_mhz(t.frequency_mhz);
+  o.set_interconnect_gbps(t.interconnect_gbps);
+  o.set_interconnect_latency_us(t.interconnect_latency_us);
   for (const auto& s : t.sources) {
     auto* x = o.add_sources();
     x->set_field(s.field);
@@ -527,6 +533,19 @@ void add_hardware_layer(const graphcore::HardwareGraph& hw, const graphcore::Opt
   est->set_memory_peak_bytes(static_cast<double>(e.memory_peak_bytes));
   est->set_weight_bytes(static_cast<double>(e.weight_bytes));
   for (const auto& n : e.notes) est->add_notes(n);
+  est->set_comm_ms(e.comm_ms);
+  est->set_comm_bytes(e.comm_bytes);
+  est->set_comm_timed(e.comm_timed);
+  est->set_pipeline_stages(static_cast<uint32_t>(e.pipeline_stages));
+  est->set_micro_batches(static_cast<uint32_t>(e.micro_batches));
+  est->set_bubble_fraction(e.bubble_fraction);
+  est->set_pipeline_step_ms(e.pipeline_step_ms);
+  for (const auto& s : e.stages) {
+    auto* x = est->add_stages();
+    x->set_stage(static_cast<uint32_t>(s.stage));
+    x->set_compute_ms(s.compute_ms);
+    x->set_comm_ms(s.comm_ms);
+  }
   layer->set_kernels(static_cast<uint32_t>(hw.kernels.size()));
   auto* nodes = cell->mutable_optimized()->mutable_nodes();
   for (const auto& k : hw.kernels) {

@@ -77,6 +77,7 @@ bool add_optimized_layers(const graphcore::AnalysisResult& result,
             emit((dir / (prefix + std::string(pass) + ".json")).string(), protocol::to_json(layer));
       };
     }
+    opt.parallel = &result.parallel;
     const auto graph = graphcore::optimize(cell, opt);
     if (!ok) return false;
     auto* out = doc->mutable_cells(static_cast<int>(i));
@@ -87,6 +88,7 @@ bool add_optimized_layers(const graphcore::AnalysisResult& result,
     hw_options.mode = pipeline.mode;
     hw_options.optimizer = pipeline.optimizer;
     hw_options.mixed_precision = pipeline.precision == "mixed";
+    hw_options.parallel = &result.parallel;
     // Train: the file's training plan for this network gives the loss (the estimate falls back
     // to a stand-in when its loss graph is not this network at the analysed shapes).
     for (const auto& plan : result.training) {

@@ -590,6 +590,22 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
   out << "    memory peak  " << bytes_string(e.memory_peak_bytes()) << " activations"
       << (hw.mode() == "train" ? " (every forward activation kept for backward)" : "")
       << ", weights " << bytes_string(e.weight_bytes()) << "\n";
+  if (e.comm_bytes() > 0 || cell.optimized().comms() > 0) {
+    out << "    comm         " << cell.optimized().comms() << " nodes, "
+        << bytes_string(e.comm_bytes()) << " sent per device, "
+        << (e.comm_timed() ? fixed(e.comm_ms(), 3) + " ms on the interconnect"
+                           : "no interconnect figure for " + hw.target() + ": time not estimated")
+        << "\n";
+  }
+  if (e.pipeline_stages() > 1) {
+    out << "    pipeline     " << e.pipeline_stages() << " stages, " << e.micro_batches()
+        << " micro-batches, bubble " << fixed(100 * e.bubble_fraction(), 1) << "%, step "
+        << fixed(e.pipeline_step_ms(), 3) << " ms\n";
+    for (const auto& s : e.stages()) {
+      out << "      stage " << s.stage() << "    compute " << fixed(s.compute_ms(), 3)
+          << " ms, comm " << fixed(s.comm_ms(), 3) << " ms\n";
+    }
+  }
   for (const auto& n : e.notes()) out << "    note: " << n << "\n";
 
   std::vector<const protocol::HardwareKernel*> kernels;

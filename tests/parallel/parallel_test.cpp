@@ -4,6 +4,7 @@
 // (tests/parallel/ms_parallel_truth.json, written by ms_parallel_truth.py from the real msvenv).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "graphcore/analysis.h"
+#include "graphcore/hardware.h"
+#include "graphcore/optimize.h"
 
 namespace graphcore {
 namespace {
@@ -290,6 +293,300 @@ TEST(Parallel, AutoParallelApiHasAQuickFix) {
   ASSERT_EQ(d->fixes[0].edits.size(), 1U);
   EXPECT_EQ(d->fixes[0].edits[0].new_text, "x");
   EXPECT_NE(d->message.find("Primitive.shard"), std::string::npos);
+}
+
+// ---- Communication nodes and their cost (docs/parallel.md, "Communication and its cost") -----
+
+// The compiled root Cell holding the parallel facts, called with the script's inputs (every input
+// shape known).
+const CellReport* parallel_cell(const AnalysisResult& r) {
+  for (const CellReport& c : r.cells) {
+    if (!c.compiled) continue;
+    bool known = !c.inputs.empty();
+    for (const auto& in : c.inputs) {
+      for (const Dim& d : in.type.shape.dims) known &= d.is_known();
+    }
+    bool parallel = false;
+    for (const Node& n : c.graph.nodes) parallel |= n.parallel != nullptr;
+    if (known && parallel) return &c;
+  }
+  return nullptr;
+}
+
+OptimizedGraph optimize_parallel(const AnalysisResult& r, const CellReport& cell,
+                                 const std::string& target = "cpu") {
+  OptimizeOptions o;
+  o.target = target;
+  o.parallel = &r.parallel;
+  return optimize(cell, o);
+}
+
+const AttrValue* attr_of(const OptNode& n, const std::string& name) {
+  for (const Attr& a : n.attrs) {
+    if (a.name == name) return &a.value;
+  }
+  return nullptr;
+}
+int64_t int_of(const OptNode& n, const std::string& name) {
+  const AttrValue* v = attr_of(n, name);
+  return v != nullptr && std::holds_alternative<int64_t>(*v) ? std::get<int64_t>(*v) : -1;
+}
+
+std::vector<uint32_t> comm_nodes(const OptimizedGraph& g) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].pass == "comm") out.push_back(i);
+  }
+  return out;
+}
+
+TEST(CommPass, RedistributionIsMindSporesAllGatherBeforeTheConsumer) {
+  // MindSpore's redistribution for rank 0 (recorded): its communicating operators, in order.
+  Json t = truth();
+  const Json& red = t["cases"]["redistribution"]["probe"]["redistributions"][0];
+  std::vector<std::pair<std::string, int64_t>> recorded;  // (MindSpore's name, group)
+  for (const Json& op : red["operators_rank0"]) {
+    const std::string name = op[0];
+    if (name == "AllConcat") recorded.emplace_back(name, static_cast<int64_t>(op[1].size()) - 1);
+    if (name == "AllGather" || name == "AllReduce" || name == "ReduceScatter" || name == "AlltoAll")
+      recorded.emplace_back(name, -1);
+  }
+  ASSERT_EQ(recorded.size(), 1U);
+  // The producer's slice on rank 0, as MindSpore's _count_tensor_shape gave it.
+  std::vector<int64_t> slice;
+  for (const Json& call : t["cases"]["redistribution"]["probe"]["shard_calls"]) {
+    if (call["attr"] == "relu")
+      slice = call["per_device"][0]["per_device"][0]["shape"].get<std::vector<int64_t>>();
+  }
+  ASSERT_EQ(slice, (std::vector<int64_t>{8, 16}));
+
+  AnalysisResult r = analyse(kCases / "redistribution.py");
+  const CellReport* cell = parallel_cell(r);
+  ASSERT_NE(cell, nullptr) << listing(r);
+  const OptimizedGraph g = optimize_parallel(r, *cell);
+  const auto comms = comm_nodes(g);
+  ASSERT_EQ(comms.size(), recorded.size());
+  const OptNode& c = g.nodes[comms[0]];
+  EXPECT_EQ(c.op, "AllGather");  // AllConcat is an AllGather (+ concat) in the graph
+  const AttrValue* ms_op = attr_of(c, "mindspore_op");
+  ASSERT_NE(ms_op, nullptr);
+  EXPECT_EQ(std::get<std::string>(*ms_op), recorded[0].first);
+  EXPECT_EQ(int_of(c, "group"), recorded[0].second);
+  // Bytes from the per-device shape: 8 x 16 float32 held, (n-1) slices received and sent.
+  EXPECT_EQ(std::get<std::vector<int64_t>>(*attr_of(c, "per_device_shape")), slice);
+  EXPECT_EQ(int_of(c, "bytes"), 8 * 16 * 4);
+  EXPECT_EQ(int_of(c, "moved_bytes"), 3 * 8 * 16 * 4);
+  // Edges: ReLU -> AllGather -> Add (input 0), in execution order.
+  ASSERT_EQ(c.inputs.size(), 1U);
+  EXPECT_EQ(g.nodes[c.inputs[0].node].op, "ReLU");
+  EXPECT_LT(c.inputs[0].node, comms[0]);
+  bool read = false;
+  for (uint32_t i = comms[0] + 1; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op == "Add" && !g.nodes[i].inputs.empty() &&
+        g.nodes[i].inputs[0].node == comms[0])
+      read = true;
+  }
+  EXPECT_TRUE(read);
+  EXPECT_NE(c.reason.find("AllGather over 4 devices"), std::string::npos) << c.reason;
+  // Recorded in the pass records like the others.
+  bool recorded_pass = false;
+  for (const PassRecord& p : g.passes) {
+    if (p.name == "comm") {
+      recorded_pass = true;
+      EXPECT_EQ(p.changes, 1U);
+      EXPECT_EQ(p.nodes_after, p.nodes_before + 1);
+    }
+  }
+  EXPECT_TRUE(recorded_pass);
+}
+
+TEST(CommPass, ContractionAddsAllReduceOrReduceScatterAfterTheMatMul) {
+  // ((2, 4), (4, 1)) on x [16, 64], w [64, 32]: every device holds the partial sums of its
+  // [8, 32] output block; with out_strategy ((8, 1),) the ReduceScatter leaves [2, 32] each.
+  struct Want {
+    const char* file;
+    const char* op;
+    std::vector<int64_t> held;
+    int64_t moved;  // float32 bytes, by the ring formulas
+  };
+  for (const Want& w :
+       {Want{"matmul_valid.py", "AllReduce", {8, 32}, 2 * 3 * 8 * 32 * 4 / 4},
+        Want{"matmul_out_strategy_valid.py", "ReduceScatter", {8, 32}, 3 * 8 * 32 * 4 / 4}}) {
+    AnalysisResult r = analyse(kCases / w.file);
+    const CellReport* cell = parallel_cell(r);
+    ASSERT_NE(cell, nullptr) << w.file << listing(r);
+    const OptimizedGraph g = optimize_parallel(r, *cell);
+    const auto comms = comm_nodes(g);
+    ASSERT_EQ(comms.size(), 1U) << w.file;
+    const OptNode& c = g.nodes[comms[0]];
+    EXPECT_EQ(c.op, w.op);
+    EXPECT_EQ(int_of(c, "group"), 4);
+    EXPECT_EQ(std::get<std::vector<int64_t>>(*attr_of(c, "per_device_shape")), w.held);
+    EXPECT_EQ(int_of(c, "bytes"), 8 * 32 * 4);
+    EXPECT_EQ(int_of(c, "moved_bytes"), w.moved) << w.file;
+    EXPECT_EQ(g.nodes[c.inputs[0].node].op, "MatMul") << w.file;
+    // Nothing reads the MatMul but the collective.
+    for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+      for (const ValueRef& in : g.nodes[i].inputs) {
+        if (in.node == c.inputs[0].node) {
+          EXPECT_EQ(i, comms[0]) << g.nodes[i].id;
+        }
+      }
+    }
+  }
+}
+
+TEST(CommPass, PipelineStagesSendAndReceiveAtEveryBoundary) {
+  AnalysisResult r = analyse(kCases / "pipeline_four_stages_valid.py");
+  const CellReport* cell = parallel_cell(r);
+  std::string cells;
+  for (const CellReport& c : r.cells) cells += " " + c.name;
+  ASSERT_NE(cell, nullptr) << listing(r) << cells;
+  ASSERT_EQ(r.parallel.pipeline_stages, 4);
+  ASSERT_EQ(r.parallel.micro_size, 4);
+  const OptimizedGraph g = optimize_parallel(r, *cell);
+  std::vector<std::pair<int64_t, int64_t>> sends;  // (stage, peer)
+  for (uint32_t i : comm_nodes(g)) {
+    const OptNode& n = g.nodes[i];
+    if (n.op == "Send") {
+      sends.emplace_back(int_of(n, "stage"), int_of(n, "peer_stage"));
+      // The Receive reads this Send; the next stage reads the Receive.
+      ASSERT_LT(i + 1, g.nodes.size());
+      const OptNode& recv = g.nodes[i + 1];
+      EXPECT_EQ(recv.op, "Receive");
+      EXPECT_EQ(recv.inputs[0].node, i);
+      EXPECT_EQ(int_of(recv, "stage"), int_of(n, "peer_stage"));
+      // Unsharded Dense output: the whole [16, 32] float32 tensor.
+      EXPECT_EQ(int_of(n, "bytes"), 16 * 32 * 4) << n.reason;
+      EXPECT_EQ(int_of(n, "moved_bytes"), 16 * 32 * 4);
+      bool read = false;
+      for (const OptNode& m : g.nodes) {
+        for (const ValueRef& in : m.inputs) read |= in.node == i + 1;
+      }
+      EXPECT_TRUE(read) << recv.id;
+    }
+  }
+  std::sort(sends.begin(), sends.end());
+  EXPECT_EQ(sends, (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {2, 3}}));
+}
+
+TEST(CommPass, CostIsTheRingFormulaOnTheCitedLinkAndTheBubbleIsGPipes) {
+  // The cited figure, read from the target file itself.
+  std::ifstream in(fs::path(CELLSCOPE_SOURCE_DIR) / "graphcore/targets/ascend910.json");
+  const Json file = Json::parse(in);
+  const double gbps = file["interconnect_gbps"]["value"];
+  EXPECT_NE(file["interconnect_gbps"]["source"].get<std::string>().find("240 Gbps HCCS"),
+            std::string::npos);
+  const HardwareTarget& t = hardware_target("ascend910");
+  ASSERT_EQ(t.interconnect_gbps, gbps);
+  // AllReduce of 1 MiB over 4 devices: 2 * 3/4 * 1 MiB sent, at gbps GB/s (1e3 bytes/us per GB/s).
+  const auto moved = comm_moved_bytes("AllReduce", 4, 1 << 20);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(*moved, 1572864U);
+  EXPECT_DOUBLE_EQ(*comm_time_us(t, "AllReduce", 4, 1572864.0), 1572864.0 / (gbps * 1e3));
+  EXPECT_EQ(*comm_moved_bytes("AllGather", 4, 512), 1536U);
+  EXPECT_EQ(*comm_moved_bytes("ReduceScatter", 4, 1024), 768U);
+  EXPECT_EQ(*comm_moved_bytes("AllToAll", 8, 800), 700U);
+  EXPECT_EQ(*comm_moved_bytes("Send", 2, 2048), 2048U);
+  EXPECT_FALSE(comm_moved_bytes("AllReduce", 2, UINT64_MAX).has_value());  // overflow
+  // No figure for the 910B: no time.
+  EXPECT_FALSE(comm_time_us(hardware_target("ascend910b"), "AllReduce", 4, 1e6).has_value());
+  // Bubble (p-1)/(m+p-1).
+  EXPECT_DOUBLE_EQ(pipeline_bubble(4, 4), 3.0 / 7.0);
+  EXPECT_DOUBLE_EQ(pipeline_bubble(1, 4), 0.0);
+
+  // In the step estimate: the matmul_valid AllReduce on ascend910 (fp16 under amp: 8 x 32 x 2).
+  AnalysisResult r = analyse(kCases / "matmul_valid.py");
+  const CellReport* cell = parallel_cell(r);
+  ASSERT_NE(cell, nullptr);
+  const OptimizedGraph g = optimize_parallel(r, *cell, "ascend910");
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  ho.parallel = &r.parallel;
+  const HardwareGraph hw = estimate_hardware(*cell, g, ho);
+  const double sent = 2.0 * 3 / 4 * (8 * 32 * 2);
+  EXPECT_DOUBLE_EQ(hw.estimate.comm_bytes, sent);
+  EXPECT_TRUE(hw.estimate.comm_timed);
+  EXPECT_NEAR(hw.estimate.comm_ms, sent / (gbps * 1e3) / 1e3, 1e-12);
+  double comm_kernel_us = 0;
+  for (const KernelEstimate& k : hw.kernels) {
+    if (k.unit == Unit::Comm) comm_kernel_us += k.time_us;
+  }
+  EXPECT_NEAR(comm_kernel_us, sent / (gbps * 1e3), 1e-9);
+  // It is part of the step: the latency is the sum of the schedule.
+  double total_us = 0;
+  for (const KernelEstimate& k : hw.kernels) total_us += k.time_us;
+  EXPECT_NEAR(hw.estimate.latency_ms, total_us / 1e3, 1e-9);
+
+  // Without a figure the bytes are reported and the time is not.
+  ho.target = "ascend910b";
+  const HardwareGraph b = estimate_hardware(*cell, optimize_parallel(r, *cell, "ascend910b"), ho);
+  EXPECT_FALSE(b.estimate.comm_timed);
+  EXPECT_EQ(b.estimate.comm_ms, 0);
+  EXPECT_DOUBLE_EQ(b.estimate.comm_bytes, sent);
+  bool said = false;
+  for (const std::string& n : b.estimate.notes)
+    said |= n.find("no interconnect figure for ascend910b: time not estimated") == 0;
+  EXPECT_TRUE(said);
+}
+
+TEST(CommPass, PipelineStepHasTheBubble) {
+  AnalysisResult r = analyse(kCases / "pipeline_four_stages_valid.py");
+  const CellReport* cell = parallel_cell(r);
+  ASSERT_NE(cell, nullptr);
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  ho.parallel = &r.parallel;
+  const HardwareGraph hw = estimate_hardware(*cell, optimize_parallel(r, *cell, "ascend910"), ho);
+  const ModelEstimate& e = hw.estimate;
+  EXPECT_EQ(e.pipeline_stages, 4);
+  EXPECT_EQ(e.micro_batches, 4);
+  EXPECT_DOUBLE_EQ(e.bubble_fraction, 3.0 / 7.0);
+  ASSERT_EQ(e.stages.size(), 4U);
+  double slowest = 0;
+  for (const StageEstimate& s : e.stages) {
+    EXPECT_GT(s.compute_ms, 0) << s.stage;
+    slowest = std::max(slowest, s.compute_ms + s.comm_ms);
+  }
+  // Stages 0..2 send, 1..3 receive: every stage has communication.
+  for (const StageEstimate& s : e.stages) EXPECT_GT(s.comm_ms, 0) << s.stage;
+  EXPECT_DOUBLE_EQ(e.pipeline_step_ms, slowest * (4 + 4 - 1) / 4.0);
+  EXPECT_DOUBLE_EQ(e.latency_ms, e.pipeline_step_ms);
+}
+
+TEST(CommPass, SingleDeviceOptimizedLayerIsUnchanged) {
+  // A stand-alone program: the parallel context is recorded but names one device at most.
+  const fs::path dir = fs::temp_directory_path() / "cellscope_comm_single";
+  fs::create_directories(dir);
+  const fs::path file = dir / "net.py";
+  std::ofstream(file) << "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
+                         "Tensor, nn, ops\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
+                         "        super().__init__()\n        self.fc = nn.Dense(64, 32)\n"
+                         "        self.relu = ops.ReLU()\n\n    def construct(self, x):\n"
+                         "        return self.relu(self.fc(x))\n\n\nnet = Net()\n"
+                         "out = net(Tensor(np.ones((16, 64), np.float32)))\n";
+  AnalysisResult r = analyse(file);
+  ASSERT_FALSE(r.cells.empty());
+  ASSERT_LE(r.parallel.device_num, 1);
+  for (const std::string target : {"cpu", "ascend910"}) {
+    OptimizeOptions with;
+    with.target = target;
+    with.parallel = &r.parallel;
+    OptimizeOptions without;
+    without.target = target;
+    const OptimizedGraph a = optimize(r.cells[0], with);
+    const OptimizedGraph b = optimize(r.cells[0], without);
+    ASSERT_EQ(a.nodes.size(), b.nodes.size());
+    for (size_t i = 0; i < a.nodes.size(); ++i) {
+      EXPECT_EQ(a.nodes[i].id, b.nodes[i].id);
+      EXPECT_EQ(a.nodes[i].op, b.nodes[i].op);
+      EXPECT_EQ(a.nodes[i].inputs, b.nodes[i].inputs);
+    }
+    ASSERT_EQ(a.passes.size(), b.passes.size());
+    for (const PassRecord& p : a.passes) EXPECT_NE(p.name, "comm");
+    EXPECT_TRUE(comm_nodes(a).empty());
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

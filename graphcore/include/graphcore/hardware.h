@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -74,6 +75,10 @@ struct HardwareTarget {
   uint64_t cache_bytes = 0;
   double dram_bandwidth_gbps = 0;
   double matmul_efficiency = 0;
+  // Both, optional: the interconnect between devices (GB/s of one link, and the latency of one
+  // hop of a ring step); 0: the target file gives no figure, and communication is not timed.
+  double interconnect_gbps = 0;
+  double interconnect_latency_us = 0;
   // Both.
   double launch_overhead_us = 0;
   std::string notes;
@@ -99,8 +104,9 @@ HardwareTarget load_hardware_target_file(const std::filesystem::path& path);
 // without a hardware model ("gpu").
 const HardwareTarget& hardware_target(std::string_view name);
 
-enum class Unit : uint8_t { Cube, Vector, AiCpu, Host, Cpu };
-std::string_view unit_name(Unit u);  // "cube", "vector", "aicpu", "host", "cpu"
+// Comm: a collective or point-to-point transfer on the interconnect (HCCL tasks on Ascend).
+enum class Unit : uint8_t { Cube, Vector, AiCpu, Host, Cpu, Comm };
+std::string_view unit_name(Unit u);  // "cube", "vector", "aicpu", "host", "cpu", "comm"
 
 // One buffer level of a kernel's tiling: the tile it holds and how many copies (2: double
 // buffered, so the next tile loads while this one computes).
@@ -162,12 +168,21 @@ struct KernelEstimate {
   double gm_write_bytes = 0;
   double bandwidth_gbps = 0;  // achieved: GM bytes / time
   double macs = 0;
-  std::string bound;   // "compute" | "memory" | "dispatch" | "none"
-  uint64_t tiles = 0;  // per core
+  std::string bound;      // "compute" | "memory" | "dispatch" | "none" | "communication" |
+                          // "not-estimated" (communication without an interconnect figure)
+  uint64_t tiles = 0;     // per core
+  double comm_bytes = 0;  // communication: bytes one device sends (a Receive: receives)
   // Tiling, loop nest, DMA bindings and instruction schedule. Kernels with the same problem
   // (the repeated blocks of a deep network) share one; null for kernels that were not modelled
   // (unknown shapes, unsupported operators).
   std::shared_ptr<const KernelDetail> detail;
+};
+
+// The compute and communication of one pipeline stage (the kernels of the nodes of that stage).
+struct StageEstimate {
+  int64_t stage = 0;
+  double compute_ms = 0;
+  double comm_ms = 0;
 };
 
 struct ModelEstimate {
@@ -185,7 +200,32 @@ struct ModelEstimate {
   uint64_t memory_peak_bytes = 0;  // activation arena of the optimized graph's memory plan
   uint64_t weight_bytes = 0;
   std::vector<std::string> notes;  // assumptions that apply to this estimate
+  // Parallel jobs (HardwareOptions::parallel with device_num > 1): the communication nodes of the
+  // optimized graph (pass "comm"). comm_ms is 0 and comm_timed false when the target has no
+  // interconnect figure (a note says so); comm_bytes is what one device sends.
+  double comm_ms = 0;
+  double comm_bytes = 0;
+  bool comm_timed = false;
+  // Pipeline (pipeline_stages p > 1 and nn.PipelineCell's micro_size m): per-stage times, the
+  // bubble fraction (p-1)/(m+p-1) and the step, (m+p-1)/m x the slowest stage (latency_ms is
+  // then that step).
+  int64_t pipeline_stages = 0;
+  int64_t micro_batches = 0;
+  double bubble_fraction = 0;
+  double pipeline_step_ms = 0;
+  std::vector<StageEstimate> stages;
 };
+
+// Time in microseconds of collective `kind` over `group` devices when each device sends
+// `moved_bytes` (comm_moved_bytes), on target `t`'s interconnect: moved_bytes / link bandwidth
+// plus one hop latency per ring step (AllReduce 2(n-1), AllGather, ReduceScatter and AllToAll
+// n-1, Send/Receive 1). nullopt when the target has no interconnect figure.
+std::optional<double> comm_time_us(const HardwareTarget& t, std::string_view kind, int64_t group,
+                                   double moved_bytes);
+
+// The pipeline bubble: the share of a step each stage idles, (p-1)/(m+p-1) for p stages and m
+// micro-batches (GPipe; 1F1B has the same bubble). 0 when p <= 1 or m < 1.
+double pipeline_bubble(int64_t stages, int64_t micro_batches);
 
 struct HardwareOptions {
   std::string target = "cpu";
@@ -199,6 +239,9 @@ struct HardwareOptions {
   // Mixed precision: activations and vector math in float16 on Ascend (MindSpore amp O2/O3 and
   // ATC-converted inference models); false keeps float32 activations.
   bool mixed_precision = true;
+  // The program's parallel configuration (AnalysisResult::parallel): micro batches and pipeline
+  // stages for the bubble. Not owned; null: a single device.
+  const ParallelContext* parallel = nullptr;
 };
 
 struct HardwareGraph {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graphcore/graph.h"
+#include "graphcore/parallel.h"
 #include "graphcore/shape.h"
 
 namespace graphcore {
@@ -74,8 +75,10 @@ struct OptNode {
   std::string pass;                 // the pass that created the node ("import": from the semantic
                                     // graph unchanged)
   std::vector<std::string> params;  // weights the node reads (of every origin)
-  std::vector<Attr> attrs;          // attributes set by passes (TransData: src_format/dst_format)
+  std::vector<Attr> attrs;          // attributes set by passes (TransData: src_format/dst_format;
+                                    // communication: group, bytes, moved_bytes, ...)
   double flops = 0;
+  std::string reason;  // inserted communication: why MindSpore inserts it (pass "comm")
 };
 
 // A semantic node that is not in the optimized graph (dead code), and why.
@@ -176,7 +179,17 @@ struct OptimizeOptions {
   // Called with the graph after import (pass "import", index 0) and after each pass (index 1..):
   // the state before pass k is the state after pass k-1.
   std::function<void(std::string_view pass, size_t index, const OptimizedGraph& graph)> dump;
+  // The program's parallel configuration (AnalysisResult::parallel). With device_num > 1 the
+  // pass "comm" inserts the communication MindSpore adds (docs/parallel.md, "Communication and its
+  // cost"); null or a single device: the pass does not run and leaves no record. Not owned.
+  const ParallelContext* parallel = nullptr;
 };
+
+// Bytes one device sends for collective `kind` over `group` devices when it holds `bytes` (the
+// standard ring algorithms): AllReduce 2(n-1)/n * S, ReduceScatter and AllToAll (n-1)/n * S for
+// the S bytes each device holds before, AllGather (n-1) * S for the S-byte slice each device
+// contributes, Send/Receive S. nullopt on overflow or an unknown kind.
+std::optional<uint64_t> comm_moved_bytes(std::string_view kind, int64_t group, uint64_t bytes);
 
 // The default pipeline's pass names, in order.
 std::vector<std::string_view> pass_names();

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -472,8 +473,58 @@ class Estimator {
     written_[i] = written_total_;
   }
 
+  // A communication node (pass "comm"): the bytes one device sends over the interconnect for the
+  // per-device tensor it holds, and their time when the target file has an interconnect figure.
+  void communication(uint32_t i) {
+    const OptNode& n = g_.nodes[i];
+    int64_t group = 1;
+    double elements = 1;
+    bool known = false;
+    for (const Attr& a : n.attrs) {
+      if (a.name == "group") {
+        if (const auto* v = std::get_if<int64_t>(&a.value)) group = *v;
+      } else if (a.name == "per_device_shape") {
+        if (const auto* v = std::get_if<std::vector<int64_t>>(&a.value)) {
+          known = true;
+          for (int64_t d : *v) {
+            if (d < 0) known = false;
+            elements *= static_cast<double>(std::max<int64_t>(d, 0));
+          }
+        }
+      }
+    }
+    KernelEstimate k;
+    k.unit = Unit::Comm;
+    k.block_dim = 1;
+    comm_untimed_ |= t_.interconnect_gbps <= 0;  // no figure: no time, whatever the shapes
+    if (!known || n.outputs.empty()) {
+      k.bound = "unknown-shape";
+      add(std::move(k), i, "forward", n.op);
+      notes_.insert("kernels whose shapes are not fully known are not costed (0 cycles)");
+      return;
+    }
+    const double held = elements * elem_bytes(n.outputs[0].dtype);
+    const auto moved = comm_moved_bytes(n.op, group, static_cast<uint64_t>(held));
+    k.comm_bytes = moved ? static_cast<double>(*moved) : 0;
+    // A Receive's bytes are the Send's, counted once (at the sender).
+    if (n.op != "Receive") comm_bytes_ += k.comm_bytes;
+    const auto us = comm_time_us(t_, n.op, group, k.comm_bytes);
+    if (us) {
+      k.cycles = *us * t_.frequency_mhz;
+      k.bound = "communication";
+    } else {
+      k.bound = "not-estimated";
+      comm_untimed_ = true;
+    }
+    add(std::move(k), i, "forward", n.op);
+  }
+
   void forward(uint32_t i, HardwareGraph* out) {
     const OptNode& n = g_.nodes[i];
+    if (n.pass == "comm") {
+      communication(i);
+      return;
+    }
     const OpClass cls = classify(n);
     if (cls == OpClass::Skip) return;
     const std::string name = n.op;
@@ -1267,6 +1318,7 @@ class Estimator {
         case Unit::Cpu:
           return t_.cores;
         case Unit::Host:
+        case Unit::Comm:
           return 1;
       }
       return 1;
@@ -1303,8 +1355,8 @@ class Estimator {
       std::copy(k.core_ids.begin(), k.core_ids.end(), std::back_inserter(rest));
       order.swap(rest);
       std::sort(k.core_ids.begin(), k.core_ids.end());
-      const bool launched =
-          k.unit != Unit::Host && k.bound != "unsupported" && k.bound != "unknown-shape";
+      const bool launched = k.unit != Unit::Host && k.unit != Unit::Comm &&
+                            k.bound != "unsupported" && k.bound != "unknown-shape";
       const double dispatch = launched ? t_.launch_overhead_us : 0;
       k.start_us = clock;
       k.time_us = k.cycles / t_.frequency_mhz + dispatch;
@@ -1320,6 +1372,7 @@ class Estimator {
       if (k.unit == Unit::Vector) e.vector_ms += ms - dispatch / 1e3;
       if (k.unit == Unit::AiCpu) e.aicpu_ms += ms - dispatch / 1e3;
       if (k.unit == Unit::Cpu) e.cpu_ms += ms - dispatch / 1e3;
+      if (k.unit == Unit::Comm) e.comm_ms += ms;
       e.dispatch_ms += dispatch / 1e3;
       e.macs += k.macs;
       e.gm_bytes += gm;
@@ -1334,6 +1387,7 @@ class Estimator {
     const double peak_macs_per_ms =
         t_.ascend ? t_.ai_cores * t_.cube_macs_fp16 * t_.frequency_mhz * 1e3
                   : t_.cores * t_.flops_per_cycle_fp32 / 2 * t_.frequency_mhz * 1e3;
+    parallel_estimate(e);
     e.cube_utilization = e.latency_ms > 0 ? e.macs / (peak_macs_per_ms * e.latency_ms) : 0;
     e.memory_peak_bytes = g_.memory.peak;
     e.weight_bytes = g_.memory.weight_bytes;
@@ -1371,6 +1425,93 @@ class Estimator {
     std::sort(e.notes.begin(), e.notes.end());
   }
 
+  // The pipeline stage of each optimized node: its semantic origin's recorded stage, a Send's or
+  // Receive's own, else (other inserted nodes) its first input's; -1 when none is recorded.
+  std::vector<int64_t> node_stages() const {
+    std::vector<int64_t> st(g_.nodes.size(), -1);
+    for (uint32_t i = 0; i < g_.nodes.size(); ++i) {
+      const OptNode& n = g_.nodes[i];
+      if (!n.origins.empty()) {
+        const Node& s = r_.graph.nodes[n.origins.front()];
+        if (s.parallel) st[i] = s.parallel->stage;
+        continue;
+      }
+      bool own = false;
+      for (const Attr& a : n.attrs) {
+        if (a.name != "stage") continue;
+        if (const auto* v = std::get_if<int64_t>(&a.value)) {
+          st[i] = *v;
+          own = true;
+        }
+      }
+      if (!own && !n.inputs.empty() && n.inputs[0].node < i) st[i] = st[n.inputs[0].node];
+    }
+    return st;
+  }
+
+  // Communication totals, and the pipeline's stages and bubble (docs/parallel.md, "Communication
+  // and its cost").
+  void parallel_estimate(ModelEstimate& e) {
+    const ParallelContext* pc = o_.parallel;
+    if (pc == nullptr || pc->device_num <= 1) return;
+    e.comm_bytes = comm_bytes_;
+    e.comm_timed = !comm_untimed_;
+    if (comm_untimed_) {
+      e.comm_ms = 0;
+      notes_.insert("no interconnect figure for " + t_.name + ": time not estimated (" +
+                    std::to_string(static_cast<uint64_t>(std::llround(comm_bytes_))) +
+                    " bytes sent per device by the communication nodes; the target file has no "
+                    "sourced interconnect_gbps)");
+    } else if (comm_bytes_ > 0) {
+      notes_.insert(
+          "communication: ring algorithms on one interconnect link of " +
+          std::to_string(t_.interconnect_gbps).substr(0, 5) + " GB/s" +
+          (t_.interconnect_latency_us > 0 ? " plus the per-hop latency" : " (no per-hop latency)") +
+          "; kernels and communication do not overlap");
+    }
+    if (train_) {
+      notes_.insert(
+          "parallel training: the backward pass's communication (gradient AllReduce of data and "
+          "mirror parallelism) is not modelled");
+    }
+    notes_.insert(
+        "parallel: kernels are costed at the graph's global shapes; the communication nodes at "
+        "the per-device shapes the strategies give");
+    if (pc->pipeline_stages <= 1) return;
+    e.pipeline_stages = pc->pipeline_stages;
+    e.micro_batches = pc->micro_size;
+    const auto st = node_stages();
+    std::map<int64_t, StageEstimate> by_stage;
+    for (const auto& k : kernels_) {
+      if (k.node >= st.size() || st[k.node] < 0) continue;
+      StageEstimate& s = by_stage[st[k.node]];
+      s.stage = st[k.node];
+      (k.unit == Unit::Comm ? s.comm_ms : s.compute_ms) += k.time_us / 1e3;
+    }
+    double slowest = 0;
+    for (const auto& [stage, s] : by_stage) {
+      e.stages.push_back(s);
+      slowest = std::max(slowest, s.compute_ms + s.comm_ms);
+    }
+    if (pc->micro_size < 1) {
+      notes_.insert(
+          "pipeline: no nn.PipelineCell micro_size recorded: no bubble, the step is the sum of "
+          "the stages");
+      return;
+    }
+    const auto p = static_cast<double>(pc->pipeline_stages);
+    const auto m = static_cast<double>(pc->micro_size);
+    e.bubble_fraction = pipeline_bubble(pc->pipeline_stages, pc->micro_size);
+    e.pipeline_step_ms = slowest * (m + p - 1) / m;
+    e.latency_ms = e.pipeline_step_ms;
+    e.throughput_per_sec =
+        e.latency_ms > 0 ? static_cast<double>(e.batch) / (e.latency_ms / 1e3) : 0;
+    notes_.insert(
+        "pipeline: " + std::to_string(pc->pipeline_stages) + " stages, " +
+        std::to_string(pc->micro_size) +
+        " micro-batches: the step is (m+p-1)/m x the slowest stage; bubble (p-1)/(m+p-1)");
+  }
+
   int64_t batch() const {
     for (const auto& in : r_.inputs) {
       if (in.type.shape.ranked && in.type.shape.rank() > 0 && in.type.shape.dims[0].is_known()) {
@@ -1396,9 +1537,29 @@ class Estimator {
   // Train: what the loss is, and how many backward nodes were costed.
   std::string loss_what_;
   size_t backward_nodes_ = 0;
+  // Communication nodes: bytes sent per device, and whether one could not be timed.
+  double comm_bytes_ = 0;
+  bool comm_untimed_ = false;
 };
 
 }  // namespace
+
+std::optional<double> comm_time_us(const HardwareTarget& t, std::string_view kind, int64_t group,
+                                   double moved_bytes) {
+  if (t.interconnect_gbps <= 0) return std::nullopt;
+  const double n = static_cast<double>(std::max<int64_t>(group, 1));
+  double hops = 1;  // Send / Receive
+  if (kind == "AllReduce") hops = 2 * (n - 1);
+  if (kind == "AllGather" || kind == "ReduceScatter" || kind == "AllToAll") hops = n - 1;
+  // GB/s = 1e3 bytes per microsecond.
+  return moved_bytes / (t.interconnect_gbps * 1e3) + hops * t.interconnect_latency_us;
+}
+
+double pipeline_bubble(int64_t stages, int64_t micro_batches) {
+  if (stages <= 1 || micro_batches < 1) return 0;
+  const auto p = static_cast<double>(stages);
+  return (p - 1) / (static_cast<double>(micro_batches) + p - 1);
+}
 
 std::vector<OptimizerKernel> optimizer_kernels(std::string_view optimizer, double fp16_copy_bytes) {
   // Bytes per element of the parameter, fp32 state. One fused kernel for the CANN Apply* ops.

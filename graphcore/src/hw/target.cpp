@@ -123,6 +123,9 @@ class Reader {
     }
     return out;
   }
+  [[nodiscard]] bool has(std::string_view name) const {
+    return doc_.find(std::string(name)) != doc_.end();
+  }
   std::string plain(std::string_view name, bool required) {
     const auto it = doc_.find(std::string(name));
     if (it == doc_.end()) {
@@ -155,6 +158,8 @@ std::string_view unit_name(Unit u) {
       return "host";
     case Unit::Cpu:
       return "cpu";
+    case Unit::Comm:
+      return "comm";
   }
   return "host";
 }
@@ -196,6 +201,10 @@ HardwareTarget parse_hardware_target(std::string_view text, std::string_view ori
   }
   t.frequency_mhz = r.positive("frequency_mhz");
   t.launch_overhead_us = r.positive("launch_overhead_us");
+  // Optional: absent when no public source gives the figure (communication is then not timed).
+  if (r.has("interconnect_gbps")) t.interconnect_gbps = r.positive("interconnect_gbps");
+  if (r.has("interconnect_latency_us"))
+    t.interconnect_latency_us = r.non_negative("interconnect_latency_us");
   if (!t.ascend) {
     t.cores = r.count("cores");
     t.flops_per_cycle_fp32 = r.positive("flops_per_cycle_fp32");

@@ -20,6 +20,7 @@ struct PassInfo {
   std::string_view description;
   void (*run)(opt::PassContext&);
   bool ascend_only;
+  bool parallel_only = false;  // runs only for a parallel job (device_num > 1)
 };
 
 constexpr std::array kPasses = {
@@ -27,6 +28,10 @@ constexpr std::array kPasses = {
              false},
     PassInfo{"constant-fold", "constant folding: ops whose inputs are all constants",
              opt::run_constant_fold, false},
+    PassInfo{"comm",
+             "parallel jobs: the communication MindSpore inserts (AllReduce, ReduceScatter, "
+             "AllGather of a redistribution, Send/Receive between pipeline stages)",
+             opt::run_comm, false, true},
     PassInfo{
         "fuse-attention",
         "BatchMatMul, scale (Mul/Div), mask (Add), Softmax, BatchMatMul -> one attention kernel",
@@ -147,6 +152,7 @@ std::optional<uint64_t> tensor_bytes(const TensorType& type, Format format) {
 
 std::vector<std::string_view> pass_names() {
   std::vector<std::string_view> out;
+  out.reserve(kPasses.size());
   for (const auto& p : kPasses) out.push_back(p.name);
   return out;
 }
@@ -189,6 +195,8 @@ OptimizedGraph optimize(const CellReport& report, const OptimizeOptions& options
   size_t index = 0;
   for (const PassInfo* p : pipeline) {
     if (p->ascend_only && !target->ascend) continue;
+    if (p->parallel_only && (options.parallel == nullptr || options.parallel->device_num <= 1))
+      continue;
     const auto t0 = std::chrono::steady_clock::now();
     PassRecord rec;
     rec.name = std::string(p->name);
@@ -196,6 +204,7 @@ OptimizedGraph optimize(const CellReport& report, const OptimizeOptions& options
     rec.nodes_before = g.nodes.size();
     opt::PassContext ctx{report, *target, g};
     ctx.precision = options.precision;
+    ctx.parallel = options.parallel;
     p->run(ctx);
     rec.nodes_after = g.nodes.size();
     rec.changes = ctx.changes;

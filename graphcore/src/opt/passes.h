@@ -20,7 +20,8 @@ struct PassContext {
   const TargetInfo& target;
   OptimizedGraph& g;
   size_t changes = 0;
-  std::string_view precision = "mixed";  // OptimizeOptions::precision
+  std::string_view precision = "mixed";       // OptimizeOptions::precision
+  const ParallelContext* parallel = nullptr;  // OptimizeOptions::parallel
 
   [[nodiscard]] const Graph& semantic() const { return report.graph; }
   // The semantic id of semantic node `i`.
@@ -106,6 +107,7 @@ void run_fuse_elementwise(PassContext& ctx);
 void run_amp(PassContext& ctx);
 void run_layout(PassContext& ctx);
 void run_transdata_elim(PassContext& ctx);
+void run_comm(PassContext& ctx);
 void run_memory_plan(PassContext& ctx);
 
 }  // namespace graphcore::opt
