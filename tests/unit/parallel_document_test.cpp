@@ -110,10 +110,12 @@ TEST(ParallelDocument, StagesAndPipelineSummary) {
   for (const auto& n : doc.cells(0).nodes()) {
     if (n.kind() != "op") continue;
     ASSERT_TRUE(n.has_stage()) << n.id();
-    if (n.scope().rfind("fc1", 0) == 0 || n.scope().find(".fc1") != std::string::npos)
+    if (n.scope().rfind("fc1", 0) == 0 || n.scope().find(".fc1") != std::string::npos) {
       EXPECT_EQ(n.stage(), 0) << n.id();
-    if (n.scope().rfind("fc2", 0) == 0 || n.scope().find(".fc2") != std::string::npos)
+    }
+    if (n.scope().rfind("fc2", 0) == 0 || n.scope().find(".fc2") != std::string::npos) {
       EXPECT_EQ(n.stage(), 1) << n.id();
+    }
     stages.push_back(n.stage());
   }
   EXPECT_EQ(*std::min_element(stages.begin(), stages.end()), 0);
