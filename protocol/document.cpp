@@ -345,7 +345,25 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
     if (n.parallel) {
       const graphcore::NodeParallel& par = *n.parallel;
       if (par.stage >= 0) out->set_stage(static_cast<int32_t>(par.stage));
-      if (!par.in_strategy.empty()) *out->mutable_sharding() = sharding(par, positions);
+      if (!par.in_strategy.empty()) {
+        Sharding* s = out->mutable_sharding();
+        *s = sharding(par, positions);
+        // The slices have the global tensors' dtypes.
+        for (int i = 0; i < s->device_inputs_size(); ++i) {
+          const auto k = static_cast<size_t>(i);
+          if (k >= n.inputs.size()) break;
+          const graphcore::ValueRef& ref = n.inputs[k];
+          if (ref.node < nodes.size() && ref.output < nodes[ref.node].outputs.size())
+            s->mutable_device_inputs(i)->set_dtype(
+                std::string(graphcore::dtype_name(nodes[ref.node].outputs[ref.output].dtype)));
+        }
+        for (int i = 0; i < s->device_outputs_size(); ++i) {
+          const auto k = static_cast<size_t>(i);
+          if (k < n.outputs.size())
+            s->mutable_device_outputs(i)->set_dtype(
+                std::string(graphcore::dtype_name(n.outputs[k].dtype)));
+        }
+      }
     }
   }
   return c;

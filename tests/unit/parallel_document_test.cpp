@@ -75,6 +75,8 @@ TEST(ParallelDocument, ShardedNodeCarriesStrategyShapesAndCommunication) {
   EXPECT_EQ(dims(s.device_inputs(1)), (std::vector<double>{16, 32}));
   ASSERT_EQ(s.device_outputs_size(), 1);
   EXPECT_EQ(dims(s.device_outputs(0)), (std::vector<double>{8, 32}));
+  EXPECT_EQ(s.device_inputs(0).dtype(), "float32");
+  EXPECT_EQ(s.device_outputs(0).dtype(), "float32");
   EXPECT_EQ(s.device_matrix(), 8U);
   ASSERT_EQ(s.comms_size(), 1);
   EXPECT_EQ(s.comms(0).kind(), "AllReduce");
