@@ -353,15 +353,17 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
           const auto k = static_cast<size_t>(i);
           if (k >= n.inputs.size()) break;
           const graphcore::ValueRef& ref = n.inputs[k];
-          if (ref.node < nodes.size() && ref.output < nodes[ref.node].outputs.size())
+          if (ref.node < nodes.size() && ref.output < nodes[ref.node].outputs.size()) {
             s->mutable_device_inputs(i)->set_dtype(
                 std::string(graphcore::dtype_name(nodes[ref.node].outputs[ref.output].dtype)));
+          }
         }
         for (int i = 0; i < s->device_outputs_size(); ++i) {
           const auto k = static_cast<size_t>(i);
-          if (k < n.outputs.size())
+          if (k < n.outputs.size()) {
             s->mutable_device_outputs(i)->set_dtype(
                 std::string(graphcore::dtype_name(n.outputs[k].dtype)));
+          }
         }
       }
     }
