@@ -9,6 +9,8 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -210,6 +212,73 @@ double element_count(const graphcore::Shape& shape) {
 
 }  // namespace
 
+namespace {
+
+// A split as an int32 field holds it (strategies are small; MindSpore's are C int64, a value past
+// int32 is clamped, and the checks already report it).
+int32_t small_split(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(),
+                                                  std::numeric_limits<int32_t>::max()));
+}
+
+// A count that fits a uint32 field; larger (never from a valid strategy) is 0, "unknown".
+uint32_t small_count(int64_t v) {
+  return v > 0 && v <= int64_t{std::numeric_limits<uint32_t>::max()} ? static_cast<uint32_t>(v) : 0;
+}
+
+void add_rows(const graphcore::Strategy& rows,
+              google::protobuf::RepeatedPtrField<ShardingRow>* out) {
+  for (const auto& row : rows) {
+    auto* r = out->Add();
+    for (int64_t v : row) r->add_splits(small_split(v));
+  }
+}
+
+}  // namespace
+
+Sharding sharding(const graphcore::NodeParallel& par, PositionMapper& positions) {
+  Sharding s;
+  add_rows(par.in_strategy, s.mutable_strategy());
+  if (par.out_strategy) add_rows(*par.out_strategy, s.mutable_out_strategy());
+  const std::string file(par.shard_file.str());
+  s.set_file(file);
+  if (!file.empty()) *s.mutable_range() = positions.range(file, par.shard_range);
+  s.set_attr(par.attr);
+  auto add_shapes = [](const std::vector<graphcore::Shape>& shapes,
+                       google::protobuf::RepeatedPtrField<Tensor>* out) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      auto* t = out->Add();
+      t->set_name(std::to_string(i));
+      set_shape(shapes[i], t->mutable_shape());
+      if (!shapes[i].ranked) t->set_unranked(true);
+    }
+  };
+  add_shapes(par.per_device_inputs, s.mutable_device_inputs());
+  add_shapes(par.per_device_outputs, s.mutable_device_outputs());
+  for (int64_t v : par.output_split) s.add_output_split(small_split(v));
+  s.set_device_matrix(small_count(par.device_matrix));
+  for (const auto& c : par.comms) {
+    auto* o = s.add_comms();
+    o->set_kind(c.kind);
+    o->set_group(small_count(c.group));
+    o->set_input(c.input);
+    o->set_why(c.why);
+  }
+  return s;
+}
+
+ParallelSummary parallel_summary(const graphcore::ParallelContext& ctx) {
+  ParallelSummary p;
+  p.set_mode(ctx.parallel_mode);
+  p.set_device_num(small_count(ctx.device_num));
+  p.set_device_num_from(ctx.device_num_from);
+  p.set_pipeline_stages(small_count(ctx.pipeline_stages));
+  p.set_micro_batches(small_count(ctx.micro_size));
+  p.set_sharding(ctx.sharding());
+  p.set_search_mode(ctx.search_mode);
+  return p;
+}
+
 Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool include_nodes) {
   Cell c;
   c.set_name(report.name);
@@ -273,6 +342,31 @@ Cell cell(const graphcore::CellReport& report, PositionMapper& positions, bool i
     out->set_file(n.file);
     *out->mutable_range() = positions.range(n.file.empty() ? report.file : n.file, n.range);
     out->set_flops(std::isfinite(n.flops) ? n.flops : 0.0);
+    if (n.parallel) {
+      const graphcore::NodeParallel& par = *n.parallel;
+      if (par.stage >= 0) out->set_stage(static_cast<int32_t>(par.stage));
+      if (!par.in_strategy.empty()) {
+        Sharding* s = out->mutable_sharding();
+        *s = sharding(par, positions);
+        // The slices have the global tensors' dtypes.
+        for (int i = 0; i < s->device_inputs_size(); ++i) {
+          const auto k = static_cast<size_t>(i);
+          if (k >= n.inputs.size()) break;
+          const graphcore::ValueRef& ref = n.inputs[k];
+          if (ref.node < nodes.size() && ref.output < nodes[ref.node].outputs.size()) {
+            s->mutable_device_inputs(i)->set_dtype(
+                std::string(graphcore::dtype_name(nodes[ref.node].outputs[ref.output].dtype)));
+          }
+        }
+        for (int i = 0; i < s->device_outputs_size(); ++i) {
+          const auto k = static_cast<size_t>(i);
+          if (k < n.outputs.size()) {
+            s->mutable_device_outputs(i)->set_dtype(
+                std::string(graphcore::dtype_name(n.outputs[k].dtype)));
+          }
+        }
+      }
+    }
   }
   return c;
 }
@@ -676,6 +770,10 @@ GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMa
   for (const auto& d : result.diagnostics) *doc.add_diagnostics() = diagnostic(d, positions);
   for (const auto& t : result.training)
     *doc.add_training() = training_plan(t, positions, include_nodes);
+  const graphcore::ParallelContext& par = result.parallel;
+  if (par.parallel_mode != "stand_alone" || par.wrapper || par.pipeline_stages > 1 ||
+      par.micro_size > 0 || par.device_num > 1)
+    *doc.mutable_parallel() = parallel_summary(par);
   if (result.imported) {
     ImportedModel* m = doc.mutable_imported();
     m->set_format(result.imported->format);

@@ -71,6 +71,10 @@ Tensor tensor(std::string name, const graphcore::TensorType& type);
 google::protobuf::Value attr_value(const graphcore::AttrValue& value);
 std::string_view node_kind_name(graphcore::NodeKind kind);
 Diagnostic diagnostic(const graphcore::Diagnostic& diag, PositionMapper& positions);
+// A sharded node's strategy, per-device shapes and communication (Node.sharding).
+Sharding sharding(const graphcore::NodeParallel& par, PositionMapper& positions);
+// The program's parallel configuration (GraphDocument.parallel).
+ParallelSummary parallel_summary(const graphcore::ParallelContext& ctx);
 Cell cell(const graphcore::CellReport& report, PositionMapper& positions,
           bool include_nodes = true);
 

@@ -523,6 +523,38 @@ size_t statement_end(std::string_view text, size_t from) {
   return last_code;
 }
 
+// The per-device shape of the value a statement assigns, when that value is a sharded operator's
+// output: the statement's outermost node (the call whose result is assigned) has a strategy and
+// every instance of it gives the same slice. "(8, 32)", and `tooltip` the hover's text; empty when
+// the value is not sharded.
+std::string sharded_value(const FileAnalysis& fa, const SourceRange& stmt, std::string* tooltip) {
+  const graphcore::Node* outer = nullptr;
+  std::string per_device;
+  bool agree = true;
+  for (const auto& rep : fa.result.cells) {
+    const auto& g = rep.graph;
+    for (const auto& n : g.nodes) {
+      const std::string& file = n.file.str().empty() ? rep.file : n.file.str();
+      if (n.kind != graphcore::NodeKind::Op || file != fa.path) continue;
+      if (n.range.start < stmt.start || stmt.end < n.range.end) continue;
+      if (outer != nullptr && extent(n.range) < extent(outer->range)) continue;
+      const bool wider = outer == nullptr || extent(outer->range) < extent(n.range);
+      const bool sharded = n.parallel && !n.parallel->in_strategy.empty() &&
+                           n.parallel->per_device_outputs.size() == 1;
+      const std::string shape = sharded ? n.parallel->per_device_outputs[0].str() : std::string();
+      if (wider) {
+        outer = &n;
+        per_device = shape;
+        agree = sharded;
+        if (sharded) *tooltip = graphcore::describe_parallel(g, n);
+      } else if (shape != per_device || !sharded) {
+        agree = false;  // another instance of the same call, sharded otherwise (or not at all)
+      }
+    }
+  }
+  return agree ? per_device : std::string();
+}
+
 }  // namespace
 
 Json inlay_hints(const FeatureContext& ctx, const Json& range) {
@@ -569,6 +601,17 @@ Json inlay_hints(const FeatureContext& ctx, const Json& range) {
       if (varies) tooltip += std::string(text_of(fa, t.range)) + ":\n" + types;
     }
     size_t end = statement_end(*fa.text, fa.conv->index().offset_of(targets.front().range.start));
+    // A sharded operator's result: its slice on one device too ("(16, 32) f32 → (8, 32)/dev").
+    if (targets.size() == 1 && tooltip.empty()) {
+      const SourceRange stmt{targets.front().range.start, fa.conv->index().position_of(end)};
+      std::string parallel;
+      const std::string per_device = sharded_value(fa, stmt, &parallel);
+      if (!per_device.empty()) {
+        label += " → " + per_device + "/dev";
+        tooltip = "global " + label.substr(0, label.find(" → "));
+        tooltip.append(", per device ").append(per_device).append("\n").append(parallel);
+      }
+    }
     Json hint{{"position", fa.conv->position(fa.conv->index().position_of(end))},
               {"label", label},
               {"kind", 1},

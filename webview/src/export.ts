@@ -1,6 +1,8 @@
 // PNG and SVG export of the current (laid out) graph, with the core timeline below it when the
 // timeline is shown (its rows over the time window shown).
-import type { GraphView } from './view';
+import { SPLIT_H, commOf, frameText, stageColor, stageOf } from './parallel';
+import type { GraphView, Theme } from './view';
+import type { VNode } from './model';
 import { clip } from './view';
 import { LABEL_LINE, LABEL_PAD } from './labels';
 import type { TimelinePanel } from './timeline';
@@ -130,11 +132,26 @@ export function buildSvg(view: GraphView, tl?: TimelinePanel | null): string {
       `fill="${n.dataMove ? th.move : th.node}" stroke="${mark ?? (n.fused ? th.fused : th.nodeBorder)}"${mark ? ' stroke-width="2.5"' : n.fused ? ' stroke-dasharray="5 3"' : ''}/>` +
       `<rect x="${it.x}" y="${it.y}" width="5" height="${it.h}" fill="${bar}"/>` +
       `<text x="${it.x + 11}" y="${it.y + 18}" font-size="12" font-weight="600" fill="${th.fg}">${escapeHtml(clip(n.label, 32))}</text>` +
-      `<text x="${it.x + 11}" y="${it.y + 32}" font-size="10" fill="${th.muted}">${escapeHtml(clip(n.sub, 38))}</text></g>`);
+      `<text x="${it.x + 11}" y="${it.y + 32}" font-size="10" fill="${th.muted}">${escapeHtml(clip(n.sub, 38))}</text>` +
+      parallelSvg(n, it, th) + '</g>');
   }
   if (pic) out.push(timelineSvg(pic, -m, gh - m));
   out.push('</svg>');
   return out.join('\n');
+}
+
+/** What parallel.ts adds to a node: its stage's stripe, a communication outline, the sharded frame and its split. */
+function parallelSvg(n: VNode, it: { x: number; y: number; w: number; h: number }, th: Theme): string {
+  let out = '';
+  const stage = stageOf(n);
+  if (stage !== null) out += `<rect x="${it.x}" y="${it.y}" width="${it.w}" height="4" fill="${stageColor(stage, th.stages)}"><title>pipeline stage ${stage}</title></rect>`;
+  if (commOf(n)) out += `<rect x="${it.x}" y="${it.y}" width="${it.w}" height="${it.h}" rx="6" fill="none" stroke="${th.comm}" stroke-width="2"/>`;
+  const text = frameText(n);
+  if (text) {
+    out += `<rect x="${it.x - 1}" y="${it.y - 1}" width="${it.w + 2}" height="${it.h + 2}" rx="8" fill="none" stroke="${th.shard}" stroke-width="1.5" stroke-dasharray="6 3"/>` +
+      `<text x="${it.x + 7}" y="${it.y + it.h - SPLIT_H / 2 + 3}" font-size="10.5" font-weight="600" fill="${th.shard}">${escapeHtml(clip(text, Math.floor((it.w - 12) / 5.8)))}</text>`;
+  }
+  return out;
 }
 
 export function exportSvg(view: GraphView, name: string, tl?: TimelinePanel | null): Blob {

@@ -350,7 +350,8 @@ export interface Scene {
 }
 
 export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: Map<string, Naming>,
-                             cache: LayoutCache, agg: Map<string, Map<string, AggEdge>>, dir: Direction = 'DOWN'): Scene {
+                             cache: LayoutCache, agg: Map<string, Map<string, AggEdge>>, dir: Direction = 'DOWN',
+                             label?: (e: VEdge, twoLines: boolean) => string[]): Scene {
   // Where an edge leaves (enters) an item without a port route: the middle of its exit (entry) side.
   const exitOf = (it: DrawItem): [number, number] => (dir === 'RIGHT' ? [it.x + it.w, it.y + it.h / 2] : [it.x + it.w / 2, it.y + it.h]);
   const entryOf = (it: DrawItem): [number, number] => (dir === 'RIGHT' ? [it.x, it.y + it.h / 2] : [it.x + it.w / 2, it.y]);
@@ -428,7 +429,7 @@ export function composeScene(g: ViewGraph, expanded: ReadonlySet<string>, keys: 
         const vs = repOf(r.src), vt = repOf(r.tgt);
         const k = vs + '\n' + vt;
         let de = pairs.get(k);
-        const lbl = edgeLabelLines(r.tensor, dir === 'RIGHT').join('\n');
+        const lbl = (label ? label(r, dir === 'RIGHT') : edgeLabelLines(r.tensor, dir === 'RIGHT')).join('\n');
         if (de) { de.count++; de.real.push(r); if (de.label !== lbl) de.label = ''; continue; }
         let pts = base;
         if (vs !== e.s) {

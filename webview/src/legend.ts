@@ -4,6 +4,7 @@
 // Hideable (toolbar), dockable to any corner of the pane, collapsible to a strip; the choice is
 // remembered. It stacks with the pane's other overlays (title, note, overview) in its corner and
 // the view's Fit keeps the graph clear of it (GraphView.insets).
+import { commMarker, commOf, shardingOf, stageColor, stagesIn } from './parallel';
 import type { Cell } from './protocol';
 import type { GraphView } from './view';
 import { layerState } from './failures';
@@ -78,6 +79,7 @@ export function legendBody(v: GraphView, cell: Cell | undefined, explain: boolea
     if (v.diff && (v.diff.added.size || v.diff.changed.size)) marks.push([th.added, 'added'], [th.changed, 'changed']);
     if (v.debugNodes.size) marks.push([th.debug, 'paused here']);
     html += `<span class="marks">${marks.map(([c, l]) => `<span class="chip"><i class="ring" style="border-color:${c}"></i>${l}</span>`).join('')}</span>`;
+    html += parallelChips(v);
     return `<div class="lg-chips">${html}</div>${g.layer === 'hardware' ? explainHtml(v, explain) : ''}`;
   }
   if (v.metric === 'drift') return driftLegend(v);
@@ -100,6 +102,18 @@ export function legendBody(v: GraphView, cell: Cell | undefined, explain: boolea
       `${sigmaSentence()} Their Σ are coloured on this scale, from the smallest to the largest Σ of the groups shown.`);
   }
   return `<div class="lg-ramps">${html}</div>${g.layer === 'hardware' ? explainHtml(v, explain) : ''}`;
+}
+
+/** Parallel strategies: the pipeline stages' colours, the sharded frame, communication nodes. */
+export function parallelChips(v: GraphView): string {
+  const g = v.graph;
+  if (!g) return '';
+  const th = v.theme;
+  const chips = stagesIn(g).map((s) => `<span class="chip stage"><i style="background:${stageColor(s, th.stages)}"></i>stage ${s}</span>`);
+  if (g.nodes.some((n) => shardingOf(n))) chips.push('<span class="chip"><i class="shard"></i>sharded (split)</span>');
+  if (g.nodes.some((n) => commOf(n) || commMarker(n))) chips.push('<span class="chip"><i class="comm"></i>communication</span>');
+  if (v.device !== null) chips.push(`<span class="chip">${h(`shapes of rank ${v.device}`)}</span>`);
+  return chips.length ? `<span class="marks parallel">${chips.join('')}</span>` : '';
 }
 
 /** The drift metric's legend: the cosine ramp (best layer → threshold), no data, the first layer under the threshold. */

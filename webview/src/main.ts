@@ -1,4 +1,5 @@
 // The Cellscope graph view application: transport, document state, toolbar, panels, test hook.
+import { commOf, deviceRanks, frameText, onRank, pickerTip, rankStage, stageColor, stageOf } from './parallel';
 import './styles.css';
 import type { Cell, CellSkeleton, Comparison, DebugFocus, DeviceProgress, Diagnostic, GraphDocument, Range, HardwareKernel, PrecisionDrift, ScopeNodes, TrainProgress, ViewHello, ViewMessage, ViewRequest } from './protocol';
 import { seqNumber } from './protocol';
@@ -119,6 +120,10 @@ class App {
   private cellSel = el('select', 'cell-select');
   private layerSeg = el('div', 'seg');
   private metricSel = el('select');
+  // The device picker (parallel.ts): global shapes, or rank k's per-device shapes.
+  private deviceSel = el('select', 'device-picker');
+  private deviceLbl = el('label', 'lbl hidden', 'Shapes ');
+  private rank: number | null = null;
   // The search box (searchbar.ts): matches, next / previous, select all (a multi-selection).
   private search = new SearchBar({
     view: () => this.activeView(),
@@ -272,6 +277,9 @@ class App {
     this.metricSel.addEventListener('change', () => this.setMetric(this.metricSel.value as MetricId));
     const metricLbl = el('label', 'lbl', 'Colour ');
     metricLbl.appendChild(this.metricSel);
+    this.deviceSel.title = 'Shapes on the edges: global, or one device\'s';
+    this.deviceSel.addEventListener('change', () => void this.setDevice(this.deviceSel.value === '' ? null : Number(this.deviceSel.value)));
+    this.deviceLbl.appendChild(this.deviceSel);
     const sbox = this.search.root;
     const tools = el('div', 'tools');
     this.themeBtn = this.button('◐', 'Theme', () => {
@@ -296,7 +304,7 @@ class App {
     );
     // Inside VS Code the editor's theme rules: no toggle.
     if (vscodeThemeKind(document.body.classList)) this.themeBtn.classList.add('hidden');
-    bar.append(brand, this.cellSel, this.layerSeg, metricLbl, sbox, tools);
+    bar.append(brand, this.cellSel, this.layerSeg, metricLbl, this.deviceLbl, sbox, tools);
     tools.before(this.viewTools());
     this.paneB.append(this.titleB, this.legendB.el);
     this.views.append(this.paneA, this.paneB);
@@ -442,6 +450,33 @@ class App {
     }
     if (!want.some((m) => m.id === this.metric)) this.metric = 'none';
     this.metricSel.value = this.metric;
+    this.syncDevicePicker();
+  }
+
+  /** The device picker: shown when the program runs on more than one device (GraphDocument.parallel). */
+  private syncDevicePicker(): void {
+    const p = this.doc?.parallel;
+    const ranks = deviceRanks(p);
+    if (this.rank !== null && !ranks.includes(this.rank)) this.rank = null;
+    this.deviceLbl.classList.toggle('hidden', ranks.length === 0);
+    const want = ['', ...ranks.map(String)].join(',');
+    if ([...this.deviceSel.options].map((o) => o.value).join(',') !== want) {
+      this.deviceSel.innerHTML = '<option value="">global</option>' +
+        ranks.map((r) => `<option value="${r}">rank ${r}${rankStage(p, r) !== null ? ` (stage ${rankStage(p, r)})` : ''}</option>`).join('');
+    }
+    this.deviceSel.value = this.rank === null ? '' : String(this.rank);
+    this.deviceSel.title = pickerTip(p);
+    this.deviceSel.setAttribute('aria-label', 'Shapes: global or one device\'s');
+  }
+
+  /** Shows rank `rank`'s per-device shapes (null: the global ones) in every pane. */
+  private setDevice(rank: number | null): Promise<void> {
+    this.rank = rank;
+    this.syncDevicePicker();
+    const p = this.doc?.parallel;
+    const jobs = [this.viewA.setDevice(this.rank, p)];
+    if (this.viewB) jobs.push(this.viewB.setDevice(this.rank, p));
+    return Promise.all(jobs).then(() => { this.renderLegend(); this.renderPanel(); });
   }
 
   // ---- messages ----------------------------------------------------------------------------
@@ -880,8 +915,12 @@ class App {
     this.renderNote(this.noteA, cell, la);
     this.renderNote(this.noteB, cell, this.layerB());
     const changed = opts.update && !opts.reset && this.diff ? [...this.diff.added, ...this.diff.changed] : undefined;
+    this.viewA.device = this.rank;
+    this.viewA.parallel = this.doc?.parallel;
     const jobs: Promise<void>[] = [this.viewA.setGraph(ga, { reset: opts.reset, refit: opts.refit, changed })];
     if (this.split && this.viewB) {
+      this.viewB.device = this.rank;
+      this.viewB.parallel = this.doc?.parallel;
       const gb = buildViewGraph(cell, this.layerB(), undefined, lazy, cmp ? ghostsFor(cmp, cc, this.layerB(), !!lazy) : undefined);
       this.cmpDiffB = cc ? compareDiff(cc, gb) : null;
       this.viewB.diff = this.cmpDiffB;
@@ -1504,6 +1543,27 @@ class App {
       train: () => app.train.state(),
       trainFlush: () => { app.train.flush(); return app.train.state(); },
       setTrainCollapsed: (c: boolean) => { app.train.setCollapsed(c); return app.train.state(); },
+      // Parallel strategies (parallel.ts): the device picker, and each drawn sharded / staged /
+      // communication node with its frame text, stage colour and on-screen box.
+      parallel: (which?: string) => {
+        const v = viewOf(which);
+        const r = v.canvas.getBoundingClientRect();
+        const items = (v.scene?.items ?? []).filter((it) => it.node).map((it) => {
+          const n = it.node!;
+          const stage = stageOf(n);
+          return {
+            id: it.id, frame: frameText(n), stage, stageColour: stage === null ? null : stageColor(stage, v.theme.stages),
+            comm: commOf(n), onRank: v.device === null || onRank(v.parallel, n, v.device),
+            x: r.left + it.x * v.scale + v.tx, y: r.top + it.y * v.scale + v.ty, w: it.w * v.scale, h: it.h * v.scale,
+          };
+        });
+        return {
+          rank: app.rank, picker: !app.deviceLbl.classList.contains('hidden'),
+          options: [...app.deviceSel.options].map((o) => o.textContent), tip: app.deviceSel.title,
+          shard: v.theme.shard, items,
+        };
+      },
+      setDevice: (rank: number | null) => app.setDevice(rank),
       // The device dock: its state, the chart's data as uPlot holds it, the text figures.
       device: () => app.device.state(),
       deviceFlush: () => { app.device.flush(); return app.device.state(); },

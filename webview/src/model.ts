@@ -4,6 +4,7 @@ import type { Cell, CellSkeleton, FailedCall, HardwareKernel, Node, OptimizedNod
 import { shapeText, tensorBytes } from './format';
 import { annotateClasses, scopeClasses } from './groups';
 import { vocabOf, type Vocab } from './vocab';
+import { fitParallel, frameText } from './parallel';
 
 export type Layer = 'semantic' | 'optimized' | 'hardware';
 export const LAYERS: Layer[] = ['semantic', 'optimized', 'hardware'];
@@ -46,7 +47,7 @@ export interface VNode {
 
 /** What the drawing of a node depends on (for the before/after comparison). */
 export function nodeSig(n: VNode): string {
-  return `${n.op}|${n.label}|${n.sub}|${n.outputs.map(shapeText).join(',')}`;
+  return `${n.op}|${n.label}|${n.sub}|${n.outputs.map(shapeText).join(',')}|${frameText(n)}|${n.semantic?.stage ?? ''}`;
 }
 
 export interface Group {
@@ -145,6 +146,7 @@ export function buildNodes(cell: Cell, layer: Layer): VNode[] {
         fused: false, dataMove: movesData(n.category),
         scope,
       };
+      fitParallel(v);
       return v;
     });
   }
@@ -190,6 +192,7 @@ export function buildNodes(cell: Cell, layer: Layer): VNode[] {
       dataMove: movesData(n.category),
       scope: main?.scope ?? '',
     };
+    fitParallel(v);
     res.push(v);
   });
   return res;

@@ -33,6 +33,42 @@ export interface Node {
   range?: Range;
   flops?: number;
   category?: string; // the operator's category from its definition (graph.proto Node.category)
+  sharding?: Sharding; // the operator's `.shard(...)` strategy and its per-device shapes
+  stage?: number;      // the pipeline stage it runs in (absent: no Cell sets one)
+}
+
+export interface ShardingRow { splits?: number[] }
+
+export interface ShardingComm {
+  kind?: string;   // "AllReduce" | "ReduceScatter" | "AllGather" | "StridedSlice"
+  group?: number;  // devices taking part
+  input?: number;  // the input it redistributes; -1 (or absent with kind on the output): the output
+  why?: string;
+}
+
+/** graph.proto Sharding: a sharded operator's strategy and what it implies per device. */
+export interface Sharding {
+  strategy?: ShardingRow[];
+  outStrategy?: ShardingRow[];
+  file?: string;
+  range?: Range;
+  attr?: string;
+  deviceInputs?: Tensor[];   // one device's slice of each input (the same on every rank)
+  deviceOutputs?: Tensor[];
+  outputSplit?: number[];
+  deviceMatrix?: number;     // devices the strategy uses
+  comms?: ShardingComm[];
+}
+
+/** graph.proto ParallelSummary: the program's parallel configuration. */
+export interface ParallelSummary {
+  mode?: string;
+  deviceNum?: number;
+  deviceNumFrom?: string;
+  pipelineStages?: number;
+  microBatches?: number;
+  sharding?: boolean;
+  searchMode?: string;
 }
 
 export interface Parameter {
@@ -237,6 +273,7 @@ export interface GraphDocument {
   toolVersion?: string;
   files?: string[];
   layer?: string;
+  parallel?: ParallelSummary;
 }
 
 // ---- view.proto ----

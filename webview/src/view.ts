@@ -2,7 +2,7 @@
 // viewport culling and level of detail, pan/zoom, hit testing and selection.
 import { attachDragPan } from './dragpan';
 import {
-  ROOT_ID, ancestors, defaultExpansion, visibleRep, type ViewGraph,
+  ROOT_ID, ancestors, defaultExpansion, visibleRep, type VEdge, type ViewGraph,
 } from './model';
 import {
   aggregateEdges, composeScene, computePorts, type AggEdge, type Ports, type DrawEdge, type DrawItem, type LayoutEngine, type Scene,
@@ -20,6 +20,8 @@ import type { GraphDiff } from './diff';
 import { LABEL_FONT, LABEL_LINE, LABEL_MIN_SCALE, LABEL_PAD, headerBand, placeEdgeLabels, type Box, type LabelPlace } from './labels';
 import { accessibleName, groupTip, hardwareLine, nodeTip, vocabOf } from './vocab';
 import { GHOST_PREFIX } from './model';
+import { SPLIT_H, STAGE_PALETTE, commMarker, commOf, deviceEdgeLabel, onRank, shardingOf, splitLabel, stageColor, stageOf } from './parallel';
+import type { ParallelSummary } from './protocol';
 
 export interface Theme {
   bg: string; fg: string; muted: string; node: string; nodeBorder: string; edge: string; edgeLabel: string;
@@ -27,6 +29,8 @@ export interface Theme {
   added: string; changed: string; fused: string; move: string; grid: string; mapped: string;
   debug: string; debugFg: string;
   danger: string; dangerFg: string;  // failed calls (Cell.failures): border, glyph and its mark
+  shard: string; comm: string;  // sharded nodes' dashed frame, communication nodes (parallel.ts)
+  stages: string[];  // pipeline stage colours (colour-blind-safe, parallel.ts STAGE_PALETTE)
   line: number;  // line-width factor: 1, more in the high-contrast themes
   cat: Record<string, string>;
 }
@@ -44,6 +48,8 @@ export function readTheme(el: HTMLElement): Theme {
     grid: v('--cs-grid', 'rgba(128,128,128,0.08)'), mapped: v('--cs-mapped', '#d63384'),
     debug: v('--cs-debug', '#d4380d'), debugFg: v('--cs-debug-fg', '#ffffff'),
     danger: v('--cs-danger', '#cf222e'), dangerFg: v('--cs-danger-fg', '#ffffff'),
+    shard: v('--cs-shard', '#d1242f'), comm: v('--cs-comm', '#a0218c'),
+    stages: STAGE_PALETTE.map((c, i) => v(`--cs-stage-${i}`, c)),
     line: Math.min(3, Math.max(1, Number.parseFloat(v('--cs-line', '1')) || 1)),
     cat: {
       input: v('--cs-cat-input', '#57606a'), const: v('--cs-cat-const', '#8c959f'), move: v('--cs-cat-move', '#d4a72c'),
@@ -109,6 +115,9 @@ export class GraphView {
   frames = 0;
   /** The drawn nodes the debugger is paused on (DebugFocus; outlined with a "paused" badge). */
   debugNodes = new Set<string>();
+  /** The device picker's rank (null: global shapes) and the program's parallel configuration. */
+  device: number | null = null;
+  parallel: ParallelSummary | undefined = undefined;
   layoutError: string | null = null;
   /** The node under the pointer; a failed call's message shows in `tip`. */
   hovered: string | null = null;
@@ -324,7 +333,9 @@ export class GraphView {
       }
       this.layoutError = null;
       if (this.graph !== g) return;
-      this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg, this.direction);
+      const rank = this.device;
+      const label = rank === null ? undefined : (e: VEdge, two: boolean): string[] => deviceEdgeLabel(g, e, rank, two);
+      this.scene = composeScene(g, expanded, keys, this.engine.cache, this.agg, this.direction, label);
       for (const f of this.sceneListeners) f();
       if (!this.fitted && this.scene.width > 0) { this.fitInitial(); this.fitted = true; }
       else if (this.refitNext && this.scene.width > 0) this.applyFit(this.fitMax);
@@ -337,6 +348,18 @@ export class GraphView {
   }
 
   idle(): Promise<void> { return this.busy; }
+
+  /**
+   * Shows the shapes one device holds (rank `rank`), or the global ones (null): the edge labels are
+   * placed again; nodes of another pipeline stage than the rank's are faded.
+   */
+  setDevice(rank: number | null, parallel: ParallelSummary | undefined): Promise<void> {
+    const same = rank === this.device && parallel === this.parallel;
+    this.device = rank;
+    this.parallel = parallel;
+    if (same) return this.busy;
+    return this.relayout();
+  }
 
   /** Lays the graph out along another axis and fits it again. */
   setDirection(d: Direction): Promise<void> {
@@ -905,7 +928,9 @@ export class GraphView {
       const batches = new Map<string, Path2D>();
       for (const it of s.items) {
         if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
-        const col = it.node?.failure || it.node?.ghost ? th.danger : this.fillFor(it, useMetric, ms).fill;
+        const stage = !useMetric && it.node ? stageOf(it.node) : null;
+        const col = it.node?.failure || it.node?.ghost ? th.danger
+          : stage !== null ? stageColor(stage, th.stages) : this.fillFor(it, useMetric, ms).fill;
         let p = batches.get(col);
         if (!p) { p = new Path2D(); batches.set(col, p); }
         p.rect(it.x, it.y, it.w, it.h);
@@ -915,6 +940,7 @@ export class GraphView {
         if (it.type === 'frame' || !inView(it.x, it.y, it.w, it.h)) continue;
         const mark = this.markColor(it.id);
         if (mark) this.outline(ctx, it, mark, 3 * px);
+        if (it.node && shardingOf(it.node)) this.drawShardFrame(ctx, it, px, false);
         if (driftFirst.has(it.id)) this.drawDriftFirst(ctx, it, px, false);
         if (paused.has(it.id)) this.drawPaused(ctx, it, px, false);
       }
@@ -953,53 +979,119 @@ export class GraphView {
         this.drawGhost(ctx, it, px, text);
       } else {
         const n = it.node!;
+        // A sharded node: its card inside the red dashed frame, the split written under it.
+        const sharded = shardingOf(n) !== undefined;
+        const box = sharded ? { x: it.x + 3, y: it.y + 3, w: it.w - 6, h: it.h - SPLIT_H - 3 } : it;
+        const faded = this.device !== null && !onRank(this.parallel, n, this.device);
+        if (faded) ctx.globalAlpha = 0.3;
+        const comm = commOf(n);
+        const stage = useMetric ? null : stageOf(n);
         ctx.fillStyle = fill;
         ctx.beginPath();
-        ctx.roundRect(it.x, it.y, it.w, it.h, 6);
+        if (comm) hexagon(ctx, box.x, box.y, box.w, box.h);
+        else ctx.roundRect(box.x, box.y, box.w, box.h, 6);
         ctx.fill();
+        if (stage !== null) {
+          // The pipeline stage: a tint of its colour and a stripe along the top.
+          const col = stageColor(stage, th.stages);
+          const a = ctx.globalAlpha;
+          ctx.globalAlpha = a * 0.2;
+          ctx.fillStyle = col;
+          ctx.fill();
+          ctx.globalAlpha = a;
+          ctx.save();
+          ctx.clip();
+          ctx.fillStyle = col;
+          ctx.fillRect(box.x, box.y, box.w, 4);
+          ctx.restore();
+        }
         const tint = this.diff?.tint ? this.markTint(n.id) : null;
         if (tint) {
-          ctx.globalAlpha = 0.16;
+          const a = ctx.globalAlpha;
+          ctx.globalAlpha = a * 0.16;
           ctx.fillStyle = tint;
           ctx.fill();
-          ctx.globalAlpha = 1;
+          ctx.globalAlpha = a;
         }
-        ctx.strokeStyle = n.fused ? th.fused : th.nodeBorder;
-        ctx.lineWidth = (n.fused ? Math.max(1.6, 1.5 * px) : Math.max(1, px)) * th.line;
+        ctx.strokeStyle = comm ? th.comm : n.fused ? th.fused : th.nodeBorder;
+        ctx.lineWidth = (comm ? Math.max(2, 2 * px) : n.fused ? Math.max(1.6, 1.5 * px) : Math.max(1, px)) * th.line;
         if (n.fused) ctx.setLineDash([5, 3]);
         ctx.stroke();
         ctx.setLineDash([]);
-        if (bar) {
+        if (bar && !comm) {
           ctx.fillStyle = bar;
           ctx.beginPath();
-          ctx.roundRect(it.x, it.y, 5, it.h, [6, 0, 0, 6]);
+          ctx.roundRect(box.x, box.y, 5, box.h, [6, 0, 0, 6]);
           ctx.fill();
         }
         if (text) {
-          ctx.fillStyle = fg;
+          const base = ctx.globalAlpha;
+          ctx.fillStyle = comm ? th.comm : fg;
           ctx.font = '600 12px system-ui, sans-serif';
-          const cx = it.x + 11;
-          const w = it.w - 16;
+          const cx = box.x + (comm ? 14 : 11);
+          const w = box.w - (comm ? 24 : 16);
           const maxc = Math.floor(w / 6.7);
-          if (it.h > 48) {
-            ctx.fillText(clip(n.label, maxc), cx, it.y + 14, w);
+          if (box.h > 48) {
+            ctx.fillText(clip(n.label, maxc), cx, box.y + 14, w);
             ctx.font = '10.5px system-ui, sans-serif';
-            ctx.globalAlpha = 0.8;
-            ctx.fillText(clip(hardwareLine(vocab, n.optimized?.hardware), Math.floor(w / 5.6)), cx, it.y + 29, w);
-            ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, it.y + 43, w);
+            ctx.globalAlpha = base * 0.8;
+            ctx.fillText(clip(hardwareLine(vocab, n.optimized?.hardware), Math.floor(w / 5.6)), cx, box.y + 29, w);
+            ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, box.y + 43, w);
           } else {
-            ctx.fillText(clip(n.label, maxc), cx, it.y + 14, w);
+            ctx.fillText(clip(n.label, maxc), cx, box.y + 14, w);
             ctx.font = '10.5px system-ui, sans-serif';
-            ctx.globalAlpha = 0.75;
-            ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, it.y + 29, w);
+            ctx.globalAlpha = base * 0.75;
+            ctx.fillText(clip(n.sub, Math.floor(w / 5.6)), cx, box.y + 29, w);
           }
-          ctx.globalAlpha = 1;
+          ctx.globalAlpha = base;
         }
+        if (sharded) this.drawShardFrame(ctx, it, px, text);
+        ctx.globalAlpha = 1;
       }
       const mark = this.markColor(it.id);
       if (mark) this.outline(ctx, it, mark, (mark === th.accent ? 3 : 2.5) * px);
       if (driftFirst.has(it.id)) this.drawDriftFirst(ctx, it, px, text);
       if (paused.has(it.id)) this.drawPaused(ctx, it, px, text);
+    }
+  }
+
+  /**
+   * A sharded node's frame: red, dashed, around its card, with the split (and the communication
+   * MindSpore inserts for it, as a marker) written in the band under the card.
+   */
+  private drawShardFrame(ctx: CanvasRenderingContext2D, it: DrawItem, px: number, text: boolean): void {
+    const th = this.theme;
+    const n = it.node!;
+    ctx.strokeStyle = th.shard;
+    ctx.lineWidth = Math.max(1.5, 1.4 * px) * th.line;
+    ctx.setLineDash([6, 3]);
+    ctx.beginPath();
+    ctx.roundRect(it.x, it.y, it.w, it.h, 8);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    if (!text) return;
+    const marker = commMarker(n);
+    const split = splitLabel(shardingOf(n)!);
+    const y = it.y + it.h - SPLIT_H / 2 - 1;
+    ctx.font = '600 10.5px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    ctx.fillStyle = th.shard;
+    const room = it.w - 12;
+    const shown = clip(split, Math.floor(room / 5.8));
+    ctx.fillText(shown, it.x + 7, y, room);
+    if (marker) {
+      // Communication inserted for this operator: a diamond in the communication colour, then its kind.
+      const x0 = it.x + 7 + Math.min(room, ctx.measureText(shown).width) + 6;
+      const left = it.x + it.w - 6 - x0;
+      if (left > 24) {
+        ctx.fillStyle = th.comm;
+        ctx.beginPath();
+        ctx.moveTo(x0 + 4, y - 4); ctx.lineTo(x0 + 8, y); ctx.lineTo(x0 + 4, y + 4); ctx.lineTo(x0, y);
+        ctx.closePath();
+        ctx.fill();
+        ctx.font = '10.5px system-ui, sans-serif';
+        ctx.fillText(clip(marker, Math.floor((left - 12) / 5.6)), x0 + 11, y, left - 12);
+      }
     }
   }
 
@@ -1253,6 +1345,14 @@ export function drawErrorGlyph(ctx: CanvasRenderingContext2D, cx: number, cy: nu
   ctx.beginPath();
   ctx.arc(cx, cy + 3.7 * k, 1.45 * k, 0, 2 * Math.PI);
   ctx.fill();
+}
+
+/** A communication node's outline: a hexagon with its points on the sides. */
+function hexagon(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number): void {
+  const d = Math.min(10, h / 2);
+  ctx.moveTo(x + d, y); ctx.lineTo(x + w - d, y); ctx.lineTo(x + w, y + h / 2);
+  ctx.lineTo(x + w - d, y + h); ctx.lineTo(x + d, y + h); ctx.lineTo(x, y + h / 2);
+  ctx.closePath();
 }
 
 export function clip(s: string, n: number): string {

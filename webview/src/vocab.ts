@@ -4,6 +4,7 @@
 // an AI CPU, launch ("dispatch") overhead and Global Memory; the cpu model has CPU cores, the
 // executor's per-operator overhead and DRAM. Node text, tooltips, the legend, the summary and the
 // core timeline all read these, so no Ascend word reaches a CPU target.
+import { commOf, shardingLines, stageOf } from './parallel';
 import type { Cell, HardwareKernel, HardwareLayer } from './protocol';
 import { fmtBytes, fmtNum, shapeText, tensorText } from './format';
 import type { VNode } from './model';
@@ -193,6 +194,11 @@ export function nodeTip(v: Vocab, n: VNode, layer: string): string[] {
   if (ins.length) lines.push(`in: ${ins.join(', ')}`);
   const outs = n.outputs.map((t) => tensorText(t)).filter((s) => s !== '');
   if (outs.length) lines.push(`out: ${outs.join(', ')}`);
+  const stage = stageOf(n);
+  if (stage !== null) lines.push(`pipeline stage ${stage}`);
+  const comm = commOf(n);
+  if (comm) lines.push(`communication: ${comm.kind}${comm.group ? ` over ${comm.group} devices` : ''}`);
+  lines.push(...shardingLines(n));
   if (layer === 'hardware') lines.push(...hardwareExplanation(v, n.optimized?.hardware));
   return lines;
 }
