@@ -525,15 +525,28 @@ class Writer {
     if (!numel || static_cast<int64_t>(values.size()) != *numel) {
       throw Refusal{"its value is not known", kUnsupportedValue};
     }
+    pb::Attribute a;
+    a.set_type(pb::Attribute::TENSORS);
+    pb::Tensor* tensor = a.add_tensors();
+    if (type.dtype == DType::Float64) {
+      // A numpy float64 constant (`Tensor(np.zeros((B, H, W)))`): the runtime has no float64
+      // storage (it computes float64 as float32) but the values are doubles already, written as
+      // data_type DOUBLE, binary64 in the file's byte order. mindspore.export folds such a
+      // constant into the Cast that follows it (a BOOL constant, measured); this file keeps the
+      // constant and the Cast, which MindSpore computes to the same value.
+      set_type(tensor, type);
+      tensor->set_name("value0");
+      std::string raw(byte_count(*numel, 8), '\0');
+      if (!values.empty()) std::memcpy(raw.data(), values.data(), raw.size());
+      tensor->set_raw_data(std::move(raw));
+      return constant(std::move(a));
+    }
     if (!runtime::Tensor::supported(type.dtype)) {
       throw Refusal{"a constant of dtype " + std::string(dtype_short_name(type.dtype)),
                     kUnsupportedValue};
     }
     runtime::Tensor t(dims, type.dtype);
     for (int64_t i = 0; i < *numel; ++i) t.set(i, values[static_cast<size_t>(i)]);
-    pb::Attribute a;
-    a.set_type(pb::Attribute::TENSORS);
-    pb::Tensor* tensor = a.add_tensors();
     set_type(tensor, type);
     tensor->set_name("value0");
     tensor->set_raw_data(raw_bytes(t, type.dtype));
