@@ -24,8 +24,8 @@ class OpsNet10(nn.Cell):
         B, C, H, W = x.shape
         mask = Tensor(np.zeros((B, H, W))).astype(ms.bool_)
         not_mask = ~mask
-        # edgenext writes not_mask.cumsum(1, dtype=ms.float32): the analysis does not yet honour
-        # the method's dtype (docs/export.md), so the cast is written out here
+        # edgenext writes not_mask.cumsum(1, dtype=ms.float32), which the exporter still refuses
+        # (MindSpore's file casts first; docs/export.md), so the cast is written out here
         y_embed = not_mask.astype(ms.float32).cumsum(1)
         x_embed = not_mask.astype(ms.float32).cumsum(2)
         pos = ops.expand_dims(y_embed / (y_embed[:, -1:, :] + 1e-6) + x_embed, 1)
