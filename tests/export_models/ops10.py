@@ -9,7 +9,7 @@ from mindspore import Parameter, Tensor
 class OpsNet10(nn.Cell):
     """The patterns of mindcv's edgenext, coat and crossvit that kept them from exporting: a
     ParameterTuple of named Parameters (crossvit's cls_token.i), numpy float64 constants
-    (`Tensor(np.zeros(...)).astype(ms.bool_)` then `~`; `Tensor(np.ones(...))` read for
+    (`Tensor(np.zeros(...)).astype(ms.bool_)` then `~` and cumsum with a dtype; `Tensor(np.ones(...))` read for
     its shape by expand_as) and ops.L2Normalize built in construct (edgenext's XCA)."""
 
     def __init__(self):
@@ -24,10 +24,9 @@ class OpsNet10(nn.Cell):
         B, C, H, W = x.shape
         mask = Tensor(np.zeros((B, H, W))).astype(ms.bool_)
         not_mask = ~mask
-        # edgenext writes not_mask.cumsum(1, dtype=ms.float32), which the exporter still refuses
-        # (MindSpore's file casts first; docs/export.md), so the cast is written out here
-        y_embed = not_mask.astype(ms.float32).cumsum(1)
-        x_embed = not_mask.astype(ms.float32).cumsum(2)
+        # a bool cumsum with a dtype: a Cast before the CumSum in the file, as MindSpore's
+        y_embed = not_mask.cumsum(1, dtype=ms.float32)
+        x_embed = not_mask.cumsum(2, dtype=ms.float32)
         pos = ops.expand_dims(y_embed / (y_embed[:, -1:, :] + 1e-6) + x_embed, 1)
         f = self.conv(x) + pos
         t = ops.transpose(ops.reshape(f, (B, C * 0 + 8, H * W)), (0, 2, 1))

@@ -626,6 +626,7 @@ class Writer {
         return;
       case MindirValue::SameDtype: {
         *skip = true;
+        if (node.op == "CumSum") return;  // cast_cumsum_input wrote the Cast first
         if (node.inputs.empty()) throw Refusal{"it has no input"};
         const ValueRef in = node.inputs[0];
         const DType from = report_.graph.nodes.at(in.node).outputs.at(in.output).dtype;
@@ -860,6 +861,7 @@ class Writer {
       return;
     }
     operands_ = operands(node);
+    if (node.op == "CumSum") cast_cumsum_input(node);
     if (m.inference_identity) {
       names_[index] = {operand(0)};
       return;
@@ -1333,6 +1335,27 @@ class Writer {
     const int64_t start = dim("start_dim", 1);
     const int64_t end = dim("end_dim", -1);
     return (start == 1 || start == 1 - rank) && (end == -1 || end == rank - 1);
+  }
+
+  // ops.cumsum(x, axis, dtype) / Tensor.cumsum(dim, dtype=) with another dtype: MindSpore casts
+  // x to `dtype` first (measured on edgenext's `not_mask.cumsum(1, dtype=ms.float32)`: its file
+  // casts the bool mask to int32, CumSum, then Cast float32, as its CPU CumSum takes no bool).
+  // One Cast to the output's dtype before the CumSum: the same sums (exact counts for a mask).
+  void cast_cumsum_input(const Node& node) {
+    if (node.inputs.empty() || node.outputs.empty() || operands_.empty()) return;
+    const ValueRef in = node.inputs[0];
+    const DType from = report_.graph.nodes.at(in.node).outputs.at(in.output).dtype;
+    const TensorType& to = node.outputs[0];
+    if (from == to.dtype) return;
+    auto id = mindspore_type_id(to.dtype);
+    if (!id) throw Refusal{"a cast to " + std::string(dtype_short_name(to.dtype))};
+    pb::Attribute type_id;
+    set_int(&type_id, *id);
+    const std::string dtype_name = constant(std::move(type_id));
+    const std::string key = simple_primitive("Cast", pb::Primitive::PRIMITIVE_FUNCTION);
+    pb::Node* n = add_cnode(node, key, {operands_[0], dtype_name}, "Cast");
+    set_shape(n, TensorType{to.shape, to.dtype});
+    operands_[0] = n->name();
   }
 
   // A Reshape(value, shape) node; returns its name.
