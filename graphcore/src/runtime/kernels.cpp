@@ -2495,7 +2495,7 @@ void k_l2_normalize(KernelCall& c) {
   int64_t inner = 1;
   for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   const int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
-  const float* px = x.data<float>();
+  const auto* px = x.data<float>();
   auto* py = y.data<float>();
   parallel_for(outer * inner, std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, len)),
                [&](int64_t l0, int64_t l1) {
