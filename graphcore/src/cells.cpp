@@ -530,6 +530,26 @@ void Interpreter::setattr(const Value& obj, const std::string& name, Value v, co
 
 void Interpreter::cell_setattr(InstanceObj* inst, const std::string& name, const Value& v) {
   CellState& cs = *inst->cell;
+  // A ParameterTuple (MindSpore 2.10's Cell._set_attr_for_param_or_param_tuple): each Parameter
+  // joins the Cell's parameters under its own name ("cls_token.0" of crossvit's
+  // `ms.ParameterTuple([Parameter(..., name='cls_token.' + str(i)) ...])`, not the attribute's),
+  // once per object; the attribute holds the tuple. A sub-Cell's are prefixed with its path when
+  // it is bound, as any other Parameter.
+  if (auto* tup = v.as<TupleObj>(); tup && tup->parameter_tuple) {
+    for (size_t i = 0; i < tup->items.size(); ++i) {
+      auto* t = tup->items[i].as<TensorObj>();
+      if (t == nullptr || !t->is_parameter) continue;
+      const bool seen = std::any_of(cs.params.begin(), cs.params.end(), [&](const auto& kp) {
+        return kp.second.template as<TensorObj>() == t;
+      });
+      if (seen) continue;
+      std::string key = t->param_name;
+      if (key.empty() || key == "Parameter") key = name + "." + std::to_string(i);
+      cs.params.emplace_back(key, tup->items[i]);
+    }
+    inst->attrs.set(make_str(name), v);
+    return;
+  }
   // Cell.__setattr__ of a Tensor onto a Parameter attribute is that Parameter's set_data
   // (`self.pos_embed = init.initializer(...)`, `m.weight = initializer(...)` in _init_weights):
   // the Parameter stays, with its shape.

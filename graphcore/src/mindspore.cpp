@@ -1319,8 +1319,11 @@ void register_mindspore_natives(Interpreter& /*interp*/,
   });
   add("ms.ParameterTuple", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     if (a.pos.empty()) return make_tuple({});
-    if (auto* items = seq_items(a.pos[0])) return make_tuple(*items);
-    return Value::unknown();
+    auto* items = seq_items(a.pos[0]);
+    if (items == nullptr) return Value::unknown();
+    Value t = make_tuple(*items);
+    t.as<TupleObj>()->parameter_tuple = true;
+    return t;
   });
   add("ms.get_context", [](Interpreter& in, CallArgs& a, const Site&) -> Value {
     std::string key;

@@ -456,7 +456,11 @@ Value Interpreter::compare(CmpKind op, const Value& a, const Value& b, const Sit
 Value Interpreter::unary(UnaryKind op, const Value& a, const Site& site) {
   if (a.as<TensorObj>()) {
     if (op == UnaryKind::Pos) return a;
-    return tensor_binop(op == UnaryKind::Neg ? "ops.neg" : "ops.invert", a, Value::none(), site);
+    // MindSpore 2.10's Tensor.__invert__ is `__logical_not__` for every dtype: `~mask` on a bool
+    // tensor is a LogicalNot node in mindspore.export's file, and `~x` on int32 [0, 1, 2] gives
+    // bool [True, False, False] (measured), not ops.invert's bitwise not.
+    return tensor_binop(op == UnaryKind::Neg ? "ops.neg" : "ops.logical_not", a, Value::none(),
+                        site);
   }
   if (a.is_unknown()) return a;
   if (a.k == VK::Float) {

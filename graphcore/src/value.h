@@ -161,6 +161,9 @@ struct TupleObj : Object {
   static constexpr OK kKind = OK::Tuple;
   explicit TupleObj(std::vector<Value> v) : Object(kKind), items(std::move(v)) {}
   std::vector<Value> items;
+  // Made by ms.ParameterTuple: a Cell attribute holding it registers each Parameter (as
+  // Cell._set_attr_for_param_or_param_tuple does).
+  bool parameter_tuple = false;
 };
 
 struct ListObj : Object {

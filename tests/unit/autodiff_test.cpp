@@ -851,7 +851,9 @@ TEST(AutodiffGraph, SelectedParametersOnly) {
 // the ones MindSpore does not differentiate), except those listed here: build_backward names them
 // when one lies on the path to a loss. A new operator without a rule fails this test until it gets
 // one or is listed (with the reason).
-const std::set<std::string, std::less<>> kNoRuleYet = {};
+// L2Normalize: its forward row came with mindcv's edgenext export (issue 18); the gradient
+// (dy - y * sum(dy * y)) / norm, with the epsilon branch, is not written yet.
+const std::set<std::string, std::less<>> kNoRuleYet = {"L2Normalize"};
 
 TEST(AutodiffCoverage, EveryForwardOperatorHasARuleOrIsAKnownGap) {
   std::vector<std::string> missing;

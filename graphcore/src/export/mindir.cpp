@@ -525,15 +525,28 @@ class Writer {
     if (!numel || static_cast<int64_t>(values.size()) != *numel) {
       throw Refusal{"its value is not known", kUnsupportedValue};
     }
+    pb::Attribute a;
+    a.set_type(pb::Attribute::TENSORS);
+    pb::Tensor* tensor = a.add_tensors();
+    if (type.dtype == DType::Float64) {
+      // A numpy float64 constant (`Tensor(np.zeros((B, H, W)))`): the runtime has no float64
+      // storage (it computes float64 as float32) but the values are doubles already, written as
+      // data_type DOUBLE, binary64 in the file's byte order. mindspore.export folds such a
+      // constant into the Cast that follows it (a BOOL constant, measured); this file keeps the
+      // constant and the Cast, which MindSpore computes to the same value.
+      set_type(tensor, type);
+      tensor->set_name("value0");
+      std::string raw(byte_count(*numel, 8), '\0');
+      if (!values.empty()) std::memcpy(raw.data(), values.data(), raw.size());
+      tensor->set_raw_data(std::move(raw));
+      return constant(std::move(a));
+    }
     if (!runtime::Tensor::supported(type.dtype)) {
       throw Refusal{"a constant of dtype " + std::string(dtype_short_name(type.dtype)),
                     kUnsupportedValue};
     }
     runtime::Tensor t(dims, type.dtype);
     for (int64_t i = 0; i < *numel; ++i) t.set(i, values[static_cast<size_t>(i)]);
-    pb::Attribute a;
-    a.set_type(pb::Attribute::TENSORS);
-    pb::Tensor* tensor = a.add_tensors();
     set_type(tensor, type);
     tensor->set_name("value0");
     tensor->set_raw_data(raw_bytes(t, type.dtype));
@@ -613,6 +626,7 @@ class Writer {
         return;
       case MindirValue::SameDtype: {
         *skip = true;
+        if (node.op == "CumSum") return;  // cast_cumsum_input wrote the Cast first
         if (node.inputs.empty()) throw Refusal{"it has no input"};
         const ValueRef in = node.inputs[0];
         const DType from = report_.graph.nodes.at(in.node).outputs.at(in.output).dtype;
@@ -847,6 +861,7 @@ class Writer {
       return;
     }
     operands_ = operands(node);
+    if (node.op == "CumSum") cast_cumsum_input(node);
     if (m.inference_identity) {
       names_[index] = {operand(0)};
       return;
@@ -1320,6 +1335,27 @@ class Writer {
     const int64_t start = dim("start_dim", 1);
     const int64_t end = dim("end_dim", -1);
     return (start == 1 || start == 1 - rank) && (end == -1 || end == rank - 1);
+  }
+
+  // ops.cumsum(x, axis, dtype) / Tensor.cumsum(dim, dtype=) with another dtype: MindSpore casts
+  // x to `dtype` first (measured on edgenext's `not_mask.cumsum(1, dtype=ms.float32)`: its file
+  // casts the bool mask to int32, CumSum, then Cast float32, as its CPU CumSum takes no bool).
+  // One Cast to the output's dtype before the CumSum: the same sums (exact counts for a mask).
+  void cast_cumsum_input(const Node& node) {
+    if (node.inputs.empty() || node.outputs.empty() || operands_.empty()) return;
+    const ValueRef in = node.inputs[0];
+    const DType from = report_.graph.nodes.at(in.node).outputs.at(in.output).dtype;
+    const TensorType& to = node.outputs[0];
+    if (from == to.dtype) return;
+    auto id = mindspore_type_id(to.dtype);
+    if (!id) throw Refusal{"a cast to " + std::string(dtype_short_name(to.dtype))};
+    pb::Attribute type_id;
+    set_int(&type_id, *id);
+    const std::string dtype_name = constant(std::move(type_id));
+    const std::string key = simple_primitive("Cast", pb::Primitive::PRIMITIVE_FUNCTION);
+    pb::Node* n = add_cnode(node, key, {operands_[0], dtype_name}, "Cast");
+    set_shape(n, TensorType{to.shape, to.dtype});
+    operands_[0] = n->name();
   }
 
   // A Reshape(value, shape) node; returns its name.

@@ -35,6 +35,12 @@ constexpr MindirArg kMindirUnaryArgs[] = {{"input", MindirValue::Input}};
 constexpr MindirDef kMindirExp{"Exp", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirSqrt{"Sqrt", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirNeg{"Neg", MindirKind::Function, kMindirUnaryArgs};
+// Sin(input), Cos(input): gen_ops_prim classes of one input (MindSpore 2.10's __call__(self,
+// input), no __init__ arguments); edgenext's positional encoding.
+constexpr MindirDef kMindirSin{"Sin", MindirKind::Function, kMindirUnaryArgs};
+constexpr MindirDef kMindirCos{"Cos", MindirKind::Function, kMindirUnaryArgs};
+// LogicalNot(input): `~mask` on a bool tensor in mindspore.export's file (measured).
+constexpr MindirDef kMindirLogicalNot{"LogicalNot", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirSquare{"Square", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirRsqrt{"Rsqrt", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirAbs{"Abs", MindirKind::Function, kMindirUnaryArgs};
@@ -103,9 +109,9 @@ std::span<const OpDef> elementwise_ops() {
       {"Erf", C::Elementwise, kElementwise, U::Vector, 4, P::Float16, &kernels::k_erf, false,
        &ad::g_unary, false, nullptr, &kMindirErf},
       {"Sin", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_sin, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirSin},
       {"Cos", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cos, false,
-       &ad::g_unary},
+       &ad::g_unary, false, nullptr, &kMindirCos},
       {"Equal", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_eq, false,
        &ad::g_no_gradient, false, &ox::o_equal, &kMindirEqual},
       {"NotEqual", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_ne, false,
@@ -123,7 +129,7 @@ std::span<const OpDef> elementwise_ops() {
       {"LogicalOr", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_or, false,
        &ad::g_no_gradient},
       {"LogicalNot", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_not, false,
-       &ad::g_no_gradient},
+       &ad::g_no_gradient, false, nullptr, &kMindirLogicalNot},
       {"Select", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_select, false,
        &ad::g_select},
       {"BiasAdd", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_bias_add,

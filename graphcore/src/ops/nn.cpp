@@ -172,6 +172,13 @@ constexpr MindirArg kMindirResizeBilinearV2Args[] = {
 constexpr MindirDef kMindirResizeBilinearV2{"ResizeBilinearV2", MindirKind::Function,
                                             kMindirResizeBilinearV2Args};
 
+// L2Normalize: a PRIMITIVE with attributes axis (MindSpore writes a LIST of one INT64; a tuple
+// loads the same) and epsilon (FLOAT), measured on mindspore.export of ops.L2Normalize(-1).
+constexpr MindirArg kMindirL2NormalizeArgs[] = {
+    {"x", MV::Input}, {"axis", MV::Ints, "axis", 1}, {"epsilon", MV::Float, "epsilon", 1e-4}};
+constexpr MindirDef kMindirL2Normalize{"L2Normalize", MindirKind::Attribute,
+                                       kMindirL2NormalizeArgs};
+
 std::span<const OpDef> nn_ops() {
   using C = OpCategory;
   using U = OpUnit;
@@ -188,6 +195,9 @@ std::span<const OpDef> nn_ops() {
        &ad::g_norm},
       {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_lp_norm, false,
        &ad::g_norm},
+      // ops.L2Normalize: no gradient rule yet (training through it is refused as unsupported).
+      {"L2Normalize", C::Normalization, kTraitNone, U::Vector, 4, P::Float16,
+       &kernels::k_l2_normalize, false, nullptr, false, nullptr, &kMindirL2Normalize},
       {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false,
        &ad::g_conv, false, &ox::o_conv},
       {"Conv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false,

@@ -122,7 +122,11 @@ constexpr MindirArg kMindirStridedSliceArgs[] = {
     {"end_mask", MindirValue::Int, "end_mask", 0},
     {"ellipsis_mask", MindirValue::Int, "ellipsis_mask", 0},
     {"new_axis_mask", MindirValue::Int, "new_axis_mask", 0},
-    {"shrink_axis_mask", MindirValue::Int, "shrink_axis_mask", 0}};
+    {"shrink_axis_mask", MindirValue::Int, "shrink_axis_mask", 0},
+    // `x[:, :, :, None]`: MindSpore 2.10's StridedSlice refuses a begin longer than the input's
+    // rank when the file is loaded (measured on edgenext's positional encoding), so a new axis
+    // is refused here until it is written as MindSpore writes it.
+    {"new_axis_mask", MindirValue::Require, "new_axis_mask", 0}};
 constexpr MindirDef kMindirStridedSlice{"StridedSlice", MindirKind::Function,
                                         kMindirStridedSliceArgs};
 // Gather(input_params, input_indices, axis) + (batch_dims): nn.Embedding's table is the

@@ -672,6 +672,20 @@ void register_nn_ops(Registry& r) {
        "Softmax(axis)(x)");
   prim(r, "ops.LogSoftmax", {P("axis", "-1")}, {P("logits")}, softmax("ops.LogSoftmax", "logits"),
        "LogSoftmax(axis)(x)");
+  prim(r, "ops.L2Normalize", {P("axis", "0"), P("epsilon", "0.0001")}, {P("x")},
+       on_tensor("x",
+                 [](CallContext& ctx, const TensorType& t) {
+                   const std::string api = "ops.L2Normalize";
+                   if (!require_float(ctx, api, t.dtype)) return;
+                   auto a = ctx.init_arg("axis").as_int();
+                   if (a &&
+                       !axis_or_error(ctx, api, *a, std::max<size_t>(t.shape.rank(), 1), "axis")) {
+                     return;
+                   }
+                   ctx.add_output({t.shape, t.dtype});
+                   flops_per_element(ctx, t.shape, 4);
+                 }),
+       "L2Normalize(axis, epsilon)(x): x / sqrt(max(sum(x^2, axis), epsilon))");
 
   fn(r, "ops.matmul", "MatMul", {P("input"), P("other")},
      matmul_rule("ops.matmul", "input", "other", MatMulKind::NumPy),

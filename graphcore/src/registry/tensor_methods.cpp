@@ -101,7 +101,13 @@ void register_elementwise(Registry& r) {
   // and the exporters read.
   method(
       r, "cumsum", "CumSum", {P("dim"), KW("dtype", "None")},
-      [rule = unary_rule(api("cumsum"), "self", UnaryDType::Keep)](CallContext& ctx) {
+      // `dtype` is the output's (edgenext's `not_mask.cumsum(1, dtype=ms.float32)` on a bool
+      // mask is float32 in MindSpore 2.10); None keeps the input's.
+      [rule = on_tensor("self",
+                        [](CallContext& c, const TensorType& t) {
+                          c.add_output({t.shape, dtype_value(c.arg("dtype")).value_or(t.dtype)});
+                          flops_per_element(c, t.shape, 1);
+                        })](CallContext& ctx) {
         rule(ctx);
         if (auto d = ctx.arg("dim").as_int()) ctx.set_attr("axis", *d);
       },

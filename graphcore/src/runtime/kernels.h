@@ -294,6 +294,7 @@ void k_log(KernelCall& c);
 void k_log_softmax(KernelCall& c);
 void k_logsumexp(KernelCall& c);
 void k_lp_norm(KernelCall& c);
+void k_l2_normalize(KernelCall& c);
 void k_lt(KernelCall& c);
 void k_masked_fill(KernelCall& c);
 void k_matmul(KernelCall& c);
