@@ -42,7 +42,7 @@ import {
   type ExportResult,
 } from './export';
 import {
-  bundleModel, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  bundleModel, calibrationDialog, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
 } from './deploy';
 import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
@@ -955,8 +955,7 @@ async function cmdDeploy(): Promise<void> {
   let calibration: string | undefined;
   if (precision === 'int8') {
     const chosen = await vscode.window.showOpenDialog({
-      title: 'MindSpore: calibration data for int8 (a .npy of N inputs: N, then the input shape after its batch axis)',
-      canSelectMany: false, filters: { NumPy: ['npy'] }, defaultUri: folder ? vscode.Uri.file(folder) : undefined,
+      ...calibrationDialog(), canSelectMany: false, defaultUri: folder ? vscode.Uri.file(folder) : undefined,
     });
     if (!chosen?.length) return;
     calibration = chosen[0].fsPath;

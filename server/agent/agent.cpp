@@ -219,11 +219,14 @@ BuildOptions bundle_build(const Bundle& b, const std::string& python, int thread
     build.calibration.method = *method;
     build.calibration.percentile = cal.value("percentile", build.calibration.percentile);
   }
-  if (b.manifest.contains("calibration_data")) build.calibration_data = b.dir / "calibration.npy";
-  if (b.manifest.contains("labels")) build.labels = b.dir / "labels.npy";
   for (const char* kind : {"calibration_data", "labels"}) {
     if (!b.manifest.contains(kind)) continue;
-    const fs::path f = b.dir / (std::string(kind) == "labels" ? "labels.npy" : "calibration.npy");
+    // Only the names the store writes: a manifest never points outside its bundle.
+    const std::string file = b.manifest[kind].value("file", "");
+    if (file != "calibration.npy" && file != "calibration.npz" && file != "labels.npy")
+      throw std::runtime_error("the manifest names an unexpected " + std::string(kind) + " file");
+    const fs::path f = b.dir / file;
+    (std::string(kind) == "labels" ? build.labels : build.calibration_data) = f;
     if (sha256_file(f) != b.manifest[kind].value("sha256", "")) {
       throw std::runtime_error(f.filename().string() +
                                " does not match its SHA-256 in the manifest");
@@ -503,7 +506,7 @@ class Agent {
                  ? nullptr
                  : load_bundle(b, python_, threads_, &err);
     if (precision == "int8" && !b.manifest.contains("calibration_data"))
-      err = "an int8 build needs calibration data (--calibration-data FILE.npy)";
+      err = "an int8 build needs calibration data (--calibration-data FILE.npy|FILE.npz)";
     if (!m) {
       store_.discard(b);
       const std::lock_guard lock(mu_);

@@ -598,14 +598,14 @@ class DeployTier(unittest.TestCase):
         self.assertEqual(self.deploy(self.small, "--calibration-data", cal)[0], 2)
 
     def test_target_bundle_of_two_inputs(self):
-        """A model of two inputs: served at target, checked once on seeded inputs, its quality
-        said to be n/a; data for it refused (one-input models only), the bundle still serves."""
+        """A model of two inputs: served at target, its quality measured on seeded inputs for
+        both; a .npy (one input's data) for it refused, the bundle still serves."""
         a = self.agent()
         rc, out, err = self.deploy(self.two, "--precision", "target")
         self.assertEqual(rc, 0, err)
         q = a.call("GET", "/v1/info")[1]["quality"]
-        self.assertTrue(q["on"].startswith("n/a (a model of several inputs"), q)
-        self.assertNotIn("cosine", q)
+        self.assertEqual((q["on"], q["samples"]), ("random normal inputs (seed 0)", 2))
+        self.assertGreater(q["cosine"], 0.999)
         rng = np.random.default_rng(3)
         x = rng.standard_normal((1, 1, 8, 8))
         y = rng.standard_normal((1, 8))
@@ -623,8 +623,120 @@ class DeployTier(unittest.TestCase):
         rc, out, err = self.deploy(self.two, "--precision", "target", "--calibration-data", cal)
         self.assertEqual(rc, 1, err)
         self.assertIn("[load-failed]", err)
-        self.assertIn("takes a model of one input", err)
+        self.assertIn("a .npy holds the data of one input; this model takes 2 (x, y)", err)
         self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], rt["outputs"])
+
+    def two_input_data(self, name, n=16, seed=6, **arrays):
+        """A .npz for TwoInputs (x: (N, 1, 8, 8), y: (N, 8)); `arrays` replace or add members,
+        None removes one; positional=True writes arr_0, arr_1 (np.savez's names)."""
+        rng = np.random.default_rng(seed)
+        members = {"x": rng.standard_normal((n, 1, 8, 8)).astype(np.float32),
+                   "y": rng.standard_normal((n, 8)).astype(np.float32)}
+        positional = arrays.pop("positional", False)
+        for k, v in arrays.items():
+            if v is None:
+                members.pop(k)
+            else:
+                members[k] = v
+        path = os.path.join(self.project, name)
+        if positional:
+            np.savez(path, *members.values())
+        else:
+            np.savez_compressed(path, **members)
+        return path, members
+
+    def test_int8_of_two_inputs_from_npz(self):
+        """Issue 20: calibration data for a model of several inputs, a .npz of one array per
+        input (by name, or in order); each wrong archive refused with the member named."""
+        a = self.agent()
+        self.assertEqual(self.deploy(self.two)[0], 0)
+        # By name (the MindIR's input names), members in another order than the inputs.
+        rng = np.random.default_rng(7)
+        y_first = os.path.join(self.project, "named.npz")
+        x = rng.standard_normal((12, 1, 8, 8)).astype(np.float32)
+        y = rng.standard_normal((12, 8)).astype(np.float32)
+        np.savez(y_first, y=y, x=x)
+        labels = os.path.join(self.project, "two_labels.npy")
+        np.save(labels, rng.integers(0, 5, 12))
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data",
+                                   y_first, "--labels", labels)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("int8 vs fp32:", out)
+        cur = os.path.join(self.state, "current")
+        with open(os.path.join(cur, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["calibration_data"]["file"], "calibration.npz")
+        with open(y_first, "rb") as f:
+            self.assertEqual(manifest["calibration_data"]["sha256"],
+                             hashlib.sha256(f.read()).hexdigest())
+        with open(os.path.join(cur, "quant.json")) as f:
+            table = json.load(f)
+        self.assertEqual(table["calibration"]["samples"], 12)
+        self.assertEqual(len(table["nodes"]), 2)  # the convolution and the dense layer
+        q = a.call("GET", "/v1/info")[1]["quality"]
+        self.assertEqual((q["on"], q["samples"], q["accuracy"]["samples"]),
+                         ("calibration data", 12, 12))
+        self.assertGreater(q["cosine"], 0.99)
+        self.assertLess(q["cosine"], 1.0)
+        # The cosine the agent reports on an input equals numpy's on its two answers.
+        sample = {"inputs": [{"shape": [1, 1, 8, 8], "data": x[5].ravel().tolist()},
+                             {"shape": [1, 8], "data": y[5].ravel().tolist()}]}
+        s, r = a.call("POST", "/v1/infer", dict(sample, compare=True))
+        self.assertEqual(s, 200, r)
+        o8 = np.array(r["outputs"][0]["data"])
+        o32 = np.array(a.call("POST", "/v1/infer", dict(sample, precision="fp32"))[1]
+                       ["outputs"][0]["data"])
+        self.assertFalse(np.array_equal(o8, o32))
+        self.assertAlmostEqual(r["agreement"]["cosine"],
+                               float(o8 @ o32 / np.sqrt((o8 @ o8) * (o32 @ o32))), places=9)
+        # A restart rebuilds from calibration.npz and quant.json: the same int8 answer.
+        a.stop()
+        a = self.agent()
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], r["outputs"])
+        good = a.call("POST", "/v1/infer", sample)[1]["outputs"]
+
+        # In order (np.savez's arr_0, arr_1): also accepted, another calibration.
+        path, _ = self.two_input_data("ordered.npz", positional=True)
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", path)
+        self.assertEqual(rc, 0, err)
+        good = a.call("POST", "/v1/infer", sample)[1]["outputs"]
+
+        # Wrong archives: refused on the device with the member named; the bundle before serves.
+        bad = [
+            (dict(y=None), "no array for the input 'y'"),
+            (dict(z=np.zeros((16, 3), np.float32)), "array 'z' is not an input of the model (x, y)"),
+            (dict(y=np.zeros((16, 9), np.float32)),
+             "array for the input y has shape (16, 9); int8 calibration data for the input "
+             "(1, 8) has the shape (N, 8)"),
+            (dict(y=np.zeros((15, 8), np.float32)), "holds 15 samples, the input x's 16"),
+            (dict(positional=True, y=None), "holds 1 arrays (arr_0), the model takes 2 inputs"),
+        ]
+        for k, (arrays, message) in enumerate(bad):
+            path, _ = self.two_input_data(f"bad{k}.npz", **arrays)
+            rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", path)
+            self.assertEqual(rc, 1, err)
+            self.assertIn("[load-failed]", err)
+            self.assertIn(path, err)  # the device's calibration.npz, named as the host's file
+            self.assertIn(message, err)
+            self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], good)
+        # Not an archive at all, or a truncated one: refused on the host, nothing sent.
+        bundles = self.bundles()
+        junk = os.path.join(self.project, "junk.npz")
+        with open(junk, "wb") as f:
+            f.write(b"PK\x03\x04 not really a zip")
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", junk)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("junk.npz is not a readable .npz archive", err)
+        path, _ = self.two_input_data("cut.npz")
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[:len(data) // 2])
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", path)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("cut.npz is not a readable .npz archive", err)
+        self.assertEqual(self.bundles(), bundles)
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], good)
 
     def test_model_that_fails_to_load_rolls_back(self):
         a = self.agent()

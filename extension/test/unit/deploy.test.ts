@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  bundleModel, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  bundleModel, calibrationDialog, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs,
 } from '../../src/deploy';
 
@@ -40,6 +40,11 @@ test('command lines', () => {
   assert.deepEqual(deployArgs('/m/a.mindir', 'edge1', 'int8', '/d/calib.npy'),
     ['deploy', '/m/a.mindir', '--device', 'edge1', '--progress', 'json', '--precision', 'int8', '--calibration-data', '/d/calib.npy']);
   assert.deepEqual(precisionItems().map((i) => i.label), ['fp32', 'target', 'int8']);
+  // int8's data: a .npy (one input) or a .npz (one array per input) is offered, passed as it is.
+  assert.deepEqual(calibrationDialog().filters, { NumPy: ['npy', 'npz'] });
+  assert.match(calibrationDialog().title, /\.npz of one such array per input/);
+  assert.match(precisionItems()[2].detail, /\.npz/);
+  assert.deepEqual(deployArgs('/m/two.mindir', 'edge1', 'int8', '/d/calib.npz').slice(-2), ['--calibration-data', '/d/calib.npz']);
   assert.deepEqual(watchArgs('edge1'), ['deploy', '--watch', '--device', 'edge1']);
   assert.deepEqual(rollbackArgs('edge1'), ['deploy', '--rollback', '--device', 'edge1', '--progress', 'json']);
 });
