@@ -240,6 +240,14 @@ export function deviceSample(file: string, device: DevicePick, t: Telemetry, tim
   return s;
 }
 
+/** Where a watch ended, or a rollback happened: the mark the graph view's Device chart draws. */
+export type DeviceEventKind = 'stopped' | 'rolled back' | 'disconnected';
+
+/** A mark for the views of `file` (view.proto's DeviceSample with `event`: no figures, a time). */
+export function deviceEvent(file: string, device: DevicePick, event: DeviceEventKind, timeMs: number): Record<string, unknown> {
+  return { file, device: device.name, address: device.address, timeMs, event };
+}
+
 export type DeviceSender = (sample: Record<string, unknown>, session: string) => Promise<unknown> | unknown;
 
 /** Passes a watch's samples to the language server (`cellscope.deviceTelemetry`), in order: one

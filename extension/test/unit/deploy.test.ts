@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  bundleModel, calibrationDialog, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  bundleModel, calibrationDialog, deployArgs, deviceEvent, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs,
 } from '../../src/deploy';
 
@@ -149,4 +149,12 @@ test('the line splitter keeps partial lines', () => {
   assert.deepEqual(s.push('{"a":1}\n{"b"'), ['{"a":1}']);
   assert.deepEqual(s.push(':2}\r\n\n'), ['{"b":2}']);
   assert.deepEqual(s.push(''), []);
+});
+
+test('the Device chart marks: stopped, rolled back, disconnected, with the time and no figures', () => {
+  const edge = { name: 'edge1', address: '10.0.0.2:8443', target: 'cpu' };
+  for (const kind of ['stopped', 'rolled back', 'disconnected'] as const) {
+    assert.deepEqual(deviceEvent('/w/net.py', edge, kind, 1.7e12),
+      { file: '/w/net.py', device: 'edge1', address: '10.0.0.2:8443', timeMs: 1.7e12, event: kind });
+  }
 });
