@@ -132,10 +132,6 @@ int run_deploy(const DeployCommandOptions& options) {
         "--precision int8 needs --calibration-data FILE.npy|FILE.npz (inputs to calibrate on)");
     return kExitUsage;
   }
-  if (options.backend == "mindspore" && options.precision != "fp32") {
-    deploy_error("the mindspore backend serves fp32 bundles only");
-    return kExitUsage;
-  }
   if (options.precision == "fp32" &&
       (!options.calibration_data.empty() || !options.labels.empty())) {
     deploy_error("--calibration-data and --labels go with --precision int8 or target");
@@ -348,6 +344,8 @@ int run_deploy(const DeployCommandOptions& options) {
                    {"sha256", m.value("sha256", "")},
                    {"already_current", r.value("already_current", false)}};
       if (m.contains("check")) done["check"] = m["check"];
+      if (m.contains("backend")) done["backend"] = m["backend"];
+      if (m.contains("backend_reason")) done["backend_reason"] = m["backend_reason"];
       emit(done);
       return kExitOk;
     }
@@ -355,6 +353,11 @@ int run_deploy(const DeployCommandOptions& options) {
               << "): bundle " << r.value("bundle", "") << ", sha256 " << m.value("sha256", "")
               << "\n";
     if (m.contains("check")) std::cout << "check: " << m["check"].dump() << "\n";
+    if (m.contains("backend_reason")) {
+      std::cout << "served by " << m.value("backend", "cellscope-cpu") << ", not "
+                << m.value("requested_backend", "") << ": "
+                << m["backend_reason"].get<std::string>() << "\n";
+    }
     if (m.contains("quality")) {
       std::cout << m.value("precision", "int8") << " vs fp32: " << m["quality"].dump() << "\n";
     }

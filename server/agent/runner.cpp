@@ -185,18 +185,23 @@ std::vector<rt::HostArray> arrays_for_inputs(
     for (auto& [member, array] : members) {
       const auto it = std::ranges::find(inputs, member);
       if (it == inputs.end()) {
-        throw std::invalid_argument(name + ": array '" + member +
-                                    "' is not an input of the model (" + names + ")");
+        std::string message = name;
+        message.append(": array '").append(member).append("' is not an input of the model (");
+        throw std::invalid_argument(message.append(names).append(")"));
       }
       auto& slot = by_input[static_cast<size_t>(it - inputs.begin())];
-      if (slot) throw std::invalid_argument(name + ": two arrays named '" + member + "'");
+      if (slot) {
+        std::string message = name;
+        throw std::invalid_argument(message.append(": two arrays named '").append(member) + "'");
+      }
       slot = std::move(array);
     }
     for (size_t i = 0; i < n; ++i) {
       if (!by_input[i]) {
-        throw std::invalid_argument(name + ": no array for the input '" + inputs[i] +
-                                    "' (the model takes " + names + "; " + what +
-                                    " needs one each)");
+        std::string message = name;
+        message.append(": no array for the input '").append(inputs[i]);
+        message.append("' (the model takes ").append(names).append("; ").append(what);
+        throw std::invalid_argument(message.append(" needs one each)"));
       }
     }
   } else {
@@ -211,6 +216,7 @@ std::vector<rt::HostArray> arrays_for_inputs(
     for (size_t i = 0; i < n; ++i) by_input[i] = std::move(members[i].second);
   }
   std::vector<rt::HostArray> out;
+  out.reserve(n);
   for (auto& a : by_input) out.push_back(std::move(*a));
   return out;
 }
@@ -279,10 +285,11 @@ std::vector<std::vector<rt::Tensor>> LoadedModel::read_batches(const BuildOption
     const std::vector<int64_t> sample(shape.begin() + 1, shape.end());
     if (a.shape.empty() || std::vector<int64_t>(a.shape.begin() + 1, a.shape.end()) != sample) {
       std::string want = "(N";
-      for (const int64_t d : sample) want += ", " + std::to_string(d);
-      throw std::runtime_error(where + " has shape " + rt::shape_str(a.shape) + "; " + what +
-                               " data for the input " + rt::shape_str(shape) + " has the shape " +
-                               want + ") (N samples)");
+      for (const int64_t d : sample) want.append(", ").append(std::to_string(d));
+      std::string message = where;
+      message.append(" has shape ").append(rt::shape_str(a.shape)).append("; ").append(what);
+      message.append(" data for the input ").append(rt::shape_str(shape));
+      throw std::runtime_error(message.append(" has the shape ").append(want) + ") (N samples)");
     }
     if (samples >= 0 && a.shape[0] != samples) {
       throw std::runtime_error(where + " holds " + std::to_string(a.shape[0]) +
@@ -715,9 +722,10 @@ Json LoadedModel::infer(const Json& request, const std::vector<rt::HostArray>* a
         const auto shape = o.value("shape", std::vector<int64_t>{});
         rt::HostArray a = rt::HostArray::make(rt::DataType::Float32, shape);
         const Json& data = o["data"];
-        if (static_cast<int64_t>(data.size()) != a.numel())
+        if (static_cast<int64_t>(data.size()) != a.numel()) {
           throw std::runtime_error(
               "MindSpore answered an output whose data does not fit its shape");
+        }
         for (int64_t k = 0; k < a.numel(); ++k) {
           const Json& v = data[static_cast<size_t>(k)];
           a.set(k, v.is_number() ? v.get<double>() : std::nan(""));

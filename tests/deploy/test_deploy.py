@@ -10,6 +10,7 @@ Run as root (ip netns, mount): python3 tests/deploy/test_deploy.py --bin build/c
 import argparse
 import base64
 import hashlib
+import io
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import tempfile
 import time
 import unittest
 import urllib.request
+import zipfile
 
 import numpy as np
 
@@ -737,6 +739,136 @@ class DeployTier(unittest.TestCase):
         self.assertIn("cut.npz is not a readable .npz archive", err)
         self.assertEqual(self.bundles(), bundles)
         self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], good)
+
+    def raw_infer(self, a, body, content_type, accept=None, query="", token=TOKEN):
+        """POST /v1/infer with a binary body: (status, headers, answer bytes)."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        req = urllib.request.Request(f"https://{AGENT_IP}:{a.port}/v1/infer{query}",
+                                     method="POST", data=body)
+        req.add_header("Authorization", "Bearer " + token)
+        req.add_header("Content-Type", content_type)
+        if accept:
+            req.add_header("Accept", accept)
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+                return r.status, r.headers, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
+
+    @staticmethod
+    def npy(x):
+        f = io.BytesIO()
+        np.save(f, x)
+        return f.getvalue()
+
+    def test_binary_infer(self):
+        """/v1/infer with a .npy body (one input) or a .npz (several, by name or in order), the
+        answer in the same encoding when Accept asks for it (JSON stays the default); size and
+        shape checked before anything runs; the same token check."""
+        a = self.agent()
+        self.assertEqual(self.deploy(self.small)[0], 0)
+        x = np.random.default_rng(11).standard_normal((1, 1, 32, 32)).astype(np.float32)
+        s, want = a.call("POST", "/v1/infer", {"inputs": [{"shape": [1, 1, 32, 32],
+                                                           "data": x.ravel().tolist()}]})
+        self.assertEqual(s, 200, want)
+        want32 = np.array(want["outputs"][0]["data"], np.float32).reshape(1, 10)
+        # .npy in, JSON out (no Accept): the same answer as the JSON request.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy")
+        self.assertEqual(s, 200, body)
+        self.assertEqual(h["Content-Type"], "application/json")
+        self.assertEqual(json.loads(body)["outputs"], want["outputs"])
+        # .npy in and out: the float32 values themselves, figures in headers.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy", "application/x-npy")
+        self.assertEqual(s, 200, body)
+        self.assertEqual(h["Content-Type"], "application/x-npy")
+        got = np.load(io.BytesIO(body))
+        self.assertEqual((got.dtype, got.shape), (np.float32, (1, 10)))
+        np.testing.assert_array_equal(got, want32)
+        self.assertEqual(h["X-Cellscope-Bundle"], want["bundle"])
+        self.assertEqual((h["X-Cellscope-Precision"], h["X-Cellscope-Backend"]),
+                         ("fp32", "cellscope-cpu"))
+        self.assertGreater(float(h["X-Cellscope-Ms"]), 0)
+        self.assertEqual(h["X-Cellscope-Non-Finite"], "0")
+        # Another dtype is converted as the JSON numbers are; a zip answer names output_0.
+        s, h, body = self.raw_infer(a, self.npy(x.astype(np.float64)), "application/x-npy",
+                                    "application/zip")
+        self.assertEqual((s, h["Content-Type"]), (200, "application/zip"), body)
+        with np.load(io.BytesIO(body)) as z:
+            self.assertEqual(z.files, ["output_0"])
+            np.testing.assert_array_equal(z["output_0"], want32)
+        # JSON JSON when Accept prefers it.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy",
+                                    "application/json, application/x-npy")
+        self.assertEqual(h["Content-Type"], "application/json")
+        # Refusals, each a located message, nothing run.
+        for payload, ctype, query, code, message in [
+            (self.npy(x[:, :, :16]), "application/x-npy", "", 422,
+             "input x has shape (1, 1, 16, 32), the model's is (1, 1, 32, 32)"),
+            (self.npy(x)[:-4], "application/x-npy", "", 422,
+             "the request's .npy: not a readable .npy array: expected 4096 data bytes"),
+            (self.npy(x), "application/x-npy", "?precision=int8", 422, "this bundle was built at fp32"),
+            (self.npy(x), "application/x-npy", "?threads=8", 422, "unknown parameter 'threads'"),
+            (b"1,2,3", "text/csv", "", 400, "the body must be a JSON object"),
+        ]:
+            s, h, body = self.raw_infer(a, payload, ctype, query=query)
+            self.assertEqual(s, code, body)
+            self.assertIn(message, json.loads(body)["error"]["message"])
+        # A header that claims a huge array: refused from its size, not allocated.
+        header = "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 1, 32, 32), }"
+        header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+        huge = (b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+                + x.tobytes())
+        s, h, body = self.raw_infer(a, huge, "application/x-npy")
+        self.assertEqual(s, 422, body)
+        self.assertIn("expected 409599999995904 data bytes for (99999999999, 1, 32, 32) float32, "
+                      "found 4096", json.loads(body)["error"]["message"])
+        # The token is checked first, as for JSON.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy", token="wrong" * 5)
+        self.assertEqual(s, 401)
+
+        # Two inputs: a .npz by name (any order) or in order; one output, so .npy may answer.
+        self.assertEqual(self.deploy(self.two)[0], 0)
+        rng = np.random.default_rng(12)
+        xi = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+        yi = rng.standard_normal((1, 8)).astype(np.float32)
+        s, want = a.call("POST", "/v1/infer", {"inputs": [
+            {"shape": [1, 1, 8, 8], "data": xi.ravel().tolist()},
+            {"shape": [1, 8], "data": yi.ravel().tolist()}]})
+        self.assertEqual(s, 200, want)
+        want32 = np.array(want["outputs"][0]["data"], np.float32).reshape(1, 5)
+        for kind in ("named", "ordered", "compressed"):
+            f = io.BytesIO()
+            if kind == "named":
+                np.savez(f, y=yi, x=xi)
+            elif kind == "ordered":
+                np.savez(f, xi, yi)
+            else:
+                np.savez_compressed(f, x=xi, y=yi)
+            s, h, body = self.raw_infer(a, f.getvalue(), "application/zip", "application/zip",
+                                        query="?compare=false")
+            self.assertEqual(s, 200, body)
+            with np.load(io.BytesIO(body)) as z:
+                np.testing.assert_array_equal(z["output_0"], want32, err_msg=kind)
+        for arrays, message in [({"x": xi}, "no array for the input 'y'"),
+                                ({"x": xi, "y": yi, "z": yi}, "array 'z' is not an input"),
+                                ({"x": xi, "y": yi[:, :4]}, "input y has shape (1, 4)")]:
+            f = io.BytesIO()
+            np.savez(f, **arrays)
+            s, h, body = self.raw_infer(a, f.getvalue(), "application/zip")
+            self.assertEqual(s, 422, body)
+            self.assertIn(message, json.loads(body)["error"]["message"])
+        # A deflated member that inflates past the 64 MiB limit: refused before inflating.
+        f = io.BytesIO()
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("x.npy", self.npy(np.zeros((65 << 20) // 4, np.float32)))
+            zf.writestr("y.npy", self.npy(yi))
+        self.assertLess(len(f.getvalue()), 1 << 20)
+        s, h, body = self.raw_infer(a, f.getvalue(), "application/zip")
+        self.assertEqual(s, 422, body)
+        self.assertIn("above the 67108864 allowed", json.loads(body)["error"]["message"])
+        self.assertEqual(a.call("POST", "/v1/infer", {"fill": "ones"})[0], 200)
 
     def test_model_that_fails_to_load_rolls_back(self):
         a = self.agent()
