@@ -130,8 +130,8 @@ struct DeployCommandOptions {
   std::string backend = "cellscope-cpu";  // or mindspore (fp32)
   std::string calibration = "minmax";     // int8: minmax | percentile | kl
   double percentile = 99.99;
-  std::string calibration_data;  // int8: .npy of N inputs, sent with the model (target: optional,
-                                 // the inputs its quality is measured on)
+  std::string calibration_data;  // int8: .npy of N inputs, or .npz of one array per input, sent
+                                 // with the model (target: optional, its quality's inputs)
   std::string labels;            // optional .npy of their N labels (accuracy)
   ExportCommandOptions export_options;  // a .py: how to export it (--cell, --input, ...)
 };

@@ -18,6 +18,7 @@
 #include "agent/transfer.h"
 #include "commands.h"
 #include "files.h"
+#include "graphcore/dataset.h"
 #include "graphcore/mindir_import.h"
 #include "project_config.h"
 
@@ -127,11 +128,8 @@ fs::path known_devices_file() {
 int run_deploy(const DeployCommandOptions& options) {
   g_json = options.progress == "json";
   if (options.precision == "int8" && options.calibration_data.empty() && !options.rollback) {
-    deploy_error("--precision int8 needs --calibration-data FILE.npy (inputs to calibrate on)");
-    return kExitUsage;
-  }
-  if (options.backend == "mindspore" && options.precision != "fp32") {
-    deploy_error("the mindspore backend serves fp32 bundles only");
+    deploy_error(
+        "--precision int8 needs --calibration-data FILE.npy|FILE.npz (inputs to calibrate on)");
     return kExitUsage;
   }
   if (options.precision == "fp32" &&
@@ -142,6 +140,39 @@ int run_deploy(const DeployCommandOptions& options) {
   if (!options.labels.empty() && options.calibration_data.empty()) {
     deploy_error("--labels go with --calibration-data (one label per sample)");
     return kExitUsage;
+  }
+  // The data files are read here with the device's parsers, so a file that is not a .npy / .npz
+  // is refused before anything is sent (which array goes to which input is the device's check).
+  if (!options.rollback && !options.watch) {
+    for (const std::string& f : {options.calibration_data, options.labels}) {
+      if (f.empty()) continue;
+      const bool npz = fs::path(f).extension() == ".npz";
+      if (!npz && fs::path(f).extension() != ".npy") {
+        deploy_error(f +
+                     ": calibration inputs are a .npy (one input) or a .npz (one array per "
+                     "input), labels a .npy");
+        return kExitUsage;
+      }
+      if (npz && f == options.labels) {
+        deploy_error(f + ": labels are a .npy of N integers, not a .npz");
+        return kExitUsage;
+      }
+      try {
+        std::ifstream in(f, std::ios::binary);
+        if (!in) throw std::runtime_error("cannot read " + f);
+        const std::string bytes{std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>()};
+        if (npz) {
+          if (graphcore::runtime::parse_array_npz(bytes, f).empty())
+            throw std::runtime_error(f + " holds no arrays");
+        } else {
+          (void)graphcore::runtime::parse_array_npy(bytes, f);
+        }
+      } catch (const std::exception& e) {
+        deploy_error(e.what());
+        return kExitUsage;
+      }
+    }
   }
   // The device: mindspore_config.json nearest to the model (else the current directory).
   const fs::path model_dir = fs::path(options.model).parent_path();
@@ -313,6 +344,8 @@ int run_deploy(const DeployCommandOptions& options) {
                    {"sha256", m.value("sha256", "")},
                    {"already_current", r.value("already_current", false)}};
       if (m.contains("check")) done["check"] = m["check"];
+      if (m.contains("backend")) done["backend"] = m["backend"];
+      if (m.contains("backend_reason")) done["backend_reason"] = m["backend_reason"];
       emit(done);
       return kExitOk;
     }
@@ -320,12 +353,28 @@ int run_deploy(const DeployCommandOptions& options) {
               << "): bundle " << r.value("bundle", "") << ", sha256 " << m.value("sha256", "")
               << "\n";
     if (m.contains("check")) std::cout << "check: " << m["check"].dump() << "\n";
+    if (m.contains("backend_reason")) {
+      std::cout << "served by " << m.value("backend", "cellscope-cpu") << ", not "
+                << m.value("requested_backend", "") << ": "
+                << m["backend_reason"].get<std::string>() << "\n";
+    }
     if (m.contains("quality")) {
       std::cout << m.value("precision", "int8") << " vs fp32: " << m["quality"].dump() << "\n";
     }
     return kExitOk;
   } catch (const agent::DeployError& e) {
-    deploy_error(e.what() + (e.code().empty() ? std::string() : " [" + e.code() + "]"),
+    std::string message = e.what();
+    // The device names the data by the bundle's file (the same bytes, SHA-256 checked): say
+    // the user's file instead.
+    if (!options.calibration_data.empty()) {
+      for (const std::string device_name : {"calibration.npz", "calibration.npy"}) {
+        for (size_t at = message.find(device_name); at != std::string::npos;
+             at = message.find(device_name, at + options.calibration_data.size())) {
+          message.replace(at, device_name.size(), options.calibration_data);
+        }
+      }
+    }
+    deploy_error(message + (e.code().empty() ? std::string() : " [" + e.code() + "]"),
                  e.code().empty() ? "error" : e.code());
     return kExitErrors;
   } catch (const agent::TransportError& e) {

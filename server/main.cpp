@@ -413,8 +413,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(50.0001, 100.0));
   deploy_cmd->add_option("--calibration-data", deploy.calibration_data,
                          "int8: a .npy of N inputs (N, then the input's shape after its batch "
-                         "axis), sent with the model; target: optional, the inputs its quality "
-                         "against fp32 is measured on");
+                         "axis), or a .npz of one such array per model input (named after the "
+                         "inputs, or in their order), sent with the model; target: optional, "
+                         "the inputs its quality against fp32 is measured on");
   deploy_cmd
       ->add_option("--backend", deploy.backend,
                    "What serves on the device: cellscope-cpu, or mindspore (mindspore.load + "

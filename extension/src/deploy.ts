@@ -55,15 +55,25 @@ export function deviceItem(d: DevicePick): { label: string; description: string;
 export type DeployPrecision = 'fp32' | 'target' | 'int8';
 
 /** The precision QuickPick's items, fp32 first (the default). int8 needs calibration data (a .npy
- * of inputs, chosen next); target measures its quality on seeded inputs when given none. */
+ * or .npz of inputs, chosen next); target measures its quality on seeded inputs when given none. */
 export function precisionItems(): { label: DeployPrecision; description: string; detail: string }[] {
   return [
     { label: 'fp32', description: 'as exported', detail: 'The MindIR runs as it is.' },
     { label: 'target', description: 'fp16 between operators, fp32 accumulation',
       detail: "As the target computes; its agreement with fp32 is measured on the device." },
     { label: 'int8', description: 'quantised on the device from calibration data',
-      detail: 'Per-channel weights, per-tensor activations; choose a .npy of N inputs next.' },
+      detail: 'Per-channel weights, per-tensor activations; choose a .npy (or, several inputs, a .npz) of N inputs next.' },
   ];
+}
+
+/** The file dialog of int8's calibration data: a .npy of N inputs for a model of one input, or a
+ * .npz of one such array per input (named after the inputs, or in their order: np.savez). */
+export function calibrationDialog(): { title: string; filters: Record<string, string[]> } {
+  return {
+    title: 'MindSpore: calibration data for int8 (a .npy of N inputs: N, then the input shape after its batch axis; '
+      + 'several inputs: a .npz of one such array per input, named after the inputs)',
+    filters: { NumPy: ['npy', 'npz'] },
+  };
 }
 
 export function deployArgs(model: string, device: string, precision: DeployPrecision = 'fp32',
@@ -228,6 +238,14 @@ export function deviceSample(file: string, device: DevicePick, t: Telemetry, tim
   if (t.lastInfer?.top1 !== undefined) s.lastTop1Agreement = t.lastInfer.top1;
   if (t.lastInfer?.cosine !== undefined) s.lastCosine = t.lastInfer.cosine;
   return s;
+}
+
+/** Where a watch ended, or a rollback happened: the mark the graph view's Device chart draws. */
+export type DeviceEventKind = 'stopped' | 'rolled back' | 'disconnected';
+
+/** A mark for the views of `file` (view.proto's DeviceSample with `event`: no figures, a time). */
+export function deviceEvent(file: string, device: DevicePick, event: DeviceEventKind, timeMs: number): Record<string, unknown> {
+  return { file, device: device.name, address: device.address, timeMs, event };
 }
 
 export type DeviceSender = (sample: Record<string, unknown>, session: string) => Promise<unknown> | unknown;

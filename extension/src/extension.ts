@@ -42,7 +42,7 @@ import {
   type ExportResult,
 } from './export';
 import {
-  bundleModel, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  bundleModel, calibrationDialog, deployArgs, deviceEvent, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
 } from './deploy';
 import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
@@ -874,7 +874,7 @@ async function runArtifactAction(action: ArtifactAction): Promise<void> {
 let deviceLog: vscode.OutputChannel | undefined;
 let deviceItemBar: vscode.StatusBarItem | undefined;
 let watchProc: cp.ChildProcess | undefined;
-let watched: { device: DevicePick; model: string; cwd: string } | undefined;
+let watched: { device: DevicePick; model: string; cwd: string; source: string; session: string } | undefined;
 let watches = 0;
 // Each telemetry line to the graph views of the deployed model's file (cellscope.deviceTelemetry).
 const deviceRelay = new DeviceRelay(async (sample, session) => {
@@ -955,8 +955,7 @@ async function cmdDeploy(): Promise<void> {
   let calibration: string | undefined;
   if (precision === 'int8') {
     const chosen = await vscode.window.showOpenDialog({
-      title: 'MindSpore: calibration data for int8 (a .npy of N inputs: N, then the input shape after its batch axis)',
-      canSelectMany: false, filters: { NumPy: ['npy'] }, defaultUri: folder ? vscode.Uri.file(folder) : undefined,
+      ...calibrationDialog(), canSelectMany: false, defaultUri: folder ? vscode.Uri.file(folder) : undefined,
     });
     if (!chosen?.length) return;
     calibration = chosen[0].fsPath;
@@ -1008,17 +1007,21 @@ async function cmdDeploy(): Promise<void> {
   startWatch(found.path, device, bundleModel(bundle), folder, source ?? model);
 }
 
-function stopWatch(): void {
+/** Ends the watch; `mark`: the user's Stop, which the Device chart marks where it happened. */
+function stopWatch(mark = false): void {
   const p = watchProc;
+  const w = watched;
   watchProc = undefined;
   watched = undefined;
   if (p && p.exitCode === null) p.kill('SIGTERM');
   deviceItemBar?.hide();
+  if (mark && w) deviceRelay.push(deviceEvent(w.source, w.device, 'stopped', Date.now()), w.session);
 }
 
 function startWatch(bin: string, device: DevicePick, model: string, cwd: string, source: string): void {
   stopWatch();
-  watched = { device, model, cwd };
+  const session = `watch-${process.pid}-${++watches}`;
+  watched = { device, model, cwd, source, session };
   if (!deviceItemBar) {
     deviceItemBar = vscode.window.createStatusBarItem('cellscope.device', vscode.StatusBarAlignment.Left, 49);
     deviceItemBar.name = 'MindSpore device';
@@ -1028,7 +1031,6 @@ function startWatch(bin: string, device: DevicePick, model: string, cwd: string,
   deviceItemBar.tooltip = deviceStatusTooltip(device.name);
   deviceItemBar.show();
   const me = watched;
-  const session = `watch-${process.pid}-${++watches}`;
   void runCellscope(bin, watchArgs(device.name), cwd, (line) => {
     devLog(line);
     const t = parseTelemetry(line);
@@ -1041,6 +1043,8 @@ function startWatch(bin: string, device: DevicePick, model: string, cwd: string,
     if (watched !== me) return;  // stopped, or another watch replaced it
     watched = undefined;
     deviceItemBar?.hide();
+    // The watch ended by itself (the agent unreachable past --retry-for, a changed certificate).
+    deviceRelay.push(deviceEvent(source, device, 'disconnected', Date.now()), session);
     if (code !== null) {
       void vscode.window.showErrorMessage(
         `MindSpore: the telemetry of ${device.name} stopped (exit ${code}); see the device log.`, 'Show Log',
@@ -1055,7 +1059,7 @@ async function cmdDeviceActions(): Promise<void> {
   const pick = await vscode.window.showQuickPick(['Show Device Log', 'Stop', 'Roll Back'],
     { title: `MindSpore: ${w.model} on ${w.device.name}` });
   if (pick === 'Show Device Log') deviceLog?.show(true);
-  if (pick === 'Stop') stopWatch();
+  if (pick === 'Stop') stopWatch(true);
   if (pick === 'Roll Back') {
     const found = discover();
     if (!found.ok) return;
@@ -1068,6 +1072,8 @@ async function cmdDeviceActions(): Promise<void> {
       if (e?.phase === 'done') bundle = e.bundle;
     }).catch((e: unknown) => { failure = errorText(e); return -1; });
     if (code === 0) {
+      // The watch goes on (the next samples say the bundle rolled back to); the chart marks when.
+      if (watched === w) deviceRelay.push(deviceEvent(w.source, w.device, 'rolled back', Date.now()), w.session);
       void vscode.window.showInformationMessage(`MindSpore: ${w.device.name} rolled back to ${bundle}.`);
     } else {
       void vscode.window.showErrorMessage(`MindSpore: the rollback of ${w.device.name} failed: ${failure || `exit ${code}`}`);

@@ -16,6 +16,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -26,7 +27,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "agent/crypto.h"
 #include "agent/io.h"
@@ -36,6 +40,7 @@
 #include "agent/store.h"
 #include "agent/telemetry.h"
 #include "files.h"
+#include "graphcore/dataset.h"
 #include "protocol/document.h"
 
 namespace cellscope::agent {
@@ -184,10 +189,72 @@ class RateLimiter {
 };
 
 struct Reply {
+  Reply() = default;
+  Reply(http::status s, Json b, int64_t retry)
+      : status(s), body(std::move(b)), retry_after(retry) {}
   http::status status = http::status::ok;
   Json body;
   int64_t retry_after = 0;
+  // A binary answer (/v1/infer with Accept: application/x-npy or application/zip): these bytes
+  // with this Content-Type instead of `body`, and headers with the figures JSON would carry.
+  std::string content_type;
+  std::string raw;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
+
+constexpr std::string_view kTypeNpy = "application/x-npy";
+constexpr std::string_view kTypeZip = "application/zip";
+constexpr std::string_view kTypeJson = "application/json";
+
+// A media type without its parameters, lower case ("Application/JSON; charset=utf-8" -> "...").
+std::string media_type(std::string_view v) {
+  v = v.substr(0, v.find(';'));
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+  std::string out(v);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The answer's encoding: the first of JSON, .npy, .npz an Accept header lists; JSON without one.
+std::string_view answer_type(std::string_view accept) {
+  size_t start = 0;
+  while (start <= accept.size()) {
+    const size_t comma = std::min(accept.find(',', start), accept.size());
+    const std::string t = media_type(accept.substr(start, comma - start));
+    for (const std::string_view known : {kTypeJson, kTypeNpy, kTypeZip}) {
+      if (t == known) return known;
+    }
+    start = comma + 1;
+  }
+  return kTypeJson;
+}
+
+// A binary /v1/infer's options, from its query string: precision=, backend=, compare=1|true.
+Json infer_query(std::string_view query) {
+  Json j = Json::object();
+  size_t start = 0;
+  while (start < query.size()) {
+    const size_t amp = std::min(query.find('&', start), query.size());
+    const std::string_view kv = query.substr(start, amp - start);
+    start = amp + 1;
+    if (kv.empty()) continue;
+    const size_t eq = kv.find('=');
+    const std::string key(kv.substr(0, eq));
+    const std::string value(eq == std::string_view::npos ? "" : kv.substr(eq + 1));
+    if (key == "precision" || key == "backend") {
+      j[key] = value;
+    } else if (key == "compare") {
+      if (value != "1" && value != "true" && value != "0" && value != "false")
+        throw std::invalid_argument("compare is 1, true, 0 or false, not '" + value + "'");
+      j[key] = value == "1" || value == "true";
+    } else {
+      throw std::invalid_argument("unknown parameter '" + key +
+                                  "' (a binary /v1/infer takes precision, backend, compare)");
+    }
+  }
+  return j;
+}
 
 Reply error_reply(ErrorCode code, const std::string& message) {
   return {static_cast<http::status>(http_status(code)), error_body(code, message), 0};
@@ -219,11 +286,14 @@ BuildOptions bundle_build(const Bundle& b, const std::string& python, int thread
     build.calibration.method = *method;
     build.calibration.percentile = cal.value("percentile", build.calibration.percentile);
   }
-  if (b.manifest.contains("calibration_data")) build.calibration_data = b.dir / "calibration.npy";
-  if (b.manifest.contains("labels")) build.labels = b.dir / "labels.npy";
   for (const char* kind : {"calibration_data", "labels"}) {
     if (!b.manifest.contains(kind)) continue;
-    const fs::path f = b.dir / (std::string(kind) == "labels" ? "labels.npy" : "calibration.npy");
+    // Only the names the store writes: a manifest never points outside its bundle.
+    const std::string file = b.manifest[kind].value("file", "");
+    if (file != "calibration.npy" && file != "calibration.npz" && file != "labels.npy")
+      throw std::runtime_error("the manifest names an unexpected " + std::string(kind) + " file");
+    const fs::path f = b.dir / file;
+    (std::string(kind) == "labels" ? build.labels : build.calibration_data) = f;
     if (sha256_file(f) != b.manifest[kind].value("sha256", "")) {
       throw std::runtime_error(f.filename().string() +
                                " does not match its SHA-256 in the manifest");
@@ -303,7 +373,9 @@ class Agent {
       if (method == http::verb::get && target == kPathInfo) return {http::status::ok, info(), 0};
       if (method == http::verb::post && target == kPathUploads) return begin(body);
       if (method == http::verb::post && target == kPathRollback) return rollback();
-      if (method == http::verb::post && target == kPathInfer) return infer(body);
+      if (method == http::verb::post &&
+          (target == kPathInfer || target.starts_with(std::string(kPathInfer) + "?")))
+        return infer(head, body);
       const std::string prefix = std::string(kPathUploads) + "/";
       if (target.starts_with(prefix)) {
         const std::string rest = target.substr(prefix.size());
@@ -347,6 +419,10 @@ class Agent {
     j["backend"] = model_ ? Json(model_->summary().value("backend", "")) : Json(nullptr);
     auto cur = store_.current();
     auto prev = store_.previous();
+    // Why the serving backend is not the one asked for (an int8 or target bundle deployed with
+    // --backend mindspore), else null.
+    j["backend_reason"] =
+        cur && model_ ? cur->manifest.value("backend_reason", Json(nullptr)) : Json(nullptr);
     j["current"] = cur && model_ ? cur->manifest : Json(nullptr);
     j["precision"] = model_ ? Json(model_->precision()) : Json(nullptr);
     j["calibration"] = model_ && model_->precision() == "int8" && cur
@@ -400,7 +476,8 @@ class Agent {
         cur && model_ && cur->manifest.value("name", "") == name &&
         cur->manifest.value("sha256", "") == j["sha256"] &&
         cur->manifest.value("precision", "fp32") == precision &&
-        cur->manifest.value("backend", "cellscope-cpu") == j.value("backend", "cellscope-cpu") &&
+        cur->manifest.value("requested_backend", cur->manifest.value("backend", "cellscope-cpu")) ==
+            j.value("backend", "cellscope-cpu") &&
         (precision == "fp32" ||
          cur->manifest.value("calibration_data", Json::object()).value("sha256", "") == cal_sha)) {
       if (!store_.find_upload(id)) {
@@ -466,9 +543,21 @@ class Agent {
     const std::string backend = opts.value("backend", "cellscope-cpu");
     if (backend != "cellscope-cpu" && backend != "mindspore")
       return error_reply(ErrorCode::kBadRequest, "backend is cellscope-cpu or mindspore");
-    if (backend == "mindspore" && precision != "fp32")
-      return error_reply(ErrorCode::kBadRequest, "the mindspore backend serves fp32 only");
-    extra["backend"] = backend;
+    if (backend == "mindspore" && precision != "fp32") {
+      // MindSpore runs the MindIR as exported: the bundle is served by the CPU runtime, and the
+      // manifest, /v1/info and the deploy's answer say so and why (never silently).
+      extra["requested_backend"] = backend;
+      extra["backend"] = "cellscope-cpu";
+      extra["backend_reason"] =
+          "the mindspore backend (mindspore.load + nn.GraphCell) runs the MindIR as exported, in "
+          "float: it cannot apply " +
+          std::string(precision == "int8" ? "the int8 table calibrated on the device (quant.json)"
+                                          : "the target (fp16) emulation") +
+          ", so the Cellscope CPU runtime serves this " + precision +
+          " bundle; deploy fp32 to serve from MindSpore";
+    } else {
+      extra["backend"] = backend;
+    }
     if (precision == "int8") {
       const std::string method = opts.value("calibration", "minmax");
       if (!rt_quant::calibration_from_name(method)) {
@@ -503,7 +592,7 @@ class Agent {
                  ? nullptr
                  : load_bundle(b, python_, threads_, &err);
     if (precision == "int8" && !b.manifest.contains("calibration_data"))
-      err = "an int8 build needs calibration data (--calibration-data FILE.npy)";
+      err = "an int8 build needs calibration data (--calibration-data FILE.npy|FILE.npz)";
     if (!m) {
       store_.discard(b);
       const std::lock_guard lock(mu_);
@@ -562,7 +651,10 @@ class Agent {
     return {http::status::ok, {{"bundle", bundle_}, {"manifest", prev->manifest}}, 0};
   }
 
-  Reply infer(const std::string& body) {
+  // JSON in and out by default; a .npy (one input) or .npz (one array per input, by name or in
+  // order) body by its Content-Type, its options in the query string; the outputs as a .npy or
+  // .npz when Accept asks for it (the figures in X-Cellscope-* headers). docs/deploy.md.
+  Reply infer(const http::request_header<>& head, const std::string& body) {
     std::shared_ptr<LoadedModel> m;
     std::string bundle;
     {
@@ -571,18 +663,80 @@ class Agent {
       bundle = bundle_;
     }
     if (!m) return error_reply(ErrorCode::kNoModel, "no model is deployed on this device");
-    const Json j = Json::parse(body, nullptr, false);
-    if (!j.is_object())
-      return error_reply(ErrorCode::kBadRequest, "the body must be a JSON object");
+    const std::string target(head.target());
+    const size_t q = target.find('?');
+    const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
+    const std::string type = media_type(std::string(head[http::field::content_type]));
+    const std::string accept(head[http::field::accept]);
+    const std::string_view answer = answer_type(accept);
+    Json j;
+    std::vector<graphcore::runtime::HostArray> arrays;
+    const bool binary_in = type == kTypeNpy || type == kTypeZip;
     try {
-      Json out = m->infer(j);
+      if (binary_in) {
+        j = infer_query(query);
+        namespace rt = graphcore::runtime;
+        if (type == kTypeNpy) {
+          arrays.push_back(rt::parse_array_npy(body, "the request's .npy"));
+        } else {
+          // Each member's size is checked against the body limit before it is inflated.
+          arrays = arrays_for_inputs(rt::parse_array_npz(body, "the request's .npz", kMaxJsonBody),
+                                     m->input_names(), "the request's .npz", "an inference");
+        }
+      } else {
+        // Any other Content-Type is JSON, as before binary bodies (curl -d and urllib send
+        // application/x-www-form-urlencoded).
+        if (!query.empty()) {
+          return error_reply(ErrorCode::kBadRequest,
+                             "a JSON /v1/infer has its options in the body");
+        }
+        j = Json::parse(body, nullptr, false);
+        if (!j.is_object())
+          return error_reply(ErrorCode::kBadRequest, "the body must be a JSON object");
+      }
+    } catch (const std::invalid_argument& e) {
+      return error_reply(ErrorCode::kBadInput, e.what());
+    } catch (const graphcore::runtime::DatasetError& e) {
+      return error_reply(ErrorCode::kBadInput, e.what());
+    }
+    const size_t outputs = m->summary().value("outputs", Json::array()).size();
+    if (answer == kTypeNpy && outputs != 1) {
+      return error_reply(ErrorCode::kBadRequest,
+                         "the model has " + std::to_string(outputs) +
+                             " outputs: one .npy holds one; ask Accept: application/zip");
+    }
+    try {
+      std::vector<graphcore::runtime::HostArray> raw;
+      const bool binary_out = answer != kTypeJson;
+      Json out = m->infer(j, binary_in ? &arrays : nullptr, binary_out ? &raw : nullptr);
       telemetry_.record(out["ms"].get<double>());
       out["bundle"] = bundle;
       if (out.contains("agreement")) {
         const std::lock_guard lock(mu_);
         if (model_ == m) last_agreement_ = out["agreement"];
       }
-      return {http::status::ok, std::move(out), 0};
+      if (!binary_out) return {http::status::ok, std::move(out), 0};
+      Reply r;
+      r.content_type = std::string(answer);
+      if (answer == kTypeNpy) {
+        r.raw = graphcore::runtime::encode_array_npy(raw.front());
+      } else {
+        std::vector<std::pair<std::string, graphcore::runtime::HostArray>> named;
+        for (size_t i = 0; i < raw.size(); ++i)
+          named.emplace_back("output_" + std::to_string(i), std::move(raw[i]));
+        r.raw = graphcore::runtime::encode_array_npz(named);
+      }
+      std::string non_finite;
+      for (const Json& o : out["outputs"])
+        non_finite += (non_finite.empty() ? "" : ",") + std::to_string(o.value("non_finite", 0));
+      r.headers = {{"X-Cellscope-Ms", Json(out["ms"]).dump()},
+                   {"X-Cellscope-Bundle", bundle},
+                   {"X-Cellscope-Precision", out.value("precision", "")},
+                   {"X-Cellscope-Backend", out.value("backend", "")},
+                   {"X-Cellscope-Non-Finite", non_finite}};
+      if (out.contains("agreement"))
+        r.headers.emplace_back("X-Cellscope-Agreement", out["agreement"].dump());
+      return r;
     } catch (const std::invalid_argument& e) {
       return error_reply(ErrorCode::kBadInput, e.what());
     }
@@ -636,10 +790,11 @@ void send(asio::io_context& ioc, TlsStream& stream, const Reply& r, unsigned ver
           bool keep_alive) {
   http::response<http::string_body> res{r.status, version};
   res.set(http::field::server, "cellscope-agent");
-  res.set(http::field::content_type, "application/json");
+  res.set(http::field::content_type, r.content_type.empty() ? "application/json" : r.content_type);
+  for (const auto& [k, v] : r.headers) res.set(k, v);
   if (r.retry_after > 0) res.set(http::field::retry_after, std::to_string(r.retry_after));
   res.keep_alive(keep_alive);
-  res.body() = r.body.dump();
+  res.body() = r.content_type.empty() ? r.body.dump() : r.raw;
   res.prepare_payload();
   run_timed(ioc, beast::get_lowest_layer(stream), kSocketTimeout,
             [&](auto done) { http::async_write(stream, res, done); });

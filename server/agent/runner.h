@@ -21,7 +21,8 @@ struct CellReport;
 }
 namespace graphcore::runtime {
 class Executor;
-}
+struct HostArray;
+}  // namespace graphcore::runtime
 
 namespace cellscope::agent {
 
@@ -34,8 +35,10 @@ namespace cellscope::agent {
 struct BuildOptions {
   std::string precision = "fp32";  // "fp32" | "int8" | "target"
   graphcore::runtime::quant::CalibrationOptions calibration;
-  std::filesystem::path calibration_data;  // .npy: (N, ...) with the input's shape after axis 0
-  std::filesystem::path labels;            // optional .npy of N integer labels
+  // .npy: (N, ...) with the input's shape after axis 0; or .npz: one such array per input, named
+  // after the inputs or in their order (every array the same N).
+  std::filesystem::path calibration_data;
+  std::filesystem::path labels;  // optional .npy of N integer labels
   // Threads of the CPU runtime's kernels (ExecOptions::threads; 0: every hardware thread).
   int threads = 1;
   std::string quant_table;  // non-empty: this table, not a new calibration
@@ -44,6 +47,14 @@ struct BuildOptions {
   std::string backend = "cellscope-cpu";
   std::string python = "python3";
 };
+
+// Arrays of a .npz given for a model's inputs, in input order: by the inputs' names when any
+// member is named after one (then every member must be, and every input have one), else one per
+// input in the archive's order. Throws std::invalid_argument naming `name` and the member;
+// `what` says what needs them ("int8 calibration").
+std::vector<graphcore::runtime::HostArray> arrays_for_inputs(
+    std::vector<std::pair<std::string, graphcore::runtime::HostArray>> members,
+    const std::vector<std::string>& inputs, const std::string& name, const std::string& what);
 
 class LoadedModel {
  public:
@@ -65,6 +76,15 @@ class LoadedModel {
   // std::runtime_error for a failed run.
   nlohmann::json infer(const nlohmann::json& request);
 
+  // The same with the inputs given as arrays (a binary /v1/infer: one per input, in order, each
+  // of the input's shape, any numeric dtype) instead of "inputs"; with `raw`, the outputs come
+  // back as arrays there (their "data" left out of the JSON).
+  nlohmann::json infer(const nlohmann::json& request,
+                       const std::vector<graphcore::runtime::HostArray>* arrays,
+                       std::vector<graphcore::runtime::HostArray>* raw);
+  // The model's input names, in order (the MindIR's).
+  [[nodiscard]] std::vector<std::string> input_names() const;
+
   // Inputs, outputs, nodes, parameters, the warm-up's time: the manifest's "check".
   [[nodiscard]] const nlohmann::json& summary() const { return summary_; }
   // "fp32", "int8" or "target": what /v1/infer answers at unless asked otherwise.
@@ -78,18 +98,24 @@ class LoadedModel {
 
  private:
   LoadedModel() = default;
-  std::vector<graphcore::runtime::Tensor> set_inputs(const nlohmann::json& request);
+  std::vector<graphcore::runtime::Tensor> set_inputs(
+      const nlohmann::json& request, const std::vector<graphcore::runtime::HostArray>* arrays);
   // Runs the inputs set by set_inputs (or set on exec_) at fp32, int8 or target.
   std::vector<graphcore::runtime::Tensor> run(const std::string& precision,
                                               const std::vector<graphcore::runtime::Tensor>& given,
                                               double* ms);
   // The calibration (or, for target, evaluation) inputs in batches of the input's shape, and
   // their labels (empty when none were sent).
-  std::vector<graphcore::runtime::Tensor> read_batches(const BuildOptions& build,
-                                                       std::vector<int64_t>* labels,
-                                                       int64_t* unused);
+  // A batch holds one tensor per model input.
+  std::vector<std::vector<graphcore::runtime::Tensor>> read_batches(const BuildOptions& build,
+                                                                    std::vector<int64_t>* labels,
+                                                                    int64_t* unused);
+  // The calibration file's arrays in input order: a .npy (one input) or a .npz (by input name,
+  // else in order); `what` names the build in messages.
+  [[nodiscard]] std::vector<graphcore::runtime::HostArray> calibration_arrays(
+      const std::filesystem::path& file, const std::string& what) const;
   // fp32 against precision_ on `inputs` (every output finite): quality_.
-  void measure_quality(const std::vector<graphcore::runtime::Tensor>& inputs,
+  void measure_quality(const std::vector<std::vector<graphcore::runtime::Tensor>>& inputs,
                        const std::vector<int64_t>& labels, const std::string& on);
   void build_int8(const BuildOptions& build);
   void build_target(const BuildOptions& build, const graphcore::CellReport& report,

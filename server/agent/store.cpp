@@ -240,7 +240,13 @@ void Store::write_companion(const std::string& id, const std::string& kind, std:
                                                         got + ", sent as " + sha256 +
                                                         ": rejected, send it again"};
   }
-  write_atomic(root_ / "uploads" / id / (kind + ".npy"), std::string(data));
+  // Calibration inputs are a .npy (one input) or a .npz (a zip: one array per input); the file
+  // keeps its kind's extension, and a file of the other format sent before is removed.
+  const bool zip = kind == "calibration" && data.starts_with("PK");
+  const fs::path dir = root_ / "uploads" / id;
+  std::error_code ec;
+  fs::remove(dir / (kind + (zip ? ".npy" : ".npz")), ec);
+  write_atomic(dir / (kind + (zip ? ".npz" : ".npy")), std::string(data));
 }
 
 void Store::remove_upload(const std::string& id) {
@@ -292,10 +298,9 @@ Bundle Store::make_bundle(const std::string& id, const Json& extra) {
                 {"bundle", b.dir_name}};
   for (const auto& [k, v] : extra.items()) b.manifest[k] = v;
   try {
-    for (const char* kind : {"calibration", "labels"}) {
-      const std::string file = std::string(kind) + ".npy";
+    for (const std::string file : {"calibration.npy", "calibration.npz", "labels.npy"}) {
       if (!fs::exists(updir / file, ec)) continue;
-      b.manifest[std::string(kind) == "labels" ? "labels" : "calibration_data"] = {
+      b.manifest[file.starts_with("labels") ? "labels" : "calibration_data"] = {
           {"file", file},
           {"sha256", sha256_file(updir / file)},
           {"size", fs::file_size(updir / file)}};

@@ -71,7 +71,8 @@ class Store {
   UploadMeta write_chunk(const std::string& id, uint64_t index, std::string_view data,
                          const std::string& sha256);
   // A file sent with the model (`kind` "calibration" or "labels": an int8 build's .npy inputs
-  // and labels), written atomically as uploads/<id>/KIND.npy after checking its SHA-256.
+  // and labels), written atomically as uploads/<id>/KIND.npy after checking its SHA-256
+  // (calibration inputs that are a .npz archive, one array per model input: calibration.npz).
   void write_companion(const std::string& id, const std::string& kind, std::string_view data,
                        const std::string& sha256);
   // Checks the whole file's SHA-256 and moves it into a new bundle with its manifest (and the

@@ -10,6 +10,7 @@ Run as root (ip netns, mount): python3 tests/deploy/test_deploy.py --bin build/c
 import argparse
 import base64
 import hashlib
+import io
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import tempfile
 import time
 import unittest
 import urllib.request
+import zipfile
 
 import numpy as np
 
@@ -598,14 +600,14 @@ class DeployTier(unittest.TestCase):
         self.assertEqual(self.deploy(self.small, "--calibration-data", cal)[0], 2)
 
     def test_target_bundle_of_two_inputs(self):
-        """A model of two inputs: served at target, checked once on seeded inputs, its quality
-        said to be n/a; data for it refused (one-input models only), the bundle still serves."""
+        """A model of two inputs: served at target, its quality measured on seeded inputs for
+        both; a .npy (one input's data) for it refused, the bundle still serves."""
         a = self.agent()
         rc, out, err = self.deploy(self.two, "--precision", "target")
         self.assertEqual(rc, 0, err)
         q = a.call("GET", "/v1/info")[1]["quality"]
-        self.assertTrue(q["on"].startswith("n/a (a model of several inputs"), q)
-        self.assertNotIn("cosine", q)
+        self.assertEqual((q["on"], q["samples"]), ("random normal inputs (seed 0)", 2))
+        self.assertGreater(q["cosine"], 0.999)
         rng = np.random.default_rng(3)
         x = rng.standard_normal((1, 1, 8, 8))
         y = rng.standard_normal((1, 8))
@@ -623,8 +625,250 @@ class DeployTier(unittest.TestCase):
         rc, out, err = self.deploy(self.two, "--precision", "target", "--calibration-data", cal)
         self.assertEqual(rc, 1, err)
         self.assertIn("[load-failed]", err)
-        self.assertIn("takes a model of one input", err)
+        self.assertIn("a .npy holds the data of one input; this model takes 2 (x, y)", err)
         self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], rt["outputs"])
+
+    def two_input_data(self, name, n=16, seed=6, **arrays):
+        """A .npz for TwoInputs (x: (N, 1, 8, 8), y: (N, 8)); `arrays` replace or add members,
+        None removes one; positional=True writes arr_0, arr_1 (np.savez's names)."""
+        rng = np.random.default_rng(seed)
+        members = {"x": rng.standard_normal((n, 1, 8, 8)).astype(np.float32),
+                   "y": rng.standard_normal((n, 8)).astype(np.float32)}
+        positional = arrays.pop("positional", False)
+        for k, v in arrays.items():
+            if v is None:
+                members.pop(k)
+            else:
+                members[k] = v
+        path = os.path.join(self.project, name)
+        if positional:
+            np.savez(path, *members.values())
+        else:
+            np.savez_compressed(path, **members)
+        return path, members
+
+    def test_int8_of_two_inputs_from_npz(self):
+        """Issue 20: calibration data for a model of several inputs, a .npz of one array per
+        input (by name, or in order); each wrong archive refused with the member named."""
+        a = self.agent()
+        self.assertEqual(self.deploy(self.two)[0], 0)
+        # By name (the MindIR's input names), members in another order than the inputs.
+        rng = np.random.default_rng(7)
+        y_first = os.path.join(self.project, "named.npz")
+        x = rng.standard_normal((12, 1, 8, 8)).astype(np.float32)
+        y = rng.standard_normal((12, 8)).astype(np.float32)
+        np.savez(y_first, y=y, x=x)
+        labels = os.path.join(self.project, "two_labels.npy")
+        np.save(labels, rng.integers(0, 5, 12))
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data",
+                                   y_first, "--labels", labels)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("int8 vs fp32:", out)
+        cur = os.path.join(self.state, "current")
+        with open(os.path.join(cur, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["calibration_data"]["file"], "calibration.npz")
+        with open(y_first, "rb") as f:
+            self.assertEqual(manifest["calibration_data"]["sha256"],
+                             hashlib.sha256(f.read()).hexdigest())
+        with open(os.path.join(cur, "quant.json")) as f:
+            table = json.load(f)
+        self.assertEqual(table["calibration"]["samples"], 12)
+        self.assertEqual(len(table["nodes"]), 2)  # the convolution and the dense layer
+        q = a.call("GET", "/v1/info")[1]["quality"]
+        self.assertEqual((q["on"], q["samples"], q["accuracy"]["samples"]),
+                         ("calibration data", 12, 12))
+        self.assertGreater(q["cosine"], 0.99)
+        self.assertLess(q["cosine"], 1.0)
+        # The cosine the agent reports on an input equals numpy's on its two answers.
+        sample = {"inputs": [{"shape": [1, 1, 8, 8], "data": x[5].ravel().tolist()},
+                             {"shape": [1, 8], "data": y[5].ravel().tolist()}]}
+        s, r = a.call("POST", "/v1/infer", dict(sample, compare=True))
+        self.assertEqual(s, 200, r)
+        o8 = np.array(r["outputs"][0]["data"])
+        o32 = np.array(a.call("POST", "/v1/infer", dict(sample, precision="fp32"))[1]
+                       ["outputs"][0]["data"])
+        self.assertFalse(np.array_equal(o8, o32))
+        self.assertAlmostEqual(r["agreement"]["cosine"],
+                               float(o8 @ o32 / np.sqrt((o8 @ o8) * (o32 @ o32))), places=9)
+        # A restart rebuilds from calibration.npz and quant.json: the same int8 answer.
+        a.stop()
+        a = self.agent()
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], r["outputs"])
+        good = a.call("POST", "/v1/infer", sample)[1]["outputs"]
+
+        # In order (np.savez's arr_0, arr_1): also accepted, another calibration.
+        path, _ = self.two_input_data("ordered.npz", positional=True)
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", path)
+        self.assertEqual(rc, 0, err)
+        good = a.call("POST", "/v1/infer", sample)[1]["outputs"]
+
+        # Wrong archives: refused on the device with the member named; the bundle before serves.
+        bad = [
+            (dict(y=None), "no array for the input 'y'"),
+            (dict(z=np.zeros((16, 3), np.float32)), "array 'z' is not an input of the model (x, y)"),
+            (dict(y=np.zeros((16, 9), np.float32)),
+             "array for the input y has shape (16, 9); int8 calibration data for the input "
+             "(1, 8) has the shape (N, 8)"),
+            (dict(y=np.zeros((15, 8), np.float32)), "holds 15 samples, the input x's 16"),
+            (dict(positional=True, y=None), "holds 1 arrays (arr_0), the model takes 2 inputs"),
+        ]
+        for k, (arrays, message) in enumerate(bad):
+            path, _ = self.two_input_data(f"bad{k}.npz", **arrays)
+            rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", path)
+            self.assertEqual(rc, 1, err)
+            self.assertIn("[load-failed]", err)
+            self.assertIn(path, err)  # the device's calibration.npz, named as the host's file
+            self.assertIn(message, err)
+            self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], good)
+        # Not an archive at all, or a truncated one: refused on the host, nothing sent.
+        bundles = self.bundles()
+        junk = os.path.join(self.project, "junk.npz")
+        with open(junk, "wb") as f:
+            f.write(b"PK\x03\x04 not really a zip")
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", junk)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("junk.npz is not a readable .npz archive", err)
+        path, _ = self.two_input_data("cut.npz")
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[:len(data) // 2])
+        rc, out, err = self.deploy(self.two, "--precision", "int8", "--calibration-data", path)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("cut.npz is not a readable .npz archive", err)
+        self.assertEqual(self.bundles(), bundles)
+        self.assertEqual(a.call("POST", "/v1/infer", sample)[1]["outputs"], good)
+
+    def raw_infer(self, a, body, content_type, accept=None, query="", token=TOKEN):
+        """POST /v1/infer with a binary body: (status, headers, answer bytes)."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        req = urllib.request.Request(f"https://{AGENT_IP}:{a.port}/v1/infer{query}",
+                                     method="POST", data=body)
+        req.add_header("Authorization", "Bearer " + token)
+        req.add_header("Content-Type", content_type)
+        if accept:
+            req.add_header("Accept", accept)
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+                return r.status, r.headers, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
+
+    @staticmethod
+    def npy(x):
+        f = io.BytesIO()
+        np.save(f, x)
+        return f.getvalue()
+
+    def test_binary_infer(self):
+        """/v1/infer with a .npy body (one input) or a .npz (several, by name or in order), the
+        answer in the same encoding when Accept asks for it (JSON stays the default); size and
+        shape checked before anything runs; the same token check."""
+        a = self.agent()
+        self.assertEqual(self.deploy(self.small)[0], 0)
+        x = np.random.default_rng(11).standard_normal((1, 1, 32, 32)).astype(np.float32)
+        s, want = a.call("POST", "/v1/infer", {"inputs": [{"shape": [1, 1, 32, 32],
+                                                           "data": x.ravel().tolist()}]})
+        self.assertEqual(s, 200, want)
+        want32 = np.array(want["outputs"][0]["data"], np.float32).reshape(1, 10)
+        # .npy in, JSON out (no Accept): the same answer as the JSON request.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy")
+        self.assertEqual(s, 200, body)
+        self.assertEqual(h["Content-Type"], "application/json")
+        self.assertEqual(json.loads(body)["outputs"], want["outputs"])
+        # .npy in and out: the float32 values themselves, figures in headers.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy", "application/x-npy")
+        self.assertEqual(s, 200, body)
+        self.assertEqual(h["Content-Type"], "application/x-npy")
+        got = np.load(io.BytesIO(body))
+        self.assertEqual((got.dtype, got.shape), (np.float32, (1, 10)))
+        np.testing.assert_array_equal(got, want32)
+        self.assertEqual(h["X-Cellscope-Bundle"], want["bundle"])
+        self.assertEqual((h["X-Cellscope-Precision"], h["X-Cellscope-Backend"]),
+                         ("fp32", "cellscope-cpu"))
+        self.assertGreater(float(h["X-Cellscope-Ms"]), 0)
+        self.assertEqual(h["X-Cellscope-Non-Finite"], "0")
+        # Another dtype is converted as the JSON numbers are; a zip answer names output_0.
+        s, h, body = self.raw_infer(a, self.npy(x.astype(np.float64)), "application/x-npy",
+                                    "application/zip")
+        self.assertEqual((s, h["Content-Type"]), (200, "application/zip"), body)
+        with np.load(io.BytesIO(body)) as z:
+            self.assertEqual(z.files, ["output_0"])
+            np.testing.assert_array_equal(z["output_0"], want32)
+        # JSON JSON when Accept prefers it.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy",
+                                    "application/json, application/x-npy")
+        self.assertEqual(h["Content-Type"], "application/json")
+        # Refusals, each a located message, nothing run.
+        for payload, ctype, query, code, message in [
+            (self.npy(x[:, :, :16]), "application/x-npy", "", 422,
+             "input x has shape (1, 1, 16, 32), the model's is (1, 1, 32, 32)"),
+            (self.npy(x)[:-4], "application/x-npy", "", 422,
+             "the request's .npy: not a readable .npy array: expected 4096 data bytes"),
+            (self.npy(x), "application/x-npy", "?precision=int8", 422, "this bundle was built at fp32"),
+            (self.npy(x), "application/x-npy", "?threads=8", 422, "unknown parameter 'threads'"),
+            (b"1,2,3", "text/csv", "", 400, "the body must be a JSON object"),
+        ]:
+            s, h, body = self.raw_infer(a, payload, ctype, query=query)
+            self.assertEqual(s, code, body)
+            self.assertIn(message, json.loads(body)["error"]["message"])
+        # A header that claims a huge array: refused from its size, not allocated.
+        header = "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 1, 32, 32), }"
+        header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+        huge = (b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+                + x.tobytes())
+        s, h, body = self.raw_infer(a, huge, "application/x-npy")
+        self.assertEqual(s, 422, body)
+        self.assertIn("expected 409599999995904 data bytes for (99999999999, 1, 32, 32) float32, "
+                      "found 4096", json.loads(body)["error"]["message"])
+        # The token is checked first, as for JSON.
+        s, h, body = self.raw_infer(a, self.npy(x), "application/x-npy", token="wrong" * 5)
+        self.assertEqual(s, 401)
+
+        # Two inputs: a .npz by name (any order) or in order; one output, so .npy may answer.
+        self.assertEqual(self.deploy(self.two)[0], 0)
+        rng = np.random.default_rng(12)
+        xi = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+        yi = rng.standard_normal((1, 8)).astype(np.float32)
+        s, want = a.call("POST", "/v1/infer", {"inputs": [
+            {"shape": [1, 1, 8, 8], "data": xi.ravel().tolist()},
+            {"shape": [1, 8], "data": yi.ravel().tolist()}]})
+        self.assertEqual(s, 200, want)
+        want32 = np.array(want["outputs"][0]["data"], np.float32).reshape(1, 5)
+        for kind in ("named", "ordered", "compressed"):
+            f = io.BytesIO()
+            if kind == "named":
+                np.savez(f, y=yi, x=xi)
+            elif kind == "ordered":
+                np.savez(f, xi, yi)
+            else:
+                np.savez_compressed(f, x=xi, y=yi)
+            s, h, body = self.raw_infer(a, f.getvalue(), "application/zip", "application/zip",
+                                        query="?compare=false")
+            self.assertEqual(s, 200, body)
+            with np.load(io.BytesIO(body)) as z:
+                np.testing.assert_array_equal(z["output_0"], want32, err_msg=kind)
+        for arrays, message in [({"x": xi}, "no array for the input 'y'"),
+                                ({"x": xi, "y": yi, "z": yi}, "array 'z' is not an input"),
+                                ({"x": xi, "y": yi[:, :4]}, "input y has shape (1, 4)")]:
+            f = io.BytesIO()
+            np.savez(f, **arrays)
+            s, h, body = self.raw_infer(a, f.getvalue(), "application/zip")
+            self.assertEqual(s, 422, body)
+            self.assertIn(message, json.loads(body)["error"]["message"])
+        # A deflated member that inflates past the 64 MiB limit: refused before inflating.
+        f = io.BytesIO()
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("x.npy", self.npy(np.zeros((65 << 20) // 4, np.float32)))
+            zf.writestr("y.npy", self.npy(yi))
+        self.assertLess(len(f.getvalue()), 1 << 20)
+        s, h, body = self.raw_infer(a, f.getvalue(), "application/zip")
+        self.assertEqual(s, 422, body)
+        self.assertIn("above the 67108864 allowed", json.loads(body)["error"]["message"])
+        self.assertEqual(a.call("POST", "/v1/infer", {"fill": "ones"})[0], 200)
 
     def test_model_that_fails_to_load_rolls_back(self):
         a = self.agent()

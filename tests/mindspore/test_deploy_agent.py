@@ -159,10 +159,30 @@ def test_mindspore_backend_on_the_device(agent, tmp_path):
     assert np.abs(want).max() > 1e-3
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(cpu, got, rtol=1e-4, atol=1e-5)
-    # int8 is the CPU runtime's: refused with the mindspore backend before anything is sent.
+    # int8 with the mindspore backend: MindSpore runs the MindIR as exported, so the bundle is
+    # served by the CPU runtime's int8 path, and the deploy's output, the manifest and /v1/info
+    # say so and why (issue 20: never silent).
+    cal = tmp_path / "cal.npy"
+    np.save(cal, np.random.default_rng(3).standard_normal((4, 1, 32, 32)).astype(np.float32))
     r = deploy(agent, tmp_path, model, "--backend", "mindspore", "--precision", "int8",
-               "--calibration-data", str(model), ok=False)
-    assert "fp32 bundles only" in r.stderr
+               "--calibration-data", str(cal))
+    assert "served by cellscope-cpu, not mindspore: the mindspore backend" in r.stdout, r.stdout
+    assert "cannot apply the int8 table" in r.stdout
+    info = call(agent, "GET", "/v1/info")
+    assert (info["backend"], info["precision"]) == ("cellscope-cpu", "int8")
+    assert info["current"]["requested_backend"] == "mindspore"
+    assert info["backend_reason"] == info["current"]["backend_reason"]
+    assert "cannot apply the int8 table" in info["backend_reason"]
+    answer = call(agent, "POST", "/v1/infer",
+                  {"inputs": [{"shape": [1, 1, 32, 32], "data": x.ravel().tolist()}]})
+    assert (answer["backend"], answer["precision"]) == ("cellscope-cpu", "int8")
+    # Deployed again the same way: already serving (the request, not the serving backend, is
+    # what is compared).
+    r = deploy(agent, tmp_path, model, "--backend", "mindspore", "--precision", "int8",
+               "--calibration-data", str(cal), "--progress", "json")
+    done = json.loads(r.stdout.strip().splitlines()[-1])
+    assert done["already_current"] is True and done["backend"] == "cellscope-cpu", done
+    assert "cannot apply the int8 table" in done["backend_reason"]
     # The same file again on the CPU runtime is a new bundle, not "already serves".
     r = deploy(agent, tmp_path, model)
     assert "already serves" not in r.stderr

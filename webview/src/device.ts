@@ -38,6 +38,14 @@ export function bundleModel(bundle: string): string {
   return m ? m[1] : bundle;
 }
 
+/** The moments the deployment stopped, as the chart marks them (DeviceSample.event). */
+export const DEVICE_EVENTS = ['stopped', 'rolled back', 'disconnected'] as const;
+export type DeviceEvent = typeof DEVICE_EVENTS[number];
+export interface DeviceMark { timeMs: number; label: DeviceEvent }
+
+/** What the chart says instead of a power axis when no sample measured the power. */
+export const POWER_NA_LINE = 'power: n/a (no RAPL/hwmon/npu-smi)';
+
 /** The chart's data: x (seconds since the watch's first sample) and one column per series; null
  * where there is no value (a gap: power "n/a", latency without inferences). */
 export interface DeviceChartData {
@@ -47,11 +55,15 @@ export interface DeviceChartData {
   p99: (number | null)[];
   rss: (number | null)[];
   power: (number | null)[];
+  /** The marks, x in the same seconds. */
+  marks: { x: number; label: DeviceEvent }[];
 }
 
 /** A device watch as the view holds it. */
 export class DeviceModel {
   samples: DevicePoint[] = [];
+  /** Where the deployment stopped, was rolled back or lost its agent, in time order. */
+  marks: DeviceMark[] = [];
   file = '';
   device = '';
   address = '';
@@ -66,20 +78,36 @@ export class DeviceModel {
     this.messages++;
     this.version++;
     const reset = !!p.reset;
-    if (reset) this.samples = [];
+    if (reset) { this.samples = []; this.marks = []; }
     if (p.file) this.file = p.file;
     if (p.device) this.device = p.device;
     if (p.session !== undefined) this.session = p.session;
     for (const s of p.samples ?? []) {
+      if (s.event !== undefined && s.event !== '') {
+        // A mark (not a point): kept when it is one the chart knows, at its time.
+        const label = DEVICE_EVENTS.find((e) => e === s.event);
+        const t = finite(s.timeMs);
+        if (label && t !== undefined) this.marks.push({ timeMs: t, label });
+        continue;
+      }
       this.samples.push(devicePoint(s));
       if (s.address) this.address = s.address;
     }
     const max = p.maxSamples && p.maxSamples >= 1 ? p.maxSamples : MAX_DEVICE_SAMPLES;
     if (this.samples.length > max) this.samples = this.samples.slice(this.samples.length - max);
+    const first = this.samples[0]?.timeMs;
+    if (first !== undefined) this.marks = this.marks.filter((m) => m.timeMs >= first);
     return reset;
   }
 
   get last(): DevicePoint | undefined { return this.samples[this.samples.length - 1]; }
+
+  /** The mark after the last sample: the deployment is stopped (until telemetry comes again). */
+  ended(): DeviceMark | undefined {
+    const m = this.marks[this.marks.length - 1];
+    const s = this.last;
+    return m && (!s || m.timeMs >= s.timeMs) && m.label !== 'rolled back' ? m : undefined;
+  }
 
   /** Whether no sample measured the power (the device has no readable meter): "n/a". */
   powerNA(): boolean { return this.samples.every((s) => s.powerW === undefined); }
@@ -94,6 +122,7 @@ export class DeviceModel {
       p99: this.samples.map((s) => v(s.p99)),
       rss: this.samples.map((s) => s.rssMb),
       power: this.samples.map((s) => v(s.powerW)),
+      marks: this.marks.map((m) => ({ x: Math.round(m.timeMs - t0) / 1000, label: m.label })),
     };
   }
 
@@ -104,6 +133,8 @@ export class DeviceModel {
     const parts = [this.device || 'device', bundleModel(s.bundle) || 'nothing serves', `${Math.round(s.fps)} FPS`,
       s.p50 !== undefined && s.p99 !== undefined ? `p50 ${fmtMs(s.p50)} · p99 ${fmtMs(s.p99)}` : 'latency n/a',
       `RSS ${s.rssMb.toFixed(1)} MB`, `power ${fmtPower(s.powerW)}`];
+    const end = this.ended();
+    if (end) parts.push(end.label);
     return parts.join(' · ');
   }
 
@@ -125,8 +156,17 @@ export class DeviceModel {
       ['inferences', String(s.inferences)],
     ];
     if (s.deploying) out.push(['deploying', s.deploying]);
+    const end = this.ended();
+    if (end) out.push(['watch', `${end.label} at ${clock(end.timeMs)}`]);
     return out;
   }
+}
+
+/** hh:mm:ss of an epoch time, local (where the chart's marks say when). */
+export function clock(ms: number): string {
+  const d = new Date(ms);
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
 export function fmtMs(v: number): string {

@@ -434,6 +434,8 @@ export interface DeviceSample {
   powerW?: number | string; powerSource?: string;
   loadTop1Agreement?: number | string; loadCosine?: number | string; lastTop1Agreement?: number | string; lastCosine?: number | string;
   deploying?: string;
+  /** A mark, not a telemetry line: "stopped" | "rolled back" | "disconnected" at timeMs. */
+  event?: string;
 }
 
 /** Samples of a device watch (view.proto's DeviceProgress); `reset`: drop the chart first. */

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bundleModel, DeviceModel, devicePoint, quality } from '../src/device';
+import { bundleModel, DeviceModel, devicePoint, POWER_NA_LINE, quality } from '../src/device';
 import type { DeviceSample } from '../src/protocol';
 
 const sample = (n: number, extra: Partial<DeviceSample> = {}): DeviceSample => ({
@@ -59,4 +59,41 @@ test('the texts: summary, figures, quality', () => {
   assert.equal(quality(devicePoint(sample(1, { precision: 'int8' }))), 'n/a (not measured)');
   assert.equal(bundleModel('0012-my.net.mindir'), 'my.net');
   assert.equal(bundleModel(''), '');
+});
+
+test('marks: stopped / rolled back / disconnected at their time, not points; a reset drops them', () => {
+  const m = new DeviceModel();
+  const mark = (n: number, event: string): DeviceSample => ({ file: '/w/net.py', device: 'edge1', timeMs: 1.7e12 + 1000 * n, event });
+  m.apply({ reset: true, session: 'w1', samples: [sample(1), sample(2)] });
+  m.apply({ samples: [mark(3, 'rolled back')] });
+  assert.equal(m.samples.length, 2, 'a mark is no point');
+  assert.equal(m.ended(), undefined, 'a rollback does not end the watch');
+  m.apply({ samples: [sample(4), mark(6, 'stopped'), mark(7, 'exploded'), { event: 'disconnected' }] });
+  assert.deepEqual(m.marks.map((k) => k.label), ['rolled back', 'stopped'], 'unknown words and marks without a time are dropped');
+  const d = m.chartData();
+  assert.deepEqual(d.x, [0, 1, 3]);
+  assert.deepEqual(d.marks, [{ x: 2, label: 'rolled back' }, { x: 5, label: 'stopped' }]);
+  assert.equal(m.ended()?.label, 'stopped');
+  assert.match(m.summary(), / · stopped$/);
+  assert.match(Object.fromEntries(m.facts()).watch, /^stopped at \d\d:\d\d:\d\d$/);
+  // Telemetry again after the mark (the same watch reconnected): no longer ended.
+  m.apply({ samples: [sample(8), mark(9, 'disconnected')] });
+  assert.equal(m.ended()?.label, 'disconnected');
+  assert.deepEqual(m.chartData().marks.map((k) => k.x), [2, 5, 8]);
+  // Marks older than the first kept sample go with it.
+  m.apply({ samples: [sample(10)], maxSamples: 2 });
+  assert.deepEqual(m.marks.map((k) => k.label), ['disconnected']);
+  assert.equal(m.ended(), undefined);
+  m.apply({ reset: true, session: 'w2', samples: [sample(20)] });
+  assert.deepEqual(m.marks, []);
+});
+
+test('power never measured: the chart data says so, the line is the one the dock shows', () => {
+  const m = new DeviceModel();
+  m.apply({ reset: true, samples: [sample(1), sample(2)] });
+  assert.equal(m.powerNA(), true);
+  assert.equal(POWER_NA_LINE, 'power: n/a (no RAPL/hwmon/npu-smi)');
+  m.apply({ samples: [sample(3, { powerW: 0 })] });
+  assert.equal(m.powerNA(), false, 'a measured 0 W is a measurement');
+  assert.deepEqual(m.chartData().power, [null, null, 0]);
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  bundleModel, deployArgs, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
+  bundleModel, calibrationDialog, deployArgs, deviceEvent, deviceItem, precisionItems, devicePicks, DeviceRelay, deviceSample, deviceStatusText, deviceStatusTooltip,
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs,
 } from '../../src/deploy';
 
@@ -40,6 +40,11 @@ test('command lines', () => {
   assert.deepEqual(deployArgs('/m/a.mindir', 'edge1', 'int8', '/d/calib.npy'),
     ['deploy', '/m/a.mindir', '--device', 'edge1', '--progress', 'json', '--precision', 'int8', '--calibration-data', '/d/calib.npy']);
   assert.deepEqual(precisionItems().map((i) => i.label), ['fp32', 'target', 'int8']);
+  // int8's data: a .npy (one input) or a .npz (one array per input) is offered, passed as it is.
+  assert.deepEqual(calibrationDialog().filters, { NumPy: ['npy', 'npz'] });
+  assert.match(calibrationDialog().title, /\.npz of one such array per input/);
+  assert.match(precisionItems()[2].detail, /\.npz/);
+  assert.deepEqual(deployArgs('/m/two.mindir', 'edge1', 'int8', '/d/calib.npz').slice(-2), ['--calibration-data', '/d/calib.npz']);
   assert.deepEqual(watchArgs('edge1'), ['deploy', '--watch', '--device', 'edge1']);
   assert.deepEqual(rollbackArgs('edge1'), ['deploy', '--rollback', '--device', 'edge1', '--progress', 'json']);
 });
@@ -144,4 +149,12 @@ test('the line splitter keeps partial lines', () => {
   assert.deepEqual(s.push('{"a":1}\n{"b"'), ['{"a":1}']);
   assert.deepEqual(s.push(':2}\r\n\n'), ['{"b":2}']);
   assert.deepEqual(s.push(''), []);
+});
+
+test('the Device chart marks: stopped, rolled back, disconnected, with the time and no figures', () => {
+  const edge = { name: 'edge1', address: '10.0.0.2:8443', target: 'cpu' };
+  for (const kind of ['stopped', 'rolled back', 'disconnected'] as const) {
+    assert.deepEqual(deviceEvent('/w/net.py', edge, kind, 1.7e12),
+      { file: '/w/net.py', device: 'edge1', address: '10.0.0.2:8443', timeMs: 1.7e12, event: kind });
+  }
 });

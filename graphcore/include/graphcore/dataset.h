@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graphcore/runtime.h"
@@ -89,6 +90,18 @@ std::optional<NpyInfo> read_npy_header(const std::filesystem::path& path);
 // A whole C-order .npy file (its bytes: `name` is for messages). Throws DatasetError naming
 // `name` when the header is bad or the data's length does not match its shape (sizes checked).
 HostArray parse_array_npy(std::string_view bytes, const std::string& name);
+// A whole .npz archive (np.savez / np.savez_compressed: a zip of .npy members, stored or
+// deflated; zip64 is refused): its arrays in the archive's order, each named as its member
+// without ".npy". Throws DatasetError naming `name` (and the member) when it is not readable,
+// or when its members hold more than `max_bytes` uncompressed (checked before inflating;
+// 0: max_tensor_bytes()).
+std::vector<std::pair<std::string, HostArray>> parse_array_npz(std::string_view bytes,
+                                                               const std::string& name,
+                                                               size_t max_bytes = 0);
+// `a` as the bytes of a .npy file (version 1.0, C order, its own dtype).
+std::string encode_array_npy(const HostArray& a);
+// Arrays as the bytes of a .npz (stored members NAME.npy, as np.savez writes; below 4 GiB).
+std::string encode_array_npz(const std::vector<std::pair<std::string, HostArray>>& arrays);
 
 // A bad plan or bad data: the message names the call (file:line: api), the file, the column.
 class DatasetError : public RuntimeError {

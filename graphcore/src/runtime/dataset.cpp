@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <new>
+#include <span>
 #include <system_error>
 #include <utility>
 
@@ -326,7 +327,7 @@ std::optional<DataType> data_type_from_descr(std::string_view d) {
 
 }  // namespace
 
-void write_array_npy(const fs::path& path, const HostArray& a) {
+std::string encode_array_npy(const HostArray& a) {
   std::string shape = "(";
   for (int64_t d : a.shape) shape += std::to_string(d) + ", ";
   if (a.shape.size() > 1) shape.resize(shape.size() - 2);
@@ -342,15 +343,89 @@ void write_array_npy(const fs::path& path, const HostArray& a) {
   prefix += '\0';
   prefix += static_cast<char>(header.size() & 0xff);
   prefix += static_cast<char>((header.size() >> 8) & 0xff);
+  std::string out = prefix + header;
+  out.append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  return out;
+}
 
+std::string encode_array_npz(const std::vector<std::pair<std::string, HostArray>>& arrays) {
+  // A zip of stored (uncompressed) members NAME.npy, as np.savez writes: local headers, the
+  // central directory, the end record. Sizes and offsets must fit 32 bits (no zip64).
+  auto put16 = [](std::string& o, uint32_t v) {
+    o += static_cast<char>(v & 0xff);
+    o += static_cast<char>((v >> 8) & 0xff);
+  };
+  auto put32 = [&](std::string& o, uint32_t v) {
+    put16(o, v & 0xffff);
+    put16(o, v >> 16);
+  };
+  if (arrays.size() > 0xfffe) throw RuntimeError("a .npz holds at most 65534 arrays");
+  std::string zip;
+  std::string central;
+  for (const auto& [name, a] : arrays) {
+    const std::string member = name + ".npy";
+    const std::string data = encode_array_npy(a);
+    if (data.size() >= 0xffffffffULL ||
+        zip.size() >= 0xffffffffULL - data.size() - 30 - member.size())
+      throw RuntimeError("a .npz above 4 GiB is not written (zip64)");
+    const auto crc = static_cast<uint32_t>(
+        crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+    const auto offset = static_cast<uint32_t>(zip.size());
+    const auto size = static_cast<uint32_t>(data.size());
+    const auto name_len = static_cast<uint32_t>(member.size());
+    // Local file header: version 2.0, no flags, stored, no time (1980-01-01), crc, sizes, name.
+    put32(zip, 0x04034b50);
+    put16(zip, 20);
+    put16(zip, 0);
+    put16(zip, 0);
+    put16(zip, 0);
+    put16(zip, 0x21);
+    put32(zip, crc);
+    put32(zip, size);
+    put32(zip, size);
+    put16(zip, name_len);
+    put16(zip, 0);
+    zip += member;
+    zip += data;
+    put32(central, 0x02014b50);
+    put16(central, 20);
+    put16(central, 20);
+    put16(central, 0);
+    put16(central, 0);
+    put16(central, 0);
+    put16(central, 0x21);
+    put32(central, crc);
+    put32(central, size);
+    put32(central, size);
+    put16(central, name_len);
+    put16(central, 0);  // extra
+    put16(central, 0);  // comment
+    put16(central, 0);  // disk
+    put16(central, 0);  // internal attributes
+    put32(central, 0);  // external attributes
+    put32(central, offset);
+    central += member;
+  }
+  const auto cd_offset = static_cast<uint32_t>(zip.size());
+  zip += central;
+  put32(zip, 0x06054b50);
+  put16(zip, 0);
+  put16(zip, 0);
+  put16(zip, static_cast<uint32_t>(arrays.size()));
+  put16(zip, static_cast<uint32_t>(arrays.size()));
+  put32(zip, static_cast<uint32_t>(central.size()));
+  put32(zip, cd_offset);
+  put16(zip, 0);
+  return zip;
+}
+
+void write_array_npy(const fs::path& path, const HostArray& a) {
+  const std::string bytes = encode_array_npy(a);
   fs::path tmp = path;
   tmp += ".tmp" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char*>(a.bytes.data()),
-              static_cast<std::streamsize>(a.bytes.size()));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {
       out.close();
@@ -614,23 +689,36 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
 HostArray parse_npy(const uint8_t* data, size_t size, const std::string& name) {
   NpyHeader h = parse_npy_header(data, size, name);
   const size_t pos = h.data_offset;
-  HostArray a = HostArray::make(h.dtype, std::move(h.shape));
-  if (size - pos != a.bytes.size()) {
-    throw DatasetError(name + ": not a readable .npy array: expected " +
-                       std::to_string(a.bytes.size()) + " data bytes for " + a.type_str() +
-                       ", found " + std::to_string(size - pos));
+  // The header's size against the bytes there, before anything is allocated (checked
+  // arithmetic: a header may claim any shape).
+  std::optional<uint64_t> bytes_needed = data_type_size(h.dtype);
+  for (const int64_t d : h.shape) {
+    if (bytes_needed) bytes_needed = checked_mul<uint64_t>(*bytes_needed, static_cast<uint64_t>(d));
   }
+  const bool overflow = !bytes_needed;
+  const uint64_t want = bytes_needed.value_or(0);
+  if (overflow || want != size - pos) {
+    HostArray shape_only;
+    shape_only.dtype = h.dtype;
+    shape_only.shape = h.shape;
+    throw DatasetError(name + ": not a readable .npy array: expected " +
+                       (overflow ? std::string("more than 2^64") : std::to_string(want)) +
+                       " data bytes for " + shape_only.type_str() + ", found " +
+                       std::to_string(size - pos));
+  }
+  HostArray a = HostArray::make(h.dtype, std::move(h.shape));
   if (!a.bytes.empty()) std::memcpy(a.bytes.data(), data + pos, a.bytes.size());
   return a;
 }
 
-// The arrays of a .npz (a zip of .npy members, stored or deflated), in the archive's order.
-std::vector<std::pair<std::string, HostArray>> read_npz(const fs::path& path,
-                                                        const std::string& what) {
-  const std::vector<uint8_t> zip = read_whole_file(path, what);
-  const std::string name = path.string();
+// The arrays of a .npz (a zip of .npy members, stored or deflated), in the archive's order;
+// `name` starts every message.
+std::vector<std::pair<std::string, HostArray>> parse_npz(std::span<const uint8_t> zip,
+                                                         const std::string& name,
+                                                         size_t max_bytes) {
+  size_t total = 0;  // the members' uncompressed bytes so far
   auto bad = [&](const std::string& why) -> DatasetError {
-    return DatasetError(what + ": " + name + " is not a readable .npz archive: " + why);
+    return DatasetError(name + " is not a readable .npz archive: " + why);
   };
   // The end-of-central-directory record: 22 bytes plus a comment of up to 64 KiB, at the end.
   if (zip.size() < 22) throw bad("too short (" + std::to_string(zip.size()) + " bytes)");
@@ -674,6 +762,12 @@ std::vector<std::pair<std::string, HostArray>> read_npz(const fs::path& path,
       throw bad(member + ": expected " + std::to_string(csize) + " compressed bytes, found " +
                 std::to_string(data_at > zip.size() ? 0 : zip.size() - data_at));
     }
+    // Checked before anything is allocated or inflated: a small archive may claim a huge member.
+    if (usize > max_bytes - total) {
+      throw bad(member + ": " + std::to_string(usize) + " bytes uncompressed, above the " +
+                std::to_string(max_bytes) + " allowed");
+    }
+    total += usize;
     std::vector<uint8_t> raw;
     const uint8_t* bytes = zip.data() + data_at;
     size_t nbytes = csize;
@@ -700,11 +794,17 @@ std::vector<std::pair<std::string, HostArray>> read_npz(const fs::path& path,
                 " (only stored and deflated members are read)");
     }
     if (member.ends_with(".npy")) member.resize(member.size() - 4);
-    std::string label = what;
-    label.append(": ").append(name).append(" member ").append(member);
+    std::string label = name;
+    label.append(" member ").append(member);
     out.emplace_back(member, parse_npy(bytes, nbytes, label));
   }
   return out;
+}
+
+std::vector<std::pair<std::string, HostArray>> read_npz(const fs::path& path,
+                                                        const std::string& what) {
+  const std::vector<uint8_t> zip = read_whole_file(path, what);
+  return parse_npz(zip, what + ": " + path.string(), max_tensor_bytes());
 }
 
 // ---- Image decoding -----------------------------------------------------------------------------
@@ -2055,6 +2155,13 @@ std::optional<int64_t> DatasetReader::batches_per_epoch() const { return impl_->
 
 HostArray parse_array_npy(std::string_view bytes, const std::string& name) {
   return parse_npy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
+}
+
+std::vector<std::pair<std::string, HostArray>> parse_array_npz(std::string_view bytes,
+                                                               const std::string& name,
+                                                               size_t max_bytes) {
+  return parse_npz({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, name,
+                   max_bytes == 0 ? max_tensor_bytes() : max_bytes);
 }
 
 }  // namespace graphcore::runtime
