@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "git.h"  // run_process
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -92,8 +94,51 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
-PowerSensor find_power_sensor(const std::filesystem::path& sysfs) {
+std::optional<double> parse_npu_smi_power(const std::string& text, std::string* field) {
+  std::optional<double> card;
+  std::optional<double> chip;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back())) != 0)
+      key.pop_back();
+    key.erase(0, key.find_first_not_of(" \t"));
+    std::istringstream value(line.substr(colon + 1));
+    double w = -1;
+    if (!(value >> w) || !std::isfinite(w) || w < 0) continue;
+    if (key == "Power Dissipation(W)" && !card) card = w;
+    if (key == "NPU Real-time Power(W)" && !chip) chip = w;
+  }
+  if (field != nullptr) {
+    *field = card ? "Power Dissipation(W), the whole card" : chip ? "NPU Real-time Power(W)" : "";
+  }
+  return card ? card : chip;
+}
+
+namespace {
+
+// `npu-smi info -t power -i 0`'s reading, within two seconds; nothing when it does not run,
+// fails or prints no reading.
+std::optional<double> read_npu_smi(const std::string& npu_smi, std::string* field = nullptr) {
+  const auto r = cellscope::server::run_process({npu_smi, "info", "-t", "power", "-i", "0"}, {},
+                                                std::chrono::seconds(2), 1U << 16U);
+  if (r.exit_code != 0) return std::nullopt;
+  return parse_npu_smi_power(r.out, field);
+}
+
+}  // namespace
+
+PowerSensor find_power_sensor(const std::filesystem::path& sysfs, const std::string& npu_smi) {
   PowerSensor s;
+  std::string field;
+  if (!npu_smi.empty() && read_npu_smi(npu_smi, &field)) {
+    s.kind = PowerSensor::Kind::NpuSmi;
+    s.npu_smi = npu_smi;
+    s.source = "npu-smi NPU 0 " + field;
+    return s;
+  }
   const auto rapl = sysfs / "class" / "powercap" / "intel-rapl:0" / "energy_uj";
   if (read_u64(rapl)) {
     s.kind = PowerSensor::Kind::Rapl;
@@ -119,8 +164,8 @@ PowerSensor find_power_sensor(const std::filesystem::path& sysfs) {
   return s;
 }
 
-Telemetry::Telemetry(const std::filesystem::path& sysfs)
-    : last_(Clock::now()), last_cpu_s_(cpu_seconds()), power_(find_power_sensor(sysfs)) {
+Telemetry::Telemetry(const std::filesystem::path& sysfs, const std::string& npu_smi)
+    : last_(Clock::now()), last_cpu_s_(cpu_seconds()), power_(find_power_sensor(sysfs, npu_smi)) {
   if (power_.kind == PowerSensor::Kind::Rapl) last_energy_uj_ = read_u64(power_.file);
 }
 
@@ -133,6 +178,10 @@ void Telemetry::record(double latency_ms) {
 }
 
 Json Telemetry::sample() {
+  // npu-smi runs outside the lock: record() (on the inference path) never waits for it.
+  // power_ is set once, at construction.
+  std::optional<double> npu_w;
+  if (power_.kind == PowerSensor::Kind::NpuSmi) npu_w = read_npu_smi(power_.npu_smi);
   const std::lock_guard lock(mu_);
   const auto now = Clock::now();
   while (!runs_.empty() && now - runs_.front().first > kWindow) runs_.pop_front();
@@ -165,6 +214,12 @@ Json Telemetry::sample() {
       j["power_source"] = power_.source;
     }
     last_energy_uj_ = e;
+  } else if (power_.kind == PowerSensor::Kind::NpuSmi) {
+    // The card's own reading, as npu-smi prints it (watts).
+    if (npu_w) {
+      j["power_w"] = *npu_w;
+      j["power_source"] = power_.source;
+    }
   } else if (power_.kind == PowerSensor::Kind::Hwmon) {
     // Microwatts, the sensor's own reading (instantaneous or its averaging window).
     if (const auto uw = read_u64(power_.file)) {

@@ -44,7 +44,7 @@ export type DeviceEvent = typeof DEVICE_EVENTS[number];
 export interface DeviceMark { timeMs: number; label: DeviceEvent }
 
 /** What the chart says instead of a power axis when no sample measured the power. */
-export const POWER_NA_LINE = 'power: n/a (no RAPL or hwmon reading on the device)';
+export const POWER_NA_LINE = 'power: n/a (no npu-smi, RAPL or hwmon reading on the device)';
 
 /** The chart's data: x (seconds since the watch's first sample) and one column per series; null
  * where there is no value (a gap: power "n/a", latency without inferences). */

@@ -3,7 +3,7 @@
 // quality figures as text. Opens when the first sample arrives, collapses to its header line
 // (remembered, localStorage `cellscope-device`), closes until the next watch. Power the device
 // cannot measure is a gap labelled "n/a", never a 0; when no sample measured it, the chart has
-// no power series or axis but one line "power: n/a (no RAPL or hwmon reading on the device)". Where the
+// no power series or axis but one line "power: n/a (no npu-smi, RAPL or hwmon reading on the device)". Where the
 // deployment stopped, was rolled back or lost its agent, a dashed vertical mark with its word.
 import uPlot from 'uplot';
 

@@ -92,7 +92,7 @@ test('power never measured: the chart data says so, the line is the one the dock
   const m = new DeviceModel();
   m.apply({ reset: true, samples: [sample(1), sample(2)] });
   assert.equal(m.powerNA(), true);
-  assert.equal(POWER_NA_LINE, 'power: n/a (no RAPL or hwmon reading on the device)');
+  assert.equal(POWER_NA_LINE, 'power: n/a (no npu-smi, RAPL or hwmon reading on the device)');
   m.apply({ samples: [sample(3, { powerW: 0 })] });
   assert.equal(m.powerNA(), false, 'a measured 0 W is a measurement');
   assert.deepEqual(m.chartData().power, [null, null, 0]);

@@ -42,8 +42,8 @@ test('the Device chart: a point per telemetry sample, power n/a as a gap labelle
   // No sample measured the power: no power series or axis, one line that says so.
   assert.deepEqual(d.series, ['t (s)', 'FPS', 'p50 ms', 'p99 ms', 'RSS MB']);
   assert.deepEqual(d.axes, ['', 'FPS', 'latency ms', 'RSS MB']);
-  assert.equal(d.powerLine, 'power: n/a (no RAPL or hwmon reading on the device)');
-  assert.equal(await page.locator('.device-power-na').innerText(), 'power: n/a (no RAPL or hwmon reading on the device)');
+  assert.equal(d.powerLine, 'power: n/a (no npu-smi, RAPL or hwmon reading on the device)');
+  assert.equal(await page.locator('.device-power-na').innerText(), 'power: n/a (no npu-smi, RAPL or hwmon reading on the device)');
   assert.equal(d.data[0].length, N, 'N points after N samples');
   assert.deepEqual(d.data[0], [0, 1, 2, 3, 4, 5]);
   assert.deepEqual(d.data[1], [101, 102, 103, 104, 105, 106]);
