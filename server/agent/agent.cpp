@@ -336,12 +336,23 @@ class Agent {
                   {"python", python_},
                   {"available", nullptr},
                   {"reason", "detecting"}};
+    lite_ = {{"name", "mindspore-lite"},
+             {"python", python_},
+             {"available", nullptr},
+             {"serving", false},
+             {"reason", "detecting"}};
     std::thread([this] {
       Json found = detect_mindspore(python_, std::chrono::seconds(120));
       found["precisions"] = Json::array({"fp32"});
       spdlog::info("backend mindspore: {}", found.dump());
+      {
+        const std::lock_guard lock(mu_);
+        mindspore_ = std::move(found);
+      }
+      Json lite = detect_mindspore_lite(python_, std::chrono::seconds(120));
+      spdlog::info("backend mindspore-lite: {}", lite.dump());
       const std::lock_guard lock(mu_);
-      mindspore_ = std::move(found);
+      lite_ = std::move(lite);
     }).detach();
   }
 
@@ -416,6 +427,7 @@ class Agent {
                                          {"threads", threads_}}})}};
     const std::lock_guard lock(mu_);
     j["backends"].push_back(mindspore_);
+    j["backends"].push_back(lite_);
     j["backend"] = model_ ? Json(model_->summary().value("backend", "")) : Json(nullptr);
     auto cur = store_.current();
     auto prev = store_.previous();
@@ -782,6 +794,7 @@ class Agent {
   std::string python_;
   int threads_ = 1;
   Json mindspore_;  // the mindspore backend's detection
+  Json lite_;       // MindSpore Lite's: reported, not served through
 };
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;

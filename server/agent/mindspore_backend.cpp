@@ -142,6 +142,26 @@ Json detect_mindspore(const std::string& python, std::chrono::seconds timeout) {
   return j;
 }
 
+Json detect_mindspore_lite(const std::string& python, std::chrono::seconds timeout) {
+  Json j = {
+      {"name", "mindspore-lite"}, {"python", python}, {"available", false}, {"serving", false}};
+  const server::ProcessResult r = server::run_process(
+      {python, "-c", "import mindspore_lite; print(mindspore_lite.__version__)"}, {}, timeout,
+      4096);
+  const std::string version = r.out.substr(0, r.out.find('\n'));
+  if (r.exit_code == 0 && !version.empty()) {
+    j["available"] = true;
+    j["version"] = version;
+    j["reason"] =
+        "MindSpore Lite is installed, but the agent does not serve through it yet: bundles run "
+        "on cellscope-cpu or mindspore";
+  } else {
+    j["reason"] = !r.spawn_error.empty() ? "cannot start " + python + ": " + r.spawn_error
+                                         : python + " cannot import mindspore_lite";
+  }
+  return j;
+}
+
 MindSporeWorker::MindSporeWorker(const std::string& python, const std::filesystem::path& model) {
   const Spawned s = spawn({python, "-u", "-c", kWorkerScript, model.string()});
   pid_ = s.pid;

@@ -18,6 +18,11 @@ namespace cellscope::agent {
 // imports mindspore (run once, up to `timeout`).
 nlohmann::json detect_mindspore(const std::string& python, std::chrono::seconds timeout);
 
+// {"name": "mindspore-lite", "available": bool, "serving": false, "python", "version" | "reason"}:
+// whether `python` imports MindSpore Lite (mindspore_lite). Reported so the user sees it was
+// found; the agent does not serve through it (docs/deploy.md, Backends).
+nlohmann::json detect_mindspore_lite(const std::string& python, std::chrono::seconds timeout);
+
 class MindSporeWorker {
  public:
   // Starts `python` on the model and waits for it to load (throws std::runtime_error with the

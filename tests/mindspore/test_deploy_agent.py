@@ -97,6 +97,17 @@ def mindspore_backend(port):
     raise AssertionError("the agent did not finish detecting mindspore")
 
 
+def lite_backend(port):
+    """/v1/info's mindspore-lite entry once detected (after mindspore's)."""
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        b = {x["name"]: x for x in call(port, "GET", "/v1/info")["backends"]}["mindspore-lite"]
+        if b["available"] is not None:
+            return b
+        time.sleep(0.5)
+    raise AssertionError("the agent did not finish detecting mindspore_lite")
+
+
 def mindspore_run(model, x):
     graph = ms.load(str(model))
     return nn.GraphCell(graph)(ms.Tensor(x)).asnumpy()
@@ -137,6 +148,17 @@ def test_mindspore_backend_on_the_device(agent, tmp_path):
     b = mindspore_backend(agent)
     assert b["available"] is True, b
     assert b["version"] == ms.__version__
+    # MindSpore Lite: detected and reported, never served through. Its wheel is not on the
+    # index this machine reaches, so here it is reported missing, with the reason.
+    try:
+        import mindspore_lite  # noqa: F401
+        has_lite = True
+    except ImportError:
+        has_lite = False
+    lite = lite_backend(agent)
+    assert lite["serving"] is False and lite["available"] is has_lite, lite
+    assert ("does not serve through it" if has_lite else "cannot import mindspore_lite") \
+        in lite["reason"], lite
     ms.set_seed(11)
     module = gt.load_module(str(gt.REPO_ROOT / "tests" / "deploy" / "models.py"))
     net = module.Small()
