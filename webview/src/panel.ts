@@ -3,7 +3,7 @@
 // kernels), Fusion · Memory (the optimization layer's facts) and Debug (the paused node's live
 // statistics); the Cell summary when nothing is selected, with the same tabs; the list of a
 // multi-selection (the search's "select all matches"). Copy buttons (copy.ts) on every value.
-import type { AttrValue, Cell, DebugFocus, FailedCall, FusionDecision, HardwareKernel, OptimizedNode, Range, Tensor } from './protocol';
+import type { AttrValue, Cell, DebugFocus, Estimate, FailedCall, FusionDecision, HardwareKernel, OptimizedNode, Range, Tensor } from './protocol';
 import { FAILED_PREFIX, edgeLabel, outputBytes, type Layer, type VNode } from './model';
 import { dimText, escapeHtml as h, flopsText, fmtBytes, fmtNum, rangeText, tensorBytes, tensorText, shapeText } from './format';
 import { layerState } from './failures';
@@ -64,6 +64,28 @@ function inputsForm(cell: Cell): string {
     `<button type="submit" title="Analyse the graph with these input shapes">Apply</button>` +
     `<button type="button" class="inputs-reset" title="Back to the input shapes of the settings (mindspore_config.json / cellscope.inputs)">Settings</button>` +
     `<button type="button" class="inputs-save" title="Write these input shapes to the workspace's mindspore_config.json (VS Code asks first)">Save</button></form>`;
+}
+
+// The hardware estimate's parallel rows (empty for a single-device job): the communication one
+// device sends and its time on the interconnect (or why there is none), the pipeline's bubble
+// and step, and each stage's compute and communication time.
+export function parallelEstimateRows(e: Estimate): [string, string][] {
+  const rows: [string, string][] = [];
+  const bytes = e.commBytes ?? 0;
+  if (bytes > 0) {
+    rows.push(['communication', e.commTimed
+      ? `${fmtNum(e.commMs ?? 0)} ms · ${fmtBytes(bytes)} sent per device`
+      : `${fmtBytes(bytes)} sent per device (no interconnect figure: time not estimated)`]);
+  }
+  const p = e.pipelineStages ?? 0;
+  if (p > 1) {
+    rows.push(['pipeline', `${p} stages × ${e.microBatches ?? 0} micro-batches: bubble ${((e.bubbleFraction ?? 0) * 100).toFixed(1)} %, step ${fmtNum(e.pipelineStepMs ?? 0)} ms`]);
+    for (const st of e.stages ?? []) {
+      const comm = st.commMs ? ` + ${fmtNum(st.commMs)} ms communication` : '';
+      rows.push([`stage ${st.stage ?? 0}`, `${fmtNum(st.computeMs ?? 0)} ms compute${comm}`]);
+    }
+  }
+  return rows;
 }
 
 function section(title: string, body: string, open = true): string {
@@ -577,6 +599,7 @@ export function renderCellSummary(cell: Cell, layer: Layer, opts: SummaryOptions
     ];
     rows.push(row(ascend ? 'cube utilization' : 'FMA utilization', `${((e.cubeUtilization ?? 0) * 100).toFixed(1)} %`));
     rows.push(row(`${voc.memory} traffic`, fmtBytes(e.gmBytes ?? 0)), row('kernels', String(hw.kernels ?? 0)));
+    for (const [k, v] of parallelEstimateRows(e)) rows.push(row(k, v));
     cost.push(section(hst.kind === 'partial' ? 'Hardware estimate (partial)' : 'Hardware estimate',
       (hst.kind === 'partial' ? partial(hst.short) : '') + `<table class="kv">${rows.join('')}</table>` +
       (hw.statement ? `<p class="muted small">${h(hw.statement)}</p>` : '') +

@@ -192,6 +192,21 @@ export interface Estimate {
   weightBytes?: number;
   notes?: string[];
   cpuMs?: number;
+  // Parallel jobs (graph.proto Estimate 21-28; docs/parallel.md "Communication and its cost").
+  commMs?: number;
+  commBytes?: number;
+  commTimed?: boolean;
+  pipelineStages?: number;
+  microBatches?: number;
+  bubbleFraction?: number;
+  pipelineStepMs?: number;
+  stages?: StageEstimate[];
+}
+
+export interface StageEstimate {
+  stage?: number;
+  computeMs?: number;
+  commMs?: number;
 }
 
 export interface HardwareTarget {

@@ -8,6 +8,7 @@ import {
 } from '../src/parallel';
 import type { Cell, Node, ParallelSummary, Sharding } from '../src/protocol';
 import { node } from './fixtures';
+import { parallelEstimateRows } from '../src/panel';
 
 // The shape of what protocol/document.cpp sends for tests/parallel/cases/matmul_valid.py (a MatMul
 // ((2, 4), (4, 1)) on 8 devices: x 16×64 -> 8×16, w 64×32 -> 16×32, output 16×32 -> 8×32, an
@@ -149,4 +150,18 @@ test('the tooltip lines of a sharded node: strategy, both shapes per input and o
     'AllReduce over 4 devices: partial sums of the contracted dimension',
   ]);
   assert.deepEqual(shardingLines(g.byId.get('relu')!), []);
+});
+
+test('the hardware panel gives the communication and the pipeline of a parallel estimate', () => {
+  assert.deepEqual(parallelEstimateRows({ latencyMs: 1 }), []);
+  const timed = parallelEstimateRows({ commBytes: 1536, commMs: 0.0512, commTimed: true });
+  assert.equal(timed.length, 1);
+  assert.match(timed[0][1], /^0\.0512 ms · 1\.5 KiB sent per device$/);
+  const untimed = parallelEstimateRows({ commBytes: 3072, commTimed: false, pipelineStages: 4, microBatches: 4,
+    bubbleFraction: 3 / 7, pipelineStepMs: 1.75, stages: [{ stage: 0, computeMs: 0.5 }, { stage: 1, computeMs: 0.75, commMs: 0.01 }] });
+  assert.match(untimed[0][1], /time not estimated/);
+  assert.equal(untimed[1][0], 'pipeline');
+  assert.match(untimed[1][1], /^4 stages × 4 micro-batches: bubble 42\.9 %, step 1\.75 ms$/);
+  assert.deepEqual(untimed.slice(2).map((r) => r[0]), ['stage 0', 'stage 1']);
+  assert.match(untimed[3][1], /^0\.750 ms compute \+ 0\.0100 ms communication$/);
 });
