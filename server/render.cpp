@@ -593,7 +593,9 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
   if (e.comm_bytes() > 0 || cell.optimized().comms() > 0) {
     out << "    comm         " << cell.optimized().comms() << " nodes, "
         << bytes_string(e.comm_bytes()) << " sent per device, "
-        << (e.comm_timed() ? fixed(e.comm_ms(), 3) + " ms on the interconnect"
+        << (e.comm_timed() ? (e.comm_ms() < 0.1 ? fixed(e.comm_ms() * 1e3, 3) + " us"
+                                                : fixed(e.comm_ms(), 3) + " ms") +
+                                 " on the interconnect"
                            : "no interconnect figure for " + hw.target() + ": time not estimated")
         << "\n";
   }

@@ -586,6 +586,24 @@ TEST(CommPass, SingleDeviceOptimizedLayerIsUnchanged) {
     for (const PassRecord& p : a.passes) EXPECT_NE(p.name, "comm");
     EXPECT_TRUE(comm_nodes(a).empty());
   }
+  // mindspore_config.json's device_num does not make a stand-alone script a parallel job (the
+  // mode is MindSpore's default): no comm pass, and no parallel note in the estimate.
+  r.parallel.device_num = 8;
+  r.parallel.device_num_from = "mindspore_config.json";
+  ASSERT_EQ(r.parallel.parallel_mode, "stand_alone");
+  OptimizeOptions oo;
+  oo.target = "ascend910";
+  oo.parallel = &r.parallel;
+  const OptimizedGraph g = optimize(r.cells[0], oo);
+  for (const PassRecord& p : g.passes) EXPECT_NE(p.name, "comm");
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  ho.parallel = &r.parallel;
+  const HardwareGraph hw = estimate_hardware(r.cells[0], g, ho);
+  for (const std::string& n : hw.estimate.notes)
+    EXPECT_EQ(n.find("parallel"), std::string::npos) << n;
+  EXPECT_EQ(hw.estimate.comm_bytes, 0);
+  EXPECT_EQ(hw.estimate.pipeline_stages, 0U);
   fs::remove_all(dir);
 }
 

@@ -90,7 +90,10 @@ OptNode comm_node(std::string id, std::string op, ValueRef from, const Optimized
 }  // namespace
 
 void run_comm(PassContext& ctx) {
-  if (ctx.parallel == nullptr || ctx.parallel->device_num <= 1) return;
+  // MindSpore's default mode, stand_alone, runs no parallel job whatever device_num says.
+  if (ctx.parallel == nullptr || ctx.parallel->device_num <= 1 ||
+      ctx.parallel->parallel_mode == "stand_alone")
+    return;
   OptimizedGraph& g = ctx.g;
   const Graph& sem = ctx.semantic();
   const size_t n = g.nodes.size();
