@@ -771,8 +771,10 @@ GraphDocument graph_document(const graphcore::AnalysisResult& result, PositionMa
   for (const auto& t : result.training)
     *doc.add_training() = training_plan(t, positions, include_nodes);
   const graphcore::ParallelContext& par = result.parallel;
+  // A stand-alone script is no parallel job, whatever device count mindspore_config.json gives
+  // (the view would offer a rank picker for it).
   if (par.parallel_mode != "stand_alone" || par.wrapper || par.pipeline_stages > 1 ||
-      par.micro_size > 0 || par.device_num > 1)
+      par.micro_size > 0)
     *doc.mutable_parallel() = parallel_summary(par);
   if (result.imported) {
     ImportedModel* m = doc.mutable_imported();

@@ -140,6 +140,23 @@ TEST(ParallelDocument, StandAloneProgramHasNoSummary) {
   EXPECT_EQ(mm->sharding().strategy_size(), 2);
 }
 
+TEST(ParallelDocument, ConfiguredDeviceCountDoesNotMakeAStandAloneJob) {
+  // mindspore_config.json's device_num (AnalysisOptions::device_num) with no parallel mode in the
+  // script: no summary, so the view offers no rank picker.
+  const fs::path file = kCases / "matmul_valid.py";
+  std::string text = read(file);
+  const std::string call =
+      "ms.set_auto_parallel_context(parallel_mode=\"semi_auto_parallel\", device_num=8)";
+  ASSERT_NE(text.find(call), std::string::npos);
+  text.replace(text.find(call), call.size(), "pass");
+  graphcore::MemorySourceProvider src(file.string(), text);
+  graphcore::AnalysisOptions opts;
+  opts.device_num = 8;
+  const protocol::GraphDocument doc =
+      build_graph_document(file, opts, layer("semantic"), src).document;
+  EXPECT_FALSE(doc.has_parallel());
+}
+
 TEST(ParallelDocument, StrategyEditIsADeltaUpsert) {
   const fs::path file = kCases / "matmul_valid.py";
   const std::string text = read(file);
