@@ -10,7 +10,7 @@ class OpsNet10(nn.Cell):
     """The patterns of mindcv's edgenext, coat and crossvit that kept them from exporting: a
     ParameterTuple of named Parameters (crossvit's cls_token.i), numpy float64 constants
     (`Tensor(np.zeros(...)).astype(ms.bool_)` then `~` and cumsum with a dtype; `Tensor(np.ones(...))` read for
-    its shape by expand_as) and ops.L2Normalize built in construct (edgenext's XCA)."""
+    its shape by expand_as), None indexes and ops.L2Normalize built in construct (edgenext's XCA)."""
 
     def __init__(self):
         super().__init__()
@@ -27,6 +27,11 @@ class OpsNet10(nn.Cell):
         # a bool cumsum with a dtype: a Cast before the CumSum in the file, as MindSpore's
         y_embed = not_mask.cumsum(1, dtype=ms.float32)
         x_embed = not_mask.cumsum(2, dtype=ms.float32)
+        # None indexes (edgenext's `x_embed[:, :, :, None]`): ExpandDims, then the StridedSlice
+        # over the expanded rank, in the file, as mindspore.export writes them
+        px = x_embed[:, :, :, None] * 0.5
+        py = y_embed[:, None, :, 1:]
+        x_embed = x_embed + px.sum(-1) + py.sum(1).sum(-1, keepdims=True)
         pos = ops.expand_dims(y_embed / (y_embed[:, -1:, :] + 1e-6) + x_embed, 1)
         f = self.conv(x) + pos
         t = ops.transpose(ops.reshape(f, (B, C * 0 + 8, H * W)), (0, 2, 1))

@@ -282,7 +282,11 @@ class Writer {
         continue;
       }
       try {
-        write_node(i, node);
+        if (std::optional<Node> sliced = expand_new_axes(node)) {
+          write_node(i, *sliced);
+        } else {
+          write_node(i, node);
+        }
       } catch (const Refusal& r) {
         refused_[i] = true;
         Diagnostic d;
@@ -861,6 +865,8 @@ class Writer {
       return;
     }
     operands_ = operands(node);
+    if (expanded_input_ && !operands_.empty()) operands_[0] = *expanded_input_;
+    expanded_input_.reset();
     if (node.op == "CumSum") cast_cumsum_input(node);
     if (m.inference_identity) {
       names_[index] = {operand(0)};
@@ -1337,6 +1343,71 @@ class Writer {
     return (start == 1 || start == 1 - rank) && (end == -1 || end == rank - 1);
   }
 
+  // `x[:, :, None]` (a StridedSlice with new_axis_mask and no ellipsis) as mindspore.export writes
+  // a None index (measured 2026-12-07, MindSpore 2.10: ExpandDims, then a StridedSlice over the
+  // expanded rank): one ExpandDims per new axis, in order, then the slice with each new axis
+  // taken whole and no new_axis_mask (MindSpore's load refuses a begin longer than the input's
+  // rank). Returns the node to write in its place (its input: the last ExpandDims); nothing when
+  // `node` has no new axis, or an ellipsis too (refused by the row as before).
+  std::optional<Node> expand_new_axes(const Node& node) {
+    if (node.op != "StridedSlice" || node.kind != NodeKind::Op || node.inputs.empty())
+      return std::nullopt;
+    auto mask = [&](std::string_view name) -> int64_t {
+      auto v = as_ints(node.find_attr(name));
+      return v && v->size() == 1 ? v->front() : 0;
+    };
+    const int64_t new_axes = mask("new_axis_mask");
+    if (new_axes == 0 || mask("ellipsis_mask") != 0) return std::nullopt;
+    auto begin = as_ints(node.find_attr("begin"));
+    auto end = as_ints(node.find_attr("end"));
+    auto strides = as_ints(node.find_attr("strides"));
+    if (!begin || !end || !strides || begin->size() != end->size() ||
+        begin->size() != strides->size() || begin->size() > 62) {
+      return std::nullopt;
+    }
+    std::vector<std::string> ops = operands(node);
+    if (ops.empty()) return std::nullopt;
+    std::vector<int64_t> dims = input_dims(node, 0);
+    const ValueRef in = node.inputs[0];
+    const DType dtype = report_.graph.nodes.at(in.node).outputs.at(in.output).dtype;
+    std::string value = ops[0];
+    int64_t begin_mask = mask("begin_mask");
+    int64_t end_mask = mask("end_mask");
+    for (size_t i = 0; i < begin->size(); ++i) {
+      const int64_t bit = int64_t{1} << i;
+      if ((new_axes & bit) == 0) continue;
+      if (i > dims.size()) return std::nullopt;  // a new axis past the end: not this form
+      dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(i), 1);
+      pb::Attribute axis;
+      set_int(&axis, static_cast<int64_t>(i));
+      value = function_node(node, "ExpandDims", {value, constant(std::move(axis))},
+                            TensorType{Shape::of(dims), dtype});
+      (*begin)[i] = 0;
+      (*end)[i] = 1;
+      (*strides)[i] = 1;
+      begin_mask &= ~bit;
+      end_mask &= ~bit;
+    }
+    Node sliced = node;
+    auto set = [&](const std::string& name, AttrValue v) {
+      for (Attr& a : sliced.attrs) {
+        if (a.name == name) {
+          a.value = std::move(v);
+          return;
+        }
+      }
+      sliced.attrs.push_back(Attr{name, std::move(v)});
+    };
+    set("begin", *begin);
+    set("end", *end);
+    set("strides", *strides);
+    set("begin_mask", begin_mask);
+    set("end_mask", end_mask);
+    set("new_axis_mask", int64_t{0});
+    expanded_input_ = value;
+    return sliced;
+  }
+
   // ops.cumsum(x, axis, dtype) / Tensor.cumsum(dim, dtype=) with another dtype: MindSpore casts
   // x to `dtype` first (measured on edgenext's `not_mask.cumsum(1, dtype=ms.float32)`: its file
   // casts the bool mask to int32, CumSum, then Cast float32, as its CPU CumSum takes no bool).
@@ -1533,6 +1604,8 @@ class Writer {
   std::map<std::string, std::string> primitive_keys_;
   std::map<std::string, std::string> constants_;
   std::map<std::string, std::string> expanded_;  // value -> its ExpandDims(., 2) (Pool3DForms)
+  // expand_new_axes: the ExpandDims chain the next node written reads instead of its input 0.
+  std::optional<std::string> expanded_input_;
   int64_t uid_ = 0;
 };
 

@@ -124,8 +124,9 @@ constexpr MindirArg kMindirStridedSliceArgs[] = {
     {"new_axis_mask", MindirValue::Int, "new_axis_mask", 0},
     {"shrink_axis_mask", MindirValue::Int, "shrink_axis_mask", 0},
     // `x[:, :, :, None]`: MindSpore 2.10's StridedSlice refuses a begin longer than the input's
-    // rank when the file is loaded (measured on edgenext's positional encoding), so a new axis
-    // is refused here until it is written as MindSpore writes it.
+    // rank when the file is loaded (measured on edgenext's positional encoding). The exporter
+    // writes a new axis as MindSpore does (ExpandDims first, export/mindir.cpp
+    // expand_new_axes); one left here (with an ellipsis) is refused.
     {"new_axis_mask", MindirValue::Require, "new_axis_mask", 0}};
 constexpr MindirDef kMindirStridedSlice{"StridedSlice", MindirKind::Function,
                                         kMindirStridedSliceArgs};
