@@ -205,6 +205,11 @@ void register_reductions(Registry& r) {
      {P("input"), P("dim", "None"), P("keepdim", "False"), KW("dtype", "None")},
      reduce_rule("ops.sum", "input", {{"dim"}, {"keepdim"}, {"dtype"}}, R::SumInt64),
      "sum over dim (integer inputs sum to int64)");
+  // ops.reduce_sum(x, axis=()): the older functional form; () sums every axis, no keep_dims, the
+  // dtype kept (int32 stays int32; measured with MindSpore 2.10).
+  fn(r, "ops.reduce_sum", "ReduceSum", {P("x"), P("axis", "()")},
+     reduce_rule("ops.reduce_sum", "x", {{"axis"}, {}, {}}, R::Keep),
+     "sum over axis (() sums every axis)");
   fn(r, "ops.prod", "ReduceProd",
      {P("input"), P("axis", "None"), P("keep_dims", "False"), P("dtype", "None")},
      reduce_rule("ops.prod", "input", {{"axis"}, {"keep_dims"}, {"dtype"}}, R::Keep),
