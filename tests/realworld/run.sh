@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The open real-world tier (issue: precision on real code). Three parts:
+# The open real-world tier (issue: precision on real code). Four parts:
 #   1. `cellscope check` on every model file of the libraries in libraries.txt, against the
 #      reviewed list expected-errors.txt (check_corpus.py);
 #   2. every registered mindcv factory built with `--entry`, against MindSpore 2.10's parameter
@@ -8,7 +8,9 @@
 #   2b. mindyolo's YOLOv8 built from a YAML config written here (mindyolo/yolov8n.yaml, named
 #      with --config), against MindSpore 2.10's figures in mindyolo-ground-truth.json;
 #   3. that recorded ground truth re-measured with MindSpore for a few factories in this run
-#      (the MindSpore venv of tests/mindspore/run.sh, plus requirements.txt here).
+#      (the MindSpore venv of tests/mindspore/run.sh, plus requirements.txt here);
+#   4. mindcv models exported to MindIR by Cellscope, loaded by MindSpore and compared with the
+#      runtime's output (export_check.py, in that venv).
 # Environment: CELLSCOPE_BIN (default build/cellscope), BUILD_DIR (default build),
 # CELLSCOPE_MS_VENV (default ~/.cache/cellscope/msvenv), CI.
 set -uo pipefail
@@ -85,4 +87,7 @@ for m in fresh:
 print(f"{len(fresh) - bad} passed, {bad} failed")
 sys.exit(1 if bad or not fresh else 0)
 PY
+
+echo "realworld: part 4, mindcv models exported by Cellscope, loaded by MindSpore"
+"$VENV/bin/python" "$HERE/export_check.py" --bin "$BIN" --run "$BUILD_DIR/bench/cellscope-run" || status=1
 exit $status

@@ -1,0 +1,72 @@
+"""Real-world tier, part 4: mindcv models exported by Cellscope load in MindSpore 2.10.
+
+For each (factory, input) below: `cellscope export <mindcv>/models/<file>.py --entry
+'<factory>()' --input <shape> --seed 3` writes a MindIR; `cellscope-run` of the same factory and
+seed writes its input and output (.npy); MindSpore (`mindspore.load` + `nn.GraphCell`, GRAPH_MODE,
+CPU) runs the file on that input and its output must equal the runtime's within RTOL of the
+largest output. Run with the MindSpore venv's python (mindcv installed there by part 3's
+requirements); --bin / --run name Cellscope's binaries.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+# mindcv models whose export is checked: edgenext_xx_small carries a None index (written as
+# ExpandDims + StridedSlice, as mindspore.export writes it), L2Normalize, a bool cumsum with a
+# dtype and float64 constants (docs/export.md).
+MODELS = [("edgenext", "edgenext_xx_small", "1,3,256,256")]
+RTOL = 1e-5
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--run", required=True)
+    args = ap.parse_args()
+    import mindcv  # noqa: F401  (installed by part 3)
+    import mindspore as ms
+    from mindspore import nn
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_device("CPU")
+    models_dir = Path(mindcv.__file__).resolve().parent / "models"
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for file, factory, shape in MODELS:
+            src = models_dir / (file + ".py")
+            out = Path(tmp) / factory
+            mindir = Path(tmp) / (factory + ".mindir")
+            exp = subprocess.run([args.bin, "export", str(src), "--entry", factory + "()",
+                                  "--input", shape, "--seed", "3", "-o", str(mindir)],
+                                 capture_output=True, text=True, timeout=600)
+            run = subprocess.run([args.run, str(src), "--entry", factory + "()", "--input-shape",
+                                  shape, "--seed", "3", "--out", str(out), "--output-npy",
+                                  str(out / "output.npy")],
+                                 capture_output=True, text=True, timeout=600)
+            if exp.returncode != 0 or run.returncode != 0:
+                print(f"  BAD: {factory}: export rc {exp.returncode}, run rc {run.returncode}\n"
+                      + exp.stderr[-2000:] + run.stderr[-2000:])
+                bad += 1
+                continue
+            x = np.load(out / "inputs" / "0.npy")
+            want = np.load(out / "output.npy")
+            got = nn.GraphCell(ms.load(str(mindir)))(ms.Tensor(x)).asnumpy()
+            diff = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+            scale = float(np.abs(want).max()) or 1.0
+            ok = diff <= RTOL * scale
+            print(f"  {'ok' if ok else 'BAD'}: {factory} exported ({mindir.stat().st_size} bytes), "
+                  f"MindSpore {got.shape} vs runtime {want.shape}: max abs diff {diff:.3g} "
+                  f"({diff / scale:.3g} of the largest output)")
+            bad += not ok
+    print(f"{len(MODELS) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
