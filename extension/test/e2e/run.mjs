@@ -30,7 +30,7 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { createE2E, here, repo, wait, until, runCommand } from './harness.mjs';
+import { createE2E, here, repo, wait, until, runCommand, quickOpen } from './harness.mjs';
 
 const e2e = createE2E({
   artifacts: join(here, 'artifacts'),
@@ -673,10 +673,7 @@ try {
     .then(() => check('Reveal selects the file in the Explorer', true))
     .catch((e) => check('Reveal selects the file in the Explorer', false, e.message));
   // Opening the exported .mindir shows it in the graph view (the cellscope.mindir custom editor).
-  await page.keyboard.press('Control+P');
-  await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
-  await page.keyboard.type('LeNet5.mindir');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'LeNet5.mindir' }).first().waitFor({ timeout: 10000 });
+  await quickOpen(page, 'LeNet5.mindir');
   const tm = Date.now();
   await page.keyboard.press('Enter');
   const modelView = await until('the graph view of LeNet5.mindir', async () => {
@@ -695,10 +692,7 @@ try {
   await shot('mindir-graph-view');
   await page.keyboard.press('Control+W');
   await palette('Notifications: Clear All Notifications');
-  await page.keyboard.press('Control+P');
-  await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
-  await page.keyboard.type('gate.py');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'gate.py' }).first().waitFor({ timeout: 10000 });
+  await quickOpen(page, 'gate.py');
   await page.keyboard.press('Enter');
   await until('gate.py the active editor', async () =>
     (await page.locator('.tabs-container .tab.active', { hasText: 'gate.py' }).count()) > 0, 10000);
