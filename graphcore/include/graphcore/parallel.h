@@ -79,6 +79,11 @@ struct ParallelContext {
   [[nodiscard]] bool sharding() const {
     return wrapper || parallel_mode == "semi_auto_parallel" || parallel_mode == "auto_parallel";
   }
+  // A job MindSpore runs on several devices: more than one device and not its default mode,
+  // stand_alone (a device count from mindspore_config.json alone makes no parallel job).
+  [[nodiscard]] bool parallel_job() const {
+    return device_num > 1 && parallel_mode != "stand_alone";
+  }
   // Devices of one pipeline stage; 0 when the device count is not known.
   [[nodiscard]] int64_t stage_devices() const {
     return device_num > 0 && pipeline_stages > 0 && device_num % pipeline_stages == 0

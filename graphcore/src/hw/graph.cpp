@@ -1453,7 +1453,7 @@ class Estimator {
   // and its cost").
   void parallel_estimate(ModelEstimate& e) {
     const ParallelContext* pc = o_.parallel;
-    if (pc == nullptr || pc->device_num <= 1 || pc->parallel_mode == "stand_alone") return;
+    if (pc == nullptr || !pc->parallel_job()) return;
     e.comm_bytes = comm_bytes_;
     e.comm_timed = !comm_untimed_;
     if (comm_untimed_) {

@@ -91,9 +91,7 @@ OptNode comm_node(std::string id, std::string op, ValueRef from, const Optimized
 
 void run_comm(PassContext& ctx) {
   // MindSpore's default mode, stand_alone, runs no parallel job whatever device_num says.
-  if (ctx.parallel == nullptr || ctx.parallel->device_num <= 1 ||
-      ctx.parallel->parallel_mode == "stand_alone")
-    return;
+  if (ctx.parallel == nullptr || !ctx.parallel->parallel_job()) return;
   OptimizedGraph& g = ctx.g;
   const Graph& sem = ctx.semantic();
   const size_t n = g.nodes.size();

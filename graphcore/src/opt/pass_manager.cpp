@@ -195,8 +195,7 @@ OptimizedGraph optimize(const CellReport& report, const OptimizeOptions& options
   size_t index = 0;
   for (const PassInfo* p : pipeline) {
     if (p->ascend_only && !target->ascend) continue;
-    if (p->parallel_only && (options.parallel == nullptr || options.parallel->device_num <= 1 ||
-                             options.parallel->parallel_mode == "stand_alone"))
+    if (p->parallel_only && (options.parallel == nullptr || !options.parallel->parallel_job()))
       continue;
     const auto t0 = std::chrono::steady_clock::now();
     PassRecord rec;
