@@ -1,39 +1,28 @@
 #!/usr/bin/env bash
-# `make fuzz`: builds the libFuzzer harnesses of tests/fuzz (clang 14, ASan + UBSan, build tree
-# build-fuzz/) and runs each for FUZZ_SECONDS, FUZZ_JOBS harnesses at a time. What each found
-# goes to build-fuzz/artifacts/<harness>/ (crash-*, timeout-*, oom-*, slow-unit-*), the table of
-# executions to build-fuzz/fuzz-report.md; the working corpora (build-fuzz/corpus/<harness>)
-# persist between runs. A crash becomes a regression input: minimise it (`<harness> -minimize_crash=1
+# `make fuzz`: builds the libFuzzer harnesses of tests/fuzz (clang 14, ASan + UBSan, in the ASan
+# build tree build-asan/ that the asan tier uses too; scripts/asan-tree.sh) and runs each for
+# FUZZ_SECONDS, FUZZ_JOBS harnesses at a time. What each found goes to
+# build-asan/artifacts/<harness>/ (crash-*, timeout-*, oom-*, slow-unit-*), the table of executions
+# to build-asan/fuzz-report.md; the working corpora (build-asan/corpus/<harness>) persist between
+# runs. A crash becomes a regression input: minimise it (`<harness> -minimize_crash=1
 # -runs=10000 FILE`), fix it, copy it to tests/fuzz/regressions/<harness>/ (ctest replays it).
 #
 #   FUZZ_SECONDS=600 FUZZ_JOBS=2 FUZZ_TARGETS="lsp python" make fuzz
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-OUT=${FUZZ_BUILD_DIR:-build-fuzz}
+OUT=${FUZZ_BUILD_DIR:-${ASAN_BUILD_DIR:-build-asan}}
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 TARGETS=${FUZZ_TARGETS:-lsp dap python config project_config target checkpoint view mindir}
 
 log() { printf '[fuzz] %s\n' "$*" >&2; }
 
-# clang and its runtimes (libFuzzer, the sanitizers): Debian 12's clang-14.
-need=()
-for p in clang-14 libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-done
-if ((${#need[@]})); then
-  log "installing ${need[*]}"
-  SUDO=()
-  [[ "$(id -u)" -ne 0 ]] && SUDO=(sudo)
-  "${SUDO[@]}" apt-get update -qq && "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
-    { log "could not install ${need[*]}"; exit 1; }
-fi
-
+# The ASan tree shared with the asan tier (scripts/asan-tree.sh: clang-14, ASan + UBSan).
+. scripts/asan-tree.sh
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$ROOT
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}  # see Makefile
-cmake -S . -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DCELLSCOPE_FUZZ=ON >/dev/null || exit 1
+asan_tree_configure "$OUT" || exit 1
 ninja -C "$OUT" $(for t in $TARGETS; do printf '%s_fuzz ' "$t"; done) || exit 1
 
 # Per harness: the longest input, the dictionary, seed directories besides its own corpus and

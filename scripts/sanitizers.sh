@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sanitizer tiers of `make test` (docs/reliability.md):
-#   asan  build-asan/ (-DCELLSCOPE_SANITIZE=address,undefined): ctest (unit, CLI, the fuzz
-#         harnesses replaying their seeds and regression inputs), then the LSP protocol, DAP and
-#         view tiers against its binary.
+#   asan  build-asan/ (clang 14, ASan + UBSan, the tree the fuzz tier's libFuzzer harnesses are
+#         built in: scripts/asan-tree.sh): ctest (unit, CLI, the fuzz harnesses replaying their
+#         seeds and regression inputs), then the LSP protocol, DAP and view tiers against its
+#         binary.
 #   tsan  build-tsan/ (-DCELLSCOPE_SANITIZE=thread): the unit tests of the threaded parts (the
 #         LSP's analysis worker, the JSON-RPC layer, the view server), then the LSP protocol, DAP
 #         and view tiers against its binary (the LSP worker, the DAP worker and the view server
@@ -27,19 +28,24 @@ wants() {
 }
 JOBS=${JOBS:-2}
 case $MODE in
-  asan) DIR=${ASAN_BUILD_DIR:-build-asan} SAN=address,undefined ;;
-  tsan) DIR=${TSAN_BUILD_DIR:-build-tsan} SAN=thread ;;
+  asan) DIR=${ASAN_BUILD_DIR:-build-asan} ;;
+  tsan) DIR=${TSAN_BUILD_DIR:-build-tsan} ;;
   *) echo "sanitizers.sh: unknown mode $MODE" >&2; exit 2 ;;
 esac
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$ROOT
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}  # see Makefile
-cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=$SAN >/dev/null ||
-  cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=$SAN || exit 1
-targets=(cellscope cellscope_unit_tests)
 if [[ $MODE == asan ]]; then
-  targets+=(lsp_fuzz dap_fuzz python_fuzz config_fuzz project_config_fuzz target_fuzz checkpoint_fuzz view_fuzz
-            mindir_fuzz)
+  # The clang tree the fuzz tier builds its libFuzzer harnesses in (scripts/asan-tree.sh): here
+  # the binary, the unit tests and the harnesses' replay binaries of the same objects.
+  . scripts/asan-tree.sh
+  asan_tree_configure "$DIR" || exit 1
+  targets=(cellscope cellscope_unit_tests cellscope_thread_tests cellscope_parallel_tests fuzz_replay)
+else
+  args=(-S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCOPE_SANITIZE=thread)
+  cmake "${args[@]}" >/dev/null || cmake "${args[@]}" || exit 1
+  # Only the binary and the suites of the threaded parts (tests/CMakeLists.txt).
+  targets=(cellscope cellscope_thread_tests)
 fi
 ninja -C "$DIR" -j "$JOBS" "${targets[@]}" || exit 1
 

@@ -43,14 +43,15 @@ df -h . "${TMPDIR:-/tmp}" 2>/dev/null | sed 's/^/[disk] /'
 tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 
 # libFuzzer (issue 14): every harness of tests/fuzz built with clang (ASan + UBSan, build tree
-# build-fuzz/) and run for FUZZ_SECONDS (20 here; `make fuzz` for long campaigns) from its seed
-# corpus and regressions. A crash, timeout or out-of-memory found in this run fails the tier.
+# build-asan/, which the asan tier below completes: scripts/asan-tree.sh) and run for
+# FUZZ_SECONDS (20 here; `make fuzz` for long campaigns) from its seed corpus and regressions. A
+# crash, timeout or out-of-memory found in this run fails the tier.
 tier fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_JOBS="$JOBS" bash scripts/fuzz.sh
 
-# Sanitizers (issue 14; docs/reliability.md), each its own build tree: ASan + UBSan under the
-# unit, CLI and fuzz-replay tests, then `cellscope lsp` driven by vscode-jsonrpc /
-# vscode-languageserver-protocol (tests/lsp/test) against the instrumented binary -- this is the
-# LSP protocol tier. Then neovim's built-in client (tests/lsp/nvim) against the plain binary.
+# Sanitizers (issue 14; docs/reliability.md), two build trees: ASan + UBSan (clang, the fuzz
+# tier's tree) under the unit, CLI and fuzz-replay tests, then `cellscope lsp` driven by
+# vscode-jsonrpc / vscode-languageserver-protocol (tests/lsp/test) against the instrumented
+# binary -- this is the LSP protocol tier. Then neovim's built-in client (tests/lsp/nvim) against the plain binary.
 tier asan bash scripts/sanitizers.sh asan ctest lsp-protocol
 tier lsp-nvim env CELLSCOPE_BIN="$BUILD_DIR/cellscope" bash tests/lsp/nvim/run.sh
 

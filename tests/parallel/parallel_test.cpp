@@ -436,6 +436,32 @@ TEST(CommPass, ContractionAddsAllReduceOrReduceScatterAfterTheMatMul) {
   }
 }
 
+TEST(CommPass, UnderMixedPrecisionTheBytesAreThoseOfTheFloat16ItCarries) {
+  // On an Ascend target the amp pass (after "comm") carries the collective in float16: its
+  // recorded bytes follow, half the float32 figures of the test above.
+  AnalysisResult r = analyse(kCases / "matmul_valid.py");
+  const CellReport* cell = parallel_cell(r);
+  ASSERT_NE(cell, nullptr) << listing(r);
+  const OptimizedGraph g = optimize_parallel(r, *cell, "ascend910");
+  const auto comms = comm_nodes(g);
+  ASSERT_EQ(comms.size(), 1U);
+  const OptNode& c = g.nodes[comms[0]];
+  ASSERT_EQ(c.outputs[0].dtype, DType::Float16) << c.reason;
+  EXPECT_EQ(int_of(c, "bytes"), 8 * 32 * 2);
+  EXPECT_EQ(int_of(c, "moved_bytes"), 2 * 3 * 8 * 32 * 2 / 4);
+  EXPECT_NE(c.reason.find("carried as float16 (amp): 512 bytes per device"), std::string::npos)
+      << c.reason;
+  // With fp32 kept, the float32 figures.
+  OptimizeOptions o;
+  o.target = "ascend910";
+  o.precision = "fp32";
+  o.parallel = &r.parallel;
+  const OptimizedGraph full = optimize(*cell, o);
+  const auto fc = comm_nodes(full);
+  ASSERT_EQ(fc.size(), 1U);
+  EXPECT_EQ(int_of(full.nodes[fc[0]], "bytes"), 8 * 32 * 4);
+}
+
 TEST(CommPass, PipelineStagesSendAndReceiveAtEveryBoundary) {
   AnalysisResult r = analyse(kCases / "pipeline_four_stages_valid.py");
   const CellReport* cell = parallel_cell(r);

@@ -290,9 +290,18 @@ void report_sweep(const char* what, const std::vector<SweepCase>& cases) {
 // ---------------------------------------------------------------------------------------------
 // 1. Every prefix (as if typed)
 
-TEST(Robustness, EveryPrefixOfEveryCorpusFile) {
+// The two sweeps are cut into shards (every kSweepShards-th corpus file): ctest runs each shard
+// as its own test, so the cores share a sweep instead of one core running it while the other
+// idles (under ASan the mutant sweep alone took three minutes).
+constexpr size_t kSweepShards = 8;
+
+class RobustnessSweep : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(RobustnessSweep, EveryPrefixOfEveryCorpusFile) {
   std::vector<SweepCase> cases;
+  size_t file_no = 0;
   for (const CorpusFile& f : corpus()) {
+    if (file_no++ % kSweepShards != GetParam()) continue;
     std::vector<size_t> cuts;
     for (size_t i = 0; i < f.text.size(); ++i)
       if (f.text[i] == '\n') {
@@ -386,12 +395,13 @@ std::string mutate(const std::string& text, std::mt19937& rng) {
   return s;
 }
 
-TEST(Robustness, RandomByteCorruption) {
+TEST_P(RobustnessSweep, RandomByteCorruption) {
   constexpr uint32_t kMutants = 300;
   std::vector<SweepCase> cases;
   uint32_t file_no = 0;
   for (const CorpusFile& f : corpus()) {
     ++file_no;
+    if ((file_no - 1) % kSweepShards != GetParam()) continue;
     for (uint32_t i = 0; i < kMutants; ++i) {
       uint32_t seed = 1000003u * file_no + i;  // fixed seeds: every run sees the same mutants
       std::mt19937 rng(seed);
@@ -400,6 +410,8 @@ TEST(Robustness, RandomByteCorruption) {
   }
   report_sweep("mutants", cases);
 }
+
+INSTANTIATE_TEST_SUITE_P(Shard, RobustnessSweep, ::testing::Range(size_t{0}, kSweepShards));
 
 // Writes the mutant of corpus file `rel` for `seed` to `out` (for reproducing a sweep failure):
 //   CELLSCOPE_MUTANT=models/bert_base.py:1000006 cellscope_unit_tests --gtest_filter=*WriteMutant*

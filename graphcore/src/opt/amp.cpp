@@ -98,9 +98,11 @@ void run_amp(PassContext& ctx) {
         const NodeKind k = out[r.node].kind;
         if (k == NodeKind::Op || k == NodeKind::Input) r = cast(r, want);
       }
+      const DType before = node.outputs.empty() ? want : node.outputs[0].dtype;
       for (auto& t : node.outputs) {
         if (is_floating(t.dtype)) t.dtype = want;
       }
+      if (!node.outputs.empty() && node.outputs[0].dtype != before) refresh_comm_bytes(node);
     }
     remap[i] = static_cast<uint32_t>(out.size());
     out.push_back(std::move(node));

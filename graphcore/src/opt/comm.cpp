@@ -89,6 +89,29 @@ OptNode comm_node(std::string id, std::string op, ValueRef from, const Optimized
 
 }  // namespace
 
+void refresh_comm_bytes(OptNode& c) {
+  if (c.pass != "comm" || c.outputs.empty()) return;
+  const std::vector<int64_t>* dims = nullptr;
+  int64_t group = 0;
+  for (const Attr& a : c.attrs) {
+    if (a.name == "per_device_shape") dims = std::get_if<std::vector<int64_t>>(&a.value);
+    if (const auto* v = std::get_if<int64_t>(&a.value); v != nullptr && a.name == "group")
+      group = *v;
+  }
+  if (dims == nullptr) return;
+  Shape per_device;
+  for (int64_t d : *dims) per_device.dims.push_back(d < 0 ? Dim::unknown() : Dim::known(d));
+  const auto bytes = tensor_bytes(TensorType{per_device, c.outputs[0].dtype}, Format::ND);
+  std::erase_if(c.attrs,
+                [](const Attr& a) { return a.name == "bytes" || a.name == "moved_bytes"; });
+  if (!bytes) return;
+  c.attrs.push_back(Attr{"bytes", static_cast<int64_t>(*bytes)});
+  if (auto moved = comm_moved_bytes(c.op, group, *bytes))
+    c.attrs.push_back(Attr{"moved_bytes", static_cast<int64_t>(*moved)});
+  c.reason += "; carried as " + std::string(dtype_name(c.outputs[0].dtype)) +
+              " (amp): " + std::to_string(*bytes) + " bytes per device";
+}
+
 void run_comm(PassContext& ctx) {
   // MindSpore's default mode, stand_alone, runs no parallel job whatever device_num says.
   if (ctx.parallel == nullptr || !ctx.parallel->parallel_job()) return;

@@ -108,6 +108,9 @@ void run_amp(PassContext& ctx);
 void run_layout(PassContext& ctx);
 void run_transdata_elim(PassContext& ctx);
 void run_comm(PassContext& ctx);
+// Rewrites a communication node's `bytes` / `moved_bytes` for the dtype its output has now (the
+// amp pass, after "comm", carries collectives in float16); other nodes are left as they are.
+void refresh_comm_bytes(OptNode& c);
 void run_memory_plan(PassContext& ctx);
 
 }  // namespace graphcore::opt
