@@ -2,6 +2,7 @@
 // Parameters, SequentialCell/CellList containers, the Cell methods model code calls).
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -174,6 +175,84 @@ void name_bound_parameters(const std::string& attr, const Value& v, bool auto_pr
     for (auto& [k, p] : cellv.as<InstanceObj>()->cell->params) {
       auto* t = p.as<TensorObj>();
       if (t && named.insert(t).second) t->param_path = join_name(prefix, k);
+    }
+  }
+}
+
+// The current MindSpore name of the first Parameter parameters_and_names() yields for Cell `v`'s
+// tree, or nullopt when it holds none.
+std::optional<std::string> first_parameter_name(const Value& v) {
+  for (auto& [cell_path, cellv] : cells_and_names(v)) {
+    for (auto& [k, p] : cellv.as<InstanceObj>()->cell->params) {
+      if (const auto* t = p.as<TensorObj>()) return t->mindspore_name(join_name(cell_path, k));
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> split_dots(const std::string& s) {
+  std::vector<std::string> out(1);
+  for (char c : s) {
+    if (c == '.') {
+      out.emplace_back();
+    } else {
+      out.back().push_back(c);
+    }
+  }
+  return out;
+}
+
+// MindSpore 2.10's _get_prefix_and_index (nn/layer/container.py), which CellList and
+// SequentialCell's append / extend / insert put before the new item's index: the part of the
+// first Parameter's current name before the first item's key (confirmed by the second item's
+// first Parameter when there is one). It reads names, not paths, so a container bound empty and
+// filled by append names its items' Parameters "0.0.weight", "0.1.0.gamma", ... (mindcv's
+// EdgeNeXt; measured with MindSpore 2.10), not "downsample_layers.1.0.gamma". `index`: the
+// position of the key in the name.
+struct ContainerPrefix {
+  std::string prefix;
+  size_t index = 0;
+};
+ContainerPrefix container_prefix(const CellState& cs) {
+  ContainerPrefix out;
+  std::optional<std::string> first;
+  std::optional<std::string> second;
+  std::string first_key;
+  std::string second_key;
+  for (size_t i = 0; i < cs.items.size() && !second; ++i) {
+    auto name = first_parameter_name(cs.items[i]);
+    if (!name) continue;
+    std::string key = i < cs.item_names.size() ? cs.item_names[i] : std::to_string(i);
+    if (!first) {
+      first = std::move(name);
+      first_key = std::move(key);
+    } else {
+      second = std::move(name);
+      second_key = std::move(key);
+    }
+  }
+  if (!first) return out;
+  const std::vector<std::string> parts = split_dots(*first);
+  const std::vector<std::string> second_parts =
+      second ? split_dots(*second) : std::vector<std::string>{};
+  for (size_t idx = 0; idx < parts.size(); ++idx) {
+    if (parts[idx] != first_key) continue;
+    out.prefix.clear();
+    for (size_t j = 0; j < idx; ++j) out.prefix += parts[j] + ".";
+    out.index = idx;
+    if (second && idx < second_parts.size() && second_parts[idx] == second_key) break;
+  }
+  return out;
+}
+
+// update_parameters_name(prefix) on Cell `v`: every Parameter of its tree is named prefix + its
+// path in the tree.
+void rename_parameters(const Value& v, const std::string& prefix) {
+  std::unordered_set<const TensorObj*> named;
+  for (auto& [cell_path, cellv] : cells_and_names(v)) {
+    for (auto& [k, p] : cellv.as<InstanceObj>()->cell->params) {
+      auto* t = p.as<TensorObj>();
+      if (t && named.insert(t).second) t->param_path = prefix + join_name(cell_path, k);
     }
   }
 }
@@ -968,15 +1047,21 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   if (n == "append" || n == "extend" || n == "insert") {
     NativeClass nb = inst->cls->native_base();
     if (nb != NativeClass::SequentialCell && nb != NativeClass::CellList) return std::nullopt;
+    // MindSpore 2.10's SequentialCell has append and extend, not insert (AttributeError).
+    if (n == "insert" && nb != NativeClass::CellList) return std::nullopt;
     std::string op = n;
     return method(n == "append" ? "append" : (n == "extend" ? "extend" : "insert"),
                   [inst, op](Interpreter& in, CallArgs& args, const Site& site) {
-                    auto& items = inst->cell->items;
-                    // An appended Cell's Parameters are renamed "<index>.<path>" (MindSpore's
-                    // CellList/SequentialCell.append; the container's own attribute is added
-                    // when the container is bound).
-                    auto add = [&items](const Value& v) {
-                      name_bound_parameters(std::to_string(items.size()), v, true);
+                    CellState& cs = *inst->cell;
+                    auto& items = cs.items;
+                    // An added Cell's Parameters are renamed "<prefix><index>.<path>", the prefix
+                    // read from the names the container's items have now (container_prefix;
+                    // extend reads it once, before its first item).
+                    const ContainerPrefix at = container_prefix(cs);
+                    auto add = [&](const Value& v) {
+                      if (!cs.no_prefix) {
+                        rename_parameters(v, at.prefix + std::to_string(items.size()) + ".");
+                      }
                       items.push_back(v);
                     };
                     if (op == "append" && !args.pos.empty()) add(args.pos[0]);
@@ -986,8 +1071,31 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
                       }
                     }
                     if (op == "insert" && args.pos.size() >= 2 && args.pos[0].is_int()) {
-                      int64_t i = std::clamp<int64_t>(args.pos[0].as_int(), 0,
-                                                      static_cast<int64_t>(items.size()));
+                      const auto len = static_cast<int64_t>(items.size());
+                      int64_t i = args.pos[0].as_int();
+                      if (i < 0) i += len;  // _valid_index_for_inserting
+                      i = std::clamp<int64_t>(i, 0, len);
+                      // The items from i on move up one: their Parameters keep what follows
+                      // the key in their names, under the new index.
+                      if (!cs.no_prefix) {
+                        for (int64_t k = len - 1; k >= i; --k) {
+                          std::unordered_set<const TensorObj*> named;
+                          for (auto& [cell_path, cellv] : cells_and_names(items[k])) {
+                            for (auto& [pk, p] : cellv.as<InstanceObj>()->cell->params) {
+                              auto* t = p.as<TensorObj>();
+                              if (t == nullptr || !named.insert(t).second) continue;
+                              const auto parts =
+                                  split_dots(t->mindspore_name(join_name(cell_path, pk)));
+                              std::string rest;
+                              for (size_t j = at.index + 1; j < parts.size(); ++j) {
+                                rest += (rest.empty() ? "" : ".") + parts[j];
+                              }
+                              t->param_path = at.prefix + std::to_string(k + 1) + "." + rest;
+                            }
+                          }
+                        }
+                        rename_parameters(args.pos[1], at.prefix + std::to_string(i) + ".");
+                      }
                       items.insert(items.begin() + i, args.pos[1]);
                     }
                     return Value::none();

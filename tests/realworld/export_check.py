@@ -6,6 +6,12 @@ seed writes its input and output (.npy); MindSpore (`mindspore.load` + `nn.Graph
 CPU) runs the file on that input and its output must equal the runtime's within RTOL of the
 largest output. Run with the MindSpore venv's python (mindcv installed there by part 3's
 requirements); --bin / --run name Cellscope's binaries.
+
+Then each model with MindSpore's own weights: mindcv's factory built in MindSpore (PyNative), its
+parameters given seeded random values and saved with `mindspore.save_checkpoint` (the names
+MindSpore gives them: EdgeNeXt's CellLists filled by append name most of them "0.1.0.gamma" and
+the like, not by their attribute paths); `cellscope-run --ckpt` must load every parameter and
+its output on a seeded input must equal MindSpore's forward pass within RTOL.
 """
 from __future__ import annotations
 
@@ -64,8 +70,50 @@ def main() -> int:
                   f"MindSpore {got.shape} vs runtime {want.shape}: max abs diff {diff:.3g} "
                   f"({diff / scale:.3g} of the largest output)")
             bad += not ok
-    print(f"{len(MODELS) - bad} passed, {bad} failed")
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        for file, factory, shape in MODELS:
+            bad += not checkpoint_check(args.run, models_dir / (file + ".py"), factory, shape,
+                                        Path(tmp))
+    checks = 2 * len(MODELS)
+    print(f"{checks - bad} passed, {bad} failed")
     return 1 if bad else 0
+
+
+def checkpoint_check(run_bin: str, src: Path, factory: str, shape: str, tmp: Path) -> bool:
+    import mindspore as ms
+    from mindcv.models import create_model
+
+    rng = np.random.default_rng(5)
+    net = create_model(factory)
+    net.set_train(False)
+    for p in net.get_parameters():
+        v = rng.normal(0.0, 0.05, tuple(p.shape))
+        if p.name.endswith(("gamma", "moving_variance")):
+            v = 1.0 + v
+        p.set_data(ms.Tensor(v.astype(np.float32)))
+    ckpt = tmp / (factory + ".ckpt")
+    ms.save_checkpoint(net, str(ckpt))
+    x = rng.random(tuple(int(d) for d in shape.split(","))).astype(np.float32)
+    np.save(tmp / "x.npy", x)
+    want = net(ms.Tensor(x)).asnumpy()
+    out = tmp / (factory + "_ckpt_out.npy")
+    run = subprocess.run([run_bin, str(src), "--entry", factory + "()", "--input-shape", shape,
+                          "--input", str(tmp / "x.npy"), "--ckpt", str(ckpt), "--output-npy",
+                          str(out)], capture_output=True, text=True, timeout=600)
+    total = len(list(net.get_parameters()))
+    loaded = f"loaded {total} of {total} parameters"
+    if run.returncode != 0 or loaded not in run.stderr:
+        print(f"  BAD: {factory} with MindSpore's checkpoint: rc {run.returncode}, "
+              f"'{loaded}' not logged\n" + run.stderr[-2000:])
+        return False
+    got = np.load(out)
+    diff = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+    scale = float(np.abs(want).max()) or 1.0
+    ok = diff <= RTOL * scale
+    print(f"  {'ok' if ok else 'BAD'}: {factory} with MindSpore's checkpoint ({total} parameters, "
+          f"all loaded by name): max abs diff {diff:.3g} ({diff / scale:.3g} of the largest "
+          "output)")
+    return ok
 
 
 if __name__ == "__main__":

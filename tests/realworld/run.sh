@@ -10,7 +10,8 @@
 #   3. that recorded ground truth re-measured with MindSpore for a few factories in this run
 #      (the MindSpore venv of tests/mindspore/run.sh, plus requirements.txt here);
 #   4. mindcv models exported to MindIR by Cellscope, loaded by MindSpore and compared with the
-#      runtime's output (export_check.py, in that venv).
+#      runtime's output; the runtime with MindSpore's own checkpoint of the model against
+#      MindSpore's forward pass (export_check.py, in that venv).
 # Environment: CELLSCOPE_BIN (default build/cellscope), BUILD_DIR (default build),
 # CELLSCOPE_MS_VENV (default ~/.cache/cellscope/msvenv), CI.
 set -uo pipefail
