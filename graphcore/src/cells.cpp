@@ -272,26 +272,59 @@ std::optional<Value> Interpreter::api_internal_attr(InstanceObj* inst, std::stri
     inst->attrs.set(name_str(name), v);
     return v;
   }
+  // An argument of the primitive: from the layer's constructor argument `from` (its value or
+  // its default), or the constant `value` when `from` is null.
+  struct Arg {
+    const char* name;
+    const char* from = nullptr;
+    int64_t value = 0;
+    bool is_bool = false;
+  };
   struct Internal {
     const char* api;
     const char* attr;
     const char* primitive;
-    std::initializer_list<const char*> args;  // constructor arguments passed on by name
+    std::initializer_list<Arg> args;
   };
+  // Checked against MindSpore 2.10's nn/layer/normalization.py, conv.py and basic.py: what each
+  // layer's __init__ assigns (`self.conv2d = ops.Conv2D(out_channel=self.out_channels, ...,
+  // mode=1, pad=self.padding, ...)`). A subclass's construct calls them on values it computes:
+  // mindcv's BiT convolves with a standardised weight, `self.conv2d(x, w)`.
   static const Internal kInternals[] = {
       {"nn.LayerNorm",
        "layer_norm",
        "ops.LayerNorm",
-       {"begin_norm_axis", "begin_params_axis", "epsilon"}},
+       {{"begin_norm_axis", "begin_norm_axis"},
+        {"begin_params_axis", "begin_params_axis"},
+        {"epsilon", "epsilon"}}},
+      {"nn.Conv2d",
+       "conv2d",
+       "ops.Conv2D",
+       {{"out_channel", "out_channels"},
+        {"kernel_size", "kernel_size"},
+        {"mode", nullptr, 1},
+        {"pad_mode", "pad_mode"},
+        {"pad", "padding"},
+        {"stride", "stride"},
+        {"dilation", "dilation"},
+        {"group", "group"},
+        {"data_format", "data_format"}}},
+      {"nn.Conv2d", "bias_add", "ops.BiasAdd", {{"data_format", "data_format"}}},
+      {"nn.Dense", "matmul", "ops.MatMul", {{"transpose_b", nullptr, 1, true}}},
+      {"nn.Dense", "bias_add", "ops.BiasAdd", {}},
   };
   for (const Internal& in : kInternals) {
     if (cs.api->name != in.api || name != in.attr) continue;
     const ApiEntry* prim = Registry::instance().find(in.primitive, options.mindspore_version);
     if (!prim) return std::nullopt;
     CallArgs args;
-    for (const char* a : in.args) {
-      if (auto bound = api_init_arg(cs, a)) {
-        args.kw.emplace_back(a, bound->value);
+    for (const Arg& a : in.args) {
+      if (a.from == nullptr) {
+        args.kw.emplace_back(a.name, a.is_bool ? Value::boolean(a.value != 0)
+                                               : Value::integer(a.value));
+        args.kw_ranges.push_back(site.range());
+      } else if (auto bound = api_init_arg(cs, a.from)) {
+        args.kw.emplace_back(a.name, bound->value);
         args.kw_ranges.push_back(site.range());
       }
     }

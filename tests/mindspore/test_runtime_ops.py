@@ -47,6 +47,7 @@ CASES = {
     "conv_family": ["2,4,17,19"],
     "pool_family": ["2,3,11,13"],
     "dense_norm": ["2,4,6,6"],
+    "pad_layers": ["2,4,5,6"],
 }
 
 

@@ -681,6 +681,130 @@ void add_activations(Registry& r) {
       on_tensor("x", pad), "pads each dimension by (before, after)"));
 }
 
+// ---- Padding layers -----------------------------------------------------------------------------
+// nn.ConstantPad1d/2d/3d(padding, value), nn.ZeroPad2d(padding), nn.ReflectionPad1d/2d/3d and
+// nn.ReplicationPad1d/2d/3d(padding), MindSpore 2.10's nn/layer/padding.py: an int pads the last
+// `nd` dims by that much on both sides; a tuple gives (before, after) pairs from the last dim
+// backwards, as ops.pad takes them. The node is Pad with `padding` (those pairs), `mode` and
+// `value`, which the runtime, the gradient and export read. Messages and limits measured with
+// MindSpore 2.10 (constant: PadV3's; reflect: MirrorPad's; replicate: PadV3 edge mode's).
+struct PadLayer {
+  const char* name;
+  size_t nd;
+  const char* mode;  // "constant", "reflect", "replicate"
+  bool has_value;
+};
+
+void add_padding(Registry& r, const PadLayer& s) {
+  const std::string name = s.name;
+  const size_t nd = s.nd;
+  const std::string mode = s.mode;
+  auto init = [name, nd, mode](InitContext& ctx) {
+    const ArgValue& p = ctx.arg("padding");
+    std::vector<int64_t> pairs;
+    if (auto one = p.as_int(); one && p.kind == ArgValue::Kind::Int) {
+      pairs.assign(2 * nd, *one);
+    } else if (auto many = p.as_ints(); many && p.kind == ArgValue::Kind::Sequence) {
+      const size_t n = many->size();
+      if (n % 2 != 0) {
+        ctx.error("invalid-argument",
+                  mode == "constant"
+                      ? "For '" + name +
+                            "', the length of parameter 'padding' with tuple type must be a "
+                            "multiple of 2, but got " +
+                            std::to_string(n)
+                      : "For '" + name +
+                            "' the length of input 'padding' must be divisible by 2, but got "
+                            "padding of length " +
+                            std::to_string(n) + ".",
+                  "padding");
+        return;
+      }
+      if (mode == "constant" && (nd == 1 ? n != 2 : n > 2 * nd)) {
+        ctx.error("invalid-argument",
+                  "For '" + name + "', the length of parameter 'padding' with tuple type must " +
+                      (nd == 1 ? std::string("equal to 2.") : "no more than " + std::to_string(2 * nd) + ".") +
+                      "but got " + std::to_string(n),
+                  "padding");
+        return;
+      }
+      pairs = *many;
+    } else {
+      return;  // not known here: the call's shape is unknown, nothing is reported
+    }
+    ctx.set_attr("padding", pairs);
+    ctx.set_attr("mode", mode);
+    if (mode == "constant") {
+      const ArgValue& v = ctx.arg("value");
+      if (auto f = v.as_float()) ctx.set_attr("value", *f);
+    }
+  };
+  auto infer = [name, mode](CallContext& ctx, const TensorType& x) {
+    const AttrValue* a = ctx.init_attr("padding");
+    const auto* pairs = a != nullptr ? std::get_if<std::vector<int64_t>>(a) : nullptr;
+    if (pairs == nullptr || !x.shape.ranked) return add_unknown_output(ctx, x.dtype);
+    const size_t rank = x.shape.rank();
+    const size_t n = pairs->size();
+    if (mode == "constant" && n / 2 > rank) {
+      ctx.error("shape-mismatch",
+                "For 'PadV3' constant mode, paddings length too large for input dims, the pad "
+                "dims must be less than or equal to " +
+                    std::to_string(rank));
+      return;
+    }
+    if (mode == "replicate") {
+      if (rank < 3) {
+        ctx.error("shape-mismatch",
+                  "For primitive[PadV3], the input dims for edge, reflect or circular mode must "
+                  "be greater than or equal to 3, but got " +
+                      std::to_string(rank) + ".");
+        return;
+      }
+      if (n / 2 + 2 != rank) {
+        ctx.error("shape-mismatch", "For primitive[PadV3], the input dims when padding's size equal " +
+                                        std::to_string(n) + " must be equal to " +
+                                        std::to_string(n / 2 + 2) + ", but got " +
+                                        std::to_string(rank) + ".");
+        return;
+      }
+    }
+    if (n / 2 > rank) return add_unknown_output(ctx, x.dtype);
+    Shape out = x.shape;
+    for (size_t i = 0; i < n / 2; ++i) {
+      Dim& d = out.dims[rank - 1 - i];
+      const int64_t before = (*pairs)[2 * i];
+      const int64_t after = (*pairs)[2 * i + 1];
+      if (!d.is_known()) {
+        d = before + after == 0 ? d : Dim::unknown();
+        continue;
+      }
+      const int64_t len = d.value();
+      if (mode == "reflect" && std::max(before, after) >= len) {
+        const int64_t most = std::max(before, after);
+        ctx.error("shape-mismatch",
+                  "For 'MirrorPad', paddings must be no greater than the dimension size: [" +
+                      std::to_string(most) + "], [" + std::to_string(most) + "] not less than [" +
+                      std::to_string(len) + "]");
+        return;
+      }
+      const int64_t size = len + before + after;
+      if (size <= 0) {
+        ctx.error("shape-mismatch",
+                  "For primitive[PadV3], the output size must be greater than 0, but got " +
+                      std::to_string(size) + ".");
+        return;
+      }
+      d = Dim::known(size);
+    }
+    ctx.add_output({out, x.dtype});
+  };
+  std::vector<ParamSpec> params{P("padding")};
+  if (s.has_value) params.push_back(P("value"));
+  r.add(cell(name, "Pad", std::move(params), {P("x")}, init, on_tensor("x", infer),
+             mode == "constant" ? "pads the last dims with a constant"
+                                : "pads the last dims by " + mode + "ing the edge"));
+}
+
 // ---- Attention and recurrent layers -------------------------------------------------------------
 void add_attention(Registry& r) {
   auto init = [](InitContext& ctx) {
@@ -917,6 +1041,18 @@ void register_nn_layers(Registry& r) {
   add_rnn(r, {"nn.LSTM", "LSTM", 4, true});
   add_rnn(r, {"nn.GRU", "GRU", 3, false});
   add_rnn(r, {"nn.RNN", "RNN", 1, false});
+  for (const PadLayer& p : {PadLayer{"nn.ConstantPad1d", 1, "constant", true},
+                            PadLayer{"nn.ConstantPad2d", 2, "constant", true},
+                            PadLayer{"nn.ConstantPad3d", 3, "constant", true},
+                            PadLayer{"nn.ZeroPad2d", 2, "constant", false},
+                            PadLayer{"nn.ReflectionPad1d", 1, "reflect", false},
+                            PadLayer{"nn.ReflectionPad2d", 2, "reflect", false},
+                            PadLayer{"nn.ReflectionPad3d", 3, "reflect", false},
+                            PadLayer{"nn.ReplicationPad1d", 1, "replicate", false},
+                            PadLayer{"nn.ReplicationPad2d", 2, "replicate", false},
+                            PadLayer{"nn.ReplicationPad3d", 3, "replicate", false}}) {
+    add_padding(r, p);
+  }
   add_mistakes(r);
 }
 
