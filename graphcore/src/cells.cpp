@@ -320,8 +320,8 @@ std::optional<Value> Interpreter::api_internal_attr(InstanceObj* inst, std::stri
     CallArgs args;
     for (const Arg& a : in.args) {
       if (a.from == nullptr) {
-        args.kw.emplace_back(a.name, a.is_bool ? Value::boolean(a.value != 0)
-                                               : Value::integer(a.value));
+        args.kw.emplace_back(a.name,
+                             a.is_bool ? Value::boolean(a.value != 0) : Value::integer(a.value));
         args.kw_ranges.push_back(site.range());
       } else if (auto bound = api_init_arg(cs, a.from)) {
         args.kw.emplace_back(a.name, bound->value);
@@ -348,6 +348,14 @@ Value Interpreter::getattr(const Value& obj, std::string_view name, const Site& 
             std::string(name), [obj](Interpreter&, CallArgs&, const Site&) { return obj; }));
       }
       if (auto m = builtin_method(obj, name)) return *m;
+      // A number may stand for a numpy scalar (an element of a numpy array, tensor_subscript):
+      // what numpy scalars have is not missing, only not modelled.
+      static const std::unordered_set<std::string_view> kNumpyScalar = {
+          "astype", "dtype",   "shape",   "ndim",   "size",     "itemsize", "nbytes",
+          "T",      "reshape", "flatten", "ravel",  "squeeze",  "copy",     "round",
+          "sum",    "mean",    "min",     "max",    "any",      "all",      "clip",
+          "view",   "tobytes", "item",    "tolist", "__array__"};
+      if (kNumpyScalar.contains(name)) return Value::unknown();
     }
     if (report_missing) {
       report(site, Severity::Error, "unknown-attribute",

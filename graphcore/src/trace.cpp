@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graphcore/checked.h"
 #include "interp.h"
 #include "npvalues.h"
 
@@ -728,6 +729,20 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
     auto r = std::make_shared<TensorObj>(rt);
     r->is_numpy = t->is_numpy;
     npv::index(tv, idx, *r);
+    // numpy: an element of an array is a numpy scalar, which model code compares and branches
+    // on as a Python number (`DropPath(dpr[i]) if dpr[i] > 0. else Identity()` over
+    // np.linspace's rates: mindcv's CrossViT).
+    if (r->is_numpy && out.ranked && out.rank() == 0) {
+      std::optional<double> x;
+      if (r->values && r->values->size() == 1) x = (*r->values)[0];
+      if (!x && r->fill) x = *r->fill;
+      if (x) {
+        const DType d = r->type.dtype;
+        if (d == DType::Bool) return Value::boolean(*x != 0);
+        if (is_floating(d)) return Value::real(*x);
+        if (auto i = checked_to_int64(*x)) return Value::integer(*i);
+      }
+    }
     return Value::obj(r);
   }
   static ApiEntry kIndex = [] {
