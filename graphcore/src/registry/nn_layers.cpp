@@ -723,7 +723,8 @@ void add_padding(Registry& r, const PadLayer& s) {
       if (mode == "constant" && (nd == 1 ? n != 2 : n > 2 * nd)) {
         ctx.error("invalid-argument",
                   "For '" + name + "', the length of parameter 'padding' with tuple type must " +
-                      (nd == 1 ? std::string("equal to 2.") : "no more than " + std::to_string(2 * nd) + ".") +
+                      (nd == 1 ? std::string("equal to 2.")
+                               : "no more than " + std::to_string(2 * nd) + ".") +
                       "but got " + std::to_string(n),
                   "padding");
         return;
@@ -761,10 +762,10 @@ void add_padding(Registry& r, const PadLayer& s) {
         return;
       }
       if (n / 2 + 2 != rank) {
-        ctx.error("shape-mismatch", "For primitive[PadV3], the input dims when padding's size equal " +
-                                        std::to_string(n) + " must be equal to " +
-                                        std::to_string(n / 2 + 2) + ", but got " +
-                                        std::to_string(rank) + ".");
+        ctx.error("shape-mismatch",
+                  "For primitive[PadV3], the input dims when padding's size equal " +
+                      std::to_string(n) + " must be equal to " + std::to_string(n / 2 + 2) +
+                      ", but got " + std::to_string(rank) + ".");
         return;
       }
     }
