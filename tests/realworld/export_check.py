@@ -26,7 +26,9 @@ import numpy as np
 # mindcv models whose export is checked: edgenext_xx_small carries a None index (written as
 # ExpandDims + StridedSlice, as mindspore.export writes it), L2Normalize, a bool cumsum with a
 # dtype and float64 constants (docs/export.md).
-MODELS = [("edgenext", "edgenext_xx_small", "1,3,256,256")]
+# crossvit_9: two branches at two scales (240 and 224 after its interpolate), cross-attention
+# between their class tokens, ParameterTuple class tokens and position embeddings.
+MODELS = [("edgenext", "edgenext_xx_small", "1,3,256,256"), ("crossvit", "crossvit_9", "1,3,240,240")]
 RTOL = 1e-5
 
 
