@@ -198,6 +198,7 @@ OPS9_SOURCE = (EXPORT_MODELS / "ops9.py").read_text()
 # compile folds to Constant tensors. Four outputs.
 OPS8_SOURCE = (EXPORT_MODELS / "ops8.py").read_text()
 OPS10_SOURCE = (EXPORT_MODELS / "ops10.py").read_text()
+OPS11_SOURCE = (EXPORT_MODELS / "ops11.py").read_text()
 
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
@@ -256,6 +257,9 @@ CASES: Dict[str, Dict] = {
     # DOUBLE tensors (MindSpore folds them into the Cast: not compared node by node),
     # ops.L2Normalize built in construct.
     "more_ops10": {"source": OPS10_SOURCE, "cell": "OpsNet10", "select": ["--cell", "OpsNet10"],
+                   "shape": (2, 3, 6, 5), "ms_rtol": 1e-5},
+    # ops.var / ops.std with ddof 0, 1 and others, Tensor.var (docs/export.md).
+    "more_ops11": {"source": OPS11_SOURCE, "cell": "OpsNet11", "select": ["--cell", "OpsNet11"],
                    "shape": (2, 3, 6, 5), "ms_rtol": 1e-5},
     "more_ops8": {"source": OPS8_SOURCE, "cell": "OpsNet8", "select": ["--cell", "OpsNet8"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,

@@ -1072,11 +1072,17 @@ class Writer {
     pb::Attribute axes_value;
     set_ints(&axes_value, axes);
     const std::string axes_name = constant(axes_value);
-    if (std::string_view(node.api) == "ops.var") {
-      if ((*ddof)[0] != 0 && (*ddof)[0] != 1) {
-        throw Refusal{"ddof " + std::to_string((*ddof)[0]) +
-                      " has no MindIR form measured (ReduceStd's unbiased is ddof 0 or 1)"};
-      }
+    // ReduceStd: ops.std's node (ddof recorded as written); Tensor.std records `correction`.
+    const bool is_std = node.op == "ReduceStd";
+    const std::string_view api = node.api;
+    if (is_std && api != "ops.std") {
+      throw Refusal{"no MindIR form measured for " + std::string(api)};
+    }
+    // ops.var / ops.std with ddof 0 or 1: ReduceStd (unbiased = ddof == 1) and, for the
+    // variance, its square. Any other ddof: the decomposition below, as mindspore.export
+    // writes ops.var(x, ddof=2) (measured: ReduceMean, Sub, Pow, SumExt, RealDiv by n - ddof;
+    // ops.std then Pow 0.5).
+    if ((api == "ops.var" || api == "ops.std") && ((*ddof)[0] == 0 || (*ddof)[0] == 1)) {
       pb::Attribute unbiased;
       set_bool(&unbiased, (*ddof)[0] == 1);
       pb::Attribute keep_dims;
@@ -1086,8 +1092,10 @@ class Writer {
           node, key, {x, axes_name, constant(std::move(unbiased)), constant(std::move(keep_dims))},
           "ReduceStd");
       const std::string std_dev = tuple_item(node, std_node->name(), 0, out);
+      if (is_std) return std_dev;
       return function_node(node, "Pow", {std_dev, scalar_tensor(2.0, out.dtype)}, out);
     }
+
     // n: the number of elements reduced, an int32 0-d tensor as MindSpore writes it.
     int64_t n = 1;
     std::vector<int64_t> kept = dims;
@@ -1116,8 +1124,10 @@ class Writer {
                       {square, constant(axes_value), constant(std::move(keep_dims)),
                        constant(std::move(skip_mode))},
                       out);
-    return function_node(
+    const std::string var = function_node(
         node, "Div", {sum, scalar_tensor(static_cast<double>(n - (*ddof)[0]), DType::Int32)}, out);
+    if (!is_std) return var;
+    return function_node(node, "Pow", {var, scalar_tensor(0.5, out.dtype)}, out);
   }
 
   // Whether a pool is written in its 3-D form (MindirExpansion::Pool3DForms): nn.MaxPool2d with

@@ -102,7 +102,8 @@ constexpr MindirDef kMindirPad{"Pad",
                                MindirExpansion::PadForms,
                                {},
                                "PadV3"};
-// ReduceVar: several primitives (MindirExpansion::VarForms), by the API that recorded it.
+// ReduceVar and ReduceStd: several primitives (MindirExpansion::VarForms), by the API that
+// recorded them and their ddof.
 constexpr MindirDef kMindirReduceVar{
     "ReduceStd",      MindirKind::Function,     {}, {}, -1, false, false,
     MindirFold::None, MindirExpansion::VarForms};
@@ -166,7 +167,7 @@ std::span<const OpDef> tensor_ops() {
       {"ReduceProd", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_reduce_prod,
        false, &ad::g_reduce_prod},
       {"ReduceStd", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_std,
-       false, &ad::g_moments},
+       false, &ad::g_moments, false, nullptr, &kMindirReduceVar},
       {"ReduceVar", C::Reduction, kTraitNone, U::Vector, 3, P::Float16, &kernels::k_reduce_var,
        false, &ad::g_moments, false, &ox::o_reduce_var, &kMindirReduceVar},
       {"LogSumExp", C::Reduction, kTraitNone, U::Vector, 4, P::Float16, &kernels::k_logsumexp,
