@@ -267,6 +267,24 @@ class Net(nn.Cell):
         return a + b + c + ops.mean(self.lp2(h) * h)
 """
 
+# ops.L2Normalize (L2NormalizeGrad): along the last axis; along axis 1 of rows scaled so small that
+# the norm is clamped to sqrt(epsilon) (edgenext's XCA normalises q and k this way).
+L2NORM = HEADER + """
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(6, 8)
+        self.l2 = ops.L2Normalize(-1)
+        self.l2_mid = ops.L2Normalize(1, 1e-2)
+
+    def construct(self, x):
+        h = self.fc(x)
+        q = self.l2(h)
+        k = self.l2_mid(h * 0.01)
+        return ops.mean(ops.matmul(q, ops.transpose(q, (0, 2, 1)))) + ops.mean(k * h)
+"""
+
 # nn.Conv3d (Conv3DGrad): 'pad' with stride 2 and a bias, 'same' with groups and dilation,
 # 'valid'.
 CONV3D = HEADER + """
@@ -341,6 +359,7 @@ CASES: Dict[str, Dict] = {
                                "rtol": 1e-4},
     "multihead_attention": {"source": MHA, "shape": (2, 5, 6), "train": False, "rtol": 1e-4},
     "norms": {"source": NORMS, "shape": (3, 5, 6), "train": False, "rtol": 1e-4},
+    "l2_normalize": {"source": L2NORM, "shape": (3, 5, 6), "train": False, "rtol": 1e-4},
     "dilated_max_pool": {"source": DILATED_POOL, "shape": (2, 3, 9, 9), "train": False,
                          "rtol": 1e-5},
     "conv3d": {"source": CONV3D, "shape": (2, 2, 7, 8, 6), "train": False, "rtol": 1e-4},

@@ -641,6 +641,15 @@ void g_pad(GradBuilder& b) {
                           n.attrs, {}, true));
 }
 
+void g_l2_normalize(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(0, b.emit1("L2NormalizeGrad", {b.input(0), *dy},
+                          TensorType{x.shape, b.type_of(*dy).dtype}, n.attrs, {}, true));
+}
+
 void g_group_norm(GradBuilder& b) {
   auto dy = dy0(b);
   if (!dy) return;

@@ -39,9 +39,10 @@ void g_stack(GradBuilder& b);    // Stack: Unstack of the gradient
 void g_unstack(GradBuilder& b);  // Unstack: Stack of the gradients
 void g_select(GradBuilder& b);   // Select / ops.where: the gradient routed by the condition
 void g_masked_fill(GradBuilder& b);
-void g_cumsum(GradBuilder& b);     // CumSum: the reversed running sum (CumSumGrad)
-void g_pad(GradBuilder& b);        // Pad, every mode (PadGrad)
-void g_recurrent(GradBuilder& b);  // LSTM, GRU, RNN: backward through time (RecurrentGrad)
+void g_cumsum(GradBuilder& b);        // CumSum: the reversed running sum (CumSumGrad)
+void g_pad(GradBuilder& b);           // Pad, every mode (PadGrad)
+void g_l2_normalize(GradBuilder& b);  // L2Normalize (L2NormalizeGrad)
+void g_recurrent(GradBuilder& b);     // LSTM, GRU, RNN: backward through time (RecurrentGrad)
 void g_multihead_attention(GradBuilder& b);  // MultiheadAttentionGrad
 void g_norm(GradBuilder& b);                 // Norm, LpNorm (NormGrad)
 void g_conv3d(GradBuilder& b);               // Conv3D (Conv3DGrad)

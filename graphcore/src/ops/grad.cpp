@@ -136,6 +136,8 @@ std::span<const OpDef> grad_ops() {
        false, nullptr, true},
       {"PadGrad", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_pad_grad, false,
        nullptr, true},
+      {"L2NormalizeGrad", C::Normalization, kTraitNone, U::Vector, 6, P::Float16,
+       &kernels::k_l2_normalize_grad, false, nullptr, true},
       // Backward through time of LSTM / GRU / RNN, and nn.MultiheadAttention's gradients: the
       // hardware model costs them from their products (hw/graph.cpp, layer_kernel), like the
       // forward rows.

@@ -195,9 +195,8 @@ std::span<const OpDef> nn_ops() {
        &ad::g_norm},
       {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_lp_norm, false,
        &ad::g_norm},
-      // ops.L2Normalize: no gradient rule yet (training through it is refused as unsupported).
       {"L2Normalize", C::Normalization, kTraitNone, U::Vector, 4, P::Float16,
-       &kernels::k_l2_normalize, false, nullptr, false, nullptr, &kMindirL2Normalize},
+       &kernels::k_l2_normalize, false, &ad::g_l2_normalize, false, nullptr, &kMindirL2Normalize},
       {"Conv1D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false,
        &ad::g_conv, false, &ox::o_conv},
       {"Conv2D", C::Convolution, kTraitNone, U::Cube, 1, P::Float16, &kernels::k_conv2d, false,

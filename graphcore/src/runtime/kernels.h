@@ -378,6 +378,7 @@ void k_dropout_grad(KernelCall& c);
 void k_reduce_extremum_grad(KernelCall& c);
 void k_cumsum_grad(KernelCall& c);
 void k_pad_grad(KernelCall& c);
+void k_l2_normalize_grad(KernelCall& c);
 void k_group_norm_grad(KernelCall& c);
 void k_conv2d_transpose_grad(KernelCall& c);
 void k_resize_grad(KernelCall& c);
