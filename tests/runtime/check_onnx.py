@@ -105,9 +105,12 @@ OPS9_MODEL = open(os.path.join(EXPORT_MODELS, "ops9.py")).read()
 # FloorDiv (Div + Floor) and ops.zeros / ops.Zeros (initializers).
 OPS8_MODEL = open(os.path.join(EXPORT_MODELS, "ops8.py")).read()
 
+# ops.L2Normalize (clamped rows too) and the constant padding layers.
+OPS12_MODEL = open(os.path.join(EXPORT_MODELS, "ops12.py")).read()
+
 SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL,
            "ops5": OPS5_MODEL, "ops6": OPS6_MODEL, "ops8": OPS8_MODEL,
-           "ops9": OPS9_MODEL}
+           "ops9": OPS9_MODEL, "ops12": OPS12_MODEL}
 
 # name, model file (a corpus model, or SOURCES[name] written to the work directory), extra
 # arguments for both binaries, weight modes (BERT-base, ViT-B/16: initialised only, their
@@ -128,6 +131,7 @@ CASES = [
     ("ops6", None, ["--input-shape", "2,3,9,9"], ("init", "ckpt")),
     ("ops8", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
     ("ops9", None, ["--input-shape", "2,3,9,9"], ("init", "ckpt")),
+    ("ops12", None, ["--input-shape", "2,3,6,7"], ("init", "ckpt")),
 ]
 
 

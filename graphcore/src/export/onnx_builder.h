@@ -131,10 +131,11 @@ void o_stack(OnnxNodeBuilder& b);
 void o_cumsum(OnnxNodeBuilder& b);
 void o_broadcast_to(OnnxNodeBuilder& b);
 void o_group_norm(OnnxNodeBuilder& b);
-void o_floordiv(OnnxNodeBuilder& b);    // floats: Div + Floor
-void o_reduce_var(OnnxNodeBuilder& b);  // ReduceMean, Sub, Mul, ReduceSum, Div (n - ddof)
-void o_pad(OnnxNodeBuilder& b);         // nn.Pad, ops.pad (constant mode)
-void o_resize(OnnxNodeBuilder& b);      // ResizeNearestNeighbor(V2), ResizeBilinearV2
+void o_floordiv(OnnxNodeBuilder& b);      // floats: Div + Floor
+void o_reduce_var(OnnxNodeBuilder& b);    // ReduceMean, Sub, Mul, ReduceSum, Div (n - ddof)
+void o_l2_normalize(OnnxNodeBuilder& b);  // Mul, ReduceSum, Max(epsilon), Sqrt, Div
+void o_pad(OnnxNodeBuilder& b);           // nn.Pad, ops.pad (constant mode)
+void o_resize(OnnxNodeBuilder& b);        // ResizeNearestNeighbor(V2), ResizeBilinearV2
 }  // namespace rules
 
 }  // namespace graphcore::exporter

@@ -320,6 +320,26 @@ void o_reduce_var(OnnxNodeBuilder& b) {
   b.emit("Div", {sum, b.const_scalar("count", static_cast<double>(n - ddof), t)}, {b.output()});
 }
 
+// ops.L2Normalize: x / sqrt(max(sum(x^2, axis), epsilon)), as the kernel. ONNX's
+// LpNormalization has no epsilon, so the sum of squares is clamped before the square root.
+void o_l2_normalize(OnnxNodeBuilder& b) {
+  const auto axes = rt::attr_ints(b.node(), "axis").value_or(std::vector<int64_t>{0});
+  if (axes.size() != 1) b.refuse("an L2Normalize over several axes");
+  const size_t r = b.input_dims(0).size();
+  const auto axis = normalize_axis(axes[0], r);
+  if (!axis) b.refuse("its axis is out of range");
+  const double eps = rt::attr_float(b.node(), "epsilon").value_or(1e-4);
+  const DType t = b.input_type(0).dtype;
+  const std::string ax = b.const_i64("axes", {static_cast<int64_t>(*axis)});
+  const std::string sq = b.temp("squared"), sum = b.temp("sum"), clamped = b.temp("clamped");
+  const std::string norm = b.temp("norm");
+  b.emit("Mul", {b.input(0), b.input(0)}, {sq});
+  b.emit("ReduceSum", {sq, ax}, {sum}, {{"keepdims", int64_t{1}}});
+  b.emit("Max", {sum, b.const_scalar("epsilon", eps, t)}, {clamped});
+  b.emit("Sqrt", {clamped}, {norm});
+  b.emit("Div", {b.input(0), norm}, {b.output()});
+}
+
 void o_softmax(OnnxNodeBuilder& b) {
   const auto axes = rt::attr_ints(b.node(), "axis").value_or(std::vector<int64_t>{-1});
   if (axes.size() != 1) b.refuse("a Softmax over several axes");
