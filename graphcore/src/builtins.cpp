@@ -849,6 +849,83 @@ void Interpreter::init_builtins() {
     npv::set_values(*c.as<TensorObj>(), std::move(counts));
     return make_tuple({u, c});
   });
+  // np.meshgrid(*xi, indexing='xy'): one array per input, each input (flattened) along its own
+  // axis; 'xy' swaps the first two axes (numpy's Cartesian indexing). Elements are computed when
+  // the inputs' are known (Swin V2's relative coordinate tables).
+  add("np.meshgrid", [](Interpreter&, CallArgs& a, const Site&) -> Value {
+    bool xy = true;
+    if (const Value* ix = a.find_kw("indexing")) {
+      const auto* text = str_of(*ix);
+      if (text == nullptr || (*text != "xy" && *text != "ij")) return Value::unknown();
+      xy = *text == "xy";
+    }
+    struct Axis {
+      DType dtype;
+      int64_t len;
+      std::optional<std::vector<double>> values;
+    };
+    std::vector<Axis> axes;
+    for (const Value& v : a.pos) {
+      if (auto* t = v.as<TensorObj>()) {
+        std::vector<int64_t> in_dims;
+        if (!t->type.shape.ranked) return Value::unknown();
+        for (const Dim& d : t->type.shape.dims) {
+          if (!d.is_known()) return Value::unknown();
+          in_dims.push_back(d.value());
+        }
+        const auto count = checked_numel(in_dims);
+        if (!count) return Value::unknown();
+        Axis ax{t->type.dtype, *count, std::nullopt};
+        if (t->values && static_cast<int64_t>(t->values->size()) == *count) {
+          ax.values = *t->values;
+        } else if (t->fill) {
+          ax.values = std::vector<double>(static_cast<size_t>(*count), *t->fill);
+        }
+        axes.push_back(std::move(ax));
+      } else if (const auto* items = seq_items(v)) {
+        Axis ax{DType::Int64, static_cast<int64_t>(items->size()), std::vector<double>{}};
+        for (const Value& x : *items) {
+          if (!x.is_number()) return Value::unknown();
+          if (!x.is_int()) ax.dtype = DType::Float64;
+          ax.values->push_back(x.as_float());
+        }
+        axes.push_back(std::move(ax));
+      } else {
+        return Value::unknown();
+      }
+    }
+    const size_t rank = axes.size();
+    // Output axis of input k.
+    auto axis_of = [&](size_t k) -> size_t {
+      if (!xy || rank < 2 || k > 1) return k;
+      return 1 - k;
+    };
+    std::vector<int64_t> dims(rank);
+    for (size_t k = 0; k < rank; ++k) dims[axis_of(k)] = axes[k].len;
+    int64_t total = 1;
+    for (int64_t d : dims) {
+      auto p = checked_mul(total, d);
+      if (!p) return Value::unknown();
+      total = *p;
+    }
+    std::vector<Value> outs;
+    for (size_t k = 0; k < rank; ++k) {
+      Value r = ndarray(Shape::of(dims), axes[k].dtype);
+      if (axes[k].values && total <= npv::element_limit()) {
+        const size_t ax = axis_of(k);
+        int64_t inner = 1;
+        for (size_t j = ax + 1; j < rank; ++j) inner *= dims[j];
+        std::vector<double> vals(static_cast<size_t>(total));
+        for (int64_t o = 0; o < total; ++o) {
+          const int64_t i = (o / inner) % dims[ax];
+          vals[static_cast<size_t>(o)] = (*axes[k].values)[static_cast<size_t>(i)];
+        }
+        npv::set_values(*r.as<TensorObj>(), std::move(vals));
+      }
+      outs.push_back(std::move(r));
+    }
+    return make_tuple(std::move(outs));
+  });
   add("np.linspace", [](Interpreter&, CallArgs& a, const Site&) -> Value {
     const Value* num = arg_at(a, 2, "num");
     int64_t count = num && num->is_int() ? num->as_int() : 50;
@@ -1120,7 +1197,15 @@ Value Interpreter::numpy_function(std::string_view name) {
   if (it != kViaRegistry.end()) {
     if (const ApiEntry* e = Registry::instance().find(it->second, options.mindspore_version)) {
       return Value::obj(std::make_shared<BuiltinObj>(
-          "numpy." + n, [e](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+          "numpy." + n, [e, n](Interpreter& in, CallArgs& args, const Site& site) -> Value {
+            // numpy's keyword names where the registry function spells them otherwise
+            // (np.sum(a, axis, keepdims=) is ops.sum(input, dim, keepdim=)).
+            CallArgs a = args;
+            for (auto& [key, value] : a.kw) {
+              if (n == "sum" && key == "axis") key = "dim";
+              if (n == "sum" && key == "keepdims") key = "keepdim";
+              if (n == "mean" && key == "keepdims") key = "keep_dims";
+            }
             bool any_tensor = false;
             for (auto& v : a.pos) {
               any_tensor |= v.as<TensorObj>() != nullptr;
@@ -1141,7 +1226,20 @@ Value Interpreter::numpy_function(std::string_view name) {
             in.graph = saved;
             if (auto* t = r.as<TensorObj>()) {
               t->is_numpy = true;
-              npv::registry_function(e->name, a.pos, a.find_kw("axes"), *t);
+              const Value* axis_kw =
+                  args.find_kw(n == "transpose" ? "axes" : "axis");  // numpy's name
+              npv::registry_function(e->name, a.pos, axis_kw, *t);
+              // A reduction to one element is a numpy scalar (np.sum(a), np.mean(a, axis=...)):
+              // a Python number when its value is known, as an element of an array is.
+              if (t->type.shape.ranked && t->type.shape.rank() == 0) {
+                std::optional<double> x = t->fill;
+                if (!x && t->values && t->values->size() == 1) x = (*t->values)[0];
+                if (x) {
+                  if (t->type.dtype == DType::Bool) return Value::boolean(*x != 0);
+                  if (is_floating(t->type.dtype)) return Value::real(*x);
+                  if (auto i = checked_to_int64(*x)) return Value::integer(*i);
+                }
+              }
             }
             return r;
           }));

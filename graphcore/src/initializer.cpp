@@ -62,6 +62,7 @@ std::span<const std::string_view> parameters(InitSpec::Kind k) {
       return kConstant;
     case K::Zero:
     case K::One:
+    case K::Values:
       break;
   }
   return {};
@@ -163,6 +164,9 @@ std::string InitSpec::str() const {
     case Kind::XavierNormal:
       os << (kind == Kind::XavierUniform ? "XavierUniform" : "XavierNormal") << "(gain=" << gain
          << ")";
+      break;
+    case Kind::Values:
+      os << "values computed by the program (" << (values ? values->size() : 0) << " elements)";
       break;
   }
   return os.str();

@@ -1297,6 +1297,15 @@ void register_mindspore_natives(Interpreter& /*interp*/,
           std::string note = "a tensor filled with " + repr(Value::real(*src->fill));
           init = std::make_shared<const ParamInit>(ParamInit{
               InitSpec::constant(*src->fill), ParamInit::Origin::Argument, std::move(note)});
+        } else if (!init && src->values) {  // Tensor(np_array) of computed elements (Swin's
+                                            // relative position tables)
+          InitSpec spec;
+          spec.kind = InitSpec::Kind::Values;
+          spec.values = src->values;
+          std::string note = "a tensor of " + std::to_string(src->values->size()) +
+                             " elements computed in __init__";
+          init = std::make_shared<const ParamInit>(
+              ParamInit{std::move(spec), ParamInit::Origin::Argument, std::move(note)});
         }
       } else if (data->k == VK::Int) {
         t = TensorType{Shape{}, DType::Int64};

@@ -655,6 +655,99 @@ void registry_function(std::string_view api, const std::vector<Value>& args, con
     same_order(args[0], out);
     return;
   }
+  // np.stack / np.concatenate (`np.stack(np.meshgrid(h, w))`: Swin's coordinate tables): the
+  // parts laid out along the axis; `out`'s shape is the rule's.
+  if (api == "ops.stack" || api == "ops.concat") {
+    const auto* items = seq_items(args[0]);
+    std::vector<int64_t> dims;
+    int64_t numel = 0;
+    if (items == nullptr || items->empty() || !out_dims(out, dims, numel)) return;
+    int64_t axis = 0;
+    if (args.size() > 1) {
+      if (!args[1].is_int()) return;
+      axis = args[1].as_int();
+    } else if (axes_kw != nullptr) {
+      if (!axes_kw->is_int()) return;
+      axis = axes_kw->as_int();
+    }
+    const auto rank = static_cast<int64_t>(dims.size());
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return;
+    // outer: the product of the dims before the axis; each part contributes `chunk` elements
+    // per outer index (its own extent along the axis times the dims after it).
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= dims[static_cast<size_t>(i)];
+    std::vector<Elems> parts;
+    std::vector<int64_t> chunks;
+    int64_t per_outer = 0;
+    for (const Value& v : *items) {
+      auto e = elems(v);
+      if (!e || e->python_scalar) return;
+      const int64_t c = outer != 0 ? e->numel / outer : 0;
+      chunks.push_back(c);
+      per_outer += c;
+      parts.push_back(std::move(*e));
+    }
+    if (per_outer * outer != numel) return;
+    std::vector<double> vals;
+    vals.reserve(static_cast<size_t>(numel));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (size_t p = 0; p < parts.size(); ++p) {
+        for (int64_t k = 0; k < chunks[p]; ++k) vals.push_back(parts[p].at(o * chunks[p] + k));
+      }
+    }
+    set_values(out, std::move(vals));
+    return;
+  }
+  // np.sum / np.mean over axes (keepdims or not): reduced in double.
+  if (api == "ops.sum" || api == "ops.mean") {
+    auto e = elems(args[0]);
+    std::vector<int64_t> dims;
+    int64_t numel = 0;
+    if (!e || e->python_scalar || !out_dims(out, dims, numel)) return;
+    const auto rank = static_cast<int64_t>(e->shape.size());
+    const Value* axis_v = args.size() > 1 ? &args[1] : axes_kw;
+    std::vector<bool> reduced(e->shape.size(), axis_v == nullptr || axis_v->is_none());
+    if (axis_v != nullptr && !axis_v->is_none()) {
+      std::vector<Value> list;
+      if (const auto* seq = seq_items(*axis_v)) {
+        list = *seq;
+      } else {
+        list.push_back(*axis_v);
+      }
+      for (const Value& a : list) {
+        if (!a.is_int()) return;
+        int64_t ax = a.as_int();
+        if (ax < 0) ax += rank;
+        if (ax < 0 || ax >= rank) return;
+        reduced[static_cast<size_t>(ax)] = true;
+      }
+    }
+    // The reduced result's flat index for each input element: the kept dims, in order.
+    std::vector<double> acc(static_cast<size_t>(numel), 0.0);
+    int64_t count = 1;
+    for (size_t i = 0; i < e->shape.size(); ++i) {
+      if (reduced[i]) count *= e->shape[i];
+    }
+    std::vector<int64_t> idx(e->shape.size(), 0);
+    for (int64_t flat = 0; flat < e->numel; ++flat) {
+      int64_t o = 0;
+      for (size_t i = 0; i < e->shape.size(); ++i) {
+        if (!reduced[i]) o = o * e->shape[i] + idx[i];
+      }
+      if (o >= numel) return;
+      acc[static_cast<size_t>(o)] += e->at(flat);
+      for (size_t i = e->shape.size(); i-- > 0;) {
+        if (++idx[i] < e->shape[i]) break;
+        idx[i] = 0;
+      }
+    }
+    if (api == "ops.mean" && count > 0) {
+      for (double& x : acc) x /= static_cast<double>(count);
+    }
+    set_values(out, std::move(acc));
+    return;
+  }
   if (api == "ops.transpose") {
     const Value* axes = args.size() > 1 ? &args[1] : axes_kw;
     std::vector<int64_t> perm;

@@ -48,6 +48,7 @@ CASES = {
     "pool_family": ["2,3,11,13"],
     "dense_norm": ["2,4,6,6"],
     "pad_layers": ["2,4,5,6"],
+    "numpy_tables": ["2"],
 }
 
 

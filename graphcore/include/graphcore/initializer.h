@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace graphcore {
 
@@ -26,17 +27,19 @@ struct InitSpec {
     HeNormal,
     XavierUniform,  // gain
     XavierNormal,
+    Values,  // the elements the program computed (`Parameter(Tensor(np_array))`), row-major
   };
   Kind kind = Kind::Zero;
-  double value = 0;                         // Constant
-  double sigma = 0.01;                      // Normal, TruncatedNormal
-  double mean = 0;                          // Normal, TruncatedNormal
-  double a = -2, b = 2;                     // TruncatedNormal
-  double scale = 0.07;                      // Uniform
-  double negative_slope = 0;                // He*
-  bool fan_out = false;                     // He*: mode='fan_out'
-  std::string nonlinearity = "leaky_relu";  // He*
-  double gain = 1;                          // Xavier*
+  double value = 0;                                   // Constant
+  double sigma = 0.01;                                // Normal, TruncatedNormal
+  double mean = 0;                                    // Normal, TruncatedNormal
+  double a = -2, b = 2;                               // TruncatedNormal
+  double scale = 0.07;                                // Uniform
+  double negative_slope = 0;                          // He*
+  bool fan_out = false;                               // He*: mode='fan_out'
+  std::string nonlinearity = "leaky_relu";            // He*
+  double gain = 1;                                    // Xavier*
+  std::shared_ptr<const std::vector<double>> values;  // Values: one per element
 
   // `kind` with its default arguments; Constant(value).
   static InitSpec of(Kind kind) {

@@ -745,6 +745,12 @@ void register_nn_ops(Registry& r) {
     fn(r, name, "ClipByValue", {P("input"), P("min", "None"), P("max", "None")},
        clamp_rule(name, "input", "min", "max"), "clamps to [min, max]");
   }
+  // ops.clip_by_value(x, clip_value_min, clip_value_max) (MindSpore 2.10's signature; a list of
+  // tensors for x is not modelled: unknown). mindcv's SwinV2 clips its logit scale with it.
+  fn(r, "ops.clip_by_value", "ClipByValue",
+     {P("x"), P("clip_value_min", "None"), P("clip_value_max", "None")},
+     clamp_rule("ops.clip_by_value", "x", "clip_value_min", "clip_value_max"),
+     "clamps to [clip_value_min, clip_value_max]");
 
   // Dropout and normalisation functions keep the input's shape.
   auto keep = [](CallContext& ctx, const TensorType& t) { ctx.add_output(t); };

@@ -41,6 +41,12 @@ uint64_t hash_name(uint64_t seed, std::string_view name) {
 }
 
 void fill_init(Tensor& t, const InitSpec& s, uint64_t seed) {
+  if (s.kind == InitSpec::Kind::Values) {
+    if (!s.values || static_cast<int64_t>(s.values->size()) != t.numel())
+      throw RuntimeError("the parameter's computed values do not match its shape");
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, (*s.values)[static_cast<size_t>(i)]);
+    return;
+  }
   if (!t.is_float()) {
     double v = s.kind == InitSpec::Kind::One ? 1 : s.kind == InitSpec::Kind::Constant ? s.value : 0;
     for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v);
@@ -66,6 +72,8 @@ void fill_init(Tensor& t, const InitSpec& s, uint64_t seed) {
       break;
     case K::Constant:
       std::fill_n(p, n, static_cast<float>(s.value));
+      break;
+    case K::Values:  // filled above
       break;
     case K::Normal:
       normal(s.mean, s.sigma);
