@@ -2483,18 +2483,28 @@ void k_lp_norm(KernelCall& c) {
 // ops.L2Normalize(axis, epsilon)(x): x / sqrt(max(sum(x^2 over axis), epsilon)), as MindSpore
 // 2.10 computes it (the epsilon bounds the sum of squares, not the norm: measured, a line of
 // 1e-3 values under the default 1e-4 is divided by 0.01). One axis, as the primitive takes.
-void k_l2_normalize(KernelCall& c) {
-  const Tensor x = as_float(in(c, 0));
-  const double eps = attr_float(c.node, "epsilon").value_or(1e-4);
-  auto axes = attr_ints(c.node, "axis").value_or(std::vector<int64_t>{0});
+AxisLines l2_normalize_lines(const Node& n, const Tensor& x) {
+  AxisLines l;
+  l.epsilon = attr_float(n, "epsilon").value_or(1e-4);
+  auto axes = attr_ints(n, "axis").value_or(std::vector<int64_t>{0});
   if (axes.size() != 1) fail("L2Normalize over several axes is not supported");
-  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   if (x.rank() == 0) fail("L2Normalize needs a tensor of rank 1 or more");
   const int64_t axis = norm_axis(axes[0], x.rank());
-  const int64_t len = x.shape()[static_cast<size_t>(axis)];
-  int64_t inner = 1;
-  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
-  const int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
+  l.len = x.shape()[static_cast<size_t>(axis)];
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) l.inner *= x.shape()[i];
+  l.outer = (l.len * l.inner) != 0 ? x.numel() / (l.len * l.inner) : 0;
+  return l;
+}
+
+void k_l2_normalize(KernelCall& c) {
+  const Tensor x = as_float(in(c, 0));
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const AxisLines lines = l2_normalize_lines(c.node, x);
+  const int64_t len = lines.len;
+  const int64_t inner = lines.inner;
+  const int64_t outer = lines.outer;
+  const double eps = lines.epsilon;
+  Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   const auto* px = x.data<float>();
   auto* py = y.data<float>();
   parallel_for(outer * inner, std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, len)),

@@ -379,6 +379,16 @@ void k_reduce_extremum_grad(KernelCall& c);
 void k_cumsum_grad(KernelCall& c);
 void k_pad_grad(KernelCall& c);
 void k_l2_normalize_grad(KernelCall& c);
+// L2Normalize's lines of node `n` over `x`: `len` elements along its one axis, `inner` apart, for
+// each of `outer * inner` lines (line l starts at (l / inner) * len * inner + l % inner). Shared
+// by the forward kernel and its gradient; fails on several axes or a 0-d input.
+struct AxisLines {
+  int64_t len = 0;
+  int64_t inner = 1;
+  int64_t outer = 0;
+  double epsilon = 1e-4;
+};
+AxisLines l2_normalize_lines(const Node& n, const Tensor& x);
 void k_group_norm_grad(KernelCall& c);
 void k_conv2d_transpose_grad(KernelCall& c);
 void k_resize_grad(KernelCall& c);

@@ -1100,15 +1100,12 @@ void k_l2_normalize_grad(KernelCall& c) {
   const Tensor dy = as_float(in(c, 1));
   if (dy.shape() != x.shape())
     fail("L2Normalize gradient " + dy.type_str() + " does not match the input " + x.type_str());
-  const double eps = attr_float(c.node, "epsilon").value_or(1e-4);
-  auto axes = attr_ints(c.node, "axis").value_or(std::vector<int64_t>{0});
-  if (axes.size() != 1) fail("L2Normalize over several axes is not supported");
-  if (x.rank() == 0) fail("L2Normalize needs a tensor of rank 1 or more");
-  const int64_t axis = norm_axis(axes[0], x.rank());
-  const int64_t len = x.shape()[static_cast<size_t>(axis)];
-  int64_t inner = 1;
-  for (size_t i = static_cast<size_t>(axis) + 1; i < x.rank(); ++i) inner *= x.shape()[i];
-  const int64_t outer = (len * inner) != 0 ? x.numel() / (len * inner) : 0;
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const AxisLines lines = l2_normalize_lines(c.node, x);
+  const int64_t len = lines.len;
+  const int64_t inner = lines.inner;
+  const int64_t outer = lines.outer;
+  const double eps = lines.epsilon;
   Tensor& dx = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   const auto* px = x.data<float>();
   const auto* pg = dy.data<float>();
