@@ -2498,29 +2498,26 @@ AxisLines l2_normalize_lines(const Node& n, const Tensor& x) {
 
 void k_l2_normalize(KernelCall& c) {
   const Tensor x = as_float(in(c, 0));
-  // Not a structured binding: clang 14 cannot capture one in the lambda below.
   const AxisLines lines = l2_normalize_lines(c.node, x);
-  const int64_t len = lines.len;
-  const int64_t inner = lines.inner;
-  const int64_t outer = lines.outer;
-  const double eps = lines.epsilon;
   Tensor& y = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   const auto* px = x.data<float>();
   auto* py = y.data<float>();
-  parallel_for(outer * inner, std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, len)),
+  parallel_for(lines.outer * lines.inner,
+               std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, lines.len)),
                [&](int64_t l0, int64_t l1) {
                  for (int64_t line = l0; line < l1; ++line) {
-                   const int64_t o = line / inner, i = line % inner;
-                   const float* xs = px + (o * len * inner) + i;
-                   float* ys = py + (o * len * inner) + i;
+                   const int64_t o = line / lines.inner, i = line % lines.inner;
+                   const float* xs = px + (o * lines.len * lines.inner) + i;
+                   float* ys = py + (o * lines.len * lines.inner) + i;
                    double sum = 0;
-                   for (int64_t k = 0; k < len; ++k) {
-                     const auto v = static_cast<double>(xs[k * inner]);
+                   for (int64_t k = 0; k < lines.len; ++k) {
+                     const auto v = static_cast<double>(xs[k * lines.inner]);
                      sum += v * v;
                    }
-                   const double scale = 1.0 / std::sqrt(std::max(sum, eps));
-                   for (int64_t k = 0; k < len; ++k) {
-                     ys[k * inner] = static_cast<float>(static_cast<double>(xs[k * inner]) * scale);
+                   const double scale = 1.0 / std::sqrt(std::max(sum, lines.epsilon));
+                   for (int64_t k = 0; k < lines.len; ++k) {
+                     ys[k * lines.inner] =
+                         static_cast<float>(static_cast<double>(xs[k * lines.inner]) * scale);
                    }
                  }
                });

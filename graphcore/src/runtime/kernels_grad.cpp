@@ -1100,35 +1100,31 @@ void k_l2_normalize_grad(KernelCall& c) {
   const Tensor dy = as_float(in(c, 1));
   if (dy.shape() != x.shape())
     fail("L2Normalize gradient " + dy.type_str() + " does not match the input " + x.type_str());
-  // Not a structured binding: clang 14 cannot capture one in the lambda below.
   const AxisLines lines = l2_normalize_lines(c.node, x);
-  const int64_t len = lines.len;
-  const int64_t inner = lines.inner;
-  const int64_t outer = lines.outer;
-  const double eps = lines.epsilon;
   Tensor& dx = emit(c, Tensor::uninitialized(x.shape(), DType::Float32));
   const auto* px = x.data<float>();
   const auto* pg = dy.data<float>();
   auto* pd = dx.data<float>();
-  parallel_for(outer * inner, std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, len)),
+  parallel_for(lines.outer * lines.inner,
+               std::max<int64_t>(1, kGrainMath / std::max<int64_t>(1, lines.len)),
                [&](int64_t l0, int64_t l1) {
                  for (int64_t line = l0; line < l1; ++line) {
-                   const int64_t o = line / inner;
-                   const int64_t i = line % inner;
-                   const int64_t base = (o * len * inner) + i;
+                   const int64_t o = line / lines.inner;
+                   const int64_t i = line % lines.inner;
+                   const int64_t base = (o * lines.len * lines.inner) + i;
                    double s = 0;
                    double xg = 0;
-                   for (int64_t k = 0; k < len; ++k) {
-                     const auto v = static_cast<double>(px[base + (k * inner)]);
+                   for (int64_t k = 0; k < lines.len; ++k) {
+                     const auto v = static_cast<double>(px[base + (k * lines.inner)]);
                      s += v * v;
-                     xg += v * static_cast<double>(pg[base + (k * inner)]);
+                     xg += v * static_cast<double>(pg[base + (k * lines.inner)]);
                    }
-                   const double n = std::sqrt(std::max(s, eps));
-                   const double norm = std::max(std::sqrt(s), eps);
+                   const double n = std::sqrt(std::max(s, lines.epsilon));
+                   const double norm = std::max(std::sqrt(s), lines.epsilon);
                    // y <y, dy> = x <x, dy> / n^2
                    const double proj = xg / (n * n);
-                   for (int64_t k = 0; k < len; ++k) {
-                     const int64_t at = base + (k * inner);
+                   for (int64_t k = 0; k < lines.len; ++k) {
+                     const int64_t at = base + (k * lines.inner);
                      pd[at] = static_cast<float>(
                          (static_cast<double>(pg[at]) - static_cast<double>(px[at]) * proj) / norm);
                    }
