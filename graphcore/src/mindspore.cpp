@@ -400,6 +400,10 @@ Value Interpreter::namespace_attr(NamespaceObj* ns, std::string_view name, const
     // functions are unknown until modelled.
     static const std::unordered_set<std::string_view> kCreation = {
         "arange", "ones", "zeros", "full", "linspace", "eye", "array", "asarray"};
+    // Functions the registry defines under `numpy.` (mindspore.numpy.roll).
+    if (p == "numpy." && result.is_unknown()) {
+      if (Registry::instance().find(p + n, ver) != nullptr) result = resolve_api(p + n);
+    }
     if (p == "numpy." && result.is_unknown() && kCreation.count(name) && has_builtin("np." + n)) {
       Value np_fn = builtin("np." + n);
       if (!np_fn.is_unknown()) {

@@ -49,6 +49,7 @@ CASES = {
     "dense_norm": ["2,4,6,6"],
     "pad_layers": ["2,4,5,6"],
     "numpy_tables": ["2"],
+    "roll": ["2,4,5,6"],
 }
 
 

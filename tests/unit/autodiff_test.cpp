@@ -273,6 +273,17 @@ TEST(AutodiffRules, L2NormalizeAlongAnAxis) {
   EXPECT_GE(r.checked, 1u);
 }
 
+// Roll (mindspore.numpy.roll over two axes, ops.roll of the flattened tensor): the gradient is
+// the incoming one rolled back.
+TEST(AutodiffRules, RollRollsTheGradientBack) {
+  Compiled c = compile("        pass\n",
+                       "        a = ms.numpy.roll(x, (-1, 2), (1, 2)) * (x + 1.5)\n"
+                       "        return a + ops.roll(x * x, 5) * 0.5\n",
+                       {f32({2, 3, 4})});
+  GradCheck r = check_gradients(c.cell());
+  EXPECT_GE(r.checked, 1u);
+}
+
 TEST(AutodiffRules, Activations) {
   Compiled c = compile(
       "        self.g1 = nn.GELU()\n        self.g2 = nn.GELU(approximate=False)\n"

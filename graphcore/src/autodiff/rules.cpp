@@ -650,6 +650,22 @@ void g_l2_normalize(GradBuilder& b) {
                           TensorType{x.shape, b.type_of(*dy).dtype}, n.attrs, {}, true));
 }
 
+void g_roll(GradBuilder& b) {
+  auto dy = dy0(b);
+  if (!dy || !b.needs_input_grad(0)) return;
+  const Node& n = b.node();
+  std::vector<Attr> attrs = n.attrs;
+  for (Attr& a : attrs) {
+    if (a.name != "shift") continue;
+    if (auto* v = std::get_if<std::vector<int64_t>>(&a.value)) {
+      for (int64_t& s : *v) s = -s;
+    }
+  }
+  const TensorType& x = b.type_of(b.input(0));
+  b.grad_input(0,
+               b.emit1("Roll", {*dy}, TensorType{x.shape, b.type_of(*dy).dtype}, std::move(attrs)));
+}
+
 void g_group_norm(GradBuilder& b) {
   auto dy = dy0(b);
   if (!dy) return;

@@ -42,6 +42,7 @@ void g_masked_fill(GradBuilder& b);
 void g_cumsum(GradBuilder& b);        // CumSum: the reversed running sum (CumSumGrad)
 void g_pad(GradBuilder& b);           // Pad, every mode (PadGrad)
 void g_l2_normalize(GradBuilder& b);  // L2Normalize (L2NormalizeGrad)
+void g_roll(GradBuilder& b);          // Roll: rolled back (Roll by the negated shifts)
 void g_recurrent(GradBuilder& b);     // LSTM, GRU, RNN: backward through time (RecurrentGrad)
 void g_multihead_attention(GradBuilder& b);  // MultiheadAttentionGrad
 void g_norm(GradBuilder& b);                 // Norm, LpNorm (NormGrad)

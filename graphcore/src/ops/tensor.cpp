@@ -208,6 +208,9 @@ std::span<const OpDef> tensor_ops() {
        &ad::g_unstack, false, &ox::o_unstack, &kMindirUnstack},
       {"Tile", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tile, false, &ad::g_tile,
        false, &ox::o_tile, &kMindirTile},
+      // ops.roll / mindspore.numpy.roll: no MindIR or ONNX form measured (export refuses it).
+      {"Roll", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_roll, false,
+       &ad::g_roll},
       {"BroadcastTo", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_broadcast_to,
        false, &ad::g_broadcast_to, false, &ox::o_broadcast_to, &kMindirBroadcastTo},
       {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,

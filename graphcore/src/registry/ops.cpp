@@ -745,6 +745,53 @@ void register_nn_ops(Registry& r) {
     fn(r, name, "ClipByValue", {P("input"), P("min", "None"), P("max", "None")},
        clamp_rule(name, "input", "min", "max"), "clamps to [min, max]");
   }
+  // ops.roll(input, shifts, dims=None) and mindspore.numpy.roll(a, shift, axis=None): elements
+  // shifted cyclically along the axes (an int shift with several axes shifts each by it; no axis:
+  // the flattened array, reshaped back). The node is Roll with `shift` (one per axis) and `axis`
+  // (empty: flattened). Swin's shifted windows: `mindspore.numpy.roll(x, (-3, -3), (1, 2))`.
+  auto roll_rule = [](std::string api, std::string x, std::string shift, std::string axis) {
+    return on_tensor(x, [api, shift, axis](CallContext& ctx, const TensorType& t) {
+      const ArgValue& ax = ctx.arg(axis);
+      std::vector<int64_t> axes;
+      if (!ax.is_none() && !ax.is_missing()) {
+        auto a = ax.as_ints();
+        if (!a) return add_unknown_output(ctx, t.dtype);
+        axes = *a;
+      }
+      auto shifts = ctx.arg(shift).as_ints(axes.empty() ? 1 : 0);
+      if (!shifts) return add_unknown_output(ctx, t.dtype);
+      if (shifts->size() == 1 && axes.size() > 1) shifts->assign(axes.size(), (*shifts)[0]);
+      if (!axes.empty() && shifts->size() != axes.size()) {
+        ctx.error("invalid-argument",
+                  api + ": shift and axis must have the same length, got " +
+                      std::to_string(shifts->size()) + " and " + std::to_string(axes.size()),
+                  shift);
+        return;
+      }
+      if (axes.empty() && shifts->size() != 1) return add_unknown_output(ctx, t.dtype);
+      if (t.shape.ranked) {
+        const auto rank = static_cast<int64_t>(t.shape.rank());
+        for (int64_t& a : axes) {
+          if (a < -rank || a >= rank) {
+            ctx.error("invalid-argument",
+                      api + ": axis " + std::to_string(a) + " is out of range for rank " +
+                          std::to_string(rank),
+                      axis);
+            return;
+          }
+          if (a < 0) a += rank;
+        }
+      }
+      ctx.set_attr("shift", *shifts);
+      ctx.set_attr("axis", axes);
+      ctx.add_output(t);
+    });
+  };
+  fn(r, "ops.roll", "Roll", {P("input"), P("shifts"), P("dims", "None")},
+     roll_rule("ops.roll", "input", "shifts", "dims"), "shifts elements cyclically along dims");
+  fn(r, "numpy.roll", "Roll", {P("a"), P("shift"), P("axis", "None")},
+     roll_rule("mindspore.numpy.roll", "a", "shift", "axis"),
+     "shifts elements cyclically along axis (numpy's signature)");
   // ops.clip_by_value(x, clip_value_min, clip_value_max) (MindSpore 2.10's signature; a list of
   // tensors for x is not modelled: unknown). mindcv's SwinV2 clips its logit scale with it.
   fn(r, "ops.clip_by_value", "ClipByValue",

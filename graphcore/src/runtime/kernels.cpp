@@ -2483,6 +2483,44 @@ void k_lp_norm(KernelCall& c) {
 // ops.L2Normalize(axis, epsilon)(x): x / sqrt(max(sum(x^2 over axis), epsilon)), as MindSpore
 // 2.10 computes it (the epsilon bounds the sum of squares, not the norm: measured, a line of
 // 1e-3 values under the default 1e-4 is divided by 0.01). One axis, as the primitive takes.
+// Roll (`shift` per axis in `axis`; no axis: the flattened tensor): y[i] = x[i - shift] along
+// each axis, cyclically, as numpy.roll.
+void k_roll(KernelCall& c) {
+  const Tensor& x = in(c, 0);
+  const auto shifts = attr_ints(c.node, "shift").value_or(std::vector<int64_t>{});
+  const auto axes = attr_ints(c.node, "axis").value_or(std::vector<int64_t>{});
+  Tensor& y = emit(c, Tensor(x.shape(), x.dtype()));
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  if (axes.empty()) {
+    if (shifts.size() != 1) fail("Roll of the flattened tensor needs one shift");
+    const int64_t s = ((shifts[0] % n) + n) % n;
+    for (int64_t i = 0; i < n; ++i) y.set((i + s) % n, x.at(i));
+    return;
+  }
+  if (shifts.size() != axes.size()) fail("Roll's shift and axis differ in length");
+  const std::vector<int64_t>& shape = x.shape();
+  // The total shift of each dim (an axis may be named twice: numpy adds the shifts).
+  std::vector<int64_t> by(shape.size(), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = norm_axis(axes[k], x.rank());
+    by[static_cast<size_t>(a)] += shifts[k];
+  }
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i;
+    int64_t to = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const int64_t idx = rest / strides[d];
+      rest %= strides[d];
+      const int64_t len = shape[d];
+      to += (((idx + by[d]) % len + len) % len) * strides[d];
+    }
+    y.set(to, x.at(i));
+  }
+}
+
 AxisLines l2_normalize_lines(const Node& n, const Tensor& x) {
   AxisLines l;
   l.epsilon = attr_float(n, "epsilon").value_or(1e-4);

@@ -379,6 +379,7 @@ void k_reduce_extremum_grad(KernelCall& c);
 void k_cumsum_grad(KernelCall& c);
 void k_pad_grad(KernelCall& c);
 void k_l2_normalize_grad(KernelCall& c);
+void k_roll(KernelCall& c);
 // L2Normalize's lines of node `n` over `x`: `len` elements along its one axis, `inner` apart, for
 // each of `outer * inner` lines (line l starts at (l / inner) * len * inner + l % inner). Shared
 // by the forward kernel and its gradient; fails on several axes or a 0-d input.
