@@ -762,9 +762,12 @@ void register_nn_ops(Registry& r) {
       if (!shifts) return add_unknown_output(ctx, t.dtype);
       if (shifts->size() == 1 && axes.size() > 1) shifts->assign(axes.size(), (*shifts)[0]);
       if (!axes.empty() && shifts->size() != axes.size()) {
+        // MindSpore 2.10's mindspore.numpy.roll (measured): numpy's broadcast of shift against
+        // axis.
         ctx.error("invalid-argument",
-                  api + ": shift and axis must have the same length, got " +
-                      std::to_string(shifts->size()) + " and " + std::to_string(axes.size()),
+                  api + ": shape mismatch: objects cannot be broadcast to a single shape (shift " +
+                      std::to_string(shifts->size()) + " values, axis " +
+                      std::to_string(axes.size()) + ")",
                   shift);
         return;
       }
@@ -774,8 +777,8 @@ void register_nn_ops(Registry& r) {
         for (int64_t& a : axes) {
           if (a < -rank || a >= rank) {
             ctx.error("invalid-argument",
-                      api + ": axis " + std::to_string(a) + " is out of range for rank " +
-                          std::to_string(rank),
+                      api + ": axis " + std::to_string(a) +
+                          " is out of bounds for array of dimension " + std::to_string(rank),
                       axis);
             return;
           }
