@@ -1231,15 +1231,7 @@ Value Interpreter::numpy_function(std::string_view name) {
               npv::registry_function(e->name, a.pos, axis_kw, *t);
               // A reduction to one element is a numpy scalar (np.sum(a), np.mean(a, axis=...)):
               // a Python number when its value is known, as an element of an array is.
-              if (t->type.shape.ranked && t->type.shape.rank() == 0) {
-                std::optional<double> x = t->fill;
-                if (!x && t->values && t->values->size() == 1) x = (*t->values)[0];
-                if (x) {
-                  if (t->type.dtype == DType::Bool) return Value::boolean(*x != 0);
-                  if (is_floating(t->type.dtype)) return Value::real(*x);
-                  if (auto i = checked_to_int64(*x)) return Value::integer(*i);
-                }
-              }
+              if (auto scalar = npv::as_numpy_scalar(*t)) return *scalar;
             }
             return r;
           }));

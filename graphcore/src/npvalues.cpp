@@ -364,6 +364,17 @@ std::optional<Elems> elems(const Value& v) {
   return tensor_elems(v.as<TensorObj>());
 }
 
+std::optional<Value> as_numpy_scalar(const TensorObj& t) {
+  if (!t.type.shape.ranked || t.type.shape.rank() != 0) return std::nullopt;
+  std::optional<double> x = t.fill;
+  if (!x && t.values && t.values->size() == 1) x = (*t.values)[0];
+  if (!x) return std::nullopt;
+  if (t.type.dtype == DType::Bool) return Value::boolean(*x != 0);
+  if (is_floating(t.type.dtype)) return Value::real(*x);
+  if (auto i = checked_to_int64(*x)) return Value::integer(*i);
+  return std::nullopt;
+}
+
 void forget(TensorObj& t) {
   t.values.reset();
   t.fill.reset();

@@ -93,6 +93,9 @@ bool triangle(const Value& x, int64_t k, bool upper, TensorObj& out);
 // Same elements in the same order (reshape, expand_dims, squeeze, flatten, astype, Tensor(arr)),
 // converted to out's dtype.
 bool same_order(const Value& x, TensorObj& out);
+// A 0-d numpy array whose value is known, as the numpy scalar it is in numpy (an element of an
+// array, a reduction to one element): a Python bool, float or int; nullopt otherwise.
+std::optional<Value> as_numpy_scalar(const TensorObj& t);
 // out = x.transpose(perm) (perm empty: reversed axes).
 bool transpose(const Value& x, std::vector<int64_t> perm, TensorObj& out);
 

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "graphcore/checked.h"
 #include "interp.h"
 #include "npvalues.h"
 
@@ -732,16 +731,8 @@ Value Interpreter::tensor_subscript(const Value& tv, const Value& index, const S
     // numpy: an element of an array is a numpy scalar, which model code compares and branches
     // on as a Python number (`DropPath(dpr[i]) if dpr[i] > 0. else Identity()` over
     // np.linspace's rates: mindcv's CrossViT).
-    if (r->is_numpy && out.ranked && out.rank() == 0) {
-      std::optional<double> x;
-      if (r->values && r->values->size() == 1) x = (*r->values)[0];
-      if (!x && r->fill) x = *r->fill;
-      if (x) {
-        const DType d = r->type.dtype;
-        if (d == DType::Bool) return Value::boolean(*x != 0);
-        if (is_floating(d)) return Value::real(*x);
-        if (auto i = checked_to_int64(*x)) return Value::integer(*i);
-      }
+    if (r->is_numpy) {
+      if (auto scalar = npv::as_numpy_scalar(*r)) return *scalar;
     }
     return Value::obj(r);
   }

@@ -58,6 +58,20 @@ std::vector<int64_t> dims_of(const Shape& s) {
   return out;
 }
 
+// Sets `bytes` (what one device holds of `per_device` in the node's output dtype) and
+// `moved_bytes` (what it sends, comm_moved_bytes) on communication node `c`, replacing earlier
+// values; the bytes held, or nullopt when the size is not known.
+std::optional<uint64_t> set_comm_bytes(OptNode& c, const Shape& per_device, int64_t group) {
+  std::erase_if(c.attrs,
+                [](const Attr& a) { return a.name == "bytes" || a.name == "moved_bytes"; });
+  const auto bytes = tensor_bytes(TensorType{per_device, c.outputs[0].dtype}, Format::ND);
+  if (!bytes) return std::nullopt;
+  c.attrs.push_back(Attr{"bytes", static_cast<int64_t>(*bytes)});
+  if (auto moved = comm_moved_bytes(c.op, group, *bytes))
+    c.attrs.push_back(Attr{"moved_bytes", static_cast<int64_t>(*moved)});
+  return bytes;
+}
+
 // A communication node over value `from` of type `type` (global), of which each device holds
 // `per_device`.
 OptNode comm_node(std::string id, std::string op, ValueRef from, const OptimizedGraph& g,
@@ -71,12 +85,8 @@ OptNode comm_node(std::string id, std::string op, ValueRef from, const Optimized
   c.formats = {from.output < src.formats.size() ? src.formats[from.output]
                                                 : default_format(c.outputs[0].shape.rank())};
   c.pass = "comm";
-  const auto bytes = tensor_bytes(TensorType{per_device, c.outputs[0].dtype}, Format::ND);
   c.attrs = {Attr{"group", group}, Attr{"per_device_shape", dims_of(per_device)}};
-  if (bytes) {
-    c.attrs.push_back(Attr{"bytes", static_cast<int64_t>(*bytes)});
-    if (auto moved = comm_moved_bytes(c.op, group, *bytes))
-      c.attrs.push_back(Attr{"moved_bytes", static_cast<int64_t>(*moved)});
+  if (const auto bytes = set_comm_bytes(c, per_device, group)) {
     reason += "; each device holds " + dims_text(per_device) + " " +
               std::string(dtype_name(c.outputs[0].dtype)) + " = " + std::to_string(*bytes) +
               " bytes";
@@ -101,13 +111,8 @@ void refresh_comm_bytes(OptNode& c) {
   if (dims == nullptr) return;
   Shape per_device;
   for (int64_t d : *dims) per_device.dims.push_back(d < 0 ? Dim::unknown() : Dim::known(d));
-  const auto bytes = tensor_bytes(TensorType{per_device, c.outputs[0].dtype}, Format::ND);
-  std::erase_if(c.attrs,
-                [](const Attr& a) { return a.name == "bytes" || a.name == "moved_bytes"; });
+  const auto bytes = set_comm_bytes(c, per_device, group);
   if (!bytes) return;
-  c.attrs.push_back(Attr{"bytes", static_cast<int64_t>(*bytes)});
-  if (auto moved = comm_moved_bytes(c.op, group, *bytes))
-    c.attrs.push_back(Attr{"moved_bytes", static_cast<int64_t>(*moved)});
   c.reason += "; carried as " + std::string(dtype_name(c.outputs[0].dtype)) +
               " (amp): " + std::to_string(*bytes) + " bytes per device";
 }
