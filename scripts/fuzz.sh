@@ -22,6 +22,7 @@ log() { printf '[fuzz] %s\n' "$*" >&2; }
 . scripts/asan-tree.sh
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$ROOT
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}  # see Makefile
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 asan_tree_configure "$OUT" || exit 1
 ninja -C "$OUT" $(for t in $TARGETS; do printf '%s_fuzz ' "$t"; done) || exit 1
 
@@ -110,6 +111,18 @@ report() {
   done
 }
 report | tee "$OUT/fuzz-report.md"
+# What a failed harness found, in a few lines: the sanitizer's or libFuzzer's error, the first
+# frames in Cellscope's code, the summary and the input it wrote.
+for t in $TARGETS; do
+  f="$OUT/fuzz-$t.log"
+  [[ "$(cat "$OUT/fuzz-$t.rc")" == 0 && -z "$(new_findings "$t")" ]] && continue
+  {
+    grep -a -m1 -E '==[0-9]+==ERROR|runtime error:|ERROR: libFuzzer|out-of-memory|timeout after' "$f"
+    grep -a -E '^ +#[0-9]+ 0x[0-9a-f]+ in .*(graphcore|server|adapter|protocol|tests/fuzz)/' "$f" | head -4
+    grep -a -m1 -E '^SUMMARY:' "$f"
+    new_findings "$t"
+  } | cut -c1-220 | sed "s|^|[fuzz] found by $t: |"
+done
 for t in $TARGETS; do
   [[ "$(cat "$OUT/fuzz-$t.rc")" == 0 ]] || exit 1
   [[ -z "$(new_findings "$t")" ]] || exit 1

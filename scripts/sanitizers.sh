@@ -35,6 +35,7 @@ esac
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$ROOT
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}  # see Makefile
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 if [[ $MODE == asan ]]; then
   # The clang tree the fuzz tier builds its libFuzzer harnesses in (scripts/asan-tree.sh): here
   # the binary, the unit tests and the harnesses' replay binaries of the same objects.

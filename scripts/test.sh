@@ -21,12 +21,18 @@ failed=()
 passed=()
 skipped=()
 
+# Each tier's output also goes to $BUILD_DIR/tier-logs/NAME.log; the summary ends with the lines
+# of a failed tier's log that say what failed (CI shows only the end of a run's output).
+LOGS="$BUILD_DIR/tier-logs"
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+
 tier() {  # tier NAME COMMAND...
   local name=$1
   shift
   printf '\n==> tier: %s\n' "$name"
   local start=$SECONDS rc=0
-  "$@" || rc=$?
+  "$@" 2>&1 | tee "$LOGS/$name.log"
+  rc=${PIPESTATUS[0]}
   # Each tier's wall time is in the summary: the CI run has a time budget (README)
   local took="$((SECONDS - start)) s"
   if ((rc == 0)); then
@@ -44,9 +50,9 @@ tier ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 
 # libFuzzer (issue 14): every harness of tests/fuzz built with clang (ASan + UBSan, build tree
 # build-asan/, which the asan tier below completes: scripts/asan-tree.sh) and run for
-# FUZZ_SECONDS (20 here; `make fuzz` for long campaigns) from its seed corpus and regressions. A
+# FUZZ_SECONDS (10 here; `make fuzz` for long campaigns) from its seed corpus and regressions. A
 # crash, timeout or out-of-memory found in this run fails the tier.
-tier fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_JOBS="$JOBS" bash scripts/fuzz.sh
+tier fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-10}" FUZZ_JOBS="$JOBS" bash scripts/fuzz.sh
 
 # Sanitizers (issue 14; docs/reliability.md), two build trees: ASan + UBSan (clang, the fuzz
 # tier's tree) under the unit, CLI and fuzz-replay tests, then `cellscope lsp` driven by
@@ -116,9 +122,28 @@ fi
 tier realworld env CI="$CI" BUILD_DIR="$BUILD_DIR" CELLSCOPE_BIN="$BUILD_DIR/cellscope" \
   bash tests/realworld/run.sh
 
+# What failed, in few lines: a tier's own failure lines (tests/lib.sh's "FAIL", ctest's
+# "Failed", node:test's "not ok", a sanitizer's "ERROR: ...Sanitizer" / "SUMMARY:", the fuzz
+# tier's "[fuzz] found"), at most 8 per failed tier, each cut to 220 characters.
+failure_lines() {
+  [[ -f $1 ]] || return 0
+  grep -a -E '(^|[^a-z])(FAIL|FAILED|Failed|not ok|ERROR|Error:|SUMMARY:|Assertion|\[fuzz\] found|Timeout|timed out)' "$1" |
+    grep -a -v -E '^\s*(# )?(fail|failed) 0|, 0 failed|0 failed' | tail -8 | cut -c1-220 || true
+}
+
 printf '\n==> summary\n'
-for t in "${passed[@]+"${passed[@]}"}"; do printf '  passed:  %s\n' "$t"; done
+printf '  passed:  %s\n' "$(IFS=,; echo "${passed[*]+"${passed[*]}"}" | sed 's/,/, /g')"
 for t in "${skipped[@]+"${skipped[@]}"}"; do printf '  SKIPPED: %s\n' "$t"; done
-for t in "${failed[@]+"${failed[@]}"}"; do printf '  FAILED:  %s\n' "$t"; done
+for t in "${failed[@]+"${failed[@]}"}"; do
+  printf '  FAILED:  %s\n' "$t"
+  failure_lines "$LOGS/${t%% (*}.log" | sed 's/^/    | /'
+done
 printf '  tiers took %d s in all\n' "$SECONDS"
+# Before the tiers (the Makefile's stamps): set-up, configure + build, and whether ccache had them.
+t() { cat "$BUILD_DIR/.t-$1" 2>/dev/null; }
+if [[ -n "$(t setup)" && -n "$(t configure)" && -n "$(t built)" ]]; then
+  printf '  before them: set-up %d s, configure + build %d s%s\n' "$(($(t configure) - $(t setup)))" \
+    "$(($(t built) - $(t configure)))" \
+    "$(ccache -s 2>/dev/null | awk '/^ *(Hits|Misses):/ {printf "%s %s %s", (n++ ? "," : "; ccache, all trees:"), tolower($1), $2}')"
+fi
 ((${#failed[@]} == 0))

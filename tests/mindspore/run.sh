@@ -30,5 +30,7 @@ fi
     || fail "mindspore is installed but cannot be imported in $VENV"
 
 cd "$REPO_ROOT" || fail "cannot cd to $REPO_ROOT"
-# --durations: the slowest tests, so the CI time budget can be kept (README)
-exec "$VENV/bin/python" -m pytest tests/mindspore -v -rs --durations=12 "$@"
+# --durations: the slowest tests, so the CI time budget can be kept (README). -n: pytest-xdist's
+# workers (CELLSCOPE_MS_WORKERS, default 2; 0 runs the tests in this process, one at a time).
+exec "$VENV/bin/python" -m pytest tests/mindspore -v -rs --durations=12 \
+    -n "${CELLSCOPE_MS_WORKERS:-2}" "$@"

@@ -30,7 +30,7 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { createE2E, here, repo, wait, until, runCommand, quickOpen } from './harness.mjs';
+import { createE2E, here, repo, wait, until, runCommand, quickOpen, openQuickInput } from './harness.mjs';
 
 const e2e = createE2E({
   artifacts: join(here, 'artifacts'),
@@ -152,8 +152,7 @@ try {
     await page.keyboard.press('Control+G');
     await page.keyboard.type(String(line));
     await page.keyboard.press('Enter');
-    await page.keyboard.press('Control+Shift+P');
-    await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
+    await openQuickInput(page, 'Control+Shift+P');
     await page.keyboard.type('MindSpore: Visualize Graph');
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'MindSpore: Visualize Graph' }).first().waitFor({ timeout: 10000 });
     // The Enter's time in the workbench, in the clock the view's milestones use (epoch ms).
