@@ -200,6 +200,7 @@ OPS8_SOURCE = (EXPORT_MODELS / "ops8.py").read_text()
 OPS10_SOURCE = (EXPORT_MODELS / "ops10.py").read_text()
 OPS11_SOURCE = (EXPORT_MODELS / "ops11.py").read_text()
 OPS12_SOURCE = (EXPORT_MODELS / "ops12.py").read_text()
+OPS13_SOURCE = (EXPORT_MODELS / "ops13.py").read_text()
 
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
@@ -265,6 +266,9 @@ CASES: Dict[str, Dict] = {
     # ops.L2Normalize with a clamped norm, nn.ConstantPad2d (a value and a crop), nn.ZeroPad2d.
     "more_ops12": {"source": OPS12_SOURCE, "cell": "OpsNet12", "select": ["--cell", "OpsNet12"],
                    "shape": (2, 3, 6, 7), "ms_rtol": 1e-5},
+    # Roll: mindspore.numpy.roll over two axes and back, ops.roll, a whole period, flattened.
+    "more_ops13": {"source": OPS13_SOURCE, "cell": "OpsNet13", "select": ["--cell", "OpsNet13"],
+                   "shape": (2, 3, 6, 5), "ms_rtol": 1e-5},
     "more_ops8": {"source": OPS8_SOURCE, "cell": "OpsNet8", "select": ["--cell", "OpsNet8"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},

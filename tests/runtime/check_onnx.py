@@ -108,9 +108,12 @@ OPS8_MODEL = open(os.path.join(EXPORT_MODELS, "ops8.py")).read()
 # ops.L2Normalize (clamped rows too) and the constant padding layers.
 OPS12_MODEL = open(os.path.join(EXPORT_MODELS, "ops12.py")).read()
 
+# Roll (mindspore.numpy.roll, ops.roll, flattened): Slice pairs and Concat.
+OPS13_MODEL = open(os.path.join(EXPORT_MODELS, "ops13.py")).read()
+
 SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL,
            "ops5": OPS5_MODEL, "ops6": OPS6_MODEL, "ops8": OPS8_MODEL,
-           "ops9": OPS9_MODEL, "ops12": OPS12_MODEL}
+           "ops9": OPS9_MODEL, "ops12": OPS12_MODEL, "ops13": OPS13_MODEL}
 
 # name, model file (a corpus model, or SOURCES[name] written to the work directory), extra
 # arguments for both binaries, weight modes (BERT-base, ViT-B/16: initialised only, their
@@ -132,6 +135,7 @@ CASES = [
     ("ops8", None, ["--input-shape", "2,3,8,8"], ("init", "ckpt")),
     ("ops9", None, ["--input-shape", "2,3,9,9"], ("init", "ckpt")),
     ("ops12", None, ["--input-shape", "2,3,6,7"], ("init", "ckpt")),
+    ("ops13", None, ["--input-shape", "2,3,6,5"], ("init", "ckpt")),
 ]
 
 

@@ -233,6 +233,73 @@ class Net(nn.Cell):
   }
 }
 
+// Roll as mindspore.numpy.roll writes it (MindirExpansion::RollSlices): per shifted axis two
+// StridedSlices (len - k .. len, then 0 .. len - k) and a Concat on the axis; a whole period
+// writes nothing; no axis: Reshape to one dim, the same pair, Reshape back. An integer tensor is
+// refused (MindSpore casts it to float32 and back).
+TEST(MindirExport, RollAsStridedSlicePairsAndConcat) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("roll.py", R"(import mindspore as ms
+import mindspore.nn as nn
+import mindspore.numpy as mnp
+
+class Net(nn.Cell):
+    def construct(self, x):
+        return mnp.roll(x, (-2, 7), (1, 2)), mnp.roll(x, 6, 1), mnp.roll(x, -5)
+
+class IntNet(nn.Cell):
+    def construct(self, x):
+        return mnp.roll(x.astype(ms.int32), 1, 1)
+)");
+  AnalysisResult res = analyze(file, {"2,6,5"});
+  ASSERT_EQ(res.cells.size(), 2u);
+  const CellReport& net = res.cells[0].class_name == "Net" ? res.cells[0] : res.cells[1];
+  const CellReport& int_net = res.cells[0].class_name == "Net" ? res.cells[1] : res.cells[0];
+  MindirExport out = export_report(net);
+  ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
+  pb::Model m;
+  ASSERT_TRUE(m.ParseFromString(out.bytes));
+  std::map<std::string, std::string> prims;
+  for (const auto& p : m.primitives()) prims["REF::" + p.name()] = p.op_type();
+  std::map<std::string, const pb::Node*> values;
+  std::multiset<std::string> ops;
+  std::vector<std::vector<int64_t>> begins;
+  std::vector<int64_t> concat_axes;
+  for (const auto& n : m.graph().node()) values[n.output(0)] = &n;
+  auto ints = [&](const std::string& name) {
+    const pb::Node* c = values.at(name);
+    EXPECT_EQ(c->op_type(), "Constant");
+    const pb::Attribute& a = c->attribute(0);
+    if (a.values_size() > 0) return tuple_ints(a);
+    return std::vector<int64_t>{a.i()};
+  };
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() == "Constant") continue;
+    const std::string& prim = prims[n.op_type()];
+    ops.insert(prim);
+    if (prim == "StridedSlice") {
+      ASSERT_EQ(n.input_size(), 9);
+      begins.push_back(ints(n.input(1)));
+      for (int i = 4; i < 9; ++i) EXPECT_EQ(ints(n.input(i)), std::vector<int64_t>{0});
+    }
+    if (prim == "Concat") concat_axes.push_back(ints(n.input(1)).at(0));
+  }
+  // (-2, 7) on (6, 5): k = 4 on axis 1, 2 on axis 2; 6 on axis 1: a whole period; -5 flattened
+  // (60 elements): k = 55.
+  EXPECT_EQ(ops, (std::multiset<std::string>{"StridedSlice", "StridedSlice", "StridedSlice",
+                                             "StridedSlice", "StridedSlice", "StridedSlice",
+                                             "MakeTuple", "MakeTuple", "MakeTuple", "MakeTuple",
+                                             "Concat", "Concat", "Concat", "Reshape", "Reshape"}));
+  EXPECT_EQ(begins, (std::vector<std::vector<int64_t>>{
+                        {0, 2, 0}, {0, 0, 0}, {0, 0, 3}, {0, 0, 0}, {5}, {0}}));
+  EXPECT_EQ(concat_axes, (std::vector<int64_t>{1, 2, 0}));
+
+  MindirExport refused = export_report(int_net);
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_NE(refused.errors[0].message.find("int32"), std::string::npos)
+      << refused.errors[0].message;
+}
+
 // The rows BERT-base and ViT-B/16 need, in the forms mindspore.export writes them
 // (docs/mindir-notes.md): Gather(table, ids, 0, 0), scalar operands as 0-d tensors, Cast's TypeId,
 // ZerosLike / Range folded to constant tensors, Unstack's tuple read by TupleGetItem, Concat over

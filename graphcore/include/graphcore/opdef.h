@@ -174,6 +174,13 @@ enum class MindirExpansion : uint8_t {
   // count_include_pad, divisor_override (0: None), pad_mode "PAD", format "NCDHW"); then
   // Squeeze(., (2,)). Other forms are the row's own primitive.
   Pool3DForms,
+  // Roll as mindspore.numpy.roll writes it (its roll_along_axis; measured in mindspore.export's
+  // file): per (shift, axis) pair in order, with k = shift mod the axis' length not 0,
+  // StridedSlice(x, begin len - k on the axis, end the dims) and StridedSlice(x, 0, end len - k
+  // on the axis), MakeTuple, Concat(., axis); no axis: Reshape to one dim first, back after.
+  // ops.roll too: its Roll primitive has no CPU kernel in MindSpore 2.10 (a file with it would
+  // not run there). The importer does not read these back as Roll.
+  RollSlices,
 };
 
 struct MindirArg {

@@ -888,6 +888,10 @@ class Writer {
       names_[index] = {reduce_var(node)};
       return;
     }
+    if (m.expansion == MindirExpansion::RollSlices) {
+      names_[index] = {roll(node)};
+      return;
+    }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
       names_[index] = {gelu_erf(node)};
       return;
@@ -1128,6 +1132,73 @@ class Writer {
         node, "Div", {sum, scalar_tensor(static_cast<double>(n - (*ddof)[0]), DType::Int32)}, out);
     if (!is_std) return var;
     return function_node(node, "Pow", {var, scalar_tensor(0.5, out.dtype)}, out);
+  }
+
+  // Roll (MindirExpansion::RollSlices): the two slices of each shifted axis, concatenated in
+  // the other order, as mindspore.numpy.roll writes them. mindspore.numpy.roll casts an integer
+  // tensor to float32 and back around the slices; that form is not written (refused).
+  std::string roll(const Node& node) {
+    const TensorType& out = node.outputs.at(0);
+    if (!is_floating(out.dtype)) {
+      throw Refusal{"a Roll of a " + std::string(dtype_name(out.dtype)) +
+                    " tensor (mindspore.numpy.roll casts it to float32 and back): not written"};
+    }
+    const auto shifts = as_ints(node.find_attr("shift"));
+    const auto axes = as_ints(node.find_attr("axis"));
+    if (!shifts || !axes) throw Refusal{"its shift and axis are not recorded as integers"};
+    std::vector<int64_t> dims = input_dims(node, 0);
+    std::string value = operand(0);
+    std::vector<int64_t> along = *axes;
+    const bool flattened = along.empty();
+    if (flattened) {
+      const auto n = checked_numel(dims);
+      if (!n) throw Refusal{"its size overflows", kUnsupportedValue};
+      dims = {*n};
+      value = reshape(node, value, dims);
+      along = {0};
+    }
+    if (shifts->size() != along.size()) throw Refusal{"its shift and axis differ in length"};
+    const auto rank = static_cast<int64_t>(dims.size());
+    auto ints = [&](const std::vector<int64_t>& v) {
+      pb::Attribute a;
+      set_ints(&a, v);
+      return constant(std::move(a));
+    };
+    auto zero_mask = [&] {
+      pb::Attribute a;
+      set_int(&a, 0);
+      return constant(std::move(a));
+    };
+    const std::vector<int64_t> ones(dims.size(), 1), zeros(dims.size(), 0);
+    for (size_t k = 0; k < along.size(); ++k) {
+      int64_t axis = along[k];
+      if (axis < -rank || axis >= rank) throw Refusal{"its axis is out of range"};
+      if (axis < 0) axis += rank;
+      const auto a = static_cast<size_t>(axis);
+      const int64_t len = dims[a];
+      if (len == 0) continue;
+      const int64_t by = (((*shifts)[k] % len) + len) % len;
+      if (by == 0) continue;  // roll_along_axis returns its input
+      auto slice = [&](int64_t from, int64_t to) {
+        std::vector<int64_t> begin = zeros, end = dims, part = dims;
+        begin[a] = from;
+        end[a] = to;
+        part[a] = to - from;
+        std::vector<std::string> in = {value, ints(begin), ints(end), ints(ones)};
+        for (int m = 0; m < 5; ++m) in.push_back(zero_mask());
+        return function_node(node, "StridedSlice", in, TensorType{Shape::of(part), out.dtype});
+      };
+      const std::string head = slice(len - by, len);
+      const std::string tail = slice(0, len - by);
+      const std::string key = simple_primitive("MakeTuple", pb::Primitive::PRIMITIVE);
+      const std::string both = add_cnode(node, key, {head, tail}, "MakeTuple")->name();
+      pb::Attribute axis_value;
+      set_int(&axis_value, axis);
+      value = function_node(node, "Concat", {both, constant(std::move(axis_value))},
+                            TensorType{Shape::of(dims), out.dtype});
+    }
+    if (flattened) value = reshape(node, value, known_dims(out.shape));
+    return value;
   }
 
   // Whether a pool is written in its 3-D form (MindirExpansion::Pool3DForms): nn.MaxPool2d with

@@ -107,6 +107,11 @@ constexpr MindirDef kMindirPad{"Pad",
 constexpr MindirDef kMindirReduceVar{
     "ReduceStd",      MindirKind::Function,     {}, {}, -1, false, false,
     MindirFold::None, MindirExpansion::VarForms};
+// Roll: StridedSlice pairs and Concat (MindirExpansion::RollSlices), as mindspore.numpy.roll
+// writes it.
+constexpr MindirDef kMindirRoll{
+    "StridedSlice",   MindirKind::Function,       {}, {}, -1, false, false,
+    MindirFold::None, MindirExpansion::RollSlices};
 // Tile(input, multiples): not a gen_ops_prim class; a function primitive in mindspore.export's
 // file. The multiples are the output / input dims (the recorded ones may be symbolic).
 constexpr MindirArg kMindirTileArgs[] = {{"input", MindirValue::Input},
@@ -208,9 +213,10 @@ std::span<const OpDef> tensor_ops() {
        &ad::g_unstack, false, &ox::o_unstack, &kMindirUnstack},
       {"Tile", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_tile, false, &ad::g_tile,
        false, &ox::o_tile, &kMindirTile},
-      // ops.roll / mindspore.numpy.roll: no MindIR or ONNX form measured (export refuses it).
-      {"Roll", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_roll, false,
-       &ad::g_roll},
+      // ops.roll / mindspore.numpy.roll: slices and a concatenation per shifted axis in MindIR
+      // (as mindspore.numpy.roll writes it) and in ONNX (which has no roll).
+      {"Roll", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_roll, false, &ad::g_roll,
+       false, &ox::o_roll, &kMindirRoll},
       {"BroadcastTo", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_broadcast_to,
        false, &ad::g_broadcast_to, false, &ox::o_broadcast_to, &kMindirBroadcastTo},
       {"StridedSlice", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_strided_slice,
