@@ -518,6 +518,18 @@ DType float_ufunc_dtype(DType d) {
   return d;
 }
 
+std::string_view ufunc_of_op(std::string_view op) {
+  static const std::pair<std::string_view, std::string_view> kOps[] = {
+      {"Log", "log"},      {"Exp", "exp"},     {"Sqrt", "sqrt"},     {"Abs", "abs"},
+      {"Neg", "negative"}, {"Sin", "sin"},     {"Cos", "cos"},       {"Tanh", "tanh"},
+      {"Floor", "floor"},  {"Ceil", "ceil"},   {"Square", "square"}, {"Sign", "sign"},
+      {"Log1p", "log1p"},  {"Expm1", "expm1"}, {"Identity", "copy"}};
+  for (const auto& [name, fn] : kOps) {
+    if (name == op) return fn;
+  }
+  return {};
+}
+
 bool unary(std::string_view fn, const Value& x, TensorObj& out) {
   auto e = elems(x);
   if (!e) return false;

@@ -88,6 +88,9 @@ DType float_ufunc_dtype(DType d);
 // out = fn(x) elementwise for the numpy ufunc `fn` (sin, cos, tan, tanh, exp, log, sqrt, abs,
 // negative, square, floor, ceil, ...). False when x is unknown or fn not modelled.
 bool unary(std::string_view fn, const Value& x, TensorObj& out);
+// The numpy ufunc that computes the graph operator `op` of one tensor elementwise ("Log":
+// "log"), for unary() on a constant; empty for any other operator.
+std::string_view ufunc_of_op(std::string_view op);
 // np.triu (upper) / np.tril of the last two axes, diagonal offset k.
 bool triangle(const Value& x, int64_t k, bool upper, TensorObj& out);
 // Same elements in the same order (reshape, expand_dims, squeeze, flatten, astype, Tensor(arr)),

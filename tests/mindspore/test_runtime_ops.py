@@ -50,6 +50,7 @@ CASES = {
     "pad_layers": ["2,4,5,6"],
     "numpy_tables": ["2"],
     "roll": ["2,4,5,6"],
+    "clip_bounds": ["2,3,4"],
 }
 
 

@@ -28,7 +28,11 @@ import numpy as np
 # dtype and float64 constants (docs/export.md).
 # crossvit_9: two branches at two scales (240 and 224 after its interpolate), cross-attention
 # between their class tokens, ParameterTuple class tokens and position embeddings.
-MODELS = [("edgenext", "edgenext_xx_small", "1,3,256,256"), ("crossvit", "crossvit_9", "1,3,240,240")]
+# swinv2_tiny_window8: shifted windows (mindspore.numpy.roll: StridedSlice pairs and Concat), its
+# logit scale clipped by ops.clip_by_value (Maximum, Minimum) against a bound computed in
+# __init__ (ops.log(Tensor(100))), its bias tables computed with numpy.
+MODELS = [("edgenext", "edgenext_xx_small", "1,3,256,256"), ("crossvit", "crossvit_9", "1,3,240,240"),
+          ("swintransformerv2", "swinv2_tiny_window8", "1,3,256,256")]
 RTOL = 1e-5
 
 

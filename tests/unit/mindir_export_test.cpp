@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -297,6 +298,67 @@ class IntNet(nn.Cell):
   MindirExport refused = export_report(int_net);
   ASSERT_EQ(refused.errors.size(), 1u);
   EXPECT_NE(refused.errors[0].message.find("int32"), std::string::npos)
+      << refused.errors[0].message;
+}
+
+// ops.clip_by_value as mindspore.export writes it (MindirExpansion::ClipForms): Maximum with the
+// lower bound, then Minimum with the upper one; a None bound writes nothing and takes no input
+// (`(x, None, t)`: t is the upper bound). ops.clamp is another primitive in MindSpore: refused.
+TEST(MindirExport, ClipByValueAsMaximumAndMinimum) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("clip.py", R"(import mindspore.nn as nn
+import mindspore.ops as ops
+from mindspore import Tensor
+from mindspore import dtype as mstype
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.hi = ops.log(Tensor(2.0, mstype.float32))
+
+    def construct(self, x):
+        return ops.clip_by_value(x, -0.5, self.hi), ops.clip_by_value(x, None, self.hi)
+
+class Clamp(nn.Cell):
+    def construct(self, x):
+        return ops.clamp(x, -1.0, 1.0)
+)");
+  AnalysisResult res = analyze(file, {"2,3"});
+  ASSERT_EQ(res.cells.size(), 2u);
+  const bool first = res.cells[0].class_name == "Net";
+  MindirExport out = export_report(res.cells[first ? 0 : 1]);
+  ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
+  pb::Model m;
+  ASSERT_TRUE(m.ParseFromString(out.bytes));
+  std::map<std::string, std::string> prims;
+  for (const auto& p : m.primitives()) prims["REF::" + p.name()] = p.op_type();
+  std::map<std::string, const pb::Node*> values;
+  for (const auto& n : m.graph().node()) values[n.output(0)] = &n;
+  std::vector<std::string> ops;
+  std::vector<float> constants;  // the second input of each Maximum / Minimum, when constant
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() == "Constant") continue;
+    const std::string& prim = prims[n.op_type()];
+    ops.push_back(prim);
+    if (prim != "Maximum" && prim != "Minimum") continue;
+    const pb::Node* c = values.at(n.input(1));
+    ASSERT_EQ(c->op_type(), "Constant");
+    const pb::Tensor& t = c->attribute(0).tensors(0);
+    float v = 0;
+    ASSERT_EQ(t.raw_data().size(), sizeof v);
+    std::memcpy(&v, t.raw_data().data(), sizeof v);
+    constants.push_back(v);
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"Maximum", "Minimum", "Minimum", "MakeTuple"}));
+  // -0.5, then log(2) computed at construction (the constant's value), twice.
+  ASSERT_EQ(constants.size(), 3u);
+  EXPECT_EQ(constants[0], -0.5F);
+  EXPECT_FLOAT_EQ(constants[1], std::log(2.0F));
+  EXPECT_FLOAT_EQ(constants[2], std::log(2.0F));
+
+  MindirExport refused = export_report(res.cells[first ? 1 : 0]);
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_NE(refused.errors[0].message.find("ops.clamp"), std::string::npos)
       << refused.errors[0].message;
 }
 

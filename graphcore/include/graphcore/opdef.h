@@ -181,7 +181,19 @@ enum class MindirExpansion : uint8_t {
   // ops.roll too: its Roll primitive has no CPU kernel in MindSpore 2.10 (a file with it would
   // not run there). The importer does not read these back as Roll.
   RollSlices,
+  // ClipByValue from ops.clip_by_value as mindspore.export writes it (measured): Maximum(x, min)
+  // then Minimum(., max), a bound that is None left out, a number bound a 0-d tensor. The other
+  // APIs (ops.clamp, ops.clip, Tensor.clamp / clip) are other primitives in MindSpore 2.10, not
+  // measured: refused. The importer does not read Maximum / Minimum back as ClipByValue.
+  ClipForms,
 };
+
+// Expansions written as several primitives none of which alone is the operator: the importer
+// does not map their primitives back to it.
+constexpr bool mindir_expansion_is_composite(MindirExpansion e) {
+  return e == MindirExpansion::VarForms || e == MindirExpansion::RollSlices ||
+         e == MindirExpansion::ClipForms;
+}
 
 struct MindirArg {
   std::string_view name;  // MindSpore's attribute / argument name ("transpose_b")

@@ -892,6 +892,10 @@ class Writer {
       names_[index] = {roll(node)};
       return;
     }
+    if (m.expansion == MindirExpansion::ClipForms) {
+      names_[index] = {clip(node)};
+      return;
+    }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
       names_[index] = {gelu_erf(node)};
       return;
@@ -1095,7 +1099,7 @@ class Writer {
       pb::Node* std_node = add_cnode(
           node, key, {x, axes_name, constant(std::move(unbiased)), constant(std::move(keep_dims))},
           "ReduceStd");
-      const std::string std_dev = tuple_item(node, std_node->name(), 0, out);
+      std::string std_dev = tuple_item(node, std_node->name(), 0, out);
       if (is_std) return std_dev;
       return function_node(node, "Pow", {std_dev, scalar_tensor(2.0, out.dtype)}, out);
     }
@@ -1128,7 +1132,7 @@ class Writer {
                       {square, constant(axes_value), constant(std::move(keep_dims)),
                        constant(std::move(skip_mode))},
                       out);
-    const std::string var = function_node(
+    std::string var = function_node(
         node, "Div", {sum, scalar_tensor(static_cast<double>(n - (*ddof)[0]), DType::Int32)}, out);
     if (!is_std) return var;
     return function_node(node, "Pow", {var, scalar_tensor(0.5, out.dtype)}, out);
@@ -1198,6 +1202,35 @@ class Writer {
                             TensorType{Shape::of(dims), out.dtype});
     }
     if (flattened) value = reshape(node, value, known_dims(out.shape));
+    return value;
+  }
+
+  // ClipByValue (MindirExpansion::ClipForms): ops.clip_by_value(x, min, max) as mindspore.export
+  // writes it (its _clip_by_value; measured 2026-12-07 on SwinV2's logit-scale clip):
+  // Maximum(x, min), then Minimum(., max). A number bound (the node's `min` / `max`) is a 0-d
+  // tensor of the output's dtype, a None bound (recorded as None) left out, a tensor bound (not
+  // recorded) the node's next input.
+  std::string clip(const Node& node) {
+    if (node.api != "ops.clip_by_value") {
+      throw Refusal{"no MindIR form measured for " + std::string(node.api) +
+                    " (MindSpore 2.10 writes its own Clamp primitives for it)"};
+    }
+    const TensorType& out = node.outputs.at(0);
+    std::string value = operand(0);
+    size_t next = 1;
+    auto bound = [&](const char* name) -> std::optional<std::string> {
+      if (const AttrValue* a = node.find_attr(name); a != nullptr) {
+        if (std::holds_alternative<std::monostate>(*a)) return std::nullopt;
+        if (auto v = runtime::attr_float(node, name)) return scalar_tensor(*v, out.dtype);
+        throw Refusal{std::string("its ") + name + " bound is not a number"};
+      }
+      if (next >= operands_.size()) throw Refusal{"its bounds are not recorded"};
+      return operand(next++);
+    };
+    const auto lo = bound("min");
+    const auto hi = bound("max");
+    if (lo) value = function_node(node, "Maximum", {value, *lo}, out);
+    if (hi) value = function_node(node, "Minimum", {value, *hi}, out);
     return value;
   }
 

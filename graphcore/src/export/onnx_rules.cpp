@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "export/onnx_builder.h"
@@ -591,6 +592,41 @@ void o_tile(OnnxNodeBuilder& b) {
     repeats.push_back(y[i] / x[i]);
   }
   b.emit("Tile", {in, b.const_i64("repeats", repeats)}, {b.output()});
+}
+
+// ClipByValue (ops.clamp, ops.clip, ops.clip_by_value, Tensor.clamp / clip): Max(x, min), then
+// Min(., max), as the runtime's kernel; a number bound (the node's `min` / `max`) is a 0-d
+// constant of the output's dtype, a None bound (recorded as None) left out, a tensor bound (not
+// recorded) the next input, of the same dtype (ONNX's Max / Min take one type).
+void o_clip(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  const DType t = n.outputs.at(0).dtype;
+  if (b.input_type(0).dtype != t) b.refuse("its output's dtype differs from its input's");
+  size_t next = 1;
+  auto bound = [&](const char* name) -> std::optional<std::string> {
+    if (const AttrValue* a = n.find_attr(name); a != nullptr) {
+      if (std::holds_alternative<std::monostate>(*a)) return std::nullopt;
+      const auto v = rt::attr_float(n, name);
+      if (!v) b.refuse(std::string("its ") + name + " bound is not a number");
+      return b.const_scalar(name, *v, t);
+    }
+    if (next >= b.num_inputs()) b.refuse("its bounds were not recorded");
+    if (b.input_type(next).dtype != t) b.refuse("a bound's dtype differs from the input's");
+    return b.input(next++);
+  };
+  const auto lo = bound("min");
+  const auto hi = bound("max");
+  std::string value = b.input(0);
+  if (!lo && !hi) {
+    b.emit("Identity", {value}, {b.output()});
+    return;
+  }
+  if (lo) {
+    const std::string to = hi ? b.temp("lower_bounded") : b.output();
+    b.emit("Max", {value, *lo}, {to});
+    value = to;
+  }
+  if (hi) b.emit("Min", {value, *hi}, {b.output()});
 }
 
 // Roll: ONNX has no roll. Per (shift, axis) pair with k = shift mod the axis' length not 0,

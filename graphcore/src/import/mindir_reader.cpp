@@ -348,11 +348,9 @@ const std::map<std::string, const OpDef*, std::less<>>& primitive_ops() {
   static const auto kMap = [] {
     std::map<std::string, const OpDef*, std::less<>> m;
     for (const OpDef& d : all_ops()) {
-      // Written as several primitives, none of which alone is the operator (ReduceVar, Roll).
-      if (d.mindir == nullptr || d.mindir->expansion == MindirExpansion::VarForms ||
-          d.mindir->expansion == MindirExpansion::RollSlices) {
-        continue;
-      }
+      // Written as several primitives, none of which alone is the operator (ReduceVar, Roll,
+      // ClipByValue).
+      if (d.mindir == nullptr || mindir_expansion_is_composite(d.mindir->expansion)) continue;
       m.emplace(std::string(d.mindir->primitive), &d);
       if (!d.mindir->also_primitive.empty()) m.emplace(std::string(d.mindir->also_primitive), &d);
     }

@@ -46,6 +46,11 @@ constexpr MindirDef kMindirRsqrt{"Rsqrt", MindirKind::Function, kMindirUnaryArgs
 constexpr MindirDef kMindirAbs{"Abs", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirErf{"Erf", MindirKind::Function, kMindirUnaryArgs};
 constexpr MindirDef kMindirLog{"Log", MindirKind::Function, kMindirUnaryArgs};
+// ClipByValue: Maximum / Minimum with the bounds (MindirExpansion::ClipForms), as
+// mindspore.export writes ops.clip_by_value.
+constexpr MindirDef kMindirClip{
+    "Maximum",        MindirKind::Function,      {}, {}, -1, false, false,
+    MindirFold::None, MindirExpansion::ClipForms};
 // Cast(input_x, dtype): not a gen_ops_prim class, but a function primitive in mindspore.export's
 // file, the dtype an INT64 TypeId (float32 = 43, int32 = 34).
 constexpr MindirArg kMindirCastArgs[] = {{"input_x", MindirValue::Input},
@@ -135,7 +140,7 @@ std::span<const OpDef> elementwise_ops() {
       {"BiasAdd", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_bias_add,
        false, &ad::g_bias_add, false, &ox::o_bias_add, nullptr, &kShardBiasAdd},
       {"ClipByValue", C::Elementwise, kElementwise, U::Vector, 1, P::Float16, &kernels::k_clip,
-       false, &ad::g_clip},
+       false, &ad::g_clip, false, &ox::o_clip, &kMindirClip},
       {"Invert", C::Elementwise, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_invert, false,
        &ad::g_no_gradient},
       {"Cast", C::Cast, kElementwise, U::Vector, 1, P::Float16, &kernels::k_cast, false,

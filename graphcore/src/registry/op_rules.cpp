@@ -459,8 +459,17 @@ InferFn clamp_rule(std::string api, std::string x, std::string lo, std::string h
     for (const std::string& n : {lo, hi})
       if (is_scalar(ctx.arg(n))) dt = scalar_promote(dt, ctx.arg(n).kind);
     ctx.add_output({t.shape, dt});
-    if (auto v = scalar_attr_value(ctx.arg(lo))) ctx.set_attr("min", std::move(*v));
-    if (auto v = scalar_attr_value(ctx.arg(hi))) ctx.set_attr("max", std::move(*v));
+    // `min` / `max`: a number bound's value, or None for a bound left out (which then takes no
+    // input: `ops.clip_by_value(x, None, t)` has t as its only bound input, and it is the upper
+    // one). A tensor bound records nothing: it is the node's next input, lower bound first.
+    for (const auto& [arg, name] : {std::pair{&lo, "min"}, std::pair{&hi, "max"}}) {
+      const ArgValue& a = ctx.arg(*arg);
+      if (auto v = scalar_attr_value(a)) {
+        ctx.set_attr(name, std::move(*v));
+      } else if (a.is_none() || a.is_missing()) {
+        ctx.set_attr(name, AttrValue{});
+      }
+    }
     flops_per_element(ctx, t.shape, 1);
   });
 }

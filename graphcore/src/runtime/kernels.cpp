@@ -751,14 +751,16 @@ void k_masked_fill(KernelCall& c) {
                 [&](int64_t o, int64_t i, int64_t j) { y.set(o, m.at(j) != 0 ? v : x.at(i)); });
 }
 
-// ClipByValue(x, min, max): bounds are recorded scalars (`min`, `max`) or tensor inputs (in
-// that order, for the bounds not recorded).
+// ClipByValue(x, min, max): bounds are recorded scalars (`min`, `max`), None when recorded as
+// None, or tensor inputs (in that order, for the bounds not recorded).
 void k_clip(KernelCall& c) {
   const Tensor& x = in(c, 0);
   size_t next = 1;
   auto bound = [&](const char* name) -> std::optional<Tensor> {
-    if (const AttrValue* v = c.node.find_attr(name))
+    if (const AttrValue* v = c.node.find_attr(name)) {
+      if (std::holds_alternative<std::monostate>(*v)) return std::nullopt;
       return scalar_tensor(*v, DType::Float32).cast(DType::Float32);
+    }
     if (next < c.inputs.size()) return as_float(c.inputs[next++]);
     return std::nullopt;
   };

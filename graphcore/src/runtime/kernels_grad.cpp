@@ -1283,7 +1283,8 @@ void k_clip_by_value_grad(KernelCall& c) {
   if (dy.shape() != x.shape()) fail("clamp gradient " + dy.type_str() + " for " + x.type_str());
   size_t next = 1;
   auto bound = [&](const char* name) -> std::optional<Tensor> {
-    if (c.node.find_attr(name) != nullptr) {
+    if (const AttrValue* a = c.node.find_attr(name); a != nullptr) {
+      if (std::holds_alternative<std::monostate>(*a)) return std::nullopt;  // None: no bound
       const auto v = attr_float(c.node, name);
       if (!v) fail(std::string("the clamp bound ") + name + " is not a number");
       Tensor t(std::vector<int64_t>{}, DType::Float32);
