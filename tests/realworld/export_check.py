@@ -31,8 +31,10 @@ import numpy as np
 # swinv2_tiny_window8: shifted windows (mindspore.numpy.roll: StridedSlice pairs and Concat), its
 # logit scale clipped by ops.clip_by_value (Maximum, Minimum) against a bound computed in
 # __init__ (ops.log(Tensor(100))), its bias tables computed with numpy.
+# convnextv2_atto: its GRN layers' ops.LpNorm (the LpNorm primitive).
 MODELS = [("edgenext", "edgenext_xx_small", "1,3,256,256"), ("crossvit", "crossvit_9", "1,3,240,240"),
-          ("swintransformerv2", "swinv2_tiny_window8", "1,3,256,256")]
+          ("swintransformerv2", "swinv2_tiny_window8", "1,3,256,256"),
+          ("convnext", "convnextv2_atto", "1,3,224,224")]
 RTOL = 1e-5
 
 

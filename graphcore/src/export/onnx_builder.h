@@ -128,6 +128,7 @@ void o_unstack(OnnxNodeBuilder& b);
 void o_tile(OnnxNodeBuilder& b);
 void o_roll(OnnxNodeBuilder& b);
 void o_clip(OnnxNodeBuilder& b);
+void o_lp_norm(OnnxNodeBuilder& b);
 void o_split(OnnxNodeBuilder& b);  // Split (ops.split, ops.chunk)
 void o_stack(OnnxNodeBuilder& b);
 void o_cumsum(OnnxNodeBuilder& b);

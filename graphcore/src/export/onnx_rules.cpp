@@ -594,6 +594,46 @@ void o_tile(OnnxNodeBuilder& b) {
   b.emit("Tile", {in, b.const_i64("repeats", repeats)}, {b.output()});
 }
 
+// LpNorm (ops.LpNorm(axis, p, keep_dims, epsilon)): max((sum |x|^p over axis)^(1/p), epsilon), as
+// the kernel: ReduceL2 / ReduceL1 for p 2 / 1, else Abs, Pow p, ReduceSum, Pow 1/p; then Max with
+// epsilon.
+void o_lp_norm(OnnxNodeBuilder& b) {
+  const Node& n = b.node();
+  const size_t rank = b.input_dims(0).size();
+  std::vector<int64_t> axes;
+  if (auto listed = rt::attr_ints(n, "axis")) {
+    for (int64_t a : *listed) {
+      const auto axis = normalize_axis(a, rank);
+      if (!axis) b.refuse("its axis is out of range");
+      axes.push_back(*axis);
+    }
+  } else if (auto one = rt::attr_int(n, "axis")) {
+    const auto axis = normalize_axis(*one, rank);
+    if (!axis) b.refuse("its axis is out of range");
+    axes.push_back(*axis);
+  } else {
+    b.refuse("its axis was not recorded");
+  }
+  const double p = rt::attr_float(n, "p").value_or(2);
+  if (p <= 0) b.refuse("its p is not positive");
+  const double eps = rt::attr_float(n, "epsilon").value_or(1e-12);
+  const bool keep = rt::attr_bool(n, "keep_dims").value_or(false);
+  const DType t = n.outputs.at(0).dtype;
+  const std::vector<OnnxAttr> keepdims = {{"keepdims", int64_t{keep ? 1 : 0}}};
+  const std::string ax = b.const_i64("axes", axes), norm = b.temp("norm");
+  if (p == 2 || p == 1) {
+    b.emit(p == 2 ? "ReduceL2" : "ReduceL1", {b.input(0), ax}, {norm}, keepdims);
+  } else {
+    const std::string magnitude = b.temp("magnitude"), powered = b.temp("powered");
+    const std::string sum = b.temp("sum");
+    b.emit("Abs", {b.input(0)}, {magnitude});
+    b.emit("Pow", {magnitude, b.const_scalar("p", p, t)}, {powered});
+    b.emit("ReduceSum", {powered, ax}, {sum}, keepdims);
+    b.emit("Pow", {sum, b.const_scalar("inverse_p", 1.0 / p, t)}, {norm});
+  }
+  b.emit("Max", {norm, b.const_scalar("epsilon", eps, t)}, {b.output()});
+}
+
 // ClipByValue (ops.clamp, ops.clip, ops.clip_by_value, Tensor.clamp / clip): Max(x, min), then
 // Min(., max), as the runtime's kernel; a number bound (the node's `min` / `max`) is a 0-d
 // constant of the output's dtype, a None bound (recorded as None) left out, a tensor bound (not

@@ -172,6 +172,16 @@ constexpr MindirArg kMindirResizeBilinearV2Args[] = {
 constexpr MindirDef kMindirResizeBilinearV2{"ResizeBilinearV2", MindirKind::Function,
                                             kMindirResizeBilinearV2Args};
 
+// LpNorm: a PRIMITIVE with attributes axis (a LIST of INT64 in MindSpore's file; a tuple loads the
+// same), p (INT64), keep_dims (BOOL) and epsilon (FLOAT), measured on mindspore.export of
+// ConvNeXt V2's GRN, ops.LpNorm(axis=[1, 2], p=2, keep_dims=True).
+constexpr MindirArg kMindirLpNormArgs[] = {{"input", MV::Input},
+                                           {"axis", MV::Ints, "axis", 0},
+                                           {"p", MV::Int, "p", 2},
+                                           {"keep_dims", MV::Bool, "keep_dims", 0},
+                                           {"epsilon", MV::Float, "epsilon", 1e-12}};
+constexpr MindirDef kMindirLpNorm{"LpNorm", MindirKind::Attribute, kMindirLpNormArgs};
+
 // L2Normalize: a PRIMITIVE with attributes axis (MindSpore writes a LIST of one INT64; a tuple
 // loads the same) and epsilon (FLOAT), measured on mindspore.export of ops.L2Normalize(-1).
 constexpr MindirArg kMindirL2NormalizeArgs[] = {
@@ -194,7 +204,7 @@ std::span<const OpDef> nn_ops() {
       {"Norm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_norm, false,
        &ad::g_norm},
       {"LpNorm", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_lp_norm, false,
-       &ad::g_norm},
+       &ad::g_norm, false, &ox::o_lp_norm, &kMindirLpNorm},
       {"L2Normalize", C::Normalization, kTraitNone, U::Vector, 4, P::Float16,
        &kernels::k_l2_normalize, false, &ad::g_l2_normalize, false, &ox::o_l2_normalize,
        &kMindirL2Normalize},
