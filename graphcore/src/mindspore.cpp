@@ -1175,13 +1175,21 @@ Value Interpreter::call_api_function(const ApiEntry* e, CallArgs& args, const Si
     std::vector<Value> bound;
     for (auto& a : b.values) bound.push_back(a.value);
     npv::registry_function(e->name, bound, nullptr, *outs[0].as<TensorObj>());
-  } else if (outs.size() == 1 && !b.values.empty()) {
-    // An elementwise function of one constant whose elements are known: its elements, for the
-    // runtime and export (SwinV2's `self.value_max = ops.log(Tensor(100, mstype.float32))`, the
-    // bound of its logit scale). Computed in the output's dtype, as numpy's ufunc would.
-    const std::string_view fn =
-        npv::ufunc_of_op(!ctx.op.empty() ? std::string_view(ctx.op) : std::string_view(e->op));
-    if (!fn.empty()) npv::unary(fn, b.values[0].value, *outs[0].as<TensorObj>());
+  } else if (outs.size() == 1) {
+    const std::string_view op =
+        !ctx.op.empty() ? std::string_view(ctx.op) : std::string_view(e->op);
+    auto* t = outs[0].as<TensorObj>();
+    if (t != nullptr && (op == "Zeros" || op == "Ones")) {
+      // `ops.zeros(shape, dtype)` built in __init__ (CMT's relative-position buffers): every
+      // element is known, as for np.zeros.
+      t->fill = op == "Ones" ? 1.0 : 0.0;
+    } else if (t != nullptr && !b.values.empty()) {
+      // An elementwise function of one constant whose elements are known: its elements, for the
+      // runtime and export (SwinV2's `self.value_max = ops.log(Tensor(100, mstype.float32))`,
+      // the bound of its logit scale). Computed in the output's dtype, as numpy's ufunc would.
+      const std::string_view fn = npv::ufunc_of_op(op);
+      if (!fn.empty()) npv::unary(fn, b.values[0].value, *t);
+    }
   }
   return pack_outputs(std::move(outs), ctx.attrs, e->returns_tuple);
 }

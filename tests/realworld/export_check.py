@@ -32,9 +32,10 @@ import numpy as np
 # logit scale clipped by ops.clip_by_value (Maximum, Minimum) against a bound computed in
 # __init__ (ops.log(Tensor(100))), its bias tables computed with numpy.
 # convnextv2_atto: its GRN layers' ops.LpNorm (the LpNorm primitive).
+# cmt_tiny: relative-position buffers made by ops.zeros in __init__ (constants of known value).
 MODELS = [("edgenext", "edgenext_xx_small", "1,3,256,256"), ("crossvit", "crossvit_9", "1,3,240,240"),
           ("swintransformerv2", "swinv2_tiny_window8", "1,3,256,256"),
-          ("convnext", "convnextv2_atto", "1,3,224,224")]
+          ("convnext", "convnextv2_atto", "1,3,224,224"), ("cmt", "cmt_tiny", "1,3,160,160")]
 RTOL = 1e-5
 
 

@@ -362,6 +362,49 @@ class Clamp(nn.Cell):
       << refused.errors[0].message;
 }
 
+// Tensors built in __init__ by ops.zeros / ops.ones and by an elementwise function of a known
+// constant are constants of known elements (CMT's relative-position buffers, SwinV2's
+// ops.log(Tensor(100))): written with their values, not refused as "its value is not known".
+TEST(MindirExport, ConstantsBuiltAtConstructionHaveTheirValues) {
+  cellscope::testing::TempDir dir;
+  const std::string file = dir.write("consts.py", R"(import mindspore as ms
+import mindspore.nn as nn
+import mindspore.ops as ops
+from mindspore import Tensor
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.zeros = ops.zeros((2, 3), ms.float32)
+        self.ones = ops.ones((2, 3), ms.float32)
+        self.e = ops.exp(Tensor(1.0, ms.float32))
+
+    def construct(self, x):
+        return x + self.zeros, x * self.ones, x - self.e
+)");
+  AnalysisResult res = analyze(file, {"2,3"});
+  ASSERT_EQ(res.cells.size(), 1u);
+  MindirExport out = export_report(res.cells[0]);
+  ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
+  pb::Model m;
+  ASSERT_TRUE(m.ParseFromString(out.bytes));
+  std::multiset<std::vector<float>> constants;  // the float32 Constant tensors' elements
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() != "Constant" || n.attribute_size() == 0) continue;
+    const pb::Attribute& a = n.attribute(0);
+    if (a.tensors_size() == 0 || a.tensors(0).data_type() != pb::Tensor::FLOAT) {
+      continue;
+    }
+    const std::string& raw = a.tensors(0).raw_data();
+    std::vector<float> v(raw.size() / sizeof(float));
+    std::memcpy(v.data(), raw.data(), v.size() * sizeof(float));
+    constants.insert(v);
+  }
+  EXPECT_EQ(constants.count(std::vector<float>(6, 0.0F)), 1u);
+  EXPECT_EQ(constants.count(std::vector<float>(6, 1.0F)), 1u);
+  EXPECT_EQ(constants.count(std::vector<float>{std::exp(1.0F)}), 1u);
+}
+
 // The rows BERT-base and ViT-B/16 need, in the forms mindspore.export writes them
 // (docs/mindir-notes.md): Gather(table, ids, 0, 0), scalar operands as 0-d tensors, Cast's TypeId,
 // ZerosLike / Range folded to constant tensors, Unstack's tuple read by TupleGetItem, Concat over
