@@ -61,6 +61,14 @@ function(cellscope_sanitized_unoptimized)
   endif()
 endfunction()
 
+# A directory of I/O code (server/, adapter/) at -O1 when CELLSCOPE_IO_CODE_O1 is on (CI); the
+# instrumented trees are at -O1 already.
+function(cellscope_io_code_directory)
+  if(CELLSCOPE_IO_CODE_O1 AND NOT CELLSCOPE_SANITIZED AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+    set_property(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} APPEND PROPERTY COMPILE_OPTIONS -O1)
+  endif()
+endfunction()
+
 # Boost.Asio's handler invocation adds std::atomic_thread_fence, which TSan does not model (GCC
 # warns, -Wtsan); the happens-before edges between threads come from the scheduler's mutex and
 # condition variable, which TSan does see. For the targets that include Asio.
