@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -58,6 +59,38 @@ const pb::Attribute* find_attr(const pb::Primitive& p, const std::string& name) 
 std::vector<int64_t> tuple_ints(const pb::Attribute& a) {
   std::vector<int64_t> v;
   for (const auto& e : a.values()) v.push_back(e.ints(0));
+  return v;
+}
+
+// An exported file decoded: the model, each primitive's op type by the name nodes refer to it
+// with ("REF::name"), and each node by its output's name. Allocated once: `values` points into
+// `model`.
+struct Decoded {
+  pb::Model model;
+  std::map<std::string, std::string> prims;
+  std::map<std::string, const pb::Node*> values;
+
+  // The primitive of a computing node ("" for a Constant).
+  [[nodiscard]] std::string prim(const pb::Node& n) const {
+    auto it = prims.find(n.op_type());
+    return it == prims.end() ? std::string() : it->second;
+  }
+};
+
+std::unique_ptr<Decoded> decode(const MindirExport& out) {
+  auto d = std::make_unique<Decoded>();
+  if (!d->model.ParseFromString(out.bytes)) return nullptr;
+  for (const auto& p : d->model.primitives()) d->prims["REF::" + p.name()] = p.op_type();
+  for (const auto& n : d->model.graph().node()) d->values[n.output(0)] = &n;
+  return d;
+}
+
+// The float of a 0-d float32 Constant node.
+float scalar_float(const pb::Node& constant) {
+  const pb::Tensor& t = constant.attribute(0).tensors(0);
+  float v = 0;
+  EXPECT_EQ(t.raw_data().size(), sizeof v);
+  if (t.raw_data().size() == sizeof v) std::memcpy(&v, t.raw_data().data(), sizeof v);
   return v;
 }
 
@@ -197,33 +230,25 @@ class Net(nn.Cell):
   ASSERT_EQ(res.cells.size(), 1u);
   MindirExport out = export_report(res.cells[0]);
   ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
-  pb::Model m;
-  ASSERT_TRUE(m.ParseFromString(out.bytes));
-  std::map<std::string, std::string> prims;
-  for (const auto& p : m.primitives()) prims["REF::" + p.name()] = p.op_type();
-  std::map<std::string, const pb::Node*> values;
+  const auto d = decode(out);
+  ASSERT_TRUE(d);
   std::multiset<std::string> ops;
-  for (const auto& n : m.graph().node()) {
-    values[n.output(0)] = &n;
-    if (n.op_type() != "Constant") ops.insert(prims[n.op_type()]);
+  for (const auto& n : d->model.graph().node()) {
+    if (n.op_type() != "Constant") ops.insert(d->prim(n));
   }
   EXPECT_EQ(ops, (std::multiset<std::string>{"FloorDiv", "Mul", "MakeTuple"}));
-  for (const auto& n : m.graph().node()) {
+  for (const auto& n : d->model.graph().node()) {
     if (n.op_type() == "Constant") continue;
-    const std::string& prim = prims[n.op_type()];
+    const std::string prim = d->prim(n);
     if (prim == "FloorDiv") {
       ASSERT_EQ(n.input_size(), 2);
-      const pb::Node* c = values.at(n.input(1));
+      const pb::Node* c = d->values.at(n.input(1));
       ASSERT_EQ(c->op_type(), "Constant");
-      const pb::Tensor& t = c->attribute(0).tensors(0);
-      EXPECT_EQ(t.dims_size(), 0);
-      float v = 0;
-      ASSERT_EQ(t.raw_data().size(), sizeof v);
-      std::memcpy(&v, t.raw_data().data(), sizeof v);
-      EXPECT_EQ(v, 2.0F);
+      EXPECT_EQ(c->attribute(0).tensors(0).dims_size(), 0);
+      EXPECT_EQ(scalar_float(*c), 2.0F);
     }
     if (prim == "Mul") {
-      const pb::Node* z = values.at(n.input(0));
+      const pb::Node* z = d->values.at(n.input(0));
       ASSERT_EQ(z->op_type(), "Constant");
       const pb::Tensor& t = z->attribute(0).tensors(0);
       ASSERT_EQ(t.dims_size(), 2);
@@ -258,25 +283,21 @@ class IntNet(nn.Cell):
   const CellReport& int_net = res.cells[0].class_name == "Net" ? res.cells[1] : res.cells[0];
   MindirExport out = export_report(net);
   ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
-  pb::Model m;
-  ASSERT_TRUE(m.ParseFromString(out.bytes));
-  std::map<std::string, std::string> prims;
-  for (const auto& p : m.primitives()) prims["REF::" + p.name()] = p.op_type();
-  std::map<std::string, const pb::Node*> values;
+  const auto d = decode(out);
+  ASSERT_TRUE(d);
   std::multiset<std::string> ops;
   std::vector<std::vector<int64_t>> begins;
   std::vector<int64_t> concat_axes;
-  for (const auto& n : m.graph().node()) values[n.output(0)] = &n;
   auto ints = [&](const std::string& name) {
-    const pb::Node* c = values.at(name);
+    const pb::Node* c = d->values.at(name);
     EXPECT_EQ(c->op_type(), "Constant");
     const pb::Attribute& a = c->attribute(0);
     if (a.values_size() > 0) return tuple_ints(a);
     return std::vector<int64_t>{a.i()};
   };
-  for (const auto& n : m.graph().node()) {
+  for (const auto& n : d->model.graph().node()) {
     if (n.op_type() == "Constant") continue;
-    const std::string& prim = prims[n.op_type()];
+    const std::string prim = d->prim(n);
     ops.insert(prim);
     if (prim == "StridedSlice") {
       ASSERT_EQ(n.input_size(), 9);
@@ -328,26 +349,18 @@ class Clamp(nn.Cell):
   const bool first = res.cells[0].class_name == "Net";
   MindirExport out = export_report(res.cells[first ? 0 : 1]);
   ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
-  pb::Model m;
-  ASSERT_TRUE(m.ParseFromString(out.bytes));
-  std::map<std::string, std::string> prims;
-  for (const auto& p : m.primitives()) prims["REF::" + p.name()] = p.op_type();
-  std::map<std::string, const pb::Node*> values;
-  for (const auto& n : m.graph().node()) values[n.output(0)] = &n;
+  const auto d = decode(out);
+  ASSERT_TRUE(d);
   std::vector<std::string> ops;
   std::vector<float> constants;  // the second input of each Maximum / Minimum, when constant
-  for (const auto& n : m.graph().node()) {
+  for (const auto& n : d->model.graph().node()) {
     if (n.op_type() == "Constant") continue;
-    const std::string& prim = prims[n.op_type()];
+    const std::string prim = d->prim(n);
     ops.push_back(prim);
     if (prim != "Maximum" && prim != "Minimum") continue;
-    const pb::Node* c = values.at(n.input(1));
+    const pb::Node* c = d->values.at(n.input(1));
     ASSERT_EQ(c->op_type(), "Constant");
-    const pb::Tensor& t = c->attribute(0).tensors(0);
-    float v = 0;
-    ASSERT_EQ(t.raw_data().size(), sizeof v);
-    std::memcpy(&v, t.raw_data().data(), sizeof v);
-    constants.push_back(v);
+    constants.push_back(scalar_float(*c));
   }
   EXPECT_EQ(ops, (std::vector<std::string>{"Maximum", "Minimum", "Minimum", "MakeTuple"}));
   // -0.5, then log(2) computed at construction (the constant's value), twice.
