@@ -2482,9 +2482,6 @@ void k_lp_norm(KernelCall& c) {
   });
 }
 
-// ops.L2Normalize(axis, epsilon)(x): x / sqrt(max(sum(x^2 over axis), epsilon)), as MindSpore
-// 2.10 computes it (the epsilon bounds the sum of squares, not the norm: measured, a line of
-// 1e-3 values under the default 1e-4 is divided by 0.01). One axis, as the primitive takes.
 // Roll (`shift` per axis in `axis`; no axis: the flattened tensor): y[i] = x[i - shift] along
 // each axis, cyclically, as numpy.roll.
 void k_roll(KernelCall& c) {
@@ -2536,6 +2533,9 @@ AxisLines l2_normalize_lines(const Node& n, const Tensor& x) {
   return l;
 }
 
+// ops.L2Normalize(axis, epsilon)(x): x / sqrt(max(sum(x^2 over axis), epsilon)), as MindSpore
+// 2.10 computes it (the epsilon bounds the sum of squares, not the norm: measured, a line of
+// 1e-3 values under the default 1e-4 is divided by 0.01). One axis, as the primitive takes.
 void k_l2_normalize(KernelCall& c) {
   const Tensor x = as_float(in(c, 0));
   const AxisLines lines = l2_normalize_lines(c.node, x);
