@@ -1219,13 +1219,20 @@ class Writer {
     std::string value = operand(0);
     size_t next = 1;
     auto bound = [&](const char* name) -> std::optional<std::string> {
-      if (const AttrValue* a = node.find_attr(name); a != nullptr) {
-        if (std::holds_alternative<std::monostate>(*a)) return std::nullopt;
-        if (auto v = runtime::attr_float(node, name)) return scalar_tensor(*v, out.dtype);
-        throw Refusal{std::string("its ") + name + " bound is not a number"};
+      const runtime::ClipBound b = runtime::clip_bound(node, name, &next, operands_.size());
+      switch (b.kind) {
+        case runtime::ClipBound::Kind::None:
+          return std::nullopt;
+        case runtime::ClipBound::Kind::Number:
+          return scalar_tensor(b.number, out.dtype);
+        case runtime::ClipBound::Kind::NotNumber:
+          throw Refusal{std::string("its ") + name + " bound is not a number"};
+        case runtime::ClipBound::Kind::Input:
+          return operand(b.input);
+        case runtime::ClipBound::Kind::Missing:
+          break;
       }
-      if (next >= operands_.size()) throw Refusal{"its bounds are not recorded"};
-      return operand(next++);
+      throw Refusal{"its bounds are not recorded"};
     };
     const auto lo = bound("min");
     const auto hi = bound("max");

@@ -644,15 +644,21 @@ void o_clip(OnnxNodeBuilder& b) {
   if (b.input_type(0).dtype != t) b.refuse("its output's dtype differs from its input's");
   size_t next = 1;
   auto bound = [&](const char* name) -> std::optional<std::string> {
-    if (const AttrValue* a = n.find_attr(name); a != nullptr) {
-      if (std::holds_alternative<std::monostate>(*a)) return std::nullopt;
-      const auto v = rt::attr_float(n, name);
-      if (!v) b.refuse(std::string("its ") + name + " bound is not a number");
-      return b.const_scalar(name, *v, t);
+    const rt::ClipBound c = rt::clip_bound(n, name, &next, b.num_inputs());
+    switch (c.kind) {
+      case rt::ClipBound::Kind::None:
+        return std::nullopt;
+      case rt::ClipBound::Kind::Number:
+        return b.const_scalar(name, c.number, t);
+      case rt::ClipBound::Kind::NotNumber:
+        b.refuse(std::string("its ") + name + " bound is not a number");
+      case rt::ClipBound::Kind::Input:
+        if (b.input_type(c.input).dtype != t) b.refuse("a bound's dtype differs from the input's");
+        return b.input(c.input);
+      case rt::ClipBound::Kind::Missing:
+        break;
     }
-    if (next >= b.num_inputs()) b.refuse("its bounds were not recorded");
-    if (b.input_type(next).dtype != t) b.refuse("a bound's dtype differs from the input's");
-    return b.input(next++);
+    b.refuse("its bounds were not recorded");
   };
   const auto lo = bound("min");
   const auto hi = bound("max");

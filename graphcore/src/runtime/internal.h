@@ -92,6 +92,24 @@ std::optional<std::string> attr_str(const Node& n, std::string_view name);
 std::optional<std::vector<int64_t>> attr_ints(const Node& n, std::string_view name,
                                               size_t count = 0);
 
+// A ClipByValue bound (`name`: "min" / "max") as the registry's clamp_rule records it: a number
+// attribute, None (recorded as None: no bound, no input), or not recorded: the node's next bound
+// input (lower bound first), input `*next` when `*next < end` (then `*next` advances). The
+// kernel, its gradient and both exporters read the bounds through this one function.
+struct ClipBound {
+  enum class Kind {
+    None,       // recorded as None
+    Number,     // a number attribute: `number`
+    NotNumber,  // an attribute that is not a number: `attr`
+    Input,      // the node's input `input`
+    Missing,    // not recorded, and no bound input left
+  } kind = Kind::None;
+  double number = 0;
+  const AttrValue* attr = nullptr;
+  size_t input = 0;
+};
+ClipBound clip_bound(const Node& n, std::string_view name, size_t* next, size_t end);
+
 // The known dims of a graph type, or nullopt if some dim is symbolic/unknown.
 std::optional<std::vector<int64_t>> known_dims(const TensorType& t);
 

@@ -43,6 +43,28 @@ std::optional<double> attr_float(const Node& n, std::string_view name) {
   if (auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
   return std::nullopt;
 }
+ClipBound clip_bound(const Node& n, std::string_view name, size_t* next, size_t end) {
+  ClipBound b;
+  if (const AttrValue* a = n.find_attr(name)) {
+    b.attr = a;
+    if (std::holds_alternative<std::monostate>(*a)) {
+      b.kind = ClipBound::Kind::None;
+    } else if (auto v = attr_float(n, name)) {
+      b.kind = ClipBound::Kind::Number;
+      b.number = *v;
+    } else {
+      b.kind = ClipBound::Kind::NotNumber;
+    }
+    return b;
+  }
+  if (*next < end) {
+    b.kind = ClipBound::Kind::Input;
+    b.input = (*next)++;
+  } else {
+    b.kind = ClipBound::Kind::Missing;
+  }
+  return b;
+}
 std::optional<bool> attr_bool(const Node& n, std::string_view name) {
   const AttrValue* v = n.find_attr(name);
   if (!v) return std::nullopt;
@@ -757,11 +779,17 @@ void k_clip(KernelCall& c) {
   const Tensor& x = in(c, 0);
   size_t next = 1;
   auto bound = [&](const char* name) -> std::optional<Tensor> {
-    if (const AttrValue* v = c.node.find_attr(name)) {
-      if (std::holds_alternative<std::monostate>(*v)) return std::nullopt;
-      return scalar_tensor(*v, DType::Float32).cast(DType::Float32);
+    const ClipBound b = clip_bound(c.node, name, &next, c.inputs.size());
+    switch (b.kind) {
+      case ClipBound::Kind::Number:
+      case ClipBound::Kind::NotNumber:
+        return scalar_tensor(*b.attr, DType::Float32).cast(DType::Float32);
+      case ClipBound::Kind::Input:
+        return as_float(c.inputs[b.input]);
+      case ClipBound::Kind::None:
+      case ClipBound::Kind::Missing:
+        break;
     }
-    if (next < c.inputs.size()) return as_float(c.inputs[next++]);
     return std::nullopt;
   };
   std::optional<Tensor> lo = bound("min"), hi = bound("max");

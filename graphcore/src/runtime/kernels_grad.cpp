@@ -1283,15 +1283,22 @@ void k_clip_by_value_grad(KernelCall& c) {
   if (dy.shape() != x.shape()) fail("clamp gradient " + dy.type_str() + " for " + x.type_str());
   size_t next = 1;
   auto bound = [&](const char* name) -> std::optional<Tensor> {
-    if (const AttrValue* a = c.node.find_attr(name); a != nullptr) {
-      if (std::holds_alternative<std::monostate>(*a)) return std::nullopt;  // None: no bound
-      const auto v = attr_float(c.node, name);
-      if (!v) fail(std::string("the clamp bound ") + name + " is not a number");
-      Tensor t(std::vector<int64_t>{}, DType::Float32);
-      t.set(0, *v);
-      return t;
+    // The bound inputs stand between x and dy (the last input).
+    const ClipBound b = clip_bound(c.node, name, &next, c.inputs.size() - 1);
+    switch (b.kind) {
+      case ClipBound::Kind::Number: {
+        Tensor t(std::vector<int64_t>{}, DType::Float32);
+        t.set(0, b.number);
+        return t;
+      }
+      case ClipBound::Kind::NotNumber:
+        fail(std::string("the clamp bound ") + name + " is not a number");
+      case ClipBound::Kind::Input:
+        return as_float(c.inputs[b.input]);
+      case ClipBound::Kind::None:
+      case ClipBound::Kind::Missing:
+        break;
     }
-    if (next + 1 < c.inputs.size()) return as_float(c.inputs[next++]);
     return std::nullopt;
   };
   const std::optional<Tensor> lo = bound("min"), hi = bound("max");
