@@ -1147,22 +1147,16 @@ class Writer {
       throw Refusal{"a Roll of a " + std::string(dtype_name(out.dtype)) +
                     " tensor (mindspore.numpy.roll casts it to float32 and back): not written"};
     }
-    const auto shifts = as_ints(node.find_attr("shift"));
-    const auto axes = as_ints(node.find_attr("axis"));
-    if (!shifts || !axes) throw Refusal{"its shift and axis are not recorded as integers"};
-    std::vector<int64_t> dims = input_dims(node, 0);
-    std::string value = operand(0);
-    std::vector<int64_t> along = *axes;
-    const bool flattened = along.empty();
-    if (flattened) {
-      const auto n = checked_numel(dims);
-      if (!n) throw Refusal{"its size overflows", kUnsupportedValue};
-      dims = {*n};
-      value = reshape(node, value, dims);
-      along = {0};
+    std::string why;
+    bool overflow = false;
+    const auto plan = runtime::roll_steps(node, input_dims(node, 0), &why, &overflow);
+    if (!plan) {
+      if (overflow) throw Refusal{why, kUnsupportedValue};
+      throw Refusal{why};
     }
-    if (shifts->size() != along.size()) throw Refusal{"its shift and axis differ in length"};
-    const auto rank = static_cast<int64_t>(dims.size());
+    const std::vector<int64_t>& dims = plan->dims;
+    std::string value = operand(0);
+    if (plan->flattened) value = reshape(node, value, dims);
     auto ints = [&](const std::vector<int64_t>& v) {
       pb::Attribute a;
       set_ints(&a, v);
@@ -1174,15 +1168,10 @@ class Writer {
       return constant(std::move(a));
     };
     const std::vector<int64_t> ones(dims.size(), 1), zeros(dims.size(), 0);
-    for (size_t k = 0; k < along.size(); ++k) {
-      int64_t axis = along[k];
-      if (axis < -rank || axis >= rank) throw Refusal{"its axis is out of range"};
-      if (axis < 0) axis += rank;
-      const auto a = static_cast<size_t>(axis);
+    for (const auto& step : plan->steps) {
+      const size_t a = step.first;  // not a structured binding: clang 14 cannot capture one
+      const int64_t by = step.second;
       const int64_t len = dims[a];
-      if (len == 0) continue;
-      const int64_t by = (((*shifts)[k] % len) + len) % len;
-      if (by == 0) continue;  // roll_along_axis returns its input
       auto slice = [&](int64_t from, int64_t to) {
         std::vector<int64_t> begin = zeros, end = dims, part = dims;
         begin[a] = from;
@@ -1197,11 +1186,11 @@ class Writer {
       const std::string key = simple_primitive("MakeTuple", pb::Primitive::PRIMITIVE);
       const std::string both = add_cnode(node, key, {head, tail}, "MakeTuple")->name();
       pb::Attribute axis_value;
-      set_int(&axis_value, axis);
+      set_int(&axis_value, static_cast<int64_t>(a));
       value = function_node(node, "Concat", {both, constant(std::move(axis_value))},
                             TensorType{Shape::of(dims), out.dtype});
     }
-    if (flattened) value = reshape(node, value, known_dims(out.shape));
+    if (plan->flattened) value = reshape(node, value, known_dims(out.shape));
     return value;
   }
 

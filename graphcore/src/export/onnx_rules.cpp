@@ -679,55 +679,40 @@ void o_clip(OnnxNodeBuilder& b) {
 // Slice(x, len - k .. len) and Slice(x, 0 .. len - k) on the axis, concatenated (the MindIR
 // form's arithmetic: mindspore.numpy.roll's); no axis: a Reshape to one dim first, back after.
 void o_roll(OnnxNodeBuilder& b) {
-  const auto shifts = rt::attr_ints(b.node(), "shift");
-  const auto axes = rt::attr_ints(b.node(), "axis");
-  if (!shifts || !axes) b.refuse("its shift and axis were not recorded");
-  std::vector<int64_t> dims = b.input_dims(0);
-  std::vector<int64_t> along = *axes;
-  const bool flattened = along.empty();
+  std::string why;
+  bool overflow = false;
+  const auto plan = rt::roll_steps(b.node(), b.input_dims(0), &why, &overflow);
+  if (!plan) b.refuse(why);
   std::string value = b.input(0);
-  if (flattened) {
-    const auto n = checked_numel(dims);
-    if (!n) b.refuse("its size overflows");
-    dims = {*n};
+  if (plan->flattened) {
     const std::string flat = b.temp("flat");
-    b.emit("Reshape", {value, b.const_i64("shape", dims)}, {flat});
+    b.emit("Reshape", {value, b.const_i64("shape", plan->dims)}, {flat});
     value = flat;
-    along = {0};
   }
-  if (shifts->size() != along.size()) b.refuse("its shift and axis differ in length");
-  // The axes that move, with their shifts made non-negative.
-  std::vector<std::pair<int64_t, int64_t>> moves;
-  for (size_t k = 0; k < along.size(); ++k) {
-    const auto axis = normalize_axis(along[k], dims.size());
-    if (!axis) b.refuse("its axis is out of range");
-    const int64_t len = dims[static_cast<size_t>(*axis)];
-    if (len == 0) continue;
-    const int64_t by = (((*shifts)[k] % len) + len) % len;
-    if (by != 0) moves.emplace_back(*axis, by);
-  }
-  if (moves.empty()) {
-    b.emit(flattened ? "Reshape" : "Identity",
-           flattened ? std::vector<std::string>{value, b.const_i64("shape", b.output_dims())}
-                     : std::vector<std::string>{value},
+  if (plan->steps.empty()) {
+    b.emit(plan->flattened ? "Reshape" : "Identity",
+           plan->flattened ? std::vector<std::string>{value, b.const_i64("shape", b.output_dims())}
+                           : std::vector<std::string>{value},
            {b.output()});
     return;
   }
-  for (size_t m = 0; m < moves.size(); ++m) {
-    const auto [axis, by] = moves[m];
-    const int64_t len = dims[static_cast<size_t>(axis)];
-    const std::string ax = b.const_i64("axes", {axis});
+  for (size_t m = 0; m < plan->steps.size(); ++m) {
+    const auto [axis, by] = plan->steps[m];
+    const int64_t len = plan->dims[axis];
+    const std::string ax = b.const_i64("axes", {static_cast<int64_t>(axis)});
     const std::string head = b.temp("head"), tail = b.temp("tail");
     b.emit("Slice", {value, b.const_i64("starts", {len - by}), b.const_i64("ends", {len}), ax},
            {head});
     b.emit("Slice", {value, b.const_i64("starts", {0}), b.const_i64("ends", {len - by}), ax},
            {tail});
-    const bool last = m + 1 == moves.size();
-    const std::string rolled = last && !flattened ? b.output() : b.temp("rolled");
-    b.emit("Concat", {head, tail}, {rolled}, {{"axis", axis}});
+    const bool last = m + 1 == plan->steps.size();
+    const std::string rolled = last && !plan->flattened ? b.output() : b.temp("rolled");
+    b.emit("Concat", {head, tail}, {rolled}, {{"axis", static_cast<int64_t>(axis)}});
     value = rolled;
   }
-  if (flattened) b.emit("Reshape", {value, b.const_i64("shape", b.output_dims())}, {b.output()});
+  if (plan->flattened) {
+    b.emit("Reshape", {value, b.const_i64("shape", b.output_dims())}, {b.output()});
+  }
 }
 
 // Split: the pieces' lengths along the axis are the outputs' (the runtime's rule), so equal and

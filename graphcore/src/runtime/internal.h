@@ -110,6 +110,20 @@ struct ClipBound {
 };
 ClipBound clip_bound(const Node& n, std::string_view name, size_t* next, size_t end);
 
+// Roll as the exporters write it (mindspore.numpy.roll's order): the dims it shifts over (the
+// input's `dims`, or, with no axis recorded, one dim of all the elements: `flattened`) and, per
+// recorded (shift, axis) pair in order, the axis made non-negative and the shift made k in
+// [1, len); a pair that moves nothing (k = 0, an empty axis) is left out. nullopt with `why`
+// (and `*overflow` for an element count past int64) when the shift and axis are not recorded,
+// differ in length or name an axis out of range.
+struct RollSteps {
+  bool flattened = false;
+  std::vector<int64_t> dims;
+  std::vector<std::pair<size_t, int64_t>> steps;  // (axis, k)
+};
+std::optional<RollSteps> roll_steps(const Node& n, std::vector<int64_t> dims, std::string* why,
+                                    bool* overflow);
+
 // The known dims of a graph type, or nullopt if some dim is symbolic/unknown.
 std::optional<std::vector<int64_t>> known_dims(const TensorType& t);
 

@@ -65,6 +65,46 @@ ClipBound clip_bound(const Node& n, std::string_view name, size_t* next, size_t 
   }
   return b;
 }
+std::optional<RollSteps> roll_steps(const Node& n, std::vector<int64_t> dims, std::string* why,
+                                    bool* overflow) {
+  *overflow = false;
+  const auto shifts = attr_ints(n, "shift");
+  const auto axes = attr_ints(n, "axis");
+  if (!shifts || !axes) {
+    *why = "its shift and axis are not recorded as integers";
+    return std::nullopt;
+  }
+  RollSteps r;
+  std::vector<int64_t> along = *axes;
+  r.flattened = along.empty();
+  if (r.flattened) {
+    const auto count = checked_numel(dims);
+    if (!count) {
+      *why = "its size overflows";
+      *overflow = true;
+      return std::nullopt;
+    }
+    dims = {*count};
+    along = {0};
+  }
+  if (shifts->size() != along.size()) {
+    *why = "its shift and axis differ in length";
+    return std::nullopt;
+  }
+  for (size_t k = 0; k < along.size(); ++k) {
+    const auto axis = normalize_axis(along[k], dims.size());
+    if (!axis) {
+      *why = "its axis is out of range";
+      return std::nullopt;
+    }
+    const int64_t len = dims[*axis];
+    if (len == 0) continue;
+    const int64_t by = (((*shifts)[k] % len) + len) % len;
+    if (by != 0) r.steps.emplace_back(*axis, by);  // 0: roll_along_axis returns its input
+  }
+  r.dims = std::move(dims);
+  return r;
+}
 std::optional<bool> attr_bool(const Node& n, std::string_view name) {
   const AttrValue* v = n.find_attr(name);
   if (!v) return std::nullopt;
