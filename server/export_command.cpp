@@ -103,6 +103,9 @@ int run_export(const ExportCommandOptions& given) {
     if (!options_from_export_call(first, &options, &analysis)) return kExitUsage;
     request.export_call = first.exports.front().call;
   }
+  // An entry is called on the module as an import would load it: the file's `__main__` block
+  // (a demo, a test) is not part of what is exported.
+  analysis.as_script = analysis.entries.empty();
   // mindspore_config.json's inputs: the Cell's when neither --input nor the call gives them.
   request.inputs_given = !analysis.inputs.empty();
   if (!request.inputs_given && options.project && options.model.entries.empty()) {

@@ -178,7 +178,9 @@ ModuleObj* ModuleLoader::load_file(Interpreter& in, const fs::path& file, const 
   for (const auto& d : parsed->diagnostics) in.diagnostics.push_back(d);
   m->parsed = parsed.get();
   parsed_.emplace(key, std::move(parsed));
-  m->globals.set(make_str("__name__"), make_str(name));
+  const bool imported_root = name == "__main__" && !options_.as_script;
+  m->globals.set(make_str("__name__"),
+                 make_str(imported_root ? fs::path(m->file).stem().string() : name));
   {
     // Python gives a script's __file__ as an absolute path (3.9+).
     std::error_code abs_ec;

@@ -1022,6 +1022,29 @@ class Net(nn.Cell):
         return ops.logsumexp(y, 1)
 """
 
+# A factory file whose `__main__` demo calls a method that does not exist (as mindcv's
+# repmlp.py does): a real error when the file runs as a script, not in what --entry exports.
+EXPORT_MAIN_ERROR = """import mindspore.nn as nn
+
+
+class Net(nn.Cell):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Dense(4, width)
+
+    def construct(self, x):
+        return self.fc(x)
+
+
+def net_w8():
+    return Net(8)
+
+
+if __name__ == "__main__":
+    model = net_w8()
+    model.reparameterize()
+"""
+
 
 class ExportTests(unittest.TestCase):
     """`cellscope export --format mindir|onnx`: exit codes, located refusals, nothing written on
@@ -1219,6 +1242,20 @@ class ExportTests(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertRegex(p.stderr, r"net\.py:12:\d+: error: .*LogSumExp.*\[export-unsupported-op\]")
         self.assertFalse(out.exists())
+
+    def test_entry_is_exported_from_the_module_as_imported(self):
+        src = self.dir / "factory.py"
+        src.write_text(EXPORT_MAIN_ERROR)
+        # As a script, the demo block's mistake is an error at its line...
+        p = run("check", src)
+        self.assertEqual(p.returncode, 1, p.stderr + p.stdout)
+        self.assertRegex(p.stdout + p.stderr, r"factory\.py:19:\d+: error: .*reparameterize")
+        # ...but --entry calls the factory on the module as `import factory` loads it.
+        out = self.dir / "net.onnx"
+        p = run("export", src, "--entry", "net_w8()", "--input", "2,4", "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(out.is_file())
+        self.assertNotIn("reparameterize", p.stderr)
 
     def test_unwritable_destination(self):
         out = self.dir / "no" / "such" / "dir" / "m.onnx"

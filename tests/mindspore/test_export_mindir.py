@@ -201,6 +201,7 @@ OPS10_SOURCE = (EXPORT_MODELS / "ops10.py").read_text()
 OPS11_SOURCE = (EXPORT_MODELS / "ops11.py").read_text()
 OPS12_SOURCE = (EXPORT_MODELS / "ops12.py").read_text()
 OPS13_SOURCE = (EXPORT_MODELS / "ops13.py").read_text()
+OPS14_SOURCE = (EXPORT_MODELS / "ops14.py").read_text()
 
 CASES: Dict[str, Dict] = {
     "lenet5": {"file": "models/lenet5.py", "cell": "LeNet5", "select": ["--cell", "LeNet5"],
@@ -269,6 +270,12 @@ CASES: Dict[str, Dict] = {
     # Roll: mindspore.numpy.roll over two axes and back, ops.roll, a whole period, flattened.
     "more_ops13": {"source": OPS13_SOURCE, "cell": "OpsNet13", "select": ["--cell", "OpsNet13"],
                    "shape": (2, 3, 6, 5), "ms_rtol": 1e-5},
+    # nn.Conv1d (ExpandDims, Conv2D, BiasAdd, Squeeze), splits into unequal pieces
+    # (StridedSlices), ops.clamp / clip (ClampScalar, ClampTensor): node for node MindSpore's own
+    # file but for `b * 0.5` (Mul with a 0-d tensor against MindSpore's Muls, as above).
+    "more_ops14": {"source": OPS14_SOURCE, "cell": "OpsNet14", "select": ["--cell", "OpsNet14"],
+                   "shape": (2, 4, 17), "ms_rtol": 1e-5, "compare_ms_export": True,
+                   "node_diff": (Counter({"Mul": 1}), Counter({"Muls": 1}))},
     "more_ops8": {"source": OPS8_SOURCE, "cell": "OpsNet8", "select": ["--cell", "OpsNet8"],
                   "shape": (2, 3, 8, 8), "ms_rtol": 1e-5, "compare_ms_export": True,
                   "node_diff": (Counter(), Counter())},

@@ -111,9 +111,13 @@ OPS12_MODEL = open(os.path.join(EXPORT_MODELS, "ops12.py")).read()
 # Roll (mindspore.numpy.roll, ops.roll, flattened): Slice pairs and Concat.
 OPS13_MODEL = open(os.path.join(EXPORT_MODELS, "ops13.py")).read()
 
+# nn.Conv1d in three pad modes; splits into unequal pieces (ops.split, mindspore.numpy.split).
+OPS14_MODEL = open(os.path.join(EXPORT_MODELS, "ops14.py")).read()
+
 SOURCES = {"ops": OPS_MODEL, "ops2": OPS2_MODEL, "ops3": OPS3_MODEL, "ops4": OPS4_MODEL,
            "ops5": OPS5_MODEL, "ops6": OPS6_MODEL, "ops8": OPS8_MODEL,
-           "ops9": OPS9_MODEL, "ops12": OPS12_MODEL, "ops13": OPS13_MODEL}
+           "ops9": OPS9_MODEL, "ops12": OPS12_MODEL, "ops13": OPS13_MODEL,
+           "ops14": OPS14_MODEL}
 
 # name, model file (a corpus model, or SOURCES[name] written to the work directory), extra
 # arguments for both binaries, weight modes (BERT-base, ViT-B/16: initialised only, their
@@ -136,6 +140,7 @@ CASES = [
     ("ops9", None, ["--input-shape", "2,3,9,9"], ("init", "ckpt")),
     ("ops12", None, ["--input-shape", "2,3,6,7"], ("init", "ckpt")),
     ("ops13", None, ["--input-shape", "2,3,6,5"], ("init", "ckpt")),
+    ("ops14", None, ["--input-shape", "2,4,17"], ("init", "ckpt")),
 ]
 
 

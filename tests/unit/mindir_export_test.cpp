@@ -324,7 +324,8 @@ class IntNet(nn.Cell):
 
 // ops.clip_by_value as mindspore.export writes it (MindirExpansion::ClipForms): Maximum with the
 // lower bound, then Minimum with the upper one; a None bound writes nothing and takes no input
-// (`(x, None, t)`: t is the upper bound). ops.clamp is another primitive in MindSpore: refused.
+// (`(x, None, t)`: t is the upper bound). ops.clamp with numbers is ClampScalar(x, min, max), a
+// FLOAT or INT64 scalar or NONE per bound (measured); a tensor bound beside a number: refused.
 TEST(MindirExport, ClipByValueAsMaximumAndMinimum) {
   cellscope::testing::TempDir dir;
   const std::string file = dir.write("clip.py", R"(import mindspore.nn as nn
@@ -342,12 +343,21 @@ class Net(nn.Cell):
 
 class Clamp(nn.Cell):
     def construct(self, x):
-        return ops.clamp(x, -1.0, 1.0)
+        return ops.clamp(x, -1.0, 1.0) + ops.clip(x, max=6)
+
+class Mixed(nn.Cell):
+    def construct(self, x):
+        return ops.clamp(x, x * 0.5, 1.0)
 )");
   AnalysisResult res = analyze(file, {"2,3"});
-  ASSERT_EQ(res.cells.size(), 2u);
-  const bool first = res.cells[0].class_name == "Net";
-  MindirExport out = export_report(res.cells[first ? 0 : 1]);
+  ASSERT_EQ(res.cells.size(), 3u);
+  auto cell = [&](std::string_view name) -> const CellReport& {
+    for (const auto& c : res.cells) {
+      if (c.class_name == name) return c;
+    }
+    throw std::runtime_error("no cell " + std::string(name));
+  };
+  MindirExport out = export_report(cell("Net"));
   ASSERT_TRUE(out.errors.empty()) << out.errors[0].message;
   const auto d = decode(out);
   ASSERT_TRUE(d);
@@ -369,9 +379,30 @@ class Clamp(nn.Cell):
   EXPECT_FLOAT_EQ(constants[1], std::log(2.0F));
   EXPECT_FLOAT_EQ(constants[2], std::log(2.0F));
 
-  MindirExport refused = export_report(res.cells[first ? 1 : 0]);
+  MindirExport clamp = export_report(cell("Clamp"));
+  ASSERT_TRUE(clamp.errors.empty()) << clamp.errors[0].message;
+  const auto c = decode(clamp);
+  ASSERT_TRUE(c);
+  // (type, value) of each bound of each ClampScalar, in order.
+  std::vector<std::pair<int, double>> bounds;
+  for (const auto& n : c->model.graph().node()) {
+    if (n.op_type() == "Constant" || c->prim(n) != "ClampScalar") continue;
+    ASSERT_EQ(n.input_size(), 3);
+    for (int k = 1; k < 3; ++k) {
+      const pb::Attribute& a = c->values.at(n.input(k))->attribute(0);
+      bounds.emplace_back(static_cast<int>(a.type()), a.type() == pb::Attribute::FLOAT   ? a.f()
+                                    : a.type() == pb::Attribute::INT64 ? static_cast<double>(a.i())
+                                                                       : 0.0);
+    }
+  }
+  using A = pb::Attribute;
+  EXPECT_EQ(bounds, (std::vector<std::pair<int, double>>{
+                        {A::FLOAT, -1.0}, {A::FLOAT, 1.0}, {A::NONE, 0.0}, {A::INT64, 6.0}}));
+
+  MindirExport refused = export_report(cell("Mixed"));
   ASSERT_EQ(refused.errors.size(), 1u);
-  EXPECT_NE(refused.errors[0].message.find("ops.clamp"), std::string::npos)
+  EXPECT_NE(refused.errors[0].message.find("a tensor bound beside a number bound"),
+            std::string::npos)
       << refused.errors[0].message;
 }
 

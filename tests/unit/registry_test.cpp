@@ -739,6 +739,41 @@ TEST(RegistryOps, ReshapeConcatSplit) {
   EXPECT_EQ(shape_of(call("ops.flatten", {Ten({2, 3, 4})})), "(2, 12)");
 }
 
+// mindspore.numpy.split: an int is equal pieces (MindSpore's Split message when they are not),
+// a list the split points (numpy's meaning); an empty piece is MindSpore's ValueError. Shapes
+// and messages measured with MindSpore 2.10.
+TEST(RegistryOps, NumpySplitAtIndices) {
+  FakeCall at = call("numpy.split", {Ten({2, 8}), Ints({2, 5})}, {{"axis", I(1)}});
+  ASSERT_EQ(at.outputs.size(), 3u) << at.errors();
+  EXPECT_EQ(shape_of(at, 0), "(2, 2)");
+  EXPECT_EQ(shape_of(at, 1), "(2, 3)");
+  EXPECT_EQ(shape_of(at, 2), "(2, 3)");
+  FakeCall equal = call("numpy.split", {Ten({2, 8}), I(4)}, {{"axis", I(1)}});
+  ASSERT_EQ(equal.outputs.size(), 4u) << equal.errors();
+  EXPECT_EQ(shape_of(equal, 3), "(2, 2)");
+  FakeCall uneven = call("numpy.split", {Ten({2, 8}), I(3)}, {{"axis", I(1)}});
+  ASSERT_TRUE(has_code(uneven.diags, "shape-mismatch"));
+  EXPECT_NE(uneven.errors().find("x_shape[1] must be divisible by output_num = 3, but got 8"),
+            std::string::npos)
+      << uneven.errors();
+  EXPECT_TRUE(has_code(call("numpy.split", {Ten({2, 8}), Ints({5, 2})}, {{"axis", I(1)}}).diags,
+                       "shape-mismatch"));
+  EXPECT_TRUE(has_code(call("numpy.split", {Ten({2, 8}), Ints({3, 12})}, {{"axis", I(1)}}).diags,
+                       "shape-mismatch"));
+}
+
+// ops.pad takes a flat tuple of ints in MindSpore 2.10; numpy's nested pairs are its TypeError
+// (mindcv's volo), not a shape.
+TEST(RegistryOps, PadRefusesNestedPairs) {
+  FakeCall nested = call("ops.pad", {Ten({1, 2, 3, 3}), Seq({Ints({0, 0}), Ints({1, 1})})});
+  ASSERT_TRUE(has_code(nested.diags, "invalid-argument"));
+  EXPECT_NE(nested.errors().find("the paddings value must be tuple of int or list of int, but "
+                                 "got ((0, 0), (1, 1))"),
+            std::string::npos)
+      << nested.errors();
+  EXPECT_EQ(shape_of(call("ops.pad", {Ten({1, 2, 3, 3}), Ints({1, 1, 2, 0})})), "(1, 2, 5, 5)");
+}
+
 TEST(RegistryOps, Reductions) {
   Layer mean = construct("ops.ReduceMean", {Bo(true)});
   EXPECT_EQ(shape_of(apply(mean, {Ten({2, 3, 4}), Ints({1, 2})})), "(2, 1, 1)");

@@ -81,6 +81,11 @@ struct AnalysisOptions {
   // Python expressions evaluated in the file's namespace that build the Cells to analyse,
   // e.g. "resnet50(num_classes=10)". When non-empty, only these are analysed.
   std::vector<std::string> entries;
+  // false: the analysed file is evaluated as an import runs it: its `__name__` is the file's
+  // module name, so an `if __name__ == "__main__":` block does not run. `cellscope export
+  // --entry` calls the entry on the module as `from repmlp import repmlp_t224` would; a mistake
+  // in the file's demo block is not part of what it exports.
+  bool as_script = true;
   // Input types for the analysed Cell's construct, overriding call sites found in the file.
   std::vector<TensorType> inputs;
   // Input types by root Cell class name (mindspore_config.json's `inputs` keyed by a Cell), used

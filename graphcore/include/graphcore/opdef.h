@@ -182,10 +182,16 @@ enum class MindirExpansion : uint8_t {
   // not run there). The importer does not read these back as Roll.
   RollSlices,
   // ClipByValue from ops.clip_by_value as mindspore.export writes it (measured): Maximum(x, min)
-  // then Minimum(., max), a bound that is None left out, a number bound a 0-d tensor. The other
-  // APIs (ops.clamp, ops.clip, Tensor.clamp / clip) are other primitives in MindSpore 2.10, not
-  // measured: refused. The importer does not read Maximum / Minimum back as ClipByValue.
+  // then Minimum(., max), a bound that is None left out, a number bound a 0-d tensor. ops.clamp,
+  // ops.clip, Tensor.clamp / clip (measured): ClampScalar(x, min, max) with number / None bounds,
+  // ClampTensor(x, min, max) with tensor / None bounds; a tensor beside a number is refused. The
+  // importer does not read these back as ClipByValue.
   ClipForms,
+  // Split into pieces of unequal sizes (ops.split(x, [3, 5], 1); mindspore.numpy.split at
+  // indices) as mindspore.export writes it (measured): one StridedSlice(x, begin, end, strides
+  // ones, the five masks 0) per piece, begin / end on the split axis. Equal pieces are the row's
+  // own primitive.
+  SplitSlices,
 };
 
 // Expansions written as several primitives none of which alone is the operator: the importer

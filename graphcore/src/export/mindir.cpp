@@ -804,12 +804,31 @@ class Writer {
     }
   }
 
+  // A copy of an nn.Conv1d node with its attributes as the Conv2D on the (N, C, 1, L) view takes
+  // them: kernel_size (1, k), stride / dilation (1, s), padding (0, 0, p, p).
+  static Node conv1d_as_2d(const Node& node) {
+    Node lifted = node;
+    auto one = [&](std::string_view key, int64_t fallback) {
+      const auto v = as_ints(node.find_attr(key));
+      if (!v) return fallback;
+      if (v->size() != 1) throw Refusal{"its " + std::string(key) + " is not one number"};
+      return v->front();
+    };
+    const int64_t pad = one("padding", 0);
+    lifted.attrs.push_back({"kernel_size", std::vector<int64_t>{1, one("kernel_size", 1)}});
+    lifted.attrs.push_back({"stride", std::vector<int64_t>{1, one("stride", 1)}});
+    lifted.attrs.push_back({"dilation", std::vector<int64_t>{1, one("dilation", 1)}});
+    lifted.attrs.push_back({"padding", std::vector<int64_t>{0, 0, pad, pad}});
+    return lifted;
+  }
+
   // pad_mode "same": per spatial axis, total = max((ceil(in / s) - 1) * s + (k - 1) * d + 1 - in,
   // 0), the smaller half before (MindSpore's Conv2D pad_list).
   std::vector<int64_t> same_padding(const Node& node) const {
     if (node.inputs.empty()) throw Refusal{"it has no input"};
     const ValueRef in = node.inputs[0];
-    const auto dims = known_dims(report_.graph.nodes[in.node].outputs.at(in.output).shape);
+    auto dims = known_dims(report_.graph.nodes[in.node].outputs.at(in.output).shape);
+    if (dims.size() == 3) dims.insert(dims.begin() + 2, 1);  // nn.Conv1d on its (N, C, 1, L) view
     if (dims.size() != 4) throw Refusal{"its input is not NCHW"};
     auto ks = as_ints(node.find_attr("kernel_size")).value_or(std::vector<int64_t>{1});
     auto ss = as_ints(node.find_attr("stride")).value_or(std::vector<int64_t>{1});
@@ -896,6 +915,12 @@ class Writer {
       names_[index] = {clip(node)};
       return;
     }
+    if (m.expansion == MindirExpansion::SplitSlices) {
+      if (auto pieces = unequal_split(node)) {
+        names_[index] = std::move(*pieces);
+        return;
+      }
+    }
     if (m.expansion == MindirExpansion::GeluErf && !runtime::kernels::gelu_approximate(node)) {
       names_[index] = {gelu_erf(node)};
       return;
@@ -917,6 +942,29 @@ class Writer {
         product_type.shape = Shape::of({rows, out.back()});
       }
     }
+    // nn.Conv1d as its construct writes it (measured, MindSpore 2.10's export): ExpandDims(x, 2),
+    // Conv2D with the 1-D attributes lifted (kernel_size (1, k), stride and dilation
+    // (1, 1, 1, s), pad (0, 0, p, p)) on its 4-D weight, BiasAdd, Squeeze((2,)).
+    std::optional<Node> lifted;
+    if (m.primitive == "Conv2D" && !node.inputs.empty() && input_dims(node, 0).size() == 3) {
+      const auto dims = input_dims(node, 0);
+      lifted = conv1d_as_2d(node);
+      // One ExpandDims per value, shared by its convolutions and pools (as MindSpore's compile
+      // merges them: measured, x read by two nn.Conv1d is expanded once).
+      std::string& expanded = expanded_[operand(0)];
+      if (expanded.empty()) {
+        pb::Attribute two;
+        set_int(&two, 2);
+        expanded = function_node(
+            node, "ExpandDims", {operand(0), constant(two)},
+            TensorType{Shape::of({dims[0], dims[1], 1, dims[2]}), node.outputs[0].dtype});
+      }
+      reshaped = expanded;
+      const auto out = known_dims(node.outputs[0].shape);
+      if (out.size() != 3) throw Refusal{"its output is not 3-D"};
+      product_type.shape = Shape::of({out[0], out[1], 1, out[2]});
+    }
+    const Node& source = lifted ? *lifted : node;
     pb::Primitive prim;
     prim.set_op_type(std::string(m.primitive));
     std::vector<std::string> inputs;
@@ -924,7 +972,7 @@ class Writer {
       std::string input;
       pb::Attribute value;
       bool skip = false;
-      argument(node, arg, &input, &value, &skip);
+      argument(source, arg, &input, &value, &skip);
       if (reshaped && arg.value == MindirValue::Input && arg.number == 0) input = *reshaped;
       if (skip) continue;
       if (!input.empty()) {
@@ -981,7 +1029,12 @@ class Writer {
         out = n->name();
       }
     }
-    if (reshaped) {
+    if (lifted) {
+      if (n != nullptr) set_shape(n, product_type);
+      pb::Attribute axis;
+      set_ints(&axis, {2});
+      out = function_node(node, "Squeeze", {out, constant(std::move(axis))}, node.outputs[0]);
+    } else if (reshaped) {
       if (n != nullptr) set_shape(n, product_type);
       out = reshape(node, out, known_dims(node.outputs[0].shape));
     } else if (n != nullptr) {
@@ -1138,6 +1191,61 @@ class Writer {
     return function_node(node, "Pow", {var, scalar_tensor(0.5, out.dtype)}, out);
   }
 
+  // StridedSlice(value, begin, end, strides 1, the five masks 0) of `dims` taking [from, to) on
+  // axis `a`, all of the other axes: as mindspore.export writes a slice along one axis.
+  std::string axis_slice(const Node& node, const std::string& value,
+                         const std::vector<int64_t>& dims, size_t a, int64_t from, int64_t to,
+                         DType dtype) {
+    auto ints = [&](const std::vector<int64_t>& v) {
+      pb::Attribute attr;
+      set_ints(&attr, v);
+      return constant(std::move(attr));
+    };
+    std::vector<int64_t> begin(dims.size(), 0), end = dims, part = dims;
+    begin[a] = from;
+    end[a] = to;
+    part[a] = to - from;
+    std::vector<std::string> in = {value, ints(begin), ints(end),
+                                   ints(std::vector<int64_t>(dims.size(), 1))};
+    for (int m = 0; m < 5; ++m) {
+      pb::Attribute mask;
+      set_int(&mask, 0);
+      in.push_back(constant(std::move(mask)));
+    }
+    return function_node(node, "StridedSlice", in, TensorType{Shape::of(part), dtype});
+  }
+
+  // Split into pieces of unequal sizes (MindirExpansion::SplitSlices): one StridedSlice per
+  // piece along the split axis, as mindspore.export writes ops.split(x, [3, 5], 1). nullopt for
+  // equal pieces (the Split primitive).
+  std::optional<std::vector<std::string>> unequal_split(const Node& node) {
+    const auto x = input_dims(node, 0);
+    const auto rank = static_cast<int64_t>(x.size());
+    const auto axis_attr = as_ints(node.find_attr("axis"));
+    const int64_t axis = axis_attr && !axis_attr->empty() ? axis_attr->front() : 0;
+    if (axis < -rank || axis >= rank) throw Refusal{"its axis is out of range"};
+    const auto a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+    std::vector<int64_t> sizes;
+    for (const TensorType& t : node.outputs) {
+      const auto y = known_dims(t.shape);
+      if (y.size() != x.size()) throw Refusal{"an output of another rank than its input"};
+      sizes.push_back(y[a]);
+    }
+    if (std::all_of(sizes.begin(), sizes.end(), [&](int64_t n) { return n == sizes.front(); }))
+      return std::nullopt;
+    int64_t total = 0;
+    for (int64_t n : sizes) total += n;
+    if (total != x[a]) throw Refusal{"its pieces do not add up to the split dimension"};
+    std::vector<std::string> pieces;
+    int64_t from = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      pieces.push_back(
+          axis_slice(node, operand(0), x, a, from, from + sizes[i], node.outputs[i].dtype));
+      from += sizes[i];
+    }
+    return pieces;
+  }
+
   // Roll (MindirExpansion::RollSlices): the two slices of each shifted axis, concatenated in
   // the other order, as mindspore.numpy.roll writes them. mindspore.numpy.roll casts an integer
   // tensor to float32 and back around the slices; that form is not written (refused).
@@ -1157,32 +1265,12 @@ class Writer {
     const std::vector<int64_t>& dims = plan->dims;
     std::string value = operand(0);
     if (plan->flattened) value = reshape(node, value, dims);
-    auto ints = [&](const std::vector<int64_t>& v) {
-      pb::Attribute a;
-      set_ints(&a, v);
-      return constant(std::move(a));
-    };
-    auto zero_mask = [&] {
-      pb::Attribute a;
-      set_int(&a, 0);
-      return constant(std::move(a));
-    };
-    const std::vector<int64_t> ones(dims.size(), 1), zeros(dims.size(), 0);
     for (const auto& step : plan->steps) {
       const size_t a = step.first;  // not a structured binding: clang 14 cannot capture one
       const int64_t by = step.second;
       const int64_t len = dims[a];
-      auto slice = [&](int64_t from, int64_t to) {
-        std::vector<int64_t> begin = zeros, end = dims, part = dims;
-        begin[a] = from;
-        end[a] = to;
-        part[a] = to - from;
-        std::vector<std::string> in = {value, ints(begin), ints(end), ints(ones)};
-        for (int m = 0; m < 5; ++m) in.push_back(zero_mask());
-        return function_node(node, "StridedSlice", in, TensorType{Shape::of(part), out.dtype});
-      };
-      const std::string head = slice(len - by, len);
-      const std::string tail = slice(0, len - by);
+      const std::string head = axis_slice(node, value, dims, a, len - by, len, out.dtype);
+      const std::string tail = axis_slice(node, value, dims, a, 0, len - by, out.dtype);
       const std::string key = simple_primitive("MakeTuple", pb::Primitive::PRIMITIVE);
       const std::string both = add_cnode(node, key, {head, tail}, "MakeTuple")->name();
       pb::Attribute axis_value;
@@ -1194,16 +1282,55 @@ class Writer {
     return value;
   }
 
+  // ClipByValue from ops.clamp / ops.clip / Tensor.clamp / Tensor.clip as mindspore.export
+  // writes them (measured 2026-12-07): number bounds, `ClampScalar(x, min, max)`, each bound a
+  // FLOAT scalar (an int one INT64) or NONE; tensor bounds, `ClampTensor(x, min, max)`, each a
+  // tensor (a constant one a 0-d tensor) or NONE. A tensor bound beside a number bound is not
+  // measured: refused.
+  std::string clamp(const Node& node) {
+    size_t next = 1;
+    bool numbers = false, tensors = false;
+    std::vector<std::string> in = {operand(0)};
+    std::vector<runtime::ClipBound> bounds;
+    for (const char* name : {"min", "max"}) {
+      const runtime::ClipBound b = runtime::clip_bound(node, name, &next, operands_.size());
+      if (b.kind == runtime::ClipBound::Kind::NotNumber)
+        throw Refusal{std::string("its ") + name + " bound is not a number"};
+      if (b.kind == runtime::ClipBound::Kind::Missing) throw Refusal{"its bounds are not recorded"};
+      numbers = numbers || b.kind == runtime::ClipBound::Kind::Number;
+      tensors = tensors || b.kind == runtime::ClipBound::Kind::Input;
+      bounds.push_back(b);
+    }
+    if (numbers && tensors) {
+      throw Refusal{"a tensor bound beside a number bound (" + std::string(node.api) +
+                    "'s MindIR form for it is not measured)"};
+    }
+    if (!numbers && !tensors) throw Refusal{"both bounds are None"};
+    for (const runtime::ClipBound& b : bounds) {
+      pb::Attribute a;
+      if (b.kind == runtime::ClipBound::Kind::Input) {
+        in.push_back(operand(b.input));
+        continue;
+      }
+      if (b.kind == runtime::ClipBound::Kind::None) {
+        a.set_type(pb::Attribute::NONE);
+      } else if (const auto* i = std::get_if<int64_t>(b.attr)) {
+        set_int(&a, *i);
+      } else {
+        set_float(&a, b.number);
+      }
+      in.push_back(constant(std::move(a)));
+    }
+    return function_node(node, tensors ? "ClampTensor" : "ClampScalar", in, node.outputs.at(0));
+  }
+
   // ClipByValue (MindirExpansion::ClipForms): ops.clip_by_value(x, min, max) as mindspore.export
   // writes it (its _clip_by_value; measured 2026-12-07 on SwinV2's logit-scale clip):
   // Maximum(x, min), then Minimum(., max). A number bound (the node's `min` / `max`) is a 0-d
   // tensor of the output's dtype, a None bound (recorded as None) left out, a tensor bound (not
   // recorded) the node's next input.
   std::string clip(const Node& node) {
-    if (node.api != "ops.clip_by_value") {
-      throw Refusal{"no MindIR form measured for " + std::string(node.api) +
-                    " (MindSpore 2.10 writes its own Clamp primitives for it)"};
-    }
+    if (node.api != "ops.clip_by_value") return clamp(node);
     const TensorType& out = node.outputs.at(0);
     std::string value = operand(0);
     size_t next = 1;
@@ -1713,7 +1840,8 @@ class Writer {
   std::vector<bool> refused_;  // per graph node: refused, or fed by a refused node
   std::map<std::string, std::string> primitive_keys_;
   std::map<std::string, std::string> constants_;
-  std::map<std::string, std::string> expanded_;  // value -> its ExpandDims(., 2) (Pool3DForms)
+  std::map<std::string, std::string>
+      expanded_;  // value -> its ExpandDims(., 2) (Pool3DForms, nn.Conv1d)
   // expand_new_axes: the ExpandDims chain the next node written reads instead of its input 0.
   std::optional<std::string> expanded_input_;
   int64_t uid_ = 0;

@@ -110,6 +110,14 @@ void o_conv(OnnxNodeBuilder& b) {
   } else {
     wd = b.param_dims("weight");
   }
+  if (x.size() == 3 && wd.size() == 4 && wd[2] == 1) {
+    // nn.Conv1d keeps its weight as (out, in / group, 1, k) (MindSpore 2.10): ONNX's 1-D Conv
+    // takes (out, in / group, k).
+    wd = {wd[0], wd[1], wd[3]};
+    const std::string reshaped = b.temp("weight");
+    b.emit("Reshape", {w, b.const_i64("weight_shape", wd)}, {reshaped});
+    w = reshaped;
+  }
   if (x.size() < 3 || wd.size() != x.size()) {
     b.refuse("a convolution of a " + std::to_string(x.size()) + "-D input with a " +
              std::to_string(wd.size()) + "-D weight");

@@ -76,12 +76,14 @@ constexpr MindirArg kMindirStackArgs[] = {{"x", MindirValue::AllInputs},
                                           {"N", MindirValue::InputCount}};
 constexpr MindirDef kMindirStack{"Stack", MindirKind::Attribute, kMindirStackArgs};
 // Split(input_x, axis, output_num), a function primitive returning a tuple (measured:
-// ops.split(x, 2, 1) on (2, 4)); unequal sizes (ops.split(x, [1, 3], 1)) MindSpore writes as
-// StridedSlices: refused.
+// ops.split(x, 2, 1) on (2, 4)); unequal sizes (ops.split(x, [3, 5], 1)) as StridedSlices, as
+// MindSpore writes them (MindirExpansion::SplitSlices).
 constexpr MindirArg kMindirSplitArgs[] = {{"input_x", MindirValue::Input},
                                           {"axis", MindirValue::Int, "axis", 0},
                                           {"output_num", MindirValue::EqualSplits, "axis"}};
-constexpr MindirDef kMindirSplit{"Split", MindirKind::Function, kMindirSplitArgs};
+constexpr MindirDef kMindirSplit{
+    "Split",          MindirKind::Function,        kMindirSplitArgs, {}, -1, false, false,
+    MindirFold::None, MindirExpansion::SplitSlices};
 // CumSum(x, axis, exclusive, reverse): exclusive and reverse False (measured: ops.cumsum(x, 1),
 // x.cumsum(0)); a dtype other than the input's is refused.
 constexpr MindirArg kMindirCumSumArgs[] = {{"x", MindirValue::Input},

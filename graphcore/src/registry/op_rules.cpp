@@ -295,6 +295,51 @@ InferFn chunk_rule(std::string api, std::string x, std::string chunks, Names axi
   });
 }
 
+InferFn numpy_split_rule() {
+  return on_tensor("x", [](CallContext& ctx, const TensorType& t) {
+    const int64_t a = int_or(ctx.arg("axis"), 0);
+    auto n = axis_or_error(ctx, "mindspore.numpy.split", a, t.shape.rank(), "axis");
+    if (!n) return;
+    const ArgValue& v = ctx.arg("indices_or_sections");
+    const Dim& d = t.shape.dims[*n];
+    if (!d.is_known()) return add_unknown_output(ctx, t.dtype);
+    const int64_t len = d.value();
+    // Messages measured with MindSpore 2.10 (an int goes to the Split primitive, a list to
+    // sub-tensors that may not be empty).
+    if (v.kind == ArgValue::Kind::Int) {
+      if (v.i <= 0) return add_unknown_output(ctx, t.dtype);
+      if (len % v.i != 0) {
+        ctx.error("shape-mismatch",
+                  "For 'Split', x_shape[" + std::to_string(*n) +
+                      "] must be divisible by output_num = " + std::to_string(v.i) + ", but got " +
+                      std::to_string(len),
+                  "indices_or_sections");
+        return;
+      }
+      return emit_split(ctx, "mindspore.numpy.split", t, static_cast<int64_t>(*n),
+                        std::vector<int64_t>(static_cast<size_t>(v.i), len / v.i));
+    }
+    auto points = v.as_ints();
+    if (!points || v.kind != ArgValue::Kind::Sequence) return add_unknown_output(ctx, t.dtype);
+    std::vector<int64_t> sizes;
+    int64_t begin = 0;
+    for (size_t i = 0; i <= points->size(); ++i) {
+      const int64_t end = i < points->size() ? (*points)[i] : len;
+      if (end < 0) return add_unknown_output(ctx, t.dtype);  // from the end: not modelled
+      if (end <= begin || end > len) {
+        ctx.error("shape-mismatch",
+                  "empty sub-tensor encountered (mindspore.numpy.split of a dimension of " +
+                      std::to_string(len) + " at " + v.repr() + ")",
+                  "indices_or_sections");
+        return;
+      }
+      sizes.push_back(end - begin);
+      begin = end;
+    }
+    emit_split(ctx, "mindspore.numpy.split", t, static_cast<int64_t>(*n), sizes);
+  });
+}
+
 InferFn squeeze_rule(std::string api, std::string x, Names axis, bool from_init) {
   return on_tensor(x, [api, axis, from_init](CallContext& ctx, const TensorType& t) {
     ArgValue v = from_init ? ctx.init_arg(axis.front()) : pick(ctx, axis);

@@ -52,6 +52,9 @@ InferFn stack_rule(std::string api, std::string tensors, Names axis, bool from_i
 // split(x, size_or_sections, axis) / chunk(x, n, axis): tuple outputs.
 InferFn split_rule(std::string api, std::string x, std::string sizes, Names axis);
 InferFn chunk_rule(std::string api, std::string x, std::string chunks, Names axis);
+// mindspore.numpy.split(x, indices_or_sections, axis): an int is that many equal pieces, a list
+// the split points (numpy's meaning), recorded as the pieces' sizes.
+InferFn numpy_split_rule();
 InferFn squeeze_rule(std::string api, std::string x, Names axis, bool from_init = false);
 InferFn unsqueeze_rule(std::string api, std::string x, Names axis);
 InferFn flatten_rule(std::string api, std::string x, int64_t default_start);

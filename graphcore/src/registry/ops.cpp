@@ -335,6 +335,9 @@ void register_shape_ops(Registry& r) {
   fn(r, "ops.split", "Split", {P("tensor"), P("split_size_or_sections"), P("axis", "0")},
      split_rule("ops.split", "tensor", "split_size_or_sections", {"axis"}),
      "splits into pieces of a size (last smaller) or of the given sizes; returns a tuple", true);
+  fn(r, "numpy.split", "Split", {P("x"), P("indices_or_sections"), P("axis", "0")},
+     numpy_split_rule(),
+     "mindspore.numpy.split: equal pieces, or split at the given indices; returns a list", true);
   fn(r, "ops.chunk", "Split", {P("input"), P("chunks"), P("axis", "0")},
      chunk_rule("ops.chunk", "input", "chunks", {"axis"}), "splits into chunks; returns a tuple",
      true);
@@ -921,7 +924,22 @@ void register_nn_ops(Registry& r) {
   fn(r, "ops.pad", "Pad", {P("input_x"), P("padding"), P("mode", "'constant'"), P("value", "None")},
      on_tensor("input_x",
                [](CallContext& ctx, const TensorType& t) {
-                 auto p = ctx.arg("padding").as_ints();
+                 // MindSpore 2.10's ops.pad takes a flat tuple/list of ints (or a Tensor);
+                 // numpy's nested pairs `((0, 0), (1, 1))` are refused before anything runs
+                 // (measured: TypeError, this wording; mindcv's volo writes them).
+                 const ArgValue& padding = ctx.arg("padding");
+                 if (padding.kind == ArgValue::Kind::Sequence) {
+                   for (const ArgValue& item : padding.items) {
+                     if (item.kind != ArgValue::Kind::Sequence) continue;
+                     ctx.error("invalid-argument",
+                               "For 'pad', the paddings value must be tuple of int or list of "
+                               "int, but got " +
+                                   padding.repr(),
+                               "padding");
+                     return add_unknown_output(ctx, t.dtype);
+                   }
+                 }
+                 auto p = padding.as_ints();
                  if (!p || p->size() % 2 != 0 || p->size() / 2 > t.shape.rank())
                    return add_unknown_output(ctx, t.dtype);
                  Shape out = t.shape;
