@@ -591,7 +591,8 @@ void render_hardware_text(std::ostream& out, const protocol::Cell& cell) {
       << (hw.mode() == "train" ? " (every forward activation kept for backward)" : "")
       << ", weights " << bytes_string(e.weight_bytes()) << "\n";
   if (e.comm_bytes() > 0 || cell.optimized().comms() > 0) {
-    out << "    comm         " << cell.optimized().comms() << " nodes, "
+    out << "    comm         " << cell.optimized().comms() << " nodes"
+        << (hw.mode() == "train" ? " and the gradient reduction, " : ", ")
         << bytes_string(e.comm_bytes()) << " sent per device, "
         << (e.comm_timed() ? (e.comm_ms() < 0.1 ? fixed(e.comm_ms() * 1e3, 3) + " us"
                                                 : fixed(e.comm_ms(), 3) + " ms") +

@@ -556,6 +556,106 @@ TEST(CommPass, CostIsTheRingFormulaOnTheCitedLinkAndTheBubbleIsGPipes) {
   EXPECT_TRUE(said);
 }
 
+// One device's kernels (docs/parallel.md, "Per-device cost"): matmul_valid's MatMul with
+// ((2, 4), (4, 1)) on 8 devices does 1/8 of the multiply-adds on each, reads its (8, 16) slice of
+// x and (16, 32) slice of w, and writes its (8, 32) block of partial sums; in training the
+// optimizer updates the (16, 32) slice of w each device holds.
+TEST(CommPass, KernelsAreCostedAtTheirPerDeviceShapes) {
+  AnalysisResult r = analyse(kCases / "matmul_valid.py");
+  const CellReport* cell = parallel_cell(r);
+  ASSERT_NE(cell, nullptr);
+  auto matmul_macs = [](const HardwareGraph& hw) {
+    double macs = 0;
+    for (const KernelEstimate& k : hw.kernels) {
+      if (k.phase == "forward" && k.unit == Unit::Cube) macs += k.macs;
+    }
+    return macs;
+  };
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  const OptimizedGraph g = optimize_parallel(r, *cell, "ascend910");
+  const HardwareGraph global = estimate_hardware(*cell, g, ho);  // no parallel context
+  ho.parallel = &r.parallel;
+  const HardwareGraph device = estimate_hardware(*cell, g, ho);
+  EXPECT_DOUBLE_EQ(matmul_macs(global), 16.0 * 64 * 32);
+  EXPECT_DOUBLE_EQ(matmul_macs(device), 16.0 * 64 * 32 / 8);
+  bool said = false;
+  for (const std::string& n : device.estimate.notes)
+    said |= n.find("parallel: one device's kernels: 1 operator with a strategy") == 0;
+  EXPECT_TRUE(said);
+  // Training: the optimizer's update of w is that of the slice a device holds.
+  ho.mode = "train";
+  ho.optimizer = "sgd";
+  auto update_bytes = [](const HardwareGraph& hw) {
+    double b = 0;
+    for (const KernelEstimate& k : hw.kernels) {
+      if (k.phase == "optimizer") b += k.gm_read_bytes + k.gm_write_bytes;
+    }
+    return b;
+  };
+  const HardwareGraph train = estimate_hardware(*cell, g, ho);
+  ho.parallel = nullptr;
+  const HardwareGraph train_global = estimate_hardware(*cell, g, ho);
+  ASSERT_GT(update_bytes(train_global), 0);
+  EXPECT_NEAR(update_bytes(train) / update_bytes(train_global), 16.0 * 32 / (64 * 32), 1e-9);
+  // w's (16, 32) slice (split 4 of 8 devices) is held by 2 devices: its gradient's mirror
+  // AllReduce over 2 sends 2 * 1/2 of the 2,048 fp32 bytes; none without the parallel context.
+  auto gradient_reductions = [](const HardwareGraph& hw) {
+    std::vector<const KernelEstimate*> out;
+    for (const KernelEstimate& k : hw.kernels) {
+      if (k.phase == "backward" && k.unit == Unit::Comm) out.push_back(&k);
+    }
+    return out;
+  };
+  const auto reductions = gradient_reductions(train);
+  ASSERT_EQ(reductions.size(), 1U);
+  EXPECT_EQ(reductions[0]->name, "AllReduce(gradients of 1 parameter, 2 devices)");
+  EXPECT_DOUBLE_EQ(reductions[0]->comm_bytes, 2048.0);
+  EXPECT_GT(reductions[0]->time_us, 0);
+  EXPECT_TRUE(gradient_reductions(train_global).empty());
+}
+
+// Data parallel training (DistributedGradReducer): every gradient is summed over the world group;
+// the kernels keep the script's (per-device) shapes.
+TEST(CommPass, DataParallelTrainingSumsEveryGradient) {
+  const fs::path dir = fs::temp_directory_path() / "cellscope_comm_dp";
+  fs::create_directories(dir);
+  const fs::path file = dir / "net.py";
+  std::ofstream(file) << "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
+                         "Tensor, nn\n\nms.set_auto_parallel_context(parallel_mode="
+                         "\"data_parallel\", device_num=8, gradients_mean=True)\n\n\n"
+                         "class Net(nn.Cell):\n    def __init__(self):\n"
+                         "        super().__init__()\n        self.fc1 = nn.Dense(64, 32)\n"
+                         "        self.fc2 = nn.Dense(32, 10)\n\n    def construct(self, x):\n"
+                         "        return self.fc2(self.fc1(x))\n\n\nnet = Net()\n"
+                         "out = net(Tensor(np.ones((16, 64), np.float32)))\n";
+  AnalysisResult r = analyse(file);
+  ASSERT_FALSE(r.cells.empty());
+  ASSERT_EQ(r.parallel.device_num, 8);
+  HardwareOptions ho;
+  ho.target = "ascend910";
+  ho.mode = "train";
+  ho.optimizer = "sgd";
+  ho.parallel = &r.parallel;
+  const HardwareGraph hw =
+      estimate_hardware(r.cells.front(), optimize_parallel(r, r.cells.front(), "ascend910"), ho);
+  std::vector<const KernelEstimate*> reductions;
+  for (const KernelEstimate& k : hw.kernels) {
+    if (k.phase == "backward" && k.unit == Unit::Comm) reductions.push_back(&k);
+  }
+  ASSERT_EQ(reductions.size(), 1U);
+  EXPECT_EQ(reductions[0]->name, "AllReduce(gradients of 4 parameters, 8 devices)");
+  const double bytes = (64.0 * 32 + 32 + 32 * 10 + 10) * 4;
+  EXPECT_DOUBLE_EQ(reductions[0]->comm_bytes, 2.0 * 7 / 8 * bytes);
+  EXPECT_DOUBLE_EQ(hw.estimate.comm_bytes, 2.0 * 7 / 8 * bytes);
+  const HardwareTarget& t = hardware_target("ascend910");
+  EXPECT_NEAR(reductions[0]->time_us, *comm_time_us(t, "AllReduce", 8, 2.0 * 7 / 8 * bytes), 1e-9);
+  bool said = false;
+  for (const std::string& n : hw.estimate.notes)
+    said |= n.find("parallel: no operator has a strategy") == 0;
+  EXPECT_TRUE(said);
+}
+
 TEST(CommPass, PipelineStepHasTheBubble) {
   AnalysisResult r = analyse(kCases / "pipeline_four_stages_valid.py");
   const CellReport* cell = parallel_cell(r);

@@ -390,9 +390,10 @@ class Mixed(nn.Cell):
     ASSERT_EQ(n.input_size(), 3);
     for (int k = 1; k < 3; ++k) {
       const pb::Attribute& a = c->values.at(n.input(k))->attribute(0);
-      bounds.emplace_back(static_cast<int>(a.type()), a.type() == pb::Attribute::FLOAT   ? a.f()
-                                    : a.type() == pb::Attribute::INT64 ? static_cast<double>(a.i())
-                                                                       : 0.0);
+      bounds.emplace_back(static_cast<int>(a.type()), a.type() == pb::Attribute::FLOAT ? a.f()
+                                                      : a.type() == pb::Attribute::INT64
+                                                          ? static_cast<double>(a.i())
+                                                          : 0.0);
     }
   }
   using A = pb::Attribute;

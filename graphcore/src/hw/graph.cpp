@@ -155,6 +155,11 @@ class Estimator {
     written_.assign(graph.nodes.size(), -1);
   }
 
+  // Parameter name -> the devices its slice is split over (a parallel job's device view).
+  void set_param_splits(std::map<std::string, int64_t> splits) {
+    param_splits_ = std::move(splits);
+  }
+
   HardwareGraph run() {
     HardwareGraph out;
     out.target = t_.name;
@@ -176,6 +181,7 @@ class Estimator {
     for (uint32_t i = 0; i < g_.nodes.size(); ++i) forward(i, &out);
     if (train_) {
       training();
+      gradient_reduction();
       optimizer();
     }
     schedule(&out);
@@ -1282,6 +1288,51 @@ class Estimator {
     }
   }
 
+  // The gradient reduction of a parallel training step (docs/parallel.md §4, §11), before the
+  // optimizer: each trainable parameter whose slice is held by several devices of its stage has
+  // its gradient summed over them (data parallel: DistributedGradReducer's AllReduce over the
+  // world group; semi-auto: the mirror op's AllReduce over the devices repeating the slice;
+  // operators without a strategy: replicated, as MindSpore's default data-parallel strategy
+  // leaves their parameters). Group = the stage's devices / the splits of the parameter's
+  // slice; the bytes those of the gradient slice in the parameter's dtype. MindSpore fuses the
+  // gradients' AllReduces (fusion 1): one kernel per group size, carrying all their bytes.
+  void gradient_reduction() {
+    const ParallelContext* pc = o_.parallel;
+    if (pc == nullptr || !pc->parallel_job()) return;
+    const int64_t devices = pc->stage_devices();
+    if (devices <= 1) return;
+    std::map<int64_t, std::pair<double, size_t>> by_group;  // group -> bytes, parameters
+    for (const auto& p : r_.params) {
+      if (!p.trainable) continue;
+      const double e = product(p.shape, 0, p.shape.rank());
+      if (e <= 0) continue;
+      const auto it = param_splits_.find(p.name);
+      const int64_t split = it == param_splits_.end() ? 1 : it->second;
+      if (split <= 0 || devices % split != 0 || devices / split <= 1) continue;
+      auto& [b, count] = by_group[devices / split];
+      b += e * static_cast<double>(std::max<size_t>(dtype_size(p.dtype), 1));
+      ++count;
+    }
+    for (const auto& [group, load] : by_group) {
+      KernelEstimate k;
+      k.unit = Unit::Comm;
+      k.block_dim = 1;
+      const auto moved = comm_moved_bytes("AllReduce", group, static_cast<uint64_t>(load.first));
+      k.comm_bytes = moved ? static_cast<double>(*moved) : 0;
+      comm_bytes_ += k.comm_bytes;
+      if (const auto us = comm_time_us(t_, "AllReduce", group, k.comm_bytes)) {
+        k.cycles = *us * t_.frequency_mhz;
+        k.bound = "communication";
+      } else {
+        k.bound = "not-estimated";
+        comm_untimed_ = true;
+      }
+      add(std::move(k), kNoNode, "backward",
+          "AllReduce(gradients of " + std::to_string(load.second) + " parameter" +
+              (load.second == 1 ? "" : "s") + ", " + std::to_string(group) + " devices)");
+    }
+  }
+
   void optimizer() {
     // Per trainable Parameter: read w, grad and the optimizer state, write w and the state
     // (fp32), plus the fp16 copy of w that mixed precision casts for the next step.
@@ -1471,12 +1522,10 @@ class Estimator {
     }
     if (train_) {
       notes_.insert(
-          "parallel training: the backward pass's communication (gradient AllReduce of data and "
-          "mirror parallelism) is not modelled");
+          "parallel training: gradients of parameters held by several devices are summed by "
+          "AllReduce before the update (one fused AllReduce per group size); the parallel "
+          "optimizer's AllGather / ReduceScatter is not modelled");
     }
-    notes_.insert(
-        "parallel: kernels are costed at the graph's global shapes; the communication nodes at "
-        "the per-device shapes the strategies give");
     if (pc->pipeline_stages <= 1) return;
     e.pipeline_stages = pc->pipeline_stages;
     e.micro_batches = pc->micro_size;
@@ -1540,6 +1589,9 @@ class Estimator {
   // Communication nodes: bytes sent per device, and whether one could not be timed.
   double comm_bytes_ = 0;
   bool comm_untimed_ = false;
+  // Parameter name -> the devices its slice is split over (the product of the splits of the
+  // strategy that reads it); absent: 1 (replicated).
+  std::map<std::string, int64_t> param_splits_;
 };
 
 }  // namespace
@@ -1579,6 +1631,131 @@ std::vector<OptimizerKernel> optimizer_kernels(std::string_view optimizer, doubl
                               "' (expected sgd, momentum, adam or lamb)");
 }
 
+namespace {
+
+// One device's share of a parallel job (docs/parallel.md, "Per-device cost"): every operator
+// with a `.shard` strategy at the per-device shapes the checks recorded (its outputs, and the
+// parameters and graph inputs it reads at the slices it reads), its FLOPs divided by the devices
+// its strategy uses, and the communication nodes' outputs at their per-device shape. Operators
+// without a strategy keep their global shapes. nullopt when nothing is sharded.
+struct DeviceView {
+  CellReport report;
+  OptimizedGraph graph;
+  size_t sharded = 0;  // semantic operators costed at their per-device shapes
+  std::map<std::string, int64_t> param_splits;  // parameter -> devices its slice is split over
+};
+
+std::optional<DeviceView> device_view(const CellReport& report, const OptimizedGraph& graph,
+                                      const ParallelContext* pc) {
+  if (pc == nullptr || !pc->parallel_job()) return std::nullopt;
+  auto recorded = [](const Node& n) {
+    return n.parallel && n.parallel->device_matrix > 0 &&
+           n.parallel->per_device_outputs.size() == n.outputs.size() &&
+           n.parallel->per_device_inputs.size() == n.inputs.size();
+  };
+  if (std::none_of(report.graph.nodes.begin(), report.graph.nodes.end(), recorded))
+    return std::nullopt;
+  DeviceView v{report, graph, 0, {}};
+  std::vector<Node>& sem = v.report.graph.nodes;
+  std::vector<bool> changed(sem.size(), false);
+  std::map<std::string, Shape> param_slices;
+  for (size_t i = 0; i < sem.size(); ++i) {
+    Node& n = sem[i];
+    if (!recorded(n)) continue;
+    const NodeParallel& par = *n.parallel;
+    for (size_t k = 0; k < n.outputs.size(); ++k) n.outputs[k].shape = par.per_device_outputs[k];
+    n.flops /= static_cast<double>(par.device_matrix);
+    changed[i] = true;
+    ++v.sharded;
+    // A parameter or graph input is held as the slice its (first) sharded reader reads: MindSpore
+    // slices parameters by the strategy, and the dataset's batch by the data strategy.
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueRef in = n.inputs[k];
+      if (in.node >= sem.size() || changed[in.node]) continue;
+      Node& p = sem[in.node];
+      if (p.kind != NodeKind::Parameter && p.kind != NodeKind::Input) continue;
+      if (in.output >= p.outputs.size()) continue;
+      p.outputs[in.output].shape = par.per_device_inputs[k];
+      changed[in.node] = true;
+      if (p.kind == NodeKind::Parameter && !p.params.empty()) {
+        param_slices.emplace(p.params.front(), par.per_device_inputs[k]);
+        const Shape& whole = report.graph.nodes[in.node].outputs[in.output].shape;
+        const Shape& slice = par.per_device_inputs[k];
+        int64_t split = 1;
+        for (size_t d = 0; d < whole.rank() && d < slice.rank(); ++d) {
+          if (whole.dims[d].is_known() && slice.dims[d].is_known() && slice.dims[d].value() > 0)
+            split *= whole.dims[d].value() / slice.dims[d].value();
+        }
+        v.param_splits.emplace(p.params.front(), split);
+      }
+    }
+  }
+  for (ParamInfo& p : v.report.params) {
+    if (auto it = param_slices.find(p.name); it != param_slices.end()) p.shape = it->second;
+  }
+  // The optimized graph in order: a kernel's output is that of its origin with the same global
+  // shape (the anchor of a fused kernel, or its epilogue's last operator), its FLOPs its
+  // origins'; a node the passes inserted (Cast, TransData) keeps its input's shape; a
+  // communication node's output is its per-device shape.
+  std::vector<bool> opt_changed(v.graph.nodes.size(), false);
+  for (size_t i = 0; i < v.graph.nodes.size(); ++i) {
+    OptNode& o = v.graph.nodes[i];
+    const OptNode& before = graph.nodes[i];
+    if (o.pass == "comm") {
+      for (const Attr& a : o.attrs) {
+        const auto* dims = std::get_if<std::vector<int64_t>>(&a.value);
+        if (a.name == "per_device_shape" && dims != nullptr && !o.outputs.empty()) {
+          o.outputs[0].shape = Shape::of(*dims);
+          opt_changed[i] = true;
+        }
+      }
+      continue;
+    }
+    if (o.origins.empty()) {
+      if (o.inputs.empty() || o.outputs.size() != 1) continue;
+      const ValueRef in = o.inputs[0];
+      if (in.node >= i || !opt_changed[in.node]) continue;
+      const OptNode& producer = graph.nodes[in.node];
+      if (in.output >= producer.outputs.size() ||
+          producer.outputs[in.output].shape != before.outputs[0].shape) {
+        continue;
+      }
+      o.outputs[0].shape = v.graph.nodes[in.node].outputs[in.output].shape;
+      opt_changed[i] = true;
+      continue;
+    }
+    bool any = false;
+    double flops = 0;
+    for (uint32_t origin : o.origins) {
+      if (origin >= sem.size()) continue;
+      any = any || changed[origin];
+      flops += sem[origin].flops;
+    }
+    if (!any) continue;
+    if (o.flops > 0) o.flops = flops;
+    for (size_t k = 0; k < o.outputs.size(); ++k) {
+      for (uint32_t origin : o.origins) {
+        if (origin >= sem.size() || !changed[origin]) continue;
+        const Node& global = report.graph.nodes[origin];
+        bool matched = false;
+        for (size_t j = 0; j < global.outputs.size() && !matched; ++j) {
+          if (global.outputs[j].shape == before.outputs[k].shape) {
+            o.outputs[k].shape = sem[origin].outputs[j].shape;
+            matched = true;
+          }
+        }
+        if (matched) {
+          opt_changed[i] = true;
+          break;
+        }
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
 HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& graph,
                                 const HardwareOptions& options) {
   if (options.mode != "infer" && options.mode != "train") {
@@ -1590,7 +1767,24 @@ HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& 
                                 "' (expected sgd, momentum, adam or lamb)");
   }
   const HardwareTarget& target = hardware_target(options.target);
-  return Estimator(report, graph, options, target).run();
+  if (auto device = device_view(report, graph, options.parallel)) {
+    Estimator estimator(device->report, device->graph, options, target);
+    estimator.set_param_splits(std::move(device->param_splits));
+    HardwareGraph out = estimator.run();
+    out.estimate.notes.push_back(
+        "parallel: one device's kernels: " + std::to_string(device->sharded) + " operator" +
+        (device->sharded == 1 ? "" : "s") +
+        " with a strategy at the per-device shapes it gives (FLOPs / the devices it uses); "
+        "operators without one at their global shapes (MindSpore's default data-parallel "
+        "strategy for them is not modelled)");
+    return out;
+  }
+  HardwareGraph out = Estimator(report, graph, options, target).run();
+  if (options.parallel != nullptr && options.parallel->parallel_job()) {
+    out.estimate.notes.push_back(
+        "parallel: no operator has a strategy: kernels at the graph's global shapes");
+  }
+  return out;
 }
 
 }  // namespace graphcore
