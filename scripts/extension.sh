@@ -9,8 +9,10 @@
 #                                    code-server 4.100.3 + playwright-core from extension/test/e2e)
 #   scripts/extension.sh e2e         package, then the end-to-end tests in code-server + chromium
 #                                    (test/e2e/run.mjs, then test/e2e/train.mjs, then
-#                                    test/e2e/deploy.mjs, which needs root)
+#                                    test/e2e/deploy.mjs, which needs root, then msrun.mjs)
 #   scripts/extension.sh e2e-train   package, then only test/e2e/train.mjs (F5 joint train/infer)
+#   scripts/extension.sh e2e-msrun   package, then only test/e2e/msrun.mjs (Launch on Cluster,
+#                                    with MindSpore's venv: scripts/msvenv.sh)
 #   scripts/extension.sh e2e-deploy  package, then only test/e2e/deploy.mjs (Deploy to Ascend
 #                                    Device against an agent in a network namespace; root)
 #   scripts/extension.sh test        unit, then e2e
@@ -87,13 +89,25 @@ e2e_setup() {
 
 # The end-to-end tests, each in its own code-server: run.mjs (editing, the view, infer debugging,
 # export, crash containment), then train.mjs (F5 joint train -> infer on the article's MNIST
-# script), then deploy.mjs (Deploy to Ascend Device, the Device chart in the view). All run; the
-# tier fails if any does.
+# script), then deploy.mjs (Deploy to Ascend Device, the Device chart in the view), then
+# msrun.mjs (Launch on Cluster: MindSpore's msrun with two CPU workers in the terminal). All run;
+# the tier fails if any does.
 e2e_tests() {
   local rc=0
   (cd "$EXT" && node test/e2e/run.mjs) || rc=1
   e2e_train || rc=1
   e2e_deploy || rc=1
+  e2e_msrun || rc=1
+  return "$rc"
+}
+
+# MindSpore's venv (scripts/msvenv.sh: made once, shared with the MindSpore tier), then msrun.mjs.
+e2e_msrun() {
+  local t0=$SECONDS
+  local rc=0
+  bash "$ROOT/scripts/msvenv.sh" || return 1
+  (cd "$EXT" && node test/e2e/msrun.mjs) || rc=1
+  say "msrun.mjs took $((SECONDS - t0)) s"
   return "$rc"
 }
 
@@ -130,6 +144,11 @@ case "$cmd" in
     e2e_setup
     package
     e2e_train
+    ;;
+  e2e-msrun)
+    e2e_setup
+    package
+    e2e_msrun
     ;;
   e2e-deploy)
     e2e_setup

@@ -46,7 +46,7 @@ import {
   LineSplitter, parseProgressLine, parseTelemetry, progressReport, rollbackArgs, watchArgs, type DevicePick,
 } from './deploy';
 import { MindIRViewer, MINDIR_VIEW_TYPE } from './mindir';
-import { MSRUN_TERMINAL, msrunConfiguration, msrunLaunchArgs, type MsrunLaunch } from './msrun';
+import { exitLine, MSRUN_TERMINAL, msrunConfiguration, msrunLaunchArgs, terminalText, type MsrunLaunch } from './msrun';
 import { GraphPanel, type VisualizeResult } from './panel';
 import { CrashHistory, crashReport, describeExit, formatDuration, type ExitInfo } from './restart';
 import { serverSettings } from './settings';
@@ -806,15 +806,53 @@ function launchMsrun(config: MsrunLaunch, folder?: string): void {
     return;
   }
   // A finished run's terminal is replaced; a running one is left alone (a second run beside it).
-  for (const t of vscode.window.terminals) {
-    if (t.name === MSRUN_TERMINAL && t.exitStatus !== undefined) t.dispose();
-  }
+  for (const t of finishedMsrun) t.dispose();
+  finishedMsrun.clear();
   const cwd = folder ?? vscode.workspace.getWorkspaceFolder(vscode.Uri.file(config.program))?.uri.fsPath
     ?? path.dirname(config.program);
-  // The terminal's process is cellscope itself: Ctrl+C reaches it (it stops msrun and every
-  // worker), and closing the terminal hangs it up (the same).
-  const terminal = vscode.window.createTerminal({ name: MSRUN_TERMINAL, shellPath: found.path, shellArgs: built.args, cwd });
+  let terminal: vscode.Terminal | undefined;
+  const pty = msrunPty(found.path, built.args, cwd, () => { if (terminal) finishedMsrun.add(terminal); });
+  terminal = vscode.window.createTerminal({ name: MSRUN_TERMINAL, pty });
   terminal.show();
+}
+
+// The "MindSpore msrun" terminals whose job ended (kept open with their log).
+const finishedMsrun = new Set<vscode.Terminal>();
+
+/**
+ * `cellscope launch --msrun` in a terminal of the extension's own: its output streamed in, Ctrl+C
+ * sent to it as SIGINT (it stops msrun and every worker), closing the terminal hangs it up
+ * (SIGHUP: the same). When it ends the terminal stays open with the log and the exit line (VS
+ * Code closes a terminal whose own process exits 0).
+ */
+function msrunPty(bin: string, args: string[], cwd: string, ended: () => void): vscode.Pseudoterminal {
+  const write = new vscode.EventEmitter<string>();
+  const close = new vscode.EventEmitter<number | void>();
+  let child: cp.ChildProcess | undefined;
+  return {
+    onDidWrite: write.event,
+    onDidClose: close.event,
+    open: () => {
+      const proc = cp.spawn(bin, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      child = proc;
+      const out = (data: Buffer) => write.fire(terminalText(data.toString('utf8')));
+      proc.stdout?.on('data', out);
+      proc.stderr?.on('data', out);
+      proc.on('error', (err) => write.fire(terminalText(`cellscope launch could not start: ${err.message}\n`)));
+      proc.on('close', (code, signal) => {
+        child = undefined;
+        write.fire(exitLine(code, signal));
+        ended();
+      });
+    },
+    close: () => { child?.kill('SIGHUP'); },
+    handleInput: (data: string) => {
+      if (data.includes('\x03')) {
+        write.fire('^C\r\n');
+        child?.kill('SIGINT');
+      }
+    },
+  };
 }
 
 async function cmdLaunchMsrun(): Promise<void> {
@@ -1112,6 +1150,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg('cellscope.exportMindIR', () => cmdExport('mindir'));
   reg('cellscope.exportONNX', () => cmdExport('onnx'));
   reg('cellscope.launchMsrun', () => cmdLaunchMsrun());
+  context.subscriptions.push(vscode.window.onDidCloseTerminal((t) => { finishedMsrun.delete(t); }));
 
   context.subscriptions.push(
     vscode.window.registerCustomEditorProvider(MINDIR_VIEW_TYPE, new MindIRViewer({

@@ -61,3 +61,17 @@ export function msrunLaunchArgs(cfg: MsrunLaunch): { args: string[] } | { error:
 export function msrunConfiguration(program: string): Record<string, unknown> {
   return { type: 'mindspore', request: 'launch', name: 'MindSpore: Launch on Cluster (msrun)', mode: 'msrun', program, args: [] };
 }
+
+/** Output of `cellscope launch` for the terminal: bare newlines as CR LF (a Pseudoterminal has no
+ * line discipline). */
+export function terminalText(chunk: string): string {
+  return chunk.replace(/\r?\n/g, '\r\n');
+}
+
+/** The line the terminal keeps after the job: VS Code would close a terminal whose process
+ * exits 0, and the log with it, so the launch runs in a terminal of the extension's own that
+ * stays open until the user closes it. */
+export function exitLine(code: number | null, signal: string | null): string {
+  const how = signal !== null ? `stopped by ${signal}` : `exit code ${code ?? '?'}`;
+  return `\r\n[cellscope launch ended: ${how}. The log stays here; close the terminal when done.]\r\n`;
+}

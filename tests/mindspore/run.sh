@@ -9,25 +9,12 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$HERE/../.." && pwd)"
 VENV="${CELLSCOPE_MS_VENV:-$HOME/.cache/cellscope/msvenv}"
 PY="${CELLSCOPE_PYTHON:-python3}"
-REQ="$HERE/requirements.txt"
 
 fail() { echo "run.sh: error: $*" >&2; exit 1; }
 
-if [ ! -x "$VENV/bin/python" ]; then
-    echo "run.sh: creating venv $VENV with $($PY --version 2>&1)"
-    mkdir -p "$(dirname "$VENV")" || fail "cannot create $(dirname "$VENV")"
-    "$PY" -m venv "$VENV" || fail "'$PY -m venv $VENV' failed (is python3-venv installed?)"
-fi
-
-echo "run.sh: pip install -r $REQ"
-if ! "$VENV/bin/python" -m pip install -r "$REQ"; then
-    fail "pip could not install the pinned requirements (see pip's output above).
-MindSpore 2.10.0 publishes CPU wheels for CPython 3.9-3.11 on Linux x86_64/aarch64 only;
-set CELLSCOPE_PYTHON to a supported interpreter or CELLSCOPE_MS_VENV to an existing venv."
-fi
-
-"$VENV/bin/python" -c "import mindspore, numpy; print('run.sh: mindspore', mindspore.__version__, 'numpy', numpy.__version__)" \
-    || fail "mindspore is installed but cannot be imported in $VENV"
+# The venv with the pinned requirements (made or brought up to date; shared with the real-world
+# tier and the extension's msrun end-to-end test).
+CELLSCOPE_MS_VENV="$VENV" CELLSCOPE_PYTHON="$PY" bash "$REPO_ROOT/scripts/msvenv.sh" || exit 1
 
 cd "$REPO_ROOT" || fail "cannot cd to $REPO_ROOT"
 # --durations: the slowest tests, so the CI time budget can be kept (README). -n: pytest-xdist's

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { msrunConfiguration, msrunLaunchArgs } from '../../src/msrun';
+import { exitLine, msrunConfiguration, msrunLaunchArgs, terminalText } from '../../src/msrun';
 
 test('a launch configuration with mode msrun becomes `cellscope launch --msrun`', () => {
   assert.deepEqual(msrunLaunchArgs({ program: '/w/train.py' }), { args: ['launch', '--msrun', '/w/train.py'] });
@@ -33,4 +33,11 @@ test('the command\'s configuration is a launch configuration of the mindspore de
   assert.equal(c.request, 'launch');
   assert.equal(c.mode, 'msrun');
   assert.deepEqual(msrunLaunchArgs(c as { program: string }), { args: ['launch', '--msrun', '/w/train.py'] });
+});
+
+test('the terminal gets CR LF line ends and keeps an exit line after the job', () => {
+  assert.equal(terminalText('[rank 0] a\n[rank 1] b\r\nc'), '[rank 0] a\r\n[rank 1] b\r\nc');
+  assert.match(exitLine(0, null), /ended: exit code 0\. The log stays here/);
+  assert.match(exitLine(null, 'SIGINT'), /ended: stopped by SIGINT/);
+  assert.ok(exitLine(1, null).startsWith('\r\n') && exitLine(1, null).endsWith('\r\n'));
 });
