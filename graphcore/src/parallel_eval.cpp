@@ -228,6 +228,17 @@ void register_parallel_natives(Interpreter& /*interp*/,
     }
     return net != nullptr ? *net : Value::unknown();
   };
+  // mindspore.shard(fn, in_strategy, out_strategy=None, parameter_plan=None) returns a function
+  // that calls fn with its arguments under those strategies (mindspore/parallel/shard.py: its
+  // `shard_fn(*args)`): the analysis calls fn itself, so shapes go on through it. The strategies
+  // are not checked yet (docs/parallel.md §10).
+  auto shard_fn = [](Interpreter&, CallArgs& a, const Site&) -> Value {
+    const Value* fn = !a.pos.empty() ? a.pos.data() : a.find_kw("fn");
+    return fn != nullptr ? *fn : Value::unknown();
+  };
+  add("ms.shard", shard_fn);
+  add("mindspore.shard", shard_fn);
+  add("mindspore.parallel.shard", shard_fn);
   add("mindspore.parallel.auto_parallel.AutoParallel", auto_parallel);
   add("mindspore.parallel.AutoParallel", auto_parallel);
 

@@ -284,6 +284,27 @@ TEST(Parallel, AutoParallelWrapperMethodsAreModelled) {
   EXPECT_EQ(missing, 2U);
 }
 
+// mindspore.shard(fn, in_strategy) returns a function calling fn (mindspore/parallel/shard.py's
+// shard_fn): the shapes go on through it (they were unknown after it).
+TEST(Parallel, ShardedFunctionPassesShapesThrough) {
+  const fs::path dir = fs::temp_directory_path() / "cellscope_ms_shard";
+  fs::create_directories(dir);
+  const fs::path file = dir / "net.py";
+  std::ofstream(file) << "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
+                         "Tensor, nn, ops\n\nms.set_auto_parallel_context(parallel_mode="
+                         "\"semi_auto_parallel\", device_num=8)\n\n\nclass Net(nn.Cell):\n"
+                         "    def __init__(self):\n        super().__init__()\n"
+                         "        self.fc = nn.Dense(64, 32)\n"
+                         "        self.f = ms.shard(self.fc, in_strategy=((2, 4),))\n"
+                         "        self.g = ms.shard(ops.relu, in_strategy=((8, 1),))\n\n"
+                         "    def construct(self, x):\n        return self.g(self.f(x))\n\n\n"
+                         "net = Net()\nout = net(Tensor(np.ones((16, 64), np.float32)))\n";
+  AnalysisResult r = analyse(file);
+  ASSERT_EQ(r.cells.size(), 1U);
+  ASSERT_EQ(r.cells[0].outputs.size(), 1U);
+  EXPECT_EQ(r.cells[0].outputs[0].type.shape.str(), "(16, 32)");
+}
+
 TEST(Parallel, AutoParallelApiHasAQuickFix) {
   AnalysisResult r = analyse(kCases / "article_auto_parallel.py");
   const Diagnostic* d = nullptr;
