@@ -81,6 +81,15 @@ AnalysisResult analyse(const fs::path& file) {
   return analyze_file(file, opts, src);
 }
 
+// `source` written to <temp>/<folder>/net.py, then analysed.
+AnalysisResult analyse_source(const std::string& folder, const std::string& source) {
+  const fs::path dir = fs::temp_directory_path() / folder;
+  fs::create_directories(dir);
+  const fs::path file = dir / "net.py";
+  std::ofstream(file) << source;
+  return analyse(file);
+}
+
 std::string listing(const AnalysisResult& r) {
   std::ostringstream out;
   for (const Diagnostic& d : r.diagnostics)
@@ -287,19 +296,17 @@ TEST(Parallel, AutoParallelWrapperMethodsAreModelled) {
 // mindspore.shard(fn, in_strategy) returns a function calling fn (mindspore/parallel/shard.py's
 // shard_fn): the shapes go on through it (they were unknown after it).
 TEST(Parallel, ShardedFunctionPassesShapesThrough) {
-  const fs::path dir = fs::temp_directory_path() / "cellscope_ms_shard";
-  fs::create_directories(dir);
-  const fs::path file = dir / "net.py";
-  std::ofstream(file) << "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
-                         "Tensor, nn, ops\n\nms.set_auto_parallel_context(parallel_mode="
-                         "\"semi_auto_parallel\", device_num=8)\n\n\nclass Net(nn.Cell):\n"
-                         "    def __init__(self):\n        super().__init__()\n"
-                         "        self.fc = nn.Dense(64, 32)\n"
-                         "        self.f = ms.shard(self.fc, in_strategy=((2, 4),))\n"
-                         "        self.g = ms.shard(ops.relu, in_strategy=((8, 1),))\n\n"
-                         "    def construct(self, x):\n        return self.g(self.f(x))\n\n\n"
-                         "net = Net()\nout = net(Tensor(np.ones((16, 64), np.float32)))\n";
-  AnalysisResult r = analyse(file);
+  AnalysisResult r =
+      analyse_source("cellscope_ms_shard",
+                     "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
+                     "Tensor, nn, ops\n\nms.set_auto_parallel_context(parallel_mode="
+                     "\"semi_auto_parallel\", device_num=8)\n\n\nclass Net(nn.Cell):\n"
+                     "    def __init__(self):\n        super().__init__()\n"
+                     "        self.fc = nn.Dense(64, 32)\n"
+                     "        self.f = ms.shard(self.fc, in_strategy=((2, 4),))\n"
+                     "        self.g = ms.shard(ops.relu, in_strategy=((8, 1),))\n\n"
+                     "    def construct(self, x):\n        return self.g(self.f(x))\n\n\n"
+                     "net = Net()\nout = net(Tensor(np.ones((16, 64), np.float32)))\n");
   ASSERT_EQ(r.cells.size(), 1U);
   ASSERT_EQ(r.cells[0].outputs.size(), 1U);
   EXPECT_EQ(r.cells[0].outputs[0].type.shape.str(), "(16, 32)");
@@ -639,18 +646,16 @@ TEST(CommPass, KernelsAreCostedAtTheirPerDeviceShapes) {
 // Data parallel training (DistributedGradReducer): every gradient is summed over the world group;
 // the kernels keep the script's (per-device) shapes.
 TEST(CommPass, DataParallelTrainingSumsEveryGradient) {
-  const fs::path dir = fs::temp_directory_path() / "cellscope_comm_dp";
-  fs::create_directories(dir);
-  const fs::path file = dir / "net.py";
-  std::ofstream(file) << "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
-                         "Tensor, nn\n\nms.set_auto_parallel_context(parallel_mode="
-                         "\"data_parallel\", device_num=8, gradients_mean=True)\n\n\n"
-                         "class Net(nn.Cell):\n    def __init__(self):\n"
-                         "        super().__init__()\n        self.fc1 = nn.Dense(64, 32)\n"
-                         "        self.fc2 = nn.Dense(32, 10)\n\n    def construct(self, x):\n"
-                         "        return self.fc2(self.fc1(x))\n\n\nnet = Net()\n"
-                         "out = net(Tensor(np.ones((16, 64), np.float32)))\n";
-  AnalysisResult r = analyse(file);
+  AnalysisResult r =
+      analyse_source("cellscope_comm_dp",
+                     "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
+                     "Tensor, nn\n\nms.set_auto_parallel_context(parallel_mode="
+                     "\"data_parallel\", device_num=8, gradients_mean=True)\n\n\n"
+                     "class Net(nn.Cell):\n    def __init__(self):\n"
+                     "        super().__init__()\n        self.fc1 = nn.Dense(64, 32)\n"
+                     "        self.fc2 = nn.Dense(32, 10)\n\n    def construct(self, x):\n"
+                     "        return self.fc2(self.fc1(x))\n\n\nnet = Net()\n"
+                     "out = net(Tensor(np.ones((16, 64), np.float32)))\n");
   ASSERT_FALSE(r.cells.empty());
   ASSERT_EQ(r.parallel.device_num, 8);
   HardwareOptions ho;
@@ -703,16 +708,14 @@ TEST(CommPass, PipelineStepHasTheBubble) {
 
 TEST(CommPass, SingleDeviceOptimizedLayerIsUnchanged) {
   // A stand-alone program: the parallel context is recorded but names one device at most.
-  const fs::path dir = fs::temp_directory_path() / "cellscope_comm_single";
-  fs::create_directories(dir);
-  const fs::path file = dir / "net.py";
-  std::ofstream(file) << "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
-                         "Tensor, nn, ops\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
-                         "        super().__init__()\n        self.fc = nn.Dense(64, 32)\n"
-                         "        self.relu = ops.ReLU()\n\n    def construct(self, x):\n"
-                         "        return self.relu(self.fc(x))\n\n\nnet = Net()\n"
-                         "out = net(Tensor(np.ones((16, 64), np.float32)))\n";
-  AnalysisResult r = analyse(file);
+  AnalysisResult r =
+      analyse_source("cellscope_comm_single",
+                     "import numpy as np\nimport mindspore as ms\nfrom mindspore import "
+                     "Tensor, nn, ops\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
+                     "        super().__init__()\n        self.fc = nn.Dense(64, 32)\n"
+                     "        self.relu = ops.ReLU()\n\n    def construct(self, x):\n"
+                     "        return self.relu(self.fc(x))\n\n\nnet = Net()\n"
+                     "out = net(Tensor(np.ones((16, 64), np.float32)))\n");
   ASSERT_FALSE(r.cells.empty());
   ASSERT_LE(r.parallel.device_num, 1);
   for (const std::string target : {"cpu", "ascend910"}) {
@@ -751,7 +754,7 @@ TEST(CommPass, SingleDeviceOptimizedLayerIsUnchanged) {
     EXPECT_EQ(n.find("parallel"), std::string::npos) << n;
   EXPECT_EQ(hw.estimate.comm_bytes, 0);
   EXPECT_EQ(hw.estimate.pipeline_stages, 0U);
-  fs::remove_all(dir);
+  fs::remove_all(fs::temp_directory_path() / "cellscope_comm_single");
 }
 
 }  // namespace
