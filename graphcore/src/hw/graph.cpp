@@ -1782,7 +1782,10 @@ HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& 
   HardwareGraph out = Estimator(report, graph, options, target).run();
   if (options.parallel != nullptr && options.parallel->parallel_job()) {
     out.estimate.notes.push_back(
-        "parallel: no operator has a strategy: kernels at the graph's global shapes");
+        options.parallel->parallel_mode == "data_parallel"
+            ? "data parallel: each device runs the whole network on the batch the script gives "
+              "it (its dataset shard)"
+            : "parallel: no operator has a strategy: kernels at the graph's global shapes");
   }
   return out;
 }
