@@ -297,7 +297,10 @@ InferFn chunk_rule(std::string api, std::string x, std::string chunks, Names axi
 
 InferFn numpy_split_rule() {
   return on_tensor("x", [](CallContext& ctx, const TensorType& t) {
-    const int64_t a = int_or(ctx.arg("axis"), 0);
+    const ArgValue& axis = ctx.arg("axis");
+    if (!axis.is_missing() && axis.kind != ArgValue::Kind::Int)
+      return add_unknown_output(ctx, t.dtype);  // an axis known only at run time
+    const int64_t a = int_or(axis, 0);
     auto n = axis_or_error(ctx, "mindspore.numpy.split", a, t.shape.rank(), "axis");
     if (!n) return;
     const ArgValue& v = ctx.arg("indices_or_sections");
