@@ -1781,7 +1781,7 @@ HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& 
   }
   HardwareGraph out = Estimator(report, graph, options, target).run();
   if (options.parallel != nullptr && options.parallel->parallel_job()) {
-    out.estimate.notes.push_back(
+    out.estimate.notes.emplace_back(
         options.parallel->parallel_mode == "data_parallel"
             ? "data parallel: each device runs the whole network on the batch the script gives "
               "it (its dataset shard)"
