@@ -8,6 +8,7 @@
 
 #include "files.h"
 #include "graphcore/export_onnx.h"
+#include "graphcore/hardware.h"
 #include "graphcore/mindir.h"
 #include "graphcore/runtime.h"
 #include "protocol/document.h"
@@ -40,8 +41,27 @@ graphcore::OnnxExportOptions onnx_options() {
 
 // The refusals known before any weight is initialised or loaded (ONNX checks its operators,
 // dims and dtypes without weights; MindIR's come with the export itself).
+// The article's "custom op with no implementation for the target" first (both formats), at the
+// op's line, with the hardware layer's reason; then the format's own refusals.
 std::vector<graphcore::Diagnostic> precheck(const std::string& format,
-                                            const graphcore::CellReport& report) {
+                                            const graphcore::CellReport& report,
+                                            const std::string& target) {
+  std::vector<graphcore::Diagnostic> out;
+  const graphcore::HardwareTarget& t = graphcore::hardware_target(target);
+  for (const graphcore::Node& n : report.graph.nodes) {
+    if (n.op != "Custom") continue;
+    const graphcore::AttrValue* f = n.find_attr("func_type");
+    const auto* func_type = f != nullptr ? std::get_if<std::string>(f) : nullptr;
+    auto why = graphcore::custom_unsupported(func_type != nullptr ? *func_type : "hybrid", t);
+    if (!why) continue;
+    graphcore::Diagnostic d;
+    d.file = n.file.empty() ? report.file : std::string(n.file);
+    d.range = n.file.empty() ? report.range : n.range;
+    d.code = "unsupported-on-target";
+    d.message = "cannot export " + report.name + ": " + *why;
+    out.push_back(std::move(d));
+  }
+  if (!out.empty()) return out;
   if (format == "onnx") return graphcore::check_onnx_export(report, onnx_options());
   return {};
 }
@@ -335,7 +355,8 @@ ModelExportOutcome export_model(const ModelExportRequest& request,
     }
   }
   if (auto problems = dynamic_inputs(report); !problems.empty()) return refuse(problems);
-  if (auto problems = precheck(request.format, report); !problems.empty()) return refuse(problems);
+  if (auto problems = precheck(request.format, report, request.analysis.target); !problems.empty())
+    return refuse(problems);
   if (cancelled()) return out;
 
   try {

@@ -1045,6 +1045,23 @@ if __name__ == "__main__":
     model.reparameterize()
 """
 
+# ops.Custom with a CPU-only kernel (pyfunc), exported for Ascend: the article's "custom op with
+# no implementation for the target" pitfall, at the op's line.
+EXPORT_CUSTOM = """import numpy as np
+import mindspore as ms
+from mindspore import Tensor, nn, ops
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.op = ops.Custom(np.add, out_shape=lambda x: x, out_dtype=lambda x: x,
+                             func_type="pyfunc")
+
+    def construct(self, x):
+        return self.op(x)
+"""
+
 
 class ExportTests(unittest.TestCase):
     """`cellscope export --format mindir|onnx`: exit codes, located refusals, nothing written on
@@ -1256,6 +1273,18 @@ class ExportTests(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(out.is_file())
         self.assertNotIn("reparameterize", p.stderr)
+
+    def test_custom_op_without_an_implementation_for_the_target_is_refused(self):
+        src = self.dir / "custom.py"
+        src.write_text(EXPORT_CUSTOM)
+        out = self.dir / "net.mindir"
+        p = run("export", src, "--cell", "Net", "--input", "2,4", "--target", "ascend910",
+                "-o", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"custom\.py:13:\d+: error: cannot export Net: `ops\.Custom` "
+                                   r"with func_type='pyfunc' has no implementation for ascend910 "
+                                   r".*\[unsupported-on-target\]")
+        self.assertFalse(out.exists())
 
     def test_unwritable_destination(self):
         out = self.dir / "no" / "such" / "dir" / "m.onnx"

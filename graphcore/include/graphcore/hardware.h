@@ -216,6 +216,11 @@ struct ModelEstimate {
   std::vector<StageEstimate> stages;
 };
 
+// Why an ops.Custom kernel of `func_type` has no implementation on target `t` (MindSpore's
+// ops.Custom documentation: pyfunc and julia kernels run only on CPU, tbe and aicpu only on
+// Ascend; aot, akg and hybrid compile for both), as a diagnostic's message; nullopt when it has.
+std::optional<std::string> custom_unsupported(std::string_view func_type, const HardwareTarget& t);
+
 // Time in microseconds of collective `kind` over `group` devices when each device sends
 // `moved_bytes` (comm_moved_bytes), on target `t`'s interconnect: moved_bytes / link bandwidth
 // plus one hop latency per ring step (AllReduce 2(n-1), AllGather, ReduceScatter and AllToAll

@@ -904,13 +904,9 @@ class Estimator {
   void unsupported(const OptNode& n, HardwareGraph* out) {
     const Node* o = origin(n);
     const std::string func_type = o ? str_attr(*o, "func_type", "hybrid") : "hybrid";
-    // ops.Custom implementations by func_type (MindSpore ops.Custom documentation): pyfunc and
-    // julia run only on CPU; tbe and aicpu only on Ascend; aot, akg and hybrid compile for both.
-    const bool ascend_ok = func_type != "pyfunc" && func_type != "julia";
-    const bool cpu_ok = func_type != "tbe" && func_type != "aicpu";
-    const bool ok = t_.ascend ? ascend_ok : cpu_ok;
+    const std::optional<std::string> why = custom_unsupported(func_type, t_);
     const uint32_t i = node_index(n);
-    if (ok) {
+    if (!why) {
       // A compiled custom kernel: costed like an elementwise kernel over its outputs.
       add(vector(vector_problem(n)), i, "forward", n.op);
       wrote(i);
@@ -926,11 +922,7 @@ class Estimator {
     d.range = o->range;
     d.severity = Severity::Error;
     d.code = "unsupported-on-target";
-    d.message = "`ops.Custom` with func_type='" + func_type + "' has no implementation for " +
-                t_.name +
-                (t_.ascend ? " (pyfunc and julia kernels run only on CPU; use "
-                             "func_type='aot', 'hybrid' or 'tbe' for Ascend)"
-                           : " (tbe and aicpu kernels run only on Ascend)");
+    d.message = *why;
     out->diagnostics.push_back(std::move(d));
   }
 
@@ -1595,6 +1587,17 @@ class Estimator {
 };
 
 }  // namespace
+
+std::optional<std::string> custom_unsupported(std::string_view func_type, const HardwareTarget& t) {
+  const bool ok = t.ascend ? func_type != "pyfunc" && func_type != "julia"
+                           : func_type != "tbe" && func_type != "aicpu";
+  if (ok) return std::nullopt;
+  return "`ops.Custom` with func_type='" + std::string(func_type) + "' has no implementation for " +
+         t.name +
+         (t.ascend ? " (pyfunc and julia kernels run only on CPU; use func_type='aot', 'hybrid' or "
+                     "'tbe' for Ascend)"
+                   : " (tbe and aicpu kernels run only on Ascend)");
+}
 
 std::optional<double> comm_time_us(const HardwareTarget& t, std::string_view kind, int64_t group,
                                    double moved_bytes) {
