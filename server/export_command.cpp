@@ -103,15 +103,16 @@ int run_export(const ExportCommandOptions& given) {
     if (!options_from_export_call(first, &options, &analysis)) return kExitUsage;
     request.export_call = first.exports.front().call;
   }
-  // An entry is called on the module as an import would load it: the file's `__main__` block
-  // (a demo, a test) is not part of what is exported.
-  analysis.as_script = analysis.entries.empty();
   // mindspore_config.json's inputs: the Cell's when neither --input nor the call gives them.
   request.inputs_given = !analysis.inputs.empty();
   if (!request.inputs_given && options.project && options.model.entries.empty()) {
     analysis.inputs =
         options.project->inputs_for(options.model.cell.value_or(""), options.model.file);
   }
+  // An entry with its inputs given is called on the module as an import would load it: the
+  // file's `__main__` block (a demo, a test) is not part of what is exported. Without inputs the
+  // file runs as a script, so that its calls of the Cell give them.
+  analysis.as_script = analysis.entries.empty() || analysis.inputs.empty();
   request.project = options.project;
   request.output = fs::path(options.output);
   std::string why;

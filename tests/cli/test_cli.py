@@ -1267,12 +1267,18 @@ class ExportTests(unittest.TestCase):
         p = run("check", src)
         self.assertEqual(p.returncode, 1, p.stderr + p.stdout)
         self.assertRegex(p.stdout + p.stderr, r"factory\.py:19:\d+: error: .*reparameterize")
-        # ...but --entry calls the factory on the module as `import factory` loads it.
+        # ...but --entry with its input calls the factory on the module as `import factory`
+        # loads it.
         out = self.dir / "net.onnx"
         p = run("export", src, "--entry", "net_w8()", "--input", "2,4", "-o", out)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(out.is_file())
         self.assertNotIn("reparameterize", p.stderr)
+        # Without --input the file runs as a script (its calls would give the input): the
+        # demo's error is part of that run.
+        p = run("export", src, "--entry", "net_w8()", "-o", self.dir / "other.onnx")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("reparameterize", p.stderr)
 
     def test_custom_op_without_an_implementation_for_the_target_is_refused(self):
         src = self.dir / "custom.py"
