@@ -758,6 +758,15 @@ TEST(RegistryOps, NumpySplitAtIndices) {
       << uneven.errors();
   EXPECT_TRUE(has_code(call("numpy.split", {Ten({2, 8}), Ints({5, 2})}, {{"axis", I(1)}}).diags,
                        "shape-mismatch"));
+  // An axis known only at run time: the pieces are unknown (not a split of axis 0).
+  ArgValue later;
+  later.kind = ArgValue::Kind::Unknown;
+  for (const char* api : {"numpy.split", "ops.split"}) {
+    FakeCall unknown_axis = call(api, {Ten({8, 8}), I(2)}, {{"axis", later}});
+    ASSERT_FALSE(unknown_axis.outputs.empty()) << api;
+    EXPECT_FALSE(unknown_axis.outputs[0].shape.ranked) << api;
+    EXPECT_TRUE(unknown_axis.diags.empty()) << api << unknown_axis.errors();
+  }
   EXPECT_TRUE(has_code(call("numpy.split", {Ten({2, 8}), Ints({3, 12})}, {{"axis", I(1)}}).diags,
                        "shape-mismatch"));
 }

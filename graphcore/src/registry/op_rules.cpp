@@ -268,7 +268,10 @@ void emit_split(CallContext& ctx, const std::string& api, const TensorType& t, i
 
 InferFn split_rule(std::string api, std::string x, std::string sizes, Names axis) {
   return on_tensor(x, [api, sizes, axis](CallContext& ctx, const TensorType& t) {
-    int64_t a = int_or(pick(ctx, axis), 0);
+    const ArgValue& given = pick(ctx, axis);
+    if (!given.is_missing() && given.kind != ArgValue::Kind::Int)
+      return add_unknown_output(ctx, t.dtype);  // an axis known only at run time
+    int64_t a = int_or(given, 0);
     auto n = axis_or_error(ctx, api, a, t.shape.rank(), "axis");
     if (!n) return;
     const ArgValue& v = ctx.arg(sizes);
@@ -285,7 +288,10 @@ InferFn split_rule(std::string api, std::string x, std::string sizes, Names axis
 
 InferFn chunk_rule(std::string api, std::string x, std::string chunks, Names axis) {
   return on_tensor(x, [api, chunks, axis](CallContext& ctx, const TensorType& t) {
-    int64_t a = int_or(pick(ctx, axis), 0);
+    const ArgValue& given = pick(ctx, axis);
+    if (!given.is_missing() && given.kind != ArgValue::Kind::Int)
+      return add_unknown_output(ctx, t.dtype);  // an axis known only at run time
+    int64_t a = int_or(given, 0);
     auto n = axis_or_error(ctx, api, a, t.shape.rank(), "axis");
     if (!n) return;
     auto c = ctx.arg(chunks).as_int();
