@@ -25,7 +25,7 @@ import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } fro
 import { request } from 'node:https';
 import { join } from 'node:path';
 
-import { createE2E, here, repo, wait, until, runCommand, gotoLine } from './harness.mjs';
+import { createE2E, here, repo, wait, until, runCommand, gotoLine, openAnalysed } from './harness.mjs';
 
 if (process.getuid?.() !== 0) {
   console.error('deploy.mjs makes a network namespace and a veth pair: run it as root (the extension tier does)');
@@ -131,16 +131,7 @@ try {
   check('the agent listens inside the network namespace', listening === `https://${AGENT_IP}:${PORT}`, listening);
 
   // ---- open the model ---------------------------------------------------------------------------------
-  const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'article_net.py' });
-  await row.waitFor({ timeout: 20000 });
-  await row.click();
-  const editorLines = page.locator('.editor-instance .view-lines').first();
-  await until('the script in the editor', async () => norm(await editorLines.innerText()).includes('class Net'), 20000);
-  const status = page.locator('[id$="cellscope.status"]').first();
-  const analysed = await until('the script analysed', async () => {
-    const t = norm(await status.innerText());
-    return /no errors|error/.test(t) ? t : null;
-  }, 30000);
+  const { editorLines, analysed } = await openAnalysed(page, 'article_net.py', 'class Net');
   check('the article\'s network (bug fixed) is analysed without errors', /no errors/.test(analysed), analysed.trim());
   const goto = (line) => gotoLine(page, editorLines, line);
   const palette = (command) => runCommand(page, command);

@@ -86,6 +86,25 @@ export async function quickOpen(page, name) {
   await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 10000 });
 }
 
+/**
+ * Opens `name` from the Explorer, waits for `marker` in its editor and for the status bar's
+ * analysis of it: returns the editor's lines locator and the status text ("... no errors").
+ */
+export async function openAnalysed(page, name, marker) {
+  const norm = (t) => (t ?? '').replace(/\u00a0/g, ' ');
+  const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name });
+  await row.waitFor({ timeout: 20000 });
+  await row.click();
+  const editorLines = page.locator('.editor-instance .view-lines').first();
+  await until(`${name} in the editor`, async () => norm(await editorLines.innerText()).includes(marker), 20000);
+  const status = page.locator('[id$="cellscope.status"]').first();
+  const analysed = await until(`${name} analysed`, async () => {
+    const t = norm(await status.innerText());
+    return /no errors|error/.test(t) ? t : null;
+  }, 30000);
+  return { editorLines, analysed };
+}
+
 /** Puts the cursor on `line` of the editor whose lines are `editorLines` (Go to Line). */
 export async function gotoLine(page, editorLines, line) {
   await editorLines.click();

@@ -23,7 +23,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
-import { createE2E, here, until, runCommand } from './harness.mjs';
+import { createE2E, here, until, runCommand, openAnalysed } from './harness.mjs';
 
 const python = process.env.CELLSCOPE_MS_PYTHON ??
   join(process.env.CELLSCOPE_MS_VENV ?? join(process.env.HOME ?? '/root', '.cache', 'cellscope', 'msvenv'), 'bin', 'python');
@@ -83,16 +83,7 @@ async function terminalRows(page) {
 try {
   await e2e.start();
   const page = e2e.page;
-  const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'train_dp.py' });
-  await row.waitFor({ timeout: 20000 });
-  await row.click();
-  const editorLines = page.locator('.editor-instance .view-lines').first();
-  await until('the script in the editor', async () => norm(await editorLines.innerText()).includes('TrainOneStepCell'), 20000);
-  const status = page.locator('#cellscope\\.cellscope\\.status, [id$="cellscope.status"]').first();
-  const analysed = await until('the script analysed', async () => {
-    const t = norm(await status.innerText());
-    return /no errors|error/.test(t) ? t : null;
-  }, 30000);
+  const { editorLines, analysed } = await openAnalysed(page, 'train_dp.py', 'TrainOneStepCell');
   check('the data-parallel script is analysed without errors', /no errors/.test(analysed), analysed.trim());
   const started = Date.now();
   await runCommand(page, 'MindSpore: Launch on Cluster (msrun)');

@@ -28,7 +28,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { createE2E, here, repo, wait, until, runCommand, gotoLine } from './harness.mjs';
+import { createE2E, here, repo, wait, until, runCommand, gotoLine, openAnalysed } from './harness.mjs';
 import { writeMnist } from '../../../tests/dap/mnist_data.mjs';
 
 const e2e = createE2E({
@@ -126,16 +126,7 @@ try {
   log(`code-server on 127.0.0.1:${port}, workbench loaded`);
 
   // ---- open the training script; its analysis -------------------------------------------------
-  const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'article_net.py' });
-  await row.waitFor({ timeout: 20000 });
-  await row.click();
-  const editorLines = page.locator('.editor-instance .view-lines').first();
-  await until('the script in the editor', async () => norm(await editorLines.innerText()).includes('class Net'), 20000);
-  const status = page.locator('#cellscope\\.cellscope\\.status, [id$="cellscope.status"]').first();
-  const analysed = await until('the script analysed', async () => {
-    const t = norm(await status.innerText());
-    return /no errors|error/.test(t) ? t : null;
-  }, 30000);
+  const { editorLines, analysed } = await openAnalysed(page, 'article_net.py', 'class Net');
   check('the script (the article\'s network, bug fixed) is analysed without errors', /no errors/.test(analysed), analysed.trim());
   await shot('script-opened');
 
