@@ -134,8 +134,10 @@ std::string join_name(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
 
-// (name, cell) pairs depth-first, as MindSpore's cells_and_names yields them: sub-Cells, then a
-// container's items (by index, or the OrderedDict's names); each Cell once.
+}  // namespace
+
+// (name, cell) pairs depth-first (interp.h), as MindSpore's cells_and_names yields them: sub-Cells,
+// then a container's items (by index, or the OrderedDict's names); each Cell once.
 std::vector<std::pair<std::string, Value>> cells_and_names(const Value& root) {
   std::vector<std::pair<std::string, Value>> out;
   std::unordered_set<const Object*> seen;  // a walk at every binding: no quadratic lookup
@@ -154,6 +156,8 @@ std::vector<std::pair<std::string, Value>> cells_and_names(const Value& root) {
   rec(root, "");
   return out;
 }
+
+namespace {
 
 // MindSpore names a Parameter where it is bound (Cell.__setattr__, evaluated in __init__): a
 // Parameter with a generated name takes its attribute's name (insert_param_to_cell), and a Cell
@@ -950,8 +954,11 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
   };
   std::string n(name);
   if (n == "training") return Value::boolean(inst->cell->training);
-  if (n == "shard" && inst->cell->api && inst->cell->api->kind == ApiKind::PrimitiveClass)
-    return shard_method(*this, self);
+  if (n == "shard") {
+    return inst->cell->api && inst->cell->api->kind == ApiKind::PrimitiveClass
+               ? shard_method(*this, self)
+               : cell_shard_method(*this, self);
+  }
   // The methods of mindspore.parallel.auto_parallel.AutoParallel (MindSpore 2.10; the
   // evaluator's AutoParallel(net) is `net` itself, parallel_eval.cpp): `.pipeline(stages=k)`
   // sets the stage count, `.get_pipeline_stages()` reads it, the others configure what the
@@ -1152,7 +1159,6 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
                                                                     "set_comm_fusion",
                                                                     "update_parameters_name",
                                                                     "set_inputs",
-                                                                    "shard",
                                                                     "set_data_parallel",
                                                                     "set_jit_config",
                                                                     "init_parameters_data",
@@ -1221,6 +1227,7 @@ Value Interpreter::call_cell(InstanceObj* inst, const Value& cell_value, CallArg
     }
     return Value::unknown();
   }
+  if (inst->cell->cell_shard) check_cell_shard(*this, inst, args);
   if (user_construct) return compile_construct(inst, cell_value, args, site);
   NativeClass nb = inst->cls->native_base();
   if (nb == NativeClass::SequentialCell) {

@@ -78,7 +78,9 @@ constexpr DiagnosticCodeInfo kCodes[] = {
     {"budget-exceeded", "error/information",
      "evaluation exhausted the step budget in a loop that does not end (while True: in "
      "__init__) or the call-depth limit (runaway recursion): an error; a bounded computation "
-     "larger than the budget: information, and what it builds is unknown"},
+     "larger than the budget: information, and what it builds is unknown; a while True: "
+     "outside construct whose body calls something (it may end by an exception the call "
+     "raises: sys.exit(), Ctrl+C): information, and what follows is not analysed"},
     {"config-error", "error",
      "a config file named in mindspore_config.json (or --config) that the program loads cannot "
      "be read or is not valid YAML/JSON"},
@@ -132,22 +134,34 @@ constexpr DiagnosticCodeInfo kCodes[] = {
      "set_auto_parallel_context(...) with a key MindSpore does not know, a parallel_mode other "
      "than its five, device_num or pipeline_stages below 1, a search_mode other than its three "
      "(MindSpore's Python wording); AutoParallel with an unknown parallel_mode; a pipeline under "
-     "auto_parallel with search_mode dynamic_programming (P1b)"},
+     "auto_parallel with search_mode dynamic_programming (P1b); Cell.shard under auto_parallel "
+     "without search_mode sharding_propagation (C7)"},
     {"parallel-api", "error",
      "ms.ops.auto_parallel(...) is not a MindSpore API: the message names Primitive.shard / "
      "Cell.shard / mindspore.parallel.shard and cell.pipeline_stage, a quick fix keeps the tensor "
      "argument"},
     {"parallel-strategy-count", "error",
-     "a .shard(...) strategy with a number of tuples other than the operator's inputs (S1)"},
+     "a .shard(...) strategy with a number of tuples other than the operator's inputs (S1), or a "
+     "Cell.shard / mindspore.shard in_strategy with a number other than the construct's or "
+     "function's inputs (C3)"},
     {"parallel-strategy-rank", "error",
-     "a strategy tuple with a length other than its input's rank (S2)"},
+     "a strategy tuple with a length other than its input's rank (S2, C4), a parameter_plan "
+     "strategy with a length other than its Parameter's rank (C2)"},
+    {"parallel-strategy-type", "error",
+     "Cell.shard / mindspore.shard arguments MindSpore's Python refuses at the call: in_strategy "
+     "not a tuple, an entry neither a tuple of ints nor a Layout (None included), tuples and "
+     "Layouts mixed, out_strategy or parameter_plan of the wrong type (C1)"},
+    {"parallel-parameter-plan", "warning",
+     "a Cell.shard parameter_plan key that names no trainable Parameter of the Cell as MindSpore "
+     "names it at the call: MindSpore logs a warning and ignores the entry (C2)"},
     {"parallel-split-value", "error",
      "a split below 1 (S3), or not a power of 2 when device_num is one (S5)"},
     {"parallel-not-divisible", "error",
-     "a dimension its split does not divide, naming the input and dimension (S4)"},
+     "a dimension its split does not divide, naming the input and dimension (S4); the same for "
+     "a Cell.shard / mindspore.shard input (C6) or a parameter_plan Parameter (C2)"},
     {"parallel-devices", "error",
-     "a strategy whose device matrix does not divide the devices of a pipeline stage (S6), or a "
-     "device_num that pipeline_stages does not divide (P1)"},
+     "a strategy whose device matrix does not divide the devices of a pipeline stage (S6, C5), or "
+     "a device_num that pipeline_stages does not divide (P1)"},
     {"parallel-split-mismatch", "error",
      "dimensions the operator's sharding rule ties split differently: MatMul's contracted "
      "dimension (S7), broadcast dimensions, a Softmax axis that is split, MatMul's out_strategy "

@@ -311,6 +311,10 @@ void Interpreter::step(const Site& site) {
 }
 
 void Interpreter::report_budget(const BudgetExceeded& b) {
+  if (b.endless) {
+    report(b.site, Severity::Information, "budget-exceeded", b.what);
+    return;
+  }
   if (!b.bounded) {
     report(b.site, Severity::Error, "budget-exceeded", b.what);
     return;
@@ -642,8 +646,20 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
     case K::While: {
       // `while True:` (a constant true condition) with no break, return or raise in its body
       // never ends: said at once, without running it to the budget.
+      // Outside construct a call in the body may end it by an exception (sys.exit(), next() at
+      // the end of an iterator, KeyboardInterrupt at Ctrl+C: a script that runs until it is
+      // stopped): that is not an error, and evaluation stops there with a note.
       if (s->a && (s->a->kind == K::Bool || s->a->kind == K::Int) && s->a->ival != 0 &&
           !loop_can_exit(s->list)) {
+        if (!f.in_construct && body_calls(s->list)) {
+          BudgetExceeded b{
+              "evaluation stops at this loop: its condition is always true and it "
+              "ends only by an exception a call in it raises (sys.exit(), Ctrl+C), "
+              "so what follows it is not analysed",
+              site, true};
+          b.endless = true;
+          throw b;
+        }
         throw BudgetExceeded{
             "this loop never ends: its condition is always true and nothing in "
             "it breaks, returns or raises",
@@ -1158,6 +1174,19 @@ Value Interpreter::eval_comprehension(const Node* e, Frame& f) {
   if (e->kind == K::SetComp) return Value::obj(std::make_shared<SetObj>(std::move(out)));
   if (e->kind == K::GenExp) return make_tuple(std::move(out));
   return make_list(std::move(out));
+}
+
+// True when a loop body calls something (not counting nested functions and classes).
+bool Interpreter::body_calls(std::span<ast::Node*> body) {
+  std::function<bool(const Node*)> calls = [&](const Node* n) -> bool {
+    if (!n || n->kind == K::FunctionDef || n->kind == K::ClassDef || n->kind == K::Lambda)
+      return false;
+    if (n->kind == K::Call) return true;
+    bool found = false;
+    for_each_child(n, [&](const Node* c) { found = found || calls(c); });
+    return found;
+  };
+  return std::any_of(body.begin(), body.end(), [&](const Node* n) { return calls(n); });
 }
 
 // True when a loop body can leave the loop: a `break` of this loop, or a return/raise anywhere

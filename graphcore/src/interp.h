@@ -75,6 +75,9 @@ struct BudgetExceeded {
   bool bounded = false;
   // The memory budget (AnalysisOptions::max_value_bytes) rather than the step budget.
   bool memory = false;
+  // A `while True:` outside construct that leaves only by an exception a call in it raises
+  // (sys.exit(), Ctrl+C): `what` says so, as information.
+  bool endless = false;
 };
 // Thrown when AnalysisOptions::cancel is set; caught only by analyze_file.
 struct Cancelled {};
@@ -370,6 +373,7 @@ class Interpreter {
   Flow exec_if_unknown(const ast::Node* s, Frame& f, const Value& cond);
   void havoc_loop(const ast::Node* loop, Frame& f);
   static bool loop_can_exit(std::span<ast::Node*> body);
+  static bool body_calls(std::span<ast::Node*> body);
   void exec_import(const ast::Node* s, Frame& f);
   void exec_import_from(const ast::Node* s, Frame& f);
   // A graph-mode-unsupported diagnostic: `sev` where the program selects GRAPH_MODE, else a
@@ -380,9 +384,19 @@ class Interpreter {
   friend class Builtins;
 };
 
+// (name, cell) pairs of `root`'s Cell tree depth-first, as MindSpore's cells_and_names yields
+// them (cells.cpp).
+std::vector<std::pair<std::string, Value>> cells_and_names(const Value& root);
+
 // ---- parallel strategies (parallel_eval.cpp) ----
 // `prim.shard(in_strategy, out_strategy)` of operator object `self`.
 Value shard_method(Interpreter& in, const Value& self);
+// `cell.shard(in_strategy, out_strategy=None, parameter_plan=None)` of Cell `self` (not a
+// primitive): MindSpore's Python checks at the call; returns None, as MindSpore's does.
+Value cell_shard_method(Interpreter& in, const Value& self);
+// A call of Cell `inst` that has a `cell.shard` strategy: the checks MindSpore's Shard pass makes
+// of the call's inputs (docs/parallel.md §10, rules C3-C7), reported once per `.shard` call.
+void check_cell_shard(Interpreter& in, InstanceObj* inst, const CallArgs& args);
 // `cell.pipeline_stage = v`: MindSpore's setter checks, then the stage.
 void set_pipeline_stage(Interpreter& in, InstanceObj* inst, const Value& v, const Site& site);
 // The strategy and stage facts of node `n`, produced by `obj` (may be null).

@@ -106,6 +106,372 @@ std::string tuple_str(const std::vector<std::string>& names) {
 
 }  // namespace
 
+// ---- Cell.shard / mindspore.shard (docs/parallel.md §10, rules C1-C7) ----
+
+// `cell.shard(in_strategy, out_strategy=None, parameter_plan=None)` or `mindspore.shard(fn, ...)`:
+// the input strategies as given, for the checks MindSpore's Shard pass makes at each call
+// (mindspore/ccsrc/frontend/parallel/shard/shard.cc SetInputLayout).
+struct CellShard {
+  struct Entry {
+    std::vector<int64_t> splits;
+    bool layout = false;  // a Layout call: checked by the operators it reaches, not here
+  };
+  std::vector<Entry> in;
+  IStr file;
+  SourceRange range;  // the `.shard(...)` / `shard(...)` call
+  std::string what;   // "block2.shard", "shard(add)": how messages name it
+};
+
+namespace {
+
+// Python's repr of a tuple of ints: "(16, 30)", "(16,)".
+std::string py_tuple(const std::vector<int64_t>& v) { return strategy_str(v); }
+
+// A value of a plain Python type (None, a number, a str, a list, a dict, a set): what MindSpore's
+// isinstance checks certainly refuse where a tuple or a Layout is wanted. Anything else (an
+// object the analysis models loosely, a Layout not called) is not judged.
+bool plain_python(const Value& v) {
+  if (v.k == VK::None || v.k == VK::Bool || v.k == VK::Int || v.k == VK::Float) return true;
+  return v.as<StrObj>() != nullptr || v.as<ListObj>() != nullptr || v.as<DictObj>() != nullptr ||
+         v.as<SetObj>() != nullptr;
+}
+
+// MindSpore's Python checks of a strategy argument (Shard._check_layout_inner_type,
+// mindspore/parallel/shard.py; messages measured with MindSpore 2.10): the entries, or nullopt
+// with `error` set when MindSpore raises, or nullopt with `error` empty when a value is not known
+// statically (nothing to check).
+std::optional<std::vector<CellShard::Entry>> shard_entries(const Value& v, std::string_view what,
+                                                           std::string& error) {
+  const auto* outer = v.as<TupleObj>();
+  if (outer == nullptr) return std::nullopt;
+  std::vector<CellShard::Entry> out;
+  bool tuples = false;
+  bool layouts = false;
+  for (const Value& item : outer->items) {
+    if (item.is_unknown()) return std::nullopt;
+    if (auto* layout = item.as<OpaqueObj>(); layout && layout->type_name == "Layout()") {
+      CellShard::Entry e;
+      e.layout = true;
+      for (const Value& x : layout->args) e.splits.push_back(x.as_int());
+      out.push_back(std::move(e));
+      layouts = true;
+      continue;
+    }
+    const auto* inner = item.as<TupleObj>();
+    if (inner == nullptr && !plain_python(item)) return std::nullopt;
+    if (inner == nullptr) {
+      error = "The '" + std::string(what) +
+              "' should be a tuple(tuple(int)) or tuple(mindspore.parallel.Layout), but got " +
+              type_name(item);
+      return std::nullopt;
+    }
+    CellShard::Entry e;
+    for (const Value& x : inner->items) {
+      if (x.is_unknown()) return std::nullopt;
+      if (x.k != VK::Int && x.k != VK::Bool) {
+        error = "The tuple strategy for each dimension should be tuple(int).";
+        return std::nullopt;
+      }
+      e.splits.push_back(x.as_int());
+    }
+    out.push_back(std::move(e));
+    tuples = true;
+  }
+  if (tuples == layouts) {  // both kinds, or an empty tuple
+    error = "For 'Shard', the strategy can only pass in consistent type for all dimensions.";
+    return std::nullopt;
+  }
+  return out;
+}
+
+SourceRange arg_range(const CallArgs& a, size_t pos, std::string_view name, const Site& site) {
+  if (a.pos.size() > pos) return pos < a.pos_ranges.size() ? a.pos_ranges[pos] : site.range();
+  return kw_range(a, name, site);
+}
+
+// parameter_plan: MindSpore's type checks, then each entry against the trainable Parameter of
+// `fn`'s tree it names (Shard._search_parameter_by_name: the key without "self." equals the
+// Parameter's name as MindSpore has named it so far) with Shard._check_layout_is_valid.
+void check_parameter_plan(Interpreter& in, const Value& fn, const Value& plan,
+                          const std::string& file, SourceRange at) {
+  if (plan.is_none() || plan.is_unknown()) return;
+  const auto* dict = plan.as<DictObj>();
+  if (dict == nullptr && !plain_python(plan)) return;
+  if (dict == nullptr) {
+    in.report_at(
+        file, at, Severity::Error, "parallel-strategy-type",
+        "For 'Shard', the 'parameter_plan' should be a dict or None, but got " + type_name(plan));
+    return;
+  }
+  auto* cell = fn.as<InstanceObj>();
+  if (cell == nullptr || !cell->cell) {
+    if (fn.as<FunctionObj>() != nullptr) {
+      in.report_at(file, at, Severity::Error, "parallel-strategy-type",
+                   "If parameter_plan is set, type of fn must be mindspore.nn.Cell, but got "
+                   "<class 'function'>");
+    }
+    return;
+  }
+  for (const auto& [k, v] : dict->entries) {
+    if (k.is_unknown() || v.is_unknown()) return;
+    const bool layout = v.as<OpaqueObj>() != nullptr && v.as<OpaqueObj>()->type_name == "Layout()";
+    if (!layout && v.as<TupleObj>() == nullptr && !plain_python(v)) return;  // not judged
+    if (str_of(k) == nullptr || (v.as<TupleObj>() == nullptr && !layout)) {
+      in.report_at(file, at, Severity::Error, "parallel-strategy-type",
+                   "For 'Shard', the type of each key and value in 'parameter_plan' must be str "
+                   "and tuple/Layout, but got " +
+                       type_name(k) + " and " + type_name(v));
+      return;
+    }
+  }
+  // The trainable Parameters of fn's tree by the name MindSpore gives them now. A tree with
+  // contents the analysis does not know may hold others: then no entry is said to be missing.
+  std::vector<std::pair<std::string, const TensorObj*>> params;
+  std::vector<std::string> untrainable;
+  bool complete = true;
+  for (const auto& [prefix, cv] : cells_and_names(fn)) {
+    auto* c = cv.as<InstanceObj>();
+    if (c == nullptr || !c->cell) continue;
+    if (c->cell->items_unknown || c->cls->unknown_base || c->cell->init_failed) complete = false;
+    for (const auto& [n, p] : c->cell->params) {
+      const auto* t = p.as<TensorObj>();
+      if (t == nullptr) continue;
+      std::string path = prefix;
+      if (!path.empty()) path += '.';
+      path += n;
+      std::string name = t->mindspore_name(path);
+      if (t->requires_grad) {
+        params.emplace_back(std::move(name), t);
+      } else {
+        untrainable.push_back(std::move(name));
+      }
+    }
+  }
+  for (const auto& [k, v] : dict->entries) {
+    const std::string& key = *str_of(k);
+    std::string name = key;
+    for (size_t p = name.find("self."); p != std::string::npos; p = name.find("self.", p)) {
+      name.erase(p, 5);
+    }
+    auto it = std::find_if(params.begin(), params.end(),
+                           [&](const auto& pr) { return pr.first == name; });
+    if (it == params.end()) {
+      if (!complete) continue;
+      std::string msg = "'" + key + "' names no trainable Parameter of `";
+      msg += cell->cell->path.empty() ? cell->cls->name : cell->cell->path.str();
+      msg += "`: MindSpore ignores the entry (\"" + key + " is not exist, ignored its setting.\")";
+      if (std::find(untrainable.begin(), untrainable.end(), name) != untrainable.end()) {
+        msg += "; '" + name + "' is not trainable";
+      } else if (!params.empty()) {
+        msg += "; its trainable Parameters are ";
+        for (size_t i = 0; i < params.size() && i < 4; ++i) {
+          msg += (i ? ", '" : "'") + params[i].first + "'";
+        }
+        if (params.size() > 4) msg += ", ...";
+      }
+      in.report_at(file, at, Severity::Warning, "parallel-parameter-plan", std::move(msg));
+      continue;
+    }
+    const auto* strategy = v.as<TupleObj>();
+    const Shape& shape = it->second->type.shape;
+    if (strategy == nullptr || !shape.ranked) continue;  // a Layout: checked where it is used
+    std::vector<int64_t> splits;
+    for (const Value& x : strategy->items) {
+      if (x.k != VK::Int && x.k != VK::Bool) return;
+      splits.push_back(x.as_int());
+    }
+    if (splits.size() != shape.rank()) {
+      in.report_at(file, at, Severity::Error, "parallel-strategy-rank",
+                   "For " + key +
+                       ", the length of param_strategy: " + std::to_string(splits.size()) +
+                       ", is not equal to param_shape len: " + std::to_string(shape.rank()) + ".");
+      return;
+    }
+    if (!shape.fully_known()) continue;
+    std::vector<int64_t> dims;
+    for (const Dim& d : shape.dims) dims.push_back(d.value());
+    for (size_t i = 0; i < splits.size(); ++i) {
+      if (splits[i] != 0 && dims[i] % splits[i] != 0) {
+        in.report_at(file, at, Severity::Error, "parallel-not-divisible",
+                     "For '" + key + "', the param_shape is " + py_tuple(dims) +
+                         " and the setting param_strategy is " + py_tuple(splits) +
+                         ". The param_shape[" + std::to_string(i) + "]: " +
+                         std::to_string(dims[i]) + " cannot be divisible by param_strategy[" +
+                         std::to_string(i) + "]: " + std::to_string(splits[i]) + ".");
+        return;
+      }
+    }
+  }
+}
+
+// `Shard()(fn, in_strategy, out_strategy, parameter_plan)` (mindspore/parallel/shard.py): its
+// Python checks, reported at the argument when the program runs on several devices (MindSpore
+// returns before them on one: `get_group_size() == 1`); the strategies for the calls' checks.
+std::shared_ptr<CellShard> shard_call(Interpreter& in, const Value& fn, const CallArgs& a,
+                                      size_t first, const Site& site, std::string what) {
+  const ParallelContext& ctx = in.parallel;
+  const bool report = ctx.sharding() || ctx.parallel_job();
+  const Value* ins = a.pos.size() > first ? &a.pos[first] : a.find_kw("in_strategy");
+  const Value* outs = a.pos.size() > first + 1 ? &a.pos[first + 1] : a.find_kw("out_strategy");
+  const Value* plan = a.pos.size() > first + 2 ? &a.pos[first + 2] : a.find_kw("parameter_plan");
+  if (ins == nullptr || ins->is_unknown()) return nullptr;
+  const std::string& file = site.file();
+  auto fail = [&](SourceRange at, std::string msg) -> std::shared_ptr<CellShard> {
+    if (report) in.report_at(file, at, Severity::Error, "parallel-strategy-type", std::move(msg));
+    return nullptr;
+  };
+  const SourceRange in_at = arg_range(a, first, "in_strategy", site);
+  if (ins->as<TupleObj>() == nullptr && !plain_python(*ins)) return nullptr;
+  if (ins->as<TupleObj>() == nullptr) {
+    return fail(in_at, "For 'Shard', the 'in_strategy' should be a tuple, but got " +
+                           type_name(*ins) + ".");
+  }
+  std::string error;
+  auto entries = shard_entries(*ins, "in_strategy", error);
+  if (!entries) return error.empty() ? nullptr : fail(in_at, error);
+  if (outs != nullptr && !outs->is_none() && !outs->is_unknown()) {
+    const SourceRange out_at = arg_range(a, first + 1, "out_strategy", site);
+    if (outs->as<TupleObj>() == nullptr && !plain_python(*outs)) return nullptr;
+    if (outs->as<TupleObj>() == nullptr) {
+      return fail(out_at, "For 'Shard', the 'out_strategy' should be None or tuple, but got " +
+                              type_name(*outs) + ".");
+    }
+    if (!shard_entries(*outs, "out_strategy", error) && !error.empty()) {
+      return fail(out_at, error);
+    }
+  }
+  if (plan != nullptr && report) {
+    check_parameter_plan(in, fn, *plan, file, arg_range(a, first + 2, "parameter_plan", site));
+  }
+  auto s = std::make_shared<CellShard>();
+  s->in = std::move(*entries);
+  s->file = site.file_id();
+  s->range = site.range();
+  s->what = std::move(what);
+  return s;
+}
+
+// The checks of Shard's SetInputLayout for one call of the sharded Cell or function: the number
+// of inputs, then the devices each strategy needs (CheckDeviceNum), then each input's rank and
+// divisibility (CheckInputStrategy / CheckShapeStrategy). Strategies given as Layouts are checked
+// by the operators that use them, as in MindSpore. `params`: the construct's inputs when every
+// one is passed (-1: not known).
+void check_shard_inputs(Interpreter& in, const CellShard& s, const CallArgs& args, int params) {
+  const ParallelContext& ctx = in.parallel;
+  if (!ctx.sharding()) return;  // MindSpore ignores strategies in the other modes
+  const std::string& file = s.file.str();
+  auto error = [&](const char* code, std::string msg) {
+    in.report_at(file, s.range, Severity::Error, code, "`" + s.what + "`: " + std::move(msg));
+  };
+  if (ctx.parallel_mode == "auto_parallel" && !ctx.wrapper &&
+      ctx.search_mode != "sharding_propagation") {
+    error("parallel-context",
+          "'search_mode' must be 'sharding_propagation' for 'Shard' when the 'parallel_mode' is "
+          "'auto_parallel.' (search_mode is '" +
+              ctx.search_mode + "')");
+    return;
+  }
+  const size_t given = args.pos.size() + args.kw.size();
+  if (!args.open && params >= 0 && static_cast<size_t>(params) == given && given != s.in.size()) {
+    error("parallel-strategy-count",
+          "Input numbers: " + std::to_string(given) +
+              " is not equal to in_strategy numbers: " + std::to_string(s.in.size()));
+    return;
+  }
+  const int64_t devices = ctx.stage_devices();
+  for (size_t i = 0; i < s.in.size() && devices > 0; ++i) {
+    if (s.in[i].layout) continue;
+    int64_t need = 1;
+    for (int64_t v : s.in[i].splits) {
+      if (v <= 0 || __builtin_mul_overflow(need, v, &need)) need = 0;
+      if (need == 0) break;
+    }
+    if (need == 0) continue;
+    const std::string tail = " (check device number failed: in_strategy " +
+                             strategy_str(s.in[i].splits) + " needs " + std::to_string(need) +
+                             " devices; a pipeline stage has " + std::to_string(devices) + ")";
+    if (need > devices) {
+      error("parallel-devices",
+            "required device number: " + std::to_string(need) +
+                " is larger than available device number: " + std::to_string(devices) +
+                " at index: " + std::to_string(i) + tail);
+      return;
+    }
+    if (devices % need != 0) {
+      error("parallel-devices",
+            "required device number: " + std::to_string(need) +
+                " is not divisible by device number: " + std::to_string(devices) +
+                " at index: " + std::to_string(i) + tail);
+      return;
+    }
+  }
+  for (size_t i = 0; i < s.in.size() && i < args.pos.size(); ++i) {
+    if (s.in[i].layout) continue;
+    const auto* t = args.pos[i].as<TensorObj>();
+    if (t == nullptr || !t->type.shape.ranked) continue;
+    const Shape& shape = t->type.shape;
+    const auto& splits = s.in[i].splits;
+    if (shape.rank() != splits.size()) {
+      error("parallel-strategy-rank",
+            "Input dimension: " + std::to_string(shape.rank()) +
+                " is not equal to in_strategy dimension: " + std::to_string(splits.size()) +
+                " at index " + std::to_string(i) + " (input " + std::to_string(i) + " is " +
+                shape.str() + ", in_strategy " + strategy_str(splits) + ")");
+      return;
+    }
+    for (size_t d = 0; d < splits.size(); ++d) {
+      const Dim& dim = shape.dims[d];
+      if (!dim.is_known() || splits[d] <= 0 || dim.value() % splits[d] == 0) continue;
+      error("parallel-not-divisible",
+            "dimension length: " + std::to_string(dim.value()) + " is not divisible by layout: " +
+                std::to_string(splits[d]) + " at index: " + std::to_string(d) + " (input " +
+                std::to_string(i) + " is " + shape.str() + ", in_strategy " + strategy_str(splits) +
+                "; MindSpore: Check conformance between input strategy and tensor shape failed)");
+      return;
+    }
+  }
+}
+
+// The construct's inputs of Cell `inst` when a call passing `given` of them passes every one
+// (no defaults left, no *args): -1 otherwise.
+int construct_inputs(const InstanceObj* inst) {
+  const Value* c = inst->cls->lookup("construct");
+  const auto* fn = c != nullptr ? c->as<FunctionObj>() : nullptr;
+  if (fn == nullptr || fn->def == nullptr) return -1;
+  const auto& params = fn->def->list;
+  int n = 0;
+  for (size_t i = 1; i < params.size(); ++i) {
+    auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
+    if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs) return -1;
+    if (i < fn->has_default.size() && fn->has_default[i]) return -1;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+Value cell_shard_method(Interpreter& /*in*/, const Value& self) {
+  return Value::obj(std::make_shared<BuiltinObj>(
+      "shard",
+      [self](Interpreter& in, CallArgs& a, const Site& site) -> Value {
+        auto* inst = self.as<InstanceObj>();
+        if (inst == nullptr || !inst->cell) return Value::none();
+        std::string name = inst->cell->path.empty() ? inst->cls->name : inst->cell->path.str();
+        if (auto s = shard_call(in, self, a, 0, site, name + ".shard")) {
+          inst->cell->cell_shard = std::move(s);
+        }
+        return Value::none();  // Cell.shard returns None (MindSpore 2.10, measured)
+      },
+      self));
+}
+
+void check_cell_shard(Interpreter& in, InstanceObj* inst, const CallArgs& args) {
+  if (inst->cell && inst->cell->cell_shard) {
+    check_shard_inputs(in, *inst->cell->cell_shard, args, construct_inputs(inst));
+  }
+}
+
 void register_parallel_natives(Interpreter& in, std::unordered_map<std::string, Value>& natives);
 
 void register_parallel_natives(Interpreter& /*interp*/,
@@ -228,13 +594,43 @@ void register_parallel_natives(Interpreter& /*interp*/,
     }
     return net != nullptr ? *net : Value::unknown();
   };
-  // mindspore.shard(fn, in_strategy, out_strategy=None, parameter_plan=None) returns a function
-  // that calls fn with its arguments under those strategies (mindspore/parallel/shard.py: its
-  // `shard_fn(*args)`): the analysis calls fn itself, so shapes go on through it. The strategies
-  // are not checked yet (docs/parallel.md §10).
-  auto shard_fn = [](Interpreter&, CallArgs& a, const Site&) -> Value {
+  // mindspore.shard(fn, in_strategy, out_strategy=None, parameter_plan=None): MindSpore's
+  // Python checks of the strategies (Shard.__call__, mindspore/parallel/shard.py), then a function
+  // that calls fn with its arguments (its `shard_fn(*args)`), whose calls get the Shard pass's
+  // checks of their inputs. A Cell is returned itself, with the strategies, as Cell.shard records
+  // them: its Parameters stay in the network's tree.
+  auto shard_fn = [](Interpreter& in, CallArgs& a, const Site& site) -> Value {
     const Value* fn = !a.pos.empty() ? a.pos.data() : a.find_kw("fn");
-    return fn != nullptr ? *fn : Value::unknown();
+    if (fn == nullptr) return Value::unknown();
+    if (auto* inst = fn->as<InstanceObj>(); inst && inst->cell) {
+      std::string name = inst->cell->path.empty() ? inst->cls->name : inst->cell->path.str();
+      if (auto s = shard_call(in, *fn, a, 1, site, "shard(" + name + ")")) {
+        inst->cell->cell_shard = std::move(s);
+      }
+      return *fn;
+    }
+    const auto* f = fn->as<FunctionObj>();
+    auto s = shard_call(in, *fn, a, 1, site, "shard(" + (f ? f->name : type_name(*fn)) + ")");
+    if (!s) return *fn;
+    Value target = *fn;
+    int params = -1;
+    if (f != nullptr && f->def != nullptr) {
+      params = 0;
+      for (size_t i = 0; i < f->def->list.size(); ++i) {
+        auto kind = static_cast<ast::ParamKindAst>(f->def->list[i]->op);
+        const bool deflt = i < f->has_default.size() && f->has_default[i];
+        if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs || deflt) {
+          params = -1;
+          break;
+        }
+        ++params;
+      }
+    }
+    return Value::obj(std::make_shared<BuiltinObj>(
+        "shard_fn", [target, s, params](Interpreter& in2, CallArgs& args, const Site& at) {
+          check_shard_inputs(in2, *s, args, params);
+          return in2.call(target, args, at);
+        }));
   };
   add("ms.shard", shard_fn);
   add("mindspore.shard", shard_fn);

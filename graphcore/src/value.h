@@ -340,6 +340,7 @@ struct ClassObj : Object {
 };
 
 struct TensorObj;
+struct CellShard;  // `cell.shard(...)`'s strategies (parallel_eval.cpp)
 
 // Cell-specific state of an instance.
 struct CellState {
@@ -391,6 +392,9 @@ struct CellState {
   uint32_t walk_mark = 0;  // last tree walk that visited this Cell (see analysis.cpp)
   // `.shard(...)` of an operator object (docs/parallel.md): copied onto the nodes it produces.
   std::shared_ptr<const NodeParallel> shard;
+  // `cell.shard(...)` / `mindspore.shard(cell, ...)` of a Cell: its strategies, checked against
+  // the inputs of the Cell's calls (check_cell_shard).
+  std::shared_ptr<CellShard> cell_shard;
   // `cell.pipeline_stage = k` (-1: never set), and where.
   int64_t pipeline_stage = -1;
   IStr stage_file;

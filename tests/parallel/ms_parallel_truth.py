@@ -13,7 +13,9 @@ says and computes:
   by MindSpore's own slicing code (mindspore.parallel._tensor._count_tensor_shape);
 * for cases with a "# redistribute: a.i -> b.j" header, the operators MindSpore's redistribution
   engine (the C++ TensorTransform behind mindspore.parallel._tensor) inserts between two layouts;
-* for cases with a "# env: K=V ..." header (the dry-run variables), the run with those variables set;
+* for cases with a "# env: K=V ..." header (the dry-run variables), the run with those variables set
+  (CELLSCOPE_PROBE_GROUP_SIZE=N makes the probe's get_group_size() answer N, so Cell.shard and
+  mindspore.shard make the Python checks they make in an N-device job);
 * for "# run: msrun" cases, the run under `msrun --worker_num=2 --local_worker_num=2` (CPU workers),
   each rank's result line or error, and the communication primitives in the compiled graph (IR dump
   of the "validate" pass).
@@ -137,6 +139,14 @@ def probe(case_path):
         prop.fset(self, value)
 
     nn.Cell.pipeline_stage = property(prop.fget, stage_setter, prop.fdel, prop.__doc__)
+
+    # "# env: CELLSCOPE_PROBE_GROUP_SIZE=8": the job's world size as msrun would give it. Cell.shard
+    # and mindspore.shard return before their Python checks when get_group_size() is 1 (a lone CPU
+    # process); with this they run them, so the case measures MindSpore's own exception and line.
+    group_size = os.environ.get("CELLSCOPE_PROBE_GROUP_SIZE")
+    if group_size:
+        import mindspore.communication.management as comm_management
+        comm_management.get_group_size = lambda group=None: int(group_size)
 
     glb = {"__name__": "__main__", "__file__": case_path}
     with open(case_path, encoding="utf-8") as f:

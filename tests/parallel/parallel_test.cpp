@@ -52,10 +52,19 @@ Case read_case(const fs::path& file) {
 const std::map<std::string, std::pair<Severity, std::string>>& expected() {
   static const std::map<std::string, std::pair<Severity, std::string>> kExpected = {
       {"article_auto_parallel", {Severity::Error, "parallel-api"}},
+      {"cell_shard_auto_search_mode", {Severity::Error, "parallel-context"}},
+      {"cell_shard_count_mismatch", {Severity::Error, "parallel-strategy-count"}},
+      {"cell_shard_devices", {Severity::Error, "parallel-devices"}},
+      {"cell_shard_none_strategy", {Severity::Error, "parallel-strategy-type"}},
+      {"cell_shard_not_divisible", {Severity::Error, "parallel-not-divisible"}},
+      {"cell_shard_parameter_plan", {Severity::Error, "parallel-not-divisible"}},
+      {"cell_shard_plan_unknown_parameter", {Severity::Warning, "parallel-parameter-plan"}},
+      {"cell_shard_rank_mismatch", {Severity::Error, "parallel-strategy-rank"}},
       {"dim_not_divisible", {Severity::Error, "parallel-not-divisible"}},
       {"layout_unknown_axis", {Severity::Error, "parallel-layout"}},
       {"matmul_k_mismatch", {Severity::Error, "parallel-split-mismatch"}},
       {"micro_size_zero", {Severity::Error, "parallel-micro-size"}},
+      {"ms_shard_function", {Severity::Error, "parallel-not-divisible"}},
       {"parallel_mode_unknown", {Severity::Error, "parallel-context"}},
       {"pipeline_layer_without_stage", {Severity::Warning, "parallel-stage-missing"}},
       {"pipeline_stage_negative", {Severity::Error, "parallel-stage"}},
@@ -157,7 +166,7 @@ TEST(Parallel, EveryCaseGetsItsDiagnostic) {
     EXPECT_EQ(found, 1U) << all;
     EXPECT_EQ(errors, severity == Severity::Error ? 1U : 0U) << all;
   }
-  EXPECT_EQ(cases, 31U);
+  EXPECT_EQ(cases, 41U);
 }
 
 TEST(Parallel, PerDeviceShapesEqualMindSpore) {
@@ -680,6 +689,88 @@ TEST(CommPass, DataParallelTrainingSumsEveryGradient) {
   for (const std::string& n : hw.estimate.notes)
     said |= n.find("data parallel: each device runs the whole network") == 0;
   EXPECT_TRUE(said);
+}
+
+// D1: under semi_auto_parallel an operator without a strategy runs MindSpore's batch-parallel one
+// (operator_info.cc GenerateBatchStrategiesWithCheck): its first input's first dimension split
+// over the stage's devices, or over their gcd with it. Dense(64, 32) on a batch of 16 does 1/8 of
+// its multiply-adds per device on 8 devices; on a batch of 12, 1/4 (gcd(12, 8) = 4).
+TEST(CommPass, UnshardedOperatorsRunTheDefaultBatchParallelStrategy) {
+  for (const auto& [batch, split] : {std::pair{16, 8}, std::pair{12, 4}}) {
+    AnalysisResult r = analyse_source(
+        "cellscope_comm_d1_" + std::to_string(batch),
+        "import numpy as np\nimport mindspore as ms\nfrom mindspore import Tensor, nn\n\n"
+        "ms.set_auto_parallel_context(parallel_mode=\"semi_auto_parallel\", device_num=8)\n\n\n"
+        "class Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Dense(64, 32)\n        self.relu = nn.ReLU()\n\n"
+        "    def construct(self, x):\n        return self.relu(self.fc(x))\n\n\n"
+        "net = Net()\nout = net(Tensor(np.ones((" +
+            std::to_string(batch) + ", 64), np.float32)))\n");
+    ASSERT_FALSE(r.cells.empty()) << listing(r);
+    HardwareOptions ho;
+    ho.target = "ascend910";
+    const OptimizedGraph g = optimize_parallel(r, r.cells.front(), "ascend910");
+    auto macs = [](const HardwareGraph& hw) {
+      double m = 0;
+      for (const KernelEstimate& k : hw.kernels) {
+        if (k.phase == "forward" && k.unit == Unit::Cube) m += k.macs;
+      }
+      return m;
+    };
+    const HardwareGraph global = estimate_hardware(r.cells.front(), g, ho);
+    ho.parallel = &r.parallel;
+    const HardwareGraph device = estimate_hardware(r.cells.front(), g, ho);
+    EXPECT_DOUBLE_EQ(macs(global), batch * 64.0 * 32);
+    EXPECT_DOUBLE_EQ(macs(device), batch * 64.0 * 32 / split) << batch;
+    bool said = false;
+    for (const std::string& n : device.estimate.notes)
+      said |=
+          n.find("without one at MindSpore's default batch-parallel strategy") != std::string::npos;
+    EXPECT_TRUE(said);
+    // auto_parallel searches its strategies: no default is assumed there.
+    ParallelContext automatic = r.parallel;
+    automatic.parallel_mode = "auto_parallel";
+    ho.parallel = &automatic;
+    EXPECT_DOUBLE_EQ(macs(estimate_hardware(r.cells.front(), g, ho)), batch * 64.0 * 32);
+  }
+}
+
+// Cell.shard's strategy is checked at each call of the Cell with that call's inputs (MindSpore's
+// Shard pass), and only in semi_auto/auto_parallel: stand-alone, MindSpore ignores it.
+TEST(Parallel, CellShardIsCheckedPerCallAndOnlyWhenSharding) {
+  const std::string net =
+      "class Block(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+      "        self.relu = nn.ReLU()\n\n    def construct(self, x):\n"
+      "        return self.relu(x)\n\n\nclass Net(nn.Cell):\n"
+      "    def __init__(self):\n        super().__init__()\n        self.block = Block()\n"
+      "        self.none = self.block.shard(in_strategy=((1, 8),))\n\n"
+      "    def construct(self, x, y):\n        return self.block(x), self.block(y), self.none\n\n\n"
+      "net = Net()\nout = net(Tensor(np.ones((16, 32), np.float32)), "
+      "Tensor(np.ones((16, 30), np.float32)))\n";
+  const std::string head =
+      "import numpy as np\nimport mindspore as ms\nfrom mindspore import Tensor, nn\n\n";
+  AnalysisResult r = analyse_source(
+      "cellscope_cell_shard_calls",
+      head +
+          "ms.set_auto_parallel_context(parallel_mode=\"semi_auto_parallel\", device_num=8)\n\n\n" +
+          net);
+  std::vector<const Diagnostic*> errors;
+  for (const Diagnostic& d : r.diagnostics) {
+    if (d.code.rfind("parallel-", 0) == 0) errors.push_back(&d);
+  }
+  ASSERT_EQ(errors.size(), 1U) << listing(r);
+  EXPECT_EQ(errors[0]->code, "parallel-not-divisible");
+  EXPECT_NE(
+      errors[0]->message.find("dimension length: 30 is not divisible by layout: 8 at index: 1"),
+      std::string::npos)
+      << errors[0]->message;
+  EXPECT_EQ(errors[0]->range.start.line, 20U);  // the .shard call (0-based)
+  // Cell.shard returns None (MindSpore 2.10): the third output is no tensor.
+  ASSERT_FALSE(r.cells.empty());
+  EXPECT_EQ(r.cells.front().outputs.size(), 2U) << listing(r);
+  AnalysisResult alone = analyse_source("cellscope_cell_shard_alone", head + "\n\n" + net);
+  for (const Diagnostic& d : alone.diagnostics)
+    EXPECT_NE(d.code.rfind("parallel-", 0), 0U) << d.message;
 }
 
 TEST(CommPass, PipelineStepHasTheBubble) {

@@ -900,6 +900,29 @@ class Net(nn.Cell):
   EXPECT_TRUE(d->range.start.line == 7u || d->range.start.line == 8u) << dump(r);
 }
 
+// A `while True:` outside construct whose body calls something may end by an exception the call
+// raises (sys.exit(), Ctrl+C's KeyboardInterrupt): a script that runs until it is stopped. Not an
+// error: a note that evaluation stops there. Without a call (above), or in construct, it is one.
+TEST(BadInput, EndlessLoopWithCallsIsANoteNotAnError) {
+  AnalysisResult r = analyze_text(
+      "import time\n\nstep = 0\nwhile True:\n    print('step', step)\n    step += 1\n"
+      "    time.sleep(0.5)\n",
+      "while True with calls");
+  const Diagnostic* d = find_diag(r, "budget-exceeded");
+  ASSERT_NE(d, nullptr) << dump(r);
+  EXPECT_EQ(d->severity, Severity::Information) << dump(r);
+  EXPECT_EQ(d->range.start.line, 3U) << dump(r);
+  for (const Diagnostic& x : r.diagnostics) EXPECT_NE(x.severity, Severity::Error) << dump(r);
+  AnalysisResult c = analyze_text(
+      "import mindspore.nn as nn\nfrom mindspore import ops\n\nclass Net(nn.Cell):\n"
+      "    def construct(self, x):\n        while True:\n            x = ops.relu(x)\n"
+      "        return x\n",
+      "while True with calls in construct");
+  const Diagnostic* e = find_diag(c, "budget-exceeded");
+  ASSERT_NE(e, nullptr) << dump(c);
+  EXPECT_EQ(e->severity, Severity::Error) << dump(c);
+}
+
 TEST(BadInput, InfiniteLoopsOfOtherShapes) {
   struct Case {
     const char* label;

@@ -15,15 +15,18 @@
 //  (c) the job ends with "the job finished (exit 0)" and the logs are in msrun_log/ of the
 //      workspace;
 //  (d) the terminal stays open with the log and the exit line after the job (VS Code would close
-//      a terminal whose own process exits 0: the launch runs in a Pseudoterminal).
+//      a terminal whose own process exits 0: the launch runs in a Pseudoterminal);
+//  (e) Ctrl+C typed in the terminal of a second, endless job stops it: the Pseudoterminal sends
+//      SIGINT, `cellscope launch` says so and stops msrun, the terminal shows the end line, and no
+//      worker of the job is left running.
 // The terminal is read from the page: with GPU acceleration off, xterm.js renders its rows as
 // DOM text; they are sampled while the job runs, then the scrollback is read page by page from
 // the top. The run's duration is printed at the end.
+import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 
-import { createE2E, here, until, runCommand, openAnalysed } from './harness.mjs';
+import { createE2E, here, until, runCommand, openAnalysed, freePort } from './harness.mjs';
 
 const python = process.env.CELLSCOPE_MS_PYTHON ??
   join(process.env.CELLSCOPE_MS_VENV ?? join(process.env.HOME ?? '/root', '.cache', 'cellscope', 'msvenv'), 'bin', 'python');
@@ -42,13 +45,6 @@ const e2e = createE2E({
 });
 const { log, check, ws, T0 } = e2e;
 const norm = (t) => (t ?? '').replace(/\u00a0/g, ' ');
-
-/** A free TCP port for msrun's scheduler. */
-const freePort = () => new Promise((resolve, reject) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-  s.on('error', reject);
-});
 
 const script = join(ws, 'train_dp.py');
 writeFileSync(script, [
@@ -70,6 +66,29 @@ writeFileSync(script, [
   'print("trained rank", get_rank(), "of", get_group_size(), "loss", float(loss.asnumpy()),',
   '      "finite", bool(np.isfinite(loss.asnumpy())))',
   ''].join('\n'));
+// (e): a job that runs until it is stopped, printing a step every half second on every rank.
+const endless = join(ws, 'train_forever.py');
+writeFileSync(endless, [
+  'import time',
+  'import mindspore as ms',
+  'from mindspore.communication import get_rank, init',
+  '',
+  'ms.set_device("CPU")',
+  'init()',
+  'step = 0',
+  'while True:',
+  '    print("waiting step", step, "on rank", get_rank(), flush=True)',
+  '    step += 1',
+  '    time.sleep(0.5)',
+  ''].join('\n'));
+/** The pids of processes whose command line names `what` (pgrep; none: []). */
+const processes = (what) => {
+  try {
+    return execFileSync('pgrep', ['-f', what], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+};
 writeFileSync(join(ws, 'mindspore_config.json'), JSON.stringify({
   cluster: { worker_num: 2, local_worker_num: 2, master_port: await freePort(), python },
 }, null, 2));
@@ -138,6 +157,38 @@ try {
   check('(c) the job finishes with exit 0', /the job finished \(exit 0\)/.test(end ?? ''), end?.trim());
   check('(c) the workers\' logs are in msrun_log/', existsSync(join(ws, 'msrun_log', 'worker_1.log')));
   log(`the launch took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+  // (e) Ctrl+C in the terminal of an endless job. The finished job's terminal is closed first, so
+  // the panel shows the new one's rows only.
+  await runCommand(page, 'Terminal: Kill the Active Terminal Instance');
+  await openAnalysed(page, 'train_forever.py', 'waiting step');
+  await runCommand(page, 'MindSpore: Launch on Cluster (msrun)');
+  const running = new Set();
+  await until('both ranks of the endless job to print', async () => {
+    for (const r of await terminalRows(page)) running.add(r.trimEnd());
+    return [0, 1].every((k) => [...running].some((r) => r.startsWith(`[rank ${k}] waiting step`)));
+  }, 120000, 250);
+  check('(e) the endless job runs on both ranks', processes('train_forever.py').length >= 2,
+    `${processes('train_forever.py').length} processes`);
+  await runCommand(page, 'Terminal: Focus Terminal');
+  await page.keyboard.press('Control+C');
+  const stopping = new Set();
+  await until('the endless job to end after Ctrl+C', async () => {
+    for (const r of await terminalRows(page)) stopping.add(r.trimEnd());
+    return [...stopping].some((r) => r.includes('[cellscope launch ended:'));
+  }, 60000, 250);
+  const rowsAfter = [...stopping];
+  check('(e) Ctrl+C reaches `cellscope launch` as SIGINT',
+    rowsAfter.some((r) => r.includes('received SIGINT: stopping msrun and its workers')),
+    rowsAfter.find((r) => r.includes('received')) ?? rowsAfter.slice(-4).join(' | '));
+  check('(e) the terminal shows the end of the stopped job',
+    rowsAfter.some((r) => r.includes('[cellscope launch ended:')),
+    rowsAfter.find((r) => r.includes('[cellscope launch ended:'))?.trim());
+  let left = [];
+  await until('no worker of the stopped job left', async () => (left = processes('train_forever.py')).length === 0,
+    20000, 500).catch(() => undefined);
+  check('(e) no worker of the stopped job is left running', left.length === 0, `${left.length} left`);
+  await e2e.shot('msrun-ctrl-c');
 } catch (err) {
   await e2e.failWith(err);
 }

@@ -1639,12 +1639,14 @@ namespace {
 // One device's share of a parallel job (docs/parallel.md, "Per-device cost"): every operator
 // with a `.shard` strategy at the per-device shapes the checks recorded (its outputs, and the
 // parameters and graph inputs it reads at the slices it reads), its FLOPs divided by the devices
-// its strategy uses, and the communication nodes' outputs at their per-device shape. Operators
-// without a strategy keep their global shapes. nullopt when nothing is sharded.
+// its strategy uses, and the communication nodes' outputs at their per-device shape. Under
+// semi_auto_parallel an operator without a strategy runs MindSpore's batch-parallel one (D1);
+// otherwise it keeps its global shapes. nullopt when nothing is sharded.
 struct DeviceView {
   CellReport report;
   OptimizedGraph graph;
-  size_t sharded = 0;  // semantic operators costed at their per-device shapes
+  size_t sharded = 0;         // semantic operators costed at their per-device shapes
+  size_t batch_parallel = 0;  // operators without a strategy split by D1
   std::map<std::string, int64_t> param_splits;  // parameter -> devices its slice is split over
 };
 
@@ -1656,9 +1658,10 @@ std::optional<DeviceView> device_view(const CellReport& report, const OptimizedG
            n.parallel->per_device_outputs.size() == n.outputs.size() &&
            n.parallel->per_device_inputs.size() == n.inputs.size();
   };
-  if (std::none_of(report.graph.nodes.begin(), report.graph.nodes.end(), recorded))
+  const bool default_dp = pc->parallel_mode == "semi_auto_parallel" && pc->stage_devices() > 1;
+  if (!default_dp && std::none_of(report.graph.nodes.begin(), report.graph.nodes.end(), recorded))
     return std::nullopt;
-  DeviceView v{report, graph, 0, {}};
+  DeviceView v{report, graph, 0, 0, {}};
   std::vector<Node>& sem = v.report.graph.nodes;
   std::vector<bool> changed(sem.size(), false);
   std::map<std::string, Shape> param_slices;
@@ -1691,6 +1694,39 @@ std::optional<DeviceView> device_view(const CellReport& report, const OptimizedG
         }
         v.param_splits.emplace(p.params.front(), split);
       }
+    }
+  }
+  // D1 (docs/parallel.md §3): under semi_auto_parallel an operator without a strategy gets
+  // MindSpore's batch-parallel one (operator_info.cc GenerateBatchStrategies /
+  // GenerateBatchStrategiesWithCheck): its first input's first dimension split over the stage's
+  // devices, lowered to their gcd with that dimension when it does not divide; its parameters
+  // whole on every device. Its outputs whose first dimension is that one are split alike.
+  for (size_t i = 0; i < sem.size() && default_dp; ++i) {
+    Node& n = sem[i];
+    if (n.kind != NodeKind::Op || recorded(n) || n.inputs.empty()) continue;
+    const ValueRef x = n.inputs[0];
+    if (x.node >= sem.size() || x.output >= sem[x.node].outputs.size()) continue;
+    const Shape& batch = report.graph.nodes[x.node].outputs[x.output].shape;
+    if (!batch.ranked || batch.rank() == 0 || !batch.dims[0].is_known() ||
+        batch.dims[0].value() <= 0) {
+      continue;
+    }
+    const int64_t b = batch.dims[0].value();
+    const int64_t g = std::gcd(b, pc->stage_devices());
+    if (g <= 1) continue;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const Shape& whole = report.graph.nodes[i].outputs[k].shape;
+      if (whole.ranked && whole.rank() > 0 && whole.dims[0] == batch.dims[0]) {
+        n.outputs[k].shape.dims[0] = Dim::known(b / g);
+      }
+    }
+    n.flops /= static_cast<double>(g);
+    changed[i] = true;
+    ++v.batch_parallel;
+    Node& p = sem[x.node];
+    if (p.kind == NodeKind::Input && !changed[x.node]) {
+      p.outputs[x.output].shape.dims[0] = Dim::known(b / g);
+      changed[x.node] = true;
     }
   }
   for (ParamInfo& p : v.report.params) {
@@ -1774,12 +1810,16 @@ HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& 
     Estimator estimator(device->report, device->graph, options, target);
     estimator.set_param_splits(std::move(device->param_splits));
     HardwareGraph out = estimator.run();
+    const bool semi = options.parallel->parallel_mode == "semi_auto_parallel";
     out.estimate.notes.push_back(
         "parallel: one device's kernels: " + std::to_string(device->sharded) + " operator" +
         (device->sharded == 1 ? "" : "s") +
-        " with a strategy at the per-device shapes it gives (FLOPs / the devices it uses); "
-        "operators without one at their global shapes (MindSpore's default data-parallel "
-        "strategy for them is not modelled)");
+        " with a strategy at the per-device shapes it gives (FLOPs / the devices it uses); " +
+        (semi ? std::to_string(device->batch_parallel) + " without one at MindSpore's default "
+                                                         "batch-parallel strategy (the first "
+                                                         "input's first dimension split over "
+                                                         "the stage's devices), the rest whole"
+              : std::string("operators without one at their global shapes")));
     return out;
   }
   HardwareGraph out = Estimator(report, graph, options, target).run();

@@ -4,7 +4,7 @@
 #       sharding_propagation or recursive_programming; dynamic_programming is accepted in Python
 #       and refused by ParallelInit (C++) when the graph compiles
 # cite: mindspore/ccsrc/frontend/parallel/step_parallel_utils.cc ParallelInit; docs/parallel.md P1b
-# mindspore-text: To enable the pipeline parallel, please set the parallel mode to semi_auto_parallel or auto_parallel with sharding_propagation or recursive_programming
+# mindspore-text: To enable the pipeline parallel, please set the parallel mode to 
 import numpy as np
 import mindspore as ms
 from mindspore import Tensor, nn
