@@ -994,6 +994,19 @@ std::optional<Value> Interpreter::cell_method(InstanceObj* inst, const Value& se
                       if (st != nullptr && st->k == VK::Int && st->as_int() >= 1)
                         in.parallel.pipeline_stages = st->as_int();
                     }
+                    // hsdp(shard_size=-1, threshold=64, optimizer_level="level1"): the
+                    // parallel optimizer (docs/parallel.md §11).
+                    if (n == "hsdp") {
+                      in.parallel.parallel_optimizer = true;
+                      const Value* sz = !a.pos.empty() ? a.pos.data() : a.find_kw("shard_size");
+                      if (sz != nullptr && sz->k == VK::Int) {
+                        in.parallel.optimizer_shard_size = sz->as_int();
+                      }
+                      const Value* th = a.pos.size() > 1 ? &a.pos[1] : a.find_kw("threshold");
+                      if (th != nullptr && th->k == VK::Int) {
+                        in.parallel.optimizer_threshold_kb = th->as_int();
+                      }
+                    }
                     return Value::none();
                   });
   }

@@ -531,6 +531,19 @@ void register_parallel_natives(Interpreter& /*interp*/,
         ctx.pipeline_stages = v.as_int();
       } else if (key == "full_batch" && v.k == VK::Bool) {
         ctx.full_batch = v.b;
+      } else if (key == "enable_parallel_optimizer" && v.k == VK::Bool) {
+        ctx.parallel_optimizer = v.b;
+      } else if (key == "parallel_optimizer_config") {
+        // Its keys as _AutoParallelContext.set_parallel_optimizer_config reads them; MindSpore's
+        // own checks of their values are not repeated here.
+        if (const auto* d = v.as<DictObj>()) {
+          for (const auto& [ck, cv] : d->entries) {
+            const std::string* name = str_of(ck);
+            if (name == nullptr || cv.k != VK::Int) continue;
+            if (*name == "optimizer_weight_shard_size") ctx.optimizer_shard_size = cv.as_int();
+            if (*name == "parallel_optimizer_threshold") ctx.optimizer_threshold_kb = cv.as_int();
+          }
+        }
       } else if (key == "dataset_strategy") {
         ctx.dataset_strategy = strategy_of(v);
       } else if (key == "search_mode" || key == "auto_parallel_search_mode") {

@@ -285,12 +285,17 @@ TEST(Parallel, AutoParallelWrapperMethodsAreModelled) {
   const std::string call = "out = net(*inputs)";
   ASSERT_NE(text.find(call), std::string::npos);
   text.replace(text.find(call), call.size(),
-               "net.pipeline(stages=2)\nnet.save_param_strategy_file(\"s.ckpt\")\n" + call);
+               "net.pipeline(stages=2)\nnet.save_param_strategy_file(\"s.ckpt\")\n"
+               "net.hsdp(shard_size=4, threshold=32)\n" +
+                   call);
   MemorySourceProvider src("/w/ap.py", text);
   AnalysisResult r = analyze_file("/w/ap.py", AnalysisOptions{}, src);
   for (const Diagnostic& d : r.diagnostics) EXPECT_NE(d.severity, Severity::Error) << d.message;
   EXPECT_TRUE(r.parallel.wrapper);
   EXPECT_EQ(r.parallel.pipeline_stages, 2);
+  EXPECT_TRUE(r.parallel.parallel_optimizer);  // .hsdp(): the parallel optimizer
+  EXPECT_EQ(r.parallel.optimizer_shard_size, 4);
+  EXPECT_EQ(r.parallel.optimizer_threshold_kb, 32);
   // Without AutoParallel the same names are missing attributes of the Cell.
   const std::string wrap = "net = AutoParallel(Net(), parallel_mode=\"semi_auto\")";
   ASSERT_NE(text.find(wrap), std::string::npos);
@@ -299,7 +304,7 @@ TEST(Parallel, AutoParallelWrapperMethodsAreModelled) {
   r = analyze_file("/w/ap.py", AnalysisOptions{}, plain);
   size_t missing = 0;
   for (const Diagnostic& d : r.diagnostics) missing += d.code == "unknown-attribute" ? 1 : 0;
-  EXPECT_EQ(missing, 2U);
+  EXPECT_EQ(missing, 3U);
 }
 
 // mindspore.shard(fn, in_strategy) returns a function calling fn (mindspore/parallel/shard.py's
@@ -771,6 +776,80 @@ TEST(Parallel, CellShardIsCheckedPerCallAndOnlyWhenSharding) {
   AnalysisResult alone = analyse_source("cellscope_cell_shard_alone", head + "\n\n" + net);
   for (const Diagnostic& d : alone.diagnostics)
     EXPECT_NE(d.code.rfind("parallel-", 0), 0U) << d.message;
+}
+
+// The parallel optimizer (enable_parallel_optimizer=True; docs/parallel.md §11): Dense(256, 128)
+// on 8 devices under semi_auto_parallel, batch-parallel (D1), so its parameters are repeated on
+// all 8. The weight (128 KB, at least the 64 KB threshold, 128 rows divisible by 8) is kept as
+// 1/8 shards: gathered before the forward pass, its gradient reduce-scattered, and its update
+// 1/8 of the work; the bias (512 B) is below the threshold and AllReduced whole. With
+// optimizer_weight_shard_size 2 the weight is sharded over 2 and the shard AllReduced over 4.
+TEST(CommPass, ParallelOptimizerShardsTheRepeatedParameters) {
+  auto source = [](const std::string& config) {
+    return "import numpy as np\nimport mindspore as ms\nfrom mindspore import Tensor, nn\n\n"
+           "ms.set_auto_parallel_context(parallel_mode=\"semi_auto_parallel\", device_num=8, "
+           "enable_parallel_optimizer=True" +
+           config +
+           ")\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.fc = nn.Dense(256, 128)\n\n    def construct(self, x):\n"
+           "        return self.fc(x)\n\n\nnet = Net()\nout = net(Tensor(np.ones((16, 256), "
+           "np.float32)))\n";
+  };
+  auto run = [](const AnalysisResult& r, const ParallelContext* pc) {
+    HardwareOptions ho;
+    ho.target = "ascend910";
+    ho.mode = "train";
+    ho.optimizer = "sgd";
+    ho.parallel = pc;
+    return estimate_hardware(r.cells.front(), optimize_parallel(r, r.cells.front(), "ascend910"),
+                             ho);
+  };
+  auto comm = [](const HardwareGraph& hw) {
+    std::map<std::string, double> out;
+    for (const KernelEstimate& k : hw.kernels) {
+      if (k.unit == Unit::Comm) out[k.name] = k.comm_bytes;
+    }
+    return out;
+  };
+  auto updated = [](const HardwareGraph& hw) {
+    double b = 0;
+    for (const KernelEstimate& k : hw.kernels) {
+      if (k.phase == "optimizer") b += k.gm_read_bytes + k.gm_write_bytes;
+    }
+    return b;
+  };
+  AnalysisResult r = analyse_source("cellscope_comm_optimizer", source(""));
+  ASSERT_FALSE(r.cells.empty()) << listing(r);
+  ASSERT_TRUE(r.parallel.parallel_optimizer);
+  const HardwareGraph hw = run(r, &r.parallel);
+  const double weight = 128.0 * 256 * 4;
+  std::map<std::string, double> expected = {
+      {"AllGather(parameters of the parallel optimizer: 1, 8 devices)", 7 * weight / 8},
+      {"ReduceScatter(gradients of 1 parameter, 8 devices)", 7 * weight / 8},
+      {"AllReduce(gradients of 1 parameter, 8 devices)", 2.0 * 7 / 8 * 128 * 4}};
+  EXPECT_EQ(comm(hw), expected);
+  ParallelContext plain = r.parallel;
+  plain.parallel_optimizer = false;
+  const HardwareGraph whole = run(r, &plain);
+  EXPECT_EQ(comm(whole),
+            (std::map<std::string, double>{{"AllReduce(gradients of 2 parameters, 8 devices)",
+                                            2.0 * 7 / 8 * (weight + 128 * 4)}}));
+  // SGD reads and writes w and its gradient per element: the weight's part is 1/8.
+  EXPECT_NEAR(updated(hw), updated(whole) * (weight / 8 + 128 * 4) / (weight + 128 * 4), 1e-6);
+
+  AnalysisResult two =
+      analyse_source("cellscope_comm_optimizer_2",
+                     source(", parallel_optimizer_config={\"optimizer_weight_shard_size\": 2}"));
+  ASSERT_FALSE(two.cells.empty()) << listing(two);
+  EXPECT_EQ(two.parallel.optimizer_shard_size, 2);
+  const auto by_two = comm(run(two, &two.parallel));
+  EXPECT_DOUBLE_EQ(by_two.at("AllGather(parameters of the parallel optimizer: 1, 2 devices)"),
+                   weight / 2);
+  EXPECT_DOUBLE_EQ(by_two.at("ReduceScatter(gradients of 1 parameter, 2 devices)"), weight / 2);
+  EXPECT_DOUBLE_EQ(by_two.at("AllReduce(gradients of 1 parameter, 4 devices)"),
+                   2.0 * 3 / 4 * weight / 2);
+  EXPECT_DOUBLE_EQ(by_two.at("AllReduce(gradients of 1 parameter, 8 devices)"),
+                   2.0 * 7 / 8 * 128 * 4);
 }
 
 TEST(CommPass, PipelineStepHasTheBubble) {

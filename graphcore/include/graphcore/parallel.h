@@ -74,7 +74,17 @@ struct ParallelContext {
   std::string search_mode = "recursive_programming";
   bool wrapper = false;    // AutoParallel(...) chose the mode
   int64_t micro_size = 0;  // nn.PipelineCell's; 0: no PipelineCell
-  IStr file;               // the call that set the context (the last one)
+  // The parallel optimizer (`enable_parallel_optimizer=True`, AutoParallel.hsdp()): a trainable
+  // parameter whose slice several devices repeat is kept and updated as 1/N shards, gathered for
+  // the forward pass and its gradient reduce-scattered (docs/parallel.md §11).
+  bool parallel_optimizer = false;
+  // parallel_optimizer_config's optimizer_weight_shard_size (hsdp's shard_size): the devices a
+  // parameter is sharded over; -1: all the devices repeating its slice.
+  int64_t optimizer_shard_size = -1;
+  // parallel_optimizer_config's parallel_optimizer_threshold (hsdp's threshold), KB: smaller
+  // parameters are not sharded.
+  int64_t optimizer_threshold_kb = 64;
+  IStr file;  // the call that set the context (the last one)
   SourceRange range;
   [[nodiscard]] bool sharding() const {
     return wrapper || parallel_mode == "semi_auto_parallel" || parallel_mode == "auto_parallel";

@@ -178,6 +178,7 @@ class Estimator {
     // Forward kernels in execution order, then (train) the loss's forward kernels, the backward
     // graph's kernels in the order build_backward emitted them, and the optimizer updates.
     kernels_.reserve(g_.nodes.size() * (train_ ? 3 : 1));
+    if (train_) plan_parallel_training();
     for (uint32_t i = 0; i < g_.nodes.size(); ++i) forward(i, &out);
     if (train_) {
       training();
@@ -1288,12 +1289,49 @@ class Estimator {
   // leaves their parameters). Group = the stage's devices / the splits of the parameter's
   // slice; the bytes those of the gradient slice in the parameter's dtype. MindSpore fuses the
   // gradients' AllReduces (fusion 1): one kernel per group size, carrying all their bytes.
+  // With the parallel optimizer a sharded parameter's gradient is reduce-scattered over its
+  // shard group instead (plus an AllReduce of the shard over the rest of the group, if any).
   void gradient_reduction() {
+    std::map<std::pair<std::string, int64_t>, std::pair<double, size_t>> by_group;
+    for (const auto& [name, r] : reductions_) {
+      const auto shard = opt_shards_.find(name);
+      if (shard == opt_shards_.end()) {
+        auto& [b, count] = by_group[{"AllReduce", r.group}];
+        b += r.bytes;
+        ++count;
+        continue;
+      }
+      auto& [b, count] = by_group[{"ReduceScatter", shard->second}];
+      b += r.bytes;
+      ++count;
+      if (r.group / shard->second > 1) {
+        auto& [rb, rcount] = by_group[{"AllReduce", r.group / shard->second}];
+        rb += r.bytes / static_cast<double>(shard->second);
+        ++rcount;
+      }
+    }
+    for (const auto& [key, load] : by_group) {
+      add_collective(key.first, key.second, load.first, "backward",
+                     key.first + "(gradients of " + std::to_string(load.second) + " parameter" +
+                         (load.second == 1 ? "" : "s") + ", " + std::to_string(key.second) +
+                         " devices)");
+    }
+  }
+
+  // Which trainable parameters a parallel training step reduces (`reductions_`: the devices
+  // repeating each one's slice and the slice's bytes) and, with the parallel optimizer, which it
+  // shards (`opt_shards_`): a slice of at least the threshold whose first dimension the shard
+  // group divides (MindSpore 2.10's optimizer-parallel page: "the highest dimension of the shape
+  // is divisible by the cardinality of the duplicate slices"); the group is
+  // optimizer_weight_shard_size when it divides the repeats, else all of them. A sharded
+  // parameter is gathered before the forward pass: one fused AllGather per shard group.
+  void plan_parallel_training() {
     const ParallelContext* pc = o_.parallel;
     if (pc == nullptr || !pc->parallel_job()) return;
     const int64_t devices = pc->stage_devices();
     if (devices <= 1) return;
-    std::map<int64_t, std::pair<double, size_t>> by_group;  // group -> bytes, parameters
+    const bool sharding = pc->parallel_optimizer && pc->sharding();
+    std::map<int64_t, std::pair<double, size_t>> gathers;
     for (const auto& p : r_.params) {
       if (!p.trainable) continue;
       const double e = product(p.shape, 0, p.shape.rank());
@@ -1301,28 +1339,46 @@ class Estimator {
       const auto it = param_splits_.find(p.name);
       const int64_t split = it == param_splits_.end() ? 1 : it->second;
       if (split <= 0 || devices % split != 0 || devices / split <= 1) continue;
-      auto& [b, count] = by_group[devices / split];
-      b += e * static_cast<double>(std::max<size_t>(dtype_size(p.dtype), 1));
+      const int64_t group = devices / split;
+      const double bytes = e * static_cast<double>(std::max<size_t>(dtype_size(p.dtype), 1));
+      reductions_.emplace_back(p.name, Reduction{group, bytes});
+      if (!sharding || bytes < static_cast<double>(pc->optimizer_threshold_kb) * 1024) continue;
+      const int64_t shard = pc->optimizer_shard_size > 1 && group % pc->optimizer_shard_size == 0
+                                ? pc->optimizer_shard_size
+                                : group;
+      if (p.shape.rank() == 0 || !p.shape.dims[0].is_known() ||
+          p.shape.dims[0].value() % shard != 0) {
+        continue;
+      }
+      opt_shards_[p.name] = shard;
+      auto& [b, count] = gathers[shard];
+      b += bytes / static_cast<double>(shard);
       ++count;
     }
-    for (const auto& [group, load] : by_group) {
-      KernelEstimate k;
-      k.unit = Unit::Comm;
-      k.block_dim = 1;
-      const auto moved = comm_moved_bytes("AllReduce", group, static_cast<uint64_t>(load.first));
-      k.comm_bytes = moved ? static_cast<double>(*moved) : 0;
-      comm_bytes_ += k.comm_bytes;
-      if (const auto us = comm_time_us(t_, "AllReduce", group, k.comm_bytes)) {
-        k.cycles = *us * t_.frequency_mhz;
-        k.bound = "communication";
-      } else {
-        k.bound = "not-estimated";
-        comm_untimed_ = true;
-      }
-      add(std::move(k), kNoNode, "backward",
-          "AllReduce(gradients of " + std::to_string(load.second) + " parameter" +
-              (load.second == 1 ? "" : "s") + ", " + std::to_string(group) + " devices)");
+    for (const auto& [shard, load] : gathers) {
+      add_collective("AllGather", shard, load.first, "forward",
+                     "AllGather(parameters of the parallel optimizer: " +
+                         std::to_string(load.second) + ", " + std::to_string(shard) + " devices)");
     }
+  }
+
+  // One collective kernel on the interconnect: `bytes` held per device before it.
+  void add_collective(const std::string& kind, int64_t group, double bytes, const char* phase,
+                      std::string name) {
+    KernelEstimate k;
+    k.unit = Unit::Comm;
+    k.block_dim = 1;
+    const auto moved = comm_moved_bytes(kind, group, static_cast<uint64_t>(bytes));
+    k.comm_bytes = moved ? static_cast<double>(*moved) : 0;
+    comm_bytes_ += k.comm_bytes;
+    if (const auto us = comm_time_us(t_, kind, group, k.comm_bytes)) {
+      k.cycles = *us * t_.frequency_mhz;
+      k.bound = "communication";
+    } else {
+      k.bound = "not-estimated";
+      comm_untimed_ = true;
+    }
+    add(std::move(k), kNoNode, phase, std::move(name));
   }
 
   void optimizer() {
@@ -1331,8 +1387,12 @@ class Estimator {
     const double fp16_copy = t_.ascend && o_.mixed_precision ? 2 : 0;
     for (const auto& p : r_.params) {
       if (!p.trainable) continue;
-      const double e = product(p.shape, 0, p.shape.rank());
+      double e = product(p.shape, 0, p.shape.rank());
       if (e <= 0) continue;
+      // The parallel optimizer: each device updates its shard.
+      if (auto it = opt_shards_.find(p.name); it != opt_shards_.end()) {
+        e /= static_cast<double>(it->second);
+      }
       for (const OptimizerKernel& k : optimizer_kernels(o_.optimizer, fp16_copy)) {
         add(vector({.elements = e,
                     .in_bytes = e * k.read_bytes,
@@ -1584,6 +1644,15 @@ class Estimator {
   // Parameter name -> the devices its slice is split over (the product of the splits of the
   // strategy that reads it); absent: 1 (replicated).
   std::map<std::string, int64_t> param_splits_;
+  // A parallel training step (plan_parallel_training): the parameters whose gradients are
+  // reduced, in CellReport::params order, and those the parallel optimizer shards (their shard
+  // group).
+  struct Reduction {
+    int64_t group = 1;
+    double bytes = 0;
+  };
+  std::vector<std::pair<std::string, Reduction>> reductions_;
+  std::map<std::string, int64_t> opt_shards_;
 };
 
 }  // namespace
