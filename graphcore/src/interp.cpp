@@ -1176,18 +1176,22 @@ Value Interpreter::eval_comprehension(const Node* e, Frame& f) {
   return make_list(std::move(out));
 }
 
-// True when a loop body calls something (not counting nested functions and classes).
-bool Interpreter::body_calls(std::span<ast::Node*> body) {
-  std::function<bool(const Node*)> calls = [&](const Node* n) -> bool {
+// True when statements `body` hold a node of `kind`, not counting nested functions, lambdas and
+// classes (a `yield` of the function itself, a call in a loop's body).
+static bool body_holds(std::span<ast::Node* const> body, K kind) {
+  std::function<bool(const Node*)> holds = [&](const Node* n) -> bool {
     if (!n || n->kind == K::FunctionDef || n->kind == K::ClassDef || n->kind == K::Lambda)
       return false;
-    if (n->kind == K::Call) return true;
+    if (n->kind == kind) return true;
     bool found = false;
-    for_each_child(n, [&](const Node* c) { found = found || calls(c); });
+    for_each_child(n, [&](const Node* c) { found = found || holds(c); });
     return found;
   };
-  return std::any_of(body.begin(), body.end(), [&](const Node* n) { return calls(n); });
+  return std::any_of(body.begin(), body.end(), [&](const Node* n) { return holds(n); });
 }
+
+// True when a loop body calls something (not counting nested functions and classes).
+bool Interpreter::body_calls(std::span<ast::Node*> body) { return body_holds(body, K::Call); }
 
 // True when a loop body can leave the loop: a `break` of this loop, or a return/raise anywhere
 // in it (not counting nested functions and classes).
@@ -1280,15 +1284,7 @@ Value Interpreter::make_function(const Node* def, Frame& f, std::string name) {
     fn->defaults.push_back(p->a ? eval(p->a, f) : Value::unknown());
   }
   if (def->kind == K::FunctionDef) {
-    std::function<bool(const Node*)> yields = [&](const Node* n) {
-      if (!n || n->kind == K::FunctionDef || n->kind == K::ClassDef || n->kind == K::Lambda)
-        return false;
-      if (n->kind == K::Yield) return true;
-      bool found = false;
-      for_each_child(n, [&](const Node* c) { found = found || yields(c); });
-      return found;
-    };
-    fn->is_generator = std::any_of(def->list2.begin(), def->list2.end(), yields);
+    fn->is_generator = body_holds(def->list2, K::Yield);
   }
   return Value::obj(fn);
 }
