@@ -451,14 +451,30 @@ int construct_inputs(const InstanceObj* inst) {
 
 }  // namespace
 
+// The callee of call `site` as written when it is a dotted name ("self.block2.shard"), else
+// empty: how a message names a `.shard` call made before the Cell has a path in any root.
+static std::string dotted_callee(const Site& site) {
+  const ast::Node* f =
+      site.node != nullptr && site.node->kind == ast::K::Call ? site.node->a : nullptr;
+  std::string out;
+  for (; f != nullptr && f->kind == ast::K::Attribute; f = f->a) {
+    out.insert(0, "." + std::string(f->str));
+  }
+  if (f == nullptr || f->kind != ast::K::Name) return {};
+  return std::string(f->str) + out;
+}
+
 Value cell_shard_method(Interpreter& /*in*/, const Value& self) {
   return Value::obj(std::make_shared<BuiltinObj>(
       "shard",
       [self](Interpreter& in, CallArgs& a, const Site& site) -> Value {
         auto* inst = self.as<InstanceObj>();
         if (inst == nullptr || !inst->cell) return Value::none();
-        std::string name = inst->cell->path.empty() ? inst->cls->name : inst->cell->path.str();
-        if (auto s = shard_call(in, self, a, 0, site, name + ".shard")) {
+        std::string name = dotted_callee(site);
+        if (name.empty()) {
+          name = (inst->cell->path.empty() ? inst->cls->name : inst->cell->path.str()) + ".shard";
+        }
+        if (auto s = shard_call(in, self, a, 0, site, std::move(name))) {
           inst->cell->cell_shard = std::move(s);
         }
         return Value::none();  // Cell.shard returns None (MindSpore 2.10, measured)
