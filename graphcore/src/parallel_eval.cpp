@@ -75,15 +75,32 @@ SourceRange kw_range(const CallArgs& a, std::string_view name, const Site& site)
 // A strategy value: a tuple of tuples of ints, or of Layout calls (their splits). nullopt when
 // it is not one the analysis knows (a variable only known at run time, a list: MindSpore
 // rejects lists in Python, which is not this check's business).
+// A Layout call's value (`layout("dp", "None")`, see `layout` below: an OpaqueObj "Layout()"),
+// or null.
+const OpaqueObj* layout_call(const Value& v) {
+  const auto* o = v.as<OpaqueObj>();
+  return o != nullptr && o->type_name == "Layout()" ? o : nullptr;
+}
+
+// The splits a Layout call stands for, one per tensor dimension.
+std::vector<int64_t> layout_splits(const OpaqueObj& layout) {
+  std::vector<int64_t> splits;
+  for (const Value& x : layout.args) splits.push_back(x.as_int());
+  return splits;
+}
+
+// A Cell as messages name it: its path in the analysed root, else its class.
+const std::string& cell_label(const InstanceObj& inst) {
+  return inst.cell->path.empty() ? inst.cls->name : inst.cell->path.str();
+}
+
 std::optional<Strategy> strategy_of(const Value& v) {
   const auto* outer = v.as<TupleObj>();
   if (outer == nullptr) return std::nullopt;
   Strategy s;
   for (const Value& item : outer->items) {
-    if (auto* layout = item.as<OpaqueObj>(); layout && layout->type_name == "Layout()") {
-      std::vector<int64_t> splits;
-      for (const Value& x : layout->args) splits.push_back(x.as_int());
-      s.push_back(std::move(splits));
+    if (const OpaqueObj* layout = layout_call(item)) {
+      s.push_back(layout_splits(*layout));
       continue;
     }
     const auto* inner = item.as<TupleObj>();
@@ -124,9 +141,6 @@ struct CellShard {
 
 namespace {
 
-// Python's repr of a tuple of ints: "(16, 30)", "(16,)".
-std::string py_tuple(const std::vector<int64_t>& v) { return strategy_str(v); }
-
 // A value of a plain Python type (None, a number, a str, a list, a dict, a set): what MindSpore's
 // isinstance checks certainly refuse where a tuple or a Layout is wanted. Anything else (an
 // object the analysis models loosely, a Layout not called) is not judged.
@@ -149,11 +163,8 @@ std::optional<std::vector<CellShard::Entry>> shard_entries(const Value& v, std::
   bool layouts = false;
   for (const Value& item : outer->items) {
     if (item.is_unknown()) return std::nullopt;
-    if (auto* layout = item.as<OpaqueObj>(); layout && layout->type_name == "Layout()") {
-      CellShard::Entry e;
-      e.layout = true;
-      for (const Value& x : layout->args) e.splits.push_back(x.as_int());
-      out.push_back(std::move(e));
+    if (const OpaqueObj* layout = layout_call(item)) {
+      out.push_back(CellShard::Entry{layout_splits(*layout), true});
       layouts = true;
       continue;
     }
@@ -214,7 +225,7 @@ void check_parameter_plan(Interpreter& in, const Value& fn, const Value& plan,
   }
   for (const auto& [k, v] : dict->entries) {
     if (k.is_unknown() || v.is_unknown()) return;
-    const bool layout = v.as<OpaqueObj>() != nullptr && v.as<OpaqueObj>()->type_name == "Layout()";
+    const bool layout = layout_call(v) != nullptr;
     if (!layout && v.as<TupleObj>() == nullptr && !plain_python(v)) return;  // not judged
     if (str_of(k) == nullptr || (v.as<TupleObj>() == nullptr && !layout)) {
       in.report_at(file, at, Severity::Error, "parallel-strategy-type",
@@ -258,7 +269,7 @@ void check_parameter_plan(Interpreter& in, const Value& fn, const Value& plan,
     if (it == params.end()) {
       if (!complete) continue;
       std::string msg = "'" + key + "' names no trainable Parameter of `";
-      msg += cell->cell->path.empty() ? cell->cls->name : cell->cell->path.str();
+      msg += cell_label(*cell);
       msg += "`: MindSpore ignores the entry (\"" + key + " is not exist, ignored its setting.\")";
       if (std::find(untrainable.begin(), untrainable.end(), name) != untrainable.end()) {
         msg += "; '" + name + "' is not trainable";
@@ -293,8 +304,8 @@ void check_parameter_plan(Interpreter& in, const Value& fn, const Value& plan,
     for (size_t i = 0; i < splits.size(); ++i) {
       if (splits[i] != 0 && dims[i] % splits[i] != 0) {
         in.report_at(file, at, Severity::Error, "parallel-not-divisible",
-                     "For '" + key + "', the param_shape is " + py_tuple(dims) +
-                         " and the setting param_strategy is " + py_tuple(splits) +
+                     "For '" + key + "', the param_shape is " + strategy_str(dims) +
+                         " and the setting param_strategy is " + strategy_str(splits) +
                          ". The param_shape[" + std::to_string(i) + "]: " +
                          std::to_string(dims[i]) + " cannot be divisible by param_strategy[" +
                          std::to_string(i) + "]: " + std::to_string(splits[i]) + ".");
@@ -432,21 +443,25 @@ void check_shard_inputs(Interpreter& in, const CellShard& s, const CallArgs& arg
   }
 }
 
-// The construct's inputs of Cell `inst` when a call passing `given` of them passes every one
-// (no defaults left, no *args): -1 otherwise.
-int construct_inputs(const InstanceObj* inst) {
-  const Value* c = inst->cls->lookup("construct");
-  const auto* fn = c != nullptr ? c->as<FunctionObj>() : nullptr;
+// The inputs of function `fn` from parameter `first` on (1: after a method's self) when every
+// call passes all of them (no defaults, no *args / **kwargs): -1 otherwise or when unknown.
+int fixed_inputs(const FunctionObj* fn, size_t first) {
   if (fn == nullptr || fn->def == nullptr) return -1;
   const auto& params = fn->def->list;
   int n = 0;
-  for (size_t i = 1; i < params.size(); ++i) {
+  for (size_t i = first; i < params.size(); ++i) {
     auto kind = static_cast<ast::ParamKindAst>(params[i]->op);
     if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs) return -1;
     if (i < fn->has_default.size() && fn->has_default[i]) return -1;
     ++n;
   }
   return n;
+}
+
+// The construct's inputs of Cell `inst`, as fixed_inputs.
+int construct_inputs(const InstanceObj* inst) {
+  const Value* c = inst->cls->lookup("construct");
+  return fixed_inputs(c != nullptr ? c->as<FunctionObj>() : nullptr, 1);
 }
 
 }  // namespace
@@ -472,7 +487,7 @@ Value cell_shard_method(Interpreter& /*in*/, const Value& self) {
         if (inst == nullptr || !inst->cell) return Value::none();
         std::string name = dotted_callee(site);
         if (name.empty()) {
-          name = (inst->cell->path.empty() ? inst->cls->name : inst->cell->path.str()) + ".shard";
+          name = cell_label(*inst) + ".shard";
         }
         if (auto s = shard_call(in, self, a, 0, site, std::move(name))) {
           inst->cell->cell_shard = std::move(s);
@@ -632,8 +647,7 @@ void register_parallel_natives(Interpreter& /*interp*/,
     const Value* fn = !a.pos.empty() ? a.pos.data() : a.find_kw("fn");
     if (fn == nullptr) return Value::unknown();
     if (auto* inst = fn->as<InstanceObj>(); inst && inst->cell) {
-      std::string name = inst->cell->path.empty() ? inst->cls->name : inst->cell->path.str();
-      if (auto s = shard_call(in, *fn, a, 1, site, "shard(" + name + ")")) {
+      if (auto s = shard_call(in, *fn, a, 1, site, "shard(" + cell_label(*inst) + ")")) {
         inst->cell->cell_shard = std::move(s);
       }
       return *fn;
@@ -642,19 +656,7 @@ void register_parallel_natives(Interpreter& /*interp*/,
     auto s = shard_call(in, *fn, a, 1, site, "shard(" + (f ? f->name : type_name(*fn)) + ")");
     if (!s) return *fn;
     Value target = *fn;
-    int params = -1;
-    if (f != nullptr && f->def != nullptr) {
-      params = 0;
-      for (size_t i = 0; i < f->def->list.size(); ++i) {
-        auto kind = static_cast<ast::ParamKindAst>(f->def->list[i]->op);
-        const bool deflt = i < f->has_default.size() && f->has_default[i];
-        if (kind == ast::ParamKindAst::VarArgs || kind == ast::ParamKindAst::VarKwargs || deflt) {
-          params = -1;
-          break;
-        }
-        ++params;
-      }
-    }
+    const int params = fixed_inputs(f, 0);
     return Value::obj(std::make_shared<BuiltinObj>(
         "shard_fn", [target, s, params](Interpreter& in2, CallArgs& args, const Site& at) {
           check_shard_inputs(in2, *s, args, params);

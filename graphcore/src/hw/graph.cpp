@@ -1293,21 +1293,20 @@ class Estimator {
   // shard group instead (plus an AllReduce of the shard over the rest of the group, if any).
   void gradient_reduction() {
     std::map<std::pair<std::string, int64_t>, std::pair<double, size_t>> by_group;
+    auto tally = [&](const char* kind, int64_t group, double bytes) {
+      auto& [b, count] = by_group[{kind, group}];
+      b += bytes;
+      ++count;
+    };
     for (const auto& [name, r] : reductions_) {
       const auto shard = opt_shards_.find(name);
       if (shard == opt_shards_.end()) {
-        auto& [b, count] = by_group[{"AllReduce", r.group}];
-        b += r.bytes;
-        ++count;
+        tally("AllReduce", r.group, r.bytes);
         continue;
       }
-      auto& [b, count] = by_group[{"ReduceScatter", shard->second}];
-      b += r.bytes;
-      ++count;
+      tally("ReduceScatter", shard->second, r.bytes);
       if (r.group / shard->second > 1) {
-        auto& [rb, rcount] = by_group[{"AllReduce", r.group / shard->second}];
-        rb += r.bytes / static_cast<double>(shard->second);
-        ++rcount;
+        tally("AllReduce", r.group / shard->second, r.bytes / static_cast<double>(shard->second));
       }
     }
     for (const auto& [key, load] : by_group) {
@@ -1714,8 +1713,11 @@ namespace {
 struct DeviceView {
   CellReport report;
   OptimizedGraph graph;
-  size_t sharded = 0;         // semantic operators costed at their per-device shapes
-  size_t batch_parallel = 0;  // operators without a strategy split by D1
+  size_t sharded = 0;  // semantic operators costed at their per-device shapes
+  // semi_auto_parallel on several devices: operators without a strategy run MindSpore's
+  // default batch-parallel one (D1); `batch_parallel` of them are split by it.
+  bool default_strategy = false;
+  size_t batch_parallel = 0;
   std::map<std::string, int64_t> param_splits;  // parameter -> devices its slice is split over
 };
 
@@ -1730,7 +1732,7 @@ std::optional<DeviceView> device_view(const CellReport& report, const OptimizedG
   const bool default_dp = pc->parallel_mode == "semi_auto_parallel" && pc->stage_devices() > 1;
   if (!default_dp && std::none_of(report.graph.nodes.begin(), report.graph.nodes.end(), recorded))
     return std::nullopt;
-  DeviceView v{report, graph, 0, 0, {}};
+  DeviceView v{report, graph, 0, default_dp, 0, {}};
   std::vector<Node>& sem = v.report.graph.nodes;
   std::vector<bool> changed(sem.size(), false);
   std::map<std::string, Shape> param_slices;
@@ -1879,16 +1881,16 @@ HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& 
     Estimator estimator(device->report, device->graph, options, target);
     estimator.set_param_splits(std::move(device->param_splits));
     HardwareGraph out = estimator.run();
-    const bool semi = options.parallel->parallel_mode == "semi_auto_parallel";
     out.estimate.notes.push_back(
         "parallel: one device's kernels: " + std::to_string(device->sharded) + " operator" +
         (device->sharded == 1 ? "" : "s") +
         " with a strategy at the per-device shapes it gives (FLOPs / the devices it uses); " +
-        (semi ? std::to_string(device->batch_parallel) + " without one at MindSpore's default "
-                                                         "batch-parallel strategy (the first "
-                                                         "input's first dimension split over "
-                                                         "the stage's devices), the rest whole"
-              : std::string("operators without one at their global shapes")));
+        (device->default_strategy
+             ? std::to_string(device->batch_parallel) + " without one at MindSpore's default "
+                                                        "batch-parallel strategy (the first "
+                                                        "input's first dimension split over "
+                                                        "the stage's devices), the rest whole"
+             : std::string("operators without one at their global shapes")));
     return out;
   }
   HardwareGraph out = Estimator(report, graph, options, target).run();
