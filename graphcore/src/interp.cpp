@@ -656,7 +656,7 @@ Flow Interpreter::exec(const Node* s, Frame& f) {
               "evaluation stops at this loop: its condition is always true and it "
               "ends only by an exception a call in it raises (sys.exit(), Ctrl+C), "
               "so what follows it is not analysed",
-              site, true};
+              site};
           b.endless = true;
           throw b;
         }
