@@ -240,9 +240,12 @@ Sharding sharding(const graphcore::NodeParallel& par, PositionMapper& positions)
   Sharding s;
   add_rows(par.in_strategy, s.mutable_strategy());
   if (par.out_strategy) add_rows(*par.out_strategy, s.mutable_out_strategy());
-  const std::string file(par.shard_file.str());
+  const bool propagated = !par.propagated_from.empty();
+  const std::string file(propagated ? par.from_file.str() : par.shard_file.str());
   s.set_file(file);
-  if (!file.empty()) *s.mutable_range() = positions.range(file, par.shard_range);
+  if (!file.empty())
+    *s.mutable_range() = positions.range(file, propagated ? par.from_range : par.shard_range);
+  s.set_propagated_from(par.propagated_from);
   s.set_attr(par.attr);
   auto add_shapes = [](const std::vector<graphcore::Shape>& shapes,
                        google::protobuf::RepeatedPtrField<Tensor>* out) {

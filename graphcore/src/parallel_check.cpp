@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -405,8 +406,9 @@ struct Checker {
       p.per_device_outputs.push_back(slice(n.outputs[0].shape, out));
   }
 
-  // R1: an input whose producer's split differs from the split this operator asks for.
-  void redistribution(const Graph& g, Node& n, const std::vector<In>& ins) {
+  // R1: an input whose producer's split differs from the split this operator asks for. `warn`:
+  // the strategy is the user's (a propagated one only records the communication).
+  void redistribution(const Graph& g, Node& n, const std::vector<In>& ins, bool warn) {
     NodeParallel& p = *n.parallel;
     for (size_t i = 0; i < n.inputs.size() && i < p.in_strategy.size(); ++i) {
       const ValueRef r = n.inputs[i];
@@ -433,10 +435,10 @@ struct Checker {
         p.comms.push_back(ParallelComm{"AllGather", gather, static_cast<int>(i), gathered});
       if (!sliced.empty())
         p.comms.push_back(ParallelComm{"StridedSlice", 1, static_cast<int>(i), sliced});
-      if (gather <= 1) continue;  // a local slice moves no data between devices
+      if (gather <= 1 || !warn) continue;  // a local slice moves no data between devices
       std::string msg = "input " + std::to_string(i) + " (" + ins[i].name + ", " +
-                        dims_str(ins[i].shape) + ") is split " + strategy_str(from) + " by `self." +
-                        prod.parallel->attr + "`, but `self." + p.attr + "` asks for " +
+                        dims_str(ins[i].shape) + ") is split " + strategy_str(from) + " by " +
+                        shard_owner(prod) + ", but `self." + p.attr + "` asks for " +
                         strategy_str(to) +
                         ": MindSpore inserts a tensor redistribution between them: an AllGather "
                         "over " +
@@ -463,10 +465,179 @@ struct Checker {
         slices(n, ins);
         if (!check_node(g, n, ins)) continue;
         derive(n, ins);
-        redistribution(g, n, ins);
+        redistribution(g, n, ins, true);
       }
+      propagate(g);
     }
     check_stages(g);
+  }
+
+  // Sharding propagation (docs/parallel.md §12). MindSpore runs it under auto_parallel with
+  // search_mode "sharding_propagation", and switches a semi_auto_parallel program that uses
+  // `Cell.shard` / `mindspore.shard` to it (the Shard pass, shard.cc; the reshard and shard
+  // documents): operators without a strategy take one from the layouts of their neighbours, the
+  // configured operators' outputs, the sharded calls' inputs and parameter_plan's Parameters.
+  // MindSpore chooses among candidate strategies by the redistribution they cost; this follows
+  // the layouts forward in graph order, the choice that costs none: an operator takes its
+  // inputs' layouts (the first input that has one wins where two disagree, the other is
+  // redistributed), and the dimensions its rule ties or broadcasts take the same split. It stops
+  // at operators without a sharding rule (Reshape, Transpose ...), which keep what the cost
+  // model gives them (docs/parallel.md §12, "Not modelled").
+  [[nodiscard]] bool propagates(const Graph& g) const {
+    if (!ctx.sharding() || !ctx.mode_known || ctx.stage_devices() <= 1) return false;
+    return !g.shard_seeds.empty() ||
+           (ctx.parallel_mode == "auto_parallel" && ctx.search_mode == "sharding_propagation");
+  }
+
+  void propagate(Graph& g) {
+    if (!propagates(g)) return;
+    struct Origin {
+      std::string what;
+      IStr file;
+      SourceRange range;
+      ShardSeed* seed = nullptr;
+    };
+    struct Layout {
+      std::vector<int64_t> split;
+      size_t origin = 0;
+    };
+    std::vector<Origin> origins;
+    std::map<std::pair<uint32_t, uint32_t>, Layout> layout;  // (node, output) -> its split
+    std::map<std::string, Layout> plans;                     // Parameter -> parameter_plan's
+    for (ShardSeed& seed : g.shard_seeds) {
+      origins.push_back(Origin{seed.what, seed.file, seed.range, &seed});
+      for (const auto& [ref, split] : seed.inputs)
+        layout.try_emplace({ref.node, ref.output}, Layout{split, origins.size() - 1});
+      for (const auto& [name, split] : seed.params)
+        plans.try_emplace(name, Layout{split, origins.size() - 1});
+    }
+    const ParallelReport silent = [](const std::string& /*file*/, SourceRange /*range*/,
+                                     Severity /*sev*/, const std::string& /*code*/,
+                                     const std::string& /*message*/) {};
+    Checker quiet{ctx, silent};
+    for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+      Node& n = g.nodes[i];
+      if (n.kind == NodeKind::Parameter && !n.params.empty() && !n.outputs.empty()) {
+        auto it = plans.find(n.params.front());
+        const Shape& shape = n.outputs[0].shape;
+        if (it != plans.end() && shape.ranked && shape.rank() == it->second.split.size())
+          layout.try_emplace({i, 0}, it->second);
+        continue;
+      }
+      if (n.kind != NodeKind::Op || n.inputs.empty()) continue;
+      if (n.parallel && !n.parallel->in_strategy.empty()) {  // the user's own strategy
+        if (!n.parallel->output_split.empty()) {
+          origins.push_back(Origin{"self." + n.parallel->attr + ".shard", n.parallel->shard_file,
+                                   n.parallel->shard_range, nullptr});
+          layout.try_emplace({i, 0}, Layout{n.parallel->output_split, origins.size() - 1});
+        }
+        continue;
+      }
+      const OpDef* def = find_op(n.op.str());
+      const ShardRule* rule = def != nullptr ? def->shard_rule() : nullptr;
+      if (rule == nullptr) continue;
+      std::vector<In> ins;
+      std::vector<bool> known;
+      const Layout* lead = nullptr;
+      Strategy s;
+      bool ranked = true;
+      for (const ValueRef& r : n.inputs) {
+        Shape shape = r.node < g.nodes.size() && r.output < g.nodes[r.node].outputs.size()
+                          ? g.nodes[r.node].outputs[r.output].shape
+                          : Shape::unranked();
+        ranked = ranked && shape.ranked;
+        auto it = layout.find({r.node, r.output});
+        const bool has =
+            it != layout.end() && shape.ranked && it->second.split.size() == shape.rank();
+        if (has && lead == nullptr) lead = &it->second;
+        known.push_back(has);
+        s.push_back(has ? it->second.split
+                        : std::vector<int64_t>(shape.ranked ? shape.rank() : 0, 1));
+        ins.push_back(In{input_name(g, r), std::move(shape)});
+      }
+      if (!ranked || lead == nullptr) continue;
+      const size_t origin = lead->origin;
+      // Two dimensions that must split alike: an input without a layout takes the other's split;
+      // where both have one, the earlier input's wins and the later is redistributed.
+      auto align = [&](size_t a, size_t da, size_t b, size_t db) {
+        if (a > b) {
+          std::swap(a, b);
+          std::swap(da, db);
+        }
+        if (s[a][da] == s[b][db]) return;
+        if (!known[a] && known[b]) {
+          s[a][da] = s[b][db];
+        } else {
+          s[b][db] = s[a][da];
+        }
+      };
+      auto rank = [&](size_t k) { return ins[k].shape.rank(); };
+      for (const ShardTie& t : rule->ties) {
+        const auto a = static_cast<size_t>(static_cast<uint8_t>(t.a.input));  // < 0: skipped
+        const auto b = static_cast<size_t>(static_cast<uint8_t>(t.b.input));
+        if (a >= ins.size() || b >= ins.size()) continue;
+        const int da = resolve(t.a, n, rank(a));
+        const int db = resolve(t.b, n, rank(b));
+        if (da >= 0 && db >= 0) align(a, static_cast<size_t>(da), b, static_cast<size_t>(db));
+      }
+      if (rule->output != ShardOutput::Input0) {
+        const size_t tail = rule->output == ShardOutput::Dims ? 2 : 0;
+        size_t longest = 0;
+        for (size_t k = 0; k < ins.size(); ++k) longest = std::max(longest, rank(k));
+        for (size_t e = tail; e < longest; ++e) {  // e-th dimension from the end
+          std::vector<std::pair<size_t, size_t>> dims;
+          for (size_t k = 0; k < ins.size(); ++k) {
+            if (e >= rank(k)) continue;
+            const size_t d = rank(k) - 1 - e;
+            const Dim& dim = ins[k].shape.dims[d];
+            if (dim.is_known() && dim.value() == 1) {
+              s[k][d] = 1;  // a dimension of one element broadcasts: never split
+              continue;
+            }
+            dims.emplace_back(k, d);
+          }
+          for (size_t j = 1; j < dims.size(); ++j)
+            align(dims[0].first, dims[0].second, dims[j].first, dims[j].second);
+        }
+      }
+      if (!rule->unsplit_axis.empty() && rank(0) > 0) {
+        std::vector<int64_t> axes{rule->unsplit_default};
+        if (const AttrValue* a = n.find_attr(rule->unsplit_axis)) {
+          if (const auto* v = std::get_if<int64_t>(a)) axes = {*v};
+          if (const auto* v = std::get_if<std::vector<int64_t>>(a)) axes = *v;
+        }
+        for (int64_t axis : axes) {
+          const int64_t d = axis < 0 ? axis + static_cast<int64_t>(rank(0)) : axis;
+          if (d >= 0 && d < static_cast<int64_t>(rank(0))) s[0][static_cast<size_t>(d)] = 1;
+        }
+      }
+      const bool fresh = !n.parallel;
+      if (fresh) n.parallel = std::make_shared<NodeParallel>();
+      NodeParallel& p = *n.parallel;
+      p.in_strategy = s;
+      p.out_strategy.reset();
+      slices(n, ins);
+      if (!quiet.check_node(g, n, ins)) {  // a strategy MindSpore would not choose: none here
+        if (fresh) {
+          n.parallel.reset();
+        } else {
+          p.in_strategy.clear();
+          p.per_device_inputs.clear();
+          p.device_matrix = 0;
+        }
+        continue;
+      }
+      const Origin& o = origins[origin];
+      p.propagated_from = o.what;
+      p.from_file = o.file;
+      p.from_range = o.range;
+      derive(n, ins);
+      redistribution(g, n, ins, false);
+      if (o.seed != nullptr) ++o.seed->propagated;
+      // A sharded call's own layout for the value (its seed) stays: MindSpore redistributes
+      // into it at the call.
+      if (!p.output_split.empty()) layout.try_emplace({i, 0}, Layout{p.output_split, origin});
+    }
   }
 
   // P3 / P4: the stage of every node (its Cell's, else its producer's, as
@@ -567,11 +738,24 @@ struct Checker {
 
 }  // namespace
 
+std::string shard_owner(const Node& n) {
+  if (!n.parallel) return "`" + n.id + "`";
+  const NodeParallel& p = *n.parallel;
+  if (p.propagated_from.empty()) return "`self." + p.attr + "`";
+  return "`" + n.id + "` (" + n.op.str() + ", by sharding propagation from `" + p.propagated_from +
+         "`)";
+}
+
 std::string describe_parallel(const Graph& g, const Node& n) {
   if (!n.parallel || n.parallel->in_strategy.empty()) return {};
   const NodeParallel& p = *n.parallel;
-  std::string out = "self." + p.attr + ".shard(" + strategy_str(p.in_strategy) +
-                    (p.out_strategy ? ", " + strategy_str(*p.out_strategy) : std::string()) + ")";
+  std::string out =
+      p.propagated_from.empty()
+          ? "self." + p.attr + ".shard(" + strategy_str(p.in_strategy) +
+                (p.out_strategy ? ", " + strategy_str(*p.out_strategy) : std::string()) + ")"
+          : n.op.str() + " strategy " + strategy_str(p.in_strategy) +
+                " by sharding propagation from `" + p.propagated_from + "` (line " +
+                std::to_string(p.from_range.start.line + 1) + ")";
   if (p.device_matrix > 0) out += " uses " + std::to_string(p.device_matrix) + " devices";
   if (p.stage >= 0) out += ", pipeline stage " + std::to_string(p.stage);
   auto line = [&](const std::string& name, const Shape& global, const Shape& local,
@@ -596,6 +780,22 @@ std::string describe_parallel(const Graph& g, const Node& n) {
     out += "\n" + c.kind + (c.group > 1 ? " over " + std::to_string(c.group) + " devices" : "") +
            (c.input >= 0 ? " on input " + std::to_string(c.input) : std::string()) + ": " + c.why;
   }
+  return out;
+}
+
+std::string describe_shard_seed(const Graph& g, const ShardSeed& s) {
+  std::string out = s.what + ": ";
+  out += s.propagated == 0
+             ? "no operator takes its strategy from it"
+             : std::to_string(s.propagated) + " operator" + (s.propagated == 1 ? "" : "s") +
+                   " take their strategies from it by sharding propagation";
+  for (const auto& [ref, split] : s.inputs) {
+    if (ref.node >= g.nodes.size() || ref.output >= g.nodes[ref.node].outputs.size()) continue;
+    const Shape& shape = g.nodes[ref.node].outputs[ref.output].shape;
+    out += "\n" + Checker::input_name(g, ref) + ": global " + dims_str(shape) + ", per device " +
+           dims_str(Checker::slice(shape, split)) + " (split " + strategy_str(split) + ")";
+  }
+  for (const auto& [name, split] : s.params) out += "\n" + name + ": split " + strategy_str(split);
   return out;
 }
 

@@ -134,6 +134,8 @@ struct CellShard {
     bool layout = false;  // a Layout call: checked by the operators it reaches, not here
   };
   std::vector<Entry> in;
+  // parameter_plan's tuple entries that passed the checks: Parameter name -> split.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
   IStr file;
   SourceRange range;  // the `.shard(...)` / `shard(...)` call
   std::string what;   // "block2.shard", "shard(add)": how messages name it
@@ -202,9 +204,11 @@ SourceRange arg_range(const CallArgs& a, size_t pos, std::string_view name, cons
 
 // parameter_plan: MindSpore's type checks, then each entry against the trainable Parameter of
 // `fn`'s tree it names (Shard._search_parameter_by_name: the key without "self." equals the
-// Parameter's name as MindSpore has named it so far) with Shard._check_layout_is_valid.
+// Parameter's name as MindSpore has named it so far) with Shard._check_layout_is_valid. The tuple
+// entries that pass go to `out` (name -> split), for sharding propagation.
 void check_parameter_plan(Interpreter& in, const Value& fn, const Value& plan,
-                          const std::string& file, SourceRange at) {
+                          const std::string& file, SourceRange at,
+                          std::vector<std::pair<std::string, std::vector<int64_t>>>& out) {
   if (plan.is_none() || plan.is_unknown()) return;
   const auto* dict = plan.as<DictObj>();
   if (dict == nullptr && !plain_python(plan)) return;
@@ -298,6 +302,13 @@ void check_parameter_plan(Interpreter& in, const Value& fn, const Value& plan,
                        ", is not equal to param_shape len: " + std::to_string(shape.rank()) + ".");
       return;
     }
+    bool divides = true;
+    for (size_t i = 0; i < splits.size(); ++i) {
+      const Dim& dim = shape.dims[i];
+      if (dim.is_known() && splits[i] != 0 && dim.value() % splits[i] != 0) divides = false;
+      if (splits[i] <= 0) divides = false;
+    }
+    if (divides) out.emplace_back(it->first, splits);
     if (!shape.fully_known()) continue;
     std::vector<int64_t> dims;
     for (const Dim& d : shape.dims) dims.push_back(d.value());
@@ -351,10 +362,11 @@ std::shared_ptr<CellShard> shard_call(Interpreter& in, const Value& fn, const Ca
       return fail(out_at, error);
     }
   }
-  if (plan != nullptr && report) {
-    check_parameter_plan(in, fn, *plan, file, arg_range(a, first + 2, "parameter_plan", site));
-  }
   auto s = std::make_shared<CellShard>();
+  if (plan != nullptr && report) {
+    check_parameter_plan(in, fn, *plan, file, arg_range(a, first + 2, "parameter_plan", site),
+                         s->params);
+  }
   s->in = std::move(*entries);
   s->file = site.file_id();
   s->range = site.range();
@@ -441,6 +453,18 @@ void check_shard_inputs(Interpreter& in, const CellShard& s, const CallArgs& arg
       return;
     }
   }
+  // The checks passed: the layouts this call gives its inputs (and its parameter_plan) are where
+  // sharding propagation starts (docs/parallel.md §12).
+  if (in.graph == nullptr) return;
+  ShardSeed seed{s.what, s.file, s.range, {}, s.params, 0};
+  for (size_t i = 0; i < s.in.size() && i < args.pos.size(); ++i) {
+    const auto* t = args.pos[i].as<TensorObj>();
+    if (t == nullptr || t->graph_id != in.graph->graph_id || s.in[i].splits.empty()) continue;
+    if (!t->type.shape.ranked || t->type.shape.rank() != s.in[i].splits.size()) continue;
+    seed.inputs.emplace_back(t->ref, s.in[i].splits);
+  }
+  if (seed.inputs.empty() && seed.params.empty()) return;
+  in.graph->graph.shard_seeds.push_back(std::move(seed));
 }
 
 // The inputs of function `fn` from parameter `first` on (1: after a method's self) when every

@@ -436,6 +436,20 @@ Json hover(const FeatureContext& ctx, const Json& position) {
     if (!range) range = at->range;
     break;
   }
+  // A `Cell.shard` / `mindspore.shard` call: its inputs' global and per-device shapes and the
+  // operators sharding propagation gave its layout (graphcore::describe_shard_seed).
+  for (const auto& rep : fa.result.cells) {
+    const auto& seeds = rep.graph.shard_seeds;
+    const auto at = std::find_if(seeds.begin(), seeds.end(), [&](const graphcore::ShardSeed& s) {
+      return s.file == fa.path && contains(s.range, p);
+    });
+    if (at == seeds.end()) continue;
+    std::string block = "```text\n" + graphcore::describe_shard_seed(rep.graph, *at) + "\n```";
+    if (!body.empty()) block.append("\n\n---\n\n").append(body);
+    body = std::move(block);
+    if (!range) range = at->range;
+    break;
+  }
   // A call whose error was reported (the graph stops there): why, and what it received.
   for (const auto& rep : fa.result.cells) {
     const auto& g = rep.graph;

@@ -927,5 +927,118 @@ TEST(CommPass, SingleDeviceOptimizedLayerIsUnchanged) {
   fs::remove_all(fs::temp_directory_path() / "cellscope_comm_single");
 }
 
+// The node of `r`'s first Cell with id `id`, or nullptr.
+const Node* node_named(const AnalysisResult& r, const std::string& id) {
+  if (r.cells.empty()) return nullptr;
+  for (const Node& n : r.cells.front().graph.nodes) {
+    if (n.id == id) return &n;
+  }
+  return nullptr;
+}
+
+// Sharding propagation (docs/parallel.md §12): a Cell.shard'ed block's operators take their
+// strategies from the layout its in_strategy gives its input, down to the operators after it;
+// a split contracted dimension adds MatMul's AllReduce; parameter_plan splits a Parameter an
+// operator reads; nothing is propagated under semi_auto_parallel without a sharded Cell.
+TEST(Parallel, CellShardLayoutsPropagateToTheOperatorsThatUseThem) {
+  auto source = [](const std::string& context, const std::string& shard) {
+    return "import numpy as np\nimport mindspore as ms\nfrom mindspore import Parameter, Tensor, "
+           "nn, ops\n\nms.set_auto_parallel_context(" +
+           context +
+           ")\n\n\nclass Block(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.fc1 = nn.Dense(64, 128)\n        self.relu = nn.ReLU()\n"
+           "        self.fc2 = nn.Dense(128, 32)\n\n    def construct(self, x):\n"
+           "        return self.fc2(self.relu(self.fc1(x)))\n\n\nclass Proj(nn.Cell):\n"
+           "    def __init__(self):\n        super().__init__()\n"
+           "        self.w = Parameter(Tensor(np.ones((32, 16), np.float32)))\n"
+           "        self.matmul = ops.MatMul()\n\n    def construct(self, x):\n"
+           "        return self.matmul(x, self.w)\n\n\nclass Net(nn.Cell):\n"
+           "    def __init__(self):\n        super().__init__()\n        self.block = Block()\n"
+           "        self.proj = Proj()\n" +
+           shard +
+           "        self.add = ops.Add()\n\n    def construct(self, x):\n"
+           "        return self.add(self.proj(self.block(x)), 1.0)\n\n\nnet = Net()\n"
+           "out = net(Tensor(np.ones((16, 64), np.float32)))\n";
+  };
+  const std::string semi = "parallel_mode=\"semi_auto_parallel\", device_num=8";
+  const AnalysisResult r = analyse_source(
+      "cellscope_shard_propagation",
+      source(semi,
+             "        self.block.shard(in_strategy=((4, 1),))\n"
+             "        self.proj.shard(in_strategy=((2, 1),), parameter_plan={\"self.proj.w\": (1, "
+             "4)})\n"));
+  for (const Diagnostic& d : r.diagnostics)
+    EXPECT_NE(d.code.rfind("parallel-", 0), 0U) << listing(r);
+  ASSERT_FALSE(r.cells.empty());
+  const Graph& g = r.cells.front().graph;
+  ASSERT_EQ(g.shard_seeds.size(), 2U);
+  EXPECT_EQ(g.shard_seeds[0].what, "self.block.shard");
+  EXPECT_EQ(g.shard_seeds[0].propagated, 3U);  // fc1, relu, fc2
+  auto expect = [&](const std::string& id, const std::vector<int64_t>& shape,
+                    const std::string& from) {
+    const Node* n = node_named(r, id);
+    ASSERT_NE(n, nullptr) << id;
+    ASSERT_TRUE(n->parallel) << id;
+    EXPECT_EQ(n->parallel->propagated_from, from) << id;
+    ASSERT_EQ(n->parallel->per_device_outputs.size(), 1U) << id;
+    EXPECT_EQ(dims_of(n->parallel->per_device_outputs[0]), shape) << id;
+    EXPECT_EQ(n->parallel->shard_range, SourceRange{}) << id;  // no strategy written there
+  };
+  expect("block.fc1", {4, 128}, "self.block.shard");
+  expect("block.relu", {4, 128}, "self.block.shard");
+  expect("block.fc2", {4, 32}, "self.block.shard");
+  // Proj's input is laid out (2, 1) by its own call, its weight (1, 4) by parameter_plan:
+  // MatMul ((2, 1), (1, 4)) on all 8 devices, its output split (2, 4).
+  const Node* mm = node_named(r, "proj.matmul");
+  ASSERT_NE(mm, nullptr);
+  ASSERT_TRUE(mm->parallel);
+  EXPECT_EQ(mm->parallel->propagated_from, "self.proj.shard");
+  EXPECT_EQ(mm->parallel->in_strategy, (Strategy{{2, 1}, {1, 4}}));
+  EXPECT_EQ(mm->parallel->device_matrix, 8);
+  ASSERT_EQ(mm->parallel->per_device_outputs.size(), 1U);
+  EXPECT_EQ(dims_of(mm->parallel->per_device_outputs[0]), (std::vector<int64_t>{8, 4}));
+  expect("add", {8, 4}, "self.proj.shard");
+  const std::string hover = describe_parallel(g, *node_named(r, "block.relu"));
+  EXPECT_NE(hover.find("by sharding propagation from `self.block.shard` (line 34)"),
+            std::string::npos)
+      << hover;
+  const std::string seed = describe_shard_seed(g, g.shard_seeds[0]);
+  EXPECT_NE(seed.find("3 operators take their strategies from it"), std::string::npos) << seed;
+  EXPECT_NE(seed.find("x: global [16, 64], per device [4, 64] (split (4, 1))"), std::string::npos)
+      << seed;
+
+  // Splitting the features the first Dense contracts: its partial sums are AllReduced.
+  const AnalysisResult k =
+      analyse_source("cellscope_shard_propagation_k",
+                     source(semi, "        self.block.shard(in_strategy=((1, 8),))\n"));
+  const Node* fc1 = node_named(k, "block.fc1");
+  ASSERT_NE(fc1, nullptr);
+  ASSERT_TRUE(fc1->parallel);
+  ASSERT_EQ(fc1->parallel->comms.size(), 1U) << describe_parallel(k.cells.front().graph, *fc1);
+  EXPECT_EQ(fc1->parallel->comms[0].kind, "AllReduce");
+  EXPECT_EQ(fc1->parallel->comms[0].group, 8);
+
+  // No sharded Cell under semi_auto_parallel: no propagation (D1 applies instead).
+  const AnalysisResult none = analyse_source("cellscope_shard_propagation_none", source(semi, ""));
+  ASSERT_FALSE(none.cells.empty());
+  EXPECT_TRUE(none.cells.front().graph.shard_seeds.empty());
+  for (const Node& n : none.cells.front().graph.nodes)
+    EXPECT_TRUE(!n.parallel || n.parallel->in_strategy.empty()) << n.id;
+
+  // auto_parallel with sharding_propagation: a Primitive.shard'ed operator's output layout
+  // reaches the operator after it.
+  const AnalysisResult prim = analyse_source(
+      "cellscope_shard_propagation_primitive",
+      source("parallel_mode=\"auto_parallel\", search_mode=\"sharding_propagation\", "
+             "device_num=8",
+             "        self.proj.matmul.shard(((8, 1), (1, 1)))\n"));
+  const Node* add = node_named(prim, "add");
+  ASSERT_NE(add, nullptr);
+  ASSERT_TRUE(add->parallel) << listing(prim);
+  EXPECT_EQ(add->parallel->propagated_from, "self.matmul.shard");
+  ASSERT_EQ(add->parallel->per_device_outputs.size(), 1U);
+  EXPECT_EQ(dims_of(add->parallel->per_device_outputs[0]), (std::vector<int64_t>{2, 16}));
+}
+
 }  // namespace
 }  // namespace graphcore

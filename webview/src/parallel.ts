@@ -180,7 +180,9 @@ export function pickerTip(p: ParallelSummary | undefined): string {
 export function shardingLines(n: VNode): string[] {
   const s = shardingOf(n);
   if (!s) return [];
-  const out = [`${s.attr ? `self.${s.attr}` : n.op}: ${splitLabel(s)}${s.deviceMatrix ? ` on ${s.deviceMatrix} devices` : ''}`];
+  const owner = s.propagatedFrom ? n.op : s.attr ? `self.${s.attr}` : n.op;
+  const out = [`${owner}: ${splitLabel(s)}${s.deviceMatrix ? ` on ${s.deviceMatrix} devices` : ''}`];
+  if (s.propagatedFrom) out.push(`strategy by sharding propagation from ${s.propagatedFrom}`);
   const ins = n.semantic?.inputs ?? [];
   (s.deviceInputs ?? []).forEach((t, i) => {
     const global = n.inputs[i]?.tensor;

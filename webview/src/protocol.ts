@@ -58,6 +58,8 @@ export interface Sharding {
   outputSplit?: number[];
   deviceMatrix?: number;     // devices the strategy uses
   comms?: ShardingComm[];
+  /** Set when sharding propagation gave the strategy: the sharded call it came from. */
+  propagatedFrom?: string;
 }
 
 /** graph.proto ParallelSummary: the program's parallel configuration. */

@@ -150,6 +150,11 @@ test('the tooltip lines of a sharded node: strategy, both shapes per input and o
     'AllReduce over 4 devices: partial sums of the contracted dimension',
   ]);
   assert.deepEqual(shardingLines(g.byId.get('relu')!), []);
+  // A strategy sharding propagation gave (docs/parallel.md §13): named by its operator and origin.
+  const propagated = buildViewGraph(shardedCell({ ...MATMUL, attr: '', propagatedFrom: 'self.block.shard' }), 'semantic');
+  const lines = shardingLines(propagated.byId.get('matmul')!);
+  assert.equal(lines[0], 'MatMul: split ((2, 4), (4, 1)) on 8 devices');
+  assert.equal(lines[1], 'strategy by sharding propagation from self.block.shard');
 });
 
 test('the hardware panel gives the communication and the pipeline of a parallel estimate', () => {

@@ -106,6 +106,19 @@ struct FailedCall {
   std::string message;
 };
 
+// One call of a Cell or function sharded with `Cell.shard` / `mindspore.shard`
+// (docs/parallel.md §12): the split its in_strategy gives each graph value it received, and its
+// parameter_plan's tuple entries. MindSpore propagates these layouts to the operators that use
+// them (sharding propagation); the checks do the same.
+struct ShardSeed {
+  std::string what;  // "self.block.shard", "shard(add)": as messages name the call
+  IStr file;
+  SourceRange range;  // the `.shard(...)` call
+  std::vector<std::pair<ValueRef, std::vector<int64_t>>> inputs;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;  // Parameter name -> split
+  size_t propagated = 0;  // filled by the checks: operators that took their strategy from it
+};
+
 struct Graph {
   std::vector<Node> nodes;
   std::vector<ValueRef> outputs;
@@ -115,6 +128,8 @@ struct Graph {
   std::map<std::string, std::string> scope_classes;
   // The `pipeline_stage` of every Cell instance that set one, in the order their construct ran.
   std::vector<CellStage> stages;
+  // Every call of a sharded Cell or function, in the order they ran.
+  std::vector<ShardSeed> shard_seeds;
 };
 
 struct NamedTensor {

@@ -43,6 +43,12 @@ struct NodeParallel {
   std::vector<Shape> per_device_outputs;
   std::vector<int64_t> output_split;
   std::vector<ParallelComm> comms;
+  // Set when the strategy is not the user's but sharding propagation's (docs/parallel.md §12):
+  // the call whose layout reached this operator ("self.block.shard", "self.matmul.shard") and
+  // where it is. `shard_range` then stays empty: the user wrote no strategy here.
+  std::string propagated_from;
+  IStr from_file;
+  SourceRange from_range;
   int64_t device_matrix = 0;  // devices the strategy uses (its device matrix's product); 0: unknown
   // Pipeline stage: the `pipeline_stage` of the innermost Cell that set one (-1: none set; the
   // checks then fill `stage` with the stage MindSpore gives it, the producer's).
@@ -104,11 +110,19 @@ struct ParallelContext {
 
 struct Graph;
 struct Node;
+struct ShardSeed;
+
+// How messages name the strategy of node `n`: "`self.matmul`" for a `.shard` the user wrote,
+// "`block.relu` (ReLU, by sharding propagation from `self.block.shard`)" for a propagated one.
+std::string shard_owner(const Node& n);
 
 // What a hover says of sharded node `n` of `g` (empty when it has no strategy): per input
 // "x: global [16, 64], per device [8, 16] (split (2, 4))", the output the same way, and the
 // communication MindSpore inserts. Markdown-free text, one fact per line.
 std::string describe_parallel(const Graph& g, const Node& n);
+// What a hover on a `Cell.shard` / `mindspore.shard` call says: each input's global and
+// per-device shape and how many operators took their strategy from it.
+std::string describe_shard_seed(const Graph& g, const ShardSeed& s);
 
 // "(2, 4)", "((2, 4), (4, 1))": as Python prints them.
 std::string strategy_str(const std::vector<int64_t>& s);

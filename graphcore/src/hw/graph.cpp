@@ -1713,7 +1713,8 @@ namespace {
 struct DeviceView {
   CellReport report;
   OptimizedGraph graph;
-  size_t sharded = 0;  // semantic operators costed at their per-device shapes
+  size_t sharded = 0;     // semantic operators costed at their per-device shapes
+  size_t propagated = 0;  // of them, with a strategy sharding propagation gave (§13)
   // semi_auto_parallel on several devices: operators without a strategy run MindSpore's
   // default batch-parallel one (D1); `batch_parallel` of them are split by it.
   bool default_strategy = false;
@@ -1732,7 +1733,7 @@ std::optional<DeviceView> device_view(const CellReport& report, const OptimizedG
   const bool default_dp = pc->parallel_mode == "semi_auto_parallel" && pc->stage_devices() > 1;
   if (!default_dp && std::none_of(report.graph.nodes.begin(), report.graph.nodes.end(), recorded))
     return std::nullopt;
-  DeviceView v{report, graph, 0, default_dp, 0, {}};
+  DeviceView v{report, graph, 0, 0, default_dp, 0, {}};
   std::vector<Node>& sem = v.report.graph.nodes;
   std::vector<bool> changed(sem.size(), false);
   std::map<std::string, Shape> param_slices;
@@ -1744,6 +1745,7 @@ std::optional<DeviceView> device_view(const CellReport& report, const OptimizedG
     n.flops /= static_cast<double>(par.device_matrix);
     changed[i] = true;
     ++v.sharded;
+    if (!par.propagated_from.empty()) ++v.propagated;
     // A parameter or graph input is held as the slice its (first) sharded reader reads: MindSpore
     // slices parameters by the strategy, and the dataset's batch by the data strategy.
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -1884,7 +1886,11 @@ HardwareGraph estimate_hardware(const CellReport& report, const OptimizedGraph& 
     out.estimate.notes.push_back(
         "parallel: one device's kernels: " + std::to_string(device->sharded) + " operator" +
         (device->sharded == 1 ? "" : "s") +
-        " with a strategy at the per-device shapes it gives (FLOPs / the devices it uses); " +
+        " with a strategy at the per-device shapes it gives (FLOPs / the devices it uses" +
+        (device->propagated > 0
+             ? "; " + std::to_string(device->propagated) + " by sharding propagation"
+             : std::string()) +
+        "); " +
         (device->default_strategy
              ? std::to_string(device->batch_parallel) + " without one at MindSpore's default "
                                                         "batch-parallel strategy (the first "

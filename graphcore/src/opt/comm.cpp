@@ -159,8 +159,8 @@ void run_comm(PassContext& ctx) {
         }
         after[i].push_back(
             comm_node(c.kind + "/" + id, c.kind, ValueRef{i, 0}, g, held, c.group,
-                      "`self." + p->attr + "` (" + strategy_str(p->in_strategy) + "): " + c.why +
-                          ": " + c.kind + " (sum) over " + std::to_string(c.group) +
+                      shard_owner(*ctx.anchor(g.nodes[i])) + " (" + strategy_str(p->in_strategy) +
+                          "): " + c.why + ": " + c.kind + " (sum) over " + std::to_string(c.group) +
                           " devices after it (MatMulBase::InferForwardCommunication)"));
       } else if (c.kind == "AllGather" && c.input >= 0) {
         const Node* s = ctx.anchor(g.nodes[i]);
@@ -176,7 +176,7 @@ void run_comm(PassContext& ctx) {
             static_cast<uint32_t>(slot),
             comm_node("AllGather/" + g.nodes[prod].id + "->" + id, "AllGather",
                       g.nodes[i].inputs[slot], g, slice, c.group,
-                      "input " + std::to_string(slot) + " of `self." + p->attr + "` is split " +
+                      "input " + std::to_string(slot) + " of " + shard_owner(*s) + " is split " +
                           (pp != nullptr ? strategy_str(pp->output_split) : "?") +
                           " by its producer but asked " + strategy_str(p->in_strategy[slot]) +
                           ": the tensor redistribution gathers " + c.why + " (AllConcat, an " +

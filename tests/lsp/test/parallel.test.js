@@ -74,3 +74,58 @@ test('inlay hints: a sharded operator\'s result shows its global and per-device 
   assert.equal(after.find((h) => h.position.line === yLine)?.label, '(16, 32) f32 → (2, 32)/dev');
   assert.equal(await s.stop(), 0);
 });
+
+// A Cell sharded with Cell.shard (docs/parallel.md §13): the operators inside take its layout by
+// sharding propagation, so their results get per-device hints too; the hover on the `.shard(...)`
+// call gives its input's two shapes and how many operators took their strategy from it.
+const CELL_SHARD = `import numpy as np
+import mindspore as ms
+from mindspore import Tensor, nn
+
+ms.set_auto_parallel_context(parallel_mode="semi_auto_parallel", device_num=8)
+
+
+class Block(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(64, 32)
+        self.relu = nn.ReLU()
+
+    def construct(self, x):
+        y = self.fc(x)
+        return self.relu(y)
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.block.shard(in_strategy=((4, 1),))
+
+    def construct(self, x):
+        return self.block(x)
+
+
+net = Net()
+out = net(Tensor(np.ones((16, 64), np.float32)))
+`;
+
+test('Cell.shard: propagated strategies give per-device hints; the .shard call has a hover', async (t) => {
+  const ws = tempWorkspace({ 'net.py': { text: CELL_SHARD } });
+  const s = await startSession();
+  t.after(() => { s.dispose(); removeDir(ws); });
+  const uri = s.open(path.join(ws, 'net.py'), CELL_SHARD);
+  const pub = await s.waitDiagnostics(uri);
+  assert.deepEqual(pub.diagnostics.filter((d) => d.severity === 1), [], 'the strategy is valid');
+  const yLine = lineOf(CELL_SHARD, 'y = self.fc');
+  const all = await hints(s, uri, CELL_SHARD);
+  const y = all.find((h) => h.position.line === yLine);
+  assert.equal(y?.label, '(16, 32) f32 → (4, 32)/dev');
+  assert.match(y.tooltip, /by sharding propagation from `self\.block\.shard`/);
+  const shardLine = lineOf(CELL_SHARD, 'self.block.shard(');
+  const col = CELL_SHARD.split('\n')[shardLine].indexOf('shard(');
+  const hover = await s.conn.sendRequest(HoverRequest.type, { textDocument: { uri }, position: { line: shardLine, character: col + 1 } });
+  assert.match(hover.contents.value, /self\.block\.shard: 2 operators take their strategies from it by sharding propagation/);
+  assert.match(hover.contents.value, /x: global \[16, 64\], per device \[4, 64\] \(split \(4, 1\)\)/);
+  assert.equal(await s.stop(), 0);
+});
