@@ -59,6 +59,72 @@ int resolve(const ShardDim& d, const Node& n, size_t rank) {
   return dim >= 0 && dim < r ? dim : -1;
 }
 
+// The dimensions of input 0 (rank `rank`) that rule `r` needs whole on one device, each with
+// the axis as the node's attribute gives it: Softmax's axis, LayerNorm's begin_norm_axis and
+// every dimension after it.
+std::vector<std::pair<int64_t, size_t>> unsplit_dims(const ShardRule& r, const Node& n,
+                                                     size_t rank) {
+  std::vector<std::pair<int64_t, size_t>> out;
+  if (r.unsplit_axis.empty()) return out;
+  std::vector<int64_t> axes{r.unsplit_default};
+  if (const AttrValue* a = n.find_attr(r.unsplit_axis)) {
+    if (const auto* i = std::get_if<int64_t>(a)) axes = {*i};
+    if (const auto* v = std::get_if<std::vector<int64_t>>(a)) axes = *v;
+  }
+  const auto r64 = static_cast<int64_t>(rank);
+  for (int64_t axis : axes) {
+    const int64_t d = axis < 0 ? axis + r64 : axis;
+    if (d < 0 || d >= r64) continue;
+    for (int64_t k = d; k < (r.unsplit_from ? r64 : d + 1); ++k)
+      out.emplace_back(axis, static_cast<size_t>(k));
+  }
+  return out;
+}
+
+// The output split of a reshape of `in` (split `split`) into `out` (ShardOutput::Reshape):
+// dimensions are grouped where the products of the input's and the output's agree; a group
+// passes the split of its first input dimension of more than one element to its first such
+// output dimension when that divides it. Empty when a split cannot pass without moving data
+// (or a dimension is not known).
+std::vector<int64_t> reshape_split(const Shape& in, const std::vector<int64_t>& split,
+                                   const Shape& out) {
+  if (!in.fully_known() || !out.fully_known() || split.size() != in.rank()) return {};
+  std::vector<int64_t> result(out.rank(), 1);
+  size_t i = 0;
+  size_t j = 0;
+  while (i < in.rank() || j < out.rank()) {
+    const size_t i0 = i;
+    const size_t j0 = j;
+    int64_t pi = i < in.rank() ? in.dims[i++].value() : 1;
+    int64_t pj = j < out.rank() ? out.dims[j++].value() : 1;
+    while (pi != pj) {
+      if (pi < pj && i < in.rank()) {
+        pi *= in.dims[i++].value();
+      } else if (pj < pi && j < out.rank()) {
+        pj *= out.dims[j++].value();
+      } else {
+        return {};  // the element counts differ: not a reshape of known shapes
+      }
+    }
+    std::optional<size_t> lead_in;
+    for (size_t k = i0; k < i; ++k) {
+      if (in.dims[k].value() > 1 && !lead_in) {
+        lead_in = k;
+      } else if (split[k] != 1) {
+        return {};  // a split inside the group: its slices are not contiguous in the output
+      }
+    }
+    if (!lead_in || split[*lead_in] == 1) continue;
+    std::optional<size_t> lead_out;
+    for (size_t k = j0; k < j && !lead_out; ++k) {
+      if (out.dims[k].value() > 1) lead_out = k;
+    }
+    if (!lead_out || out.dims[*lead_out].value() % split[*lead_in] != 0) return {};
+    result[*lead_out] = split[*lead_in];
+  }
+  return result;
+}
+
 struct Checker {
   const ParallelContext& ctx;
   const ParallelReport& report;
@@ -205,7 +271,7 @@ struct Checker {
       }
       // Broadcast dimensions (all of an elementwise operator's, a BatchMatMul's batch ones):
       // aligned from the right, those of more than one element split alike.
-      if (rule->output != ShardOutput::Input0) {
+      if (rule->output == ShardOutput::Broadcast || rule->output == ShardOutput::Dims) {
         size_t tail = rule->output == ShardOutput::Dims ? 2 : 0;
         size_t longest = 0;
         for (size_t i = 0; i < ins.size(); ++i) longest = std::max(longest, rank(i));
@@ -234,16 +300,20 @@ struct Checker {
           }
         }
       }
-      if (!rule->unsplit_axis.empty() && !ins.empty() && rank(0) > 0) {
-        std::vector<int64_t> axes{rule->unsplit_default};
-        if (const AttrValue* a = n.find_attr(rule->unsplit_axis)) {
-          if (const auto* i = std::get_if<int64_t>(a)) axes = {*i};
-          if (const auto* v = std::get_if<std::vector<int64_t>>(a)) axes = *v;
-        }
-        for (int64_t axis : axes) {
-          int64_t d = axis < 0 ? axis + static_cast<int64_t>(rank(0)) : axis;
-          if (d < 0 || d >= static_cast<int64_t>(rank(0))) continue;
-          if (s[0][static_cast<size_t>(d)] != 1) {
+      if (!ins.empty() && rank(0) > 0) {
+        for (auto [axis, d] : unsplit_dims(*rule, n, rank(0))) {
+          if (s[0][d] != 1 && rule->unsplit_from) {  // LayerNormInfo::CheckStrategy's words
+            error(p, "parallel-split-mismatch",
+                  "The dimensions starting form " + std::string(rule->unsplit_axis) +
+                      " cannot be split, the " + std::string(rule->unsplit_axis) + " is " +
+                      std::to_string(axis < 0 ? axis + static_cast<int64_t>(rank(0)) : axis) +
+                      ", but the strategy of first input is " + strategy_str(s[0]) + " (" +
+                      n.op.str() + " over " + std::string(rule->unsplit_axis) + "=" +
+                      std::to_string(axis) + " of " + ins[0].name + " " + dims_str(ins[0].shape) +
+                      " needs dimension " + std::to_string(d) + " whole on one device)");
+            return false;
+          }
+          if (s[0][d] != 1) {
             error(p, "parallel-split-mismatch",
                   "The strategy is " + strat + ": the strategy corresponding to axis dimension " +
                       std::to_string(d) + " is not 1 (" + n.op.str() + " over " +
@@ -353,6 +423,27 @@ struct Checker {
       switch (rule->output) {
         case ShardOutput::Input0:
           if (!s.empty() && s[0].size() == out_rank) out = s[0];
+          break;
+        case ShardOutput::Permute: {
+          const AttrValue* a = n.find_attr("perm");
+          const auto* perm = a != nullptr ? std::get_if<std::vector<int64_t>>(a) : nullptr;
+          if (s.empty() || s[0].size() != out_rank || perm == nullptr || perm->size() != out_rank)
+            break;
+          out.assign(out_rank, 1);
+          const auto r64 = static_cast<int64_t>(out_rank);
+          for (size_t k = 0; k < out_rank; ++k) {
+            const int64_t from = (*perm)[k] < 0 ? (*perm)[k] + r64 : (*perm)[k];
+            if (from < 0 || from >= r64) {
+              out.clear();
+              break;
+            }
+            out[k] = s[0][static_cast<size_t>(from)];
+          }
+          break;
+        }
+        case ShardOutput::Reshape:
+          if (!s.empty() && !ins.empty())
+            out = reshape_split(ins[0].shape, s[0], n.outputs[0].shape);
           break;
         case ShardOutput::Broadcast: {
           out.assign(out_rank, 1);
@@ -572,6 +663,8 @@ struct Checker {
         }
       };
       auto rank = [&](size_t k) { return ins[k].shape.rank(); };
+      // An axis the operator needs whole is gathered (before the ties: they then follow it).
+      for (auto [axis, d] : unsplit_dims(*rule, n, rank(0))) s[0][d] = 1;
       for (const ShardTie& t : rule->ties) {
         const auto a = static_cast<size_t>(static_cast<uint8_t>(t.a.input));  // < 0: skipped
         const auto b = static_cast<size_t>(static_cast<uint8_t>(t.b.input));
@@ -580,7 +673,7 @@ struct Checker {
         const int db = resolve(t.b, n, rank(b));
         if (da >= 0 && db >= 0) align(a, static_cast<size_t>(da), b, static_cast<size_t>(db));
       }
-      if (rule->output != ShardOutput::Input0) {
+      if (rule->output == ShardOutput::Broadcast || rule->output == ShardOutput::Dims) {
         const size_t tail = rule->output == ShardOutput::Dims ? 2 : 0;
         size_t longest = 0;
         for (size_t k = 0; k < ins.size(); ++k) longest = std::max(longest, rank(k));
@@ -600,31 +693,28 @@ struct Checker {
             align(dims[0].first, dims[0].second, dims[j].first, dims[j].second);
         }
       }
-      if (!rule->unsplit_axis.empty() && rank(0) > 0) {
-        std::vector<int64_t> axes{rule->unsplit_default};
-        if (const AttrValue* a = n.find_attr(rule->unsplit_axis)) {
-          if (const auto* v = std::get_if<int64_t>(a)) axes = {*v};
-          if (const auto* v = std::get_if<std::vector<int64_t>>(a)) axes = *v;
-        }
-        for (int64_t axis : axes) {
-          const int64_t d = axis < 0 ? axis + static_cast<int64_t>(rank(0)) : axis;
-          if (d >= 0 && d < static_cast<int64_t>(rank(0))) s[0][static_cast<size_t>(d)] = 1;
-        }
-      }
       const bool fresh = !n.parallel;
       if (fresh) n.parallel = std::make_shared<NodeParallel>();
       NodeParallel& p = *n.parallel;
       p.in_strategy = s;
       p.out_strategy.reset();
       slices(n, ins);
-      if (!quiet.check_node(g, n, ins)) {  // a strategy MindSpore would not choose: none here
+      // Not taken after all: the node keeps only its stage facts.
+      auto undo = [&] {
         if (fresh) {
           n.parallel.reset();
-        } else {
-          p.in_strategy.clear();
-          p.per_device_inputs.clear();
-          p.device_matrix = 0;
+          return;
         }
+        NodeParallel kept;
+        kept.stage = p.stage;
+        kept.stage_inherited = p.stage_inherited;
+        kept.cell_file = p.cell_file;
+        kept.cell_site = p.cell_site;
+        kept.cell = p.cell;
+        p = std::move(kept);
+      };
+      if (!quiet.check_node(g, n, ins)) {  // a strategy MindSpore would not choose: none here
+        undo();
         continue;
       }
       const Origin& o = origins[origin];
@@ -632,6 +722,10 @@ struct Checker {
       p.from_file = o.file;
       p.from_range = o.range;
       derive(n, ins);
+      if (p.output_split.empty() && !n.outputs.empty()) {  // no layout passes: it stops here
+        undo();
+        continue;
+      }
       redistribution(g, n, ins, false);
       if (o.seed != nullptr) ++o.seed->propagated;
       // A sharded call's own layout for the value (its seed) stays: MindSpore redistributes

@@ -1040,5 +1040,107 @@ TEST(Parallel, CellShardLayoutsPropagateToTheOperatorsThatUseThem) {
   EXPECT_EQ(dims_of(add->parallel->per_device_outputs[0]), (std::vector<int64_t>{2, 16}));
 }
 
+// Sharding propagation through a Transformer attention block (docs/parallel.md §13): the batch
+// split a Cell.shard gives its input passes LayerNorm (its normalized axis stays whole), the
+// Dense layers, the reshape into heads and the transposes (their rules: the split stays on the
+// leading dimension of its group, the permutation moves it), both BatchMatMuls and the Softmax,
+// and back: every operator runs on a quarter of the batch with no communication. A split of
+// the hidden dimension stops at the LayerNorm, which needs it whole (gathered there).
+TEST(Parallel, PropagationFollowsTheBatchThroughAnAttentionBlock) {
+  auto source = [](const std::string& strategy) {
+    return "import numpy as np\nimport mindspore as ms\nfrom mindspore import Tensor, nn, ops\n\n"
+           "ms.set_auto_parallel_context(parallel_mode=\"semi_auto_parallel\", device_num=8)\n\n\n"
+           "class Attention(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.norm = nn.LayerNorm((64,))\n        self.q = nn.Dense(64, 64)\n"
+           "        self.k = nn.Dense(64, 64)\n        self.v = nn.Dense(64, 64)\n"
+           "        self.out = nn.Dense(64, 64)\n"
+           "        self.scores = ops.BatchMatMul(transpose_b=True)\n"
+           "        self.mix = ops.BatchMatMul()\n        self.softmax = nn.Softmax()\n\n"
+           "    def heads(self, t):\n        return t.reshape(8, 16, 4, 16).transpose(0, 2, 1, "
+           "3)\n\n"
+           "    def construct(self, x):\n        y = self.norm(x)\n"
+           "        q, k, v = self.heads(self.q(y)), self.heads(self.k(y)), self.heads(self.v(y))\n"
+           "        a = self.softmax(self.scores(q, k))\n"
+           "        o = self.mix(a, v).transpose(0, 2, 1, 3).reshape(8, 16, 64)\n"
+           "        return x + self.out(o)\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.attn = Attention()\n"
+           "        self.attn.shard(in_strategy=(" +
+           strategy +
+           ",))\n\n    def construct(self, x):\n        return self.attn(x)\n\n\nnet = Net()\n"
+           "out = net(Tensor(np.ones((8, 16, 64), np.float32)))\n";
+  };
+  const AnalysisResult r = analyse_source("cellscope_propagation_attention", source("(2, 1, 1)"));
+  for (const Diagnostic& d : r.diagnostics)
+    EXPECT_NE(d.code.rfind("parallel-", 0), 0U) << listing(r);
+  ASSERT_FALSE(r.cells.empty());
+  const Graph& g = r.cells.front().graph;
+  ASSERT_EQ(g.shard_seeds.size(), 1U);
+  size_t ops = 0;
+  for (const Node& n : g.nodes) {
+    if (n.kind != NodeKind::Op) continue;
+    ++ops;
+    ASSERT_TRUE(n.parallel) << n.id;
+    EXPECT_EQ(n.parallel->propagated_from, "self.attn.shard") << n.id;
+    ASSERT_EQ(n.parallel->per_device_outputs.size(), 1U) << n.id;
+    const Shape& local = n.parallel->per_device_outputs[0];
+    ASSERT_TRUE(local.rank() > 0 && local.dims[0].is_known()) << n.id;
+    EXPECT_EQ(local.dims[0].value(), n.outputs[0].shape.dims[0].value() / 2) << n.id;
+    EXPECT_TRUE(n.parallel->comms.empty()) << n.id << ": " << describe_parallel(g, n);
+  }
+  EXPECT_EQ(g.shard_seeds[0].propagated, ops);
+  EXPECT_GE(ops, 17U);  // LayerNorm, 4 Dense, 4 reshapes, 4 transposes, 2 BatchMatMul, ...
+  // The heads' transpose moved the batch split: [8, 16, 4, 16] (2, 1, 1, 1) -> [8, 4, 16, 16].
+  const Node* scores = node_named(r, "attn.scores");
+  ASSERT_NE(scores, nullptr);
+  EXPECT_EQ(dims_of(scores->parallel->per_device_outputs[0]), (std::vector<int64_t>{4, 4, 16, 16}));
+
+  // The hidden dimension split by 4: LayerNorm needs it whole, so its strategy is (1, 1, 1) and
+  // its input is gathered from the Cell's (1, 1, 4) layout.
+  const AnalysisResult h = analyse_source("cellscope_propagation_hidden", source("(1, 1, 4)"));
+  const Node* norm = node_named(h, "attn.norm");
+  ASSERT_NE(norm, nullptr);
+  ASSERT_TRUE(norm->parallel) << listing(h);
+  EXPECT_EQ(norm->parallel->in_strategy, (Strategy{{1, 1, 1}}));
+}
+
+// The sharding rules of LayerNorm, Transpose and Reshape (their OpDefs) for written strategies:
+// a Transpose's output takes its input's splits permuted; splitting LayerNorm's normalized
+// axis is refused as MindSpore refuses it (LayerNormInfo::CheckStrategy).
+TEST(Parallel, TransposeAndLayerNormRulesCheckWrittenStrategies) {
+  auto source = [](const std::string& shard) {
+    return "import numpy as np\nimport mindspore as ms\nfrom mindspore import Parameter, Tensor, "
+           "nn, ops\n\nms.set_auto_parallel_context(parallel_mode=\"semi_auto_parallel\", "
+           "device_num=8)\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n"
+           "        super().__init__()\n" +
+           shard + "\n\n    def construct(self, x):\n        return self.op(x" +
+           (shard.find("LayerNorm") != std::string::npos ? ", self.g, self.b)[0]"
+                                                         : ", (0, 2, 1))") +
+           "\n\n\nnet = Net()\nout = net(Tensor(np.ones((8, 16, 64), np.float32)))\n";
+  };
+  const AnalysisResult t = analyse_source(
+      "cellscope_rule_transpose", source("        self.op = ops.Transpose().shard(((2, 4, 1),))"));
+  const Node* tr = sharded_at(t, 10);
+  ASSERT_NE(tr, nullptr) << listing(t);
+  EXPECT_EQ(tr->parallel->output_split, (std::vector<int64_t>{2, 1, 4}));
+  ASSERT_EQ(tr->parallel->per_device_outputs.size(), 1U);
+  EXPECT_EQ(dims_of(tr->parallel->per_device_outputs[0]), (std::vector<int64_t>{4, 64, 4}));
+  const AnalysisResult ln = analyse_source(
+      "cellscope_rule_layernorm",
+      source("        self.g = Parameter(Tensor(np.ones((64,), np.float32)))\n"
+             "        self.b = Parameter(Tensor(np.zeros((64,), np.float32)))\n"
+             "        self.op = ops.LayerNorm(-1, -1).shard(((2, 1, 4), (4,), (4,)))"));
+  std::vector<const Diagnostic*> errors;
+  for (const Diagnostic& d : ln.diagnostics) {
+    if (d.code.rfind("parallel-", 0) == 0) errors.push_back(&d);
+  }
+  ASSERT_EQ(errors.size(), 1U) << listing(ln);
+  EXPECT_EQ(errors[0]->code, "parallel-split-mismatch");
+  EXPECT_NE(errors[0]->message.find("The dimensions starting form begin_norm_axis cannot be split, "
+                                    "the begin_norm_axis is 2, but the strategy of first input is "
+                                    "(2, 1, 4)"),
+            std::string::npos)
+      << errors[0]->message;
+}
+
 }  // namespace
 }  // namespace graphcore

@@ -265,6 +265,11 @@ enum class ShardOutput : uint8_t {
   Input0,     // the output is split as input 0 (Softmax, BiasAdd)
   Dims,       // the output's last dimensions take `output_dims`' splits, the leading (batch)
               // ones input 0's leading ones, split alike on every input (BatchMatMul)
+  Permute,    // output dimension k is input 0's dimension perm[k] (Transpose's "perm")
+  Reshape,    // input 0's elements in a new shape: a split passes to the output when it is on
+              // the first dimension (of more than one element) of a group of input dimensions
+              // whose product equals a group of output dimensions', and divides that group's
+              // first output dimension; any other split has no output layout without moving data
 };
 
 struct ShardRule {
@@ -280,6 +285,9 @@ struct ShardRule {
   // out_strategy may make the first output dimension in_a * in_k: the AllReduce becomes a
   // ReduceScatter (MatMul::CheckOutputStrategy).
   bool reduce_scatter_out = false;
+  // The unsplit axis and every dimension after it must not be split (LayerNorm's
+  // begin_norm_axis).
+  bool unsplit_from = false;
 };
 
 // Elementwise operators (trait kElementwise) without a rule of their own split by broadcasting.

@@ -114,6 +114,12 @@ constexpr ShardRule kShardMatMul{
     ShardOutput::Dims, kShardMatMulTies, kShardMatMulOut, {}, -1, true, true};
 constexpr ShardRule kShardBatchMatMul{
     ShardOutput::Dims, kShardMatMulTies, kShardMatMulOut, {}, -1, false, false};
+// Sharding: the dimensions from begin_norm_axis on are not split, gamma and beta split as the
+// input's last dimensions, the output as the input (layer_norm_info.cc
+// LayerNormInfo::CheckStrategy, InferTensorMap).
+constexpr ShardTie kShardLayerNormTies[] = {{{1, -1}, {0, -1}, false}, {{2, -1}, {0, -1}, false}};
+constexpr ShardRule kShardLayerNorm{
+    ShardOutput::Input0, kShardLayerNormTies, {}, "begin_norm_axis", -1, false, false, true};
 // LayerNorm(input_x, gamma, beta) + (begin_norm_axis, begin_params_axis, epsilon); the
 // primitive returns (y, mean, variance): element 0 is nn.LayerNorm's output; the ops.LayerNorm
 // primitive's node has the three outputs (a TupleGetItem each) and gamma, beta as operands 1, 2
@@ -197,7 +203,8 @@ std::span<const OpDef> nn_ops() {
       {"BatchNorm", C::Normalization, kTraitNone, U::Vector, 4, P::KeepFloat32,
        &kernels::k_batchnorm, false, &ad::g_batchnorm, false, &ox::o_batchnorm, &kMindirBatchNorm},
       {"LayerNorm", C::Normalization, kTraitNone, U::Vector, 8, P::KeepFloat32,
-       &kernels::k_layernorm, false, &ad::g_layernorm, false, &ox::o_layernorm, &kMindirLayerNorm},
+       &kernels::k_layernorm, false, &ad::g_layernorm, false, &ox::o_layernorm, &kMindirLayerNorm,
+       &kShardLayerNorm},
       {"AddLayerNorm", C::Normalization, kTraitNone, U::Vector, 9, P::KeepFloat32, nullptr, true},
       {"GroupNorm", C::Normalization, kTraitNone, U::Vector, 8, P::Float16, &kernels::k_group_norm,
        false, &ad::g_group_norm, false, &ox::o_group_norm, &kMindirGroupNorm},

@@ -47,6 +47,13 @@ constexpr MindirArg kMindirTransposeArgs[] = {{"input", MindirValue::Input},
 // and MindSpore's own export writes nothing.
 constexpr MindirDef kMindirDropout{"Dropout", MindirKind::Function, {}, {}, -1, false, true};
 constexpr MindirDef kMindirTranspose{"Transpose", MindirKind::Function, kMindirTransposeArgs};
+
+// Sharding (docs/parallel.md §13): a transpose permutes its input's splits (TransposeInfo's
+// output tensor map is the permuted input map); a reshape keeps a split that stays on the
+// leading dimension of its group of dimensions (graphcore/src/parallel_check.cpp
+// reshape_split), anything else needs a redistribution MindSpore inserts (ReshapeInfo).
+constexpr ShardRule kShardTranspose{ShardOutput::Permute};
+constexpr ShardRule kShardReshape{ShardOutput::Reshape};
 // nn.Identity: mindspore.export writes nothing for it (measured), as for Dropout.
 constexpr MindirDef kMindirIdentity{"Identity", MindirKind::Function, {}, {}, -1, false, true};
 // BroadcastTo(input, shape): the output's static shape (measured: ops.broadcast_to(x, (2, 4, 6,
@@ -192,19 +199,20 @@ std::span<const OpDef> tensor_ops() {
       {"CumSum", C::Reduction, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_cumsum, false,
        &ad::g_cumsum, false, &ox::o_cumsum, &kMindirCumSum},
       {"Reshape", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
-       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirReshape},
+       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirReshape, &kShardReshape},
       {"Flatten", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
-       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirFlatten},
+       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirFlatten, &kShardReshape},
       {"ExpandDims", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16,
-       &kernels::k_reshape, false, &ad::g_reshape, false, &ox::o_reshape, &kMindirExpandDims},
+       &kernels::k_reshape, false, &ad::g_reshape, false, &ox::o_reshape, &kMindirExpandDims,
+       &kShardReshape},
       {"Squeeze", C::Shape, kReshapeLike | kHostNoop, U::Host, 1, P::Float16, &kernels::k_reshape,
-       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirSqueeze},
+       false, &ad::g_reshape, false, &ox::o_reshape, &kMindirSqueeze, &kShardReshape},
       {"Identity", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_identity, false,
        &ad::g_identity, false, nullptr, &kMindirIdentity},
       {"Narrow", C::Shape, kHostNoop, U::Host, 1, P::Float16, &kernels::k_narrow, false,
        &ad::g_narrow},
       {"Transpose", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_transpose, false,
-       &ad::g_transpose, false, &ox::o_transpose, &kMindirTranspose},
+       &ad::g_transpose, false, &ox::o_transpose, &kMindirTranspose, &kShardTranspose},
       {"Concat", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_concat, false,
        &ad::g_concat, false, &ox::o_concat, &kMindirConcat},
       {"Stack", C::Shape, kTraitNone, U::Vector, 1, P::Float16, &kernels::k_stack, false,
