@@ -563,7 +563,7 @@ struct Checker {
     check_stages(g);
   }
 
-  // Sharding propagation (docs/parallel.md §12). MindSpore runs it under auto_parallel with
+  // Sharding propagation (docs/parallel.md §13). MindSpore runs it under auto_parallel with
   // search_mode "sharding_propagation", and switches a semi_auto_parallel program that uses
   // `Cell.shard` / `mindspore.shard` to it (the Shard pass, shard.cc; the reshard and shard
   // documents): operators without a strategy take one from the layouts of their neighbours, the
@@ -572,8 +572,9 @@ struct Checker {
   // the layouts forward in graph order, the choice that costs none: an operator takes its
   // inputs' layouts (the first input that has one wins where two disagree, the other is
   // redistributed), and the dimensions its rule ties or broadcasts take the same split. It stops
-  // at operators without a sharding rule (Reshape, Transpose ...), which keep what the cost
-  // model gives them (docs/parallel.md §12, "Not modelled").
+  // at operators without a sharding rule (StridedSlice, Gather, Conv2D ...) and where no output
+  // layout follows (a reshape the split cannot pass): those keep what the cost model gives them
+  // (docs/parallel.md §13, "Not modelled").
   [[nodiscard]] bool propagates(const Graph& g) const {
     if (!ctx.sharding() || !ctx.mode_known || ctx.stage_devices() <= 1) return false;
     return !g.shard_seeds.empty() ||

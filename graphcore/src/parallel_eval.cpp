@@ -454,7 +454,7 @@ void check_shard_inputs(Interpreter& in, const CellShard& s, const CallArgs& arg
     }
   }
   // The checks passed: the layouts this call gives its inputs (and its parameter_plan) are where
-  // sharding propagation starts (docs/parallel.md §12).
+  // sharding propagation starts (docs/parallel.md §13).
   if (in.graph == nullptr) return;
   ShardSeed seed{s.what, s.file, s.range, {}, s.params, 0};
   for (size_t i = 0; i < s.in.size() && i < args.pos.size(); ++i) {

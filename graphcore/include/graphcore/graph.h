@@ -107,7 +107,7 @@ struct FailedCall {
 };
 
 // One call of a Cell or function sharded with `Cell.shard` / `mindspore.shard`
-// (docs/parallel.md §12): the split its in_strategy gives each graph value it received, and its
+// (docs/parallel.md §13): the split its in_strategy gives each graph value it received, and its
 // parameter_plan's tuple entries. MindSpore propagates these layouts to the operators that use
 // them (sharding propagation); the checks do the same.
 struct ShardSeed {

@@ -43,7 +43,7 @@ struct NodeParallel {
   std::vector<Shape> per_device_outputs;
   std::vector<int64_t> output_split;
   std::vector<ParallelComm> comms;
-  // Set when the strategy is not the user's but sharding propagation's (docs/parallel.md §12):
+  // Set when the strategy is not the user's but sharding propagation's (docs/parallel.md §13):
   // the call whose layout reached this operator ("self.block.shard", "self.matmul.shard") and
   // where it is. `shard_range` then stays empty: the user wrote no strategy here.
   std::string propagated_from;
