@@ -163,16 +163,20 @@ struct Checker {
   bool check_node(const Graph& g, Node& n, const std::vector<In>& ins) {
     NodeParallel& p = *n.parallel;
     const Strategy& s = p.in_strategy;
-    const std::string strat = strategy_str(s);
-    std::string takes;
-    for (size_t i = 0; i < ins.size(); ++i)
-      takes += (i ? " and " : "") + ins[i].name + " " + dims_str(ins[i].shape);
+    // Built only for a message (the propagation runs this on every operator it reaches).
+    auto strat = [&s] { return strategy_str(s); };
+    auto takes = [&ins] {
+      std::string out;
+      for (size_t i = 0; i < ins.size(); ++i)
+        out += (i ? " and " : "") + ins[i].name + " " + dims_str(ins[i].shape);
+      return out;
+    };
     const std::string op = n.op.str();
     if (s.size() != ins.size()) {
       error(p, "parallel-strategy-count",
-            "The strategy is " + strat + ", strategy size: " + std::to_string(s.size()) +
+            "The strategy is " + strat() + ", strategy size: " + std::to_string(s.size()) +
                 " is not equal to inputs size: " + std::to_string(ins.size()) + " (" + op +
-                " takes " + takes + ": one tuple per input)");
+                " takes " + takes() + ": one tuple per input)");
       return false;
     }
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -180,28 +184,30 @@ struct Checker {
       if (!shape.ranked) continue;
       if (s[i].size() != shape.rank()) {
         error(p, "parallel-strategy-rank",
-              "The strategy is " + strat + ", strategy len: " + std::to_string(s[i].size()) +
+              "The strategy is " + strat() + ", strategy len: " + std::to_string(s[i].size()) +
                   " is not equal to inputs len: " + std::to_string(shape.rank()) + ", index: " +
                   std::to_string(i) + " (" + ins[i].name + " is " + dims_str(shape) + ")");
         return false;
       }
       for (size_t d = 0; d < s[i].size(); ++d) {
         int64_t v = s[i][d];
-        std::string where =
-            " (" + ins[i].name + " " + dims_str(shape) + ", dimension " + std::to_string(d) + ")";
+        auto where = [&] {
+          return " (" + ins[i].name + " " + dims_str(shape) + ", dimension " + std::to_string(d) +
+                 ")";
+        };
         if (v <= 0) {
-          std::string msg = "The strategy is " + strat +
+          std::string msg = "The strategy is " + strat() +
                             ", the value of strategy must be larger than 0, but get " +
                             std::to_string(v);
-          msg += where;
+          msg += where();
           error(p, "parallel-split-value", msg);
           return false;
         }
         if (ctx.device_num > 0 && power_of_two(ctx.device_num) && !power_of_two(v)) {
-          std::string msg = "The strategy is " + strat +
+          std::string msg = "The strategy is " + strat() +
                             ", the value of strategy must be the power of 2, but get " +
                             std::to_string(v);
-          msg += where;
+          msg += where();
           msg += "; device_num " + std::to_string(ctx.device_num) + " is a power of 2";
           error(p, "parallel-split-value", msg);
           return false;
@@ -209,7 +215,7 @@ struct Checker {
         const Dim& dim = shape.dims[d];
         if (dim.is_known() && dim.value() % v != 0) {
           error(p, "parallel-not-divisible",
-                "The strategy is " + strat + ", shape " + std::to_string(dim.value()) + " (" +
+                "The strategy is " + strat() + ", shape " + std::to_string(dim.value()) + " (" +
                     ins[i].name + ", dimension " + std::to_string(d) +
                     ") cannot be divisible by strategy value " + std::to_string(v));
           return false;
@@ -260,7 +266,7 @@ struct Checker {
                       std::to_string(db) + " must be split alike)");
           } else {
             error(p, "parallel-split-mismatch",
-                  "The strategy is " + strat + ": " + ins[a.first].name + " dimension " +
+                  "The strategy is " + strat() + ": " + ins[a.first].name + " dimension " +
                       std::to_string(da) + " is split " + std::to_string(split(a)) + " but " +
                       ins[b.first].name + " dimension " + std::to_string(db) + " is split " +
                       std::to_string(split(b)) + "; " + n.op.str() + " needs them split alike");
@@ -289,7 +295,7 @@ struct Checker {
             }
             if (split(*first) != split(here)) {
               error(p, "parallel-split-mismatch",
-                    "The strategy is " + strat + ": " + ins[first->first].name + " dimension " +
+                    "The strategy is " + strat() + ": " + ins[first->first].name + " dimension " +
                         std::to_string(first->second) + " is split " +
                         std::to_string(split(*first)) + " but " + ins[i].name + " dimension " +
                         std::to_string(d) + " is split " + std::to_string(split(here)) +
@@ -315,7 +321,7 @@ struct Checker {
           }
           if (s[0][d] != 1) {
             error(p, "parallel-split-mismatch",
-                  "The strategy is " + strat + ": the strategy corresponding to axis dimension " +
+                  "The strategy is " + strat() + ": the strategy corresponding to axis dimension " +
                       std::to_string(d) + " is not 1 (" + n.op.str() + " over " +
                       std::string(rule->unsplit_axis) + "=" + std::to_string(axis) + " of " +
                       ins[0].name + " " + dims_str(ins[0].shape) +
@@ -344,7 +350,7 @@ struct Checker {
     if (int64_t stage = ctx.stage_devices();
         stage > 0 && (devices > stage || stage % devices != 0)) {
       error(p, "parallel-devices",
-            "The strategy is " + strat + ", it requires " + std::to_string(devices) +
+            "The strategy is " + strat() + ", it requires " + std::to_string(devices) +
                 " devices, but the device number of this stage is " + std::to_string(stage) +
                 ", it can not be divisible by " + std::to_string(devices) + " (device_num " +
                 std::to_string(ctx.device_num) +
@@ -370,14 +376,14 @@ struct Checker {
       }
       if (o[0][0] != a && o[0][0] != a * k) {
         error(p, "parallel-split-mismatch",
-              "The input strategy is " + strat +
+              "The input strategy is " + strat() +
                   ", the first dimension of output strategy must be " + std::to_string(a) + " or " +
                   std::to_string(a * k) + ", but got " + std::to_string(o[0][0]));
         return false;
       }
       if (o[0][1] != b) {
         error(p, "parallel-split-mismatch",
-              "The input strategy is " + strat +
+              "The input strategy is " + strat() +
                   ", the second dimension of output strategy must be " + std::to_string(b) +
                   ", but got " + std::to_string(o[0][1]));
         return false;
@@ -645,7 +651,7 @@ struct Checker {
         known.push_back(has);
         s.push_back(has ? it->second.split
                         : std::vector<int64_t>(shape.ranked ? shape.rank() : 0, 1));
-        ins.push_back(In{input_name(g, r), std::move(shape)});
+        ins.push_back(In{std::string(), std::move(shape)});  // names serve only messages
       }
       if (!ranked || lead == nullptr) continue;
       const size_t origin = lead->origin;
