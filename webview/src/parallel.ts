@@ -44,12 +44,17 @@ export function splitLabel(s: Sharding): string {
 /** The band of a sharded node's frame under its card, where the split is written. */
 export const SPLIT_H = 16;
 
+/** The split as a frame writes it: marked "propagated" when sharding propagation gave it, not the user. */
+export function frameSplit(s: Sharding): string {
+  return s.propagatedFrom ? `propagated ${splitLabel(s)}` : splitLabel(s);
+}
+
 /** The text of that band: the split, then the communication MindSpore inserts for it. */
 export function frameText(n: VNode): string {
   const s = shardingOf(n);
   if (!s) return '';
   const m = commMarker(n);
-  return m ? `${splitLabel(s)} · ${m}` : splitLabel(s);
+  return m ? `${frameSplit(s)} · ${m}` : frameSplit(s);
 }
 
 /**

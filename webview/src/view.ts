@@ -20,7 +20,7 @@ import type { GraphDiff } from './diff';
 import { LABEL_FONT, LABEL_LINE, LABEL_MIN_SCALE, LABEL_PAD, headerBand, placeEdgeLabels, type Box, type LabelPlace } from './labels';
 import { accessibleName, groupTip, hardwareLine, nodeTip, vocabOf } from './vocab';
 import { GHOST_PREFIX } from './model';
-import { SPLIT_H, STAGE_PALETTE, commMarker, commOf, deviceEdgeLabel, onRank, shardingOf, splitLabel, stageColor, stageOf } from './parallel';
+import { SPLIT_H, STAGE_PALETTE, commMarker, commOf, deviceEdgeLabel, frameSplit, onRank, shardingOf, stageColor, stageOf } from './parallel';
 import type { ParallelSummary } from './protocol';
 
 export interface Theme {
@@ -1071,7 +1071,7 @@ export class GraphView {
     ctx.setLineDash([]);
     if (!text) return;
     const marker = commMarker(n);
-    const split = splitLabel(shardingOf(n)!);
+    const split = frameSplit(shardingOf(n)!);
     const y = it.y + it.h - SPLIT_H / 2 - 1;
     ctx.font = '600 10.5px system-ui, sans-serif';
     ctx.textBaseline = 'middle';

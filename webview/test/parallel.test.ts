@@ -155,6 +155,7 @@ test('the tooltip lines of a sharded node: strategy, both shapes per input and o
   const lines = shardingLines(propagated.byId.get('matmul')!);
   assert.equal(lines[0], 'MatMul: split ((2, 4), (4, 1)) on 8 devices');
   assert.equal(lines[1], 'strategy by sharding propagation from self.block.shard');
+  assert.equal(frameText(propagated.byId.get('matmul')!), 'propagated split ((2, 4), (4, 1)) · AllReduce ×4');
 });
 
 test('the hardware panel gives the communication and the pipeline of a parallel estimate', () => {
