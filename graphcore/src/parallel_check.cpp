@@ -135,6 +135,36 @@ struct Checker {
     Shape shape;
   };
 
+  // The broadcast dimensions of rule `r` over `ins` (all of an elementwise operator's, a
+  // BatchMatMul's batch ones), aligned from the right: per position, the (input, dimension)
+  // pairs of more than one element, which must split alike. A dimension of one element
+  // broadcasts: it is left out, and listed in `ones` when given. Ranked inputs only.
+  static std::vector<std::vector<std::pair<size_t, size_t>>> broadcast_groups(
+      const ShardRule& r, const std::vector<In>& ins,
+      std::vector<std::pair<size_t, size_t>>* ones = nullptr) {
+    std::vector<std::vector<std::pair<size_t, size_t>>> out;
+    if (r.output != ShardOutput::Broadcast && r.output != ShardOutput::Dims) return out;
+    const size_t tail = r.output == ShardOutput::Dims ? 2 : 0;
+    size_t longest = 0;
+    for (const In& in : ins) longest = std::max(longest, in.shape.rank());
+    for (size_t e = tail; e < longest; ++e) {  // e-th dimension from the end
+      std::vector<std::pair<size_t, size_t>> group;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        const size_t rank = ins[k].shape.rank();
+        if (e >= rank) continue;
+        const size_t d = rank - 1 - e;
+        const Dim& dim = ins[k].shape.dims[d];
+        if (dim.is_known() && dim.value() == 1) {
+          if (ones != nullptr) ones->emplace_back(k, d);
+          continue;
+        }
+        group.emplace_back(k, d);
+      }
+      if (group.size() > 1) out.push_back(std::move(group));
+    }
+    return out;
+  }
+
   static std::string input_name(const Graph& g, ValueRef r) {
     if (r.node >= g.nodes.size()) return "?";
     const Node& p = g.nodes[r.node];
@@ -275,35 +305,21 @@ struct Checker {
         }
         join(a, b);
       }
-      // Broadcast dimensions (all of an elementwise operator's, a BatchMatMul's batch ones):
-      // aligned from the right, those of more than one element split alike.
-      if (rule->output == ShardOutput::Broadcast || rule->output == ShardOutput::Dims) {
-        size_t tail = rule->output == ShardOutput::Dims ? 2 : 0;
-        size_t longest = 0;
-        for (size_t i = 0; i < ins.size(); ++i) longest = std::max(longest, rank(i));
-        for (size_t k = tail; k < longest; ++k) {  // k-th dimension from the end
-          std::optional<std::pair<size_t, size_t>> first;
-          for (size_t i = 0; i < ins.size(); ++i) {
-            if (k >= rank(i)) continue;
-            size_t d = rank(i) - 1 - k;
-            const Dim& dim = ins[i].shape.dims[d];
-            if (dim.is_known() && dim.value() == 1) continue;
-            std::pair<size_t, size_t> here{i, d};
-            if (!first) {
-              first = here;
-              continue;
-            }
-            if (split(*first) != split(here)) {
-              error(p, "parallel-split-mismatch",
-                    "The strategy is " + strat() + ": " + ins[first->first].name + " dimension " +
-                        std::to_string(first->second) + " is split " +
-                        std::to_string(split(*first)) + " but " + ins[i].name + " dimension " +
-                        std::to_string(d) + " is split " + std::to_string(split(here)) +
-                        "; broadcast dimensions of " + n.op.str() + " must be split alike");
-              return false;
-            }
-            join(*first, here);
+      // Broadcast dimensions: those of more than one element split alike.
+      for (const auto& group : broadcast_groups(*rule, ins)) {
+        const std::pair<size_t, size_t> first = group.front();
+        for (size_t j = 1; j < group.size(); ++j) {
+          const std::pair<size_t, size_t> here = group[j];
+          if (split(first) != split(here)) {
+            error(p, "parallel-split-mismatch",
+                  "The strategy is " + strat() + ": " + ins[first.first].name + " dimension " +
+                      std::to_string(first.second) + " is split " + std::to_string(split(first)) +
+                      " but " + ins[here.first].name + " dimension " + std::to_string(here.second) +
+                      " is split " + std::to_string(split(here)) + "; broadcast dimensions of " +
+                      n.op.str() + " must be split alike");
+            return false;
           }
+          join(first, here);
         }
       }
       if (!ins.empty() && rank(0) > 0) {
@@ -680,45 +696,26 @@ struct Checker {
         const int db = resolve(t.b, n, rank(b));
         if (da >= 0 && db >= 0) align(a, static_cast<size_t>(da), b, static_cast<size_t>(db));
       }
-      if (rule->output == ShardOutput::Broadcast || rule->output == ShardOutput::Dims) {
-        const size_t tail = rule->output == ShardOutput::Dims ? 2 : 0;
-        size_t longest = 0;
-        for (size_t k = 0; k < ins.size(); ++k) longest = std::max(longest, rank(k));
-        for (size_t e = tail; e < longest; ++e) {  // e-th dimension from the end
-          std::vector<std::pair<size_t, size_t>> dims;
-          for (size_t k = 0; k < ins.size(); ++k) {
-            if (e >= rank(k)) continue;
-            const size_t d = rank(k) - 1 - e;
-            const Dim& dim = ins[k].shape.dims[d];
-            if (dim.is_known() && dim.value() == 1) {
-              s[k][d] = 1;  // a dimension of one element broadcasts: never split
-              continue;
-            }
-            dims.emplace_back(k, d);
-          }
-          for (size_t j = 1; j < dims.size(); ++j)
-            align(dims[0].first, dims[0].second, dims[j].first, dims[j].second);
-        }
+      std::vector<std::pair<size_t, size_t>> ones;
+      for (const auto& group : broadcast_groups(*rule, ins, &ones)) {
+        for (size_t j = 1; j < group.size(); ++j)
+          align(group[0].first, group[0].second, group[j].first, group[j].second);
       }
+      for (auto [k, d] : ones) s[k][d] = 1;  // a dimension of one element is never split
       const bool fresh = !n.parallel;
       if (fresh) n.parallel = std::make_shared<NodeParallel>();
       NodeParallel& p = *n.parallel;
+      const NodeParallel before = p;  // its stage facts, if it had any
       p.in_strategy = s;
       p.out_strategy.reset();
       slices(n, ins);
-      // Not taken after all: the node keeps only its stage facts.
+      // Not taken after all: the node is as it was.
       auto undo = [&] {
         if (fresh) {
           n.parallel.reset();
-          return;
+        } else {
+          p = before;
         }
-        NodeParallel kept;
-        kept.stage = p.stage;
-        kept.stage_inherited = p.stage_inherited;
-        kept.cell_file = p.cell_file;
-        kept.cell_site = p.cell_site;
-        kept.cell = p.cell;
-        p = std::move(kept);
       };
       if (!quiet.check_node(g, n, ins)) {  // a strategy MindSpore would not choose: none here
         undo();
